@@ -1,0 +1,233 @@
+// Package redistest gives tests a Redis to talk to: a fresh real redis-server
+// on a free loopback port, or an in-process miniredis. Every Lua script in
+// RedCrawl is tested on both, because miniredis is not Redis.
+//
+// A missing redis-server skips the real-Redis half of a test, unless
+// CRAWLER_REQUIRE_REDIS=1 (set by .ci/run), which turns it into a failure.
+package redistest
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+// Server is one Redis for one test.
+type Server struct {
+	Kind   string // "redis-server" or "miniredis"
+	Addr   string // host:port on loopback
+	Client *redis.Client
+	// Mini is set for miniredis, whose clock a test may move (SetTime, FastForward).
+	Mini *miniredis.Miniredis
+
+	cmd     *exec.Cmd
+	stopped sync.Once
+}
+
+// URL is the server's address as a redis:// URL, for child processes.
+func (s *Server) URL() string { return "redis://" + s.Addr + "/0" }
+
+// NewClient opens another client to the same server; it is closed at cleanup.
+func (s *Server) NewClient(t testing.TB) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Stop makes the server unreachable: the redis-server process is killed by PID,
+// a miniredis is closed. Safe to call twice.
+func (s *Server) Stop() {
+	s.stopped.Do(func() {
+		if s.Mini != nil {
+			s.Mini.Close()
+			return
+		}
+		if s.cmd != nil && s.cmd.Process != nil {
+			s.cmd.Process.Kill()
+			s.cmd.Wait()
+		}
+	})
+}
+
+// Required reports whether a missing redis-server is a failure rather than a skip.
+func Required() bool { return os.Getenv("CRAWLER_REQUIRE_REDIS") == "1" }
+
+// Binary finds redis-server: $REDIS_SERVER, then PATH, then Debian's location.
+func Binary() (string, error) {
+	if p := os.Getenv("REDIS_SERVER"); p != "" {
+		return p, nil
+	}
+	if p, err := exec.LookPath("redis-server"); err == nil {
+		return p, nil
+	}
+	for _, p := range []string{"/usr/bin/redis-server", "/usr/sbin/redis-server", "/usr/local/bin/redis-server"} {
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("redistest: redis-server not found (install the Debian package redis-server, or set REDIS_SERVER)")
+}
+
+// Real starts a fresh redis-server for this test and stops it (by PID) at cleanup.
+func Real(t testing.TB) *Server {
+	t.Helper()
+	bin, err := Binary()
+	if err != nil {
+		if Required() {
+			t.Fatalf("%v; CRAWLER_REQUIRE_REDIS=1 makes this a failure", err)
+		}
+		t.Skipf("%v; skipping the real-Redis half (set CRAWLER_REQUIRE_REDIS=1 to fail instead)", err)
+	}
+	var lastErr error
+	for attempt := 0; attempt < 5; attempt++ {
+		s, err := start(t, bin)
+		if err == nil {
+			t.Cleanup(s.Stop)
+			s.Client = s.NewClient(t)
+			return s
+		}
+		lastErr = err
+	}
+	t.Fatalf("redistest: starting redis-server: %v", lastErr)
+	return nil
+}
+
+// Mini starts an in-process miniredis for this test.
+func Mini(t testing.TB) *Server {
+	t.Helper()
+	m := miniredis.RunT(t)
+	s := &Server{Kind: "miniredis", Addr: m.Addr(), Mini: m}
+	s.Client = s.NewClient(t)
+	return s
+}
+
+// Both runs fn as two subtests, one on miniredis and one on a real redis-server.
+func Both(t *testing.T, fn func(t *testing.T, s *Server)) {
+	t.Helper()
+	t.Run("miniredis", func(t *testing.T) { fn(t, Mini(t)) })
+	t.Run("redis-server", func(t *testing.T) { fn(t, Real(t)) })
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// start launches redis-server in the foreground with its log on stdout and
+// waits for the line that says it accepts connections: an event, not a sleep.
+func start(t testing.TB, bin string) (*Server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(bin,
+		"--port", fmt.Sprint(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", dir,
+		"--logfile", "", "--daemonize", "no", "--protected-mode", "no")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	ready := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		var log []string
+		for sc.Scan() {
+			line := sc.Text()
+			if strings.Contains(line, "Ready to accept connections") {
+				ready <- nil
+				for sc.Scan() { // keep draining so the server never blocks on its log
+				}
+				return
+			}
+			log = append(log, line)
+		}
+		ready <- fmt.Errorf("redis-server exited: %s", strings.Join(tail(log, 5), " | "))
+	}()
+	select {
+	case err := <-ready:
+		if err != nil {
+			cmd.Wait()
+			return nil, err
+		}
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, fmt.Errorf("redis-server on port %d not ready after 10s", port)
+	}
+	return &Server{Kind: "redis-server", Addr: fmt.Sprintf("127.0.0.1:%d", port), cmd: cmd}, nil
+}
+
+func tail(s []string, n int) []string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// Ping fails the test when the server does not answer.
+func (s *Server) Ping(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.Client.Ping(ctx).Err(); err != nil {
+		t.Fatalf("%s at %s: %v", s.Kind, s.Addr, err)
+	}
+}
+
+// Self is the path of the running test binary, for tests that start
+// copies of themselves as separate OS processes.
+func Self(t testing.TB) string {
+	p, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Clean(p)
+}
+
+// FollowWallClock makes a miniredis expire keys as real time passes (it
+// otherwise only moves on FastForward), so TTL tests read the same on both
+// servers. A no-op for redis-server. Stops at test cleanup.
+func (s *Server) FollowWallClock(t testing.TB) {
+	if s.Mini == nil {
+		return
+	}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	t.Cleanup(func() { close(done); <-stopped })
+	go func() {
+		defer close(stopped)
+		last := time.Now()
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-tick.C:
+				s.Mini.FastForward(now.Sub(last))
+				last = now
+			}
+		}
+	}()
+}

@@ -1,0 +1,321 @@
+package leader_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redcrawl/crawler/internal/redistest"
+	"github.com/redcrawl/crawler/leader"
+	"github.com/redis/go-redis/v9"
+)
+
+// pausable wraps a client; while paused, every call hangs until its context
+// ends, as it would for a process stopped by SIGSTOP or cut off by a partition.
+type pausable struct {
+	redis.Scripter
+	mu     sync.Mutex
+	paused chan struct{} // non-nil while paused; closed on resume
+}
+
+func (p *pausable) pause() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.paused = make(chan struct{})
+}
+
+func (p *pausable) resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	close(p.paused)
+	p.paused = nil
+}
+
+func (p *pausable) gate(ctx context.Context) error {
+	p.mu.Lock()
+	ch := p.paused
+	p.mu.Unlock()
+	if ch == nil {
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (p *pausable) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	if err := p.gate(ctx); err != nil {
+		c := redis.NewCmd(ctx)
+		c.SetErr(err)
+		return c
+	}
+	return p.Scripter.EvalSha(ctx, sha, keys, args...)
+}
+
+func (p *pausable) Eval(ctx context.Context, src string, keys []string, args ...any) *redis.Cmd {
+	if err := p.gate(ctx); err != nil {
+		c := redis.NewCmd(ctx)
+		c.SetErr(err)
+		return c
+	}
+	return p.Scripter.Eval(ctx, src, keys, args...)
+}
+
+const writeBody = `redis.call('SET', KEYS[2], ARGV[2]) return 1`
+
+var fencedWrite = leader.NewFencedScript(writeBody)
+
+func TestPausedLeaderStepsDownIsReplacedAndFenced(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		s.FollowWallClock(t)
+		ctx := ctxFor(t, 30*time.Second)
+		const key = "t:{elect}:leader"
+		cfg := leader.ConfigForTTL(800 * time.Millisecond)
+
+		pa := &pausable{Scripter: s.Client}
+		ea, _ := leader.NewElector(pa, key, "a", cfg)
+		la, err := ea.Campaign(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fencedWrite.Run(ctx, s.Client, key, la.Epoch(), []string{"t:{elect}:data"}, "from a"); err != nil {
+			t.Fatalf("leader's own fenced write: %v", err)
+		}
+
+		pa.pause() // a stops renewing: its calls hang
+		<-la.Done()
+		// The moment a stepped down, its lock must still be alive on the server:
+		// it stopped acting before the TTL ran out, not after.
+		info, _, err := leader.Current(ctx, s.Client, key)
+		if err != nil || info.ID != "a" || info.TTL <= 0 {
+			t.Fatalf("when a stepped down the server showed %+v, %v; want a's lock still alive", info, err)
+		}
+		if !errors.Is(la.Err(), leader.ErrLockLost) {
+			t.Fatalf("a's leadership ended with %v, want ErrLockLost", la.Err())
+		}
+
+		eb, _ := leader.NewElector(s.Client, key, "b", cfg)
+		lb, err := eb.Campaign(ctx) // waits for a's lock to expire
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lb.Resign(context.Background())
+		if lb.Epoch() <= la.Epoch() {
+			t.Fatalf("new epoch %d not above old %d", lb.Epoch(), la.Epoch())
+		}
+
+		// a wakes up late and tries to act: its release must not free b's
+		// lock, and its fenced write must be refused.
+		pa.resume()
+		lockA, err := leader.Obtain(ctx, pa, key, "a", time.Second) // a cannot even re-take it
+		if !errors.Is(err, leader.ErrNotObtained) {
+			t.Fatalf("Obtain while b leads: %v %v", lockA, err)
+		}
+		if err := la.Resign(ctx); err != nil {
+			t.Fatalf("late resign: %v", err)
+		}
+		if info, _, err := leader.Current(ctx, s.Client, key); err != nil || info.ID != "b" {
+			t.Fatalf("after a's late resign the lock is %+v, %v; want b's", info, err)
+		}
+		_, err = fencedWrite.Run(ctx, s.Client, key, la.Epoch(), []string{"t:{elect}:data"}, "late write from a")
+		if !errors.Is(err, leader.ErrFenced) {
+			t.Fatalf("stale leader's write: got %v, want ErrFenced", err)
+		}
+		if _, err := fencedWrite.Run(ctx, s.Client, key, lb.Epoch(), []string{"t:{elect}:data"}, "from b"); err != nil {
+			t.Fatalf("current leader's write: %v", err)
+		}
+		if v := s.Client.Get(ctx, "t:{elect}:data").Val(); v != "from b" {
+			t.Fatalf("data = %q, want %q", v, "from b")
+		}
+	})
+}
+
+func TestLeaderKeepsLeadingWhileRenewing(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		s.FollowWallClock(t)
+		ctx := ctxFor(t, 20*time.Second)
+		cfg := leader.ConfigForTTL(300 * time.Millisecond)
+		e, _ := leader.NewElector(s.Client, "t:{renew}:leader", "a", cfg)
+		l, err := e.Campaign(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Watch the lock across several TTLs: renewals must keep the same holder and epoch.
+		obs := e.Observe(ctx)
+		first := <-obs
+		deadline := time.After(4 * cfg.TTL)
+	watch:
+		for {
+			select {
+			case info := <-obs:
+				t.Fatalf("leader changed from %+v to %+v while renewing", first, info)
+			case <-l.Done():
+				t.Fatalf("leadership lost while Redis was healthy: %v", l.Err())
+			case <-deadline:
+				break watch
+			}
+		}
+		if first.ID != "a" || first.Epoch != l.Epoch() {
+			t.Fatalf("Observe saw %+v, want a at epoch %d", first, l.Epoch())
+		}
+		if err := l.Resign(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if !errors.Is(l.Err(), leader.ErrResigned) {
+			t.Fatalf("Err after Resign = %v", l.Err())
+		}
+		if info := <-obs; info.Epoch != 0 {
+			t.Fatalf("after Resign Observe saw %+v, want no leader", info)
+		}
+	})
+}
+
+func TestRedisUnreachable(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := ctxFor(t, 30*time.Second)
+		cfg := leader.ConfigForTTL(600 * time.Millisecond)
+		c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1}) // fail fast once down
+		defer c.Close()
+		e, _ := leader.NewElector(c, "t:{down}:leader", "a", cfg)
+		l, err := e.Campaign(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Stop()
+		<-l.Done()
+		if !errors.Is(l.Err(), leader.ErrLockLost) || !strings.Contains(l.Err().Error(), "last renewal error") {
+			t.Fatalf("leadership ended with %q; want ErrLockLost naming the renewal error", l.Err())
+		}
+		_, err = e.Campaign(ctx)
+		if err == nil || errors.Is(err, leader.ErrNotObtained) || !strings.HasPrefix(err.Error(), "leader: campaign:") {
+			t.Fatalf("Campaign with Redis down: %v; want a leader: campaign: connection error", err)
+		}
+		if _, err := e.Leader(ctx); err == nil || errors.Is(err, leader.ErrNoLeader) {
+			t.Fatalf("Leader with Redis down: %v; want a connection error", err)
+		}
+		if err := l.Resign(ctx); err == nil {
+			t.Fatal("Resign with Redis down reported success")
+		}
+	})
+}
+
+func TestConfigValidate(t *testing.T) {
+	good := leader.DefaultConfig()
+	if err := good.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for name, mutate := range map[string]func(*leader.Config){
+		"tiny TTL":          func(c *leader.Config) { c.TTL = time.Millisecond },
+		"margin over TTL/2": func(c *leader.Config) { c.SafetyMargin = c.TTL / 2 },
+		"no margin":         func(c *leader.Config) { c.SafetyMargin = 0 },
+		"renew too slow":    func(c *leader.Config) { c.RenewInterval = c.TTL / 2 },
+		"no retry":          func(c *leader.Config) { c.RetryInterval = 0 },
+	} {
+		c := good
+		mutate(&c)
+		if err := c.Validate(); err == nil {
+			t.Errorf("%s: Validate accepted %+v", name, c)
+		}
+	}
+}
+
+// Failover: candidates in separate processes; the leader is killed with
+// SIGKILL (no chance to resign) and a survivor takes over within TTL plus one
+// retry interval, under a strictly higher epoch, one leader at a time.
+func TestFailoverAfterSIGKILL(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		s.FollowWallClock(t)
+		const ttl, retry = time.Second, 100 * time.Millisecond
+		type event struct {
+			pid   int
+			epoch int64
+			at    time.Time
+		}
+		events := make(chan event, 16)
+		procs := map[int]*os.Process{}
+		for i := 0; i < 3; i++ {
+			cmd, out := startHelper(t, "candidate", "LEADER_TEST_REDIS="+s.URL(),
+				"LEADER_TEST_TTL_MS="+strconv.Itoa(int(ttl/time.Millisecond)),
+				"LEADER_TEST_RETRY_MS="+strconv.Itoa(int(retry/time.Millisecond)))
+			procs[cmd.Process.Pid] = cmd.Process
+			go func(pid int) {
+				for {
+					var epoch int64
+					if _, err := fmt.Fscanf(out, "LEADER %d\n", &epoch); err != nil {
+						return
+					}
+					events <- event{pid, epoch, time.Now()}
+				}
+			}(cmd.Process.Pid)
+		}
+		next := func() event {
+			select {
+			case ev := <-events:
+				return ev
+			case <-time.After(30 * time.Second):
+				t.Fatal("no leader elected within 30s")
+				return event{}
+			}
+		}
+		prev := next()
+		for round := 0; round < 2; round++ {
+			killed := time.Now()
+			procs[prev.pid].Signal(syscall.SIGKILL)
+			ev := next()
+			if ev.pid == prev.pid {
+				t.Fatalf("killed process %d reported leadership again", ev.pid)
+			}
+			if ev.epoch <= prev.epoch {
+				t.Fatalf("epoch went from %d to %d", prev.epoch, ev.epoch)
+			}
+			// The lock can outlive the kill by at most TTL; a follower retries
+			// every RetryInterval. The slack covers process scheduling only.
+			if took, limit := ev.at.Sub(killed), ttl+retry+300*time.Millisecond; took > limit {
+				t.Errorf("failover took %v, want at most TTL+retry (%v) plus slack", took, limit)
+			}
+			prev = ev
+		}
+		select {
+		case ev := <-events:
+			t.Fatalf("a second leader appeared while %d leads: %+v", prev.pid, ev)
+		default:
+		}
+	})
+}
+
+func runCandidate() int {
+	c := helperClient()
+	defer c.Close()
+	cfg := leader.ConfigForTTL(time.Duration(envInt("LEADER_TEST_TTL_MS")) * time.Millisecond)
+	cfg.RetryInterval = time.Duration(envInt("LEADER_TEST_RETRY_MS")) * time.Millisecond
+	e, err := leader.NewElector(c, "t:{failover}:leader", strconv.Itoa(os.Getpid()), cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for ctx.Err() == nil {
+		l, err := e.Campaign(ctx)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "candidate:", err)
+			return 1
+		}
+		fmt.Printf("LEADER %d\n", l.Epoch())
+		select {
+		case <-l.Done():
+		case <-ctx.Done():
+		}
+	}
+	return 0
+}
