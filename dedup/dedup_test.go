@@ -1,0 +1,264 @@
+package dedup_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redcrawl/crawler/dedup"
+	"github.com/redcrawl/crawler/internal/redistest"
+)
+
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func urls(prefix string, from, to int) []string {
+	out := make([]string, 0, to-from)
+	for i := from; i < to; i++ {
+		out = append(out, fmt.Sprintf("https://%s.example/page/%d?q=%d", prefix, i, i*7919))
+	}
+	return out
+}
+
+func open(t *testing.T, s *redistest.Server, key string, p dedup.Params) *dedup.Filter {
+	t.Helper()
+	f, err := dedup.Open(context.Background(), s.Client, key, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// Property: whatever was added is reported present, across layer growth,
+// for random inputs (a false negative would re-crawl a page; worse, the
+// frontier would enqueue it again).
+func TestNoFalseNegatives(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := ctxFor(t, time.Minute)
+		f := open(t, s, "t:{nfn}:seen", dedup.Params{Capacity: 1000, FPRate: 0.01})
+		rng := rand.New(rand.NewPCG(1, 2))
+		var added []string
+		for len(added) < 5000 { // five times the plan: forces two new layers
+			batch := make([]string, 1+rng.IntN(300))
+			for i := range batch {
+				b := make([]byte, 1+rng.IntN(40))
+				for j := range b {
+					b[j] = byte(rng.Uint32())
+				}
+				batch[i] = string(b)
+			}
+			if _, err := f.AddNew(ctx, batch); err != nil {
+				t.Fatal(err)
+			}
+			added = append(added, batch...)
+		}
+		got, err := f.Contains(ctx, added)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, ok := range got {
+			if !ok {
+				t.Fatalf("false negative: item %d (%q) was added but is reported absent", i, added[i])
+			}
+		}
+		again, err := f.AddNew(ctx, added)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, isNew := range again {
+			if isNew {
+				t.Fatalf("item %d reported new on its second AddNew", i)
+			}
+		}
+		st, err := f.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(st.Layers) != 3 {
+			t.Fatalf("%d items into a 1000-item filter with growth 2 made %d layers, want 3", st.Count, len(st.Layers))
+		}
+	})
+}
+
+func TestAddNewReportsNewOnceWithinABatch(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		f := open(t, s, "t:{batch}:seen", dedup.Params{Capacity: 1000, FPRate: 0.001})
+		got, err := f.AddNew(context.Background(), []string{"a", "b", "a", "c", "b"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []bool{true, true, false, true, false}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("AddNew = %v, want %v", got, want)
+		}
+	})
+}
+
+// Two workers that add the same URL at the same moment: exactly one hears "new".
+func TestConcurrentAddNewExactlyOneNew(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := ctxFor(t, time.Minute)
+		items := urls("race", 0, 200)
+		const workers = 16
+		newCount := make([]int, len(items))
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func(w int) {
+				defer wg.Done()
+				// Each worker has its own Filter, as separate processes would.
+				f, err := dedup.Open(ctx, s.Client, "t:{race}:seen", dedup.Params{Capacity: 100, FPRate: 0.01})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				order := rand.New(rand.NewPCG(uint64(w), 9)).Perm(len(items))
+				for start := 0; start < len(order); start += 7 {
+					var batch []string
+					var idx []int
+					for _, i := range order[start:min(start+7, len(order))] {
+						batch = append(batch, items[i])
+						idx = append(idx, i)
+					}
+					got, err := f.AddNew(ctx, batch)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					for j, isNew := range got {
+						if isNew {
+							newCount[idx[j]]++
+						}
+					}
+					mu.Unlock()
+				}
+			}(w)
+		}
+		wg.Wait()
+		for i, n := range newCount {
+			if n != 1 {
+				t.Errorf("%s reported new %d times across %d workers, want exactly once", items[i], n, workers)
+			}
+		}
+	})
+}
+
+// The false-positive rate is measured, not assumed: at capacity, and after
+// the crawl outgrew its plan tenfold.
+func TestFalsePositiveRate(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		n, probes := 100_000, 100_000
+		if s.Mini != nil {
+			n, probes = 10_000, 20_000 // gopher-lua is slow; the real server gets the full size
+		}
+		const p = 0.01
+		ctx := ctxFor(t, 5*time.Minute)
+		f := open(t, s, "t:{fp}:seen", dedup.Params{Capacity: int64(n), FPRate: p})
+		absent := urls("never-added", 0, probes)
+		measure := func(when string) float64 {
+			got, err := f.Contains(ctx, absent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fp := 0
+			for _, present := range got {
+				if present {
+					fp++
+				}
+			}
+			rate := float64(fp) / float64(probes)
+			t.Logf("%s: measured false-positive rate %.4f over %d probes (target %.2f)", when, rate, probes, p)
+			if rate > 1.25*p {
+				t.Errorf("%s: false-positive rate %.4f exceeds 1.25·p = %.4f", when, rate, 1.25*p)
+			}
+			return rate
+		}
+		add := func(from, to int) {
+			items := urls("added", from, to)
+			got, err := f.AddNew(ctx, items)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, isNew := range got {
+				if !isNew && i%100 == 0 {
+					t.Logf("%s collided with an earlier URL (a false positive during insertion)", items[i])
+				}
+			}
+		}
+		add(0, n)
+		measure("at capacity")
+		st, err := f.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(st.Layers) != 1 || st.EstimatedFPRate > 1.25*p || st.EstimatedFPRate < 0.5*p {
+			t.Errorf("stats at capacity: %d layers, estimated rate %.4f; want 1 layer near %.2f", len(st.Layers), st.EstimatedFPRate, p)
+		}
+		add(n, 10*n)
+		measure("after 10·n insertions")
+		st, err = f.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(st.Layers) != 4 || st.EstimatedFPRate > 1.25*p {
+			t.Errorf("stats after 10·n: %d layers, estimated rate %.4f; want 4 layers, rate ≤ 1.25·p", len(st.Layers), st.EstimatedFPRate)
+		}
+	})
+}
+
+func TestMismatchedParametersRefused(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		p := dedup.Params{Capacity: 5000, FPRate: 0.01}
+		open(t, s, "t:{mm}:seen", p)
+		if _, err := dedup.Open(ctx, s.Client, "t:{mm}:seen", p); err != nil {
+			t.Fatalf("same parameters refused: %v", err)
+		}
+		for _, other := range []dedup.Params{
+			{Capacity: 5001, FPRate: 0.01},
+			{Capacity: 5000, FPRate: 0.001},
+			{Capacity: 5000, FPRate: 0.01, Growth: 4},
+		} {
+			_, err := dedup.Open(ctx, s.Client, "t:{mm}:seen", other)
+			if !errors.Is(err, dedup.ErrMismatch) {
+				t.Errorf("Open with %+v: got %v, want ErrMismatch", other, err)
+			}
+		}
+		f, err := dedup.Attach(ctx, s.Client, "t:{mm}:seen")
+		if err != nil || f.Params().Capacity != 5000 {
+			t.Fatalf("Attach: %v %+v", err, f)
+		}
+		if _, err := dedup.Attach(ctx, s.Client, "t:{none}:seen"); !errors.Is(err, dedup.ErrNotFound) {
+			t.Fatalf("Attach to nothing: %v, want ErrNotFound", err)
+		}
+	})
+}
+
+func TestParamsValidate(t *testing.T) {
+	for _, p := range []dedup.Params{
+		{Capacity: 0, FPRate: 0.01},
+		{Capacity: -5, FPRate: 0.01},
+		{Capacity: 10, FPRate: 0},
+		{Capacity: 10, FPRate: 1},
+		{Capacity: 10, FPRate: 1.5},
+		{Capacity: 10, FPRate: -0.1},
+		{Capacity: 10, FPRate: 0.01, Growth: 1},
+		{Capacity: 10, FPRate: 0.01, Growth: -2},
+		{Capacity: 10, FPRate: 0.01, Tightening: 1},
+	} {
+		if err := p.Validate(); !errors.Is(err, dedup.ErrParams) {
+			t.Errorf("Validate(%+v) = %v, want ErrParams", p, err)
+		}
+	}
+	if err := (dedup.Params{Capacity: 10, FPRate: 0.5}).Validate(); err != nil {
+		t.Errorf("valid params refused: %v", err)
+	}
+}

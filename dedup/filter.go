@@ -1,0 +1,346 @@
+package dedup
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	// ErrMismatch: the filter exists in Redis with other parameters.
+	ErrMismatch = errors.New("dedup: filter exists with other parameters")
+	// ErrNotFound: Attach found no filter at the key.
+	ErrNotFound = errors.New("dedup: no filter at this key")
+)
+
+var (
+	//go:embed bloom.lua
+	bloomLib string
+	//go:embed addnew.lua
+	addNewBody string
+	addScript  = Compose(addNewBody)
+	//go:embed init.lua
+	initSrc    string
+	initScript = redis.NewScript(initSrc)
+	//go:embed alloc.lua
+	allocSrc    string
+	allocScript = redis.NewScript(allocSrc)
+)
+
+// Compose returns a script made of the Bloom library (bloom.lua) and body.
+// The body calls bloom_run(kb, ab), which returns the reply to pass back,
+// the index of the first key and argument after the filter's, and B;
+// with Exec, the filter's keys and arguments come first (kb = ab = 1), then
+// one argument per item, then the caller's keys and fixed arguments. The
+// body must return the reply it got (it may act on its flags first), which
+// is how frontier/ marks a URL seen and queues it in one atomic step.
+func Compose(body string) *redis.Script {
+	return redis.NewScript(bloomLib + "\n" + body)
+}
+
+// Filter is a scalable Bloom filter stored in Redis bitmaps. All state lives
+// in Redis; a Filter only caches the layer count, which the scripts check.
+// It is safe for use by several goroutines.
+type Filter struct {
+	c      redis.Scripter
+	key    string
+	params Params
+
+	mu        sync.Mutex
+	geometry  []layer // layerAt(i), cached
+	layers    int     // as last seen in Redis
+	count     int64   // as last seen in Redis
+	allocated int     // layers 0..allocated-1 are known to be allocated
+}
+
+// Open returns the filter at key, creating it with params if it does not
+// exist. A filter that exists with other parameters is refused (ErrMismatch):
+// workers that disagree on m and k would each see other bits.
+// key should carry a hash tag ("crawl:{name}:seen"); segments share it.
+func Open(ctx context.Context, c redis.Scripter, key string, params Params) (*Filter, error) {
+	if err := params.Validate(); err != nil {
+		return nil, err
+	}
+	params = params.withDefaults()
+	stored, layers, count, err := readMeta(ctx, c, key, &params)
+	if err != nil {
+		return nil, err
+	}
+	if stored != params {
+		return nil, fmt.Errorf("%w: %q was created with %s; this worker asks for %s (use the same settings, or another crawl name)",
+			ErrMismatch, key, stored, params)
+	}
+	return newFilter(ctx, c, key, stored, layers, count)
+}
+
+// Attach returns the filter at key with the parameters stored in Redis.
+func Attach(ctx context.Context, c redis.Scripter, key string) (*Filter, error) {
+	stored, layers, count, err := readMeta(ctx, c, key, nil)
+	if err != nil {
+		return nil, err
+	}
+	return newFilter(ctx, c, key, stored, layers, count)
+}
+
+func newFilter(ctx context.Context, c redis.Scripter, key string, p Params, layers int, count int64) (*Filter, error) {
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("dedup: %q holds unusable parameters: %w", key, err)
+	}
+	f := &Filter{c: c, key: key, params: p, layers: layers, count: count}
+	if err := f.allocate(ctx); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func (p Params) String() string {
+	return fmt.Sprintf("capacity=%d fp-rate=%s growth=%d tightening=%s",
+		p.Capacity, fmtFloat(p.FPRate), p.Growth, fmtFloat(p.Tightening))
+}
+
+func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+// readMeta creates the meta hash when create is non-nil and it is missing,
+// and returns what Redis holds.
+func readMeta(ctx context.Context, c redis.Scripter, key string, create *Params) (Params, int, int64, error) {
+	args := []any{"", "", "", ""}
+	if create != nil {
+		args = []any{create.Capacity, fmtFloat(create.FPRate), create.Growth, fmtFloat(create.Tightening)}
+	}
+	res, err := initScript.Run(ctx, c, []string{key}, args...).Slice()
+	if err != nil {
+		return Params{}, 0, 0, fmt.Errorf("dedup: open %q: %w", key, err)
+	}
+	if len(res) != 6 || res[0] == nil {
+		return Params{}, 0, 0, fmt.Errorf("%w: %q", ErrNotFound, key)
+	}
+	f := make([]string, 6)
+	for i, v := range res {
+		f[i], _ = v.(string)
+	}
+	var p Params
+	var layers int
+	var count int64
+	var errs []error
+	parse := func(s string, dst any) {
+		var err error
+		switch d := dst.(type) {
+		case *int64:
+			*d, err = strconv.ParseInt(s, 10, 64)
+		case *int:
+			*d, err = strconv.Atoi(s)
+		case *float64:
+			*d, err = strconv.ParseFloat(s, 64)
+		}
+		errs = append(errs, err)
+	}
+	parse(f[0], &p.Capacity)
+	parse(f[1], &p.FPRate)
+	parse(f[2], &p.Growth)
+	parse(f[3], &p.Tightening)
+	parse(f[4], &layers)
+	parse(f[5], &count)
+	if err := errors.Join(errs...); err != nil || layers < 1 {
+		return Params{}, 0, 0, fmt.Errorf("dedup: %q holds a damaged meta hash %q: %v", key, f, err)
+	}
+	return p, layers, count, nil
+}
+
+// Params are the filter's parameters as stored in Redis.
+func (f *Filter) Params() Params { return f.params }
+
+// Key is the filter's meta key; segment keys are Key()+":<layer>:<segment>".
+func (f *Filter) Key() string { return f.key }
+
+func (f *Filter) segmentKey(l int, s int64) string {
+	return f.key + ":" + strconv.Itoa(l) + ":" + strconv.FormatInt(s, 10)
+}
+
+// layer returns layer i's geometry (cached). Call with f.mu held.
+func (f *Filter) layer(i int) layer {
+	for len(f.geometry) <= i {
+		f.geometry = append(f.geometry, f.params.layerAt(len(f.geometry)))
+	}
+	return f.geometry[i]
+}
+
+// AddNew marks items as seen, and reports for each whether it was new
+// (absent before this call). Test and set are one atomic script per batch
+// of up to maxBatch items: of two workers adding the same URL, exactly one
+// gets true. An item repeated within items is new only at its first place.
+func (f *Filter) AddNew(ctx context.Context, items []string) ([]bool, error) {
+	return f.exec(ctx, addScript, true, items, nil, nil, nil)
+}
+
+// Contains reports for each item whether it may have been added (with the
+// filter's false-positive rate) or certainly was not.
+func (f *Filter) Contains(ctx context.Context, items []string) ([]bool, error) {
+	return f.exec(ctx, addScript, false, items, nil, nil, nil)
+}
+
+// Exec runs a script made by Compose in 'add' mode over items. perItem, if
+// not nil, holds one argument per item, passed right after the filter's;
+// keys and fixed follow. It returns the flags bloom_run computed.
+func (f *Filter) Exec(ctx context.Context, s *redis.Script, items []string, perItem []any, keys []string, fixed []any) ([]bool, error) {
+	if perItem != nil && len(perItem) != len(items) {
+		return nil, fmt.Errorf("dedup: %d per-item arguments for %d items", len(perItem), len(items))
+	}
+	return f.exec(ctx, s, true, items, perItem, keys, fixed)
+}
+
+// maxBatch bounds one script call; exec also keeps a batch within one
+// spare layer's capacity, so a batch can add at most one layer.
+const maxBatch = 1024
+
+func (f *Filter) exec(ctx context.Context, s *redis.Script, add bool, items []string, perItem []any, keys []string, fixed []any) ([]bool, error) {
+	out := make([]bool, 0, len(items))
+	chunk := maxBatch
+	if int64(chunk) > f.params.Capacity {
+		chunk = int(f.params.Capacity)
+	}
+	for start := 0; start < len(items); start += chunk {
+		end := min(start+chunk, len(items))
+		var extra []any
+		if perItem != nil {
+			extra = perItem[start:end]
+		}
+		flags, err := f.execChunk(ctx, s, add, items[start:end], extra, keys, fixed)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, flags...)
+	}
+	if add {
+		if err := f.allocate(ctx); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+func (f *Filter) execChunk(ctx context.Context, s *redis.Script, add bool, items []string, perItem []any, keys []string, fixed []any) ([]bool, error) {
+	for attempt := 0; attempt < 10; attempt++ {
+		k, a := f.prepare(items, add)
+		k = append(k, keys...)
+		a = append(a, perItem...)
+		a = append(a, fixed...)
+		res, err := s.Run(ctx, f.c, k, a...).Slice()
+		if err != nil {
+			return nil, fmt.Errorf("dedup: %w", err)
+		}
+		if len(res) < 3 {
+			return nil, fmt.Errorf("dedup: unexpected script reply %v", res)
+		}
+		status, _ := res[0].(int64)
+		count, _ := res[1].(int64)
+		layers, _ := res[2].(int64)
+		f.mu.Lock()
+		f.count, f.layers = count, int(layers)
+		f.mu.Unlock()
+		if status == 0 {
+			continue // another worker added a layer: recompute positions
+		}
+		if len(res) != 3+len(items) {
+			return nil, fmt.Errorf("dedup: script replied %d flags for %d items", len(res)-3, len(items))
+		}
+		flags := make([]bool, len(items))
+		for i := range items {
+			flags[i] = res[3+i] == int64(1)
+		}
+		return flags, nil
+	}
+	return nil, errors.New("dedup: layer count kept changing under this batch")
+}
+
+// prepare builds the keys and arguments bloom_run expects.
+func (f *Filter) prepare(items []string, add bool) ([]string, []any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	L := f.layers
+	nl := L
+	if add {
+		nl = L + 1
+	}
+	geo := make([]layer, nl)
+	for i := range geo {
+		geo[i] = f.layer(i)
+	}
+	mode := "test"
+	var spare int64
+	if add {
+		mode = "add"
+		spare = geo[L].capacity
+	}
+	keys := []string{f.key}
+	type seg struct {
+		l int
+		s int64
+	}
+	index := map[seg]int64{}
+	args := make([]any, 0, 6+nl+len(items)*nl*3)
+	args = append(args, mode, L, len(items), 0, f.cumulative(L), spare)
+	for _, g := range geo {
+		args = append(args, g.k, g.segBits)
+	}
+	for _, item := range items {
+		for l, g := range geo {
+			lc := locations([]byte(item), l, uint64(g.segBits), uint64(g.segments))
+			id := seg{l, int64(lc.seg)}
+			idx, ok := index[id]
+			if !ok {
+				idx = int64(len(keys) - 1)
+				index[id] = idx
+				keys = append(keys, f.segmentKey(l, id.s))
+			}
+			args = append(args, idx, int64(lc.a), int64(lc.b))
+		}
+	}
+	args[3] = len(keys) - 1
+	return keys, args
+}
+
+// allocate creates, at their exact size, the segments of every layer in
+// use, and of the next layer once the last one is 90 % full, so that
+// growth never waits on a large allocation.
+func (f *Filter) allocate(ctx context.Context) error {
+	f.mu.Lock()
+	want := f.layers
+	last := f.layer(f.layers - 1)
+	if f.count >= f.cumulative(f.layers-1)+last.capacity*9/10 {
+		want = f.layers + 1
+	}
+	from := f.allocated
+	var todo []layer
+	for l := from; l < want; l++ {
+		todo = append(todo, f.layer(l))
+	}
+	f.mu.Unlock()
+	for i, g := range todo {
+		l := from + i
+		for s := int64(0); s < g.segments; s++ {
+			if err := allocScript.Run(ctx, f.c, []string{f.segmentKey(l, s)}, g.segBits/8).Err(); err != nil {
+				return fmt.Errorf("dedup: allocate layer %d: %w", l, err)
+			}
+		}
+	}
+	f.mu.Lock()
+	if want > f.allocated {
+		f.allocated = want
+	}
+	f.mu.Unlock()
+	return nil
+}
+
+// cumulative is the number of items layers 0..n-1 hold when full. Call with f.mu held.
+func (f *Filter) cumulative(n int) int64 {
+	var sum int64
+	for i := 0; i < n; i++ {
+		sum += f.layer(i).capacity
+	}
+	return sum
+}

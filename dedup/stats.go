@@ -1,0 +1,85 @@
+package dedup
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"math"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed stats.lua
+	statsSrc    string
+	statsScript = redis.NewScript(statsSrc)
+)
+
+// LayerStats describes one layer.
+type LayerStats struct {
+	Capacity int64   // items it holds when full
+	Items    int64   // items added to it
+	Bits     int64   // m
+	K        int     // hash functions
+	Segments int64   // Redis strings it is split into
+	BitsSet  int64   // bits that are 1
+	FPRate   float64 // estimated from the fill: (BitsSet/Bits)^K
+}
+
+// Stats describes the whole filter.
+type Stats struct {
+	Params
+	Layers  []LayerStats
+	Count   int64 // items added (new ones only)
+	Bits    int64 // Σ m over layers in use
+	BitsSet int64
+	// EstimatedFPRate is 1 − Π(1 − FPRate_l): the chance that a URL never
+	// seen is reported as seen, and so silently skipped, right now.
+	EstimatedFPRate float64
+}
+
+// Stats reads the filter's state (BITCOUNT over every segment: O(m), meant
+// for status pages, not for the hot path).
+func (f *Filter) Stats(ctx context.Context) (Stats, error) {
+	_, layers, count, err := readMeta(ctx, f.c, f.key, nil)
+	if err != nil {
+		return Stats{}, err
+	}
+	f.mu.Lock()
+	geo := make([]layer, layers)
+	var keys []string
+	for l := range geo {
+		geo[l] = f.layer(l)
+		for s := int64(0); s < geo[l].segments; s++ {
+			keys = append(keys, f.segmentKey(l, s))
+		}
+	}
+	f.mu.Unlock()
+	counts, err := statsScript.Run(ctx, f.c, keys).Int64Slice()
+	if err != nil {
+		return Stats{}, fmt.Errorf("dedup: stats: %w", err)
+	}
+	st := Stats{Params: f.params, Count: count}
+	notFP := 1.0
+	left := count
+	i := 0
+	for l, g := range geo {
+		ls := LayerStats{Capacity: g.capacity, Bits: g.bits(), K: g.k, Segments: g.segments}
+		ls.Items = min(left, g.capacity)
+		if l == len(geo)-1 {
+			ls.Items = left
+		}
+		left -= ls.Items
+		for s := int64(0); s < g.segments; s++ {
+			ls.BitsSet += counts[i]
+			i++
+		}
+		ls.FPRate = math.Pow(float64(ls.BitsSet)/float64(ls.Bits), float64(ls.K))
+		notFP *= 1 - ls.FPRate
+		st.Bits += ls.Bits
+		st.BitsSet += ls.BitsSet
+		st.Layers = append(st.Layers, ls)
+	}
+	st.EstimatedFPRate = 1 - notFP
+	return st, nil
+}

@@ -1,0 +1,43 @@
+// Package politeness keeps a crawl polite across every worker at once: a
+// token bucket per host, kept in Redis and decided by a Lua script.
+//
+// # The token bucket
+//
+// A bucket holds up to b tokens and gains r tokens a second; a request takes
+// one (or n) and may go ahead only when they are there. Over any interval t,
+// at most r·t + b requests pass, however they are spread, unlike a fixed
+// window, which lets 2× the rate through across a window boundary.
+//
+// # Protocol
+//
+// bucket.lua is the whole decision: read the bucket (tokens, last refill
+// time), refill it for the time passed, take n tokens or compute the wait,
+// write it back, set its expiry: one atomic script, so N workers on M
+// machines share one bucket and together get r, not N·r.
+//
+// One clock: the time comes from Redis TIME inside the script, in
+// microseconds. A worker's clock never enters the decision, so workers with
+// skewed clocks cannot disagree, and refill is smooth rather than in
+// one-second steps.
+//
+// The arithmetic is golang.org/x/time/rate's, in the same float64 steps, so
+// AllowN and ReserveN decide exactly as a local rate.Limiter would on the
+// same clock (the oracle test checks this on random sequences). A refused
+// reservation changes nothing.
+//
+// # Keys
+//
+//	<key>   hash {tokens, last}; PEXPIRE = time until the bucket is full again
+//
+// A bucket that would be full is the same as a missing one, so every key
+// expires once its host goes idle: the number of keys is bounded by the hosts
+// crawled recently, not all hosts ever crawled. The crawler gives each host
+// its own hash tag, so buckets spread across a Redis Cluster.
+//
+// # Edge cases
+//
+// n > b is an immediate ErrExceedsBurst (it could never succeed). Rate 0
+// admits nothing; rate Inf admits everything without calling Redis.
+// On a Redis error the caller gets the error, not a permission: the crawler
+// then defers the URL rather than fetching impolitely.
+package politeness

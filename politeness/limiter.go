@@ -1,0 +1,175 @@
+package politeness
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Limit is a rate of events per second.
+type Limit float64
+
+// Inf is the rate without limit: every request succeeds at once.
+const Inf = Limit(math.MaxFloat64)
+
+// InfDuration is the delay of a reservation that can never be met.
+const InfDuration = time.Duration(math.MaxInt64)
+
+// Every converts an interval between events to a Limit.
+func Every(interval time.Duration) Limit {
+	if interval <= 0 {
+		return Inf
+	}
+	return 1 / Limit(interval.Seconds())
+}
+
+var (
+	// ErrExceedsBurst: n is larger than the bucket, so it could never be served.
+	ErrExceedsBurst = errors.New("politeness: n exceeds the burst")
+	// ErrWouldExceedDeadline: Wait would have to wait past its context's deadline.
+	ErrWouldExceedDeadline = errors.New("politeness: wait would exceed the context deadline")
+	// ErrZeroRate: the rate is 0, so no request is ever allowed.
+	ErrZeroRate = errors.New("politeness: rate is zero")
+)
+
+var (
+	//go:embed bucket.lua
+	bucketSrc    string
+	bucketScript = redis.NewScript(bucketSrc)
+)
+
+// Limiter is a token bucket per key, kept in Redis and shared by every
+// process that uses the same keys: it admits events at rate r per second on
+// average, with bursts of up to b. Its methods mirror golang.org/x/time/rate
+// (AllowN, ReserveN, WaitN), but each call is one atomic script on the
+// server, timed by the server's clock, so N workers together get r, not N·r.
+//
+// Rate Inf admits everything without calling Redis. Rate 0 admits nothing
+// (unlike x/time/rate, which lets a first burst through: a host with rate 0
+// is blocked). A Limiter is immutable and safe for concurrent use.
+type Limiter struct {
+	c     redis.Scripter
+	limit Limit
+	burst int
+}
+
+// NewLimiter returns a Limiter of rate r and burst b over the client c.
+func NewLimiter(c redis.Scripter, r Limit, b int) *Limiter {
+	return &Limiter{c: c, limit: r, burst: b}
+}
+
+// Limit is the rate.
+func (l *Limiter) Limit() Limit { return l.limit }
+
+// Burst is the bucket size.
+func (l *Limiter) Burst() int { return l.burst }
+
+// WithLimit returns a Limiter over the same client with another rate and
+// burst (for a host whose robots.txt asks for a Crawl-delay, say).
+func (l *Limiter) WithLimit(r Limit, b int) *Limiter { return &Limiter{c: l.c, limit: r, burst: b} }
+
+// Reservation is the answer to ReserveN.
+type Reservation struct {
+	// OK is true when the tokens were taken: act after Delay.
+	OK bool
+	// Delay is how long to wait before acting (OK), or how long one would
+	// have had to wait (not OK; InfDuration when never). With r = 2/s and
+	// an empty bucket, ReserveN(1) gives Delay = 500ms.
+	Delay time.Duration
+}
+
+// Allow is AllowN(ctx, key, 1).
+func (l *Limiter) Allow(ctx context.Context, key string) (bool, error) {
+	return l.AllowN(ctx, key, 1)
+}
+
+// AllowN takes n tokens if they are there now, and reports whether it did.
+func (l *Limiter) AllowN(ctx context.Context, key string, n int) (bool, error) {
+	r, err := l.ReserveN(ctx, key, n, 0)
+	return r.OK, err
+}
+
+// ReserveN takes n tokens if they will be there within maxWait, and reports
+// the delay before acting. When the wait would be longer, nothing is taken
+// (a refused reservation never changes the bucket) and Delay tells how long
+// it would have been, so a caller can come back then.
+// maxWait < 0 accepts any wait.
+func (l *Limiter) ReserveN(ctx context.Context, key string, n int, maxWait time.Duration) (Reservation, error) {
+	switch {
+	case l.limit == Inf:
+		return Reservation{OK: true}, nil
+	case n > l.burst:
+		return Reservation{Delay: InfDuration}, fmt.Errorf("%w: n=%d, burst=%d", ErrExceedsBurst, n, l.burst)
+	case l.limit <= 0 || math.IsNaN(float64(l.limit)):
+		return Reservation{Delay: InfDuration}, nil
+	case n <= 0:
+		return Reservation{OK: true}, nil
+	}
+	mw := int64(-1)
+	if maxWait >= 0 {
+		mw = int64(maxWait)
+	}
+	res, err := bucketScript.Run(ctx, l.c, []string{key},
+		strconv.FormatFloat(float64(l.limit), 'g', -1, 64), l.burst, n, mw).Slice()
+	if err != nil {
+		return Reservation{}, fmt.Errorf("politeness: bucket %s: %w", key, err)
+	}
+	if len(res) != 2 {
+		return Reservation{}, fmt.Errorf("politeness: bucket %s: unexpected reply %v", key, res)
+	}
+	ok, _ := res[0].(int64)
+	s, _ := res[1].(string)
+	wait, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return Reservation{}, fmt.Errorf("politeness: bucket %s: bad wait %q", key, s)
+	}
+	d := InfDuration
+	if wait < float64(math.MaxInt64) {
+		d = time.Duration(wait)
+	}
+	return Reservation{OK: ok == 1, Delay: d}, nil
+}
+
+// Wait is WaitN(ctx, key, 1).
+func (l *Limiter) Wait(ctx context.Context, key string) error { return l.WaitN(ctx, key, 1) }
+
+// WaitN blocks until n tokens are taken, or returns an error if that cannot
+// happen before ctx's deadline (without taking them) or ctx ends while
+// waiting (the taken tokens are then not given back: erring towards fewer
+// requests is the polite failure).
+func (l *Limiter) WaitN(ctx context.Context, key string, n int) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if l.limit <= 0 && n > 0 {
+		return ErrZeroRate
+	}
+	maxWait := time.Duration(-1)
+	if dl, ok := ctx.Deadline(); ok {
+		maxWait = max(time.Until(dl), 0)
+	}
+	r, err := l.ReserveN(ctx, key, n, maxWait)
+	if err != nil {
+		return err
+	}
+	if !r.OK {
+		return fmt.Errorf("%w: n=%d needs %v", ErrWouldExceedDeadline, n, r.Delay)
+	}
+	if r.Delay <= 0 {
+		return nil
+	}
+	t := time.NewTimer(r.Delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
