@@ -1,14 +1,16 @@
--- alloc.lua: allocate bitmap segments up front, at their exact size.
--- KEYS[i] a segment      ARGV[i] its size in bytes
--- A segment created by SETBIT grows greedily (up to 1 MiB more than it
--- needs) and its first allocation stalls the server mid-crawl; a string of
--- zeros SET once, ahead of need, is exactly as big as planned. Existing
--- segments are left alone, so concurrent callers are harmless.
-local made = 0
-for i = 1, #KEYS do
-  if redis.call('EXISTS', KEYS[i]) == 0 then
-    redis.call('SET', KEYS[i], string.rep('\0', tonumber(ARGV[i])))
-    made = made + 1
-  end
+-- alloc.lua: allocate one bitmap segment whole, before any bit is written.
+-- KEYS[1] the filter's meta hash    KEYS[2] the segment
+-- ARGV[1] the segment's size in bytes
+-- ARGV[2] when > 0: now layers 0..ARGV[2]-1 are all allocated; record it
+-- A bitmap grown by SETBIT as bits arrive is reallocated again and again and
+-- ends up to twice its size (measured: a 32 KiB segment grown by two SETBITs
+-- took 64 KiB); one SETRANGE at its last byte allocates it exactly. Segments
+-- that exist are left alone, so concurrent callers are harmless.
+if redis.call('STRLEN', KEYS[2]) == 0 then
+  redis.call('SETRANGE', KEYS[2], tonumber(ARGV[1]) - 1, '\0')
 end
-return made
+local mark = tonumber(ARGV[2])
+if mark > 0 and tonumber(redis.call('HGET', KEYS[1], 'allocated') or '0') < mark then
+  redis.call('HSET', KEYS[1], 'allocated', mark)
+end
+return 1

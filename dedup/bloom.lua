@@ -20,6 +20,9 @@
 --                                          present ('test')
 --   {0, count, layers}                    the client's layer count is stale;
 --                                          nothing was written, retry.
+--   {2, count, layers, need}              layers 0..need-1 must be allocated
+--                                          first (alloc.lua); nothing was
+--                                          written, retry after allocating.
 -- Every write happens in this one script call: two workers adding the same
 -- URL cannot both see it as new.
 -- Offsets go to Redis as decimal strings: Redis converts a Lua number
@@ -71,9 +74,10 @@ local function bloom_run(kb, ab)
   local meta = KEYS[kb]
   local mode = ARGV[ab]
   local known = tonumber(ARGV[ab + 1])
-  local state = redis.call('HMGET', meta, 'layers', 'count')
+  local state = redis.call('HMGET', meta, 'layers', 'count', 'allocated')
   local layers = tonumber(state[1] or '0')
   local count = tonumber(state[2] or '0')
+  local allocated = tonumber(state[3] or '0')
   local nitems = tonumber(ARGV[ab + 2])
   local next_key = kb + 1 + tonumber(ARGV[ab + 3])
   local nl = known
@@ -90,6 +94,15 @@ local function bloom_run(kb, ab)
   end
   local bound = tonumber(ARGV[ab + 4])
   local spare = tonumber(ARGV[ab + 5])
+  if mode == 'add' then
+    -- Bits are only ever written into segments allocated whole: a bitmap
+    -- grown bit by bit ends up with up to twice its size in memory.
+    local need = layers
+    if count + nitems > bound then need = layers + 1 end
+    if allocated < need then
+      return {2, count, layers, need}, next_key, next_arg, nitems
+    end
+  end
 
   -- has(p, l, fn): are all of the item's bits in layer l set? (bloom_set
   -- also sets them, and answers whether they all were set before.)

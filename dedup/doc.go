@@ -23,14 +23,17 @@
 //
 // # Layout in Redis
 //
-//	<key>                      hash: n, p, growth, tightening (written once), layers, count
+//	<key>                      hash: n, p, growth, tightening (written once),
+//	                           layers, count, allocated (layers whose segments exist)
 //	<key>:<layer>:<segment>    string bitmap, one segment of a layer
 //
 // A layer is split into about 64 segments of 2^j − 16 bytes each: a size that
 // fills one allocator size class exactly (so MEMORY USAGE matches the plan),
 // keeps every bit offset below 2^32 (Redis's limit for one string), and lets a
 // layer of any size live in as many strings as it needs. Segments are
-// allocated whole, ahead of need (alloc.lua), never grown bit by bit. Give
+// allocated whole before their first bit is written (alloc.lua; the script
+// refuses to write into a layer not yet allocated), never grown bit by bit,
+// which was measured to double their memory. Give
 // the key a hash tag ("crawl:{name}:seen") and every segment shares its slot.
 //
 // # Atomicity

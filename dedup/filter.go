@@ -51,11 +51,10 @@ type Filter struct {
 	key    string
 	params Params
 
-	mu        sync.Mutex
-	geometry  []layer // layerAt(i), cached
-	layers    int     // as last seen in Redis
-	count     int64   // as last seen in Redis
-	allocated int     // layers 0..allocated-1 are known to be allocated
+	mu       sync.Mutex
+	geometry []layer // layerAt(i), cached
+	layers   int     // as last seen in Redis
+	count    int64   // as last seen in Redis
 }
 
 // Open returns the filter at key, creating it with params if it does not
@@ -91,11 +90,7 @@ func newFilter(ctx context.Context, c redis.Scripter, key string, p Params, laye
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("dedup: %q holds unusable parameters: %w", key, err)
 	}
-	f := &Filter{c: c, key: key, params: p, layers: layers, count: count}
-	if err := f.allocate(ctx); err != nil {
-		return nil, err
-	}
-	return f, nil
+	return &Filter{c: c, key: key, params: p, layers: layers, count: count}, nil
 }
 
 func (p Params) String() string {
@@ -215,11 +210,6 @@ func (f *Filter) exec(ctx context.Context, s *redis.Script, add bool, items []st
 		}
 		out = append(out, flags...)
 	}
-	if add {
-		if err := f.allocate(ctx); err != nil {
-			return out, err
-		}
-	}
 	return out, nil
 }
 
@@ -242,8 +232,15 @@ func (f *Filter) execChunk(ctx context.Context, s *redis.Script, add bool, items
 		f.mu.Lock()
 		f.count, f.layers = count, int(layers)
 		f.mu.Unlock()
-		if status == 0 {
+		switch status {
+		case 0:
 			continue // another worker added a layer: recompute positions
+		case 2:
+			need, _ := res[3].(int64)
+			if err := f.allocate(ctx, int(need)); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		if len(res) != 3+len(items) {
 			return nil, fmt.Errorf("dedup: script replied %d flags for %d items", len(res)-3, len(items))
@@ -304,35 +301,28 @@ func (f *Filter) prepare(items []string, add bool) ([]string, []any) {
 	return keys, args
 }
 
-// allocate creates, at their exact size, the segments of every layer in
-// use, and of the next layer once the last one is 90 % full, so that
-// growth never waits on a large allocation.
-func (f *Filter) allocate(ctx context.Context) error {
+// allocate creates every segment of layers 0..need-1, each whole, one
+// script call per segment (so no single call stalls Redis for long), and
+// then records that they exist.
+func (f *Filter) allocate(ctx context.Context, need int) error {
 	f.mu.Lock()
-	want := f.layers
-	last := f.layer(f.layers - 1)
-	if f.count >= f.cumulative(f.layers-1)+last.capacity*9/10 {
-		want = f.layers + 1
-	}
-	from := f.allocated
-	var todo []layer
-	for l := from; l < want; l++ {
-		todo = append(todo, f.layer(l))
+	geo := make([]layer, need)
+	for l := range geo {
+		geo[l] = f.layer(l)
 	}
 	f.mu.Unlock()
-	for i, g := range todo {
-		l := from + i
+	for l, g := range geo {
 		for s := int64(0); s < g.segments; s++ {
-			if err := allocScript.Run(ctx, f.c, []string{f.segmentKey(l, s)}, g.segBits/8).Err(); err != nil {
+			mark := 0
+			if l == need-1 && s == g.segments-1 {
+				mark = need
+			}
+			err := allocScript.Run(ctx, f.c, []string{f.key, f.segmentKey(l, s)}, g.segBits/8, mark).Err()
+			if err != nil {
 				return fmt.Errorf("dedup: allocate layer %d: %w", l, err)
 			}
 		}
 	}
-	f.mu.Lock()
-	if want > f.allocated {
-		f.allocated = want
-	}
-	f.mu.Unlock()
 	return nil
 }
 

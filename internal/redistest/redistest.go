@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -230,4 +231,30 @@ func (s *Server) FollowWallClock(t testing.TB) {
 			}
 		}
 	}()
+}
+
+// RoundTrips counts the commands and pipelines c sends: one per network
+// round trip (a pipeline counts once). Benchmarks report it per operation.
+func RoundTrips(c *redis.Client) *atomic.Int64 {
+	n := &atomic.Int64{}
+	c.AddHook(countHook{n})
+	return n
+}
+
+type countHook struct{ n *atomic.Int64 }
+
+func (h countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmds)
+	}
 }
