@@ -1,0 +1,260 @@
+package parse
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"golang.org/x/net/idna"
+)
+
+var (
+	// ErrScheme: not an http or https URL (mailto:, javascript:, ftp:, …).
+	ErrScheme = errors.New("parse: not an http(s) URL")
+	// ErrURL: the text is not a usable URL.
+	ErrURL = errors.New("parse: malformed URL")
+)
+
+// MaxURLLength bounds a canonical URL; longer ones are refused (crawler
+// traps and hostile pages produce them, and they bloat every record).
+const MaxURLLength = 2048
+
+var hostProfile = idna.New(idna.MapForLookup(), idna.Transitional(false), idna.BidiRule())
+
+// Canonicalize resolves ref against base (nil for an absolute URL) and
+// returns the URL in the one spelling the crawler stores and dedups:
+// lower-case scheme and host, IDNA host in punycode, no default port, no
+// user info, dot segments resolved (RFC 3986 §5.2.4), fragment dropped,
+// percent-encoding normalized (§6.2.2: unreserved characters decoded, hex
+// digits upper-cased, anything that must be escaped escaped), empty path
+// "/". The query keeps its order.
+func Canonicalize(base *url.URL, ref string) (*url.URL, error) {
+	ref = strings.TrimSpace(ref)
+	if ref == "" {
+		return nil, fmt.Errorf("%w: empty", ErrURL)
+	}
+	if strings.ContainsAny(ref, "\x00\r\n\t") {
+		ref = strings.Map(func(r rune) rune {
+			if r == '\r' || r == '\n' || r == '\t' {
+				return -1 // browsers drop these inside URLs
+			}
+			return r
+		}, ref)
+		if strings.ContainsRune(ref, 0) {
+			return nil, fmt.Errorf("%w: contains NUL", ErrURL)
+		}
+	}
+	u, err := url.Parse(escapeStrayPercents(ref))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q: %v", ErrURL, clip(ref), unwrapURLError(err))
+	}
+	if base != nil {
+		u = base.ResolveReference(u)
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	if u.Scheme != "http" && u.Scheme != "https" {
+		if u.Scheme == "" {
+			return nil, fmt.Errorf("%w: %q has no scheme (want http:// or https://)", ErrURL, clip(ref))
+		}
+		return nil, fmt.Errorf("%w: %q", ErrScheme, clip(ref))
+	}
+	if u.Opaque != "" {
+		return nil, fmt.Errorf("%w: %q has no host", ErrURL, clip(ref))
+	}
+	host, err := canonicalHost(u.Hostname())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q: %v", ErrURL, clip(ref), err)
+	}
+	port := u.Port()
+	if port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("%w: %q: bad port %q", ErrURL, clip(ref), clip(port))
+		}
+	}
+	if (u.Scheme == "http" && port == "80") || (u.Scheme == "https" && port == "443") {
+		port = ""
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	out := &url.URL{Scheme: u.Scheme, Host: host}
+	p := removeDotSegments(normalizeEscapes(u.EscapedPath(), pathKeep))
+	if p == "" {
+		p = "/"
+	}
+	if err := setPath(out, p); err != nil {
+		return nil, fmt.Errorf("%w: %q: %v", ErrURL, clip(ref), err)
+	}
+	if u.RawQuery != "" || u.ForceQuery {
+		out.RawQuery = normalizeEscapes(u.RawQuery, queryKeep)
+	}
+	if len(out.String()) > MaxURLLength {
+		return nil, fmt.Errorf("%w: longer than %d bytes", ErrURL, MaxURLLength)
+	}
+	return out, nil
+}
+
+// CanonicalString is Canonicalize for an absolute URL, as a string.
+func CanonicalString(raw string) (string, error) {
+	u, err := Canonicalize(nil, raw)
+	if err != nil {
+		return "", err
+	}
+	return u.String(), nil
+}
+
+func canonicalHost(h string) (string, error) {
+	if h == "" {
+		return "", errors.New("no host")
+	}
+	if ip := net.ParseIP(h); ip != nil {
+		return ip.String(), nil
+	}
+	h = strings.TrimSuffix(strings.ToLower(h), ".")
+	a, err := hostProfile.ToASCII(h)
+	if err != nil {
+		return "", fmt.Errorf("bad host %q: %v", clip(h), err)
+	}
+	if a == "" || len(a) > 253 || strings.HasPrefix(a, ".") || strings.HasSuffix(a, ".") || strings.Contains(a, "..") {
+		return "", fmt.Errorf("bad host %q", clip(h))
+	}
+	return a, nil
+}
+
+func setPath(u *url.URL, escaped string) error {
+	p, err := url.PathUnescape(escaped)
+	if err != nil {
+		return err
+	}
+	u.Path = p
+	u.RawPath = escaped
+	if u.EscapedPath() != escaped { // RawPath was not a valid encoding of Path
+		return fmt.Errorf("cannot keep path %q", clip(escaped))
+	}
+	return nil
+}
+
+// removeDotSegments is RFC 3986 §5.2.4.
+func removeDotSegments(p string) string {
+	if !strings.Contains(p, ".") {
+		return p
+	}
+	var out []string
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		last := i == len(segs)-1
+		switch s {
+		case ".":
+			if last {
+				out = append(out, "")
+			}
+		case "..":
+			if len(out) > 1 {
+				out = out[:len(out)-1]
+			}
+			if last {
+				out = append(out, "")
+			}
+		default:
+			out = append(out, s)
+		}
+	}
+	r := strings.Join(out, "/")
+	if strings.HasPrefix(p, "/") && !strings.HasPrefix(r, "/") {
+		r = "/" + r
+	}
+	return r
+}
+
+const hexUpper = "0123456789ABCDEF"
+
+func isUnreserved(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~'
+}
+
+// Characters that may stand unescaped in a path or a query (besides the
+// unreserved ones): sub-delims, ':', '@', '/', and '?' in a query.
+const pathKeep = "!$&'()*+,;=:@/"
+const queryKeep = "!$&'()*+,;=:@/?"
+
+// normalizeEscapes decodes escaped unreserved characters, upper-cases the
+// hex of the escapes that stay, and escapes bytes that may not stand bare.
+// A '%' not followed by two hex digits is escaped as %25.
+func normalizeEscapes(s, keep string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
+			v := unhex(s[i+1])<<4 | unhex(s[i+2])
+			if isUnreserved(v) {
+				b.WriteByte(v)
+			} else {
+				b.WriteByte('%')
+				b.WriteByte(hexUpper[v>>4])
+				b.WriteByte(hexUpper[v&15])
+			}
+			i += 2
+		case isUnreserved(c) || (c != '%' && strings.IndexByte(keep, c) >= 0):
+			b.WriteByte(c)
+		default:
+			b.WriteByte('%')
+			b.WriteByte(hexUpper[c>>4])
+			b.WriteByte(hexUpper[c&15])
+		}
+	}
+	return b.String()
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
+}
+
+func clip(s string) string {
+	if len(s) > 120 {
+		return s[:117] + "..."
+	}
+	return s
+}
+
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// escapeStrayPercents turns a '%' that starts no escape into %25, as
+// browsers read it ("100%" is a literal percent, not a broken URL).
+func escapeStrayPercents(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && !(i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2])) {
+			b.WriteString("%25")
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}

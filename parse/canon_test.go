@@ -1,0 +1,102 @@
+package parse
+
+import (
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+func TestCanonicalize(t *testing.T) {
+	base, _ := url.Parse("http://Example.com/a/b/c.html?x=1#top")
+	for _, tc := range []struct{ in, want string }{
+		{"HTTP://EXAMPLE.COM", "http://example.com/"},
+		{"http://example.com:80/", "http://example.com/"},
+		{"https://example.com:443/x", "https://example.com/x"},
+		{"http://example.com:8080/x", "http://example.com:8080/x"},
+		{"https://example.com:80/x", "https://example.com:80/x"},
+		{"http://example.com/a/./b/../c", "http://example.com/a/c"},
+		{"http://example.com/../../x", "http://example.com/x"},
+		{"http://example.com/a/b/..", "http://example.com/a/"},
+		{"http://example.com/page#section", "http://example.com/page"},
+		{"http://example.com/%7Euser/%41%62", "http://example.com/~user/Ab"},
+		{"http://example.com/a%2fb", "http://example.com/a%2Fb"},
+		{"http://example.com/a b", "http://example.com/a%20b"},
+		{"http://example.com/ü", "http://example.com/%C3%BC"},
+		{"http://example.com/?b=2&a=1", "http://example.com/?b=2&a=1"},
+		{"http://example.com/?q=a%20b&r=%7e", "http://example.com/?q=a%20b&r=~"},
+		{"http://example.com/100%", "http://example.com/100%25"},
+		{"http://user:pw@example.com/", "http://example.com/"},
+		{"http://bücher.example/", "http://xn--bcher-kva.example/"},
+		{"http://EXAMPLE.com./x", "http://example.com/x"},
+		{"http://[::1]:80/", "http://[::1]/"},
+		{"http://127.0.0.1:8080", "http://127.0.0.1:8080/"},
+		{"  http://example.com/x  ", "http://example.com/x"},
+		{"http://example.com/a\n/b", "http://example.com/a/b"},
+		// relative references against base
+		{"d.html", "http://example.com/a/b/d.html"},
+		{"../d", "http://example.com/a/d"},
+		{"/root", "http://example.com/root"},
+		{"?y=2", "http://example.com/a/b/c.html?y=2"},
+		{"#frag", "http://example.com/a/b/c.html?x=1"},
+		{"//other.example/p", "http://other.example/p"},
+	} {
+		u, err := Canonicalize(base, tc.in)
+		if err != nil {
+			t.Errorf("Canonicalize(%q): %v", tc.in, err)
+			continue
+		}
+		if got := u.String(); got != tc.want {
+			t.Errorf("Canonicalize(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestCanonicalizeRejects(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want error
+	}{
+		{"mailto:a@example.com", ErrScheme},
+		{"javascript:alert(1)", ErrScheme},
+		{"ftp://example.com/", ErrScheme},
+		{"example.com/page", ErrURL},
+		{"http://", ErrURL},
+		{"http://exa mple.com/", ErrURL},
+		{"http://example.com:99999999999/", ErrURL},
+		{"", ErrURL},
+		{"http://example.com/\x00", ErrURL},
+		{"http://example.com/" + strings.Repeat("a", MaxURLLength), ErrURL},
+	} {
+		_, err := Canonicalize(nil, tc.in)
+		if !errors.Is(err, tc.want) {
+			t.Errorf("Canonicalize(%q) = %v, want %v", tc.in, err, tc.want)
+		}
+	}
+}
+
+// FuzzCanonicalize: never panics; what it accepts is http(s), bounded, and
+// a fixed point (canonicalizing a canonical URL changes nothing).
+func FuzzCanonicalize(f *testing.F) {
+	for _, s := range []string{"http://example.com/a/../b?q=%7e#f", "HTTPS://Bücher.example:443/%41", "http://[::1]:80/..", "//x/y", "http://a/%zz"} {
+		f.Add(s)
+	}
+	base, _ := url.Parse("http://base.example/dir/page")
+	f.Fuzz(func(t *testing.T, in string) {
+		u, err := Canonicalize(base, in)
+		if err != nil {
+			return
+		}
+		s := u.String()
+		if u.Scheme != "http" && u.Scheme != "https" || len(s) > MaxURLLength {
+			t.Fatalf("%q → %q", in, s)
+		}
+		again, err := Canonicalize(nil, s)
+		if err != nil {
+			t.Fatalf("%q → %q, which is then refused: %v", in, s, err)
+		}
+		if again.String() != s {
+			t.Fatalf("not a fixed point: %q → %q → %q", in, s, again.String())
+		}
+	})
+}

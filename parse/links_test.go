@@ -1,0 +1,121 @@
+package parse
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestExtract(t *testing.T) {
+	f, err := os.Open("../testdata/links.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	page, _ := url.Parse("http://example.com/docs/page.html")
+	p, err := Extract(page, f, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"http://example.com/docs/index.html",
+		"http://example.com/docs/next.html",
+		"http://example.com/docs/a.html",
+		"http://example.com/top",
+		"https://other.example/x",
+		"http://example.com/docs/area.html",
+		"http://example.com/docs/frame.html",
+	}
+	if !reflect.DeepEqual(p.Links, want) {
+		t.Errorf("links:\n got %q\nwant %q", p.Links, want)
+	}
+	if p.Title != "Links fixture" || p.Canonical != "http://example.com/docs/index.html" || p.Dropped != 3 || p.NoFollow || p.Truncated {
+		t.Errorf("page = %+v", p)
+	}
+}
+
+func TestExtractMetaRobotsNofollowAndLimits(t *testing.T) {
+	page, _ := url.Parse("http://example.com/")
+	p, err := Extract(page, strings.NewReader(`<meta name="ROBOTS" content="noindex, nofollow"><a href="/x">x</a>`), Limits{})
+	if err != nil || !p.NoFollow || len(p.Links) != 0 {
+		t.Fatalf("meta robots nofollow: %+v %v", p, err)
+	}
+	var b strings.Builder
+	b.WriteString("<title>" + strings.Repeat("long ", 1000) + "</title>")
+	for i := 0; i < 5000; i++ {
+		fmt.Fprintf(&b, `<a href="/p%d">p</a>`, i)
+	}
+	p, err = Extract(page, strings.NewReader(b.String()), Limits{MaxLinks: 100})
+	if err != nil || len(p.Links) != 100 || !p.Truncated || len(p.Title) > 512 {
+		t.Fatalf("limits: %d links, truncated %v, title %d bytes, %v", len(p.Links), p.Truncated, len(p.Title), err)
+	}
+}
+
+func TestRefreshTarget(t *testing.T) {
+	for in, want := range map[string]string{
+		"0; url=/next":          "/next",
+		"5;URL='a.html'":        "a.html",
+		`3; url = "b.html"`:     "b.html",
+		"10":                    "",
+		"0; foo=bar":            "",
+		"0, url=http://x.test/": "http://x.test/",
+	} {
+		got, _ := refreshTarget(in)
+		if got != want {
+			t.Errorf("refreshTarget(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestScope(t *testing.T) {
+	seeds := []string{"docs.example.co.uk", "127.0.0.10:8080"}
+	u := func(s string) *url.URL { x, _ := url.Parse(s); return x }
+	host := NewScope(ScopeHost, seeds)
+	domain := NewScope(ScopeDomain, seeds)
+	for _, tc := range []struct {
+		url          string
+		host, domain bool
+	}{
+		{"http://docs.example.co.uk/x", true, true},
+		{"http://www.example.co.uk/x", false, true},
+		{"http://other.co.uk/", false, false},
+		{"http://127.0.0.10:8080/a", true, true},
+		{"http://127.0.0.10:8081/a", false, true},
+	} {
+		if got := host.Allows(u(tc.url)); got != tc.host {
+			t.Errorf("host scope %s: %v", tc.url, got)
+		}
+		if got := domain.Allows(u(tc.url)); got != tc.domain {
+			t.Errorf("domain scope %s: %v", tc.url, got)
+		}
+	}
+	if !NewScope(ScopeAny, nil).Allows(u("http://anything.test/")) {
+		t.Error("any scope refused")
+	}
+	if _, err := ParseScopeMode("planet"); err == nil {
+		t.Error("bad scope accepted")
+	}
+}
+
+func FuzzExtract(f *testing.F) {
+	f.Add(`<a href="/a">a</a><base href="http://x.test/"><meta http-equiv=refresh content="0;url=/b">`)
+	f.Add(`<a href="%zz"><area href="//[::1"><iframe src="javascript:x">`)
+	page, _ := url.Parse("http://example.com/dir/")
+	f.Fuzz(func(t *testing.T, html string) {
+		p, err := Extract(page, strings.NewReader(html), Limits{MaxLinks: 50})
+		if err != nil {
+			return
+		}
+		if len(p.Links) > 50 {
+			t.Fatalf("%d links over the limit", len(p.Links))
+		}
+		for _, l := range p.Links {
+			if !strings.HasPrefix(l, "http://") && !strings.HasPrefix(l, "https://") {
+				t.Fatalf("non-http link %q", l)
+			}
+		}
+	})
+}
