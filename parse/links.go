@@ -10,8 +10,8 @@ import (
 
 // Limits bound what one page may cost; a hostile page cannot exceed them.
 type Limits struct {
-	MaxLinks   int // links kept per page (default 1000); Page.Truncated tells
-	MaxTitle   int // bytes of title kept (default 512)
+	MaxLinks int // links kept per page (default 1000); Page.Truncated tells
+	MaxTitle int // bytes of title kept (default 512)
 }
 
 func (l Limits) withDefaults() Limits {
