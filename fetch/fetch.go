@@ -1,0 +1,220 @@
+// Package fetch is the crawler's HTTP client: bounded in time and size,
+// never following redirects itself, refusing private addresses unless told
+// otherwise, and sorting failures into transient and permanent. It knows
+// nothing of Redis.
+package fetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Config bounds every fetch. Start from DefaultConfig.
+type Config struct {
+	UserAgent      string
+	ConnectTimeout time.Duration // TCP (and TLS) connect
+	HeaderTimeout  time.Duration // from request sent to response headers
+	Timeout        time.Duration // the whole fetch, body included
+	// MaxBody is the most body bytes read, after decompression (so a gzip
+	// bomb stops here too); a longer body is cut and Result.Truncated set.
+	MaxBody int64
+	// AllowPrivate permits loopback, private, link-local and unspecified
+	// addresses. Off by default: a crawler that follows links from the open
+	// web must not be steered into the network it runs in.
+	AllowPrivate bool
+}
+
+// DefaultConfig: 5 s connect, 10 s to headers, 30 s in all, 5 MiB of body.
+func DefaultConfig() Config {
+	return Config{
+		UserAgent:      "RedCrawl/0.1 (+https://github.com/redcrawl/crawler)",
+		ConnectTimeout: 5 * time.Second,
+		HeaderTimeout:  10 * time.Second,
+		Timeout:        30 * time.Second,
+		MaxBody:        5 << 20,
+	}
+}
+
+// ErrBlockedAddress: the host resolved to an address the SSRF guard refuses.
+var ErrBlockedAddress = errors.New("fetch: address not allowed (private, loopback, link-local or unspecified; see --allow-private)")
+
+// Result is one HTTP exchange.
+type Result struct {
+	Status      int
+	ContentType string // media type only, lower case
+	HTML        bool
+	Body        []byte // kept for HTML only
+	Bytes       int64  // body bytes read
+	Truncated   bool
+	// Location is a redirect's target, resolved against the request URL.
+	Location   string
+	RetryAfter time.Duration // from a 429 or 503's Retry-After
+	Duration   time.Duration
+}
+
+// Error is a failed fetch, transient (worth a retry later) or not.
+type Error struct {
+	Transient bool
+	Err       error
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// IsTransient reports whether err is worth retrying later.
+func IsTransient(err error) bool {
+	var fe *Error
+	return errors.As(err, &fe) && fe.Transient
+}
+
+// TransientStatus: 429 and 5xx are the server's "not now".
+func TransientStatus(code int) bool { return code == http.StatusTooManyRequests || code >= 500 }
+
+// Fetcher fetches pages. Safe for concurrent use; share one.
+type Fetcher struct {
+	cfg    Config
+	client *http.Client
+	now    func() time.Time
+}
+
+// New builds a Fetcher with one shared transport.
+func New(cfg Config) *Fetcher {
+	d := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}
+	if !cfg.AllowPrivate {
+		d.Control = guard
+	}
+	tr := &http.Transport{
+		Proxy:                 nil, // a proxy would see through the SSRF guard
+		DialContext:           d.DialContext,
+		TLSHandshakeTimeout:   cfg.ConnectTimeout,
+		ResponseHeaderTimeout: cfg.HeaderTimeout,
+		MaxIdleConnsPerHost:   4,
+		IdleConnTimeout:       90 * time.Second,
+		ForceAttemptHTTP2:     true,
+	}
+	return &Fetcher{cfg: cfg, now: time.Now, client: &http.Client{
+		Transport: tr,
+		Timeout:   cfg.Timeout,
+		// A redirect's target is a discovered URL: it goes through scope,
+		// dedup and politeness like any link, so it is never followed here.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
+}
+
+// guard runs after DNS resolution, on the address actually dialled, so a
+// name that resolves (or re-resolves: DNS rebinding) to a private address
+// is refused too.
+func guard(network, address string, _ syscall.RawConn) error {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return err
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || Blocked(ip) {
+		return fmt.Errorf("%w: %s", ErrBlockedAddress, host)
+	}
+	return nil
+}
+
+// Blocked reports whether the SSRF guard refuses ip.
+func Blocked(ip net.IP) bool {
+	return ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast() ||
+		(ip.To4() != nil && ip.To4()[0] == 100 && ip.To4()[1]&0xc0 == 64) // 100.64/10, carrier-grade NAT
+}
+
+// Fetch GETs rawURL. A response of any status is a Result (with a nil
+// error, even for 404 or 500: the status says what happened); an error
+// means no usable response, and is an *Error that says whether to retry.
+func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Result, error) {
+	start := f.now()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return nil, &Error{Err: fmt.Errorf("fetch: %w", err)}
+	}
+	req.Header.Set("User-Agent", f.cfg.UserAgent)
+	req.Header.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.5")
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer resp.Body.Close()
+	res := &Result{Status: resp.StatusCode}
+	if mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err == nil {
+		res.ContentType = strings.ToLower(mt)
+	}
+	res.HTML = res.ContentType == "text/html" || res.ContentType == "application/xhtml+xml" ||
+		(res.ContentType == "" && resp.StatusCode == http.StatusOK)
+	if loc := resp.Header.Get("Location"); loc != "" && resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		if u, err := req.URL.Parse(loc); err == nil {
+			res.Location = u.String()
+		}
+	}
+	if TransientStatus(resp.StatusCode) {
+		res.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), f.now())
+	}
+	limited := io.LimitReader(resp.Body, f.cfg.MaxBody+1)
+	if res.HTML && resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		res.Body, err = io.ReadAll(limited)
+		res.Bytes = int64(len(res.Body))
+		if res.Bytes > f.cfg.MaxBody {
+			res.Body, res.Bytes, res.Truncated = res.Body[:f.cfg.MaxBody], f.cfg.MaxBody, true
+		}
+	} else {
+		res.Bytes, err = io.Copy(io.Discard, limited) // drain (bounded) so the connection is reused
+		if res.Bytes > f.cfg.MaxBody {
+			res.Bytes, res.Truncated = f.cfg.MaxBody, true
+		}
+	}
+	res.Duration = f.now().Sub(start)
+	if err != nil && !res.Truncated {
+		return nil, classify(err)
+	}
+	return res, nil
+}
+
+func classify(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	if errors.Is(err, ErrBlockedAddress) {
+		return &Error{Err: err}
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) && dnsErr.IsNotFound {
+		return &Error{Err: fmt.Errorf("fetch: %w", err)}
+	}
+	if errors.Is(err, context.Canceled) {
+		return &Error{Transient: true, Err: err}
+	}
+	// Timeouts, refused or reset connections, TLS hiccups, truncated
+	// responses: the server may answer another time.
+	return &Error{Transient: true, Err: fmt.Errorf("fetch: %w", err)}
+}
+
+// retryAfter reads Retry-After as seconds or an HTTP date (RFC 9110
+// §10.2.3), capped at one hour.
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+		d = time.Duration(n) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	return min(max(d, 0), time.Hour)
+}

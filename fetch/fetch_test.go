@@ -1,0 +1,175 @@
+package fetch
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func testConfig() Config {
+	c := DefaultConfig()
+	c.AllowPrivate = true // httptest listens on loopback
+	c.MaxBody = 1000
+	c.HeaderTimeout = 200 * time.Millisecond
+	return c
+}
+
+func serve(t *testing.T, h http.HandlerFunc) string {
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func TestFetchHTMLAndUserAgent(t *testing.T) {
+	var ua string
+	u := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		ua = r.UserAgent()
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Write([]byte("<title>x</title>"))
+	})
+	res, err := New(testConfig()).Fetch(context.Background(), u+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != 200 || !res.HTML || string(res.Body) != "<title>x</title>" || res.ContentType != "text/html" || res.Truncated {
+		t.Fatalf("result %+v", res)
+	}
+	if !strings.HasPrefix(ua, "RedCrawl/") {
+		t.Fatalf("User-Agent %q", ua)
+	}
+}
+
+func TestBodyCapAndNonHTML(t *testing.T) {
+	u := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/big":
+			w.Header().Set("Content-Type", "text/html")
+			w.Write(bytes.Repeat([]byte("a"), 5000))
+		case "/pdf":
+			w.Header().Set("Content-Type", "application/pdf")
+			w.Write(bytes.Repeat([]byte("b"), 500))
+		case "/bomb": // 10 MB of zeros, gzip-compressed to a few KB
+			w.Header().Set("Content-Type", "text/html")
+			w.Header().Set("Content-Encoding", "gzip")
+			gz := gzip.NewWriter(w)
+			gz.Write(make([]byte, 10<<20))
+			gz.Close()
+		}
+	})
+	f := New(testConfig())
+	res, err := f.Fetch(context.Background(), u+"/big")
+	if err != nil || !res.Truncated || len(res.Body) != 1000 || res.Bytes != 1000 {
+		t.Fatalf("big: %+v %v", res, err)
+	}
+	res, err = f.Fetch(context.Background(), u+"/pdf")
+	if err != nil || res.HTML || res.Body != nil || res.Bytes != 500 {
+		t.Fatalf("pdf: %+v %v", res, err)
+	}
+	res, err = f.Fetch(context.Background(), u+"/bomb")
+	if err != nil || !res.Truncated || len(res.Body) != 1000 {
+		t.Fatalf("gzip bomb: truncated=%v len=%d %v", res.Truncated, len(res.Body), err)
+	}
+}
+
+func TestRedirectNotFollowed(t *testing.T) {
+	u := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/old" {
+			http.Redirect(w, r, "/new?x=1", http.StatusMovedPermanently)
+			return
+		}
+		t.Errorf("redirect followed to %s", r.URL)
+	})
+	res, err := New(testConfig()).Fetch(context.Background(), u+"/old")
+	if err != nil || res.Status != 301 || res.Location != u+"/new?x=1" {
+		t.Fatalf("%+v %v", res, err)
+	}
+}
+
+func TestClassification(t *testing.T) {
+	u := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/404":
+			w.WriteHeader(404)
+		case "/503":
+			w.Header().Set("Retry-After", "120")
+			w.WriteHeader(503)
+		case "/429":
+			w.Header().Set("Retry-After", time.Now().Add(30*time.Second).UTC().Format(http.TimeFormat))
+			w.WriteHeader(429)
+		case "/hang": // headers never come: the header timeout must fire
+			<-r.Context().Done()
+		}
+	})
+	f := New(testConfig())
+	ctx := context.Background()
+	if res, err := f.Fetch(ctx, u+"/404"); err != nil || res.Status != 404 || TransientStatus(res.Status) {
+		t.Fatalf("404: %+v %v", res, err)
+	}
+	if res, err := f.Fetch(ctx, u+"/503"); err != nil || !TransientStatus(res.Status) || res.RetryAfter != 120*time.Second {
+		t.Fatalf("503: %+v %v", res, err)
+	}
+	if res, err := f.Fetch(ctx, u+"/429"); err != nil || !TransientStatus(res.Status) || res.RetryAfter < 28*time.Second || res.RetryAfter > 30*time.Second {
+		t.Fatalf("429: %+v %v", res, err)
+	}
+	if _, err := f.Fetch(ctx, u+"/hang"); !IsTransient(err) {
+		t.Fatalf("header timeout: %v, want transient", err)
+	}
+	// A closed port: connection refused is transient.
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := l.Addr().String()
+	l.Close()
+	if _, err := f.Fetch(ctx, "http://"+addr+"/"); !IsTransient(err) {
+		t.Fatalf("refused: %v, want transient", err)
+	}
+	if _, err := f.Fetch(ctx, "http://bad host/"); err == nil || IsTransient(err) {
+		t.Fatalf("malformed URL: %v, want permanent", err)
+	}
+}
+
+func TestSSRFGuard(t *testing.T) {
+	var hit atomic.Bool
+	u := serve(t, func(w http.ResponseWriter, r *http.Request) { hit.Store(true) })
+	cfg := testConfig()
+	cfg.AllowPrivate = false
+	f := New(cfg)
+	// By IP and by a name that resolves to loopback: both refused at dial time.
+	for _, target := range []string{u, strings.Replace(u, "127.0.0.1", "localhost", 1)} {
+		_, err := f.Fetch(context.Background(), target+"/")
+		if !errors.Is(err, ErrBlockedAddress) || IsTransient(err) {
+			t.Fatalf("%s: %v, want ErrBlockedAddress (permanent)", target, err)
+		}
+	}
+	if hit.Load() {
+		t.Fatal("the guarded fetch reached the server")
+	}
+	for ip, want := range map[string]bool{
+		"127.0.0.1": true, "10.1.2.3": true, "192.168.0.1": true, "172.16.5.4": true, "169.254.169.254": true,
+		"0.0.0.0": true, "::1": true, "fe80::1": true, "fc00::1": true, "100.64.0.1": true,
+		"93.184.216.34": false, "2606:4700::1111": false,
+	} {
+		if got := Blocked(net.ParseIP(ip)); got != want {
+			t.Errorf("Blocked(%s) = %v", ip, got)
+		}
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for in, want := range map[string]time.Duration{
+		"": 0, "10": 10 * time.Second, "-5": 0, "junk": 0, "999999": time.Hour,
+		now.Add(90 * time.Second).Format(http.TimeFormat): 90 * time.Second,
+		now.Add(-time.Minute).Format(http.TimeFormat):     0,
+	} {
+		if got := retryAfter(in, now); got != want {
+			t.Errorf("retryAfter(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
