@@ -1,0 +1,231 @@
+package frontier
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redcrawl/crawler/dedup"
+	"github.com/redcrawl/crawler/leader"
+	"github.com/redis/go-redis/v9"
+)
+
+// Item is one URL to crawl. It travels as JSON (never a language-specific
+// serialization: the queue is shared with every worker).
+type Item struct {
+	URL      string `json:"u"`
+	Depth    int    `json:"d"`
+	Attempts int    `json:"a,omitempty"`
+	Err      string `json:"err,omitempty"` // why it failed, on the failed list
+}
+
+// Keys names a crawl's frontier keys; all share the crawl's hash tag.
+type Keys struct {
+	Queue, InFlight, Leases, Deferred, Failed, Workers, Stats string
+}
+
+// KeysFor returns the keys of crawl name under crawl:{name}.
+func KeysFor(name string) Keys {
+	p := "crawl:{" + name + "}:"
+	return Keys{Queue: p + "queue", InFlight: p + "inflight", Leases: p + "leases", Deferred: p + "deferred",
+		Failed: p + "failed", Workers: p + "workers", Stats: p + "stats"}
+}
+
+var (
+	//go:embed enqueue.lua
+	enqueueBody   string
+	enqueueScript = dedup.Compose(enqueueBody)
+	//go:embed pop.lua
+	popSrc    string
+	popScript = redis.NewScript(popSrc)
+	//go:embed ack.lua
+	ackSrc    string
+	ackScript = redis.NewScript(ackSrc)
+	//go:embed defer.lua
+	deferSrc    string
+	deferScript = redis.NewScript(deferSrc)
+	//go:embed renew.lua
+	renewSrc    string
+	renewScript = redis.NewScript(renewSrc)
+	//go:embed schedule.lua
+	scheduleBody   string
+	scheduleScript = leader.NewFencedScript(scheduleBody)
+)
+
+// ErrLeaseLost: the item's lease ran out and the scheduler took it back.
+var ErrLeaseLost = errors.New("frontier: lease lost")
+
+// Frontier is a crawl's reliable queue. Safe for concurrent use.
+type Frontier struct {
+	c     redis.UniversalClient
+	keys  Keys
+	seen  *dedup.Filter
+	Lease time.Duration // how long a popped item is held without a heartbeat
+}
+
+// New returns the frontier of keys, deduplicating through seen.
+func New(c redis.UniversalClient, keys Keys, seen *dedup.Filter) *Frontier {
+	return &Frontier{c: c, keys: keys, seen: seen, Lease: 10 * time.Second}
+}
+
+// Keys are the frontier's Redis keys.
+func (f *Frontier) Keys() Keys { return f.keys }
+
+// Enqueue marks items' URLs seen and queues those not seen before, in one
+// script per batch. It returns which items were queued.
+func (f *Frontier) Enqueue(ctx context.Context, items []Item) ([]bool, error) {
+	if len(items) == 0 {
+		return nil, nil
+	}
+	urls := make([]string, len(items))
+	payload := make([]any, len(items))
+	for i, it := range items {
+		urls[i] = it.URL
+		b, err := json.Marshal(it)
+		if err != nil {
+			return nil, err
+		}
+		payload[i] = b
+	}
+	queued, err := f.seen.Exec(ctx, enqueueScript, urls, payload, []string{f.keys.Queue, f.keys.Stats}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("frontier: enqueue: %w", err)
+	}
+	return queued, nil
+}
+
+// Lease is a popped item held by one worker.
+type Lease struct {
+	ID   string
+	Item Item
+	raw  string
+}
+
+// Pop takes the next item under a new lease, or returns nil when the queue
+// is empty.
+func (f *Frontier) Pop(ctx context.Context) (*Lease, error) {
+	var b [12]byte
+	rand.Read(b[:])
+	id := hex.EncodeToString(b[:])
+	raw, err := popScript.Run(ctx, f.c, []string{f.keys.Queue, f.keys.InFlight, f.keys.Leases}, id, f.Lease.Milliseconds()).Text()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("frontier: pop: %w", err)
+	}
+	l := &Lease{ID: id, raw: raw}
+	if err := json.Unmarshal([]byte(raw), &l.Item); err != nil {
+		// Not ours to interpret: park it on the failed list rather than lose or loop on it.
+		f.fail(ctx, l, fmt.Sprintf("undecodable queue item: %v", err))
+		return nil, fmt.Errorf("frontier: pop: undecodable item %.80q moved to the failed list", raw)
+	}
+	return l, nil
+}
+
+func (f *Frontier) fail(ctx context.Context, l *Lease, reason string) {
+	item := l.Item
+	item.Err = reason
+	b, _ := json.Marshal(item)
+	if l.Item.URL == "" {
+		b, _ = json.Marshal(Item{URL: l.raw, Err: reason})
+	}
+	f.c.LPush(ctx, f.keys.Failed, b)
+	f.Ack(ctx, l, "failed")
+}
+
+// Ack ends a lease: the item is done. stat names the counter to bump in
+// the stats hash ("done", "skipped", "error"), or "" for none.
+func (f *Frontier) Ack(ctx context.Context, l *Lease, stat string) error {
+	n, err := ackScript.Run(ctx, f.c, []string{f.keys.InFlight, f.keys.Leases, f.keys.Stats}, l.ID, stat).Int()
+	if err != nil {
+		return fmt.Errorf("frontier: ack: %w", err)
+	}
+	if n == 0 {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+// Defer returns a leased item to be fetched again after delay (its host is
+// throttled, or the server asked to retry later). item replaces the stored
+// one, so the caller may count an attempt.
+func (f *Frontier) Defer(ctx context.Context, l *Lease, item Item, delay time.Duration) error {
+	b, err := json.Marshal(item)
+	if err != nil {
+		return err
+	}
+	n, err := deferScript.Run(ctx, f.c, []string{f.keys.InFlight, f.keys.Leases, f.keys.Deferred}, l.ID, b, max(delay.Milliseconds(), 1)).Int()
+	if err != nil {
+		return fmt.Errorf("frontier: defer: %w", err)
+	}
+	if n == 0 {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+// Heartbeat records that worker is alive and extends the leases it holds;
+// it returns how many were still held.
+func (f *Frontier) Heartbeat(ctx context.Context, worker string, leases []string) (int, error) {
+	args := append([]any{worker, f.Lease.Milliseconds()}, toAny(leases)...)
+	n, err := renewScript.Run(ctx, f.c, []string{f.keys.Leases, f.keys.Workers}, args...).Int()
+	if err != nil {
+		return 0, fmt.Errorf("frontier: heartbeat: %w", err)
+	}
+	return n, nil
+}
+
+func toAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
+// Sweep is what one scheduler pass moved.
+type Sweep struct{ Released, Reclaimed, Failed int }
+
+// Schedule is the leader's sweep, fenced by its epoch: due deferred items
+// return to the queue; expired leases return with attempts+1, or go to the
+// failed list at maxAttempts. A stale leader's sweep is refused whole
+// (leader.ErrFenced).
+func (f *Frontier) Schedule(ctx context.Context, lockKey string, epoch int64, maxAttempts, limit int) (Sweep, error) {
+	res, err := scheduleScript.Run(ctx, f.c, lockKey, epoch,
+		[]string{f.keys.Queue, f.keys.InFlight, f.keys.Leases, f.keys.Deferred, f.keys.Failed, f.keys.Stats},
+		maxAttempts, limit, 10000)
+	if err != nil {
+		return Sweep{}, fmt.Errorf("frontier: schedule: %w", err)
+	}
+	v, _ := res.([]any)
+	if len(v) != 3 {
+		return Sweep{}, fmt.Errorf("frontier: schedule: unexpected reply %v", res)
+	}
+	n := func(x any) int { i, _ := x.(int64); return int(i) }
+	return Sweep{Released: n(v[0]), Reclaimed: n(v[1]), Failed: n(v[2])}, nil
+}
+
+// Sizes are the frontier's counts.
+type Sizes struct{ Queued, InFlight, Deferred, Failed int64 }
+
+// Empty reports whether nothing is left to do.
+func (s Sizes) Empty() bool { return s.Queued == 0 && s.InFlight == 0 && s.Deferred == 0 }
+
+// Sizes reads the counts in one round trip.
+func (f *Frontier) Sizes(ctx context.Context) (Sizes, error) {
+	pipe := f.c.Pipeline()
+	q := pipe.LLen(ctx, f.keys.Queue)
+	i := pipe.HLen(ctx, f.keys.InFlight)
+	d := pipe.ZCard(ctx, f.keys.Deferred)
+	fl := pipe.LLen(ctx, f.keys.Failed)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return Sizes{}, fmt.Errorf("frontier: sizes: %w", err)
+	}
+	return Sizes{q.Val(), i.Val(), d.Val(), fl.Val()}, nil
+}

@@ -1,0 +1,201 @@
+package frontier_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redcrawl/crawler/dedup"
+	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/internal/redistest"
+	"github.com/redcrawl/crawler/leader"
+)
+
+type env struct {
+	f     *frontier.Frontier
+	s     *redistest.Server
+	clock time.Time
+	lock  string
+	epoch int64
+}
+
+func setup(t *testing.T, s *redistest.Server) *env {
+	ctx := context.Background()
+	seen, err := dedup.Open(ctx, s.Client, "crawl:{t}:seen", dedup.Params{Capacity: 1000, FPRate: 0.01})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{f: frontier.New(s.Client, frontier.KeysFor("t"), seen), s: s, lock: "crawl:{t}:leader"}
+	e.f.Lease = 200 * time.Millisecond
+	if s.Mini != nil {
+		e.clock = time.Now()
+		s.Mini.SetTime(e.clock)
+	}
+	l, err := leader.Obtain(ctx, s.Client, e.lock, "test", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.epoch = l.Epoch()
+	return e
+}
+
+// advance lets d pass on the server's clock: miniredis's TIME is set, a
+// real server's clock is waited for (the lease logic reads only TIME).
+func (e *env) advance(d time.Duration) {
+	if e.s.Mini != nil {
+		e.clock = e.clock.Add(d)
+		e.s.Mini.SetTime(e.clock)
+		return
+	}
+	time.Sleep(d)
+}
+
+func (e *env) sizes(t *testing.T) frontier.Sizes {
+	sz, err := e.f.Sizes(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sz
+}
+
+func TestEnqueueDedupsAtomicallyAndPopsInOrder(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		e := setup(t, s)
+		q, err := e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/"}, {URL: "http://b/", Depth: 1}, {URL: "http://a/"}})
+		if err != nil || len(q) != 3 || !q[0] || !q[1] || q[2] {
+			t.Fatalf("Enqueue = %v, %v", q, err)
+		}
+		q, _ = e.f.Enqueue(ctx, []frontier.Item{{URL: "http://b/"}, {URL: "http://c/"}})
+		if q[0] || !q[1] {
+			t.Fatalf("second Enqueue = %v", q)
+		}
+		for _, want := range []string{"http://a/", "http://b/", "http://c/"} {
+			l, err := e.f.Pop(ctx)
+			if err != nil || l == nil || l.Item.URL != want {
+				t.Fatalf("Pop = %+v, %v; want %s", l, err, want)
+			}
+			if sz := e.sizes(t); sz.InFlight != 1 {
+				t.Fatalf("popped item not in flight: %+v", sz)
+			}
+			if err := e.f.Ack(ctx, l, "done"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if l, err := e.f.Pop(ctx); l != nil || err != nil {
+			t.Fatalf("Pop on empty = %+v, %v", l, err)
+		}
+		if sz := e.sizes(t); !sz.Empty() {
+			t.Fatalf("not empty after acks: %+v", sz)
+		}
+		if n := s.Client.HGet(ctx, "crawl:{t}:stats", "done").Val(); n != "3" {
+			t.Fatalf("done = %s", n)
+		}
+	})
+}
+
+// A worker that pops and dies (no ack, no heartbeat) loses nothing: the
+// leader's sweep puts the item back once the lease runs out.
+func TestExpiredLeaseIsReclaimedThenFails(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		e := setup(t, s)
+		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/"}})
+		dead, _ := e.f.Pop(ctx)
+		if sw, _ := e.f.Schedule(ctx, e.lock, e.epoch, 2, 100); sw.Reclaimed != 0 {
+			t.Fatalf("reclaimed a live lease: %+v", sw)
+		}
+		e.advance(300 * time.Millisecond)
+		sw, err := e.f.Schedule(ctx, e.lock, e.epoch, 2, 100)
+		if err != nil || sw.Reclaimed != 1 {
+			t.Fatalf("sweep = %+v, %v; want 1 reclaimed", sw, err)
+		}
+		if err := e.f.Ack(ctx, dead, "done"); !errors.Is(err, frontier.ErrLeaseLost) {
+			t.Fatalf("late ack: %v, want ErrLeaseLost", err)
+		}
+		again, _ := e.f.Pop(ctx)
+		if again == nil || again.Item.URL != "http://a/" || again.Item.Attempts != 1 {
+			t.Fatalf("reclaimed item = %+v", again)
+		}
+		e.advance(300 * time.Millisecond)
+		sw, _ = e.f.Schedule(ctx, e.lock, e.epoch, 2, 100)
+		if sw.Failed != 1 {
+			t.Fatalf("second expiry: %+v, want failed at max attempts", sw)
+		}
+		sz := e.sizes(t)
+		if !sz.Empty() || sz.Failed != 1 {
+			t.Fatalf("sizes %+v", sz)
+		}
+		if v := s.Client.LIndex(ctx, "crawl:{t}:failed", 0).Val(); v == "" {
+			t.Fatal("failed list empty")
+		}
+	})
+}
+
+func TestHeartbeatKeepsLeases(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		e := setup(t, s)
+		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/"}})
+		l, _ := e.f.Pop(ctx)
+		e.f.Lease = time.Minute
+		if n, err := e.f.Heartbeat(ctx, "w1", []string{l.ID, "no-such-lease"}); err != nil || n != 1 {
+			t.Fatalf("Heartbeat = %d, %v", n, err)
+		}
+		e.advance(300 * time.Millisecond)
+		if sw, _ := e.f.Schedule(ctx, e.lock, e.epoch, 3, 100); sw.Reclaimed != 0 {
+			t.Fatalf("heartbeated lease reclaimed: %+v", sw)
+		}
+		if err := e.f.Ack(ctx, l, ""); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestDeferReturnsWhenDue(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		e := setup(t, s)
+		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/"}, {URL: "http://b/"}})
+		l, _ := e.f.Pop(ctx)
+		if err := e.f.Defer(ctx, l, l.Item, 250*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		if sz := e.sizes(t); sz.Deferred != 1 || sz.InFlight != 0 || sz.Queued != 1 {
+			t.Fatalf("after defer %+v", sz)
+		}
+		if sw, _ := e.f.Schedule(ctx, e.lock, e.epoch, 3, 100); sw.Released != 0 {
+			t.Fatalf("released early: %+v", sw)
+		}
+		e.advance(300 * time.Millisecond)
+		if sw, _ := e.f.Schedule(ctx, e.lock, e.epoch, 3, 100); sw.Released != 1 {
+			t.Fatalf("not released when due: %+v", sw)
+		}
+		// Released items go to the front: a is next, before b.
+		if next, _ := e.f.Pop(ctx); next == nil || next.Item.URL != "http://a/" {
+			t.Fatalf("next = %+v", next)
+		}
+	})
+}
+
+func TestStaleLeaderSweepRefused(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		e := setup(t, s)
+		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/"}})
+		e.f.Pop(ctx)
+		e.advance(300 * time.Millisecond)
+		s.Client.Del(ctx, e.lock) // the lock expired; a new leader took over
+		if _, err := leader.Obtain(ctx, s.Client, e.lock, "new", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		_, err := e.f.Schedule(ctx, e.lock, e.epoch, 3, 100)
+		if !errors.Is(err, leader.ErrFenced) {
+			t.Fatalf("stale sweep: %v, want ErrFenced", err)
+		}
+		if sz := e.sizes(t); sz.InFlight != 1 || sz.Queued != 0 {
+			t.Fatalf("stale sweep changed state: %+v", sz)
+		}
+	})
+}
