@@ -128,21 +128,38 @@ func (f *Frontier) Pop(ctx context.Context) (*Lease, error) {
 	return l, nil
 }
 
-func (f *Frontier) fail(ctx context.Context, l *Lease, reason string) {
+// fail ends a lease by moving the item to the failed list with reason, in
+// the same script as the ack, so it is never in neither place.
+func (f *Frontier) fail(ctx context.Context, l *Lease, reason string) error {
 	item := l.Item
-	item.Err = reason
-	b, _ := json.Marshal(item)
-	if l.Item.URL == "" {
-		b, _ = json.Marshal(Item{URL: l.raw, Err: reason})
+	if item.URL == "" {
+		item = Item{URL: l.raw}
 	}
-	f.c.LPush(ctx, f.keys.Failed, b)
-	f.Ack(ctx, l, "failed")
+	item.Err = reason
+	b, err := json.Marshal(item)
+	if err != nil {
+		return err
+	}
+	return f.ack(ctx, l, "failed", string(b))
+}
+
+// Fail ends a lease for good: the item goes to the failed list with reason.
+func (f *Frontier) Fail(ctx context.Context, l *Lease, reason string) error {
+	return f.fail(ctx, l, reason)
 }
 
 // Ack ends a lease: the item is done. stat names the counter to bump in
 // the stats hash ("done", "skipped", "error"), or "" for none.
 func (f *Frontier) Ack(ctx context.Context, l *Lease, stat string) error {
-	n, err := ackScript.Run(ctx, f.c, []string{f.keys.InFlight, f.keys.Leases, f.keys.Stats}, l.ID, stat).Int()
+	return f.ack(ctx, l, stat, "")
+}
+
+// failedCap bounds the failed list; its count lives on in the stats hash.
+const failedCap = 10000
+
+func (f *Frontier) ack(ctx context.Context, l *Lease, stat, failed string) error {
+	n, err := ackScript.Run(ctx, f.c, []string{f.keys.InFlight, f.keys.Leases, f.keys.Stats, f.keys.Failed},
+		l.ID, stat, failed, failedCap).Int()
 	if err != nil {
 		return fmt.Errorf("frontier: ack: %w", err)
 	}
@@ -199,7 +216,7 @@ type Sweep struct{ Released, Reclaimed, Failed int }
 func (f *Frontier) Schedule(ctx context.Context, lockKey string, epoch int64, maxAttempts, limit int) (Sweep, error) {
 	res, err := scheduleScript.Run(ctx, f.c, lockKey, epoch,
 		[]string{f.keys.Queue, f.keys.InFlight, f.keys.Leases, f.keys.Deferred, f.keys.Failed, f.keys.Stats},
-		maxAttempts, limit, 10000)
+		maxAttempts, limit, failedCap)
 	if err != nil {
 		return Sweep{}, fmt.Errorf("frontier: schedule: %w", err)
 	}

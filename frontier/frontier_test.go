@@ -199,3 +199,25 @@ func TestStaleLeaderSweepRefused(t *testing.T) {
 		}
 	})
 }
+
+func TestFailMovesToFailedListAtomically(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		e := setup(t, s)
+		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/"}})
+		l, _ := e.f.Pop(ctx)
+		if err := e.f.Fail(ctx, l, "404 Not Found"); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.f.Fail(ctx, l, "again"); !errors.Is(err, frontier.ErrLeaseLost) {
+			t.Fatalf("second Fail: %v", err)
+		}
+		sz := e.sizes(t)
+		if !sz.Empty() || sz.Failed != 1 {
+			t.Fatalf("sizes %+v", sz)
+		}
+		if v := s.Client.LIndex(ctx, "crawl:{t}:failed", 0).Val(); v != `{"u":"http://a/","d":0,"err":"404 Not Found"}` {
+			t.Fatalf("failed entry %s", v)
+		}
+	})
+}

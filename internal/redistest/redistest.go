@@ -186,16 +186,6 @@ func tail(s []string, n int) []string {
 	return s
 }
 
-// Ping fails the test when the server does not answer.
-func (s *Server) Ping(t testing.TB) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := s.Client.Ping(ctx).Err(); err != nil {
-		t.Fatalf("%s at %s: %v", s.Kind, s.Addr, err)
-	}
-}
-
 // Self is the path of the running test binary, for tests that start
 // copies of themselves as separate OS processes.
 func Self(t testing.TB) string {
