@@ -40,4 +40,18 @@
 // admits nothing; rate Inf admits everything without calling Redis.
 // On a Redis error the caller gets the error, not a permission: the crawler
 // then defers the URL rather than fetching impolitely.
+//
+// # robots.txt
+//
+// Robots is the cluster-wide robots.txt cache. Each host's file is fetched
+// by one worker per TTL (24 h): the worker that wins a short SET NX lock
+// fetches it (following up to five redirects) and stores status and body in
+// Redis; the others wait for that entry (or defer their URL on
+// ErrRobotsPending). RFC 9309: 2xx is obeyed for our product token's group,
+// 4xx allows all, 5xx or no answer disallows all, kept only ErrorTTL
+// (5 min) and then fetched again. Crawl-delay is reported so the crawler
+// can lower that host's rate.
+//
+//	<prefix>{host}        hash {status, body}, PEXPIRE TTL or ErrorTTL
+//	<prefix>{host}:lock   the fetching worker's token, PX LockTTL
 package politeness

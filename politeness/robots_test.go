@@ -1,0 +1,111 @@
+package politeness_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redcrawl/crawler/internal/redistest"
+	"github.com/redcrawl/crawler/politeness"
+)
+
+func httpFetcher(ctx context.Context, u string) (politeness.RobotsResponse, error) {
+	req, _ := http.NewRequestWithContext(ctx, "GET", u, nil)
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		return politeness.RobotsResponse{}, err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	res := politeness.RobotsResponse{Status: resp.StatusCode, Body: body}
+	if loc, err := resp.Location(); err == nil {
+		res.Location = loc.String()
+	}
+	return res, nil
+}
+
+func robotsServer(t *testing.T, hits *atomic.Int64) *url.URL {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			hits.Add(1)
+			http.Redirect(w, r, "/real-robots.txt", http.StatusMovedPermanently)
+			return
+		}
+		w.Write([]byte("User-agent: *\nDisallow: /\n\nUser-agent: RedCrawl\nDisallow: /private/\nCrawl-delay: 2\n"))
+	}))
+	t.Cleanup(srv.Close)
+	u, _ := url.Parse(srv.URL)
+	return u
+}
+
+func TestRobotsObeyedAndFetchedOncePerCluster(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		var hits atomic.Int64
+		base := robotsServer(t, &hits)
+		// Ten workers (separate caches, as separate processes) ask at once.
+		var wg sync.WaitGroup
+		for i := 0; i < 10; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := politeness.NewRobots(s.Client, "crawl:t:robots:", "RedCrawl", httpFetcher)
+				for path, want := range map[string]bool{"/private/a": false, "/public": true, "/": true} {
+					v, err := r.Check(ctx, base.JoinPath(path))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if v.Allowed != want || v.CrawlDelay != 2*time.Second {
+						t.Errorf("%s: %+v, want allowed=%v with Crawl-delay 2s", path, v, want)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if n := hits.Load(); n != 1 {
+			t.Fatalf("robots.txt fetched %d times by 10 workers, want once", n)
+		}
+		if ttl := s.Client.PTTL(ctx, "crawl:t:robots:{"+base.Host+"}").Val(); ttl < 23*time.Hour {
+			t.Fatalf("robots cache TTL %v, want about 24h", ttl)
+		}
+	})
+}
+
+func TestRobotsStatusRules(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		for _, tc := range []struct {
+			name    string
+			res     politeness.RobotsResponse
+			err     error
+			allowed bool
+			errTTL  bool
+		}{
+			{"404 allows all", politeness.RobotsResponse{Status: 404}, nil, true, false},
+			{"403 allows all", politeness.RobotsResponse{Status: 403}, nil, true, false},
+			{"503 disallows for now", politeness.RobotsResponse{Status: 503}, nil, false, true},
+			{"unreachable disallows for now", politeness.RobotsResponse{}, errors.New("connection refused"), false, true},
+		} {
+			fetch := func(context.Context, string) (politeness.RobotsResponse, error) { return tc.res, tc.err }
+			r := politeness.NewRobots(s.Client, "crawl:"+tc.name+":robots:", "RedCrawl", fetch)
+			u, _ := url.Parse("http://h.test/page")
+			v, err := r.Check(ctx, u)
+			if err != nil || v.Allowed != tc.allowed {
+				t.Errorf("%s: %+v, %v", tc.name, v, err)
+			}
+			ttl := s.Client.PTTL(ctx, r.Key("h.test")).Val()
+			if tc.errTTL != (ttl <= 5*time.Minute) || ttl <= 0 {
+				t.Errorf("%s: cached for %v", tc.name, ttl)
+			}
+		}
+	})
+}
