@@ -198,7 +198,11 @@ func (f *Filter) exec(ctx context.Context, s *redis.Script, add bool, items []st
 	if int64(chunk) > f.params.Capacity {
 		chunk = int(f.params.Capacity)
 	}
-	for start := 0; start < len(items); start += chunk {
+	if len(items) == 0 && !add {
+		return out, nil
+	}
+	// A composed script runs even for no items: its body has work of its own.
+	for start := 0; start == 0 || start < len(items); start += chunk {
 		end := min(start+chunk, len(items))
 		var extra []any
 		if perItem != nil {

@@ -26,20 +26,23 @@ type Item struct {
 
 // Keys names a crawl's frontier keys; all share the crawl's hash tag.
 type Keys struct {
-	Queue, InFlight, Leases, Deferred, Failed, Workers, Stats string
+	Queue, InFlight, Leases, Deferred, Failed, Workers, Stats, Results, Done string
 }
 
 // KeysFor returns the keys of crawl name under crawl:{name}.
 func KeysFor(name string) Keys {
 	p := "crawl:{" + name + "}:"
 	return Keys{Queue: p + "queue", InFlight: p + "inflight", Leases: p + "leases", Deferred: p + "deferred",
-		Failed: p + "failed", Workers: p + "workers", Stats: p + "stats"}
+		Failed: p + "failed", Workers: p + "workers", Stats: p + "stats", Results: p + "results", Done: p + "done"}
 }
 
 var (
 	//go:embed enqueue.lua
 	enqueueBody   string
 	enqueueScript = dedup.Compose(enqueueBody)
+	//go:embed finish.lua
+	finishBody   string
+	finishScript = dedup.Compose(finishBody)
 	//go:embed pop.lua
 	popSrc    string
 	popScript = redis.NewScript(popSrc)
@@ -106,26 +109,88 @@ type Lease struct {
 	raw  string
 }
 
-// Pop takes the next item under a new lease, or returns nil when the queue
-// is empty.
-func (f *Frontier) Pop(ctx context.Context) (*Lease, error) {
+// PopInfo rides along with every pop.
+type PopInfo struct {
+	Pages int64 // pages fetched so far in the whole crawl
+	Done  bool  // the scheduler declared the crawl finished
+}
+
+// Pop takes the next item under a new lease; the lease is nil when the
+// queue is empty.
+func (f *Frontier) Pop(ctx context.Context) (*Lease, PopInfo, error) {
 	var b [12]byte
 	rand.Read(b[:])
 	id := hex.EncodeToString(b[:])
-	raw, err := popScript.Run(ctx, f.c, []string{f.keys.Queue, f.keys.InFlight, f.keys.Leases}, id, f.Lease.Milliseconds()).Text()
-	if errors.Is(err, redis.Nil) {
-		return nil, nil
-	}
+	res, err := popScript.Run(ctx, f.c, []string{f.keys.Queue, f.keys.InFlight, f.keys.Leases, f.keys.Stats, f.keys.Done},
+		id, f.Lease.Milliseconds()).Slice()
 	if err != nil {
-		return nil, fmt.Errorf("frontier: pop: %w", err)
+		return nil, PopInfo{}, fmt.Errorf("frontier: pop: %w", err)
+	}
+	if len(res) != 3 {
+		return nil, PopInfo{}, fmt.Errorf("frontier: pop: unexpected reply %v", res)
+	}
+	pages, _ := res[1].(int64)
+	done, _ := res[2].(int64)
+	info := PopInfo{Pages: pages, Done: done == 1}
+	raw, ok := res[0].(string)
+	if !ok {
+		return nil, info, nil
 	}
 	l := &Lease{ID: id, raw: raw}
 	if err := json.Unmarshal([]byte(raw), &l.Item); err != nil {
 		// Not ours to interpret: park it on the failed list rather than lose or loop on it.
 		f.fail(ctx, l, fmt.Sprintf("undecodable queue item: %v", err))
-		return nil, fmt.Errorf("frontier: pop: undecodable item %.80q moved to the failed list", raw)
+		return nil, info, fmt.Errorf("frontier: pop: undecodable item %.80q moved to the failed list", raw)
 	}
-	return l, nil
+	return l, info, nil
+}
+
+// Outcome is how a page ended, for Finish.
+type Outcome struct {
+	Children []Item // links to enqueue (deduplicated in the same script)
+	Stat     string // stats counter to bump: "done", "skipped", "error", "failed"
+	Record   []byte // result record (JSON) for the results stream; nil for none
+	Failed   string // reason to keep the item on the failed list; "" for none
+	Fetched  bool   // a page was fetched (counts against the page budget)
+}
+
+// resultsCap bounds the results stream (XADD MAXLEN ~): a worker's --out
+// file keeps every record; the stream keeps the most recent million.
+const resultsCap = 1_000_000
+
+// Finish ends a lease in one script: children marked seen and the new ones
+// queued, the result recorded, counters bumped, the lease released. It
+// returns which children were queued. If the lease was lost meanwhile, the
+// children are still queued but nothing is recorded for this holder.
+func (f *Frontier) Finish(ctx context.Context, l *Lease, o Outcome) ([]bool, error) {
+	urls := make([]string, len(o.Children))
+	payload := make([]any, len(o.Children))
+	for i, it := range o.Children {
+		urls[i] = it.URL
+		b, err := json.Marshal(it)
+		if err != nil {
+			return nil, err
+		}
+		payload[i] = b
+	}
+	failed := ""
+	if o.Failed != "" {
+		it := l.Item
+		it.Err = o.Failed
+		b, _ := json.Marshal(it)
+		failed = string(b)
+	}
+	fetched := "0"
+	if o.Fetched {
+		fetched = "1"
+	}
+	keys := []string{f.keys.Queue, f.keys.InFlight, f.keys.Leases, f.keys.Stats, f.keys.Failed, f.keys.Results}
+	fixed := []any{l.ID, o.Stat, string(o.Record), failed, resultsCap, failedCap, fetched}
+	queued, err := f.seen.Exec(ctx, finishScript, urls, payload, keys, fixed)
+	if err != nil {
+		return nil, fmt.Errorf("frontier: finish: %w", err)
+	}
+	return queued, nil
 }
 
 // fail ends a lease by moving the item to the failed list with reason, in
@@ -206,26 +271,42 @@ func toAny(s []string) []any {
 	return out
 }
 
-// Sweep is what one scheduler pass moved.
-type Sweep struct{ Released, Reclaimed, Failed int }
+// Sweep is what one scheduler pass moved, and whether the crawl is over.
+type Sweep struct {
+	Released, Reclaimed, Failed int
+	Done                        bool
+}
 
 // Schedule is the leader's sweep, fenced by its epoch: due deferred items
 // return to the queue; expired leases return with attempts+1, or go to the
 // failed list at maxAttempts. A stale leader's sweep is refused whole
 // (leader.ErrFenced).
-func (f *Frontier) Schedule(ctx context.Context, lockKey string, epoch int64, maxAttempts, limit int) (Sweep, error) {
+func (f *Frontier) Schedule(ctx context.Context, lockKey string, epoch int64, maxAttempts, limit int, pageBudget int64) (Sweep, error) {
 	res, err := scheduleScript.Run(ctx, f.c, lockKey, epoch,
-		[]string{f.keys.Queue, f.keys.InFlight, f.keys.Leases, f.keys.Deferred, f.keys.Failed, f.keys.Stats},
-		maxAttempts, limit, failedCap)
+		[]string{f.keys.Queue, f.keys.InFlight, f.keys.Leases, f.keys.Deferred, f.keys.Failed, f.keys.Stats, f.keys.Done, f.keys.Workers},
+		maxAttempts, limit, failedCap, pageBudget, WorkerForgetAfter.Milliseconds())
 	if err != nil {
 		return Sweep{}, fmt.Errorf("frontier: schedule: %w", err)
 	}
 	v, _ := res.([]any)
-	if len(v) != 3 {
+	if len(v) != 4 {
 		return Sweep{}, fmt.Errorf("frontier: schedule: unexpected reply %v", res)
 	}
 	n := func(x any) int { i, _ := x.(int64); return int(i) }
-	return Sweep{Released: n(v[0]), Reclaimed: n(v[1]), Failed: n(v[2])}, nil
+	return Sweep{Released: n(v[0]), Reclaimed: n(v[1]), Failed: n(v[2]), Done: n(v[3]) == 1}, nil
+}
+
+// WorkerForgetAfter is how long a silent worker stays in the registry.
+const WorkerForgetAfter = time.Minute
+
+// Workers lists the workers that sent a heartbeat within the last window.
+func (f *Frontier) Workers(ctx context.Context, window time.Duration) ([]string, error) {
+	now, err := f.c.Time(ctx).Result()
+	if err != nil {
+		return nil, fmt.Errorf("frontier: workers: %w", err)
+	}
+	return f.c.ZRangeByScore(ctx, f.keys.Workers, &redis.ZRangeBy{
+		Min: fmt.Sprint(now.Add(-window).UnixMilli()), Max: "+inf"}).Result()
 }
 
 // Sizes are the frontier's counts.

@@ -72,7 +72,7 @@ func TestEnqueueDedupsAtomicallyAndPopsInOrder(t *testing.T) {
 			t.Fatalf("second Enqueue = %v", q)
 		}
 		for _, want := range []string{"http://a/", "http://b/", "http://c/"} {
-			l, err := e.f.Pop(ctx)
+			l, err := popErr(e.f)
 			if err != nil || l == nil || l.Item.URL != want {
 				t.Fatalf("Pop = %+v, %v; want %s", l, err, want)
 			}
@@ -83,7 +83,7 @@ func TestEnqueueDedupsAtomicallyAndPopsInOrder(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if l, err := e.f.Pop(ctx); l != nil || err != nil {
+		if l, err := popErr(e.f); l != nil || err != nil {
 			t.Fatalf("Pop on empty = %+v, %v", l, err)
 		}
 		if sz := e.sizes(t); !sz.Empty() {
@@ -102,24 +102,24 @@ func TestExpiredLeaseIsReclaimedThenFails(t *testing.T) {
 		ctx := context.Background()
 		e := setup(t, s)
 		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/"}})
-		dead, _ := e.f.Pop(ctx)
-		if sw, _ := e.f.Schedule(ctx, e.lock, e.epoch, 2, 100); sw.Reclaimed != 0 {
+		dead := pop(t, e.f)
+		if sw, _ := e.f.Schedule(ctx, e.lock, e.epoch, 2, 100, 0); sw.Reclaimed != 0 {
 			t.Fatalf("reclaimed a live lease: %+v", sw)
 		}
 		e.advance(300 * time.Millisecond)
-		sw, err := e.f.Schedule(ctx, e.lock, e.epoch, 2, 100)
+		sw, err := e.f.Schedule(ctx, e.lock, e.epoch, 2, 100, 0)
 		if err != nil || sw.Reclaimed != 1 {
 			t.Fatalf("sweep = %+v, %v; want 1 reclaimed", sw, err)
 		}
 		if err := e.f.Ack(ctx, dead, "done"); !errors.Is(err, frontier.ErrLeaseLost) {
 			t.Fatalf("late ack: %v, want ErrLeaseLost", err)
 		}
-		again, _ := e.f.Pop(ctx)
+		again := pop(t, e.f)
 		if again == nil || again.Item.URL != "http://a/" || again.Item.Attempts != 1 {
 			t.Fatalf("reclaimed item = %+v", again)
 		}
 		e.advance(300 * time.Millisecond)
-		sw, _ = e.f.Schedule(ctx, e.lock, e.epoch, 2, 100)
+		sw, _ = e.f.Schedule(ctx, e.lock, e.epoch, 2, 100, 0)
 		if sw.Failed != 1 {
 			t.Fatalf("second expiry: %+v, want failed at max attempts", sw)
 		}
@@ -138,13 +138,13 @@ func TestHeartbeatKeepsLeases(t *testing.T) {
 		ctx := context.Background()
 		e := setup(t, s)
 		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/"}})
-		l, _ := e.f.Pop(ctx)
+		l := pop(t, e.f)
 		e.f.Lease = time.Minute
 		if n, err := e.f.Heartbeat(ctx, "w1", []string{l.ID, "no-such-lease"}); err != nil || n != 1 {
 			t.Fatalf("Heartbeat = %d, %v", n, err)
 		}
 		e.advance(300 * time.Millisecond)
-		if sw, _ := e.f.Schedule(ctx, e.lock, e.epoch, 3, 100); sw.Reclaimed != 0 {
+		if sw, _ := e.f.Schedule(ctx, e.lock, e.epoch, 3, 100, 0); sw.Reclaimed != 0 {
 			t.Fatalf("heartbeated lease reclaimed: %+v", sw)
 		}
 		if err := e.f.Ack(ctx, l, ""); err != nil {
@@ -158,22 +158,22 @@ func TestDeferReturnsWhenDue(t *testing.T) {
 		ctx := context.Background()
 		e := setup(t, s)
 		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/"}, {URL: "http://b/"}})
-		l, _ := e.f.Pop(ctx)
+		l := pop(t, e.f)
 		if err := e.f.Defer(ctx, l, l.Item, 250*time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
 		if sz := e.sizes(t); sz.Deferred != 1 || sz.InFlight != 0 || sz.Queued != 1 {
 			t.Fatalf("after defer %+v", sz)
 		}
-		if sw, _ := e.f.Schedule(ctx, e.lock, e.epoch, 3, 100); sw.Released != 0 {
+		if sw, _ := e.f.Schedule(ctx, e.lock, e.epoch, 3, 100, 0); sw.Released != 0 {
 			t.Fatalf("released early: %+v", sw)
 		}
 		e.advance(300 * time.Millisecond)
-		if sw, _ := e.f.Schedule(ctx, e.lock, e.epoch, 3, 100); sw.Released != 1 {
+		if sw, _ := e.f.Schedule(ctx, e.lock, e.epoch, 3, 100, 0); sw.Released != 1 {
 			t.Fatalf("not released when due: %+v", sw)
 		}
 		// Released items go to the front: a is next, before b.
-		if next, _ := e.f.Pop(ctx); next == nil || next.Item.URL != "http://a/" {
+		if next := pop(t, e.f); next == nil || next.Item.URL != "http://a/" {
 			t.Fatalf("next = %+v", next)
 		}
 	})
@@ -184,13 +184,13 @@ func TestStaleLeaderSweepRefused(t *testing.T) {
 		ctx := context.Background()
 		e := setup(t, s)
 		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/"}})
-		e.f.Pop(ctx)
+		pop(t, e.f)
 		e.advance(300 * time.Millisecond)
 		s.Client.Del(ctx, e.lock) // the lock expired; a new leader took over
 		if _, err := leader.Obtain(ctx, s.Client, e.lock, "new", time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		_, err := e.f.Schedule(ctx, e.lock, e.epoch, 3, 100)
+		_, err := e.f.Schedule(ctx, e.lock, e.epoch, 3, 100, 0)
 		if !errors.Is(err, leader.ErrFenced) {
 			t.Fatalf("stale sweep: %v, want ErrFenced", err)
 		}
@@ -205,7 +205,7 @@ func TestFailMovesToFailedListAtomically(t *testing.T) {
 		ctx := context.Background()
 		e := setup(t, s)
 		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/"}})
-		l, _ := e.f.Pop(ctx)
+		l := pop(t, e.f)
 		if err := e.f.Fail(ctx, l, "404 Not Found"); err != nil {
 			t.Fatal(err)
 		}
@@ -218,6 +218,85 @@ func TestFailMovesToFailedListAtomically(t *testing.T) {
 		}
 		if v := s.Client.LIndex(ctx, "crawl:{t}:failed", 0).Val(); v != `{"u":"http://a/","d":0,"err":"404 Not Found"}` {
 			t.Fatalf("failed entry %s", v)
+		}
+	})
+}
+
+func popErr(f *frontier.Frontier) (*frontier.Lease, error) {
+	l, _, err := f.Pop(context.Background())
+	return l, err
+}
+
+func pop(t *testing.T, f *frontier.Frontier) *frontier.Lease {
+	t.Helper()
+	l, err := popErr(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestFinishQueuesChildrenRecordsAndAcksInOneStep(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		e := setup(t, s)
+		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/"}})
+		l := pop(t, e.f)
+		q, err := e.f.Finish(ctx, l, frontier.Outcome{
+			Children: []frontier.Item{{URL: "http://a/", Depth: 1}, {URL: "http://b/", Depth: 1}, {URL: "http://c/", Depth: 1}},
+			Stat:     "done", Record: []byte(`{"url":"http://a/"}`), Fetched: true,
+		})
+		if err != nil || len(q) != 3 || q[0] || !q[1] || !q[2] {
+			t.Fatalf("Finish = %v, %v", q, err)
+		}
+		if sz := e.sizes(t); sz.Queued != 2 || sz.InFlight != 0 {
+			t.Fatalf("sizes %+v", sz)
+		}
+		msgs := s.Client.XRange(ctx, "crawl:{t}:results", "-", "+").Val()
+		if len(msgs) != 1 || msgs[0].Values["rec"] != `{"url":"http://a/"}` || msgs[0].Values["new_links"] != "2" {
+			t.Fatalf("results %+v", msgs)
+		}
+		st := s.Client.HGetAll(ctx, "crawl:{t}:stats").Val()
+		if st["done"] != "1" || st["pages"] != "1" || st["enqueued"] != "3" {
+			t.Fatalf("stats %v", st)
+		}
+		_, info, _ := e.f.Pop(ctx)
+		if info.Pages != 1 || info.Done {
+			t.Fatalf("pop info %+v", info)
+		}
+		// A finish after the lease was lost queues the children but records nothing.
+		l2 := pop(t, e.f)
+		e.advance(300 * time.Millisecond)
+		e.f.Schedule(ctx, e.lock, e.epoch, 5, 100, 0)
+		q, err = e.f.Finish(ctx, l2, frontier.Outcome{Children: []frontier.Item{{URL: "http://d/"}}, Stat: "done", Record: []byte("{}"), Fetched: true})
+		if err != nil || !q[0] {
+			t.Fatalf("late Finish = %v, %v", q, err)
+		}
+		if n := s.Client.XLen(ctx, "crawl:{t}:results").Val(); n != 1 {
+			t.Fatalf("late finish recorded a result: %d records", n)
+		}
+	})
+}
+
+func TestScheduleDetectsCompletionAndBudget(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		e := setup(t, s)
+		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/"}, {URL: "http://b/"}})
+		if sw, _ := e.f.Schedule(ctx, e.lock, e.epoch, 3, 100, 0); sw.Done {
+			t.Fatal("done with work queued")
+		}
+		l := pop(t, e.f)
+		if sw, _ := e.f.Schedule(ctx, e.lock, e.epoch, 3, 100, 1); sw.Done {
+			t.Fatal("done with an item in flight")
+		}
+		e.f.Finish(ctx, l, frontier.Outcome{Stat: "done", Fetched: true})
+		// Budget of one page spent, nothing in flight: done, though b is still queued.
+		if sw, _ := e.f.Schedule(ctx, e.lock, e.epoch, 3, 100, 1); !sw.Done {
+			t.Fatal("page budget spent but not done")
+		}
+		if _, info, _ := e.f.Pop(ctx); !info.Done {
+			t.Fatal("pop does not report done")
 		}
 	})
 }

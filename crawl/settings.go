@@ -1,0 +1,195 @@
+package crawl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/redcrawl/crawler/dedup"
+	"github.com/redcrawl/crawler/parse"
+	"github.com/redis/go-redis/v9"
+)
+
+// Settings are what every worker of a crawl must agree on. seed writes them
+// to Redis once; workers read them and never take their own.
+type Settings struct {
+	Scope        parse.ScopeMode // host, domain or any
+	MaxDepth     int             // links followed from a seed; -1 for no limit
+	MaxPages     int64           // pages fetched in the whole crawl; 0 for no limit
+	Rate         float64         // requests per second per host; +Inf for no limit
+	Burst        int             // requests a host may get at once
+	UserAgent    string
+	ExpectedURLs int64   // Bloom filter capacity (it grows past this)
+	FPRate       float64 // Bloom filter false-positive rate
+	AllowPrivate bool    // allow loopback/private addresses (test site, intranets)
+}
+
+// DefaultSettings: polite (1 request/s per host), host scope, no depth limit.
+func DefaultSettings() Settings {
+	return Settings{Scope: parse.ScopeHost, MaxDepth: -1, Rate: 1, Burst: 1,
+		UserAgent: "RedCrawl/0.1 (+https://github.com/redcrawl/crawler)", ExpectedURLs: 1_000_000, FPRate: 0.001}
+}
+
+// ErrSettings: settings that cannot run a crawl.
+var ErrSettings = errors.New("crawl: invalid settings")
+
+// Validate checks every field.
+func (s Settings) Validate() error {
+	if _, err := parse.ParseScopeMode(string(s.Scope)); err != nil {
+		return fmt.Errorf("%w: %v", ErrSettings, err)
+	}
+	switch {
+	case s.MaxDepth < -1:
+		return fmt.Errorf("%w: max depth %d (use -1 for no limit)", ErrSettings, s.MaxDepth)
+	case s.MaxPages < 0:
+		return fmt.Errorf("%w: max pages %d", ErrSettings, s.MaxPages)
+	case !(s.Rate > 0) || math.IsNaN(s.Rate):
+		return fmt.Errorf("%w: rate %v must be above 0 requests/s (inf for no limit)", ErrSettings, s.Rate)
+	case s.Burst < 1:
+		return fmt.Errorf("%w: burst %d must be at least 1", ErrSettings, s.Burst)
+	case strings.TrimSpace(s.UserAgent) == "":
+		return fmt.Errorf("%w: empty user agent", ErrSettings)
+	}
+	if err := s.bloom().Validate(); err != nil {
+		return fmt.Errorf("%w: %v", ErrSettings, err)
+	}
+	return nil
+}
+
+func (s Settings) bloom() dedup.Params {
+	return dedup.Params{Capacity: s.ExpectedURLs, FPRate: s.FPRate}
+}
+
+// AgentToken is the product token matched against robots.txt User-agent lines.
+func (s Settings) AgentToken() string {
+	tok, _, _ := strings.Cut(strings.TrimSpace(s.UserAgent), "/")
+	tok, _, _ = strings.Cut(tok, " ")
+	return tok
+}
+
+func fmtRate(r float64) string {
+	if math.IsInf(r, 1) {
+		return "inf"
+	}
+	return strconv.FormatFloat(r, 'g', -1, 64)
+}
+
+// ParseRate reads a rate: a positive number, or "inf".
+func ParseRate(s string) (float64, error) {
+	if strings.EqualFold(s, "inf") {
+		return math.Inf(1), nil
+	}
+	r, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(r > 0) || math.IsInf(r, 0) {
+		return 0, fmt.Errorf("rate %q: want a number of requests per second above 0, or inf", s)
+	}
+	return r, nil
+}
+
+func (s Settings) fields() map[string]string {
+	return map[string]string{
+		"scope": string(s.Scope), "max_depth": strconv.Itoa(s.MaxDepth), "max_pages": strconv.FormatInt(s.MaxPages, 10),
+		"rate": fmtRate(s.Rate), "burst": strconv.Itoa(s.Burst), "user_agent": s.UserAgent,
+		"expected_urls": strconv.FormatInt(s.ExpectedURLs, 10), "fp_rate": strconv.FormatFloat(s.FPRate, 'g', -1, 64),
+		"allow_private": strconv.FormatBool(s.AllowPrivate),
+	}
+}
+
+// flagFor names the seed flag of each field, for messages.
+var flagFor = map[string]string{
+	"scope": "--scope", "max_depth": "--max-depth", "max_pages": "--max-pages", "rate": "--rate", "burst": "--burst",
+	"user_agent": "--user-agent", "expected_urls": "--expected-urls", "fp_rate": "--fp-rate", "allow_private": "--allow-private",
+}
+
+func settingsFrom(m map[string]string) (Settings, error) {
+	var s Settings
+	var errs []error
+	num := func(k string) int64 {
+		v, err := strconv.ParseInt(m[k], 10, 64)
+		errs = append(errs, err)
+		return v
+	}
+	s.Scope = parse.ScopeMode(m["scope"])
+	s.MaxDepth = int(num("max_depth"))
+	s.MaxPages = num("max_pages")
+	r, err := ParseRate(m["rate"])
+	errs = append(errs, err)
+	s.Rate = r
+	s.Burst = int(num("burst"))
+	s.UserAgent = m["user_agent"]
+	s.ExpectedURLs = num("expected_urls")
+	s.FPRate, err = strconv.ParseFloat(m["fp_rate"], 64)
+	errs = append(errs, err)
+	s.AllowPrivate, err = strconv.ParseBool(m["allow_private"])
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return Settings{}, err
+	}
+	return s, s.Validate()
+}
+
+// ErrNoCrawl: no crawl of that name exists in Redis.
+var ErrNoCrawl = errors.New("crawl: no such crawl (run 'crawler seed' first)")
+
+// ErrConflict: the crawl exists with other settings.
+var ErrConflict = errors.New("crawl: settings conflict with the existing crawl")
+
+var storeSettings = redis.NewScript(`
+-- KEYS[1] config hash; ARGV: field, value, field, value, ...
+-- Creates the config when missing; returns what is stored either way.
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('HSET', KEYS[1], unpack(ARGV))
+end
+return redis.call('HGETALL', KEYS[1])`)
+
+// StoreSettings writes s as the crawl's settings, or, when the crawl
+// exists, checks that s matches them: ErrConflict names each difference and
+// how to proceed.
+func StoreSettings(ctx context.Context, c redis.UniversalClient, k Keys, s Settings) (Settings, error) {
+	if err := s.Validate(); err != nil {
+		return Settings{}, err
+	}
+	var args []any
+	want := s.fields()
+	for f, v := range want {
+		args = append(args, f, v)
+	}
+	res, err := storeSettings.Run(ctx, c, []string{k.Config}, args...).StringSlice()
+	if err != nil {
+		return Settings{}, fmt.Errorf("crawl: store settings: %w", err)
+	}
+	have := map[string]string{}
+	for i := 0; i+1 < len(res); i += 2 {
+		have[res[i]] = res[i+1]
+	}
+	var diffs []string
+	for _, f := range []string{"scope", "max_depth", "max_pages", "rate", "burst", "user_agent", "expected_urls", "fp_rate", "allow_private"} {
+		if have[f] != want[f] {
+			diffs = append(diffs, fmt.Sprintf("%s is %s, not %s", flagFor[f], have[f], want[f]))
+		}
+	}
+	if len(diffs) > 0 {
+		return Settings{}, fmt.Errorf("%w %q: %s; seed with the same settings (or none) to add URLs, or run 'crawler reset' first, or pick another --crawl name",
+			ErrConflict, k.Name, strings.Join(diffs, "; "))
+	}
+	return s, nil
+}
+
+// LoadSettings reads the crawl's settings.
+func LoadSettings(ctx context.Context, c redis.UniversalClient, k Keys) (Settings, error) {
+	m, err := c.HGetAll(ctx, k.Config).Result()
+	if err != nil {
+		return Settings{}, fmt.Errorf("crawl: read settings: %w", err)
+	}
+	if len(m) == 0 {
+		return Settings{}, fmt.Errorf("%w: %q", ErrNoCrawl, k.Name)
+	}
+	s, err := settingsFrom(m)
+	if err != nil {
+		return Settings{}, fmt.Errorf("crawl: %q holds unusable settings: %w", k.Name, err)
+	}
+	return s, nil
+}
