@@ -137,6 +137,16 @@ func Blocked(ip net.IP) bool {
 // error, even for 404 or 500: the status says what happened); an error
 // means no usable response, and is an *Error that says whether to retry.
 func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Result, error) {
+	return f.get(ctx, rawURL, false)
+}
+
+// FetchBody is Fetch keeping the body of a 2xx answer whatever its type
+// (robots.txt is text/plain).
+func (f *Fetcher) FetchBody(ctx context.Context, rawURL string) (*Result, error) {
+	return f.get(ctx, rawURL, true)
+}
+
+func (f *Fetcher) get(ctx context.Context, rawURL string, keepAny bool) (*Result, error) {
 	start := f.now()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
@@ -164,7 +174,7 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Result, error) {
 		res.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), f.now())
 	}
 	limited := io.LimitReader(resp.Body, f.cfg.MaxBody+1)
-	if res.HTML && resp.StatusCode >= 200 && resp.StatusCode < 300 {
+	if (res.HTML || keepAny) && resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		res.Body, err = io.ReadAll(limited)
 		res.Bytes = int64(len(res.Body))
 		if res.Bytes > f.cfg.MaxBody {

@@ -1,0 +1,24 @@
+package crawl
+
+import (
+	"time"
+)
+
+// Record is one fetched (or skipped) URL, as the results stream, export and
+// --out give it.
+type Record struct {
+	URL         string    `json:"url"`
+	Status      int       `json:"status"`
+	ContentType string    `json:"content_type,omitempty"`
+	Bytes       int64     `json:"bytes"`
+	Truncated   bool      `json:"truncated,omitempty"`
+	Title       string    `json:"title,omitempty"`
+	Depth       int       `json:"depth"`
+	Links       int       `json:"links"`
+	NewLinks    int       `json:"new_links"`
+	FetchMS     int64     `json:"fetch_ms"`
+	Redirect    string    `json:"redirect,omitempty"`
+	Error       string    `json:"error,omitempty"`
+	Worker      string    `json:"worker"`
+	FetchedAt   time.Time `json:"fetched_at"`
+}

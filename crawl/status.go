@@ -1,0 +1,194 @@
+package crawl
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redcrawl/crawler/dedup"
+	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/leader"
+	"github.com/redis/go-redis/v9"
+)
+
+// Status is a crawl at one moment, as `crawler status` shows it.
+type Status struct {
+	Crawl          string            `json:"crawl"`
+	Settings       Settings          `json:"-"`
+	SettingsJSON   map[string]string `json:"settings"`
+	Frontier       frontier.Sizes    `json:"frontier"`
+	Counters       map[string]int64  `json:"counters"` // enqueued, pages, done, skipped, error, failed
+	PagesPerSecond float64           `json:"pages_per_second"`
+	Bloom          dedup.Stats       `json:"bloom"`
+	Leader         *leader.Info      `json:"leader,omitempty"`
+	Epoch          int64             `json:"epoch"` // newest epoch minted
+	Workers        []string          `json:"workers"`
+	Done           bool              `json:"done"`
+}
+
+// ReadStatus gathers a crawl's status.
+func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Status, error) {
+	k := KeysFor(name)
+	s, err := LoadSettings(ctx, c, k)
+	if err != nil {
+		return nil, err
+	}
+	st := &Status{Crawl: name, Settings: s, SettingsJSON: s.fields(), Counters: map[string]int64{}}
+	seen, err := dedup.Attach(ctx, c, k.Seen)
+	if err != nil {
+		return nil, err
+	}
+	fr := frontier.New(c, k.Frontier, seen)
+	if st.Frontier, err = fr.Sizes(ctx); err != nil {
+		return nil, err
+	}
+	counters, err := c.HGetAll(ctx, k.Frontier.Stats).Result()
+	if err != nil {
+		return nil, fmt.Errorf("crawl: status: %w", err)
+	}
+	for f, v := range counters {
+		st.Counters[f], _ = strconv.ParseInt(v, 10, 64)
+	}
+	if st.Bloom, err = seen.Stats(ctx); err != nil {
+		return nil, err
+	}
+	info, last, err := leader.Current(ctx, c, k.Leader)
+	switch {
+	case err == nil:
+		st.Leader = &info
+	case !errors.Is(err, leader.ErrNoLeader):
+		return nil, err
+	}
+	st.Epoch = last
+	if st.Workers, err = fr.Workers(ctx, 30*time.Second); err != nil {
+		return nil, err
+	}
+	st.Done = c.Exists(ctx, k.Done).Val() == 1
+	st.PagesPerSecond, err = recentRate(ctx, c, k.Results, 10*time.Second)
+	return st, err
+}
+
+// recentRate counts result records of the last window (stream ids carry
+// the server's millisecond time).
+func recentRate(ctx context.Context, c redis.UniversalClient, stream string, window time.Duration) (float64, error) {
+	now, err := c.Time(ctx).Result()
+	if err != nil {
+		return 0, fmt.Errorf("crawl: status: %w", err)
+	}
+	from := strconv.FormatInt(now.Add(-window).UnixMilli(), 10)
+	msgs, err := c.XRangeN(ctx, stream, from, "+", 100000).Result()
+	if err != nil {
+		return 0, fmt.Errorf("crawl: status: %w", err)
+	}
+	return float64(len(msgs)) / window.Seconds(), nil
+}
+
+// Export writes every record in the results stream as JSON lines.
+func Export(ctx context.Context, c redis.UniversalClient, name string, out io.Writer) (int, error) {
+	k := KeysFor(name)
+	if n, err := c.Exists(ctx, k.Config).Result(); err != nil || n == 0 {
+		if err == nil {
+			err = fmt.Errorf("%w: %q", ErrNoCrawl, name)
+		}
+		return 0, err
+	}
+	start, count := "-", 0
+	for {
+		msgs, err := c.XRangeN(ctx, k.Results, start, "+", 1000).Result()
+		if err != nil {
+			return count, fmt.Errorf("crawl: export: %w", err)
+		}
+		for _, m := range msgs {
+			var rec Record
+			raw, _ := m.Values["rec"].(string)
+			if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+				return count, fmt.Errorf("crawl: export: record %s: %w", m.ID, err)
+			}
+			n, _ := strconv.Atoi(fmt.Sprint(m.Values["new_links"]))
+			rec.NewLinks = n
+			b, _ := json.Marshal(rec)
+			if _, err := out.Write(append(b, '\n')); err != nil {
+				return count, err
+			}
+			count++
+		}
+		if len(msgs) < 1000 {
+			return count, nil
+		}
+		start = "(" + msgs[len(msgs)-1].ID
+	}
+}
+
+// Reset deletes every key of the crawl, found with SCAN (never KEYS, which
+// blocks a busy server), and reports how many it deleted.
+func Reset(ctx context.Context, c redis.UniversalClient, name string) (int, error) {
+	deleted := 0
+	for _, pattern := range KeysFor(name).Patterns() {
+		iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
+		var batch []string
+		flush := func() error {
+			if len(batch) == 0 {
+				return nil
+			}
+			n, err := c.Unlink(ctx, batch...).Result()
+			deleted += int(n)
+			batch = batch[:0]
+			return err
+		}
+		for iter.Next(ctx) {
+			batch = append(batch, iter.Val())
+			if len(batch) == 500 {
+				if err := flush(); err != nil {
+					return deleted, fmt.Errorf("crawl: reset: %w", err)
+				}
+			}
+		}
+		if err := iter.Err(); err != nil {
+			return deleted, fmt.Errorf("crawl: reset: %w", err)
+		}
+		if err := flush(); err != nil {
+			return deleted, fmt.Errorf("crawl: reset: %w", err)
+		}
+	}
+	return deleted, nil
+}
+
+// String renders the status for a person.
+func (st *Status) String() string {
+	var b strings.Builder
+	state := "running"
+	if st.Done {
+		state = "done"
+	}
+	fmt.Fprintf(&b, "crawl %q: %s\n", st.Crawl, state)
+	c := st.Counters
+	fmt.Fprintf(&b, "  pages       %d fetched (%d ok, %d http errors, %d skipped, %d failed), %.1f pages/s over the last 10 s\n",
+		c["pages"], c["done"], c["error"], c["skipped"], c["failed"], st.PagesPerSecond)
+	fmt.Fprintf(&b, "  frontier    %d queued, %d in flight, %d deferred, %d on the failed list; %d URLs enqueued in all\n",
+		st.Frontier.Queued, st.Frontier.InFlight, st.Frontier.Deferred, st.Frontier.Failed, c["enqueued"])
+	fmt.Fprintf(&b, "  dedup       %d URLs seen in %d layer(s), %.1f KiB of bitmaps, estimated false-positive rate %.4f%%\n",
+		st.Bloom.Count, len(st.Bloom.Layers), float64(st.Bloom.Bits)/8/1024, 100*st.Bloom.EstimatedFPRate)
+	if st.Leader != nil {
+		fmt.Fprintf(&b, "  scheduler   %s, epoch %d (lock expires in %v)\n", st.Leader.ID, st.Leader.Epoch, st.Leader.TTL.Round(time.Millisecond))
+	} else {
+		fmt.Fprintf(&b, "  scheduler   none (last epoch %d)\n", st.Epoch)
+	}
+	fmt.Fprintf(&b, "  workers     %d live: %s\n", len(st.Workers), strings.Join(st.Workers, ", "))
+	s := st.Settings
+	depth := "unlimited"
+	if s.MaxDepth >= 0 {
+		depth = strconv.Itoa(s.MaxDepth)
+	}
+	pages := "unlimited"
+	if s.MaxPages > 0 {
+		pages = strconv.FormatInt(s.MaxPages, 10)
+	}
+	fmt.Fprintf(&b, "  settings    scope %s, depth %s, max pages %s, %s req/s per host (burst %d), private addresses %v\n",
+		s.Scope, depth, pages, fmtRate(s.Rate), s.Burst, s.AllowPrivate)
+	return b.String()
+}

@@ -1,0 +1,423 @@
+package crawl
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redcrawl/crawler/dedup"
+	"github.com/redcrawl/crawler/fetch"
+	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/leader"
+	"github.com/redcrawl/crawler/parse"
+	"github.com/redcrawl/crawler/politeness"
+	"github.com/redis/go-redis/v9"
+)
+
+// Options tune one worker process. Zero values take the defaults.
+type Options struct {
+	ID           string // names this process in leader/worker listings (default host:pid)
+	Concurrency  int    // goroutines fetching at once (default 8)
+	ExitWhenDone bool   // return once the scheduler declares the crawl finished
+	Out          io.Writer
+	Logf         func(format string, args ...any)
+	Leader       leader.Config // default leader.DefaultConfig()
+	MaxAttempts  int           // tries per URL on transient failures (default 3)
+	// MaxReserveWait: a URL whose host has no token within this wait is
+	// deferred, so a goroutine never sits on one slow host (default 1 s).
+	MaxReserveWait time.Duration
+	SweepInterval  time.Duration // how often the leader sweeps (default 500 ms)
+	Lease          time.Duration // lease of a popped URL without heartbeat (default 10 s)
+	Fetch          *fetch.Config // overrides the fetcher (tests); settings still set UA and AllowPrivate
+}
+
+func (o Options) withDefaults() Options {
+	if o.Concurrency <= 0 {
+		o.Concurrency = 8
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	if o.Leader.TTL == 0 {
+		o.Leader = leader.DefaultConfig()
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 3
+	}
+	if o.MaxReserveWait <= 0 {
+		o.MaxReserveWait = time.Second
+	}
+	if o.SweepInterval <= 0 {
+		o.SweepInterval = 500 * time.Millisecond
+	}
+	if o.Lease <= 0 {
+		o.Lease = 10 * time.Second
+	}
+	return o
+}
+
+// Worker is one `crawler work` process: Concurrency fetch loops, a
+// heartbeat, and a campaign for the scheduler role.
+type Worker struct {
+	c        redis.UniversalClient
+	k        Keys
+	s        Settings
+	o        Options
+	fr       *frontier.Frontier
+	fetcher  *fetch.Fetcher
+	lim      *politeness.Limiter
+	robots   *politeness.Robots
+	elector  *leader.Elector
+	held     sync.Map // lease id -> struct{}: the leases the heartbeat renews
+	scope    atomic.Pointer[parse.Scope]
+	outMu    sync.Mutex
+	exiting  atomic.Bool
+	Counters Counters
+}
+
+// Counters are this process's own tallies.
+type Counters struct {
+	Fetched, Deferred, Skipped, Errors atomic.Int64
+}
+
+// NewWorker reads the crawl's settings from Redis (never from flags: every
+// worker must agree) and builds a worker.
+func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Options) (*Worker, error) {
+	o = o.withDefaults()
+	k := KeysFor(name)
+	s, err := LoadSettings(ctx, c, k)
+	if err != nil {
+		return nil, err
+	}
+	seen, err := dedup.Attach(ctx, c, k.Seen)
+	if err != nil {
+		return nil, fmt.Errorf("crawl %q: %w", name, err)
+	}
+	fcfg := fetch.DefaultConfig()
+	if o.Fetch != nil {
+		fcfg = *o.Fetch
+	}
+	fcfg.UserAgent, fcfg.AllowPrivate = s.UserAgent, s.AllowPrivate
+	w := &Worker{c: c, k: k, s: s, o: o, fetcher: fetch.New(fcfg)}
+	w.fr = frontier.New(c, k.Frontier, seen)
+	w.fr.Lease = o.Lease
+	rate := politeness.Limit(s.Rate)
+	if math.IsInf(s.Rate, 1) {
+		rate = politeness.Inf
+	}
+	w.lim = politeness.NewLimiter(c, rate, s.Burst)
+	w.robots = politeness.NewRobots(c, k.RobotsPrefix(), s.AgentToken(), w.fetchRobots)
+	if w.elector, err = leader.NewElector(c, k.Leader, o.ID, o.Leader); err != nil {
+		return nil, err
+	}
+	if err := w.refreshScope(ctx); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// Settings are the crawl's settings as this worker read them.
+func (w *Worker) Settings() Settings { return w.s }
+
+func (w *Worker) refreshScope(ctx context.Context) error {
+	hosts, err := w.c.SMembers(ctx, w.k.Hosts).Result()
+	if err != nil {
+		return fmt.Errorf("crawl: read scope: %w", err)
+	}
+	w.scope.Store(parse.NewScope(w.s.Scope, hosts))
+	return nil
+}
+
+func (w *Worker) fetchRobots(ctx context.Context, u string) (politeness.RobotsResponse, error) {
+	r, err := w.fetcher.FetchBody(ctx, u)
+	if err != nil {
+		return politeness.RobotsResponse{}, err
+	}
+	return politeness.RobotsResponse{Status: r.Status, Body: r.Body, Location: r.Location}, nil
+}
+
+// Run works until ctx ends (graceful: fetches in progress finish and are
+// recorded, the leader resigns) or, with ExitWhenDone, until the crawl is
+// finished. It returns nil in both cases.
+func (w *Worker) Run(ctx context.Context) error {
+	stop, stopAll := context.WithCancel(ctx)
+	defer stopAll()
+	work := context.WithoutCancel(ctx) // a fetch in progress finishes even after a stop
+
+	var procs sync.WaitGroup
+	for i := 0; i < w.o.Concurrency; i++ {
+		procs.Add(1)
+		go func() {
+			defer procs.Done()
+			w.loop(stop, work, stopAll)
+		}()
+	}
+	bg, stopBG := context.WithCancel(work)
+	var side sync.WaitGroup
+	side.Add(2)
+	go func() { defer side.Done(); w.heartbeat(bg) }()
+	go func() { defer side.Done(); w.schedule(stop, bg) }()
+	procs.Wait()
+	stopBG()
+	side.Wait()
+	return nil
+}
+
+// loop is one fetch goroutine.
+func (w *Worker) loop(stop, work context.Context, stopAll context.CancelFunc) {
+	const minIdle, maxIdle = 50 * time.Millisecond, time.Second
+	idle := minIdle
+	for stop.Err() == nil {
+		l, info, err := w.fr.Pop(stop)
+		switch {
+		case err != nil:
+			if stop.Err() == nil {
+				w.o.Logf("pop: %v", err)
+			}
+			idle = min(idle*2, 5*time.Second)
+		case l == nil:
+			if info.Done && w.o.ExitWhenDone {
+				w.exiting.Store(true)
+				stopAll()
+				return
+			}
+			idle = min(idle*2, maxIdle) // an idle worker asks about once a second, no more
+		default:
+			idle = minIdle
+			w.held.Store(l.ID, struct{}{})
+			w.process(work, l, info)
+			w.held.Delete(l.ID)
+			continue
+		}
+		sleep(stop, idle)
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func (w *Worker) heartbeat(ctx context.Context) {
+	t := time.NewTicker(w.o.Lease / 3)
+	defer t.Stop()
+	for {
+		var ids []string
+		w.held.Range(func(k, _ any) bool { ids = append(ids, k.(string)); return true })
+		if _, err := w.fr.Heartbeat(ctx, w.o.ID, ids); err != nil && ctx.Err() == nil {
+			w.o.Logf("heartbeat: %v", err)
+		}
+		if err := w.refreshScope(ctx); err != nil && ctx.Err() == nil {
+			w.o.Logf("%v", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// schedule campaigns for the scheduler role and, while leading, sweeps the
+// frontier under the leadership's context and epoch.
+func (w *Worker) schedule(stop, bg context.Context) {
+	for stop.Err() == nil {
+		l, err := w.elector.Campaign(stop)
+		if err != nil {
+			if stop.Err() == nil {
+				w.o.Logf("campaign: %v", err)
+				sleep(stop, w.o.Leader.RetryInterval)
+			}
+			continue
+		}
+		w.o.Logf("leading as scheduler, epoch %d", l.Epoch())
+		w.lead(stop, l)
+		rctx, cancel := context.WithTimeout(bg, w.o.Leader.RetryInterval)
+		l.Resign(rctx)
+		cancel()
+	}
+}
+
+func (w *Worker) lead(stop context.Context, l *leader.Leadership) {
+	t := time.NewTicker(w.o.SweepInterval)
+	defer t.Stop()
+	for {
+		sw, err := w.fr.Schedule(l.Context(), l.Key(), l.Epoch(), w.o.MaxAttempts, 1000, w.s.MaxPages)
+		switch {
+		case errors.Is(err, leader.ErrFenced):
+			w.o.Logf("scheduler epoch %d fenced off: %v", l.Epoch(), err)
+			return
+		case err != nil && l.Context().Err() == nil:
+			w.o.Logf("sweep: %v", err)
+		case sw.Reclaimed+sw.Failed > 0:
+			w.o.Logf("sweep: %d expired leases back on the queue, %d failed for good", sw.Reclaimed, sw.Failed)
+		}
+		select {
+		case <-stop.Done():
+			return
+		case <-l.Done():
+			w.o.Logf("scheduler epoch %d ended: %v", l.Epoch(), l.Err())
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// process takes one leased URL to its end: fetched and finished, deferred,
+// or skipped. Every path ends the lease or hands the item back; an error
+// that prevents even that leaves the lease to expire, and the sweep returns
+// the URL to the queue.
+func (w *Worker) process(ctx context.Context, l *frontier.Lease, info frontier.PopInfo) {
+	item := l.Item
+	rec := Record{URL: item.URL, Depth: item.Depth, Worker: w.o.ID, FetchedAt: time.Now().UTC()}
+	u, err := url.Parse(item.URL)
+	if err != nil || u.Host == "" {
+		rec.Error = fmt.Sprintf("not a URL: %v", err)
+		w.finish(ctx, l, rec, frontier.Outcome{Stat: "error", Failed: rec.Error})
+		return
+	}
+	if w.s.MaxPages > 0 && info.Pages >= w.s.MaxPages {
+		w.finish(ctx, l, Record{}, frontier.Outcome{Stat: "skipped"})
+		return
+	}
+	verdict, err := w.robots.Check(ctx, u)
+	if err != nil {
+		if !errors.Is(err, politeness.ErrRobotsPending) {
+			w.o.Logf("robots.txt for %s: %v", u.Host, err)
+		}
+		w.deferItem(ctx, l, item, 2*time.Second)
+		return
+	}
+	if !verdict.Allowed {
+		rec.Error = "disallowed by robots.txt"
+		w.Counters.Skipped.Add(1)
+		w.finish(ctx, l, rec, frontier.Outcome{Stat: "skipped"})
+		return
+	}
+	lim := w.lim
+	if d := verdict.CrawlDelay; d > 0 && float64(politeness.Every(d)) < float64(lim.Limit()) {
+		lim = lim.WithLimit(politeness.Every(d), 1)
+	}
+	res, err := lim.ReserveN(ctx, w.k.RatePrefix()+"{"+u.Host+"}", 1, w.o.MaxReserveWait)
+	if err != nil {
+		w.o.Logf("rate limit for %s: %v", u.Host, err)
+		w.deferItem(ctx, l, item, time.Second)
+		return
+	}
+	if !res.OK {
+		w.deferItem(ctx, l, item, res.Delay)
+		return
+	}
+	sleep(ctx, res.Delay)
+
+	start := time.Now()
+	r, err := w.fetcher.Fetch(ctx, item.URL)
+	rec.FetchMS = time.Since(start).Milliseconds()
+	if err != nil {
+		if fetch.IsTransient(err) {
+			w.retry(ctx, l, item, rec, err.Error(), 0)
+			return
+		}
+		rec.Error = err.Error()
+		w.Counters.Errors.Add(1)
+		w.finish(ctx, l, rec, frontier.Outcome{Stat: "error", Failed: rec.Error})
+		return
+	}
+	w.Counters.Fetched.Add(1)
+	rec.Status, rec.ContentType, rec.Bytes, rec.Truncated = r.Status, r.ContentType, r.Bytes, r.Truncated
+	if fetch.TransientStatus(r.Status) {
+		w.retry(ctx, l, item, rec, fmt.Sprintf("HTTP %d", r.Status), r.RetryAfter)
+		return
+	}
+	var children []frontier.Item
+	scope := w.scope.Load()
+	if r.Location != "" {
+		// A redirect's target is a discovered URL like any link (same depth:
+		// a redirect is not a step further from the seed).
+		if t, err := parse.Canonicalize(nil, r.Location); err == nil {
+			rec.Redirect = t.String()
+			if scope.Allows(t) {
+				children = append(children, frontier.Item{URL: rec.Redirect, Depth: item.Depth})
+			}
+		}
+	}
+	if r.HTML && r.Status >= 200 && r.Status < 300 {
+		page, err := parse.Extract(u, bytes.NewReader(r.Body), parse.Limits{})
+		if err != nil {
+			rec.Error = fmt.Sprintf("parse: %v", err)
+		} else {
+			rec.Title, rec.Links = page.Title, len(page.Links)
+			if w.s.MaxDepth < 0 || item.Depth < w.s.MaxDepth {
+				for _, link := range page.Links {
+					if lu, err := url.Parse(link); err == nil && scope.Allows(lu) {
+						children = append(children, frontier.Item{URL: link, Depth: item.Depth + 1})
+					}
+				}
+			}
+		}
+	}
+	stat := "done"
+	if r.Status >= 400 {
+		stat = "error"
+	}
+	w.finish(ctx, l, rec, frontier.Outcome{Children: children, Stat: stat, Fetched: true})
+}
+
+// retry defers a transient failure with exponential back-off (or the
+// server's Retry-After), and gives up after MaxAttempts.
+func (w *Worker) retry(ctx context.Context, l *frontier.Lease, item frontier.Item, rec Record, reason string, after time.Duration) {
+	item.Attempts++
+	if item.Attempts >= w.o.MaxAttempts {
+		rec.Error = fmt.Sprintf("%s (gave up after %d attempts)", reason, item.Attempts)
+		w.Counters.Errors.Add(1)
+		w.finish(ctx, l, rec, frontier.Outcome{Stat: "failed", Failed: rec.Error, Fetched: rec.Status != 0})
+		return
+	}
+	w.deferItem(ctx, l, item, max(after, time.Duration(1<<item.Attempts)*500*time.Millisecond))
+}
+
+func (w *Worker) deferItem(ctx context.Context, l *frontier.Lease, item frontier.Item, d time.Duration) {
+	w.Counters.Deferred.Add(1)
+	if err := w.fr.Defer(ctx, l, item, d); err != nil && !errors.Is(err, frontier.ErrLeaseLost) {
+		w.o.Logf("defer %s: %v (its lease will return it)", item.URL, err)
+	}
+}
+
+func (w *Worker) finish(ctx context.Context, l *frontier.Lease, rec Record, o frontier.Outcome) {
+	if rec.URL != "" {
+		b, err := json.Marshal(rec)
+		if err != nil {
+			w.o.Logf("record %s: %v", rec.URL, err)
+		}
+		o.Record = b
+	}
+	queued, err := w.fr.Finish(ctx, l, o)
+	if err != nil {
+		w.o.Logf("finish %s: %v (its lease will return it)", l.Item.URL, err)
+		return
+	}
+	if w.o.Out == nil || rec.URL == "" {
+		return
+	}
+	for _, q := range queued {
+		if q {
+			rec.NewLinks++
+		}
+	}
+	b, _ := json.Marshal(rec)
+	w.outMu.Lock()
+	defer w.outMu.Unlock()
+	w.o.Out.Write(append(b, '\n'))
+}
