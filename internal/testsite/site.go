@@ -1,0 +1,378 @@
+// Package testsite serves a deterministic synthetic web site on several
+// loopback addresses (one host each), for tests, benchmarks and the demo.
+// It knows which URLs a correct crawl must fetch (/_truth) and counts what
+// it was asked for (/_stats): per host, the requests and the most seen in
+// any sliding one-second window, so politeness can be checked from outside.
+//
+// Each host serves / and /p/0.html … /p/{P-1}.html. Pages link to one
+// another with navigation links, chains, relative links, several spellings
+// of one URL (fragments, dot segments, default port, upper case), links to
+// other hosts, redirects (/r/N), 404s (/missing/N), pages that fail once
+// with 500 then work (/flaky/N), non-HTML files (/files/N.pdf), a
+// meta-refresh page, an out-of-scope host, mailto: and javascript: links.
+// Host 0's robots.txt disallows /private/, which its pages link to.
+package testsite
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redcrawl/crawler/parse"
+)
+
+// Config shapes the site.
+type Config struct {
+	Hosts      int           // hosts (loopback addresses), default 4
+	Pages      int           // pages per host besides /, default 100
+	Latency    time.Duration // added to every response
+	ListenBase string        // first address, default 127.0.0.10; host i is base+i
+	Port       int           // the same on every host; 0 picks a free one
+}
+
+// Site is a running test site.
+type Site struct {
+	cfg     Config
+	hosts   []string // "127.0.0.10:8080"
+	servers []*http.Server
+	mu      sync.Mutex
+	reqs    map[string][]time.Time // host -> request times (robots.txt and /_ endpoints excluded)
+	perURL  map[string]int         // URL -> requests
+	flaky   map[string]bool        // flaky URLs that already failed once
+	private []string               // disallowed URLs that were requested anyway
+	total   map[string]int         // host -> all requests
+}
+
+// Start serves the site until Close.
+func Start(cfg Config) (*Site, error) {
+	if cfg.Hosts <= 0 {
+		cfg.Hosts = 4
+	}
+	if cfg.Pages <= 0 {
+		cfg.Pages = 100
+	}
+	if cfg.ListenBase == "" {
+		cfg.ListenBase = "127.0.0.10"
+	}
+	base := net.ParseIP(cfg.ListenBase).To4()
+	if base == nil || !base.IsLoopback() {
+		return nil, fmt.Errorf("testsite: --listen-base %q must be an IPv4 loopback address (127.x.y.z)", cfg.ListenBase)
+	}
+	if int(base[3])+cfg.Hosts > 255 {
+		return nil, fmt.Errorf("testsite: %d hosts from %s run past the end of the address range", cfg.Hosts, cfg.ListenBase)
+	}
+	s := &Site{cfg: cfg, reqs: map[string][]time.Time{}, perURL: map[string]int{}, flaky: map[string]bool{}, total: map[string]int{}}
+	var listeners []net.Listener
+	for i := 0; i < cfg.Hosts; i++ {
+		ip := net.IPv4(base[0], base[1], base[2], base[3]+byte(i))
+		l, err := net.Listen("tcp", net.JoinHostPort(ip.String(), strconv.Itoa(cfg.Port)))
+		if err != nil {
+			for _, l := range listeners {
+				l.Close()
+			}
+			return nil, fmt.Errorf("testsite: listen on %s port %d: %w", ip, cfg.Port, err)
+		}
+		if cfg.Port == 0 { // the first free port is used for every host
+			cfg.Port = l.Addr().(*net.TCPAddr).Port
+			s.cfg.Port = cfg.Port
+		}
+		listeners = append(listeners, l)
+		s.hosts = append(s.hosts, l.Addr().String())
+	}
+	for i, l := range listeners {
+		srv := &http.Server{Handler: s.handler(i), ReadHeaderTimeout: 10 * time.Second}
+		s.servers = append(s.servers, srv)
+		go srv.Serve(l)
+	}
+	return s, nil
+}
+
+// Close stops every host.
+func (s *Site) Close() {
+	for _, srv := range s.servers {
+		srv.Close()
+	}
+}
+
+// Hosts are the site's host:port names.
+func (s *Site) Hosts() []string { return s.hosts }
+
+// Roots are the hosts' home pages: the seeds of a crawl of the whole site.
+func (s *Site) Roots() []string {
+	out := make([]string, len(s.hosts))
+	for i, h := range s.hosts {
+		out[i] = "http://" + h + "/"
+	}
+	return out
+}
+
+func (s *Site) handler(hi int) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Path
+		switch p {
+		case "/_truth":
+			writeJSON(w, s.Truth())
+			return
+		case "/_stats":
+			writeJSON(w, s.Stats())
+			return
+		}
+		host := s.hosts[hi]
+		full := "http://" + host + r.URL.RequestURI()
+		s.mu.Lock()
+		s.total[host]++
+		s.perURL[full]++
+		if p != "/robots.txt" {
+			s.reqs[host] = append(s.reqs[host], time.Now())
+		}
+		if hi == 0 && strings.HasPrefix(p, "/private/") {
+			s.private = append(s.private, full)
+		}
+		failOnce := strings.HasPrefix(p, "/flaky/") && !s.flaky[full]
+		if failOnce {
+			s.flaky[full] = true
+		}
+		s.mu.Unlock()
+		if s.cfg.Latency > 0 {
+			time.Sleep(s.cfg.Latency)
+		}
+		switch {
+		case p == "/robots.txt":
+			if hi == 0 {
+				w.Header().Set("Content-Type", "text/plain")
+				fmt.Fprint(w, "User-agent: *\nDisallow: /private/\n")
+				return
+			}
+			http.NotFound(w, r)
+		case p == "/" || strings.HasPrefix(p, "/p/") || strings.HasPrefix(p, "/flaky/") || strings.HasPrefix(p, "/private/"):
+			if failOnce {
+				http.Error(w, "try again", http.StatusInternalServerError)
+				return
+			}
+			hrefs, ok := s.pageLinks(hi, p)
+			if !ok {
+				http.NotFound(w, r)
+				return
+			}
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprintf(w, "<!DOCTYPE html><html><head><title>%s %s</title>", host, p)
+			if n, ok := pageNumber(p); ok && n%60 == 11 {
+				fmt.Fprintf(w, `<meta http-equiv="refresh" content="0; url=/p/%d.html">`, (n*7+3)%s.cfg.Pages)
+			}
+			fmt.Fprint(w, "</head><body>\n")
+			for _, h := range hrefs {
+				fmt.Fprintf(w, "<a href=\"%s\">link</a>\n", h)
+			}
+			fmt.Fprint(w, "</body></html>\n")
+		case strings.HasPrefix(p, "/r/"):
+			n, err := strconv.Atoi(strings.TrimPrefix(p, "/r/"))
+			if err != nil || n < 0 || n >= s.cfg.Pages {
+				http.NotFound(w, r)
+				return
+			}
+			http.Redirect(w, r, fmt.Sprintf("/p/%d.html", n), http.StatusMovedPermanently)
+		case strings.HasPrefix(p, "/files/"):
+			w.Header().Set("Content-Type", "application/pdf")
+			fmt.Fprint(w, "%PDF-1.4 not really\n")
+		default:
+			http.NotFound(w, r)
+		}
+	})
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+func pageNumber(p string) (int, bool) {
+	for _, prefix := range []string{"/p/", "/flaky/", "/private/"} {
+		if strings.HasPrefix(p, prefix) && strings.HasSuffix(p, ".html") {
+			n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(p, prefix), ".html"))
+			return n, err == nil && n >= 0
+		}
+	}
+	return 0, false
+}
+
+// pageLinks returns the hrefs of page p on host hi, exactly as served, and
+// whether p is a page at all.
+func (s *Site) pageLinks(hi int, p string) ([]string, bool) {
+	P := s.cfg.Pages
+	if p == "/" {
+		return []string{"/p/0.html", "p/1.html", "#top", "mailto:webmaster@example.invalid"}, true
+	}
+	n, ok := pageNumber(p)
+	if !ok || n >= P {
+		return nil, false
+	}
+	if !strings.HasPrefix(p, "/p/") { // flaky and private pages are leaves
+		return []string{"/"}, true
+	}
+	rng := rand.New(rand.NewPCG(uint64(hi), uint64(n)))
+	host := s.hosts[hi]
+	hrefs := []string{"/", "/p/0.html#nav"} // navigation
+	if n+1 < P {
+		hrefs = append(hrefs, fmt.Sprintf("%d.html", n+1)) // relative chain: every page is reachable
+	}
+	for i := 0; i < 3; i++ { // one page, many spellings
+		k := rng.IntN(P)
+		switch rng.IntN(4) {
+		case 0:
+			hrefs = append(hrefs, fmt.Sprintf("/p/%d.html", k))
+		case 1:
+			hrefs = append(hrefs, fmt.Sprintf("/p/%d.html#section-%d", k, i))
+		case 2:
+			hrefs = append(hrefs, fmt.Sprintf("HTTP://%s/p/../p/%d.html", host, k))
+		case 3:
+			hrefs = append(hrefs, fmt.Sprintf("./%d.html", k))
+		}
+	}
+	if n%10 == 4 && len(s.hosts) > 1 { // cross-host link
+		other := (hi + 1 + rng.IntN(len(s.hosts)-1)) % len(s.hosts)
+		hrefs = append(hrefs, fmt.Sprintf("http://%s/p/%d.html", s.hosts[other], rng.IntN(P)))
+	}
+	if n%50 == 7 {
+		hrefs = append(hrefs, fmt.Sprintf("/r/%d", (n*13+1)%P))
+	}
+	if n%50 == 13 {
+		hrefs = append(hrefs, fmt.Sprintf("/missing/%d.html", n))
+	}
+	if n%100 == 21 {
+		hrefs = append(hrefs, fmt.Sprintf("/flaky/%d.html", n))
+	}
+	if n%25 == 3 {
+		hrefs = append(hrefs, fmt.Sprintf("/files/%d.pdf", n))
+	}
+	if n%40 == 5 {
+		hrefs = append(hrefs, "http://outside.invalid/not-in-scope", "mailto:someone@example.invalid", "javascript:void(0)")
+	}
+	if hi == 0 && n%20 == 2 {
+		hrefs = append(hrefs, fmt.Sprintf("/private/%d.html", n))
+	}
+	return hrefs, true
+}
+
+// Truth is every in-scope HTML URL a correct crawl seeded with Roots must
+// fetch (canonical form, sorted): what the pages link to, transitively,
+// minus robots-disallowed, non-HTML, redirect and missing URLs.
+func (s *Site) Truth() []string {
+	inSite := map[string]int{}
+	for i, h := range s.hosts {
+		inSite[h] = i
+	}
+	seen := map[string]bool{}
+	var queue []*url.URL
+	for _, r := range s.Roots() {
+		u, _ := parse.Canonicalize(nil, r)
+		seen[u.String()] = true
+		queue = append(queue, u)
+	}
+	var truth []string
+	for len(queue) > 0 {
+		u := queue[0]
+		queue = queue[1:]
+		hi, ok := inSite[u.Host]
+		if !ok {
+			continue
+		}
+		p := u.Path
+		if strings.HasPrefix(p, "/r/") { // a redirect: its target counts, not itself
+			if n, err := strconv.Atoi(strings.TrimPrefix(p, "/r/")); err == nil && n < s.cfg.Pages {
+				t, _ := parse.Canonicalize(u, fmt.Sprintf("/p/%d.html", n))
+				if !seen[t.String()] {
+					seen[t.String()] = true
+					queue = append(queue, t)
+				}
+			}
+			continue
+		}
+		if hi == 0 && strings.HasPrefix(p, "/private/") {
+			continue
+		}
+		hrefs, ok := s.pageLinks(hi, p)
+		if !ok {
+			continue // 404 or a file
+		}
+		truth = append(truth, u.String())
+		if n, ok := pageNumber(p); ok && n%60 == 11 && strings.HasPrefix(p, "/p/") {
+			hrefs = append(hrefs, fmt.Sprintf("/p/%d.html", (n*7+3)%s.cfg.Pages))
+		}
+		for _, h := range hrefs {
+			t, err := parse.Canonicalize(u, h)
+			if err != nil || seen[t.String()] {
+				continue
+			}
+			seen[t.String()] = true
+			queue = append(queue, t)
+		}
+	}
+	sort.Strings(truth)
+	return truth
+}
+
+// HostStats is what one host saw.
+type HostStats struct {
+	Requests int `json:"requests"` // all requests, robots.txt included
+	// MaxPerSecond is the most page requests (robots.txt excluded) in any
+	// sliding one-second window.
+	MaxPerSecond int `json:"max_per_second"`
+}
+
+// Stats is what the site saw.
+type Stats struct {
+	Hosts map[string]HostStats `json:"hosts"`
+	// MaxFetchesPerURL is the most requests any one URL got (robots.txt excluded).
+	MaxFetchesPerURL int `json:"max_fetches_per_url"`
+	// FetchedMoreThanTwice lists URLs requested three times or more.
+	FetchedMoreThanTwice []string `json:"fetched_more_than_twice"`
+	// Disallowed lists robots-disallowed URLs that were requested anyway.
+	Disallowed []string `json:"disallowed"`
+	// Fetched is every URL requested at least once (robots.txt excluded).
+	Fetched []string `json:"fetched"`
+}
+
+// Stats reports what the site saw so far.
+func (s *Site) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := Stats{Hosts: map[string]HostStats{}, Disallowed: append([]string{}, s.private...), FetchedMoreThanTwice: []string{}}
+	for _, h := range s.hosts {
+		st.Hosts[h] = HostStats{Requests: s.total[h], MaxPerSecond: maxInWindow(s.reqs[h], time.Second)}
+	}
+	for u, n := range s.perURL {
+		if strings.HasSuffix(u, "/robots.txt") {
+			continue
+		}
+		st.Fetched = append(st.Fetched, u)
+		st.MaxFetchesPerURL = max(st.MaxFetchesPerURL, n)
+		if n > 2 {
+			st.FetchedMoreThanTwice = append(st.FetchedMoreThanTwice, u)
+		}
+	}
+	sort.Strings(st.Fetched)
+	return st
+}
+
+// maxInWindow: the most times within any window of length w (times are in
+// arrival order, so sorted).
+func maxInWindow(times []time.Time, w time.Duration) int {
+	best, lo := 0, 0
+	for hi := range times {
+		for times[hi].Sub(times[lo]) >= w {
+			lo++
+		}
+		best = max(best, hi-lo+1)
+	}
+	return best
+}
