@@ -132,7 +132,7 @@ func settingsFrom(m map[string]string) (Settings, error) {
 }
 
 // ErrNoCrawl: no crawl of that name exists in Redis.
-var ErrNoCrawl = errors.New("crawl: no such crawl (run 'crawler seed' first)")
+var ErrNoCrawl = errors.New("crawl: no such crawl")
 
 // ErrConflict: the crawl exists with other settings.
 var ErrConflict = errors.New("crawl: settings conflict with the existing crawl")
@@ -185,7 +185,7 @@ func LoadSettings(ctx context.Context, c redis.UniversalClient, k Keys) (Setting
 		return Settings{}, fmt.Errorf("crawl: read settings: %w", err)
 	}
 	if len(m) == 0 {
-		return Settings{}, fmt.Errorf("%w: %q", ErrNoCrawl, k.Name)
+		return Settings{}, fmt.Errorf("%w %q (run 'crawler seed' first, or check --crawl)", ErrNoCrawl, k.Name)
 	}
 	s, err := settingsFrom(m)
 	if err != nil {

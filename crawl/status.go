@@ -93,7 +93,7 @@ func Export(ctx context.Context, c redis.UniversalClient, name string, out io.Wr
 	k := KeysFor(name)
 	if n, err := c.Exists(ctx, k.Config).Result(); err != nil || n == 0 {
 		if err == nil {
-			err = fmt.Errorf("%w: %q", ErrNoCrawl, name)
+			err = fmt.Errorf("%w %q (run 'crawler seed' first, or check --crawl)", ErrNoCrawl, name)
 		}
 		return 0, err
 	}

@@ -13,5 +13,6 @@ if reply[1] == 1 then
     end
   end
   if queued > 0 then redis.call('HINCRBY', KEYS[nk + 1], 'enqueued', queued) end
+  redis.call('HINCRBY', KEYS[nk + 1], 'offered', n)
 end
 return reply

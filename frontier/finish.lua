@@ -20,6 +20,7 @@ for i = 1, n do
   end
 end
 if queued > 0 then redis.call('HINCRBY', stats, 'enqueued', queued) end
+if n > 0 then redis.call('HINCRBY', stats, 'offered', n) end
 -- A lost lease (expired and reclaimed) means the item is queued again and
 -- will produce its own result; only the holder records and counts.
 if redis.call('HDEL', inflight, lease) == 1 then

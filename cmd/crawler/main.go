@@ -3,35 +3,62 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/logging"
 	"github.com/urfave/cli/v2"
 )
 
 func main() {
+	// go-redis logs every failed dial; our errors already say it once, in one line.
+	redis.SetLogger(&logging.VoidLogger{})
 	if err := newApp().Run(os.Args); err != nil {
-		fmt.Fprintln(os.Stderr, "crawler:", err)
+		var ec cli.ExitCoder
+		msg := strings.TrimSpace(err.Error())
+		if msg != "" {
+			fmt.Fprintln(os.Stderr, "crawler:", msg)
+		}
+		if errors.As(err, &ec) {
+			os.Exit(ec.ExitCode())
+		}
 		os.Exit(1)
 	}
 }
 
 func newApp() *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:  "crawler",
 		Usage: "a distributed web crawler coordinated through Redis",
 		Description: "Run 'crawler seed URL...' once, then 'crawler work' on as many machines as you like,\n" +
 			"all pointed at the same Redis. Workers share a reliable frontier, a Bloom filter of\n" +
-			"seen URLs, per-host token buckets and an elected scheduler.",
+			"seen URLs, per-host token buckets and an elected scheduler.\n\n" +
+			"Try it on one machine, with an embedded Redis and a local test site: crawler demo",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "redis", EnvVars: []string{"CRAWLER_REDIS"}, Value: "redis://127.0.0.1:6379/0",
-				Usage: "Redis URL (redis:// or rediss://, password allowed)"},
+			&cli.StringFlag{Name: "redis", EnvVars: []string{"CRAWLER_REDIS"}, Value: defaultRedis,
+				Usage: "Redis URL (redis:// or rediss://, password allowed; 'crawl' and 'demo' embed one when this is not given)"},
 			&cli.StringFlag{Name: "crawl", EnvVars: []string{"CRAWLER_CRAWL"}, Value: "default",
 				Usage: "crawl name; every key of the crawl lives under crawl:{NAME}"},
 		},
+		Commands: []*cli.Command{
+			seedCommand(), workCommand(), statusCommand(), exportCommand(), resetCommand(),
+			crawlCommand(), testsiteCommand(), demoCommand(),
+		},
 		HideHelpCommand: true,
 		OnUsageError:    usageError,
+		ExitErrHandler:  func(*cli.Context, error) {}, // main prints the one line
+		CommandNotFound: func(c *cli.Context, name string) {
+			fmt.Fprintf(c.App.ErrWriter, "crawler: unknown command %q (see 'crawler --help')\n", name)
+			os.Exit(1)
+		},
 	}
+	for _, cmd := range app.Commands {
+		cmd.OnUsageError = usageError
+	}
+	return app
 }
 
 // usageError turns a wrong flag into one line that says what to do next,

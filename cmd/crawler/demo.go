@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/internal/testsite"
+	"github.com/redcrawl/crawler/leader"
+	"github.com/urfave/cli/v2"
+)
+
+func demoCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "demo",
+		Usage: "crawl a local test site with several workers and show what each primitive did",
+		Description: "Everything runs in this process: an embedded Redis (unless --redis is given), the test\n" +
+			"site on loopback addresses, and several workers. Halfway through, the worker that is\n" +
+			"the scheduler stops, and another takes over under a higher epoch.",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "workers", Value: 3, Usage: "worker processes to simulate"},
+			&cli.IntFlag{Name: "hosts", Value: 3, Usage: "test site hosts"},
+			&cli.IntFlag{Name: "pages", Value: 60, Usage: "pages per host"},
+			&cli.Float64Flag{Name: "rate", Value: 20, Usage: "requests per second per host"},
+			&cli.IntFlag{Name: "burst", Value: 2, Usage: "burst per host"},
+			&cli.DurationFlag{Name: "latency", Value: 5 * time.Millisecond, Usage: "test site response delay"},
+		},
+		Action: runDemo,
+	}
+}
+
+func runDemo(c *cli.Context) error {
+	out := c.App.Writer
+	if c.Int("workers") < 1 || c.Int("hosts") < 1 || c.Int("pages") < 1 || !(c.Float64("rate") > 0) || c.Int("burst") < 1 {
+		return fmt.Errorf("demo: --workers, --hosts, --pages, --rate and --burst must all be positive")
+	}
+	rdb, closeRedis, err := connectOrEmbed(c)
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+	site, err := testsite.Start(testsite.Config{Hosts: c.Int("hosts"), Pages: c.Int("pages"), Latency: c.Duration("latency")})
+	if err != nil {
+		return err
+	}
+	defer site.Close()
+	name := c.String("crawl")
+	if !c.IsSet("crawl") {
+		name = "demo"
+	}
+	k := crawl.KeysFor(name)
+	ctx := c.Context
+	if _, err := crawl.Reset(ctx, rdb, name); err != nil {
+		return err
+	}
+	s := crawl.DefaultSettings()
+	s.Rate, s.Burst, s.AllowPrivate, s.ExpectedURLs, s.FPRate = c.Float64("rate"), c.Int("burst"), true, 10_000, 0.001
+	var seeds []*url.URL
+	for _, r := range site.Roots() {
+		u, _ := url.Parse(r)
+		seeds = append(seeds, u)
+	}
+	if _, err := crawl.Seed(ctx, rdb, k, s, seeds); err != nil {
+		return err
+	}
+	truth := site.Truth()
+	fmt.Fprintf(out, "test site: %d hosts (%s), %d pages each; %d URLs a correct crawl must fetch\n",
+		len(site.Hosts()), strings.Join(site.Hosts(), " "), c.Int("pages"), len(truth))
+	fmt.Fprintf(out, "crawl %q: %d workers, %.4g requests/s per host (burst %d), shared through Redis\n\n", name, c.Int("workers"), s.Rate, s.Burst)
+
+	var mu sync.Mutex
+	var epochs []string
+	logf := func(id string) func(string, ...any) {
+		return func(format string, args ...any) {
+			msg := fmt.Sprintf(format, args...)
+			if strings.HasPrefix(msg, "leading as scheduler") {
+				mu.Lock()
+				epochs = append(epochs, fmt.Sprintf("%s (%s)", strings.TrimPrefix(msg, "leading as scheduler, "), id))
+				mu.Unlock()
+				fmt.Fprintf(out, "  leader: %s is the scheduler, %s\n", id, strings.TrimPrefix(msg, "leading as scheduler, "))
+			}
+		}
+	}
+	type running struct {
+		id     string
+		cancel context.CancelFunc
+		done   chan struct{}
+	}
+	var workers []*running
+	start := time.Now()
+	for i := 1; i <= c.Int("workers"); i++ {
+		id := fmt.Sprintf("worker-%d", i)
+		wctx, cancel := context.WithCancel(ctx)
+		w, err := crawl.NewWorker(wctx, rdb, name, crawl.Options{ID: id, Concurrency: 4, ExitWhenDone: true, Logf: logf(id),
+			Leader: leader.ConfigForTTL(2 * time.Second), SweepInterval: 100 * time.Millisecond, Lease: 3 * time.Second})
+		if err != nil {
+			cancel()
+			return err
+		}
+		r := &running{id: id, cancel: cancel, done: make(chan struct{})}
+		go func() { defer close(r.done); w.Run(wctx) }()
+		workers = append(workers, r)
+	}
+
+	// Halfway, stop whichever worker is the scheduler: another takes over.
+	stopped := ""
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for alive := len(workers); alive > 0; {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+		alive = 0
+		for _, w := range workers {
+			select {
+			case <-w.done:
+			default:
+				alive++
+			}
+		}
+		if stopped == "" && len(workers) > 1 {
+			st, err := crawl.ReadStatus(ctx, rdb, name)
+			if err == nil && st.Counters["pages"] >= int64(len(truth)/2) && st.Leader != nil {
+				for _, w := range workers {
+					if w.id == st.Leader.ID {
+						stopped = w.id
+						fmt.Fprintf(out, "  %d pages in: stopping %s, the scheduler (its URLs in flight finish first)\n", st.Counters["pages"], w.id)
+						w.cancel()
+					}
+				}
+			}
+		}
+	}
+	elapsed := time.Since(start)
+	st, err := crawl.ReadStatus(ctx, rdb, name)
+	if err != nil {
+		return err
+	}
+	report(out, st, site, truth, epochs, elapsed, s)
+	return nil
+}
+
+func report(out io.Writer, st *crawl.Status, site *testsite.Site, truth []string, epochs []string, elapsed time.Duration, s crawl.Settings) {
+	ss := site.Stats()
+	fetched := map[string]bool{}
+	for _, u := range ss.Fetched {
+		fetched[u] = true
+	}
+	got := 0
+	for _, u := range truth {
+		if fetched[u] {
+			got++
+		}
+	}
+	fmt.Fprintf(out, "\ndone in %.1fs: %d of %d truth URLs fetched, %d requests in all, no URL fetched more than %d times\n",
+		elapsed.Seconds(), got, len(truth), len(ss.Fetched), ss.MaxFetchesPerURL)
+	fmt.Fprintf(out, "\nleader (renewable lock + fencing): %d terms: %s\n", len(epochs), strings.Join(epochs, ", "))
+	fmt.Fprintf(out, "  every sweep of the frontier ran as a fenced script: a stale epoch's writes are refused\n")
+	b := st.Bloom
+	fmt.Fprintf(out, "\ndedup (Bloom filter in Redis bitmaps): %d links offered to the frontier, %d new, %d turned away as already seen\n",
+		st.Counters["offered"], st.Counters["enqueued"], st.Counters["offered"]-st.Counters["enqueued"])
+	fmt.Fprintf(out, "  %d bits in %d layer(s), k=%d, estimated false-positive rate %.5f%% (target %.3g%%)\n",
+		b.Bits, len(b.Layers), b.Layers[0].K, 100*b.EstimatedFPRate, 100*s.FPRate)
+	fmt.Fprintf(out, "\npoliteness (token bucket in Lua, one per host, shared by all workers): limit %.4g/s, burst %d\n", s.Rate, s.Burst)
+	hosts := make([]string, 0, len(ss.Hosts))
+	for h := range ss.Hosts {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+	for _, h := range hosts {
+		hs := ss.Hosts[h]
+		verdict := "within"
+		if float64(hs.MaxPerSecond) > s.Rate+float64(s.Burst) {
+			verdict = "OVER"
+		}
+		fmt.Fprintf(out, "  %s: %d requests, at most %d in any one second (%s rate+burst = %.4g)\n",
+			h, hs.Requests, hs.MaxPerSecond, verdict, s.Rate+float64(s.Burst))
+	}
+	if len(ss.Disallowed) == 0 {
+		fmt.Fprintf(out, "  robots.txt: no disallowed URL was fetched\n")
+	} else {
+		fmt.Fprintf(out, "  robots.txt: %d disallowed URLs were fetched!\n", len(ss.Disallowed))
+	}
+}

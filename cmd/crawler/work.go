@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/redcrawl/crawler/crawl"
+	"github.com/redis/go-redis/v9"
+	"github.com/urfave/cli/v2"
+)
+
+func workFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.IntFlag{Name: "concurrency", Aliases: []string{"c"}, Value: 8, Usage: "pages fetched at once by this process"},
+		&cli.StringFlag{Name: "out", Usage: "also append result records to FILE as JSON lines"},
+		&cli.StringFlag{Name: "id", Usage: "this worker's name in status and leader listings (default host:pid)"},
+	}
+}
+
+func workCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "work",
+		Usage: "crawl: run as many of these as you like, on any machines, against one Redis",
+		Description: "Reads the crawl's settings from Redis (run 'crawler seed' first). SIGINT or SIGTERM stops\n" +
+			"taking URLs, finishes the pages in progress and exits 0; a killed worker loses nothing:\n" +
+			"its URLs return to the queue when their leases expire (about 10 s).",
+		Flags: append(workFlags(), &cli.BoolFlag{Name: "exit-when-done", Usage: "exit once nothing is left to crawl"}),
+		Action: func(c *cli.Context) error {
+			rdb, err := connect(c)
+			if err != nil {
+				return err
+			}
+			defer rdb.Close()
+			return runWork(c, rdb, c.Bool("exit-when-done"))
+		},
+	}
+}
+
+func workerID(c *cli.Context) string {
+	if id := c.String("id"); id != "" {
+		return id
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s:%d", host, os.Getpid())
+}
+
+func runWork(c *cli.Context, rdb *redis.Client, exitWhenDone bool) error {
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	logger := log.New(os.Stderr, "crawler: ", log.Ltime)
+	o := crawl.Options{ID: workerID(c), Concurrency: c.Int("concurrency"), ExitWhenDone: exitWhenDone, Logf: logger.Printf}
+	if o.Concurrency < 1 {
+		return fmt.Errorf("--concurrency %d: want at least 1", o.Concurrency)
+	}
+	if out := c.String("out"); out != "" {
+		f, err := os.OpenFile(out, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("--out: %v", err)
+		}
+		defer f.Close()
+		o.Out = f
+	}
+	w, err := crawl.NewWorker(ctx, rdb, c.String("crawl"), o)
+	if err != nil {
+		return err
+	}
+	logger.Printf("worker %s on crawl %q with %d goroutines", o.ID, c.String("crawl"), o.Concurrency)
+	ran := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			logger.Printf("stopping: finishing the pages in progress (a second Ctrl-C kills; leases return the rest)")
+			stop() // restore default signal handling for the second Ctrl-C
+		case <-ran:
+		}
+	}()
+	err = w.Run(ctx)
+	close(ran)
+	if err != nil {
+		return err
+	}
+	logger.Printf("worker %s exits: fetched %d, deferred %d, skipped %d, errors %d",
+		o.ID, w.Counters.Fetched.Load(), w.Counters.Deferred.Load(), w.Counters.Skipped.Load(), w.Counters.Errors.Load())
+	return nil
+}
+
+func statusCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "status",
+		Usage: "show a crawl's progress: frontier, pages, Bloom filter, scheduler, workers",
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+		Action: func(c *cli.Context) error {
+			rdb, err := connect(c)
+			if err != nil {
+				return err
+			}
+			defer rdb.Close()
+			st, err := crawl.ReadStatus(c.Context, rdb, c.String("crawl"))
+			if err != nil {
+				return err
+			}
+			return printStatus(c.App.Writer, st, c.Bool("json"))
+		},
+	}
+}
+
+func printStatus(w io.Writer, st *crawl.Status, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st)
+	}
+	_, err := fmt.Fprint(w, st.String())
+	return err
+}
+
+func exportCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "export",
+		Usage: "print the crawl's result records as JSON lines",
+		Action: func(c *cli.Context) error {
+			rdb, err := connect(c)
+			if err != nil {
+				return err
+			}
+			defer rdb.Close()
+			_, err = crawl.Export(c.Context, rdb, c.String("crawl"), c.App.Writer)
+			return err
+		},
+	}
+}
+
+func resetCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "reset",
+		Usage: "delete every key of the crawl (found with SCAN)",
+		Action: func(c *cli.Context) error {
+			rdb, err := connect(c)
+			if err != nil {
+				return err
+			}
+			defer rdb.Close()
+			n, err := crawl.Reset(c.Context, rdb, c.String("crawl"))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.App.Writer, "crawl %q: %d keys deleted\n", c.String("crawl"), n)
+			return nil
+		},
+	}
+}
+
+func crawlCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "crawl",
+		Usage:     "seed and crawl in one process until done (embedded Redis unless --redis is given)",
+		ArgsUsage: "URL...",
+		Flags:     append(append(seedFlags(), workFlags()...), &cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "read URLs from FILE ('-' for stdin)"}),
+		Action: func(c *cli.Context) error {
+			rdb, closeRedis, err := connectOrEmbed(c)
+			if err != nil {
+				return err
+			}
+			defer closeRedis()
+			if _, err := runSeed(c, rdb); err != nil {
+				return err
+			}
+			if err := runWork(c, rdb, true); err != nil {
+				return err
+			}
+			st, err := crawl.ReadStatus(context.WithoutCancel(c.Context), rdb, c.String("crawl"))
+			if err != nil {
+				return err
+			}
+			return printStatus(c.App.ErrWriter, st, false)
+		},
+	}
+}
