@@ -53,7 +53,7 @@ func workerID(c *cli.Context) string {
 func runWork(c *cli.Context, rdb *redis.Client, exitWhenDone bool) error {
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	logger := log.New(os.Stderr, "crawler: ", log.Ltime)
+	logger := log.New(os.Stderr, "crawler: ", log.Ltime|log.Lmicroseconds)
 	o := crawl.Options{ID: workerID(c), Concurrency: c.Int("concurrency"), ExitWhenDone: exitWhenDone, Logf: logger.Printf}
 	if o.Concurrency < 1 {
 		return fmt.Errorf("--concurrency %d: want at least 1", o.Concurrency)

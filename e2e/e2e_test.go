@@ -1,0 +1,240 @@
+// Package e2e runs the built crawler binary against a real redis-server
+// and the test site, killing workers and the scheduler on the way.
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redcrawl/crawler/internal/redistest"
+	"github.com/redcrawl/crawler/internal/testsite"
+)
+
+func build(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "crawler")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/redcrawl/crawler/cmd/crawler").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+type proc struct {
+	id   string
+	cmd  *exec.Cmd
+	log  *syncBuf
+	done chan error
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+type harness struct {
+	t     *testing.T
+	bin   string
+	redis string
+	mu    sync.Mutex
+	procs map[string]*proc
+}
+
+func (h *harness) run(args ...string) []byte {
+	h.t.Helper()
+	cmd := exec.Command(h.bin, append([]string{"--redis", h.redis, "--crawl", "e2e"}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		h.t.Fatalf("crawler %v: %v\n%s", args, err, stderr.String())
+	}
+	return out
+}
+
+func (h *harness) startWorker(id string) *proc {
+	cmd := exec.Command(h.bin, "--redis", h.redis, "--crawl", "e2e", "work", "-c", "8", "--exit-when-done", "--id", id)
+	p := &proc{id: id, cmd: cmd, log: &syncBuf{}, done: make(chan error, 1)}
+	cmd.Stderr = p.log
+	if err := cmd.Start(); err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { cmd.Process.Kill() })
+	go func() { p.done <- cmd.Wait() }()
+	h.mu.Lock()
+	h.procs[id] = p
+	h.mu.Unlock()
+	return p
+}
+
+type status struct {
+	Counters map[string]int64 `json:"counters"`
+	Leader   *struct {
+		ID    string `json:"ID"`
+		Epoch int64  `json:"Epoch"`
+	} `json:"leader"`
+	Done bool `json:"done"`
+}
+
+func (h *harness) status() status {
+	var st status
+	if err := json.Unmarshal(h.run("status", "--json"), &st); err != nil {
+		h.t.Fatal(err)
+	}
+	return st
+}
+
+// waitFor polls status (the crawl's own progress is the event) until cond holds.
+func (h *harness) waitFor(what string, cond func(status) bool) status {
+	h.t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		if st := h.status(); cond(st) {
+			return st
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	h.t.Fatalf("timed out waiting for %s", what)
+	return status{}
+}
+
+var leadingRE = regexp.MustCompile(`(\d\d:\d\d:\d\d\.\d+) leading as scheduler, epoch (\d+)`)
+
+// The whole promise: seed once, three workers, SIGKILL one worker and then
+// the scheduler mid-crawl, restart them; every page of the site is still
+// crawled exactly as configured.
+func TestCrawlSurvivesSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end crawl: skipped with -short")
+	}
+	s := redistest.Real(t)
+	const hosts, pages, rate, burst = 4, 500, 40, 4
+	site, err := testsite.Start(testsite.Config{Hosts: hosts, Pages: pages, Latency: 2 * time.Millisecond, ListenBase: "127.0.0.10"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer site.Close()
+	h := &harness{t: t, bin: build(t), redis: s.URL(), procs: map[string]*proc{}}
+	h.run(append([]string{"seed", "--allow-private", "--rate", strconv.Itoa(rate), "--burst", strconv.Itoa(burst)}, site.Roots()...)...)
+	for _, id := range []string{"w1", "w2", "w3"} {
+		h.startWorker(id)
+	}
+	truth := site.Truth()
+
+	// A third of the way: SIGKILL a worker that is not the scheduler.
+	st := h.waitFor("a third of the pages and a leader", func(st status) bool {
+		return st.Counters["pages"] >= int64(len(truth)/3) && st.Leader != nil
+	})
+	victim := "w1"
+	if st.Leader.ID == victim {
+		victim = "w2"
+	}
+	h.procs[victim].cmd.Process.Signal(syscall.SIGKILL)
+	t.Logf("SIGKILLed worker %s at %d pages", victim, st.Counters["pages"])
+	h.startWorker("w4")
+
+	// Two thirds: SIGKILL the scheduler itself.
+	st = h.waitFor("two thirds of the pages", func(st status) bool {
+		return st.Counters["pages"] >= int64(2*len(truth)/3) && st.Leader != nil
+	})
+	leaderID := st.Leader.ID
+	h.procs[leaderID].cmd.Process.Signal(syscall.SIGKILL)
+	t.Logf("SIGKILLed the scheduler %s (epoch %d) at %d pages", leaderID, st.Leader.Epoch, st.Counters["pages"])
+	h.startWorker("w5")
+
+	for id, p := range h.procs {
+		if id == victim || id == leaderID {
+			<-p.done
+			continue
+		}
+		select {
+		case err := <-p.done:
+			if err != nil {
+				t.Errorf("worker %s exited with %v\n%s", id, err, p.log.String())
+			}
+		case <-time.After(4 * time.Minute):
+			t.Fatalf("worker %s did not exit when the crawl was done\n%s", id, p.log.String())
+		}
+	}
+
+	// Every truth URL fetched, nothing disallowed, nothing three times.
+	ss := site.Stats()
+	fetched := map[string]bool{}
+	for _, u := range ss.Fetched {
+		fetched[u] = true
+	}
+	missing := 0
+	for _, u := range truth {
+		if !fetched[u] {
+			missing++
+			if missing < 10 {
+				t.Errorf("never fetched: %s", u)
+			}
+		}
+	}
+	t.Logf("%d of %d truth URLs fetched; %d URLs requested in all", len(truth)-missing, len(truth), len(ss.Fetched))
+	if len(ss.Disallowed) > 0 {
+		t.Errorf("robots-disallowed URLs fetched: %v", ss.Disallowed)
+	}
+	if len(ss.FetchedMoreThanTwice) > 0 {
+		t.Errorf("URLs fetched more than twice: %v", ss.FetchedMoreThanTwice)
+	}
+	for host, hs := range ss.Hosts {
+		t.Logf("%s: %d requests, at most %d in one second (limit %d + %d)", host, hs.Requests, hs.MaxPerSecond, rate, burst)
+		if hs.MaxPerSecond > rate+burst {
+			t.Errorf("%s saw %d requests in one second, over rate+burst = %d", host, hs.MaxPerSecond, rate+burst)
+		}
+	}
+	// Nothing out of scope: every record's host is one of the site's.
+	inSite := map[string]bool{}
+	for _, hst := range site.Hosts() {
+		inSite[hst] = true
+	}
+	sc := bufio.NewScanner(bytes.NewReader(h.run("export")))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var rec struct{ URL string }
+		json.Unmarshal(sc.Bytes(), &rec)
+		if u, err := url.Parse(rec.URL); err != nil || !inSite[u.Host] {
+			t.Errorf("out-of-scope record: %s", rec.URL)
+		}
+	}
+	// Epochs: each announced by one worker, strictly increasing in time.
+	type term struct {
+		at    string
+		epoch int
+		who   string
+	}
+	var terms []term
+	for id, p := range h.procs {
+		for _, m := range leadingRE.FindAllStringSubmatch(p.log.String(), -1) {
+			e, _ := strconv.Atoi(m[2])
+			terms = append(terms, term{m[1], e, id})
+		}
+	}
+	sort.Slice(terms, func(i, j int) bool { return terms[i].epoch < terms[j].epoch })
+	for i := 1; i < len(terms); i++ {
+		if terms[i].epoch == terms[i-1].epoch || terms[i].at < terms[i-1].at {
+			t.Errorf("epochs out of order: %+v then %+v", terms[i-1], terms[i])
+		}
+	}
+	if len(terms) < 2 {
+		t.Errorf("only %d scheduler terms seen; killing the scheduler should start another", len(terms))
+	}
+	t.Logf("scheduler terms: %v", fmt.Sprint(terms))
+}
