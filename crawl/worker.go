@@ -32,9 +32,11 @@ type Options struct {
 	Leader       leader.Config // default leader.DefaultConfig()
 	MaxAttempts  int           // tries per URL on transient failures (default 3)
 	// MaxReserveWait: a URL whose host has no token within this wait is
-	// deferred, so a goroutine never sits on one slow host (default 1 s).
+	// deferred, so a goroutine never sits long on one slow host (default
+	// 1 s; measured: 100 ms made deferrals churn, 59 round trips a page).
 	MaxReserveWait time.Duration
-	SweepInterval  time.Duration // how often the leader sweeps (default 500 ms)
+	SweepInterval  time.Duration // how often the leader sweeps (default 200 ms)
+	KnownURLs      int           // URLs remembered locally as seen (default 200 000, about 30 MB)
 	Lease          time.Duration // lease of a popped URL without heartbeat (default 10 s)
 	Fetch          *fetch.Config // overrides the fetcher (tests); settings still set UA and AllowPrivate
 }
@@ -56,7 +58,10 @@ func (o Options) withDefaults() Options {
 		o.MaxReserveWait = time.Second
 	}
 	if o.SweepInterval <= 0 {
-		o.SweepInterval = 500 * time.Millisecond
+		o.SweepInterval = 200 * time.Millisecond
+	}
+	if o.KnownURLs <= 0 {
+		o.KnownURLs = 200_000
 	}
 	if o.Lease <= 0 {
 		o.Lease = 10 * time.Second
@@ -80,6 +85,7 @@ type Worker struct {
 	scope    atomic.Pointer[parse.Scope]
 	outMu    sync.Mutex
 	exiting  atomic.Bool
+	known    *known
 	Counters Counters
 }
 
@@ -106,7 +112,7 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 		fcfg = *o.Fetch
 	}
 	fcfg.UserAgent, fcfg.AllowPrivate = s.UserAgent, s.AllowPrivate
-	w := &Worker{c: c, k: k, s: s, o: o, fetcher: fetch.New(fcfg)}
+	w := &Worker{c: c, k: k, s: s, o: o, fetcher: fetch.New(fcfg), known: newKnown(o.KnownURLs)}
 	w.fr = frontier.New(c, k.Frontier, seen)
 	w.fr.Lease = o.Lease
 	rate := politeness.Limit(s.Rate)
@@ -403,10 +409,21 @@ func (w *Worker) finish(ctx context.Context, l *frontier.Lease, rec Record, o fr
 		}
 		o.Record = b
 	}
+	// Links this worker already knows are seen need no Redis work.
+	all := o.Children
+	o.Children = o.Children[:0:0]
+	for _, ch := range all {
+		if !w.known.has(ch.URL) {
+			o.Children = append(o.Children, ch)
+		}
+	}
 	queued, err := w.fr.Finish(ctx, l, o)
 	if err != nil {
 		w.o.Logf("finish %s: %v (its lease will return it)", l.Item.URL, err)
 		return
+	}
+	for _, ch := range o.Children {
+		w.known.add(ch.URL)
 	}
 	if w.o.Out == nil || rec.URL == "" {
 		return

@@ -1,0 +1,145 @@
+// Package bench measures whole crawls of the test site against a real
+// redis-server. Run with -benchtime=1x; each sub-benchmark is one crawl.
+//
+//	go test -run '^$' -bench . -benchtime 1x ./bench
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/internal/redistest"
+	"github.com/redcrawl/crawler/internal/testsite"
+	"github.com/redcrawl/crawler/leader"
+	"github.com/redis/go-redis/v9"
+)
+
+type result struct {
+	pages       int64
+	elapsed     time.Duration
+	roundTrips  int64
+	redisCPU    time.Duration
+	maxHostRate int
+	truth, got  int
+}
+
+// crawlOnce crawls a fresh test site with `workers` workers (each with its
+// own Redis connection pool, as separate processes would have) of 8
+// goroutines, and measures it.
+func crawlOnce(b *testing.B, site testsite.Config, rate float64, burst, workers int) result {
+	s := redistest.Real(b)
+	ts, err := testsite.Start(site)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ts.Close()
+	ctx := context.Background()
+	set := crawl.DefaultSettings()
+	set.Rate, set.Burst, set.AllowPrivate, set.ExpectedURLs = rate, burst, true, 100_000
+	var seeds []*url.URL
+	for _, r := range ts.Roots() {
+		u, _ := url.Parse(r)
+		seeds = append(seeds, u)
+	}
+	if _, err := crawl.Seed(ctx, s.Client, crawl.KeysFor("bench"), set, seeds); err != nil {
+		b.Fatal(err)
+	}
+	cpu0 := redisCPU(b, s.Client)
+	var rt int64
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := 0; i < workers; i++ {
+		c := s.NewClient(b)
+		counter := redistest.RoundTrips(c)
+		w, err := crawl.NewWorker(ctx, c, "bench", crawl.Options{ID: fmt.Sprint("w", i), Concurrency: 8, ExitWhenDone: true,
+			Leader: leader.ConfigForTTL(2 * time.Second), SweepInterval: 100 * time.Millisecond})
+		if err != nil {
+			b.Fatal(err)
+		}
+		counter.Store(0) // setup calls are not per-page work
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.Run(ctx)
+			mu.Lock()
+			rt += counter.Load()
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	res := result{elapsed: time.Since(start), roundTrips: rt, redisCPU: redisCPU(b, s.Client) - cpu0}
+	res.pages, _ = s.Client.HGet(ctx, "crawl:{bench}:stats", "pages").Int64()
+	st := ts.Stats()
+	fetched := map[string]bool{}
+	for _, u := range st.Fetched {
+		fetched[u] = true
+	}
+	truth := ts.Truth()
+	res.truth = len(truth)
+	for _, u := range truth {
+		if fetched[u] {
+			res.got++
+		}
+	}
+	for _, h := range st.Hosts {
+		res.maxHostRate = max(res.maxHostRate, h.MaxPerSecond)
+	}
+	return res
+}
+
+func redisCPU(b *testing.B, c *redis.Client) time.Duration {
+	info, err := c.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
+			f, _ := strconv.ParseFloat(v, 64)
+			total += f
+		}
+	}
+	return time.Duration(total * float64(time.Second))
+}
+
+func (r result) report(b *testing.B) {
+	pps := float64(r.pages) / r.elapsed.Seconds()
+	b.ReportMetric(pps, "pages/s")
+	b.ReportMetric(float64(r.roundTrips)/float64(r.pages), "roundtrips/page")
+	b.ReportMetric(float64(r.redisCPU.Microseconds())/float64(r.pages), "redis-µs/page")
+	b.ReportMetric(float64(r.maxHostRate), "max-host-req/s")
+	b.ReportMetric(float64(r.got)/float64(r.truth)*100, "%truth")
+	b.ReportMetric(0, "ns/op")
+}
+
+// (a) and (b): no rate limit, 50 ms per response: throughput as workers are added.
+func BenchmarkScaling(b *testing.B) {
+	site := testsite.Config{Hosts: 8, Pages: 400, Latency: 50 * time.Millisecond}
+	for _, workers := range []int{1, 2, 4} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				crawlOnce(b, site, math.Inf(1), 1, workers).report(b)
+			}
+		})
+	}
+}
+
+// (c): 20 hosts at 5 requests/s each, two workers: how close to the 100/s ideal.
+func BenchmarkPoliteThroughput(b *testing.B) {
+	site := testsite.Config{Hosts: 20, Pages: 60, Latency: 10 * time.Millisecond}
+	for i := 0; i < b.N; i++ {
+		r := crawlOnce(b, site, 5, 1, 2)
+		r.report(b)
+		b.ReportMetric(float64(r.pages)/r.elapsed.Seconds()/100*100, "%of-ideal")
+	}
+}
