@@ -108,3 +108,62 @@ func TestTwoWorkersCrawlTheSite(t *testing.T) {
 		}
 	})
 }
+
+// A worker stopped gracefully resigns, so another takes over at once
+// rather than after the lock's TTL (here a minute, longer than the test
+// waits: only a resignation can explain the takeover).
+func TestStoppedSchedulerResigns(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		// No seeds: the workers sit idle, so a stopped worker's fetch loops
+		// end at once and only the resignation is left to do.
+		set := crawl.DefaultSettings()
+		if _, err := crawl.Seed(context.Background(), s.Client, crawl.KeysFor("resign"), set, nil); err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		ids := []string{"w1", "w2"}
+		cancels := map[string]context.CancelFunc{}
+		done := map[string]chan struct{}{}
+		for i, id := range ids {
+			o := fastOptions(id)
+			o.ExitWhenDone = false
+			o.Leader = leader.ConfigForTTL(time.Minute)
+			o.Leader.RetryInterval = 50 * time.Millisecond
+			wctx, cancel := context.WithCancel(ctx)
+			cancels[id], done[id] = cancel, make(chan struct{})
+			w, err := crawl.NewWorker(wctx, s.Client, "resign", o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() { defer close(done[ids[i]]); w.Run(wctx) }()
+		}
+		defer func() {
+			for _, id := range ids {
+				cancels[id]()
+				<-done[id]
+			}
+		}()
+		first := awaitLeader(t, s, "")
+		cancels[first]()
+		<-done[first]
+		if next := awaitLeader(t, s, first); next == first {
+			t.Fatalf("%s still leads after stopping", first)
+		}
+	})
+}
+
+// awaitLeader polls until someone other than not leads (the crawl's own
+// state is the event; the bound only stops a broken test).
+func awaitLeader(t *testing.T, s *redistest.Server, not string) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		info, _, err := leader.Current(context.Background(), s.Client, crawl.KeysFor("resign").Leader)
+		if err == nil && info.ID != not {
+			return info.ID
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no leader other than %q within 10s", not)
+	return ""
+}

@@ -118,6 +118,8 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 	rate := politeness.Limit(s.Rate)
 	if math.IsInf(s.Rate, 1) {
 		rate = politeness.Inf
+	} else {
+		w.fr.HostSpacing = time.Duration(float64(time.Second) / s.Rate)
 	}
 	w.lim = politeness.NewLimiter(c, rate, s.Burst)
 	w.robots = politeness.NewRobots(c, k.RobotsPrefix(), s.AgentToken(), w.fetchRobots)
@@ -170,7 +172,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	var side sync.WaitGroup
 	side.Add(2)
 	go func() { defer side.Done(); w.heartbeat(bg) }()
-	go func() { defer side.Done(); w.schedule(stop, bg) }()
+	// The scheduler resigns under work, not bg: bg ends as soon as the
+	// fetch loops do, which can be before the resignation is sent.
+	go func() { defer side.Done(); w.schedule(stop, work) }()
 	procs.Wait()
 	stopBG()
 	side.Wait()
@@ -196,6 +200,9 @@ func (w *Worker) loop(stop, work context.Context, stopAll context.CancelFunc) {
 				return
 			}
 			idle = min(idle*2, maxIdle) // an idle worker asks about once a second, no more
+			if info.NextDue >= 0 {
+				idle = min(max(info.NextDue, 5*time.Millisecond), maxIdle) // some host is due then
+			}
 		default:
 			idle = minIdle
 			w.held.Store(l.ID, struct{}{})
@@ -238,7 +245,7 @@ func (w *Worker) heartbeat(ctx context.Context) {
 
 // schedule campaigns for the scheduler role and, while leading, sweeps the
 // frontier under the leadership's context and epoch.
-func (w *Worker) schedule(stop, bg context.Context) {
+func (w *Worker) schedule(stop, work context.Context) {
 	for stop.Err() == nil {
 		l, err := w.elector.Campaign(stop)
 		if err != nil {
@@ -250,8 +257,10 @@ func (w *Worker) schedule(stop, bg context.Context) {
 		}
 		w.o.Logf("leading as scheduler, epoch %d", l.Epoch())
 		w.lead(stop, l)
-		rctx, cancel := context.WithTimeout(bg, w.o.Leader.RetryInterval)
-		l.Resign(rctx)
+		rctx, cancel := context.WithTimeout(work, w.o.Leader.RetryInterval)
+		if err := l.Resign(rctx); err != nil {
+			w.o.Logf("resign: %v (the lock expires in at most %v)", err, w.o.Leader.TTL)
+		}
 		cancel()
 	}
 }
@@ -323,7 +332,12 @@ func (w *Worker) process(ctx context.Context, l *frontier.Lease, info frontier.P
 		return
 	}
 	if !res.OK {
-		w.deferItem(ctx, l, item, res.Delay)
+		// The host is busy: back to the front of its own queue, and the
+		// host is not offered again until its bucket has a token.
+		w.Counters.Deferred.Add(1)
+		if err := w.fr.Requeue(ctx, l, res.Delay); err != nil && !errors.Is(err, frontier.ErrLeaseLost) {
+			w.o.Logf("requeue %s: %v (its lease will return it)", item.URL, err)
+		}
 		return
 	}
 	sleep(ctx, res.Delay)

@@ -1,21 +1,23 @@
--- finish.lua (appended to dedup's bloom.lua by dedup.Compose): everything
--- a worker does when a page is done, in one atomic step: mark its links
--- seen and queue the new ones, record the result, count it, end the lease.
--- Children are queued before (in the same step as) the ack, so a crash can
--- never lose them.
--- KEYS: the Bloom filter's, then queue, in-flight, leases, stats, failed, results
--- ARGV: the Bloom filter's, then one item (JSON) per link, then:
+-- finish.lua (dedup's bloom.lua, then lib.lua, then this): everything a
+-- worker does when a page is done, in one atomic step: mark its links seen
+-- and queue the new ones, record the result, count it, end the lease.
+-- Children are queued in the same step as the ack, so a crash can never
+-- lose them.
+-- KEYS: the Bloom filter's, then items, ready, in-flight, leases, stats, failed, results
+-- ARGV: the Bloom filter's, then one entry ("host\nitem-json") per link, then:
 --   lease id, stats field ('' for none), result record (JSON, '' for none),
---   failed entry ('' for none), results cap, failed cap, fetched (1 if a page was fetched)
+--   failed entry ('' for none), results cap, failed cap, fetched ('1' if a page was fetched)
 local reply, nk, na, n = bloom_run(1, 1)
 if reply[1] ~= 1 then return reply end -- stale layers / allocate first: the client retries
-local queue, inflight, leases, stats, failed, results = KEYS[nk], KEYS[nk + 1], KEYS[nk + 2], KEYS[nk + 3], KEYS[nk + 4], KEYS[nk + 5]
+local items, ready, inflight, leases = KEYS[nk], KEYS[nk + 1], KEYS[nk + 2], KEYS[nk + 3]
+local stats, failed, results = KEYS[nk + 4], KEYS[nk + 5], KEYS[nk + 6]
 local a = na + n
 local lease, stat, record, failure = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
 local queued = 0
+local now = fr_now()
 for i = 1, n do
   if reply[3 + i] == 1 then
-    redis.call('LPUSH', queue, ARGV[na + i - 1])
+    fr_push(items, ready, stats, ARGV[na + i - 1], false, now)
     queued = queued + 1
   end
 end

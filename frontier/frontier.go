@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/redcrawl/crawler/dedup"
@@ -26,39 +27,70 @@ type Item struct {
 
 // Keys names a crawl's frontier keys; all share the crawl's hash tag.
 type Keys struct {
-	Queue, InFlight, Leases, Deferred, Failed, Workers, Stats, Results, Done string
+	Items, Ready, InFlight, Leases, Deferred, Failed, Workers, Stats, Results, Done string
 }
 
 // KeysFor returns the keys of crawl name under crawl:{name}.
 func KeysFor(name string) Keys {
 	p := "crawl:{" + name + "}:"
-	return Keys{Queue: p + "queue", InFlight: p + "inflight", Leases: p + "leases", Deferred: p + "deferred",
+	return Keys{Items: p + "items", Ready: p + "ready", InFlight: p + "inflight", Leases: p + "leases", Deferred: p + "deferred",
 		Failed: p + "failed", Workers: p + "workers", Stats: p + "stats", Results: p + "results", Done: p + "done"}
 }
 
 var (
+	//go:embed lib.lua
+	lib string
 	//go:embed enqueue.lua
 	enqueueBody   string
-	enqueueScript = dedup.Compose(enqueueBody)
+	enqueueScript = dedup.Compose(lib + enqueueBody)
 	//go:embed finish.lua
 	finishBody   string
-	finishScript = dedup.Compose(finishBody)
+	finishScript = dedup.Compose(lib + finishBody)
 	//go:embed pop.lua
 	popSrc    string
-	popScript = redis.NewScript(popSrc)
+	popScript = redis.NewScript(lib + popSrc)
 	//go:embed ack.lua
 	ackSrc    string
 	ackScript = redis.NewScript(ackSrc)
 	//go:embed defer.lua
 	deferSrc    string
-	deferScript = redis.NewScript(deferSrc)
+	deferScript = redis.NewScript(lib + deferSrc)
+	//go:embed requeue.lua
+	requeueSrc    string
+	requeueScript = redis.NewScript(lib + requeueSrc)
 	//go:embed renew.lua
 	renewSrc    string
 	renewScript = redis.NewScript(renewSrc)
 	//go:embed schedule.lua
 	scheduleBody   string
-	scheduleScript = leader.NewFencedScript(scheduleBody)
+	scheduleScript = leader.NewFencedScript(lib + scheduleBody)
 )
+
+// entry is an item as the scripts keep it outside the queue: "host\njson".
+func entry(it Item) (string, error) {
+	u, err := url.Parse(it.URL)
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("frontier: %q is not an absolute URL", it.URL)
+	}
+	b, err := json.Marshal(it)
+	if err != nil {
+		return "", err
+	}
+	return u.Host + "\n" + string(b), nil
+}
+
+func entries(items []Item) ([]string, []any, error) {
+	urls := make([]string, len(items))
+	payload := make([]any, len(items))
+	for i, it := range items {
+		e, err := entry(it)
+		if err != nil {
+			return nil, nil, err
+		}
+		urls[i], payload[i] = it.URL, e
+	}
+	return urls, payload, nil
+}
 
 // ErrLeaseLost: the item's lease ran out and the scheduler took it back.
 var ErrLeaseLost = errors.New("frontier: lease lost")
@@ -69,6 +101,10 @@ type Frontier struct {
 	keys  Keys
 	seen  *dedup.Filter
 	Lease time.Duration // how long a popped item is held without a heartbeat
+	// HostSpacing is the least time between two pops of one host's URLs
+	// (1/rate): a pop never offers a URL whose host is not due, so busy
+	// hosts cost nothing. The token bucket still decides each fetch.
+	HostSpacing time.Duration
 }
 
 // New returns the frontier of keys, deduplicating through seen.
@@ -85,17 +121,11 @@ func (f *Frontier) Enqueue(ctx context.Context, items []Item) ([]bool, error) {
 	if len(items) == 0 {
 		return nil, nil
 	}
-	urls := make([]string, len(items))
-	payload := make([]any, len(items))
-	for i, it := range items {
-		urls[i] = it.URL
-		b, err := json.Marshal(it)
-		if err != nil {
-			return nil, err
-		}
-		payload[i] = b
+	urls, payload, err := entries(items)
+	if err != nil {
+		return nil, err
 	}
-	queued, err := f.seen.Exec(ctx, enqueueScript, urls, payload, []string{f.keys.Queue, f.keys.Stats}, nil)
+	queued, err := f.seen.Exec(ctx, enqueueScript, urls, payload, []string{f.keys.Items, f.keys.Ready, f.keys.Stats}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("frontier: enqueue: %w", err)
 	}
@@ -106,6 +136,7 @@ func (f *Frontier) Enqueue(ctx context.Context, items []Item) ([]bool, error) {
 type Lease struct {
 	ID   string
 	Item Item
+	Host string
 	raw  string
 }
 
@@ -113,6 +144,9 @@ type Lease struct {
 type PopInfo struct {
 	Pages int64 // pages fetched so far in the whole crawl
 	Done  bool  // the scheduler declared the crawl finished
+	// NextDue is, when nothing was due, how long until some host is
+	// (-1: nothing queued at all): an idle worker sleeps that long.
+	NextDue time.Duration
 }
 
 // Pop takes the next item under a new lease; the lease is nil when the
@@ -121,22 +155,24 @@ func (f *Frontier) Pop(ctx context.Context) (*Lease, PopInfo, error) {
 	var b [12]byte
 	rand.Read(b[:])
 	id := hex.EncodeToString(b[:])
-	res, err := popScript.Run(ctx, f.c, []string{f.keys.Queue, f.keys.InFlight, f.keys.Leases, f.keys.Stats, f.keys.Done},
-		id, f.Lease.Milliseconds()).Slice()
+	res, err := popScript.Run(ctx, f.c, []string{f.keys.Items, f.keys.Ready, f.keys.InFlight, f.keys.Leases, f.keys.Stats, f.keys.Done},
+		id, f.Lease.Milliseconds(), f.HostSpacing.Milliseconds()).Slice()
 	if err != nil {
 		return nil, PopInfo{}, fmt.Errorf("frontier: pop: %w", err)
 	}
-	if len(res) != 3 {
+	if len(res) != 5 {
 		return nil, PopInfo{}, fmt.Errorf("frontier: pop: unexpected reply %v", res)
 	}
 	pages, _ := res[1].(int64)
 	done, _ := res[2].(int64)
-	info := PopInfo{Pages: pages, Done: done == 1}
+	wait, _ := res[4].(int64)
+	info := PopInfo{Pages: pages, Done: done == 1, NextDue: time.Duration(wait) * time.Millisecond}
 	raw, ok := res[0].(string)
 	if !ok {
 		return nil, info, nil
 	}
-	l := &Lease{ID: id, raw: raw}
+	host, _ := res[3].(string)
+	l := &Lease{ID: id, raw: raw, Host: host}
 	if err := json.Unmarshal([]byte(raw), &l.Item); err != nil {
 		// Not ours to interpret: park it on the failed list rather than lose or loop on it.
 		f.fail(ctx, l, fmt.Sprintf("undecodable queue item: %v", err))
@@ -163,15 +199,9 @@ const resultsCap = 1_000_000
 // returns which children were queued. If the lease was lost meanwhile, the
 // children are still queued but nothing is recorded for this holder.
 func (f *Frontier) Finish(ctx context.Context, l *Lease, o Outcome) ([]bool, error) {
-	urls := make([]string, len(o.Children))
-	payload := make([]any, len(o.Children))
-	for i, it := range o.Children {
-		urls[i] = it.URL
-		b, err := json.Marshal(it)
-		if err != nil {
-			return nil, err
-		}
-		payload[i] = b
+	urls, payload, err := entries(o.Children)
+	if err != nil {
+		return nil, err
 	}
 	failed := ""
 	if o.Failed != "" {
@@ -184,7 +214,7 @@ func (f *Frontier) Finish(ctx context.Context, l *Lease, o Outcome) ([]bool, err
 	if o.Fetched {
 		fetched = "1"
 	}
-	keys := []string{f.keys.Queue, f.keys.InFlight, f.keys.Leases, f.keys.Stats, f.keys.Failed, f.keys.Results}
+	keys := []string{f.keys.Items, f.keys.Ready, f.keys.InFlight, f.keys.Leases, f.keys.Stats, f.keys.Failed, f.keys.Results}
 	fixed := []any{l.ID, o.Stat, string(o.Record), failed, resultsCap, failedCap, fetched}
 	queued, err := f.seen.Exec(ctx, finishScript, urls, payload, keys, fixed)
 	if err != nil {
@@ -234,17 +264,35 @@ func (f *Frontier) ack(ctx context.Context, l *Lease, stat, failed string) error
 	return nil
 }
 
-// Defer returns a leased item to be fetched again after delay (its host is
-// throttled, or the server asked to retry later). item replaces the stored
-// one, so the caller may count an attempt.
+// Defer returns a leased item to be fetched again after delay (a retry,
+// or the server's Retry-After). item replaces the stored one, so the caller
+// may count an attempt.
 func (f *Frontier) Defer(ctx context.Context, l *Lease, item Item, delay time.Duration) error {
-	b, err := json.Marshal(item)
+	e, err := entry(item)
 	if err != nil {
 		return err
 	}
-	n, err := deferScript.Run(ctx, f.c, []string{f.keys.InFlight, f.keys.Leases, f.keys.Deferred}, l.ID, b, max(delay.Milliseconds(), 1)).Int()
+	n, err := deferScript.Run(ctx, f.c, []string{f.keys.InFlight, f.keys.Leases, f.keys.Deferred}, l.ID, e, max(delay.Milliseconds(), 1)).Int()
 	if err != nil {
 		return fmt.Errorf("frontier: defer: %w", err)
+	}
+	if n == 0 {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+// Requeue puts a leased item back at the front of its host's queue because
+// the host is busy, and keeps the host from being offered again for wait.
+func (f *Frontier) Requeue(ctx context.Context, l *Lease, wait time.Duration) error {
+	e, err := entry(l.Item)
+	if err != nil {
+		return err
+	}
+	n, err := requeueScript.Run(ctx, f.c, []string{f.keys.InFlight, f.keys.Leases, f.keys.Items, f.keys.Ready, f.keys.Stats},
+		l.ID, e, max(wait.Milliseconds(), 1)).Int()
+	if err != nil {
+		return fmt.Errorf("frontier: requeue: %w", err)
 	}
 	if n == 0 {
 		return ErrLeaseLost
@@ -283,7 +331,7 @@ type Sweep struct {
 // (leader.ErrFenced).
 func (f *Frontier) Schedule(ctx context.Context, lockKey string, epoch int64, maxAttempts, limit int, pageBudget int64) (Sweep, error) {
 	res, err := scheduleScript.Run(ctx, f.c, lockKey, epoch,
-		[]string{f.keys.Queue, f.keys.InFlight, f.keys.Leases, f.keys.Deferred, f.keys.Failed, f.keys.Stats, f.keys.Done, f.keys.Workers},
+		[]string{f.keys.Items, f.keys.Ready, f.keys.InFlight, f.keys.Leases, f.keys.Deferred, f.keys.Failed, f.keys.Stats, f.keys.Done, f.keys.Workers},
 		maxAttempts, limit, failedCap, pageBudget, WorkerForgetAfter.Milliseconds())
 	if err != nil {
 		return Sweep{}, fmt.Errorf("frontier: schedule: %w", err)
@@ -318,7 +366,7 @@ func (s Sizes) Empty() bool { return s.Queued == 0 && s.InFlight == 0 && s.Defer
 // Sizes reads the counts in one round trip.
 func (f *Frontier) Sizes(ctx context.Context) (Sizes, error) {
 	pipe := f.c.Pipeline()
-	q := pipe.LLen(ctx, f.keys.Queue)
+	q := pipe.ZCard(ctx, f.keys.Items)
 	i := pipe.HLen(ctx, f.keys.InFlight)
 	d := pipe.ZCard(ctx, f.keys.Deferred)
 	fl := pipe.LLen(ctx, f.keys.Failed)

@@ -157,7 +157,7 @@ func TestDeferReturnsWhenDue(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		e := setup(t, s)
-		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/"}, {URL: "http://b/"}})
+		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://h/a"}, {URL: "http://h/b"}})
 		l := pop(t, e.f)
 		if err := e.f.Defer(ctx, l, l.Item, 250*time.Millisecond); err != nil {
 			t.Fatal(err)
@@ -172,8 +172,8 @@ func TestDeferReturnsWhenDue(t *testing.T) {
 		if sw, _ := e.f.Schedule(ctx, e.lock, e.epoch, 3, 100, 0); sw.Released != 1 {
 			t.Fatalf("not released when due: %+v", sw)
 		}
-		// Released items go to the front: a is next, before b.
-		if next := pop(t, e.f); next == nil || next.Item.URL != "http://a/" {
+		// Released items go to the front of their host's queue: a is next, before b.
+		if next := pop(t, e.f); next == nil || next.Item.URL != "http://h/a" {
 			t.Fatalf("next = %+v", next)
 		}
 	})
@@ -297,6 +297,46 @@ func TestScheduleDetectsCompletionAndBudget(t *testing.T) {
 		}
 		if _, info, _ := e.f.Pop(ctx); !info.Done {
 			t.Fatal("pop does not report done")
+		}
+	})
+}
+
+// A pop never offers a host before its spacing has passed, and a busy
+// host's URLs wait in its own queue instead of churning through pops.
+func TestPopIsHostAware(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		e := setup(t, s)
+		e.f.HostSpacing = time.Second
+		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/1"}, {URL: "http://a/2"}, {URL: "http://a/3"}, {URL: "http://b/1"}})
+		first := pop(t, e.f)
+		second := pop(t, e.f)
+		if first == nil || second == nil || first.Host == second.Host {
+			t.Fatalf("two pops gave %+v and %+v; want one URL of each host", first, second)
+		}
+		l, info, err := e.f.Pop(ctx)
+		if err != nil || l != nil || info.NextDue <= 0 || info.NextDue > time.Second {
+			t.Fatalf("third pop = %+v %+v %v; want nothing due, next host due within 1s", l, info, err)
+		}
+		a := first
+		if a.Host != "a" {
+			a = second
+		}
+		// Host a turns out busy for 3 s: its URL goes back to the front of a's queue.
+		if err := e.f.Requeue(ctx, a, 3*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		e.advance(1100 * time.Millisecond)
+		if l, _, _ := e.f.Pop(ctx); l != nil && l.Host == "a" {
+			t.Fatalf("busy host a offered again after 1.1 s: %+v", l)
+		}
+		e.advance(2 * time.Second)
+		next := pop(t, e.f)
+		if next == nil || next.Item.URL != a.Item.URL {
+			t.Fatalf("after the wait, pop = %+v; want the requeued %s first", next, a.Item.URL)
+		}
+		if sz := e.sizes(t); sz.Queued != 2 {
+			t.Fatalf("sizes %+v", sz)
 		}
 	})
 }

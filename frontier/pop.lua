@@ -1,18 +1,34 @@
--- pop.lua: take the oldest queued item and hold it under a lease.
--- KEYS[1] queue (list)   KEYS[2] in-flight (hash id -> item)   KEYS[3] leases (zset id -> expiry ms)
--- KEYS[4] stats hash     KEYS[5] done flag
--- ARGV[1] lease id (unique per pop)   ARGV[2] lease length in ms
--- Returns {item or false, pages fetched so far, done flag}: the counters
--- ride along so a worker needs no extra round trip to check the page
--- budget or whether the crawl is over. The item is never only in a
--- worker's memory: until acked it is in the in-flight hash, and when its
--- lease runs out the scheduler puts it back (schedule.lua).
-local pages = tonumber(redis.call('HGET', KEYS[4], 'pages') or '0')
-local done = redis.call('EXISTS', KEYS[5])
-local item = redis.call('RPOP', KEYS[1])
-if not item then return {false, pages, done} end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('HSET', KEYS[2], ARGV[1], item)
-redis.call('ZADD', KEYS[3], now + tonumber(ARGV[2]), ARGV[1])
-return {item, pages, done}
+-- pop.lua (lib.lua, then this): take the next URL of a host that is due,
+-- and hold it under a lease.
+-- KEYS[1] items   KEYS[2] ready   KEYS[3] in-flight (hash id -> entry)
+-- KEYS[4] leases (zset id -> expiry ms)   KEYS[5] stats   KEYS[6] done flag
+-- ARGV[1] lease id (unique per pop)   ARGV[2] lease length ms
+-- ARGV[3] per-host spacing ms: the host is not due again before then
+-- Returns {item-json or false, pages fetched so far, done flag, host or
+-- false, ms until the next host is due (-1: nothing queued)}. The counters
+-- ride along so a worker needs no extra round trip for its page budget or
+-- to learn the crawl is over. Until acked, the entry is in the in-flight
+-- hash; when its lease runs out the scheduler puts it back (schedule.lua).
+local pages = tonumber(redis.call('HGET', KEYS[5], 'pages') or '0')
+local done = redis.call('EXISTS', KEYS[6])
+local now = fr_now()
+for _ = 1, 32 do
+  local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, 1)
+  if #due == 0 then break end
+  local host = due[1]
+  local first = redis.call('ZRANGEBYLEX', KEYS[1], '[' .. host .. '\0', '(' .. host .. '\1', 'LIMIT', 0, 1)
+  if #first == 0 then
+    redis.call('ZREM', KEYS[2], host) -- its queue ran dry; a new URL brings it back
+  else
+    redis.call('ZREM', KEYS[1], first[1])
+    local json = string.sub(first[1], #host + 20) -- after host \0 class seq(16) \0
+    redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), host)
+    redis.call('HSET', KEYS[3], ARGV[1], host .. '\n' .. json)
+    redis.call('ZADD', KEYS[4], now + tonumber(ARGV[2]), ARGV[1])
+    return {json, pages, done, host, 0}
+  end
+end
+local nxt = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+local wait = -1
+if #nxt == 2 then wait = math.max(0, tonumber(nxt[2]) - now) end
+return {false, pages, done, false, wait}

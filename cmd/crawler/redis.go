@@ -76,6 +76,23 @@ func connectOrEmbed(c *cli.Context) (*redis.Client, func(), error) {
 	if err := mr.StartAddr("127.0.0.1:0"); err != nil {
 		return nil, nil, fmt.Errorf("embedded Redis: %v", err)
 	}
+	// miniredis expires keys only when told time has passed: tell it, so
+	// lock, lease and cache TTLs run as on a real server.
+	stop := make(chan struct{})
+	go func() {
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		last := time.Now()
+		for {
+			select {
+			case <-stop:
+				return
+			case now := <-t.C:
+				mr.FastForward(now.Sub(last))
+				last = now
+			}
+		}
+	}()
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	return rdb, func() { rdb.Close(); mr.Close() }, nil
+	return rdb, func() { close(stop); rdb.Close(); mr.Close() }, nil
 }
