@@ -124,7 +124,7 @@ func TestStoppedSchedulerResigns(t *testing.T) {
 		ids := []string{"w1", "w2"}
 		cancels := map[string]context.CancelFunc{}
 		done := map[string]chan struct{}{}
-		for i, id := range ids {
+		for _, id := range ids {
 			o := fastOptions(id)
 			o.ExitWhenDone = false
 			o.Leader = leader.ConfigForTTL(time.Minute)
@@ -135,7 +135,8 @@ func TestStoppedSchedulerResigns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			go func() { defer close(done[ids[i]]); w.Run(wctx) }()
+			ch := done[id]
+			go func() { defer close(ch); w.Run(wctx) }()
 		}
 		defer func() {
 			for _, id := range ids {
