@@ -121,7 +121,12 @@ func (r *Robots) rules(ctx context.Context, u *url.URL) (*robotstxt.RobotsData, 
 			return nil, err
 		}
 		if got {
-			g, ttl, err := r.fetchAndStore(ctx, u.Scheme+"://"+host+"/robots.txt", key)
+			// Look again under the lock: the previous holder may have stored
+			// the answer between our read and our lock.
+			g, ttl, found, err := r.load(ctx, key)
+			if err == nil && !found {
+				g, ttl, err = r.fetchAndStore(ctx, u.Scheme+"://"+host+"/robots.txt", key)
+			}
 			r.unlock(ctx, key, token)
 			if err != nil {
 				return nil, err
