@@ -13,14 +13,12 @@ local items, ready, inflight, leases = KEYS[nk], KEYS[nk + 1], KEYS[nk + 2], KEY
 local stats, failed, results = KEYS[nk + 4], KEYS[nk + 5], KEYS[nk + 6]
 local a = na + n
 local lease, stat, record, failure = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
-local queued = 0
-local now = fr_now()
+local fresh = {}
 for i = 1, n do
-  if reply[3 + i] == 1 then
-    fr_push(items, ready, stats, ARGV[na + i - 1], false, now)
-    queued = queued + 1
-  end
+  if reply[3 + i] == 1 then fresh[#fresh + 1] = ARGV[na + i - 1] end
 end
+if #fresh > 0 then fr_push_many(items, ready, stats, fresh, false, fr_now()) end
+local queued = #fresh
 if queued > 0 then redis.call('HINCRBY', stats, 'enqueued', queued) end
 if n > 0 then redis.call('HINCRBY', stats, 'offered', n) end
 -- A lost lease (expired and reclaimed) means the item is queued again and

@@ -21,13 +21,30 @@ local function fr_split(entry)
   return string.sub(entry, 1, i - 1), string.sub(entry, i + 1)
 end
 
--- fr_push queues an entry on its host's queue (front: before the host's
--- new URLs) and makes the host known to the scheduler of pops.
-local function fr_push(items, ready, stats, entry, front, now)
-  local host, json = fr_split(entry)
-  local seq = redis.call('HINCRBY', stats, 'seq', 1)
+-- fr_push_many queues entries on their hosts' queues (front: before the
+-- hosts' new URLs) and makes the hosts known to the scheduler of pops, in
+-- three commands however many entries: inside a script each redis.call
+-- costs about as much as the work it does (measured ~3 µs), so per-entry
+-- calls were half of a page's Redis CPU.
+local function fr_push_many(items, ready, stats, entries, front, now)
+  local n = #entries
+  if n == 0 then return end
+  local last = redis.call('HINCRBY', stats, 'seq', n)
   local class = '1'
   if front then class = '0' end
-  redis.call('ZADD', items, 0, host .. '\0' .. class .. string.format('%016d', seq) .. '\0' .. json)
-  redis.call('ZADD', ready, 'NX', now, host)
+  local members, hosts = {}, {}
+  local t = tostring(now)
+  for i, e in ipairs(entries) do
+    local host, json = fr_split(e)
+    members[2 * i - 1] = '0'
+    members[2 * i] = host .. '\0' .. class .. string.format('%016d', last - n + i) .. '\0' .. json
+    hosts[2 * i - 1] = t
+    hosts[2 * i] = host
+  end
+  redis.call('ZADD', items, unpack(members))
+  redis.call('ZADD', ready, 'NX', unpack(hosts))
+end
+
+local function fr_push(items, ready, stats, entry, front, now)
+  fr_push_many(items, ready, stats, {entry}, front, now)
 end

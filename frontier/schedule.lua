@@ -17,10 +17,10 @@ local limit = tonumber(ARGV[3])
 local released, reclaimed, failed = 0, 0, 0
 
 local due = redis.call('ZRANGEBYSCORE', deferred, '-inf', now, 'LIMIT', 0, limit)
-for _, entry in ipairs(due) do
-  redis.call('ZREM', deferred, entry)
-  fr_push(items, ready, stats, entry, true, now)
-  released = released + 1
+if #due > 0 then
+  redis.call('ZREM', deferred, unpack(due))
+  fr_push_many(items, ready, stats, due, true, now)
+  released = #due
 end
 
 local expired = redis.call('ZRANGEBYSCORE', leases, '-inf', now, 'LIMIT', 0, limit)
