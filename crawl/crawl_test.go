@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/url"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -167,4 +168,36 @@ func awaitLeader(t *testing.T, s *redistest.Server, not string) string {
 	}
 	t.Fatalf("no leader other than %q within 10s", not)
 	return ""
+}
+
+// Without --allow-private a loopback site is refused by the SSRF guard,
+// and the record says so (not "disallowed by robots.txt").
+func TestPrivateAddressRefusedWithAClearRecord(t *testing.T) {
+	s := redistest.Mini(t)
+	site, err := testsite.Start(testsite.Config{Hosts: 1, Pages: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer site.Close()
+	set := crawl.DefaultSettings()
+	set.Rate = math.Inf(1)
+	seedSite(t, s, site, "private", set)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w, err := crawl.NewWorker(ctx, s.Client, "private", fastOptions("w1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Run(ctx)
+	var out bytes.Buffer
+	if _, err := crawl.Export(ctx, s.Client, "private", &out); err != nil {
+		t.Fatal(err)
+	}
+	var rec crawl.Record
+	if err := json.Unmarshal(out.Bytes(), &rec); err != nil || !strings.Contains(rec.Error, "--allow-private") {
+		t.Fatalf("record %s (%v): want an error naming --allow-private", out.String(), err)
+	}
+	if len(site.Stats().Fetched) != 0 {
+		t.Fatal("the guarded crawl reached the site")
+	}
 }

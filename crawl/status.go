@@ -167,7 +167,7 @@ func (st *Status) String() string {
 	}
 	fmt.Fprintf(&b, "crawl %q: %s\n", st.Crawl, state)
 	c := st.Counters
-	fmt.Fprintf(&b, "  pages       %d fetched (%d ok, %d http errors, %d skipped, %d failed), %.1f pages/s over the last 10 s\n",
+	fmt.Fprintf(&b, "  pages       %d fetched (%d ok, %d errors, %d skipped, %d failed), %.1f pages/s over the last 10 s\n",
 		c["pages"], c["done"], c["error"], c["skipped"], c["failed"], st.PagesPerSecond)
 	fmt.Fprintf(&b, "  frontier    %d queued, %d in flight, %d deferred, %d on the failed list; %d URLs enqueued in all\n",
 		st.Frontier.Queued, st.Frontier.InFlight, st.Frontier.Deferred, st.Frontier.Failed, c["enqueued"])
@@ -178,7 +178,7 @@ func (st *Status) String() string {
 	} else {
 		fmt.Fprintf(&b, "  scheduler   none (last epoch %d)\n", st.Epoch)
 	}
-	fmt.Fprintf(&b, "  workers     %d live: %s\n", len(st.Workers), strings.Join(st.Workers, ", "))
+	fmt.Fprintf(&b, "  workers     %d heard from in the last 30 s: %s\n", len(st.Workers), strings.Join(st.Workers, ", "))
 	s := st.Settings
 	depth := "unlimited"
 	if s.MaxDepth >= 0 {

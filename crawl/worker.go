@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/http"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -151,6 +152,13 @@ func (w *Worker) refreshScope(ctx context.Context) error {
 
 func (w *Worker) fetchRobots(ctx context.Context, u string) (politeness.RobotsResponse, error) {
 	r, err := w.fetcher.FetchBody(ctx, u)
+	if errors.Is(err, fetch.ErrBlockedAddress) {
+		// Not a robots.txt answer: every fetch from this host will be
+		// refused by the same guard, and its record will say why (a
+		// "disallowed by robots.txt" would send the user looking in the
+		// wrong place).
+		return politeness.RobotsResponse{Status: http.StatusNotFound}, nil
+	}
 	if err != nil {
 		return politeness.RobotsResponse{}, err
 	}
