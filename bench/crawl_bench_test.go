@@ -79,17 +79,8 @@ func crawlOnce(b *testing.B, site testsite.Config, rate float64, burst, workers 
 	res := result{elapsed: time.Since(start), roundTrips: rt, redisCPU: redisCPU(b, s.Client) - cpu0}
 	res.pages, _ = s.Client.HGet(ctx, "crawl:{bench}:stats", "pages").Int64()
 	st := ts.Stats()
-	fetched := map[string]bool{}
-	for _, u := range st.Fetched {
-		fetched[u] = true
-	}
-	truth := ts.Truth()
-	res.truth = len(truth)
-	for _, u := range truth {
-		if fetched[u] {
-			res.got++
-		}
-	}
+	res.truth = len(ts.Truth())
+	res.got = res.truth - len(ts.Missing())
 	for _, h := range st.Hosts {
 		res.maxHostRate = max(res.maxHostRate, h.MaxPerSecond)
 	}

@@ -150,16 +150,7 @@ func runDemo(c *cli.Context) error {
 
 func report(out io.Writer, st *crawl.Status, site *testsite.Site, truth []string, epochs []string, elapsed time.Duration, s crawl.Settings) {
 	ss := site.Stats()
-	fetched := map[string]bool{}
-	for _, u := range ss.Fetched {
-		fetched[u] = true
-	}
-	got := 0
-	for _, u := range truth {
-		if fetched[u] {
-			got++
-		}
-	}
+	got := len(truth) - len(site.Missing())
 	fmt.Fprintf(out, "\ndone in %.1fs: %d of %d truth URLs fetched, %d requests in all, no URL fetched more than %d times\n",
 		elapsed.Seconds(), got, len(truth), len(ss.Fetched), ss.MaxFetchesPerURL)
 	fmt.Fprintf(out, "\nleader (renewable lock + fencing): %d terms: %s\n", len(epochs), strings.Join(epochs, ", "))

@@ -376,3 +376,19 @@ func maxInWindow(times []time.Time, w time.Duration) int {
 	}
 	return best
 }
+
+// Missing lists the URLs of Truth that were never requested.
+func (s *Site) Missing() []string {
+	st := s.Stats()
+	fetched := make(map[string]bool, len(st.Fetched))
+	for _, u := range st.Fetched {
+		fetched[u] = true
+	}
+	var missing []string
+	for _, u := range s.Truth() {
+		if !fetched[u] {
+			missing = append(missing, u)
+		}
+	}
+	return missing
+}
