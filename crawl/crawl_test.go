@@ -194,3 +194,40 @@ func TestPrivateAddressRefusedWithAClearRecord(t *testing.T) {
 		t.Fatal("the guarded crawl reached the site")
 	}
 }
+
+// A page budget stops the crawl: at most the budget plus the fetches in
+// flight when it ran out, and the workers exit with URLs still queued.
+func TestPageBudget(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		site, err := testsite.Start(testsite.Config{Hosts: 2, Pages: 200})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer site.Close()
+		set := crawl.DefaultSettings()
+		set.Rate, set.AllowPrivate, set.MaxPages = math.Inf(1), true, 25
+		seedSite(t, s, site, "budget", set)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		o := fastOptions("w1")
+		w, err := crawl.NewWorker(ctx, s.Client, "budget", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Run(ctx)
+		if ctx.Err() != nil {
+			t.Fatal("worker did not stop at the page budget")
+		}
+		st, err := crawl.ReadStatus(ctx, s.Client, "budget")
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages := st.Counters["pages"]
+		if pages < 25 || pages > 25+int64(o.Concurrency) || !st.Done {
+			t.Fatalf("budget 25 with %d goroutines: %d pages fetched, done=%v", o.Concurrency, pages, st.Done)
+		}
+		if got := len(site.Stats().Fetched); int64(got) > pages+2 { // + robots-free extras: none expected beyond flaky retries
+			t.Fatalf("site saw %d URLs for %d pages", got, pages)
+		}
+	})
+}

@@ -121,6 +121,7 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 	w := &Worker{c: c, k: k, s: s, o: o, fetcher: fetch.New(fcfg), known: newKnown(o.KnownURLs), idlePoll: make(chan struct{}, 1)}
 	w.fr = frontier.New(c, k.Frontier, seen)
 	w.fr.Lease = o.Lease
+	w.fr.PageBudget = s.MaxPages > 0
 	rate := politeness.Limit(s.Rate)
 	if math.IsInf(s.Rate, 1) {
 		rate = politeness.Inf
@@ -239,6 +240,11 @@ func (w *Worker) loop(stop, work context.Context, stopAll context.CancelFunc) {
 			w.held.Store(l.ID, struct{}{})
 			w.process(work, l, info)
 			w.held.Delete(l.ID)
+			if info.Done && w.o.ExitWhenDone { // the page budget is spent (process skipped it)
+				w.exiting.Store(true)
+				stopAll()
+				return
+			}
 			continue
 		}
 		sleep(stop, idle)

@@ -105,6 +105,8 @@ type Frontier struct {
 	// (1/rate): a pop never offers a URL whose host is not due, so busy
 	// hosts cost nothing. The token bucket still decides each fetch.
 	HostSpacing time.Duration
+	// PageBudget makes Pop report the crawl's page count (PopInfo.Pages).
+	PageBudget bool
 }
 
 // New returns the frontier of keys, deduplicating through seen.
@@ -142,8 +144,8 @@ type Lease struct {
 
 // PopInfo rides along with every pop.
 type PopInfo struct {
-	Pages int64 // pages fetched so far in the whole crawl
-	Done  bool  // the scheduler declared the crawl finished
+	Pages int64 // pages fetched so far in the whole crawl (with PageBudget)
+	Done  bool  // the scheduler declared the crawl finished (reported when nothing was popped, or with PageBudget)
 	// NextDue is, when nothing was due, how long until some host is
 	// (-1: nothing queued at all): an idle worker sleeps that long.
 	NextDue time.Duration
@@ -155,8 +157,12 @@ func (f *Frontier) Pop(ctx context.Context) (*Lease, PopInfo, error) {
 	var b [12]byte
 	rand.Read(b[:])
 	id := hex.EncodeToString(b[:])
+	budget := "0"
+	if f.PageBudget {
+		budget = "1"
+	}
 	res, err := popScript.Run(ctx, f.c, []string{f.keys.Items, f.keys.Ready, f.keys.InFlight, f.keys.Leases, f.keys.Stats, f.keys.Done},
-		id, f.Lease.Milliseconds(), f.HostSpacing.Milliseconds()).Slice()
+		id, f.Lease.Milliseconds(), f.HostSpacing.Milliseconds(), budget).Slice()
 	if err != nil {
 		return nil, PopInfo{}, fmt.Errorf("frontier: pop: %w", err)
 	}

@@ -28,6 +28,7 @@ func setup(t *testing.T, s *redistest.Server) *env {
 	}
 	e := &env{f: frontier.New(s.Client, frontier.KeysFor("t"), seen), s: s, lock: "crawl:{t}:leader"}
 	e.f.Lease = 200 * time.Millisecond
+	e.f.PageBudget = true
 	if s.Mini != nil {
 		e.clock = time.Now()
 		s.Mini.SetTime(e.clock)
