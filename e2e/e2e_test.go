@@ -85,8 +85,8 @@ func (h *harness) startWorker(id string) *proc {
 type status struct {
 	Counters map[string]int64 `json:"counters"`
 	Leader   *struct {
-		ID    string `json:"ID"`
-		Epoch int64  `json:"Epoch"`
+		ID    string `json:"id"`
+		Epoch int64  `json:"epoch"`
 	} `json:"leader"`
 	Done bool `json:"done"`
 }
@@ -230,4 +230,40 @@ func TestCrawlSurvivesSIGKILL(t *testing.T) {
 		t.Errorf("only %d scheduler terms seen; killing the scheduler should start another", len(terms))
 	}
 	t.Logf("scheduler terms: %v", fmt.Sprint(terms))
+}
+
+// Ctrl-C (SIGINT) stops a worker gracefully: it exits 0 and leaves nothing
+// in flight, so no URL waits for a lease to expire.
+func TestSIGINTStopsGracefully(t *testing.T) {
+	s := redistest.Real(t)
+	site, err := testsite.Start(testsite.Config{Hosts: 2, Pages: 200, Latency: 30 * time.Millisecond, ListenBase: "127.0.0.20"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer site.Close()
+	h := &harness{t: t, bin: build(t), redis: s.URL(), procs: map[string]*proc{}}
+	h.run(append([]string{"seed", "--allow-private", "--rate", "20", "--burst", "2"}, site.Roots()...)...)
+	p := h.startWorker("w1")
+	h.waitFor("some pages", func(st status) bool { return st.Counters["pages"] >= 20 })
+	p.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Fatalf("worker exited with %v after SIGINT\n%s", err, p.log.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("worker did not stop within a minute of SIGINT")
+	}
+	var st struct {
+		Frontier struct {
+			InFlight int64 `json:"in_flight"`
+		} `json:"frontier"`
+		Leader *struct{ ID string } `json:"leader"`
+	}
+	if err := json.Unmarshal(h.run("status", "--json"), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Frontier.InFlight != 0 || st.Leader != nil {
+		t.Fatalf("after a graceful stop: %d in flight, leader %+v; want none and none", st.Frontier.InFlight, st.Leader)
+	}
 }

@@ -364,7 +364,12 @@ func (f *Frontier) Workers(ctx context.Context, window time.Duration) ([]string,
 }
 
 // Sizes are the frontier's counts.
-type Sizes struct{ Queued, InFlight, Deferred, Failed int64 }
+type Sizes struct {
+	Queued   int64 `json:"queued"`
+	InFlight int64 `json:"in_flight"`
+	Deferred int64 `json:"deferred"`
+	Failed   int64 `json:"failed"`
+}
 
 // Empty reports whether nothing is left to do.
 func (s Sizes) Empty() bool { return s.Queued == 0 && s.InFlight == 0 && s.Deferred == 0 }

@@ -108,9 +108,9 @@ func (l *Lock) Release(ctx context.Context) error {
 
 // Info describes the current holder of a lock.
 type Info struct {
-	ID    string        // holder id given to Obtain
-	Epoch int64         // the holder's fencing token
-	TTL   time.Duration // time left before the lock expires, by the server's clock
+	ID    string        `json:"id"`     // holder id given to Obtain
+	Epoch int64         `json:"epoch"`  // the holder's fencing token
+	TTL   time.Duration `json:"ttl_ns"` // time left before the lock expires, by the server's clock
 }
 
 // Current reports who holds the lock at key, or ErrNoLeader.
