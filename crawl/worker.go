@@ -73,20 +73,21 @@ func (o Options) withDefaults() Options {
 // Worker is one `crawler work` process: Concurrency fetch loops, a
 // heartbeat, and a campaign for the scheduler role.
 type Worker struct {
-	c       redis.UniversalClient
-	k       Keys
-	s       Settings
-	o       Options
-	fr      *frontier.Frontier
-	fetcher *fetch.Fetcher
-	lim     *politeness.Limiter
-	robots  *politeness.Robots
-	elector *leader.Elector
-	held    sync.Map // lease id -> struct{}: the leases the heartbeat renews
-	scope   atomic.Pointer[parse.Scope]
-	outMu   sync.Mutex
-	exiting atomic.Bool
-	known   *known
+	c        redis.UniversalClient
+	k        Keys
+	s        Settings
+	o        Options
+	fr       *frontier.Frontier
+	fetcher  *fetch.Fetcher
+	lim      *politeness.Limiter
+	robots   *politeness.Robots
+	elector  *leader.Elector
+	held     sync.Map // lease id -> struct{}: the leases the heartbeat renews
+	scope    atomic.Pointer[parse.Scope]
+	outMu    sync.Mutex
+	exiting  atomic.Bool
+	vanished atomic.Bool // the crawl's settings disappeared from Redis
+	known    *known
 	// idlePoll is held by the one fetch loop of this process that polls
 	// while nothing is due; the other idle loops wait for it without
 	// asking Redis (measured: 16 idle loops waking together cost 7 round
@@ -185,13 +186,16 @@ func (w *Worker) Run(ctx context.Context) error {
 	bg, stopBG := context.WithCancel(work)
 	var side sync.WaitGroup
 	side.Add(2)
-	go func() { defer side.Done(); w.heartbeat(bg) }()
+	go func() { defer side.Done(); w.heartbeat(bg, stopAll) }()
 	// The scheduler resigns under work, not bg: bg ends as soon as the
 	// fetch loops do, which can be before the resignation is sent.
 	go func() { defer side.Done(); w.schedule(stop, work) }()
 	procs.Wait()
 	stopBG()
 	side.Wait()
+	if w.vanished.Load() {
+		return fmt.Errorf("crawl %q is gone from Redis (reset, or Redis restarted without its data); stopped", w.k.Name)
+	}
 	return nil
 }
 
@@ -260,10 +264,17 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-func (w *Worker) heartbeat(ctx context.Context) {
+func (w *Worker) heartbeat(ctx context.Context, stopAll context.CancelFunc) {
 	t := time.NewTicker(w.o.Lease / 3)
 	defer t.Stop()
 	for {
+		// A crawl whose settings vanished was reset, or Redis lost its data:
+		// working on would only idle forever.
+		if n, err := w.c.Exists(ctx, w.k.Config).Result(); err == nil && n == 0 {
+			w.vanished.Store(true)
+			stopAll()
+			return
+		}
 		var ids []string
 		w.held.Range(func(k, _ any) bool { ids = append(ids, k.(string)); return true })
 		if _, err := w.fr.Heartbeat(ctx, w.o.ID, ids); err != nil && ctx.Err() == nil {
