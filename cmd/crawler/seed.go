@@ -29,6 +29,22 @@ func seedFlags() []cli.Flag {
 	}
 }
 
+// checkSeedFlags validates the flags that need no Redis, so a typo is
+// reported as such even when Redis is not there.
+func checkSeedFlags(c *cli.Context) error {
+	if c.IsSet("scope") {
+		if _, err := parse.ParseScopeMode(c.String("scope")); err != nil {
+			return fmt.Errorf("--scope %q: want host, domain or any", c.String("scope"))
+		}
+	}
+	if c.IsSet("rate") {
+		if _, err := crawl.ParseRate(c.String("rate")); err != nil {
+			return fmt.Errorf("--%v", err)
+		}
+	}
+	return nil
+}
+
 // settingsFromFlags starts from the crawl's stored settings when it exists
 // (so a plain 'seed URL' adds to it), else from the defaults, and applies
 // the flags that were given.
@@ -85,6 +101,9 @@ func seedCommand() *cli.Command {
 			"that contradicts the stored settings is refused.",
 		Flags: append(seedFlags(), &cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "read URLs from FILE, one per line ('-' for stdin; # starts a comment)"}),
 		Action: func(c *cli.Context) error {
+			if err := checkSeedFlags(c); err != nil {
+				return err
+			}
 			rdb, err := connect(c)
 			if err != nil {
 				return err

@@ -163,6 +163,9 @@ func crawlCommand() *cli.Command {
 		ArgsUsage: "URL...",
 		Flags:     append(append(seedFlags(), workFlags()...), &cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "read URLs from FILE ('-' for stdin)"}),
 		Action: func(c *cli.Context) error {
+			if err := checkSeedFlags(c); err != nil {
+				return err
+			}
 			rdb, closeRedis, err := connectOrEmbed(c)
 			if err != nil {
 				return err
