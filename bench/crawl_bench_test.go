@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"math"
 	"net/url"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,7 +17,6 @@ import (
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
 	"github.com/redcrawl/crawler/leader"
-	"github.com/redis/go-redis/v9"
 )
 
 type result struct {
@@ -29,6 +26,7 @@ type result struct {
 	redisCPU    time.Duration
 	maxHostRate int
 	truth, got  int
+	offered     int64 // links sent to Redis for dedup (not known locally)
 }
 
 // crawlOnce crawls a fresh test site with `workers` workers (each with its
@@ -52,7 +50,7 @@ func crawlOnce(b *testing.B, site testsite.Config, rate float64, burst, workers 
 	if _, err := crawl.Seed(ctx, s.Client, crawl.KeysFor("bench"), set, seeds); err != nil {
 		b.Fatal(err)
 	}
-	cpu0 := redisCPU(b, s.Client)
+	cpu0 := redistest.CPU(b, s.Client)
 	var rt int64
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -76,8 +74,9 @@ func crawlOnce(b *testing.B, site testsite.Config, rate float64, burst, workers 
 		}()
 	}
 	wg.Wait()
-	res := result{elapsed: time.Since(start), roundTrips: rt, redisCPU: redisCPU(b, s.Client) - cpu0}
+	res := result{elapsed: time.Since(start), roundTrips: rt, redisCPU: redistest.CPU(b, s.Client) - cpu0}
 	res.pages, _ = s.Client.HGet(ctx, "crawl:{bench}:stats", "pages").Int64()
+	res.offered, _ = s.Client.HGet(ctx, "crawl:{bench}:stats", "offered").Int64()
 	st := ts.Stats()
 	res.truth = len(ts.Truth())
 	res.got = res.truth - len(ts.Missing())
@@ -87,27 +86,12 @@ func crawlOnce(b *testing.B, site testsite.Config, rate float64, burst, workers 
 	return res
 }
 
-func redisCPU(b *testing.B, c *redis.Client) time.Duration {
-	info, err := c.Info(context.Background(), "cpu").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var total float64
-	for _, line := range strings.Split(info, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
-			f, _ := strconv.ParseFloat(v, 64)
-			total += f
-		}
-	}
-	return time.Duration(total * float64(time.Second))
-}
-
 func (r result) report(b *testing.B) {
 	pps := float64(r.pages) / r.elapsed.Seconds()
 	b.ReportMetric(pps, "pages/s")
 	b.ReportMetric(float64(r.roundTrips)/float64(r.pages), "roundtrips/page")
 	b.ReportMetric(float64(r.redisCPU.Microseconds())/float64(r.pages), "redis-µs/page")
+	b.ReportMetric(float64(r.offered)/float64(r.pages), "dedup-links/page")
 	b.ReportMetric(float64(r.maxHostRate), "max-host-req/s")
 	b.ReportMetric(float64(r.got)/float64(r.truth)*100, "%truth")
 	b.ReportMetric(0, "ns/op")

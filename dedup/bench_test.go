@@ -23,6 +23,7 @@ func BenchmarkAddNew(b *testing.B) {
 			f.AddNew(ctx, []string{"warm-up"})
 			rt := redistest.RoundTrips(s.Client)
 			batch := make([]string, size)
+			cpu := redistest.CPU(b, s.Client)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				for j := range batch {
@@ -34,6 +35,7 @@ func BenchmarkAddNew(b *testing.B) {
 			}
 			b.ReportMetric(float64(rt.Load())/float64(b.N), "roundtrips/op")
 			b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "urls/s")
+			b.ReportMetric(float64((redistest.CPU(b, s.Client)-cpu).Nanoseconds())/float64(b.N*size)/1e3, "redis-µs/url")
 		})
 	}
 }

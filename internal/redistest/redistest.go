@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -247,4 +248,22 @@ func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 		h.n.Add(1)
 		return next(ctx, cmds)
 	}
+}
+
+// CPU is the CPU time (user + system) the server behind c has used so far,
+// from INFO cpu: the difference over a run is what the run cost Redis.
+func CPU(t testing.TB, c *redis.Client) time.Duration {
+	info, err := c.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
+			f, _ := strconv.ParseFloat(v, 64)
+			total += f
+		}
+	}
+	return time.Duration(total * float64(time.Second))
 }
