@@ -169,21 +169,35 @@ func (f *Filter) layer(i int) layer {
 // of up to maxBatch items: of two workers adding the same URL, exactly one
 // gets true. An item repeated within items is new only at its first place.
 func (f *Filter) AddNew(ctx context.Context, items []string) ([]bool, error) {
-	return f.exec(ctx, addScript, true, items, nil, nil, nil)
+	flags, _, err := f.exec(ctx, addScript, true, items, nil, nil, nil)
+	return flags, err
 }
 
 // Contains reports for each item whether it may have been added (with the
 // filter's false-positive rate) or certainly was not.
 func (f *Filter) Contains(ctx context.Context, items []string) ([]bool, error) {
-	return f.exec(ctx, addScript, false, items, nil, nil, nil)
+	flags, _, err := f.exec(ctx, addScript, false, items, nil, nil, nil)
+	return flags, err
 }
 
 // Exec runs a script made by Compose in 'add' mode over items. perItem, if
 // not nil, holds one argument per item, passed right after the filter's;
 // keys and fixed follow. It returns the flags bloom_run computed.
 func (f *Filter) Exec(ctx context.Context, s *redis.Script, items []string, perItem []any, keys []string, fixed []any) ([]bool, error) {
+	flags, _, err := f.ExecBatch(ctx, s, items, perItem, keys, func(int, int, []bool, bool) []any { return fixed })
+	return flags, err
+}
+
+// ExecBatch is Exec for a script whose own work must happen once per batch
+// although the items may take several calls: items go in chunks of at most
+// maxBatch (each chunk one atomic call, in order), fixed(start, end, flags,
+// last) gives the fixed arguments of the call for items[start:end] (flags:
+// those of items[:start]; last: no call follows), and tail is what the
+// last call replied after its flags. The script runs once even for no items.
+func (f *Filter) ExecBatch(ctx context.Context, s *redis.Script, items []string, perItem []any, keys []string,
+	fixed func(start, end int, flags []bool, last bool) []any) (flags []bool, tail []any, err error) {
 	if perItem != nil && len(perItem) != len(items) {
-		return nil, fmt.Errorf("dedup: %d per-item arguments for %d items", len(perItem), len(items))
+		return nil, nil, fmt.Errorf("dedup: %d per-item arguments for %d items", len(perItem), len(items))
 	}
 	return f.exec(ctx, s, true, items, perItem, keys, fixed)
 }
@@ -192,32 +206,38 @@ func (f *Filter) Exec(ctx context.Context, s *redis.Script, items []string, perI
 // spare layer's capacity, so a batch can add at most one layer.
 const maxBatch = 1024
 
-func (f *Filter) exec(ctx context.Context, s *redis.Script, add bool, items []string, perItem []any, keys []string, fixed []any) ([]bool, error) {
+func (f *Filter) exec(ctx context.Context, s *redis.Script, add bool, items []string, perItem []any, keys []string,
+	fixed func(start, end int, flags []bool, last bool) []any) ([]bool, []any, error) {
 	out := make([]bool, 0, len(items))
 	chunk := maxBatch
 	if int64(chunk) > f.params.Capacity {
 		chunk = int(f.params.Capacity)
 	}
 	if len(items) == 0 && !add {
-		return out, nil
+		return out, nil, nil
 	}
+	var tail []any
 	// A composed script runs even for no items: its body has work of its own.
 	for start := 0; start == 0 || start < len(items); start += chunk {
 		end := min(start+chunk, len(items))
-		var extra []any
+		var extra, fx []any
 		if perItem != nil {
 			extra = perItem[start:end]
 		}
-		flags, err := f.execChunk(ctx, s, add, items[start:end], extra, keys, fixed)
+		if fixed != nil {
+			fx = fixed(start, end, out, end == len(items))
+		}
+		flags, rest, err := f.execChunk(ctx, s, add, items[start:end], extra, keys, fx)
 		if err != nil {
-			return out, err
+			return out, nil, err
 		}
 		out = append(out, flags...)
+		tail = rest
 	}
-	return out, nil
+	return out, tail, nil
 }
 
-func (f *Filter) execChunk(ctx context.Context, s *redis.Script, add bool, items []string, perItem []any, keys []string, fixed []any) ([]bool, error) {
+func (f *Filter) execChunk(ctx context.Context, s *redis.Script, add bool, items []string, perItem []any, keys []string, fixed []any) ([]bool, []any, error) {
 	for attempt := 0; attempt < 10; attempt++ {
 		k, a := f.prepare(items, add)
 		k = append(k, keys...)
@@ -225,10 +245,10 @@ func (f *Filter) execChunk(ctx context.Context, s *redis.Script, add bool, items
 		a = append(a, fixed...)
 		res, err := s.Run(ctx, f.c, k, a...).Slice()
 		if err != nil {
-			return nil, fmt.Errorf("dedup: %w", err)
+			return nil, nil, fmt.Errorf("dedup: %w", err)
 		}
 		if len(res) < 3 {
-			return nil, fmt.Errorf("dedup: unexpected script reply %v", res)
+			return nil, nil, fmt.Errorf("dedup: unexpected script reply %v", res)
 		}
 		status, _ := res[0].(int64)
 		count, _ := res[1].(int64)
@@ -242,20 +262,20 @@ func (f *Filter) execChunk(ctx context.Context, s *redis.Script, add bool, items
 		case 2:
 			need, _ := res[3].(int64)
 			if err := f.allocate(ctx, int(need)); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			continue
 		}
-		if len(res) != 3+len(items) {
-			return nil, fmt.Errorf("dedup: script replied %d flags for %d items", len(res)-3, len(items))
+		if len(res) < 3+len(items) {
+			return nil, nil, fmt.Errorf("dedup: script replied %d flags for %d items", len(res)-3, len(items))
 		}
 		flags := make([]bool, len(items))
 		for i := range items {
 			flags[i] = res[3+i] == int64(1)
 		}
-		return flags, nil
+		return flags, res[3+len(items):], nil
 	}
-	return nil, errors.New("dedup: layer count kept changing under this batch")
+	return nil, nil, errors.New("dedup: layer count kept changing under this batch")
 }
 
 // prepare builds the keys and arguments bloom_run expects.

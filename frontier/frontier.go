@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redcrawl/crawler/dedup"
@@ -43,12 +45,9 @@ var (
 	//go:embed enqueue.lua
 	enqueueBody   string
 	enqueueScript = dedup.Compose(lib + enqueueBody)
-	//go:embed finish.lua
-	finishBody   string
-	finishScript = dedup.Compose(lib + finishBody)
-	//go:embed pop.lua
-	popSrc    string
-	popScript = redis.NewScript(lib + popSrc)
+	//go:embed exchange.lua
+	exchangeBody   string
+	exchangeScript = dedup.Compose(lib + exchangeBody)
 	//go:embed ack.lua
 	ackSrc    string
 	ackScript = redis.NewScript(ackSrc)
@@ -107,11 +106,15 @@ type Frontier struct {
 	HostSpacing time.Duration
 	// PageBudget makes Pop report the crawl's page count (PopInfo.Pages).
 	PageBudget bool
+	idPrefix   string
+	idSeq      atomic.Uint64
 }
 
 // New returns the frontier of keys, deduplicating through seen.
 func New(c redis.UniversalClient, keys Keys, seen *dedup.Filter) *Frontier {
-	return &Frontier{c: c, keys: keys, seen: seen, Lease: 10 * time.Second}
+	var b [9]byte
+	rand.Read(b[:])
+	return &Frontier{c: c, keys: keys, seen: seen, Lease: 10 * time.Second, idPrefix: hex.EncodeToString(b[:]) + "-"}
 }
 
 // Keys are the frontier's Redis keys.
@@ -154,37 +157,11 @@ type PopInfo struct {
 // Pop takes the next item under a new lease; the lease is nil when the
 // queue is empty.
 func (f *Frontier) Pop(ctx context.Context) (*Lease, PopInfo, error) {
-	var b [12]byte
-	rand.Read(b[:])
-	id := hex.EncodeToString(b[:])
-	budget := "0"
-	if f.PageBudget {
-		budget = "1"
+	x, err := f.Exchange(ctx, nil, nil, 1)
+	if err != nil || len(x.Popped) == 0 {
+		return nil, x.Info, err
 	}
-	res, err := popScript.Run(ctx, f.c, []string{f.keys.Items, f.keys.Ready, f.keys.InFlight, f.keys.Leases, f.keys.Stats, f.keys.Done},
-		id, f.Lease.Milliseconds(), f.HostSpacing.Milliseconds(), budget).Slice()
-	if err != nil {
-		return nil, PopInfo{}, fmt.Errorf("frontier: pop: %w", err)
-	}
-	if len(res) != 5 {
-		return nil, PopInfo{}, fmt.Errorf("frontier: pop: unexpected reply %v", res)
-	}
-	pages, _ := res[1].(int64)
-	done, _ := res[2].(int64)
-	wait, _ := res[4].(int64)
-	info := PopInfo{Pages: pages, Done: done == 1, NextDue: time.Duration(wait) * time.Millisecond}
-	raw, ok := res[0].(string)
-	if !ok {
-		return nil, info, nil
-	}
-	host, _ := res[3].(string)
-	l := &Lease{ID: id, raw: raw, Host: host}
-	if err := json.Unmarshal([]byte(raw), &l.Item); err != nil {
-		// Not ours to interpret: park it on the failed list rather than lose or loop on it.
-		f.fail(ctx, l, fmt.Sprintf("undecodable queue item: %v", err))
-		return nil, info, fmt.Errorf("frontier: pop: undecodable item %.80q moved to the failed list", raw)
-	}
-	return l, info, nil
+	return x.Popped[0], x.Info, nil
 }
 
 // Outcome is how a page ended, for Finish.
@@ -205,28 +182,134 @@ const resultsCap = 1_000_000
 // returns which children were queued. If the lease was lost meanwhile, the
 // children are still queued but nothing is recorded for this holder.
 func (f *Frontier) Finish(ctx context.Context, l *Lease, o Outcome) ([]bool, error) {
-	urls, payload, err := entries(o.Children)
+	x, err := f.Exchange(ctx, []Done{{l, o}}, nil, 0)
 	if err != nil {
 		return nil, err
 	}
-	failed := ""
-	if o.Failed != "" {
-		it := l.Item
-		it.Err = o.Failed
-		b, _ := json.Marshal(it)
-		failed = string(b)
+	return x.Queued[0], nil
+}
+
+// Done is a lease ended with its outcome, for Exchange.
+type Done struct {
+	Lease   *Lease
+	Outcome Outcome
+}
+
+// Exchanged is what one Exchange did.
+type Exchanged struct {
+	Queued [][]bool // per Done: which of its children were queued (new to the crawl)
+	Held   []bool   // per Done: its lease was still held, so its result was recorded
+	Popped []*Lease // the new leases, at most the number wanted
+	Info   PopInfo
+}
+
+// Exchange is a worker's whole conversation with the frontier in one
+// atomic script call (exchange.lua): finished leases end as Finish ends
+// one, returned leases go back to the front of their hosts' queues, and up
+// to want new items are popped. Batching pages this way is what keeps a
+// crawl cheap for Redis: a lone call costs Redis more than a page's work.
+// (Children beyond one Bloom batch go in extra calls before the last;
+// those only queue links, so a crash between them loses nothing.)
+func (f *Frontier) Exchange(ctx context.Context, done []Done, back []*Lease, want int) (Exchanged, error) {
+	var urls []string
+	var payload []any
+	offset := make([]int, len(done)+1) // done[d]'s children are urls[offset[d]:offset[d+1]]
+	perDone := make([][]any, len(done))
+	for d, x := range done {
+		u, p, err := entries(x.Outcome.Children)
+		if err != nil {
+			return Exchanged{}, err
+		}
+		urls, payload = append(urls, u...), append(payload, p...)
+		offset[d+1] = len(urls)
+		failed := ""
+		if x.Outcome.Failed != "" {
+			it := x.Lease.Item
+			if it.URL == "" {
+				it = Item{URL: x.Lease.raw}
+			}
+			it.Err = x.Outcome.Failed
+			b, _ := json.Marshal(it)
+			failed = string(b)
+		}
+		fetched := "0"
+		if x.Outcome.Fetched {
+			fetched = "1"
+		}
+		perDone[d] = []any{x.Lease.ID, x.Outcome.Stat, string(x.Outcome.Record), failed, fetched}
 	}
-	fetched := "0"
-	if o.Fetched {
-		fetched = "1"
+	ids := make([]string, want)
+	for i := range ids {
+		ids[i] = f.leaseID()
 	}
-	keys := []string{f.keys.Items, f.keys.Ready, f.keys.InFlight, f.keys.Leases, f.keys.Stats, f.keys.Failed, f.keys.Results}
-	fixed := []any{l.ID, o.Stat, string(o.Record), failed, resultsCap, failedCap, fetched}
-	queued, err := f.seen.Exec(ctx, finishScript, urls, payload, keys, fixed)
+	budget := "0"
+	if f.PageBudget {
+		budget = "1"
+	}
+	keys := []string{f.keys.Items, f.keys.Ready, f.keys.InFlight, f.keys.Leases, f.keys.Stats, f.keys.Failed, f.keys.Results, f.keys.Done}
+	fixed := func(start, end int, flags []bool, last bool) []any {
+		if !last { // an earlier call of a big batch only queues links
+			return []any{0, 0, 0, resultsCap, failedCap, 0, 0, "0"}
+		}
+		a := []any{len(done), len(back), want, resultsCap, failedCap, f.Lease.Milliseconds(), f.HostSpacing.Milliseconds(), budget}
+		for d := range done {
+			lo, hi := max(offset[d], start), min(offset[d+1], end)
+			base := 0
+			for i := offset[d]; i < min(offset[d+1], start); i++ {
+				if flags[i] {
+					base++ // counted in an earlier call
+				}
+			}
+			a = append(a, perDone[d]...)
+			a = append(a, lo-start+1, max(hi-lo, 0), base)
+		}
+		for _, l := range back {
+			a = append(a, l.ID)
+		}
+		for _, id := range ids {
+			a = append(a, id)
+		}
+		return a
+	}
+	flags, tail, err := f.seen.ExecBatch(ctx, exchangeScript, urls, payload, keys, fixed)
 	if err != nil {
-		return nil, fmt.Errorf("frontier: finish: %w", err)
+		return Exchanged{}, fmt.Errorf("frontier: exchange: %w", err)
 	}
-	return queued, nil
+	if len(tail) < len(done)+4 {
+		return Exchanged{}, fmt.Errorf("frontier: exchange: short reply %v", tail)
+	}
+	x := Exchanged{Queued: make([][]bool, len(done)), Held: make([]bool, len(done))}
+	for d := range done {
+		x.Queued[d] = flags[offset[d]:offset[d+1]]
+		x.Held[d] = tail[d] == int64(1)
+	}
+	tail = tail[len(done):]
+	pages, _ := tail[0].(int64)
+	isDone, _ := tail[1].(int64)
+	wait, _ := tail[2].(int64)
+	m, _ := tail[3].(int64)
+	x.Info = PopInfo{Pages: pages, Done: isDone == 1, NextDue: time.Duration(wait) * time.Millisecond}
+	if m < 0 || int(m) > want || len(tail) != 4+2*int(m) {
+		return x, fmt.Errorf("frontier: exchange: malformed pop reply %v", tail)
+	}
+	for i := 0; i < int(m); i++ {
+		host, _ := tail[4+2*i].(string)
+		raw, _ := tail[5+2*i].(string)
+		l := &Lease{ID: ids[i], raw: raw, Host: host}
+		if err := json.Unmarshal([]byte(raw), &l.Item); err != nil {
+			// Not ours to interpret: park it on the failed list rather than lose or loop on it.
+			f.fail(ctx, l, fmt.Sprintf("undecodable queue item: %v", err))
+			continue
+		}
+		x.Popped = append(x.Popped, l)
+	}
+	return x, nil
+}
+
+// leaseID returns an id no other pop anywhere will use: this process's
+// random prefix and a counter.
+func (f *Frontier) leaseID() string {
+	return f.idPrefix + strconv.FormatUint(f.idSeq.Add(1), 36)
 }
 
 // fail ends a lease by moving the item to the failed list with reason, in

@@ -3,6 +3,9 @@ package frontier_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -338,6 +341,136 @@ func TestPopIsHostAware(t *testing.T) {
 		}
 		if sz := e.sizes(t); sz.Queued != 2 {
 			t.Fatalf("sizes %+v", sz)
+		}
+	})
+}
+
+// One Exchange ends several leases, gives one back, and pops a batch: each
+// held page is recorded once with its own new-link count, a lost lease
+// records nothing, the returned URL is first in its host's queue again.
+func TestExchangeBatchesFinishesReturnsAndPops(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		e := setup(t, s)
+		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/1"}, {URL: "http://b/1"}, {URL: "http://c/1"}, {URL: "http://d/1"}})
+		x, err := e.f.Exchange(ctx, nil, nil, 4)
+		if err != nil || len(x.Popped) != 4 {
+			t.Fatalf("pop 4 = %+v, %v", x, err)
+		}
+		hosts := map[string]bool{}
+		for _, l := range x.Popped {
+			hosts[l.Host] = true
+		}
+		if len(hosts) != 4 {
+			t.Fatalf("popped %+v; want one URL of each host", x.Popped)
+		}
+		byHost := map[string]*frontier.Lease{}
+		for _, l := range x.Popped {
+			byHost[l.Host] = l
+		}
+		// d's lease is lost before the exchange (no heartbeat kept it):
+		// its page must not be recorded.
+		e.advance(300 * time.Millisecond)
+		if _, err := e.f.Heartbeat(ctx, "w", []string{byHost["a"].ID, byHost["b"].ID, byHost["c"].ID}); err != nil {
+			t.Fatal(err)
+		}
+		if sw, err := e.f.Schedule(ctx, e.lock, e.epoch, 5, 100, 0); err != nil || sw.Reclaimed != 1 {
+			t.Fatalf("sweep %+v %v; want d's lease reclaimed", sw, err)
+		}
+		rec := func(u string) []byte { return []byte(`{"url":"` + u + `"}`) }
+		done := []frontier.Done{
+			{byHost["a"], frontier.Outcome{Children: []frontier.Item{{URL: "http://a/2"}, {URL: "http://a/3"}}, Stat: "done", Record: rec("a"), Fetched: true}},
+			{byHost["d"], frontier.Outcome{Children: []frontier.Item{{URL: "http://d/2"}}, Stat: "done", Record: rec("d"), Fetched: true}},
+			{byHost["b"], frontier.Outcome{Children: []frontier.Item{{URL: "http://a/2"}, {URL: "http://b/2"}}, Stat: "error", Record: rec("b"), Failed: "gone", Fetched: true}},
+		}
+		x, err = e.f.Exchange(ctx, done, []*frontier.Lease{byHost["c"]}, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []bool{true, false, true}; fmt.Sprint(x.Held) != fmt.Sprint(want) {
+			t.Fatalf("held %v, want %v", x.Held, want)
+		}
+		if fmt.Sprint(x.Queued) != "[[true true] [true] [false true]]" {
+			t.Fatalf("queued %v", x.Queued)
+		}
+		msgs := s.Client.XRange(ctx, "crawl:{t}:results", "-", "+").Val()
+		got := map[string]any{}
+		for _, m := range msgs {
+			got[m.Values["rec"].(string)] = m.Values["new_links"]
+		}
+		if len(msgs) != 2 || got[string(rec("a"))] != "2" || got[string(rec("b"))] != "1" {
+			t.Fatalf("results %v; want a with 2 new links, b with 1, nothing for the lost d", got)
+		}
+		st := s.Client.HGetAll(ctx, "crawl:{t}:stats").Val()
+		if st["done"] != "1" || st["error"] != "1" || st["pages"] != "2" || st["offered"] != "9" {
+			t.Fatalf("stats %v", st)
+		}
+		if f := s.Client.LRange(ctx, "crawl:{t}:failed", 0, -1).Val(); len(f) != 1 || !strings.Contains(f[0], "gone") {
+			t.Fatalf("failed list %v", f)
+		}
+		if len(x.Popped) != 2 {
+			t.Fatalf("popped %+v, want 2", x.Popped)
+		}
+		// c went back to the front of its queue: popping everything finds it, once.
+		var urls []string
+		for _, l := range x.Popped {
+			urls = append(urls, l.Item.URL)
+		}
+		for {
+			y, err := e.f.Exchange(ctx, nil, nil, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(y.Popped) == 0 {
+				break
+			}
+			for _, l := range y.Popped {
+				urls = append(urls, l.Item.URL)
+			}
+		}
+		sort.Strings(urls)
+		if want := "[http://a/2 http://a/3 http://b/2 http://c/1 http://d/1 http://d/2]"; fmt.Sprint(urls) != want {
+			t.Fatalf("popped %v, want %s", urls, want)
+		}
+		if sz := e.sizes(t); sz.InFlight != 6 || sz.Queued != 0 {
+			t.Fatalf("sizes %+v", sz)
+		}
+	})
+}
+
+// A page with more links than one Bloom batch takes several calls; it is
+// still recorded once, with all its new links counted.
+func TestExchangeSplitsHugePagesButRecordsOnce(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		e := setup(t, s) // Bloom capacity 1000: at most 1000 links a call
+		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/"}, {URL: "http://b/"}})
+		x, _ := e.f.Exchange(ctx, nil, nil, 2)
+		var kids []frontier.Item
+		for i := 0; i < 1500; i++ {
+			kids = append(kids, frontier.Item{URL: fmt.Sprintf("http://c/%d", i)})
+		}
+		done := []frontier.Done{
+			{x.Popped[0], frontier.Outcome{Children: kids[:700], Stat: "done", Record: []byte("0"), Fetched: true}},
+			{x.Popped[1], frontier.Outcome{Children: kids, Stat: "done", Record: []byte("1"), Fetched: true}},
+		}
+		y, err := e.f.Exchange(ctx, done, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(y.Queued[1]) != 1500 || y.Queued[1][0] || !y.Queued[1][700] {
+			t.Fatalf("queued flags wrong: %d flags", len(y.Queued[1]))
+		}
+		msgs := s.Client.XRange(ctx, "crawl:{t}:results", "-", "+").Val()
+		got := map[any]any{}
+		for _, m := range msgs {
+			got[m.Values["rec"]] = m.Values["new_links"]
+		}
+		if len(msgs) != 2 || got["0"] != "700" || got["1"] != "800" {
+			t.Fatalf("results %v; want 700 and 800 new links, one record each", got)
+		}
+		if st := s.Client.HGetAll(ctx, "crawl:{t}:stats").Val(); st["pages"] != "2" || st["enqueued"] != "1502" {
+			t.Fatalf("stats %v", st)
 		}
 	})
 }

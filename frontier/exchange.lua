@@ -1,0 +1,183 @@
+-- exchange.lua (dedup's bloom.lua, then lib.lua, then this): all a worker
+-- process has to say to the frontier, batched into one atomic call:
+--   1. the links of the pages it finished: marked seen, the new ones queued;
+--   2. those pages' leases ended: results recorded, counters bumped;
+--   3. leases it gives back unused (a stopping worker's prefetched URLs);
+--   4. up to W new URLs popped under fresh leases.
+-- Batching is what makes Redis cheap per page: a lone call costs Redis
+-- ~25 us of event-loop and socket time before any work, more than the
+-- work of a page; one call for a few pages shares that out.
+-- Children are queued in the same step as their page's ack, so a crash can
+-- never lose them. A lost lease (expired and reclaimed: the URL is queued
+-- again and will produce its own result) records and counts nothing.
+--
+-- KEYS: the Bloom filter's, then items, ready, in-flight, leases, stats,
+--       failed, results, done flag
+-- ARGV: the Bloom filter's, then one entry ("host\nitem-json") per link,
+--   then: D (finished leases), R (returned leases), W (wanted), results cap,
+--   failed cap, lease length ms, per-host spacing ms, budget ('1': report
+--   the page count), then D times: lease id, stats field ('' for none),
+--   result record ('' for none), failed entry ('' for none), fetched ('1'
+--   if a page was fetched), index of its first link in this call's links
+--   (1-based), its number of links in this call, new links already counted
+--   (in an earlier call for the same batch); then R lease ids, then W new
+--   lease ids.
+-- Reply: the Bloom reply {1, count, layers, flag per link} (or the
+-- stale/allocate statuses, with nothing done), then D flags (1: the lease
+-- was still held and the page is recorded), then pages, done, wait (ms
+-- until some host is due when fewer than W were popped, -1: nothing
+-- queued), M, then M times host, item-json (lease i is the i-th new id).
+local reply, nk, na, n = bloom_run(1, 1)
+if reply[1] ~= 1 then return reply end
+local items, ready, inflight, leases = KEYS[nk], KEYS[nk + 1], KEYS[nk + 2], KEYS[nk + 3]
+local stats, failed, results, doneKey = KEYS[nk + 4], KEYS[nk + 5], KEYS[nk + 6], KEYS[nk + 7]
+local a = na + n
+local D, R, W = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+local resultsCap, failedCap = ARGV[a + 3], tonumber(ARGV[a + 4])
+local leaseMs, spacing, budget = tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6]), ARGV[a + 7]
+local pd = a + 8          -- first finished lease's fields
+local pr = pd + 8 * D     -- first returned lease id
+local pw = pr + R         -- first new lease id
+local now = fr_now()
+local bump = {}           -- stats field -> increment, written once each
+
+-- 1. links
+local fresh = {}
+for i = 1, n do
+  if reply[3 + i] == 1 then fresh[#fresh + 1] = ARGV[na + i - 1] end
+end
+fr_push_many(items, ready, stats, fresh, false, now)
+if #fresh > 0 then bump.enqueued = #fresh end
+if n > 0 then bump.offered = n end
+
+-- 2. finished leases: one HMGET tells which are still held
+if D > 0 then
+  local ids = {}
+  for d = 1, D do ids[d] = ARGV[pd + 8 * (d - 1)] end
+  local held = redis.call('HMGET', inflight, unpack(ids))
+  local gone, failures = {}, {}
+  for d = 1, D do
+    local p = pd + 8 * (d - 1)
+    if held[d] then
+      gone[#gone + 1] = ids[d]
+      local stat = ARGV[p + 1]
+      if stat ~= '' then bump[stat] = (bump[stat] or 0) + 1 end
+      if ARGV[p + 4] == '1' then bump.pages = (bump.pages or 0) + 1 end
+      if ARGV[p + 2] ~= '' then
+        local first, count = tonumber(ARGV[p + 5]), tonumber(ARGV[p + 6])
+        local new = tonumber(ARGV[p + 7])
+        for i = first, first + count - 1 do
+          if reply[3 + i] == 1 then new = new + 1 end
+        end
+        redis.call('XADD', results, 'MAXLEN', '~', resultsCap, '*', 'rec', ARGV[p + 2], 'new_links', tostring(new))
+      end
+      if ARGV[p + 3] ~= '' then failures[#failures + 1] = ARGV[p + 3] end
+      reply[#reply + 1] = 1
+    else
+      reply[#reply + 1] = 0
+    end
+  end
+  if #gone > 0 then
+    redis.call('HDEL', inflight, unpack(gone))
+    redis.call('ZREM', leases, unpack(gone))
+  end
+  if #failures > 0 then
+    redis.call('LPUSH', failed, unpack(failures))
+    redis.call('LTRIM', failed, 0, tostring(failedCap - 1))
+  end
+end
+
+-- 3. returned leases go back to the front of their hosts' queues
+if R > 0 then
+  local ids = {}
+  for r = 1, R do ids[r] = ARGV[pr + r - 1] end
+  local held = redis.call('HMGET', inflight, unpack(ids))
+  local back, gone = {}, {}
+  for r = 1, R do
+    if held[r] then
+      back[#back + 1] = held[r]
+      gone[#gone + 1] = ids[r]
+    end
+  end
+  if #gone > 0 then
+    redis.call('HDEL', inflight, unpack(gone))
+    redis.call('ZREM', leases, unpack(gone))
+    fr_push_many(items, ready, stats, back, true, now)
+  end
+end
+
+for field, by in pairs(bump) do
+  redis.call('HINCRBY', stats, field, tostring(by))
+end
+
+-- 4. pop: up to W URLs of hosts that are due, one a host with a spacing
+-- (the host is then not due again before now + spacing), else shared out
+-- among the due hosts, whose turn then moves behind the others'.
+local got = {}      -- host, json, host, json, ...
+local pages, done, wait = 0, 0, 0
+if W > 0 then
+  local lease, readyAdd = {}, {}
+  local due = tostring(now + spacing)
+  for _ = 1, 4 do
+    local m = W - #got / 2
+    if m <= 0 then break end
+    local hosts = redis.call('ZRANGEBYSCORE', ready, '-inf', now, 'LIMIT', 0, m)
+    if #hosts == 0 then break end
+    local per = 1
+    if spacing == 0 then per = math.ceil(m / #hosts) end
+    local taken, dry = {}, {}
+    for _, host in ipairs(hosts) do
+      local q = math.min(per, W - #got / 2)
+      if q <= 0 then break end
+      local first = redis.call('ZRANGEBYLEX', items, '[' .. host .. '\0', '(' .. host .. '\1', 'LIMIT', '0', tostring(q))
+      if #first == 0 then
+        dry[#dry + 1] = host -- its queue ran dry; a new URL brings it back
+      else
+        for _, member in ipairs(first) do
+          taken[#taken + 1] = member
+          got[#got + 1] = host
+          got[#got + 1] = string.sub(member, #host + 20) -- after host \0 class seq(16) \0
+        end
+        readyAdd[#readyAdd + 1] = due
+        readyAdd[#readyAdd + 1] = host
+      end
+    end
+    if #taken > 0 then redis.call('ZREM', items, unpack(taken)) end
+    if #dry > 0 then redis.call('ZREM', ready, unpack(dry)) end
+    if #readyAdd > 0 then
+      redis.call('ZADD', ready, unpack(readyAdd))
+      readyAdd = {}
+    end
+    if #taken == 0 and #dry == 0 then break end
+  end
+  local M = #got / 2
+  if M > 0 then
+    local fields, exp = {}, {}
+    local until_ = tostring(now + leaseMs)
+    for i = 1, M do
+      local id = ARGV[pw + i - 1]
+      fields[2 * i - 1] = id
+      fields[2 * i] = got[2 * i - 1] .. '\n' .. got[2 * i]
+      exp[2 * i - 1] = until_
+      exp[2 * i] = id
+    end
+    redis.call('HSET', inflight, unpack(fields))
+    redis.call('ZADD', leases, unpack(exp))
+  end
+  if M < W then
+    local nxt = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')
+    wait = -1
+    if #nxt == 2 then wait = math.max(0, tonumber(nxt[2]) - now) end
+  end
+  if M == 0 then done = redis.call('EXISTS', doneKey) end
+end
+if budget == '1' then -- a budget can end the crawl with URLs still queued
+  pages = tonumber(redis.call('HGET', stats, 'pages') or '0')
+  done = redis.call('EXISTS', doneKey)
+end
+reply[#reply + 1] = pages
+reply[#reply + 1] = done
+reply[#reply + 1] = wait
+reply[#reply + 1] = #got / 2
+for _, v in ipairs(got) do reply[#reply + 1] = v end
+return reply
