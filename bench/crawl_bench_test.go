@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -50,6 +51,7 @@ func crawlOnce(b *testing.B, site testsite.Config, rate float64, burst, workers 
 	if _, err := crawl.Seed(ctx, s.Client, crawl.KeysFor("bench"), set, seeds); err != nil {
 		b.Fatal(err)
 	}
+	s.Client.ConfigResetStat(ctx)
 	cpu0 := redistest.CPU(b, s.Client)
 	var rt int64
 	var mu sync.Mutex
@@ -75,6 +77,9 @@ func crawlOnce(b *testing.B, site testsite.Config, rate float64, burst, workers 
 	}
 	wg.Wait()
 	res := result{elapsed: time.Since(start), roundTrips: rt, redisCPU: redistest.CPU(b, s.Client) - cpu0}
+	if os.Getenv("BENCH_COMMANDSTATS") != "" { // BENCH_COMMANDSTATS=FILE: where Redis spent its time, command by command
+		os.WriteFile(os.Getenv("BENCH_COMMANDSTATS"), []byte(s.Client.Info(ctx, "commandstats").Val()), 0o644)
+	}
 	res.pages, _ = s.Client.HGet(ctx, "crawl:{bench}:stats", "pages").Int64()
 	res.offered, _ = s.Client.HGet(ctx, "crawl:{bench}:stats", "offered").Int64()
 	st := ts.Stats()

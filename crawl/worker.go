@@ -88,11 +88,7 @@ type Worker struct {
 	exiting  atomic.Bool
 	vanished atomic.Bool // the crawl's settings disappeared from Redis
 	known    *known
-	// idlePoll is held by the one fetch loop of this process that polls
-	// while nothing is due; the other idle loops wait for it without
-	// asking Redis (measured: 16 idle loops waking together cost 7 round
-	// trips per fetched page on rate-limited hosts).
-	idlePoll chan struct{}
+	broker   *broker
 	Counters Counters
 }
 
@@ -119,10 +115,10 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 		fcfg = *o.Fetch
 	}
 	fcfg.UserAgent, fcfg.AllowPrivate = s.UserAgent, s.AllowPrivate
-	w := &Worker{c: c, k: k, s: s, o: o, fetcher: fetch.New(fcfg), known: newKnown(o.KnownURLs), idlePoll: make(chan struct{}, 1)}
+	w := &Worker{c: c, k: k, s: s, o: o, fetcher: fetch.New(fcfg), known: newKnown(o.KnownURLs)}
 	w.fr = frontier.New(c, k.Frontier, seen)
 	w.fr.Lease = o.Lease
-	w.fr.PageBudget = s.MaxPages > 0
+	w.fr.PageBudget = s.MaxPages
 	rate := politeness.Limit(s.Rate)
 	if math.IsInf(s.Rate, 1) {
 		rate = politeness.Inf
@@ -168,19 +164,23 @@ func (w *Worker) fetchRobots(ctx context.Context, u string) (politeness.RobotsRe
 }
 
 // Run works until ctx ends (graceful: fetches in progress finish and are
-// recorded, the leader resigns) or, with ExitWhenDone, until the crawl is
-// finished. It returns nil in both cases.
+// recorded, URLs leased but not started go back to the queue, the leader
+// resigns) or, with ExitWhenDone, until the crawl is finished. It returns
+// nil in both cases.
 func (w *Worker) Run(ctx context.Context) error {
 	stop, stopAll := context.WithCancel(ctx)
 	defer stopAll()
 	work := context.WithoutCancel(ctx) // a fetch in progress finishes even after a stop
 
+	w.broker = newBroker(w, stopAll)
+	brokerDone := make(chan struct{})
+	go func() { defer close(brokerDone); w.broker.run(stop, work) }()
 	var procs sync.WaitGroup
 	for i := 0; i < w.o.Concurrency; i++ {
 		procs.Add(1)
 		go func() {
 			defer procs.Done()
-			w.loop(stop, work, stopAll)
+			w.loop(stop, work)
 		}()
 	}
 	bg, stopBG := context.WithCancel(work)
@@ -191,6 +191,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	// fetch loops do, which can be before the resignation is sent.
 	go func() { defer side.Done(); w.schedule(stop, work) }()
 	procs.Wait()
+	w.broker.close() // the loops are gone: the broker sends what is left, then returns
+	<-brokerDone
 	stopBG()
 	side.Wait()
 	if w.vanished.Load() {
@@ -199,59 +201,15 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
-// loop is one fetch goroutine.
-func (w *Worker) loop(stop, work context.Context, stopAll context.CancelFunc) {
-	const minIdle, maxIdle = 50 * time.Millisecond, time.Second
-	idle := minIdle
-	polling := false // this loop holds idlePoll
-	defer func() {
-		if polling {
-			<-w.idlePoll
+// loop is one fetch goroutine: it takes leased URLs from the broker and
+// hands their outcomes back to it.
+func (w *Worker) loop(stop, work context.Context) {
+	for {
+		p, ok := w.broker.take(stop)
+		if !ok {
+			return
 		}
-	}()
-	for stop.Err() == nil {
-		l, info, err := w.fr.Pop(stop)
-		switch {
-		case err != nil:
-			if stop.Err() == nil {
-				w.o.Logf("pop: %v", err)
-			}
-			idle = min(idle*2, 5*time.Second)
-		case l == nil:
-			if info.Done && w.o.ExitWhenDone {
-				w.exiting.Store(true)
-				stopAll()
-				return
-			}
-			idle = min(idle*2, maxIdle) // an idle worker asks about once a second, no more
-			if info.NextDue >= 0 {
-				idle = min(max(info.NextDue, 5*time.Millisecond), maxIdle) // some host is due then
-			}
-			if !polling {
-				select {
-				case w.idlePoll <- struct{}{}: // wait here, not in Redis, while another loop polls
-					polling = true
-				case <-stop.Done():
-					return
-				}
-			}
-		default:
-			if polling {
-				<-w.idlePoll
-				polling = false
-			}
-			idle = minIdle
-			w.held.Store(l.ID, struct{}{})
-			w.process(work, l, info)
-			w.held.Delete(l.ID)
-			if info.Done && w.o.ExitWhenDone { // the page budget is spent (process skipped it)
-				w.exiting.Store(true)
-				stopAll()
-				return
-			}
-			continue
-		}
-		sleep(stop, idle)
+		w.process(work, p.lease, p.info)
 	}
 }
 
@@ -383,6 +341,7 @@ func (w *Worker) process(ctx context.Context, l *frontier.Lease, info frontier.P
 		// The host is busy: back to the front of its own queue, and the
 		// host is not offered again until its bucket has a token.
 		w.Counters.Deferred.Add(1)
+		defer w.held.Delete(l.ID)
 		if err := w.fr.Requeue(ctx, l, res.Delay); err != nil && !errors.Is(err, frontier.ErrLeaseLost) {
 			w.o.Logf("requeue %s: %v (its lease will return it)", item.URL, err)
 		}
@@ -457,12 +416,15 @@ func (w *Worker) retry(ctx context.Context, l *frontier.Lease, item frontier.Ite
 }
 
 func (w *Worker) deferItem(ctx context.Context, l *frontier.Lease, item frontier.Item, d time.Duration) {
+	defer w.held.Delete(l.ID) // handed back, or left to expire: no longer renewed
 	w.Counters.Deferred.Add(1)
 	if err := w.fr.Defer(ctx, l, item, d); err != nil && !errors.Is(err, frontier.ErrLeaseLost) {
 		w.o.Logf("defer %s: %v (its lease will return it)", item.URL, err)
 	}
 }
 
+// finish hands a page's outcome to the broker, which sends it with others
+// in one exchange; the lease stays held (heartbeats renew it) until then.
 func (w *Worker) finish(ctx context.Context, l *frontier.Lease, rec Record, o frontier.Outcome) {
 	if rec.URL != "" {
 		b, err := json.Marshal(rec)
@@ -479,12 +441,12 @@ func (w *Worker) finish(ctx context.Context, l *frontier.Lease, rec Record, o fr
 			o.Children = append(o.Children, ch)
 		}
 	}
-	queued, err := w.fr.Finish(ctx, l, o)
-	if err != nil {
-		w.o.Logf("finish %s: %v (its lease will return it)", l.Item.URL, err)
-		return
-	}
-	for _, ch := range o.Children {
+	w.broker.finish(frontier.Done{Lease: l, Outcome: o}, rec)
+}
+
+// finished is called by the broker once a page's exchange succeeded.
+func (w *Worker) finished(d frontier.Done, rec Record, queued []bool) {
+	for _, ch := range d.Outcome.Children {
 		w.known.add(ch.URL)
 	}
 	if w.o.Out == nil || rec.URL == "" {

@@ -238,8 +238,9 @@ func (f *Filter) exec(ctx context.Context, s *redis.Script, add bool, items []st
 }
 
 func (f *Filter) execChunk(ctx context.Context, s *redis.Script, add bool, items []string, perItem []any, keys []string, fixed []any) ([]bool, []any, error) {
+	withNext := false
 	for attempt := 0; attempt < 10; attempt++ {
-		k, a := f.prepare(items, add)
+		k, a := f.prepare(items, add, withNext)
 		k = append(k, keys...)
 		a = append(a, perItem...)
 		a = append(a, fixed...)
@@ -265,6 +266,9 @@ func (f *Filter) execChunk(ctx context.Context, s *redis.Script, add bool, items
 				return nil, nil, err
 			}
 			continue
+		case 3:
+			withNext = true // the batch may fill the last layer after all
+			continue
 		}
 		if len(res) < 3+len(items) {
 			return nil, nil, fmt.Errorf("dedup: script replied %d flags for %d items", len(res)-3, len(items))
@@ -278,13 +282,17 @@ func (f *Filter) execChunk(ctx context.Context, s *redis.Script, add bool, items
 	return nil, nil, errors.New("dedup: layer count kept changing under this batch")
 }
 
-// prepare builds the keys and arguments bloom_run expects.
-func (f *Filter) prepare(items []string, add bool) ([]string, []any) {
+// prepare builds the keys and arguments bloom_run expects. In 'add' mode
+// the next layer's positions go along only when the batch may fill the
+// last layer (withNext, or the count last seen says so): they double the
+// arguments, and Redis pays for each.
+func (f *Filter) prepare(items []string, add, withNext bool) ([]string, []any) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	L := f.layers
+	next := add && (withNext || f.count+int64(len(items)) > f.cumulative(L))
 	nl := L
-	if add {
+	if next {
 		nl = L + 1
 	}
 	geo := make([]layer, nl)
@@ -294,35 +302,50 @@ func (f *Filter) prepare(items []string, add bool) ([]string, []any) {
 	mode := "test"
 	var spare int64
 	if add {
-		mode = "add"
-		spare = geo[L].capacity
+		mode, spare = "add", -1
+		if next {
+			spare = geo[L].capacity
+		}
 	}
 	keys := []string{f.key}
 	type seg struct {
 		l int
 		s int64
 	}
-	index := map[seg]int64{}
-	args := make([]any, 0, 6+nl+len(items)*nl*3)
+	index := map[seg]int{}
+	args := make([]any, 0, 6+2*nl+len(items)*nl*2)
 	args = append(args, mode, L, len(items), 0, f.cumulative(L), spare)
 	for _, g := range geo {
 		args = append(args, g.k, g.segBits)
 	}
+	var packed []byte
 	for _, item := range items {
 		for l, g := range geo {
 			lc := locations([]byte(item), l, uint64(g.segBits), uint64(g.segments))
 			id := seg{l, int64(lc.seg)}
 			idx, ok := index[id]
 			if !ok {
-				idx = int64(len(keys) - 1)
+				idx = len(keys) - 1
 				index[id] = idx
 				keys = append(keys, f.segmentKey(l, id.s))
 			}
-			args = append(args, idx, int64(lc.a), int64(lc.b))
+			packed = packed[:0]
+			for i := 0; i < g.k; i++ {
+				packed = appendOffset(packed, lc.offset(uint64(i), uint64(g.segBits)))
+			}
+			args = append(args, idx, string(packed))
 		}
 	}
 	args[3] = len(keys) - 1
 	return keys, args
+}
+
+// appendOffset appends o as bloom.lua reads it: one character '0'+length,
+// then o in decimal.
+func appendOffset(b []byte, o uint64) []byte {
+	var d [20]byte
+	digits := strconv.AppendUint(d[:0], o, 10)
+	return append(append(b, byte('0'+len(digits))), digits...)
 }
 
 // allocate creates every segment of layers 0..need-1, each whole, one

@@ -9,8 +9,8 @@ import (
 // locations places item in a layer of nseg segments of segBits bits each.
 //
 // The filter is blocked: all k bits of an item lie in one segment (one
-// Redis string), so the script tests or sets them with a single BITFIELD
-// call instead of k GETBIT/SETBIT calls. With segments of at least 32 Kibit
+// Redis string), so the script sets them with a single BITFIELD call
+// instead of k SETBIT calls. With segments of at least 32 Kibit
 // holding thousands of items each, blocking costs no measurable
 // false-positive rate (see TestFalsePositiveRate).
 //
@@ -34,9 +34,10 @@ func locations(item []byte, layerIndex int, segBits, nseg uint64) loc {
 // from which the script derives its k offsets (offset).
 type loc struct{ seg, a, b uint64 }
 
-// offset is the i-th bit offset: a + i·b + (i³−i)/6 mod segBits. bloom.lua
-// computes the same in Lua doubles, exact because every term stays below
-// 2^53 (a, b < 2^32 and i < 64).
+// offset is the i-th bit offset: a + i·b + (i³−i)/6 mod segBits (no wrap:
+// a, b < 2^32 and i < 64 keep every term far below 2^64). The client
+// computes offsets and sends them as text: Lua turning numbers into
+// command arguments was most of the script's cost (bloom.lua).
 func (l loc) offset(i, segBits uint64) uint64 {
 	return (l.a + i*l.b + (i*i*i-i)/6) % segBits
 }

@@ -15,8 +15,9 @@
 --       failed, results, done flag
 -- ARGV: the Bloom filter's, then one entry ("host\nitem-json") per link,
 --   then: D (finished leases), R (returned leases), W (wanted), results cap,
---   failed cap, lease length ms, per-host spacing ms, budget ('1': report
---   the page count), then D times: lease id, stats field ('' for none),
+--   failed cap, lease length ms, per-host spacing ms, page budget (0:
+--   none; else pops stop where pages fetched + URLs in flight reach it,
+--   and the page count is reported), then D times: lease id, stats field ('' for none),
 --   result record ('' for none), failed entry ('' for none), fetched ('1'
 --   if a page was fetched), index of its first link in this call's links
 --   (1-based), its number of links in this call, new links already counted
@@ -34,7 +35,7 @@ local stats, failed, results, doneKey = KEYS[nk + 4], KEYS[nk + 5], KEYS[nk + 6]
 local a = na + n
 local D, R, W = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
 local resultsCap, failedCap = ARGV[a + 3], tonumber(ARGV[a + 4])
-local leaseMs, spacing, budget = tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6]), ARGV[a + 7]
+local leaseMs, spacing, budget = tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6]), tonumber(ARGV[a + 7])
 local pd = a + 8          -- first finished lease's fields
 local pr = pd + 8 * D     -- first returned lease id
 local pw = pr + R         -- first new lease id
@@ -115,6 +116,14 @@ end
 -- among the due hosts, whose turn then moves behind the others'.
 local got = {}      -- host, json, host, json, ...
 local pages, done, wait = 0, 0, 0
+if budget > 0 then
+  -- The budget holds for the whole crawl, exactly: a URL in flight may
+  -- still become a page, so it counts against the budget already.
+  pages = tonumber(redis.call('HGET', stats, 'pages') or '0')
+  local room = budget - pages - redis.call('HLEN', inflight)
+  if room <= 0 and W > 0 then wait = -1 end -- nothing to pop until a page ends: back off
+  W = math.max(0, math.min(W, room))
+end
 if W > 0 then
   local lease, readyAdd = {}, {}
   local due = tostring(now + spacing)
@@ -171,8 +180,7 @@ if W > 0 then
   end
   if M == 0 then done = redis.call('EXISTS', doneKey) end
 end
-if budget == '1' then -- a budget can end the crawl with URLs still queued
-  pages = tonumber(redis.call('HGET', stats, 'pages') or '0')
+if budget > 0 then -- a budget can end the crawl with URLs still queued
   done = redis.call('EXISTS', doneKey)
 end
 reply[#reply + 1] = pages

@@ -104,8 +104,10 @@ type Frontier struct {
 	// (1/rate): a pop never offers a URL whose host is not due, so busy
 	// hosts cost nothing. The token bucket still decides each fetch.
 	HostSpacing time.Duration
-	// PageBudget makes Pop report the crawl's page count (PopInfo.Pages).
-	PageBudget bool
+	// PageBudget, when not 0, is the most pages the whole crawl fetches:
+	// a pop hands out no more URLs than pages fetched plus URLs in flight
+	// leave room for, and reports the page count (PopInfo.Pages).
+	PageBudget int64
 	idPrefix   string
 	idSeq      atomic.Uint64
 }
@@ -242,16 +244,12 @@ func (f *Frontier) Exchange(ctx context.Context, done []Done, back []*Lease, wan
 	for i := range ids {
 		ids[i] = f.leaseID()
 	}
-	budget := "0"
-	if f.PageBudget {
-		budget = "1"
-	}
 	keys := []string{f.keys.Items, f.keys.Ready, f.keys.InFlight, f.keys.Leases, f.keys.Stats, f.keys.Failed, f.keys.Results, f.keys.Done}
 	fixed := func(start, end int, flags []bool, last bool) []any {
 		if !last { // an earlier call of a big batch only queues links
 			return []any{0, 0, 0, resultsCap, failedCap, 0, 0, "0"}
 		}
-		a := []any{len(done), len(back), want, resultsCap, failedCap, f.Lease.Milliseconds(), f.HostSpacing.Milliseconds(), budget}
+		a := []any{len(done), len(back), want, resultsCap, failedCap, f.Lease.Milliseconds(), f.HostSpacing.Milliseconds(), f.PageBudget}
 		for d := range done {
 			lo, hi := max(offset[d], start), min(offset[d+1], end)
 			base := 0

@@ -31,7 +31,7 @@ func setup(t *testing.T, s *redistest.Server) *env {
 	}
 	e := &env{f: frontier.New(s.Client, frontier.KeysFor("t"), seen), s: s, lock: "crawl:{t}:leader"}
 	e.f.Lease = 200 * time.Millisecond
-	e.f.PageBudget = true
+	e.f.PageBudget = 1000
 	if s.Mini != nil {
 		e.clock = time.Now()
 		s.Mini.SetTime(e.clock)
@@ -471,6 +471,30 @@ func TestExchangeSplitsHugePagesButRecordsOnce(t *testing.T) {
 		}
 		if st := s.Client.HGetAll(ctx, "crawl:{t}:stats").Val(); st["pages"] != "2" || st["enqueued"] != "1502" {
 			t.Fatalf("stats %v", st)
+		}
+	})
+}
+
+// With a page budget, pops stop where pages fetched plus URLs in flight
+// reach it: the budget holds exactly for the whole crawl.
+func TestPopsRespectThePageBudget(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		e := setup(t, s)
+		e.f.PageBudget = 3
+		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/1"}, {URL: "http://a/2"}, {URL: "http://a/3"}, {URL: "http://a/4"}, {URL: "http://a/5"}})
+		x, err := e.f.Exchange(ctx, nil, nil, 5)
+		if err != nil || len(x.Popped) != 3 {
+			t.Fatalf("popped %d (%v); want 3 of 5 under a budget of 3", len(x.Popped), err)
+		}
+		x2, _ := e.f.Exchange(ctx, []frontier.Done{{x.Popped[0], frontier.Outcome{Stat: "done", Fetched: true}}}, nil, 5)
+		if len(x2.Popped) != 0 || x2.Info.Pages != 1 || x2.Info.NextDue >= 0 {
+			t.Fatalf("after one page: popped %d, info %+v; want none (1 page + 2 in flight), and a back-off", len(x2.Popped), x2.Info)
+		}
+		// A URL that ends without a fetch (robots, error) frees its place.
+		x3, _ := e.f.Exchange(ctx, []frontier.Done{{x.Popped[1], frontier.Outcome{Stat: "skipped"}}}, nil, 5)
+		if len(x3.Popped) != 1 {
+			t.Fatalf("after a skip: popped %d; want 1", len(x3.Popped))
 		}
 	})
 }
