@@ -78,7 +78,7 @@ func crawlOnce(b *testing.B, site testsite.Config, rate float64, burst, workers 
 	wg.Wait()
 	res := result{elapsed: time.Since(start), roundTrips: rt, redisCPU: redistest.CPU(b, s.Client) - cpu0}
 	if os.Getenv("BENCH_COMMANDSTATS") != "" { // BENCH_COMMANDSTATS=FILE: where Redis spent its time, command by command
-		os.WriteFile(os.Getenv("BENCH_COMMANDSTATS"), []byte(s.Client.Info(ctx, "commandstats").Val()), 0o644)
+		os.WriteFile(os.Getenv("BENCH_COMMANDSTATS"), []byte(s.Client.Info(ctx, "commandstats").Val()+fmt.Sprint(s.Client.HGetAll(ctx, "prof").Val())), 0o644)
 	}
 	res.pages, _ = s.Client.HGet(ctx, "crawl:{bench}:stats", "pages").Int64()
 	res.offered, _ = s.Client.HGet(ctx, "crawl:{bench}:stats", "offered").Int64()

@@ -45,7 +45,7 @@ type finished struct {
 const (
 	// A finished page waits at most this long for company before it is
 	// sent: its new links reach other workers this much later at worst.
-	brokerLinger = 50 * time.Millisecond
+	brokerLinger = 200 * time.Millisecond
 	// brokerMaxBatch pages make a call at once.
 	brokerMaxBatch = 64
 	// An idle broker polls at most once a second; when some host is due
@@ -56,7 +56,7 @@ const (
 func newBroker(w *Worker, stopAll context.CancelFunc) *broker {
 	n := w.o.Concurrency
 	return &broker{w: w, stopAll: stopAll,
-		ready:   make(chan popped, n),       // prefetch: one URL a loop
+		ready:   make(chan popped, 4*n),     // prefetch: four URLs a loop
 		results: make(chan finished, 2*n+2), // never blocks a loop for long
 		hungry:  make(chan struct{}, 1)}
 }

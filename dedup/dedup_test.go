@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -194,13 +195,15 @@ func TestFalsePositiveRate(t *testing.T) {
 			}
 		}
 		add(0, n)
-		measure("at capacity")
+		measured := measure("at capacity")
 		st, err := f.Stats(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(st.Layers) != 1 || st.EstimatedFPRate > 1.25*p || st.EstimatedFPRate < 0.5*p {
-			t.Errorf("stats at capacity: %d layers, estimated rate %.4f; want 1 layer near %.2f", len(st.Layers), st.EstimatedFPRate, p)
+		// The estimate from the fill agrees with the measurement (segments
+		// rounded up can leave a small filter well below p: both see it).
+		if len(st.Layers) != 1 || st.EstimatedFPRate > 1.25*p || math.Abs(st.EstimatedFPRate-measured) > 0.3*measured+0.001 {
+			t.Errorf("stats at capacity: %d layers, estimated rate %.4f, measured %.4f; want 1 layer, the two close", len(st.Layers), st.EstimatedFPRate, measured)
 		}
 		add(n, 10*n)
 		measure("after 10·n insertions")

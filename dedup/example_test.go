@@ -37,5 +37,5 @@ func Example() {
 	// test1 added as new: true
 	// test1 present: true test2 present: false
 	// test1 new again: false
-	// layers 1, items 1, m 32640 bits, k 7
+	// layers 1, items 1, m 32256 bits, k 6
 }

@@ -100,21 +100,29 @@ func (p Params) String() string {
 
 func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
+// layout names the bit layout this code reads and writes (hash.go): one
+// written in another layout would be misread, so it is refused.
+const layout = "blocks512"
+
 // readMeta creates the meta hash when create is non-nil and it is missing,
 // and returns what Redis holds.
 func readMeta(ctx context.Context, c redis.Scripter, key string, create *Params) (Params, int, int64, error) {
-	args := []any{"", "", "", ""}
+	args := []any{"", "", "", "", layout}
 	if create != nil {
-		args = []any{create.Capacity, fmtFloat(create.FPRate), create.Growth, fmtFloat(create.Tightening)}
+		args = []any{create.Capacity, fmtFloat(create.FPRate), create.Growth, fmtFloat(create.Tightening), layout}
 	}
 	res, err := initScript.Run(ctx, c, []string{key}, args...).Slice()
 	if err != nil {
 		return Params{}, 0, 0, fmt.Errorf("dedup: open %q: %w", key, err)
 	}
-	if len(res) != 6 || res[0] == nil {
+	if len(res) != 7 || res[0] == nil {
 		return Params{}, 0, 0, fmt.Errorf("%w: %q", ErrNotFound, key)
 	}
-	f := make([]string, 6)
+	if res[6] != layout {
+		return Params{}, 0, 0, fmt.Errorf("%w: %q was written by an older RedCrawl in another bit layout (%v); reset that crawl or use another name",
+			ErrMismatch, key, res[6])
+	}
+	f := make([]string, 7)
 	for i, v := range res {
 		f[i], _ = v.(string)
 	}
@@ -286,6 +294,8 @@ func (f *Filter) execChunk(ctx context.Context, s *redis.Script, add bool, items
 // the next layer's positions go along only when the batch may fill the
 // last layer (withNext, or the count last seen says so): they double the
 // arguments, and Redis pays for each.
+// A batch touches at most 2^16 segments (one index is 2 bytes): maxBatch
+// items in at most two layers are far fewer.
 func (f *Filter) prepare(items []string, add, withNext bool) ([]string, []any) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -313,7 +323,7 @@ func (f *Filter) prepare(items []string, add, withNext bool) ([]string, []any) {
 		s int64
 	}
 	index := map[seg]int{}
-	args := make([]any, 0, 6+2*nl+len(items)*nl*2)
+	args := make([]any, 0, 6+2*nl+len(items)*nl)
 	args = append(args, mode, L, len(items), 0, f.cumulative(L), spare)
 	for _, g := range geo {
 		args = append(args, g.k, g.segBits)
@@ -321,7 +331,7 @@ func (f *Filter) prepare(items []string, add, withNext bool) ([]string, []any) {
 	var packed []byte
 	for _, item := range items {
 		for l, g := range geo {
-			lc := locations([]byte(item), l, uint64(g.segBits), uint64(g.segments))
+			lc := locations([]byte(item), l, uint64(g.blocks), uint64(g.segments))
 			id := seg{l, int64(lc.seg)}
 			idx, ok := index[id]
 			if !ok {
@@ -329,23 +339,30 @@ func (f *Filter) prepare(items []string, add, withNext bool) ([]string, []any) {
 				index[id] = idx
 				keys = append(keys, f.segmentKey(l, id.s))
 			}
-			packed = packed[:0]
-			for i := 0; i < g.k; i++ {
-				packed = appendOffset(packed, lc.offset(uint64(i), uint64(g.segBits)))
-			}
-			args = append(args, idx, string(packed))
+			args = append(args, string(packPlace(packed[:0], idx, lc, g.k)))
 		}
 	}
 	args[3] = len(keys) - 1
 	return keys, args
 }
 
-// appendOffset appends o as bloom.lua reads it: one character '0'+length,
-// then o in decimal.
-func appendOffset(b []byte, o uint64) []byte {
-	var d [20]byte
-	digits := strconv.AppendUint(d[:0], o, 10)
-	return append(append(b, byte('0'+len(digits))), digits...)
+// packPlace appends an item's place in a layer as bloom.lua reads it: the
+// segment's key index (2 bytes), the block's first and last byte offset
+// (each a length byte and decimal digits), and for each of the k bits its
+// byte in the block and its mask (Redis numbers bit 0 as a byte's high bit).
+func packPlace(b []byte, segIndex int, lc loc, k int) []byte {
+	b = append(b, byte(segIndex>>8), byte(segIndex))
+	first := lc.block * blockBytes
+	for _, off := range []uint64{first, first + blockBytes - 1} {
+		var d [20]byte
+		digits := strconv.AppendUint(d[:0], off, 10)
+		b = append(append(b, byte(len(digits))), digits...)
+	}
+	for i := 0; i < k; i++ {
+		bit := lc.bit(uint64(i))
+		b = append(b, byte(bit/8), byte(0x80>>(bit%8)))
+	}
+	return b
 }
 
 // allocate creates every segment of layers 0..need-1, each whole, one

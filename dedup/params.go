@@ -68,39 +68,80 @@ const (
 	segmentsPerLayer = 64
 )
 
+// blockBytes is the size of a block: all k bits of an item lie in one
+// 512-bit block (one cache line), which a script reads with one GETRANGE
+// and writes with one SETRANGE.
+const blockBytes = 64
+
 // layer is the geometry of one layer.
 type layer struct {
 	capacity int64   // items it holds when full
 	fpRate   float64 // its false-positive rate when full
-	k        int     // hash functions
+	k        int     // bits set per item, all in one block
 	segBits  int64   // bits per segment (< 2^32: one Redis string)
+	blocks   int64   // blocks per segment (the last bytes of a segment, less than a block, are unused)
 	segments int64   // number of segments
 }
 
-// bits is m, the layer's size in bits.
-func (l layer) bits() int64 { return l.segBits * l.segments }
+// bits is m, the layer's usable size in bits.
+func (l layer) bits() int64 { return l.blocks * blockBytes * 8 * l.segments }
 
-// layerAt computes layer i's geometry: m = −n·ln p / ln²2, rounded up to
-// whole segments, and k = round(m/n · ln 2).
+// layerAt computes layer i's geometry: the fewest bits per item, and the k,
+// for which a blocked filter's false-positive rate (blockedRate) is at
+// most the layer's rate, rounded up to whole segments. Blocking costs a few
+// percent more bits than the classic m = −n·ln p / ln²2 at the usual rates
+// (+4 % at 1 %, +8 % at 0.1 %), more at very low rates.
 func (p Params) layerAt(i int) layer {
 	p = p.withDefaults()
 	capacity := float64(p.Capacity) * math.Pow(float64(p.Growth), float64(i))
 	rate := p.FPRate * math.Pow(p.Tightening, float64(i))
-	m := math.Ceil(-capacity * math.Log(rate) / (math.Ln2 * math.Ln2))
+	c, k := blockedSize(rate)
+	m := math.Ceil(capacity * c)
 	totalBytes := int64(math.Ceil(m / 8))
 	seg := int64(minSegmentBytes)
 	for seg < maxSegmentBytes && seg*segmentsPerLayer < totalBytes {
 		seg *= 2
 	}
 	segBytes := seg - sdsOverhead
-	n := (totalBytes + segBytes - 1) / segBytes
-	l := layer{capacity: int64(capacity), fpRate: rate, segBits: segBytes * 8, segments: n}
-	// k for the planned m, not the rounded-up one: extra bits then only
-	// lower the rate, and small layers (one 4 KiB segment for a few hundred
-	// items) do not pay for dozens of hash functions.
-	l.k = int(math.Round(m / capacity * math.Ln2))
-	if l.k < 1 {
-		l.k = 1
+	blocks := segBytes / blockBytes
+	totalBlocks := (totalBytes + blockBytes - 1) / blockBytes
+	n := (totalBlocks + blocks - 1) / blocks
+	return layer{capacity: int64(capacity), fpRate: rate, k: k, segBits: segBytes * 8, blocks: blocks, segments: n}
+}
+
+// blockedSize returns the fewest bits per item c (to 1 %) and the k with
+// which a filter of 512-bit blocks keeps its false-positive rate ≤ rate.
+func blockedSize(rate float64) (float64, int) {
+	c := -math.Log(rate) / (math.Ln2 * math.Ln2) // the classic filter's, a lower bound
+	for step := 0; ; step++ {
+		best, bestK := 1.0, 1
+		for k := 1; k <= 64; k++ {
+			r := blockedRate(c, k)
+			if r > best {
+				break // the rate falls, then rises with k
+			}
+			best, bestK = r, k
+		}
+		if best <= rate || step == 2000 {
+			return c, bestK
+		}
+		c *= 1.01
 	}
-	return l
+}
+
+// blockedRate is the false-positive rate of a Bloom filter of 512-bit
+// blocks with c bits per item and k bits set per item: a block holds a
+// Poisson number j of items (mean 512/c), and a query's k bits are all set
+// with probability (1 − (1 − 1/512)^{jk})^k (Putze, Sanders and Singler,
+// "Cache-, hash- and space-efficient Bloom filters", 2007).
+func blockedRate(c float64, k int) float64 {
+	const b = blockBytes * 8
+	mean := b / c
+	sum, logP := 0.0, -mean
+	for j := 0; j < int(6*mean)+80; j++ {
+		set := -math.Expm1(float64(j*k) * math.Log1p(-1.0/b))
+		sum += math.Exp(logP) * math.Pow(set, float64(k))
+		logP += math.Log(mean) - math.Log(float64(j+1))
+	}
+	return sum
 }

@@ -23,7 +23,7 @@ type LayerStats struct {
 	K        int     // hash functions
 	Segments int64   // Redis strings it is split into
 	BitsSet  int64   // bits that are 1
-	FPRate   float64 // estimated from the fill: (BitsSet/Bits)^K
+	FPRate   float64 // estimated from the fill (estimatedRate)
 }
 
 // Stats describes the whole filter.
@@ -74,7 +74,7 @@ func (f *Filter) Stats(ctx context.Context) (Stats, error) {
 			ls.BitsSet += counts[i]
 			i++
 		}
-		ls.FPRate = math.Pow(float64(ls.BitsSet)/float64(ls.Bits), float64(ls.K))
+		ls.FPRate = estimatedRate(ls.BitsSet, ls.Bits, ls.K)
 		notFP *= 1 - ls.FPRate
 		st.Bits += ls.Bits
 		st.BitsSet += ls.BitsSet
@@ -82,4 +82,20 @@ func (f *Filter) Stats(ctx context.Context) (Stats, error) {
 	}
 	st.EstimatedFPRate = 1 - notFP
 	return st, nil
+}
+
+// estimatedRate is a layer's false-positive rate judged from its fill: the
+// items the fill implies (n = −m/k · ln(1 − fill)), at the blocked
+// filter's rate for m/n bits an item. (fill^k, the classic estimate, is
+// too low for a blocked filter: crowded blocks answer yes more often.)
+func estimatedRate(set, bits int64, k int) float64 {
+	fill := float64(set) / float64(bits)
+	switch {
+	case set == 0:
+		return 0
+	case fill >= 1:
+		return 1
+	}
+	n := -float64(bits) / float64(k) * math.Log1p(-fill)
+	return blockedRate(float64(bits)/n, k)
 }
