@@ -163,7 +163,9 @@ func (b *broker) run(stop, work context.Context) {
 			pending = append(pending[:0], pending[len(batch):]...)
 			oldest = now
 			for _, l := range x.Popped {
-				w.held.Store(l.ID, struct{}{})
+				w.held.Store(l.ID, l)
+				// A URL handed out is seen: links to it need no Redis work.
+				w.known.add(l.Item.URL)
 				b.ready <- popped{l, x.Info} // room was counted, and only this goroutine sends
 			}
 			if x.Info.Done && w.o.ExitWhenDone && (len(x.Popped) == 0 || w.s.MaxPages > 0) {

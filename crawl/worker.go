@@ -82,7 +82,7 @@ type Worker struct {
 	lim      *politeness.Limiter
 	robots   *politeness.Robots
 	elector  *leader.Elector
-	held     sync.Map // lease id -> struct{}: the leases the heartbeat renews
+	held     sync.Map // lease id -> *frontier.Lease: the leases the heartbeat renews
 	scope    atomic.Pointer[parse.Scope]
 	outMu    sync.Mutex
 	exiting  atomic.Bool
@@ -233,9 +233,9 @@ func (w *Worker) heartbeat(ctx context.Context, stopAll context.CancelFunc) {
 			stopAll()
 			return
 		}
-		var ids []string
-		w.held.Range(func(k, _ any) bool { ids = append(ids, k.(string)); return true })
-		if _, err := w.fr.Heartbeat(ctx, w.o.ID, ids); err != nil && ctx.Err() == nil {
+		var leases []*frontier.Lease
+		w.held.Range(func(_, l any) bool { leases = append(leases, l.(*frontier.Lease)); return true })
+		if _, err := w.fr.Heartbeat(ctx, w.o.ID, leases); err != nil && ctx.Err() == nil {
 			w.o.Logf("heartbeat: %v", err)
 		}
 		if err := w.refreshScope(ctx); err != nil && ctx.Err() == nil {

@@ -8,8 +8,9 @@
 //	           back at the front, 1 = new), so every host has its own queue and
 //	           every key a script touches is still declared
 //	ready      sorted set host -> earliest time (ms) its next URL may be popped
-//	inflight   hash lease-id -> "host\nitem-json", for every item a worker holds
-//	leases     zset lease-id -> lease expiry (ms, Redis TIME)
+//	leases     zset "lease-id\nhost\nitem-json" -> lease expiry (ms, Redis TIME),
+//	           for every item a worker holds: a lease carries its item, so one
+//	           structure says what is held, by which lease, until when
 //	deferred   zset item -> time it may be fetched again (ms, Redis TIME)
 //	failed     list of items that failed for good, with the reason (capped)
 //	workers    zset worker -> last heartbeat (ms)
@@ -22,7 +23,7 @@
 // seen without being queued, so a crash between the two cannot lose it.
 //
 // Pop takes the first URL of a host that is due (ready score <= now), moves
-// it into inflight under a lease and makes the host due again only after
+// it into leases under a new lease and makes the host due again only after
 // HostSpacing (1/rate), in one script: the item is never only in a worker's
 // memory, and a host whose bucket is empty is simply not offered, instead
 // of its URLs being popped and pushed back again and again (that churn cost

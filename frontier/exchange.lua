@@ -11,17 +11,18 @@
 -- never lose them. A lost lease (expired and reclaimed: the URL is queued
 -- again and will produce its own result) records and counts nothing.
 --
--- KEYS: the Bloom filter's, then items, ready, in-flight, leases, stats,
+-- KEYS: the Bloom filter's, then items, ready, leases (zset of
+--       "id\nhost\nitem-json" -> expiry ms: a lease carries its item), stats,
 --       failed, results, done flag
 -- ARGV: the Bloom filter's, then one entry ("host\nitem-json") per link,
 --   then: D (finished leases), R (returned leases), W (wanted), results cap,
 --   failed cap, lease length ms, per-host spacing ms, page budget (0:
 --   none; else pops stop where pages fetched + URLs in flight reach it,
---   and the page count is reported), then D times: lease id, stats field ('' for none),
+--   and the page count is reported), then D times: the lease, stats field ('' for none),
 --   result record ('' for none), failed entry ('' for none), fetched ('1'
 --   if a page was fetched), index of its first link in this call's links
 --   (1-based), its number of links in this call, new links already counted
---   (in an earlier call for the same batch); then R lease ids, then W new
+--   (in an earlier call for the same batch); then R leases, then W new
 --   lease ids.
 -- Reply: the Bloom reply {1, count, layers, flag per link} (or the
 -- stale/allocate statuses, with nothing done), then D flags (1: the lease
@@ -30,8 +31,8 @@
 -- queued), M, then M times host, item-json (lease i is the i-th new id).
 local reply, nk, na, n = bloom_run(1, 1)
 if reply[1] ~= 1 then return reply end
-local items, ready, inflight, leases = KEYS[nk], KEYS[nk + 1], KEYS[nk + 2], KEYS[nk + 3]
-local stats, failed, results, doneKey = KEYS[nk + 4], KEYS[nk + 5], KEYS[nk + 6], KEYS[nk + 7]
+local items, ready, leases = KEYS[nk], KEYS[nk + 1], KEYS[nk + 2]
+local stats, failed, results, doneKey = KEYS[nk + 3], KEYS[nk + 4], KEYS[nk + 5], KEYS[nk + 6]
 local a = na + n
 local D, R, W = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
 local resultsCap, failedCap = ARGV[a + 3], tonumber(ARGV[a + 4])
@@ -51,11 +52,11 @@ fr_push_many(items, ready, stats, fresh, false, now)
 if #fresh > 0 then bump.enqueued = #fresh end
 if n > 0 then bump.offered = n end
 
--- 2. finished leases: one HMGET tells which are still held
+-- 2. finished leases: one ZMSCORE tells which are still held
 if D > 0 then
   local ids = {}
   for d = 1, D do ids[d] = ARGV[pd + 8 * (d - 1)] end
-  local held = redis.call('HMGET', inflight, unpack(ids))
+  local held = redis.call('ZMSCORE', leases, unpack(ids))
   local gone, failures = {}, {}
   for d = 1, D do
     local p = pd + 8 * (d - 1)
@@ -78,10 +79,7 @@ if D > 0 then
       reply[#reply + 1] = 0
     end
   end
-  if #gone > 0 then
-    redis.call('HDEL', inflight, unpack(gone))
-    redis.call('ZREM', leases, unpack(gone))
-  end
+  if #gone > 0 then redis.call('ZREM', leases, unpack(gone)) end
   if #failures > 0 then
     redis.call('LPUSH', failed, unpack(failures))
     redis.call('LTRIM', failed, 0, tostring(failedCap - 1))
@@ -92,16 +90,16 @@ end
 if R > 0 then
   local ids = {}
   for r = 1, R do ids[r] = ARGV[pr + r - 1] end
-  local held = redis.call('HMGET', inflight, unpack(ids))
+  local held = redis.call('ZMSCORE', leases, unpack(ids))
   local back, gone = {}, {}
   for r = 1, R do
     if held[r] then
-      back[#back + 1] = held[r]
+      local _, entry = fr_split(ids[r])
+      back[#back + 1] = entry
       gone[#gone + 1] = ids[r]
     end
   end
   if #gone > 0 then
-    redis.call('HDEL', inflight, unpack(gone))
     redis.call('ZREM', leases, unpack(gone))
     fr_push_many(items, ready, stats, back, true, now)
   end
@@ -120,12 +118,12 @@ if budget > 0 then
   -- The budget holds for the whole crawl, exactly: a URL in flight may
   -- still become a page, so it counts against the budget already.
   pages = tonumber(redis.call('HGET', stats, 'pages') or '0')
-  local room = budget - pages - redis.call('HLEN', inflight)
+  local room = budget - pages - redis.call('ZCARD', leases)
   if room <= 0 and W > 0 then wait = -1 end -- nothing to pop until a page ends: back off
   W = math.max(0, math.min(W, room))
 end
 if W > 0 then
-  local lease, readyAdd = {}, {}
+  local readyAdd = {}
   local due = tostring(now + spacing)
   for _ = 1, 4 do
     local m = W - #got / 2
@@ -161,16 +159,12 @@ if W > 0 then
   end
   local M = #got / 2
   if M > 0 then
-    local fields, exp = {}, {}
+    local exp = {}
     local until_ = tostring(now + leaseMs)
     for i = 1, M do
-      local id = ARGV[pw + i - 1]
-      fields[2 * i - 1] = id
-      fields[2 * i] = got[2 * i - 1] .. '\n' .. got[2 * i]
       exp[2 * i - 1] = until_
-      exp[2 * i] = id
+      exp[2 * i] = ARGV[pw + i - 1] .. '\n' .. got[2 * i - 1] .. '\n' .. got[2 * i]
     end
-    redis.call('HSET', inflight, unpack(fields))
     redis.call('ZADD', leases, unpack(exp))
   end
   if M < W then

@@ -29,13 +29,13 @@ type Item struct {
 
 // Keys names a crawl's frontier keys; all share the crawl's hash tag.
 type Keys struct {
-	Items, Ready, InFlight, Leases, Deferred, Failed, Workers, Stats, Results, Done string
+	Items, Ready, Leases, Deferred, Failed, Workers, Stats, Results, Done string
 }
 
 // KeysFor returns the keys of crawl name under crawl:{name}.
 func KeysFor(name string) Keys {
 	p := "crawl:{" + name + "}:"
-	return Keys{Items: p + "items", Ready: p + "ready", InFlight: p + "inflight", Leases: p + "leases", Deferred: p + "deferred",
+	return Keys{Items: p + "items", Ready: p + "ready", Leases: p + "leases", Deferred: p + "deferred",
 		Failed: p + "failed", Workers: p + "workers", Stats: p + "stats", Results: p + "results", Done: p + "done"}
 }
 
@@ -147,6 +147,11 @@ type Lease struct {
 	raw  string
 }
 
+// Member is the lease as the leases sorted set holds it: its id and its
+// entry ("id\nhost\nitem-json"), so that a lease carries its item and one
+// structure tells both what is held and until when.
+func (l *Lease) Member() string { return l.ID + "\n" + l.Host + "\n" + l.raw }
+
 // PopInfo rides along with every pop.
 type PopInfo struct {
 	Pages int64 // pages fetched so far in the whole crawl (with PageBudget)
@@ -238,13 +243,13 @@ func (f *Frontier) Exchange(ctx context.Context, done []Done, back []*Lease, wan
 		if x.Outcome.Fetched {
 			fetched = "1"
 		}
-		perDone[d] = []any{x.Lease.ID, x.Outcome.Stat, string(x.Outcome.Record), failed, fetched}
+		perDone[d] = []any{x.Lease.Member(), x.Outcome.Stat, string(x.Outcome.Record), failed, fetched}
 	}
 	ids := make([]string, want)
 	for i := range ids {
 		ids[i] = f.leaseID()
 	}
-	keys := []string{f.keys.Items, f.keys.Ready, f.keys.InFlight, f.keys.Leases, f.keys.Stats, f.keys.Failed, f.keys.Results, f.keys.Done}
+	keys := []string{f.keys.Items, f.keys.Ready, f.keys.Leases, f.keys.Stats, f.keys.Failed, f.keys.Results, f.keys.Done}
 	fixed := func(start, end int, flags []bool, last bool) []any {
 		if !last { // an earlier call of a big batch only queues links
 			return []any{0, 0, 0, resultsCap, failedCap, 0, 0, "0"}
@@ -262,7 +267,7 @@ func (f *Frontier) Exchange(ctx context.Context, done []Done, back []*Lease, wan
 			a = append(a, lo-start+1, max(hi-lo, 0), base)
 		}
 		for _, l := range back {
-			a = append(a, l.ID)
+			a = append(a, l.Member())
 		}
 		for _, id := range ids {
 			a = append(a, id)
@@ -340,8 +345,8 @@ func (f *Frontier) Ack(ctx context.Context, l *Lease, stat string) error {
 const failedCap = 10000
 
 func (f *Frontier) ack(ctx context.Context, l *Lease, stat, failed string) error {
-	n, err := ackScript.Run(ctx, f.c, []string{f.keys.InFlight, f.keys.Leases, f.keys.Stats, f.keys.Failed},
-		l.ID, stat, failed, failedCap).Int()
+	n, err := ackScript.Run(ctx, f.c, []string{f.keys.Leases, f.keys.Stats, f.keys.Failed},
+		l.Member(), stat, failed, failedCap).Int()
 	if err != nil {
 		return fmt.Errorf("frontier: ack: %w", err)
 	}
@@ -359,7 +364,7 @@ func (f *Frontier) Defer(ctx context.Context, l *Lease, item Item, delay time.Du
 	if err != nil {
 		return err
 	}
-	n, err := deferScript.Run(ctx, f.c, []string{f.keys.InFlight, f.keys.Leases, f.keys.Deferred}, l.ID, e, max(delay.Milliseconds(), 1)).Int()
+	n, err := deferScript.Run(ctx, f.c, []string{f.keys.Leases, f.keys.Deferred}, l.Member(), e, max(delay.Milliseconds(), 1)).Int()
 	if err != nil {
 		return fmt.Errorf("frontier: defer: %w", err)
 	}
@@ -376,8 +381,8 @@ func (f *Frontier) Requeue(ctx context.Context, l *Lease, wait time.Duration) er
 	if err != nil {
 		return err
 	}
-	n, err := requeueScript.Run(ctx, f.c, []string{f.keys.InFlight, f.keys.Leases, f.keys.Items, f.keys.Ready, f.keys.Stats},
-		l.ID, e, max(wait.Milliseconds(), 1)).Int()
+	n, err := requeueScript.Run(ctx, f.c, []string{f.keys.Leases, f.keys.Items, f.keys.Ready, f.keys.Stats},
+		l.Member(), e, max(wait.Milliseconds(), 1)).Int()
 	if err != nil {
 		return fmt.Errorf("frontier: requeue: %w", err)
 	}
@@ -389,21 +394,16 @@ func (f *Frontier) Requeue(ctx context.Context, l *Lease, wait time.Duration) er
 
 // Heartbeat records that worker is alive and extends the leases it holds;
 // it returns how many were still held.
-func (f *Frontier) Heartbeat(ctx context.Context, worker string, leases []string) (int, error) {
-	args := append([]any{worker, f.Lease.Milliseconds()}, toAny(leases)...)
+func (f *Frontier) Heartbeat(ctx context.Context, worker string, leases []*Lease) (int, error) {
+	args := []any{worker, f.Lease.Milliseconds()}
+	for _, l := range leases {
+		args = append(args, l.Member())
+	}
 	n, err := renewScript.Run(ctx, f.c, []string{f.keys.Leases, f.keys.Workers}, args...).Int()
 	if err != nil {
 		return 0, fmt.Errorf("frontier: heartbeat: %w", err)
 	}
 	return n, nil
-}
-
-func toAny(s []string) []any {
-	out := make([]any, len(s))
-	for i, v := range s {
-		out[i] = v
-	}
-	return out
 }
 
 // Sweep is what one scheduler pass moved, and whether the crawl is over.
@@ -418,7 +418,7 @@ type Sweep struct {
 // (leader.ErrFenced).
 func (f *Frontier) Schedule(ctx context.Context, lockKey string, epoch int64, maxAttempts, limit int, pageBudget int64) (Sweep, error) {
 	res, err := scheduleScript.Run(ctx, f.c, lockKey, epoch,
-		[]string{f.keys.Items, f.keys.Ready, f.keys.InFlight, f.keys.Leases, f.keys.Deferred, f.keys.Failed, f.keys.Stats, f.keys.Done, f.keys.Workers},
+		[]string{f.keys.Items, f.keys.Ready, f.keys.Leases, f.keys.Deferred, f.keys.Failed, f.keys.Stats, f.keys.Done, f.keys.Workers},
 		maxAttempts, limit, failedCap, pageBudget, WorkerForgetAfter.Milliseconds())
 	if err != nil {
 		return Sweep{}, fmt.Errorf("frontier: schedule: %w", err)
@@ -459,7 +459,7 @@ func (s Sizes) Empty() bool { return s.Queued == 0 && s.InFlight == 0 && s.Defer
 func (f *Frontier) Sizes(ctx context.Context) (Sizes, error) {
 	pipe := f.c.Pipeline()
 	q := pipe.ZCard(ctx, f.keys.Items)
-	i := pipe.HLen(ctx, f.keys.InFlight)
+	i := pipe.ZCard(ctx, f.keys.Leases)
 	d := pipe.ZCard(ctx, f.keys.Deferred)
 	fl := pipe.LLen(ctx, f.keys.Failed)
 	if _, err := pipe.Exec(ctx); err != nil {

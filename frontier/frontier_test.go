@@ -13,6 +13,7 @@ import (
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/leader"
+	"github.com/redis/go-redis/v9"
 )
 
 type env struct {
@@ -144,7 +145,7 @@ func TestHeartbeatKeepsLeases(t *testing.T) {
 		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/"}})
 		l := pop(t, e.f)
 		e.f.Lease = time.Minute
-		if n, err := e.f.Heartbeat(ctx, "w1", []string{l.ID, "no-such-lease"}); err != nil || n != 1 {
+		if n, err := e.f.Heartbeat(ctx, "w1", []*frontier.Lease{l, {ID: "no-such-lease", Host: "a"}}); err != nil || n != 1 {
 			t.Fatalf("Heartbeat = %d, %v", n, err)
 		}
 		e.advance(300 * time.Millisecond)
@@ -371,7 +372,7 @@ func TestExchangeBatchesFinishesReturnsAndPops(t *testing.T) {
 		// d's lease is lost before the exchange (no heartbeat kept it):
 		// its page must not be recorded.
 		e.advance(300 * time.Millisecond)
-		if _, err := e.f.Heartbeat(ctx, "w", []string{byHost["a"].ID, byHost["b"].ID, byHost["c"].ID}); err != nil {
+		if _, err := e.f.Heartbeat(ctx, "w", []*frontier.Lease{byHost["a"], byHost["b"], byHost["c"]}); err != nil {
 			t.Fatal(err)
 		}
 		if sw, err := e.f.Schedule(ctx, e.lock, e.epoch, 5, 100, 0); err != nil || sw.Reclaimed != 1 {
@@ -495,6 +496,26 @@ func TestPopsRespectThePageBudget(t *testing.T) {
 		x3, _ := e.f.Exchange(ctx, []frontier.Done{{x.Popped[1], frontier.Outcome{Stat: "skipped"}}}, nil, 5)
 		if len(x3.Popped) != 1 {
 			t.Fatalf("after a skip: popped %d; want 1", len(x3.Popped))
+		}
+	})
+}
+
+// A lease whose item cannot be decoded (written by something else, or
+// damaged) ends on the failed list; it must not make every sweep fail.
+func TestSweepParksUndecodableLeases(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		e := setup(t, s)
+		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/"}})
+		l := pop(t, e.f)
+		s.Client.ZAdd(ctx, "crawl:{t}:leases", redis.Z{Score: 1, Member: "bad\nh\n{not json"})
+		e.advance(300 * time.Millisecond)
+		sw, err := e.f.Schedule(ctx, e.lock, e.epoch, 3, 100, 0)
+		if err != nil || sw.Failed != 1 || sw.Reclaimed != 1 {
+			t.Fatalf("sweep = %+v, %v; want the damaged lease failed and %s reclaimed", sw, err, l.Item.URL)
+		}
+		if f := s.Client.LRange(ctx, "crawl:{t}:failed", 0, -1).Val(); len(f) != 1 || !strings.Contains(f[0], "not json") {
+			t.Fatalf("failed list %v", f)
 		}
 	})
 }

@@ -1,6 +1,6 @@
 -- renew.lua: a worker's heartbeat; extends the leases it still holds.
 -- KEYS[1] leases   KEYS[2] workers (zset worker -> last heartbeat ms)
--- ARGV[1] worker id   ARGV[2] lease length ms   ARGV[3..] lease ids
+-- ARGV[1] worker id   ARGV[2] lease length ms   ARGV[3..] leases ("id\nhost\nitem-json")
 -- Returns how many leases were extended (a lost one is not revived).
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

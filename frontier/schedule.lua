@@ -3,15 +3,15 @@
 -- the front of their host's queue; entries whose lease expired go back
 -- with attempts+1, or to the failed list past the maximum attempts.
 -- Refused as a whole for a stale leader.
--- KEYS[2] items  KEYS[3] ready  KEYS[4] in-flight  KEYS[5] leases  KEYS[6] deferred
--- KEYS[7] failed  KEYS[8] stats  KEYS[9] done flag  KEYS[10] workers (zset worker -> last heartbeat ms)
+-- KEYS[2] items  KEYS[3] ready  KEYS[4] leases (zset "id\nhost\nitem-json" -> expiry ms)  KEYS[5] deferred
+-- KEYS[6] failed  KEYS[7] stats  KEYS[8] done flag  KEYS[9] workers (zset worker -> last heartbeat ms)
 -- ARGV[2] max attempts   ARGV[3] most entries per sweep   ARGV[4] failed list cap
 -- ARGV[5] page budget (0: none)   ARGV[6] forget workers silent this long (ms)
 -- Returns {released, reclaimed, failed, done}. done is 1 once nothing is
 -- queued, in flight or deferred (or the page budget is spent and nothing is
 -- in flight); the flag is set in the same atomic step as the check.
-local items, ready, inflight, leases, deferred = KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local failedKey, stats = KEYS[7], KEYS[8]
+local items, ready, leases, deferred = KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local failedKey, stats = KEYS[6], KEYS[7]
 local now = fr_now()
 local limit = tonumber(ARGV[3])
 local released, reclaimed, failed = 0, 0, 0
@@ -24,33 +24,34 @@ if #due > 0 then
 end
 
 local expired = redis.call('ZRANGEBYSCORE', leases, '-inf', now, 'LIMIT', 0, limit)
-for _, id in ipairs(expired) do
-  local entry = redis.call('HGET', inflight, id)
-  redis.call('HDEL', inflight, id)
-  redis.call('ZREM', leases, id)
-  if entry then
-    local host, json = fr_split(entry)
-    local item = cjson.decode(json)
-    item.a = (item.a or 0) + 1
-    if item.a >= tonumber(ARGV[2]) then
-      item.err = 'lease expired ' .. item.a .. ' times (worker died or hung)'
-      redis.call('LPUSH', failedKey, cjson.encode(item))
-      redis.call('LTRIM', failedKey, 0, tonumber(ARGV[4]) - 1)
-      redis.call('HINCRBY', stats, 'failed', 1)
-      failed = failed + 1
-    else
-      fr_push(items, ready, stats, host .. '\n' .. cjson.encode(item), true, now)
-      reclaimed = reclaimed + 1
-    end
+if #expired > 0 then redis.call('ZREM', leases, unpack(expired)) end
+for _, lease in ipairs(expired) do
+  local _, entry = fr_split(lease) -- "id\nhost\nitem-json"
+  local host, json = fr_split(entry)
+  local ok, item = pcall(cjson.decode, json)
+  if not ok or type(item) ~= 'table' then
+    -- Not ours to read: park it with the reason, rather than fail every sweep.
+    item = {u = json, a = tonumber(ARGV[2])}
+  end
+  item.a = (item.a or 0) + 1
+  if item.a >= tonumber(ARGV[2]) then
+    item.err = 'lease expired ' .. item.a .. ' times (worker died or hung)'
+    redis.call('LPUSH', failedKey, cjson.encode(item))
+    redis.call('LTRIM', failedKey, 0, tonumber(ARGV[4]) - 1)
+    redis.call('HINCRBY', stats, 'failed', 1)
+    failed = failed + 1
+  else
+    fr_push(items, ready, stats, host .. '\n' .. cjson.encode(item), true, now)
+    reclaimed = reclaimed + 1
   end
 end
-redis.call('ZREMRANGEBYSCORE', KEYS[10], '-inf', now - tonumber(ARGV[6]))
+redis.call('ZREMRANGEBYSCORE', KEYS[9], '-inf', now - tonumber(ARGV[6]))
 
 local budget = tonumber(ARGV[5])
 local done = 0
-if redis.call('HLEN', inflight) == 0 and ((redis.call('ZCARD', items) == 0 and redis.call('ZCARD', deferred) == 0)
+if redis.call('ZCARD', leases) == 0 and ((redis.call('ZCARD', items) == 0 and redis.call('ZCARD', deferred) == 0)
     or (budget > 0 and tonumber(redis.call('HGET', stats, 'pages') or '0') >= budget)) then
-  redis.call('SET', KEYS[9], '1')
+  redis.call('SET', KEYS[8], '1')
   done = 1
 end
 return {released, reclaimed, failed, done}

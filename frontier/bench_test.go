@@ -1,0 +1,84 @@
+package frontier_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/redcrawl/crawler/dedup"
+	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/internal/redistest"
+)
+
+// BenchmarkExchange is the frontier's share of a crawl, without the
+// crawl: each op is one exchange that ends 8 pages — each with a 300-byte
+// result record and 3 links, 1 new and 2 already seen, as the test site's
+// crawls send — and pops 8 more. It reports Redis's CPU per page (INFO,
+// so socket and event-loop time included) and the time spent inside the
+// script (commandstats), which is what Lua changes move.
+func BenchmarkExchange(b *testing.B) {
+	const batch = 8
+	s := redistest.Real(b)
+	ctx := context.Background()
+	seen, err := dedup.Open(ctx, s.Client, "crawl:{b}:seen", dedup.Params{Capacity: 1_000_000, FPRate: 0.001})
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := frontier.New(s.Client, frontier.KeysFor("b"), seen)
+	var seeds []frontier.Item
+	for i := 0; i < 4*batch; i++ {
+		seeds = append(seeds, frontier.Item{URL: fmt.Sprintf("http://h%d.example/seed/%d", i%8, i)})
+	}
+	if _, err := f.Enqueue(ctx, seeds); err != nil {
+		b.Fatal(err)
+	}
+	x, err := f.Exchange(ctx, nil, nil, batch)
+	if err != nil {
+		b.Fatal(err)
+	}
+	record := []byte(`{"url":"http://h1.example/some/page/of/the/site","status":200,"content_type":"text/html; charset=utf-8",` +
+		`"bytes":5120,"title":"A page of the site","depth":3,"links":27,"new_links":0,"fetch_ms":51,"worker":"host-1234",` +
+		`"fetched_at":"2026-11-30T03:13:45.123456Z"}`)
+	s.Client.ConfigResetStat(ctx)
+	cpu := redistest.CPU(b, s.Client)
+	b.ResetTimer()
+	pages := 0
+	for i := 0; i < b.N; i++ {
+		done := make([]frontier.Done, len(x.Popped))
+		for j, l := range x.Popped {
+			pages++
+			host := fmt.Sprintf("http://h%d.example", (i+j)%8)
+			done[j] = frontier.Done{Lease: l, Outcome: frontier.Outcome{Stat: "done", Fetched: true, Record: record,
+				Children: []frontier.Item{
+					{URL: fmt.Sprintf("%s/page/%d/%d", host, i, j), Depth: 3},        // new
+					{URL: fmt.Sprintf("%s/page/%d/%d", host, i/2, j), Depth: 3},      // seen (half the time)
+					{URL: fmt.Sprintf("http://h%d.example/seed/%d", j, j), Depth: 1}, // seen
+				}}}
+		}
+		if x, err = f.Exchange(ctx, done, nil, batch); err != nil {
+			b.Fatal(err)
+		}
+		if len(x.Popped) != batch {
+			b.Fatalf("popped %d", len(x.Popped))
+		}
+	}
+	b.StopTimer()
+	used := redistest.CPU(b, s.Client) - cpu
+	var script float64
+	for _, line := range strings.Split(s.Client.Info(ctx, "commandstats").Val(), "\n") {
+		if strings.HasPrefix(line, "cmdstat_evalsha:") {
+			fmt.Sscanf(line[strings.Index(line, "usec=")+5:], "%f", &script)
+		}
+	}
+	b.ReportMetric(float64(used.Microseconds())/float64(pages), "redis-µs/page")
+	b.ReportMetric(script/float64(pages), "script-µs/page")
+	b.ReportMetric(0, "ns/op")
+	if m := s.Client.HGetAll(ctx, "prof").Val(); len(m) > 0 {
+		for k, v := range m {
+			var us float64
+			fmt.Sscanf(v, "%f", &us)
+			b.Logf("%s %.2f µs/page", k, us/float64(pages))
+		}
+	}
+}
