@@ -46,6 +46,9 @@ const (
 	// A finished page waits at most this long for company before it is
 	// sent: its new links reach other workers this much later at worst.
 	brokerLinger = 200 * time.Millisecond
+	// ... or only this long while the queue runs low (other workers may be
+	// waiting for exactly those links).
+	brokerLingerLow = 10 * time.Millisecond
 	// brokerMaxBatch pages make a call at once.
 	brokerMaxBatch = 64
 	// An idle broker polls at most once a second; when some host is due
@@ -110,9 +113,15 @@ func (b *broker) run(stop, work context.Context) {
 		hungry   bool // a loop waits for a URL
 		closed   bool // the loops are gone
 		failures int  // exchanges failed in a row
+		linger   = brokerLingerLow
 	)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	// An idle broker sleeps up to idleMax between polls; a message on the
+	// wake channel (the empty queue has URLs again) ends the sleep early.
+	sub := w.c.Subscribe(work, w.fr.Keys().Wake())
+	defer sub.Close()
+	woken := sub.Channel()
 	for {
 		stopping := stop.Err() != nil
 		if stopping { // URLs not started go back with the final exchange
@@ -128,7 +137,7 @@ func (b *broker) run(stop, work context.Context) {
 		// waits (the new links may be the work it waits for), or at the stop;
 		// pop when the ready buffer is half empty and some host may be due.
 		sendNow := len(pending) > 0 && (len(pending) >= brokerMaxBatch || stopping || hungry || closed ||
-			!now.Before(oldest.Add(brokerLinger)))
+			!now.Before(oldest.Add(linger)))
 		popNow := !stopping && room > 0 && !now.Before(pollAt) && (hungry || room >= (cap(b.ready)+1)/2)
 		if (sendNow || popNow) && !backingOff {
 			want := 0
@@ -152,6 +161,15 @@ func (b *broker) run(stop, work context.Context) {
 				continue
 			}
 			failures, hungry = 0, false
+			linger = brokerLinger
+			if x.Info.Backlog < int64(cap(b.ready)) {
+				linger = brokerLingerLow
+			}
+			w.Counters.Exchanges.Add(1)
+			w.Counters.Sent.Add(int64(len(batch)))
+			if want > 0 && len(x.Popped) == 0 {
+				w.Counters.EmptyPops.Add(1)
+			}
 			for i, f := range batch {
 				if f.back != nil {
 					w.held.Delete(f.back.ID)
@@ -194,7 +212,7 @@ func (b *broker) run(stop, work context.Context) {
 		// Sleep until a page arrives, a loop gets hungry, or a deadline passes.
 		wake := time.Hour
 		if len(pending) > 0 {
-			wake = oldest.Add(brokerLinger).Sub(now)
+			wake = oldest.Add(linger).Sub(now)
 		}
 		if (room > 0 || failures > 0) && now.Before(pollAt) {
 			wake = min(wake, pollAt.Sub(now))
@@ -216,6 +234,10 @@ func (b *broker) run(stop, work context.Context) {
 			pending = append(pending, f)
 		case <-b.hungry:
 			hungry = true
+		case <-woken:
+			if failures == 0 {
+				pollAt = time.Time{} // work again: ask now
+			}
 		case <-stopCh:
 		case <-timer.C:
 		}

@@ -95,6 +95,9 @@ type Worker struct {
 // Counters are this process's own tallies.
 type Counters struct {
 	Fetched, Deferred, Skipped, Errors atomic.Int64
+	// Exchanges counts calls to the frontier, EmptyPops those that wanted
+	// URLs and got none, Sent the pages they carried.
+	Exchanges, EmptyPops, Sent atomic.Int64
 }
 
 // NewWorker reads the crawl's settings from Redis (never from flags: every

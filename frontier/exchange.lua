@@ -28,7 +28,9 @@
 -- stale/allocate statuses, with nothing done), then D flags (1: the lease
 -- was still held and the page is recorded), then pages, done, wait (ms
 -- until some host is due when fewer than W were popped, -1: nothing
--- queued), M, then M times host, item-json (lease i is the i-th new id).
+-- queued), the number of URLs left queued (a worker sends its pages sooner
+-- when the queue runs low: their links are others' work), M, then M times
+-- host, item-json (lease i is the i-th new id).
 local reply, nk, na, n = bloom_run(1, 1)
 if reply[1] ~= 1 then return reply end
 local items, ready, leases = KEYS[nk], KEYS[nk + 1], KEYS[nk + 2]
@@ -180,6 +182,7 @@ end
 reply[#reply + 1] = pages
 reply[#reply + 1] = done
 reply[#reply + 1] = wait
+reply[#reply + 1] = redis.call('ZCARD', items)
 reply[#reply + 1] = #got / 2
 for _, v in ipairs(got) do reply[#reply + 1] = v end
 return reply

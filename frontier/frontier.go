@@ -32,6 +32,11 @@ type Keys struct {
 	Items, Ready, Leases, Deferred, Failed, Workers, Stats, Results, Done string
 }
 
+// Wake is the pub/sub channel on which a message says that the queue,
+// which was empty, has URLs again (lib.lua's fr_push_many): idle workers
+// wait on it instead of polling.
+func (k Keys) Wake() string { return k.Items + ":wake" }
+
 // KeysFor returns the keys of crawl name under crawl:{name}.
 func KeysFor(name string) Keys {
 	p := "crawl:{" + name + "}:"
@@ -159,6 +164,8 @@ type PopInfo struct {
 	// NextDue is, when nothing was due, how long until some host is
 	// (-1: nothing queued at all): an idle worker sleeps that long.
 	NextDue time.Duration
+	// Backlog is how many URLs are left queued after the exchange.
+	Backlog int64
 }
 
 // Pop takes the next item under a new lease; the lease is nil when the
@@ -278,7 +285,7 @@ func (f *Frontier) Exchange(ctx context.Context, done []Done, back []*Lease, wan
 	if err != nil {
 		return Exchanged{}, fmt.Errorf("frontier: exchange: %w", err)
 	}
-	if len(tail) < len(done)+4 {
+	if len(tail) < len(done)+5 {
 		return Exchanged{}, fmt.Errorf("frontier: exchange: short reply %v", tail)
 	}
 	x := Exchanged{Queued: make([][]bool, len(done)), Held: make([]bool, len(done))}
@@ -290,14 +297,15 @@ func (f *Frontier) Exchange(ctx context.Context, done []Done, back []*Lease, wan
 	pages, _ := tail[0].(int64)
 	isDone, _ := tail[1].(int64)
 	wait, _ := tail[2].(int64)
-	m, _ := tail[3].(int64)
-	x.Info = PopInfo{Pages: pages, Done: isDone == 1, NextDue: time.Duration(wait) * time.Millisecond}
-	if m < 0 || int(m) > want || len(tail) != 4+2*int(m) {
+	backlog, _ := tail[3].(int64)
+	m, _ := tail[4].(int64)
+	x.Info = PopInfo{Pages: pages, Done: isDone == 1, NextDue: time.Duration(wait) * time.Millisecond, Backlog: backlog}
+	if m < 0 || int(m) > want || len(tail) != 5+2*int(m) {
 		return x, fmt.Errorf("frontier: exchange: malformed pop reply %v", tail)
 	}
 	for i := 0; i < int(m); i++ {
-		host, _ := tail[4+2*i].(string)
-		raw, _ := tail[5+2*i].(string)
+		host, _ := tail[5+2*i].(string)
+		raw, _ := tail[6+2*i].(string)
 		l := &Lease{ID: ids[i], raw: raw, Host: host}
 		if err := json.Unmarshal([]byte(raw), &l.Item); err != nil {
 			// Not ours to interpret: park it on the failed list rather than lose or loop on it.

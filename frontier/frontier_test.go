@@ -519,3 +519,43 @@ func TestSweepParksUndecodableLeases(t *testing.T) {
 		}
 	})
 }
+
+// Idle workers wait on the wake channel instead of polling: a message
+// comes when the empty queue gets URLs, and when the crawl is declared
+// done — and not for every push.
+func TestWakeWhenQueueFillsAndWhenDone(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		e := setup(t, s)
+		sub := s.Client.Subscribe(ctx, e.f.Keys().Wake())
+		defer sub.Close()
+		if _, err := sub.Receive(ctx); err != nil { // the subscription is in place
+			t.Fatal(err)
+		}
+		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/1"}})                                    // empty -> 1: wake
+		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/2"}})                                    // not empty: quiet
+		x, _ := e.f.Exchange(ctx, nil, nil, 2)                                                    // empty again
+		e.f.Exchange(ctx, []frontier.Done{{x.Popped[0], frontier.Outcome{Stat: "done"}}}, nil, 0) // no links: quiet
+		l := x.Popped[1]
+		e.f.Exchange(ctx, []frontier.Done{{l, frontier.Outcome{Stat: "done", Children: []frontier.Item{{URL: "http://b/"}}}}}, nil, 0) // wake
+		y, _ := e.f.Exchange(ctx, nil, nil, 1)
+		e.f.Exchange(ctx, []frontier.Done{{y.Popped[0], frontier.Outcome{Stat: "done"}}}, nil, 0)
+		e.f.Schedule(ctx, e.lock, e.epoch, 3, 100, 0) // done: wake
+		e.f.Schedule(ctx, e.lock, e.epoch, 3, 100, 0) // already done: quiet
+		s.Client.Publish(ctx, e.f.Keys().Wake(), "end-of-test")
+		var got []string
+		for {
+			m, err := sub.ReceiveMessage(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Payload == "end-of-test" {
+				break
+			}
+			got = append(got, m.Payload)
+		}
+		if fmt.Sprint(got) != "[1 1 done]" {
+			t.Fatalf("wake messages %q; want one per empty->queued and one for done", got)
+		}
+	})
+}

@@ -26,9 +26,12 @@ end
 -- three commands however many entries: inside a script each redis.call
 -- costs about as much as the work it does (measured ~3 µs), so per-entry
 -- calls were half of a page's Redis CPU.
+-- When the queue was empty, a message on the channel items..':wake' tells
+-- idle workers (subscribed, instead of polling) that there is work again.
 local function fr_push_many(items, ready, stats, entries, front, now)
   local n = #entries
   if n == 0 then return end
+  local was_empty = redis.call('EXISTS', items) == 0
   local last = redis.call('HINCRBY', stats, 'seq', n)
   local class = '1'
   if front then class = '0' end
@@ -43,6 +46,7 @@ local function fr_push_many(items, ready, stats, entries, front, now)
   end
   redis.call('ZADD', items, unpack(members))
   redis.call('ZADD', ready, 'NX', unpack(hosts))
+  if was_empty then redis.call('PUBLISH', items .. ':wake', '1') end
 end
 
 local function fr_push(items, ready, stats, entry, front, now)

@@ -51,7 +51,9 @@ local budget = tonumber(ARGV[5])
 local done = 0
 if redis.call('ZCARD', leases) == 0 and ((redis.call('ZCARD', items) == 0 and redis.call('ZCARD', deferred) == 0)
     or (budget > 0 and tonumber(redis.call('HGET', stats, 'pages') or '0') >= budget)) then
-  redis.call('SET', KEYS[8], '1')
+  -- The first time: wake the idle workers (they poll about once a second
+  -- otherwise), so that they learn at once that the crawl is over.
+  if redis.call('SET', KEYS[8], '1', 'NX') then redis.call('PUBLISH', items .. ':wake', 'done') end
   done = 1
 end
 return {released, reclaimed, failed, done}
