@@ -46,8 +46,8 @@ const (
 	// A finished page waits at most this long for company before it is
 	// sent: its new links reach other workers this much later at worst.
 	brokerLinger = 200 * time.Millisecond
-	// ... or only this long while the queue runs low (other workers may be
-	// waiting for exactly those links).
+	// ... or only this long after a pop found the queue empty (other
+	// workers may be waiting for exactly those links).
 	brokerLingerLow = 10 * time.Millisecond
 	// brokerMaxBatch pages make a call at once.
 	brokerMaxBatch = 64
@@ -121,7 +121,8 @@ func (b *broker) run(stop, work context.Context) {
 	// wake channel (the empty queue has URLs again) ends the sleep early.
 	sub := w.c.Subscribe(work, w.fr.Keys().Wake())
 	defer sub.Close()
-	woken := sub.Channel()
+	wakeCh := sub.Channel()
+	refilled := false // a wake message came while no loop waited
 	for {
 		stopping := stop.Err() != nil
 		if stopping { // URLs not started go back with the final exchange
@@ -161,14 +162,20 @@ func (b *broker) run(stop, work context.Context) {
 				continue
 			}
 			failures, hungry = 0, false
-			linger = brokerLinger
-			if x.Info.Backlog < int64(cap(b.ready)) {
-				linger = brokerLingerLow
+			if want > 0 {
+				refilled = false
+				// A pop that found fewer URLs than it wanted emptied the
+				// queue: other workers may be idle, waiting for the links
+				// of the pages this one finishes.
+				linger = brokerLinger
+				if len(x.Popped) < want {
+					linger = brokerLingerLow
+				}
 			}
 			w.Counters.Exchanges.Add(1)
 			w.Counters.Sent.Add(int64(len(batch)))
-			if want > 0 && len(x.Popped) == 0 {
-				w.Counters.EmptyPops.Add(1)
+			if want > 0 && len(x.Popped) == 0 && len(batch) == 0 {
+				w.Counters.EmptyPops.Add(1) // a call for nothing
 			}
 			for i, f := range batch {
 				if f.back != nil {
@@ -234,9 +241,18 @@ func (b *broker) run(stop, work context.Context) {
 			pending = append(pending, f)
 		case <-b.hungry:
 			hungry = true
-		case <-woken:
-			if failures == 0 {
-				pollAt = time.Time{} // work again: ask now
+			if refilled && failures == 0 {
+				pollAt = time.Time{} // the queue got URLs while this worker was busy
+			}
+		case m := <-wakeCh:
+			// The queue has URLs again, or the crawl is over: ask now if a
+			// loop waits (the others' buffers still hold work: not all
+			// workers need to rush at the same few URLs), or to learn it
+			// is over. ("drained" is for the scheduler.)
+			if failures == 0 && (m.Payload == "done" || m.Payload == "1" && hungry) {
+				pollAt = time.Time{}
+			} else if m.Payload == "1" {
+				refilled = true
 			}
 		case <-stopCh:
 		case <-timer.C:

@@ -36,10 +36,13 @@ type Options struct {
 	// deferred, so a goroutine never sits long on one slow host (default
 	// 1 s; measured: 100 ms made deferrals churn, 59 round trips a page).
 	MaxReserveWait time.Duration
-	SweepInterval  time.Duration // how often the leader sweeps (default 200 ms)
-	KnownURLs      int           // URLs remembered locally as seen (default 200 000, about 30 MB)
-	Lease          time.Duration // lease of a popped URL without heartbeat (default 10 s)
-	Fetch          *fetch.Config // overrides the fetcher (tests); settings still set UA and AllowPrivate
+	// SweepInterval is how often the leader sweeps (default 1 s); it also
+	// sweeps at once when an exchange leaves nothing queued and nothing
+	// held, so the end of a crawl is noticed at once.
+	SweepInterval time.Duration
+	KnownURLs     int           // URLs remembered locally as seen (default 200 000, about 30 MB)
+	Lease         time.Duration // lease of a popped URL without heartbeat (default 10 s)
+	Fetch         *fetch.Config // overrides the fetcher (tests); settings still set UA and AllowPrivate
 }
 
 func (o Options) withDefaults() Options {
@@ -59,7 +62,7 @@ func (o Options) withDefaults() Options {
 		o.MaxReserveWait = time.Second
 	}
 	if o.SweepInterval <= 0 {
-		o.SweepInterval = 200 * time.Millisecond
+		o.SweepInterval = time.Second
 	}
 	if o.KnownURLs <= 0 {
 		o.KnownURLs = 200_000
@@ -95,8 +98,8 @@ type Worker struct {
 // Counters are this process's own tallies.
 type Counters struct {
 	Fetched, Deferred, Skipped, Errors atomic.Int64
-	// Exchanges counts calls to the frontier, EmptyPops those that wanted
-	// URLs and got none, Sent the pages they carried.
+	// Exchanges counts calls to the frontier, EmptyPops those that only
+	// wanted URLs and got none, Sent the pages they carried.
 	Exchanges, EmptyPops, Sent atomic.Int64
 }
 
@@ -275,8 +278,14 @@ func (w *Worker) schedule(stop, work context.Context) {
 }
 
 func (w *Worker) lead(stop context.Context, l *leader.Leadership) {
-	t := time.NewTicker(w.o.SweepInterval)
-	defer t.Stop()
+	// Besides every SweepInterval, sweep when the next deferred item is
+	// due, and when an exchange reports nothing queued or held ("drained":
+	// the crawl may be over).
+	sub := w.c.Subscribe(l.Context(), w.fr.Keys().Wake())
+	defer sub.Close()
+	msgs := sub.Channel()
+	timer := time.NewTimer(w.o.SweepInterval)
+	defer timer.Stop()
 	for {
 		sw, err := w.fr.Schedule(l.Context(), l.Key(), l.Epoch(), w.o.MaxAttempts, 1000, w.s.MaxPages)
 		switch {
@@ -288,13 +297,26 @@ func (w *Worker) lead(stop context.Context, l *leader.Leadership) {
 		case sw.Reclaimed+sw.Failed > 0:
 			w.o.Logf("sweep: %d expired leases back on the queue, %d failed for good", sw.Reclaimed, sw.Failed)
 		}
-		select {
-		case <-stop.Done():
-			return
-		case <-l.Done():
-			w.o.Logf("scheduler epoch %d ended: %v", l.Epoch(), l.Err())
-			return
-		case <-t.C:
+		next := w.o.SweepInterval
+		if err == nil && sw.NextDeferred >= 0 {
+			next = min(next, max(sw.NextDeferred, 10*time.Millisecond))
+		}
+		timer.Reset(next)
+	wait:
+		for {
+			select {
+			case <-stop.Done():
+				return
+			case <-l.Done():
+				w.o.Logf("scheduler epoch %d ended: %v", l.Epoch(), l.Err())
+				return
+			case <-timer.C:
+				break wait
+			case m := <-msgs:
+				if m.Payload == "drained" {
+					break wait
+				}
+			}
 		}
 	}
 }

@@ -179,10 +179,16 @@ end
 if budget > 0 then -- a budget can end the crawl with URLs still queued
   done = redis.call('EXISTS', doneKey)
 end
+local backlog = redis.call('ZCARD', items)
+if (D > 0 or R > 0) and (backlog == 0 or (budget > 0 and pages >= budget)) and redis.call('EXISTS', leases) == 0 then
+  -- Nothing queued (or the budget spent) and nothing held: the crawl may be
+  -- over. Tell the scheduler, so that it need not sweep often to notice.
+  redis.call('PUBLISH', items .. ':wake', 'drained')
+end
 reply[#reply + 1] = pages
 reply[#reply + 1] = done
 reply[#reply + 1] = wait
-reply[#reply + 1] = redis.call('ZCARD', items)
+reply[#reply + 1] = backlog
 reply[#reply + 1] = #got / 2
 for _, v in ipairs(got) do reply[#reply + 1] = v end
 return reply

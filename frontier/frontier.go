@@ -418,6 +418,9 @@ func (f *Frontier) Heartbeat(ctx context.Context, worker string, leases []*Lease
 type Sweep struct {
 	Released, Reclaimed, Failed int
 	Done                        bool
+	// NextDeferred is when the next deferred item is due (-1: none): the
+	// scheduler sweeps again then.
+	NextDeferred time.Duration
 }
 
 // Schedule is the leader's sweep, fenced by its epoch: due deferred items
@@ -432,11 +435,12 @@ func (f *Frontier) Schedule(ctx context.Context, lockKey string, epoch int64, ma
 		return Sweep{}, fmt.Errorf("frontier: schedule: %w", err)
 	}
 	v, _ := res.([]any)
-	if len(v) != 4 {
+	if len(v) != 5 {
 		return Sweep{}, fmt.Errorf("frontier: schedule: unexpected reply %v", res)
 	}
 	n := func(x any) int { i, _ := x.(int64); return int(i) }
-	return Sweep{Released: n(v[0]), Reclaimed: n(v[1]), Failed: n(v[2]), Done: n(v[3]) == 1}, nil
+	return Sweep{Released: n(v[0]), Reclaimed: n(v[1]), Failed: n(v[2]), Done: n(v[3]) == 1,
+		NextDeferred: time.Duration(n(v[4])) * time.Millisecond}, nil
 }
 
 // WorkerForgetAfter is how long a silent worker stays in the registry.

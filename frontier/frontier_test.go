@@ -521,8 +521,9 @@ func TestSweepParksUndecodableLeases(t *testing.T) {
 }
 
 // Idle workers wait on the wake channel instead of polling: a message
-// comes when the empty queue gets URLs, and when the crawl is declared
-// done — and not for every push.
+// comes when the empty queue gets URLs, when an exchange leaves nothing
+// queued or held (for the scheduler), and when the crawl is declared done
+// — and not for every push.
 func TestWakeWhenQueueFillsAndWhenDone(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
@@ -539,9 +540,9 @@ func TestWakeWhenQueueFillsAndWhenDone(t *testing.T) {
 		l := x.Popped[1]
 		e.f.Exchange(ctx, []frontier.Done{{l, frontier.Outcome{Stat: "done", Children: []frontier.Item{{URL: "http://b/"}}}}}, nil, 0) // wake
 		y, _ := e.f.Exchange(ctx, nil, nil, 1)
-		e.f.Exchange(ctx, []frontier.Done{{y.Popped[0], frontier.Outcome{Stat: "done"}}}, nil, 0)
-		e.f.Schedule(ctx, e.lock, e.epoch, 3, 100, 0) // done: wake
-		e.f.Schedule(ctx, e.lock, e.epoch, 3, 100, 0) // already done: quiet
+		e.f.Exchange(ctx, []frontier.Done{{y.Popped[0], frontier.Outcome{Stat: "done"}}}, nil, 0) // drained
+		e.f.Schedule(ctx, e.lock, e.epoch, 3, 100, 0)                                             // done: wake
+		e.f.Schedule(ctx, e.lock, e.epoch, 3, 100, 0)                                             // already done: quiet
 		s.Client.Publish(ctx, e.f.Keys().Wake(), "end-of-test")
 		var got []string
 		for {
@@ -554,8 +555,8 @@ func TestWakeWhenQueueFillsAndWhenDone(t *testing.T) {
 			}
 			got = append(got, m.Payload)
 		}
-		if fmt.Sprint(got) != "[1 1 done]" {
-			t.Fatalf("wake messages %q; want one per empty->queued and one for done", got)
+		if fmt.Sprint(got) != "[1 1 drained done]" {
+			t.Fatalf("wake messages %q; want one per empty->queued, one when nothing is left queued or held, one for done", got)
 		}
 	})
 }

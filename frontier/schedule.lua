@@ -7,7 +7,8 @@
 -- KEYS[6] failed  KEYS[7] stats  KEYS[8] done flag  KEYS[9] workers (zset worker -> last heartbeat ms)
 -- ARGV[2] max attempts   ARGV[3] most entries per sweep   ARGV[4] failed list cap
 -- ARGV[5] page budget (0: none)   ARGV[6] forget workers silent this long (ms)
--- Returns {released, reclaimed, failed, done}. done is 1 once nothing is
+-- Returns {released, reclaimed, failed, done, ms until the next deferred
+-- item is due (-1: none)}. done is 1 once nothing is
 -- queued, in flight or deferred (or the page budget is spent and nothing is
 -- in flight); the flag is set in the same atomic step as the check.
 local items, ready, leases, deferred = KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -56,4 +57,9 @@ if redis.call('ZCARD', leases) == 0 and ((redis.call('ZCARD', items) == 0 and re
   if redis.call('SET', KEYS[8], '1', 'NX') then redis.call('PUBLISH', items .. ':wake', 'done') end
   done = 1
 end
-return {released, reclaimed, failed, done}
+-- When the next deferred item is due (ms from now, -1: none): the
+-- scheduler sweeps again then rather than polling often.
+local nxt = redis.call('ZRANGE', deferred, 0, 0, 'WITHSCORES')
+local due_in = -1
+if #nxt == 2 then due_in = math.max(0, tonumber(nxt[2]) - now) end
+return {released, reclaimed, failed, done, due_in}
