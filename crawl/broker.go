@@ -136,10 +136,12 @@ func (b *broker) run(stop, work context.Context) {
 		backingOff := failures > 0 && now.Before(pollAt)
 		// Send when a batch is full, a page has waited long enough, a loop
 		// waits (the new links may be the work it waits for), or at the stop;
-		// pop when the ready buffer is half empty and some host may be due.
+		// pop when the ready buffer is almost empty (a refill takes a
+		// millisecond or two, a loop's page tens: the buffer need only
+		// cover the call) and some host may be due. Big refills, few calls.
 		sendNow := len(pending) > 0 && (len(pending) >= brokerMaxBatch || stopping || hungry || closed ||
 			!now.Before(oldest.Add(linger)))
-		popNow := !stopping && room > 0 && !now.Before(pollAt) && (hungry || room >= (cap(b.ready)+1)/2)
+		popNow := !stopping && room > 0 && !now.Before(pollAt) && (hungry || len(b.ready) <= cap(b.ready)/8)
 		if (sendNow || popNow) && !backingOff {
 			want := 0
 			if !stopping && room > 0 && (popNow || failures == 0) {
