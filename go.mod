@@ -10,6 +10,7 @@ require (
 	github.com/temoto/robotstxt v1.1.2
 	github.com/urfave/cli/v2 v2.27.7
 	golang.org/x/net v0.62.0
+	golang.org/x/sync v0.25.0
 	golang.org/x/time v0.16.0
 )
 

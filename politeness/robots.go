@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/temoto/robotstxt"
+	"golang.org/x/sync/singleflight"
 )
 
 // RobotsResponse is what a RobotsFetcher got.
@@ -38,17 +39,22 @@ var ErrRobotsPending = errors.New("politeness: robots.txt is being fetched by an
 // answer disallows all until ErrorTTL, then it is fetched again (never
 // "deny forever", never "allow on error").
 type Robots struct {
-	c         redis.UniversalClient
-	prefix    string // key = prefix + "{" + host + "}": the host is the hash tag
-	agent     string // product token matched against User-agent lines
-	fetch     RobotsFetcher
-	TTL       time.Duration // how long a 2xx/4xx answer is kept (24 h)
-	ErrorTTL  time.Duration // how long a 5xx/unreachable answer is kept (5 min)
-	MaxLocal  int           // hosts kept in the local cache (10 000)
-	LockTTL   time.Duration // how long one worker may take to fetch (15 s)
-	WaitFor   time.Duration // how long to wait for another worker's fetch (3 s)
-	mu        sync.Mutex
-	local     map[string]robotsEntry
+	c        redis.UniversalClient
+	prefix   string // key = prefix + "{" + host + "}": the host is the hash tag
+	agent    string // product token matched against User-agent lines
+	fetch    RobotsFetcher
+	TTL      time.Duration // how long a 2xx/4xx answer is kept (24 h)
+	ErrorTTL time.Duration // how long a 5xx/unreachable answer is kept (5 min)
+	MaxLocal int           // hosts kept in the local cache (10 000)
+	LockTTL  time.Duration // how long one worker may take to fetch (15 s)
+	WaitFor  time.Duration // how long to wait for another worker's fetch (3 s)
+	mu       sync.Mutex
+	local    map[string]robotsEntry
+	// flight makes concurrent checks of one host in this process share one
+	// Redis lookup (measured: a worker's 8 loops starting on the same host
+	// made 8 lookups, 8 lock attempts and their retries, and opened as many
+	// connections).
+	flight    singleflight.Group
 	now       func() time.Time
 	lockDelay time.Duration
 }
@@ -105,6 +111,17 @@ func (r *Robots) rules(ctx context.Context, u *url.URL) (*robotstxt.RobotsData, 
 	if ok && r.now().Before(e.expires) {
 		return e.data, nil
 	}
+	v, err, _ := r.flight.Do(host, func() (any, error) { return r.shared(ctx, u) })
+	if err != nil {
+		return nil, err
+	}
+	return v.(*robotstxt.RobotsData), nil
+}
+
+// shared finds the rules in Redis, or fetches them under the cluster-wide
+// lock, and remembers them locally.
+func (r *Robots) shared(ctx context.Context, u *url.URL) (*robotstxt.RobotsData, error) {
+	host := u.Host
 	key := r.Key(host)
 	deadline := r.now().Add(r.WaitFor)
 	for {

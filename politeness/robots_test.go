@@ -109,3 +109,36 @@ func TestRobotsStatusRules(t *testing.T) {
 		}
 	})
 }
+
+// Within one process, loops asking about the same host at once share one
+// lookup: one fetch and a handful of Redis round trips, not one set each.
+func TestRobotsConcurrentChecksInOneProcessShareALookup(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		var hits atomic.Int64
+		base := robotsServer(t, &hits)
+		c := s.NewClient(t)
+		rt := redistest.RoundTrips(c)
+		r := politeness.NewRobots(c, "crawl:t:robots:", "RedCrawl", httpFetcher)
+		var wg sync.WaitGroup
+		for i := 0; i < 16; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if v, err := r.Check(ctx, base.JoinPath("/public")); err != nil || !v.Allowed {
+					t.Errorf("Check = %+v, %v", v, err)
+				}
+			}()
+		}
+		wg.Wait()
+		if n := hits.Load(); n != 1 {
+			t.Fatalf("robots.txt fetched %d times", n)
+		}
+		// One lookup is load, lock, load again, store, unlock (plus script
+		// loads); a loop arriving just after it ends may look once more. The
+		// loops each on their own made 75-115.
+		if n := rt.Load(); n >= 16 {
+			t.Fatalf("16 concurrent checks made %d Redis round trips, want fewer than one each", n)
+		}
+	})
+}
