@@ -102,7 +102,7 @@ func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
 // layout names the bit layout this code reads and writes (hash.go): one
 // written in another layout would be misread, so it is refused.
-const layout = "blocks512"
+const layout = "blocks512/splitmix"
 
 // readMeta creates the meta hash when create is non-nil and it is missing,
 // and returns what Redis holds.

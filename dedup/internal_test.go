@@ -160,3 +160,26 @@ func TestLayerGeometry(t *testing.T) {
 		t.Fatalf("layer 3 at 1e-12: %+v", tiny)
 	}
 }
+
+// Two items of one block must almost never share all their bits: that is
+// a false positive no filter size can fix. Positions from a 64-bit seed
+// have 2^64 patterns; double hashing in a 512-bit block had 2^17, and 200 000
+// items in one block shared a pattern ~150 000 times.
+func TestBitPatternsDoNotCollide(t *testing.T) {
+	seen := map[[9]uint64]bool{}
+	same := 0
+	for i := 0; i < 200_000; i++ {
+		lc := locations([]byte(fmt.Sprintf("https://example.com/p/%d", i)), 0, 1, 1)
+		var pattern [9]uint64
+		for j := range pattern {
+			pattern[j] = lc.bit(uint64(j))
+		}
+		if seen[pattern] {
+			same++
+		}
+		seen[pattern] = true
+	}
+	if same > 0 {
+		t.Fatalf("%d of 200 000 items repeat another's bit pattern", same)
+	}
+}
