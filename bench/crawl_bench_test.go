@@ -92,7 +92,11 @@ func crawlOnce(b *testing.B, site testsite.Config, rate float64, burst, workers 
 	res.offered, _ = s.Client.HGet(ctx, "crawl:{bench}:stats", "offered").Int64()
 	st := ts.Stats()
 	res.truth = len(ts.Truth())
-	res.got = res.truth - len(ts.Missing())
+	missing := ts.Missing()
+	res.got = res.truth - len(missing)
+	if len(missing) > 0 {
+		b.Errorf("%d URLs of the truth not fetched, e.g. %v", len(missing), missing[:min(len(missing), 5)])
+	}
 	for _, h := range st.Hosts {
 		res.maxHostRate = max(res.maxHostRate, h.MaxPerSecond)
 	}
