@@ -59,7 +59,7 @@ const (
 func newBroker(w *Worker, stopAll context.CancelFunc) *broker {
 	n := w.o.Concurrency
 	return &broker{w: w, stopAll: stopAll,
-		ready:   make(chan popped, 4*n),     // prefetch: four URLs a loop
+		ready:   make(chan popped, 6*n),     // prefetch: six URLs a loop
 		results: make(chan finished, 2*n+2), // never blocks a loop for long
 		hungry:  make(chan struct{}, 1)}
 }

@@ -233,19 +233,25 @@ func (w *Worker) heartbeat(ctx context.Context, stopAll context.CancelFunc) {
 	defer t.Stop()
 	for {
 		// A crawl whose settings vanished was reset, or Redis lost its data:
-		// working on would only idle forever.
-		if n, err := w.c.Exists(ctx, w.k.Config).Result(); err == nil && n == 0 {
-			w.vanished.Store(true)
-			stopAll()
-			return
+		// working on would only idle forever. (One round trip reads that
+		// and the scope's hosts.)
+		pipe := w.c.Pipeline()
+		exists := pipe.Exists(ctx, w.k.Config)
+		hosts := pipe.SMembers(ctx, w.k.Hosts)
+		if _, err := pipe.Exec(ctx); err == nil {
+			if exists.Val() == 0 {
+				w.vanished.Store(true)
+				stopAll()
+				return
+			}
+			w.scope.Store(parse.NewScope(w.s.Scope, hosts.Val()))
+		} else if ctx.Err() == nil {
+			w.o.Logf("heartbeat: %v", err)
 		}
 		var leases []*frontier.Lease
 		w.held.Range(func(_, l any) bool { leases = append(leases, l.(*frontier.Lease)); return true })
 		if _, err := w.fr.Heartbeat(ctx, w.o.ID, leases); err != nil && ctx.Err() == nil {
 			w.o.Logf("heartbeat: %v", err)
-		}
-		if err := w.refreshScope(ctx); err != nil && ctx.Err() == nil {
-			w.o.Logf("%v", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -299,7 +305,9 @@ func (w *Worker) lead(stop context.Context, l *leader.Leadership) {
 		}
 		next := w.o.SweepInterval
 		if err == nil && sw.NextDeferred >= 0 {
-			next = min(next, max(sw.NextDeferred, 10*time.Millisecond))
+			// Retries come due one by one; a quarter second's grace lets
+			// one sweep release several.
+			next = min(next, max(sw.NextDeferred, 250*time.Millisecond))
 		}
 		timer.Reset(next)
 	wait:
