@@ -117,7 +117,7 @@ func (r result) report(b *testing.B) {
 
 // (a) and (b): no rate limit, 50 ms per response: throughput as workers are added.
 func BenchmarkScaling(b *testing.B) {
-	site := testsite.Config{Hosts: 8, Pages: 400, Latency: 50 * time.Millisecond}
+	site := testsite.Config{Hosts: 8, Pages: 1000, Latency: 50 * time.Millisecond}
 	for _, workers := range []int{1, 2, 4} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
