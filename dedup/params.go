@@ -16,10 +16,10 @@ import (
 // FPRate while it stays within plan: layer 0 is sized for FPRate itself, so
 // a crawl that planned right pays the classic ≈1.2 bytes per URL at 1 %.
 type Params struct {
-	Capacity   int64   // n: items layer 0 is planned for (> 0)
-	FPRate     float64 // p: false-positive rate of a full layer 0 (0 < p < 1)
-	Growth     int     // capacity factor between layers (2..16); 0 means 2
-	Tightening float64 // rate factor between layers (0 < r < 1); 0 means 0.1
+	Capacity   int64   `json:"capacity"`   // n: items layer 0 is planned for (> 0)
+	FPRate     float64 `json:"fp_rate"`    // p: false-positive rate of a full layer 0 (0 < p < 1)
+	Growth     int     `json:"growth"`     // capacity factor between layers (2..16); 0 means 2
+	Tightening float64 `json:"tightening"` // rate factor between layers (0 < r < 1); 0 means 0.1
 }
 
 // ErrParams reports parameters that cannot make a filter.

@@ -17,25 +17,25 @@ var (
 
 // LayerStats describes one layer.
 type LayerStats struct {
-	Capacity int64   // items it holds when full
-	Items    int64   // items added to it
-	Bits     int64   // m
-	K        int     // hash functions
-	Segments int64   // Redis strings it is split into
-	BitsSet  int64   // bits that are 1
-	FPRate   float64 // estimated from the fill (estimatedRate)
+	Capacity int64   `json:"capacity"` // items it holds when full
+	Items    int64   `json:"items"`    // items added to it
+	Bits     int64   `json:"bits"`     // m
+	K        int     `json:"k"`        // bits set per item
+	Segments int64   `json:"segments"` // Redis strings it is split into
+	BitsSet  int64   `json:"bits_set"` // bits that are 1
+	FPRate   float64 `json:"fp_rate"`  // estimated from the fill (estimatedRate)
 }
 
 // Stats describes the whole filter.
 type Stats struct {
 	Params
-	Layers  []LayerStats
-	Count   int64 // items added (new ones only)
-	Bits    int64 // Σ m over layers in use
-	BitsSet int64
+	Layers  []LayerStats `json:"layers"`
+	Count   int64        `json:"count"` // items added (new ones only)
+	Bits    int64        `json:"bits"`  // Σ m over layers in use
+	BitsSet int64        `json:"bits_set"`
 	// EstimatedFPRate is 1 − Π(1 − FPRate_l): the chance that a URL never
 	// seen is reported as seen, and so silently skipped, right now.
-	EstimatedFPRate float64
+	EstimatedFPRate float64 `json:"estimated_fp_rate"`
 }
 
 // Stats reads the filter's state (BITCOUNT over every segment: O(m), meant
