@@ -15,10 +15,12 @@
 //	failed     list of items that failed for good, with the reason (capped)
 //	workers    zset worker -> last heartbeat (ms)
 //	stats      hash of counters (enqueued, done, failed, ...)
+//	items:wake pub/sub channel (not a key): "1" when the empty queue gets
+//	           URLs, "drained" when nothing is queued or leased, "done"
 //
 // # Protocol
 //
-// Enqueue is dedup's Bloom test-and-set and the LPUSH of the new URLs in one
+// Enqueue is dedup's Bloom test-and-set and the queueing of the new URLs in one
 // script (enqueue.lua appended to dedup's bloom.lua): a URL is never marked
 // seen without being queued, so a crash between the two cannot lose it.
 //
@@ -41,10 +43,24 @@
 // Defer hands an item back to be fetched after a delay (a retry, or the
 // server said Retry-After): never dropped, never spun on.
 //
+// Exchange is how a worker process really talks to the frontier: one
+// atomic script call (exchange.lua) that finishes many leases (children
+// deduplicated and queued, results recorded, leases ended), gives some
+// back to the front of their queues, and pops up to W new ones. Pop and
+// Finish are its one-item cases. Batching is the point: a lone call costs
+// a lightly loaded Redis more than a page's work (measured: 190 µs for an
+// empty call 20 ms after the last, 42 µs back to back), so a worker's
+// broker (crawl/broker.go) sends its pages 15-40 to a call. With a page
+// budget, a pop hands out no more URLs than pages fetched plus leases
+// leave room for: the budget holds exactly for the whole crawl.
+//
 // # The scheduler's sweep
 //
 // Schedule runs only in the elected leader and is a leader.FencedScript:
 // a sweep by a leader whose epoch is no longer the newest is refused whole.
 // It moves due deferred items to the front of their host's queue and expired
-// leases back there too (or to failed). All times are Redis TIME.
+// leases back there too (or to failed), and sets the done flag once nothing
+// is queued, leased or deferred (or the budget is spent and nothing is
+// leased). It reports when the next deferred item is due, so the leader
+// sweeps then rather than often. All times are Redis TIME.
 package frontier
