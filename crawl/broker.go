@@ -2,6 +2,7 @@ package crawl
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/redcrawl/crawler/frontier"
@@ -18,7 +19,7 @@ import (
 // carries several pages and the fixed cost is shared out among them.
 //
 // Nothing is lost by batching: a leased URL in the ready buffer or a page
-// waiting to be sent is still in Redis's in-flight set under a lease this
+// waiting to be sent is still in Redis's lease set under a lease this
 // process's heartbeat renews; if the process dies, the lease runs out and
 // the scheduler queues the URL again. A graceful stop sends every finished
 // page and gives the unstarted URLs back to the front of their queues.
@@ -28,6 +29,7 @@ type broker struct {
 	ready   chan popped   // leased URLs waiting for a fetch loop
 	results chan finished // pages the loops are done with; closed when they are gone
 	hungry  chan struct{} // a loop found nothing ready (1 slot: a doorbell)
+	waiting atomic.Int32  // loops waiting for a URL now
 }
 
 type popped struct {
@@ -71,6 +73,8 @@ func (b *broker) take(stop context.Context) (popped, bool) {
 		return b.check(stop, p)
 	default:
 	}
+	b.waiting.Add(1)
+	defer b.waiting.Add(-1)
 	select {
 	case b.hungry <- struct{}{}:
 	default:
@@ -110,7 +114,7 @@ func (b *broker) run(stop, work context.Context) {
 		oldest   time.Time  // when the oldest pending page arrived
 		pollAt   time.Time  // no pop before this (idle, or backing off after an error)
 		idle     = idleMin
-		hungry   bool // a loop waits for a URL
+		hungry   bool // a loop rang since the last exchange: it waits for a URL
 		closed   bool // the loops are gone
 		failures int  // exchanges failed in a row
 		linger   = brokerLingerLow
@@ -163,6 +167,8 @@ func (b *broker) run(stop, work context.Context) {
 				pollAt = time.Now().Add(min(time.Duration(failures)*200*time.Millisecond, 5*time.Second))
 				continue
 			}
+			// The bell has been answered. A loop still waiting does not ring
+			// again; b.waiting tells the wake handler it is there.
 			failures, hungry = 0, false
 			if want > 0 {
 				refilled = false
@@ -205,7 +211,7 @@ func (b *broker) run(stop, work context.Context) {
 			case len(x.Popped) == want:
 				idle, pollAt = idleMin, time.Time{}
 			case len(x.Popped) > 0:
-				pollAt = time.Time{} // the queue gave what it had; the next half-empty buffer asks again
+				pollAt = time.Time{} // the queue gave what it had; the next nearly empty buffer asks again
 			case x.Info.NextDue >= 0:
 				// Some host is due then: ask again at that moment.
 				pollAt = now.Add(min(max(x.Info.NextDue, 5*time.Millisecond), idleMax))
@@ -251,7 +257,7 @@ func (b *broker) run(stop, work context.Context) {
 			// loop waits (the others' buffers still hold work: not all
 			// workers need to rush at the same few URLs), or to learn it
 			// is over. ("drained" is for the scheduler.)
-			if failures == 0 && (m.Payload == "done" || m.Payload == "1" && hungry) {
+			if failures == 0 && (m.Payload == "done" || m.Payload == "1" && b.waiting.Load() > 0) {
 				pollAt = time.Time{}
 			} else if m.Payload == "1" {
 				refilled = true
@@ -259,12 +265,7 @@ func (b *broker) run(stop, work context.Context) {
 		case <-stopCh:
 		case <-timer.C:
 		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
+		timer.Stop()
 	}
 }
 
