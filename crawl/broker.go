@@ -46,10 +46,14 @@ type finished struct {
 
 const (
 	// A finished page waits at most this long for company before it is
-	// sent: its new links reach other workers this much later at worst.
-	brokerLinger = 200 * time.Millisecond
-	// ... or only this long after a pop found the queue empty (other
-	// workers may be waiting for exactly those links).
+	// sent: its new links reach other workers this much later at worst,
+	// and a worker killed with kill -9 loses at most this much work (the
+	// leases expire and the pages are fetched again). Measured: 200 ms made
+	// a call per ~22 pages, 500 ms one per ~40 and 10-15 % less Redis CPU
+	// a page, at the same pages/s.
+	brokerLinger = 500 * time.Millisecond
+	// ... or only this long after a pop found no URL (other workers may
+	// be waiting for exactly those links).
 	brokerLingerLow = 10 * time.Millisecond
 	// brokerMaxBatch pages make a call at once.
 	brokerMaxBatch = 64
@@ -172,11 +176,13 @@ func (b *broker) run(stop, work context.Context) {
 			failures, hungry = 0, false
 			if want > 0 {
 				refilled = false
-				// A pop that found fewer URLs than it wanted emptied the
-				// queue: other workers may be idle, waiting for the links
-				// of the pages this one finishes.
+				// A pop that found no URL at all: other workers may be idle
+				// too, waiting for the links of the pages this one finishes.
+				// (One that found fewer than it wanted only shows that the
+				// buffers hold the queue: measured, treating that as
+				// starvation doubled the calls.)
 				linger = brokerLinger
-				if len(x.Popped) < want {
+				if len(x.Popped) == 0 {
 					linger = brokerLingerLow
 				}
 			}
