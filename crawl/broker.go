@@ -209,7 +209,6 @@ func (b *broker) run(stop, work context.Context) {
 			}
 			if x.Info.Done && w.o.ExitWhenDone && (len(x.Popped) == 0 || w.s.MaxPages > 0) {
 				// Finished (or the page budget spent: what was popped goes back).
-				w.exiting.Store(true)
 				b.stopAll()
 			}
 			switch {

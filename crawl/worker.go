@@ -88,7 +88,6 @@ type Worker struct {
 	held     sync.Map // lease id -> *frontier.Lease: the leases the heartbeat renews
 	scope    atomic.Pointer[parse.Scope]
 	outMu    sync.Mutex
-	exiting  atomic.Bool
 	vanished atomic.Bool // the crawl's settings disappeared from Redis
 	known    *known
 	broker   *broker
@@ -150,9 +149,12 @@ func (w *Worker) refreshScope(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("crawl: read scope: %w", err)
 	}
-	w.scope.Store(parse.NewScope(w.s.Scope, hosts))
+	w.setScope(hosts)
 	return nil
 }
+
+// setScope takes the crawl's seed hosts as read from Redis.
+func (w *Worker) setScope(hosts []string) { w.scope.Store(parse.NewScope(w.s.Scope, hosts)) }
 
 func (w *Worker) fetchRobots(ctx context.Context, u string) (politeness.RobotsResponse, error) {
 	r, err := w.fetcher.FetchBody(ctx, u)
@@ -244,7 +246,7 @@ func (w *Worker) heartbeat(ctx context.Context, stopAll context.CancelFunc) {
 				stopAll()
 				return
 			}
-			w.scope.Store(parse.NewScope(w.s.Scope, hosts.Val()))
+			w.setScope(hosts.Val())
 		} else if ctx.Err() == nil {
 			w.o.Logf("heartbeat: %v", err)
 		}

@@ -28,9 +28,7 @@
 -- stale/allocate statuses, with nothing done), then D flags (1: the lease
 -- was still held and the page is recorded), then pages, done, wait (ms
 -- until some host is due when fewer than W were popped, -1: nothing
--- queued), the number of URLs left queued (a worker sends its pages sooner
--- when the queue runs low: their links are others' work), M, then M times
--- host, item-json (lease i is the i-th new id).
+-- queued), M, then M times host, item-json (lease i is the i-th new id).
 local reply, nk, na, n = bloom_run(1, 1)
 if reply[1] ~= 1 then return reply end
 local items, ready, leases = KEYS[nk], KEYS[nk + 1], KEYS[nk + 2]
@@ -179,8 +177,8 @@ end
 if budget > 0 then -- a budget can end the crawl with URLs still queued
   done = redis.call('EXISTS', doneKey)
 end
-local backlog = redis.call('ZCARD', items)
-if (D > 0 or R > 0) and (backlog == 0 or (budget > 0 and pages >= budget)) and redis.call('EXISTS', leases) == 0 then
+if (D > 0 or R > 0) and redis.call('EXISTS', leases) == 0
+    and (redis.call('EXISTS', items) == 0 or (budget > 0 and pages >= budget)) then
   -- Nothing queued (or the budget spent) and nothing held: the crawl may be
   -- over. Tell the scheduler, so that it need not sweep often to notice.
   redis.call('PUBLISH', items .. ':wake', 'drained')
@@ -188,7 +186,6 @@ end
 reply[#reply + 1] = pages
 reply[#reply + 1] = done
 reply[#reply + 1] = wait
-reply[#reply + 1] = backlog
 reply[#reply + 1] = #got / 2
 for _, v in ipairs(got) do reply[#reply + 1] = v end
 return reply

@@ -164,8 +164,6 @@ type PopInfo struct {
 	// NextDue is, when nothing was due, how long until some host is
 	// (-1: nothing queued at all): an idle worker sleeps that long.
 	NextDue time.Duration
-	// Backlog is how many URLs are left queued after the exchange.
-	Backlog int64
 }
 
 // Pop takes the next item under a new lease; the lease is nil when the
@@ -238,13 +236,7 @@ func (f *Frontier) Exchange(ctx context.Context, done []Done, back []*Lease, wan
 		offset[d+1] = len(urls)
 		failed := ""
 		if x.Outcome.Failed != "" {
-			it := x.Lease.Item
-			if it.URL == "" {
-				it = Item{URL: x.Lease.raw}
-			}
-			it.Err = x.Outcome.Failed
-			b, _ := json.Marshal(it)
-			failed = string(b)
+			failed = x.Lease.failedEntry(x.Outcome.Failed)
 		}
 		fetched := "0"
 		if x.Outcome.Fetched {
@@ -285,7 +277,7 @@ func (f *Frontier) Exchange(ctx context.Context, done []Done, back []*Lease, wan
 	if err != nil {
 		return Exchanged{}, fmt.Errorf("frontier: exchange: %w", err)
 	}
-	if len(tail) < len(done)+5 {
+	if len(tail) < len(done)+4 {
 		return Exchanged{}, fmt.Errorf("frontier: exchange: short reply %v", tail)
 	}
 	x := Exchanged{Queued: make([][]bool, len(done)), Held: make([]bool, len(done))}
@@ -297,15 +289,14 @@ func (f *Frontier) Exchange(ctx context.Context, done []Done, back []*Lease, wan
 	pages, _ := tail[0].(int64)
 	isDone, _ := tail[1].(int64)
 	wait, _ := tail[2].(int64)
-	backlog, _ := tail[3].(int64)
-	m, _ := tail[4].(int64)
-	x.Info = PopInfo{Pages: pages, Done: isDone == 1, NextDue: time.Duration(wait) * time.Millisecond, Backlog: backlog}
-	if m < 0 || int(m) > want || len(tail) != 5+2*int(m) {
+	m, _ := tail[3].(int64)
+	x.Info = PopInfo{Pages: pages, Done: isDone == 1, NextDue: time.Duration(wait) * time.Millisecond}
+	if m < 0 || int(m) > want || len(tail) != 4+2*int(m) {
 		return x, fmt.Errorf("frontier: exchange: malformed pop reply %v", tail)
 	}
 	for i := 0; i < int(m); i++ {
-		host, _ := tail[5+2*i].(string)
-		raw, _ := tail[6+2*i].(string)
+		host, _ := tail[4+2*i].(string)
+		raw, _ := tail[5+2*i].(string)
 		l := &Lease{ID: ids[i], raw: raw, Host: host}
 		if err := json.Unmarshal([]byte(raw), &l.Item); err != nil {
 			// Not ours to interpret: park it on the failed list rather than lose or loop on it.
@@ -326,16 +317,19 @@ func (f *Frontier) leaseID() string {
 // fail ends a lease by moving the item to the failed list with reason, in
 // the same script as the ack, so it is never in neither place.
 func (f *Frontier) fail(ctx context.Context, l *Lease, reason string) error {
+	return f.ack(ctx, l, "failed", l.failedEntry(reason))
+}
+
+// failedEntry is the lease's item as the failed list keeps it: with its
+// reason, and the raw entry as its URL when it could not be decoded.
+func (l *Lease) failedEntry(reason string) string {
 	item := l.Item
 	if item.URL == "" {
 		item = Item{URL: l.raw}
 	}
 	item.Err = reason
-	b, err := json.Marshal(item)
-	if err != nil {
-		return err
-	}
-	return f.ack(ctx, l, "failed", string(b))
+	b, _ := json.Marshal(item) // strings and ints only: cannot fail
+	return string(b)
 }
 
 // Fail ends a lease for good: the item goes to the failed list with reason.
