@@ -184,7 +184,7 @@ func TestCrawlSurvivesSIGKILL(t *testing.T) {
 		}
 	}
 
-	// Every truth URL fetched, nothing disallowed, nothing three times.
+	// Every truth URL fetched, nothing disallowed, nothing fetched too often.
 	ss := site.Stats()
 	missing := site.Missing()
 	for i, u := range missing {
@@ -196,8 +196,10 @@ func TestCrawlSurvivesSIGKILL(t *testing.T) {
 	if len(ss.Disallowed) > 0 {
 		t.Errorf("robots-disallowed URLs fetched: %v", ss.Disallowed)
 	}
-	if len(ss.FetchedMoreThanTwice) > 0 {
-		t.Errorf("URLs fetched more than twice: %v", ss.FetchedMoreThanTwice)
+	// Two SIGKILLs: a page may be fetched once more for each (a flaky
+	// page twice by design, plus once per kill).
+	if over := site.Overfetched(2); len(over) > 0 {
+		t.Errorf("URLs fetched more often than the two kills explain: %v", over)
 	}
 	for host, hs := range ss.Hosts {
 		t.Logf("%s: %d requests, at most %d in one second (limit %d + %d)", host, hs.Requests, hs.MaxPerSecond, rate, burst)

@@ -377,6 +377,27 @@ func maxInWindow(times []time.Time, w time.Duration) int {
 	return best
 }
 
+// Overfetched lists the URLs requested more often than a correct crawl
+// may: once, or twice for a /flaky/ page (it fails once by design), plus
+// once per crash the crawl went through (a SIGKILLed worker's unsent pages,
+// or the work a Redis rollback undid, are fetched again, once each).
+func (s *Site) Overfetched(crashes int) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var over []string
+	for u, n := range s.perURL {
+		allowed := 1 + crashes
+		if strings.Contains(u, "/flaky/") {
+			allowed++
+		}
+		if n > allowed && !strings.HasSuffix(u, "/robots.txt") {
+			over = append(over, fmt.Sprintf("%s (%d times, %d allowed)", u, n, allowed))
+		}
+	}
+	sort.Strings(over)
+	return over
+}
+
 // Missing lists the URLs of Truth that were never requested.
 func (s *Site) Missing() []string {
 	st := s.Stats()
