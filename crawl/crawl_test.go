@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"net/url"
 	"sort"
@@ -230,4 +231,22 @@ func TestPageBudget(t *testing.T) {
 			t.Fatalf("site saw %d URLs for %d pages", got, pages)
 		}
 	})
+}
+
+// A worker refuses a concurrency past MaxConcurrency rather than start a
+// goroutine per unit of it.
+func TestConcurrencyIsBounded(t *testing.T) {
+	s := redistest.Mini(t)
+	if _, err := crawl.Seed(context.Background(), s.Client, crawl.KeysFor("c"), crawl.DefaultSettings(), nil); err != nil {
+		t.Fatal(err)
+	}
+	o := fastOptions("w1")
+	o.Concurrency = 1_000_000
+	if _, err := crawl.NewWorker(context.Background(), s.Client, "c", o); !errors.Is(err, crawl.ErrOptions) {
+		t.Fatalf("NewWorker with concurrency 1000000: %v; want ErrOptions", err)
+	}
+	o.Concurrency = crawl.MaxConcurrency
+	if _, err := crawl.NewWorker(context.Background(), s.Client, "c", o); err != nil {
+		t.Fatalf("NewWorker at the maximum: %v", err)
+	}
 }

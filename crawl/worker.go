@@ -25,9 +25,12 @@ import (
 
 // Options tune one worker process. Zero values take the defaults.
 type Options struct {
-	ID           string // names this process in leader/worker listings (default host:pid)
-	Concurrency  int    // goroutines fetching at once (default 8)
-	ExitWhenDone bool   // return once the scheduler declares the crawl finished
+	ID string // names this process in leader/worker listings (default host:pid)
+	// Concurrency is how many goroutines fetch at once (default 8, at most
+	// MaxConcurrency). Each holds at most one page body (fetch.Config.MaxBody);
+	// nothing else in a worker grows with it beyond a few queue slots.
+	Concurrency  int
+	ExitWhenDone bool // return once the scheduler declares the crawl finished
 	Out          io.Writer
 	Logf         func(format string, args ...any)
 	Leader       leader.Config // default leader.DefaultConfig()
@@ -43,6 +46,22 @@ type Options struct {
 	KnownURLs     int           // URLs remembered locally as seen (default 200 000, about 30 MB)
 	Lease         time.Duration // lease of a popped URL without heartbeat (default 10 s)
 	Fetch         *fetch.Config // overrides the fetcher (tests); settings still set UA and AllowPrivate
+}
+
+// MaxConcurrency bounds Options.Concurrency: past a few hundred fetches at
+// once a process gains nothing it would not gain from another process, and
+// a million goroutines starve the heartbeat and the scheduler's lock renewal.
+const MaxConcurrency = 512
+
+// ErrOptions: options a worker cannot run with.
+var ErrOptions = errors.New("crawl: invalid worker options")
+
+// Validate checks the options that have no sensible fallback.
+func (o Options) Validate() error {
+	if o.Concurrency < 0 || o.Concurrency > MaxConcurrency {
+		return fmt.Errorf("%w: concurrency %d: want 1 to %d (run more processes for more)", ErrOptions, o.Concurrency, MaxConcurrency)
+	}
+	return nil
 }
 
 func (o Options) withDefaults() Options {
@@ -105,6 +124,9 @@ type Counters struct {
 // NewWorker reads the crawl's settings from Redis (never from flags: every
 // worker must agree) and builds a worker.
 func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Options) (*Worker, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
 	o = o.withDefaults()
 	k := KeysFor(name)
 	s, err := LoadSettings(ctx, c, k)

@@ -64,6 +64,10 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 		{[]string{"seed", "--rate", "fast", "http://a.example/"}, `--rate "fast"`},
 		{[]string{"seed", "--scope", "planet", "http://a.example/"}, `--scope "planet"`},
 		{[]string{"crawl", "--rate", "-1", "http://a.example/"}, `--rate "-1"`},
+		// Checked before Redis is contacted (none listens on port 1).
+		{[]string{"--redis", "redis://127.0.0.1:1/0", "work", "-c", "1000000"}, "--concurrency 1000000: want 1 to 512"},
+		{[]string{"--redis", "redis://127.0.0.1:1/0", "work", "-c", "0"}, "--concurrency 0: want 1 to 512"},
+		{[]string{"crawl", "-c", "100000", "http://a.example/"}, "--concurrency 100000"},
 	} {
 		_, _, err := run(t, tc.args...)
 		if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), tc.want) {

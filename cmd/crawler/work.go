@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -17,7 +18,8 @@ import (
 
 func workFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.IntFlag{Name: "concurrency", Aliases: []string{"c"}, Value: 8, Usage: "pages fetched at once by this process"},
+		&cli.IntFlag{Name: "concurrency", Aliases: []string{"c"}, Value: 8,
+			Usage: fmt.Sprintf("pages fetched at once by this process (1 to %d; for more, run more processes)", crawl.MaxConcurrency)},
 		&cli.StringFlag{Name: "out", Usage: "also append result records to FILE as JSON lines"},
 		&cli.StringFlag{Name: "id", Usage: "this worker's name in status and leader listings (default host:pid)"},
 	}
@@ -32,6 +34,9 @@ func workCommand() *cli.Command {
 			"its URLs return to the queue when their leases expire (about 10 s).",
 		Flags: append(workFlags(), &cli.BoolFlag{Name: "exit-when-done", Usage: "exit once nothing is left to crawl"}),
 		Action: func(c *cli.Context) error {
+			if err := checkWorkFlags(c); err != nil {
+				return err
+			}
 			rdb, err := connect(c)
 			if err != nil {
 				return err
@@ -40,6 +45,14 @@ func workCommand() *cli.Command {
 			return runWork(c, rdb, c.Bool("exit-when-done"))
 		},
 	}
+}
+
+// checkWorkFlags validates the work flags that need no Redis.
+func checkWorkFlags(c *cli.Context) error {
+	if n := c.Int("concurrency"); n < 1 || n > crawl.MaxConcurrency {
+		return fmt.Errorf("--concurrency %d: want 1 to %d (for more, run more processes)", n, crawl.MaxConcurrency)
+	}
+	return nil
 }
 
 func workerID(c *cli.Context) string {
@@ -55,9 +68,6 @@ func runWork(c *cli.Context, rdb *redis.Client, exitWhenDone bool) error {
 	defer stop()
 	logger := log.New(os.Stderr, "crawler: ", log.Ltime|log.Lmicroseconds)
 	o := crawl.Options{ID: workerID(c), Concurrency: c.Int("concurrency"), ExitWhenDone: exitWhenDone, Logf: logger.Printf}
-	if o.Concurrency < 1 {
-		return fmt.Errorf("--concurrency %d: want at least 1", o.Concurrency)
-	}
 	if out := c.String("out"); out != "" {
 		f, err := os.OpenFile(out, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
@@ -163,7 +173,7 @@ func crawlCommand() *cli.Command {
 		ArgsUsage: "URL...",
 		Flags:     append(append(seedFlags(), workFlags()...), &cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "read URLs from FILE ('-' for stdin)"}),
 		Action: func(c *cli.Context) error {
-			if err := checkSeedFlags(c); err != nil {
+			if err := errors.Join(checkSeedFlags(c), checkWorkFlags(c)); err != nil {
 				return err
 			}
 			rdb, closeRedis, err := connectOrEmbed(c)
