@@ -18,7 +18,7 @@ func main() {
 	redis.SetLogger(&logging.VoidLogger{})
 	if err := newApp().Run(os.Args); err != nil {
 		var ec cli.ExitCoder
-		msg := strings.TrimSpace(err.Error())
+		msg := strings.TrimSpace(hideSecret(err.Error(), redisFromArgs(os.Args)))
 		if msg != "" {
 			fmt.Fprintln(os.Stderr, "crawler:", msg)
 		}
@@ -27,6 +27,20 @@ func main() {
 		}
 		os.Exit(1)
 	}
+}
+
+// redisFromArgs is the --redis URL as given on the command line or in the
+// environment, for hideSecret.
+func redisFromArgs(args []string) string {
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, "--redis="); ok {
+			return v
+		}
+		if (a == "--redis" || a == "-redis") && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return os.Getenv("CRAWLER_REDIS")
 }
 
 func newApp() *cli.App {

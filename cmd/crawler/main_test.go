@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,28 +14,133 @@ import (
 
 func run(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
-	app := newApp()
-	var out, errOut bytes.Buffer
-	app.Writer, app.ErrWriter = &out, &errOut
-	err := app.Run(append([]string{"crawler"}, args...))
-	return out.String(), errOut.String(), err
+	var errOut bytes.Buffer
+	out, err := runWith(&errOut, args...)
+	return out, errOut.String(), err
 }
 
+func runWith(errOut io.Writer, args ...string) (string, error) {
+	app := newApp()
+	var out bytes.Buffer
+	app.Writer, app.ErrWriter = &out, errOut
+	err := app.Run(append([]string{"crawler"}, args...))
+	return out.String(), err
+}
+
+// lines is a stderr that hands each line written to it to a channel.
+type lines chan string
+
+func (l lines) Write(p []byte) (int, error) {
+	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		select {
+		case l <- line:
+		default:
+		}
+	}
+	return len(p), nil
+}
+
+// No output names the password, whatever the URL looks like: an
+// unencoded / ? # ends the authority inside the password, a missing ://
+// makes it no URL at all, and parsers quote what they cannot read.
 func TestRedisPasswordNeverPrinted(t *testing.T) {
-	for _, u := range []string{"redis://:s3cret@127.0.0.1:1/0", "redis://user:s3cret@127.0.0.1:abc/0", "rediss://u:s3cret@[::1/0"} {
-		_, _, err := run(t, "--redis", u, "status")
+	for _, tc := range []struct{ url, want string }{
+		{"redis://:hunter2@127.0.0.1:1/0", "cannot reach Redis at redis://xxxxx@127.0.0.1:1/0"},
+		{"redis://user:hunter2@127.0.0.1:abc/0", "not a valid Redis URL"},
+		{"rediss://u:hunter2@[::1/0", "not a valid Redis URL"},
+		{"redis://:hunter2/xyzzy@127.0.0.1:1/0", "cannot tell the host from the password"},
+		{"redis://:hunter2?xyzzy@127.0.0.1:1/0", "cannot tell the host from the password"},
+		{"redis://:hunter2#xyzzy@127.0.0.1:1/0", "cannot tell the host from the password"},
+		{"redis://:hunter2@xyzzy@127.0.0.1:1/0", "cannot reach Redis at redis://xxxxx@127.0.0.1:1/0"},
+		{"redis://:hunter2%2Fxyzzy@127.0.0.1:1/0", "cannot reach Redis"},
+		{":hunter2@127.0.0.1:1", "--redis is not a URL"},
+		{"hunter2@127.0.0.1:1/0", "--redis is not a URL"},
+		{"redis:/:hunter2@127.0.0.1:1/0", "--redis is not a URL"},
+		{"http://:hunter2@127.0.0.1:1/0", `scheme "http"`},
+		{"redis//:hunter2:xyzzy@host://", "--redis is not a URL"},
+		{"redis://:hunter2@127.0.0.1:1/-1", "the database must be a number, 0 or more"},
+		{"redis://:hunter2@127.0.0.1:1/abc", "the database must be a number, 0 or more"},
+	} {
+		out, errOut, err := run(t, "--redis", tc.url, "status")
 		if err == nil {
-			t.Fatalf("%s: no error", u)
+			t.Errorf("%s: no error", tc.url)
+			continue
 		}
-		if strings.Contains(err.Error(), "s3cret") {
-			t.Errorf("error shows the password: %v", err)
+		for _, text := range []string{err.Error(), out, errOut, hideSecret(err.Error(), tc.url)} {
+			if strings.Contains(text, "hunter2") || strings.Contains(text, "xyzzy") {
+				t.Errorf("%s: output shows the password: %q", tc.url, text)
+			}
 		}
-		if strings.Contains(err.Error(), "\n") {
-			t.Errorf("error is more than one line: %q", err)
+		if strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %q; want one line with %q", tc.url, err, tc.want)
 		}
+	}
+	// The last guard hides the user info even of a message it never saw built.
+	if got := hideSecret("dial redis://u:pa55word@h failed", "redis://u:pa55word@h/0"); strings.Contains(got, "pa55word") {
+		t.Errorf("hideSecret left the password in %q", got)
 	}
 }
 
+// rediss:// against a plain server says that TLS may be the problem.
+func TestTLSMismatchIsNamed(t *testing.T) {
+	mr := miniredis.RunT(t)
+	_, _, err := run(t, "--redis", "rediss://"+mr.Addr()+"/0", "status")
+	if err == nil || !strings.Contains(err.Error(), "TLS") {
+		t.Fatalf("rediss:// to a plain server: %v; want a hint about TLS", err)
+	}
+}
+
+// A worker started before Redis waits for it (a docker-compose start),
+// retrying with back-off and saying so, instead of failing at once.
+func TestWorkWaitsForRedis(t *testing.T) {
+	// Until Redis is up, something answers and hangs up at once.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	stderr := make(lines, 100)
+	done := make(chan error, 1)
+	go func() {
+		_, err := runWith(stderr, "--redis", "redis://"+addr+"/0", "--crawl", "late", "work", "--redis-wait", "1m")
+		done <- err
+	}()
+	select {
+	case line := <-stderr:
+		if !strings.Contains(line, "waiting for Redis at redis://"+addr+"/0") {
+			t.Fatalf("stderr %q; want a line saying it waits for Redis", line)
+		}
+	case err := <-done:
+		t.Fatalf("worker gave up before Redis was up: %v", err)
+	}
+	l.Close()
+	mr := miniredis.NewMiniRedis()
+	if err := mr.StartAddr(addr); err != nil {
+		t.Fatal(err)
+	}
+	defer mr.Close()
+	// It reached Redis: what stops it now is that nobody seeded the crawl.
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "no such crawl") {
+		t.Fatalf("worker: %v; want it to reach Redis and find no crawl", err)
+	}
+}
+
+// Without a wait, an absent Redis is one error line at once.
+func TestNoWaitFailsAtOnce(t *testing.T) {
+	_, errOut, err := run(t, "--redis", "redis://127.0.0.1:1/0", "work", "--redis-wait", "0")
+	if err == nil || !strings.Contains(err.Error(), "cannot reach Redis at redis://127.0.0.1:1/0") || errOut != "" {
+		t.Fatalf("%v (stderr %q); want one error and no waiting", err, errOut)
+	}
+}
 func TestSeedReportsBadLinesAndSeedsTheRest(t *testing.T) {
 	mr := miniredis.RunT(t)
 	file := filepath.Join(t.TempDir(), "seeds.txt")

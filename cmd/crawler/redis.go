@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -15,50 +18,138 @@ import (
 
 const defaultRedis = "redis://127.0.0.1:6379/0"
 
-// redacted is the URL with its password hidden, for messages.
-func redacted(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return scrub(errors.New(raw), raw)
-	}
-	return u.Redacted()
+// redisURL is a parsed --redis: the client's options and the URL as it may
+// be shown (never with its password).
+type redisURL struct {
+	opt   *redis.Options
+	shown string
+	tls   bool
 }
 
-// connect opens the --redis URL and checks that it answers.
-func connect(c *cli.Context) (*redis.Client, error) {
-	raw := c.String("redis")
+// parseRedisURL checks --redis. Its errors quote nothing of the URL that
+// could hold the password: only what follows the last '@' (the host, port
+// and database), and its own words instead of the parser's, which repeat
+// whatever they could not read.
+func parseRedisURL(raw string) (redisURL, error) {
+	const want = "want redis://[[user]:password@]host:port[/db] or rediss://... for TLS"
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return redisURL{}, fmt.Errorf("--redis is not a URL (%s)", want)
+	}
+	if scheme != "redis" && scheme != "rediss" {
+		if strings.ContainsAny(scheme, ":@/?#") || len(scheme) > 10 {
+			return redisURL{}, fmt.Errorf("--redis is not a URL (%s)", want)
+		}
+		return redisURL{}, fmt.Errorf("--redis: scheme %q: %s", scheme, want)
+	}
+	hostPart, shown := rest, scheme+"://"
+	at := strings.LastIndex(rest, "@")
+	if at >= 0 {
+		hostPart, shown = rest[at+1:], shown+"xxxxx@"
+	}
+	shown += hostPart
+	// An unencoded '/', '?' or '#' ends the authority inside the password:
+	// part of the password would be read as the host.
+	if at >= 0 && strings.ContainsAny(rest[:at], "/?#") {
+		return redisURL{}, fmt.Errorf("--redis %s: cannot tell the host from the password (write / ? # @ in a password as %%2F %%3F %%23 %%40)", shown)
+	}
 	opt, err := redis.ParseURL(raw)
 	if err != nil {
-		return nil, fmt.Errorf("--redis %s: %v (want redis://[:password@]host:port/db or rediss://...)", redacted(raw), scrub(err, raw))
+		if strings.Contains(err.Error(), "database number") {
+			return redisURL{}, fmt.Errorf("--redis %s: the database must be a number, 0 or more", shown)
+		}
+		return redisURL{}, fmt.Errorf("--redis %s: not a valid Redis URL (%s; write / ? # @ %% in a password as %%2F %%3F %%23 %%40 %%25)", shown, want)
 	}
-	opt.MaxRetries = 3
-	rdb := redis.NewClient(opt)
-	ctx, cancel := context.WithTimeout(c.Context, 5*time.Second)
-	defer cancel()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		rdb.Close()
-		return nil, fmt.Errorf("cannot reach Redis at %s (--redis): %v", redacted(raw), err)
+	if opt.DB < 0 {
+		return redisURL{}, fmt.Errorf("--redis %s: the database must be a number, 0 or more", shown)
 	}
-	return rdb, nil
+	// The host the client will dial must come from after the '@': if an
+	// unencoded '/', '?' or '#' ended the authority inside the password,
+	// part of the password would be taken for the host.
+	host, _, err := net.SplitHostPort(opt.Addr)
+	if err != nil || !strings.Contains(strings.ToLower(hostPart), strings.ToLower(host)) {
+		return redisURL{}, fmt.Errorf("--redis %s: cannot tell the host from the password (write / ? # @ in a password as %%2F %%3F %%23 %%40)", shown)
+	}
+	return redisURL{opt: opt, shown: shown, tls: scheme == "rediss"}, nil
 }
 
-// scrub hides the user info (and so any password) of raw wherever the
-// error message repeats the URL, even when the URL does not parse.
-func scrub(err error, raw string) string {
-	msg := err.Error()
-	scheme := strings.Index(raw, "://")
-	if scheme < 0 {
-		return msg
-	}
-	rest := raw[scheme+3:]
-	if end := strings.IndexAny(rest, "/?#"); end >= 0 {
-		rest = rest[:end]
+// hideSecret removes from msg whatever raw holds before its last '@' (the
+// user info, and so any password, however the URL is mangled): the last
+// guard before anything is printed.
+func hideSecret(msg, raw string) string {
+	_, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		rest = raw
 	}
 	at := strings.LastIndex(rest, "@")
 	if at < 0 {
 		return msg
 	}
-	return strings.ReplaceAll(msg, rest[:at], "xxxxx")
+	info := rest[:at]
+	secrets := []string{info}
+	if _, pw, ok := strings.Cut(info, ":"); ok && pw != "" {
+		secrets = append(secrets, pw)
+		if dec, err := url.PathUnescape(pw); err == nil {
+			secrets = append(secrets, dec)
+		}
+	}
+	for _, s := range secrets {
+		if len(s) >= 3 { // shorter is no secret worth a mangled message
+			msg = strings.ReplaceAll(msg, s, "xxxxx")
+		}
+	}
+	return msg
+}
+
+// connect opens the --redis URL and checks that it answers. With a wait
+// (work's --redis-wait), a Redis that is not up yet (refused, unreachable,
+// still loading its data) is asked again with back-off until the wait is
+// over, and each try says so on stderr.
+func connect(c *cli.Context) (*redis.Client, error) {
+	u, err := parseRedisURL(c.String("redis"))
+	if err != nil {
+		return nil, err
+	}
+	u.opt.MaxRetries = 3
+	rdb := redis.NewClient(u.opt)
+	wait := c.Duration("redis-wait") // 0 for commands without the flag
+	deadline := time.Now().Add(wait)
+	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 5*time.Second) {
+		ctx, cancel := context.WithTimeout(c.Context, 5*time.Second)
+		err = rdb.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return rdb, nil
+		}
+		if !retryable(err) || !time.Now().Add(delay).Before(deadline) || c.Context.Err() != nil {
+			break
+		}
+		fmt.Fprintf(c.App.ErrWriter, "crawler: waiting for Redis at %s: %v (retrying for up to %v more)\n",
+			u.shown, err, time.Until(deadline).Round(time.Second))
+		select {
+		case <-c.Context.Done():
+		case <-time.After(delay):
+		}
+	}
+	rdb.Close()
+	hint := ""
+	switch {
+	case u.tls:
+		hint = " (rediss:// speaks TLS: if the server is a plain one, use redis://)"
+	case errors.Is(err, io.EOF) || strings.Contains(err.Error(), "reset by peer"):
+		hint = " (if the server wants TLS, use rediss://)"
+	}
+	if wait > 0 {
+		hint += fmt.Sprintf(" after waiting %v", wait)
+	}
+	return nil, fmt.Errorf("cannot reach Redis at %s (--redis): %v%s", u.shown, err, hint)
+}
+
+// retryable: errors of a Redis that is not up yet, not of a wrong URL or password.
+func retryable(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) || strings.HasPrefix(err.Error(), "LOADING")
 }
 
 // connectOrEmbed uses --redis when it was given (flag or environment),

@@ -99,7 +99,8 @@ func seedCommand() *cli.Command {
 		Description: "Seeds are canonicalized and their hosts define the scope. The settings are stored in\n" +
 			"Redis and every worker uses them; seeding an existing crawl adds URLs, and a flag\n" +
 			"that contradicts the stored settings is refused.",
-		Flags: append(seedFlags(), &cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "read URLs from FILE, one per line ('-' for stdin; # starts a comment)"}),
+		Flags: append(seedFlags(), &cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "read URLs from FILE, one per line ('-' for stdin; # starts a comment)"},
+			redisWaitFlag(0)),
 		Action: func(c *cli.Context) error {
 			if err := checkSeedFlags(c); err != nil {
 				return err

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/redcrawl/crawler/crawl"
 	"github.com/redis/go-redis/v9"
@@ -22,6 +23,7 @@ func workFlags() []cli.Flag {
 			Usage: fmt.Sprintf("pages fetched at once by this process (1 to %d; for more, run more processes)", crawl.MaxConcurrency)},
 		&cli.StringFlag{Name: "out", Usage: "also append result records to FILE as JSON lines"},
 		&cli.StringFlag{Name: "id", Usage: "this worker's name in status and leader listings (default host:pid)"},
+		redisWaitFlag(time.Minute),
 	}
 }
 
@@ -49,10 +51,20 @@ func workCommand() *cli.Command {
 
 // checkWorkFlags validates the work flags that need no Redis.
 func checkWorkFlags(c *cli.Context) error {
+	if d := c.Duration("redis-wait"); d < 0 {
+		return fmt.Errorf("--redis-wait %v: want 0 or more", d)
+	}
 	if n := c.Int("concurrency"); n < 1 || n > crawl.MaxConcurrency {
 		return fmt.Errorf("--concurrency %d: want 1 to %d (for more, run more processes)", n, crawl.MaxConcurrency)
 	}
 	return nil
+}
+
+// redisWaitFlag lets a process started with (or before) Redis wait for it,
+// as in a docker-compose start, instead of failing at once.
+func redisWaitFlag(d time.Duration) cli.Flag {
+	return &cli.DurationFlag{Name: "redis-wait", Value: d,
+		Usage: "at start, wait this long for Redis to answer (retrying with back-off; 0 fails at once)"}
 }
 
 func workerID(c *cli.Context) string {
