@@ -1,6 +1,36 @@
 package crawl
 
-import "github.com/redcrawl/crawler/frontier"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/redcrawl/crawler/frontier"
+)
+
+// MaxNameLen bounds a crawl name.
+const MaxNameLen = 64
+
+// ErrName: a crawl name outside the safe alphabet.
+var ErrName = errors.New("crawl: invalid crawl name")
+
+// CheckName accepts 1 to MaxNameLen letters, digits, '-', '_' and '.',
+// starting with a letter or digit. The alphabet is what makes the key
+// patterns of crawls injective: with no ':', '{', '}' or glob characters
+// in a name, "crawl:{NAME}:*" and "crawl:NAME:*" match the keys of crawl
+// NAME and of no other crawl, so reset of one never touches another.
+func CheckName(name string) error {
+	if name == "" || len(name) > MaxNameLen {
+		return fmt.Errorf("%w %q: want 1 to %d characters", ErrName, name, MaxNameLen)
+	}
+	for i := 0; i < len(name); i++ {
+		ch := name[i]
+		alnum := 'a' <= ch && ch <= 'z' || 'A' <= ch && ch <= 'Z' || '0' <= ch && ch <= '9'
+		if !alnum && (i == 0 || ch != '-' && ch != '_' && ch != '.') {
+			return fmt.Errorf("%w %q: want letters, digits, '-', '_' and '.', starting with a letter or digit", ErrName, name)
+		}
+	}
+	return nil
+}
 
 // Keys are every Redis key of one crawl. Keys of the crawl as a whole
 // share the hash tag {name}, so multi-key scripts are legal on a Redis
@@ -17,7 +47,8 @@ type Keys struct {
 	Frontier frontier.Keys
 }
 
-// KeysFor names the keys of crawl name.
+// KeysFor names the keys of crawl name; the functions that take a name
+// (or Keys) check it with CheckName first.
 func KeysFor(name string) Keys {
 	p := "crawl:{" + name + "}:"
 	return Keys{Name: name, Config: p + "config", Hosts: p + "hosts", Seen: p + "seen", Leader: p + "leader",
@@ -28,19 +59,8 @@ func KeysFor(name string) Keys {
 func (k Keys) RatePrefix() string   { return "crawl:" + k.Name + ":rate:" }
 func (k Keys) RobotsPrefix() string { return "crawl:" + k.Name + ":robots:" }
 
-// Patterns match every key of the crawl, for reset (SCAN MATCH).
+// Patterns match every key of the crawl and no other crawl's, for reset
+// (SCAN MATCH); see CheckName.
 func (k Keys) Patterns() []string {
-	return []string{"crawl:{" + escapeGlob(k.Name) + "}:*", "crawl:" + escapeGlob(k.Name) + ":*"}
-}
-
-func escapeGlob(s string) string {
-	out := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '*', '?', '[', ']', '\\':
-			out = append(out, '\\')
-		}
-		out = append(out, s[i])
-	}
-	return string(out)
+	return []string{"crawl:{" + k.Name + "}:*", "crawl:" + k.Name + ":*"}
 }

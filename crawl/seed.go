@@ -20,6 +20,9 @@ type SeedReport struct {
 // new; see StoreSettings), widens the scope to their hosts, and reopens a
 // finished crawl.
 func Seed(ctx context.Context, c redis.UniversalClient, k Keys, s Settings, seeds []*url.URL) (SeedReport, error) {
+	if err := CheckName(k.Name); err != nil {
+		return SeedReport{}, err
+	}
 	if _, err := StoreSettings(ctx, c, k, s); err != nil {
 		return SeedReport{}, err
 	}

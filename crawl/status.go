@@ -33,6 +33,9 @@ type Status struct {
 
 // ReadStatus gathers a crawl's status.
 func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Status, error) {
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
 	k := KeysFor(name)
 	s, err := LoadSettings(ctx, c, k)
 	if err != nil {
@@ -90,6 +93,9 @@ func recentRate(ctx context.Context, c redis.UniversalClient, stream string, win
 
 // Export writes every record in the results stream as JSON lines.
 func Export(ctx context.Context, c redis.UniversalClient, name string, out io.Writer) (int, error) {
+	if err := CheckName(name); err != nil {
+		return 0, err
+	}
 	k := KeysFor(name)
 	if n, err := c.Exists(ctx, k.Config).Result(); err != nil || n == 0 {
 		if err == nil {
@@ -127,6 +133,9 @@ func Export(ctx context.Context, c redis.UniversalClient, name string, out io.Wr
 // Reset deletes every key of the crawl, found with SCAN (never KEYS, which
 // blocks a busy server), and reports how many it deleted.
 func Reset(ctx context.Context, c redis.UniversalClient, name string) (int, error) {
+	if err := CheckName(name); err != nil {
+		return 0, err
+	}
 	deleted := 0
 	for _, pattern := range KeysFor(name).Patterns() {
 		iter := c.Scan(ctx, 0, pattern, 1000).Iterator()

@@ -127,6 +127,9 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
 	o = o.withDefaults()
 	k := KeysFor(name)
 	s, err := LoadSettings(ctx, c, k)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/redcrawl/crawler/crawl"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/logging"
 	"github.com/urfave/cli/v2"
@@ -55,13 +56,20 @@ func newApp() *cli.App {
 			&cli.StringFlag{Name: "redis", EnvVars: []string{"CRAWLER_REDIS"}, Value: defaultRedis,
 				Usage: "Redis URL (redis:// or rediss://, password allowed; 'crawl' and 'demo' embed one when this is not given)"},
 			&cli.StringFlag{Name: "crawl", EnvVars: []string{"CRAWLER_CRAWL"}, Value: "default",
-				Usage: "crawl name; every key of the crawl lives under crawl:{NAME}"},
+				Usage: "crawl name (letters, digits, - _ .; at most 64); every key of the crawl starts crawl:{NAME}: or crawl:NAME:"},
 		},
 		Commands: []*cli.Command{
 			seedCommand(), workCommand(), statusCommand(), exportCommand(), resetCommand(),
 			crawlCommand(), testsiteCommand(), demoCommand(),
 		},
 		HideHelpCommand: true,
+		// A bad --crawl is reported before Redis is contacted.
+		Before: func(c *cli.Context) error {
+			if err := crawl.CheckName(c.String("crawl")); err != nil {
+				return fmt.Errorf("--crawl: %v", strings.TrimPrefix(err.Error(), "crawl: "))
+			}
+			return nil
+		},
 		OnUsageError:    usageError,
 		ExitErrHandler:  func(*cli.Context, error) {}, // main prints the one line
 		CommandNotFound: func(c *cli.Context, name string) {

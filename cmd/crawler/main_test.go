@@ -175,6 +175,8 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 		{[]string{"--redis", "redis://127.0.0.1:1/0", "work", "-c", "1000000"}, "--concurrency 1000000: want 1 to 512"},
 		{[]string{"--redis", "redis://127.0.0.1:1/0", "work", "-c", "0"}, "--concurrency 0: want 1 to 512"},
 		{[]string{"crawl", "-c", "100000", "http://a.example/"}, "--concurrency 100000"},
+		{[]string{"--redis", "redis://127.0.0.1:1/0", "--crawl", "q}:evil", "reset"}, `--crawl: invalid crawl name "q}:evil"`},
+		{[]string{"--redis", "redis://127.0.0.1:1/0", "--crawl", "q:sub", "status"}, `--crawl: invalid crawl name "q:sub"`},
 	} {
 		_, _, err := run(t, tc.args...)
 		if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), tc.want) {

@@ -1,0 +1,95 @@
+package crawl_test
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/internal/redistest"
+)
+
+func TestCheckName(t *testing.T) {
+	for _, ok := range []string{"default", "q", "Q", "q2", "q-x", "q.x", "q_", "2026-11-30.docs", strings.Repeat("a", crawl.MaxNameLen)} {
+		if err := crawl.CheckName(ok); err != nil {
+			t.Errorf("CheckName(%q) = %v; want nil", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "q}:evil", "q:sub", "{q}", "a*", "a?", "a[b]", `a\b`, "a b", "-q", ".q", "é", "q\n",
+		strings.Repeat("a", crawl.MaxNameLen+1)} {
+		if err := crawl.CheckName(bad); !errors.Is(err, crawl.ErrName) {
+			t.Errorf("CheckName(%q) = %v; want ErrName", bad, err)
+		}
+		if _, err := crawl.Reset(context.Background(), nil, bad); !errors.Is(err, crawl.ErrName) {
+			t.Errorf("Reset(%q) = %v; want ErrName before Redis is touched", bad, err)
+		}
+	}
+}
+
+// Reset of one crawl deletes all of its keys (the per-host ones too) and
+// none of another's, however alike the names.
+func TestResetTouchesNoOtherCrawl(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		names := []string{"q", "Q", "q2", "q-x", "q.x", "q_", "qq", "x.q"}
+		u, _ := url.Parse("http://site.example:8080/")
+		for _, n := range names {
+			k := crawl.KeysFor(n)
+			if _, err := crawl.Seed(ctx, s.Client, k, crawl.DefaultSettings(), []*url.URL{u}); err != nil {
+				t.Fatal(err)
+			}
+			// The per-host keys a worker writes.
+			s.Client.Set(ctx, k.RatePrefix()+"{site.example:8080}", "1", 0)
+			s.Client.HSet(ctx, k.RobotsPrefix()+"{site.example:8080}", "status", 404)
+			s.Client.Set(ctx, k.Leader+":epoch", "3", 0)
+		}
+		before := keysByCrawl(t, s, names)
+		if len(before["q"]) < 8 {
+			t.Fatalf("crawl q has only keys %v", before["q"])
+		}
+		n, err := crawl.Reset(ctx, s.Client, "q")
+		if err != nil || n != len(before["q"]) {
+			t.Fatalf("Reset(q) = %d, %v; want the %d keys %v", n, err, len(before["q"]), before["q"])
+		}
+		after := keysByCrawl(t, s, names)
+		if len(after["q"]) != 0 {
+			t.Errorf("keys of q left: %v", after["q"])
+		}
+		for _, other := range names[1:] {
+			if strings.Join(after[other], " ") != strings.Join(before[other], " ") {
+				t.Errorf("reset of q changed crawl %s: %v -> %v", other, before[other], after[other])
+			}
+		}
+	})
+}
+
+// keysByCrawl sorts every key in the server by the crawl that owns it,
+// judged by its exact prefix.
+func keysByCrawl(t *testing.T, s *redistest.Server, names []string) map[string][]string {
+	t.Helper()
+	all, err := s.Client.Keys(context.Background(), "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(all)
+	out := map[string][]string{}
+	for _, key := range all {
+		owner := ""
+		for _, n := range names {
+			if strings.HasPrefix(key, "crawl:{"+n+"}:") || strings.HasPrefix(key, "crawl:"+n+":") {
+				if owner != "" {
+					t.Fatalf("key %s belongs to crawls %s and %s", key, owner, n)
+				}
+				owner = n
+			}
+		}
+		if owner == "" {
+			t.Fatalf("key %s belongs to no crawl", key)
+		}
+		out[owner] = append(out[owner], key)
+	}
+	return out
+}
