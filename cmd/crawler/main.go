@@ -70,8 +70,8 @@ func newApp() *cli.App {
 			}
 			return nil
 		},
-		OnUsageError:    usageError,
-		ExitErrHandler:  func(*cli.Context, error) {}, // main prints the one line
+		OnUsageError:   usageError,
+		ExitErrHandler: func(*cli.Context, error) {}, // main prints the one line
 		CommandNotFound: func(c *cli.Context, name string) {
 			fmt.Fprintf(c.App.ErrWriter, "crawler: unknown command %q (see 'crawler --help')\n", name)
 			os.Exit(1)
