@@ -2,6 +2,7 @@ package crawl
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"net/url"
 
@@ -10,55 +11,117 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// SeedReport says what Seed did.
+// SeedReport says what seeding did.
 type SeedReport struct {
-	Queued int // new URLs put on the frontier
-	Known  int // URLs the crawl had already seen
+	Queued int // seeds put on the frontier
+	// Seen counts seeds the crawl's Bloom filter already held (or said it
+	// held: a false positive looks the same). They are queued anyway
+	// unless SeedOptions.SkipSeen, which skips them.
+	Seen       int
+	Duplicates int // seeds repeated within this seeding, removed
 }
 
-// Seed adds canonical seed URLs to the crawl (creating it with s when it is
-// new; see StoreSettings), widens the scope to their hosts, and reopens a
-// finished crawl.
-func Seed(ctx context.Context, c redis.UniversalClient, k Keys, s Settings, seeds []*url.URL) (SeedReport, error) {
+// SeedOptions tune a seeding.
+type SeedOptions struct {
+	// SkipSeen queues only seeds the filter does not hold, for users who
+	// re-seed big lists; a Bloom false positive then skips a seed.
+	SkipSeen bool
+}
+
+// Seeder adds seeds to a crawl, batch by batch, so that a seed list of any
+// length streams through a bounded buffer. A seed the user gave is queued
+// even when the Bloom filter answers "seen" (like Scrapy's start requests),
+// and the filter still learns it; duplicates within one Seeder are removed
+// exactly, with 16 bytes of memory per distinct seed (a SHA-256 prefix)
+// and no state in Redis beyond the queue and the filter.
+type Seeder struct {
+	c      redis.UniversalClient
+	k      Keys
+	fr     *frontier.Frontier
+	o      SeedOptions
+	given  map[[16]byte]struct{}
+	hosts  map[string]struct{} // already in the scope set
+	report SeedReport
+}
+
+// NewSeeder stores s as the crawl's settings (creating the crawl when it
+// is new; see StoreSettings) and opens its filter.
+func NewSeeder(ctx context.Context, c redis.UniversalClient, k Keys, s Settings, o SeedOptions) (*Seeder, error) {
 	if err := CheckName(k.Name); err != nil {
-		return SeedReport{}, err
+		return nil, err
 	}
 	if _, err := StoreSettings(ctx, c, k, s); err != nil {
-		return SeedReport{}, err
+		return nil, err
 	}
 	seen, err := dedup.Open(ctx, c, k.Seen, s.bloom())
 	if err != nil {
-		return SeedReport{}, err
+		return nil, err
 	}
-	if len(seeds) == 0 {
-		return SeedReport{}, nil
-	}
-	hosts := make([]any, 0, len(seeds))
+	return &Seeder{c: c, k: k, fr: frontier.New(c, k.Frontier, seen), o: o,
+		given: map[[16]byte]struct{}{}, hosts: map[string]struct{}{}}, nil
+}
+
+// Add queues a batch of canonical seed URLs, widens the scope to their
+// hosts, and reopens a finished crawl.
+func (sd *Seeder) Add(ctx context.Context, seeds []*url.URL) error {
+	var hosts []any
 	items := make([]frontier.Item, 0, len(seeds))
 	for _, u := range seeds {
-		hosts = append(hosts, u.Host)
-		items = append(items, frontier.Item{URL: u.String()})
+		s := u.String()
+		sum := sha256.Sum256([]byte(s))
+		id := [16]byte(sum[:16])
+		if _, dup := sd.given[id]; dup {
+			sd.report.Duplicates++
+			continue
+		}
+		sd.given[id] = struct{}{}
+		if _, ok := sd.hosts[u.Host]; !ok {
+			sd.hosts[u.Host] = struct{}{}
+			hosts = append(hosts, u.Host)
+		}
+		items = append(items, frontier.Item{URL: s})
 	}
 	// Scope first: a worker must never see a seed whose host it would reject.
-	if err := c.SAdd(ctx, k.Hosts, hosts...).Err(); err != nil {
-		return SeedReport{}, fmt.Errorf("crawl: seed: %w", err)
+	if len(hosts) > 0 {
+		if err := sd.c.SAdd(ctx, sd.k.Hosts, hosts...).Err(); err != nil {
+			return fmt.Errorf("crawl: seed: %w", err)
+		}
 	}
-	queued, err := frontier.New(c, k.Frontier, seen).Enqueue(ctx, items)
+	enqueue := sd.fr.EnqueueAll
+	if sd.o.SkipSeen {
+		enqueue = sd.fr.Enqueue
+	}
+	fresh, err := enqueue(ctx, items)
+	if err != nil {
+		return err
+	}
+	queued := 0
+	for _, f := range fresh {
+		if !f {
+			sd.report.Seen++
+		}
+		if f || !sd.o.SkipSeen {
+			queued++
+		}
+	}
+	sd.report.Queued += queued
+	if queued > 0 {
+		if err := sd.c.Del(ctx, sd.k.Done).Err(); err != nil {
+			return fmt.Errorf("crawl: seed: %w", err)
+		}
+	}
+	return nil
+}
+
+// Report is what the Seeder did so far.
+func (sd *Seeder) Report() SeedReport { return sd.report }
+
+// Seed adds seeds in one batch: NewSeeder, then Add.
+func Seed(ctx context.Context, c redis.UniversalClient, k Keys, s Settings, seeds []*url.URL) (SeedReport, error) {
+	sd, err := NewSeeder(ctx, c, k, s, SeedOptions{})
 	if err != nil {
 		return SeedReport{}, err
 	}
-	var r SeedReport
-	for _, q := range queued {
-		if q {
-			r.Queued++
-		} else {
-			r.Known++
-		}
-	}
-	if r.Queued > 0 {
-		if err := c.Del(ctx, k.Done).Err(); err != nil {
-			return r, fmt.Errorf("crawl: seed: %w", err)
-		}
-	}
-	return r, nil
+	err = sd.Add(ctx, seeds)
+	return sd.Report(), err
 }

@@ -1,17 +1,21 @@
 -- enqueue.lua (dedup's bloom.lua, then lib.lua, then this): mark a batch of
--- URLs seen and queue the new ones, in one atomic step, so a URL is never
--- marked seen without being queued.
+-- URLs seen and queue them, in one atomic step, so a URL is never marked
+-- seen without being queued.
 -- KEYS: the Bloom filter's, then items, ready, stats
--- ARGV: the Bloom filter's, then one entry ("host\nitem-json") per URL
+-- ARGV: the Bloom filter's, then one entry ("host\nitem-json") per URL,
+--   then mode: 'new' queues the URLs the filter did not hold (links),
+--   'all' queues every one, whatever the filter says (a seed the user
+--   typed is never lost to a false positive; the filter still learns it)
+-- Reply: the Bloom reply (flag 1: the URL was new to the filter).
 local reply, nk, na, n = bloom_run(1, 1)
 if reply[1] == 1 then
-  local fresh = {}
+  local all = ARGV[na + n] == 'all'
+  local queue = {}
   for i = 1, n do
-    if reply[3 + i] == 1 then fresh[#fresh + 1] = ARGV[na + i - 1] end
+    if all or reply[3 + i] == 1 then queue[#queue + 1] = ARGV[na + i - 1] end
   end
-  fr_push_many(KEYS[nk], KEYS[nk + 1], KEYS[nk + 2], fresh, false, fr_now())
-  local queued = #fresh
-  if queued > 0 then redis.call('HINCRBY', KEYS[nk + 2], 'enqueued', queued) end
+  fr_push_many(KEYS[nk], KEYS[nk + 1], KEYS[nk + 2], queue, false, fr_now())
+  if #queue > 0 then redis.call('HINCRBY', KEYS[nk + 2], 'enqueued', #queue) end
   redis.call('HINCRBY', KEYS[nk + 2], 'offered', n)
 end
 return reply

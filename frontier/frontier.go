@@ -128,8 +128,20 @@ func New(c redis.UniversalClient, keys Keys, seen *dedup.Filter) *Frontier {
 func (f *Frontier) Keys() Keys { return f.keys }
 
 // Enqueue marks items' URLs seen and queues those not seen before, in one
-// script per batch. It returns which items were queued.
+// script per batch. It returns which items were new, and so queued.
 func (f *Frontier) Enqueue(ctx context.Context, items []Item) ([]bool, error) {
+	return f.enqueue(ctx, items, "new")
+}
+
+// EnqueueAll marks items' URLs seen and queues every one of them, even
+// those the filter answers "seen" for: seeds, which a Bloom false positive
+// must not drop (Scrapy's dont_filter). It returns which were new to the
+// filter. The caller removes duplicates among items.
+func (f *Frontier) EnqueueAll(ctx context.Context, items []Item) ([]bool, error) {
+	return f.enqueue(ctx, items, "all")
+}
+
+func (f *Frontier) enqueue(ctx context.Context, items []Item, mode string) ([]bool, error) {
 	if len(items) == 0 {
 		return nil, nil
 	}
@@ -137,11 +149,11 @@ func (f *Frontier) Enqueue(ctx context.Context, items []Item) ([]bool, error) {
 	if err != nil {
 		return nil, err
 	}
-	queued, err := f.seen.Exec(ctx, enqueueScript, urls, payload, []string{f.keys.Items, f.keys.Ready, f.keys.Stats}, nil)
+	fresh, err := f.seen.Exec(ctx, enqueueScript, urls, payload, []string{f.keys.Items, f.keys.Ready, f.keys.Stats}, []any{mode})
 	if err != nil {
 		return nil, fmt.Errorf("frontier: enqueue: %w", err)
 	}
-	return queued, nil
+	return fresh, nil
 }
 
 // Lease is a popped item held by one worker.

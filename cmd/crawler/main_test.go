@@ -2,6 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/redcrawl/crawler/crawl"
+	"github.com/redis/go-redis/v9"
 	"io"
 	"net"
 	"os"
@@ -145,7 +152,7 @@ func TestSeedReportsBadLinesAndSeedsTheRest(t *testing.T) {
 	mr := miniredis.RunT(t)
 	file := filepath.Join(t.TempDir(), "seeds.txt")
 	os.WriteFile(file, []byte("http://a.example/\n# a comment\n\nnot a url\nftp://b.example/\nhttps://c.example/x\n"), 0o644)
-	// The per-line reports go to the process's stderr; the summary is the error.
+	// The per-line reports go to stderr; the summary is the error.
 	out, _, err := run(t, "--redis", "redis://"+mr.Addr()+"/0", "seed", "-f", file)
 	if err == nil || !strings.Contains(err.Error(), "2 of 4 lines") {
 		t.Fatalf("seed error %v; want a summary of 2 bad lines of 4", err)
@@ -182,5 +189,72 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 		if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %q; want one line naming %s", tc.args, err, tc.want)
 		}
+	}
+}
+
+// A junk seed file is reported in a few lines with their line numbers and
+// a count, not a line per bad URL.
+func TestSeedJunkFileIsSummed(t *testing.T) {
+	mr := miniredis.RunT(t)
+	file := filepath.Join(t.TempDir(), "junk.txt")
+	var b strings.Builder
+	b.WriteString("http://good.example/\n")
+	for i := 0; i < 100_000; i++ {
+		b.WriteString("junk line\n")
+	}
+	os.WriteFile(file, []byte(b.String()), 0o644)
+	out, errOut, err := run(t, "--redis", "redis://"+mr.Addr()+"/0", "seed", "-f", file)
+	if err == nil || !strings.Contains(err.Error(), "100000 of 100001 lines") {
+		t.Fatalf("seed: %v; want a count of 100000 bad lines", err)
+	}
+	reported := strings.Split(strings.TrimSpace(errOut), "\n")
+	if len(reported) != maxBadLines || !strings.Contains(reported[0], "junk.txt:2:") || !strings.Contains(reported[9], "junk.txt:11:") {
+		t.Fatalf("stderr has %d lines, from %q; want the first %d bad lines with their numbers", len(reported), reported[0], maxBadLines)
+	}
+	if !strings.Contains(out, "1 URLs queued") {
+		t.Fatalf("stdout %q", out)
+	}
+}
+
+// A seed file streams: URLs reach the queue while the file is still being
+// written (a FIFO), in batches, so a seed list of any length needs only a
+// batch of memory.
+func TestSeedFileStreams(t *testing.T) {
+	mr := miniredis.RunT(t)
+	fifo := filepath.Join(t.TempDir(), "seeds.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := run(t, "--redis", "redis://"+mr.Addr()+"/0", "--crawl", "stream", "seed", "-f", fifo)
+		done <- err
+	}()
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2*seedBatch; i++ {
+		fmt.Fprintf(w, "http://h.example/%d\n", i)
+	}
+	// Still writing: the first batches must be queued already.
+	client := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer client.Close()
+	items := crawl.KeysFor("stream").Frontier.Items
+	deadline := time.Now().Add(time.Minute)
+	for client.ZCard(context.Background(), items).Val() < seedBatch {
+		if time.Now().After(deadline) {
+			w.Close()
+			t.Fatalf("after %d lines written, %d queued: the seed file is not streamed", 2*seedBatch, client.ZCard(context.Background(), items).Val())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	fmt.Fprintln(w, "http://h.example/last")
+	w.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := client.ZCard(context.Background(), items).Val(); n != 2*seedBatch+1 {
+		t.Fatalf("%d queued; want %d", n, 2*seedBatch+1)
 	}
 }

@@ -29,6 +29,11 @@ func seedFlags() []cli.Flag {
 	}
 }
 
+func skipSeenFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "skip-seen", Usage: "queue only seeds the crawl has not seen yet (for re-seeding big lists; " +
+		"a Bloom false positive may then skip one). Without it every seed is queued"}
+}
+
 // checkSeedFlags validates the flags that need no Redis, so a typo is
 // reported as such even when Redis is not there.
 func checkSeedFlags(c *cli.Context) error {
@@ -100,7 +105,7 @@ func seedCommand() *cli.Command {
 			"Redis and every worker uses them; seeding an existing crawl adds URLs, and a flag\n" +
 			"that contradicts the stored settings is refused.",
 		Flags: append(seedFlags(), &cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "read URLs from FILE, one per line ('-' for stdin; # starts a comment)"},
-			redisWaitFlag(0)),
+			skipSeenFlag(), redisWaitFlag(0)),
 		Action: func(c *cli.Context) error {
 			if err := checkSeedFlags(c); err != nil {
 				return err
@@ -110,86 +115,126 @@ func seedCommand() *cli.Command {
 				return err
 			}
 			defer rdb.Close()
-			_, err = runSeed(c, rdb)
-			return err
+			return runSeed(c, rdb)
 		},
 	}
 }
 
-type seedLine struct {
-	where string // "argument 2" or "urls.txt:14"
-	text  string
-}
+// seedBatch is how many seeds go to Redis at once: a seed file of any
+// length streams through a buffer of this size.
+const seedBatch = 10_000
 
-func runSeed(c *cli.Context, rdb *redis.Client) (crawl.Settings, error) {
+// maxBadLines is how many unusable lines are quoted; the rest are counted.
+const maxBadLines = 10
+
+func runSeed(c *cli.Context, rdb *redis.Client) error {
 	k := crawl.KeysFor(c.String("crawl"))
 	s, err := settingsFromFlags(c, rdb, k)
 	if err != nil {
-		return s, err
+		return err
 	}
-	var lines []seedLine
+	var sd *crawl.Seeder
+	var batch []*url.URL
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		if sd == nil { // the crawl is created with its first usable seed
+			if sd, err = crawl.NewSeeder(c.Context, rdb, k, s, crawl.SeedOptions{SkipSeen: c.Bool("skip-seen")}); err != nil {
+				return err
+			}
+		}
+		err := sd.Add(c.Context, batch)
+		batch = batch[:0]
+		return err
+	}
+	lines, bad := 0, 0
+	take := func(where, text string) error {
+		lines++
+		u, err := parse.Canonicalize(nil, text)
+		if err != nil {
+			if bad++; bad <= maxBadLines {
+				fmt.Fprintf(c.App.ErrWriter, "crawler: seed: %s: %v\n", where, err)
+			}
+			return nil
+		}
+		if batch = append(batch, u); len(batch) >= seedBatch {
+			return flush()
+		}
+		return nil
+	}
 	for i, a := range c.Args().Slice() {
-		lines = append(lines, seedLine{fmt.Sprintf("argument %d", i+1), a})
+		if err := take(fmt.Sprintf("argument %d", i+1), a); err != nil {
+			return err
+		}
 	}
 	if f := c.String("file"); f != "" {
-		fl, err := readSeedFile(f)
-		if err != nil {
-			return s, err
+		if err := readSeedFile(f, take); err != nil {
+			return err
 		}
-		lines = append(lines, fl...)
 	}
-	if len(lines) == 0 {
-		return s, fmt.Errorf("no URLs to seed: give them as arguments or with -f FILE (see 'crawler seed --help')")
+	if err := flush(); err != nil {
+		return err
 	}
-	var seeds []*url.URL
-	bad := 0
-	for _, l := range lines {
-		u, err := parse.Canonicalize(nil, l.text)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "crawler: seed: %s: %v\n", l.where, err)
-			bad++
-			continue
-		}
-		seeds = append(seeds, u)
+	if lines == 0 {
+		return fmt.Errorf("no URLs to seed: give them as arguments or with -f FILE (see 'crawler seed --help')")
 	}
-	if len(seeds) == 0 {
-		return s, cli.Exit(fmt.Sprintf("seed: none of the %d URLs is usable; nothing seeded", len(lines)), 1)
+	if sd == nil {
+		return cli.Exit(fmt.Sprintf("seed: none of the %d URLs is usable; nothing seeded", lines), 1)
 	}
-	rep, err := crawl.Seed(c.Context, rdb, k, s, seeds)
-	if err != nil {
-		return s, err
+	rep := sd.Report()
+	msg := fmt.Sprintf("crawl %q: %d URLs queued", k.Name, rep.Queued)
+	switch {
+	case rep.Seen > 0 && c.Bool("skip-seen"):
+		msg += fmt.Sprintf(", %d skipped as already seen", rep.Seen)
+	case rep.Seen > 0:
+		msg += fmt.Sprintf(" (%d of them already seen by the crawl: seeds are queued anyway; --skip-seen skips them)", rep.Seen)
 	}
-	fmt.Fprintf(c.App.Writer, "crawl %q: %d URLs queued, %d already seen\n", k.Name, rep.Queued, rep.Known)
+	if rep.Duplicates > 0 {
+		msg += fmt.Sprintf(", %d duplicates removed", rep.Duplicates)
+	}
+	fmt.Fprintln(c.App.Writer, msg)
 	if bad > 0 {
-		return s, cli.Exit(fmt.Sprintf("seed: %d of %d lines were not usable URLs (see above); the rest were seeded", bad, len(lines)), 1)
+		more := ""
+		if bad > maxBadLines {
+			more = fmt.Sprintf(" (the first %d are shown above)", maxBadLines)
+		} else {
+			more = " (see above)"
+		}
+		return cli.Exit(fmt.Sprintf("seed: %d of %d lines were not usable URLs%s; the rest were seeded", bad, lines, more), 1)
 	}
-	return s, nil
+	return nil
 }
 
-func readSeedFile(name string) ([]seedLine, error) {
+// readSeedFile hands each URL line of a file (or stdin, for "-") to take,
+// with its place ("urls.txt:14"), without holding the file in memory.
+func readSeedFile(name string, take func(where, text string) error) error {
 	var r io.Reader = os.Stdin
 	if name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
-			return nil, fmt.Errorf("seed: %v", err)
+			return fmt.Errorf("seed: %v", err)
 		}
 		defer f.Close()
 		r = f
 	} else {
 		name = "stdin"
 	}
-	var out []seedLine
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for n := 1; sc.Scan(); n++ {
+	n := 0
+	for sc.Scan() {
+		n++
 		t := strings.TrimSpace(sc.Text())
 		if t == "" || strings.HasPrefix(t, "#") {
 			continue
 		}
-		out = append(out, seedLine{fmt.Sprintf("%s:%d", name, n), t})
+		if err := take(fmt.Sprintf("%s:%d", name, n), t); err != nil {
+			return err
+		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("seed: reading %s: %v", name, err)
+		return fmt.Errorf("seed: reading %s after line %d: %v", name, n, err)
 	}
-	return out, nil
+	return nil
 }

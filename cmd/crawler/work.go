@@ -183,7 +183,8 @@ func crawlCommand() *cli.Command {
 		Name:      "crawl",
 		Usage:     "seed and crawl in one process until done (embedded Redis unless --redis is given)",
 		ArgsUsage: "URL...",
-		Flags:     append(append(seedFlags(), workFlags()...), &cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "read URLs from FILE ('-' for stdin)"}),
+		Flags: append(append(seedFlags(), workFlags()...), &cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "read URLs from FILE ('-' for stdin)"},
+			skipSeenFlag()),
 		Action: func(c *cli.Context) error {
 			if err := errors.Join(checkSeedFlags(c), checkWorkFlags(c)); err != nil {
 				return err
@@ -193,7 +194,7 @@ func crawlCommand() *cli.Command {
 				return err
 			}
 			defer closeRedis()
-			if _, err := runSeed(c, rdb); err != nil {
+			if err := runSeed(c, rdb); err != nil {
 				return err
 			}
 			if err := runWork(c, rdb, true); err != nil {

@@ -1,0 +1,63 @@
+package crawl_test
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"testing"
+
+	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/internal/redistest"
+)
+
+// A seed the user gave is queued even when the Bloom filter answers
+// "seen" (here a filter at a 50 % rate answers it for about one in twenty):
+// none is lost to a false positive, duplicates are removed exactly, and
+// --skip-seen makes seeds go through the filter.
+func TestSeedsAreNeverFalsePositives(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		set := crawl.DefaultSettings()
+		set.ExpectedURLs, set.FPRate = 3000, 0.5
+		const distinct = 3000
+		var seeds []*url.URL
+		for i := 0; i < distinct; i++ {
+			u, _ := url.Parse(fmt.Sprintf("http://h%d.example/page/%d", i%3, i))
+			seeds = append(seeds, u)
+			if i%10 == 0 {
+				seeds = append(seeds, u) // the same seed twice in one seeding
+			}
+		}
+		sd, err := crawl.NewSeeder(ctx, s.Client, crawl.KeysFor("fp"), set, crawl.SeedOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for start := 0; start < len(seeds); start += 700 { // batches: duplicates span them
+			if err := sd.Add(ctx, seeds[start:min(start+700, len(seeds))]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rep := sd.Report()
+		queued := s.Client.ZCard(ctx, crawl.KeysFor("fp").Frontier.Items).Val()
+		if rep.Queued != distinct || queued != distinct || rep.Duplicates != distinct/10 {
+			t.Fatalf("report %+v, %d on the queue; want all %d distinct seeds queued and %d duplicates removed",
+				rep, queued, distinct, distinct/10)
+		}
+		if rep.Seen == 0 {
+			t.Fatal("the filter never answered 'seen': the test shows nothing")
+		}
+		t.Logf("%d of %d seeds were false positives of the filter, queued anyway", rep.Seen, distinct)
+
+		// The same seeds again with SkipSeen: all are in the filter now.
+		sd, err = crawl.NewSeeder(ctx, s.Client, crawl.KeysFor("fp"), set, crawl.SeedOptions{SkipSeen: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sd.Add(ctx, seeds); err != nil {
+			t.Fatal(err)
+		}
+		if rep := sd.Report(); rep.Queued != 0 || rep.Seen != distinct {
+			t.Fatalf("re-seeding with SkipSeen: %+v; want nothing queued, all %d seen", rep, distinct)
+		}
+	})
+}
