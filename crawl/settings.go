@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/parse"
@@ -25,12 +26,17 @@ type Settings struct {
 	ExpectedURLs int64   // Bloom filter capacity (it grows past this)
 	FPRate       float64 // Bloom filter false-positive rate
 	AllowPrivate bool    // allow loopback/private addresses (test site, intranets)
+	// RobotsGiveUp is how long a host's robots.txt may stay unavailable
+	// (no answer, 429, 5xx) before its URLs go to the failed list; until
+	// then they wait, as RFC 9309 asks.
+	RobotsGiveUp time.Duration
 }
 
 // DefaultSettings: polite (1 request/s per host), host scope, no depth limit.
 func DefaultSettings() Settings {
 	return Settings{Scope: parse.ScopeHost, MaxDepth: -1, Rate: 1, Burst: 1,
-		UserAgent: "RedCrawl/0.1 (+https://github.com/redcrawl/crawler)", ExpectedURLs: 1_000_000, FPRate: 0.001}
+		UserAgent: "RedCrawl/0.1 (+https://github.com/redcrawl/crawler)", ExpectedURLs: 1_000_000, FPRate: 0.001,
+		RobotsGiveUp: 30 * time.Minute}
 }
 
 // ErrSettings: settings that cannot run a crawl.
@@ -52,6 +58,8 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("%w: burst %d must be at least 1", ErrSettings, s.Burst)
 	case strings.TrimSpace(s.UserAgent) == "":
 		return fmt.Errorf("%w: empty user agent", ErrSettings)
+	case s.RobotsGiveUp < time.Second:
+		return fmt.Errorf("%w: robots.txt give-up %v must be at least 1s", ErrSettings, s.RobotsGiveUp)
 	}
 	if err := s.bloom().Validate(); err != nil {
 		return fmt.Errorf("%w: %v", ErrSettings, err)
@@ -94,19 +102,33 @@ func (s Settings) fields() map[string]string {
 		"scope": string(s.Scope), "max_depth": strconv.Itoa(s.MaxDepth), "max_pages": strconv.FormatInt(s.MaxPages, 10),
 		"rate": fmtRate(s.Rate), "burst": strconv.Itoa(s.Burst), "user_agent": s.UserAgent,
 		"expected_urls": strconv.FormatInt(s.ExpectedURLs, 10), "fp_rate": strconv.FormatFloat(s.FPRate, 'g', -1, 64),
-		"allow_private": strconv.FormatBool(s.AllowPrivate),
+		"allow_private": strconv.FormatBool(s.AllowPrivate), "robots_give_up": s.RobotsGiveUp.String(),
 	}
 }
+
+// settingFields are the stored fields, in the order messages list them.
+var settingFields = []string{"scope", "max_depth", "max_pages", "rate", "burst", "user_agent", "expected_urls",
+	"fp_rate", "allow_private", "robots_give_up"}
+
+// addedLater are fields that crawls seeded by an older RedCrawl lack: they
+// read as their default.
+var addedLater = map[string]string{"robots_give_up": DefaultSettings().RobotsGiveUp.String()}
 
 // flagFor names the seed flag of each field, for messages.
 var flagFor = map[string]string{
 	"scope": "--scope", "max_depth": "--max-depth", "max_pages": "--max-pages", "rate": "--rate", "burst": "--burst",
 	"user_agent": "--user-agent", "expected_urls": "--expected-urls", "fp_rate": "--fp-rate", "allow_private": "--allow-private",
+	"robots_give_up": "--robots-give-up",
 }
 
 func settingsFrom(m map[string]string) (Settings, error) {
 	var s Settings
 	var errs []error
+	for f, v := range addedLater {
+		if _, ok := m[f]; !ok {
+			m[f] = v
+		}
+	}
 	num := func(k string) int64 {
 		v, err := strconv.ParseInt(m[k], 10, 64)
 		errs = append(errs, err)
@@ -124,6 +146,8 @@ func settingsFrom(m map[string]string) (Settings, error) {
 	s.FPRate, err = strconv.ParseFloat(m["fp_rate"], 64)
 	errs = append(errs, err)
 	s.AllowPrivate, err = strconv.ParseBool(m["allow_private"])
+	errs = append(errs, err)
+	s.RobotsGiveUp, err = time.ParseDuration(m["robots_give_up"])
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return Settings{}, err
@@ -165,8 +189,13 @@ func StoreSettings(ctx context.Context, c redis.UniversalClient, k Keys, s Setti
 	for i := 0; i+1 < len(res); i += 2 {
 		have[res[i]] = res[i+1]
 	}
+	for f, v := range addedLater {
+		if _, ok := have[f]; !ok {
+			have[f] = v
+		}
+	}
 	var diffs []string
-	for _, f := range []string{"scope", "max_depth", "max_pages", "rate", "burst", "user_agent", "expected_urls", "fp_rate", "allow_private"} {
+	for _, f := range settingFields {
 		if have[f] != want[f] {
 			diffs = append(diffs, fmt.Sprintf("%s is %s, not %s", flagFor[f], have[f], want[f]))
 		}

@@ -374,7 +374,20 @@ func (w *Worker) process(ctx context.Context, l *frontier.Lease, info frontier.P
 		return
 	}
 	verdict, err := w.robots.Check(ctx, u)
-	if err != nil {
+	var unavail *politeness.UnavailableError
+	switch {
+	case errors.As(err, &unavail) && unavail.Since >= w.s.RobotsGiveUp:
+		rec.Error = fmt.Sprintf("robots.txt unreachable: %v (gave up after %v)", unavail, w.s.RobotsGiveUp)
+		w.Counters.Errors.Add(1)
+		w.finish(ctx, l, rec, frontier.Outcome{Stat: "failed", Failed: rec.Error})
+		return
+	case errors.As(err, &unavail):
+		// RFC 9309: nothing of this host now. Its URLs wait in its queue,
+		// not offered to any worker until the shared back-off ends; no
+		// attempt is counted.
+		w.requeue(ctx, l, unavail.Retry)
+		return
+	case err != nil:
 		if !errors.Is(err, politeness.ErrRobotsPending) {
 			w.o.Logf("robots.txt for %s: %v", u.Host, err)
 		}
@@ -398,13 +411,8 @@ func (w *Worker) process(ctx context.Context, l *frontier.Lease, info frontier.P
 		return
 	}
 	if !res.OK {
-		// The host is busy: back to the front of its own queue, and the
-		// host is not offered again until its bucket has a token.
-		w.Counters.Deferred.Add(1)
-		defer w.held.Delete(l.ID)
-		if err := w.fr.Requeue(ctx, l, res.Delay); err != nil && !errors.Is(err, frontier.ErrLeaseLost) {
-			w.o.Logf("requeue %s: %v (its lease will return it)", item.URL, err)
-		}
+		// The host is busy: not offered again until its bucket has a token.
+		w.requeue(ctx, l, res.Delay)
 		return
 	}
 	sleep(ctx, res.Delay)
@@ -473,6 +481,16 @@ func (w *Worker) retry(ctx context.Context, l *frontier.Lease, item frontier.Ite
 		return
 	}
 	w.deferItem(ctx, l, item, max(after, time.Duration(1<<item.Attempts)*500*time.Millisecond))
+}
+
+// requeue puts a leased URL back at the front of its host's queue and
+// keeps the host from being offered to any worker for wait.
+func (w *Worker) requeue(ctx context.Context, l *frontier.Lease, wait time.Duration) {
+	defer w.held.Delete(l.ID)
+	w.Counters.Deferred.Add(1)
+	if err := w.fr.Requeue(ctx, l, wait); err != nil && !errors.Is(err, frontier.ErrLeaseLost) {
+		w.o.Logf("requeue %s: %v (its lease will return it)", l.Item.URL, err)
+	}
 }
 
 func (w *Worker) deferItem(ctx context.Context, l *frontier.Lease, item frontier.Item, d time.Duration) {

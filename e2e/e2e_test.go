@@ -5,9 +5,11 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -279,5 +281,72 @@ func TestSIGINTStopsGracefully(t *testing.T) {
 	}
 	if st.Frontier.InFlight != 0 || st.Leader != nil {
 		t.Fatalf("after a graceful stop: %d in flight, leader %+v; want none and none", st.Frontier.InFlight, st.Leader)
+	}
+}
+
+// A worker started before the site is up finds robots.txt unreachable:
+// RFC 9309 says "not now", so the hosts' URLs wait (a back-off shared
+// through Redis) and every one is fetched once the site answers; none is
+// recorded as disallowed but the site's own /private/ pages.
+func TestSiteUpAfterTheWorker(t *testing.T) {
+	s := redistest.Real(t)
+	const base = "127.0.0.30"
+	l, err := net.Listen("tcp", base+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close() // the site will listen here, once the worker has found it down
+	cfg := testsite.Config{Hosts: 2, Pages: 50, ListenBase: base, Port: port}
+	h := &harness{t: t, bin: build(t), redis: s.URL(), procs: map[string]*proc{}}
+	roots := []string{fmt.Sprintf("http://127.0.0.30:%d/", port), fmt.Sprintf("http://127.0.0.31:%d/", port)}
+	h.run(append([]string{"seed", "--allow-private", "--rate", "50", "--burst", "5"}, roots...)...)
+	p := h.startWorker("w1")
+
+	// The event: the worker tried each host's robots.txt and found no answer.
+	for _, r := range roots {
+		u, _ := url.Parse(r)
+		key := "crawl:e2e:robots:{" + u.Host + "}"
+		deadline := time.Now().Add(time.Minute)
+		for s.Client.HGet(context.Background(), key, "failures").Val() == "" {
+			select {
+			case err := <-p.done:
+				t.Fatalf("the worker exited (%v) before the site was up: its URLs were dropped\n%s", err, p.log.String())
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the worker never tried %s's robots.txt\n%s", u.Host, p.log.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	site, err := testsite.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer site.Close()
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Fatalf("worker: %v\n%s", err, p.log.String())
+		}
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("worker did not finish\n%s", p.log.String())
+	}
+	missing := site.Missing()
+	for i, u := range missing {
+		if i < 10 {
+			t.Errorf("never fetched: %s", u)
+		}
+	}
+	t.Logf("%d of %d truth URLs fetched", len(site.Truth())-len(missing), len(site.Truth()))
+	sc := bufio.NewScanner(bytes.NewReader(h.run("export")))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var rec struct{ URL, Error string }
+		json.Unmarshal(sc.Bytes(), &rec)
+		if strings.Contains(rec.Error, "disallowed") && !strings.Contains(rec.URL, "/private/") {
+			t.Errorf("record %s: %s", rec.URL, rec.Error)
+		}
 	}
 }

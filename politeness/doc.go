@@ -48,10 +48,18 @@
 // fetches it (following up to five redirects) and stores status and body in
 // Redis; the others wait for that entry (or defer their URL on
 // ErrRobotsPending). RFC 9309: 2xx is obeyed for our product token's group,
-// 4xx allows all, 5xx or no answer disallows all, kept only ErrorTTL
-// (5 min) and then fetched again. Crawl-delay is reported so the crawler
-// can lower that host's rate.
+// 4xx allows all. No answer, 5xx (or 429) means "crawl nothing of this
+// host now" — not never: Check returns an *UnavailableError (errors.Is
+// ErrRobotsUnavailable) until the next try, which one worker makes when it
+// is due. The back-off is kept in Redis (robots_fail.lua, server time), so
+// every worker waits the same: Backoff (1 s) after the first failure,
+// doubling to MaxBackoff (5 min). The error carries how long the file has
+// been unavailable, so the crawler can give the host's URLs up after a
+// while — as failed, never as "disallowed". Crawl-delay is reported so the
+// crawler can lower that host's rate.
 //
-//	<prefix>{host}        hash {status, body}, PEXPIRE TTL or ErrorTTL
+//	<prefix>{host}        hash {status, body}, PEXPIRE TTL; while unavailable
+//	                      {status, failures, first_fail, retry_at} (ms, server
+//	                      clock), kept an hour past retry_at
 //	<prefix>{host}:lock   the fetching worker's token, PX LockTTL
 package politeness

@@ -3,9 +3,11 @@ package politeness
 import (
 	"context"
 	"crypto/rand"
+	_ "embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -32,24 +34,63 @@ type RobotsFetcher func(ctx context.Context, url string) (RobotsResponse, error)
 // now; try the URL again shortly (defer it, do not drop it).
 var ErrRobotsPending = errors.New("politeness: robots.txt is being fetched by another worker")
 
+// ErrRobotsUnavailable: the host's robots.txt could not be had (no answer,
+// 429 or 5xx). RFC 9309 says: crawl nothing of the host *now* — not
+// "never", and not "everything". Errors that wrap it are
+// *UnavailableError, which say for how long and until when.
+var ErrRobotsUnavailable = errors.New("politeness: robots.txt unavailable")
+
+// UnavailableError says how a host's robots.txt has been unavailable.
+type UnavailableError struct {
+	Host     string
+	Status   int           // the last answer's status; 0 for none
+	Failures int           // fetches failed in a row
+	Since    time.Duration // since the first of them
+	Retry    time.Duration // until the next fetch may be tried (shared by every worker)
+}
+
+func (e *UnavailableError) Error() string {
+	what := "no answer"
+	if e.Status != 0 {
+		what = fmt.Sprintf("HTTP %d", e.Status)
+	}
+	return fmt.Sprintf("politeness: robots.txt of %s unavailable (%s; %d tries over %v); next try in %v",
+		e.Host, what, e.Failures, e.Since.Round(time.Second), e.Retry.Round(time.Millisecond))
+}
+
+func (e *UnavailableError) Unwrap() error { return ErrRobotsUnavailable }
+
+// unavailable: the statuses RFC 9309 treats as "no robots.txt for now"
+// (429 too, as the large crawlers do: the server asks us to come back).
+func unavailable(status int) bool {
+	return status == 0 || status == http.StatusTooManyRequests || status >= 500
+}
+
+//go:embed robots_fail.lua
+var robotsFailSrc string
+var robotsFailScript = redis.NewScript(robotsFailSrc)
+
 // Robots answers "may we fetch this URL?" for a whole crawl cluster: each
 // host's robots.txt is fetched once per TTL by one worker (under a short
 // Redis lock), and kept in Redis for every worker, and in a small local
-// cache per process. RFC 9309: 2xx is obeyed, 4xx allows all, 5xx or no
-// answer disallows all until ErrorTTL, then it is fetched again (never
-// "deny forever", never "allow on error").
+// cache per process. RFC 9309: 2xx is obeyed, 4xx allows all; 5xx, 429
+// or no answer make Check return an *UnavailableError until the next try,
+// with a back-off shared by every worker (never "deny forever", never
+// "allow on error"): the caller holds the host's URLs back.
 type Robots struct {
-	c        redis.UniversalClient
-	prefix   string // key = prefix + "{" + host + "}": the host is the hash tag
-	agent    string // product token matched against User-agent lines
-	fetch    RobotsFetcher
-	TTL      time.Duration // how long a 2xx/4xx answer is kept (24 h)
-	ErrorTTL time.Duration // how long a 5xx/unreachable answer is kept (5 min)
-	MaxLocal int           // hosts kept in the local cache (10 000)
-	LockTTL  time.Duration // how long one worker may take to fetch (15 s)
-	WaitFor  time.Duration // how long to wait for another worker's fetch (3 s)
-	mu       sync.Mutex
-	local    map[string]robotsEntry
+	c      redis.UniversalClient
+	prefix string // key = prefix + "{" + host + "}": the host is the hash tag
+	agent  string // product token matched against User-agent lines
+	fetch  RobotsFetcher
+	TTL    time.Duration // how long a 2xx/4xx answer is kept (24 h)
+	// Backoff is the wait after a first failure to get robots.txt (1 s);
+	// it doubles with each failure in a row, up to MaxBackoff (5 min).
+	Backoff, MaxBackoff time.Duration
+	MaxLocal            int           // hosts kept in the local cache (10 000)
+	LockTTL             time.Duration // how long one worker may take to fetch (15 s)
+	WaitFor             time.Duration // how long to wait for another worker's fetch (3 s)
+	mu                  sync.Mutex
+	local               map[string]robotsEntry
 	// flight makes concurrent checks of one host in this process share one
 	// Redis lookup (measured: a worker's 8 loops starting on the same host
 	// made 8 lookups, 8 lock attempts and their retries, and opened as many
@@ -59,16 +100,32 @@ type Robots struct {
 	lockDelay time.Duration
 }
 
+// robotsEntry is a host's robots.txt as Redis keeps it: its rules, or, while
+// it is unavailable, why and until when.
 type robotsEntry struct {
 	data    *robotstxt.RobotsData
-	expires time.Time
+	unavail *UnavailableError // set (and data nil) while unavailable
+	ttl     time.Duration     // how long the entry holds
+	expires time.Time         // local clock, for the local cache
+}
+
+// result is the entry's answer: its rules, or the unavailability as of now.
+func (e robotsEntry) result(now time.Time) (*robotstxt.RobotsData, error) {
+	if e.unavail == nil {
+		return e.data, nil
+	}
+	u := *e.unavail
+	left := e.expires.Sub(now)
+	u.Since += u.Retry - left
+	u.Retry = max(left, 0)
+	return nil, &u
 }
 
 // NewRobots returns the robots cache of one crawl. keyPrefix is e.g.
 // "crawl:NAME:robots:"; agent is the crawler's product token ("RedCrawl").
 func NewRobots(c redis.UniversalClient, keyPrefix, agent string, fetch RobotsFetcher) *Robots {
 	return &Robots{c: c, prefix: keyPrefix, agent: agent, fetch: fetch,
-		TTL: 24 * time.Hour, ErrorTTL: 5 * time.Minute, MaxLocal: 10000, LockTTL: 15 * time.Second,
+		TTL: 24 * time.Hour, Backoff: time.Second, MaxBackoff: 5 * time.Minute, MaxLocal: 10000, LockTTL: 15 * time.Second,
 		WaitFor: 3 * time.Second, local: map[string]robotsEntry{}, now: time.Now, lockDelay: 100 * time.Millisecond}
 }
 
@@ -108,63 +165,62 @@ func (r *Robots) rules(ctx context.Context, u *url.URL) (*robotstxt.RobotsData, 
 	r.mu.Lock()
 	e, ok := r.local[host]
 	r.mu.Unlock()
-	if ok && r.now().Before(e.expires) {
-		return e.data, nil
+	if now := r.now(); ok && now.Before(e.expires) {
+		return e.result(now)
 	}
 	v, err, _ := r.flight.Do(host, func() (any, error) { return r.shared(ctx, u) })
 	if err != nil {
 		return nil, err
 	}
-	return v.(*robotstxt.RobotsData), nil
+	return v.(robotsEntry).result(r.now())
 }
 
-// shared finds the rules in Redis, or fetches them under the cluster-wide
-// lock, and remembers them locally.
-func (r *Robots) shared(ctx context.Context, u *url.URL) (*robotstxt.RobotsData, error) {
+// shared finds the entry in Redis, or fetches robots.txt under the
+// cluster-wide lock, and remembers the entry locally.
+func (r *Robots) shared(ctx context.Context, u *url.URL) (robotsEntry, error) {
 	host := u.Host
 	key := r.Key(host)
 	deadline := r.now().Add(r.WaitFor)
 	for {
-		g, ttl, found, err := r.load(ctx, key)
+		e, found, err := r.load(ctx, key, host)
 		if err != nil {
-			return nil, err
+			return robotsEntry{}, err
 		}
 		if found {
-			r.remember(host, g, ttl)
-			return g, nil
+			return r.remember(host, e), nil
 		}
 		token, got, err := r.lock(ctx, key)
 		if err != nil {
-			return nil, err
+			return robotsEntry{}, err
 		}
 		if got {
 			// Look again under the lock: the previous holder may have stored
 			// the answer between our read and our lock.
-			g, ttl, found, err := r.load(ctx, key)
+			e, found, err := r.load(ctx, key, host)
 			if err == nil && !found {
-				g, ttl, err = r.fetchAndStore(ctx, u.Scheme+"://"+host+"/robots.txt", key)
+				e, err = r.fetchAndStore(ctx, u.Scheme+"://"+host+"/robots.txt", key, host)
 			}
 			r.unlock(ctx, key, token)
 			if err != nil {
-				return nil, err
+				return robotsEntry{}, err
 			}
-			r.remember(host, g, ttl)
-			return g, nil
+			return r.remember(host, e), nil
 		}
 		if !r.now().Before(deadline) {
-			return nil, ErrRobotsPending
+			return robotsEntry{}, ErrRobotsPending
 		}
 		t := time.NewTimer(r.lockDelay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, ctx.Err()
+			return robotsEntry{}, ctx.Err()
 		case <-t.C:
 		}
 	}
 }
 
-func (r *Robots) remember(host string, g *robotstxt.RobotsData, ttl time.Duration) {
+func (r *Robots) remember(host string, e robotsEntry) robotsEntry {
+	e.expires = r.now().Add(e.ttl)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.local) >= r.MaxLocal {
@@ -173,32 +229,42 @@ func (r *Robots) remember(host string, g *robotstxt.RobotsData, ttl time.Duratio
 			break
 		}
 	}
-	r.local[host] = robotsEntry{data: g, expires: r.now().Add(ttl)}
+	r.local[host] = e
+	return e
 }
 
-// load reads the cached answer and how long it stays valid.
-func (r *Robots) load(ctx context.Context, key string) (*robotstxt.RobotsData, time.Duration, bool, error) {
+// load reads the stored entry; found is false when there is none, or when
+// an unavailable robots.txt is due to be tried again.
+func (r *Robots) load(ctx context.Context, key, host string) (robotsEntry, bool, error) {
 	pipe := r.c.Pipeline()
-	h := pipe.HMGet(ctx, key, "status", "body")
+	h := pipe.HMGet(ctx, key, "status", "body", "failures", "first_fail", "retry_at")
 	pt := pipe.PTTL(ctx, key)
+	tm := pipe.Time(ctx)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, 0, false, fmt.Errorf("politeness: robots %s: %w", key, err)
+		return robotsEntry{}, false, fmt.Errorf("politeness: robots %s: %w", key, err)
 	}
 	v := h.Val()
-	if len(v) != 2 || v[0] == nil {
-		return nil, 0, false, nil
+	if len(v) != 5 || v[0] == nil {
+		return robotsEntry{}, false, nil
 	}
-	status, _ := strconv.Atoi(fmt.Sprint(v[0]))
-	body, _ := v[1].(string)
-	return r.parse(status, []byte(body)), max(pt.Val(), time.Second), true, nil
+	num := func(x any) int64 { n, _ := strconv.ParseInt(fmt.Sprint(x), 10, 64); return n }
+	status := int(num(v[0]))
+	if !unavailable(status) {
+		body, _ := v[1].(string)
+		return robotsEntry{data: r.parse(status, []byte(body)), ttl: max(pt.Val(), time.Second)}, true, nil
+	}
+	now := tm.Val().UnixMilli()
+	retryAt := num(v[4])
+	if now >= retryAt {
+		return robotsEntry{}, false, nil // due: this caller tries again
+	}
+	return robotsEntry{ttl: time.Duration(retryAt-now) * time.Millisecond, unavail: &UnavailableError{Host: host,
+		Status: status, Failures: int(num(v[2])), Since: time.Duration(now-num(v[3])) * time.Millisecond,
+		Retry: time.Duration(retryAt-now) * time.Millisecond}}, true, nil
 }
 
-// parse turns a status and body into rules. Status 0 stands for "no
-// answer" and, like 5xx, disallows everything.
+// parse turns an answer into rules.
 func (r *Robots) parse(status int, body []byte) *robotstxt.RobotsData {
-	if status == 0 {
-		status = 503
-	}
 	data, err := robotstxt.FromStatusAndBytes(status, body)
 	if err != nil { // unexpected status (1xx, 3xx after the redirect budget): disallow for now
 		data, _ = robotstxt.FromStatusAndBytes(503, nil)
@@ -208,28 +274,39 @@ func (r *Robots) parse(status int, body []byte) *robotstxt.RobotsData {
 
 const maxRobotsBody = 500 << 10 // RFC 9309 asks parsers to read at least 500 KiB
 
-func (r *Robots) fetchAndStore(ctx context.Context, robotsURL, key string) (*robotstxt.RobotsData, time.Duration, error) {
+// keepFailures is how long a failure history outlives its next try, so a
+// give-up can be measured from the first failure.
+const keepFailures = time.Hour
+
+func (r *Robots) fetchAndStore(ctx context.Context, robotsURL, key, host string) (robotsEntry, error) {
 	status, body, err := r.fetchFollowing(ctx, robotsURL)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, 0, ctx.Err()
+			return robotsEntry{}, ctx.Err()
 		}
-		status, body = 0, nil // unreachable: disallow all, retry after ErrorTTL
+		status, body = 0, nil
+	}
+	if unavailable(status) {
+		res, err := robotsFailScript.Run(ctx, r.c, []string{key}, status, r.Backoff.Milliseconds(),
+			r.MaxBackoff.Milliseconds(), keepFailures.Milliseconds()).Int64Slice()
+		if err != nil || len(res) != 3 {
+			return robotsEntry{}, fmt.Errorf("politeness: robots %s: %v %w", key, res, err)
+		}
+		retry := time.Duration(res[2]) * time.Millisecond
+		return robotsEntry{ttl: retry, unavail: &UnavailableError{Host: host, Status: status, Failures: int(res[0]),
+			Since: time.Duration(res[1]) * time.Millisecond, Retry: retry}}, nil
 	}
 	if len(body) > maxRobotsBody {
 		body = body[:maxRobotsBody]
 	}
-	ttl := r.TTL
-	if status == 0 || status >= 500 {
-		ttl = r.ErrorTTL
-	}
 	pipe := r.c.TxPipeline()
+	pipe.Del(ctx, key) // a success ends any failure history
 	pipe.HSet(ctx, key, "status", status, "body", body)
-	pipe.PExpire(ctx, key, ttl)
+	pipe.PExpire(ctx, key, r.TTL)
 	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, 0, fmt.Errorf("politeness: robots %s: %w", key, err)
+		return robotsEntry{}, fmt.Errorf("politeness: robots %s: %w", key, err)
 	}
-	return r.parse(status, body), ttl, nil
+	return robotsEntry{data: r.parse(status, body), ttl: r.TTL}, nil
 }
 
 // fetchFollowing follows up to five redirects (RFC 9309 §2.3.1.2).

@@ -84,28 +84,85 @@ func TestRobotsStatusRules(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		for _, tc := range []struct {
-			name    string
-			res     politeness.RobotsResponse
-			err     error
-			allowed bool
-			errTTL  bool
+			name  string
+			res   politeness.RobotsResponse
+			err   error
+			avail bool // an answer: obeyed (allows all here), cached for TTL
 		}{
-			{"404 allows all", politeness.RobotsResponse{Status: 404}, nil, true, false},
-			{"403 allows all", politeness.RobotsResponse{Status: 403}, nil, true, false},
-			{"503 disallows for now", politeness.RobotsResponse{Status: 503}, nil, false, true},
-			{"unreachable disallows for now", politeness.RobotsResponse{}, errors.New("connection refused"), false, true},
+			{"404 allows all", politeness.RobotsResponse{Status: 404}, nil, true},
+			{"403 allows all", politeness.RobotsResponse{Status: 403}, nil, true},
+			{"503 is unavailable", politeness.RobotsResponse{Status: 503}, nil, false},
+			{"429 is unavailable", politeness.RobotsResponse{Status: 429}, nil, false},
+			{"no answer is unavailable", politeness.RobotsResponse{}, errors.New("connection refused"), false},
 		} {
 			fetch := func(context.Context, string) (politeness.RobotsResponse, error) { return tc.res, tc.err }
 			r := politeness.NewRobots(s.Client, "crawl:"+tc.name+":robots:", "RedCrawl", fetch)
 			u, _ := url.Parse("http://h.test/page")
 			v, err := r.Check(ctx, u)
-			if err != nil || v.Allowed != tc.allowed {
-				t.Errorf("%s: %+v, %v", tc.name, v, err)
+			var un *politeness.UnavailableError
+			switch {
+			case tc.avail && (err != nil || !v.Allowed):
+				t.Errorf("%s: %+v, %v; want allowed", tc.name, v, err)
+			case !tc.avail && (!errors.As(err, &un) || !errors.Is(err, politeness.ErrRobotsUnavailable) ||
+				un.Failures != 1 || un.Retry > r.Backoff || un.Retry < r.Backoff/2 || un.Status != tc.res.Status):
+				t.Errorf("%s: %+v, %v; want an UnavailableError: 1 failure, next try in %v", tc.name, v, err, r.Backoff)
 			}
-			ttl := s.Client.PTTL(ctx, r.Key("h.test")).Val()
-			if tc.errTTL != (ttl <= 5*time.Minute) || ttl <= 0 {
-				t.Errorf("%s: cached for %v", tc.name, ttl)
+			if ttl := s.Client.PTTL(ctx, r.Key("h.test")).Val(); tc.avail && ttl < 23*time.Hour {
+				t.Errorf("%s: cached for %v; want about 24h", tc.name, ttl)
 			}
+		}
+	})
+}
+
+// An unavailable robots.txt is tried again by one worker when the shared
+// back-off ends (which doubles with each failure in a row), and the first
+// answer ends it. Time passing is simulated by moving retry_at.
+func TestRobotsUnavailableBacksOffForAllWorkers(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		var calls atomic.Int64
+		answers := []politeness.RobotsResponse{{Status: 503}, {}, {Status: 200, Body: []byte("User-agent: *\nDisallow: /x\n")}}
+		fetch := func(context.Context, string) (politeness.RobotsResponse, error) {
+			n := calls.Add(1)
+			if n == 2 {
+				return politeness.RobotsResponse{}, errors.New("connection refused")
+			}
+			return answers[min(n, 3)-1], nil
+		}
+		worker := func() *politeness.Robots { // a process of its own: an empty local cache
+			r := politeness.NewRobots(s.Client, "crawl:b:robots:", "RedCrawl", fetch)
+			r.Backoff, r.MaxBackoff = time.Hour, 3*time.Hour
+			return r
+		}
+		u, _ := url.Parse("http://h.test/page")
+		check := func(wantFailures int, wantRetry time.Duration) {
+			t.Helper()
+			_, err := worker().Check(ctx, u)
+			var un *politeness.UnavailableError
+			if !errors.As(err, &un) || un.Failures != wantFailures || un.Retry > wantRetry || un.Retry < wantRetry-time.Minute {
+				t.Fatalf("Check: %v; want %d failures, next try in %v", err, wantFailures, wantRetry)
+			}
+		}
+		key := worker().Key("h.test")
+		due := func() { s.Client.HSet(ctx, key, "retry_at", 0) }
+
+		check(1, time.Hour) // 503: fetched once
+		check(1, time.Hour) // another worker waits the same hour, without a fetch
+		if calls.Load() != 1 {
+			t.Fatalf("%d fetches; the back-off is not shared", calls.Load())
+		}
+		due()
+		check(2, 2*time.Hour) // no answer: the back-off doubles
+		due()
+		v, err := worker().Check(ctx, u) // the answer comes: obeyed, the failures forgotten
+		if err != nil || !v.Allowed || calls.Load() != 3 {
+			t.Fatalf("after recovery: %+v, %v, %d fetches", v, err, calls.Load())
+		}
+		if v, _ := worker().Check(ctx, u.JoinPath("../x")); v.Allowed {
+			t.Fatal("the recovered robots.txt is not obeyed")
+		}
+		if n, _ := s.Client.HExists(ctx, key, "failures").Result(); n {
+			t.Fatal("the failure history outlived the answer")
 		}
 	})
 }

@@ -26,6 +26,8 @@ func seedFlags() []cli.Flag {
 		&cli.Int64Flag{Name: "expected-urls", Value: d.ExpectedURLs, Usage: "URLs the Bloom filter is sized for (it grows past this)"},
 		&cli.Float64Flag{Name: "fp-rate", Value: d.FPRate, Usage: "Bloom filter false-positive rate (a false positive skips a URL)"},
 		&cli.BoolFlag{Name: "allow-private", Usage: "allow loopback and private addresses (needed for the test site and intranets)"},
+		&cli.DurationFlag{Name: "robots-give-up", Value: d.RobotsGiveUp, Usage: "a host whose robots.txt gives no answer (or 5xx, 429) has its URLs " +
+			"held back, retried with back-off; after this long they go to the failed list"},
 	}
 }
 
@@ -92,6 +94,9 @@ func settingsFromFlags(c *cli.Context, rdb *redis.Client, k crawl.Keys) (crawl.S
 	}
 	if c.IsSet("allow-private") {
 		s.AllowPrivate = c.Bool("allow-private")
+	}
+	if c.IsSet("robots-give-up") {
+		s.RobotsGiveUp = c.Duration("robots-give-up")
 	}
 	return s, s.Validate()
 }
