@@ -2,6 +2,7 @@ package crawl
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -161,6 +162,13 @@ func (b *broker) run(stop, work context.Context) {
 			ctx, cancel := context.WithTimeout(work, 30*time.Second)
 			x, err := b.exchange(ctx, batch, want)
 			cancel()
+			if errors.Is(err, frontier.ErrRolledBack) {
+				// Nothing was written. Forget what the lost writes taught
+				// this worker; the batch goes again with all its links.
+				w.o.Logf("%v: forgetting the URLs this worker knew as seen, and sending its pages again", err)
+				w.known.clear()
+				continue
+			}
 			if err != nil {
 				failures++
 				w.o.Logf("frontier: %v (will retry; held URLs stay leased)", err)
@@ -197,7 +205,7 @@ func (b *broker) run(stop, work context.Context) {
 					continue
 				}
 				w.held.Delete(f.done.Lease.ID)
-				w.finished(f.done, f.rec, x.queued[i])
+				w.finished(x.sent[i], f.rec, x.queued[i])
 			}
 			pending = append(pending[:0], pending[len(batch):]...)
 			oldest = now
@@ -277,24 +285,38 @@ func (b *broker) run(stop, work context.Context) {
 // exchanged is what the broker needs from an exchange.
 type exchanged struct {
 	frontier.Exchanged
-	queued [][]bool // per entry of the batch (nil for give-backs)
+	sent   [][]frontier.Item // per entry of the batch: the links sent (nil for give-backs)
+	queued [][]bool          // per entry: which of those were queued
 }
 
+// exchange sends a batch. Links this worker already knows are seen are
+// left out here, at the moment of sending (not when the page finished),
+// so that a batch refused because Redis went back in time goes again with
+// every link once the worker has forgotten what it knew.
 func (b *broker) exchange(ctx context.Context, batch []finished, want int) (exchanged, error) {
 	var done []frontier.Done
 	var back []*frontier.Lease
-	for _, f := range batch {
+	sent := make([][]frontier.Item, len(batch))
+	for i, f := range batch {
 		if f.back != nil {
 			back = append(back, f.back)
-		} else {
-			done = append(done, f.done)
+			continue
 		}
+		d := f.done
+		d.Outcome.Children = nil
+		for _, ch := range f.done.Outcome.Children {
+			if !b.w.known.has(ch.URL) {
+				d.Outcome.Children = append(d.Outcome.Children, ch)
+			}
+		}
+		sent[i] = d.Outcome.Children
+		done = append(done, d)
 	}
 	x, err := b.w.fr.Exchange(ctx, done, back, want)
 	if err != nil {
 		return exchanged{}, err
 	}
-	out := exchanged{Exchanged: x, queued: make([][]bool, len(batch))}
+	out := exchanged{Exchanged: x, sent: sent, queued: make([][]bool, len(batch))}
 	d := 0
 	for i, f := range batch {
 		if f.back == nil {

@@ -4,10 +4,11 @@ import "sync"
 
 // known is a bounded, worker-local set of URLs the crawl has certainly seen
 // (Redis said so, or this worker just enqueued them). A Bloom filter never
-// forgets, so "seen" is final, and links every page repeats (navigation)
-// need not go to Redis again. Two generations bound the memory: when the
-// current one fills, it becomes the previous one and the oldest is
-// dropped; a dropped URL only costs one more Redis check.
+// forgets, so links every page repeats (navigation) need not go to Redis
+// again — as long as Redis keeps what it said: when Redis goes back in time
+// (frontier.ErrRolledBack), the set is cleared. Two generations bound the
+// memory: when the current one fills, it becomes the previous one and the
+// oldest is dropped; a dropped URL only costs one more Redis check.
 type known struct {
 	mu        sync.Mutex
 	cur, prev map[string]struct{}
@@ -38,4 +39,11 @@ func (k *known) add(urls ...string) {
 		}
 		k.cur[u] = struct{}{}
 	}
+}
+
+// clear forgets every URL.
+func (k *known) clear() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.cur, k.prev = make(map[string]struct{}, k.half), map[string]struct{}{}
 }

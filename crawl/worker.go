@@ -511,20 +511,14 @@ func (w *Worker) finish(ctx context.Context, l *frontier.Lease, rec Record, o fr
 		}
 		o.Record = b
 	}
-	// Links this worker already knows are seen need no Redis work.
-	all := o.Children
-	o.Children = o.Children[:0:0]
-	for _, ch := range all {
-		if !w.known.has(ch.URL) {
-			o.Children = append(o.Children, ch)
-		}
-	}
 	w.broker.finish(frontier.Done{Lease: l, Outcome: o}, rec)
 }
 
-// finished is called by the broker once a page's exchange succeeded.
-func (w *Worker) finished(d frontier.Done, rec Record, queued []bool) {
-	for _, ch := range d.Outcome.Children {
+// finished is called by the broker once a page's exchange succeeded, with
+// the page's links as sent (those not known to be seen) and which of those
+// were queued.
+func (w *Worker) finished(sent []frontier.Item, rec Record, queued []bool) {
+	for _, ch := range sent {
 		w.known.add(ch.URL)
 	}
 	if w.o.Out == nil || rec.URL == "" {

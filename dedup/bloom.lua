@@ -1,7 +1,7 @@
 -- bloom.lua: the Bloom filter's test-and-set, as a library function that a
 -- script embeds (dedup.Compose puts it in front of the script's body).
 --
--- bloom_run(kb, ab) reads its keys from KEYS[kb..] and arguments from ARGV[ab..]:
+-- bloom_run(kb, ab, guard) reads its keys from KEYS[kb..] and arguments from ARGV[ab..]:
 --   KEYS[kb]      the filter's meta hash (fields layers, count, ...)
 --   KEYS[kb+1..]  the bitmap segments this batch touches
 --   ARGV[ab]      mode: 'add' (test-and-set) or 'test' (read only)
@@ -35,6 +35,12 @@
 --                                          but the next layer's places
 --                                          were not sent; nothing was
 --                                          written, retry with them.
+--   {4, count, layers, refusal}           the caller's guard refused the
+--                                          call; nothing was written.
+-- guard, when given, is called as guard(next_key, next_arg, B) before
+-- anything is written (and before the retry statuses): it returns nil to
+-- go on, or a value, the refusal, to stop the call. It must not write,
+-- since a call answered with a retry status is sent again.
 -- Every write happens in this one script call: two workers adding the same
 -- URL cannot both see it as new.
 --
@@ -89,7 +95,7 @@ local function bloom_set(key, packed, k)
   return false
 end
 
-local function bloom_run(kb, ab)
+local function bloom_run(kb, ab, guard)
   local meta = KEYS[kb]
   local mode = ARGV[ab]
   local known = tonumber(ARGV[ab + 1])
@@ -108,6 +114,10 @@ local function bloom_run(kb, ab)
   end
   local first = ab + 6 + 2 * nl
   local next_arg = first + stride * nitems
+  if guard then
+    local refusal = guard(next_key, next_arg, nitems)
+    if refusal ~= nil then return {4, count, layers, refusal}, next_key, next_arg, nitems end
+  end
   if layers ~= known then
     return {0, count, layers}, next_key, next_arg, nitems
   end

@@ -16,6 +16,9 @@ var (
 	ErrMismatch = errors.New("dedup: filter exists with other parameters")
 	// ErrNotFound: Attach found no filter at the key.
 	ErrNotFound = errors.New("dedup: no filter at this key")
+	// ErrRefused: the guard of a composed script refused the call (see
+	// bloom_run); nothing was written, and the refusal is the tail.
+	ErrRefused = errors.New("dedup: refused by the script's guard")
 )
 
 var (
@@ -202,6 +205,8 @@ func (f *Filter) Exec(ctx context.Context, s *redis.Script, items []string, perI
 // last) gives the fixed arguments of the call for items[start:end] (flags:
 // those of items[:start]; last: no call follows), and tail is what the
 // last call replied after its flags. The script runs once even for no items.
+// A call its guard refuses ends the batch with ErrRefused, the refusal as
+// the tail, and the flags of the calls before it.
 func (f *Filter) ExecBatch(ctx context.Context, s *redis.Script, items []string, perItem []any, keys []string,
 	fixed func(start, end int, flags []bool, last bool) []any) (flags []bool, tail []any, err error) {
 	if perItem != nil && len(perItem) != len(items) {
@@ -237,7 +242,7 @@ func (f *Filter) exec(ctx context.Context, s *redis.Script, add bool, items []st
 		}
 		flags, rest, err := f.execChunk(ctx, s, add, items[start:end], extra, keys, fx)
 		if err != nil {
-			return out, nil, err
+			return out, rest, err
 		}
 		out = append(out, flags...)
 		tail = rest
@@ -277,6 +282,8 @@ func (f *Filter) execChunk(ctx context.Context, s *redis.Script, add bool, items
 		case 3:
 			withNext = true // the batch may fill the last layer after all
 			continue
+		case 4:
+			return nil, res[3:], ErrRefused
 		}
 		if len(res) < 3+len(items) {
 			return nil, nil, fmt.Errorf("dedup: script replied %d flags for %d items", len(res)-3, len(items))

@@ -350,3 +350,62 @@ func TestSiteUpAfterTheWorker(t *testing.T) {
 		}
 	}
 }
+
+// Redis goes back in time: a SAVE at a quarter of the crawl, kill -9 at
+// half, and a restart from that snapshot (as a restore from an older RDB,
+// or a failover to a replica that lagged). Every truth URL is still
+// fetched: each worker notices at its next exchange that Redis lost its
+// writes and forgets the links it knew as seen.
+func TestCrawlSurvivesRedisRollback(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end crawl: skipped with -short")
+	}
+	s := redistest.Real(t)
+	const rate, burst = 40, 4
+	site, err := testsite.Start(testsite.Config{Hosts: 4, Pages: 500, Latency: 2 * time.Millisecond, ListenBase: "127.0.0.40"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer site.Close()
+	h := &harness{t: t, bin: build(t), redis: s.URL(), procs: map[string]*proc{}}
+	h.run(append([]string{"seed", "--allow-private", "--rate", strconv.Itoa(rate), "--burst", strconv.Itoa(burst)}, site.Roots()...)...)
+	for _, id := range []string{"w1", "w2", "w3"} {
+		h.startWorker(id)
+	}
+	truth := len(site.Truth())
+	st := h.waitFor("a quarter of the pages", func(st status) bool { return st.Counters["pages"] >= int64(truth/4) })
+	if err := s.Client.Save(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("SAVE at %d pages", st.Counters["pages"])
+	st = h.waitFor("half of the pages", func(st status) bool { return st.Counters["pages"] >= int64(truth/2) })
+	s.Crash(t)
+	s.Restart(t)
+	t.Logf("kill -9 Redis at %d pages; restarted from the snapshot", st.Counters["pages"])
+
+	for id, p := range h.procs {
+		select {
+		case err := <-p.done:
+			if err != nil {
+				t.Errorf("worker %s exited with %v\n%s", id, err, p.log.String())
+			}
+		case <-time.After(4 * time.Minute):
+			t.Fatalf("worker %s did not exit when the crawl was done\n%s", id, p.log.String())
+		}
+		if !strings.Contains(p.log.String(), "no longer holds this worker's past exchanges") {
+			t.Errorf("worker %s never noticed the rollback\n%s", id, p.log.String())
+		}
+	}
+	missing := site.Missing()
+	for i, u := range missing {
+		if i < 10 {
+			t.Errorf("never fetched: %s", u)
+		}
+	}
+	t.Logf("%d of %d truth URLs fetched; %d URLs requested in all", truth-len(missing), truth, len(site.Stats().Fetched))
+	// The rollback undid the work between SAVE and the kill: those pages
+	// are fetched once more, and no page more often than that.
+	if over := site.Overfetched(1); len(over) > 0 {
+		t.Errorf("URLs fetched more often than one rollback explains: %v", over)
+	}
+}

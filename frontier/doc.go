@@ -15,6 +15,8 @@
 //	failed     list of items that failed for good, with the reason (capped)
 //	workers    zset worker -> last heartbeat (ms)
 //	stats      hash of counters (enqueued, done, failed, ...)
+//	items:counter:<process>  string: the exchanges Redis holds of one worker
+//	           process (expires a day after its last exchange)
 //	items:wake pub/sub channel (not a key): "1" when the empty queue gets
 //	           URLs, "drained" when nothing is queued or leased, "done"
 //
@@ -53,6 +55,23 @@
 // broker (crawl/broker.go) sends its pages 15-40 to a call. With a page
 // budget, a pop hands out no more URLs than pages fetched plus leases
 // leave room for: the budget holds exactly for the whole crawl.
+//
+// # Redis going back in time
+//
+// Redis can lose acknowledged writes: a restart from an RDB snapshot older
+// than the crash, a failover to a replica that had not caught up, an AOF
+// fsynced once a second. The queue itself recovers (what the snapshot held
+// in flight expires and is queued again), but a worker also remembers what
+// its exchanges told it — links known to be seen, which it no longer sends
+// — and those memories may now describe writes that are gone. So each
+// exchange carries the number of exchanges this process has made, and the
+// script compares it, before any write, with the count Redis keeps for the
+// process (items:counter:<process>, bumped by each exchange). If they
+// differ, the call is refused (ErrRolledBack) with Redis's count, which the
+// process adopts; the worker forgets what it knew and sends the exchange
+// again. A lost reply to an exchange that did apply looks the same and
+// costs the same: one forgotten cache. The count is per process, so no
+// other worker's progress can hide the loss of this one's writes.
 //
 // # The scheduler's sweep
 //

@@ -11,11 +11,21 @@
 -- never lose them. A lost lease (expired and reclaimed: the URL is queued
 -- again and will produce its own result) records and counts nothing.
 --
+-- A process's write counter guards it against Redis going back in time
+-- (a restart from an older snapshot, a failover to a replica that lagged):
+-- a worker trusts what its past exchanges told it (links known as seen),
+-- and a rollback can undo those exchanges. Each process counts its
+-- exchanges, and so does Redis, in the process's own key; a call that
+-- finds Redis's count not equal to the process's is refused before any
+-- write, with Redis's count, and the process forgets what it knew.
+--
 -- KEYS: the Bloom filter's, then items, ready, leases (zset of
 --       "id\nhost\nitem-json" -> expiry ms: a lease carries its item), stats,
---       failed, results, done flag
+--       failed, results, done flag, the process's write counter
 -- ARGV: the Bloom filter's, then one entry ("host\nitem-json") per link,
---   then: D (finished leases), R (returned leases), W (wanted), results cap,
+--   then: the count of this process's exchanges it expects Redis to hold,
+--   '1' to count this call (the batch's last call), D (finished leases),
+--   R (returned leases), W (wanted), results cap,
 --   failed cap, lease length ms, per-host spacing ms, page budget (0:
 --   none; else pops stop where pages fetched + URLs in flight reach it,
 --   and the page count is reported), then D times: the lease, stats field ('' for none),
@@ -25,15 +35,24 @@
 --   (in an earlier call for the same batch); then R leases, then W new
 --   lease ids.
 -- Reply: the Bloom reply {1, count, layers, flag per link} (or the
--- stale/allocate statuses, with nothing done), then D flags (1: the lease
+-- stale/allocate statuses, with nothing done, or {4, count, layers, Redis's
+-- count} when the counter refused the call), then D flags (1: the lease
 -- was still held and the page is recorded), then pages, done, wait (ms
 -- until some host is due when fewer than W were popped, -1: nothing
 -- queued), M, then M times host, item-json (lease i is the i-th new id).
-local reply, nk, na, n = bloom_run(1, 1)
+local function counter_guard(nk, na, n)
+  local held = tonumber(redis.call('GET', KEYS[nk + 7]) or '0')
+  if held ~= tonumber(ARGV[na + n]) then return held end
+end
+local reply, nk, na, n = bloom_run(1, 1, counter_guard)
 if reply[1] ~= 1 then return reply end
 local items, ready, leases = KEYS[nk], KEYS[nk + 1], KEYS[nk + 2]
 local stats, failed, results, doneKey = KEYS[nk + 3], KEYS[nk + 4], KEYS[nk + 5], KEYS[nk + 6]
-local a = na + n
+if ARGV[na + n + 1] == '1' then
+  redis.call('INCR', KEYS[nk + 7])
+  redis.call('PEXPIRE', KEYS[nk + 7], 86400000) -- a day: a process silent longer only forgets once more
+end
+local a = na + n + 2
 local D, R, W = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
 local resultsCap, failedCap = ARGV[a + 3], tonumber(ARGV[a + 4])
 local leaseMs, spacing, budget = tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6]), tonumber(ARGV[a + 7])

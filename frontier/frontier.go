@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,6 +33,10 @@ type Item struct {
 type Keys struct {
 	Items, Ready, Leases, Deferred, Failed, Workers, Stats, Results, Done string
 }
+
+// Counter is the key in which Redis counts the exchanges of the process
+// whose token is given (see Frontier.Exchange).
+func (k Keys) Counter(token string) string { return k.Items + ":counter:" + token }
 
 // Wake is the pub/sub channel on which a message says that the queue,
 // which was empty, has URLs again (lib.lua's fr_push_many): idle workers
@@ -99,6 +105,14 @@ func entries(items []Item) ([]string, []any, error) {
 // ErrLeaseLost: the item's lease ran out and the scheduler took it back.
 var ErrLeaseLost = errors.New("frontier: lease lost")
 
+// ErrRolledBack: Redis does not hold all of this process's past exchanges
+// (it restarted from an older snapshot, failed over to a replica that
+// lagged, or the reply of an exchange it did apply was lost). Nothing was
+// written. What the process learned from its exchanges — which links are
+// already seen — can no longer be trusted; once it has forgotten that, it
+// sends the same exchange again, which Redis now accepts.
+var ErrRolledBack = errors.New("frontier: Redis no longer holds this worker's past exchanges (restored from an older state?)")
+
 // Frontier is a crawl's reliable queue. Safe for concurrent use.
 type Frontier struct {
 	c     redis.UniversalClient
@@ -115,6 +129,10 @@ type Frontier struct {
 	PageBudget int64
 	idPrefix   string
 	idSeq      atomic.Uint64
+	// xmu serializes Exchange: each call carries the count of this
+	// process's exchanges so far (exchanges), which Redis must hold too.
+	xmu       sync.Mutex
+	exchanges int64
 }
 
 // New returns the frontier of keys, deduplicating through seen.
@@ -260,12 +278,16 @@ func (f *Frontier) Exchange(ctx context.Context, done []Done, back []*Lease, wan
 	for i := range ids {
 		ids[i] = f.leaseID()
 	}
-	keys := []string{f.keys.Items, f.keys.Ready, f.keys.Leases, f.keys.Stats, f.keys.Failed, f.keys.Results, f.keys.Done}
+	f.xmu.Lock()
+	defer f.xmu.Unlock()
+	keys := []string{f.keys.Items, f.keys.Ready, f.keys.Leases, f.keys.Stats, f.keys.Failed, f.keys.Results, f.keys.Done,
+		f.keys.Counter(strings.TrimSuffix(f.idPrefix, "-"))}
 	fixed := func(start, end int, flags []bool, last bool) []any {
 		if !last { // an earlier call of a big batch only queues links
-			return []any{0, 0, 0, resultsCap, failedCap, 0, 0, "0"}
+			return []any{f.exchanges, "0", 0, 0, 0, resultsCap, failedCap, 0, 0, "0"}
 		}
-		a := []any{len(done), len(back), want, resultsCap, failedCap, f.Lease.Milliseconds(), f.HostSpacing.Milliseconds(), f.PageBudget}
+		a := []any{f.exchanges, "1", len(done), len(back), want, resultsCap, failedCap, f.Lease.Milliseconds(),
+			f.HostSpacing.Milliseconds(), f.PageBudget}
 		for d := range done {
 			lo, hi := max(offset[d], start), min(offset[d+1], end)
 			base := 0
@@ -286,9 +308,14 @@ func (f *Frontier) Exchange(ctx context.Context, done []Done, back []*Lease, wan
 		return a
 	}
 	flags, tail, err := f.seen.ExecBatch(ctx, exchangeScript, urls, payload, keys, fixed)
+	if errors.Is(err, dedup.ErrRefused) && len(tail) == 1 {
+		f.exchanges, _ = tail[0].(int64) // from now on, Redis's count is the truth
+		return Exchanged{}, ErrRolledBack
+	}
 	if err != nil {
 		return Exchanged{}, fmt.Errorf("frontier: exchange: %w", err)
 	}
+	f.exchanges++
 	if len(tail) < len(done)+4 {
 		return Exchanged{}, fmt.Errorf("frontier: exchange: short reply %v", tail)
 	}

@@ -560,3 +560,46 @@ func TestWakeWhenQueueFillsAndWhenDone(t *testing.T) {
 		}
 	})
 }
+
+// Redis going back in time (a restore from an older snapshot) is noticed
+// by the next exchange of a process whose writes it lost: refused before
+// any write, then accepted when sent again. A lost reply (Redis ahead of
+// the process) is noticed the same way.
+func TestExchangeNoticesRollback(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		e := setup(t, s)
+		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/1"}, {URL: "http://a/2"}})
+		x, err := e.f.Exchange(ctx, nil, nil, 1)
+		if err != nil || len(x.Popped) != 1 {
+			t.Fatalf("pop: %+v, %v", x, err)
+		}
+		counters := s.Client.Keys(ctx, "crawl:{t}:items:counter:*").Val()
+		if len(counters) != 1 || s.Client.Get(ctx, counters[0]).Val() != "1" {
+			t.Fatalf("counter keys %v; want one, holding 1", counters)
+		}
+		// The restore: Redis forgets this process's exchange.
+		s.Client.Del(ctx, counters[0])
+		page := []frontier.Done{{x.Popped[0], frontier.Outcome{Stat: "done", Fetched: true,
+			Children: []frontier.Item{{URL: "http://a/new"}}}}}
+		before := e.sizes(t)
+		if _, err := e.f.Exchange(ctx, page, nil, 1); !errors.Is(err, frontier.ErrRolledBack) {
+			t.Fatalf("exchange after the restore: %v; want ErrRolledBack", err)
+		}
+		if after := e.sizes(t); after != before || s.Client.HGet(ctx, "crawl:{t}:stats", "pages").Val() != "" {
+			t.Fatalf("a refused exchange wrote: sizes %+v -> %+v", before, after)
+		}
+		y, err := e.f.Exchange(ctx, page, nil, 1)
+		if err != nil || !y.Held[0] || !y.Queued[0][0] || len(y.Popped) != 1 {
+			t.Fatalf("the same exchange again: %+v, %v; want it recorded, its link queued, a pop", y, err)
+		}
+		// A lost reply: Redis applied an exchange the process never heard of.
+		s.Client.Incr(ctx, counters[0])
+		if _, err := e.f.Exchange(ctx, nil, nil, 0); !errors.Is(err, frontier.ErrRolledBack) {
+			t.Fatalf("Redis ahead of the process: %v; want ErrRolledBack", err)
+		}
+		if _, err := e.f.Exchange(ctx, nil, nil, 0); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

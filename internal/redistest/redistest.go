@@ -33,8 +33,10 @@ type Server struct {
 	// Mini is set for miniredis, whose clock a test may move (SetTime, FastForward).
 	Mini *miniredis.Miniredis
 
-	cmd     *exec.Cmd
-	stopped sync.Once
+	cmd      *exec.Cmd
+	stopped  sync.Once
+	bin, dir string
+	port     int
 }
 
 // URL is the server's address as a redis:// URL, for child processes.
@@ -60,6 +62,33 @@ func (s *Server) Stop() {
 			s.cmd.Wait()
 		}
 	})
+}
+
+// Crash kills the redis-server process by PID with SIGKILL: nothing is
+// saved on the way out. Restart brings it back.
+func (s *Server) Crash(t testing.TB) {
+	t.Helper()
+	if s.cmd == nil {
+		t.Fatal("redistest: Crash needs a real redis-server")
+	}
+	s.cmd.Process.Kill()
+	s.cmd.Wait()
+}
+
+// Restart starts redis-server again on the same port and directory after
+// Crash. It loads the RDB file a SAVE wrote there, if any: Redis comes back
+// as it was at that SAVE, the way a restore from an older snapshot does.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		var n *Server
+		if n, err = start(s.bin, s.port, s.dir); err == nil {
+			s.cmd = n.cmd
+			return
+		}
+	}
+	t.Fatalf("redistest: restarting redis-server: %v", err)
 }
 
 // Required reports whether a missing redis-server is a failure rather than a skip.
@@ -93,7 +122,11 @@ func Real(t testing.TB) *Server {
 	}
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
-		s, err := start(t, bin)
+		port, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := start(bin, port, t.TempDir())
 		if err == nil {
 			t.Cleanup(s.Stop)
 			s.Client = s.NewClient(t)
@@ -130,14 +163,10 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// start launches redis-server in the foreground with its log on stdout and
+// start launches redis-server (automatic saves and AOF off: a test decides
+// when to SAVE) in the foreground with its log on stdout and
 // waits for the line that says it accepts connections: an event, not a sleep.
-func start(t testing.TB, bin string) (*Server, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	dir := t.TempDir()
+func start(bin string, port int, dir string) (*Server, error) {
 	cmd := exec.Command(bin,
 		"--port", fmt.Sprint(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", dir,
@@ -177,7 +206,7 @@ func start(t testing.TB, bin string) (*Server, error) {
 		cmd.Wait()
 		return nil, fmt.Errorf("redis-server on port %d not ready after 10s", port)
 	}
-	return &Server{Kind: "redis-server", Addr: fmt.Sprintf("127.0.0.1:%d", port), cmd: cmd}, nil
+	return &Server{Kind: "redis-server", Addr: fmt.Sprintf("127.0.0.1:%d", port), cmd: cmd, bin: bin, dir: dir, port: port}, nil
 }
 
 func tail(s []string, n int) []string {
