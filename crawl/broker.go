@@ -133,6 +133,15 @@ func (b *broker) run(stop, work context.Context) {
 	wakeCh := sub.Channel()
 	refilled := false // a wake message came while no loop waited
 	for {
+		if w.vanished.Load() {
+			// The crawl is gone: nothing to send, nobody to send it to.
+			// Take what the loops hand in until they have all stopped.
+			if b.results != nil {
+				for range b.results {
+				}
+			}
+			return
+		}
 		stopping := stop.Err() != nil
 		if stopping { // URLs not started go back with the final exchange
 			for len(b.ready) > 0 {
@@ -162,6 +171,10 @@ func (b *broker) run(stop, work context.Context) {
 			ctx, cancel := context.WithTimeout(work, 30*time.Second)
 			x, err := b.exchange(ctx, batch, want)
 			cancel()
+			if errors.Is(err, frontier.ErrGone) {
+				w.gone()
+				continue
+			}
 			if errors.Is(err, frontier.ErrRolledBack) {
 				// Nothing was written. Forget what the lost writes taught
 				// this worker; the batch goes again with all its links.

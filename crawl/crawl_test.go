@@ -97,9 +97,9 @@ func TestTwoWorkersCrawlTheSite(t *testing.T) {
 		}
 		keys := s.Client.Keys(ctx, "*").Val()
 		sort.Strings(keys)
-		deleted, err := crawl.Reset(ctx, s.Client, "site")
-		if err != nil || s.Client.DBSize(ctx).Val() != 0 {
-			t.Fatalf("reset deleted %d of %d keys (%v), left %v", deleted, len(keys), err, s.Client.Keys(ctx, "*").Val())
+		rep, err := crawl.Reset(ctx, s.Client, "site", false)
+		if err != nil || s.Client.DBSize(ctx).Val() != 0 || len(rep.Stopped) != 0 {
+			t.Fatalf("reset deleted %d of %d keys (%v), left %v", rep.Deleted, len(keys), err, s.Client.Keys(ctx, "*").Val())
 		}
 	})
 }

@@ -23,7 +23,7 @@ func TestCheckName(t *testing.T) {
 		if err := crawl.CheckName(bad); !errors.Is(err, crawl.ErrName) {
 			t.Errorf("CheckName(%q) = %v; want ErrName", bad, err)
 		}
-		if _, err := crawl.Reset(context.Background(), nil, bad); !errors.Is(err, crawl.ErrName) {
+		if _, err := crawl.Reset(context.Background(), nil, bad, false); !errors.Is(err, crawl.ErrName) {
 			t.Errorf("Reset(%q) = %v; want ErrName before Redis is touched", bad, err)
 		}
 	}
@@ -50,9 +50,9 @@ func TestResetTouchesNoOtherCrawl(t *testing.T) {
 		if len(before["q"]) < 8 {
 			t.Fatalf("crawl q has only keys %v", before["q"])
 		}
-		n, err := crawl.Reset(ctx, s.Client, "q")
-		if err != nil || n != len(before["q"]) {
-			t.Fatalf("Reset(q) = %d, %v; want the %d keys %v", n, err, len(before["q"]), before["q"])
+		rep, err := crawl.Reset(ctx, s.Client, "q", false)
+		if err != nil || rep.Deleted != len(before["q"]) {
+			t.Fatalf("Reset(q) = %+v, %v; want the %d keys %v", rep, err, len(before["q"]), before["q"])
 		}
 		after := keysByCrawl(t, s, names)
 		if len(after["q"]) != 0 {

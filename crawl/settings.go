@@ -158,6 +158,9 @@ func settingsFrom(m map[string]string) (Settings, error) {
 // ErrNoCrawl: no crawl of that name exists in Redis.
 var ErrNoCrawl = errors.New("crawl: no such crawl")
 
+// ErrGone: the crawl a worker was working on disappeared from Redis.
+var ErrGone = errors.New("crawl: the crawl is gone from Redis")
+
 // ErrConflict: the crawl exists with other settings.
 var ErrConflict = errors.New("crawl: settings conflict with the existing crawl")
 

@@ -27,7 +27,7 @@ type Status struct {
 	Bloom          dedup.Stats       `json:"bloom"`
 	Leader         *leader.Info      `json:"leader,omitempty"`
 	Epoch          int64             `json:"epoch"` // newest epoch minted
-	Workers        []string          `json:"workers"`
+	Workers        []string          `json:"workers"` // alive now
 	Done           bool              `json:"done"`
 }
 
@@ -68,7 +68,7 @@ func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Sta
 		return nil, err
 	}
 	st.Epoch = last
-	if st.Workers, err = fr.Workers(ctx, 30*time.Second); err != nil {
+	if st.Workers, err = fr.Workers(ctx); err != nil {
 		return nil, err
 	}
 	st.Done = c.Exists(ctx, k.Done).Val() == 1
@@ -130,14 +130,63 @@ func Export(ctx context.Context, c redis.UniversalClient, name string, out io.Wr
 	}
 }
 
+// ErrWorkersAlive: reset was asked of a crawl that workers are working on.
+var ErrWorkersAlive = errors.New("crawl: workers are alive")
+
+// ResetReport says what Reset did.
+type ResetReport struct {
+	Deleted int      // keys deleted
+	Stopped []string // workers that were alive, and stopped (with force)
+}
+
 // Reset deletes every key of the crawl, found with SCAN (never KEYS, which
-// blocks a busy server), and reports how many it deleted.
-func Reset(ctx context.Context, c redis.UniversalClient, name string) (int, error) {
+// blocks a busy server). While workers are alive it refuses
+// (ErrWorkersAlive, naming them) unless force; then it stops them first:
+//  1. it deletes the config, from which moment every script of the crawl
+//     refuses to write (frontier.ErrGone) and every worker, at its next
+//     heartbeat or exchange, stops all it does and deregisters;
+//  2. it waits until no worker is alive: deregistered, or silent past its
+//     lease (a hung or partitioned one);
+//  3. it deletes the rest, including whatever a worker wrote before it
+//     stopped (robots.txt cache, token buckets, a scheduler's lock).
+//
+// No key of the crawl reappears afterwards: no worker is left to write one.
+func Reset(ctx context.Context, c redis.UniversalClient, name string, force bool) (ResetReport, error) {
+	var rep ResetReport
 	if err := CheckName(name); err != nil {
-		return 0, err
+		return rep, err
 	}
-	deleted := 0
-	for _, pattern := range KeysFor(name).Patterns() {
+	k := KeysFor(name)
+	fr := frontier.New(c, k.Frontier, nil)
+	alive, err := fr.Workers(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("crawl: reset: %w", err)
+	}
+	if len(alive) > 0 && !force {
+		return rep, fmt.Errorf("%w on crawl %q: %s; stop them first, or reset with --force (they then stop with an error)",
+			ErrWorkersAlive, name, strings.Join(alive, ", "))
+	}
+	if len(alive) > 0 {
+		rep.Stopped = alive
+		n, err := c.Del(ctx, k.Config).Result()
+		if err != nil {
+			return rep, fmt.Errorf("crawl: reset: %w", err)
+		}
+		rep.Deleted += int(n)
+		for len(alive) > 0 {
+			t := time.NewTimer(100 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return rep, ctx.Err()
+			case <-t.C:
+			}
+			if alive, err = fr.Workers(ctx); err != nil {
+				return rep, fmt.Errorf("crawl: reset: %w", err)
+			}
+		}
+	}
+	for _, pattern := range k.Patterns() {
 		iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
 		var batch []string
 		flush := func() error {
@@ -145,7 +194,7 @@ func Reset(ctx context.Context, c redis.UniversalClient, name string) (int, erro
 				return nil
 			}
 			n, err := c.Unlink(ctx, batch...).Result()
-			deleted += int(n)
+			rep.Deleted += int(n)
 			batch = batch[:0]
 			return err
 		}
@@ -153,18 +202,18 @@ func Reset(ctx context.Context, c redis.UniversalClient, name string) (int, erro
 			batch = append(batch, iter.Val())
 			if len(batch) == 500 {
 				if err := flush(); err != nil {
-					return deleted, fmt.Errorf("crawl: reset: %w", err)
+					return rep, fmt.Errorf("crawl: reset: %w", err)
 				}
 			}
 		}
 		if err := iter.Err(); err != nil {
-			return deleted, fmt.Errorf("crawl: reset: %w", err)
+			return rep, fmt.Errorf("crawl: reset: %w", err)
 		}
 		if err := flush(); err != nil {
-			return deleted, fmt.Errorf("crawl: reset: %w", err)
+			return rep, fmt.Errorf("crawl: reset: %w", err)
 		}
 	}
-	return deleted, nil
+	return rep, nil
 }
 
 // String renders the status for a person.
@@ -187,7 +236,7 @@ func (st *Status) String() string {
 	} else {
 		fmt.Fprintf(&b, "  scheduler   none (last epoch %d)\n", st.Epoch)
 	}
-	fmt.Fprintf(&b, "  workers     %d heard from in the last 30 s: %s\n", len(st.Workers), strings.Join(st.Workers, ", "))
+	fmt.Fprintf(&b, "  workers     %d alive: %s\n", len(st.Workers), strings.Join(st.Workers, ", "))
 	s := st.Settings
 	depth := "unlimited"
 	if s.MaxDepth >= 0 {

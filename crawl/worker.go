@@ -108,6 +108,7 @@ type Worker struct {
 	scope    atomic.Pointer[parse.Scope]
 	outMu    sync.Mutex
 	vanished atomic.Bool // the crawl's settings disappeared from Redis
+	gone     func()      // marks the crawl gone and stops everything at once (set by Run)
 	known    *known
 	broker   *broker
 	Counters Counters
@@ -163,6 +164,14 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 	if err := w.refreshScope(ctx); err != nil {
 		return nil, err
 	}
+	// Registered before it can write anything else: a reset that starts
+	// now waits for this worker too.
+	if _, err := w.fr.Heartbeat(ctx, o.ID, nil); err != nil {
+		if errors.Is(err, frontier.ErrGone) {
+			return nil, fmt.Errorf("%w %q (run 'crawler seed' first, or check --crawl)", ErrNoCrawl, name)
+		}
+		return nil, err
+	}
 	return w, nil
 }
 
@@ -203,7 +212,15 @@ func (w *Worker) fetchRobots(ctx context.Context, u string) (politeness.RobotsRe
 func (w *Worker) Run(ctx context.Context) error {
 	stop, stopAll := context.WithCancel(ctx)
 	defer stopAll()
-	work := context.WithoutCancel(ctx) // a fetch in progress finishes even after a stop
+	// A fetch in progress finishes even after a stop, unless the crawl is
+	// gone: then nothing is left to record it in.
+	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+	w.gone = func() {
+		w.vanished.Store(true)
+		stopAll()
+		cancelWork()
+	}
 
 	w.broker = newBroker(w, stopAll)
 	brokerDone := make(chan struct{})
@@ -219,7 +236,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	bg, stopBG := context.WithCancel(work)
 	var side sync.WaitGroup
 	side.Add(2)
-	go func() { defer side.Done(); w.heartbeat(bg, stopAll) }()
+	go func() { defer side.Done(); w.heartbeat(bg) }()
 	// The scheduler resigns under work, not bg: bg ends as soon as the
 	// fetch loops do, which can be before the resignation is sent.
 	go func() { defer side.Done(); w.schedule(stop, work) }()
@@ -228,8 +245,15 @@ func (w *Worker) Run(ctx context.Context) error {
 	<-brokerDone
 	stopBG()
 	side.Wait()
+	// Every goroutine has stopped: this worker writes nothing more, which
+	// is what a reset waits for before it deletes the crawl's keys.
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	if err := w.fr.Deregister(dctx, w.o.ID); err != nil {
+		w.o.Logf("%v (the registry forgets this worker within %v)", err, w.o.Lease)
+	}
+	cancel()
 	if w.vanished.Load() {
-		return fmt.Errorf("crawl %q is gone from Redis (reset, or Redis restarted without its data); stopped", w.k.Name)
+		return fmt.Errorf("%w (%q: reset, or Redis restarted without its data); stopped", ErrGone, w.k.Name)
 	}
 	return nil
 }
@@ -255,29 +279,24 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-func (w *Worker) heartbeat(ctx context.Context, stopAll context.CancelFunc) {
+func (w *Worker) heartbeat(ctx context.Context) {
 	t := time.NewTicker(w.o.Lease / 3)
 	defer t.Stop()
 	for {
-		// A crawl whose settings vanished was reset, or Redis lost its data:
-		// working on would only idle forever. (One round trip reads that
-		// and the scope's hosts.)
-		pipe := w.c.Pipeline()
-		exists := pipe.Exists(ctx, w.k.Config)
-		hosts := pipe.SMembers(ctx, w.k.Hosts)
-		if _, err := pipe.Exec(ctx); err == nil {
-			if exists.Val() == 0 {
-				w.vanished.Store(true)
-				stopAll()
-				return
-			}
-			w.setScope(hosts.Val())
+		if hosts, err := w.c.SMembers(ctx, w.k.Hosts).Result(); err == nil {
+			w.setScope(hosts)
 		} else if ctx.Err() == nil {
 			w.o.Logf("heartbeat: %v", err)
 		}
 		var leases []*frontier.Lease
 		w.held.Range(func(_, l any) bool { leases = append(leases, l.(*frontier.Lease)); return true })
-		if _, err := w.fr.Heartbeat(ctx, w.o.ID, leases); err != nil && ctx.Err() == nil {
+		_, err := w.fr.Heartbeat(ctx, w.o.ID, leases)
+		if errors.Is(err, frontier.ErrGone) {
+			// Reset, or Redis lost its data: working on would only idle.
+			w.gone()
+			return
+		}
+		if err != nil && ctx.Err() == nil {
 			w.o.Logf("heartbeat: %v", err)
 		}
 		select {
@@ -324,6 +343,9 @@ func (w *Worker) lead(stop context.Context, l *leader.Leadership) {
 		switch {
 		case errors.Is(err, leader.ErrFenced):
 			w.o.Logf("scheduler epoch %d fenced off: %v", l.Epoch(), err)
+			return
+		case errors.Is(err, frontier.ErrGone):
+			w.gone()
 			return
 		case err != nil && l.Context().Err() == nil:
 			w.o.Logf("sweep: %v", err)

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net"
@@ -81,6 +82,15 @@ func (h *harness) run(args ...string) []byte {
 	return out
 }
 
+// try runs the crawler and returns what it printed and how it exited.
+func (h *harness) try(args ...string) (string, string, error) {
+	cmd := exec.Command(h.bin, append([]string{"--redis", h.redis, "--crawl", "e2e"}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	return stdout.String(), stderr.String(), err
+}
+
 func (h *harness) startWorker(id string) *proc {
 	cmd := exec.Command(h.bin, "--redis", h.redis, "--crawl", "e2e", "work", "-c", "8", "--exit-when-done", "--id", id)
 	p := &proc{id: id, cmd: cmd, log: &syncBuf{}, done: make(chan error, 1)}
@@ -102,7 +112,8 @@ type status struct {
 		ID    string `json:"id"`
 		Epoch int64  `json:"epoch"`
 	} `json:"leader"`
-	Done bool `json:"done"`
+	Done    bool     `json:"done"`
+	Workers []string `json:"workers"`
 }
 
 func (h *harness) status() status {
@@ -407,5 +418,45 @@ func TestCrawlSurvivesRedisRollback(t *testing.T) {
 	// are fetched once more, and no page more often than that.
 	if over := site.Overfetched(1); len(over) > 0 {
 		t.Errorf("URLs fetched more often than one rollback explains: %v", over)
+	}
+}
+
+// reset of a running crawl is refused while its workers are alive; with
+// --force the workers stop with the "crawl is gone" error and a non-zero
+// exit, and no key of the crawl is left or comes back.
+func TestResetOfARunningCrawl(t *testing.T) {
+	s := redistest.Real(t)
+	site, err := testsite.Start(testsite.Config{Hosts: 2, Pages: 300, Latency: 5 * time.Millisecond, ListenBase: "127.0.0.50"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer site.Close()
+	h := &harness{t: t, bin: build(t), redis: s.URL(), procs: map[string]*proc{}}
+	h.run(append([]string{"seed", "--allow-private", "--rate", "10", "--burst", "1"}, site.Roots()...)...)
+	w1, w2 := h.startWorker("w1"), h.startWorker("w2")
+	h.waitFor("some pages and both workers", func(st status) bool { return st.Counters["pages"] >= 10 && len(st.Workers) == 2 })
+
+	_, stderr, err := h.try("reset")
+	if err == nil || !strings.Contains(stderr, "workers are alive") || !strings.Contains(stderr, "w1") || !strings.Contains(stderr, "--force") {
+		t.Fatalf("reset of a running crawl: %v, %q; want a refusal naming the workers and --force", err, stderr)
+	}
+	out, stderr, err := h.try("reset", "--force")
+	if err != nil || !strings.Contains(out, "after 2 workers stopped") {
+		t.Fatalf("reset --force: %v, %q %q", err, out, stderr)
+	}
+	for _, p := range []*proc{w1, w2} {
+		select {
+		case err := <-p.done:
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() == 0 || !strings.Contains(p.log.String(), "the crawl is gone from Redis") {
+				t.Errorf("worker %s after reset --force: %v; want a non-zero exit saying the crawl is gone\n%s", p.id, err, p.log.String())
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("worker %s still runs a minute after reset --force", p.id)
+		}
+	}
+	// Both workers have exited: nothing is left that could write.
+	if keys := s.Client.Keys(context.Background(), "*").Val(); len(keys) != 0 {
+		t.Fatalf("keys of the reset crawl after its workers stopped: %v", keys)
 	}
 }

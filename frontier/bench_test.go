@@ -25,6 +25,7 @@ func BenchmarkExchange(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	s.Client.HSet(ctx, frontier.KeysFor("b").Config, "scope", "host") // the crawl exists
 	f := frontier.New(s.Client, frontier.KeysFor("b"), seen)
 	var seeds []frontier.Item
 	for i := 0; i < 4*batch; i++ {

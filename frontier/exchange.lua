@@ -21,7 +21,8 @@
 --
 -- KEYS: the Bloom filter's, then items, ready, leases (zset of
 --       "id\nhost\nitem-json" -> expiry ms: a lease carries its item), stats,
---       failed, results, done flag, the process's write counter
+--       failed, results, done flag, the process's write counter, the
+--       crawl's config (while it is missing the crawl is gone: a reset)
 -- ARGV: the Bloom filter's, then one entry ("host\nitem-json") per link,
 --   then: the count of this process's exchanges it expects Redis to hold,
 --   '1' to count this call (the batch's last call), D (finished leases),
@@ -36,11 +37,13 @@
 --   lease ids.
 -- Reply: the Bloom reply {1, count, layers, flag per link} (or the
 -- stale/allocate statuses, with nothing done, or {4, count, layers, Redis's
--- count} when the counter refused the call), then D flags (1: the lease
+-- count} when the counter refused the call, or {4, count, layers, 'gone'}
+-- when the crawl is gone), then D flags (1: the lease
 -- was still held and the page is recorded), then pages, done, wait (ms
 -- until some host is due when fewer than W were popped, -1: nothing
 -- queued), M, then M times host, item-json (lease i is the i-th new id).
 local function counter_guard(nk, na, n)
+  if redis.call('EXISTS', KEYS[nk + 8]) == 0 then return 'gone' end
   local held = tonumber(redis.call('GET', KEYS[nk + 7]) or '0')
   if held ~= tonumber(ARGV[na + n]) then return held end
 end

@@ -32,6 +32,10 @@ type Item struct {
 // Keys names a crawl's frontier keys; all share the crawl's hash tag.
 type Keys struct {
 	Items, Ready, Leases, Deferred, Failed, Workers, Stats, Results, Done string
+	// Config is the crawl's settings hash (written by crawl.Seed): the
+	// crawl exists while it does. Scripts that write refuse when it is
+	// missing (ErrGone), so a reset crawl is not brought back piecemeal.
+	Config string
 }
 
 // Counter is the key in which Redis counts the exchanges of the process
@@ -47,7 +51,8 @@ func (k Keys) Wake() string { return k.Items + ":wake" }
 func KeysFor(name string) Keys {
 	p := "crawl:{" + name + "}:"
 	return Keys{Items: p + "items", Ready: p + "ready", Leases: p + "leases", Deferred: p + "deferred",
-		Failed: p + "failed", Workers: p + "workers", Stats: p + "stats", Results: p + "results", Done: p + "done"}
+		Failed: p + "failed", Workers: p + "workers", Stats: p + "stats", Results: p + "results", Done: p + "done",
+		Config: p + "config"}
 }
 
 var (
@@ -111,6 +116,10 @@ var ErrLeaseLost = errors.New("frontier: lease lost")
 // written. What the process learned from its exchanges — which links are
 // already seen — can no longer be trusted; once it has forgotten that, it
 // sends the same exchange again, which Redis now accepts.
+// ErrGone: the crawl's config is gone (reset, or Redis lost its data);
+// nothing was written.
+var ErrGone = errors.New("frontier: the crawl is gone from Redis")
+
 var ErrRolledBack = errors.New("frontier: Redis no longer holds this worker's past exchanges (restored from an older state?)")
 
 // Frontier is a crawl's reliable queue. Safe for concurrent use.
@@ -281,7 +290,7 @@ func (f *Frontier) Exchange(ctx context.Context, done []Done, back []*Lease, wan
 	f.xmu.Lock()
 	defer f.xmu.Unlock()
 	keys := []string{f.keys.Items, f.keys.Ready, f.keys.Leases, f.keys.Stats, f.keys.Failed, f.keys.Results, f.keys.Done,
-		f.keys.Counter(strings.TrimSuffix(f.idPrefix, "-"))}
+		f.keys.Counter(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Config}
 	fixed := func(start, end int, flags []bool, last bool) []any {
 		if !last { // an earlier call of a big batch only queues links
 			return []any{f.exchanges, "0", 0, 0, 0, resultsCap, failedCap, 0, 0, "0"}
@@ -309,6 +318,9 @@ func (f *Frontier) Exchange(ctx context.Context, done []Done, back []*Lease, wan
 	}
 	flags, tail, err := f.seen.ExecBatch(ctx, exchangeScript, urls, payload, keys, fixed)
 	if errors.Is(err, dedup.ErrRefused) && len(tail) == 1 {
+		if tail[0] == "gone" {
+			return Exchanged{}, ErrGone
+		}
 		f.exchanges, _ = tail[0].(int64) // from now on, Redis's count is the truth
 		return Exchanged{}, ErrRolledBack
 	}
@@ -433,18 +445,32 @@ func (f *Frontier) Requeue(ctx context.Context, l *Lease, wait time.Duration) er
 	return nil
 }
 
-// Heartbeat records that worker is alive and extends the leases it holds;
-// it returns how many were still held.
+// Heartbeat records that worker is alive (until one lease length from now)
+// and extends the leases it holds; it returns how many were still held,
+// or ErrGone when the crawl is gone.
 func (f *Frontier) Heartbeat(ctx context.Context, worker string, leases []*Lease) (int, error) {
 	args := []any{worker, f.Lease.Milliseconds()}
 	for _, l := range leases {
 		args = append(args, l.Member())
 	}
-	n, err := renewScript.Run(ctx, f.c, []string{f.keys.Leases, f.keys.Workers}, args...).Int()
+	n, err := renewScript.Run(ctx, f.c, []string{f.keys.Leases, f.keys.Workers, f.keys.Config}, args...).Int()
 	if err != nil {
 		return 0, fmt.Errorf("frontier: heartbeat: %w", err)
 	}
+	if n < 0 {
+		return 0, ErrGone
+	}
 	return n, nil
+}
+
+// Deregister removes a stopped worker from the registry at once (it would
+// otherwise count as alive until its last heartbeat's lease ran out).
+// ZREM never creates a key: safe on a crawl that is gone.
+func (f *Frontier) Deregister(ctx context.Context, worker string) error {
+	if err := f.c.ZRem(ctx, f.keys.Workers, worker).Err(); err != nil {
+		return fmt.Errorf("frontier: deregister: %w", err)
+	}
+	return nil
 }
 
 // Sweep is what one scheduler pass moved, and whether the crawl is over.
@@ -462,8 +488,12 @@ type Sweep struct {
 // (leader.ErrFenced).
 func (f *Frontier) Schedule(ctx context.Context, lockKey string, epoch int64, maxAttempts, limit int, pageBudget int64) (Sweep, error) {
 	res, err := scheduleScript.Run(ctx, f.c, lockKey, epoch,
-		[]string{f.keys.Items, f.keys.Ready, f.keys.Leases, f.keys.Deferred, f.keys.Failed, f.keys.Stats, f.keys.Done, f.keys.Workers},
+		[]string{f.keys.Items, f.keys.Ready, f.keys.Leases, f.keys.Deferred, f.keys.Failed, f.keys.Stats, f.keys.Done, f.keys.Workers,
+			f.keys.Config},
 		maxAttempts, limit, failedCap, pageBudget, WorkerForgetAfter.Milliseconds())
+	if err != nil && strings.HasPrefix(err.Error(), "GONE") {
+		return Sweep{}, ErrGone
+	}
 	if err != nil {
 		return Sweep{}, fmt.Errorf("frontier: schedule: %w", err)
 	}
@@ -476,17 +506,19 @@ func (f *Frontier) Schedule(ctx context.Context, lockKey string, epoch int64, ma
 		NextDeferred: time.Duration(n(v[4])) * time.Millisecond}, nil
 }
 
-// WorkerForgetAfter is how long a silent worker stays in the registry.
+// WorkerForgetAfter is how long a worker that stopped being alive stays in
+// the registry.
 const WorkerForgetAfter = time.Minute
 
-// Workers lists the workers that sent a heartbeat within the last window.
-func (f *Frontier) Workers(ctx context.Context, window time.Duration) ([]string, error) {
+// Workers lists the workers alive now: each sent a heartbeat within its
+// lease length, and has not deregistered.
+func (f *Frontier) Workers(ctx context.Context) ([]string, error) {
 	now, err := f.c.Time(ctx).Result()
 	if err != nil {
 		return nil, fmt.Errorf("frontier: workers: %w", err)
 	}
 	return f.c.ZRangeByScore(ctx, f.keys.Workers, &redis.ZRangeBy{
-		Min: fmt.Sprint(now.Add(-window).UnixMilli()), Max: "+inf"}).Result()
+		Min: fmt.Sprint(now.UnixMilli()), Max: "+inf"}).Result()
 }
 
 // Sizes are the frontier's counts.

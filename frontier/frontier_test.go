@@ -30,6 +30,8 @@ func setup(t *testing.T, s *redistest.Server) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The crawl exists while its config does (crawl.Seed writes it).
+	s.Client.HSet(ctx, frontier.KeysFor("t").Config, "scope", "host")
 	e := &env{f: frontier.New(s.Client, frontier.KeysFor("t"), seen), s: s, lock: "crawl:{t}:leader"}
 	e.f.Lease = 200 * time.Millisecond
 	e.f.PageBudget = 1000
@@ -600,6 +602,50 @@ func TestExchangeNoticesRollback(t *testing.T) {
 		}
 		if _, err := e.f.Exchange(ctx, nil, nil, 0); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// Once the crawl's config is gone (a reset), no script writes: an
+// exchange, a heartbeat and a sweep are refused with ErrGone, so nothing
+// of the crawl reappears and no scheduler declares it done.
+func TestScriptsRefuseAGoneCrawl(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		e := setup(t, s)
+		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/1"}})
+		x, err := e.f.Exchange(ctx, nil, nil, 1)
+		if err != nil || len(x.Popped) != 1 {
+			t.Fatal(x, err)
+		}
+		if _, err := e.f.Heartbeat(ctx, "w1", x.Popped); err != nil {
+			t.Fatal(err)
+		}
+		if alive, _ := e.f.Workers(ctx); len(alive) != 1 || alive[0] != "w1" {
+			t.Fatalf("alive workers %v; want w1", alive)
+		}
+		s.Client.FlushAll(ctx) // reset: every key of the crawl is gone
+		page := []frontier.Done{{x.Popped[0], frontier.Outcome{Stat: "done", Fetched: true, Children: []frontier.Item{{URL: "http://a/2"}}}}}
+		if _, err := e.f.Exchange(ctx, page, nil, 1); !errors.Is(err, frontier.ErrGone) {
+			t.Errorf("exchange: %v; want ErrGone", err)
+		}
+		if _, err := e.f.Heartbeat(ctx, "w1", x.Popped); !errors.Is(err, frontier.ErrGone) {
+			t.Errorf("heartbeat: %v; want ErrGone", err)
+		}
+		// A scheduler that campaigned again after the reset passes the fence.
+		l, err := leader.Obtain(ctx, s.Client, e.lock, "test", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.f.Schedule(ctx, e.lock, l.Epoch(), 3, 100, 0); !errors.Is(err, frontier.ErrGone) {
+			t.Errorf("sweep: %v; want ErrGone", err)
+		}
+		s.Client.Del(ctx, e.lock, e.lock+":epoch")
+		if keys := s.Client.Keys(ctx, "*").Val(); len(keys) != 0 {
+			t.Fatalf("keys written for a gone crawl: %v", keys)
+		}
+		if err := e.f.Deregister(ctx, "w1"); err != nil || s.Client.Exists(ctx, frontier.KeysFor("t").Workers).Val() != 0 {
+			t.Fatalf("deregister: %v, or it created the registry", err)
 		}
 	})
 }

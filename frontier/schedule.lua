@@ -4,13 +4,16 @@
 -- with attempts+1, or to the failed list past the maximum attempts.
 -- Refused as a whole for a stale leader.
 -- KEYS[2] items  KEYS[3] ready  KEYS[4] leases (zset "id\nhost\nitem-json" -> expiry ms)  KEYS[5] deferred
--- KEYS[6] failed  KEYS[7] stats  KEYS[8] done flag  KEYS[9] workers (zset worker -> last heartbeat ms)
+-- KEYS[6] failed  KEYS[7] stats  KEYS[8] done flag  KEYS[9] workers (zset worker -> alive until ms)
+-- KEYS[10] the crawl's config: while it is missing the crawl is gone (reset),
+-- and the sweep is refused with a GONE error before any write
 -- ARGV[2] max attempts   ARGV[3] most entries per sweep   ARGV[4] failed list cap
--- ARGV[5] page budget (0: none)   ARGV[6] forget workers silent this long (ms)
+-- ARGV[5] page budget (0: none)   ARGV[6] forget workers this long after they stopped being alive (ms)
 -- Returns {released, reclaimed, failed, done, ms until the next deferred
 -- item is due (-1: none)}. done is 1 once nothing is
 -- queued, in flight or deferred (or the page budget is spent and nothing is
 -- in flight); the flag is set in the same atomic step as the check.
+if redis.call('EXISTS', KEYS[10]) == 0 then return redis.error_reply('GONE the crawl was reset') end
 local items, ready, leases, deferred = KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local failedKey, stats = KEYS[6], KEYS[7]
 local now = fr_now()

@@ -56,7 +56,7 @@ func runDemo(c *cli.Context) error {
 	}
 	k := crawl.KeysFor(name)
 	ctx := c.Context
-	if _, err := crawl.Reset(ctx, rdb, name); err != nil {
+	if _, err := crawl.Reset(ctx, rdb, name, false); err != nil {
 		return err
 	}
 	s := crawl.DefaultSettings()

@@ -9,6 +9,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -162,17 +163,25 @@ func resetCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "reset",
 		Usage: "delete every key of the crawl (found with SCAN)",
+		Description: "Refused while workers are alive (see 'crawler status'), unless --force: then the\n" +
+			"workers are told the crawl is gone, stop with an error, and the keys are deleted once\n" +
+			"every worker has stopped (at most a lease, about 10 s), so none reappears.",
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "force", Usage: "reset even while workers are alive: they stop with an error"}},
 		Action: func(c *cli.Context) error {
 			rdb, err := connect(c)
 			if err != nil {
 				return err
 			}
 			defer rdb.Close()
-			n, err := crawl.Reset(c.Context, rdb, c.String("crawl"))
+			rep, err := crawl.Reset(c.Context, rdb, c.String("crawl"), c.Bool("force"))
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(c.App.Writer, "crawl %q: %d keys deleted\n", c.String("crawl"), n)
+			msg := fmt.Sprintf("crawl %q: %d keys deleted", c.String("crawl"), rep.Deleted)
+			if len(rep.Stopped) > 0 {
+				msg += fmt.Sprintf(" after %d workers stopped (%s)", len(rep.Stopped), strings.Join(rep.Stopped, ", "))
+			}
+			fmt.Fprintln(c.App.Writer, msg)
 			return nil
 		},
 	}
