@@ -236,7 +236,11 @@ func (st *Status) String() string {
 	} else {
 		fmt.Fprintf(&b, "  scheduler   none (last epoch %d)\n", st.Epoch)
 	}
-	fmt.Fprintf(&b, "  workers     %d alive: %s\n", len(st.Workers), strings.Join(st.Workers, ", "))
+	if len(st.Workers) == 0 {
+		fmt.Fprintf(&b, "  workers     none alive\n")
+	} else {
+		fmt.Fprintf(&b, "  workers     %d alive: %s\n", len(st.Workers), strings.Join(st.Workers, ", "))
+	}
 	s := st.Settings
 	depth := "unlimited"
 	if s.MaxDepth >= 0 {
