@@ -26,7 +26,7 @@ type Status struct {
 	PagesPerSecond float64           `json:"pages_per_second"`
 	Bloom          dedup.Stats       `json:"bloom"`
 	Leader         *leader.Info      `json:"leader,omitempty"`
-	Epoch          int64             `json:"epoch"` // newest epoch minted
+	Epoch          int64             `json:"epoch"`   // newest epoch minted
 	Workers        []string          `json:"workers"` // alive now
 	Done           bool              `json:"done"`
 }
