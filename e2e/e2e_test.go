@@ -138,6 +138,34 @@ func (h *harness) waitFor(what string, cond func(status) bool) status {
 	return status{}
 }
 
+// setup starts a real redis-server and the test site, builds the crawler
+// and seeds the site's roots with the given flags (after --allow-private).
+func setup(t *testing.T, cfg testsite.Config, seedFlags ...string) (*harness, *redistest.Server, *testsite.Site) {
+	t.Helper()
+	s := redistest.Real(t)
+	site, err := testsite.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(site.Close)
+	h := &harness{t: t, bin: build(t), redis: s.URL(), procs: map[string]*proc{}}
+	h.run(append(append([]string{"seed", "--allow-private"}, seedFlags...), site.Roots()...)...)
+	return h, s, site
+}
+
+// requireTruth fails the test for each truth URL the site never served.
+func requireTruth(t *testing.T, site *testsite.Site) {
+	t.Helper()
+	missing := site.Missing()
+	for i, u := range missing {
+		if i < 10 {
+			t.Errorf("never fetched: %s", u)
+		}
+	}
+	truth := len(site.Truth())
+	t.Logf("%d of %d truth URLs fetched; %d URLs requested in all", truth-len(missing), truth, len(site.Stats().Fetched))
+}
+
 var leadingRE = regexp.MustCompile(`(\d\d:\d\d:\d\d\.\d+) leading as scheduler, epoch (\d+)`)
 
 // The whole promise: seed once, three workers, SIGKILL one worker and then
@@ -147,15 +175,9 @@ func TestCrawlSurvivesSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end crawl: skipped with -short")
 	}
-	s := redistest.Real(t)
 	const hosts, pages, rate, burst = 4, 500, 40, 4
-	site, err := testsite.Start(testsite.Config{Hosts: hosts, Pages: pages, Latency: 2 * time.Millisecond, ListenBase: "127.0.0.10"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer site.Close()
-	h := &harness{t: t, bin: build(t), redis: s.URL(), procs: map[string]*proc{}}
-	h.run(append([]string{"seed", "--allow-private", "--rate", strconv.Itoa(rate), "--burst", strconv.Itoa(burst)}, site.Roots()...)...)
+	h, _, site := setup(t, testsite.Config{Hosts: hosts, Pages: pages, Latency: 2 * time.Millisecond, ListenBase: "127.0.0.10"},
+		"--rate", strconv.Itoa(rate), "--burst", strconv.Itoa(burst))
 	for _, id := range []string{"w1", "w2", "w3"} {
 		h.startWorker(id)
 	}
@@ -199,13 +221,7 @@ func TestCrawlSurvivesSIGKILL(t *testing.T) {
 
 	// Every truth URL fetched, nothing disallowed, nothing fetched too often.
 	ss := site.Stats()
-	missing := site.Missing()
-	for i, u := range missing {
-		if i < 10 {
-			t.Errorf("never fetched: %s", u)
-		}
-	}
-	t.Logf("%d of %d truth URLs fetched; %d URLs requested in all", len(truth)-len(missing), len(truth), len(ss.Fetched))
+	requireTruth(t, site)
 	if len(ss.Disallowed) > 0 {
 		t.Errorf("robots-disallowed URLs fetched: %v", ss.Disallowed)
 	}
@@ -262,14 +278,8 @@ func TestCrawlSurvivesSIGKILL(t *testing.T) {
 // Ctrl-C (SIGINT) stops a worker gracefully: it exits 0 and leaves nothing
 // in flight, so no URL waits for a lease to expire.
 func TestSIGINTStopsGracefully(t *testing.T) {
-	s := redistest.Real(t)
-	site, err := testsite.Start(testsite.Config{Hosts: 2, Pages: 200, Latency: 30 * time.Millisecond, ListenBase: "127.0.0.20"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer site.Close()
-	h := &harness{t: t, bin: build(t), redis: s.URL(), procs: map[string]*proc{}}
-	h.run(append([]string{"seed", "--allow-private", "--rate", "20", "--burst", "2"}, site.Roots()...)...)
+	h, _, _ := setup(t, testsite.Config{Hosts: 2, Pages: 200, Latency: 30 * time.Millisecond, ListenBase: "127.0.0.20"},
+		"--rate", "20", "--burst", "2")
 	p := h.startWorker("w1")
 	h.waitFor("some pages", func(st status) bool { return st.Counters["pages"] >= 20 })
 	p.cmd.Process.Signal(syscall.SIGINT)
@@ -344,13 +354,7 @@ func TestSiteUpAfterTheWorker(t *testing.T) {
 	case <-time.After(3 * time.Minute):
 		t.Fatalf("worker did not finish\n%s", p.log.String())
 	}
-	missing := site.Missing()
-	for i, u := range missing {
-		if i < 10 {
-			t.Errorf("never fetched: %s", u)
-		}
-	}
-	t.Logf("%d of %d truth URLs fetched", len(site.Truth())-len(missing), len(site.Truth()))
+	requireTruth(t, site)
 	sc := bufio.NewScanner(bytes.NewReader(h.run("export")))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -371,15 +375,8 @@ func TestCrawlSurvivesRedisRollback(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end crawl: skipped with -short")
 	}
-	s := redistest.Real(t)
-	const rate, burst = 40, 4
-	site, err := testsite.Start(testsite.Config{Hosts: 4, Pages: 500, Latency: 2 * time.Millisecond, ListenBase: "127.0.0.40"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer site.Close()
-	h := &harness{t: t, bin: build(t), redis: s.URL(), procs: map[string]*proc{}}
-	h.run(append([]string{"seed", "--allow-private", "--rate", strconv.Itoa(rate), "--burst", strconv.Itoa(burst)}, site.Roots()...)...)
+	h, s, site := setup(t, testsite.Config{Hosts: 4, Pages: 500, Latency: 2 * time.Millisecond, ListenBase: "127.0.0.40"},
+		"--rate", "40", "--burst", "4")
 	for _, id := range []string{"w1", "w2", "w3"} {
 		h.startWorker(id)
 	}
@@ -407,13 +404,7 @@ func TestCrawlSurvivesRedisRollback(t *testing.T) {
 			t.Errorf("worker %s never noticed the rollback\n%s", id, p.log.String())
 		}
 	}
-	missing := site.Missing()
-	for i, u := range missing {
-		if i < 10 {
-			t.Errorf("never fetched: %s", u)
-		}
-	}
-	t.Logf("%d of %d truth URLs fetched; %d URLs requested in all", truth-len(missing), truth, len(site.Stats().Fetched))
+	requireTruth(t, site)
 	// The rollback undid the work between SAVE and the kill: those pages
 	// are fetched once more, and no page more often than that.
 	if over := site.Overfetched(1); len(over) > 0 {
@@ -425,14 +416,8 @@ func TestCrawlSurvivesRedisRollback(t *testing.T) {
 // --force the workers stop with the "crawl is gone" error and a non-zero
 // exit, and no key of the crawl is left or comes back.
 func TestResetOfARunningCrawl(t *testing.T) {
-	s := redistest.Real(t)
-	site, err := testsite.Start(testsite.Config{Hosts: 2, Pages: 300, Latency: 5 * time.Millisecond, ListenBase: "127.0.0.50"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer site.Close()
-	h := &harness{t: t, bin: build(t), redis: s.URL(), procs: map[string]*proc{}}
-	h.run(append([]string{"seed", "--allow-private", "--rate", "10", "--burst", "1"}, site.Roots()...)...)
+	h, s, _ := setup(t, testsite.Config{Hosts: 2, Pages: 300, Latency: 5 * time.Millisecond, ListenBase: "127.0.0.50"},
+		"--rate", "10", "--burst", "1")
 	w1, w2 := h.startWorker("w1"), h.startWorker("w2")
 	h.waitFor("some pages and both workers", func(st status) bool { return st.Counters["pages"] >= 10 && len(st.Workers) == 2 })
 
