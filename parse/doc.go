@@ -1,0 +1,29 @@
+// Package parse turns what a page says into what the crawler stores: URLs
+// in one canonical spelling, the links of an HTML page, and whether a URL
+// is in a crawl's scope. It knows nothing of Redis or the network.
+//
+// # Canonical URLs
+//
+// Deduplication is only as good as the spelling of URLs: "HTTP://Host:80/a/./b#x"
+// and "http://host/a/b" are one page, and a crawler that stores both
+// fetches it twice. Canonicalize applies RFC 3986's normalizations (§6.2.2
+// syntax: case, percent-encoding, dot segments; §6.2.3 scheme: default
+// port, empty path) plus the crawler's own choices: no fragment, no user
+// info, IDNA hosts in punycode, a length limit. The query is kept as it is,
+// in its order: reordering parameters changes some sites' answers.
+//
+// # Links
+//
+// Extract reads an HTML page with goquery and returns its title and every
+// link a browser would follow or a crawler should know of: a[href],
+// area[href], frames and iframes, link[rel=canonical], and the target of a
+// meta refresh (a page that redirects that way is not a dead end). Links
+// resolve against <base href>; non-http(s) links (mailto:, javascript:)
+// are dropped; Limits bound what one hostile page can cost.
+//
+// # Scope
+//
+// A Scope says which hosts a crawl may enter: the seeds' hosts, their
+// registrable domains (public-suffix aware, so "example.co.uk" is not one
+// domain with every other ".co.uk"), or any.
+package parse
