@@ -19,14 +19,11 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/redcrawl/crawler/parse"
 )
 
 // Config shapes the site.
@@ -157,19 +154,21 @@ func (s *Site) handler(hi int) http.Handler {
 				http.Error(w, "try again", http.StatusInternalServerError)
 				return
 			}
-			hrefs, ok := s.pageLinks(hi, p)
+			links, ok := s.pageLinks(hi, p)
 			if !ok {
 				http.NotFound(w, r)
 				return
 			}
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
 			fmt.Fprintf(w, "<!DOCTYPE html><html><head><title>%s %s</title>", host, p)
-			if n, ok := pageNumber(p); ok && n%60 == 11 {
-				fmt.Fprintf(w, `<meta http-equiv="refresh" content="0; url=/p/%d.html">`, (n*7+3)%s.cfg.Pages)
+			if n, ok := pageNumber(p); ok && n%60 == 11 && strings.HasPrefix(p, "/p/") {
+				fmt.Fprintf(w, `<meta http-equiv="refresh" content="0; url=/p/%d.html">`, s.refreshTarget(n))
 			}
 			fmt.Fprint(w, "</head><body>\n")
-			for _, h := range hrefs {
-				fmt.Fprintf(w, "<a href=\"%s\">link</a>\n", h)
+			for _, l := range links {
+				if l.href != "" {
+					fmt.Fprintf(w, "<a href=\"%s\">link</a>\n", l.href)
+				}
 			}
 			fmt.Fprint(w, "</body></html>\n")
 		case strings.HasPrefix(p, "/r/"):
@@ -205,120 +204,142 @@ func pageNumber(p string) (int, bool) {
 	return 0, false
 }
 
-// pageLinks returns the hrefs of page p on host hi, exactly as served, and
-// whether p is a page at all.
-func (s *Site) pageLinks(hi int, p string) ([]string, bool) {
+// link is one link of a page: its href exactly as served, and the URL it
+// means, written out by construction ("" for one that leaves the site or
+// is no http URL). Truth follows the meanings and never canonicalizes an
+// href itself: a canonicalization bug in the crawler then shows as URLs
+// missed, instead of making truth and crawl agree.
+type link struct{ href, means string }
+
+// pageLinks returns the links of page p on host hi, and whether p is a
+// page at all.
+func (s *Site) pageLinks(hi int, p string) ([]link, bool) {
 	P := s.cfg.Pages
+	host := s.hosts[hi]
+	at := func(path string) string { return "http://" + host + path }
+	page := func(k int) string { return at(fmt.Sprintf("/p/%d.html", k)) }
 	if p == "/" {
-		return []string{"/p/0.html", "p/1.html", "#top", "mailto:webmaster@example.invalid"}, true
+		return []link{{"/p/0.html", page(0)}, {"p/1.html", page(1)}, {"#top", at("/")},
+			{"mailto:webmaster@example.invalid", ""}}, true
 	}
 	n, ok := pageNumber(p)
 	if !ok || n >= P {
 		return nil, false
 	}
 	if !strings.HasPrefix(p, "/p/") { // flaky and private pages are leaves
-		return []string{"/"}, true
+		return []link{{"/", at("/")}}, true
 	}
 	rng := rand.New(rand.NewPCG(uint64(hi), uint64(n)))
-	host := s.hosts[hi]
-	hrefs := []string{"/", "/p/0.html#nav"} // navigation
+	links := []link{{"/", at("/")}, {"/p/0.html#nav", page(0)}} // navigation
 	if n+1 < P {
-		hrefs = append(hrefs, fmt.Sprintf("%d.html", n+1)) // relative chain: every page is reachable
+		links = append(links, link{fmt.Sprintf("%d.html", n+1), page(n + 1)}) // relative chain: every page is reachable
 	}
 	for i := 0; i < 3; i++ { // one page, many spellings
 		k := rng.IntN(P)
 		switch rng.IntN(4) {
 		case 0:
-			hrefs = append(hrefs, fmt.Sprintf("/p/%d.html", k))
+			links = append(links, link{fmt.Sprintf("/p/%d.html", k), page(k)})
 		case 1:
-			hrefs = append(hrefs, fmt.Sprintf("/p/%d.html#section-%d", k, i))
+			links = append(links, link{fmt.Sprintf("/p/%d.html#section-%d", k, i), page(k)})
 		case 2:
-			hrefs = append(hrefs, fmt.Sprintf("HTTP://%s/p/../p/%d.html", host, k))
+			links = append(links, link{fmt.Sprintf("HTTP://%s/p/../p/%d.html", host, k), page(k)})
 		case 3:
-			hrefs = append(hrefs, fmt.Sprintf("./%d.html", k))
+			links = append(links, link{fmt.Sprintf("./%d.html", k), page(k)})
 		}
 	}
 	if n%10 == 4 && len(s.hosts) > 1 { // cross-host link
 		other := (hi + 1 + rng.IntN(len(s.hosts)-1)) % len(s.hosts)
-		hrefs = append(hrefs, fmt.Sprintf("http://%s/p/%d.html", s.hosts[other], rng.IntN(P)))
+		k := rng.IntN(P)
+		u := fmt.Sprintf("http://%s/p/%d.html", s.hosts[other], k)
+		links = append(links, link{u, u})
 	}
 	if n%50 == 7 {
-		hrefs = append(hrefs, fmt.Sprintf("/r/%d", (n*13+1)%P))
+		links = append(links, link{fmt.Sprintf("/r/%d", (n*13+1)%P), at(fmt.Sprintf("/r/%d", (n*13+1)%P))})
 	}
 	if n%50 == 13 {
-		hrefs = append(hrefs, fmt.Sprintf("/missing/%d.html", n))
+		links = append(links, link{fmt.Sprintf("/missing/%d.html", n), at(fmt.Sprintf("/missing/%d.html", n))})
 	}
 	if n%100 == 21 {
-		hrefs = append(hrefs, fmt.Sprintf("/flaky/%d.html", n))
+		links = append(links, link{fmt.Sprintf("/flaky/%d.html", n), at(fmt.Sprintf("/flaky/%d.html", n))})
 	}
 	if n%25 == 3 {
-		hrefs = append(hrefs, fmt.Sprintf("/files/%d.pdf", n))
+		links = append(links, link{fmt.Sprintf("/files/%d.pdf", n), at(fmt.Sprintf("/files/%d.pdf", n))})
 	}
 	if n%40 == 5 {
-		hrefs = append(hrefs, "http://outside.invalid/not-in-scope", "mailto:someone@example.invalid", "javascript:void(0)")
+		links = append(links, link{"http://outside.invalid/not-in-scope", ""}, link{"mailto:someone@example.invalid", ""},
+			link{"javascript:void(0)", ""})
 	}
 	if hi == 0 && n%20 == 2 {
-		hrefs = append(hrefs, fmt.Sprintf("/private/%d.html", n))
+		links = append(links, link{fmt.Sprintf("/private/%d.html", n), at(fmt.Sprintf("/private/%d.html", n))})
 	}
-	return hrefs, true
+	if n%60 == 11 { // the page's meta refresh (see the handler)
+		links = append(links, link{"", page(s.refreshTarget(n))})
+	}
+	return links, true
 }
+
+// refreshTarget is where page n's meta refresh points (pages with n%60 == 11).
+func (s *Site) refreshTarget(n int) int { return (n*7 + 3) % s.cfg.Pages }
 
 // Truth is every in-scope HTML URL a correct crawl seeded with Roots must
 // fetch (canonical form, sorted): what the pages link to, transitively,
 // minus robots-disallowed, non-HTML, redirect and missing URLs.
 func (s *Site) Truth() []string {
-	inSite := map[string]int{}
-	for i, h := range s.hosts {
-		inSite[h] = i
-	}
 	seen := map[string]bool{}
-	var queue []*url.URL
+	var queue []string
 	for _, r := range s.Roots() {
-		u, _ := parse.Canonicalize(nil, r)
-		seen[u.String()] = true
-		queue = append(queue, u)
+		seen[r] = true
+		queue = append(queue, r)
+	}
+	add := func(u string) {
+		if u != "" && !seen[u] {
+			seen[u] = true
+			queue = append(queue, u)
+		}
 	}
 	var truth []string
 	for len(queue) > 0 {
 		u := queue[0]
 		queue = queue[1:]
-		hi, ok := inSite[u.Host]
-		if !ok {
+		hi, p := s.hostOf(u)
+		if hi < 0 {
 			continue
 		}
-		p := u.Path
 		if strings.HasPrefix(p, "/r/") { // a redirect: its target counts, not itself
 			if n, err := strconv.Atoi(strings.TrimPrefix(p, "/r/")); err == nil && n < s.cfg.Pages {
-				t, _ := parse.Canonicalize(u, fmt.Sprintf("/p/%d.html", n))
-				if !seen[t.String()] {
-					seen[t.String()] = true
-					queue = append(queue, t)
-				}
+				add("http://" + s.hosts[hi] + fmt.Sprintf("/p/%d.html", n))
 			}
 			continue
 		}
 		if hi == 0 && strings.HasPrefix(p, "/private/") {
 			continue
 		}
-		hrefs, ok := s.pageLinks(hi, p)
+		links, ok := s.pageLinks(hi, p)
 		if !ok {
 			continue // 404 or a file
 		}
-		truth = append(truth, u.String())
-		if n, ok := pageNumber(p); ok && n%60 == 11 && strings.HasPrefix(p, "/p/") {
-			hrefs = append(hrefs, fmt.Sprintf("/p/%d.html", (n*7+3)%s.cfg.Pages))
-		}
-		for _, h := range hrefs {
-			t, err := parse.Canonicalize(u, h)
-			if err != nil || seen[t.String()] {
-				continue
-			}
-			seen[t.String()] = true
-			queue = append(queue, t)
+		truth = append(truth, u)
+		for _, l := range links {
+			add(l.means)
 		}
 	}
 	sort.Strings(truth)
 	return truth
+}
+
+// hostOf splits a URL the site wrote into its host's index (-1 for none
+// of the site's) and its path.
+func (s *Site) hostOf(u string) (int, string) {
+	rest, ok := strings.CutPrefix(u, "http://")
+	if !ok {
+		return -1, ""
+	}
+	for i, h := range s.hosts {
+		if p, ok := strings.CutPrefix(rest, h); ok && strings.HasPrefix(p, "/") {
+			return i, p
+		}
+	}
+	return -1, ""
 }
 
 // HostStats is what one host saw.
