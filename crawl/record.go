@@ -1,6 +1,8 @@
 package crawl
 
 import (
+	"encoding/json"
+	"io"
 	"time"
 )
 
@@ -21,4 +23,21 @@ type Record struct {
 	Error       string    `json:"error,omitempty"`
 	Worker      string    `json:"worker"`
 	FetchedAt   time.Time `json:"fetched_at"`
+}
+
+// recordWriter appends records to a worker's --out as JSON lines. Only the
+// exchanger writes, once a record's page is safely in Redis.
+type recordWriter struct {
+	w    io.Writer
+	logf func(format string, args ...any)
+}
+
+func (r *recordWriter) write(rec Record) {
+	b, err := json.Marshal(rec)
+	if err == nil {
+		_, err = r.w.Write(append(b, '\n'))
+	}
+	if err != nil {
+		r.logf("--out: %v", err)
+	}
 }

@@ -1,0 +1,47 @@
+// Package crawl is RedCrawl's engine: a crawl's settings and keys, seeding,
+// the worker process, its status and reset.
+//
+// # A worker's goroutines
+//
+// Work flows one way, from the frontier in Redis through the fetch loops
+// and back:
+//
+//	           Redis (frontier.Exchange: one atomic call)
+//	             ▲                                  │
+//	finished pages, given-back URLs            leased URLs
+//	             │                                  ▼
+//	  ┌──────────┴──────────────────────────────────┬──────┐
+//	  │ exchanger (exchanger.go; its judgement: policy.go) │
+//	  └──────▲──────────────────────────────────────┬──────┘
+//	         │ entries                        ready │ (6 a loop)
+//	  ┌──────┴──────────────────────────────────────▼──────┐
+//	  │ fetch loops × Concurrency (page.go):               │
+//	  │  admit (robots.txt, token) → fetch → parse → entry │
+//	  └────────────────────────────────────────────────────┘
+//	  heartbeat (worker.go): renews held leases, registers the
+//	    worker, reads the scope; stops all if the crawl is gone
+//	  scheduler (scheduler.go): campaigns; while elected, sweeps
+//
+// A fetch loop takes a leased URL from the exchanger's ready buffer and
+// takes it to its end: an entry handed back to the exchanger (the page's
+// record, links and counters), or the URL handed straight back to the
+// frontier when it may not be fetched now (its host busy, its robots.txt
+// unavailable: requeued behind the host's due time; a transient error:
+// deferred). The exchanger alone calls frontier.Exchange: it sends entries
+// many to a call and refills the ready buffer in the same call; policy
+// decides when, with no I/O of its own. The heartbeat renews the leases of
+// everything the process holds — fetched, waiting in the ready buffer, or
+// waiting to be sent — so a kill -9 loses nothing: the leases expire and
+// the scheduler's sweep queues those URLs again.
+//
+// # Stopping
+//
+// Worker.Run stops in one order: the context ends the fetch loops' taking
+// of URLs (pages in progress finish); URLs taken after the stop go back;
+// the exchanger sends what the loops handed in, gives back what they never
+// started, and returns; the heartbeat and the scheduler role end (the
+// scheduler resigns, so another worker takes over at once); last, the
+// worker deregisters. When the crawl disappears from Redis (a forced
+// reset) everything stops at once, in the same order, and Run returns an
+// error wrapping ErrGone.
+package crawl

@@ -1,0 +1,279 @@
+package crawl
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redcrawl/crawler/frontier"
+	"github.com/redis/go-redis/v9"
+)
+
+// The exchanger is the one goroutine of a worker process that talks to the
+// frontier for its fetch loops. It keeps a few leased URLs ready for them
+// and sends the pages they finish, many to a call, in one atomic
+// frontier.Exchange that also pops the next URLs. When to call, and with
+// what, is policy's to decide (policy.go); this file is the I/O around it.
+//
+// Nothing is lost by batching: a leased URL in the ready buffer, or a page
+// waiting to be sent, is still in Redis's lease set under a lease this
+// process's heartbeat renews; if the process dies, the lease runs out and
+// the scheduler queues the URL again. A graceful stop sends every finished
+// page and gives the unstarted URLs back to the front of their queues.
+type exchanger struct {
+	c            redis.UniversalClient
+	fr           *frontier.Frontier
+	known        *known
+	held         *sync.Map // lease id -> *frontier.Lease: what the heartbeat renews
+	out          *recordWriter
+	counters     *Counters
+	logf         func(format string, args ...any)
+	exitWhenDone bool
+	budget       bool         // the crawl has a page budget
+	crawlDone    func()       // the crawl is finished: stop the worker
+	gone         *atomic.Bool // the crawl is gone from Redis
+	markGone     func()
+
+	p       *policy
+	ready   chan leased   // leased URLs waiting for a fetch loop
+	entries chan entry    // what the loops are done with; closed when they are gone
+	bell    chan struct{} // a loop found nothing ready (one slot)
+	waiting atomic.Int32  // loops waiting for a URL now
+	pending []entry       // entries not yet sent
+	sub     *redis.PubSub // the crawl's wake channel
+	wakeCh  <-chan *redis.Message
+}
+
+// leased is a URL under this process's lease, ready to be fetched.
+type leased struct {
+	lease *frontier.Lease
+	info  frontier.PopInfo
+}
+
+// entry is a page a loop is done with, or (back set) a lease it gives back
+// unused.
+type entry struct {
+	page frontier.Done
+	rec  Record
+	back *frontier.Lease
+}
+
+func newExchanger(loops int) *exchanger {
+	capacity := 6 * loops // prefetch: six URLs a loop
+	return &exchanger{p: newPolicy(capacity), ready: make(chan leased, capacity),
+		entries: make(chan entry, 2*loops+2), // a loop never waits long to hand in
+		bell:    make(chan struct{}, 1)}
+}
+
+// take gives a fetch loop its next URL; false once the worker stops.
+func (x *exchanger) take(stop context.Context) (leased, bool) {
+	select {
+	case l := <-x.ready:
+		return x.started(stop, l)
+	default:
+	}
+	x.waiting.Add(1)
+	defer x.waiting.Add(-1)
+	select {
+	case x.bell <- struct{}{}:
+	default:
+	}
+	select {
+	case l := <-x.ready:
+		return x.started(stop, l)
+	case <-stop.Done():
+		return leased{}, false
+	}
+}
+
+// started gives a URL taken after the stop back, rather than start it.
+func (x *exchanger) started(stop context.Context, l leased) (leased, bool) {
+	if stop.Err() != nil {
+		x.entries <- entry{back: l.lease}
+		return leased{}, false
+	}
+	return l, true
+}
+
+// finish hands a page's outcome in for the next exchange.
+func (x *exchanger) finish(page frontier.Done, rec Record) { x.entries <- entry{page: page, rec: rec} }
+
+// close tells the exchanger that no loop will hand in anything again.
+func (x *exchanger) close() { close(x.entries) }
+
+// run is the exchanger's loop. It ends after close, once everything handed
+// in was sent (or, with Redis unreachable, given up on: the leases expire
+// and the scheduler queues those URLs again), or when the crawl is gone.
+func (x *exchanger) run(stop, work context.Context) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	x.sub = x.c.Subscribe(work, x.fr.Keys().Wake())
+	defer x.sub.Close()
+	x.wakeCh = x.sub.Channel()
+	for {
+		if x.gone.Load() {
+			// Nothing to send, nobody to send it to: take what the loops
+			// hand in until they have all returned.
+			if x.entries != nil {
+				for range x.entries {
+				}
+			}
+			return
+		}
+		stopping := stop.Err() != nil
+		for stopping && len(x.ready) > 0 { // URLs not started go back with the last call
+			x.pending = append(x.pending, entry{back: (<-x.ready).lease})
+			x.p.added(time.Now(), 1)
+		}
+		now := time.Now()
+		c, ok, until := x.p.decide(now, world{ready: len(x.ready), stopping: stopping})
+		if ok {
+			if !x.call(work, now, c) {
+				return
+			}
+			continue
+		}
+		if x.p.done() {
+			return
+		}
+		timer.Reset(max(until.Sub(now), time.Millisecond))
+		x.await(stop, stopping, timer)
+		timer.Stop()
+	}
+}
+
+// await blocks until something the policy must hear of happens.
+func (x *exchanger) await(stop context.Context, stopping bool, timer *time.Timer) {
+	stopCh := stop.Done()
+	if stopping {
+		stopCh = nil
+	}
+	select {
+	case e, ok := <-x.entries:
+		if !ok {
+			x.p.loopsClosed()
+			x.entries = nil
+			return
+		}
+		x.pending = append(x.pending, e)
+		x.p.added(time.Now(), 1)
+	case <-x.bell:
+		x.p.bell()
+	case m := <-x.wakeCh:
+		x.p.wake(m.Payload, int(x.waiting.Load()))
+	case <-stopCh:
+	case <-timer.C:
+	}
+}
+
+// call makes the exchange c, decided at now, and hands out what it
+// brought. It returns false to give up.
+func (x *exchanger) call(work context.Context, now time.Time, c call) bool {
+	batch := x.pending[:min(c.send, len(x.pending))]
+	// Never cancelled by the stop: an exchange cut off halfway could leave
+	// popped URLs leased to nobody until their lease expires.
+	ctx, cancel := context.WithTimeout(work, 30*time.Second)
+	res, sent, err := x.exchange(ctx, batch, c.want)
+	cancel()
+	switch {
+	case errors.Is(err, frontier.ErrGone):
+		x.markGone()
+		return true
+	case errors.Is(err, frontier.ErrRolledBack):
+		// Nothing was written. Forget what the lost writes taught this
+		// worker; the batch goes again with all its links.
+		x.logf("%v: forgetting the URLs this worker knew as seen, and sending its pages again", err)
+		x.known.clear()
+		return true
+	case err != nil:
+		x.logf("frontier: %v (will retry; held URLs stay leased)", err)
+		if x.p.failed(time.Now()) {
+			x.logf("giving up on %d finished pages: their leases will expire and the URLs be crawled again", len(x.pending))
+			return false
+		}
+		return true
+	}
+	x.p.succeeded(now, c, len(res.Popped), res.Info.NextDue)
+	x.counters.Exchanges.Add(1)
+	x.counters.Sent.Add(int64(len(batch)))
+	if c.want > 0 && len(res.Popped) == 0 && len(batch) == 0 {
+		x.counters.EmptyPops.Add(1) // a call for nothing
+	}
+	for i, e := range batch {
+		if e.back != nil {
+			x.held.Delete(e.back.ID)
+			continue
+		}
+		x.held.Delete(e.page.Lease.ID)
+		x.recorded(sent[i], e.rec, res.Queued[i])
+	}
+	x.pending = append(x.pending[:0], x.pending[len(batch):]...)
+	for _, l := range res.Popped {
+		x.held.Store(l.ID, l)
+		x.known.add(l.Item.URL)        // a URL handed out is seen: links to it need no Redis work
+		x.ready <- leased{l, res.Info} // room was counted, and only this goroutine sends
+	}
+	if res.Info.Done && x.exitWhenDone && (len(res.Popped) == 0 || x.budget) {
+		x.crawlDone() // finished (or the page budget spent: what was popped goes back)
+	}
+	return true
+}
+
+// exchange sends a batch. Links this worker already knows are seen are
+// left out here, at the moment of sending (not when the page finished),
+// so that a batch refused because Redis went back in time goes again with
+// every link once the worker has forgotten what it knew. It returns, per
+// entry of the batch, the links sent; res.Queued is indexed the same way.
+func (x *exchanger) exchange(ctx context.Context, batch []entry, want int) (frontier.Exchanged, [][]frontier.Item, error) {
+	var pages []frontier.Done
+	var back []*frontier.Lease
+	sent := make([][]frontier.Item, len(batch))
+	for i, e := range batch {
+		if e.back != nil {
+			back = append(back, e.back)
+			continue
+		}
+		page := e.page
+		page.Outcome.Children = nil
+		for _, ch := range e.page.Outcome.Children {
+			if !x.known.has(ch.URL) {
+				page.Outcome.Children = append(page.Outcome.Children, ch)
+			}
+		}
+		sent[i] = page.Outcome.Children
+		pages = append(pages, page)
+	}
+	res, err := x.fr.Exchange(ctx, pages, back, want)
+	if err != nil {
+		return res, nil, err
+	}
+	queued := make([][]bool, len(batch))
+	d := 0
+	for i, e := range batch {
+		if e.back == nil {
+			queued[i] = res.Queued[d]
+			d++
+		}
+	}
+	res.Queued = queued
+	return res, sent, nil
+}
+
+// recorded: a page's exchange went through with the links sent, of which
+// those flagged in queued were new to the crawl.
+func (x *exchanger) recorded(sent []frontier.Item, rec Record, queued []bool) {
+	for _, ch := range sent {
+		x.known.add(ch.URL)
+	}
+	if x.out == nil || rec.URL == "" {
+		return
+	}
+	for _, q := range queued {
+		if q {
+			rec.NewLinks++
+		}
+	}
+	x.out.write(rec)
+}

@@ -1,0 +1,236 @@
+package crawl
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redcrawl/crawler/fetch"
+	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/parse"
+	"github.com/redcrawl/crawler/politeness"
+)
+
+// pipeline takes a leased URL to its end, one page at a time in each of a
+// worker's fetch loops: admit (robots.txt, the host's token bucket) →
+// fetch → parse → an outcome handed to the exchanger. A URL that may not
+// be fetched now goes back to the frontier at once (requeued behind its
+// host's due time, or deferred); every other path ends in an outcome. An
+// error that prevents even that leaves the lease to expire, and the
+// scheduler's sweep queues the URL again.
+type pipeline struct {
+	s           Settings
+	worker      string // the worker's id, for records
+	maxAttempts int
+	maxWait     time.Duration // the longest wait for a host's token
+	ratePrefix  string
+	fetcher     *fetch.Fetcher
+	robots      *politeness.Robots
+	limiter     *politeness.Limiter
+	fr          *frontier.Frontier
+	held        *sync.Map
+	scope       *atomic.Pointer[parse.Scope]
+	counters    *Counters
+	logf        func(format string, args ...any)
+	ex          *exchanger
+}
+
+// loop is one fetch goroutine.
+func (pl *pipeline) loop(stop, work context.Context) {
+	for {
+		l, ok := pl.ex.take(stop)
+		if !ok {
+			return
+		}
+		pl.process(work, l.lease, l.info)
+	}
+}
+
+// process takes one leased URL to its end.
+func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontier.PopInfo) {
+	item := l.Item
+	rec := Record{URL: item.URL, Depth: item.Depth, Worker: pl.worker, FetchedAt: time.Now().UTC()}
+	u, err := url.Parse(item.URL)
+	if err != nil || u.Host == "" {
+		rec.Error = fmt.Sprintf("not a URL: %v", err)
+		pl.finish(l, rec, frontier.Outcome{Stat: "error", Failed: rec.Error})
+		return
+	}
+	if pl.s.MaxPages > 0 && info.Pages >= pl.s.MaxPages {
+		pl.finish(l, Record{}, frontier.Outcome{Stat: "skipped"})
+		return
+	}
+	if !pl.admit(ctx, l, u, &rec) {
+		return
+	}
+	start := time.Now()
+	r, err := pl.fetcher.Fetch(ctx, item.URL)
+	rec.FetchMS = time.Since(start).Milliseconds()
+	if err != nil {
+		if fetch.IsTransient(err) {
+			pl.retry(ctx, l, rec, err.Error(), 0)
+			return
+		}
+		rec.Error = err.Error()
+		pl.counters.Errors.Add(1)
+		pl.finish(l, rec, frontier.Outcome{Stat: "error", Failed: rec.Error})
+		return
+	}
+	pl.counters.Fetched.Add(1)
+	rec.Status, rec.ContentType, rec.Bytes, rec.Truncated = r.Status, r.ContentType, r.Bytes, r.Truncated
+	if fetch.TransientStatus(r.Status) {
+		pl.retry(ctx, l, rec, fmt.Sprintf("HTTP %d", r.Status), r.RetryAfter)
+		return
+	}
+	children := pl.links(u, item, r, &rec)
+	stat := "done"
+	if r.Status >= 400 {
+		stat = "error"
+	}
+	pl.finish(l, rec, frontier.Outcome{Children: children, Stat: stat, Fetched: true})
+}
+
+// admit asks robots.txt and the host's token bucket, and waits for the
+// token. When the URL may not be fetched (now), it has already been
+// settled — finished, requeued or deferred — and admit returns false.
+func (pl *pipeline) admit(ctx context.Context, l *frontier.Lease, u *url.URL, rec *Record) bool {
+	verdict, err := pl.robots.Check(ctx, u)
+	var unavail *politeness.UnavailableError
+	switch {
+	case errors.As(err, &unavail) && unavail.Since >= pl.s.RobotsGiveUp:
+		rec.Error = fmt.Sprintf("robots.txt unreachable: %v (gave up after %v)", unavail, pl.s.RobotsGiveUp)
+		pl.counters.Errors.Add(1)
+		pl.finish(l, *rec, frontier.Outcome{Stat: "failed", Failed: rec.Error})
+		return false
+	case errors.As(err, &unavail):
+		// RFC 9309: nothing of this host now. Its URLs wait in its queue,
+		// not offered to any worker until the shared back-off ends; no
+		// attempt is counted.
+		pl.requeue(ctx, l, unavail.Retry)
+		return false
+	case err != nil:
+		if !errors.Is(err, politeness.ErrRobotsPending) {
+			pl.logf("robots.txt for %s: %v", u.Host, err)
+		}
+		pl.deferItem(ctx, l, l.Item, 2*time.Second)
+		return false
+	case !verdict.Allowed:
+		rec.Error = "disallowed by robots.txt"
+		pl.counters.Skipped.Add(1)
+		pl.finish(l, *rec, frontier.Outcome{Stat: "skipped"})
+		return false
+	}
+	lim := pl.limiter
+	if d := verdict.CrawlDelay; d > 0 && float64(politeness.Every(d)) < float64(lim.Limit()) {
+		lim = lim.WithLimit(politeness.Every(d), 1)
+	}
+	res, err := lim.ReserveN(ctx, pl.ratePrefix+"{"+u.Host+"}", 1, pl.maxWait)
+	if err != nil {
+		pl.logf("rate limit for %s: %v", u.Host, err)
+		pl.deferItem(ctx, l, l.Item, time.Second)
+		return false
+	}
+	if !res.OK {
+		// The host is busy: not offered again until its bucket has a token.
+		pl.requeue(ctx, l, res.Delay)
+		return false
+	}
+	sleep(ctx, res.Delay)
+	return true
+}
+
+// links are the URLs a response leads to, in scope and within the depth
+// limit: a redirect's target (at the same depth: a redirect is not a step
+// further from the seed) and an HTML page's links.
+func (pl *pipeline) links(u *url.URL, item frontier.Item, r *fetch.Result, rec *Record) []frontier.Item {
+	var children []frontier.Item
+	scope := pl.scope.Load()
+	if r.Location != "" {
+		if t, err := parse.Canonicalize(nil, r.Location); err == nil {
+			rec.Redirect = t.String()
+			if scope.Allows(t) {
+				children = append(children, frontier.Item{URL: rec.Redirect, Depth: item.Depth})
+			}
+		}
+	}
+	if !r.HTML || r.Status < 200 || r.Status >= 300 {
+		return children
+	}
+	page, err := parse.Extract(u, bytes.NewReader(r.Body), parse.Limits{})
+	if err != nil {
+		rec.Error = fmt.Sprintf("parse: %v", err)
+		return children
+	}
+	rec.Title, rec.Links = page.Title, len(page.Links)
+	if pl.s.MaxDepth >= 0 && item.Depth >= pl.s.MaxDepth {
+		return children
+	}
+	for _, link := range page.Links {
+		if lu, err := url.Parse(link); err == nil && scope.Allows(lu) {
+			children = append(children, frontier.Item{URL: link, Depth: item.Depth + 1})
+		}
+	}
+	return children
+}
+
+// retry defers a transient failure with exponential back-off (or the
+// server's Retry-After), and gives up after maxAttempts.
+func (pl *pipeline) retry(ctx context.Context, l *frontier.Lease, rec Record, reason string, after time.Duration) {
+	item := l.Item
+	item.Attempts++
+	if item.Attempts >= pl.maxAttempts {
+		rec.Error = fmt.Sprintf("%s (gave up after %d attempts)", reason, item.Attempts)
+		pl.counters.Errors.Add(1)
+		pl.finish(l, rec, frontier.Outcome{Stat: "failed", Failed: rec.Error, Fetched: rec.Status != 0})
+		return
+	}
+	pl.deferItem(ctx, l, item, max(after, time.Duration(1<<item.Attempts)*500*time.Millisecond))
+}
+
+// requeue puts a leased URL back at the front of its host's queue and
+// keeps the host from being offered to any worker for wait.
+func (pl *pipeline) requeue(ctx context.Context, l *frontier.Lease, wait time.Duration) {
+	defer pl.held.Delete(l.ID)
+	pl.counters.Deferred.Add(1)
+	if err := pl.fr.Requeue(ctx, l, wait); err != nil && !errors.Is(err, frontier.ErrLeaseLost) {
+		pl.logf("requeue %s: %v (its lease will return it)", l.Item.URL, err)
+	}
+}
+
+// deferItem hands item back to be fetched again after d.
+func (pl *pipeline) deferItem(ctx context.Context, l *frontier.Lease, item frontier.Item, d time.Duration) {
+	defer pl.held.Delete(l.ID) // handed back, or left to expire: no longer renewed
+	pl.counters.Deferred.Add(1)
+	if err := pl.fr.Defer(ctx, l, item, d); err != nil && !errors.Is(err, frontier.ErrLeaseLost) {
+		pl.logf("defer %s: %v (its lease will return it)", item.URL, err)
+	}
+}
+
+// finish hands a page's outcome to the exchanger, which sends it with
+// others in one exchange; the lease stays held (the heartbeat renews it)
+// until then.
+func (pl *pipeline) finish(l *frontier.Lease, rec Record, o frontier.Outcome) {
+	if rec.URL != "" {
+		b, err := json.Marshal(rec)
+		if err != nil {
+			pl.logf("record %s: %v", rec.URL, err)
+		}
+		o.Record = b
+	}
+	pl.ex.finish(frontier.Done{Lease: l, Outcome: o}, rec)
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

@@ -1,0 +1,171 @@
+package crawl
+
+import "time"
+
+// policy is the exchanger's judgement, with no I/O and on the clock it is
+// given: when to call Redis, with how many finished pages and how many URLs
+// to ask for, and how long to sleep otherwise. The exchanger (exchanger.go)
+// tells it what happened (step functions below) and asks it what to do
+// (decide); policy_test.go drives it step by step on a fake clock.
+//
+// The aim is few calls: a lone call costs a lightly loaded Redis more than
+// a page's work, so a finished page waits up to `linger` for company, and
+// the ready buffer is refilled only when it is almost empty, in one big
+// pop. Two things cut the wait short: a fetch loop with nothing to do (the
+// links of the pages waiting may be its work, here or in another worker),
+// and the stop (everything finished is sent, nothing more is popped).
+type policy struct {
+	capacity int           // the ready buffer's size
+	pending  int           // finished pages and given-back URLs not yet sent
+	oldest   time.Time     // when the oldest of them arrived
+	linger   time.Duration // how long a finished page may wait for company
+	pollAt   time.Time     // no pop before this: idle, or backing off after a failure
+	idle     time.Duration // the idle poll interval, doubling to idleMax
+	hungry   bool          // a fetch loop found nothing ready since the last call
+	refilled bool          // the queue got URLs while no loop waited
+	closed   bool          // the fetch loops have all returned
+	failures int           // calls failed in a row
+}
+
+const (
+	// A finished page waits at most this long for company before it is
+	// sent: its links reach other workers this much later at worst, and a
+	// worker killed with kill -9 loses at most this much work (the leases
+	// expire and the pages are fetched again).
+	lingerBusy = 500 * time.Millisecond
+	// ... or only this long after a pop found no URL at all: other workers
+	// may be idle too, waiting for exactly those links.
+	lingerStarved = 10 * time.Millisecond
+	// maxSend pages go in one call at most.
+	maxSend = 64
+	// An idle worker asks for URLs at most once a second, and at least
+	// idleMin apart; when some host is due sooner, it asks then.
+	idleMin, idleMax = 50 * time.Millisecond, time.Second
+	// retryMin and retryMax bound the wait after a failed call.
+	retryMin, retryMax = 200 * time.Millisecond, 5 * time.Second
+	// giveUpAfter failed calls in a row, once the loops are gone, the
+	// exchanger stops trying: the leases expire and the URLs are fetched
+	// again by someone.
+	giveUpAfter = 3
+)
+
+func newPolicy(capacity int) *policy {
+	return &policy{capacity: capacity, idle: idleMin, linger: lingerStarved}
+}
+
+// world is what the exchanger knows that the policy does not keep.
+type world struct {
+	ready    int  // leased URLs in the ready buffer
+	stopping bool // the worker stops: send everything, pop nothing
+}
+
+// call is one exchange: send the first `send` entries waiting, pop up to
+// `want` URLs.
+type call struct{ send, want int }
+
+// decide says, at now, whether to call Redis and with what; if not, until
+// when to sleep (unless an event comes first).
+func (p *policy) decide(now time.Time, w world) (c call, ok bool, sleepUntil time.Time) {
+	if p.failures > 0 && now.Before(p.pollAt) {
+		return call{}, false, p.pollAt // backing off: nothing can be done before
+	}
+	room := p.capacity - w.ready
+	send := p.pending > 0 && (p.pending >= maxSend || w.stopping || p.hungry || p.closed ||
+		!now.Before(p.oldest.Add(p.linger)))
+	// Refill when the buffer is almost empty: a refill takes a millisecond
+	// or two, a page tens, so the buffer need only cover the call.
+	pop := !w.stopping && room > 0 && !now.Before(p.pollAt) && (p.hungry || w.ready <= p.capacity/8)
+	if send || pop {
+		c = call{send: min(p.pending, maxSend)}
+		if !w.stopping && room > 0 && (pop || p.failures == 0) {
+			c.want = room // a send pops along: it costs Redis little more
+		}
+		return c, true, time.Time{}
+	}
+	sleepUntil = now.Add(time.Hour)
+	if p.pending > 0 {
+		sleepUntil = p.oldest.Add(p.linger)
+	}
+	if (room > 0 || p.failures > 0) && now.Before(p.pollAt) && p.pollAt.Before(sleepUntil) {
+		sleepUntil = p.pollAt
+	}
+	return call{}, false, sleepUntil
+}
+
+// done: the loops are gone and nothing is left to send.
+func (p *policy) done() bool { return p.closed && p.pending == 0 }
+
+// added: n finished pages or given-back URLs arrived at now.
+func (p *policy) added(now time.Time, n int) {
+	if p.pending == 0 {
+		p.oldest = now
+	}
+	p.pending += n
+}
+
+// loopsClosed: no fetch loop will hand in anything again.
+func (p *policy) loopsClosed() { p.closed = true }
+
+// bell: a fetch loop found nothing ready. If the queue got URLs while the
+// worker was busy, ask now.
+func (p *policy) bell() {
+	p.hungry = true
+	if p.refilled && p.failures == 0 {
+		p.pollAt = time.Time{}
+	}
+}
+
+// wake: a message on the crawl's wake channel. "1": the empty queue has
+// URLs again — ask now if a loop waits (the other workers' buffers still
+// hold work: not every worker need rush at the same few URLs), else
+// remember it for the next bell. "done": ask now, to learn it is over.
+// ("drained" is for the scheduler.)
+func (p *policy) wake(payload string, waiting int) {
+	switch {
+	case p.failures == 0 && (payload == "done" || payload == "1" && waiting > 0):
+		p.pollAt = time.Time{}
+	case payload == "1":
+		p.refilled = true
+	}
+}
+
+// succeeded: call c, decided at now, went through and popped `popped` URLs;
+// nextDue is how long until some host is due (-1: nothing queued).
+func (p *policy) succeeded(now time.Time, c call, popped int, nextDue time.Duration) {
+	p.failures, p.hungry = 0, false // the bell has been answered
+	p.pending -= c.send
+	p.oldest = now
+	if c.want == 0 {
+		return
+	}
+	p.refilled = false
+	// A pop that found no URL at all: other workers may be starved too.
+	// (One that found fewer than it wanted only shows that the buffers
+	// hold the queue; treating that as starvation doubles the calls.)
+	p.linger = lingerBusy
+	if popped == 0 {
+		p.linger = lingerStarved
+	}
+	switch {
+	case popped == c.want:
+		p.idle, p.pollAt = idleMin, time.Time{}
+	case popped > 0:
+		p.pollAt = time.Time{} // the queue gave what it had; the next nearly empty buffer asks again
+	case nextDue >= 0:
+		p.pollAt = now.Add(min(max(nextDue, 5*time.Millisecond), idleMax)) // some host is due then
+	default:
+		p.idle = min(2*p.idle, idleMax)
+		p.pollAt = now.Add(p.idle)
+	}
+}
+
+// failed: a call failed at now. It reports whether to give up: the loops
+// are gone and Redis has not answered several times in a row.
+func (p *policy) failed(now time.Time) (giveUp bool) {
+	p.failures++
+	if p.closed && p.failures >= giveUpAfter {
+		return true
+	}
+	p.pollAt = now.Add(min(time.Duration(p.failures)*retryMin, retryMax))
+	return false
+}

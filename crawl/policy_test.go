@@ -1,0 +1,158 @@
+package crawl
+
+import (
+	"testing"
+	"time"
+)
+
+// A step is one moment of a scenario: something happens (do, may be nil),
+// then the exchanger asks the policy what to do; a call that is made
+// succeeds with `popped` URLs unless `fail`.
+type step struct {
+	at     time.Duration // since the scenario's start
+	do     func(p *policy, now time.Time)
+	w      world
+	want   call // the call expected, when call is true
+	call   bool
+	sleep  time.Duration // else: how long it sleeps, at most
+	popped int
+	due    time.Duration // the reply's NextDue
+	fail   bool
+}
+
+func added(n int) func(*policy, time.Time) { return func(p *policy, now time.Time) { p.added(now, n) } }
+func bell(p *policy, _ time.Time)          { p.bell() }
+func closed(p *policy, _ time.Time)        { p.loopsClosed() }
+func wake(msg string, waiting int) func(*policy, time.Time) {
+	return func(p *policy, _ time.Time) { p.wake(msg, waiting) }
+}
+
+func run(t *testing.T, capacity int, steps []step) *policy {
+	t.Helper()
+	p := newPolicy(capacity)
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for i, s := range steps {
+		now := t0.Add(s.at)
+		if s.do != nil {
+			s.do(p, now)
+		}
+		c, ok, until := p.decide(now, s.w)
+		switch {
+		case ok != s.call:
+			t.Fatalf("step %d (at %v): call=%v %+v, sleep %v; want call=%v %+v", i, s.at, ok, c, until.Sub(now), s.call, s.want)
+		case ok && c != s.want:
+			t.Fatalf("step %d (at %v): call %+v; want %+v", i, s.at, c, s.want)
+		case !ok && until.Sub(now) != s.sleep:
+			t.Fatalf("step %d (at %v): sleeps %v; want %v", i, s.at, until.Sub(now), s.sleep)
+		}
+		if ok && s.fail {
+			p.failed(now)
+		} else if ok {
+			p.succeeded(now, c, s.popped, s.due)
+		}
+	}
+	return p
+}
+
+func TestPolicy(t *testing.T) {
+	const capacity = 48 // 8 loops
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{"the first call fills the buffer", []step{
+			{call: true, want: call{want: 48}, popped: 48},
+			{w: world{ready: 48}, sleep: time.Hour},
+		}},
+		{"a finished page waits for company, then a refill rides along", []step{
+			{call: true, want: call{want: 48}, popped: 48}, // a full pop: pages may linger the long time
+			{at: 10 * time.Millisecond, do: added(1), w: world{ready: 40}, sleep: lingerBusy},
+			{at: 200 * time.Millisecond, do: added(1), w: world{ready: 30}, sleep: lingerBusy - 190*time.Millisecond},
+			{at: 510 * time.Millisecond, w: world{ready: 20}, call: true, want: call{send: 2, want: 28}, popped: 28},
+			{at: 520 * time.Millisecond, w: world{ready: 48}, sleep: time.Hour},
+		}},
+		{"the buffer is refilled only when almost empty", []step{
+			{call: true, want: call{want: 48}, popped: 48},
+			{at: time.Millisecond, w: world{ready: 7}, sleep: time.Hour},
+			{at: 2 * time.Millisecond, w: world{ready: 6}, call: true, want: call{want: 42}, popped: 42}, // 6 = 48/8
+		}},
+		{"a hungry loop gets the pages sent at once", []step{
+			{call: true, want: call{want: 48}, popped: 48},
+			{at: time.Millisecond, do: added(3), w: world{ready: 20}, sleep: lingerBusy},
+			{at: 2 * time.Millisecond, do: bell, w: world{ready: 20}, call: true, want: call{send: 3, want: 28}, popped: 28},
+		}},
+		{"a full batch goes at once, the rest after", []step{
+			{call: true, want: call{want: 48}, popped: 48},
+			{at: time.Millisecond, do: added(70), w: world{ready: 30}, call: true, want: call{send: maxSend, want: 18}, popped: 18},
+			{at: 2 * time.Millisecond, w: world{ready: 48}, sleep: lingerBusy - time.Millisecond}, // the rest arrived at the call
+		}},
+		{"a pop that finds nothing makes pages go soon: other workers may starve", []step{
+			{call: true, want: call{want: 48}, popped: 0, due: -1},
+			{at: time.Millisecond, do: added(1), w: world{}, sleep: lingerStarved},
+			{at: 11 * time.Millisecond, w: world{}, call: true, want: call{send: 1, want: 48}, popped: 0, due: -1},
+		}},
+		{"an idle worker asks less and less often, up to once a second", []step{
+			{call: true, want: call{want: 48}, due: -1},
+			{at: time.Millisecond, sleep: 99 * time.Millisecond},
+			{at: 100 * time.Millisecond, call: true, want: call{want: 48}, due: -1},
+			{at: 101 * time.Millisecond, sleep: 199 * time.Millisecond},
+			{at: 300 * time.Millisecond, call: true, want: call{want: 48}, due: -1},
+			{at: 700 * time.Millisecond, call: true, want: call{want: 48}, due: -1},
+			{at: 1500 * time.Millisecond, call: true, want: call{want: 48}, due: -1},
+			{at: 1501 * time.Millisecond, sleep: idleMax - time.Millisecond},
+		}},
+		{"when a host is due soon, it asks then", []step{
+			{call: true, want: call{want: 48}, due: 30 * time.Millisecond},
+			{at: 10 * time.Millisecond, sleep: 20 * time.Millisecond},
+			{at: 30 * time.Millisecond, call: true, want: call{want: 48}, popped: 1},
+		}},
+		{"a wake message with a loop waiting ends the idle wait", []step{
+			{call: true, want: call{want: 48}, due: -1},
+			{at: 10 * time.Millisecond, do: wake("1", 1), call: true, want: call{want: 48}, popped: 5},
+		}},
+		{"a wake message with no loop waiting is kept for the next bell", []step{
+			{call: true, want: call{want: 48}, popped: 48},
+			{at: 10 * time.Millisecond, do: wake("1", 0), w: world{ready: 40}, sleep: time.Hour},
+			{at: 20 * time.Millisecond, do: bell, w: world{ready: 40}, call: true, want: call{want: 8}},
+		}},
+		{"stopping sends everything and pops nothing", []step{
+			{call: true, want: call{want: 48}, popped: 48},
+			{at: time.Millisecond, do: added(5), w: world{stopping: true}, call: true, want: call{send: 5}},
+			{at: 2 * time.Millisecond, w: world{stopping: true}, sleep: time.Hour},
+		}},
+		{"a failed call backs off, then retries", []step{
+			{call: true, want: call{want: 48}, popped: 48},
+			{at: time.Millisecond, do: added(1), w: world{ready: 4}, call: true, want: call{send: 1, want: 44}, fail: true},
+			{at: 2 * time.Millisecond, w: world{ready: 4}, sleep: retryMin - time.Millisecond},
+			{at: 201 * time.Millisecond, w: world{ready: 4}, call: true, want: call{send: 1, want: 44}, fail: true},
+			{at: 202 * time.Millisecond, w: world{ready: 4}, sleep: 2*retryMin - time.Millisecond},
+			// Past the page's linger, still backing off: it sleeps to the retry, not in 1 ms spins.
+			{at: 550 * time.Millisecond, w: world{ready: 4}, sleep: 51 * time.Millisecond},
+			{at: 601 * time.Millisecond, w: world{ready: 4}, call: true, want: call{send: 1, want: 44}, popped: 44},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { run(t, capacity, tc.steps) })
+	}
+}
+
+// Once the loops are gone, the policy is done when nothing is left to
+// send, and gives up after a few failures rather than hold the stop.
+func TestPolicyEnds(t *testing.T) {
+	p := run(t, 48, []step{
+		{call: true, want: call{want: 48}, popped: 48},
+		{at: time.Millisecond, do: added(2), w: world{ready: 48}, sleep: lingerBusy},
+		{at: 2 * time.Millisecond, do: closed, w: world{ready: 48}, call: true, want: call{send: 2}},
+	})
+	if !p.done() {
+		t.Fatal("closed with nothing pending: want done")
+	}
+	p = newPolicy(48)
+	now := time.Now()
+	p.added(now, 1)
+	p.loopsClosed()
+	for i := 1; i <= giveUpAfter; i++ {
+		if giveUp := p.failed(now); giveUp != (i == giveUpAfter) {
+			t.Fatalf("failure %d: give up = %v", i, giveUp)
+		}
+	}
+}

@@ -1,0 +1,104 @@
+package crawl
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/leader"
+	"github.com/redis/go-redis/v9"
+)
+
+// scheduler is the role one worker of the crawl plays at a time, elected
+// through leader/: it sweeps the frontier (due deferred URLs back to their
+// queues, expired leases back or to the failed list, the done flag when
+// nothing is left), each sweep a fenced script under its epoch.
+type scheduler struct {
+	c           redis.UniversalClient
+	fr          *frontier.Frontier
+	elector     *leader.Elector
+	cfg         leader.Config
+	every       time.Duration // sweep at least this often
+	maxAttempts int
+	budget      int64
+	logf        func(format string, args ...any)
+	markGone    func()
+}
+
+// run campaigns for the role and, while leading, sweeps. It resigns under
+// work, not stop: a stopping worker still hands the role over at once.
+func (sc *scheduler) run(stop, work context.Context) {
+	for stop.Err() == nil {
+		l, err := sc.elector.Campaign(stop)
+		if err != nil {
+			if stop.Err() == nil {
+				sc.logf("campaign: %v", err)
+				sleep(stop, sc.cfg.RetryInterval)
+			}
+			continue
+		}
+		sc.logf("leading as scheduler, epoch %d", l.Epoch())
+		sc.lead(stop, l)
+		rctx, cancel := context.WithTimeout(work, sc.cfg.RetryInterval)
+		if err := l.Resign(rctx); err != nil {
+			sc.logf("resign: %v (the lock expires in at most %v)", err, sc.cfg.TTL)
+		}
+		cancel()
+	}
+}
+
+// lead sweeps every `every`, when the next deferred URL is due, and when
+// an exchange reports nothing queued or held ("drained": the crawl may be
+// over), until the leadership or the worker ends.
+func (sc *scheduler) lead(stop context.Context, l *leader.Leadership) {
+	sub := sc.c.Subscribe(l.Context(), sc.fr.Keys().Wake())
+	defer sub.Close()
+	msgs := sub.Channel()
+	timer := time.NewTimer(sc.every)
+	defer timer.Stop()
+	for {
+		sw, err := sc.fr.Schedule(l.Context(), l.Key(), l.Epoch(), sc.maxAttempts, 1000, sc.budget)
+		switch {
+		case errors.Is(err, leader.ErrFenced):
+			sc.logf("scheduler epoch %d fenced off: %v", l.Epoch(), err)
+			return
+		case errors.Is(err, frontier.ErrGone):
+			sc.markGone()
+			return
+		case err != nil && l.Context().Err() == nil:
+			sc.logf("sweep: %v", err)
+		case sw.Reclaimed+sw.Failed > 0:
+			sc.logf("sweep: %d expired leases back on the queue, %d failed for good", sw.Reclaimed, sw.Failed)
+		}
+		next := sc.every
+		if err == nil && sw.NextDeferred >= 0 {
+			// Retries come due one by one; a quarter second's grace lets
+			// one sweep release several.
+			next = min(next, max(sw.NextDeferred, 250*time.Millisecond))
+		}
+		timer.Reset(next)
+		if !sc.await(stop, l, timer, msgs) {
+			return
+		}
+	}
+}
+
+// await waits for the next sweep's moment; false when leading is over.
+func (sc *scheduler) await(stop context.Context, l *leader.Leadership, timer *time.Timer, msgs <-chan *redis.Message) bool {
+	for {
+		select {
+		case <-stop.Done():
+			return false
+		case <-l.Done():
+			sc.logf("scheduler epoch %d ended: %v", l.Epoch(), l.Err())
+			return false
+		case <-timer.C:
+			return true
+		case m := <-msgs:
+			if m.Payload == "drained" {
+				return true
+			}
+		}
+	}
+}
