@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/redcrawl/crawler/fence"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/leader"
 	"github.com/redis/go-redis/v9"
@@ -58,9 +59,9 @@ func (sc *scheduler) lead(stop context.Context, l *leader.Leadership) {
 	timer := time.NewTimer(sc.every)
 	defer timer.Stop()
 	for {
-		sw, err := sc.fr.Schedule(l.Context(), l.Key(), l.Epoch(), sc.maxAttempts, 1000, sc.budget)
+		sw, err := sc.fr.Schedule(l.Context(), leader.EpochKey(l.Key()), l.Epoch(), sc.maxAttempts, 1000, sc.budget)
 		switch {
-		case errors.Is(err, leader.ErrFenced):
+		case errors.Is(err, fence.ErrFenced):
 			sc.logf("scheduler epoch %d fenced off: %v", l.Epoch(), err)
 			return
 		case errors.Is(err, frontier.ErrGone):

@@ -32,9 +32,10 @@ type Options struct {
 	Logf         func(format string, args ...any)
 	Leader       leader.Config // default leader.DefaultConfig()
 	MaxAttempts  int           // tries per URL on transient failures (default 3)
-	// MaxReserveWait: a URL whose host has no token within this wait is
-	// deferred, so a goroutine never sits long on one slow host (default
-	// 1 s; measured: 100 ms made deferrals churn, 59 round trips a page).
+	// MaxReserveWait: a URL whose host has no token within this wait goes
+	// back to its host's queue, so a goroutine never sits long on one slow
+	// host (default 1 s; much shorter makes URLs churn between worker and
+	// queue: bench/README.md).
 	MaxReserveWait time.Duration
 	// SweepInterval is how often the leader sweeps (default 1 s); it also
 	// sweeps at once when an exchange leaves nothing queued and nothing

@@ -3,8 +3,8 @@
 -- ARGV[1] the segment's size in bytes
 -- ARGV[2] when > 0: now layers 0..ARGV[2]-1 are all allocated; record it
 -- A bitmap grown by SETBIT as bits arrive is reallocated again and again and
--- ends up to twice its size (measured: a 32 KiB segment grown by two SETBITs
--- took 64 KiB); one SETRANGE at its last byte allocates it exactly. Segments
+-- ends up to twice its size (bench/README.md); one SETRANGE at its last
+-- byte allocates it exactly. Segments
 -- that exist are left alone, so concurrent callers are harmless.
 if redis.call('STRLEN', KEYS[2]) == 0 then
   redis.call('SETRANGE', KEYS[2], tonumber(ARGV[1]) - 1, '\0')

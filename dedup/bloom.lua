@@ -23,20 +23,20 @@
 --     1 byte    length of the next field, then its last byte offset
 --     k times   2 bytes: a byte of the block (0..63) and the mask of the
 --               item's bit in it
--- Returns reply, next_key, next_arg, B where reply is
---   {1, count, layers, flag_1 .. flag_B}  flag 1 = was absent (now added) /
---                                          present ('test')
---   {0, count, layers}                    the client's layer count is stale;
---                                          nothing was written, retry.
---   {2, count, layers, need}              layers 0..need-1 must be allocated
---                                          first (alloc.lua); nothing was
---                                          written, retry after allocating.
---   {3, count, layers}                    the batch may fill the last layer
---                                          but the next layer's places
---                                          were not sent; nothing was
---                                          written, retry with them.
---   {4, count, layers, refusal}           the caller's guard refused the
---                                          call; nothing was written.
+-- Returns reply, next_key, next_arg, B where reply is one of (the status
+-- codes are named below, and in filter.go):
+--   {BLOOM_OK, count, layers, flag_1 .. flag_B}  flag 1 = was absent (now
+--                                 added) / present ('test')
+--   {BLOOM_STALE, count, layers}  the client's layer count is stale;
+--                                 nothing was written, retry.
+--   {BLOOM_ALLOCATE, count, layers, need}  layers 0..need-1 must be
+--                                 allocated first (alloc.lua); nothing was
+--                                 written, retry after allocating.
+--   {BLOOM_NEXT_LAYER, count, layers}  the batch may fill the last layer
+--                                 but the next layer's places were not
+--                                 sent; nothing was written, retry with them.
+--   {BLOOM_REFUSED, count, layers, refusal}  the caller's guard refused
+--                                 the call; nothing was written.
 -- guard, when given, is called as guard(next_key, next_arg, B) before
 -- anything is written (and before the retry statuses): it returns nil to
 -- go on, or a value, the refusal, to stop the call. It must not write,
@@ -46,13 +46,14 @@
 --
 -- This is the hot path of a crawl (every link a worker does not know
 -- passes here), and inside Redis every string a script makes — a number
--- turned into text, a substring, a command argument — costs ~0.4 us
--- (measured on redis-server 7.0), far more than the work itself. So an
+-- turned into text, a substring, a command argument — costs far more than
+-- the work itself (bench/README.md). So an
 -- item costs one GETRANGE of its 64-byte block, its bits tested with
 -- arithmetic on bytes, and for a new item one SETRANGE of the updated
 -- block: a handful of strings instead of the ~50 that k offsets through
 -- BITFIELD made.
 local bloom_byte, bloom_sub, bloom_char = string.byte, string.sub, string.char
+local BLOOM_STALE, BLOOM_OK, BLOOM_ALLOCATE, BLOOM_NEXT_LAYER, BLOOM_REFUSED = 0, 1, 2, 3, 4
 
 -- bloom_place unpacks an item's place in a layer: segment index, first
 -- and last byte of its block (as text, ready for GETRANGE and SETRANGE),
@@ -116,10 +117,10 @@ local function bloom_run(kb, ab, guard)
   local next_arg = first + stride * nitems
   if guard then
     local refusal = guard(next_key, next_arg, nitems)
-    if refusal ~= nil then return {4, count, layers, refusal}, next_key, next_arg, nitems end
+    if refusal ~= nil then return {BLOOM_REFUSED, count, layers, refusal}, next_key, next_arg, nitems end
   end
   if layers ~= known then
-    return {0, count, layers}, next_key, next_arg, nitems
+    return {BLOOM_STALE, count, layers}, next_key, next_arg, nitems
   end
   local bound = tonumber(ARGV[ab + 4])
   if mode == 'add' then
@@ -127,11 +128,11 @@ local function bloom_run(kb, ab, guard)
     -- grown bit by bit ends up with up to twice its size in memory.
     local need = layers
     if count + nitems > bound then
-      if nl == known then return {3, count, layers}, next_key, next_arg, nitems end
+      if nl == known then return {BLOOM_NEXT_LAYER, count, layers}, next_key, next_arg, nitems end
       need = layers + 1
     end
     if allocated < need then
-      return {2, count, layers, need}, next_key, next_arg, nitems
+      return {BLOOM_ALLOCATE, count, layers, need}, next_key, next_arg, nitems
     end
   end
 
@@ -143,7 +144,7 @@ local function bloom_run(kb, ab, guard)
     return fn(KEYS[kb + 1 + hi * 256 + lo], packed, ks[l])
   end
 
-  local reply = {1, 0, 0}
+  local reply = {BLOOM_OK, 0, 0}
   local active = layers
   for i = 0, nitems - 1 do
     local p = first + i * stride

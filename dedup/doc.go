@@ -35,7 +35,7 @@
 // layer of any size live in as many strings as it needs. Segments are
 // allocated whole before their first bit is written (alloc.lua; the script
 // refuses to write into a layer not yet allocated), never grown bit by bit,
-// which was measured to double their memory. Give
+// which can double their memory. Give
 // the key a hash tag ("crawl:{name}:seen") and every segment shares its slot.
 //
 // # Atomicity

@@ -215,6 +215,15 @@ func (f *Filter) ExecBatch(ctx context.Context, s *redis.Script, items []string,
 	return f.exec(ctx, s, true, items, perItem, keys, fixed)
 }
 
+// bloom_run's reply statuses (bloom.lua names them alike).
+const (
+	statusStale     = 0 // the layer count changed: nothing written, retry
+	statusOK        = 1 // done: a flag per item follows
+	statusAllocate  = 2 // layers must be allocated first: nothing written
+	statusNextLayer = 3 // the next layer's places are needed: nothing written
+	statusRefused   = 4 // the caller's guard refused: nothing written
+)
+
 // maxBatch bounds one script call; exec also keeps a batch within one
 // spare layer's capacity, so a batch can add at most one layer.
 const maxBatch = 1024
@@ -271,19 +280,22 @@ func (f *Filter) execChunk(ctx context.Context, s *redis.Script, add bool, items
 		f.count, f.layers = count, int(layers)
 		f.mu.Unlock()
 		switch status {
-		case 0:
+		case statusStale:
 			continue // another worker added a layer: recompute positions
-		case 2:
+		case statusAllocate:
 			need, _ := res[3].(int64)
 			if err := f.allocate(ctx, int(need)); err != nil {
 				return nil, nil, err
 			}
 			continue
-		case 3:
+		case statusNextLayer:
 			withNext = true // the batch may fill the last layer after all
 			continue
-		case 4:
+		case statusRefused:
 			return nil, res[3:], ErrRefused
+		case statusOK:
+		default:
+			return nil, nil, fmt.Errorf("dedup: unknown script status %d", status)
 		}
 		if len(res) < 3+len(items) {
 			return nil, nil, fmt.Errorf("dedup: script replied %d flags for %d items", len(res)-3, len(items))

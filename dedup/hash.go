@@ -10,9 +10,9 @@ import (
 //
 // The filter is blocked: all k bits of an item lie in one 512-bit block of
 // one segment, so a script reads them with one GETRANGE and, for a new
-// item, writes them with one SETRANGE — measured three times cheaper for
-// Redis than k bit offsets through BITFIELD, because every string a
-// script creates (an offset, a command argument) costs Redis ~0.4 µs.
+// item, writes them with one SETRANGE — far cheaper for Redis than k bit
+// offsets through BITFIELD, because every string a script creates (an
+// offset, a command argument) costs Redis time (bench/README.md).
 // Blocks cost a few percent more bits for the same false-positive rate
 // (layerAt sizes for it; see TestFalsePositiveRate).
 //

@@ -26,35 +26,35 @@
 // script (enqueue.lua appended to dedup's bloom.lua): a URL is never marked
 // seen without being queued, so a crash between the two cannot lose it.
 //
-// Pop takes the first URL of a host that is due (ready score <= now), moves
-// it into leases under a new lease and makes the host due again only after
-// HostSpacing (1/rate), in one script: the item is never only in a worker's
-// memory, and a host whose bucket is empty is simply not offered, instead
-// of its URLs being popped and pushed back again and again (that churn cost
-// 59 round trips a page, and half the throughput, in a 20-host benchmark
-// before per-host queues). Requeue puts a URL back at the front of its host's
-// queue when the host's token bucket says "not yet", and pushes the host's
-// due time to the bucket's answer. The worker acks it
-// only after the page's children are enqueued. A live worker's heartbeat
-// (Heartbeat, every few seconds) extends its leases; a worker that is killed
-// stops extending them, and within one lease length (10 s by default) the
-// scheduler's sweep puts its items back on the queue with attempts+1, or on
-// the failed list at the maximum. A late ack of a reclaimed item is refused
-// (ErrLeaseLost) and changes nothing; at worst the page is fetched twice.
+// Exchange is how a worker process talks to the frontier, and the one way
+// a lease ends: one atomic script call (exchange.lua) that finishes many
+// leases (links deduplicated and queued, results recorded, leases ended),
+// gives some back to the front of their queues, and pops up to W new ones.
+// A lease ends only in the same call that queues its page's links, so a
+// crash between the two cannot lose them. A pop takes the first URL of a
+// host that is due (ready score <= now), moves it into leases under a new
+// lease, and makes the host due again only after HostSpacing (1/rate): the
+// item is never only in a worker's memory, and a host whose bucket is
+// empty is simply not offered, instead of its URLs being popped and pushed
+// back again and again. Requeue puts a URL back at the front of its host's
+// queue when the host's token bucket says "not yet" (or its robots.txt is
+// unavailable), and pushes the host's due time to then. With a page
+// budget, a pop hands out no more URLs than pages fetched plus leases
+// leave room for: the budget holds exactly for the whole crawl.
+//
+// Batching is the point: a lone call costs a lightly loaded Redis more
+// than a page's work, so a worker's exchanger (crawl/exchanger.go) sends
+// its pages dozens to a call (bench/README.md has the numbers).
+//
+// A live worker's heartbeat (Heartbeat, every few seconds) extends its
+// leases; a worker that is killed stops extending them, and within one
+// lease length (10 s by default) the scheduler's sweep puts its items back
+// on the queue with attempts+1, or on the failed list at the maximum. A
+// late outcome for a reclaimed lease queues its links but records nothing;
+// at worst the page is fetched twice.
 //
 // Defer hands an item back to be fetched after a delay (a retry, or the
 // server said Retry-After): never dropped, never spun on.
-//
-// Exchange is how a worker process really talks to the frontier: one
-// atomic script call (exchange.lua) that finishes many leases (children
-// deduplicated and queued, results recorded, leases ended), gives some
-// back to the front of their queues, and pops up to W new ones. Pop and
-// Finish are its one-item cases. Batching is the point: a lone call costs
-// a lightly loaded Redis more than a page's work (measured: 190 µs for an
-// empty call 20 ms after the last, 42 µs back to back), so a worker's
-// broker (crawl/broker.go) sends its pages 15-40 to a call. With a page
-// budget, a pop hands out no more URLs than pages fetched plus leases
-// leave room for: the budget holds exactly for the whole crawl.
 //
 // # Redis going back in time
 //
@@ -75,7 +75,7 @@
 //
 // # The scheduler's sweep
 //
-// Schedule runs only in the elected leader and is a leader.FencedScript:
+// Schedule runs only in the elected leader and is a fence.Script:
 // a sweep by a leader whose epoch is no longer the newest is refused whole.
 // It moves due deferred items to the front of their host's queue and expired
 // leases back there too (or to failed), and sets the done flag once nothing

@@ -8,7 +8,7 @@
 --   typed is never lost to a false positive; the filter still learns it)
 -- Reply: the Bloom reply (flag 1: the URL was new to the filter).
 local reply, nk, na, n = bloom_run(1, 1)
-if reply[1] == 1 then
+if reply[1] == BLOOM_OK then
   local all = ARGV[na + n] == 'all'
   local queue = {}
   for i = 1, n do

@@ -1,54 +1,52 @@
 -- exchange.lua (dedup's bloom.lua, then lib.lua, then this): all a worker
--- process has to say to the frontier, batched into one atomic call:
+-- process has to say to the frontier, in one atomic call:
 --   1. the links of the pages it finished: marked seen, the new ones queued;
 --   2. those pages' leases ended: results recorded, counters bumped;
 --   3. leases it gives back unused (a stopping worker's prefetched URLs);
 --   4. up to W new URLs popped under fresh leases.
--- Batching is what makes Redis cheap per page: a lone call costs Redis
--- ~25 us of event-loop and socket time before any work, more than the
--- work of a page; one call for a few pages shares that out.
--- Children are queued in the same step as their page's ack, so a crash can
--- never lose them. A lost lease (expired and reclaimed: the URL is queued
--- again and will produce its own result) records and counts nothing.
+-- Links are queued in the same step as their page's lease ends, so a crash
+-- can never lose them. A lost lease (expired and reclaimed: the URL is
+-- queued again and will produce its own result) records and counts nothing.
 --
--- A process's write counter guards it against Redis going back in time
--- (a restart from an older snapshot, a failover to a replica that lagged):
--- a worker trusts what its past exchanges told it (links known as seen),
--- and a rollback can undo those exchanges. Each process counts its
--- exchanges, and so does Redis, in the process's own key; a call that
--- finds Redis's count not equal to the process's is refused before any
--- write, with Redis's count, and the process forgets what it knew.
+-- Before any write, a guard refuses the call when the crawl is gone (its
+-- config deleted by a reset) or when Redis went back in time: each worker
+-- process counts its exchanges and so does Redis, in the process's own
+-- key; a call that finds Redis's count unequal to the process's is refused
+-- with Redis's count, and the process forgets what its lost exchanges
+-- taught it (frontier/doc.go).
 --
--- KEYS: the Bloom filter's, then items, ready, leases (zset of
---       "id\nhost\nitem-json" -> expiry ms: a lease carries its item), stats,
---       failed, results, done flag, the process's write counter, the
---       crawl's config (while it is missing the crawl is gone: a reset)
+-- KEYS: the Bloom filter's, then
+--   items, ready, leases (zset "id\nhost\nitem-json" -> expiry ms), stats,
+--   failed, results, done flag, the process's exchange counter, the config
 -- ARGV: the Bloom filter's, then one entry ("host\nitem-json") per link,
---   then: the count of this process's exchanges it expects Redis to hold,
---   '1' to count this call (the batch's last call), D (finished leases),
---   R (returned leases), W (wanted), results cap,
---   failed cap, lease length ms, per-host spacing ms, page budget (0:
---   none; else pops stop where pages fetched + URLs in flight reach it,
---   and the page count is reported), then D times: the lease, stats field ('' for none),
---   result record ('' for none), failed entry ('' for none), fetched ('1'
---   if a page was fetched), index of its first link in this call's links
---   (1-based), its number of links in this call, new links already counted
---   (in an earlier call for the same batch); then R leases, then W new
---   lease ids.
--- Reply: the Bloom reply {1, count, layers, flag per link} (or the
--- stale/allocate statuses, with nothing done, or {4, count, layers, Redis's
--- count} when the counter refused the call, or {4, count, layers, 'gone'}
--- when the crawl is gone), then D flags (1: the lease
--- was still held and the page is recorded), then pages, done, wait (ms
--- until some host is due when fewer than W were popped, -1: nothing
--- queued), M, then M times host, item-json (lease i is the i-th new id).
-local function counter_guard(nk, na, n)
+--   then the slots of exchangeArgs (exchange.go), in order:
+--   expect   the process's exchanges Redis should hold
+--   count    '1': this call counts as one (the batch's last call)
+--   D R W    finished leases, given-back leases, URLs wanted
+--   results cap, failed cap, lease ms, per-host spacing ms,
+--   budget   pages for the whole crawl (0: none; pops stop where pages
+--            fetched + URLs in flight reach it, and pages are reported)
+--   D times  the eight slots of doneArgs: lease, stats field ('' for none),
+--            record ('' for none), failed entry ('' for none), fetched ('1':
+--            a page was fetched), its first link's index among this call's
+--            links (1-based), its number of links in this call, its new
+--            links counted by earlier calls of the batch
+--   R times  a lease given back
+--   W times  a new lease id
+-- Reply: the Bloom reply {BLOOM_OK, count, layers, flag per link} (or a
+-- retry status with nothing done, or {BLOOM_REFUSED, count, layers, why}:
+-- why is 'gone', or Redis's count of the process's exchanges), then D
+-- flags (1: the lease was still held and the page is recorded), then
+-- pages, done, wait (ms until some host is due when fewer than W were
+-- popped, -1: nothing queued), M, then M times host, item-json (the i-th
+-- popped item is under the i-th new lease id).
+local function guard(nk, na, n)
   if redis.call('EXISTS', KEYS[nk + 8]) == 0 then return 'gone' end
   local held = tonumber(redis.call('GET', KEYS[nk + 7]) or '0')
   if held ~= tonumber(ARGV[na + n]) then return held end
 end
-local reply, nk, na, n = bloom_run(1, 1, counter_guard)
-if reply[1] ~= 1 then return reply end
+local reply, nk, na, n = bloom_run(1, 1, guard)
+if reply[1] ~= BLOOM_OK then return reply end
 local items, ready, leases = KEYS[nk], KEYS[nk + 1], KEYS[nk + 2]
 local stats, failed, results, doneKey = KEYS[nk + 3], KEYS[nk + 4], KEYS[nk + 5], KEYS[nk + 6]
 if ARGV[na + n + 1] == '1' then

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/dedup"
-	"github.com/redcrawl/crawler/leader"
+	"github.com/redcrawl/crawler/fence"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -64,9 +64,6 @@ var (
 	//go:embed exchange.lua
 	exchangeBody   string
 	exchangeScript = dedup.Compose(lib + exchangeBody)
-	//go:embed ack.lua
-	ackSrc    string
-	ackScript = redis.NewScript(ackSrc)
 	//go:embed defer.lua
 	deferSrc    string
 	deferScript = redis.NewScript(lib + deferSrc)
@@ -78,7 +75,7 @@ var (
 	renewScript = redis.NewScript(renewSrc)
 	//go:embed schedule.lua
 	scheduleBody   string
-	scheduleScript = leader.NewFencedScript(lib + scheduleBody)
+	scheduleScript = fence.NewScript(lib + scheduleBody)
 )
 
 // entry is an item as the scripts keep it outside the queue: "host\njson".
@@ -196,179 +193,10 @@ type Lease struct {
 // structure tells both what is held and until when.
 func (l *Lease) Member() string { return l.ID + "\n" + l.Host + "\n" + l.raw }
 
-// PopInfo rides along with every pop.
-type PopInfo struct {
-	Pages int64 // pages fetched so far in the whole crawl (with PageBudget)
-	Done  bool  // the scheduler declared the crawl finished (reported when nothing was popped, or with PageBudget)
-	// NextDue is, when nothing was due, how long until some host is
-	// (-1: nothing queued at all): an idle worker sleeps that long.
-	NextDue time.Duration
-}
-
-// Pop takes the next item under a new lease; the lease is nil when the
-// queue is empty.
-func (f *Frontier) Pop(ctx context.Context) (*Lease, PopInfo, error) {
-	x, err := f.Exchange(ctx, nil, nil, 1)
-	if err != nil || len(x.Popped) == 0 {
-		return nil, x.Info, err
-	}
-	return x.Popped[0], x.Info, nil
-}
-
-// Outcome is how a page ended, for Finish.
-type Outcome struct {
-	Children []Item // links to enqueue (deduplicated in the same script)
-	Stat     string // stats counter to bump: "done", "skipped", "error", "failed"
-	Record   []byte // result record (JSON) for the results stream; nil for none
-	Failed   string // reason to keep the item on the failed list; "" for none
-	Fetched  bool   // a page was fetched (counts against the page budget)
-}
-
-// resultsCap bounds the results stream (XADD MAXLEN ~): a worker's --out
-// file keeps every record; the stream keeps the most recent million.
-const resultsCap = 1_000_000
-
-// Finish ends a lease in one script: children marked seen and the new ones
-// queued, the result recorded, counters bumped, the lease released. It
-// returns which children were queued. If the lease was lost meanwhile, the
-// children are still queued but nothing is recorded for this holder.
-func (f *Frontier) Finish(ctx context.Context, l *Lease, o Outcome) ([]bool, error) {
-	x, err := f.Exchange(ctx, []Done{{l, o}}, nil, 0)
-	if err != nil {
-		return nil, err
-	}
-	return x.Queued[0], nil
-}
-
-// Done is a lease ended with its outcome, for Exchange.
-type Done struct {
-	Lease   *Lease
-	Outcome Outcome
-}
-
-// Exchanged is what one Exchange did.
-type Exchanged struct {
-	Queued [][]bool // per Done: which of its children were queued (new to the crawl)
-	Held   []bool   // per Done: its lease was still held, so its result was recorded
-	Popped []*Lease // the new leases, at most the number wanted
-	Info   PopInfo
-}
-
-// Exchange is a worker's whole conversation with the frontier in one
-// atomic script call (exchange.lua): finished leases end as Finish ends
-// one, returned leases go back to the front of their hosts' queues, and up
-// to want new items are popped. Batching pages this way is what keeps a
-// crawl cheap for Redis: a lone call costs Redis more than a page's work.
-// (Children beyond one Bloom batch go in extra calls before the last;
-// those only queue links, so a crash between them loses nothing.)
-func (f *Frontier) Exchange(ctx context.Context, done []Done, back []*Lease, want int) (Exchanged, error) {
-	var urls []string
-	var payload []any
-	offset := make([]int, len(done)+1) // done[d]'s children are urls[offset[d]:offset[d+1]]
-	perDone := make([][]any, len(done))
-	for d, x := range done {
-		u, p, err := entries(x.Outcome.Children)
-		if err != nil {
-			return Exchanged{}, err
-		}
-		urls, payload = append(urls, u...), append(payload, p...)
-		offset[d+1] = len(urls)
-		failed := ""
-		if x.Outcome.Failed != "" {
-			failed = x.Lease.failedEntry(x.Outcome.Failed)
-		}
-		fetched := "0"
-		if x.Outcome.Fetched {
-			fetched = "1"
-		}
-		perDone[d] = []any{x.Lease.Member(), x.Outcome.Stat, string(x.Outcome.Record), failed, fetched}
-	}
-	ids := make([]string, want)
-	for i := range ids {
-		ids[i] = f.leaseID()
-	}
-	f.xmu.Lock()
-	defer f.xmu.Unlock()
-	keys := []string{f.keys.Items, f.keys.Ready, f.keys.Leases, f.keys.Stats, f.keys.Failed, f.keys.Results, f.keys.Done,
-		f.keys.Counter(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Config}
-	fixed := func(start, end int, flags []bool, last bool) []any {
-		if !last { // an earlier call of a big batch only queues links
-			return []any{f.exchanges, "0", 0, 0, 0, resultsCap, failedCap, 0, 0, "0"}
-		}
-		a := []any{f.exchanges, "1", len(done), len(back), want, resultsCap, failedCap, f.Lease.Milliseconds(),
-			f.HostSpacing.Milliseconds(), f.PageBudget}
-		for d := range done {
-			lo, hi := max(offset[d], start), min(offset[d+1], end)
-			base := 0
-			for i := offset[d]; i < min(offset[d+1], start); i++ {
-				if flags[i] {
-					base++ // counted in an earlier call
-				}
-			}
-			a = append(a, perDone[d]...)
-			a = append(a, lo-start+1, max(hi-lo, 0), base)
-		}
-		for _, l := range back {
-			a = append(a, l.Member())
-		}
-		for _, id := range ids {
-			a = append(a, id)
-		}
-		return a
-	}
-	flags, tail, err := f.seen.ExecBatch(ctx, exchangeScript, urls, payload, keys, fixed)
-	if errors.Is(err, dedup.ErrRefused) && len(tail) == 1 {
-		if tail[0] == "gone" {
-			return Exchanged{}, ErrGone
-		}
-		f.exchanges, _ = tail[0].(int64) // from now on, Redis's count is the truth
-		return Exchanged{}, ErrRolledBack
-	}
-	if err != nil {
-		return Exchanged{}, fmt.Errorf("frontier: exchange: %w", err)
-	}
-	f.exchanges++
-	if len(tail) < len(done)+4 {
-		return Exchanged{}, fmt.Errorf("frontier: exchange: short reply %v", tail)
-	}
-	x := Exchanged{Queued: make([][]bool, len(done)), Held: make([]bool, len(done))}
-	for d := range done {
-		x.Queued[d] = flags[offset[d]:offset[d+1]]
-		x.Held[d] = tail[d] == int64(1)
-	}
-	tail = tail[len(done):]
-	pages, _ := tail[0].(int64)
-	isDone, _ := tail[1].(int64)
-	wait, _ := tail[2].(int64)
-	m, _ := tail[3].(int64)
-	x.Info = PopInfo{Pages: pages, Done: isDone == 1, NextDue: time.Duration(wait) * time.Millisecond}
-	if m < 0 || int(m) > want || len(tail) != 4+2*int(m) {
-		return x, fmt.Errorf("frontier: exchange: malformed pop reply %v", tail)
-	}
-	for i := 0; i < int(m); i++ {
-		host, _ := tail[4+2*i].(string)
-		raw, _ := tail[5+2*i].(string)
-		l := &Lease{ID: ids[i], raw: raw, Host: host}
-		if err := json.Unmarshal([]byte(raw), &l.Item); err != nil {
-			// Not ours to interpret: park it on the failed list rather than lose or loop on it.
-			f.fail(ctx, l, fmt.Sprintf("undecodable queue item: %v", err))
-			continue
-		}
-		x.Popped = append(x.Popped, l)
-	}
-	return x, nil
-}
-
 // leaseID returns an id no other pop anywhere will use: this process's
 // random prefix and a counter.
 func (f *Frontier) leaseID() string {
 	return f.idPrefix + strconv.FormatUint(f.idSeq.Add(1), 36)
-}
-
-// fail ends a lease by moving the item to the failed list with reason, in
-// the same script as the ack, so it is never in neither place.
-func (f *Frontier) fail(ctx context.Context, l *Lease, reason string) error {
-	return f.ack(ctx, l, "failed", l.failedEntry(reason))
 }
 
 // failedEntry is the lease's item as the failed list keeps it: with its
@@ -381,32 +209,6 @@ func (l *Lease) failedEntry(reason string) string {
 	item.Err = reason
 	b, _ := json.Marshal(item) // strings and ints only: cannot fail
 	return string(b)
-}
-
-// Fail ends a lease for good: the item goes to the failed list with reason.
-func (f *Frontier) Fail(ctx context.Context, l *Lease, reason string) error {
-	return f.fail(ctx, l, reason)
-}
-
-// Ack ends a lease: the item is done. stat names the counter to bump in
-// the stats hash ("done", "skipped", "error"), or "" for none.
-func (f *Frontier) Ack(ctx context.Context, l *Lease, stat string) error {
-	return f.ack(ctx, l, stat, "")
-}
-
-// failedCap bounds the failed list; its count lives on in the stats hash.
-const failedCap = 10000
-
-func (f *Frontier) ack(ctx context.Context, l *Lease, stat, failed string) error {
-	n, err := ackScript.Run(ctx, f.c, []string{f.keys.Leases, f.keys.Stats, f.keys.Failed},
-		l.Member(), stat, failed, failedCap).Int()
-	if err != nil {
-		return fmt.Errorf("frontier: ack: %w", err)
-	}
-	if n == 0 {
-		return ErrLeaseLost
-	}
-	return nil
 }
 
 // Defer returns a leased item to be fetched again after delay (a retry,
@@ -485,9 +287,10 @@ type Sweep struct {
 // Schedule is the leader's sweep, fenced by its epoch: due deferred items
 // return to the queue; expired leases return with attempts+1, or go to the
 // failed list at maxAttempts. A stale leader's sweep is refused whole
-// (leader.ErrFenced).
-func (f *Frontier) Schedule(ctx context.Context, lockKey string, epoch int64, maxAttempts, limit int, pageBudget int64) (Sweep, error) {
-	res, err := scheduleScript.Run(ctx, f.c, lockKey, epoch,
+// (fence.ErrFenced). epochKey is the scheduler lock's epoch counter
+// (leader.EpochKey).
+func (f *Frontier) Schedule(ctx context.Context, epochKey string, epoch int64, maxAttempts, limit int, pageBudget int64) (Sweep, error) {
+	res, err := scheduleScript.Run(ctx, f.c, epochKey, epoch,
 		[]string{f.keys.Items, f.keys.Ready, f.keys.Leases, f.keys.Deferred, f.keys.Failed, f.keys.Stats, f.keys.Done, f.keys.Workers,
 			f.keys.Config},
 		maxAttempts, limit, failedCap, pageBudget, WorkerForgetAfter.Milliseconds())

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/dedup"
+	"github.com/redcrawl/crawler/fence"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/leader"
@@ -74,24 +75,24 @@ func TestEnqueueDedupsAtomicallyAndPopsInOrder(t *testing.T) {
 		if err != nil || len(q) != 3 || !q[0] || !q[1] || q[2] {
 			t.Fatalf("Enqueue = %v, %v", q, err)
 		}
-		q, _ = e.f.Enqueue(ctx, []frontier.Item{{URL: "http://b/"}, {URL: "http://c/"}})
-		if q[0] || !q[1] {
+		q, err = e.f.Enqueue(ctx, []frontier.Item{{URL: "http://b/"}, {URL: "http://c/"}})
+		if err != nil || q[0] || !q[1] {
 			t.Fatalf("second Enqueue = %v", q)
 		}
 		for _, want := range []string{"http://a/", "http://b/", "http://c/"} {
-			l, err := popErr(e.f)
-			if err != nil || l == nil || l.Item.URL != want {
-				t.Fatalf("Pop = %+v, %v; want %s", l, err, want)
+			l := pop(t, e.f)
+			if l == nil || l.Item.URL != want {
+				t.Fatalf("pop = %+v; want %s", l, want)
 			}
 			if sz := e.sizes(t); sz.InFlight != 1 {
 				t.Fatalf("popped item not in flight: %+v", sz)
 			}
-			if err := e.f.Ack(ctx, l, "done"); err != nil {
-				t.Fatal(err)
+			if held, _ := finish(t, e.f, l, frontier.Outcome{Stat: "done"}); !held {
+				t.Fatal("a lease just popped is not held")
 			}
 		}
-		if l, err := popErr(e.f); l != nil || err != nil {
-			t.Fatalf("Pop on empty = %+v, %v", l, err)
+		if l := pop(t, e.f); l != nil {
+			t.Fatalf("pop on empty = %+v", l)
 		}
 		if sz := e.sizes(t); !sz.Empty() {
 			t.Fatalf("not empty after acks: %+v", sz)
@@ -110,23 +111,23 @@ func TestExpiredLeaseIsReclaimedThenFails(t *testing.T) {
 		e := setup(t, s)
 		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/"}})
 		dead := pop(t, e.f)
-		if sw, _ := e.f.Schedule(ctx, e.lock, e.epoch, 2, 100, 0); sw.Reclaimed != 0 {
+		if sw, _ := e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 2, 100, 0); sw.Reclaimed != 0 {
 			t.Fatalf("reclaimed a live lease: %+v", sw)
 		}
 		e.advance(300 * time.Millisecond)
-		sw, err := e.f.Schedule(ctx, e.lock, e.epoch, 2, 100, 0)
+		sw, err := e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 2, 100, 0)
 		if err != nil || sw.Reclaimed != 1 {
 			t.Fatalf("sweep = %+v, %v; want 1 reclaimed", sw, err)
 		}
-		if err := e.f.Ack(ctx, dead, "done"); !errors.Is(err, frontier.ErrLeaseLost) {
-			t.Fatalf("late ack: %v, want ErrLeaseLost", err)
+		if held, _ := finish(t, e.f, dead, frontier.Outcome{Stat: "done"}); held {
+			t.Fatal("a reclaimed lease was finished as if still held")
 		}
 		again := pop(t, e.f)
 		if again == nil || again.Item.URL != "http://a/" || again.Item.Attempts != 1 {
 			t.Fatalf("reclaimed item = %+v", again)
 		}
 		e.advance(300 * time.Millisecond)
-		sw, _ = e.f.Schedule(ctx, e.lock, e.epoch, 2, 100, 0)
+		sw, _ = e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 2, 100, 0)
 		if sw.Failed != 1 {
 			t.Fatalf("second expiry: %+v, want failed at max attempts", sw)
 		}
@@ -151,11 +152,11 @@ func TestHeartbeatKeepsLeases(t *testing.T) {
 			t.Fatalf("Heartbeat = %d, %v", n, err)
 		}
 		e.advance(300 * time.Millisecond)
-		if sw, _ := e.f.Schedule(ctx, e.lock, e.epoch, 3, 100, 0); sw.Reclaimed != 0 {
+		if sw, _ := e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 3, 100, 0); sw.Reclaimed != 0 {
 			t.Fatalf("heartbeated lease reclaimed: %+v", sw)
 		}
-		if err := e.f.Ack(ctx, l, ""); err != nil {
-			t.Fatal(err)
+		if held, _ := finish(t, e.f, l, frontier.Outcome{}); !held {
+			t.Fatal("the heartbeated lease was lost")
 		}
 	})
 }
@@ -172,11 +173,11 @@ func TestDeferReturnsWhenDue(t *testing.T) {
 		if sz := e.sizes(t); sz.Deferred != 1 || sz.InFlight != 0 || sz.Queued != 1 {
 			t.Fatalf("after defer %+v", sz)
 		}
-		if sw, _ := e.f.Schedule(ctx, e.lock, e.epoch, 3, 100, 0); sw.Released != 0 {
+		if sw, _ := e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 3, 100, 0); sw.Released != 0 {
 			t.Fatalf("released early: %+v", sw)
 		}
 		e.advance(300 * time.Millisecond)
-		if sw, _ := e.f.Schedule(ctx, e.lock, e.epoch, 3, 100, 0); sw.Released != 1 {
+		if sw, _ := e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 3, 100, 0); sw.Released != 1 {
 			t.Fatalf("not released when due: %+v", sw)
 		}
 		// Released items go to the front of their host's queue: a is next, before b.
@@ -197,8 +198,8 @@ func TestStaleLeaderSweepRefused(t *testing.T) {
 		if _, err := leader.Obtain(ctx, s.Client, e.lock, "new", time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		_, err := e.f.Schedule(ctx, e.lock, e.epoch, 3, 100, 0)
-		if !errors.Is(err, leader.ErrFenced) {
+		_, err := e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 3, 100, 0)
+		if !errors.Is(err, fence.ErrFenced) {
 			t.Fatalf("stale sweep: %v, want ErrFenced", err)
 		}
 		if sz := e.sizes(t); sz.InFlight != 1 || sz.Queued != 0 {
@@ -207,17 +208,17 @@ func TestStaleLeaderSweepRefused(t *testing.T) {
 	})
 }
 
-func TestFailMovesToFailedListAtomically(t *testing.T) {
+func TestFailedOutcomeMovesToFailedListAtomically(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		e := setup(t, s)
 		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/"}})
 		l := pop(t, e.f)
-		if err := e.f.Fail(ctx, l, "404 Not Found"); err != nil {
-			t.Fatal(err)
+		if held, _ := finish(t, e.f, l, frontier.Outcome{Stat: "failed", Failed: "404 Not Found"}); !held {
+			t.Fatal("lease not held")
 		}
-		if err := e.f.Fail(ctx, l, "again"); !errors.Is(err, frontier.ErrLeaseLost) {
-			t.Fatalf("second Fail: %v", err)
+		if held, _ := finish(t, e.f, l, frontier.Outcome{Stat: "failed", Failed: "again"}); held {
+			t.Fatal("a lease ended twice")
 		}
 		sz := e.sizes(t)
 		if !sz.Empty() || sz.Failed != 1 {
@@ -229,32 +230,50 @@ func TestFailMovesToFailedListAtomically(t *testing.T) {
 	})
 }
 
-func popErr(f *frontier.Frontier) (*frontier.Lease, error) {
-	l, _, err := f.Pop(context.Background())
-	return l, err
+// popInfo asks for one URL the way the crawler does (an exchange that
+// wants one); the lease is nil when none is due.
+func popInfo(t *testing.T, f *frontier.Frontier) (*frontier.Lease, frontier.PopInfo) {
+	t.Helper()
+	x, err := f.Exchange(context.Background(), nil, nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(x.Popped) == 0 {
+		return nil, x.Info
+	}
+	return x.Popped[0], x.Info
 }
 
 func pop(t *testing.T, f *frontier.Frontier) *frontier.Lease {
 	t.Helper()
-	l, err := popErr(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, _ := popInfo(t, f)
 	return l
 }
 
-func TestFinishQueuesChildrenRecordsAndAcksInOneStep(t *testing.T) {
+// finish ends a lease the way the crawler does: an exchange that carries
+// its outcome. Held tells whether the lease was still held (and so the
+// outcome recorded); Queued, which of its links were new.
+func finish(t *testing.T, f *frontier.Frontier, l *frontier.Lease, o frontier.Outcome) (held bool, queued []bool) {
+	t.Helper()
+	x, err := f.Exchange(context.Background(), []frontier.Done{{Lease: l, Outcome: o}}, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x.Held[0], x.Queued[0]
+}
+
+func TestFinishingQueuesChildrenRecordsAndEndsTheLeaseInOneStep(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		e := setup(t, s)
 		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/"}})
 		l := pop(t, e.f)
-		q, err := e.f.Finish(ctx, l, frontier.Outcome{
+		held, q := finish(t, e.f, l, frontier.Outcome{
 			Children: []frontier.Item{{URL: "http://a/", Depth: 1}, {URL: "http://b/", Depth: 1}, {URL: "http://c/", Depth: 1}},
 			Stat:     "done", Record: []byte(`{"url":"http://a/"}`), Fetched: true,
 		})
-		if err != nil || len(q) != 3 || q[0] || !q[1] || !q[2] {
-			t.Fatalf("Finish = %v, %v", q, err)
+		if !held || len(q) != 3 || q[0] || !q[1] || !q[2] {
+			t.Fatalf("finish = %v, %v", held, q)
 		}
 		if sz := e.sizes(t); sz.Queued != 2 || sz.InFlight != 0 {
 			t.Fatalf("sizes %+v", sz)
@@ -267,17 +286,19 @@ func TestFinishQueuesChildrenRecordsAndAcksInOneStep(t *testing.T) {
 		if st["done"] != "1" || st["pages"] != "1" || st["enqueued"] != "3" {
 			t.Fatalf("stats %v", st)
 		}
-		_, info, _ := e.f.Pop(ctx)
+		_, info := popInfo(t, e.f)
 		if info.Pages != 1 || info.Done {
 			t.Fatalf("pop info %+v", info)
 		}
 		// A finish after the lease was lost queues the children but records nothing.
 		l2 := pop(t, e.f)
 		e.advance(300 * time.Millisecond)
-		e.f.Schedule(ctx, e.lock, e.epoch, 5, 100, 0)
-		q, err = e.f.Finish(ctx, l2, frontier.Outcome{Children: []frontier.Item{{URL: "http://d/"}}, Stat: "done", Record: []byte("{}"), Fetched: true})
-		if err != nil || !q[0] {
-			t.Fatalf("late Finish = %v, %v", q, err)
+		if _, err := e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 5, 100, 0); err != nil {
+			t.Fatal(err)
+		}
+		held, q = finish(t, e.f, l2, frontier.Outcome{Children: []frontier.Item{{URL: "http://d/"}}, Stat: "done", Record: []byte("{}"), Fetched: true})
+		if held || !q[0] {
+			t.Fatalf("late finish = %v, %v; want the link queued, nothing recorded", held, q)
 		}
 		if n := s.Client.XLen(ctx, "crawl:{t}:results").Val(); n != 1 {
 			t.Fatalf("late finish recorded a result: %d records", n)
@@ -290,19 +311,19 @@ func TestScheduleDetectsCompletionAndBudget(t *testing.T) {
 		ctx := context.Background()
 		e := setup(t, s)
 		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/"}, {URL: "http://b/"}})
-		if sw, _ := e.f.Schedule(ctx, e.lock, e.epoch, 3, 100, 0); sw.Done {
+		if sw, _ := e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 3, 100, 0); sw.Done {
 			t.Fatal("done with work queued")
 		}
 		l := pop(t, e.f)
-		if sw, _ := e.f.Schedule(ctx, e.lock, e.epoch, 3, 100, 1); sw.Done {
+		if sw, _ := e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 3, 100, 1); sw.Done {
 			t.Fatal("done with an item in flight")
 		}
-		e.f.Finish(ctx, l, frontier.Outcome{Stat: "done", Fetched: true})
+		finish(t, e.f, l, frontier.Outcome{Stat: "done", Fetched: true})
 		// Budget of one page spent, nothing in flight: done, though b is still queued.
-		if sw, _ := e.f.Schedule(ctx, e.lock, e.epoch, 3, 100, 1); !sw.Done {
+		if sw, _ := e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 3, 100, 1); !sw.Done {
 			t.Fatal("page budget spent but not done")
 		}
-		if _, info, _ := e.f.Pop(ctx); !info.Done {
+		if _, info := popInfo(t, e.f); !info.Done {
 			t.Fatal("pop does not report done")
 		}
 	})
@@ -321,9 +342,9 @@ func TestPopIsHostAware(t *testing.T) {
 		if first == nil || second == nil || first.Host == second.Host {
 			t.Fatalf("two pops gave %+v and %+v; want one URL of each host", first, second)
 		}
-		l, info, err := e.f.Pop(ctx)
-		if err != nil || l != nil || info.NextDue <= 0 || info.NextDue > time.Second {
-			t.Fatalf("third pop = %+v %+v %v; want nothing due, next host due within 1s", l, info, err)
+		l, info := popInfo(t, e.f)
+		if l != nil || info.NextDue <= 0 || info.NextDue > time.Second {
+			t.Fatalf("third pop = %+v %+v; want nothing due, next host due within 1s", l, info)
 		}
 		a := first
 		if a.Host != "a" {
@@ -334,7 +355,7 @@ func TestPopIsHostAware(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.advance(1100 * time.Millisecond)
-		if l, _, _ := e.f.Pop(ctx); l != nil && l.Host == "a" {
+		if l := pop(t, e.f); l != nil && l.Host == "a" {
 			t.Fatalf("busy host a offered again after 1.1 s: %+v", l)
 		}
 		e.advance(2 * time.Second)
@@ -377,7 +398,7 @@ func TestExchangeBatchesFinishesReturnsAndPops(t *testing.T) {
 		if _, err := e.f.Heartbeat(ctx, "w", []*frontier.Lease{byHost["a"], byHost["b"], byHost["c"]}); err != nil {
 			t.Fatal(err)
 		}
-		if sw, err := e.f.Schedule(ctx, e.lock, e.epoch, 5, 100, 0); err != nil || sw.Reclaimed != 1 {
+		if sw, err := e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 5, 100, 0); err != nil || sw.Reclaimed != 1 {
 			t.Fatalf("sweep %+v %v; want d's lease reclaimed", sw, err)
 		}
 		rec := func(u string) []byte { return []byte(`{"url":"` + u + `"}`) }
@@ -512,7 +533,7 @@ func TestSweepParksUndecodableLeases(t *testing.T) {
 		l := pop(t, e.f)
 		s.Client.ZAdd(ctx, "crawl:{t}:leases", redis.Z{Score: 1, Member: "bad\nh\n{not json"})
 		e.advance(300 * time.Millisecond)
-		sw, err := e.f.Schedule(ctx, e.lock, e.epoch, 3, 100, 0)
+		sw, err := e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 3, 100, 0)
 		if err != nil || sw.Failed != 1 || sw.Reclaimed != 1 {
 			t.Fatalf("sweep = %+v, %v; want the damaged lease failed and %s reclaimed", sw, err, l.Item.URL)
 		}
@@ -543,8 +564,8 @@ func TestWakeWhenQueueFillsAndWhenDone(t *testing.T) {
 		e.f.Exchange(ctx, []frontier.Done{{l, frontier.Outcome{Stat: "done", Children: []frontier.Item{{URL: "http://b/"}}}}}, nil, 0) // wake
 		y, _ := e.f.Exchange(ctx, nil, nil, 1)
 		e.f.Exchange(ctx, []frontier.Done{{y.Popped[0], frontier.Outcome{Stat: "done"}}}, nil, 0) // drained
-		e.f.Schedule(ctx, e.lock, e.epoch, 3, 100, 0)                                             // done: wake
-		e.f.Schedule(ctx, e.lock, e.epoch, 3, 100, 0)                                             // already done: quiet
+		e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 3, 100, 0)                            // done: wake
+		e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 3, 100, 0)                            // already done: quiet
 		s.Client.Publish(ctx, e.f.Keys().Wake(), "end-of-test")
 		var got []string
 		for {
@@ -637,7 +658,7 @@ func TestScriptsRefuseAGoneCrawl(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.f.Schedule(ctx, e.lock, l.Epoch(), 3, 100, 0); !errors.Is(err, frontier.ErrGone) {
+		if _, err := e.f.Schedule(ctx, leader.EpochKey(e.lock), l.Epoch(), 3, 100, 0); !errors.Is(err, frontier.ErrGone) {
 			t.Errorf("sweep: %v; want ErrGone", err)
 		}
 		s.Client.Del(ctx, e.lock, e.lock+":epoch")

@@ -24,8 +24,8 @@ end
 -- fr_push_many queues entries on their hosts' queues (front: before the
 -- hosts' new URLs) and makes the hosts known to the scheduler of pops, in
 -- three commands however many entries: inside a script each redis.call
--- costs about as much as the work it does (measured ~3 µs), so per-entry
--- calls were half of a page's Redis CPU.
+-- costs about as much as the work it does, so per-entry calls would be a
+-- large share of a page's Redis CPU (bench/README.md).
 -- When the queue was empty, a message on the channel items..':wake' tells
 -- idle workers (subscribed, instead of polling) that there is work again.
 local function fr_push_many(items, ready, stats, entries, front, now)

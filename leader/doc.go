@@ -16,8 +16,8 @@
 // leader that is paused (GC, SIGSTOP, a slow network) past its TTL cannot
 // know it was replaced, so a lock alone cannot stop its late writes. The
 // storage must: every script the leader runs to change shared state is a
-// FencedScript, whose prelude refuses the write unless the caller's epoch is
-// the newest minted. The counter is one key per lock, so it never grows in
+// fence.Script (package fence), whose prelude refuses the write unless the
+// caller's epoch is the newest minted. The counter is one key per lock, so it never grows in
 // number; it is deleted with the crawl.
 //
 // # Election

@@ -135,10 +135,10 @@ func (l *Leadership) Done() <-chan struct{} { return l.ctx.Done() }
 // Err is nil while leading, then the reason leadership ended.
 func (l *Leadership) Err() error { return context.Cause(l.ctx) }
 
-// Epoch is this term's fencing token; pass it to every FencedScript.
+// Epoch is this term's fencing token; pass it to every fence.Script.
 func (l *Leadership) Epoch() int64 { return l.lock.epoch }
 
-// Key is the lock key, for FencedScript.Run.
+// Key is the lock key; EpochKey(Key()) is the counter fenced scripts check.
 func (l *Leadership) Key() string { return l.lock.key }
 
 // Resign ends the term: renewals stop first, then the lock is released (if

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcrawl/crawler/fence"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/leader"
 	"github.com/redis/go-redis/v9"
@@ -73,7 +74,7 @@ func (p *pausable) Eval(ctx context.Context, src string, keys []string, args ...
 
 const writeBody = `redis.call('SET', KEYS[2], ARGV[2]) return 1`
 
-var fencedWrite = leader.NewFencedScript(writeBody)
+var fencedWrite = fence.NewScript(writeBody)
 
 func TestPausedLeaderStepsDownIsReplacedAndFenced(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
@@ -88,7 +89,7 @@ func TestPausedLeaderStepsDownIsReplacedAndFenced(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := fencedWrite.Run(ctx, s.Client, key, la.Epoch(), []string{"t:{elect}:data"}, "from a"); err != nil {
+		if _, err := fencedWrite.Run(ctx, s.Client, leader.EpochKey(key), la.Epoch(), []string{"t:{elect}:data"}, "from a"); err != nil {
 			t.Fatalf("leader's own fenced write: %v", err)
 		}
 
@@ -127,11 +128,11 @@ func TestPausedLeaderStepsDownIsReplacedAndFenced(t *testing.T) {
 		if info, _, err := leader.Current(ctx, s.Client, key); err != nil || info.ID != "b" {
 			t.Fatalf("after a's late resign the lock is %+v, %v; want b's", info, err)
 		}
-		_, err = fencedWrite.Run(ctx, s.Client, key, la.Epoch(), []string{"t:{elect}:data"}, "late write from a")
-		if !errors.Is(err, leader.ErrFenced) {
+		_, err = fencedWrite.Run(ctx, s.Client, leader.EpochKey(key), la.Epoch(), []string{"t:{elect}:data"}, "late write from a")
+		if !errors.Is(err, fence.ErrFenced) {
 			t.Fatalf("stale leader's write: got %v, want ErrFenced", err)
 		}
-		if _, err := fencedWrite.Run(ctx, s.Client, key, lb.Epoch(), []string{"t:{elect}:data"}, "from b"); err != nil {
+		if _, err := fencedWrite.Run(ctx, s.Client, leader.EpochKey(key), lb.Epoch(), []string{"t:{elect}:data"}, "from b"); err != nil {
 			t.Fatalf("current leader's write: %v", err)
 		}
 		if v := s.Client.Get(ctx, "t:{elect}:data").Val(); v != "from b" {

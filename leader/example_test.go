@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/redcrawl/crawler/fence"
 	"github.com/redcrawl/crawler/leader"
 	"github.com/redis/go-redis/v9"
 )
@@ -33,10 +34,10 @@ func Example() {
 	info, _ = w1.Leader(ctx)
 	fmt.Printf("leader %s, epoch %d\n", info.ID, info.Epoch)
 
-	setStatus := leader.NewFencedScript(`redis.call('SET', KEYS[2], ARGV[2]) return 'OK'`)
-	_, err := setStatus.Run(ctx, rdb, key, term1.Epoch(), []string{"crawl:{demo}:status"}, "written by worker-1")
-	fmt.Println("old term's write fenced:", errors.Is(err, leader.ErrFenced))
-	_, err = setStatus.Run(ctx, rdb, key, term2.Epoch(), []string{"crawl:{demo}:status"}, "written by worker-2")
+	setStatus := fence.NewScript(`redis.call('SET', KEYS[2], ARGV[2]) return 'OK'`)
+	_, err := setStatus.Run(ctx, rdb, leader.EpochKey(key), term1.Epoch(), []string{"crawl:{demo}:status"}, "written by worker-1")
+	fmt.Println("old term's write fenced:", errors.Is(err, fence.ErrFenced))
+	_, err = setStatus.Run(ctx, rdb, leader.EpochKey(key), term2.Epoch(), []string{"crawl:{demo}:status"}, "written by worker-2")
 	fmt.Println("current term's write:", err == nil, rdb.Get(ctx, "crawl:{demo}:status").Val())
 	// Output:
 	// leader worker-1, epoch 1

@@ -19,8 +19,6 @@ var (
 	ErrNotObtained = errors.New("leader: lock not obtained")
 	// ErrLockLost: the lock expired or changed hands since we took it.
 	ErrLockLost = errors.New("leader: lock lost")
-	// ErrFenced: a fenced write carried an epoch older than the newest one minted.
-	ErrFenced = errors.New("leader: write fenced off by a newer epoch")
 	// ErrNoLeader: nobody holds the lock right now.
 	ErrNoLeader = errors.New("leader: no leader")
 )

@@ -92,9 +92,9 @@ type Robots struct {
 	mu                  sync.Mutex
 	local               map[string]robotsEntry
 	// flight makes concurrent checks of one host in this process share one
-	// Redis lookup (measured: a worker's 8 loops starting on the same host
-	// made 8 lookups, 8 lock attempts and their retries, and opened as many
-	// connections).
+	// Redis lookup: a worker's loops often start on the same host at once,
+	// and would otherwise each look up, try the lock, retry and hold a
+	// connection.
 	flight    singleflight.Group
 	now       func() time.Time
 	lockDelay time.Duration

@@ -1,0 +1,61 @@
+// Package fence is the storage side of fencing tokens: a Lua script whose
+// writes are refused unless the writer's epoch is the newest one minted.
+//
+// A lock alone cannot stop a holder that was paused (a GC pause, SIGSTOP,
+// a slow network) past its TTL: it wakes up believing it still holds the
+// lock, and writes. The remedy (Kleppmann, "How to do distributed
+// locking") is a token that grows with every grant of the lock — the
+// epoch leader/ mints in the same script that takes the lock — and a store
+// that refuses a write carrying an older token than one it has seen. In
+// Redis the store is the script itself: fence.lua runs first and refuses
+// the write before the body runs when the epoch counter holds another
+// value than the writer's epoch.
+//
+// The package depends on go-redis only: whatever mints the epochs (here
+// leader/) and whatever writes under them (here frontier/'s sweep) meet in
+// the epoch key and in nothing else.
+package fence
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrFenced: a fenced write carried an epoch older than the newest minted.
+var ErrFenced = errors.New("fence: write fenced off by a newer epoch")
+
+//go:embed fence.lua
+var fenceSrc string
+
+// Script is a Lua script whose body runs only for a writer whose epoch is
+// the current one. The body's own keys start at KEYS[2] and its arguments
+// at ARGV[2]: KEYS[1] is the epoch counter and ARGV[1] the writer's epoch.
+type Script struct {
+	s *redis.Script
+}
+
+// NewScript wraps body with the fencing check.
+func NewScript(body string) *Script {
+	return &Script{s: redis.NewScript(fenceSrc + "\n" + body)}
+}
+
+// Run runs the script as the writer with the given epoch, against the
+// epoch counter at epochKey. A stale epoch yields an error that wraps
+// ErrFenced, and the body does not run.
+func (f *Script) Run(ctx context.Context, c redis.Scripter, epochKey string, epoch int64, keys []string, args ...any) (any, error) {
+	allKeys := append([]string{epochKey}, keys...)
+	allArgs := append([]any{epoch}, args...)
+	res, err := f.s.Run(ctx, c, allKeys, allArgs...).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		if msg, ok := strings.CutPrefix(err.Error(), "FENCED "); ok {
+			return nil, fmt.Errorf("%w: %s", ErrFenced, msg)
+		}
+		return nil, err
+	}
+	return res, err
+}
