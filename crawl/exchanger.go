@@ -55,7 +55,7 @@ type leased struct {
 // entry is a page a loop is done with, or (back set) a lease it gives back
 // unused.
 type entry struct {
-	page frontier.Done
+	page frontier.Finished
 	rec  Record
 	back *frontier.Lease
 }
@@ -98,7 +98,9 @@ func (x *exchanger) started(stop context.Context, l leased) (leased, bool) {
 }
 
 // finish hands a page's outcome in for the next exchange.
-func (x *exchanger) finish(page frontier.Done, rec Record) { x.entries <- entry{page: page, rec: rec} }
+func (x *exchanger) finish(page frontier.Finished, rec Record) {
+	x.entries <- entry{page: page, rec: rec}
+}
 
 // close tells the exchanger that no loop will hand in anything again.
 func (x *exchanger) close() { close(x.entries) }
@@ -215,7 +217,7 @@ func (x *exchanger) call(work context.Context, now time.Time, c call) bool {
 		x.known.add(l.Item.URL)        // a URL handed out is seen: links to it need no Redis work
 		x.ready <- leased{l, res.Info} // room was counted, and only this goroutine sends
 	}
-	if res.Info.Done && x.exitWhenDone && (len(res.Popped) == 0 || x.budget) {
+	if res.Info.CrawlOver && x.exitWhenDone && (len(res.Popped) == 0 || x.budget) {
 		x.crawlDone() // finished (or the page budget spent: what was popped goes back)
 	}
 	return true
@@ -227,7 +229,7 @@ func (x *exchanger) call(work context.Context, now time.Time, c call) bool {
 // every link once the worker has forgotten what it knew. It returns, per
 // entry of the batch, the links sent; res.Queued is indexed the same way.
 func (x *exchanger) exchange(ctx context.Context, batch []entry, want int) (frontier.Exchanged, [][]frontier.Item, error) {
-	var pages []frontier.Done
+	var pages []frontier.Finished
 	var back []*frontier.Lease
 	sent := make([][]frontier.Item, len(batch))
 	for i, e := range batch {

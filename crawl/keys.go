@@ -43,7 +43,7 @@ type Keys struct {
 	Seen     string // Bloom filter (dedup), with its segments under Seen+":"
 	Leader   string // scheduler lock; its epoch counter is Leader+":epoch"
 	Results  string // stream of result records, capped
-	Done     string // string "1" once the scheduler saw nothing left to do
+	DoneFlag string // "1" once the scheduler saw nothing left to do
 	Frontier frontier.Keys
 }
 
@@ -52,7 +52,7 @@ type Keys struct {
 func KeysFor(name string) Keys {
 	p := "crawl:{" + name + "}:"
 	return Keys{Name: name, Config: p + "config", Hosts: p + "hosts", Seen: p + "seen", Leader: p + "leader",
-		Results: p + "results", Done: p + "done", Frontier: frontier.KeysFor(name)}
+		Results: p + "results", DoneFlag: p + "done", Frontier: frontier.KeysFor(name)}
 }
 
 // RatePrefix and RobotsPrefix precede "{host}" in per-host keys.

@@ -223,7 +223,7 @@ func (pl *pipeline) finish(l *frontier.Lease, rec Record, o frontier.Outcome) {
 		}
 		o.Record = b
 	}
-	pl.ex.finish(frontier.Done{Lease: l, Outcome: o}, rec)
+	pl.ex.finish(frontier.Finished{Lease: l, Outcome: o}, rec)
 }
 
 func sleep(ctx context.Context, d time.Duration) {

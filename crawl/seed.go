@@ -106,7 +106,7 @@ func (sd *Seeder) Add(ctx context.Context, seeds []*url.URL) error {
 	}
 	sd.report.Queued += queued
 	if queued > 0 {
-		if err := sd.c.Del(ctx, sd.k.Done).Err(); err != nil {
+		if err := sd.c.Del(ctx, sd.k.DoneFlag).Err(); err != nil {
 			return fmt.Errorf("crawl: seed: %w", err)
 		}
 	}

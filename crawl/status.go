@@ -71,7 +71,7 @@ func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Sta
 	if st.Workers, err = fr.Workers(ctx); err != nil {
 		return nil, err
 	}
-	st.Done = c.Exists(ctx, k.Done).Val() == 1
+	st.Done = c.Exists(ctx, k.DoneFlag).Val() == 1
 	st.PagesPerSecond, err = recentRate(ctx, c, k.Results, 10*time.Second)
 	return st, err
 }

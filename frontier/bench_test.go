@@ -46,11 +46,11 @@ func BenchmarkExchange(b *testing.B) {
 	b.ResetTimer()
 	pages := 0
 	for i := 0; i < b.N; i++ {
-		done := make([]frontier.Done, len(x.Popped))
+		done := make([]frontier.Finished, len(x.Popped))
 		for j, l := range x.Popped {
 			pages++
 			host := fmt.Sprintf("http://h%d.example", (i+j)%8)
-			done[j] = frontier.Done{Lease: l, Outcome: frontier.Outcome{Stat: "done", Fetched: true, Record: record,
+			done[j] = frontier.Finished{Lease: l, Outcome: frontier.Outcome{Stat: "done", Fetched: true, Record: record,
 				Children: []frontier.Item{
 					{URL: fmt.Sprintf("%s/page/%d/%d", host, i, j), Depth: 3},        // new
 					{URL: fmt.Sprintf("%s/page/%d/%d", host, i/2, j), Depth: 3},      // seen (half the time)

@@ -7,15 +7,15 @@
 --   'all' queues every one, whatever the filter says (a seed the user
 --   typed is never lost to a false positive; the filter still learns it)
 -- Reply: the Bloom reply (flag 1: the URL was new to the filter).
-local reply, nk, na, n = bloom_run(1, 1)
+local reply, key0, link0, links = bloom_run(1, 1)
 if reply[1] == BLOOM_OK then
-  local all = ARGV[na + n] == 'all'
+  local all = ARGV[link0 + links] == 'all'
   local queue = {}
-  for i = 1, n do
-    if all or reply[3 + i] == 1 then queue[#queue + 1] = ARGV[na + i - 1] end
+  for i = 1, links do
+    if all or reply[3 + i] == 1 then queue[#queue + 1] = ARGV[link0 + i - 1] end
   end
-  fr_push_many(KEYS[nk], KEYS[nk + 1], KEYS[nk + 2], queue, false, fr_now())
-  if #queue > 0 then redis.call('HINCRBY', KEYS[nk + 2], 'enqueued', #queue) end
-  redis.call('HINCRBY', KEYS[nk + 2], 'offered', n)
+  fr_push_many(KEYS[key0], KEYS[key0 + 1], KEYS[key0 + 2], queue, false, fr_now())
+  if #queue > 0 then redis.call('HINCRBY', KEYS[key0 + 2], 'enqueued', #queue) end
+  redis.call('HINCRBY', KEYS[key0 + 2], 'offered', links)
 end
 return reply

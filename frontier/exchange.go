@@ -20,16 +20,16 @@ type Outcome struct {
 	Fetched  bool   // a page was fetched (counts against the page budget)
 }
 
-// Done is a lease ended with its outcome.
-type Done struct {
+// Finished is a lease ended with its page's outcome.
+type Finished struct {
 	Lease   *Lease
 	Outcome Outcome
 }
 
 // PopInfo rides along with every pop.
 type PopInfo struct {
-	Pages int64 // pages fetched so far in the whole crawl (with PageBudget)
-	Done  bool  // the scheduler declared the crawl finished (reported when nothing was popped, or with PageBudget)
+	Pages     int64 // pages fetched so far in the whole crawl (with PageBudget)
+	CrawlOver bool  // the scheduler declared the crawl finished (reported when nothing was popped, or with PageBudget)
 	// NextDue is, when nothing was due, how long until some host is
 	// (-1: nothing queued at all): an idle worker sleeps that long.
 	NextDue time.Duration
@@ -37,8 +37,8 @@ type PopInfo struct {
 
 // Exchanged is what one Exchange did.
 type Exchanged struct {
-	Queued [][]bool // per Done: which of its children were queued (new to the crawl)
-	Held   []bool   // per Done: its lease was still held, so its outcome was recorded
+	Queued [][]bool // per Finished: which of its children were queued (new to the crawl)
+	Held   []bool   // per Finished: its lease was still held, so its outcome was recorded
 	Popped []*Lease // the new leases, at most the number wanted
 	Info   PopInfo
 }
@@ -55,7 +55,7 @@ const replyGone = "gone"
 
 // Exchange is a worker's whole conversation with the frontier, and the one
 // way a lease ends with its page's outcome, in one atomic script call
-// (exchange.lua): each Done's links are marked seen and the new ones
+// (exchange.lua): each Finished lease's links are marked seen and the new ones
 // queued, its result recorded and counters bumped, its lease ended (if it
 // was lost meanwhile, the links are still queued but nothing is recorded);
 // the leases in back return to the front of their hosts' queues; and up to
@@ -66,7 +66,7 @@ const replyGone = "gone"
 //
 // Calls of one Frontier are serialized: each carries the count of this
 // process's exchanges, which Redis must hold too (ErrRolledBack).
-func (f *Frontier) Exchange(ctx context.Context, done []Done, back []*Lease, want int) (Exchanged, error) {
+func (f *Frontier) Exchange(ctx context.Context, done []Finished, back []*Lease, want int) (Exchanged, error) {
 	f.xmu.Lock()
 	defer f.xmu.Unlock()
 	x, bad, err := f.exchange(ctx, done, back, want)
@@ -122,7 +122,7 @@ func (a exchangeArgs) encode() []any {
 
 // exchange makes the calls of one Exchange (f.xmu held) and returns the
 // popped items it could not decode, ended with a failed outcome.
-func (f *Frontier) exchange(ctx context.Context, done []Done, back []*Lease, want int) (Exchanged, []Done, error) {
+func (f *Frontier) exchange(ctx context.Context, done []Finished, back []*Lease, want int) (Exchanged, []Finished, error) {
 	var urls []string
 	var payload []any
 	offset := make([]int, len(done)+1) // done[d]'s links are urls[offset[d]:offset[d+1]]
@@ -138,7 +138,7 @@ func (f *Frontier) exchange(ctx context.Context, done []Done, back []*Lease, wan
 	for i := range ids {
 		ids[i] = f.leaseID()
 	}
-	keys := []string{f.keys.Items, f.keys.Ready, f.keys.Leases, f.keys.Stats, f.keys.Failed, f.keys.Results, f.keys.Done,
+	keys := []string{f.keys.Items, f.keys.Ready, f.keys.Leases, f.keys.Stats, f.keys.Failed, f.keys.Results, f.keys.DoneFlag,
 		f.keys.Counter(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Config}
 	// The links may take several calls (dedup.ExecBatch); the call for
 	// links [start, end) gets these arguments, flags being the answers for
@@ -185,9 +185,9 @@ func (f *Frontier) exchange(ctx context.Context, done []Done, back []*Lease, wan
 }
 
 // readReply reads exchange.lua's reply after the links' flags: a held
-// flag per Done, then pages, done, wait, M, and M popped items (host,
+// flag per Finished, then pages, done, wait, M, and M popped items (host,
 // item) under the new lease ids in order.
-func (f *Frontier) readReply(flags []bool, tail []any, offset []int, ids []string) (Exchanged, []Done, error) {
+func (f *Frontier) readReply(flags []bool, tail []any, offset []int, ids []string) (Exchanged, []Finished, error) {
 	nd := len(offset) - 1
 	if len(tail) < nd+4 {
 		return Exchanged{}, nil, fmt.Errorf("frontier: exchange: short reply %v", tail)
@@ -202,17 +202,17 @@ func (f *Frontier) readReply(flags []bool, tail []any, offset []int, ids []strin
 	isDone, _ := tail[1].(int64)
 	wait, _ := tail[2].(int64)
 	m, _ := tail[3].(int64)
-	x.Info = PopInfo{Pages: pages, Done: isDone == 1, NextDue: time.Duration(wait) * time.Millisecond}
+	x.Info = PopInfo{Pages: pages, CrawlOver: isDone == 1, NextDue: time.Duration(wait) * time.Millisecond}
 	if m < 0 || int(m) > len(ids) || len(tail) != 4+2*int(m) {
 		return x, nil, fmt.Errorf("frontier: exchange: malformed pop reply %v", tail)
 	}
-	var bad []Done
+	var bad []Finished
 	for i := 0; i < int(m); i++ {
 		host, _ := tail[4+2*i].(string)
 		raw, _ := tail[5+2*i].(string)
 		l := &Lease{ID: ids[i], raw: raw, Host: host}
 		if err := json.Unmarshal([]byte(raw), &l.Item); err != nil {
-			bad = append(bad, Done{Lease: l, Outcome: Outcome{Stat: "failed", Failed: fmt.Sprintf("undecodable queue item: %v", err)}})
+			bad = append(bad, Finished{Lease: l, Outcome: Outcome{Stat: "failed", Failed: fmt.Sprintf("undecodable queue item: %v", err)}})
 			continue
 		}
 		x.Popped = append(x.Popped, l)

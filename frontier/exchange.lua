@@ -40,46 +40,49 @@
 -- pages, done, wait (ms until some host is due when fewer than W were
 -- popped, -1: nothing queued), M, then M times host, item-json (the i-th
 -- popped item is under the i-th new lease id).
-local function guard(nk, na, n)
-  if redis.call('EXISTS', KEYS[nk + 8]) == 0 then return 'gone' end
-  local held = tonumber(redis.call('GET', KEYS[nk + 7]) or '0')
-  if held ~= tonumber(ARGV[na + n]) then return held end
+-- bloom_run returns where this script's own keys start (key0), where the
+-- links' entries start in ARGV (link0) and how many links there are; the
+-- slots after the links start at arg0.
+local function guard(key0, link0, links)
+  if redis.call('EXISTS', KEYS[key0 + 8]) == 0 then return 'gone' end
+  local held = tonumber(redis.call('GET', KEYS[key0 + 7]) or '0')
+  if held ~= tonumber(ARGV[link0 + links]) then return held end
 end
-local reply, nk, na, n = bloom_run(1, 1, guard)
+local reply, key0, link0, links = bloom_run(1, 1, guard)
 if reply[1] ~= BLOOM_OK then return reply end
-local items, ready, leases = KEYS[nk], KEYS[nk + 1], KEYS[nk + 2]
-local stats, failed, results, doneKey = KEYS[nk + 3], KEYS[nk + 4], KEYS[nk + 5], KEYS[nk + 6]
-if ARGV[na + n + 1] == '1' then
-  redis.call('INCR', KEYS[nk + 7])
-  redis.call('PEXPIRE', KEYS[nk + 7], 86400000) -- a day: a process silent longer only forgets once more
+local items, ready, leases = KEYS[key0], KEYS[key0 + 1], KEYS[key0 + 2]
+local stats, failed, results, doneKey = KEYS[key0 + 3], KEYS[key0 + 4], KEYS[key0 + 5], KEYS[key0 + 6]
+if ARGV[link0 + links + 1] == '1' then
+  redis.call('INCR', KEYS[key0 + 7])
+  redis.call('PEXPIRE', KEYS[key0 + 7], 86400000) -- a day: a process silent longer only forgets once more
 end
-local a = na + n + 2
-local D, R, W = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
-local resultsCap, failedCap = ARGV[a + 3], tonumber(ARGV[a + 4])
-local leaseMs, spacing, budget = tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6]), tonumber(ARGV[a + 7])
-local pd = a + 8          -- first finished lease's fields
-local pr = pd + 8 * D     -- first returned lease id
-local pw = pr + R         -- first new lease id
+local arg0 = link0 + links + 2
+local D, R, W = tonumber(ARGV[arg0]), tonumber(ARGV[arg0 + 1]), tonumber(ARGV[arg0 + 2])
+local resultsCap, failedCap = ARGV[arg0 + 3], tonumber(ARGV[arg0 + 4])
+local leaseMs, spacing, budget = tonumber(ARGV[arg0 + 5]), tonumber(ARGV[arg0 + 6]), tonumber(ARGV[arg0 + 7])
+local finished0 = arg0 + 8      -- the first finished lease's eight slots
+local back0 = finished0 + 8 * D -- the first lease given back
+local ids0 = back0 + R          -- the first new lease id
 local now = fr_now()
-local bump = {}           -- stats field -> increment, written once each
+local bump = {}                 -- stats field -> increment, written once each
 
 -- 1. links
 local fresh = {}
-for i = 1, n do
-  if reply[3 + i] == 1 then fresh[#fresh + 1] = ARGV[na + i - 1] end
+for i = 1, links do
+  if reply[3 + i] == 1 then fresh[#fresh + 1] = ARGV[link0 + i - 1] end
 end
 fr_push_many(items, ready, stats, fresh, false, now)
 if #fresh > 0 then bump.enqueued = #fresh end
-if n > 0 then bump.offered = n end
+if links > 0 then bump.offered = links end
 
 -- 2. finished leases: one ZMSCORE tells which are still held
 if D > 0 then
   local ids = {}
-  for d = 1, D do ids[d] = ARGV[pd + 8 * (d - 1)] end
+  for d = 1, D do ids[d] = ARGV[finished0 + 8 * (d - 1)] end
   local held = redis.call('ZMSCORE', leases, unpack(ids))
   local gone, failures = {}, {}
   for d = 1, D do
-    local p = pd + 8 * (d - 1)
+    local p = finished0 + 8 * (d - 1)
     if held[d] then
       gone[#gone + 1] = ids[d]
       local stat = ARGV[p + 1]
@@ -109,7 +112,7 @@ end
 -- 3. returned leases go back to the front of their hosts' queues
 if R > 0 then
   local ids = {}
-  for r = 1, R do ids[r] = ARGV[pr + r - 1] end
+  for r = 1, R do ids[r] = ARGV[back0 + r - 1] end
   local held = redis.call('ZMSCORE', leases, unpack(ids))
   local back, gone = {}, {}
   for r = 1, R do
@@ -183,7 +186,7 @@ if W > 0 then
     local until_ = tostring(now + leaseMs)
     for i = 1, M do
       exp[2 * i - 1] = until_
-      exp[2 * i] = ARGV[pw + i - 1] .. '\n' .. got[2 * i - 1] .. '\n' .. got[2 * i]
+      exp[2 * i] = ARGV[ids0 + i - 1] .. '\n' .. got[2 * i - 1] .. '\n' .. got[2 * i]
     end
     redis.call('ZADD', leases, unpack(exp))
   end

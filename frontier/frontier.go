@@ -31,7 +31,8 @@ type Item struct {
 
 // Keys names a crawl's frontier keys; all share the crawl's hash tag.
 type Keys struct {
-	Items, Ready, Leases, Deferred, Failed, Workers, Stats, Results, Done string
+	Items, Ready, Leases, Deferred, Failed, Workers, Stats, Results string
+	DoneFlag                                                        string // "1" once the scheduler saw nothing left to do
 	// Config is the crawl's settings hash (written by crawl.Seed): the
 	// crawl exists while it does. Scripts that write refuse when it is
 	// missing (ErrGone), so a reset crawl is not brought back piecemeal.
@@ -51,7 +52,7 @@ func (k Keys) Wake() string { return k.Items + ":wake" }
 func KeysFor(name string) Keys {
 	p := "crawl:{" + name + "}:"
 	return Keys{Items: p + "items", Ready: p + "ready", Leases: p + "leases", Deferred: p + "deferred",
-		Failed: p + "failed", Workers: p + "workers", Stats: p + "stats", Results: p + "results", Done: p + "done",
+		Failed: p + "failed", Workers: p + "workers", Stats: p + "stats", Results: p + "results", DoneFlag: p + "done",
 		Config: p + "config"}
 }
 
@@ -278,7 +279,7 @@ func (f *Frontier) Deregister(ctx context.Context, worker string) error {
 // Sweep is what one scheduler pass moved, and whether the crawl is over.
 type Sweep struct {
 	Released, Reclaimed, Failed int
-	Done                        bool
+	CrawlOver                   bool
 	// NextDeferred is when the next deferred item is due (-1: none): the
 	// scheduler sweeps again then.
 	NextDeferred time.Duration
@@ -291,7 +292,7 @@ type Sweep struct {
 // (leader.EpochKey).
 func (f *Frontier) Schedule(ctx context.Context, epochKey string, epoch int64, maxAttempts, limit int, pageBudget int64) (Sweep, error) {
 	res, err := scheduleScript.Run(ctx, f.c, epochKey, epoch,
-		[]string{f.keys.Items, f.keys.Ready, f.keys.Leases, f.keys.Deferred, f.keys.Failed, f.keys.Stats, f.keys.Done, f.keys.Workers,
+		[]string{f.keys.Items, f.keys.Ready, f.keys.Leases, f.keys.Deferred, f.keys.Failed, f.keys.Stats, f.keys.DoneFlag, f.keys.Workers,
 			f.keys.Config},
 		maxAttempts, limit, failedCap, pageBudget, WorkerForgetAfter.Milliseconds())
 	if err != nil && strings.HasPrefix(err.Error(), "GONE") {
@@ -305,7 +306,7 @@ func (f *Frontier) Schedule(ctx context.Context, epochKey string, epoch int64, m
 		return Sweep{}, fmt.Errorf("frontier: schedule: unexpected reply %v", res)
 	}
 	n := func(x any) int { i, _ := x.(int64); return int(i) }
-	return Sweep{Released: n(v[0]), Reclaimed: n(v[1]), Failed: n(v[2]), Done: n(v[3]) == 1,
+	return Sweep{Released: n(v[0]), Reclaimed: n(v[1]), Failed: n(v[2]), CrawlOver: n(v[3]) == 1,
 		NextDeferred: time.Duration(n(v[4])) * time.Millisecond}, nil
 }
 

@@ -255,7 +255,7 @@ func pop(t *testing.T, f *frontier.Frontier) *frontier.Lease {
 // outcome recorded); Queued, which of its links were new.
 func finish(t *testing.T, f *frontier.Frontier, l *frontier.Lease, o frontier.Outcome) (held bool, queued []bool) {
 	t.Helper()
-	x, err := f.Exchange(context.Background(), []frontier.Done{{Lease: l, Outcome: o}}, nil, 0)
+	x, err := f.Exchange(context.Background(), []frontier.Finished{{Lease: l, Outcome: o}}, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func TestFinishingQueuesChildrenRecordsAndEndsTheLeaseInOneStep(t *testing.T) {
 			t.Fatalf("stats %v", st)
 		}
 		_, info := popInfo(t, e.f)
-		if info.Pages != 1 || info.Done {
+		if info.Pages != 1 || info.CrawlOver {
 			t.Fatalf("pop info %+v", info)
 		}
 		// A finish after the lease was lost queues the children but records nothing.
@@ -311,19 +311,19 @@ func TestScheduleDetectsCompletionAndBudget(t *testing.T) {
 		ctx := context.Background()
 		e := setup(t, s)
 		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/"}, {URL: "http://b/"}})
-		if sw, _ := e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 3, 100, 0); sw.Done {
+		if sw, _ := e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 3, 100, 0); sw.CrawlOver {
 			t.Fatal("done with work queued")
 		}
 		l := pop(t, e.f)
-		if sw, _ := e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 3, 100, 1); sw.Done {
+		if sw, _ := e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 3, 100, 1); sw.CrawlOver {
 			t.Fatal("done with an item in flight")
 		}
 		finish(t, e.f, l, frontier.Outcome{Stat: "done", Fetched: true})
 		// Budget of one page spent, nothing in flight: done, though b is still queued.
-		if sw, _ := e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 3, 100, 1); !sw.Done {
+		if sw, _ := e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 3, 100, 1); !sw.CrawlOver {
 			t.Fatal("page budget spent but not done")
 		}
-		if _, info := popInfo(t, e.f); !info.Done {
+		if _, info := popInfo(t, e.f); !info.CrawlOver {
 			t.Fatal("pop does not report done")
 		}
 	})
@@ -402,7 +402,7 @@ func TestExchangeBatchesFinishesReturnsAndPops(t *testing.T) {
 			t.Fatalf("sweep %+v %v; want d's lease reclaimed", sw, err)
 		}
 		rec := func(u string) []byte { return []byte(`{"url":"` + u + `"}`) }
-		done := []frontier.Done{
+		done := []frontier.Finished{
 			{byHost["a"], frontier.Outcome{Children: []frontier.Item{{URL: "http://a/2"}, {URL: "http://a/3"}}, Stat: "done", Record: rec("a"), Fetched: true}},
 			{byHost["d"], frontier.Outcome{Children: []frontier.Item{{URL: "http://d/2"}}, Stat: "done", Record: rec("d"), Fetched: true}},
 			{byHost["b"], frontier.Outcome{Children: []frontier.Item{{URL: "http://a/2"}, {URL: "http://b/2"}}, Stat: "error", Record: rec("b"), Failed: "gone", Fetched: true}},
@@ -474,7 +474,7 @@ func TestExchangeSplitsHugePagesButRecordsOnce(t *testing.T) {
 		for i := 0; i < 1500; i++ {
 			kids = append(kids, frontier.Item{URL: fmt.Sprintf("http://c/%d", i)})
 		}
-		done := []frontier.Done{
+		done := []frontier.Finished{
 			{x.Popped[0], frontier.Outcome{Children: kids[:700], Stat: "done", Record: []byte("0"), Fetched: true}},
 			{x.Popped[1], frontier.Outcome{Children: kids, Stat: "done", Record: []byte("1"), Fetched: true}},
 		}
@@ -511,12 +511,12 @@ func TestPopsRespectThePageBudget(t *testing.T) {
 		if err != nil || len(x.Popped) != 3 {
 			t.Fatalf("popped %d (%v); want 3 of 5 under a budget of 3", len(x.Popped), err)
 		}
-		x2, _ := e.f.Exchange(ctx, []frontier.Done{{x.Popped[0], frontier.Outcome{Stat: "done", Fetched: true}}}, nil, 5)
+		x2, _ := e.f.Exchange(ctx, []frontier.Finished{{x.Popped[0], frontier.Outcome{Stat: "done", Fetched: true}}}, nil, 5)
 		if len(x2.Popped) != 0 || x2.Info.Pages != 1 || x2.Info.NextDue >= 0 {
 			t.Fatalf("after one page: popped %d, info %+v; want none (1 page + 2 in flight), and a back-off", len(x2.Popped), x2.Info)
 		}
 		// A URL that ends without a fetch (robots, error) frees its place.
-		x3, _ := e.f.Exchange(ctx, []frontier.Done{{x.Popped[1], frontier.Outcome{Stat: "skipped"}}}, nil, 5)
+		x3, _ := e.f.Exchange(ctx, []frontier.Finished{{x.Popped[1], frontier.Outcome{Stat: "skipped"}}}, nil, 5)
 		if len(x3.Popped) != 1 {
 			t.Fatalf("after a skip: popped %d; want 1", len(x3.Popped))
 		}
@@ -556,16 +556,16 @@ func TestWakeWhenQueueFillsAndWhenDone(t *testing.T) {
 		if _, err := sub.Receive(ctx); err != nil { // the subscription is in place
 			t.Fatal(err)
 		}
-		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/1"}})                                    // empty -> 1: wake
-		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/2"}})                                    // not empty: quiet
-		x, _ := e.f.Exchange(ctx, nil, nil, 2)                                                    // empty again
-		e.f.Exchange(ctx, []frontier.Done{{x.Popped[0], frontier.Outcome{Stat: "done"}}}, nil, 0) // no links: quiet
+		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/1"}})                                        // empty -> 1: wake
+		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/2"}})                                        // not empty: quiet
+		x, _ := e.f.Exchange(ctx, nil, nil, 2)                                                        // empty again
+		e.f.Exchange(ctx, []frontier.Finished{{x.Popped[0], frontier.Outcome{Stat: "done"}}}, nil, 0) // no links: quiet
 		l := x.Popped[1]
-		e.f.Exchange(ctx, []frontier.Done{{l, frontier.Outcome{Stat: "done", Children: []frontier.Item{{URL: "http://b/"}}}}}, nil, 0) // wake
+		e.f.Exchange(ctx, []frontier.Finished{{l, frontier.Outcome{Stat: "done", Children: []frontier.Item{{URL: "http://b/"}}}}}, nil, 0) // wake
 		y, _ := e.f.Exchange(ctx, nil, nil, 1)
-		e.f.Exchange(ctx, []frontier.Done{{y.Popped[0], frontier.Outcome{Stat: "done"}}}, nil, 0) // drained
-		e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 3, 100, 0)                            // done: wake
-		e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 3, 100, 0)                            // already done: quiet
+		e.f.Exchange(ctx, []frontier.Finished{{y.Popped[0], frontier.Outcome{Stat: "done"}}}, nil, 0) // drained
+		e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 3, 100, 0)                                // done: wake
+		e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 3, 100, 0)                                // already done: quiet
 		s.Client.Publish(ctx, e.f.Keys().Wake(), "end-of-test")
 		var got []string
 		for {
@@ -603,7 +603,7 @@ func TestExchangeNoticesRollback(t *testing.T) {
 		}
 		// The restore: Redis forgets this process's exchange.
 		s.Client.Del(ctx, counters[0])
-		page := []frontier.Done{{x.Popped[0], frontier.Outcome{Stat: "done", Fetched: true,
+		page := []frontier.Finished{{x.Popped[0], frontier.Outcome{Stat: "done", Fetched: true,
 			Children: []frontier.Item{{URL: "http://a/new"}}}}}
 		before := e.sizes(t)
 		if _, err := e.f.Exchange(ctx, page, nil, 1); !errors.Is(err, frontier.ErrRolledBack) {
@@ -646,7 +646,7 @@ func TestScriptsRefuseAGoneCrawl(t *testing.T) {
 			t.Fatalf("alive workers %v; want w1", alive)
 		}
 		s.Client.FlushAll(ctx) // reset: every key of the crawl is gone
-		page := []frontier.Done{{x.Popped[0], frontier.Outcome{Stat: "done", Fetched: true, Children: []frontier.Item{{URL: "http://a/2"}}}}}
+		page := []frontier.Finished{{x.Popped[0], frontier.Outcome{Stat: "done", Fetched: true, Children: []frontier.Item{{URL: "http://a/2"}}}}}
 		if _, err := e.f.Exchange(ctx, page, nil, 1); !errors.Is(err, frontier.ErrGone) {
 			t.Errorf("exchange: %v; want ErrGone", err)
 		}
