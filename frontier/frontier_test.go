@@ -59,6 +59,34 @@ func (e *env) advance(d time.Duration) {
 	time.Sleep(d)
 }
 
+// enqueue queues items and fails the test on an error.
+func (e *env) enqueue(t *testing.T, items []frontier.Item) {
+	t.Helper()
+	if _, err := e.f.Enqueue(context.Background(), items); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sweep runs the scheduler's sweep under the test's leadership.
+func (e *env) sweep(t *testing.T, maxAttempts int, budget int64) frontier.Sweep {
+	t.Helper()
+	sw, err := e.f.Schedule(context.Background(), leader.EpochKey(e.lock), e.epoch, maxAttempts, 100, budget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sw
+}
+
+// exchange makes an exchange and fails the test on an error.
+func (e *env) exchange(t *testing.T, done []frontier.Finished, back []*frontier.Lease, want int) frontier.Exchanged {
+	t.Helper()
+	x, err := e.f.Exchange(context.Background(), done, back, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
 func (e *env) sizes(t *testing.T) frontier.Sizes {
 	sz, err := e.f.Sizes(context.Background())
 	if err != nil {
@@ -109,9 +137,9 @@ func TestExpiredLeaseIsReclaimedThenFails(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		e := setup(t, s)
-		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/"}})
+		e.enqueue(t, []frontier.Item{{URL: "http://a/"}})
 		dead := pop(t, e.f)
-		if sw, _ := e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 2, 100, 0); sw.Reclaimed != 0 {
+		if sw := e.sweep(t, 2, 0); sw.Reclaimed != 0 {
 			t.Fatalf("reclaimed a live lease: %+v", sw)
 		}
 		e.advance(300 * time.Millisecond)
@@ -127,7 +155,7 @@ func TestExpiredLeaseIsReclaimedThenFails(t *testing.T) {
 			t.Fatalf("reclaimed item = %+v", again)
 		}
 		e.advance(300 * time.Millisecond)
-		sw, _ = e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 2, 100, 0)
+		sw = e.sweep(t, 2, 0)
 		if sw.Failed != 1 {
 			t.Fatalf("second expiry: %+v, want failed at max attempts", sw)
 		}
@@ -145,14 +173,14 @@ func TestHeartbeatKeepsLeases(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		e := setup(t, s)
-		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/"}})
+		e.enqueue(t, []frontier.Item{{URL: "http://a/"}})
 		l := pop(t, e.f)
 		e.f.Lease = time.Minute
 		if n, err := e.f.Heartbeat(ctx, "w1", []*frontier.Lease{l, {ID: "no-such-lease", Host: "a"}}); err != nil || n != 1 {
 			t.Fatalf("Heartbeat = %d, %v", n, err)
 		}
 		e.advance(300 * time.Millisecond)
-		if sw, _ := e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 3, 100, 0); sw.Reclaimed != 0 {
+		if sw := e.sweep(t, 3, 0); sw.Reclaimed != 0 {
 			t.Fatalf("heartbeated lease reclaimed: %+v", sw)
 		}
 		if held, _ := finish(t, e.f, l, frontier.Outcome{}); !held {
@@ -165,7 +193,7 @@ func TestDeferReturnsWhenDue(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		e := setup(t, s)
-		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://h/a"}, {URL: "http://h/b"}})
+		e.enqueue(t, []frontier.Item{{URL: "http://h/a"}, {URL: "http://h/b"}})
 		l := pop(t, e.f)
 		if err := e.f.Defer(ctx, l, l.Item, 250*time.Millisecond); err != nil {
 			t.Fatal(err)
@@ -173,11 +201,11 @@ func TestDeferReturnsWhenDue(t *testing.T) {
 		if sz := e.sizes(t); sz.Deferred != 1 || sz.InFlight != 0 || sz.Queued != 1 {
 			t.Fatalf("after defer %+v", sz)
 		}
-		if sw, _ := e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 3, 100, 0); sw.Released != 0 {
+		if sw := e.sweep(t, 3, 0); sw.Released != 0 {
 			t.Fatalf("released early: %+v", sw)
 		}
 		e.advance(300 * time.Millisecond)
-		if sw, _ := e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 3, 100, 0); sw.Released != 1 {
+		if sw := e.sweep(t, 3, 0); sw.Released != 1 {
 			t.Fatalf("not released when due: %+v", sw)
 		}
 		// Released items go to the front of their host's queue: a is next, before b.
@@ -191,7 +219,7 @@ func TestStaleLeaderSweepRefused(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		e := setup(t, s)
-		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/"}})
+		e.enqueue(t, []frontier.Item{{URL: "http://a/"}})
 		pop(t, e.f)
 		e.advance(300 * time.Millisecond)
 		s.Client.Del(ctx, e.lock) // the lock expired; a new leader took over
@@ -212,7 +240,7 @@ func TestFailedOutcomeMovesToFailedListAtomically(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		e := setup(t, s)
-		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/"}})
+		e.enqueue(t, []frontier.Item{{URL: "http://a/"}})
 		l := pop(t, e.f)
 		if held, _ := finish(t, e.f, l, frontier.Outcome{Stat: "failed", Failed: "404 Not Found"}); !held {
 			t.Fatal("lease not held")
@@ -266,7 +294,7 @@ func TestFinishingQueuesChildrenRecordsAndEndsTheLeaseInOneStep(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		e := setup(t, s)
-		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/"}})
+		e.enqueue(t, []frontier.Item{{URL: "http://a/"}})
 		l := pop(t, e.f)
 		held, q := finish(t, e.f, l, frontier.Outcome{
 			Children: []frontier.Item{{URL: "http://a/", Depth: 1}, {URL: "http://b/", Depth: 1}, {URL: "http://c/", Depth: 1}},
@@ -308,19 +336,18 @@ func TestFinishingQueuesChildrenRecordsAndEndsTheLeaseInOneStep(t *testing.T) {
 
 func TestScheduleDetectsCompletionAndBudget(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
-		ctx := context.Background()
 		e := setup(t, s)
-		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/"}, {URL: "http://b/"}})
-		if sw, _ := e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 3, 100, 0); sw.CrawlOver {
+		e.enqueue(t, []frontier.Item{{URL: "http://a/"}, {URL: "http://b/"}})
+		if sw := e.sweep(t, 3, 0); sw.CrawlOver {
 			t.Fatal("done with work queued")
 		}
 		l := pop(t, e.f)
-		if sw, _ := e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 3, 100, 1); sw.CrawlOver {
+		if sw := e.sweep(t, 3, 1); sw.CrawlOver {
 			t.Fatal("done with an item in flight")
 		}
 		finish(t, e.f, l, frontier.Outcome{Stat: "done", Fetched: true})
 		// Budget of one page spent, nothing in flight: done, though b is still queued.
-		if sw, _ := e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 3, 100, 1); !sw.CrawlOver {
+		if sw := e.sweep(t, 3, 1); !sw.CrawlOver {
 			t.Fatal("page budget spent but not done")
 		}
 		if _, info := popInfo(t, e.f); !info.CrawlOver {
@@ -336,7 +363,7 @@ func TestPopIsHostAware(t *testing.T) {
 		ctx := context.Background()
 		e := setup(t, s)
 		e.f.HostSpacing = time.Second
-		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/1"}, {URL: "http://a/2"}, {URL: "http://a/3"}, {URL: "http://b/1"}})
+		e.enqueue(t, []frontier.Item{{URL: "http://a/1"}, {URL: "http://a/2"}, {URL: "http://a/3"}, {URL: "http://b/1"}})
 		first := pop(t, e.f)
 		second := pop(t, e.f)
 		if first == nil || second == nil || first.Host == second.Host {
@@ -376,7 +403,7 @@ func TestExchangeBatchesFinishesReturnsAndPops(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		e := setup(t, s)
-		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/1"}, {URL: "http://b/1"}, {URL: "http://c/1"}, {URL: "http://d/1"}})
+		e.enqueue(t, []frontier.Item{{URL: "http://a/1"}, {URL: "http://b/1"}, {URL: "http://c/1"}, {URL: "http://d/1"}})
 		x, err := e.f.Exchange(ctx, nil, nil, 4)
 		if err != nil || len(x.Popped) != 4 {
 			t.Fatalf("pop 4 = %+v, %v", x, err)
@@ -468,8 +495,8 @@ func TestExchangeSplitsHugePagesButRecordsOnce(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		e := setup(t, s) // Bloom capacity 1000: at most 1000 links a call
-		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/"}, {URL: "http://b/"}})
-		x, _ := e.f.Exchange(ctx, nil, nil, 2)
+		e.enqueue(t, []frontier.Item{{URL: "http://a/"}, {URL: "http://b/"}})
+		x := e.exchange(t, nil, nil, 2)
 		var kids []frontier.Item
 		for i := 0; i < 1500; i++ {
 			kids = append(kids, frontier.Item{URL: fmt.Sprintf("http://c/%d", i)})
@@ -506,17 +533,17 @@ func TestPopsRespectThePageBudget(t *testing.T) {
 		ctx := context.Background()
 		e := setup(t, s)
 		e.f.PageBudget = 3
-		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/1"}, {URL: "http://a/2"}, {URL: "http://a/3"}, {URL: "http://a/4"}, {URL: "http://a/5"}})
+		e.enqueue(t, []frontier.Item{{URL: "http://a/1"}, {URL: "http://a/2"}, {URL: "http://a/3"}, {URL: "http://a/4"}, {URL: "http://a/5"}})
 		x, err := e.f.Exchange(ctx, nil, nil, 5)
 		if err != nil || len(x.Popped) != 3 {
 			t.Fatalf("popped %d (%v); want 3 of 5 under a budget of 3", len(x.Popped), err)
 		}
-		x2, _ := e.f.Exchange(ctx, []frontier.Finished{{x.Popped[0], frontier.Outcome{Stat: "done", Fetched: true}}}, nil, 5)
+		x2 := e.exchange(t, []frontier.Finished{{x.Popped[0], frontier.Outcome{Stat: "done", Fetched: true}}}, nil, 5)
 		if len(x2.Popped) != 0 || x2.Info.Pages != 1 || x2.Info.NextDue >= 0 {
 			t.Fatalf("after one page: popped %d, info %+v; want none (1 page + 2 in flight), and a back-off", len(x2.Popped), x2.Info)
 		}
 		// A URL that ends without a fetch (robots, error) frees its place.
-		x3, _ := e.f.Exchange(ctx, []frontier.Finished{{x.Popped[1], frontier.Outcome{Stat: "skipped"}}}, nil, 5)
+		x3 := e.exchange(t, []frontier.Finished{{x.Popped[1], frontier.Outcome{Stat: "skipped"}}}, nil, 5)
 		if len(x3.Popped) != 1 {
 			t.Fatalf("after a skip: popped %d; want 1", len(x3.Popped))
 		}
@@ -529,7 +556,7 @@ func TestSweepParksUndecodableLeases(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		e := setup(t, s)
-		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/"}})
+		e.enqueue(t, []frontier.Item{{URL: "http://a/"}})
 		l := pop(t, e.f)
 		s.Client.ZAdd(ctx, "crawl:{t}:leases", redis.Z{Score: 1, Member: "bad\nh\n{not json"})
 		e.advance(300 * time.Millisecond)
@@ -556,16 +583,16 @@ func TestWakeWhenQueueFillsAndWhenDone(t *testing.T) {
 		if _, err := sub.Receive(ctx); err != nil { // the subscription is in place
 			t.Fatal(err)
 		}
-		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/1"}})                                        // empty -> 1: wake
-		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/2"}})                                        // not empty: quiet
-		x, _ := e.f.Exchange(ctx, nil, nil, 2)                                                        // empty again
-		e.f.Exchange(ctx, []frontier.Finished{{x.Popped[0], frontier.Outcome{Stat: "done"}}}, nil, 0) // no links: quiet
+		e.enqueue(t, []frontier.Item{{URL: "http://a/1"}})                                        // empty -> 1: wake
+		e.enqueue(t, []frontier.Item{{URL: "http://a/2"}})                                        // not empty: quiet
+		x := e.exchange(t, nil, nil, 2)                                                           // empty again
+		e.exchange(t, []frontier.Finished{{x.Popped[0], frontier.Outcome{Stat: "done"}}}, nil, 0) // no links: quiet
 		l := x.Popped[1]
-		e.f.Exchange(ctx, []frontier.Finished{{l, frontier.Outcome{Stat: "done", Children: []frontier.Item{{URL: "http://b/"}}}}}, nil, 0) // wake
-		y, _ := e.f.Exchange(ctx, nil, nil, 1)
-		e.f.Exchange(ctx, []frontier.Finished{{y.Popped[0], frontier.Outcome{Stat: "done"}}}, nil, 0) // drained
-		e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 3, 100, 0)                                // done: wake
-		e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 3, 100, 0)                                // already done: quiet
+		e.exchange(t, []frontier.Finished{{l, frontier.Outcome{Stat: "done", Children: []frontier.Item{{URL: "http://b/"}}}}}, nil, 0) // wake
+		y := e.exchange(t, nil, nil, 1)
+		e.exchange(t, []frontier.Finished{{y.Popped[0], frontier.Outcome{Stat: "done"}}}, nil, 0) // drained
+		e.sweep(t, 3, 0)                                                                          // done: wake
+		e.sweep(t, 3, 0)                                                                          // already done: quiet
 		s.Client.Publish(ctx, e.f.Keys().Wake(), "end-of-test")
 		var got []string
 		for {
@@ -592,7 +619,7 @@ func TestExchangeNoticesRollback(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		e := setup(t, s)
-		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/1"}, {URL: "http://a/2"}})
+		e.enqueue(t, []frontier.Item{{URL: "http://a/1"}, {URL: "http://a/2"}})
 		x, err := e.f.Exchange(ctx, nil, nil, 1)
 		if err != nil || len(x.Popped) != 1 {
 			t.Fatalf("pop: %+v, %v", x, err)
@@ -634,7 +661,7 @@ func TestScriptsRefuseAGoneCrawl(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		e := setup(t, s)
-		e.f.Enqueue(ctx, []frontier.Item{{URL: "http://a/1"}})
+		e.enqueue(t, []frontier.Item{{URL: "http://a/1"}})
 		x, err := e.f.Exchange(ctx, nil, nil, 1)
 		if err != nil || len(x.Popped) != 1 {
 			t.Fatal(x, err)
@@ -642,7 +669,7 @@ func TestScriptsRefuseAGoneCrawl(t *testing.T) {
 		if _, err := e.f.Heartbeat(ctx, "w1", x.Popped); err != nil {
 			t.Fatal(err)
 		}
-		if alive, _ := e.f.Workers(ctx); len(alive) != 1 || alive[0] != "w1" {
+		if alive, err := e.f.Workers(ctx); err != nil || len(alive) != 1 || alive[0] != "w1" {
 			t.Fatalf("alive workers %v; want w1", alive)
 		}
 		s.Client.FlushAll(ctx) // reset: every key of the crawl is gone

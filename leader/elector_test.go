@@ -84,7 +84,7 @@ func TestPausedLeaderStepsDownIsReplacedAndFenced(t *testing.T) {
 		cfg := leader.ConfigForTTL(800 * time.Millisecond)
 
 		pa := &pausable{Scripter: s.Client}
-		ea, _ := leader.NewElector(pa, key, "a", cfg)
+		ea := newElector(t, pa, key, "a", cfg)
 		la, err := ea.Campaign(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -105,7 +105,7 @@ func TestPausedLeaderStepsDownIsReplacedAndFenced(t *testing.T) {
 			t.Fatalf("a's leadership ended with %v, want ErrLockLost", la.Err())
 		}
 
-		eb, _ := leader.NewElector(s.Client, key, "b", cfg)
+		eb := newElector(t, s.Client, key, "b", cfg)
 		lb, err := eb.Campaign(ctx) // waits for a's lock to expire
 		if err != nil {
 			t.Fatal(err)
@@ -146,7 +146,7 @@ func TestLeaderKeepsLeadingWhileRenewing(t *testing.T) {
 		s.FollowWallClock(t)
 		ctx := ctxFor(t, 20*time.Second)
 		cfg := leader.ConfigForTTL(300 * time.Millisecond)
-		e, _ := leader.NewElector(s.Client, "t:{renew}:leader", "a", cfg)
+		e := newElector(t, s.Client, "t:{renew}:leader", "a", cfg)
 		l, err := e.Campaign(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -187,7 +187,7 @@ func TestRedisUnreachable(t *testing.T) {
 		cfg := leader.ConfigForTTL(600 * time.Millisecond)
 		c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1}) // fail fast once down
 		defer c.Close()
-		e, _ := leader.NewElector(c, "t:{down}:leader", "a", cfg)
+		e := newElector(t, c, "t:{down}:leader", "a", cfg)
 		l, err := e.Campaign(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -319,4 +319,13 @@ func runCandidate() int {
 		}
 	}
 	return 0
+}
+
+func newElector(t *testing.T, c redis.Scripter, key, id string, cfg leader.Config) *leader.Elector {
+	t.Helper()
+	e, err := leader.NewElector(c, key, id, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }

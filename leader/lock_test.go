@@ -52,7 +52,7 @@ func TestLockExclusiveAndEpochsIncrease(t *testing.T) {
 		if err := a.Release(ctx); !errors.Is(err, leader.ErrLockLost) {
 			t.Fatalf("stale Release: %v", err)
 		}
-		if info, _, _ := leader.Current(ctx, s.Client, key); info.ID != "b" {
+		if info, _, err := leader.Current(ctx, s.Client, key); err != nil || info.ID != "b" {
 			t.Fatalf("stale release deleted the new holder's lock: %+v", info)
 		}
 	})

@@ -87,7 +87,7 @@ func TestBurstThenRefuseAndMaxWait(t *testing.T) {
 				t.Fatalf("request %d of the burst refused: %v", i, err)
 			}
 		}
-		if ok, _ := lim.Allow(ctx, "t:{b}:host"); ok {
+		if ok, err := lim.Allow(ctx, "t:{b}:host"); err != nil || ok {
 			t.Fatal("fourth request within the burst of 3 allowed")
 		}
 		r, err := lim.ReserveN(ctx, "t:{b}:host", 1, time.Minute)
@@ -100,7 +100,7 @@ func TestBurstThenRefuseAndMaxWait(t *testing.T) {
 			t.Fatalf("ReserveN without bound = %+v, %v", r, err)
 		}
 		// Other keys are independent.
-		if ok, _ := lim.Allow(ctx, "t:{b}:other"); !ok {
+		if ok, err := lim.Allow(ctx, "t:{b}:other"); err != nil || !ok {
 			t.Fatal("another host's bucket was affected")
 		}
 	})

@@ -158,11 +158,11 @@ func TestRobotsUnavailableBacksOffForAllWorkers(t *testing.T) {
 		if err != nil || !v.Allowed || calls.Load() != 3 {
 			t.Fatalf("after recovery: %+v, %v, %d fetches", v, err, calls.Load())
 		}
-		if v, _ := worker().Check(ctx, u.JoinPath("../x")); v.Allowed {
-			t.Fatal("the recovered robots.txt is not obeyed")
+		if v, err := worker().Check(ctx, u.JoinPath("../x")); err != nil || v.Allowed {
+			t.Fatalf("the recovered robots.txt is not obeyed: %+v, %v", v, err)
 		}
-		if n, _ := s.Client.HExists(ctx, key, "failures").Result(); n {
-			t.Fatal("the failure history outlived the answer")
+		if n, err := s.Client.HExists(ctx, key, "failures").Result(); err != nil || n {
+			t.Fatalf("the failure history outlived the answer (%v)", err)
 		}
 	})
 }
