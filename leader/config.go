@@ -25,6 +25,9 @@ type Config struct {
 	// the local clock. The margin absorbs clock-rate drift between this host
 	// and Redis and the delay between noticing and actually stopping.
 	SafetyMargin time.Duration
+
+	// Clock is the local clock; nil for the machine's (see Clock).
+	Clock Clock
 }
 
 // DefaultConfig is a 10 s lock renewed every 3.3 s, with 1 s retries and a 1 s margin.

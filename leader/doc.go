@@ -36,7 +36,9 @@
 //   - Resign, which stops renewals before it releases the lock.
 //
 // Validity is never computed from the local clock alone in the other
-// direction: a leadership is only extended by a server "yes".
+// direction: a leadership is only extended by a server "yes". The local
+// clock is Config.Clock, so tests run an election step by step on a fake
+// one while Redis keeps real time.
 //
 // # Failure behaviour
 //

@@ -13,11 +13,11 @@ import (
 // Elector campaigns for one lock key on behalf of one process.
 // It is safe for use by several goroutines.
 type Elector struct {
-	c   redis.Scripter
-	key string
-	id  string
-	cfg Config
-	now func() time.Time // local clock, only for the step-down deadline
+	c     redis.Scripter
+	key   string
+	id    string
+	cfg   Config
+	clock Clock // local time: the step-down deadline, renewal ticks, retries
 }
 
 // NewElector returns an Elector for the lock at key; id names this process
@@ -29,7 +29,11 @@ func NewElector(c redis.Scripter, key, id string, cfg Config) (*Elector, error) 
 	if key == "" || id == "" {
 		return nil, errors.New("leader: key and id must not be empty")
 	}
-	return &Elector{c: c, key: key, id: id, cfg: cfg, now: time.Now}, nil
+	clock := cfg.Clock
+	if clock == nil {
+		clock = systemClock{}
+	}
+	return &Elector{c: c, key: key, id: id, cfg: cfg, clock: clock}, nil
 }
 
 // Key is the lock key the elector campaigns for.
@@ -40,12 +44,12 @@ func (e *Elector) Key() string { return e.key }
 // or resigned; its Context is cancelled the moment either happens.
 func (e *Elector) Campaign(ctx context.Context) (*Leadership, error) {
 	for {
-		sent := e.now()
+		sent := e.clock.Now()
 		lock, err := Obtain(ctx, e.c, e.key, e.id, e.cfg.TTL)
 		switch {
 		case err == nil:
 			deadline := sent.Add(e.cfg.TTL - e.cfg.SafetyMargin)
-			if !e.now().Before(deadline) {
+			if !e.clock.Now().Before(deadline) {
 				// The answer came so late that the lock may already be gone
 				// by our own reckoning: never report a phantom leadership.
 				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.RetryInterval)
@@ -57,12 +61,10 @@ func (e *Elector) Campaign(ctx context.Context) (*Leadership, error) {
 		case !errors.Is(err, ErrNotObtained):
 			return nil, fmt.Errorf("leader: campaign: %w", err)
 		}
-		t := time.NewTimer(e.cfg.RetryInterval)
 		select {
 		case <-ctx.Done():
-			t.Stop()
 			return nil, ctx.Err()
-		case <-t.C:
+		case <-e.clock.After(e.cfg.RetryInterval):
 		}
 	}
 }
@@ -81,8 +83,6 @@ func (e *Elector) Observe(ctx context.Context) <-chan Info {
 	go func() {
 		defer close(ch)
 		last := Info{Epoch: -1}
-		t := time.NewTicker(e.cfg.RetryInterval)
-		defer t.Stop()
 		for {
 			info, _, err := Current(ctx, e.c, e.key)
 			if err == nil || errors.Is(err, ErrNoLeader) {
@@ -98,7 +98,7 @@ func (e *Elector) Observe(ctx context.Context) <-chan Info {
 			select {
 			case <-ctx.Done():
 				return
-			case <-t.C:
+			case <-e.clock.After(e.cfg.RetryInterval):
 			}
 		}
 	}()
@@ -157,11 +157,7 @@ func (l *Leadership) Resign(ctx context.Context) error {
 // stops acting as leader on the local deadline even while a renewal hangs.
 func (l *Leadership) renew(deadline time.Time) {
 	defer close(l.done)
-	cfg := l.e.cfg
-	stepDown := time.NewTimer(deadline.Sub(l.e.now()))
-	defer stepDown.Stop()
-	tick := time.NewTicker(cfg.RenewInterval)
-	defer tick.Stop()
+	cfg, clock := l.e.cfg, l.e.clock
 
 	type result struct {
 		sent time.Time
@@ -173,11 +169,10 @@ func (l *Leadership) renew(deadline time.Time) {
 	rctx, stopRenewals := context.WithCancel(context.Background())
 	defer stopRenewals() // abandons a hung renewal when we return
 
+	nextTick := clock.Now().Add(cfg.RenewInterval)
 	for {
-		select {
-		case <-l.ctx.Done():
-			return
-		case <-stepDown.C:
+		now := clock.Now()
+		if !now.Before(deadline) {
 			why := fmt.Errorf("%w: no successful renewal before the local deadline (TTL %v minus margin %v)",
 				ErrLockLost, cfg.TTL, cfg.SafetyMargin)
 			if lastErr != nil {
@@ -185,28 +180,29 @@ func (l *Leadership) renew(deadline time.Time) {
 			}
 			l.cancel(why)
 			return
-		case <-tick.C:
-			if inflight {
-				continue // the previous renewal still hangs; the deadline decides
+		}
+		if !now.Before(nextTick) {
+			nextTick = now.Add(cfg.RenewInterval)
+			if !inflight { // a renewal that still hangs: the deadline decides
+				inflight = true
+				go func(sent time.Time) {
+					// A renewal slower than the interval is worthless: bound it,
+					// so its error is known by the next tick.
+					ctx, cancel := context.WithTimeout(rctx, cfg.RenewInterval)
+					defer cancel()
+					results <- result{sent, l.lock.Refresh(ctx, cfg.TTL)}
+				}(now)
 			}
-			inflight = true
-			sent := l.e.now()
-			go func() {
-				// A renewal slower than the interval is worthless: bound it,
-				// so its error is known by the next tick.
-				ctx, cancel := context.WithTimeout(rctx, cfg.RenewInterval)
-				defer cancel()
-				results <- result{sent, l.lock.Refresh(ctx, cfg.TTL)}
-			}()
+		}
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-clock.After(earlier(deadline, nextTick).Sub(now)):
 		case r := <-results:
 			inflight = false
 			switch {
 			case r.err == nil:
-				next := r.sent.Add(cfg.TTL - cfg.SafetyMargin)
-				if next.After(deadline) {
-					deadline = next
-					stepDown.Reset(deadline.Sub(l.e.now()))
-				}
+				deadline = later(deadline, r.sent.Add(cfg.TTL-cfg.SafetyMargin))
 			case errors.Is(r.err, ErrLockLost):
 				l.cancel(fmt.Errorf("%w: the lock expired or another holder took it", ErrLockLost))
 				return
@@ -216,4 +212,18 @@ func (l *Leadership) renew(deadline time.Time) {
 			}
 		}
 	}
+}
+
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

@@ -76,12 +76,21 @@ const writeBody = `redis.call('SET', KEYS[2], ARGV[2]) return 1`
 
 var fencedWrite = fence.NewScript(writeBody)
 
+// The election runs on a fake clock (clock_test.go): the steps below take
+// milliseconds, while the lock's TTL on the server is a real 10 s.
+
+// A leader whose calls hang (SIGSTOP, a partition) stops acting at its
+// local deadline, while its lock is still alive on the server; once the
+// lock expires another takes over with a higher epoch, and the old one's
+// late release and fenced write are refused.
 func TestPausedLeaderStepsDownIsReplacedAndFenced(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		s.FollowWallClock(t)
 		ctx := ctxFor(t, 30*time.Second)
 		const key = "t:{elect}:leader"
-		cfg := leader.ConfigForTTL(800 * time.Millisecond)
+		clock := newFakeClock()
+		cfg := leader.DefaultConfig()
+		cfg.Clock = clock
 
 		pa := &pausable{Scripter: s.Client}
 		ea := newElector(t, pa, key, "a", cfg)
@@ -89,11 +98,15 @@ func TestPausedLeaderStepsDownIsReplacedAndFenced(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		clock.awaitWaits(t, 1) // the renewal loop waits for its first tick
 		if _, err := fencedWrite.Run(ctx, s.Client, leader.EpochKey(key), la.Epoch(), []string{"t:{elect}:data"}, "from a"); err != nil {
 			t.Fatalf("leader's own fenced write: %v", err)
 		}
 
-		pa.pause() // a stops renewing: its calls hang
+		pa.pause() // a's calls hang from now on
+		clock.Advance(cfg.RenewInterval)
+		clock.awaitWaits(t, 1) // the renewal is sent, and hangs
+		clock.Advance(cfg.TTL) // past the local deadline
 		<-la.Done()
 		// The moment a stepped down, its lock must still be alive on the server:
 		// it stopped acting before the TTL ran out, not after.
@@ -105,8 +118,9 @@ func TestPausedLeaderStepsDownIsReplacedAndFenced(t *testing.T) {
 			t.Fatalf("a's leadership ended with %v, want ErrLockLost", la.Err())
 		}
 
-		eb := newElector(t, s.Client, key, "b", cfg)
-		lb, err := eb.Campaign(ctx) // waits for a's lock to expire
+		expire(t, s.Client, key) // the server's TTL runs out
+		eb := newElector(t, s.Client, key, "b", leader.DefaultConfig())
+		lb, err := eb.Campaign(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,33 +155,29 @@ func TestPausedLeaderStepsDownIsReplacedAndFenced(t *testing.T) {
 	})
 }
 
+// Renewals keep a leader leading across twice its TTL, under one epoch.
 func TestLeaderKeepsLeadingWhileRenewing(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
-		s.FollowWallClock(t)
 		ctx := ctxFor(t, 20*time.Second)
-		cfg := leader.ConfigForTTL(300 * time.Millisecond)
+		clock := newFakeClock()
+		cfg := leader.DefaultConfig()
+		cfg.Clock = clock
 		e := newElector(t, s.Client, "t:{renew}:leader", "a", cfg)
 		l, err := e.Campaign(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Watch the lock across several TTLs: renewals must keep the same holder and epoch.
-		obs := e.Observe(ctx)
-		first := <-obs
-		deadline := time.After(4 * cfg.TTL)
-	watch:
-		for {
-			select {
-			case info := <-obs:
-				t.Fatalf("leader changed from %+v to %+v while renewing", first, info)
-			case <-l.Done():
-				t.Fatalf("leadership lost while Redis was healthy: %v", l.Err())
-			case <-deadline:
-				break watch
+		clock.awaitWaits(t, 1)
+		for i := 0; i < 6; i++ { // six renewal intervals: twice the TTL
+			clock.Advance(cfg.RenewInterval)
+			clock.awaitWaits(t, 2) // a wait while the renewal is out, one after its answer
+			if l.Err() != nil {
+				t.Fatalf("leadership lost after %d renewals with Redis healthy: %v", i, l.Err())
 			}
 		}
-		if first.ID != "a" || first.Epoch != l.Epoch() {
-			t.Fatalf("Observe saw %+v, want a at epoch %d", first, l.Epoch())
+		info, _, err := leader.Current(ctx, s.Client, "t:{renew}:leader")
+		if err != nil || info.ID != "a" || info.Epoch != l.Epoch() {
+			t.Fatalf("after renewals the lock is %+v, %v; want a's at epoch %d", info, err, l.Epoch())
 		}
 		if err := l.Resign(ctx); err != nil {
 			t.Fatal(err)
@@ -175,16 +185,20 @@ func TestLeaderKeepsLeadingWhileRenewing(t *testing.T) {
 		if !errors.Is(l.Err(), leader.ErrResigned) {
 			t.Fatalf("Err after Resign = %v", l.Err())
 		}
-		if info := <-obs; info.Epoch != 0 {
-			t.Fatalf("after Resign Observe saw %+v, want no leader", info)
+		if _, _, err := leader.Current(ctx, s.Client, "t:{renew}:leader"); !errors.Is(err, leader.ErrNoLeader) {
+			t.Fatalf("after Resign: %v; want no leader", err)
 		}
 	})
 }
 
+// With Redis gone, the leader steps down at its local deadline, naming the
+// renewal error, and campaigning, reading and resigning report errors.
 func TestRedisUnreachable(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := ctxFor(t, 30*time.Second)
-		cfg := leader.ConfigForTTL(600 * time.Millisecond)
+		clock := newFakeClock()
+		cfg := leader.DefaultConfig()
+		cfg.Clock = clock
 		c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1}) // fail fast once down
 		defer c.Close()
 		e := newElector(t, c, "t:{down}:leader", "a", cfg)
@@ -192,7 +206,11 @@ func TestRedisUnreachable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		clock.awaitWaits(t, 1)
 		s.Stop()
+		clock.Advance(cfg.RenewInterval)
+		clock.awaitWaits(t, 2) // the renewal fails, and the loop waits on
+		clock.Advance(cfg.TTL)
 		<-l.Done()
 		if !errors.Is(l.Err(), leader.ErrLockLost) || !strings.Contains(l.Err().Error(), "last renewal error") {
 			t.Fatalf("leadership ended with %q; want ErrLockLost naming the renewal error", l.Err())
