@@ -40,6 +40,17 @@ func fetchAll(t *testing.T, workers int, urls []string, decide func(ctx context.
 	return fetches.Load()
 }
 
+// realFilter is a fresh filter on a real redis-server.
+func realFilter(t *testing.T) *dedup.Filter {
+	t.Helper()
+	s := redistest.Real(t)
+	f, err := dedup.Open(context.Background(), s.Client, "t:{seen}", dedup.Params{Capacity: 10_000, FPRate: 0.001})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 func sharedLinks(n int) []string {
 	urls := make([]string, n)
 	for i := range urls {
@@ -52,12 +63,7 @@ func sharedLinks(n int) []string {
 // Four workers that meet the same 200 links at once are all told "new":
 // 800 fetches for 200 URLs.
 func TestNaiveBloomCheckThenAddFetchesDuplicates(t *testing.T) {
-	s := redistest.Real(t)
-	f, err := dedup.Open(context.Background(), s.Client, "naive:{seen}", dedup.Params{Capacity: 10_000, FPRate: 0.001})
-	if err != nil {
-		t.Fatal(err)
-	}
-	urls := sharedLinks(200)
+	f, urls := realFilter(t), sharedLinks(200)
 	got := fetchAll(t, 4, urls, func(ctx context.Context, barrier func(), urls []string) []bool {
 		present, err := f.Contains(ctx, urls)
 		if err != nil {
@@ -82,12 +88,7 @@ func TestNaiveBloomCheckThenAddFetchesDuplicates(t *testing.T) {
 // The same workers with AddNew, test-and-set in one script: each URL is
 // new to exactly one of them.
 func TestBloomTestAndSetFetchesOnce(t *testing.T) {
-	s := redistest.Real(t)
-	f, err := dedup.Open(context.Background(), s.Client, "correct:{seen}", dedup.Params{Capacity: 10_000, FPRate: 0.001})
-	if err != nil {
-		t.Fatal(err)
-	}
-	urls := sharedLinks(200)
+	f, urls := realFilter(t), sharedLinks(200)
 	got := fetchAll(t, 4, urls, func(ctx context.Context, barrier func(), urls []string) []bool {
 		barrier()
 		isNew, err := f.AddNew(ctx, urls)
