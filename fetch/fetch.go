@@ -12,6 +12,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strconv"
 	"strings"
@@ -32,6 +33,10 @@ type Config struct {
 	// addresses. Off by default: a crawler that follows links from the open
 	// web must not be steered into the network it runs in.
 	AllowPrivate bool
+	// Capture keeps each exchange's bytes as they crossed the wire
+	// (Result.Raw), for a WARC archive. It limits the client to HTTP/1.1,
+	// whose exchanges have bytes of their own on a connection.
+	Capture bool
 }
 
 // DefaultConfig: 5 s connect, 10 s to headers, 30 s in all, 5 MiB of body.
@@ -60,6 +65,7 @@ type Result struct {
 	Location   string
 	RetryAfter time.Duration // from a 429 or 503's Retry-After
 	Duration   time.Duration
+	Raw        *Raw // with Config.Capture: the exchange as it crossed the wire
 }
 
 // Error is a failed fetch, transient (worth a retry later) or not.
@@ -100,7 +106,12 @@ func New(cfg Config) *Fetcher {
 		ResponseHeaderTimeout: cfg.HeaderTimeout,
 		MaxIdleConnsPerHost:   4,
 		IdleConnTimeout:       90 * time.Second,
-		ForceAttemptHTTP2:     true,
+		ForceAttemptHTTP2:     !cfg.Capture,
+	}
+	if cfg.Capture {
+		// Room for the headers besides the body; the body itself is cut
+		// where the reader stops.
+		tr.DialContext, tr.DialTLSContext = capturingDialers(d, int(cfg.MaxBody)+1<<20)
 	}
 	return &Fetcher{cfg: cfg, now: time.Now, client: &http.Client{
 		Transport: tr,
@@ -154,6 +165,15 @@ func (f *Fetcher) get(ctx context.Context, rawURL string, keepAny bool) (*Result
 	}
 	req.Header.Set("User-Agent", f.cfg.UserAgent)
 	req.Header.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.5")
+	var conn *capConn
+	if f.cfg.Capture {
+		req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+			if c, ok := info.Conn.(*capConn); ok {
+				conn = c
+				c.begin()
+			}
+		}}))
+	}
 	resp, err := f.client.Do(req)
 	if err != nil {
 		return nil, classify(err)
@@ -189,6 +209,9 @@ func (f *Fetcher) get(ctx context.Context, rawURL string, keepAny bool) (*Result
 	res.Duration = f.now().Sub(start)
 	if err != nil && !res.Truncated {
 		return nil, classify(err)
+	}
+	if conn != nil {
+		res.Raw = conn.end()
 	}
 	return res, nil
 }

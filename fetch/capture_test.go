@@ -1,0 +1,59 @@
+package fetch_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/redcrawl/crawler/fetch"
+)
+
+// With Capture, each exchange carries its own bytes as they crossed the
+// wire, also when two exchanges share a kept-alive connection; a
+// compressed body stays compressed in them, and is read decompressed.
+func TestCaptureKeepsEachExchangesBytes(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Header().Set("X-Test", "yes")
+		if r.URL.Path == "/zipped" {
+			w.Header().Set("Content-Encoding", "gzip")
+			z := gzip.NewWriter(w)
+			z.Write([]byte("<p>zipped body</p>"))
+			z.Close()
+			return
+		}
+		w.Write([]byte("<p>hello " + r.URL.Path + "</p>"))
+	}))
+	defer srv.Close()
+	cfg := fetch.DefaultConfig()
+	cfg.AllowPrivate, cfg.Capture = true, true
+	f := fetch.New(cfg)
+	for _, path := range []string{"/a", "/b"} {
+		res, err := f.Fetch(context.Background(), srv.URL+path)
+		if err != nil || res.Raw == nil {
+			t.Fatalf("%s: %+v, %v", path, res, err)
+		}
+		req, resp := string(res.Raw.Request), string(res.Raw.Response)
+		if !strings.HasPrefix(req, "GET "+path+" HTTP/1.1\r\n") || !strings.Contains(req, "User-Agent: RedCrawl") {
+			t.Errorf("%s: request bytes %q", path, req)
+		}
+		if !strings.HasPrefix(resp, "HTTP/1.1 200 OK\r\n") || !strings.Contains(resp, "X-Test: yes\r\n") ||
+			!strings.HasSuffix(resp, "\r\n\r\n<p>hello "+path+"</p>") {
+			t.Errorf("%s: response bytes %q", path, resp)
+		}
+		if res.Raw.RemoteIP != "127.0.0.1" {
+			t.Errorf("%s: remote IP %q", path, res.Raw.RemoteIP)
+		}
+	}
+	res, err := f.Fetch(context.Background(), srv.URL+"/zipped")
+	if err != nil || string(res.Body) != "<p>zipped body</p>" {
+		t.Fatalf("zipped: body %q, %v", res.Body, err)
+	}
+	if resp := res.Raw.Response; !bytes.Contains(resp, []byte("Content-Encoding: gzip")) || bytes.Contains(resp, []byte("zipped body")) {
+		t.Fatalf("zipped: the raw response should hold the compressed body: %q", resp)
+	}
+}
