@@ -1,0 +1,205 @@
+package archive_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"encoding/base32"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nlnwa/gowarc/v3"
+	"github.com/redcrawl/crawler/archive"
+	"github.com/redcrawl/crawler/fetch"
+)
+
+func capture(t *testing.T, f *fetch.Fetcher, url string) (*fetch.Result, time.Time) {
+	t.Helper()
+	start := time.Now()
+	res, err := f.Fetch(context.Background(), url)
+	if err != nil || res.Raw == nil {
+		t.Fatalf("fetch %s: %+v, %v", url, res, err)
+	}
+	return res, start
+}
+
+// sha1Base32 is the digest the WARC fields must hold, computed here
+// independently of the library.
+func sha1Base32(b []byte) string {
+	sum := sha1.Sum(b)
+	return "sha1:" + base32.StdEncoding.EncodeToString(sum[:])
+}
+
+// Written exchanges read back with the library's reader: a warcinfo
+// record, then per fetch a request and a response holding the bytes as
+// sent, linked to each other, with digests that match the bytes, and a
+// Location that points at the response.
+func TestWrittenExchangesReadBack(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, "<html><body>page %s</body></html>", r.URL.Path)
+	}))
+	defer srv.Close()
+	cfg := fetch.DefaultConfig()
+	cfg.AllowPrivate, cfg.Capture = true, true
+	f := fetch.New(cfg)
+	dir := t.TempDir()
+	w, err := archive.Open(archive.Config{Dir: dir, Worker: "host:42", Software: "RedCrawl test", Crawl: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type written struct {
+		res    *fetch.Result
+		url    string
+		loc    archive.Location
+		digest string
+	}
+	var all []written
+	for _, p := range []string{"/a", "/b", "/c"} {
+		res, start := capture(t, f, srv.URL+p)
+		loc, digest, err := w.Write(archive.Exchange{URL: srv.URL + p, Started: start, Raw: res.Raw})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, written{res, srv.URL + p, loc, digest})
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if len(files) != 1 || !strings.HasSuffix(files[0], "-host-42.warc.gz") || !strings.HasPrefix(filepath.Base(files[0]), "redcrawl-") {
+		t.Fatalf("files %v; want one redcrawl-TS-SERIAL-host-42.warc.gz, closed", files)
+	}
+	r, err := gowarc.NewWarcFileReader(files[0], 0, gowarc.WithStrictValidation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var types []string
+	ids := map[string]gowarc.WarcRecord{}
+	var responses []gowarc.Record
+	for rec, err := range r.Records() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rec.Validation) > 0 {
+			t.Errorf("record %s at %d: %v", rec.WarcRecord.Type(), rec.Offset, rec.Validation)
+		}
+		if v, err := rec.WarcRecord.ValidateDigest(); err != nil || len(v) > 0 {
+			t.Errorf("digest of %s at %d: %v %v", rec.WarcRecord.Type(), rec.Offset, err, v)
+		}
+		types = append(types, rec.WarcRecord.Type().String())
+		ids[rec.WarcRecord.WarcHeader().GetId(gowarc.WarcRecordID)] = rec.WarcRecord
+		if rec.WarcRecord.Type() == gowarc.Response {
+			responses = append(responses, rec)
+		}
+	}
+	if got := strings.Join(types, " "); got != "warcinfo request response request response request response" {
+		t.Fatalf("record types %q", got)
+	}
+	for i, wr := range all {
+		rec := responses[i]
+		h := rec.WarcRecord.WarcHeader()
+		raw, err := rec.WarcRecord.Block().RawBytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		block, _ := io.ReadAll(raw)
+		body := block[bytes.Index(block, []byte("\r\n\r\n"))+4:]
+		switch {
+		case !bytes.Equal(block, wr.res.Raw.Response):
+			t.Errorf("%s: the response record does not hold the bytes as sent", wr.url)
+		case h.Get(gowarc.WarcTargetURI) != wr.url || h.Get(gowarc.WarcIPAddress) != "127.0.0.1":
+			t.Errorf("%s: target %q, IP %q", wr.url, h.Get(gowarc.WarcTargetURI), h.Get(gowarc.WarcIPAddress))
+		case h.Get(gowarc.WarcBlockDigest) != sha1Base32(block):
+			t.Errorf("%s: block digest %q, want %q", wr.url, h.Get(gowarc.WarcBlockDigest), sha1Base32(block))
+		case h.Get(gowarc.WarcPayloadDigest) != sha1Base32(body) || wr.digest != sha1Base32(body):
+			t.Errorf("%s: payload digest %q (Write said %q), want %q", wr.url, h.Get(gowarc.WarcPayloadDigest), wr.digest, sha1Base32(body))
+		case rec.Offset != wr.loc.Offset || wr.loc.File != filepath.Base(files[0]):
+			t.Errorf("%s: record at %s:%d, Write said %+v", wr.url, filepath.Base(files[0]), rec.Offset, wr.loc)
+		}
+		req, ok := ids[h.GetId(gowarc.WarcConcurrentTo)]
+		if !ok || req.Type() != gowarc.Request || req.WarcHeader().GetId(gowarc.WarcConcurrentTo) != h.GetId(gowarc.WarcRecordID) {
+			t.Errorf("%s: response and request are not linked by WARC-Concurrent-To", wr.url)
+		}
+	}
+	// A Location opens the file at its response.
+	r2, err := gowarc.NewWarcFileReader(files[0], all[1].loc.Offset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	rec, err := r2.Next()
+	if err != nil || rec.WarcRecord.WarcHeader().Get(gowarc.WarcTargetURI) != all[1].url {
+		t.Fatalf("at %+v: %v, %v", all[1].loc, rec.WarcRecord, err)
+	}
+	rec.Close()
+}
+
+// Files rotate past the size limit, each with its own warcinfo; a file
+// being written carries ".open", which Close removes.
+func TestRotationAndOpenSuffix(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write(bytes.Repeat([]byte("x"), 50_000))
+	}))
+	defer srv.Close()
+	cfg := fetch.DefaultConfig()
+	cfg.AllowPrivate, cfg.Capture = true, true
+	f := fetch.New(cfg)
+	dir := t.TempDir()
+	w, err := archive.Open(archive.Config{Dir: dir, Worker: "w1", MaxSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		res, start := capture(t, f, fmt.Sprintf("%s/%d", srv.URL, i))
+		if _, _, err := w.Write(archive.Exchange{URL: srv.URL, Started: start, Raw: res.Raw}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	open, _ := filepath.Glob(filepath.Join(dir, "*.open"))
+	if len(open) != 1 {
+		t.Fatalf("%d files open while writing; want the current one", len(open))
+	}
+	w.Close()
+	all, _ := filepath.Glob(filepath.Join(dir, "*"))
+	open, _ = filepath.Glob(filepath.Join(dir, "*.open"))
+	if len(all) < 3 || len(open) != 0 {
+		t.Fatalf("files %v; want at least three, all closed", all)
+	}
+	responses := 0
+	for _, file := range all {
+		r, err := gowarc.NewWarcFileReader(file, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for rec, err := range r.Records() {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 && rec.WarcRecord.Type() != gowarc.Warcinfo {
+				t.Errorf("%s begins with a %s record; want warcinfo", file, rec.WarcRecord.Type())
+			}
+			if rec.WarcRecord.Type() == gowarc.Response {
+				responses++
+			}
+			n++
+		}
+		r.Close()
+	}
+	if responses != 3 {
+		t.Fatalf("%d response records in all; want 3", responses)
+	}
+	if _, _, err := w.Write(archive.Exchange{URL: srv.URL, Raw: &fetch.Raw{}}); err == nil {
+		t.Fatal("Write after Close succeeded")
+	}
+	os.RemoveAll(dir)
+}
