@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/parse"
@@ -39,6 +40,8 @@ type pipeline struct {
 	counters    *Counters
 	logf        func(format string, args ...any)
 	ex          *exchanger
+	warc        *archive.Writer // nil: no archive
+	fail        func(error)     // stops the worker for good (the archive cannot be written)
 }
 
 // loop is one fetch goroutine.
@@ -70,6 +73,7 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 		return
 	}
 	start := time.Now()
+	rec.FetchedAt = start.UTC() // after the politeness waits: when the request went out
 	r, err := pl.fetcher.Fetch(ctx, item.URL)
 	rec.FetchMS = time.Since(start).Milliseconds()
 	if err != nil {
@@ -84,6 +88,17 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 	}
 	pl.counters.Fetched.Add(1)
 	rec.Status, rec.ContentType, rec.Bytes, rec.Truncated = r.Status, r.ContentType, r.Bytes, r.Truncated
+	if pl.warc != nil && r.Raw != nil {
+		loc, digest, err := pl.warc.Write(archive.Exchange{URL: item.URL, Started: start, Raw: r.Raw, Truncated: r.Truncated})
+		if err != nil {
+			// Crawling on without the archive would lose what the user
+			// asked to keep: the page goes back, and the worker stops.
+			pl.requeue(ctx, l, 0)
+			pl.fail(fmt.Errorf("cannot write the WARC archive, stopping: %w", err))
+			return
+		}
+		rec.WARC, rec.PayloadDigest = &loc, digest
+	}
 	if fetch.TransientStatus(r.Status) {
 		pl.retry(ctx, l, rec, fmt.Sprintf("HTTP %d", r.Status), r.RetryAfter)
 		return

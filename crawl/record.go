@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"io"
 	"time"
+
+	"github.com/redcrawl/crawler/archive"
 )
 
 // Record is one fetched (or skipped) URL, as the results stream, export and
@@ -22,7 +24,10 @@ type Record struct {
 	Redirect    string    `json:"redirect,omitempty"`
 	Error       string    `json:"error,omitempty"`
 	Worker      string    `json:"worker"`
-	FetchedAt   time.Time `json:"fetched_at"`
+	FetchedAt   time.Time `json:"fetched_at"` // when the request went out (after politeness waits)
+	// With WARC on: where the response record is, and its payload digest.
+	WARC          *archive.Location `json:"warc,omitempty"`
+	PayloadDigest string            `json:"payload_digest,omitempty"`
 }
 
 // recordWriter appends records to a worker's --out as JSON lines. Only the

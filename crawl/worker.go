@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/frontier"
@@ -44,6 +45,10 @@ type Options struct {
 	KnownURLs     int           // URLs remembered locally as seen (default 200 000, about 30 MB)
 	Lease         time.Duration // lease of a popped URL without heartbeat (default 10 s)
 	Fetch         *fetch.Config // overrides the fetcher (tests); settings still set UA and AllowPrivate
+	// WARC, when set, archives every fetch in WARC files (package archive):
+	// Run opens the writer and closes its file when it returns. Worker,
+	// Crawl, Agent and Software are filled in by the worker.
+	WARC *archive.Config
 }
 
 // MaxConcurrency bounds Options.Concurrency: past a few hundred fetches at
@@ -108,6 +113,8 @@ type Worker struct {
 	known    *known
 	gone     atomic.Bool // the crawl disappeared from Redis
 	markGone func()      // sets gone and stops everything at once (set by Run)
+	failed   error       // what stopped the worker (set once, by fail)
+	failOnce sync.Once
 	Counters Counters
 }
 
@@ -143,6 +150,7 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 		fcfg = *o.Fetch
 	}
 	fcfg.UserAgent, fcfg.AllowPrivate = s.UserAgent, s.AllowPrivate
+	fcfg.Capture = o.WARC != nil
 	w := &Worker{c: c, keys: k, settings: s, opts: o, fetcher: fetch.New(fcfg), known: newKnown(o.KnownURLs)}
 	w.fr = frontier.New(c, k.Frontier, seen)
 	w.fr.Lease = o.Lease
@@ -224,8 +232,22 @@ func (w *Worker) Run(ctx context.Context) error {
 		stopAll()
 		cancelWork()
 	}
+	var warc *archive.Writer
+	if w.opts.WARC != nil {
+		cfg := *w.opts.WARC
+		cfg.Worker, cfg.Crawl, cfg.Agent, cfg.Software = w.opts.ID, w.keys.Name, w.settings.UserAgent, Software
+		var err error
+		if warc, err = archive.Open(cfg); err != nil {
+			return err
+		}
+		defer warc.Close() // after every loop has returned: the last file is complete
+	}
+	fail := func(err error) {
+		w.failOnce.Do(func() { w.failed = err })
+		stopAll()
+	}
 	ex := w.newExchanger(stopAll)
-	pages := w.newPipeline(ex)
+	pages := w.newPipeline(ex, warc, fail)
 	sched := w.newScheduler()
 
 	exDone := make(chan struct{})
@@ -256,8 +278,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.gone.Load() {
 		return fmt.Errorf("%w (%q: reset, or Redis restarted without its data); stopped", ErrGone, w.keys.Name)
 	}
-	return nil
+	return w.failed
 }
+
+// Software names the crawler in what it writes (WARC files).
+const Software = "RedCrawl/0.1"
 
 func (w *Worker) newExchanger(stopAll context.CancelFunc) *exchanger {
 	ex := newExchanger(w.opts.Concurrency)
@@ -270,10 +295,10 @@ func (w *Worker) newExchanger(stopAll context.CancelFunc) *exchanger {
 	return ex
 }
 
-func (w *Worker) newPipeline(ex *exchanger) *pipeline {
+func (w *Worker) newPipeline(ex *exchanger, warc *archive.Writer, fail func(error)) *pipeline {
 	return &pipeline{s: w.settings, worker: w.opts.ID, maxAttempts: w.opts.MaxAttempts, maxWait: w.opts.MaxReserveWait,
 		ratePrefix: w.keys.RatePrefix(), fetcher: w.fetcher, robots: w.robots, limiter: w.limiter, fr: w.fr,
-		held: &w.held, scope: &w.scope, counters: &w.Counters, logf: w.opts.Logf, ex: ex}
+		held: &w.held, scope: &w.scope, counters: &w.Counters, logf: w.opts.Logf, ex: ex, warc: warc, fail: fail}
 }
 
 func (w *Worker) newScheduler() *scheduler {

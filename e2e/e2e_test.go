@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nlnwa/gowarc/v3"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
 )
@@ -91,8 +92,8 @@ func (h *harness) try(args ...string) (string, string, error) {
 	return stdout.String(), stderr.String(), err
 }
 
-func (h *harness) startWorker(id string) *proc {
-	cmd := exec.Command(h.bin, "--redis", h.redis, "--crawl", "e2e", "work", "-c", "8", "--exit-when-done", "--id", id)
+func (h *harness) startWorker(id string, flags ...string) *proc {
+	cmd := exec.Command(h.bin, append([]string{"--redis", h.redis, "--crawl", "e2e", "work", "-c", "8", "--exit-when-done", "--id", id}, flags...)...)
 	p := &proc{id: id, cmd: cmd, log: &syncBuf{}, done: make(chan error, 1)}
 	cmd.Stderr = p.log
 	if err := cmd.Start(); err != nil {
@@ -444,4 +445,96 @@ func TestResetOfARunningCrawl(t *testing.T) {
 	if keys := s.Client.Keys(context.Background(), "*").Val(); len(keys) != 0 {
 		t.Fatalf("keys of the reset crawl after its workers stopped: %v", keys)
 	}
+}
+
+// Two workers archive the crawl in WARC files: every file reads back with
+// the library's strict reader and every digest is right, there is one
+// response record per request the site answered, and each exported
+// record points at the response record of its URL, with its digest.
+func TestCrawlArchivesInWARC(t *testing.T) {
+	h, _, site := setup(t, testsite.Config{Hosts: 2, Pages: 100, ListenBase: "127.0.0.60"}, "--rate", "inf")
+	dir := t.TempDir()
+	var ps []*proc
+	for _, id := range []string{"w1", "w2"} {
+		p := h.startWorker(id, "--warc-dir", dir, "--warc-max-size", "200KB")
+		ps = append(ps, p)
+	}
+	for _, p := range ps {
+		select {
+		case err := <-p.done:
+			if err != nil {
+				t.Fatalf("worker %s: %v\n%s", p.id, err, p.log.String())
+			}
+		case <-time.After(3 * time.Minute):
+			t.Fatalf("worker %s did not finish", p.id)
+		}
+	}
+	requireTruth(t, site)
+
+	files, _ := filepath.Glob(filepath.Join(dir, "*"))
+	type response struct{ uri, digest string }
+	at := map[string]response{} // file:offset -> response
+	responses, bytesWritten := 0, int64(0)
+	for _, f := range files {
+		if !strings.HasSuffix(f, ".warc.gz") {
+			t.Errorf("%s: not a closed .warc.gz file", f)
+			continue
+		}
+		if fi, err := os.Stat(f); err == nil {
+			bytesWritten += fi.Size()
+		}
+		r, err := gowarc.NewWarcFileReader(f, 0, gowarc.WithStrictValidation())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rec, err := range r.Records() {
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if v, err := rec.WarcRecord.ValidateDigest(); err != nil || len(v) > 0 || len(rec.Validation) > 0 {
+				t.Errorf("%s at %d: %v %v %v", f, rec.Offset, err, v, rec.Validation)
+			}
+			if rec.WarcRecord.Type() == gowarc.Response {
+				responses++
+				hd := rec.WarcRecord.WarcHeader()
+				at[fmt.Sprintf("%s:%d", filepath.Base(f), rec.Offset)] = response{hd.Get(gowarc.WarcTargetURI), hd.Get(gowarc.WarcPayloadDigest)}
+			}
+			rec.Close()
+		}
+		r.Close()
+	}
+	if want := site.Requests(); responses != want {
+		t.Errorf("%d response records for %d requests the site answered", responses, want)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(h.run("export")))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	records := 0
+	for sc.Scan() {
+		var rec struct {
+			URL           string
+			Status        int
+			PayloadDigest string `json:"payload_digest"`
+			WARC          *struct {
+				File   string
+				Offset int64
+			}
+		}
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Status == 0 {
+			continue // not fetched (disallowed, refused)
+		}
+		records++
+		if rec.WARC == nil {
+			t.Errorf("%s: no WARC location", rec.URL)
+			continue
+		}
+		got, ok := at[fmt.Sprintf("%s:%d", rec.WARC.File, rec.WARC.Offset)]
+		if !ok || got.uri != rec.URL || got.digest != rec.PayloadDigest {
+			t.Errorf("%s: points at %+v, which holds %+v; digest %s", rec.URL, rec.WARC, got, rec.PayloadDigest)
+		}
+	}
+	t.Logf("%d files, %d response records, %d fetched records exported, %d bytes of WARC (%d a response)",
+		len(files), responses, records, bytesWritten, bytesWritten/int64(max(responses, 1)))
 }

@@ -17,57 +17,72 @@ type Raw struct {
 	RemoteIP          string // the address the bytes came from
 }
 
-// capConn records what is written to and read from a connection between
-// begin and end. HTTP/1.1 carries one exchange at a time on a connection,
-// so the bytes between the two calls are exactly one request and its
-// response (the transport writes the request after GotConn, and a server
-// sends nothing before it is asked).
+// capConn hands what is written to and read from a connection to the
+// exchange that uses it now. HTTP/1.1 carries one exchange at a time on a
+// connection: the transport writes a request after GotConn, reads its
+// response to the end, and only then may give the connection to another
+// request, whose GotConn switches the sink. The previous exchange keeps
+// its own buffers, so it may read them after the switch.
 type capConn struct {
 	net.Conn
 	mu        sync.Mutex
-	on        bool
-	wrote     bytes.Buffer
-	read      bytes.Buffer
-	maxRecord int // bytes kept each way at most
+	sink      *exchange
+	maxRecord int
+}
+
+// exchange is the bytes of one request and its response.
+type exchange struct {
+	mu          sync.Mutex
+	wrote, read bytes.Buffer
+	max         int // bytes kept each way at most
+}
+
+func (e *exchange) add(b *bytes.Buffer, p []byte) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if room := e.max - b.Len(); room > 0 {
+		b.Write(p[:min(len(p), room)])
+	}
+}
+
+func (c *capConn) current() *exchange {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sink
 }
 
 func (c *capConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	c.mu.Lock()
-	if c.on && c.read.Len() < c.maxRecord {
-		c.read.Write(p[:min(n, c.maxRecord-c.read.Len())])
+	if e := c.current(); e != nil && n > 0 {
+		e.add(&e.read, p[:n])
 	}
-	c.mu.Unlock()
 	return n, err
 }
 
 func (c *capConn) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	if c.on && c.wrote.Len() < c.maxRecord {
-		c.wrote.Write(p[:min(len(p), c.maxRecord-c.wrote.Len())])
+	if e := c.current(); e != nil {
+		e.add(&e.wrote, p)
 	}
-	c.mu.Unlock()
 	return c.Conn.Write(p)
 }
 
-func (c *capConn) begin() {
+// begin gives the connection to a new exchange and returns it.
+func (c *capConn) begin() *exchange {
+	e := &exchange{max: c.maxRecord}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.on = true
-	c.wrote.Reset()
-	c.read.Reset()
+	c.sink = e
+	return e
 }
 
-func (c *capConn) end() *Raw {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.on = false
-	r := &Raw{Request: bytes.Clone(c.wrote.Bytes()), Response: bytes.Clone(c.read.Bytes())}
-	if a, ok := c.Conn.RemoteAddr().(*net.TCPAddr); ok {
+// raw is the exchange's bytes so far.
+func (e *exchange) raw(conn net.Conn) *Raw {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := &Raw{Request: bytes.Clone(e.wrote.Bytes()), Response: bytes.Clone(e.read.Bytes())}
+	if a, ok := conn.RemoteAddr().(*net.TCPAddr); ok {
 		r.RemoteIP = a.IP.String()
 	}
-	c.wrote.Reset()
-	c.read.Reset()
 	return r
 }
 

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/redcrawl/crawler/fetch"
@@ -56,4 +58,39 @@ func TestCaptureKeepsEachExchangesBytes(t *testing.T) {
 	if resp := res.Raw.Response; !bytes.Contains(resp, []byte("Content-Encoding: gzip")) || bytes.Contains(resp, []byte("zipped body")) {
 		t.Fatalf("zipped: the raw response should hold the compressed body: %q", resp)
 	}
+}
+
+// Under concurrency, connections pass from one exchange to the next the
+// moment a body is read to its end: each exchange must still get its own
+// request and response, and no other's.
+func TestCaptureUnderConcurrency(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte("<p>" + r.URL.Path + "</p>"))
+	}))
+	defer srv.Close()
+	cfg := fetch.DefaultConfig()
+	cfg.AllowPrivate, cfg.Capture = true, true
+	f := fetch.New(cfg)
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 100; i++ {
+				path := fmt.Sprintf("/%d/%d", g, i)
+				res, err := f.Fetch(context.Background(), srv.URL+path)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if !strings.HasPrefix(string(res.Raw.Request), "GET "+path+" HTTP/1.1\r\n") ||
+					!strings.HasSuffix(string(res.Raw.Response), "\r\n\r\n<p>"+path+"</p>") {
+					t.Errorf("%s: captured %q / %q", path, res.Raw.Request, res.Raw.Response)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -165,12 +165,12 @@ func (f *Fetcher) get(ctx context.Context, rawURL string, keepAny bool) (*Result
 	}
 	req.Header.Set("User-Agent", f.cfg.UserAgent)
 	req.Header.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.5")
-	var conn *capConn
+	var conn net.Conn
+	var ex *exchange
 	if f.cfg.Capture {
 		req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
 			if c, ok := info.Conn.(*capConn); ok {
-				conn = c
-				c.begin()
+				conn, ex = c, c.begin()
 			}
 		}}))
 	}
@@ -210,8 +210,8 @@ func (f *Fetcher) get(ctx context.Context, rawURL string, keepAny bool) (*Result
 	if err != nil && !res.Truncated {
 		return nil, classify(err)
 	}
-	if conn != nil {
-		res.Raw = conn.end()
+	if ex != nil {
+		res.Raw = ex.raw(conn)
 	}
 	return res, nil
 }

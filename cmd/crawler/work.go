@@ -9,10 +9,12 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/crawl"
 	"github.com/redis/go-redis/v9"
 	"github.com/urfave/cli/v2"
@@ -25,6 +27,9 @@ func workFlags() []cli.Flag {
 		&cli.StringFlag{Name: "out", Usage: "also append result records to FILE as JSON lines"},
 		&cli.StringFlag{Name: "id", Usage: "this worker's name in status and leader listings (default host:pid)"},
 		redisWaitFlag(time.Minute),
+		&cli.StringFlag{Name: "warc-dir", Usage: "archive every fetch (request and response as sent) in WARC 1.1 files in DIR"},
+		&cli.StringFlag{Name: "warc-max-size", Value: "1GiB", Usage: "start a new WARC file past this size (e.g. 500MB, 1GiB)"},
+		&cli.StringFlag{Name: "warc-prefix", Value: "redcrawl", Usage: "WARC file names are PREFIX-TIMESTAMP-SERIAL-WORKERID.warc.gz"},
 	}
 }
 
@@ -55,10 +60,26 @@ func checkWorkFlags(c *cli.Context) error {
 	if d := c.Duration("redis-wait"); d < 0 {
 		return fmt.Errorf("--redis-wait %v: want 0 or more", d)
 	}
+	if _, err := parseSize(c.String("warc-max-size")); err != nil {
+		return fmt.Errorf("--warc-max-size: %v", err)
+	}
 	if n := c.Int("concurrency"); n < 1 || n > crawl.MaxConcurrency {
 		return fmt.Errorf("--concurrency %d: want 1 to %d (for more, run more processes)", n, crawl.MaxConcurrency)
 	}
 	return nil
+}
+
+// parseSize reads a byte size: a number, optionally followed by B, KB, MB,
+// GB (powers of 1000) or KiB, MiB, GiB (powers of 1024).
+func parseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	unit := strings.TrimLeft(t, "0123456789")
+	n, err := strconv.ParseInt(strings.TrimSpace(t[:len(t)-len(unit)]), 10, 64)
+	mult := map[string]int64{"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30}[strings.ToLower(strings.TrimSpace(unit))]
+	if err != nil || mult == 0 || n <= 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("%q: want a size such as 500MB or 1GiB", s)
+	}
+	return n * mult, nil
 }
 
 // redisWaitFlag lets a process started with (or before) Redis wait for it,
@@ -81,6 +102,10 @@ func runWork(c *cli.Context, rdb *redis.Client, exitWhenDone bool) error {
 	defer stop()
 	logger := log.New(os.Stderr, "crawler: ", log.Ltime|log.Lmicroseconds)
 	o := crawl.Options{ID: workerID(c), Concurrency: c.Int("concurrency"), ExitWhenDone: exitWhenDone, Logf: logger.Printf}
+	if dir := c.String("warc-dir"); dir != "" {
+		size, _ := parseSize(c.String("warc-max-size")) // checked by checkWorkFlags
+		o.WARC = &archive.Config{Dir: dir, Prefix: c.String("warc-prefix"), MaxSize: size}
+	}
 	if out := c.String("out"); out != "" {
 		f, err := os.OpenFile(out, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {

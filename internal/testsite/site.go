@@ -419,6 +419,20 @@ func (s *Site) Overfetched(crashes int) []string {
 	return over
 }
 
+// Requests counts every request the site answered, robots.txt and its own
+// /_ endpoints excepted.
+func (s *Site) Requests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for u, c := range s.perURL {
+		if !strings.HasSuffix(u, "/robots.txt") {
+			n += c
+		}
+	}
+	return n
+}
+
 // Missing lists the URLs of Truth that were never requested.
 func (s *Site) Missing() []string {
 	st := s.Stats()
