@@ -10,10 +10,12 @@ import (
 	"math"
 	"net/url"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
@@ -33,7 +35,7 @@ type result struct {
 // crawlOnce crawls a fresh test site with `workers` workers (each with its
 // own Redis connection pool, as separate processes would have) of 8
 // goroutines, and measures it.
-func crawlOnce(b *testing.B, site testsite.Config, rate float64, burst, workers int) result {
+func crawlOnce(b *testing.B, site testsite.Config, rate float64, burst, workers int, tune ...func(*crawl.Options)) result {
 	s := redistest.Real(b)
 	ts, err := testsite.Start(site)
 	if err != nil {
@@ -65,7 +67,11 @@ func crawlOnce(b *testing.B, site testsite.Config, rate float64, burst, workers 
 	for i := 0; i < workers; i++ {
 		c := s.NewClient(b)
 		counter := redistest.RoundTrips(c)
-		w, err := crawl.NewWorker(ctx, c, "bench", crawl.Options{ID: fmt.Sprint("w", i), Concurrency: 8, ExitWhenDone: true})
+		o := crawl.Options{ID: fmt.Sprint("w", i), Concurrency: 8, ExitWhenDone: true}
+		for _, f := range tune {
+			f(&o)
+		}
+		w, err := crawl.NewWorker(ctx, c, "bench", o)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -145,5 +151,42 @@ func BenchmarkBusyRedis(b *testing.B) {
 	site := testsite.Config{Hosts: 8, Pages: 1000}
 	for i := 0; i < b.N; i++ {
 		crawlOnce(b, site, math.Inf(1), 1, 4).report(b)
+	}
+}
+
+// WARC's cost: the 2-worker scaling crawl (50 ms latency) and the busy
+// crawl (no latency, 4 workers, CPU-bound) without and with every fetch
+// archived (request and response records, gzip per record), and the bytes
+// written a page.
+func BenchmarkWARC(b *testing.B) {
+	for _, c := range []struct {
+		name    string
+		site    testsite.Config
+		workers int
+	}{
+		{"latency", testsite.Config{Hosts: 8, Pages: 1000, Latency: 50 * time.Millisecond}, 2},
+		{"busy", testsite.Config{Hosts: 8, Pages: 1000}, 4},
+	} {
+		for _, on := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%s/warc=%v", c.name, on), func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					dir := b.TempDir()
+					r := crawlOnce(b, c.site, math.Inf(1), 1, c.workers, func(o *crawl.Options) {
+						if on {
+							o.WARC = &archive.Config{Dir: dir}
+						}
+					})
+					r.report(b)
+					var size int64
+					files, _ := filepath.Glob(filepath.Join(dir, "*"))
+					for _, f := range files {
+						if fi, err := os.Stat(f); err == nil {
+							size += fi.Size()
+						}
+					}
+					b.ReportMetric(float64(size)/float64(r.pages), "warc-bytes/page")
+				}
+			})
+		}
 	}
 }
