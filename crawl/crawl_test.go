@@ -83,9 +83,10 @@ func TestTwoWorkersCrawlTheSite(t *testing.T) {
 			t.Fatalf("status %+v, %v", status, err)
 		}
 		var exported bytes.Buffer
-		n, err := crawl.Export(ctx, s.Client, "site", &exported)
-		if err != nil || int64(n) != status.Counters["pages"]+status.Counters["skipped"] {
-			t.Fatalf("exported %d records (%v); counters %v", n, err, status.Counters)
+		rep, err := crawl.Export(ctx, s.Client, "site", &exported, false)
+		if err != nil || rep.Written != status.Counters["pages"]+status.Counters["skipped"] || rep.Trimmed != 0 ||
+			rep.Written != status.Counters["records"] {
+			t.Fatalf("exported %+v (%v); counters %v", rep, err, status.Counters)
 		}
 		var rec crawl.Record
 		line, _ := out.ReadBytes('\n')
@@ -97,9 +98,9 @@ func TestTwoWorkersCrawlTheSite(t *testing.T) {
 		}
 		keys := s.Client.Keys(ctx, "*").Val()
 		sort.Strings(keys)
-		rep, err := crawl.Reset(ctx, s.Client, "site", false)
-		if err != nil || s.Client.DBSize(ctx).Val() != 0 || len(rep.Stopped) != 0 {
-			t.Fatalf("reset deleted %d of %d keys (%v), left %v", rep.Deleted, len(keys), err, s.Client.Keys(ctx, "*").Val())
+		reset, err := crawl.Reset(ctx, s.Client, "site", false)
+		if err != nil || s.Client.DBSize(ctx).Val() != 0 || len(reset.Stopped) != 0 {
+			t.Fatalf("reset deleted %d of %d keys (%v), left %v", reset.Deleted, len(keys), err, s.Client.Keys(ctx, "*").Val())
 		}
 	})
 }
@@ -184,7 +185,7 @@ func TestPrivateAddressRefusedWithAClearRecord(t *testing.T) {
 	}
 	w.Run(ctx)
 	var out bytes.Buffer
-	if _, err := crawl.Export(ctx, s.Client, "private", &out); err != nil {
+	if _, err := crawl.Export(ctx, s.Client, "private", &out, false); err != nil {
 		t.Fatal(err)
 	}
 	var rec crawl.Record

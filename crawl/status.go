@@ -2,10 +2,8 @@ package crawl
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -28,7 +26,10 @@ type Status struct {
 	Leader         *leader.Info      `json:"leader,omitempty"`
 	Epoch          int64             `json:"epoch"`   // newest epoch minted
 	Workers        []string          `json:"workers"` // alive now
-	Done           bool              `json:"done"`
+	// ResultsTrimmed counts records the results stream dropped (it keeps
+	// the newest million): the workers' --out files still have them.
+	ResultsTrimmed int64 `json:"results_trimmed"`
+	Done           bool  `json:"done"`
 }
 
 // ReadStatus gathers a crawl's status.
@@ -72,6 +73,9 @@ func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Sta
 		return nil, err
 	}
 	st.Done = c.Exists(ctx, k.DoneFlag).Val() == 1
+	if n, err := c.XLen(ctx, k.Results).Result(); err == nil {
+		st.ResultsTrimmed = max(st.Counters["records"]-n, 0)
+	}
 	st.PagesPerSecond, err = recentRate(ctx, c, k.Results, 10*time.Second)
 	return st, err
 }
@@ -89,45 +93,6 @@ func recentRate(ctx context.Context, c redis.UniversalClient, stream string, win
 		return 0, fmt.Errorf("crawl: status: %w", err)
 	}
 	return float64(len(msgs)) / window.Seconds(), nil
-}
-
-// Export writes every record in the results stream as JSON lines.
-func Export(ctx context.Context, c redis.UniversalClient, name string, out io.Writer) (int, error) {
-	if err := CheckName(name); err != nil {
-		return 0, err
-	}
-	k := KeysFor(name)
-	if n, err := c.Exists(ctx, k.Config).Result(); err != nil || n == 0 {
-		if err == nil {
-			err = fmt.Errorf("%w %q (run 'crawler seed' first, or check --crawl)", ErrNoCrawl, name)
-		}
-		return 0, err
-	}
-	start, count := "-", 0
-	for {
-		msgs, err := c.XRangeN(ctx, k.Results, start, "+", 1000).Result()
-		if err != nil {
-			return count, fmt.Errorf("crawl: export: %w", err)
-		}
-		for _, m := range msgs {
-			var rec Record
-			raw, _ := m.Values["rec"].(string)
-			if err := json.Unmarshal([]byte(raw), &rec); err != nil {
-				return count, fmt.Errorf("crawl: export: record %s: %w", m.ID, err)
-			}
-			n, _ := strconv.Atoi(fmt.Sprint(m.Values["new_links"]))
-			rec.NewLinks = n
-			b, _ := json.Marshal(rec)
-			if _, err := out.Write(append(b, '\n')); err != nil {
-				return count, err
-			}
-			count++
-		}
-		if len(msgs) < 1000 {
-			return count, nil
-		}
-		start = "(" + msgs[len(msgs)-1].ID
-	}
 }
 
 // ErrWorkersAlive: reset was asked of a crawl that workers are working on.
@@ -229,6 +194,9 @@ func (st *Status) String() string {
 		c["pages"], c["done"], c["error"], c["skipped"], c["failed"], st.PagesPerSecond)
 	fmt.Fprintf(&b, "  frontier    %d queued, %d in flight, %d deferred, %d on the failed list; %d URLs enqueued in all\n",
 		st.Frontier.Queued, st.Frontier.InFlight, st.Frontier.Deferred, st.Frontier.Failed, c["enqueued"])
+	if st.ResultsTrimmed > 0 {
+		fmt.Fprintf(&b, "  results     %d records trimmed from the stream before export (the workers' --out files have them)\n", st.ResultsTrimmed)
+	}
 	fmt.Fprintf(&b, "  dedup       %d URLs seen in %d layer(s), %.1f KiB of bitmaps, estimated false-positive rate %.4f%%\n",
 		st.Bloom.Count, len(st.Bloom.Layers), float64(st.Bloom.Bits)/8/1024, 100*st.Bloom.EstimatedFPRate)
 	if st.Leader != nil {

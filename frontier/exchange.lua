@@ -95,6 +95,7 @@ if D > 0 then
           if reply[3 + i] == 1 then new = new + 1 end
         end
         redis.call('XADD', results, 'MAXLEN', '~', resultsCap, '*', 'rec', ARGV[p + 2], 'new_links', tostring(new))
+        bump.records = (bump.records or 0) + 1 -- ever added: minus the stream's length, what trimming dropped
       end
       if ARGV[p + 3] ~= '' then failures[#failures + 1] = ARGV[p + 3] end
       reply[#reply + 1] = 1

@@ -311,7 +311,7 @@ func TestFinishingQueuesChildrenRecordsAndEndsTheLeaseInOneStep(t *testing.T) {
 			t.Fatalf("results %+v", msgs)
 		}
 		st := s.Client.HGetAll(ctx, "crawl:{t}:stats").Val()
-		if st["done"] != "1" || st["pages"] != "1" || st["enqueued"] != "3" {
+		if st["done"] != "1" || st["pages"] != "1" || st["enqueued"] != "3" || st["records"] != "1" {
 			t.Fatalf("stats %v", st)
 		}
 		_, info := popInfo(t, e.f)

@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"syscall"
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/internal/testsite"
 	"github.com/redis/go-redis/v9"
 	"io"
 	"net"
@@ -256,5 +258,36 @@ func TestSeedFileStreams(t *testing.T) {
 	}
 	if n := client.ZCard(context.Background(), items).Val(); n != 2*seedBatch+1 {
 		t.Fatalf("%d queued; want %d", n, 2*seedBatch+1)
+	}
+}
+
+// crawl with the embedded Redis keeps its records in CRAWL.jsonl: that
+// Redis, and the results stream in it, end with the process.
+func TestCrawlWithEmbeddedRedisKeepsItsRecords(t *testing.T) {
+	site, err := testsite.Start(testsite.Config{Hosts: 1, Pages: 20, ListenBase: "127.0.0.80"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer site.Close()
+	t.Chdir(t.TempDir())
+	if _, _, err := run(t, append([]string{"--crawl", "kept", "crawl", "--allow-private", "--rate", "inf"}, site.Roots()...)...); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile("kept.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fetched int
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var rec crawl.Record
+		if err := json.Unmarshal([]byte(line), &rec); err != nil || rec.URL == "" {
+			t.Fatalf("record %q: %v", line, err)
+		}
+		if rec.Status != 0 {
+			fetched++
+		}
+	}
+	if want := len(site.Stats().Fetched); fetched != want {
+		t.Fatalf("kept.jsonl has %d fetched records; the site answered %d URLs", fetched, want)
 	}
 }

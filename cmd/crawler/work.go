@@ -24,7 +24,8 @@ func workFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.IntFlag{Name: "concurrency", Aliases: []string{"c"}, Value: 8,
 			Usage: fmt.Sprintf("pages fetched at once by this process (1 to %d; for more, run more processes)", crawl.MaxConcurrency)},
-		&cli.StringFlag{Name: "out", Usage: "also append result records to FILE as JSON lines"},
+		&cli.StringFlag{Name: "out", Usage: "also append result records to FILE as JSON lines, every one " +
+			"('crawl' with the embedded Redis: CRAWL.jsonl by default, as that Redis ends with the process)"},
 		&cli.StringFlag{Name: "id", Usage: "this worker's name in status and leader listings (default host:pid)"},
 		redisWaitFlag(time.Minute),
 		&cli.StringFlag{Name: "warc-dir", Usage: "archive every fetch (request and response as sent) in WARC 1.1 files in DIR"},
@@ -172,13 +173,22 @@ func exportCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "export",
 		Usage: "print the crawl's result records as JSON lines",
+		Description: "Reads the results stream in Redis, which keeps the newest million records: if older ones were\n" +
+			"trimmed before this export, it says how many on stderr (the workers' --out files have them all).",
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "follow", Aliases: []string{"F"}, Usage: "then print records as they arrive, until the crawl is done"}},
 		Action: func(c *cli.Context) error {
 			rdb, err := connect(c)
 			if err != nil {
 				return err
 			}
 			defer rdb.Close()
-			_, err = crawl.Export(c.Context, rdb, c.String("crawl"), c.App.Writer)
+			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			rep, err := crawl.Export(ctx, rdb, c.String("crawl"), c.App.Writer, c.Bool("follow"))
+			if rep.Trimmed > 0 {
+				fmt.Fprintf(c.App.ErrWriter, "crawler: export: %d records were trimmed from the results stream before they could be read "+
+					"(it keeps the newest million); %d exported; the workers' --out files have every record\n", rep.Trimmed, rep.Written)
+			}
 			return err
 		},
 	}
@@ -228,6 +238,11 @@ func crawlCommand() *cli.Command {
 				return err
 			}
 			defer closeRedis()
+			if !c.IsSet("redis") && c.String("out") == "" {
+				// The embedded Redis, and the records in it, go with this
+				// process: keep them in a file.
+				c.Set("out", c.String("crawl")+".jsonl")
+			}
 			if err := runSeed(c, rdb); err != nil {
 				return err
 			}
@@ -237,6 +252,9 @@ func crawlCommand() *cli.Command {
 			st, err := crawl.ReadStatus(context.WithoutCancel(c.Context), rdb, c.String("crawl"))
 			if err != nil {
 				return err
+			}
+			if out := c.String("out"); out != "" {
+				fmt.Fprintf(c.App.ErrWriter, "records: %s\n", out)
 			}
 			return printStatus(c.App.ErrWriter, st, false)
 		},

@@ -1,0 +1,109 @@
+package crawl
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The results stream is a delivery channel, not an archive: it keeps the
+// newest million records (XADD MAXLEN ~), and a worker's --out file is
+// the lossless record. So that nothing is lost silently, the exchange
+// counts every record it adds (stats field "records"); what that count
+// exceeds the records read is what trimming dropped before anyone read it.
+
+// ExportReport says what Export did.
+type ExportReport struct {
+	Written int64 // records written out
+	// Trimmed counts records the stream dropped (it keeps the newest
+	// million) before this export could read them.
+	Trimmed int64
+}
+
+// Export writes the records of the results stream as JSON lines. With
+// follow, it then waits for new records and writes them as they come,
+// until the crawl is done (or ctx ends).
+func Export(ctx context.Context, c redis.UniversalClient, name string, out io.Writer, follow bool) (ExportReport, error) {
+	var rep ExportReport
+	if err := CheckName(name); err != nil {
+		return rep, err
+	}
+	k := KeysFor(name)
+	if n, err := c.Exists(ctx, k.Config).Result(); err != nil || n == 0 {
+		if err == nil {
+			err = fmt.Errorf("%w %q (run 'crawler seed' first, or check --crawl)", ErrNoCrawl, name)
+		}
+		return rep, err
+	}
+	last := "0"
+	for {
+		n, err := exportFrom(ctx, c, k.Results, &last, out)
+		rep.Written += n
+		if err != nil {
+			return rep, err
+		}
+		// Caught up? One transaction reads the count of records ever added,
+		// the newest id and the done flag, so that none slips between.
+		pipe := c.TxPipeline()
+		total := pipe.HGet(ctx, k.Frontier.Stats, "records")
+		newest := pipe.XRevRangeN(ctx, k.Results, "+", "-", 1)
+		done := pipe.Exists(ctx, k.DoneFlag)
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return rep, fmt.Errorf("crawl: export: %w", err)
+		}
+		if ids := newest.Val(); len(ids) > 0 && ids[0].ID != last {
+			continue // records came meanwhile
+		}
+		added, _ := strconv.ParseInt(total.Val(), 10, 64)
+		rep.Trimmed = max(added-rep.Written, 0)
+		if !follow || done.Val() == 1 || ctx.Err() != nil {
+			return rep, nil
+		}
+		// Wait for the next record (the done flag is looked at again at
+		// least once a second).
+		_, err = c.XRead(ctx, &redis.XReadArgs{Streams: []string{k.Results, last}, Count: 1, Block: time.Second}).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			if ctx.Err() != nil {
+				return rep, nil
+			}
+			return rep, fmt.Errorf("crawl: export: %w", err)
+		}
+	}
+}
+
+// exportFrom writes the records after *last and moves *last on.
+func exportFrom(ctx context.Context, c redis.UniversalClient, stream string, last *string, out io.Writer) (int64, error) {
+	var written int64
+	for {
+		msgs, err := c.XRangeN(ctx, stream, "("+*last, "+", 1000).Result()
+		if err != nil {
+			return written, fmt.Errorf("crawl: export: %w", err)
+		}
+		for _, m := range msgs {
+			var rec Record
+			raw, _ := m.Values["rec"].(string)
+			if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+				return written, fmt.Errorf("crawl: export: record %s: %w", m.ID, err)
+			}
+			rec.NewLinks, _ = strconv.Atoi(fmt.Sprint(m.Values["new_links"]))
+			b, err := json.Marshal(rec)
+			if err == nil {
+				_, err = out.Write(append(b, '\n'))
+			}
+			if err != nil {
+				return written, err
+			}
+			written++
+			*last = m.ID
+		}
+		if len(msgs) < 1000 {
+			return written, nil
+		}
+	}
+}

@@ -1,0 +1,106 @@
+package crawl_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// addRecords puts n records on the results stream as exchanges do: each
+// counted in the stats field "records".
+func addRecords(t *testing.T, s *redistest.Server, k crawl.Keys, from, n int) {
+	t.Helper()
+	ctx := context.Background()
+	for i := from; i < from+n; i++ {
+		rec := fmt.Sprintf(`{"url":"http://h.example/%d","status":200}`, i)
+		if err := s.Client.XAdd(ctx, &redis.XAddArgs{Stream: k.Results, Values: []any{"rec", rec, "new_links", "0"}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		s.Client.HIncrBy(ctx, k.Frontier.Stats, "records", 1)
+	}
+}
+
+func newCrawl(t *testing.T, s *redistest.Server, name string) crawl.Keys {
+	t.Helper()
+	k := crawl.KeysFor(name)
+	if _, err := crawl.Seed(context.Background(), s.Client, k, crawl.DefaultSettings(), nil); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// Records the stream trimmed before an export read them are counted, not
+// passed over in silence.
+func TestExportSaysWhatWasTrimmed(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		k := newCrawl(t, s, "trim")
+		addRecords(t, s, k, 0, 50)
+		if err := s.Client.XTrimMaxLen(ctx, k.Results, 20).Err(); err != nil { // as MAXLEN does when the stream is full
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		rep, err := crawl.Export(ctx, s.Client, "trim", &out, false)
+		if err != nil || rep.Written != 20 || rep.Trimmed != 30 || strings.Count(out.String(), "\n") != 20 {
+			t.Fatalf("Export = %+v, %v, %d lines; want 20 written, 30 trimmed", rep, err, strings.Count(out.String(), "\n"))
+		}
+		if !strings.HasPrefix(out.String(), `{"url":"http://h.example/30"`) {
+			t.Fatalf("first record %q; want the oldest kept, 30", strings.SplitN(out.String(), "\n", 2)[0])
+		}
+		st, err := crawl.ReadStatus(ctx, s.Client, "trim")
+		if err != nil || st.ResultsTrimmed != 30 {
+			t.Fatalf("status: %d trimmed (%v); want 30", st.ResultsTrimmed, err)
+		}
+	})
+}
+
+// export --follow writes records as they arrive and ends when the crawl is
+// done.
+func TestExportFollows(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		k := newCrawl(t, s, "follow")
+		addRecords(t, s, k, 0, 3)
+		pr, pw := io.Pipe()
+		type result struct {
+			rep crawl.ExportReport
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			rep, err := crawl.Export(ctx, s.Client, "follow", pw, true)
+			pw.Close()
+			done <- result{rep, err}
+		}()
+		lines := bufio.NewScanner(pr)
+		read := func(n int) {
+			t.Helper()
+			for i := 0; i < n; i++ {
+				if !lines.Scan() {
+					t.Fatalf("export ended after %d of %d records", i, n)
+				}
+			}
+		}
+		read(3)
+		addRecords(t, s, k, 3, 2) // records arrive while it follows
+		read(2)
+		s.Client.Set(ctx, k.DoneFlag, "1", 0)
+		go func() {
+			for lines.Scan() {
+			}
+		}()
+		r := <-done
+		if r.err != nil || r.rep.Written != 5 || r.rep.Trimmed != 0 {
+			t.Fatalf("Export --follow = %+v, %v; want 5 written when the crawl is done", r.rep, r.err)
+		}
+	})
+}
