@@ -81,7 +81,7 @@ func crawlOnce(b *testing.B, site testsite.Config, rate float64, burst, workers 
 			defer wg.Done()
 			w.Run(ctx)
 			if os.Getenv("BENCH_VERBOSE") != "" {
-				b.Logf("%d exchanges, %d empty pops, %d pages sent, %d deferred", w.Counters.Exchanges.Load(), w.Counters.EmptyPops.Load(), w.Counters.Sent.Load(), w.Counters.Deferred.Load())
+				b.Logf("%d exchanges, %d empty pops, %d pages sent, %d put back", w.Counters.Exchanges.Load(), w.Counters.EmptyPops.Load(), w.Counters.Sent.Load(), w.Counters.PutBack.Load())
 			}
 			mu.Lock()
 			rt += counter.Load()

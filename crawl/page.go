@@ -58,15 +58,16 @@ func (pl *pipeline) loop(stop, work context.Context) {
 // process takes one leased URL to its end.
 func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontier.PopInfo) {
 	item := l.Item
-	rec := Record{URL: item.URL, Depth: item.Depth, Worker: pl.worker, FetchedAt: time.Now().UTC()}
+	rec := Record{URL: item.URL, Depth: item.Depth, Worker: pl.worker, FetchedAt: time.Now().UTC(),
+		Parent: item.Parent, Attempt: item.Attempts + 1, PreviousErrors: item.Errors}
 	u, err := url.Parse(item.URL)
 	if err != nil || u.Host == "" {
 		rec.Error = fmt.Sprintf("not a URL: %v", err)
-		pl.finish(l, rec, frontier.Outcome{Stat: "error", Failed: rec.Error})
+		pl.finish(l, rec, frontier.Outcome{Stat: OutcomeFailed, Failed: rec.Error})
 		return
 	}
 	if pl.s.MaxPages > 0 && info.Pages >= pl.s.MaxPages {
-		pl.finish(l, Record{}, frontier.Outcome{Stat: "skipped"})
+		pl.finish(l, Record{}, frontier.Outcome{Stat: OutcomeSkipped})
 		return
 	}
 	if !pl.admit(ctx, l, u, &rec) {
@@ -82,12 +83,11 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 			return
 		}
 		rec.Error = err.Error()
-		pl.counters.Errors.Add(1)
-		pl.finish(l, rec, frontier.Outcome{Stat: "error", Failed: rec.Error})
+		pl.finish(l, rec, frontier.Outcome{Stat: OutcomeFailed, Failed: rec.Error})
 		return
 	}
-	pl.counters.Fetched.Add(1)
-	rec.Status, rec.ContentType, rec.Bytes, rec.Truncated = r.Status, r.ContentType, r.Bytes, r.Truncated
+	pl.counters.Requests.Add(1)
+	rec.Status, rec.ContentType, rec.Bytes, rec.Truncated, rec.Headers = r.Status, r.ContentType, r.Bytes, r.Truncated, r.Headers
 	if pl.warc != nil && r.Raw != nil {
 		loc, digest, err := pl.warc.Write(archive.Exchange{URL: item.URL, Started: start, Raw: r.Raw, Truncated: r.Truncated})
 		if err != nil {
@@ -104,9 +104,9 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 		return
 	}
 	children := pl.links(u, item, r, &rec)
-	stat := "done"
+	stat := OutcomeOK
 	if r.Status >= 400 {
-		stat = "error"
+		stat = OutcomeHTTPError
 	}
 	pl.finish(l, rec, frontier.Outcome{Children: children, Stat: stat, Fetched: true})
 }
@@ -120,8 +120,7 @@ func (pl *pipeline) admit(ctx context.Context, l *frontier.Lease, u *url.URL, re
 	switch {
 	case errors.As(err, &unavail) && unavail.Since >= pl.s.RobotsGiveUp:
 		rec.Error = fmt.Sprintf("robots.txt unreachable: %v (gave up after %v)", unavail, pl.s.RobotsGiveUp)
-		pl.counters.Errors.Add(1)
-		pl.finish(l, *rec, frontier.Outcome{Stat: "failed", Failed: rec.Error})
+		pl.finish(l, *rec, frontier.Outcome{Stat: OutcomeFailed, Failed: rec.Error})
 		return false
 	case errors.As(err, &unavail):
 		// RFC 9309: nothing of this host now. Its URLs wait in its queue,
@@ -137,8 +136,7 @@ func (pl *pipeline) admit(ctx context.Context, l *frontier.Lease, u *url.URL, re
 		return false
 	case !verdict.Allowed:
 		rec.Error = "disallowed by robots.txt"
-		pl.counters.Skipped.Add(1)
-		pl.finish(l, *rec, frontier.Outcome{Stat: "skipped"})
+		pl.finish(l, *rec, frontier.Outcome{Stat: OutcomeSkipped})
 		return false
 	}
 	lim := pl.limiter
@@ -170,7 +168,7 @@ func (pl *pipeline) links(u *url.URL, item frontier.Item, r *fetch.Result, rec *
 		if t, err := parse.Canonicalize(nil, r.Location); err == nil {
 			rec.Redirect = t.String()
 			if scope.Allows(t) {
-				children = append(children, frontier.Item{URL: rec.Redirect, Depth: item.Depth})
+				children = append(children, frontier.Item{URL: rec.Redirect, Depth: item.Depth, Parent: item.URL})
 			}
 		}
 	}
@@ -188,7 +186,7 @@ func (pl *pipeline) links(u *url.URL, item frontier.Item, r *fetch.Result, rec *
 	}
 	for _, link := range page.Links {
 		if lu, err := url.Parse(link); err == nil && scope.Allows(lu) {
-			children = append(children, frontier.Item{URL: link, Depth: item.Depth + 1})
+			children = append(children, frontier.Item{URL: link, Depth: item.Depth + 1, Parent: item.URL})
 		}
 	}
 	return children
@@ -201,10 +199,10 @@ func (pl *pipeline) retry(ctx context.Context, l *frontier.Lease, rec Record, re
 	item.Attempts++
 	if item.Attempts >= pl.maxAttempts {
 		rec.Error = fmt.Sprintf("%s (gave up after %d attempts)", reason, item.Attempts)
-		pl.counters.Errors.Add(1)
-		pl.finish(l, rec, frontier.Outcome{Stat: "failed", Failed: rec.Error, Fetched: rec.Status != 0})
+		pl.finish(l, rec, frontier.Outcome{Stat: OutcomeFailed, Failed: rec.Error, Fetched: rec.Status != 0})
 		return
 	}
+	item.Errors = append(item.Errors[:len(item.Errors):len(item.Errors)], reason)
 	pl.deferItem(ctx, l, item, max(after, time.Duration(1<<item.Attempts)*500*time.Millisecond))
 }
 
@@ -212,7 +210,7 @@ func (pl *pipeline) retry(ctx context.Context, l *frontier.Lease, rec Record, re
 // keeps the host from being offered to any worker for wait.
 func (pl *pipeline) requeue(ctx context.Context, l *frontier.Lease, wait time.Duration) {
 	defer pl.held.Delete(l.ID)
-	pl.counters.Deferred.Add(1)
+	pl.counters.PutBack.Add(1)
 	if err := pl.fr.Requeue(ctx, l, wait); err != nil && !errors.Is(err, frontier.ErrLeaseLost) {
 		pl.logf("requeue %s: %v (its lease will return it)", l.Item.URL, err)
 	}
@@ -221,7 +219,7 @@ func (pl *pipeline) requeue(ctx context.Context, l *frontier.Lease, wait time.Du
 // deferItem hands item back to be fetched again after d.
 func (pl *pipeline) deferItem(ctx context.Context, l *frontier.Lease, item frontier.Item, d time.Duration) {
 	defer pl.held.Delete(l.ID) // handed back, or left to expire: no longer renewed
-	pl.counters.Deferred.Add(1)
+	pl.counters.PutBack.Add(1)
 	if err := pl.fr.Defer(ctx, l, item, d); err != nil && !errors.Is(err, frontier.ErrLeaseLost) {
 		pl.logf("defer %s: %v (its lease will return it)", item.URL, err)
 	}
@@ -231,7 +229,9 @@ func (pl *pipeline) deferItem(ctx context.Context, l *frontier.Lease, item front
 // others in one exchange; the lease stays held (the heartbeat renews it)
 // until then.
 func (pl *pipeline) finish(l *frontier.Lease, rec Record, o frontier.Outcome) {
+	pl.counters.count(o.Stat)
 	if rec.URL != "" {
+		rec.Outcome = o.Stat
 		b, err := json.Marshal(rec)
 		if err != nil {
 			pl.logf("record %s: %v", rec.URL, err)

@@ -25,10 +25,30 @@ type Record struct {
 	Error       string    `json:"error,omitempty"`
 	Worker      string    `json:"worker"`
 	FetchedAt   time.Time `json:"fetched_at"` // when the request went out (after politeness waits)
+	// Outcome is how the URL ended: OutcomeOK, OutcomeHTTPError,
+	// OutcomeFailed or OutcomeSkipped (the same words as the crawl's
+	// counters and a worker's exit line).
+	Outcome string `json:"outcome"`
+	Parent  string `json:"parent,omitempty"` // the page that linked to it (none for a seed)
+	Attempt int    `json:"attempt"`          // 1 for the first try
+	// PreviousErrors are the earlier attempts' errors, oldest first.
+	PreviousErrors []string `json:"previous_errors,omitempty"`
+	// Headers are the response headers that matter downstream:
+	// content-length, last-modified, etag, location.
+	Headers map[string]string `json:"headers,omitempty"`
 	// With WARC on: where the response record is, and its payload digest.
 	WARC          *archive.Location `json:"warc,omitempty"`
 	PayloadDigest string            `json:"payload_digest,omitempty"`
 }
+
+// Outcomes: one word for how a URL ended, the same in records, in the
+// crawl's counters (status) and in a worker's exit line.
+const (
+	OutcomeOK        = "ok"         // fetched; the answer's status is below 400
+	OutcomeHTTPError = "http_error" // fetched; the server answered 4xx (429 and 5xx are retried, then failed)
+	OutcomeFailed    = "failed"     // no usable answer: a permanent error, or given up after retries
+	OutcomeSkipped   = "skipped"    // not fetched, by rule: robots.txt disallows it, or the page budget is spent
+)
 
 // recordWriter appends records to a worker's --out as JSON lines. Only the
 // exchanger writes, once a record's page is safely in Redis.

@@ -20,7 +20,7 @@ type Status struct {
 	Settings       Settings          `json:"-"`
 	SettingsJSON   map[string]string `json:"settings"`
 	Frontier       frontier.Sizes    `json:"frontier"`
-	Counters       map[string]int64  `json:"counters"` // enqueued, pages, done, skipped, error, failed
+	Counters       map[string]int64  `json:"counters"` // pages, ok, http_error, failed, skipped, enqueued, offered, records
 	PagesPerSecond float64           `json:"pages_per_second"`
 	Bloom          dedup.Stats       `json:"bloom"`
 	Leader         *leader.Info      `json:"leader,omitempty"`
@@ -190,8 +190,8 @@ func (st *Status) String() string {
 	}
 	fmt.Fprintf(&b, "crawl %q: %s\n", st.Crawl, state)
 	c := st.Counters
-	fmt.Fprintf(&b, "  pages       %d fetched (%d ok, %d errors, %d skipped, %d failed), %.1f pages/s over the last 10 s\n",
-		c["pages"], c["done"], c["error"], c["skipped"], c["failed"], st.PagesPerSecond)
+	fmt.Fprintf(&b, "  pages       %d fetched; %d ok, %d http_error, %d failed, %d skipped; %.1f pages/s over the last 10 s\n",
+		c["pages"], c[OutcomeOK], c[OutcomeHTTPError], c[OutcomeFailed], c[OutcomeSkipped], st.PagesPerSecond)
 	fmt.Fprintf(&b, "  frontier    %d queued, %d in flight, %d deferred, %d on the failed list; %d URLs enqueued in all\n",
 		st.Frontier.Queued, st.Frontier.InFlight, st.Frontier.Deferred, st.Frontier.Failed, c["enqueued"])
 	if st.ResultsTrimmed > 0 {

@@ -120,10 +120,29 @@ type Worker struct {
 
 // Counters are this process's own tallies.
 type Counters struct {
-	Fetched, Deferred, Skipped, Errors atomic.Int64
+	// How the URLs this process finished ended (see the Outcome words).
+	OK, HTTPError, Failed, Skipped atomic.Int64
+	// Requests counts HTTP requests made (retries too); PutBack, URLs
+	// handed back to the frontier for later (host busy, retry, robots.txt
+	// unavailable).
+	Requests, PutBack atomic.Int64
 	// Exchanges counts calls to the frontier, EmptyPops those that only
 	// wanted URLs and got none, Sent the pages they carried.
 	Exchanges, EmptyPops, Sent atomic.Int64
+}
+
+// count tallies an outcome.
+func (c *Counters) count(outcome string) {
+	switch outcome {
+	case OutcomeOK:
+		c.OK.Add(1)
+	case OutcomeHTTPError:
+		c.HTTPError.Add(1)
+	case OutcomeFailed:
+		c.Failed.Add(1)
+	case OutcomeSkipped:
+		c.Skipped.Add(1)
+	}
 }
 
 // NewWorker reads the crawl's settings from Redis (never from flags: every

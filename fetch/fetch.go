@@ -66,7 +66,13 @@ type Result struct {
 	RetryAfter time.Duration // from a 429 or 503's Retry-After
 	Duration   time.Duration
 	Raw        *Raw // with Config.Capture: the exchange as it crossed the wire
+	// Headers are the response headers a record keeps: content-length,
+	// last-modified, etag and location, when present.
+	Headers map[string]string
 }
+
+// keptHeaders are the response headers a Result keeps.
+var keptHeaders = []string{"Content-Length", "Last-Modified", "Etag", "Location"}
 
 // Error is a failed fetch, transient (worth a retry later) or not.
 type Error struct {
@@ -180,6 +186,14 @@ func (f *Fetcher) get(ctx context.Context, rawURL string, keepAny bool) (*Result
 	}
 	defer resp.Body.Close()
 	res := &Result{Status: resp.StatusCode}
+	for _, h := range keptHeaders {
+		if v := resp.Header.Get(h); v != "" {
+			if res.Headers == nil {
+				res.Headers = map[string]string{}
+			}
+			res.Headers[strings.ToLower(h)] = v
+		}
+	}
 	if mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err == nil {
 		res.ContentType = strings.ToLower(mt)
 	}

@@ -23,10 +23,12 @@ import (
 // Item is one URL to crawl. It travels as JSON (never a language-specific
 // serialization: the queue is shared with every worker).
 type Item struct {
-	URL      string `json:"u"`
-	Depth    int    `json:"d"`
-	Attempts int    `json:"a,omitempty"`
-	Err      string `json:"err,omitempty"` // why it failed, on the failed list
+	URL      string   `json:"u"`
+	Depth    int      `json:"d"`
+	Parent   string   `json:"p,omitempty"` // the page that linked to it
+	Attempts int      `json:"a,omitempty"`
+	Errors   []string `json:"e,omitempty"`   // the earlier attempts' errors, oldest first
+	Err      string   `json:"err,omitempty"` // why it failed, on the failed list
 }
 
 // Keys names a crawl's frontier keys; all share the crawl's hash tag.

@@ -151,7 +151,7 @@ func TestExpiredLeaseIsReclaimedThenFails(t *testing.T) {
 			t.Fatal("a reclaimed lease was finished as if still held")
 		}
 		again := pop(t, e.f)
-		if again == nil || again.Item.URL != "http://a/" || again.Item.Attempts != 1 {
+		if again == nil || again.Item.URL != "http://a/" || again.Item.Attempts != 1 || len(again.Item.Errors) != 1 || !strings.HasPrefix(again.Item.Errors[0], "lease expired") {
 			t.Fatalf("reclaimed item = %+v", again)
 		}
 		e.advance(300 * time.Millisecond)

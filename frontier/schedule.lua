@@ -38,6 +38,8 @@ for _, lease in ipairs(expired) do
     item = {u = json, a = tonumber(ARGV[2])}
   end
   item.a = (item.a or 0) + 1
+  if type(item.e) ~= 'table' then item.e = {} end
+  item.e[#item.e + 1] = 'lease expired (worker died or hung)'
   if item.a >= tonumber(ARGV[2]) then
     item.err = 'lease expired ' .. item.a .. ' times (worker died or hung)'
     redis.call('LPUSH', failedKey, cjson.encode(item))

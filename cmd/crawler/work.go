@@ -134,8 +134,9 @@ func runWork(c *cli.Context, rdb *redis.Client, exitWhenDone bool) error {
 	if err != nil {
 		return err
 	}
-	logger.Printf("worker %s exits: fetched %d, deferred %d, skipped %d, errors %d",
-		o.ID, w.Counters.Fetched.Load(), w.Counters.Deferred.Load(), w.Counters.Skipped.Load(), w.Counters.Errors.Load())
+	n := &w.Counters
+	logger.Printf("worker %s exits: %d ok, %d http_error, %d failed, %d skipped; %d requests, %d URLs put back for later",
+		o.ID, n.OK.Load(), n.HTTPError.Load(), n.Failed.Load(), n.Skipped.Load(), n.Requests.Load(), n.PutBack.Load())
 	return nil
 }
 
