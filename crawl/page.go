@@ -88,7 +88,10 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 	}
 	pl.counters.Requests.Add(1)
 	rec.Status, rec.ContentType, rec.Bytes, rec.Truncated, rec.Headers = r.Status, r.ContentType, r.Bytes, r.Truncated, r.Headers
-	if pl.warc != nil && r.Raw != nil {
+	rec.DroppedBody = r.DroppedBody
+	// Archived: every response whose body was read, but HTML only when the
+	// crawl keeps HTML (it is always read, for its links).
+	if pl.warc != nil && r.Raw != nil && !r.DroppedBody && (!r.HTML || pl.s.Keeps(r.ContentType)) {
 		loc, digest, err := pl.warc.Write(archive.Exchange{URL: item.URL, Started: start, Raw: r.Raw, Truncated: r.Truncated})
 		if err != nil {
 			// Crawling on without the archive would lose what the user

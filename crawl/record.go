@@ -11,11 +11,14 @@ import (
 // Record is one fetched (or skipped) URL, as the results stream, export and
 // --out give it.
 type Record struct {
-	URL         string    `json:"url"`
-	Status      int       `json:"status"`
-	ContentType string    `json:"content_type,omitempty"`
-	Bytes       int64     `json:"bytes"`
-	Truncated   bool      `json:"truncated,omitempty"`
+	URL         string `json:"url"`
+	Status      int    `json:"status"`
+	ContentType string `json:"content_type,omitempty"`
+	Bytes       int64  `json:"bytes"`
+	Truncated   bool   `json:"truncated,omitempty"`
+	// DroppedBody: the body was not downloaded, its type not being one of
+	// the crawl's keep-types.
+	DroppedBody bool      `json:"dropped_body,omitempty"`
 	Title       string    `json:"title,omitempty"`
 	Depth       int       `json:"depth"`
 	Links       int       `json:"links"`

@@ -68,6 +68,8 @@ func TestRecordsAreComplete(t *testing.T) {
 		"disallowed by robots.txt: skipped")
 	check(root+"p/3.html", func(r crawl.Record) bool { return r.Headers["content-length"] != "" && r.Outcome == crawl.OutcomeOK },
 		"a content-length header")
+	check(root+"files/3.pdf", func(r crawl.Record) bool { return r.Status == 200 && r.DroppedBody && r.Bytes == 0 },
+		"a PDF, not a kept type: its body not downloaded")
 	st, err := crawl.ReadStatus(ctx, s.Client, "records")
 	if err != nil {
 		t.Fatal(err)

@@ -30,13 +30,18 @@ type Settings struct {
 	// (no answer, 429, 5xx) before its URLs go to the failed list; until
 	// then they wait, as RFC 9309 asks.
 	RobotsGiveUp time.Duration
+	// KeepTypes are the media types whose bodies are downloaded and, with
+	// WARC on, archived: "type/subtype", "type/*" or "*". HTML is always
+	// downloaded (its links are the crawl), and archived only if listed.
+	// A 2xx answer of another type is not downloaded past its headers.
+	KeepTypes []string
 }
 
 // DefaultSettings: polite (1 request/s per host), host scope, no depth limit.
 func DefaultSettings() Settings {
 	return Settings{Scope: parse.ScopeHost, MaxDepth: -1, Rate: 1, Burst: 1,
 		UserAgent: "RedCrawl/0.1 (+https://github.com/redcrawl/crawler)", ExpectedURLs: 1_000_000, FPRate: 0.001,
-		RobotsGiveUp: 30 * time.Minute}
+		RobotsGiveUp: 30 * time.Minute, KeepTypes: []string{"text/html", "application/xhtml+xml"}}
 }
 
 // ErrSettings: settings that cannot run a crawl.
@@ -60,6 +65,12 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("%w: empty user agent", ErrSettings)
 	case s.RobotsGiveUp < time.Second:
 		return fmt.Errorf("%w: robots.txt give-up %v must be at least 1s", ErrSettings, s.RobotsGiveUp)
+	}
+	for _, t := range s.KeepTypes {
+		if major, minor, ok := strings.Cut(t, "/"); t != "*" && (!ok || major == "" || minor == "" || major == "*" ||
+			strings.ContainsAny(t, " ,;") || strings.ToLower(t) != t) {
+			return fmt.Errorf("%w: keep type %q: want a lower-case media type such as text/html, image/* or *", ErrSettings, t)
+		}
 	}
 	if err := s.bloom().Validate(); err != nil {
 		return fmt.Errorf("%w: %v", ErrSettings, err)
@@ -103,22 +114,24 @@ func (s Settings) fields() map[string]string {
 		"rate": fmtRate(s.Rate), "burst": strconv.Itoa(s.Burst), "user_agent": s.UserAgent,
 		"expected_urls": strconv.FormatInt(s.ExpectedURLs, 10), "fp_rate": strconv.FormatFloat(s.FPRate, 'g', -1, 64),
 		"allow_private": strconv.FormatBool(s.AllowPrivate), "robots_give_up": s.RobotsGiveUp.String(),
+		"keep_types": strings.Join(s.KeepTypes, ","),
 	}
 }
 
 // settingFields are the stored fields, in the order messages list them.
 var settingFields = []string{"scope", "max_depth", "max_pages", "rate", "burst", "user_agent", "expected_urls",
-	"fp_rate", "allow_private", "robots_give_up"}
+	"fp_rate", "allow_private", "robots_give_up", "keep_types"}
 
 // addedLater are fields that crawls seeded by an older RedCrawl lack: they
 // read as their default.
-var addedLater = map[string]string{"robots_give_up": DefaultSettings().RobotsGiveUp.String()}
+var addedLater = map[string]string{"robots_give_up": DefaultSettings().RobotsGiveUp.String(),
+	"keep_types": strings.Join(DefaultSettings().KeepTypes, ",")}
 
 // flagFor names the seed flag of each field, for messages.
 var flagFor = map[string]string{
 	"scope": "--scope", "max_depth": "--max-depth", "max_pages": "--max-pages", "rate": "--rate", "burst": "--burst",
 	"user_agent": "--user-agent", "expected_urls": "--expected-urls", "fp_rate": "--fp-rate", "allow_private": "--allow-private",
-	"robots_give_up": "--robots-give-up",
+	"robots_give_up": "--robots-give-up", "keep_types": "--keep-types",
 }
 
 func settingsFrom(m map[string]string) (Settings, error) {
@@ -149,6 +162,7 @@ func settingsFrom(m map[string]string) (Settings, error) {
 	errs = append(errs, err)
 	s.RobotsGiveUp, err = time.ParseDuration(m["robots_give_up"])
 	errs = append(errs, err)
+	s.KeepTypes = ParseTypes(m["keep_types"])
 	if err := errors.Join(errs...); err != nil {
 		return Settings{}, err
 	}
@@ -224,4 +238,25 @@ func LoadSettings(ctx context.Context, c redis.UniversalClient, k Keys) (Setting
 		return Settings{}, fmt.Errorf("crawl: %q holds unusable settings: %w", k.Name, err)
 	}
 	return s, nil
+}
+
+// ParseTypes reads a comma-separated list of media types.
+func ParseTypes(list string) []string {
+	var out []string
+	for _, t := range strings.Split(list, ",") {
+		if t = strings.ToLower(strings.TrimSpace(t)); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Keeps reports whether media type t is one of KeepTypes.
+func (s Settings) Keeps(t string) bool {
+	for _, k := range s.KeepTypes {
+		if k == "*" || k == t || strings.HasSuffix(k, "/*") && strings.HasPrefix(t, strings.TrimSuffix(k, "*")) {
+			return true
+		}
+	}
+	return false
 }

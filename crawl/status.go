@@ -218,7 +218,7 @@ func (st *Status) String() string {
 	if s.MaxPages > 0 {
 		pages = strconv.FormatInt(s.MaxPages, 10)
 	}
-	fmt.Fprintf(&b, "  settings    scope %s, depth %s, max pages %s, %s req/s per host (burst %d), private addresses %v, robots.txt give-up %v\n",
-		s.Scope, depth, pages, fmtRate(s.Rate), s.Burst, s.AllowPrivate, s.RobotsGiveUp)
+	fmt.Fprintf(&b, "  settings    scope %s, depth %s, max pages %s, %s req/s per host (burst %d), private addresses %v, robots.txt give-up %v, keep %s\n",
+		s.Scope, depth, pages, fmtRate(s.Rate), s.Burst, s.AllowPrivate, s.RobotsGiveUp, strings.Join(s.KeepTypes, ","))
 	return b.String()
 }

@@ -170,6 +170,7 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 	}
 	fcfg.UserAgent, fcfg.AllowPrivate = s.UserAgent, s.AllowPrivate
 	fcfg.Capture = o.WARC != nil
+	fcfg.Keep = s.Keeps
 	w := &Worker{c: c, keys: k, settings: s, opts: o, fetcher: fetch.New(fcfg), known: newKnown(o.KnownURLs)}
 	w.fr = frontier.New(c, k.Frontier, seen)
 	w.fr.Lease = o.Lease

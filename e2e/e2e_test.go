@@ -452,7 +452,9 @@ func TestResetOfARunningCrawl(t *testing.T) {
 // response record per request the site answered, and each exported
 // record points at the response record of its URL, with its digest.
 func TestCrawlArchivesInWARC(t *testing.T) {
-	h, _, site := setup(t, testsite.Config{Hosts: 2, Pages: 100, ListenBase: "127.0.0.60"}, "--rate", "inf")
+	// PDFs kept too: every response the site sends is archived.
+	h, _, site := setup(t, testsite.Config{Hosts: 2, Pages: 100, ListenBase: "127.0.0.60"}, "--rate", "inf",
+		"--keep-types", "text/html,application/pdf")
 	dir := t.TempDir()
 	var ps []*proc
 	for _, id := range []string{"w1", "w2"} {

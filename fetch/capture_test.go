@@ -94,3 +94,32 @@ func TestCaptureUnderConcurrency(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// A 2xx body of a type the crawl does not keep is not downloaded past its
+// headers; one it keeps is read whole (and captured whole).
+func TestBodiesOfTypesNotKeptAreNotDownloaded(t *testing.T) {
+	const size = 4 << 20
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/pdf")
+		w.Write(bytes.Repeat([]byte("%"), size))
+	}))
+	defer srv.Close()
+	for _, keep := range []bool{false, true} {
+		cfg := fetch.DefaultConfig()
+		cfg.AllowPrivate, cfg.Capture = true, true
+		if keep {
+			cfg.Keep = func(t string) bool { return t == "application/pdf" }
+		}
+		res, err := fetch.New(cfg).Fetch(context.Background(), srv.URL+"/big.pdf")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := len(res.Raw.Response)
+		switch {
+		case !keep && (!res.DroppedBody || res.Bytes != 0 || got > size/4):
+			t.Errorf("not kept: dropped=%v, %d bytes counted, %d read off the wire of %d", res.DroppedBody, res.Bytes, got, size)
+		case keep && (res.DroppedBody || res.Bytes != size || got < size):
+			t.Errorf("kept: dropped=%v, %d bytes counted, %d read off the wire of %d", res.DroppedBody, res.Bytes, got, size)
+		}
+	}
+}

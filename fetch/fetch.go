@@ -33,6 +33,10 @@ type Config struct {
 	// addresses. Off by default: a crawler that follows links from the open
 	// web must not be steered into the network it runs in.
 	AllowPrivate bool
+	// Keep says which media types (besides HTML, always read for its
+	// links) have their bodies downloaded; a 2xx answer of another type is
+	// closed after its headers (Result.DroppedBody). Nil keeps only HTML.
+	Keep func(mediaType string) bool
 	// Capture keeps each exchange's bytes as they crossed the wire
 	// (Result.Raw), for a WARC archive. It limits the client to HTTP/1.1,
 	// whose exchanges have bytes of their own on a connection.
@@ -61,6 +65,9 @@ type Result struct {
 	Body        []byte // kept for HTML only
 	Bytes       int64  // body bytes read
 	Truncated   bool
+	// DroppedBody: a 2xx answer of a type not kept; its body was not
+	// downloaded past the headers.
+	DroppedBody bool
 	// Location is a redirect's target, resolved against the request URL.
 	Location   string
 	RetryAfter time.Duration // from a 429 or 503's Retry-After
@@ -207,8 +214,19 @@ func (f *Fetcher) get(ctx context.Context, rawURL string, keepAny bool) (*Result
 	if TransientStatus(resp.StatusCode) {
 		res.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), f.now())
 	}
+	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
+	if ok && !res.HTML && !keepAny && (f.cfg.Keep == nil || !f.cfg.Keep(res.ContentType)) {
+		// Not a type the crawl keeps: stop at the headers (closing the body
+		// unread gives up the connection, cheaper than a large download).
+		res.DroppedBody = true
+		res.Duration = f.now().Sub(start)
+		if ex != nil {
+			res.Raw = ex.raw(conn)
+		}
+		return res, nil
+	}
 	limited := io.LimitReader(resp.Body, f.cfg.MaxBody+1)
-	if (res.HTML || keepAny) && resp.StatusCode >= 200 && resp.StatusCode < 300 {
+	if (res.HTML || keepAny) && ok {
 		res.Body, err = io.ReadAll(limited)
 		res.Bytes = int64(len(res.Body))
 		if res.Bytes > f.cfg.MaxBody {

@@ -180,6 +180,7 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 		{[]string{"seed", "--rate", "fast", "http://a.example/"}, `--rate "fast"`},
 		{[]string{"seed", "--scope", "planet", "http://a.example/"}, `--scope "planet"`},
 		{[]string{"crawl", "--rate", "-1", "http://a.example/"}, `--rate "-1"`},
+		{[]string{"--redis", "redis://127.0.0.1:1/0", "seed", "--keep-types", "text/html,pdf", "http://a.example/"}, `--keep-types: keep type "pdf"`},
 		// Checked before Redis is contacted (none listens on port 1).
 		{[]string{"--redis", "redis://127.0.0.1:1/0", "work", "-c", "1000000"}, "--concurrency 1000000: want 1 to 512"},
 		{[]string{"--redis", "redis://127.0.0.1:1/0", "work", "-c", "0"}, "--concurrency 0: want 1 to 512"},

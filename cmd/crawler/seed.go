@@ -26,6 +26,8 @@ func seedFlags() []cli.Flag {
 		&cli.Int64Flag{Name: "expected-urls", Value: d.ExpectedURLs, Usage: "URLs the Bloom filter is sized for (it grows past this)"},
 		&cli.Float64Flag{Name: "fp-rate", Value: d.FPRate, Usage: "Bloom filter false-positive rate (a false positive skips a URL)"},
 		&cli.BoolFlag{Name: "allow-private", Usage: "allow loopback and private addresses (needed for the test site and intranets)"},
+		&cli.StringFlag{Name: "keep-types", Value: strings.Join(d.KeepTypes, ","), Usage: "media types whose bodies are downloaded " +
+			"and archived (comma-separated: type/subtype, type/* or *); other 2xx bodies stop at their headers, and HTML is always read for its links"},
 		&cli.DurationFlag{Name: "robots-give-up", Value: d.RobotsGiveUp, Usage: "a host whose robots.txt gives no answer (or 5xx, 429) has its URLs " +
 			"held back, retried with back-off; after this long they go to the failed list"},
 	}
@@ -47,6 +49,13 @@ func checkSeedFlags(c *cli.Context) error {
 	if c.IsSet("rate") {
 		if _, err := crawl.ParseRate(c.String("rate")); err != nil {
 			return fmt.Errorf("--%v", err)
+		}
+	}
+	if c.IsSet("keep-types") {
+		s := crawl.DefaultSettings()
+		s.KeepTypes = crawl.ParseTypes(c.String("keep-types"))
+		if err := s.Validate(); err != nil {
+			return fmt.Errorf("--keep-types: %v", strings.TrimPrefix(err.Error(), "crawl: invalid settings: "))
 		}
 	}
 	return nil
@@ -94,6 +103,9 @@ func settingsFromFlags(c *cli.Context, rdb *redis.Client, k crawl.Keys) (crawl.S
 	}
 	if c.IsSet("allow-private") {
 		s.AllowPrivate = c.Bool("allow-private")
+	}
+	if c.IsSet("keep-types") {
+		s.KeepTypes = crawl.ParseTypes(c.String("keep-types"))
 	}
 	if c.IsSet("robots-give-up") {
 		s.RobotsGiveUp = c.Duration("robots-give-up")
