@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/PuerkitoBio/goquery v1.13.0
 	github.com/alicebob/miniredis/v2 v2.40.0
+	github.com/andybalholm/cascadia v1.3.4
 	github.com/nlnwa/gowarc/v3 v3.1.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/spaolacci/murmur3 v1.1.0
@@ -16,7 +17,6 @@ require (
 )
 
 require (
-	github.com/andybalholm/cascadia v1.3.4 // indirect
 	github.com/bits-and-blooms/bitset v1.24.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect

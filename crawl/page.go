@@ -40,6 +40,7 @@ type pipeline struct {
 	counters    *Counters
 	logf        func(format string, args ...any)
 	ex          *exchanger
+	fields      []parse.Field   // the crawl's extract rules
 	warc        *archive.Writer // nil: no archive
 	fail        func(error)     // stops the worker for good (the archive cannot be written)
 }
@@ -178,12 +179,12 @@ func (pl *pipeline) links(u *url.URL, item frontier.Item, r *fetch.Result, rec *
 	if !r.HTML || r.Status < 200 || r.Status >= 300 {
 		return children
 	}
-	page, err := parse.Extract(u, bytes.NewReader(r.Body), parse.Limits{})
+	page, err := parse.Extract(u, bytes.NewReader(r.Body), parse.Limits{}, pl.fields...)
 	if err != nil {
 		rec.Error = fmt.Sprintf("parse: %v", err)
 		return children
 	}
-	rec.Title, rec.Links = page.Title, len(page.Links)
+	rec.Title, rec.Links, rec.Extract = page.Title, len(page.Links), page.Fields
 	if pl.s.MaxDepth >= 0 && item.Depth >= pl.s.MaxDepth {
 		return children
 	}

@@ -39,6 +39,8 @@ type Record struct {
 	// Headers are the response headers that matter downstream:
 	// content-length, last-modified, etag, location.
 	Headers map[string]string `json:"headers,omitempty"`
+	// Extract holds the text the crawl's extract rules found, by name.
+	Extract map[string]string `json:"extract,omitempty"`
 	// With WARC on: where the response record is, and its payload digest.
 	WARC          *archive.Location `json:"warc,omitempty"`
 	PayloadDigest string            `json:"payload_digest,omitempty"`

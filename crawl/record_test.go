@@ -26,6 +26,7 @@ func TestRecordsAreComplete(t *testing.T) {
 	defer site.Close()
 	set := crawl.DefaultSettings()
 	set.Rate, set.AllowPrivate = math.Inf(1), true
+	set.Extract = []string{"first_link=body a", "nothing=table td"}
 	seedSite(t, s, site, "records", set)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -58,6 +59,8 @@ func TestRecordsAreComplete(t *testing.T) {
 	}
 	check(root, func(r crawl.Record) bool { return r.Parent == "" && r.Attempt == 1 && r.Outcome == crawl.OutcomeOK },
 		"a seed: no parent, attempt 1, ok")
+	check(root, func(r crawl.Record) bool { return len(r.Extract) == 1 && r.Extract["first_link"] == "link" },
+		"extract.first_link (the first link's text), and no field for a selector that matches nothing")
 	check(root+"p/0.html", func(r crawl.Record) bool { return strings.HasPrefix(r.Parent, root) }, "a parent on the site")
 	check(root+"flaky/21.html", func(r crawl.Record) bool {
 		return r.Attempt == 2 && len(r.PreviousErrors) == 1 && r.PreviousErrors[0] == "HTTP 500" && r.Outcome == crawl.OutcomeOK

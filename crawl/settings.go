@@ -35,6 +35,9 @@ type Settings struct {
 	// downloaded (its links are the crawl), and archived only if listed.
 	// A 2xx answer of another type is not downloaded past its headers.
 	KeepTypes []string
+	// Extract are "NAME=CSS" rules: the text of the selector's first match
+	// on an HTML page goes into its record, under extract.NAME.
+	Extract []string
 }
 
 // DefaultSettings: polite (1 request/s per host), host scope, no depth limit.
@@ -65,6 +68,9 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("%w: empty user agent", ErrSettings)
 	case s.RobotsGiveUp < time.Second:
 		return fmt.Errorf("%w: robots.txt give-up %v must be at least 1s", ErrSettings, s.RobotsGiveUp)
+	}
+	if _, err := s.Fields(); err != nil {
+		return fmt.Errorf("%w: %v", ErrSettings, err)
 	}
 	for _, t := range s.KeepTypes {
 		if major, minor, ok := strings.Cut(t, "/"); t != "*" && (!ok || major == "" || minor == "" || major == "*" ||
@@ -114,24 +120,24 @@ func (s Settings) fields() map[string]string {
 		"rate": fmtRate(s.Rate), "burst": strconv.Itoa(s.Burst), "user_agent": s.UserAgent,
 		"expected_urls": strconv.FormatInt(s.ExpectedURLs, 10), "fp_rate": strconv.FormatFloat(s.FPRate, 'g', -1, 64),
 		"allow_private": strconv.FormatBool(s.AllowPrivate), "robots_give_up": s.RobotsGiveUp.String(),
-		"keep_types": strings.Join(s.KeepTypes, ","),
+		"keep_types": strings.Join(s.KeepTypes, ","), "extract": strings.Join(s.Extract, "\n"),
 	}
 }
 
 // settingFields are the stored fields, in the order messages list them.
 var settingFields = []string{"scope", "max_depth", "max_pages", "rate", "burst", "user_agent", "expected_urls",
-	"fp_rate", "allow_private", "robots_give_up", "keep_types"}
+	"fp_rate", "allow_private", "robots_give_up", "keep_types", "extract"}
 
 // addedLater are fields that crawls seeded by an older RedCrawl lack: they
 // read as their default.
 var addedLater = map[string]string{"robots_give_up": DefaultSettings().RobotsGiveUp.String(),
-	"keep_types": strings.Join(DefaultSettings().KeepTypes, ",")}
+	"keep_types": strings.Join(DefaultSettings().KeepTypes, ","), "extract": ""}
 
 // flagFor names the seed flag of each field, for messages.
 var flagFor = map[string]string{
 	"scope": "--scope", "max_depth": "--max-depth", "max_pages": "--max-pages", "rate": "--rate", "burst": "--burst",
 	"user_agent": "--user-agent", "expected_urls": "--expected-urls", "fp_rate": "--fp-rate", "allow_private": "--allow-private",
-	"robots_give_up": "--robots-give-up", "keep_types": "--keep-types",
+	"robots_give_up": "--robots-give-up", "keep_types": "--keep-types", "extract": "--extract",
 }
 
 func settingsFrom(m map[string]string) (Settings, error) {
@@ -163,6 +169,9 @@ func settingsFrom(m map[string]string) (Settings, error) {
 	s.RobotsGiveUp, err = time.ParseDuration(m["robots_give_up"])
 	errs = append(errs, err)
 	s.KeepTypes = ParseTypes(m["keep_types"])
+	if m["extract"] != "" {
+		s.Extract = strings.Split(m["extract"], "\n")
+	}
 	if err := errors.Join(errs...); err != nil {
 		return Settings{}, err
 	}
@@ -259,4 +268,21 @@ func (s Settings) Keeps(t string) bool {
 		}
 	}
 	return false
+}
+
+// Fields compiles the Extract rules.
+func (s Settings) Fields() ([]parse.Field, error) {
+	var out []parse.Field
+	for _, rule := range s.Extract {
+		name, css, ok := strings.Cut(rule, "=")
+		if !ok {
+			return nil, fmt.Errorf("extract rule %q: want NAME=CSS", rule)
+		}
+		f, err := parse.CompileField(strings.TrimSpace(name), strings.TrimSpace(css))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, nil
 }

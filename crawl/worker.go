@@ -111,9 +111,10 @@ type Worker struct {
 	held     sync.Map // lease id -> *frontier.Lease: the leases the heartbeat renews
 	scope    atomic.Pointer[parse.Scope]
 	known    *known
-	gone     atomic.Bool // the crawl disappeared from Redis
-	markGone func()      // sets gone and stops everything at once (set by Run)
-	failed   error       // what stopped the worker (set once, by fail)
+	fields   []parse.Field // the crawl's extract rules, compiled
+	gone     atomic.Bool   // the crawl disappeared from Redis
+	markGone func()        // sets gone and stops everything at once (set by Run)
+	failed   error         // what stopped the worker (set once, by fail)
 	failOnce sync.Once
 	Counters Counters
 }
@@ -173,6 +174,9 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 	fcfg.Keep = s.Keeps
 	w := &Worker{c: c, keys: k, settings: s, opts: o, fetcher: fetch.New(fcfg), known: newKnown(o.KnownURLs)}
 	w.fr = frontier.New(c, k.Frontier, seen)
+	if w.fields, err = s.Fields(); err != nil {
+		return nil, err
+	}
 	w.fr.Lease = o.Lease
 	w.fr.PageBudget = s.MaxPages
 	rate := politeness.Limit(s.Rate)
@@ -318,7 +322,8 @@ func (w *Worker) newExchanger(stopAll context.CancelFunc) *exchanger {
 func (w *Worker) newPipeline(ex *exchanger, warc *archive.Writer, fail func(error)) *pipeline {
 	return &pipeline{s: w.settings, worker: w.opts.ID, maxAttempts: w.opts.MaxAttempts, maxWait: w.opts.MaxReserveWait,
 		ratePrefix: w.keys.RatePrefix(), fetcher: w.fetcher, robots: w.robots, limiter: w.limiter, fr: w.fr,
-		held: &w.held, scope: &w.scope, counters: &w.Counters, logf: w.opts.Logf, ex: ex, warc: warc, fail: fail}
+		held: &w.held, scope: &w.scope, counters: &w.Counters, logf: w.opts.Logf, ex: ex, warc: warc, fail: fail,
+		fields: w.fields}
 }
 
 func (w *Worker) newScheduler() *scheduler {

@@ -71,8 +71,8 @@ func TestBodyCapAndNonHTML(t *testing.T) {
 	if err != nil || !res.Truncated || len(res.Body) != 1000 || res.Bytes != 1000 {
 		t.Fatalf("big: %+v %v", res, err)
 	}
-	res, err = f.Fetch(context.Background(), u+"/pdf")
-	if err != nil || res.HTML || res.Body != nil || res.Bytes != 500 {
+	res, err = f.Fetch(context.Background(), u+"/pdf") // not a kept type: not downloaded
+	if err != nil || res.HTML || res.Body != nil || res.Bytes != 0 || !res.DroppedBody {
 		t.Fatalf("pdf: %+v %v", res, err)
 	}
 	res, err = f.Fetch(context.Background(), u+"/bomb")

@@ -39,14 +39,17 @@ type Page struct {
 	Truncated bool
 	// Dropped counts hrefs that were not usable URLs (bad syntax, mailto:, …).
 	Dropped int
+	// Fields are the text of the fields asked for, by name.
+	Fields map[string]string
 }
 
 // Extract parses an HTML document fetched from pageURL and returns its title
 // and links: a[href], area[href], iframe[src], frame[src],
 // link[rel=canonical], and the target of <meta http-equiv="refresh">
 // (a refresh page is a redirect, not a dead end), all resolved against
-// <base href> when the page has one.
-func Extract(pageURL *url.URL, body io.Reader, lim Limits) (*Page, error) {
+// <base href> when the page has one; and the text of each field's first
+// match.
+func Extract(pageURL *url.URL, body io.Reader, lim Limits, fs ...Field) (*Page, error) {
 	lim = lim.withDefaults()
 	doc, err := goquery.NewDocumentFromReader(body)
 	if err != nil {
@@ -58,7 +61,7 @@ func Extract(pageURL *url.URL, body io.Reader, lim Limits) (*Page, error) {
 			base = b
 		}
 	}
-	p := &Page{}
+	p := &Page{Fields: fields(doc, fs)}
 	title := strings.Join(strings.Fields(doc.Find("title").First().Text()), " ")
 	if len(title) > lim.MaxTitle {
 		title = strings.ToValidUTF8(title[:lim.MaxTitle], "")

@@ -63,6 +63,8 @@ func newApp() *cli.App {
 			crawlCommand(), testsiteCommand(), demoCommand(),
 		},
 		HideHelpCommand: true,
+		// --extract takes CSS selectors, which have commas of their own.
+		DisableSliceFlagSeparator: true,
 		// A bad --crawl is reported before Redis is contacted.
 		Before: func(c *cli.Context) error {
 			if err := crawl.CheckName(c.String("crawl")); err != nil {

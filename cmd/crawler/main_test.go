@@ -181,6 +181,8 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 		{[]string{"seed", "--scope", "planet", "http://a.example/"}, `--scope "planet"`},
 		{[]string{"crawl", "--rate", "-1", "http://a.example/"}, `--rate "-1"`},
 		{[]string{"--redis", "redis://127.0.0.1:1/0", "seed", "--keep-types", "text/html,pdf", "http://a.example/"}, `--keep-types: keep type "pdf"`},
+		{[]string{"--redis", "redis://127.0.0.1:1/0", "seed", "--extract", "heading", "http://a.example/"}, `--extract: extract rule "heading": want NAME=CSS`},
+		{[]string{"--redis", "redis://127.0.0.1:1/0", "seed", "--extract", "h=h1[", "http://a.example/"}, `--extract: field h: selector "h1["`},
 		// Checked before Redis is contacted (none listens on port 1).
 		{[]string{"--redis", "redis://127.0.0.1:1/0", "work", "-c", "1000000"}, "--concurrency 1000000: want 1 to 512"},
 		{[]string{"--redis", "redis://127.0.0.1:1/0", "work", "-c", "0"}, "--concurrency 0: want 1 to 512"},
@@ -290,5 +292,20 @@ func TestCrawlWithEmbeddedRedisKeepsItsRecords(t *testing.T) {
 	}
 	if want := len(site.Stats().Fetched); fetched != want {
 		t.Fatalf("kept.jsonl has %d fetched records; the site answered %d URLs", fetched, want)
+	}
+}
+
+// An --extract selector keeps its commas (a CSS selector list), and the
+// rules are stored with the crawl's settings.
+func TestExtractRulesAreStored(t *testing.T) {
+	mr := miniredis.RunT(t)
+	if _, _, err := run(t, "--redis", "redis://"+mr.Addr()+"/0", "seed", "--extract", "h=h1, h2", "--extract", "price=.price", "http://a.example/"); err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer c.Close()
+	s, err := crawl.LoadSettings(context.Background(), c, crawl.KeysFor("default"))
+	if err != nil || strings.Join(s.Extract, "|") != "h=h1, h2|price=.price" {
+		t.Fatalf("stored extract rules %q, %v", s.Extract, err)
 	}
 }

@@ -28,6 +28,8 @@ func seedFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "allow-private", Usage: "allow loopback and private addresses (needed for the test site and intranets)"},
 		&cli.StringFlag{Name: "keep-types", Value: strings.Join(d.KeepTypes, ","), Usage: "media types whose bodies are downloaded " +
 			"and archived (comma-separated: type/subtype, type/* or *); other 2xx bodies stop at their headers, and HTML is always read for its links"},
+		&cli.StringSliceFlag{Name: "extract", Usage: "NAME=CSS (repeatable): the text of the selector's first match on each HTML page " +
+			"goes into its record under extract.NAME"},
 		&cli.DurationFlag{Name: "robots-give-up", Value: d.RobotsGiveUp, Usage: "a host whose robots.txt gives no answer (or 5xx, 429) has its URLs " +
 			"held back, retried with back-off; after this long they go to the failed list"},
 	}
@@ -56,6 +58,13 @@ func checkSeedFlags(c *cli.Context) error {
 		s.KeepTypes = crawl.ParseTypes(c.String("keep-types"))
 		if err := s.Validate(); err != nil {
 			return fmt.Errorf("--keep-types: %v", strings.TrimPrefix(err.Error(), "crawl: invalid settings: "))
+		}
+	}
+	if c.IsSet("extract") {
+		s := crawl.DefaultSettings()
+		s.Extract = c.StringSlice("extract")
+		if _, err := s.Fields(); err != nil {
+			return fmt.Errorf("--extract: %v", strings.TrimPrefix(err.Error(), "parse: "))
 		}
 	}
 	return nil
@@ -106,6 +115,9 @@ func settingsFromFlags(c *cli.Context, rdb *redis.Client, k crawl.Keys) (crawl.S
 	}
 	if c.IsSet("keep-types") {
 		s.KeepTypes = crawl.ParseTypes(c.String("keep-types"))
+	}
+	if c.IsSet("extract") {
+		s.Extract = c.StringSlice("extract")
 	}
 	if c.IsSet("robots-give-up") {
 		s.RobotsGiveUp = c.Duration("robots-give-up")
