@@ -508,6 +508,10 @@ func TestCrawlArchivesInWARC(t *testing.T) {
 	if want := site.Requests(); responses != want {
 		t.Errorf("%d response records for %d requests the site answered", responses, want)
 	}
+	checkWithWarcio(t, files, func(file string, offset int64, uri, digest string) bool {
+		got, ok := at[fmt.Sprintf("%s:%d", file, offset)]
+		return ok && got.uri == uri && got.digest == "sha1:"+digest
+	}, responses)
 	sc := bufio.NewScanner(bytes.NewReader(h.run("export")))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	records := 0
@@ -539,4 +543,42 @@ func TestCrawlArchivesInWARC(t *testing.T) {
 	}
 	t.Logf("%d files, %d response records, %d fetched records exported, %d bytes of WARC (%d a response)",
 		len(files), responses, records, bytesWritten, bytesWritten/int64(max(responses, 1)))
+}
+
+// checkWithWarcio has an independent reader, webrecorder's warcio.js (its
+// path in $WARCIO; .ci/run installs it with npm), index the files: every
+// response it finds must be one ours found, at the same place, with the
+// same URL and payload digest.
+func checkWithWarcio(t *testing.T, files []string, same func(file string, offset int64, uri, digest string) bool, responses int) {
+	t.Helper()
+	bin := os.Getenv("WARCIO")
+	if bin == "" {
+		if os.Getenv("CRAWLER_REQUIRE_WARCIO") == "1" {
+			t.Fatal("WARCIO is not set, and CRAWLER_REQUIRE_WARCIO=1")
+		}
+		t.Log("no independent WARC reader ($WARCIO unset): skipping that check")
+		return
+	}
+	out, err := exec.Command(bin, append([]string{"cdx-index"}, files...)...).Output()
+	if err != nil {
+		t.Fatalf("warcio cdx-index: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	for _, line := range lines {
+		fields := strings.SplitN(line, " ", 3)
+		var e struct {
+			URL, Digest, Filename string
+			Offset                string
+		}
+		if len(fields) != 3 || json.Unmarshal([]byte(fields[2]), &e) != nil {
+			t.Fatalf("warcio cdx-index line %q", line)
+		}
+		offset, _ := strconv.ParseInt(e.Offset, 10, 64)
+		if !same(e.Filename, offset, e.URL, e.Digest) {
+			t.Errorf("warcio sees %s at %s:%d with digest %s; ours does not", e.URL, e.Filename, offset, e.Digest)
+		}
+	}
+	if len(lines) != responses {
+		t.Errorf("warcio indexes %d records; ours read %d responses", len(lines), responses)
+	}
 }
