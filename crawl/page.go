@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -104,7 +105,17 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 		rec.WARC, rec.PayloadDigest = &loc, digest
 	}
 	if fetch.TransientStatus(r.Status) {
-		pl.retry(ctx, l, rec, fmt.Sprintf("HTTP %d", r.Status), r.RetryAfter)
+		after := r.RetryAfter
+		if r.Status == http.StatusTooManyRequests || r.Status == http.StatusServiceUnavailable {
+			// The server's "not now" holds for the whole host, and for every
+			// worker: no token for it until the pause ends.
+			d, err := pl.limiter.Pause(ctx, pl.ratePrefix+"{"+u.Host+"}", r.RetryAfter)
+			if err != nil {
+				pl.logf("pause %s: %v", u.Host, err)
+			}
+			after = max(after, d)
+		}
+		pl.retry(ctx, l, rec, fmt.Sprintf("HTTP %d", r.Status), after)
 		return
 	}
 	children := pl.links(u, item, r, &rec)

@@ -116,7 +116,7 @@ func (l *Limiter) ReserveN(ctx context.Context, key string, n int, maxWait time.
 		mw = int64(maxWait)
 	}
 	res, err := bucketScript.Run(ctx, l.c, []string{key},
-		strconv.FormatFloat(float64(l.limit), 'g', -1, 64), l.burst, n, mw).Slice()
+		strconv.FormatFloat(float64(l.limit), 'g', -1, 64), l.burst, n, mw, PauseMemory.Milliseconds()).Slice()
 	if err != nil {
 		return Reservation{}, fmt.Errorf("politeness: bucket %s: %w", key, err)
 	}
@@ -172,4 +172,31 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// Pause back-off: the first pause of a host, the longest, and how long a
+// host's count of pauses is remembered after a pause.
+const (
+	PauseMin    = time.Second
+	PauseMax    = 5 * time.Minute
+	PauseMemory = 10 * time.Minute
+)
+
+//go:embed pause.lua
+var pauseSrc string
+var pauseScript = redis.NewScript(pauseSrc)
+
+// Pause stops the host of the bucket at key for every worker: no token is
+// given before the pause ends (ReserveN answers not OK, with the delay).
+// The host answered 429 or 503: the pause is its Retry-After, or a back-off
+// that doubles with each pause not halved since by a granted token, from
+// PauseMin to PauseMax. It returns the pause. With rate Inf no bucket is
+// asked, so a pause has no effect.
+func (l *Limiter) Pause(ctx context.Context, key string, retryAfter time.Duration) (time.Duration, error) {
+	ms, err := pauseScript.Run(ctx, l.c, []string{key}, max(retryAfter, 0).Milliseconds(),
+		PauseMin.Milliseconds(), PauseMax.Milliseconds(), PauseMemory.Milliseconds()).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("politeness: pause %s: %w", key, err)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
 }

@@ -253,3 +253,41 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return string(s.b)
 }
+
+// A paused host gets no token until the pause ends, however long the
+// caller would wait; pauses grow on repeats, the server's Retry-After wins
+// when longer, and granted tokens make the back-off decay.
+func TestPausedHostGetsNoToken(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		if s.Mini != nil {
+			s.Mini.SetTime(time.Now())
+		}
+		lim := politeness.NewLimiter(s.Client, 10, 2)
+		const key = "crawl:t:rate:{h.example}"
+		if ok, err := lim.Allow(ctx, key); err != nil || !ok {
+			t.Fatalf("Allow before any pause: %v, %v", ok, err)
+		}
+		pause := func(retryAfter, want time.Duration) {
+			t.Helper()
+			if d, err := lim.Pause(ctx, key, retryAfter); err != nil || d != want {
+				t.Fatalf("Pause(%v) = %v, %v; want %v", retryAfter, d, err, want)
+			}
+		}
+		pause(0, politeness.PauseMin)
+		r, err := lim.ReserveN(ctx, key, 1, time.Hour)
+		if err != nil || r.OK || r.Delay <= 0 || r.Delay > politeness.PauseMin {
+			t.Fatalf("ReserveN while paused = %+v, %v; want refused until the pause ends", r, err)
+		}
+		pause(0, 2*politeness.PauseMin)        // a second pause doubles
+		pause(30*time.Second, 30*time.Second) // Retry-After, when longer, wins
+		if s.Mini == nil {
+			return // moving the server's clock needs miniredis
+		}
+		s.Mini.SetTime(time.Now().Add(31 * time.Second)) // the pause is over
+		if ok, err := lim.Allow(ctx, key); err != nil || !ok {
+			t.Fatalf("Allow after the pause: %v, %v", ok, err)
+		}
+		pause(0, 2*politeness.PauseMin) // three pauses, halved to one by the token: the next is the second
+	})
+}

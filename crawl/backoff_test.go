@@ -1,0 +1,90 @@
+package crawl_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/internal/redistest"
+)
+
+// A host that answers 429 with Retry-After: 3 is paused for every worker:
+// after that answer, no request reaches it for 3 s, from either worker.
+func TestA429PausesTheHostForEveryWorker(t *testing.T) {
+	s := redistest.Real(t)
+	var mu sync.Mutex
+	var arrivals []time.Time
+	var limited time.Time // when the 429 was answered
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		now := time.Now()
+		mu.Lock()
+		arrivals = append(arrivals, now)
+		first429 := r.URL.Path == "/p/3" && limited.IsZero()
+		if first429 {
+			limited = now
+		}
+		mu.Unlock()
+		if first429 {
+			w.Header().Set("Retry-After", "3")
+			http.Error(w, "slow down", http.StatusTooManyRequests)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		for i := 0; i < 12; i++ {
+			fmt.Fprintf(w, `<a href="/p/%d">p</a>`, i)
+		}
+	}))
+	defer srv.Close()
+	set := crawl.DefaultSettings()
+	set.Rate, set.Burst, set.AllowPrivate = 4, 1, true
+	seed, _ := url.Parse(srv.URL + "/")
+	if _, err := crawl.Seed(context.Background(), s.Client, crawl.KeysFor("pause"), set, []*url.URL{seed}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, id := range []string{"w1", "w2"} {
+		w, err := crawl.NewWorker(ctx, s.Client, "pause", fastOptions(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); w.Run(ctx) }()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		t.Fatal("the crawl did not finish")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if limited.IsZero() {
+		t.Fatal("the host never answered 429: the test shows nothing")
+	}
+	for _, at := range arrivals {
+		if at.After(limited) && at.Sub(limited) < 3*time.Second {
+			t.Errorf("a request reached the host %v after its 429 with Retry-After: 3", at.Sub(limited))
+		}
+	}
+	t.Logf("%d requests; the first after the 429 came %v later", len(arrivals), firstAfter(arrivals, limited))
+}
+
+func firstAfter(ts []time.Time, t0 time.Time) time.Duration {
+	best := time.Duration(-1)
+	for _, t := range ts {
+		if d := t.Sub(t0); d > 0 && (best < 0 || d < best) {
+			best = d
+		}
+	}
+	return best
+}
