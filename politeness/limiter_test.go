@@ -279,7 +279,7 @@ func TestPausedHostGetsNoToken(t *testing.T) {
 		if err != nil || r.OK || r.Delay <= 0 || r.Delay > politeness.PauseMin {
 			t.Fatalf("ReserveN while paused = %+v, %v; want refused until the pause ends", r, err)
 		}
-		pause(0, 2*politeness.PauseMin)        // a second pause doubles
+		pause(0, 2*politeness.PauseMin)       // a second pause doubles
 		pause(30*time.Second, 30*time.Second) // Retry-After, when longer, wins
 		if s.Mini == nil {
 			return // moving the server's clock needs miniredis
