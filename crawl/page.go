@@ -42,6 +42,8 @@ type pipeline struct {
 	logf        func(format string, args ...any)
 	ex          *exchanger
 	fields      []parse.Field   // the crawl's extract rules
+	rules       *rules          // filters and trap defences for discovered URLs
+	skips       *skips          // discovered URLs not followed, by reason
 	warc        *archive.Writer // nil: no archive
 	fail        func(error)     // stops the worker for good (the archive cannot be written)
 }
@@ -182,7 +184,7 @@ func (pl *pipeline) links(u *url.URL, item frontier.Item, r *fetch.Result, rec *
 	if r.Location != "" {
 		if t, err := parse.Canonicalize(nil, r.Location); err == nil {
 			rec.Redirect = t.String()
-			if scope.Allows(t) {
+			if scope.Allows(t) && pl.follow(t, rec.Redirect) {
 				children = append(children, frontier.Item{URL: rec.Redirect, Depth: item.Depth, Parent: item.URL})
 			}
 		}
@@ -200,11 +202,21 @@ func (pl *pipeline) links(u *url.URL, item frontier.Item, r *fetch.Result, rec *
 		return children
 	}
 	for _, link := range page.Links {
-		if lu, err := url.Parse(link); err == nil && scope.Allows(lu) {
+		if lu, err := url.Parse(link); err == nil && scope.Allows(lu) && pl.follow(lu, link) {
 			children = append(children, frontier.Item{URL: link, Depth: item.Depth + 1, Parent: item.URL})
 		}
 	}
 	return children
+}
+
+// follow applies the crawl's filters and trap defences to a discovered
+// URL, counting the reason of a refusal.
+func (pl *pipeline) follow(u *url.URL, canonical string) bool {
+	if reason := pl.rules.skip(u, canonical); reason != "" {
+		pl.skips.add(reason)
+		return false
+	}
+	return true
 }
 
 // retry defers a transient failure with exponential back-off (or the

@@ -38,13 +38,23 @@ type Settings struct {
 	// Extract are "NAME=CSS" rules: the text of the selector's first match
 	// on an HTML page goes into its record, under extract.NAME.
 	Extract []string
+	// Allow and Deny are RE2 patterns matched against a discovered URL's
+	// canonical form: with Allow, only URLs matching one are followed; a
+	// URL matching a Deny pattern never is (deny wins).
+	Allow, Deny []string
+	// Trap defences: a discovered URL is not followed when a segment of its
+	// path repeats more than MaxPathRepeat times, its path has more than
+	// MaxPathDepth segments, its query more than MaxQueryParams
+	// parameters, or it is longer than MaxURLLength bytes.
+	MaxPathRepeat, MaxPathDepth, MaxQueryParams, MaxURLLength int
 }
 
 // DefaultSettings: polite (1 request/s per host), host scope, no depth limit.
 func DefaultSettings() Settings {
 	return Settings{Scope: parse.ScopeHost, MaxDepth: -1, Rate: 1, Burst: 1,
 		UserAgent: "RedCrawl/0.1 (+https://github.com/redcrawl/crawler)", ExpectedURLs: 1_000_000, FPRate: 0.001,
-		RobotsGiveUp: 30 * time.Minute, KeepTypes: []string{"text/html", "application/xhtml+xml"}}
+		RobotsGiveUp: 30 * time.Minute, KeepTypes: []string{"text/html", "application/xhtml+xml"},
+		MaxPathRepeat: 3, MaxPathDepth: 16, MaxQueryParams: 4, MaxURLLength: 1024}
 }
 
 // ErrSettings: settings that cannot run a crawl.
@@ -71,6 +81,13 @@ func (s Settings) Validate() error {
 	}
 	if _, err := s.Fields(); err != nil {
 		return fmt.Errorf("%w: %v", ErrSettings, err)
+	}
+	if _, err := newRules(s); err != nil {
+		return fmt.Errorf("%w: %v", ErrSettings, err)
+	}
+	if s.MaxPathRepeat < 1 || s.MaxPathDepth < 1 || s.MaxQueryParams < 0 || s.MaxURLLength < 16 {
+		return fmt.Errorf("%w: trap limits must be positive (path repeat %d, path depth %d, query params %d, URL length %d)",
+			ErrSettings, s.MaxPathRepeat, s.MaxPathDepth, s.MaxQueryParams, s.MaxURLLength)
 	}
 	for _, t := range s.KeepTypes {
 		if major, minor, ok := strings.Cut(t, "/"); t != "*" && (!ok || major == "" || minor == "" || major == "*" ||
@@ -121,23 +138,33 @@ func (s Settings) fields() map[string]string {
 		"expected_urls": strconv.FormatInt(s.ExpectedURLs, 10), "fp_rate": strconv.FormatFloat(s.FPRate, 'g', -1, 64),
 		"allow_private": strconv.FormatBool(s.AllowPrivate), "robots_give_up": s.RobotsGiveUp.String(),
 		"keep_types": strings.Join(s.KeepTypes, ","), "extract": strings.Join(s.Extract, "\n"),
+		"allow": strings.Join(s.Allow, "\n"), "deny": strings.Join(s.Deny, "\n"),
+		"max_path_repeat": strconv.Itoa(s.MaxPathRepeat), "max_path_depth": strconv.Itoa(s.MaxPathDepth),
+		"max_query_params": strconv.Itoa(s.MaxQueryParams), "max_url_length": strconv.Itoa(s.MaxURLLength),
 	}
 }
 
 // settingFields are the stored fields, in the order messages list them.
 var settingFields = []string{"scope", "max_depth", "max_pages", "rate", "burst", "user_agent", "expected_urls",
-	"fp_rate", "allow_private", "robots_give_up", "keep_types", "extract"}
+	"fp_rate", "allow_private", "robots_give_up", "keep_types", "extract", "allow", "deny",
+	"max_path_repeat", "max_path_depth", "max_query_params", "max_url_length"}
 
 // addedLater are fields that crawls seeded by an older RedCrawl lack: they
 // read as their default.
 var addedLater = map[string]string{"robots_give_up": DefaultSettings().RobotsGiveUp.String(),
-	"keep_types": strings.Join(DefaultSettings().KeepTypes, ","), "extract": ""}
+	"keep_types": strings.Join(DefaultSettings().KeepTypes, ","), "extract": "", "allow": "", "deny": "",
+	"max_path_repeat":  strconv.Itoa(DefaultSettings().MaxPathRepeat),
+	"max_path_depth":   strconv.Itoa(DefaultSettings().MaxPathDepth),
+	"max_query_params": strconv.Itoa(DefaultSettings().MaxQueryParams),
+	"max_url_length":   strconv.Itoa(DefaultSettings().MaxURLLength)}
 
 // flagFor names the seed flag of each field, for messages.
 var flagFor = map[string]string{
 	"scope": "--scope", "max_depth": "--max-depth", "max_pages": "--max-pages", "rate": "--rate", "burst": "--burst",
 	"user_agent": "--user-agent", "expected_urls": "--expected-urls", "fp_rate": "--fp-rate", "allow_private": "--allow-private",
 	"robots_give_up": "--robots-give-up", "keep_types": "--keep-types", "extract": "--extract",
+	"allow": "--allow", "deny": "--deny", "max_path_repeat": "--max-path-repeat", "max_path_depth": "--max-path-depth",
+	"max_query_params": "--max-query-params", "max_url_length": "--max-url-length",
 }
 
 func settingsFrom(m map[string]string) (Settings, error) {
@@ -172,6 +199,14 @@ func settingsFrom(m map[string]string) (Settings, error) {
 	if m["extract"] != "" {
 		s.Extract = strings.Split(m["extract"], "\n")
 	}
+	if m["allow"] != "" {
+		s.Allow = strings.Split(m["allow"], "\n")
+	}
+	if m["deny"] != "" {
+		s.Deny = strings.Split(m["deny"], "\n")
+	}
+	s.MaxPathRepeat, s.MaxPathDepth = int(num("max_path_repeat")), int(num("max_path_depth"))
+	s.MaxQueryParams, s.MaxURLLength = int(num("max_query_params")), int(num("max_url_length"))
 	if err := errors.Join(errs...); err != nil {
 		return Settings{}, err
 	}

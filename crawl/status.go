@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -194,6 +195,16 @@ func (st *Status) String() string {
 		c["pages"], c[OutcomeOK], c[OutcomeHTTPError], c[OutcomeFailed], c[OutcomeSkipped], st.PagesPerSecond)
 	fmt.Fprintf(&b, "  frontier    %d queued, %d in flight, %d deferred, %d on the failed list; %d URLs enqueued in all\n",
 		st.Frontier.Queued, st.Frontier.InFlight, st.Frontier.Deferred, st.Frontier.Failed, c["enqueued"])
+	var skipped []string
+	for name, n := range c {
+		if reason, ok := strings.CutPrefix(name, "skipped_links:"); ok && n > 0 {
+			skipped = append(skipped, fmt.Sprintf("%s %d", reason, n))
+		}
+	}
+	if len(skipped) > 0 {
+		sort.Strings(skipped)
+		fmt.Fprintf(&b, "  not followed  links refused by filters and trap defences: %s\n", strings.Join(skipped, ", "))
+	}
 	if st.ResultsTrimmed > 0 {
 		fmt.Fprintf(&b, "  results     %d records trimmed from the stream before export (the workers' --out files have them)\n", st.ResultsTrimmed)
 	}

@@ -112,9 +112,11 @@ type Worker struct {
 	scope    atomic.Pointer[parse.Scope]
 	known    *known
 	fields   []parse.Field // the crawl's extract rules, compiled
-	gone     atomic.Bool   // the crawl disappeared from Redis
-	markGone func()        // sets gone and stops everything at once (set by Run)
-	failed   error         // what stopped the worker (set once, by fail)
+	rules    *rules
+	skips    skips
+	gone     atomic.Bool // the crawl disappeared from Redis
+	markGone func()      // sets gone and stops everything at once (set by Run)
+	failed   error       // what stopped the worker (set once, by fail)
 	failOnce sync.Once
 	Counters Counters
 }
@@ -175,6 +177,9 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 	w := &Worker{c: c, keys: k, settings: s, opts: o, fetcher: fetch.New(fcfg), known: newKnown(o.KnownURLs)}
 	w.fr = frontier.New(c, k.Frontier, seen)
 	if w.fields, err = s.Fields(); err != nil {
+		return nil, err
+	}
+	if w.rules, err = newRules(s); err != nil {
 		return nil, err
 	}
 	w.fr.Lease = o.Lease
@@ -295,6 +300,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	stopSide()
 	sides.Wait()
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	if !w.gone.Load() {
+		w.flushSkips(dctx) // the last ones; a gone crawl has no counters left to add to
+	}
 	if err := w.fr.Deregister(dctx, w.opts.ID); err != nil {
 		w.opts.Logf("%v (the registry forgets this worker within %v)", err, w.opts.Lease)
 	}
@@ -303,6 +311,25 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("%w (%q: reset, or Redis restarted without its data); stopped", ErrGone, w.keys.Name)
 	}
 	return w.failed
+}
+
+// flushSkips adds the discovered URLs not followed since the last flush to
+// the crawl's counters ("skipped_links:REASON"), in one round trip.
+func (w *Worker) flushSkips(ctx context.Context) {
+	n := w.skips.take()
+	if len(n) == 0 {
+		return
+	}
+	pipe := w.c.Pipeline()
+	for reason, count := range n {
+		pipe.HIncrBy(ctx, w.keys.Frontier.Stats, "skipped_links:"+reason, count)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		w.opts.Logf("counting skipped links: %v", err)
+		for reason, count := range n { // counted next time
+			w.skips.addN(reason, count)
+		}
+	}
 }
 
 // Software names the crawler in what it writes (WARC files).
@@ -323,7 +350,7 @@ func (w *Worker) newPipeline(ex *exchanger, warc *archive.Writer, fail func(erro
 	return &pipeline{s: w.settings, worker: w.opts.ID, maxAttempts: w.opts.MaxAttempts, maxWait: w.opts.MaxReserveWait,
 		ratePrefix: w.keys.RatePrefix(), fetcher: w.fetcher, robots: w.robots, limiter: w.limiter, fr: w.fr,
 		held: &w.held, scope: &w.scope, counters: &w.Counters, logf: w.opts.Logf, ex: ex, warc: warc, fail: fail,
-		fields: w.fields}
+		fields: w.fields, rules: w.rules, skips: &w.skips}
 }
 
 func (w *Worker) newScheduler() *scheduler {
@@ -343,6 +370,7 @@ func (w *Worker) heartbeat(ctx context.Context) {
 		} else if ctx.Err() == nil {
 			w.opts.Logf("heartbeat: %v", err)
 		}
+		w.flushSkips(ctx)
 		var leases []*frontier.Lease
 		w.held.Range(func(_, l any) bool { leases = append(leases, l.(*frontier.Lease)); return true })
 		_, err := w.fr.Heartbeat(ctx, w.opts.ID, leases)

@@ -30,7 +30,8 @@ var hostProfile = idna.New(idna.MapForLookup(), idna.Transitional(false), idna.B
 // user info, dot segments resolved (RFC 3986 §5.2.4), fragment dropped,
 // percent-encoding normalized (§6.2.2: unreserved characters decoded, hex
 // digits upper-cased, anything that must be escaped escaped), empty path
-// "/". The query keeps its order.
+// "/", tracking parameters (utm_*, gclid, fbclid, ...) removed: they name
+// the same page for every campaign. The query otherwise keeps its order.
 func Canonicalize(base *url.URL, ref string) (*url.URL, error) {
 	ref = strings.TrimSpace(ref)
 	if ref == "" {
@@ -91,8 +92,8 @@ func Canonicalize(base *url.URL, ref string) (*url.URL, error) {
 	if err := setPath(out, p); err != nil {
 		return nil, fmt.Errorf("%w: %q: %v", ErrURL, clip(ref), err)
 	}
-	if u.RawQuery != "" || u.ForceQuery {
-		out.RawQuery = normalizeEscapes(u.RawQuery, queryKeep)
+	if u.RawQuery != "" {
+		out.RawQuery = stripTracking(normalizeEscapes(u.RawQuery, queryKeep))
 	}
 	if len(out.String()) > MaxURLLength {
 		return nil, fmt.Errorf("%w: longer than %d bytes", ErrURL, MaxURLLength)
@@ -257,4 +258,25 @@ func escapeStrayPercents(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// trackingParams name the same page once per campaign, click or visitor.
+var trackingParams = map[string]bool{"gclid": true, "fbclid": true, "msclkid": true, "dclid": true, "yclid": true,
+	"gbraid": true, "wbraid": true, "mc_cid": true, "mc_eid": true, "_ga": true, "_gl": true, "igshid": true}
+
+// stripTracking removes tracking parameters from a query, keeping the
+// order of the others.
+func stripTracking(query string) string {
+	if !strings.Contains(query, "utm_") && !strings.ContainsAny(query, "gfmdy_i") {
+		return query
+	}
+	kept := make([]string, 0, strings.Count(query, "&")+1)
+	for _, p := range strings.Split(query, "&") {
+		name, _, _ := strings.Cut(p, "=")
+		if lower := strings.ToLower(name); strings.HasPrefix(lower, "utm_") || trackingParams[lower] {
+			continue
+		}
+		kept = append(kept, p)
+	}
+	return strings.Join(kept, "&")
 }

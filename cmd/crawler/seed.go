@@ -30,6 +30,12 @@ func seedFlags() []cli.Flag {
 			"and archived (comma-separated: type/subtype, type/* or *); other 2xx bodies stop at their headers, and HTML is always read for its links"},
 		&cli.StringSliceFlag{Name: "extract", Usage: "NAME=CSS (repeatable): the text of the selector's first match on each HTML page " +
 			"goes into its record under extract.NAME"},
+		&cli.StringSliceFlag{Name: "allow", Usage: "REGEX (repeatable, RE2, on the canonical URL): follow only URLs that match one"},
+		&cli.StringSliceFlag{Name: "deny", Usage: "REGEX (repeatable): never follow URLs that match one (deny wins over allow)"},
+		&cli.IntFlag{Name: "max-path-repeat", Value: d.MaxPathRepeat, Usage: "trap defence: skip URLs whose path repeats a segment more than this"},
+		&cli.IntFlag{Name: "max-path-depth", Value: d.MaxPathDepth, Usage: "trap defence: skip URLs whose path has more segments than this"},
+		&cli.IntFlag{Name: "max-query-params", Value: d.MaxQueryParams, Usage: "trap defence: skip URLs with more query parameters than this"},
+		&cli.IntFlag{Name: "max-url-length", Value: d.MaxURLLength, Usage: "trap defence: skip URLs longer than this many bytes"},
 		&cli.DurationFlag{Name: "robots-give-up", Value: d.RobotsGiveUp, Usage: "a host whose robots.txt gives no answer (or 5xx, 429) has its URLs " +
 			"held back, retried with back-off; after this long they go to the failed list"},
 	}
@@ -118,6 +124,18 @@ func settingsFromFlags(c *cli.Context, rdb *redis.Client, k crawl.Keys) (crawl.S
 	}
 	if c.IsSet("extract") {
 		s.Extract = c.StringSlice("extract")
+	}
+	if c.IsSet("allow") {
+		s.Allow = c.StringSlice("allow")
+	}
+	if c.IsSet("deny") {
+		s.Deny = c.StringSlice("deny")
+	}
+	for flag, field := range map[string]*int{"max-path-repeat": &s.MaxPathRepeat, "max-path-depth": &s.MaxPathDepth,
+		"max-query-params": &s.MaxQueryParams, "max-url-length": &s.MaxURLLength} {
+		if c.IsSet(flag) {
+			*field = c.Int(flag)
+		}
 	}
 	if c.IsSet("robots-give-up") {
 		s.RobotsGiveUp = c.Duration("robots-give-up")

@@ -1,0 +1,126 @@
+package crawl
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+)
+
+// rules decide which discovered URLs a crawl follows, beyond its scope and
+// depth: the user's --allow and --deny filters, and the defences against
+// crawler traps (a path that repeats itself, that goes too deep, a query
+// with too many parameters, a URL too long). Every URL refused has a
+// reason, and the reasons are counted (status shows them): none is
+// dropped in silence.
+type rules struct {
+	allow, deny                            []*regexp.Regexp
+	maxRepeat, maxDepth, maxParams, maxLen int
+}
+
+// Reasons a discovered URL is not followed.
+const (
+	SkipDenied      = "denied"       // matches a --deny filter
+	SkipNotAllowed  = "not_allowed"  // matches none of the --allow filters
+	SkipPathRepeat  = "path_repeat"  // a path segment repeated more than --max-path-repeat times
+	SkipPathDepth   = "path_depth"   // more than --max-path-depth segments
+	SkipQueryParams = "query_params" // more than --max-query-params parameters
+	SkipURLLength   = "url_length"   // longer than --max-url-length
+)
+
+func compileAll(patterns []string, flag string) ([]*regexp.Regexp, error) {
+	var out []*regexp.Regexp
+	for _, p := range patterns {
+		if strings.Contains(p, "\n") {
+			return nil, fmt.Errorf("%s %q: a pattern is one line", flag, p)
+		}
+		re, err := regexp.Compile(p)
+		if err != nil {
+			return nil, fmt.Errorf("%s %q: %v", flag, p, err)
+		}
+		out = append(out, re)
+	}
+	return out, nil
+}
+
+func newRules(s Settings) (*rules, error) {
+	allow, err := compileAll(s.Allow, "--allow")
+	if err != nil {
+		return nil, err
+	}
+	deny, err := compileAll(s.Deny, "--deny")
+	if err != nil {
+		return nil, err
+	}
+	return &rules{allow: allow, deny: deny, maxRepeat: s.MaxPathRepeat, maxDepth: s.MaxPathDepth,
+		maxParams: s.MaxQueryParams, maxLen: s.MaxURLLength}, nil
+}
+
+// skip says why the canonical URL u is not to be followed ("" to follow it).
+func (r *rules) skip(u *url.URL, canonical string) string {
+	for _, re := range r.deny {
+		if re.MatchString(canonical) {
+			return SkipDenied
+		}
+	}
+	if len(r.allow) > 0 {
+		allowed := false
+		for _, re := range r.allow {
+			if re.MatchString(canonical) {
+				allowed = true
+				break
+			}
+		}
+		if !allowed {
+			return SkipNotAllowed
+		}
+	}
+	if len(canonical) > r.maxLen {
+		return SkipURLLength
+	}
+	if u.RawQuery != "" && strings.Count(u.RawQuery, "&")+1 > r.maxParams {
+		return SkipQueryParams
+	}
+	segments := strings.Split(strings.Trim(u.EscapedPath(), "/"), "/")
+	if len(segments) > r.maxDepth {
+		return SkipPathDepth
+	}
+	seen := make(map[string]int, len(segments))
+	for _, seg := range segments {
+		if seg == "" {
+			continue
+		}
+		if seen[seg]++; seen[seg] > r.maxRepeat {
+			return SkipPathRepeat
+		}
+	}
+	return ""
+}
+
+// skips counts refused URLs by reason, until the heartbeat sends them to
+// the crawl's counters.
+type skips struct {
+	mu sync.Mutex
+	n  map[string]int64
+}
+
+func (s *skips) add(reason string) { s.addN(reason, 1) }
+
+func (s *skips) addN(reason string, n int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n == nil {
+		s.n = map[string]int64{}
+	}
+	s.n[reason] += n
+}
+
+// take returns the counts so far and starts again from zero.
+func (s *skips) take() map[string]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.n
+	s.n = nil
+	return n
+}
