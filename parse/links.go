@@ -1,11 +1,13 @@
 package parse
 
 import (
+	"bytes"
 	"io"
 	"net/url"
 	"strings"
 
 	"github.com/PuerkitoBio/goquery"
+	"golang.org/x/net/html"
 )
 
 // Limits bound what one page may cost; a hostile page cannot exceed them.
@@ -51,84 +53,174 @@ type Page struct {
 // match.
 func Extract(pageURL *url.URL, body io.Reader, lim Limits, fs ...Field) (*Page, error) {
 	lim = lim.withDefaults()
-	doc, err := goquery.NewDocumentFromReader(body)
+	data, err := io.ReadAll(body)
 	if err != nil {
 		return nil, err
 	}
+	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(data))
+	if err != nil {
+		// The tree builder gives up on some hostile pages (more than 512
+		// open elements); a tokenizer still finds their links.
+		return extractTokens(pageURL, data, lim), nil
+	}
 	base := pageURL
 	if href, ok := doc.Find("base[href]").First().Attr("href"); ok {
-		if b, err := pageURL.Parse(strings.TrimSpace(href)); err == nil && (b.Scheme == "http" || b.Scheme == "https") {
-			base = b
-		}
+		base = baseFor(pageURL, href)
 	}
 	p := &Page{Fields: fields(doc, fs)}
-	title := strings.Join(strings.Fields(doc.Find("title").First().Text()), " ")
+	p.Title = clipTitle(doc.Find("title").First().Text(), lim)
+	doc.Find("meta[name]").Each(func(_ int, s *goquery.Selection) {
+		if robotsNoFollow(s.AttrOr("name", ""), s.AttrOr("content", "")) {
+			p.NoFollow = true
+		}
+	})
+	ls := &linkSet{p: p, base: base, lim: lim, seen: map[string]bool{}}
+	doc.Find("a[href], area[href], iframe[src], frame[src], link[rel][href], meta[http-equiv][content]").Each(func(_ int, s *goquery.Selection) {
+		ls.element(goquery.NodeName(s), s.AttrOr)
+	})
+	return p, nil
+}
+
+// linkSet collects a page's links: canonical, each once, up to the limit.
+type linkSet struct {
+	p    *Page
+	base *url.URL
+	lim  Limits
+	seen map[string]bool
+}
+
+func (ls *linkSet) add(ref string) {
+	if ls.p.NoFollow {
+		return
+	}
+	u, err := Canonicalize(ls.base, ref)
+	if err != nil {
+		ls.p.Dropped++
+		return
+	}
+	s := u.String()
+	if ls.seen[s] {
+		return
+	}
+	if len(ls.p.Links) >= ls.lim.MaxLinks {
+		ls.p.Truncated = true
+		return
+	}
+	ls.seen[s] = true
+	ls.p.Links = append(ls.p.Links, s)
+}
+
+// element takes the links of one element, by name, with attr(name,
+// default) reading its attributes.
+func (ls *linkSet) element(name string, attr func(string, string) string) {
+	switch name {
+	case "a", "area":
+		if href := attr("href", ""); href != "" && !hasToken(attr("rel", ""), "nofollow") {
+			ls.add(href)
+		}
+	case "iframe", "frame":
+		if src := attr("src", ""); src != "" {
+			ls.add(src)
+		}
+	case "link":
+		if href := attr("href", ""); href != "" && hasToken(attr("rel", ""), "canonical") {
+			if u, err := Canonicalize(ls.base, href); err == nil && ls.p.Canonical == "" {
+				ls.p.Canonical = u.String()
+			}
+			ls.add(href)
+		}
+	case "meta":
+		if strings.EqualFold(strings.TrimSpace(attr("http-equiv", "")), "refresh") {
+			if target, ok := refreshTarget(attr("content", "")); ok {
+				ls.add(target)
+			}
+		}
+	}
+}
+
+// baseFor is the base URL a page's <base href> sets, if usable.
+func baseFor(pageURL *url.URL, href string) *url.URL {
+	if b, err := pageURL.Parse(strings.TrimSpace(href)); err == nil && (b.Scheme == "http" || b.Scheme == "https") {
+		return b
+	}
+	return pageURL
+}
+
+func clipTitle(text string, lim Limits) string {
+	title := strings.Join(strings.Fields(text), " ")
 	if len(title) > lim.MaxTitle {
 		title = strings.ToValidUTF8(title[:lim.MaxTitle], "")
 	}
-	p.Title = title
+	return title
+}
 
-	doc.Find("meta[name]").Each(func(_ int, s *goquery.Selection) {
-		name, _ := s.Attr("name")
-		if !strings.EqualFold(strings.TrimSpace(name), "robots") {
-			return
-		}
-		content, _ := s.Attr("content")
-		for _, d := range strings.FieldsFunc(strings.ToLower(content), func(r rune) bool { return r == ',' || r == ' ' }) {
-			if d == "nofollow" || d == "none" {
-				p.NoFollow = true
-			}
-		}
-	})
-
-	seen := map[string]bool{}
-	add := func(ref string) {
-		if p.NoFollow {
-			return
-		}
-		u, err := Canonicalize(base, ref)
-		if err != nil {
-			p.Dropped++
-			return
-		}
-		s := u.String()
-		if seen[s] {
-			return
-		}
-		if len(p.Links) >= lim.MaxLinks {
-			p.Truncated = true
-			return
-		}
-		seen[s] = true
-		p.Links = append(p.Links, s)
+// robotsNoFollow: <meta name="robots" content="nofollow|none">.
+func robotsNoFollow(name, content string) bool {
+	if !strings.EqualFold(strings.TrimSpace(name), "robots") {
+		return false
 	}
+	for _, d := range strings.FieldsFunc(strings.ToLower(content), func(r rune) bool { return r == ',' || r == ' ' }) {
+		if d == "nofollow" || d == "none" {
+			return true
+		}
+	}
+	return false
+}
 
-	doc.Find("a[href], area[href], iframe[src], frame[src], link[rel][href], meta[http-equiv][content]").Each(func(_ int, s *goquery.Selection) {
-		switch goquery.NodeName(s) {
-		case "a", "area":
-			if hasToken(s.AttrOr("rel", ""), "nofollow") {
-				return
+// extractTokens finds a page's title and links with the HTML tokenizer
+// alone, for pages the tree builder refuses: no document, so no fields,
+// and a <base href> applies to the links after it.
+func extractTokens(pageURL *url.URL, data []byte, lim Limits) *Page {
+	p := &Page{}
+	ls := &linkSet{p: p, base: pageURL, lim: lim, seen: map[string]bool{}}
+	z := html.NewTokenizer(bytes.NewReader(data))
+	inTitle, haveBase := false, false
+	for {
+		tt := z.Next()
+		switch tt {
+		case html.ErrorToken:
+			return p
+		case html.TextToken:
+			if inTitle && p.Title == "" {
+				p.Title = clipTitle(string(z.Text()), lim)
 			}
-			add(s.AttrOr("href", ""))
-		case "iframe", "frame":
-			add(s.AttrOr("src", ""))
-		case "link":
-			if hasToken(s.AttrOr("rel", ""), "canonical") {
-				href := s.AttrOr("href", "")
-				if u, err := Canonicalize(base, href); err == nil && p.Canonical == "" {
-					p.Canonical = u.String()
-				}
-				add(href)
+		case html.EndTagToken:
+			if name, _ := z.TagName(); string(name) == "title" {
+				inTitle = false
 			}
-		case "meta":
-			if strings.EqualFold(strings.TrimSpace(s.AttrOr("http-equiv", "")), "refresh") {
-				if target, ok := refreshTarget(s.AttrOr("content", "")); ok {
-					add(target)
+		case html.StartTagToken, html.SelfClosingTagToken:
+			name, hasAttr := z.TagName()
+			attrs := map[string]string{}
+			for hasAttr {
+				var k, v []byte
+				k, v, hasAttr = z.TagAttr()
+				if _, dup := attrs[string(k)]; !dup {
+					attrs[string(k)] = string(v)
 				}
+			}
+			attr := func(k, def string) string {
+				if v, ok := attrs[k]; ok {
+					return v
+				}
+				return def
+			}
+			switch n := string(name); n {
+			case "title":
+				inTitle = tt == html.StartTagToken
+			case "base":
+				if href, ok := attrs["href"]; ok && !haveBase {
+					ls.base, haveBase = baseFor(pageURL, href), true
+				}
+			case "meta":
+				if robotsNoFollow(attr("name", ""), attr("content", "")) {
+					p.NoFollow = true
+				}
+				ls.element(n, attr)
+			default:
+				ls.element(n, attr)
 			}
 		}
-	})
-	return p, nil
+	}
 }
 
 func hasToken(list, token string) bool {

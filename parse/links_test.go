@@ -119,3 +119,24 @@ func FuzzExtract(f *testing.F) {
 		}
 	})
 }
+
+// A page nested deeper than the tree builder accepts (512 open elements)
+// still gives its title and links, through the tokenizer.
+func TestDeeplyNestedPageStillGivesItsLinks(t *testing.T) {
+	base, _ := url.Parse("http://h.example/deep")
+	var b strings.Builder
+	b.WriteString(`<html><head><title>Deep  page</title><base href="/b/"></head><body>`)
+	b.WriteString(`<a href="top.html">top</a>`)
+	for i := 0; i < 2000; i++ {
+		b.WriteString("<div>")
+	}
+	b.WriteString(`<a href="bottom.html">bottom</a><a rel="nofollow" href="/no">no</a>`)
+	p, err := Extract(base, strings.NewReader(b.String()), Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"http://h.example/b/top.html", "http://h.example/b/bottom.html"}
+	if !reflect.DeepEqual(p.Links, want) || p.Title != "Deep page" {
+		t.Fatalf("links %v, title %q; want %v and the title", p.Links, p.Title, want)
+	}
+}
