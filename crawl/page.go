@@ -2,10 +2,12 @@ package crawl
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"sync"
@@ -79,7 +81,11 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 	}
 	start := time.Now()
 	rec.FetchedAt = start.UTC() // after the politeness waits: when the request went out
-	r, err := pl.fetcher.Fetch(ctx, item.URL)
+	fetchURL := pl.fetcher.Fetch
+	if item.Kind == frontier.KindSitemap {
+		fetchURL = pl.fetcher.FetchBody // XML, often gzip'd: kept whatever its type
+	}
+	r, err := fetchURL(ctx, item.URL)
 	rec.FetchMS = time.Since(start).Milliseconds()
 	if err != nil {
 		if fetch.IsTransient(err) {
@@ -120,7 +126,12 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 		pl.retry(ctx, l, rec, fmt.Sprintf("HTTP %d", r.Status), after)
 		return
 	}
-	children := pl.links(u, item, r, &rec)
+	var children []frontier.Item
+	if item.Kind == frontier.KindSitemap {
+		children = pl.sitemapLinks(item, r, &rec)
+	} else {
+		children = pl.links(u, item, r, &rec)
+	}
 	stat := OutcomeOK
 	if r.Status >= 400 {
 		stat = OutcomeHTTPError
@@ -204,6 +215,45 @@ func (pl *pipeline) links(u *url.URL, item frontier.Item, r *fetch.Result, rec *
 	for _, link := range page.Links {
 		if lu, err := url.Parse(link); err == nil && scope.Allows(lu) && pl.follow(lu, link) {
 			children = append(children, frontier.Item{URL: link, Depth: item.Depth + 1, Parent: item.URL})
+		}
+	}
+	return children
+}
+
+// sitemapLinks are what a sitemap lists: page URLs (one step from the
+// sitemap, through scope, filters and dedup like links) and other
+// sitemaps (an index), read from the body, gunzipped when it is gzip.
+func (pl *pipeline) sitemapLinks(item frontier.Item, r *fetch.Result, rec *Record) []frontier.Item {
+	if r.Status < 200 || r.Status >= 300 {
+		return nil
+	}
+	var body io.Reader = bytes.NewReader(r.Body)
+	if len(r.Body) > 2 && r.Body[0] == 0x1f && r.Body[1] == 0x8b {
+		z, err := gzip.NewReader(body)
+		if err != nil {
+			rec.Error = fmt.Sprintf("sitemap: %v", err)
+			return nil
+		}
+		defer z.Close()
+		body = z
+	}
+	sm, err := parse.ParseSitemap(body)
+	if err != nil {
+		rec.Error = err.Error()
+		return nil
+	}
+	rec.Links, rec.Truncated = len(sm.URLs)+len(sm.Sitemaps), rec.Truncated || sm.Truncated
+	base, _ := url.Parse(item.URL)
+	scope := pl.scope.Load()
+	var children []frontier.Item
+	for _, loc := range sm.URLs {
+		if u, err := parse.Canonicalize(base, loc); err == nil && scope.Allows(u) && pl.follow(u, u.String()) {
+			children = append(children, frontier.Item{URL: u.String(), Depth: item.Depth + 1, Parent: item.URL})
+		}
+	}
+	for _, loc := range sm.Sitemaps {
+		if u, err := parse.Canonicalize(base, loc); err == nil && scope.Allows(u) {
+			children = append(children, frontier.Item{URL: u.String(), Depth: item.Depth, Parent: item.URL, Kind: frontier.KindSitemap})
 		}
 	}
 	return children

@@ -63,7 +63,14 @@ func NewSeeder(ctx context.Context, c redis.UniversalClient, k Keys, s Settings,
 
 // Add queues a batch of canonical seed URLs, widens the scope to their
 // hosts, and reopens a finished crawl.
-func (sd *Seeder) Add(ctx context.Context, seeds []*url.URL) error {
+func (sd *Seeder) Add(ctx context.Context, seeds []*url.URL) error { return sd.add(ctx, seeds, "") }
+
+// AddSitemaps queues sitemaps to read (seed --sitemap), as Add queues pages.
+func (sd *Seeder) AddSitemaps(ctx context.Context, sitemaps []*url.URL) error {
+	return sd.add(ctx, sitemaps, frontier.KindSitemap)
+}
+
+func (sd *Seeder) add(ctx context.Context, seeds []*url.URL, kind string) error {
 	var hosts []any
 	items := make([]frontier.Item, 0, len(seeds))
 	for _, u := range seeds {
@@ -79,7 +86,7 @@ func (sd *Seeder) Add(ctx context.Context, seeds []*url.URL) error {
 			sd.hosts[u.Host] = struct{}{}
 			hosts = append(hosts, u.Host)
 		}
-		items = append(items, frontier.Item{URL: s})
+		items = append(items, frontier.Item{URL: s, Kind: kind})
 	}
 	// Scope first: a worker must never see a seed whose host it would reject.
 	if len(hosts) > 0 {

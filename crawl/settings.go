@@ -47,6 +47,9 @@ type Settings struct {
 	// MaxPathDepth segments, its query more than MaxQueryParams
 	// parameters, or it is longer than MaxURLLength bytes.
 	MaxPathRepeat, MaxPathDepth, MaxQueryParams, MaxURLLength int
+	// Sitemaps: read the sitemaps robots.txt lists, and queue their URLs
+	// (through scope, filters and dedup, like links).
+	Sitemaps bool
 }
 
 // DefaultSettings: polite (1 request/s per host), host scope, no depth limit.
@@ -54,7 +57,7 @@ func DefaultSettings() Settings {
 	return Settings{Scope: parse.ScopeHost, MaxDepth: -1, Rate: 1, Burst: 1,
 		UserAgent: "RedCrawl/0.1 (+https://github.com/redcrawl/crawler)", ExpectedURLs: 1_000_000, FPRate: 0.001,
 		RobotsGiveUp: 30 * time.Minute, KeepTypes: []string{"text/html", "application/xhtml+xml"},
-		MaxPathRepeat: 3, MaxPathDepth: 16, MaxQueryParams: 4, MaxURLLength: 1024}
+		MaxPathRepeat: 3, MaxPathDepth: 16, MaxQueryParams: 4, MaxURLLength: 1024, Sitemaps: true}
 }
 
 // ErrSettings: settings that cannot run a crawl.
@@ -141,13 +144,14 @@ func (s Settings) fields() map[string]string {
 		"allow": strings.Join(s.Allow, "\n"), "deny": strings.Join(s.Deny, "\n"),
 		"max_path_repeat": strconv.Itoa(s.MaxPathRepeat), "max_path_depth": strconv.Itoa(s.MaxPathDepth),
 		"max_query_params": strconv.Itoa(s.MaxQueryParams), "max_url_length": strconv.Itoa(s.MaxURLLength),
+		"sitemaps": strconv.FormatBool(s.Sitemaps),
 	}
 }
 
 // settingFields are the stored fields, in the order messages list them.
 var settingFields = []string{"scope", "max_depth", "max_pages", "rate", "burst", "user_agent", "expected_urls",
 	"fp_rate", "allow_private", "robots_give_up", "keep_types", "extract", "allow", "deny",
-	"max_path_repeat", "max_path_depth", "max_query_params", "max_url_length"}
+	"max_path_repeat", "max_path_depth", "max_query_params", "max_url_length", "sitemaps"}
 
 // addedLater are fields that crawls seeded by an older RedCrawl lack: they
 // read as their default.
@@ -156,7 +160,8 @@ var addedLater = map[string]string{"robots_give_up": DefaultSettings().RobotsGiv
 	"max_path_repeat":  strconv.Itoa(DefaultSettings().MaxPathRepeat),
 	"max_path_depth":   strconv.Itoa(DefaultSettings().MaxPathDepth),
 	"max_query_params": strconv.Itoa(DefaultSettings().MaxQueryParams),
-	"max_url_length":   strconv.Itoa(DefaultSettings().MaxURLLength)}
+	"max_url_length":   strconv.Itoa(DefaultSettings().MaxURLLength),
+	"sitemaps":         "true"}
 
 // flagFor names the seed flag of each field, for messages.
 var flagFor = map[string]string{
@@ -164,7 +169,7 @@ var flagFor = map[string]string{
 	"user_agent": "--user-agent", "expected_urls": "--expected-urls", "fp_rate": "--fp-rate", "allow_private": "--allow-private",
 	"robots_give_up": "--robots-give-up", "keep_types": "--keep-types", "extract": "--extract",
 	"allow": "--allow", "deny": "--deny", "max_path_repeat": "--max-path-repeat", "max_path_depth": "--max-path-depth",
-	"max_query_params": "--max-query-params", "max_url_length": "--max-url-length",
+	"max_query_params": "--max-query-params", "max_url_length": "--max-url-length", "sitemaps": "--sitemaps",
 }
 
 func settingsFrom(m map[string]string) (Settings, error) {
@@ -207,6 +212,8 @@ func settingsFrom(m map[string]string) (Settings, error) {
 	}
 	s.MaxPathRepeat, s.MaxPathDepth = int(num("max_path_repeat")), int(num("max_path_depth"))
 	s.MaxQueryParams, s.MaxURLLength = int(num("max_query_params")), int(num("max_url_length"))
+	s.Sitemaps, err = strconv.ParseBool(m["sitemaps"])
+	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return Settings{}, err
 	}

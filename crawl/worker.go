@@ -192,6 +192,9 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 	}
 	w.limiter = politeness.NewLimiter(c, rate, s.Burst)
 	w.robots = politeness.NewRobots(c, k.RobotsPrefix(), s.AgentToken(), w.fetchRobots)
+	if s.Sitemaps {
+		w.robots.OnFetched = w.sitemapsFound
+	}
 	if w.elector, err = leader.NewElector(c, k.Leader, o.ID, o.Leader); err != nil {
 		return nil, err
 	}
@@ -329,6 +332,26 @@ func (w *Worker) flushSkips(ctx context.Context) {
 		for reason, count := range n { // counted next time
 			w.skips.addN(reason, count)
 		}
+	}
+}
+
+// sitemapsFound queues the sitemaps a host's robots.txt lists (this
+// process fetched it for the whole crawl); the Bloom filter makes each
+// one queued once.
+func (w *Worker) sitemapsFound(ctx context.Context, host string, sitemaps []string) {
+	robots := "http://" + host + "/robots.txt"
+	var items []frontier.Item
+	scope := w.scope.Load()
+	for _, sm := range sitemaps {
+		if u, err := parse.Canonicalize(nil, sm); err == nil && scope.Allows(u) {
+			items = append(items, frontier.Item{URL: u.String(), Kind: frontier.KindSitemap, Parent: robots})
+		}
+	}
+	if len(items) == 0 {
+		return
+	}
+	if _, err := w.fr.Enqueue(ctx, items); err != nil {
+		w.opts.Logf("sitemaps of %s: %v", host, err)
 	}
 }
 

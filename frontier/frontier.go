@@ -26,10 +26,14 @@ type Item struct {
 	URL      string   `json:"u"`
 	Depth    int      `json:"d"`
 	Parent   string   `json:"p,omitempty"` // the page that linked to it
+	Kind     string   `json:"k,omitempty"` // "" for a page, KindSitemap for a sitemap
 	Attempts int      `json:"a,omitempty"`
 	Errors   []string `json:"e,omitempty"`   // the earlier attempts' errors, oldest first
 	Err      string   `json:"err,omitempty"` // why it failed, on the failed list
 }
+
+// KindSitemap marks an Item that is a sitemap to read, not a page.
+const KindSitemap = "sitemap"
 
 // Keys names a crawl's frontier keys; all share the crawl's hash tag.
 type Keys struct {

@@ -89,8 +89,12 @@ type Robots struct {
 	MaxLocal            int           // hosts kept in the local cache (10 000)
 	LockTTL             time.Duration // how long one worker may take to fetch (15 s)
 	WaitFor             time.Duration // how long to wait for another worker's fetch (3 s)
-	mu                  sync.Mutex
-	local               map[string]robotsEntry
+	// OnFetched, when set, hears of each robots.txt this process fetched
+	// and stored for the cluster (once per host and TTL in the whole
+	// crawl), with the sitemaps it lists.
+	OnFetched func(ctx context.Context, host string, sitemaps []string)
+	mu        sync.Mutex
+	local     map[string]robotsEntry
 	// flight makes concurrent checks of one host in this process share one
 	// Redis lookup: a worker's loops often start on the same host at once,
 	// and would otherwise each look up, try the lock, retry and hold a
@@ -306,7 +310,11 @@ func (r *Robots) fetchAndStore(ctx context.Context, robotsURL, key, host string)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return robotsEntry{}, fmt.Errorf("politeness: robots %s: %w", key, err)
 	}
-	return robotsEntry{data: r.parse(status, body), ttl: r.TTL}, nil
+	data := r.parse(status, body)
+	if r.OnFetched != nil {
+		r.OnFetched(ctx, host, data.Sitemaps)
+	}
+	return robotsEntry{data: data, ttl: r.TTL}, nil
 }
 
 // fetchFollowing follows up to five redirects (RFC 9309 §2.3.1.2).

@@ -36,9 +36,14 @@ func seedFlags() []cli.Flag {
 		&cli.IntFlag{Name: "max-path-depth", Value: d.MaxPathDepth, Usage: "trap defence: skip URLs whose path has more segments than this"},
 		&cli.IntFlag{Name: "max-query-params", Value: d.MaxQueryParams, Usage: "trap defence: skip URLs with more query parameters than this"},
 		&cli.IntFlag{Name: "max-url-length", Value: d.MaxURLLength, Usage: "trap defence: skip URLs longer than this many bytes"},
+		&cli.BoolFlag{Name: "sitemaps", Value: d.Sitemaps, Usage: "read the sitemaps robots.txt lists and crawl their URLs (--sitemaps=false: do not)"},
 		&cli.DurationFlag{Name: "robots-give-up", Value: d.RobotsGiveUp, Usage: "a host whose robots.txt gives no answer (or 5xx, 429) has its URLs " +
 			"held back, retried with back-off; after this long they go to the failed list"},
 	}
+}
+
+func sitemapFlag() cli.Flag {
+	return &cli.StringSliceFlag{Name: "sitemap", Usage: "URL of a sitemap (or sitemap index, gzip'd or not) whose URLs to crawl (repeatable)"}
 }
 
 func skipSeenFlag() cli.Flag {
@@ -128,6 +133,9 @@ func settingsFromFlags(c *cli.Context, rdb *redis.Client, k crawl.Keys) (crawl.S
 	if c.IsSet("allow") {
 		s.Allow = c.StringSlice("allow")
 	}
+	if c.IsSet("sitemaps") {
+		s.Sitemaps = c.Bool("sitemaps")
+	}
 	if c.IsSet("deny") {
 		s.Deny = c.StringSlice("deny")
 	}
@@ -152,7 +160,7 @@ func seedCommand() *cli.Command {
 			"Redis and every worker uses them; seeding an existing crawl adds URLs, and a flag\n" +
 			"that contradicts the stored settings is refused.",
 		Flags: append(seedFlags(), &cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "read URLs from FILE, one per line ('-' for stdin; # starts a comment)"},
-			skipSeenFlag(), redisWaitFlag(0)),
+			skipSeenFlag(), sitemapFlag(), redisWaitFlag(0)),
 		Action: func(c *cli.Context) error {
 			if err := checkSeedFlags(c); err != nil {
 				return err
@@ -223,8 +231,27 @@ func runSeed(c *cli.Context, rdb *redis.Client) error {
 	if err := flush(); err != nil {
 		return err
 	}
+	var sitemaps []*url.URL
+	for _, raw := range c.StringSlice("sitemap") {
+		u, err := parse.Canonicalize(nil, raw)
+		if err != nil {
+			return fmt.Errorf("--sitemap %q: %v", raw, err)
+		}
+		sitemaps = append(sitemaps, u)
+	}
+	if len(sitemaps) > 0 {
+		if sd == nil {
+			if sd, err = crawl.NewSeeder(c.Context, rdb, k, s, crawl.SeedOptions{SkipSeen: c.Bool("skip-seen")}); err != nil {
+				return err
+			}
+		}
+		if err := sd.AddSitemaps(c.Context, sitemaps); err != nil {
+			return err
+		}
+		lines += len(sitemaps)
+	}
 	if lines == 0 {
-		return fmt.Errorf("no URLs to seed: give them as arguments or with -f FILE (see 'crawler seed --help')")
+		return fmt.Errorf("no URLs to seed: give them as arguments, with -f FILE or --sitemap URL (see 'crawler seed --help')")
 	}
 	if sd == nil {
 		return cli.Exit(fmt.Sprintf("seed: none of the %d URLs is usable; nothing seeded", lines), 1)

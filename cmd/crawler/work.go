@@ -229,7 +229,7 @@ func crawlCommand() *cli.Command {
 		Usage:     "seed and crawl in one process until done (embedded Redis unless --redis is given)",
 		ArgsUsage: "URL...",
 		Flags: append(append(seedFlags(), workFlags()...), &cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "read URLs from FILE ('-' for stdin)"},
-			skipSeenFlag()),
+			skipSeenFlag(), sitemapFlag()),
 		Action: func(c *cli.Context) error {
 			if err := errors.Join(checkSeedFlags(c), checkWorkFlags(c)); err != nil {
 				return err
