@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"sync"
@@ -280,7 +281,11 @@ func (pl *pipeline) retry(ctx context.Context, l *frontier.Lease, rec Record, re
 		return
 	}
 	item.Errors = append(item.Errors[:len(item.Errors):len(item.Errors)], reason)
-	pl.deferItem(ctx, l, item, max(after, time.Duration(1<<item.Attempts)*500*time.Millisecond))
+	// Exponential back-off with jitter (between half and one and a half of
+	// the step), so URLs that failed together do not all come back
+	// together; the server's Retry-After, when longer, wins.
+	step := time.Duration(1<<item.Attempts) * 500 * time.Millisecond
+	pl.deferItem(ctx, l, item, max(after, step/2+rand.N(step)))
 }
 
 // requeue puts a leased URL back at the front of its host's queue and

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redcrawl/crawler/dedup"
+	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/parse"
 	"github.com/redis/go-redis/v9"
 )
@@ -50,6 +52,8 @@ type Settings struct {
 	// Sitemaps: read the sitemaps robots.txt lists, and queue their URLs
 	// (through scope, filters and dedup, like links).
 	Sitemaps bool
+	// Headers are "Name: value" lines sent with every request.
+	Headers []string
 }
 
 // DefaultSettings: polite (1 request/s per host), host scope, no depth limit.
@@ -86,6 +90,9 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("%w: %v", ErrSettings, err)
 	}
 	if _, err := newRules(s); err != nil {
+		return fmt.Errorf("%w: %v", ErrSettings, err)
+	}
+	if _, err := s.HTTPHeaders(); err != nil {
 		return fmt.Errorf("%w: %v", ErrSettings, err)
 	}
 	if s.MaxPathRepeat < 1 || s.MaxPathDepth < 1 || s.MaxQueryParams < 0 || s.MaxURLLength < 16 {
@@ -144,14 +151,14 @@ func (s Settings) fields() map[string]string {
 		"allow": strings.Join(s.Allow, "\n"), "deny": strings.Join(s.Deny, "\n"),
 		"max_path_repeat": strconv.Itoa(s.MaxPathRepeat), "max_path_depth": strconv.Itoa(s.MaxPathDepth),
 		"max_query_params": strconv.Itoa(s.MaxQueryParams), "max_url_length": strconv.Itoa(s.MaxURLLength),
-		"sitemaps": strconv.FormatBool(s.Sitemaps),
+		"sitemaps": strconv.FormatBool(s.Sitemaps), "headers": strings.Join(s.Headers, "\n"),
 	}
 }
 
 // settingFields are the stored fields, in the order messages list them.
 var settingFields = []string{"scope", "max_depth", "max_pages", "rate", "burst", "user_agent", "expected_urls",
 	"fp_rate", "allow_private", "robots_give_up", "keep_types", "extract", "allow", "deny",
-	"max_path_repeat", "max_path_depth", "max_query_params", "max_url_length", "sitemaps"}
+	"max_path_repeat", "max_path_depth", "max_query_params", "max_url_length", "sitemaps", "headers"}
 
 // addedLater are fields that crawls seeded by an older RedCrawl lack: they
 // read as their default.
@@ -161,7 +168,8 @@ var addedLater = map[string]string{"robots_give_up": DefaultSettings().RobotsGiv
 	"max_path_depth":   strconv.Itoa(DefaultSettings().MaxPathDepth),
 	"max_query_params": strconv.Itoa(DefaultSettings().MaxQueryParams),
 	"max_url_length":   strconv.Itoa(DefaultSettings().MaxURLLength),
-	"sitemaps":         "true"}
+	"sitemaps":         "true",
+	"headers":          ""}
 
 // flagFor names the seed flag of each field, for messages.
 var flagFor = map[string]string{
@@ -169,7 +177,7 @@ var flagFor = map[string]string{
 	"user_agent": "--user-agent", "expected_urls": "--expected-urls", "fp_rate": "--fp-rate", "allow_private": "--allow-private",
 	"robots_give_up": "--robots-give-up", "keep_types": "--keep-types", "extract": "--extract",
 	"allow": "--allow", "deny": "--deny", "max_path_repeat": "--max-path-repeat", "max_path_depth": "--max-path-depth",
-	"max_query_params": "--max-query-params", "max_url_length": "--max-url-length", "sitemaps": "--sitemaps",
+	"max_query_params": "--max-query-params", "max_url_length": "--max-url-length", "sitemaps": "--sitemaps", "headers": "--header",
 }
 
 func settingsFrom(m map[string]string) (Settings, error) {
@@ -214,6 +222,9 @@ func settingsFrom(m map[string]string) (Settings, error) {
 	s.MaxQueryParams, s.MaxURLLength = int(num("max_query_params")), int(num("max_url_length"))
 	s.Sitemaps, err = strconv.ParseBool(m["sitemaps"])
 	errs = append(errs, err)
+	if m["headers"] != "" {
+		s.Headers = strings.Split(m["headers"], "\n")
+	}
 	if err := errors.Join(errs...); err != nil {
 		return Settings{}, err
 	}
@@ -327,4 +338,21 @@ func (s Settings) Fields() ([]parse.Field, error) {
 		out = append(out, f)
 	}
 	return out, nil
+}
+
+// HTTPHeaders reads the Headers lines.
+func (s Settings) HTTPHeaders() (http.Header, error) {
+	h := http.Header{}
+	for _, line := range s.Headers {
+		name, value, ok := strings.Cut(line, ":")
+		name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+		if !ok || strings.ContainsAny(value, "\r\n") {
+			return nil, fmt.Errorf("header %q: want 'Name: value'", line)
+		}
+		if err := fetch.CheckHeader(name); err != nil {
+			return nil, err
+		}
+		h.Add(name, value)
+	}
+	return h, nil
 }

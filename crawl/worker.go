@@ -7,6 +7,8 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/url"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,6 +51,11 @@ type Options struct {
 	// Run opens the writer and closes its file when it returns. Worker,
 	// Crawl, Agent and Software are filled in by the worker.
 	WARC *archive.Config
+	// Proxy is the HTTP proxy for every request; nil honours HTTP_PROXY,
+	// HTTPS_PROXY and NO_PROXY. The SSRF guard judges the final target.
+	Proxy *url.URL
+	// Cookies keeps the cookies hosts set, per host, for this worker's life.
+	Cookies bool
 }
 
 // MaxConcurrency bounds Options.Concurrency: past a few hundred fetches at
@@ -174,6 +181,21 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 	fcfg.UserAgent, fcfg.AllowPrivate = s.UserAgent, s.AllowPrivate
 	fcfg.Capture = o.WARC != nil
 	fcfg.Keep = s.Keeps
+	fcfg.Cookies = o.Cookies
+	if fcfg.Headers, err = s.HTTPHeaders(); err != nil {
+		return nil, err
+	}
+	switch {
+	case o.Proxy != nil:
+		fcfg.Proxy = http.ProxyURL(o.Proxy)
+	case os.Getenv("HTTP_PROXY")+os.Getenv("HTTPS_PROXY")+os.Getenv("http_proxy")+os.Getenv("https_proxy") != "":
+		fcfg.Proxy = http.ProxyFromEnvironment
+	}
+	if fcfg.Proxy != nil && fcfg.Capture {
+		// Through a proxy the wire carries the proxy's protocol (absolute
+		// URIs, CONNECT tunnels), not the exchange a WARC keeps.
+		return nil, fmt.Errorf("%w: WARC archiving through a proxy is not supported; drop --warc-dir or the proxy", ErrOptions)
+	}
 	w := &Worker{c: c, keys: k, settings: s, opts: o, fetcher: fetch.New(fcfg), known: newKnown(o.KnownURLs)}
 	w.fr = frontier.New(c, k.Frontier, seen)
 	if w.fields, err = s.Fields(); err != nil {

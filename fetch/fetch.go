@@ -12,12 +12,15 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptrace"
 	"net/url"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/net/publicsuffix"
 )
 
 // Config bounds every fetch. Start from DefaultConfig.
@@ -33,6 +36,15 @@ type Config struct {
 	// addresses. Off by default: a crawler that follows links from the open
 	// web must not be steered into the network it runs in.
 	AllowPrivate bool
+	// Headers are sent with every request; they may not replace the
+	// User-Agent or the headers HTTP itself manages (see CheckHeader).
+	Headers http.Header
+	// Cookies keeps the cookies hosts set, per host, for the Fetcher's life.
+	Cookies bool
+	// Proxy gives the proxy for a request (nil: none). With a proxy the SSRF
+	// guard looks up the target's addresses before each request, since
+	// the connection it dials is the proxy's.
+	Proxy func(*http.Request) (*url.URL, error)
 	// Keep says which media types (besides HTML, always read for its
 	// links) have their bodies downloaded; a 2xx answer of another type is
 	// closed after its headers (Result.DroppedBody). Nil keeps only HTML.
@@ -101,19 +113,20 @@ func TransientStatus(code int) bool { return code == http.StatusTooManyRequests 
 
 // Fetcher fetches pages. Safe for concurrent use; share one.
 type Fetcher struct {
-	cfg    Config
-	client *http.Client
-	now    func() time.Time
+	cfg         Config
+	client      *http.Client
+	now         func() time.Time
+	checkTarget bool // the guard runs before each request (a proxy is dialled, not the target)
 }
 
 // New builds a Fetcher with one shared transport.
 func New(cfg Config) *Fetcher {
 	d := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}
-	if !cfg.AllowPrivate {
+	if !cfg.AllowPrivate && cfg.Proxy == nil {
 		d.Control = guard
 	}
 	tr := &http.Transport{
-		Proxy:                 nil, // a proxy would see through the SSRF guard
+		Proxy:                 cfg.Proxy,
 		DialContext:           d.DialContext,
 		TLSHandshakeTimeout:   cfg.ConnectTimeout,
 		ResponseHeaderTimeout: cfg.HeaderTimeout,
@@ -126,13 +139,51 @@ func New(cfg Config) *Fetcher {
 		// where the reader stops.
 		tr.DialContext, tr.DialTLSContext = capturingDialers(d, int(cfg.MaxBody)+1<<20)
 	}
-	return &Fetcher{cfg: cfg, now: time.Now, client: &http.Client{
+	client := &http.Client{
 		Transport: tr,
 		Timeout:   cfg.Timeout,
 		// A redirect's target is a discovered URL: it goes through scope,
 		// dedup and politeness like any link, so it is never followed here.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}}
+	}
+	if cfg.Cookies {
+		client.Jar, _ = cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List}) // never fails
+	}
+	return &Fetcher{cfg: cfg, now: time.Now, client: client, checkTarget: !cfg.AllowPrivate && cfg.Proxy != nil}
+}
+
+// CheckHeader refuses headers a crawl may not set: the User-Agent has a
+// setting of its own, and HTTP manages the others.
+func CheckHeader(name string) error {
+	switch http.CanonicalHeaderKey(name) {
+	case "User-Agent", "Host", "Content-Length", "Transfer-Encoding", "Connection", "Accept-Encoding", "Te", "Upgrade":
+		return fmt.Errorf("fetch: header %q cannot be set", name)
+	}
+	if name == "" || strings.ContainsAny(name, " :\r\n") {
+		return fmt.Errorf("fetch: %q is not a header name", name)
+	}
+	return nil
+}
+
+// guardTarget is the SSRF guard for a request through a proxy: the
+// target's addresses, looked up here, must all be allowed.
+func guardTarget(ctx context.Context, host string) error {
+	if ip := net.ParseIP(host); ip != nil {
+		if Blocked(ip) {
+			return fmt.Errorf("%w: %s", ErrBlockedAddress, host)
+		}
+		return nil
+	}
+	addrs, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+	if err != nil {
+		return err
+	}
+	for _, a := range addrs {
+		if Blocked(a.IP) {
+			return fmt.Errorf("%w: %s is %s", ErrBlockedAddress, host, a.IP)
+		}
+	}
+	return nil
 }
 
 // guard runs after DNS resolution, on the address actually dialled, so a
@@ -176,8 +227,18 @@ func (f *Fetcher) get(ctx context.Context, rawURL string, keepAny bool) (*Result
 	if err != nil {
 		return nil, &Error{Err: fmt.Errorf("fetch: %w", err)}
 	}
+	for name, values := range f.cfg.Headers {
+		req.Header[name] = values
+	}
 	req.Header.Set("User-Agent", f.cfg.UserAgent)
-	req.Header.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.5")
+	if req.Header.Get("Accept") == "" {
+		req.Header.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.5")
+	}
+	if f.checkTarget {
+		if err := guardTarget(ctx, req.URL.Hostname()); err != nil {
+			return nil, classify(err)
+		}
+	}
 	var conn net.Conn
 	var ex *exchange
 	if f.cfg.Capture {

@@ -182,6 +182,10 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 		{[]string{"crawl", "--rate", "-1", "http://a.example/"}, `--rate "-1"`},
 		{[]string{"--redis", "redis://127.0.0.1:1/0", "seed", "--keep-types", "text/html,pdf", "http://a.example/"}, `--keep-types: keep type "pdf"`},
 		{[]string{"--redis", "redis://127.0.0.1:1/0", "seed", "--extract", "heading", "http://a.example/"}, `--extract: extract rule "heading": want NAME=CSS`},
+		{[]string{"--redis", "redis://127.0.0.1:1/0", "seed", "--header", "User-Agent: x", "http://a.example/"}, `--header: header "User-Agent" cannot be set`},
+		{[]string{"--redis", "redis://127.0.0.1:1/0", "seed", "--header", "no colon", "http://a.example/"}, `--header: header "no colon": want 'Name: value'`},
+		{[]string{"--redis", "redis://127.0.0.1:1/0", "work", "--proxy", "nope"}, `--proxy "nope"`},
+		{[]string{"--redis", "redis://127.0.0.1:1/0", "work", "--max-attempts", "0"}, `--max-attempts 0`},
 		{[]string{"--redis", "redis://127.0.0.1:1/0", "seed", "--extract", "h=h1[", "http://a.example/"}, `--extract: field h: selector "h1["`},
 		// Checked before Redis is contacted (none listens on port 1).
 		{[]string{"--redis", "redis://127.0.0.1:1/0", "work", "-c", "1000000"}, "--concurrency 1000000: want 1 to 512"},

@@ -36,6 +36,7 @@ func seedFlags() []cli.Flag {
 		&cli.IntFlag{Name: "max-path-depth", Value: d.MaxPathDepth, Usage: "trap defence: skip URLs whose path has more segments than this"},
 		&cli.IntFlag{Name: "max-query-params", Value: d.MaxQueryParams, Usage: "trap defence: skip URLs with more query parameters than this"},
 		&cli.IntFlag{Name: "max-url-length", Value: d.MaxURLLength, Usage: "trap defence: skip URLs longer than this many bytes"},
+		&cli.StringSliceFlag{Name: "header", Usage: "'Name: value' sent with every request (repeatable)"},
 		&cli.BoolFlag{Name: "sitemaps", Value: d.Sitemaps, Usage: "read the sitemaps robots.txt lists and crawl their URLs (--sitemaps=false: do not)"},
 		&cli.DurationFlag{Name: "robots-give-up", Value: d.RobotsGiveUp, Usage: "a host whose robots.txt gives no answer (or 5xx, 429) has its URLs " +
 			"held back, retried with back-off; after this long they go to the failed list"},
@@ -69,6 +70,13 @@ func checkSeedFlags(c *cli.Context) error {
 		s.KeepTypes = crawl.ParseTypes(c.String("keep-types"))
 		if err := s.Validate(); err != nil {
 			return fmt.Errorf("--keep-types: %v", strings.TrimPrefix(err.Error(), "crawl: invalid settings: "))
+		}
+	}
+	if c.IsSet("header") {
+		s := crawl.DefaultSettings()
+		s.Headers = c.StringSlice("header")
+		if _, err := s.HTTPHeaders(); err != nil {
+			return fmt.Errorf("--header: %v", strings.TrimPrefix(err.Error(), "fetch: "))
 		}
 	}
 	if c.IsSet("extract") {
@@ -135,6 +143,9 @@ func settingsFromFlags(c *cli.Context, rdb *redis.Client, k crawl.Keys) (crawl.S
 	}
 	if c.IsSet("sitemaps") {
 		s.Sitemaps = c.Bool("sitemaps")
+	}
+	if c.IsSet("header") {
+		s.Headers = c.StringSlice("header")
 	}
 	if c.IsSet("deny") {
 		s.Deny = c.StringSlice("deny")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
@@ -31,6 +32,10 @@ func workFlags() []cli.Flag {
 		&cli.StringFlag{Name: "warc-dir", Usage: "archive every fetch (request and response as sent) in WARC 1.1 files in DIR"},
 		&cli.StringFlag{Name: "warc-max-size", Value: "1GiB", Usage: "start a new WARC file past this size (e.g. 500MB, 1GiB)"},
 		&cli.StringFlag{Name: "warc-prefix", Value: "redcrawl", Usage: "WARC file names are PREFIX-TIMESTAMP-SERIAL-WORKERID.warc.gz"},
+		&cli.StringFlag{Name: "proxy", Usage: "send every request through this HTTP proxy (default: HTTP_PROXY, HTTPS_PROXY, NO_PROXY); " +
+			"private targets stay refused without --allow-private"},
+		&cli.BoolFlag{Name: "cookies", Usage: "keep the cookies hosts set, per host, for this worker's life"},
+		&cli.IntFlag{Name: "max-attempts", Value: 3, Usage: "tries per URL on transient failures (timeouts, 429, 5xx) before it fails"},
 	}
 }
 
@@ -58,6 +63,14 @@ func workCommand() *cli.Command {
 
 // checkWorkFlags validates the work flags that need no Redis.
 func checkWorkFlags(c *cli.Context) error {
+	if p := c.String("proxy"); p != "" {
+		if u, err := url.Parse(p); err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "socks5") || u.Host == "" {
+			return fmt.Errorf("--proxy %q: want http://host:port (or https://, socks5://)", p)
+		}
+	}
+	if n := c.Int("max-attempts"); n < 1 || n > 100 {
+		return fmt.Errorf("--max-attempts %d: want 1 to 100", n)
+	}
 	if d := c.Duration("redis-wait"); d < 0 {
 		return fmt.Errorf("--redis-wait %v: want 0 or more", d)
 	}
@@ -102,7 +115,11 @@ func runWork(c *cli.Context, rdb *redis.Client, exitWhenDone bool) error {
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logger := log.New(os.Stderr, "crawler: ", log.Ltime|log.Lmicroseconds)
-	o := crawl.Options{ID: workerID(c), Concurrency: c.Int("concurrency"), ExitWhenDone: exitWhenDone, Logf: logger.Printf}
+	o := crawl.Options{ID: workerID(c), Concurrency: c.Int("concurrency"), ExitWhenDone: exitWhenDone, Logf: logger.Printf,
+		Cookies: c.Bool("cookies"), MaxAttempts: c.Int("max-attempts")}
+	if p := c.String("proxy"); p != "" {
+		o.Proxy, _ = url.Parse(p) // checked by checkWorkFlags
+	}
 	if dir := c.String("warc-dir"); dir != "" {
 		size, _ := parseSize(c.String("warc-max-size")) // checked by checkWorkFlags
 		o.WARC = &archive.Config{Dir: dir, Prefix: c.String("warc-prefix"), MaxSize: size}
