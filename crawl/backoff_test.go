@@ -6,11 +6,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
@@ -54,6 +56,17 @@ func TestA429PausesTheHostForEveryWorker(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var wg sync.WaitGroup
+	paused := make(chan map[string]time.Duration, 1)
+	go func() { // the pause, once set, shows in status: poll for it
+		for ctx.Err() == nil {
+			st, err := crawl.ReadStatus(ctx, s.Client, "pause")
+			if err == nil && len(st.Paused) > 0 {
+				paused <- st.Paused
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
 	for _, id := range []string{"w1", "w2"} {
 		w, err := crawl.NewWorker(ctx, s.Client, "pause", fastOptions(id))
 		if err != nil {
@@ -77,6 +90,15 @@ func TestA429PausesTheHostForEveryWorker(t *testing.T) {
 		}
 	}
 	t.Logf("%d requests; the first after the 429 came %v later", len(arrivals), firstAfter(arrivals, limited))
+	select {
+	case p := <-paused:
+		host := strings.TrimPrefix(srv.URL, "http://")
+		if left, ok := p[host]; !ok || left <= 0 || left > 3*time.Second {
+			t.Errorf("status during the pause showed %v; want %s paused for under 3 s more", p, host)
+		}
+	default:
+		t.Error("status was never read during the pause")
+	}
 }
 
 func firstAfter(ts []time.Time, t0 time.Time) time.Duration {
@@ -87,4 +109,50 @@ func firstAfter(ts []time.Time, t0 time.Time) time.Duration {
 		}
 	}
 	return best
+}
+
+// A run of requests that get no answer (here timeouts) pauses the host for
+// every worker, as a 503 would.
+func TestARunOfTimeoutsPausesTheHost(t *testing.T) {
+	s := redistest.Real(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/":
+			w.Header().Set("Content-Type", "text/html")
+			for i := 0; i < 3; i++ {
+				fmt.Fprintf(w, `<a href="/hang/%d">x</a>`, i)
+			}
+		case strings.HasPrefix(r.URL.Path, "/hang/"):
+			<-r.Context().Done() // never answers
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	set := crawl.DefaultSettings()
+	set.Rate, set.Burst, set.AllowPrivate = 50, 5, true
+	root, _ := url.Parse(srv.URL + "/")
+	if _, err := crawl.Seed(context.Background(), s.Client, crawl.KeysFor("hang"), set, []*url.URL{root}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	fc := fetch.DefaultConfig()
+	fc.Timeout = 200 * time.Millisecond
+	o := fastOptions("w1")
+	o.Fetch, o.MaxAttempts = &fc, 1 // each fails at its first timeout: three in a row
+	w, err := crawl.NewWorker(ctx, s.Client, "hang", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Run(ctx); err != nil || ctx.Err() != nil {
+		t.Fatalf("Run: %v, %v", err, ctx.Err())
+	}
+	bucket := crawl.KeysFor("hang").RatePrefix() + "{" + strings.TrimPrefix(srv.URL, "http://") + "}"
+	if n, err := s.Client.HExists(ctx, bucket, "paused_until").Result(); err != nil || !n {
+		t.Fatalf("after a run of timeouts the host was never paused (%v)", err)
+	}
+	if w.Counters.Failed.Load() != 3 {
+		t.Fatalf("%d URLs failed; want the 3 that hang", w.Counters.Failed.Load())
+	}
 }

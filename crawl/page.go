@@ -47,6 +47,7 @@ type pipeline struct {
 	fields      []parse.Field   // the crawl's extract rules
 	rules       *rules          // filters and trap defences for discovered URLs
 	skips       *skips          // discovered URLs not followed, by reason
+	failing     *failing        // hosts' runs of failed requests, in this worker
 	warc        *archive.Writer // nil: no archive
 	fail        func(error)     // stops the worker for good (the archive cannot be written)
 }
@@ -90,7 +91,13 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 	rec.FetchMS = time.Since(start).Milliseconds()
 	if err != nil {
 		if fetch.IsTransient(err) {
-			pl.retry(ctx, l, rec, err.Error(), 0)
+			var after time.Duration
+			if pl.failing.fail(u.Host) >= timeoutRun {
+				// A run of failures (timeouts, resets): the host is struggling;
+				// pause it for every worker, as if it had answered 503.
+				after, _ = pl.limiter.Pause(ctx, pl.ratePrefix+"{"+u.Host+"}", 0)
+			}
+			pl.retry(ctx, l, rec, err.Error(), after)
 			return
 		}
 		rec.Error = err.Error()
@@ -98,6 +105,7 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 		return
 	}
 	pl.counters.Requests.Add(1)
+	pl.failing.ok(u.Host)
 	rec.Status, rec.ContentType, rec.Bytes, rec.Truncated, rec.Headers = r.Status, r.ContentType, r.Bytes, r.Truncated, r.Headers
 	rec.DroppedBody = r.DroppedBody
 	// Archived: every response whose body was read, but HTML only when the
@@ -258,6 +266,34 @@ func (pl *pipeline) sitemapLinks(item frontier.Item, r *fetch.Result, rec *Recor
 		}
 	}
 	return children
+}
+
+// timeoutRun failed requests in a row pause a host.
+const timeoutRun = 3
+
+// failing counts each host's failed requests in a row (no answer at all),
+// in this worker; bounded: past maxHosts it starts afresh.
+type failing struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+const maxFailingHosts = 10_000
+
+func (f *failing) fail(host string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n == nil || len(f.n) >= maxFailingHosts {
+		f.n = map[string]int{}
+	}
+	f.n[host]++
+	return f.n[host]
+}
+
+func (f *failing) ok(host string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.n, host)
 }
 
 // follow applies the crawl's filters and trap defences to a discovered

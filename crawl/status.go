@@ -30,7 +30,10 @@ type Status struct {
 	// ResultsTrimmed counts records the results stream dropped (it keeps
 	// the newest million): the workers' --out files still have them.
 	ResultsTrimmed int64 `json:"results_trimmed"`
-	Done           bool  `json:"done"`
+	// Paused are the hosts paused now (they answered 429 or 503), with
+	// how long each pause has left.
+	Paused map[string]time.Duration `json:"paused_hosts,omitempty"`
+	Done   bool                     `json:"done"`
 }
 
 // ReadStatus gathers a crawl's status.
@@ -77,8 +80,37 @@ func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Sta
 	if n, err := c.XLen(ctx, k.Results).Result(); err == nil {
 		st.ResultsTrimmed = max(st.Counters["records"]-n, 0)
 	}
+	if st.Paused, err = pausedHosts(ctx, c, k); err != nil {
+		return nil, err
+	}
 	st.PagesPerSecond, err = recentRate(ctx, c, k.Results, 10*time.Second)
 	return st, err
+}
+
+// pausedHosts finds the hosts whose token bucket holds a pause that has
+// not ended (SCAN over the crawl's buckets, which expire when full).
+func pausedHosts(ctx context.Context, c redis.UniversalClient, k Keys) (map[string]time.Duration, error) {
+	now, err := c.Time(ctx).Result()
+	if err != nil {
+		return nil, fmt.Errorf("crawl: status: %w", err)
+	}
+	out := map[string]time.Duration{}
+	iter := c.Scan(ctx, 0, k.RatePrefix()+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		key := iter.Val()
+		until, err := c.HGet(ctx, key, "paused_until").Float64()
+		if err != nil {
+			continue // not paused (or gone meanwhile)
+		}
+		if left := time.Duration(until*1000) - time.Duration(now.UnixNano()); left > 0 {
+			host := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(key, k.RatePrefix()), "{"), "}")
+			out[host] = left
+		}
+	}
+	if err := iter.Err(); err != nil {
+		return nil, fmt.Errorf("crawl: status: %w", err)
+	}
+	return out, nil
 }
 
 // recentRate counts result records of the last window (stream ids carry
@@ -204,6 +236,14 @@ func (st *Status) String() string {
 	if len(skipped) > 0 {
 		sort.Strings(skipped)
 		fmt.Fprintf(&b, "  not followed  links refused by filters and trap defences: %s\n", strings.Join(skipped, ", "))
+	}
+	if len(st.Paused) > 0 {
+		var hosts []string
+		for h, left := range st.Paused {
+			hosts = append(hosts, fmt.Sprintf("%s (%v more)", h, left.Round(time.Second)))
+		}
+		sort.Strings(hosts)
+		fmt.Fprintf(&b, "  paused      %d hosts answered 429/503 and wait, for every worker: %s\n", len(hosts), strings.Join(hosts, ", "))
 	}
 	if st.ResultsTrimmed > 0 {
 		fmt.Fprintf(&b, "  results     %d records trimmed from the stream before export (the workers' --out files have them)\n", st.ResultsTrimmed)

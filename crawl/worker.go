@@ -395,7 +395,7 @@ func (w *Worker) newPipeline(ex *exchanger, warc *archive.Writer, fail func(erro
 	return &pipeline{s: w.settings, worker: w.opts.ID, maxAttempts: w.opts.MaxAttempts, maxWait: w.opts.MaxReserveWait,
 		ratePrefix: w.keys.RatePrefix(), fetcher: w.fetcher, robots: w.robots, limiter: w.limiter, fr: w.fr,
 		held: &w.held, scope: &w.scope, counters: &w.Counters, logf: w.opts.Logf, ex: ex, warc: warc, fail: fail,
-		fields: w.fields, rules: w.rules, skips: &w.skips}
+		fields: w.fields, rules: w.rules, skips: &w.skips, failing: &failing{}}
 }
 
 func (w *Worker) newScheduler() *scheduler {
