@@ -55,7 +55,6 @@ func TestA429PausesTheHostForEveryWorker(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var wg sync.WaitGroup
 	paused := make(chan map[string]time.Duration, 1)
 	go func() { // the pause, once set, shows in status: poll for it
 		for ctx.Err() == nil {
@@ -67,18 +66,7 @@ func TestA429PausesTheHostForEveryWorker(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}()
-	for _, id := range []string{"w1", "w2"} {
-		w, err := crawl.NewWorker(ctx, s.Client, "pause", fastOptions(id))
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Add(1)
-		go func() { defer wg.Done(); w.Run(ctx) }()
-	}
-	wg.Wait()
-	if ctx.Err() != nil {
-		t.Fatal("the crawl did not finish")
-	}
+	runWorkers(t, ctx, s, "pause", fastOptions("w1"), fastOptions("w2"))
 	mu.Lock()
 	defer mu.Unlock()
 	if limited.IsZero() {

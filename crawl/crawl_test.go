@@ -32,6 +32,25 @@ func seedSite(t *testing.T, s *redistest.Server, site *testsite.Site, name strin
 	}
 }
 
+// runWorkers runs one worker per set of options on crawl name, all at once,
+// until every one has returned; it fails the test when ctx ends first.
+func runWorkers(t *testing.T, ctx context.Context, s *redistest.Server, name string, opts ...crawl.Options) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for _, o := range opts {
+		w, err := crawl.NewWorker(ctx, s.Client, name, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); w.Run(ctx) }()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("the workers of %s did not finish in time", name)
+	}
+}
+
 func fastOptions(id string) crawl.Options {
 	return crawl.Options{ID: id, Concurrency: 4, ExitWhenDone: true, Leader: leader.ConfigForTTL(time.Second),
 		SweepInterval: 50 * time.Millisecond, Lease: 2 * time.Second}
@@ -53,23 +72,9 @@ func TestTwoWorkersCrawlTheSite(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		var out bytes.Buffer
-		var wg sync.WaitGroup
-		for _, id := range []string{"w1", "w2"} {
-			o := fastOptions(id)
-			if id == "w1" {
-				o.Out = &out
-			}
-			w, err := crawl.NewWorker(ctx, s.Client, "site", o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			wg.Add(1)
-			go func() { defer wg.Done(); w.Run(ctx) }()
-		}
-		wg.Wait()
-		if ctx.Err() != nil {
-			t.Fatal("workers did not finish in time")
-		}
+		w1 := fastOptions("w1")
+		w1.Out = &out
+		runWorkers(t, ctx, s, "site", w1, fastOptions("w2"))
 		st := site.Stats()
 		missing := site.Missing()
 		for _, u := range missing {

@@ -31,9 +31,10 @@ type exchanger struct {
 	counters     *Counters
 	logf         func(format string, args ...any)
 	exitWhenDone bool
-	budget       bool         // the crawl has a page budget
-	crawlDone    func()       // the crawl is finished: stop the worker
-	gone         *atomic.Bool // the crawl is gone from Redis
+	budget       bool          // the crawl has a page budget
+	pages        *atomic.Int64 // the crawl's pages fetched, as the last exchange said
+	crawlDone    func()        // the crawl is finished: stop the worker
+	gone         *atomic.Bool  // the crawl is gone from Redis
 	markGone     func()
 
 	p       *policy
@@ -198,6 +199,9 @@ func (x *exchanger) call(work context.Context, now time.Time, c call) bool {
 		return true
 	}
 	x.p.succeeded(now, c, len(res.Popped), res.Info.NextDue)
+	if x.budget {
+		x.pages.Store(res.Info.Pages)
+	}
 	x.counters.Exchanges.Add(1)
 	x.counters.Sent.Add(int64(len(batch)))
 	if c.want > 0 && len(res.Popped) == 0 && len(batch) == 0 {

@@ -21,6 +21,10 @@ import (
 
 // hostile serves pages that try to break a crawler, all linked from /.
 func hostile() *httptest.Server {
+	var bomb bytes.Buffer // 50 MB of zeros in a few KB of gzip, compressed once
+	z := gzip.NewWriter(&bomb)
+	z.Write(make([]byte, 50<<20))
+	z.Close()
 	paths := []string{"/bomb", "/slow", "/endless", "/loop", "/chain/1", "/many", "/badutf8", "/latin1", "/bigheader", "/deep"}
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
@@ -33,12 +37,10 @@ func hostile() *httptest.Server {
 			for _, l := range paths {
 				fmt.Fprintf(w, "<a href=%q>x</a>", l)
 			}
-		case p == "/bomb": // 50 MB of zeros in a few KB of gzip
+		case p == "/bomb":
 			html()
 			w.Header().Set("Content-Encoding", "gzip")
-			z := gzip.NewWriter(w)
-			z.Write(make([]byte, 50<<20))
-			z.Close()
+			w.Write(bomb.Bytes())
 		case p == "/slow": // one byte every 2 s
 			html()
 			for i := 0; i < 30 && r.Context().Err() == nil; i++ {
@@ -117,7 +119,7 @@ func TestHostilePagesEachGetARecord(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	fc := fetch.DefaultConfig()
-	fc.Timeout = time.Second // the deadline the trickling body meets
+	fc.Timeout = 3 * time.Second // the deadline the trickling body meets (a byte every 2 s, 30 bytes)
 	o := fastOptions("w1")
 	o.Fetch, o.MaxAttempts = &fc, 2
 	var out bytes.Buffer
@@ -155,4 +157,48 @@ func TestHostilePagesEachGetARecord(t *testing.T) {
 			t.Errorf("%s: %+v (found %v)", path, rec, found)
 		}
 	}
+}
+
+// A page that times out after the page budget was spent still gets its
+// record: it is not deferred for a retry that would never be fetched.
+func TestATimedOutPageGetsARecordWhenTheBudgetEnds(t *testing.T) {
+	s := redistest.Real(t)
+	srv := hostile()
+	defer srv.Close()
+	set := crawl.DefaultSettings()
+	set.Rate, set.AllowPrivate, set.MaxPages = math.Inf(1), true, 4
+	seed, _ := url.Parse(srv.URL + "/")
+	if _, err := crawl.Seed(context.Background(), s.Client, crawl.KeysFor("budget-slow"), set, []*url.URL{seed}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	fc := fetch.DefaultConfig()
+	fc.Timeout = 3 * time.Second
+	o := fastOptions("w1")
+	o.Fetch, o.Concurrency = &fc, 16 // every link of / at once: /slow among them
+	w, err := crawl.NewWorker(ctx, s.Client, "budget-slow", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Run(ctx); err != nil || ctx.Err() != nil {
+		t.Fatalf("Run: %v, %v", err, ctx.Err())
+	}
+	// The record may come from the worker (the budget was spent when the
+	// page timed out) or from the scheduler (it was waiting for a retry
+	// when the budget ran out): the export has both.
+	var exported bytes.Buffer
+	if _, err := crawl.Export(ctx, s.Client, "budget-slow", &exported, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(exported.String()), "\n") {
+		var rec crawl.Record
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.URL == srv.URL+"/slow" {
+			if rec.Outcome != crawl.OutcomeFailed || !strings.Contains(rec.Error, "budget") {
+				t.Fatalf("record of /slow: %+v; want failed, not retried past the budget", rec)
+			}
+			return
+		}
+	}
+	t.Fatalf("no record for /slow:\n%s", exported.String())
 }

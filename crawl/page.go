@@ -48,6 +48,7 @@ type pipeline struct {
 	rules       *rules          // filters and trap defences for discovered URLs
 	skips       *skips          // discovered URLs not followed, by reason
 	failing     *failing        // hosts' runs of failed requests, in this worker
+	pages       *atomic.Int64   // the crawl's pages fetched so far (with a page budget)
 	warc        *archive.Writer // nil: no archive
 	fail        func(error)     // stops the worker for good (the archive cannot be written)
 }
@@ -202,7 +203,7 @@ func (pl *pipeline) links(u *url.URL, item frontier.Item, r *fetch.Result, rec *
 	var children []frontier.Item
 	scope := pl.scope.Load()
 	if r.Location != "" {
-		if t, err := parse.Canonicalize(nil, r.Location); err == nil {
+		if t, err := parse.CanonicalizeKeeping(nil, r.Location, pl.s.KeepTrackingParams); err == nil {
 			rec.Redirect = t.String()
 			if scope.Allows(t) && pl.follow(t, rec.Redirect) {
 				children = append(children, frontier.Item{URL: rec.Redirect, Depth: item.Depth, Parent: item.URL})
@@ -212,7 +213,7 @@ func (pl *pipeline) links(u *url.URL, item frontier.Item, r *fetch.Result, rec *
 	if !r.HTML || r.Status < 200 || r.Status >= 300 {
 		return children
 	}
-	page, err := parse.Extract(u, bytes.NewReader(r.Body), parse.Limits{}, pl.fields...)
+	page, err := parse.Extract(u, bytes.NewReader(r.Body), parse.Limits{KeepTracking: pl.s.KeepTrackingParams}, pl.fields...)
 	if err != nil {
 		rec.Error = fmt.Sprintf("parse: %v", err)
 		return children
@@ -256,7 +257,7 @@ func (pl *pipeline) sitemapLinks(item frontier.Item, r *fetch.Result, rec *Recor
 	scope := pl.scope.Load()
 	var children []frontier.Item
 	for _, loc := range sm.URLs {
-		if u, err := parse.Canonicalize(base, loc); err == nil && scope.Allows(u) && pl.follow(u, u.String()) {
+		if u, err := parse.CanonicalizeKeeping(base, loc, pl.s.KeepTrackingParams); err == nil && scope.Allows(u) && pl.follow(u, u.String()) {
 			children = append(children, frontier.Item{URL: u.String(), Depth: item.Depth + 1, Parent: item.URL})
 		}
 	}
@@ -311,6 +312,13 @@ func (pl *pipeline) follow(u *url.URL, canonical string) bool {
 func (pl *pipeline) retry(ctx context.Context, l *frontier.Lease, rec Record, reason string, after time.Duration) {
 	item := l.Item
 	item.Attempts++
+	if pl.s.MaxPages > 0 && pl.pages.Load() >= pl.s.MaxPages {
+		// The budget is spent: no retry would be fetched, and the URL would
+		// wait in vain, without a record. It ends here.
+		rec.Error = fmt.Sprintf("%s (not retried: the page budget is spent)", reason)
+		pl.finish(l, rec, frontier.Outcome{Stat: OutcomeFailed, Failed: rec.Error, Fetched: rec.Status != 0})
+		return
+	}
 	if item.Attempts >= pl.maxAttempts {
 		rec.Error = fmt.Sprintf("%s (gave up after %d attempts)", reason, item.Attempts)
 		pl.finish(l, rec, frontier.Outcome{Stat: OutcomeFailed, Failed: rec.Error, Fetched: rec.Status != 0})

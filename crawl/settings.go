@@ -54,6 +54,12 @@ type Settings struct {
 	Sitemaps bool
 	// Headers are "Name: value" lines sent with every request.
 	Headers []string
+	// MaxPagesPerHost bounds the pages fetched from one host (0: no bound);
+	// a host's URLs past it are dropped, and counted.
+	MaxPagesPerHost int64
+	// KeepTrackingParams keeps utm_*, gclid, fbclid and the like in URLs;
+	// by default they are removed (they name one page once per campaign).
+	KeepTrackingParams bool
 }
 
 // DefaultSettings: polite (1 request/s per host), host scope, no depth limit.
@@ -61,7 +67,8 @@ func DefaultSettings() Settings {
 	return Settings{Scope: parse.ScopeHost, MaxDepth: -1, Rate: 1, Burst: 1,
 		UserAgent: "RedCrawl/0.1 (+https://github.com/redcrawl/crawler)", ExpectedURLs: 1_000_000, FPRate: 0.001,
 		RobotsGiveUp: 30 * time.Minute, KeepTypes: []string{"text/html", "application/xhtml+xml"},
-		MaxPathRepeat: 3, MaxPathDepth: 16, MaxQueryParams: 4, MaxURLLength: 1024, Sitemaps: true}
+		MaxPathRepeat: 3, MaxPathDepth: 16, MaxQueryParams: 4, MaxURLLength: 1024, Sitemaps: true,
+		MaxPagesPerHost: 100_000}
 }
 
 // ErrSettings: settings that cannot run a crawl.
@@ -95,15 +102,12 @@ func (s Settings) Validate() error {
 	if _, err := s.HTTPHeaders(); err != nil {
 		return fmt.Errorf("%w: %v", ErrSettings, err)
 	}
-	if s.MaxPathRepeat < 1 || s.MaxPathDepth < 1 || s.MaxQueryParams < 0 || s.MaxURLLength < 16 {
+	if s.MaxPathRepeat < 1 || s.MaxPathDepth < 1 || s.MaxQueryParams < 0 || s.MaxURLLength < 16 || s.MaxPagesPerHost < 0 {
 		return fmt.Errorf("%w: trap limits must be positive (path repeat %d, path depth %d, query params %d, URL length %d)",
 			ErrSettings, s.MaxPathRepeat, s.MaxPathDepth, s.MaxQueryParams, s.MaxURLLength)
 	}
-	for _, t := range s.KeepTypes {
-		if major, minor, ok := strings.Cut(t, "/"); t != "*" && (!ok || major == "" || minor == "" || major == "*" ||
-			strings.ContainsAny(t, " ,;") || strings.ToLower(t) != t) {
-			return fmt.Errorf("%w: keep type %q: want a lower-case media type such as text/html, image/* or *", ErrSettings, t)
-		}
+	if err := s.CheckKeepTypes(); err != nil {
+		return fmt.Errorf("%w: %v", ErrSettings, err)
 	}
 	if err := s.bloom().Validate(); err != nil {
 		return fmt.Errorf("%w: %v", ErrSettings, err)
@@ -152,13 +156,15 @@ func (s Settings) fields() map[string]string {
 		"max_path_repeat": strconv.Itoa(s.MaxPathRepeat), "max_path_depth": strconv.Itoa(s.MaxPathDepth),
 		"max_query_params": strconv.Itoa(s.MaxQueryParams), "max_url_length": strconv.Itoa(s.MaxURLLength),
 		"sitemaps": strconv.FormatBool(s.Sitemaps), "headers": strings.Join(s.Headers, "\n"),
+		"max_pages_per_host":   strconv.FormatInt(s.MaxPagesPerHost, 10),
+		"keep_tracking_params": strconv.FormatBool(s.KeepTrackingParams),
 	}
 }
 
 // settingFields are the stored fields, in the order messages list them.
 var settingFields = []string{"scope", "max_depth", "max_pages", "rate", "burst", "user_agent", "expected_urls",
 	"fp_rate", "allow_private", "robots_give_up", "keep_types", "extract", "allow", "deny",
-	"max_path_repeat", "max_path_depth", "max_query_params", "max_url_length", "sitemaps", "headers"}
+	"max_path_repeat", "max_path_depth", "max_query_params", "max_url_length", "sitemaps", "headers", "max_pages_per_host", "keep_tracking_params"}
 
 // addedLater are fields that crawls seeded by an older RedCrawl lack: they
 // read as their default.
@@ -169,7 +175,10 @@ var addedLater = map[string]string{"robots_give_up": DefaultSettings().RobotsGiv
 	"max_query_params": strconv.Itoa(DefaultSettings().MaxQueryParams),
 	"max_url_length":   strconv.Itoa(DefaultSettings().MaxURLLength),
 	"sitemaps":         "true",
-	"headers":          ""}
+	"headers":          "",
+	// Crawls seeded before the cap read as uncapped, as they ran.
+	"max_pages_per_host":   "0",
+	"keep_tracking_params": "false"}
 
 // flagFor names the seed flag of each field, for messages.
 var flagFor = map[string]string{
@@ -178,6 +187,7 @@ var flagFor = map[string]string{
 	"robots_give_up": "--robots-give-up", "keep_types": "--keep-types", "extract": "--extract",
 	"allow": "--allow", "deny": "--deny", "max_path_repeat": "--max-path-repeat", "max_path_depth": "--max-path-depth",
 	"max_query_params": "--max-query-params", "max_url_length": "--max-url-length", "sitemaps": "--sitemaps", "headers": "--header",
+	"max_pages_per_host": "--max-pages-per-host", "keep_tracking_params": "--keep-tracking-params",
 }
 
 func settingsFrom(m map[string]string) (Settings, error) {
@@ -220,6 +230,9 @@ func settingsFrom(m map[string]string) (Settings, error) {
 	}
 	s.MaxPathRepeat, s.MaxPathDepth = int(num("max_path_repeat")), int(num("max_path_depth"))
 	s.MaxQueryParams, s.MaxURLLength = int(num("max_query_params")), int(num("max_url_length"))
+	s.MaxPagesPerHost = num("max_pages_per_host")
+	s.KeepTrackingParams, err = strconv.ParseBool(m["keep_tracking_params"])
+	errs = append(errs, err)
 	s.Sitemaps, err = strconv.ParseBool(m["sitemaps"])
 	errs = append(errs, err)
 	if m["headers"] != "" {
@@ -355,4 +368,15 @@ func (s Settings) HTTPHeaders() (http.Header, error) {
 		h.Add(name, value)
 	}
 	return h, nil
+}
+
+// CheckKeepTypes checks each of KeepTypes is a media type pattern.
+func (s Settings) CheckKeepTypes() error {
+	for _, t := range s.KeepTypes {
+		if major, minor, ok := strings.Cut(t, "/"); t != "*" && (!ok || major == "" || minor == "" || major == "*" ||
+			strings.ContainsAny(t, " ,;") || strings.ToLower(t) != t) {
+			return fmt.Errorf("keep type %q: want a lower-case media type such as text/html, image/* or *", t)
+		}
+	}
+	return nil
 }

@@ -96,21 +96,12 @@ func TestTrapsCostLittleByDefault(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var wg sync.WaitGroup
-	for _, id := range []string{"w1", "w2"} {
-		o := fastOptions(id)
-		o.Concurrency = 8
-		w, err := crawl.NewWorker(ctx, s.Client, "traps", o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Add(1)
-		go func() { defer wg.Done(); w.Run(ctx) }()
-	}
-	wg.Wait()
+	w1, w2 := fastOptions("w1"), fastOptions("w2")
+	w1.Concurrency, w2.Concurrency = 8, 8
+	runWorkers(t, ctx, s, "traps", w1, w2)
 	st, err := crawl.ReadStatus(ctx, s.Client, "traps")
-	if err != nil || ctx.Err() != nil {
-		t.Fatalf("crawl: %v, %v", err, ctx.Err())
+	if err != nil {
+		t.Fatal(err)
 	}
 	got := fetched()
 	pages := st.Counters["pages"]

@@ -121,9 +121,10 @@ type Worker struct {
 	fields   []parse.Field // the crawl's extract rules, compiled
 	rules    *rules
 	skips    skips
-	gone     atomic.Bool // the crawl disappeared from Redis
-	markGone func()      // sets gone and stops everything at once (set by Run)
-	failed   error       // what stopped the worker (set once, by fail)
+	gone     atomic.Bool  // the crawl disappeared from Redis
+	markGone func()       // sets gone and stops everything at once (set by Run)
+	failed   error        // what stopped the worker (set once, by fail)
+	pages    atomic.Int64 // the crawl's pages fetched, as the last exchange said (with a budget)
 	failOnce sync.Once
 	Counters Counters
 }
@@ -206,6 +207,7 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 	}
 	w.fr.Lease = o.Lease
 	w.fr.PageBudget = s.MaxPages
+	w.fr.HostPageCap = s.MaxPagesPerHost
 	rate := politeness.Limit(s.Rate)
 	if math.IsInf(s.Rate, 1) {
 		rate = politeness.Inf
@@ -384,7 +386,7 @@ func (w *Worker) newExchanger(stopAll context.CancelFunc) *exchanger {
 	ex := newExchanger(w.opts.Concurrency)
 	ex.c, ex.fr, ex.known, ex.held, ex.counters, ex.logf = w.c, w.fr, w.known, &w.held, &w.Counters, w.opts.Logf
 	ex.exitWhenDone, ex.budget, ex.crawlDone = w.opts.ExitWhenDone, w.settings.MaxPages > 0, stopAll
-	ex.gone, ex.markGone = &w.gone, w.markGone
+	ex.gone, ex.markGone, ex.pages = &w.gone, w.markGone, &w.pages
 	if w.opts.Out != nil {
 		ex.out = &recordWriter{w: w.opts.Out, logf: w.opts.Logf}
 	}
@@ -395,7 +397,7 @@ func (w *Worker) newPipeline(ex *exchanger, warc *archive.Writer, fail func(erro
 	return &pipeline{s: w.settings, worker: w.opts.ID, maxAttempts: w.opts.MaxAttempts, maxWait: w.opts.MaxReserveWait,
 		ratePrefix: w.keys.RatePrefix(), fetcher: w.fetcher, robots: w.robots, limiter: w.limiter, fr: w.fr,
 		held: &w.held, scope: &w.scope, counters: &w.Counters, logf: w.opts.Logf, ex: ex, warc: warc, fail: fail,
-		fields: w.fields, rules: w.rules, skips: &w.skips, failing: &failing{}}
+		fields: w.fields, rules: w.rules, skips: &w.skips, failing: &failing{}, pages: &w.pages}
 }
 
 func (w *Worker) newScheduler() *scheduler {

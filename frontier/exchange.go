@@ -89,6 +89,7 @@ type exchangeArgs struct {
 	leaseMs     int64
 	spacingMs   int64
 	budget      int64
+	hostMax     int64
 	newLeaseIDs []string
 }
 
@@ -107,7 +108,8 @@ func flag(b bool) string {
 }
 
 func (a exchangeArgs) encode() []any {
-	out := []any{a.expect, flag(a.count), len(a.done), len(a.back), a.want, resultsCap, failedCap, a.leaseMs, a.spacingMs, a.budget}
+	out := []any{a.expect, flag(a.count), len(a.done), len(a.back), a.want, resultsCap, failedCap, a.leaseMs, a.spacingMs,
+		a.budget, a.hostMax}
 	for _, d := range a.done {
 		out = append(out, d.member, d.stat, d.record, d.failed, flag(d.fetched), d.first, d.links, d.counted)
 	}
@@ -139,7 +141,7 @@ func (f *Frontier) exchange(ctx context.Context, done []Finished, back []*Lease,
 		ids[i] = f.leaseID()
 	}
 	keys := []string{f.keys.Items, f.keys.Ready, f.keys.Leases, f.keys.Stats, f.keys.Failed, f.keys.Results, f.keys.DoneFlag,
-		f.keys.Counter(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Config}
+		f.keys.Counter(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Config, f.keys.HostPages}
 	// The links may take several calls (dedup.ExecBatch); the call for
 	// links [start, end) gets these arguments, flags being the answers for
 	// the links before start.
@@ -149,7 +151,7 @@ func (f *Frontier) exchange(ctx context.Context, done []Finished, back []*Lease,
 			return a.encode()
 		}
 		a.count, a.want, a.newLeaseIDs = true, want, ids
-		a.leaseMs, a.spacingMs, a.budget = f.Lease.Milliseconds(), f.HostSpacing.Milliseconds(), f.PageBudget
+		a.leaseMs, a.spacingMs, a.budget, a.hostMax = f.Lease.Milliseconds(), f.HostSpacing.Milliseconds(), f.PageBudget, f.HostPageCap
 		for d, x := range done {
 			lo, hi := max(offset[d], start), min(offset[d+1], end)
 			da := doneArgs{member: x.Lease.Member(), stat: x.Outcome.Stat, record: string(x.Outcome.Record),

@@ -17,7 +17,8 @@
 --
 -- KEYS: the Bloom filter's, then
 --   items, ready, leases (zset "id\nhost\nitem-json" -> expiry ms), stats,
---   failed, results, done flag, the process's exchange counter, the config
+--   failed, results, done flag, the process's exchange counter, the config,
+--   hostpages (hash host -> pages fetched, kept with a per-host cap)
 -- ARGV: the Bloom filter's, then one entry ("host\nitem-json") per link,
 --   then the slots of exchangeArgs (exchange.go), in order:
 --   expect   the process's exchanges Redis should hold
@@ -26,6 +27,9 @@
 --   results cap, failed cap, lease ms, per-host spacing ms,
 --   budget   pages for the whole crawl (0: none; pops stop where pages
 --            fetched + URLs in flight reach it, and pages are reported)
+--   hostMax  pages per host (0: none): a host that reached it has its
+--            queued URLs dropped when it comes up for a pop, and counted
+--            in stats as skipped_links:max_pages_per_host
 --   D times  the eight slots of doneArgs: lease, stats field ('' for none),
 --            record ('' for none), failed entry ('' for none), fetched ('1':
 --            a page was fetched), its first link's index among this call's
@@ -60,7 +64,8 @@ local arg0 = link0 + links + 2
 local D, R, W = tonumber(ARGV[arg0]), tonumber(ARGV[arg0 + 1]), tonumber(ARGV[arg0 + 2])
 local resultsCap, failedCap = ARGV[arg0 + 3], tonumber(ARGV[arg0 + 4])
 local leaseMs, spacing, budget = tonumber(ARGV[arg0 + 5]), tonumber(ARGV[arg0 + 6]), tonumber(ARGV[arg0 + 7])
-local finished0 = arg0 + 8      -- the first finished lease's eight slots
+local hostMax, hostpages = tonumber(ARGV[arg0 + 8]), KEYS[key0 + 9]
+local finished0 = arg0 + 9      -- the first finished lease's eight slots
 local back0 = finished0 + 8 * D -- the first lease given back
 local ids0 = back0 + R          -- the first new lease id
 local now = fr_now()
@@ -87,7 +92,13 @@ if D > 0 then
       gone[#gone + 1] = ids[d]
       local stat = ARGV[p + 1]
       if stat ~= '' then bump[stat] = (bump[stat] or 0) + 1 end
-      if ARGV[p + 4] == '1' then bump.pages = (bump.pages or 0) + 1 end
+      if ARGV[p + 4] == '1' then
+        bump.pages = (bump.pages or 0) + 1
+        if hostMax > 0 then
+          local _, rest = fr_split(ids[d]) -- "id\nhost\nitem-json"
+          redis.call('HINCRBY', hostpages, (fr_split(rest)), 1)
+        end
+      end
       if ARGV[p + 2] ~= '' then
         local first, count = tonumber(ARGV[p + 5]), tonumber(ARGV[p + 6])
         local new = tonumber(ARGV[p + 7])
@@ -160,7 +171,17 @@ if W > 0 then
     for _, host in ipairs(hosts) do
       local q = math.min(per, W - #got / 2)
       if q <= 0 then break end
-      local first = redis.call('ZRANGEBYLEX', items, '[' .. host .. '\0', '(' .. host .. '\1', 'LIMIT', '0', tostring(q))
+      local first = {}
+      if hostMax > 0 and tonumber(redis.call('HGET', hostpages, host) or '0') >= hostMax then
+        -- The host had its pages: what is queued for it is dropped, counted.
+        local n = redis.call('ZLEXCOUNT', items, '[' .. host .. '\0', '(' .. host .. '\1')
+        if n > 0 then
+          redis.call('ZREMRANGEBYLEX', items, '[' .. host .. '\0', '(' .. host .. '\1')
+          redis.call('HINCRBY', stats, 'skipped_links:max_pages_per_host', n)
+        end
+      else
+        first = redis.call('ZRANGEBYLEX', items, '[' .. host .. '\0', '(' .. host .. '\1', 'LIMIT', '0', tostring(q))
+      end
       if #first == 0 then
         dry[#dry + 1] = host -- its queue ran dry; a new URL brings it back
       else

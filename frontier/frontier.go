@@ -39,6 +39,8 @@ const KindSitemap = "sitemap"
 type Keys struct {
 	Items, Ready, Leases, Deferred, Failed, Workers, Stats, Results string
 	DoneFlag                                                        string // "1" once the scheduler saw nothing left to do
+	// HostPages counts pages fetched per host, with a per-host cap.
+	HostPages string
 	// Config is the crawl's settings hash (written by crawl.Seed): the
 	// crawl exists while it does. Scripts that write refuse when it is
 	// missing (ErrGone), so a reset crawl is not brought back piecemeal.
@@ -59,7 +61,7 @@ func KeysFor(name string) Keys {
 	p := "crawl:{" + name + "}:"
 	return Keys{Items: p + "items", Ready: p + "ready", Leases: p + "leases", Deferred: p + "deferred",
 		Failed: p + "failed", Workers: p + "workers", Stats: p + "stats", Results: p + "results", DoneFlag: p + "done",
-		Config: p + "config"}
+		Config: p + "config", HostPages: p + "hostpages"}
 }
 
 var (
@@ -140,8 +142,13 @@ type Frontier struct {
 	// a pop hands out no more URLs than pages fetched plus URLs in flight
 	// leave room for, and reports the page count (PopInfo.Pages).
 	PageBudget int64
-	idPrefix   string
-	idSeq      atomic.Uint64
+	// HostPageCap, when not 0, is the most pages fetched from one host:
+	// once a host has them, its queued URLs are dropped (and counted)
+	// when it comes up for a pop. URLs of it in flight then may still add
+	// a few.
+	HostPageCap int64
+	idPrefix    string
+	idSeq       atomic.Uint64
 	// xmu serializes Exchange: each call carries the count of this
 	// process's exchanges so far (exchanges), which Redis must hold too.
 	xmu       sync.Mutex
@@ -299,8 +306,8 @@ type Sweep struct {
 func (f *Frontier) Schedule(ctx context.Context, epochKey string, epoch int64, maxAttempts, limit int, pageBudget int64) (Sweep, error) {
 	res, err := scheduleScript.Run(ctx, f.c, epochKey, epoch,
 		[]string{f.keys.Items, f.keys.Ready, f.keys.Leases, f.keys.Deferred, f.keys.Failed, f.keys.Stats, f.keys.DoneFlag, f.keys.Workers,
-			f.keys.Config},
-		maxAttempts, limit, failedCap, pageBudget, WorkerForgetAfter.Milliseconds())
+			f.keys.Config, f.keys.Results},
+		maxAttempts, limit, failedCap, pageBudget, WorkerForgetAfter.Milliseconds(), resultsCap)
 	if err != nil && strings.HasPrefix(err.Error(), "GONE") {
 		return Sweep{}, ErrGone
 	}

@@ -697,3 +697,31 @@ func TestScriptsRefuseAGoneCrawl(t *testing.T) {
 		}
 	})
 }
+
+// A host that had its cap of pages has its queued URLs dropped, and
+// counted, when it comes up for a pop.
+func TestHostPageCap(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		e := setup(t, s)
+		e.f.HostPageCap = 2
+		e.enqueue(t, []frontier.Item{{URL: "http://a/1"}, {URL: "http://a/2"}, {URL: "http://a/3"}, {URL: "http://a/4"}, {URL: "http://a/5"}})
+		x := e.exchange(t, nil, nil, 2)
+		if len(x.Popped) != 2 {
+			t.Fatalf("popped %d; want 2", len(x.Popped))
+		}
+		var done []frontier.Finished
+		for _, l := range x.Popped {
+			done = append(done, frontier.Finished{Lease: l, Outcome: frontier.Outcome{Stat: "ok", Fetched: true}})
+		}
+		y := e.exchange(t, done, nil, 5)
+		if len(y.Popped) != 0 {
+			t.Fatalf("popped %v past the host's cap", y.Popped)
+		}
+		st := s.Client.HGetAll(ctx, "crawl:{t}:stats").Val()
+		if sz := e.sizes(t); sz.Queued != 0 || st["skipped_links:max_pages_per_host"] != "3" ||
+			s.Client.HGet(ctx, frontier.KeysFor("t").HostPages, "a").Val() != "2" {
+			t.Fatalf("sizes %+v, stats %v; want the 3 queued URLs of a dropped and counted", sz, st)
+		}
+	})
+}

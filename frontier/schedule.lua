@@ -5,6 +5,8 @@
 -- Refused as a whole for a stale leader.
 -- KEYS[2] items  KEYS[3] ready  KEYS[4] leases (zset "id\nhost\nitem-json" -> expiry ms)  KEYS[5] deferred
 -- KEYS[6] failed  KEYS[7] stats  KEYS[8] done flag  KEYS[9] workers (zset worker -> alive until ms)
+-- KEYS[11] results (stream): with the page budget spent, each URL still
+-- waiting for a retry ends there with a failed record (ARGV[7]: the cap)
 -- KEYS[10] the crawl's config: while it is missing the crawl is gone (reset),
 -- and the sweep is refused with a GONE error before any write
 -- ARGV[2] max attempts   ARGV[3] most entries per sweep   ARGV[4] failed list cap
@@ -55,8 +57,27 @@ redis.call('ZREMRANGEBYSCORE', KEYS[9], '-inf', now - tonumber(ARGV[6]))
 
 local budget = tonumber(ARGV[5])
 local done = 0
-if redis.call('ZCARD', leases) == 0 and ((redis.call('ZCARD', items) == 0 and redis.call('ZCARD', deferred) == 0)
-    or (budget > 0 and tonumber(redis.call('HGET', stats, 'pages') or '0') >= budget)) then
+local spent = budget > 0 and tonumber(redis.call('HGET', stats, 'pages') or '0') >= budget
+if redis.call('ZCARD', leases) == 0 and ((redis.call('ZCARD', items) == 0 and redis.call('ZCARD', deferred) == 0) or spent) then
+  if spent then
+    -- URLs waiting for a retry will never be fetched: each ends with a
+    -- failed record, so that none goes without one.
+    local waiting = redis.call('ZRANGE', deferred, 0, tonumber(ARGV[3]) - 1)
+    for _, entry in ipairs(waiting) do
+      local _, json = fr_split(entry)
+      local ok, item = pcall(cjson.decode, json)
+      if ok and type(item) == 'table' and item.u then
+        local last = 'a retry'
+        if type(item.e) == 'table' and #item.e > 0 then last = item.e[#item.e] end
+        local rec = cjson.encode({url = item.u, depth = item.d or 0, parent = item.p, attempt = (item.a or 0) + 1,
+          outcome = 'failed', error = last .. ' (not retried: the page budget is spent)'})
+        redis.call('XADD', KEYS[11], 'MAXLEN', '~', ARGV[7], '*', 'rec', rec, 'new_links', '0')
+        redis.call('HINCRBY', stats, 'records', 1)
+        redis.call('HINCRBY', stats, 'failed', 1)
+      end
+    end
+    if #waiting > 0 then redis.call('ZREM', deferred, unpack(waiting)) end
+  end
   -- The first time: wake the idle workers (they poll about once a second
   -- otherwise), so that they learn at once that the crawl is over.
   if redis.call('SET', KEYS[8], '1', 'NX') then redis.call('PUBLISH', items .. ':wake', 'done') end

@@ -33,6 +33,12 @@ var hostProfile = idna.New(idna.MapForLookup(), idna.Transitional(false), idna.B
 // "/", tracking parameters (utm_*, gclid, fbclid, ...) removed: they name
 // the same page for every campaign. The query otherwise keeps its order.
 func Canonicalize(base *url.URL, ref string) (*url.URL, error) {
+	return CanonicalizeKeeping(base, ref, false)
+}
+
+// CanonicalizeKeeping is Canonicalize, keeping tracking parameters when
+// keepTracking is set (a crawl's --keep-tracking-params).
+func CanonicalizeKeeping(base *url.URL, ref string, keepTracking bool) (*url.URL, error) {
 	ref = strings.TrimSpace(ref)
 	if ref == "" {
 		return nil, fmt.Errorf("%w: empty", ErrURL)
@@ -93,7 +99,10 @@ func Canonicalize(base *url.URL, ref string) (*url.URL, error) {
 		return nil, fmt.Errorf("%w: %q: %v", ErrURL, clip(ref), err)
 	}
 	if u.RawQuery != "" {
-		out.RawQuery = stripTracking(normalizeEscapes(u.RawQuery, queryKeep))
+		out.RawQuery = normalizeEscapes(u.RawQuery, queryKeep)
+		if !keepTracking {
+			out.RawQuery = stripTracking(out.RawQuery)
+		}
 	}
 	if len(out.String()) > MaxURLLength {
 		return nil, fmt.Errorf("%w: longer than %d bytes", ErrURL, MaxURLLength)

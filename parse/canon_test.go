@@ -114,3 +114,15 @@ func TestTrackingParametersAreStripped(t *testing.T) {
 		}
 	}
 }
+
+func TestTrackingParametersCanBeKept(t *testing.T) {
+	u, err := CanonicalizeKeeping(nil, "http://a.example/p?utm_source=x&id=3", true)
+	if err != nil || u.String() != "http://a.example/p?utm_source=x&id=3" {
+		t.Fatalf("kept: %v, %v", u, err)
+	}
+	base, _ := url.Parse("http://a.example/")
+	p, err := Extract(base, strings.NewReader(`<a href="/q?gclid=1&x=2">x</a>`), Limits{KeepTracking: true})
+	if err != nil || len(p.Links) != 1 || p.Links[0] != "http://a.example/q?gclid=1&x=2" {
+		t.Fatalf("Extract keeping tracking parameters: %v, %v", p, err)
+	}
+}

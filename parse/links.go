@@ -12,8 +12,10 @@ import (
 
 // Limits bound what one page may cost; a hostile page cannot exceed them.
 type Limits struct {
-	MaxLinks int // links kept per page (default 1000); Page.Truncated tells
-	MaxTitle int // bytes of title kept (default 512)
+	// KeepTracking keeps tracking parameters (utm_*, gclid, ...) in links.
+	KeepTracking bool
+	MaxLinks     int // links kept per page (default 1000); Page.Truncated tells
+	MaxTitle     int // bytes of title kept (default 512)
 }
 
 func (l Limits) withDefaults() Limits {
@@ -93,7 +95,7 @@ func (ls *linkSet) add(ref string) {
 	if ls.p.NoFollow {
 		return
 	}
-	u, err := Canonicalize(ls.base, ref)
+	u, err := CanonicalizeKeeping(ls.base, ref, ls.lim.KeepTracking)
 	if err != nil {
 		ls.p.Dropped++
 		return
@@ -124,7 +126,7 @@ func (ls *linkSet) element(name string, attr func(string, string) string) {
 		}
 	case "link":
 		if href := attr("href", ""); href != "" && hasToken(attr("rel", ""), "canonical") {
-			if u, err := Canonicalize(ls.base, href); err == nil && ls.p.Canonical == "" {
+			if u, err := CanonicalizeKeeping(ls.base, href, ls.lim.KeepTracking); err == nil && ls.p.Canonical == "" {
 				ls.p.Canonical = u.String()
 			}
 			ls.add(href)

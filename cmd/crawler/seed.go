@@ -35,8 +35,10 @@ func seedFlags() []cli.Flag {
 		&cli.IntFlag{Name: "max-path-repeat", Value: d.MaxPathRepeat, Usage: "trap defence: skip URLs whose path repeats a segment more than this"},
 		&cli.IntFlag{Name: "max-path-depth", Value: d.MaxPathDepth, Usage: "trap defence: skip URLs whose path has more segments than this"},
 		&cli.IntFlag{Name: "max-query-params", Value: d.MaxQueryParams, Usage: "trap defence: skip URLs with more query parameters than this"},
+		&cli.Int64Flag{Name: "max-pages-per-host", Value: d.MaxPagesPerHost, Usage: "trap defence: fetch at most this many pages of one host (0: no limit)"},
 		&cli.IntFlag{Name: "max-url-length", Value: d.MaxURLLength, Usage: "trap defence: skip URLs longer than this many bytes"},
 		&cli.StringSliceFlag{Name: "header", Usage: "'Name: value' sent with every request (repeatable)"},
+		&cli.BoolFlag{Name: "keep-tracking-params", Usage: "keep utm_*, gclid, fbclid and the like in URLs (by default they are removed)"},
 		&cli.BoolFlag{Name: "sitemaps", Value: d.Sitemaps, Usage: "read the sitemaps robots.txt lists and crawl their URLs (--sitemaps=false: do not)"},
 		&cli.DurationFlag{Name: "robots-give-up", Value: d.RobotsGiveUp, Usage: "a host whose robots.txt gives no answer (or 5xx, 429) has its URLs " +
 			"held back, retried with back-off; after this long they go to the failed list"},
@@ -55,35 +57,27 @@ func skipSeenFlag() cli.Flag {
 // checkSeedFlags validates the flags that need no Redis, so a typo is
 // reported as such even when Redis is not there.
 func checkSeedFlags(c *cli.Context) error {
-	if c.IsSet("scope") {
-		if _, err := parse.ParseScopeMode(c.String("scope")); err != nil {
-			return fmt.Errorf("--scope %q: want host, domain or any", c.String("scope"))
-		}
+	s := crawl.DefaultSettings()
+	if err := applySeedFlags(c, &s); err != nil {
+		return err
 	}
-	if c.IsSet("rate") {
-		if _, err := crawl.ParseRate(c.String("rate")); err != nil {
-			return fmt.Errorf("--%v", err)
-		}
-	}
-	if c.IsSet("keep-types") {
-		s := crawl.DefaultSettings()
-		s.KeepTypes = crawl.ParseTypes(c.String("keep-types"))
-		if err := s.Validate(); err != nil {
-			return fmt.Errorf("--keep-types: %v", strings.TrimPrefix(err.Error(), "crawl: invalid settings: "))
-		}
-	}
-	if c.IsSet("header") {
-		s := crawl.DefaultSettings()
-		s.Headers = c.StringSlice("header")
-		if _, err := s.HTTPHeaders(); err != nil {
-			return fmt.Errorf("--header: %v", strings.TrimPrefix(err.Error(), "fetch: "))
-		}
-	}
-	if c.IsSet("extract") {
-		s := crawl.DefaultSettings()
-		s.Extract = c.StringSlice("extract")
-		if _, err := s.Fields(); err != nil {
-			return fmt.Errorf("--extract: %v", strings.TrimPrefix(err.Error(), "parse: "))
+	// The flags whose values have checks of their own name themselves.
+	for _, check := range []struct {
+		flag string
+		err  func() error
+	}{
+		{"keep-types", s.CheckKeepTypes},
+		{"header", func() error { _, err := s.HTTPHeaders(); return err }},
+		{"extract", func() error { _, err := s.Fields(); return err }},
+	} {
+		if c.IsSet(check.flag) {
+			if err := check.err(); err != nil {
+				msg := err.Error()
+				for _, prefix := range []string{"crawl: invalid settings: ", "fetch: ", "parse: "} {
+					msg = strings.TrimPrefix(msg, prefix)
+				}
+				return fmt.Errorf("--%s: %s", check.flag, msg)
+			}
 		}
 	}
 	return nil
@@ -97,69 +91,56 @@ func settingsFromFlags(c *cli.Context, rdb *redis.Client, k crawl.Keys) (crawl.S
 	if err != nil {
 		s = crawl.DefaultSettings()
 	}
+	if err := applySeedFlags(c, &s); err != nil {
+		return s, err
+	}
+	return s, s.Validate()
+}
+
+// applySeedFlags sets the settings whose flags were given.
+func applySeedFlags(c *cli.Context, s *crawl.Settings) error {
 	if c.IsSet("scope") {
 		m, err := parse.ParseScopeMode(c.String("scope"))
 		if err != nil {
-			return s, fmt.Errorf("--scope %q: want host, domain or any", c.String("scope"))
+			return fmt.Errorf("--scope %q: want host, domain or any", c.String("scope"))
 		}
 		s.Scope = m
-	}
-	if c.IsSet("max-depth") {
-		s.MaxDepth = c.Int("max-depth")
-	}
-	if c.IsSet("max-pages") {
-		s.MaxPages = c.Int64("max-pages")
 	}
 	if c.IsSet("rate") {
 		r, err := crawl.ParseRate(c.String("rate"))
 		if err != nil {
-			return s, fmt.Errorf("--%v", err)
+			return fmt.Errorf("--%v", err)
 		}
 		s.Rate = r
 	}
-	if c.IsSet("burst") {
-		s.Burst = c.Int("burst")
+	set := map[string]func(){
+		"max-depth":            func() { s.MaxDepth = c.Int("max-depth") },
+		"max-pages":            func() { s.MaxPages = c.Int64("max-pages") },
+		"burst":                func() { s.Burst = c.Int("burst") },
+		"user-agent":           func() { s.UserAgent = c.String("user-agent") },
+		"expected-urls":        func() { s.ExpectedURLs = c.Int64("expected-urls") },
+		"fp-rate":              func() { s.FPRate = c.Float64("fp-rate") },
+		"allow-private":        func() { s.AllowPrivate = c.Bool("allow-private") },
+		"keep-types":           func() { s.KeepTypes = crawl.ParseTypes(c.String("keep-types")) },
+		"extract":              func() { s.Extract = c.StringSlice("extract") },
+		"allow":                func() { s.Allow = c.StringSlice("allow") },
+		"deny":                 func() { s.Deny = c.StringSlice("deny") },
+		"sitemaps":             func() { s.Sitemaps = c.Bool("sitemaps") },
+		"header":               func() { s.Headers = c.StringSlice("header") },
+		"keep-tracking-params": func() { s.KeepTrackingParams = c.Bool("keep-tracking-params") },
+		"max-pages-per-host":   func() { s.MaxPagesPerHost = c.Int64("max-pages-per-host") },
+		"max-path-repeat":      func() { s.MaxPathRepeat = c.Int("max-path-repeat") },
+		"max-path-depth":       func() { s.MaxPathDepth = c.Int("max-path-depth") },
+		"max-query-params":     func() { s.MaxQueryParams = c.Int("max-query-params") },
+		"max-url-length":       func() { s.MaxURLLength = c.Int("max-url-length") },
+		"robots-give-up":       func() { s.RobotsGiveUp = c.Duration("robots-give-up") },
 	}
-	if c.IsSet("user-agent") {
-		s.UserAgent = c.String("user-agent")
-	}
-	if c.IsSet("expected-urls") {
-		s.ExpectedURLs = c.Int64("expected-urls")
-	}
-	if c.IsSet("fp-rate") {
-		s.FPRate = c.Float64("fp-rate")
-	}
-	if c.IsSet("allow-private") {
-		s.AllowPrivate = c.Bool("allow-private")
-	}
-	if c.IsSet("keep-types") {
-		s.KeepTypes = crawl.ParseTypes(c.String("keep-types"))
-	}
-	if c.IsSet("extract") {
-		s.Extract = c.StringSlice("extract")
-	}
-	if c.IsSet("allow") {
-		s.Allow = c.StringSlice("allow")
-	}
-	if c.IsSet("sitemaps") {
-		s.Sitemaps = c.Bool("sitemaps")
-	}
-	if c.IsSet("header") {
-		s.Headers = c.StringSlice("header")
-	}
-	if c.IsSet("deny") {
-		s.Deny = c.StringSlice("deny")
-	}
-	for flag, field := range map[string]*int{"max-path-repeat": &s.MaxPathRepeat, "max-path-depth": &s.MaxPathDepth,
-		"max-query-params": &s.MaxQueryParams, "max-url-length": &s.MaxURLLength} {
+	for flag, apply := range set {
 		if c.IsSet(flag) {
-			*field = c.Int(flag)
+			apply()
 		}
 	}
-	if c.IsSet("robots-give-up") {
-		s.RobotsGiveUp = c.Duration("robots-give-up")
-	}
-	return s, s.Validate()
+	return nil
 }
 
 func seedCommand() *cli.Command {
