@@ -122,3 +122,33 @@ func TestTrapsCostLittleByDefault(t *testing.T) {
 		t.Errorf("status does not show the refusals:\n%s", st.String())
 	}
 }
+
+// --deny and --allow steer a crawl: denied and not-allowed links are never
+// fetched, and are counted by reason.
+func TestFiltersSteerTheCrawl(t *testing.T) {
+	s := redistest.Real(t)
+	srv, fetched := trapSite(t)
+	defer srv.Close()
+	set := crawl.DefaultSettings()
+	set.Rate, set.AllowPrivate, set.MaxPages = math.Inf(1), true, 300
+	set.Deny = []string{`/cal/`}                            // no calendar
+	set.Allow = []string{`/p/\d+\.html$`, `/cal/`, `/rep/`} // nor shop (not allowed)
+	seed, _ := url.Parse(srv.URL + "/p/0.html")
+	if _, err := crawl.Seed(context.Background(), s.Client, crawl.KeysFor("filters"), set, []*url.URL{seed}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	runWorkers(t, ctx, s, "filters", fastOptions("w1"))
+	st, err := crawl.ReadStatus(ctx, s.Client, "filters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fetched()
+	if got["calendar"] != 0 || got["query"] != 0 || got["page"] == 0 {
+		t.Fatalf("fetched %v; want pages only: no calendar (denied), no shop (not allowed)", got)
+	}
+	if st.Counters["skipped_links:denied"] == 0 || st.Counters["skipped_links:not_allowed"] == 0 {
+		t.Fatalf("counters %v; want denied and not_allowed links counted", st.Counters)
+	}
+}
