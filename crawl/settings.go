@@ -380,3 +380,25 @@ func (s Settings) CheckKeepTypes() error {
 	}
 	return nil
 }
+
+// typed is the settings as JSON values of their own types (status --json).
+func (s Settings) typed() map[string]any {
+	var rate any = s.Rate
+	if math.IsInf(s.Rate, 1) {
+		rate = nil // no limit
+	}
+	list := func(l []string) []string {
+		if l == nil {
+			return []string{}
+		}
+		return l
+	}
+	return map[string]any{
+		"scope": string(s.Scope), "max_depth": s.MaxDepth, "max_pages": s.MaxPages, "rate": rate, "burst": s.Burst,
+		"user_agent": s.UserAgent, "expected_urls": s.ExpectedURLs, "fp_rate": s.FPRate, "allow_private": s.AllowPrivate,
+		"robots_give_up_seconds": s.RobotsGiveUp.Seconds(), "keep_types": list(s.KeepTypes), "extract": list(s.Extract),
+		"allow": list(s.Allow), "deny": list(s.Deny), "max_path_repeat": s.MaxPathRepeat, "max_path_depth": s.MaxPathDepth,
+		"max_query_params": s.MaxQueryParams, "max_url_length": s.MaxURLLength, "sitemaps": s.Sitemaps,
+		"headers": list(s.Headers), "max_pages_per_host": s.MaxPagesPerHost, "keep_tracking_params": s.KeepTrackingParams,
+	}
+}

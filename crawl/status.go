@@ -19,7 +19,7 @@ import (
 type Status struct {
 	Crawl          string            `json:"crawl"`
 	Settings       Settings          `json:"-"`
-	SettingsJSON   map[string]string `json:"settings"`
+	SettingsJSON   map[string]any    `json:"settings"` // typed: numbers, booleans, lists; rate null for no limit
 	Frontier       frontier.Sizes    `json:"frontier"`
 	Counters       map[string]int64  `json:"counters"` // pages, ok, http_error, failed, skipped, enqueued, offered, records
 	PagesPerSecond float64           `json:"pages_per_second"`
@@ -46,7 +46,10 @@ func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Sta
 	if err != nil {
 		return nil, err
 	}
-	st := &Status{Crawl: name, Settings: s, SettingsJSON: s.fields(), Counters: map[string]int64{}}
+	st := &Status{Crawl: name, Settings: s, SettingsJSON: s.typed(), Counters: map[string]int64{}}
+	for _, c := range []string{"pages", OutcomeOK, OutcomeHTTPError, OutcomeFailed, OutcomeSkipped, "enqueued", "offered", "records"} {
+		st.Counters[c] = 0 // every counter present, zero or not
+	}
 	seen, err := dedup.Attach(ctx, c, k.Seen)
 	if err != nil {
 		return nil, err

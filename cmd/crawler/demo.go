@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net/url"
@@ -20,7 +22,8 @@ func demoCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "demo",
 		Usage: "crawl a local test site with several workers and show what each primitive did",
-		Description: "Everything runs in this process: an embedded Redis (unless --redis is given), the test\n" +
+		Description: "Everything runs in this process: an embedded Redis (unless --redis is given on its command line;\n" +
+			"CRAWLER_REDIS is not used), a crawl named demo-XXXXXXXX (deleted at the end), the test\n" +
 			"site on loopback addresses, and several workers. Halfway through, the worker that is\n" +
 			"the scheduler stops, and another takes over under a higher epoch.",
 		Flags: []cli.Flag{
@@ -40,7 +43,10 @@ func runDemo(c *cli.Context) error {
 	if c.Int("workers") < 1 || c.Int("hosts") < 1 || c.Int("pages") < 1 || !(c.Float64("rate") > 0) || c.Int("burst") < 1 {
 		return fmt.Errorf("demo: --workers, --hosts, --pages, --rate and --burst must all be positive")
 	}
-	rdb, closeRedis, err := connectOrEmbed(c)
+	// The demo never touches a crawl of the user's: it uses its own
+	// embedded Redis unless --redis was given on its command line (not
+	// just in the environment), and a name of its own, deleted after.
+	rdb, closeRedis, err := connectOrEmbedIf(c, argGiven(c, "redis"))
 	if err != nil {
 		return err
 	}
@@ -50,15 +56,12 @@ func runDemo(c *cli.Context) error {
 		return err
 	}
 	defer site.Close()
-	name := c.String("crawl")
-	if !c.IsSet("crawl") {
-		name = "demo"
-	}
+	var suffix [4]byte
+	rand.Read(suffix[:])
+	name := "demo-" + hex.EncodeToString(suffix[:])
 	k := crawl.KeysFor(name)
 	ctx := c.Context
-	if _, err := crawl.Reset(ctx, rdb, name, false); err != nil {
-		return err
-	}
+	defer crawl.Reset(context.WithoutCancel(ctx), rdb, name, true)
 	s := crawl.DefaultSettings()
 	s.Rate, s.Burst, s.AllowPrivate, s.ExpectedURLs, s.FPRate = c.Float64("rate"), c.Int("burst"), true, 10_000, 0.001
 	var seeds []*url.URL

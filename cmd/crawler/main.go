@@ -17,7 +17,7 @@ import (
 func main() {
 	// go-redis logs every failed dial; our errors already say it once, in one line.
 	redis.SetLogger(&logging.VoidLogger{})
-	if err := newApp().Run(os.Args); err != nil {
+	if err := runArgs(newApp(), os.Args); err != nil {
 		var ec cli.ExitCoder
 		msg := strings.TrimSpace(hideSecret(err.Error(), redisFromArgs(os.Args)))
 		if msg != "" {
@@ -62,13 +62,13 @@ func newApp() *cli.App {
 			seedCommand(), workCommand(), statusCommand(), exportCommand(), resetCommand(),
 			crawlCommand(), testsiteCommand(), demoCommand(),
 		},
-		HideHelpCommand: true,
+		Version: version(),
 		// --extract takes CSS selectors, which have commas of their own.
 		DisableSliceFlagSeparator: true,
 		// A bad --crawl is reported before Redis is contacted.
 		Before: func(c *cli.Context) error {
 			if err := crawl.CheckName(c.String("crawl")); err != nil {
-				return fmt.Errorf("--crawl: %v", strings.TrimPrefix(err.Error(), "crawl: "))
+				return usage(fmt.Errorf("--crawl: %v", strings.TrimPrefix(err.Error(), "crawl: ")))
 			}
 			return nil
 		},
@@ -76,7 +76,7 @@ func newApp() *cli.App {
 		ExitErrHandler: func(*cli.Context, error) {}, // main prints the one line
 		CommandNotFound: func(c *cli.Context, name string) {
 			fmt.Fprintf(c.App.ErrWriter, "crawler: unknown command %q (see 'crawler --help')\n", name)
-			os.Exit(1)
+			os.Exit(exitUsage)
 		},
 	}
 	for _, cmd := range app.Commands {
@@ -88,5 +88,9 @@ func newApp() *cli.App {
 // usageError turns a wrong flag into one line that says what to do next,
 // instead of the whole help text.
 func usageError(c *cli.Context, err error, _ bool) error {
-	return fmt.Errorf("%v (see '%s --help')", err, c.Command.HelpName)
+	name := c.App.Name
+	if c.Command != nil && c.Command.HelpName != "" {
+		name = c.Command.HelpName
+	}
+	return usage(fmt.Errorf("%v (see '%s --help')", err, name))
 }

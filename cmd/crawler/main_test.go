@@ -32,7 +32,7 @@ func runWith(errOut io.Writer, args ...string) (string, error) {
 	app := newApp()
 	var out bytes.Buffer
 	app.Writer, app.ErrWriter = &out, errOut
-	err := app.Run(append([]string{"crawler"}, args...))
+	err := runArgs(app, append([]string{"crawler"}, args...))
 	return out.String(), err
 }
 
@@ -311,5 +311,94 @@ func TestExtractRulesAreStored(t *testing.T) {
 	s, err := crawl.LoadSettings(context.Background(), c, crawl.KeysFor("default"))
 	if err != nil || strings.Join(s.Extract, "|") != "h=h1, h2|price=.price" {
 		t.Fatalf("stored extract rules %q, %v", s.Extract, err)
+	}
+}
+
+func TestVersionAndHelpCommand(t *testing.T) {
+	out, _, err := run(t, "--version")
+	if err != nil || !strings.HasPrefix(out, "crawler version ") {
+		t.Fatalf("--version: %q, %v", out, err)
+	}
+	out, _, err = run(t, "help", "work")
+	if err != nil || !strings.Contains(out, "crawler work - ") {
+		t.Fatalf("help work: %q, %v", out, err)
+	}
+}
+
+// Usage errors exit 2, failures 1; global flags may come after the
+// command; every work flag has an environment variable.
+func TestExitCodesAndFlagPlaces(t *testing.T) {
+	for _, args := range [][]string{{"--bogus"}, {"work", "--bogus"}, {"--redis", "redis://127.0.0.1:1/0", "work", "-c", "0"},
+		{"--crawl", "a:b", "status"}, {"seed", "--rate", "fast", "http://a.example/"}} {
+		_, _, err := run(t, args...)
+		if !isUsage(err) {
+			t.Errorf("%v: %v; want a usage error (exit 2)", args, err)
+		}
+	}
+	if _, _, err := run(t, "--redis", "redis://127.0.0.1:1/0", "status"); err == nil || isUsage(err) {
+		t.Errorf("unreachable Redis: %v; want a failure (exit 1)", err)
+	}
+	t.Setenv("CRAWLER_CONCURRENCY", "0")
+	if _, _, err := run(t, "--redis", "redis://127.0.0.1:1/0", "work"); err == nil || !strings.Contains(err.Error(), "--concurrency 0") {
+		t.Errorf("CRAWLER_CONCURRENCY=0: %v; want it read as --concurrency", err)
+	}
+	t.Setenv("CRAWLER_CONCURRENCY", "")
+	mr := miniredis.RunT(t)
+	if _, _, err := run(t, "--redis", "redis://"+mr.Addr()+"/0", "--crawl", "after", "seed", "http://a.example/"); err != nil {
+		t.Fatal(err)
+	}
+	// The global flags after the command.
+	out, _, err := run(t, "status", "--json", "--redis", "redis://"+mr.Addr()+"/0", "--crawl=after")
+	if err != nil {
+		t.Fatalf("status with global flags after the command: %v", err)
+	}
+	var st struct {
+		Crawl    string           `json:"crawl"`
+		Settings map[string]any   `json:"settings"`
+		Counters map[string]int64 `json:"counters"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatal(err)
+	}
+	if _, isNumber := st.Settings["rate"].(float64); st.Crawl != "after" || !isNumber || st.Settings["allow_private"] != false {
+		t.Fatalf("status --json settings %v; want typed values", st.Settings)
+	}
+	for _, c := range []string{"pages", "ok", "http_error", "failed", "skipped"} {
+		if _, ok := st.Counters[c]; !ok {
+			t.Errorf("counter %s missing from %v", c, st.Counters)
+		}
+	}
+}
+
+// demo never touches a crawl of the user's: with CRAWLER_REDIS and
+// CRAWLER_CRAWL in the environment, it still runs on its own embedded
+// Redis, and the user's crawl is left as it was.
+func TestDemoLeavesTheUsersCrawlAlone(t *testing.T) {
+	mr := miniredis.RunT(t)
+	redisURL := "redis://" + mr.Addr() + "/0"
+	if _, _, err := run(t, "--redis", redisURL, "seed", "http://a.example/"); err != nil {
+		t.Fatal(err)
+	}
+	before := mr.Keys()
+	t.Setenv("CRAWLER_REDIS", redisURL)
+	t.Setenv("CRAWLER_CRAWL", "default")
+	if _, _, err := run(t, "demo", "--hosts", "1", "--pages", "5", "--workers", "1"); err != nil {
+		t.Fatal(err)
+	}
+	if after := mr.Keys(); strings.Join(after, " ") != strings.Join(before, " ") {
+		t.Fatalf("demo changed the user's Redis: %v -> %v", before, after)
+	}
+}
+
+// crawl that fetches nothing exits non-zero and says why; a private seed
+// without --allow-private is warned of.
+func TestCrawlThatFetchesNothingFails(t *testing.T) {
+	t.Chdir(t.TempDir())
+	_, errOut, err := run(t, "--crawl", "nothing", "crawl", "--rate", "inf", "http://127.0.0.1:9/")
+	if err == nil || !strings.Contains(err.Error(), "nothing was fetched") || !strings.Contains(err.Error(), "--allow-private") {
+		t.Fatalf("crawl of a private seed: %v; want a failure naming --allow-private", err)
+	}
+	if !strings.Contains(errOut, "127.0.0.1:9 is a private or loopback address") {
+		t.Fatalf("stderr %q; want a warning about the private seed", errOut)
 	}
 }

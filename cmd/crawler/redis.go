@@ -156,7 +156,12 @@ func retryable(err error) bool {
 // and otherwise starts an in-process Redis (miniredis) that lives as long
 // as this command.
 func connectOrEmbed(c *cli.Context) (*redis.Client, func(), error) {
-	if c.IsSet("redis") {
+	return connectOrEmbedIf(c, c.IsSet("redis"))
+}
+
+// connectOrEmbedIf uses --redis when useRedis, else an embedded Redis.
+func connectOrEmbedIf(c *cli.Context, useRedis bool) (*redis.Client, func(), error) {
+	if useRedis {
 		rdb, err := connect(c)
 		if err != nil {
 			return nil, nil, err

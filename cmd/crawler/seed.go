@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"strings"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/parse"
 	"github.com/redis/go-redis/v9"
 	"github.com/urfave/cli/v2"
@@ -155,7 +157,7 @@ func seedCommand() *cli.Command {
 			skipSeenFlag(), sitemapFlag(), redisWaitFlag(0)),
 		Action: func(c *cli.Context) error {
 			if err := checkSeedFlags(c); err != nil {
-				return err
+				return usage(err)
 			}
 			rdb, err := connect(c)
 			if err != nil {
@@ -196,6 +198,7 @@ func runSeed(c *cli.Context, rdb *redis.Client) error {
 		return err
 	}
 	lines, bad := 0, 0
+	warned := map[string]bool{}
 	take := func(where, text string) error {
 		lines++
 		u, err := parse.Canonicalize(nil, text)
@@ -204,6 +207,11 @@ func runSeed(c *cli.Context, rdb *redis.Client) error {
 				fmt.Fprintf(c.App.ErrWriter, "crawler: seed: %s: %v\n", where, err)
 			}
 			return nil
+		}
+		if !s.AllowPrivate && privateHost(u.Hostname()) && !warned[u.Host] {
+			warned[u.Host] = true
+			fmt.Fprintf(c.App.ErrWriter, "crawler: seed: %s is a private or loopback address: workers refuse it "+
+				"unless the crawl is seeded with --allow-private\n", u.Host)
 		}
 		if batch = append(batch, u); len(batch) >= seedBatch {
 			return flush()
@@ -303,4 +311,14 @@ func readSeedFile(name string, take func(where, text string) error) error {
 		return fmt.Errorf("seed: reading %s after line %d: %v", name, n, err)
 	}
 	return nil
+}
+
+// privateHost: localhost, or an address the fetcher's SSRF guard refuses
+// (no DNS look-up here).
+func privateHost(host string) bool {
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && fetch.Blocked(ip)
 }

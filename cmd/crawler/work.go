@@ -22,7 +22,7 @@ import (
 )
 
 func workFlags() []cli.Flag {
-	return []cli.Flag{
+	return withEnv([]cli.Flag{
 		&cli.IntFlag{Name: "concurrency", Aliases: []string{"c"}, Value: 8,
 			Usage: fmt.Sprintf("pages fetched at once by this process (1 to %d; for more, run more processes)", crawl.MaxConcurrency)},
 		&cli.StringFlag{Name: "out", Usage: "also append result records to FILE as JSON lines, every one " +
@@ -36,7 +36,7 @@ func workFlags() []cli.Flag {
 			"private targets stay refused without --allow-private"},
 		&cli.BoolFlag{Name: "cookies", Usage: "keep the cookies hosts set, per host, for this worker's life"},
 		&cli.IntFlag{Name: "max-attempts", Value: 3, Usage: "tries per URL on transient failures (timeouts, 429, 5xx) before it fails"},
-	}
+	})
 }
 
 func workCommand() *cli.Command {
@@ -46,10 +46,10 @@ func workCommand() *cli.Command {
 		Description: "Reads the crawl's settings from Redis (run 'crawler seed' first). SIGINT or SIGTERM stops\n" +
 			"taking URLs, finishes the pages in progress and exits 0; a killed worker loses nothing:\n" +
 			"its URLs return to the queue when their leases expire (about 10 s).",
-		Flags: append(workFlags(), &cli.BoolFlag{Name: "exit-when-done", Usage: "exit once nothing is left to crawl"}),
+		Flags: append(workFlags(), withEnv([]cli.Flag{&cli.BoolFlag{Name: "exit-when-done", Usage: "exit once nothing is left to crawl"}})...),
 		Action: func(c *cli.Context) error {
 			if err := checkWorkFlags(c); err != nil {
-				return err
+				return usage(err)
 			}
 			rdb, err := connect(c)
 			if err != nil {
@@ -249,7 +249,7 @@ func crawlCommand() *cli.Command {
 			skipSeenFlag(), sitemapFlag()),
 		Action: func(c *cli.Context) error {
 			if err := errors.Join(checkSeedFlags(c), checkWorkFlags(c)); err != nil {
-				return err
+				return usage(err)
 			}
 			rdb, closeRedis, err := connectOrEmbed(c)
 			if err != nil {
@@ -274,7 +274,30 @@ func crawlCommand() *cli.Command {
 			if out := c.String("out"); out != "" {
 				fmt.Fprintf(c.App.ErrWriter, "records: %s\n", out)
 			}
-			return printStatus(c.App.ErrWriter, st, false)
+			if err := printStatus(c.App.ErrWriter, st, false); err != nil {
+				return err
+			}
+			if st.Counters["pages"] == 0 {
+				return fmt.Errorf("nothing was fetched: %s", firstReasons(c, rdb, 3))
+			}
+			return nil
 		},
 	}
+}
+
+// firstReasons says why the first records of the crawl were not fetched.
+func firstReasons(c *cli.Context, rdb *redis.Client, n int) string {
+	var why []string
+	msgs, _ := rdb.XRangeN(context.WithoutCancel(c.Context), crawl.KeysFor(c.String("crawl")).Results, "-", "+", int64(n)).Result()
+	for _, m := range msgs {
+		var rec crawl.Record
+		raw, _ := m.Values["rec"].(string)
+		if json.Unmarshal([]byte(raw), &rec) == nil && rec.Error != "" {
+			why = append(why, rec.URL+": "+rec.Error)
+		}
+	}
+	if len(why) == 0 {
+		return "no page was reachable (see the status above)"
+	}
+	return strings.Join(why, "; ")
 }
