@@ -17,16 +17,16 @@ import (
 
 // Status is a crawl at one moment, as `crawler status` shows it.
 type Status struct {
-	Crawl          string            `json:"crawl"`
-	Settings       Settings          `json:"-"`
-	SettingsJSON   map[string]any    `json:"settings"` // typed: numbers, booleans, lists; rate null for no limit
-	Frontier       frontier.Sizes    `json:"frontier"`
-	Counters       map[string]int64  `json:"counters"` // pages, ok, http_error, failed, skipped, enqueued, offered, records
-	PagesPerSecond float64           `json:"pages_per_second"`
-	Bloom          dedup.Stats       `json:"bloom"`
-	Leader         *leader.Info      `json:"leader,omitempty"`
-	Epoch          int64             `json:"epoch"`   // newest epoch minted
-	Workers        []string          `json:"workers"` // alive now
+	Crawl          string           `json:"crawl"`
+	Settings       Settings         `json:"-"`
+	SettingsJSON   map[string]any   `json:"settings"` // typed: numbers, booleans, lists; rate null for no limit
+	Frontier       frontier.Sizes   `json:"frontier"`
+	Counters       map[string]int64 `json:"counters"` // pages, ok, http_error, failed, skipped, enqueued, offered, records
+	PagesPerSecond float64          `json:"pages_per_second"`
+	Bloom          dedup.Stats      `json:"bloom"`
+	Leader         *leader.Info     `json:"leader,omitempty"`
+	Epoch          int64            `json:"epoch"`   // newest epoch minted
+	Workers        []string         `json:"workers"` // alive now
 	// ResultsTrimmed counts records the results stream dropped (it keeps
 	// the newest million): the workers' --out files still have them.
 	ResultsTrimmed int64 `json:"results_trimmed"`
