@@ -91,7 +91,7 @@ func Open(cfg Config) (*Writer, error) {
 		Directory: cfg.Dir,
 		Prefix:    cfg.Prefix,
 		Pattern:   "%{prefix}s-%{ts}s-%05{serial}d-%{worker}s.%{ext}s",
-		Params:    map[string]any{"worker": fileSafe(cfg.Worker)},
+		Params:    map[string]any{"worker": FileSafe(cfg.Worker)},
 	}
 	info := fmt.Sprintf("software: %s\r\nformat: WARC File Format 1.1\r\n"+
 		"conformsTo: http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/\r\n"+
@@ -110,8 +110,8 @@ func Open(cfg Config) (*Writer, error) {
 	return &Writer{w: w}, nil
 }
 
-// fileSafe keeps a worker id usable in a file name on any system.
-func fileSafe(id string) string {
+// FileSafe keeps a worker id usable in a file name on any system.
+func FileSafe(id string) string {
 	if id == "" {
 		id = "worker"
 	}

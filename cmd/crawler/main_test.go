@@ -402,3 +402,20 @@ func TestCrawlThatFetchesNothingFails(t *testing.T) {
 		t.Fatalf("stderr %q; want a warning about the private seed", errOut)
 	}
 }
+
+// --out's {id} is the worker's id: workers sharing a volume write files of
+// their own.
+func TestOutFilePerWorker(t *testing.T) {
+	mr := miniredis.RunT(t)
+	redisURL := "redis://" + mr.Addr() + "/0"
+	dir := t.TempDir()
+	if _, _, err := run(t, "--redis", redisURL, "seed", "http://127.0.0.1:9/"); err != nil { // refused: no --allow-private
+		t.Fatal(err)
+	}
+	if _, _, err := run(t, "--redis", redisURL, "work", "--exit-when-done", "--id", "host:42", "--out", filepath.Join(dir, "records-{id}.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "records-host-42.jsonl")); err != nil || !strings.Contains(string(data), "127.0.0.1:9") {
+		t.Fatalf("records-host-42.jsonl: %q, %v", data, err)
+	}
+}

@@ -25,7 +25,7 @@ func workFlags() []cli.Flag {
 	return withEnv([]cli.Flag{
 		&cli.IntFlag{Name: "concurrency", Aliases: []string{"c"}, Value: 8,
 			Usage: fmt.Sprintf("pages fetched at once by this process (1 to %d; for more, run more processes)", crawl.MaxConcurrency)},
-		&cli.StringFlag{Name: "out", Usage: "also append result records to FILE as JSON lines, every one " +
+		&cli.StringFlag{Name: "out", Usage: "also append result records to FILE as JSON lines, every one; {id} in FILE is the worker's id " +
 			"('crawl' with the embedded Redis: CRAWL.jsonl by default, as that Redis ends with the process)"},
 		&cli.StringFlag{Name: "id", Usage: "this worker's name in status and leader listings (default host:pid)"},
 		redisWaitFlag(time.Minute),
@@ -125,6 +125,7 @@ func runWork(c *cli.Context, rdb *redis.Client, exitWhenDone bool) error {
 		o.WARC = &archive.Config{Dir: dir, Prefix: c.String("warc-prefix"), MaxSize: size}
 	}
 	if out := c.String("out"); out != "" {
+		out = strings.ReplaceAll(out, "{id}", archive.FileSafe(o.ID)) // one file per worker on a shared volume
 		f, err := os.OpenFile(out, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
 			return fmt.Errorf("--out: %v", err)
