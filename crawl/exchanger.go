@@ -33,8 +33,9 @@ type exchanger struct {
 	exitWhenDone bool
 	budget       bool          // the crawl has a page budget
 	pages        *atomic.Int64 // the crawl's pages fetched, as the last exchange said
-	crawlDone    func()        // the crawl is finished: stop the worker
-	gone         *atomic.Bool  // the crawl is gone from Redis
+	metrics      *metrics
+	crawlDone    func()       // the crawl is finished: stop the worker
+	gone         *atomic.Bool // the crawl is gone from Redis
 	markGone     func()
 
 	p       *policy
@@ -178,7 +179,9 @@ func (x *exchanger) call(work context.Context, now time.Time, c call) bool {
 	// Never cancelled by the stop: an exchange cut off halfway could leave
 	// popped URLs leased to nobody until their lease expires.
 	ctx, cancel := context.WithTimeout(work, 30*time.Second)
+	start := time.Now()
 	res, sent, err := x.exchange(ctx, batch, c.want)
+	x.metrics.exchange.Observe(time.Since(start).Seconds())
 	cancel()
 	switch {
 	case errors.Is(err, frontier.ErrGone):
@@ -191,6 +194,7 @@ func (x *exchanger) call(work context.Context, now time.Time, c call) bool {
 		x.known.clear()
 		return true
 	case err != nil:
+		x.metrics.exErrors.Inc()
 		x.logf("frontier: %v (will retry; held URLs stay leased)", err)
 		if x.p.failed(time.Now()) {
 			x.logf("giving up on %d finished pages: their leases will expire and the URLs be crawled again", len(x.pending))

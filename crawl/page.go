@@ -44,11 +44,12 @@ type pipeline struct {
 	counters    *Counters
 	logf        func(format string, args ...any)
 	ex          *exchanger
-	fields      []parse.Field   // the crawl's extract rules
-	rules       *rules          // filters and trap defences for discovered URLs
-	skips       *skips          // discovered URLs not followed, by reason
-	failing     *failing        // hosts' runs of failed requests, in this worker
-	pages       *atomic.Int64   // the crawl's pages fetched so far (with a page budget)
+	fields      []parse.Field // the crawl's extract rules
+	rules       *rules        // filters and trap defences for discovered URLs
+	skips       *skips        // discovered URLs not followed, by reason
+	failing     *failing      // hosts' runs of failed requests, in this worker
+	pages       *atomic.Int64 // the crawl's pages fetched so far (with a page budget)
+	metrics     *metrics
 	warc        *archive.Writer // nil: no archive
 	fail        func(error)     // stops the worker for good (the archive cannot be written)
 }
@@ -107,6 +108,8 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 	}
 	pl.counters.Requests.Add(1)
 	pl.failing.ok(u.Host)
+	pl.metrics.bytes.Add(float64(r.Bytes))
+	pl.metrics.fetch.Observe(r.Duration.Seconds())
 	rec.Status, rec.ContentType, rec.Bytes, rec.Truncated, rec.Headers = r.Status, r.ContentType, r.Bytes, r.Truncated, r.Headers
 	rec.DroppedBody = r.DroppedBody
 	// Archived: every response whose body was read, but HTML only when the
@@ -302,6 +305,7 @@ func (f *failing) ok(host string) {
 func (pl *pipeline) follow(u *url.URL, canonical string) bool {
 	if reason := pl.rules.skip(u, canonical); reason != "" {
 		pl.skips.add(reason)
+		pl.metrics.skipped.WithLabelValues(reason).Inc()
 		return false
 	}
 	return true
@@ -356,6 +360,7 @@ func (pl *pipeline) deferItem(ctx context.Context, l *frontier.Lease, item front
 // until then.
 func (pl *pipeline) finish(l *frontier.Lease, rec Record, o frontier.Outcome) {
 	pl.counters.count(o.Stat)
+	pl.metrics.pages.WithLabelValues(o.Stat, statusClass(rec.Status)).Inc()
 	if rec.URL != "" {
 		rec.Outcome = o.Stat
 		b, err := json.Marshal(rec)

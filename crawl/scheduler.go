@@ -25,6 +25,7 @@ type scheduler struct {
 	budget      int64
 	logf        func(format string, args ...any)
 	markGone    func()
+	metrics     *metrics
 }
 
 // run campaigns for the role and, while leading, sweeps. It resigns under
@@ -40,7 +41,10 @@ func (sc *scheduler) run(stop, work context.Context) {
 			continue
 		}
 		sc.logf("leading as scheduler, epoch %d", l.Epoch())
+		sc.metrics.leader.Set(1)
+		sc.metrics.epoch.Set(float64(l.Epoch()))
 		sc.lead(stop, l)
+		sc.metrics.leader.Set(0)
 		rctx, cancel := context.WithTimeout(work, sc.cfg.RetryInterval)
 		if err := l.Resign(rctx); err != nil {
 			sc.logf("resign: %v (the lock expires in at most %v)", err, sc.cfg.TTL)

@@ -125,6 +125,7 @@ type Worker struct {
 	markGone func()       // sets gone and stops everything at once (set by Run)
 	failed   error        // what stopped the worker (set once, by fail)
 	pages    atomic.Int64 // the crawl's pages fetched, as the last exchange said (with a budget)
+	metrics  *metrics
 	failOnce sync.Once
 	Counters Counters
 }
@@ -199,6 +200,7 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 	}
 	w := &Worker{c: c, keys: k, settings: s, opts: o, fetcher: fetch.New(fcfg), known: newKnown(o.KnownURLs)}
 	w.fr = frontier.New(c, k.Frontier, seen)
+	w.metrics = newMetrics(w)
 	if w.fields, err = s.Fields(); err != nil {
 		return nil, err
 	}
@@ -386,7 +388,7 @@ func (w *Worker) newExchanger(stopAll context.CancelFunc) *exchanger {
 	ex := newExchanger(w.opts.Concurrency)
 	ex.c, ex.fr, ex.known, ex.held, ex.counters, ex.logf = w.c, w.fr, w.known, &w.held, &w.Counters, w.opts.Logf
 	ex.exitWhenDone, ex.budget, ex.crawlDone = w.opts.ExitWhenDone, w.settings.MaxPages > 0, stopAll
-	ex.gone, ex.markGone, ex.pages = &w.gone, w.markGone, &w.pages
+	ex.gone, ex.markGone, ex.pages, ex.metrics = &w.gone, w.markGone, &w.pages, w.metrics
 	if w.opts.Out != nil {
 		ex.out = &recordWriter{w: w.opts.Out, logf: w.opts.Logf}
 	}
@@ -397,12 +399,12 @@ func (w *Worker) newPipeline(ex *exchanger, warc *archive.Writer, fail func(erro
 	return &pipeline{s: w.settings, worker: w.opts.ID, maxAttempts: w.opts.MaxAttempts, maxWait: w.opts.MaxReserveWait,
 		ratePrefix: w.keys.RatePrefix(), fetcher: w.fetcher, robots: w.robots, limiter: w.limiter, fr: w.fr,
 		held: &w.held, scope: &w.scope, counters: &w.Counters, logf: w.opts.Logf, ex: ex, warc: warc, fail: fail,
-		fields: w.fields, rules: w.rules, skips: &w.skips, failing: &failing{}, pages: &w.pages}
+		fields: w.fields, rules: w.rules, skips: &w.skips, failing: &failing{}, pages: &w.pages, metrics: w.metrics}
 }
 
 func (w *Worker) newScheduler() *scheduler {
 	return &scheduler{c: w.c, fr: w.fr, elector: w.elector, cfg: w.opts.Leader, every: w.opts.SweepInterval,
-		maxAttempts: w.opts.MaxAttempts, budget: w.settings.MaxPages, logf: w.opts.Logf, markGone: w.markGone}
+		maxAttempts: w.opts.MaxAttempts, budget: w.settings.MaxPages, logf: w.opts.Logf, markGone: w.markGone, metrics: w.metrics}
 }
 
 // heartbeat renews the leases this process holds, keeps it registered as

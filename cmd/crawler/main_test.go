@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -417,5 +418,47 @@ func TestOutFilePerWorker(t *testing.T) {
 	}
 	if data, err := os.ReadFile(filepath.Join(dir, "records-host-42.jsonl")); err != nil || !strings.Contains(string(data), "127.0.0.1:9") {
 		t.Fatalf("records-host-42.jsonl: %q, %v", data, err)
+	}
+}
+
+// /healthz says whether the crawl can go on; /metrics serves the worker's
+// metrics.
+func TestMetricsEndpoints(t *testing.T) {
+	mr := miniredis.RunT(t)
+	if _, _, err := run(t, "--redis", "redis://"+mr.Addr()+"/0", "seed", "http://a.example/"); err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer c.Close()
+	w, err := crawl.NewWorker(context.Background(), c, "default", crawl.Options{ID: "w1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, stop, err := serveMetrics("127.0.0.1:0", w, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := get("/healthz"); code != 200 {
+		t.Fatalf("/healthz = %d with a healthy crawl", code)
+	}
+	if code, body := get("/metrics"); code != 200 || !strings.Contains(body, "redcrawl_redis_up 1") {
+		t.Fatalf("/metrics = %d:\n%.300s", code, body)
+	}
+	if code, _ := get("/debug/pprof/"); code != 200 {
+		t.Fatalf("/debug/pprof/ = %d", code)
+	}
+	c.Del(context.Background(), crawl.KeysFor("default").Config) // the crawl is gone
+	if code, body := get("/healthz"); code != 503 || !strings.Contains(body, "gone") {
+		t.Fatalf("/healthz = %d %q with the crawl gone", code, body)
 	}
 }

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
+	"net/http"
+	"net/http/pprof"
 	"net/url"
 	"os"
 	"os/signal"
@@ -15,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/crawl"
 	"github.com/redis/go-redis/v9"
@@ -36,6 +40,8 @@ func workFlags() []cli.Flag {
 			"private targets stay refused without --allow-private"},
 		&cli.BoolFlag{Name: "cookies", Usage: "keep the cookies hosts set, per host, for this worker's life"},
 		&cli.IntFlag{Name: "max-attempts", Value: 3, Usage: "tries per URL on transient failures (timeouts, 429, 5xx) before it fails"},
+		&cli.StringFlag{Name: "metrics-addr", Usage: "serve Prometheus /metrics and /healthz on HOST:PORT (e.g. :9090)"},
+		&cli.BoolFlag{Name: "pprof", Usage: "with --metrics-addr, also serve Go's /debug/pprof/"},
 	})
 }
 
@@ -138,6 +144,14 @@ func runWork(c *cli.Context, rdb *redis.Client, exitWhenDone bool) error {
 		return err
 	}
 	logger.Printf("worker %s on crawl %q with %d goroutines", o.ID, c.String("crawl"), o.Concurrency)
+	if addr := c.String("metrics-addr"); addr != "" {
+		bound, stopServing, err := serveMetrics(addr, w, c.Bool("pprof"))
+		if err != nil {
+			return err
+		}
+		defer stopServing()
+		logger.Printf("metrics on http://%s/metrics", bound)
+	}
 	ran := make(chan struct{})
 	go func() {
 		select {
@@ -301,4 +315,31 @@ func firstReasons(c *cli.Context, rdb *redis.Client, n int) string {
 		return "no page was reachable (see the status above)"
 	}
 	return strings.Join(why, "; ")
+}
+
+// serveMetrics serves the worker's /metrics, /healthz (200 while Redis
+// answers and the crawl exists, 503 otherwise) and, asked, /debug/pprof/.
+func serveMetrics(addr string, w *crawl.Worker, withPprof bool) (string, func(), error) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(w.Metrics(), promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(rw http.ResponseWriter, r *http.Request) {
+		if err := w.Healthy(r.Context()); err != nil {
+			http.Error(rw, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(rw, "ok\n")
+	})
+	if withPprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("--metrics-addr: %v", err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(l)
+	return l.Addr().String(), func() { srv.Close() }, nil
 }

@@ -1,0 +1,109 @@
+package crawl
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// metrics are a worker's Prometheus metrics, in a registry of its own
+// (Worker.Metrics): what this process did, and — read from Redis when
+// scraped — the crawl's frontier and paused hosts.
+type metrics struct {
+	reg      *prometheus.Registry
+	pages    *prometheus.CounterVec // by outcome and status class
+	bytes    prometheus.Counter
+	fetch    prometheus.Histogram
+	exchange prometheus.Histogram
+	exErrors prometheus.Counter
+	epoch    prometheus.Gauge
+	leader   prometheus.Gauge
+	skipped  *prometheus.CounterVec // discovered links not followed, by reason
+}
+
+func newMetrics(w *Worker) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		pages: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "redcrawl_pages_fetched_total",
+			Help: "URLs this worker finished, by outcome (ok, http_error, failed, skipped) and status class (2xx ... 5xx, none)."},
+			[]string{"outcome", "status_class"}),
+		bytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "redcrawl_response_bytes_total",
+			Help: "Body bytes read by this worker."}),
+		fetch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "redcrawl_fetch_duration_seconds",
+			Help: "Time from request to the end of the body.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 14)}),
+		exchange: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "redcrawl_exchange_duration_seconds",
+			Help: "Time of one frontier exchange with Redis.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
+		exErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "redcrawl_exchange_errors_total",
+			Help: "Frontier exchanges that failed (Redis unreachable, timeouts)."}),
+		epoch: prometheus.NewGauge(prometheus.GaugeOpts{Name: "redcrawl_leader_epoch",
+			Help: "The epoch of this worker's term as scheduler (0 when it never led)."}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "redcrawl_is_leader",
+			Help: "1 while this worker is the crawl's scheduler."}),
+		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "redcrawl_links_skipped_total",
+			Help: "Discovered links not followed, by reason (filters and trap defences)."}, []string{"reason"}),
+	}
+	m.reg.MustRegister(m.pages, m.bytes, m.fetch, m.exchange, m.exErrors, m.epoch, m.leader, m.skipped,
+		collectors.NewGoCollector(), &crawlCollector{w: w})
+	return m
+}
+
+// statusClass is "2xx" ... "5xx", or "none" when nothing was answered.
+func statusClass(status int) string {
+	if status < 100 || status > 599 {
+		return "none"
+	}
+	return strconv.Itoa(status/100) + "xx"
+}
+
+// crawlCollector reads the crawl's state from Redis when scraped: the
+// frontier's sizes and the hosts paused now.
+type crawlCollector struct{ w *Worker }
+
+var (
+	frontierDesc = prometheus.NewDesc("redcrawl_frontier_urls", "URLs in the crawl's frontier, by state.", []string{"state"}, nil)
+	pausedDesc   = prometheus.NewDesc("redcrawl_paused_hosts", "Hosts paused now (they answered 429/503, or stopped answering).", nil, nil)
+	upDesc       = prometheus.NewDesc("redcrawl_redis_up", "1 when the scrape could read the crawl from Redis.", nil, nil)
+)
+
+func (c *crawlCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- frontierDesc
+	ch <- pausedDesc
+	ch <- upDesc
+}
+
+func (c *crawlCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	sz, err := c.w.fr.Sizes(ctx)
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, 1)
+	for state, n := range map[string]int64{"queued": sz.Queued, "leased": sz.InFlight, "deferred": sz.Deferred, "failed": sz.Failed} {
+		ch <- prometheus.MustNewConstMetric(frontierDesc, prometheus.GaugeValue, float64(n), state)
+	}
+	if paused, err := pausedHosts(ctx, c.w.c, c.w.keys); err == nil {
+		ch <- prometheus.MustNewConstMetric(pausedDesc, prometheus.GaugeValue, float64(len(paused)))
+	}
+}
+
+// Healthy reports whether the crawl can go on: Redis answers and the
+// crawl exists (for /healthz).
+func (w *Worker) Healthy(ctx context.Context) error {
+	n, err := w.c.Exists(ctx, w.keys.Config).Result()
+	if err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%w %q", ErrGone, w.keys.Name)
+	}
+	return nil
+}
+
+// Metrics is the worker's Prometheus registry, to serve on /metrics.
+func (w *Worker) Metrics() prometheus.Gatherer { return w.metrics.reg }

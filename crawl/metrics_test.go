@@ -1,0 +1,111 @@
+package crawl_test
+
+import (
+	"bufio"
+	"context"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/internal/redistest"
+	"github.com/redcrawl/crawler/internal/testsite"
+)
+
+// scrape reads the samples of /metrics whose names start with prefix, by
+// their name and labels as written.
+func scrape(t *testing.T, url, prefix string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("metrics line %q", line)
+		}
+		out[line[:i]] = v
+	}
+	return out
+}
+
+func sum(m map[string]float64, prefix string) float64 {
+	var total float64
+	for k, v := range m {
+		if strings.HasPrefix(k, prefix) {
+			total += v
+		}
+	}
+	return total
+}
+
+// /metrics, scraped during a crawl and after it, agrees with the crawl's
+// own numbers.
+func TestMetricsAgreeWithTheCrawl(t *testing.T) {
+	s := redistest.Real(t)
+	site, err := testsite.Start(testsite.Config{Hosts: 2, Pages: 60, Latency: 5 * time.Millisecond, ListenBase: "127.0.0.100"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer site.Close()
+	set := crawl.DefaultSettings()
+	set.Rate, set.AllowPrivate = math.Inf(1), true
+	seedSite(t, s, site, "metrics", set)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w, err := crawl.NewWorker(ctx, s.Client, "metrics", fastOptions("w1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(promhttp.HandlerFor(w.Metrics(), promhttp.HandlerOpts{}))
+	defer srv.Close()
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	// During the crawl: pages appear, and the frontier is read from Redis.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		m := scrape(t, srv.URL, "redcrawl_")
+		if sum(m, "redcrawl_pages_fetched_total") > 0 && m["redcrawl_redis_up"] == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no pages in /metrics during the crawl: %v", m)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	m := scrape(t, srv.URL, "redcrawl_")
+	st, err := crawl.ReadStatus(ctx, s.Client, "metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for outcome, want := range map[string]int64{"ok": w.Counters.OK.Load(), "http_error": w.Counters.HTTPError.Load(),
+		"skipped": w.Counters.Skipped.Load(), "failed": w.Counters.Failed.Load()} {
+		if got := sum(m, `redcrawl_pages_fetched_total{outcome="`+outcome+`"`); int64(got) != want || want != st.Counters[outcome] {
+			t.Errorf("%s: /metrics %v, the worker %d, the crawl %d", outcome, got, want, st.Counters[outcome])
+		}
+	}
+	if m[`redcrawl_frontier_urls{state="queued"}`] != 0 || m["redcrawl_exchange_duration_seconds_count"] == 0 ||
+		m["redcrawl_fetch_duration_seconds_count"] == 0 || m["redcrawl_is_leader"] != 0 || m["redcrawl_leader_epoch"] < 1 {
+		t.Errorf("after the crawl: %v", m)
+	}
+	if err := w.Healthy(ctx); err != nil {
+		t.Errorf("Healthy: %v", err)
+	}
+}
