@@ -3,6 +3,7 @@ package crawl
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,7 +30,7 @@ type exchanger struct {
 	held         *sync.Map // lease id -> *frontier.Lease: what the heartbeat renews
 	out          *recordWriter
 	counters     *Counters
-	logf         func(format string, args ...any)
+	log          *slog.Logger
 	exitWhenDone bool
 	budget       bool          // the crawl has a page budget
 	pages        *atomic.Int64 // the crawl's pages fetched, as the last exchange said
@@ -190,14 +191,14 @@ func (x *exchanger) call(work context.Context, now time.Time, c call) bool {
 	case errors.Is(err, frontier.ErrRolledBack):
 		// Nothing was written. Forget what the lost writes taught this
 		// worker; the batch goes again with all its links.
-		x.logf("%v: forgetting the URLs this worker knew as seen, and sending its pages again", err)
+		x.log.Warn("Redis lost writes: forgetting the URLs this worker knew as seen, and sending its pages again", "err", err)
 		x.known.clear()
 		return true
 	case err != nil:
 		x.metrics.exErrors.Inc()
-		x.logf("frontier: %v (will retry; held URLs stay leased)", err)
+		x.log.Warn("exchange failed; will retry, held URLs stay leased", "err", err)
 		if x.p.failed(time.Now()) {
-			x.logf("giving up on %d finished pages: their leases will expire and the URLs be crawled again", len(x.pending))
+			x.log.Error("giving up on finished pages: their leases will expire and the URLs be crawled again", "pages", len(x.pending))
 			return false
 		}
 		return true

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -42,7 +43,7 @@ type pipeline struct {
 	held        *sync.Map
 	scope       *atomic.Pointer[parse.Scope]
 	counters    *Counters
-	logf        func(format string, args ...any)
+	log         *slog.Logger
 	ex          *exchanger
 	fields      []parse.Field // the crawl's extract rules
 	rules       *rules        // filters and trap defences for discovered URLs
@@ -132,7 +133,7 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 			// worker: no token for it until the pause ends.
 			d, err := pl.limiter.Pause(ctx, pl.ratePrefix+"{"+u.Host+"}", r.RetryAfter)
 			if err != nil {
-				pl.logf("pause %s: %v", u.Host, err)
+				pl.log.Warn("pausing host failed", "host", u.Host, "err", err)
 			}
 			after = max(after, d)
 		}
@@ -171,7 +172,7 @@ func (pl *pipeline) admit(ctx context.Context, l *frontier.Lease, u *url.URL, re
 		return false
 	case err != nil:
 		if !errors.Is(err, politeness.ErrRobotsPending) {
-			pl.logf("robots.txt for %s: %v", u.Host, err)
+			pl.log.Warn("robots.txt check failed; URL deferred", "host", u.Host, "err", err)
 		}
 		pl.deferItem(ctx, l, l.Item, 2*time.Second)
 		return false
@@ -186,7 +187,7 @@ func (pl *pipeline) admit(ctx context.Context, l *frontier.Lease, u *url.URL, re
 	}
 	res, err := lim.ReserveN(ctx, pl.ratePrefix+"{"+u.Host+"}", 1, pl.maxWait)
 	if err != nil {
-		pl.logf("rate limit for %s: %v", u.Host, err)
+		pl.log.Warn("rate limiter failed; URL deferred", "host", u.Host, "err", err)
 		pl.deferItem(ctx, l, l.Item, time.Second)
 		return false
 	}
@@ -329,6 +330,7 @@ func (pl *pipeline) retry(ctx context.Context, l *frontier.Lease, rec Record, re
 		return
 	}
 	item.Errors = append(item.Errors[:len(item.Errors):len(item.Errors)], reason)
+	pl.log.Debug("will retry", "url", item.URL, "attempt", item.Attempts, "err", reason)
 	// Exponential back-off with jitter (between half and one and a half of
 	// the step), so URLs that failed together do not all come back
 	// together; the server's Retry-After, when longer, wins.
@@ -342,7 +344,7 @@ func (pl *pipeline) requeue(ctx context.Context, l *frontier.Lease, wait time.Du
 	defer pl.held.Delete(l.ID)
 	pl.counters.PutBack.Add(1)
 	if err := pl.fr.Requeue(ctx, l, wait); err != nil && !errors.Is(err, frontier.ErrLeaseLost) {
-		pl.logf("requeue %s: %v (its lease will return it)", l.Item.URL, err)
+		pl.log.Warn("requeue failed; its lease will return it", "url", l.Item.URL, "err", err)
 	}
 }
 
@@ -351,7 +353,7 @@ func (pl *pipeline) deferItem(ctx context.Context, l *frontier.Lease, item front
 	defer pl.held.Delete(l.ID) // handed back, or left to expire: no longer renewed
 	pl.counters.PutBack.Add(1)
 	if err := pl.fr.Defer(ctx, l, item, d); err != nil && !errors.Is(err, frontier.ErrLeaseLost) {
-		pl.logf("defer %s: %v (its lease will return it)", item.URL, err)
+		pl.log.Warn("defer failed; its lease will return it", "url", item.URL, "err", err)
 	}
 }
 
@@ -360,12 +362,16 @@ func (pl *pipeline) deferItem(ctx context.Context, l *frontier.Lease, item front
 // until then.
 func (pl *pipeline) finish(l *frontier.Lease, rec Record, o frontier.Outcome) {
 	pl.counters.count(o.Stat)
+	o.Status = rec.Status // counted per status code, crawl-wide ("status:404")
+	if o.Stat == OutcomeFailed {
+		pl.log.Warn("page failed", "url", l.Item.URL, "attempt", rec.Attempt, "err", o.Failed)
+	}
 	pl.metrics.pages.WithLabelValues(o.Stat, statusClass(rec.Status)).Inc()
 	if rec.URL != "" {
 		rec.Outcome = o.Stat
 		b, err := json.Marshal(rec)
 		if err != nil {
-			pl.logf("record %s: %v", rec.URL, err)
+			pl.log.Error("encoding record failed", "url", rec.URL, "err", err)
 		}
 		o.Record = b
 	}

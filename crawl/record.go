@@ -3,6 +3,7 @@ package crawl
 import (
 	"encoding/json"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/redcrawl/crawler/archive"
@@ -58,8 +59,8 @@ const (
 // recordWriter appends records to a worker's --out as JSON lines. Only the
 // exchanger writes, once a record's page is safely in Redis.
 type recordWriter struct {
-	w    io.Writer
-	logf func(format string, args ...any)
+	w   io.Writer
+	log *slog.Logger
 }
 
 func (r *recordWriter) write(rec Record) {
@@ -68,6 +69,6 @@ func (r *recordWriter) write(rec Record) {
 		_, err = r.w.Write(append(b, '\n'))
 	}
 	if err != nil {
-		r.logf("--out: %v", err)
+		r.log.Error("writing --out failed", "err", err)
 	}
 }

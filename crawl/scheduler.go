@@ -3,6 +3,7 @@ package crawl
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/redcrawl/crawler/fence"
@@ -23,10 +24,14 @@ type scheduler struct {
 	every       time.Duration // sweep at least this often
 	maxAttempts int
 	budget      int64
-	logf        func(format string, args ...any)
+	log         *slog.Logger
 	markGone    func()
 	metrics     *metrics
 }
+
+// LogLeading is the message a worker logs, at info level with the
+// attribute "epoch", when it becomes the crawl's scheduler.
+const LogLeading = "leading as scheduler"
 
 // run campaigns for the role and, while leading, sweeps. It resigns under
 // work, not stop: a stopping worker still hands the role over at once.
@@ -35,19 +40,19 @@ func (sc *scheduler) run(stop, work context.Context) {
 		l, err := sc.elector.Campaign(stop)
 		if err != nil {
 			if stop.Err() == nil {
-				sc.logf("campaign: %v", err)
+				sc.log.Warn("campaign for scheduler failed", "err", err)
 				sleep(stop, sc.cfg.RetryInterval)
 			}
 			continue
 		}
-		sc.logf("leading as scheduler, epoch %d", l.Epoch())
+		sc.log.Info(LogLeading, "epoch", l.Epoch())
 		sc.metrics.leader.Set(1)
 		sc.metrics.epoch.Set(float64(l.Epoch()))
 		sc.lead(stop, l)
 		sc.metrics.leader.Set(0)
 		rctx, cancel := context.WithTimeout(work, sc.cfg.RetryInterval)
 		if err := l.Resign(rctx); err != nil {
-			sc.logf("resign: %v (the lock expires in at most %v)", err, sc.cfg.TTL)
+			sc.log.Warn("resign failed; the lock expires by itself", "within", sc.cfg.TTL, "err", err)
 		}
 		cancel()
 	}
@@ -66,15 +71,15 @@ func (sc *scheduler) lead(stop context.Context, l *leader.Leadership) {
 		sw, err := sc.fr.Schedule(l.Context(), leader.EpochKey(l.Key()), l.Epoch(), sc.maxAttempts, 1000, sc.budget)
 		switch {
 		case errors.Is(err, fence.ErrFenced):
-			sc.logf("scheduler epoch %d fenced off: %v", l.Epoch(), err)
+			sc.log.Warn("scheduler fenced off", "epoch", l.Epoch(), "err", err)
 			return
 		case errors.Is(err, frontier.ErrGone):
 			sc.markGone()
 			return
 		case err != nil && l.Context().Err() == nil:
-			sc.logf("sweep: %v", err)
+			sc.log.Warn("sweep failed", "err", err)
 		case sw.Reclaimed+sw.Failed > 0:
-			sc.logf("sweep: %d expired leases back on the queue, %d failed for good", sw.Reclaimed, sw.Failed)
+			sc.log.Info("sweep: expired leases back on the queue", "reclaimed", sw.Reclaimed, "failed_for_good", sw.Failed)
 		}
 		next := sc.every
 		if err == nil && sw.NextDeferred >= 0 {
@@ -96,7 +101,7 @@ func (sc *scheduler) await(stop context.Context, l *leader.Leadership, timer *ti
 		case <-stop.Done():
 			return false
 		case <-l.Done():
-			sc.logf("scheduler epoch %d ended: %v", l.Epoch(), l.Err())
+			sc.log.Info("scheduler epoch ended", "epoch", l.Epoch(), "reason", l.Err())
 			return false
 		case <-timer.C:
 			return true

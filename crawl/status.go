@@ -33,8 +33,15 @@ type Status struct {
 	// Paused are the hosts paused now (they answered 429 or 503), with
 	// how long each pause has left.
 	Paused map[string]time.Duration `json:"paused_hosts,omitempty"`
-	Done   bool                     `json:"done"`
+	// TopHosts are the hosts with the most URLs queued (at most
+	// StatusTopHosts), of HostsQueued hosts with URLs queued.
+	TopHosts    []frontier.HostQueue `json:"top_hosts"`
+	HostsQueued int64                `json:"hosts_queued"`
+	Done        bool                 `json:"done"`
 }
+
+// StatusTopHosts is how many hosts Status lists, busiest queue first.
+const StatusTopHosts = 10
 
 // ReadStatus gathers a crawl's status.
 func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Status, error) {
@@ -76,6 +83,9 @@ func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Sta
 		return nil, err
 	}
 	st.Epoch = last
+	if st.TopHosts, st.HostsQueued, err = fr.HostQueues(ctx, StatusTopHosts); err != nil {
+		return nil, err
+	}
 	if st.Workers, err = fr.Workers(ctx); err != nil {
 		return nil, err
 	}
@@ -230,11 +240,18 @@ func (st *Status) String() string {
 		c["pages"], c[OutcomeOK], c[OutcomeHTTPError], c[OutcomeFailed], c[OutcomeSkipped], st.PagesPerSecond)
 	fmt.Fprintf(&b, "  frontier    %d queued, %d in flight, %d deferred, %d on the failed list; %d URLs enqueued in all\n",
 		st.Frontier.Queued, st.Frontier.InFlight, st.Frontier.Deferred, st.Frontier.Failed, c["enqueued"])
-	var skipped []string
+	var skipped, statuses []string
 	for name, n := range c {
 		if reason, ok := strings.CutPrefix(name, "skipped_links:"); ok && n > 0 {
 			skipped = append(skipped, fmt.Sprintf("%s %d", reason, n))
 		}
+		if code, ok := strings.CutPrefix(name, "status:"); ok && n > 0 {
+			statuses = append(statuses, fmt.Sprintf("%s %d", code, n))
+		}
+	}
+	if len(statuses) > 0 {
+		sort.Strings(statuses)
+		fmt.Fprintf(&b, "  statuses    HTTP status of each page: %s\n", strings.Join(statuses, ", "))
 	}
 	if len(skipped) > 0 {
 		sort.Strings(skipped)
@@ -247,6 +264,19 @@ func (st *Status) String() string {
 		}
 		sort.Strings(hosts)
 		fmt.Fprintf(&b, "  paused      %d hosts answered 429/503 and wait, for every worker: %s\n", len(hosts), strings.Join(hosts, ", "))
+	}
+	if len(st.TopHosts) > 0 {
+		fmt.Fprintf(&b, "  hosts       %d with URLs queued; the longest queues:\n", st.HostsQueued)
+		for _, h := range st.TopHosts {
+			state := "due now"
+			if h.DueIn > 0 {
+				state = fmt.Sprintf("next URL in %v", h.DueIn.Round(time.Millisecond))
+			}
+			if left, ok := st.Paused[h.Host]; ok {
+				state = fmt.Sprintf("paused %v more (429/503)", left.Round(time.Second))
+			}
+			fmt.Fprintf(&b, "    %-32s %8d queued  %s\n", h.Host, h.Queued, state)
+		}
 	}
 	if st.ResultsTrimmed > 0 {
 		fmt.Fprintf(&b, "  results     %d records trimmed from the stream before export (the workers' --out files have them)\n", st.ResultsTrimmed)
@@ -275,4 +305,28 @@ func (st *Status) String() string {
 	fmt.Fprintf(&b, "  settings    scope %s, depth %s, max pages %s, %s req/s per host (burst %d), private addresses %v, robots.txt give-up %v, keep %s\n",
 		s.Scope, depth, pages, fmtRate(s.Rate), s.Burst, s.AllowPrivate, s.RobotsGiveUp, strings.Join(s.KeepTypes, ","))
 	return b.String()
+}
+
+// Progress is the cheap part of a crawl's status, two round trips, for a
+// progress line redrawn every second.
+type Progress struct {
+	Frontier frontier.Sizes
+	Counters map[string]int64 // the crawl's counters, as in Status
+}
+
+// Progress reads the crawl's queue sizes and counters.
+func (w *Worker) Progress(ctx context.Context) (Progress, error) {
+	p := Progress{Counters: map[string]int64{}}
+	var err error
+	if p.Frontier, err = w.fr.Sizes(ctx); err != nil {
+		return p, err
+	}
+	counters, err := w.c.HGetAll(ctx, w.keys.Frontier.Stats).Result()
+	if err != nil {
+		return p, fmt.Errorf("crawl: progress: %w", err)
+	}
+	for f, v := range counters {
+		p.Counters[f], _ = strconv.ParseInt(v, 10, 64)
+	}
+	return p, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/url"
@@ -32,9 +33,13 @@ type Options struct {
 	Concurrency  int
 	ExitWhenDone bool // return once the scheduler declares the crawl finished
 	Out          io.Writer
-	Logf         func(format string, args ...any)
-	Leader       leader.Config // default leader.DefaultConfig()
-	MaxAttempts  int           // tries per URL on transient failures (default 3)
+	// Log receives the worker's events: info for leadership and sweeps,
+	// warn for each failed page and each Redis call that failed and will be
+	// retried, error when something is given up. Every line carries the
+	// worker's id. Nil discards.
+	Log         *slog.Logger
+	Leader      leader.Config // default leader.DefaultConfig()
+	MaxAttempts int           // tries per URL on transient failures (default 3)
 	// MaxReserveWait: a URL whose host has no token within this wait goes
 	// back to its host's queue, so a goroutine never sits long on one slow
 	// host (default 1 s; much shorter makes URLs churn between worker and
@@ -78,8 +83,8 @@ func (o Options) withDefaults() Options {
 	if o.Concurrency <= 0 {
 		o.Concurrency = 8
 	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
 	}
 	if o.Leader.TTL == 0 {
 		o.Leader = leader.DefaultConfig()
@@ -126,6 +131,7 @@ type Worker struct {
 	failed   error        // what stopped the worker (set once, by fail)
 	pages    atomic.Int64 // the crawl's pages fetched, as the last exchange said (with a budget)
 	metrics  *metrics
+	log      *slog.Logger // Options.Log with the worker's id
 	failOnce sync.Once
 	Counters Counters
 }
@@ -198,7 +204,8 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 		// URIs, CONNECT tunnels), not the exchange a WARC keeps.
 		return nil, fmt.Errorf("%w: WARC archiving through a proxy is not supported; drop --warc-dir or the proxy", ErrOptions)
 	}
-	w := &Worker{c: c, keys: k, settings: s, opts: o, fetcher: fetch.New(fcfg), known: newKnown(o.KnownURLs)}
+	w := &Worker{c: c, keys: k, settings: s, opts: o, fetcher: fetch.New(fcfg), known: newKnown(o.KnownURLs),
+		log: o.Log.With("worker", o.ID)}
 	w.fr = frontier.New(c, k.Frontier, seen)
 	w.metrics = newMetrics(w)
 	if w.fields, err = s.Fields(); err != nil {
@@ -333,7 +340,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.flushSkips(dctx) // the last ones; a gone crawl has no counters left to add to
 	}
 	if err := w.fr.Deregister(dctx, w.opts.ID); err != nil {
-		w.opts.Logf("%v (the registry forgets this worker within %v)", err, w.opts.Lease)
+		w.log.Warn("deregister failed; the registry forgets this worker by itself", "within", w.opts.Lease, "err", err)
 	}
 	cancel()
 	if w.gone.Load() {
@@ -354,7 +361,7 @@ func (w *Worker) flushSkips(ctx context.Context) {
 		pipe.HIncrBy(ctx, w.keys.Frontier.Stats, "skipped_links:"+reason, count)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		w.opts.Logf("counting skipped links: %v", err)
+		w.log.Warn("counting skipped links failed; counted next time", "err", err)
 		for reason, count := range n { // counted next time
 			w.skips.addN(reason, count)
 		}
@@ -377,7 +384,7 @@ func (w *Worker) sitemapsFound(ctx context.Context, host string, sitemaps []stri
 		return
 	}
 	if _, err := w.fr.Enqueue(ctx, items); err != nil {
-		w.opts.Logf("sitemaps of %s: %v", host, err)
+		w.log.Warn("queueing sitemaps failed", "host", host, "err", err)
 	}
 }
 
@@ -386,11 +393,11 @@ const Software = "RedCrawl/0.1"
 
 func (w *Worker) newExchanger(stopAll context.CancelFunc) *exchanger {
 	ex := newExchanger(w.opts.Concurrency)
-	ex.c, ex.fr, ex.known, ex.held, ex.counters, ex.logf = w.c, w.fr, w.known, &w.held, &w.Counters, w.opts.Logf
+	ex.c, ex.fr, ex.known, ex.held, ex.counters, ex.log = w.c, w.fr, w.known, &w.held, &w.Counters, w.log
 	ex.exitWhenDone, ex.budget, ex.crawlDone = w.opts.ExitWhenDone, w.settings.MaxPages > 0, stopAll
 	ex.gone, ex.markGone, ex.pages, ex.metrics = &w.gone, w.markGone, &w.pages, w.metrics
 	if w.opts.Out != nil {
-		ex.out = &recordWriter{w: w.opts.Out, logf: w.opts.Logf}
+		ex.out = &recordWriter{w: w.opts.Out, log: w.log}
 	}
 	return ex
 }
@@ -398,13 +405,13 @@ func (w *Worker) newExchanger(stopAll context.CancelFunc) *exchanger {
 func (w *Worker) newPipeline(ex *exchanger, warc *archive.Writer, fail func(error)) *pipeline {
 	return &pipeline{s: w.settings, worker: w.opts.ID, maxAttempts: w.opts.MaxAttempts, maxWait: w.opts.MaxReserveWait,
 		ratePrefix: w.keys.RatePrefix(), fetcher: w.fetcher, robots: w.robots, limiter: w.limiter, fr: w.fr,
-		held: &w.held, scope: &w.scope, counters: &w.Counters, logf: w.opts.Logf, ex: ex, warc: warc, fail: fail,
+		held: &w.held, scope: &w.scope, counters: &w.Counters, log: w.log, ex: ex, warc: warc, fail: fail,
 		fields: w.fields, rules: w.rules, skips: &w.skips, failing: &failing{}, pages: &w.pages, metrics: w.metrics}
 }
 
 func (w *Worker) newScheduler() *scheduler {
 	return &scheduler{c: w.c, fr: w.fr, elector: w.elector, cfg: w.opts.Leader, every: w.opts.SweepInterval,
-		maxAttempts: w.opts.MaxAttempts, budget: w.settings.MaxPages, logf: w.opts.Logf, markGone: w.markGone, metrics: w.metrics}
+		maxAttempts: w.opts.MaxAttempts, budget: w.settings.MaxPages, log: w.log, markGone: w.markGone, metrics: w.metrics}
 }
 
 // heartbeat renews the leases this process holds, keeps it registered as
@@ -417,7 +424,7 @@ func (w *Worker) heartbeat(ctx context.Context) {
 		if hosts, err := w.c.SMembers(ctx, w.keys.Hosts).Result(); err == nil {
 			w.setScope(hosts)
 		} else if ctx.Err() == nil {
-			w.opts.Logf("heartbeat: %v", err)
+			w.log.Warn("heartbeat failed", "err", err)
 		}
 		w.flushSkips(ctx)
 		var leases []*frontier.Lease
@@ -428,7 +435,7 @@ func (w *Worker) heartbeat(ctx context.Context) {
 			return
 		}
 		if err != nil && ctx.Err() == nil {
-			w.opts.Logf("heartbeat: %v", err)
+			w.log.Warn("heartbeat failed", "err", err)
 		}
 		select {
 		case <-ctx.Done():

@@ -167,7 +167,7 @@ func requireTruth(t *testing.T, site *testsite.Site) {
 	t.Logf("%d of %d truth URLs fetched; %d URLs requested in all", truth-len(missing), truth, len(site.Stats().Fetched))
 }
 
-var leadingRE = regexp.MustCompile(`(\d\d:\d\d:\d\d\.\d+) leading as scheduler, epoch (\d+)`)
+var leadingRE = regexp.MustCompile(`time=(\S+) level=INFO msg="leading as scheduler" worker=\S+ epoch=(\d+)`)
 
 // The whole promise: seed once, three workers, SIGKILL one worker and then
 // the scheduler mid-crawl, restart them; every page of the site is still

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,10 +15,19 @@ import (
 // Outcome is how a page ended.
 type Outcome struct {
 	Children []Item // links to queue (deduplicated in the same script)
-	Stat     string // the stats counter to bump: "done", "skipped", "error", "failed"
+	Stat     string // the stats counter to bump (the crawl's outcome words: "ok", "failed" …); "" for none
+	Status   int    // the HTTP status the page was answered with: counted as "status:NNN"; 0 for none
 	Record   []byte // result record (JSON) for the results stream; nil for none
 	Failed   string // reason to keep the item on the failed list; "" for none
 	Fetched  bool   // a page was fetched (counts against the page budget)
+}
+
+// counters are the stats fields the outcome bumps, comma-separated.
+func (o Outcome) counters() string {
+	if o.Status == 0 {
+		return o.Stat
+	}
+	return strings.TrimPrefix(o.Stat+",status:"+strconv.Itoa(o.Status), ",")
 }
 
 // Finished is a lease ended with its page's outcome.
@@ -154,7 +164,7 @@ func (f *Frontier) exchange(ctx context.Context, done []Finished, back []*Lease,
 		a.leaseMs, a.spacingMs, a.budget, a.hostMax = f.Lease.Milliseconds(), f.HostSpacing.Milliseconds(), f.PageBudget, f.HostPageCap
 		for d, x := range done {
 			lo, hi := max(offset[d], start), min(offset[d+1], end)
-			da := doneArgs{member: x.Lease.Member(), stat: x.Outcome.Stat, record: string(x.Outcome.Record),
+			da := doneArgs{member: x.Lease.Member(), stat: x.Outcome.counters(), record: string(x.Outcome.Record),
 				fetched: x.Outcome.Fetched, first: lo - start + 1, links: max(hi-lo, 0)}
 			if x.Outcome.Failed != "" {
 				da.failed = x.Lease.failedEntry(x.Outcome.Failed)

@@ -90,8 +90,9 @@ if D > 0 then
     local p = finished0 + 8 * (d - 1)
     if held[d] then
       gone[#gone + 1] = ids[d]
-      local stat = ARGV[p + 1]
-      if stat ~= '' then bump[stat] = (bump[stat] or 0) + 1 end
+      for stat in string.gmatch(ARGV[p + 1], '[^,]+') do -- "ok,status:200"
+        bump[stat] = (bump[stat] or 0) + 1
+      end
       if ARGV[p + 4] == '1' then
         bump.pages = (bump.pages or 0) + 1
         if hostMax > 0 then

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -360,4 +361,55 @@ func (f *Frontier) Sizes(ctx context.Context) (Sizes, error) {
 		return Sizes{}, fmt.Errorf("frontier: sizes: %w", err)
 	}
 	return Sizes{q.Val(), i.Val(), d.Val(), fl.Val()}, nil
+}
+
+// HostQueue is one host's queue, as HostQueues reads it.
+type HostQueue struct {
+	Host   string `json:"host"`
+	Queued int64  `json:"queued"`
+	// DueIn is how long until the host's next URL may be popped: its
+	// spacing, or the wait a requeue (robots.txt back-off, busy host) set;
+	// 0 when it is due now.
+	DueIn time.Duration `json:"due_in_ns"`
+}
+
+// hostScanLimit bounds the hosts HostQueues examines: a crawl of millions
+// of hosts gets a sample (the hosts due soonest), not a stall of Redis.
+const hostScanLimit = 10000
+
+// HostQueues returns the n hosts with the most URLs queued, longest first,
+// and how many hosts have URLs queued. With more than 10 000 such hosts,
+// only the 10 000 due soonest are looked at.
+func (f *Frontier) HostQueues(ctx context.Context, n int) ([]HostQueue, int64, error) {
+	pipe := f.c.Pipeline()
+	now := pipe.Time(ctx)
+	total := pipe.ZCard(ctx, f.keys.Ready)
+	ready := pipe.ZRangeWithScores(ctx, f.keys.Ready, 0, hostScanLimit-1)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, 0, fmt.Errorf("frontier: host queues: %w", err)
+	}
+	hosts := ready.Val()
+	counts := make([]*redis.IntCmd, len(hosts))
+	pipe = f.c.Pipeline()
+	for i, z := range hosts {
+		h := z.Member.(string)
+		counts[i] = pipe.ZLexCount(ctx, f.keys.Items, "["+h+"\x00", "("+h+"\x01")
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, 0, fmt.Errorf("frontier: host queues: %w", err)
+	}
+	nowMs := now.Val().UnixMilli()
+	out := []HostQueue{}
+	for i, z := range hosts {
+		if q := counts[i].Val(); q > 0 {
+			due := max(time.Duration(int64(z.Score)-nowMs)*time.Millisecond, 0)
+			out = append(out, HostQueue{Host: z.Member.(string), Queued: q, DueIn: due})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Queued > out[j].Queued })
+	hostsQueued := total.Val() // an upper bound: a host leaves the ready set when a pop finds its queue empty
+	if hostsQueued <= hostScanLimit {
+		hostsQueued = int64(len(out)) // every host looked at: exact
+	}
+	return out[:min(n, len(out))], hostsQueued, nil
 }

@@ -298,7 +298,7 @@ func TestFinishingQueuesChildrenRecordsAndEndsTheLeaseInOneStep(t *testing.T) {
 		l := pop(t, e.f)
 		held, q := finish(t, e.f, l, frontier.Outcome{
 			Children: []frontier.Item{{URL: "http://a/", Depth: 1}, {URL: "http://b/", Depth: 1}, {URL: "http://c/", Depth: 1}},
-			Stat:     "done", Record: []byte(`{"url":"http://a/"}`), Fetched: true,
+			Stat:     "done", Status: 404, Record: []byte(`{"url":"http://a/"}`), Fetched: true,
 		})
 		if !held || len(q) != 3 || q[0] || !q[1] || !q[2] {
 			t.Fatalf("finish = %v, %v", held, q)
@@ -311,7 +311,7 @@ func TestFinishingQueuesChildrenRecordsAndEndsTheLeaseInOneStep(t *testing.T) {
 			t.Fatalf("results %+v", msgs)
 		}
 		st := s.Client.HGetAll(ctx, "crawl:{t}:stats").Val()
-		if st["done"] != "1" || st["pages"] != "1" || st["enqueued"] != "3" || st["records"] != "1" {
+		if st["done"] != "1" || st["status:404"] != "1" || st["pages"] != "1" || st["enqueued"] != "3" || st["records"] != "1" {
 			t.Fatalf("stats %v", st)
 		}
 		_, info := popInfo(t, e.f)
@@ -722,6 +722,43 @@ func TestHostPageCap(t *testing.T) {
 		if sz := e.sizes(t); sz.Queued != 0 || st["skipped_links:max_pages_per_host"] != "3" ||
 			s.Client.HGet(ctx, frontier.KeysFor("t").HostPages, "a").Val() != "2" {
 			t.Fatalf("sizes %+v, stats %v; want the 3 queued URLs of a dropped and counted", sz, st)
+		}
+	})
+}
+
+// HostQueues lists the hosts with the most URLs queued, longest first,
+// leaves out hosts whose queue is empty, and says when each is due.
+func TestHostQueues(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		e := setup(t, s)
+		e.f.HostSpacing = time.Hour
+		var items []frontier.Item
+		for host, n := range map[string]int{"a": 3, "b": 1, "c": 2, "d": 1} {
+			for i := range n {
+				items = append(items, frontier.Item{URL: fmt.Sprintf("http://%s/%d", host, i)})
+			}
+		}
+		e.enqueue(t, items)
+		// Popping d's only URL leaves its queue empty and due in an hour.
+		var popped []string
+		for range 4 {
+			popped = append(popped, pop(t, e.f).Item.URL)
+		}
+		top, total, err := e.f.HostQueues(context.Background(), 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if total != 2 || len(top) != 2 || top[0].Host != "a" || top[0].Queued != 2 || top[1].Host != "c" || top[1].Queued != 1 {
+			t.Fatalf("top hosts %+v of %d (after popping %v); want a with 2, c with 1", top, total, popped)
+		}
+		if top[0].DueIn < 59*time.Minute {
+			t.Fatalf("a due in %v; its spacing is an hour", top[0].DueIn)
+		}
+		all, _, _ := e.f.HostQueues(context.Background(), 10)
+		for _, h := range all {
+			if h.Host == "d" {
+				t.Fatalf("host d listed with an empty queue: %+v", all)
+			}
 		}
 	})
 }

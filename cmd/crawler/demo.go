@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/url"
 	"sort"
 	"strings"
@@ -79,16 +80,13 @@ func runDemo(c *cli.Context) error {
 
 	var mu sync.Mutex
 	var epochs []string
-	logf := func(id string) func(string, ...any) {
-		return func(format string, args ...any) {
-			msg := fmt.Sprintf(format, args...)
-			if strings.HasPrefix(msg, "leading as scheduler") {
-				mu.Lock()
-				epochs = append(epochs, fmt.Sprintf("%s (%s)", strings.TrimPrefix(msg, "leading as scheduler, "), id))
-				mu.Unlock()
-				fmt.Fprintf(out, "  leader: %s is the scheduler, %s\n", id, strings.TrimPrefix(msg, "leading as scheduler, "))
-			}
-		}
+	onLeading := func(id string) *slog.Logger {
+		return slog.New(leadingHandler(func(epoch int64) {
+			mu.Lock()
+			epochs = append(epochs, fmt.Sprintf("epoch %d (%s)", epoch, id))
+			mu.Unlock()
+			fmt.Fprintf(out, "  leader: %s is the scheduler, epoch %d\n", id, epoch)
+		}))
 	}
 	type running struct {
 		id     string
@@ -100,7 +98,7 @@ func runDemo(c *cli.Context) error {
 	for i := 1; i <= c.Int("workers"); i++ {
 		id := fmt.Sprintf("worker-%d", i)
 		wctx, cancel := context.WithCancel(ctx)
-		w, err := crawl.NewWorker(wctx, rdb, name, crawl.Options{ID: id, Concurrency: 4, ExitWhenDone: true, Logf: logf(id),
+		w, err := crawl.NewWorker(wctx, rdb, name, crawl.Options{ID: id, Concurrency: 4, ExitWhenDone: true, Log: onLeading(id),
 			Leader: leader.ConfigForTTL(2 * time.Second), SweepInterval: 100 * time.Millisecond, Lease: 3 * time.Second})
 		if err != nil {
 			cancel()
@@ -183,4 +181,23 @@ func report(out io.Writer, st *crawl.Status, site *testsite.Site, truth []string
 	} else {
 		fmt.Fprintf(out, "  robots.txt: %d disallowed URLs were fetched!\n", len(ss.Disallowed))
 	}
+}
+
+// leadingHandler is a slog handler that sees only the line a worker logs
+// when it becomes the scheduler, and calls f with its epoch.
+type leadingHandler func(epoch int64)
+
+func (h leadingHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
+func (h leadingHandler) WithAttrs([]slog.Attr) slog.Handler           { return h }
+func (h leadingHandler) WithGroup(string) slog.Handler                { return h }
+func (h leadingHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == crawl.LogLeading {
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "epoch" {
+				h(a.Value.Int64())
+			}
+			return true
+		})
+	}
+	return nil
 }

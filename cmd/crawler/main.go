@@ -52,12 +52,12 @@ func newApp() *cli.App {
 			"all pointed at the same Redis. Workers share a reliable frontier, a Bloom filter of\n" +
 			"seen URLs, per-host token buckets and an elected scheduler.\n\n" +
 			"Try it on one machine, with an embedded Redis and a local test site: crawler demo",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "redis", EnvVars: []string{"CRAWLER_REDIS"}, Value: defaultRedis,
 				Usage: "Redis URL (redis:// or rediss://, password allowed; 'crawl' and 'demo' embed one when this is not given)"},
 			&cli.StringFlag{Name: "crawl", EnvVars: []string{"CRAWLER_CRAWL"}, Value: "default",
 				Usage: "crawl name (letters, digits, - _ .; at most 64); every key of the crawl starts crawl:{NAME}: or crawl:NAME:"},
-		},
+		}, logFlags()...),
 		Commands: []*cli.Command{
 			seedCommand(), workCommand(), statusCommand(), exportCommand(), resetCommand(),
 			crawlCommand(), testsiteCommand(), demoCommand(),
@@ -69,6 +69,9 @@ func newApp() *cli.App {
 		Before: func(c *cli.Context) error {
 			if err := crawl.CheckName(c.String("crawl")); err != nil {
 				return usage(fmt.Errorf("--crawl: %v", strings.TrimPrefix(err.Error(), "crawl: ")))
+			}
+			if err := checkLogFlags(c); err != nil {
+				return usage(err)
 			}
 			return nil
 		},

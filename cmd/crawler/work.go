@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -42,6 +41,8 @@ func workFlags() []cli.Flag {
 		&cli.IntFlag{Name: "max-attempts", Value: 3, Usage: "tries per URL on transient failures (timeouts, 429, 5xx) before it fails"},
 		&cli.StringFlag{Name: "metrics-addr", Usage: "serve Prometheus /metrics and /healthz on HOST:PORT (e.g. :9090)"},
 		&cli.BoolFlag{Name: "pprof", Usage: "with --metrics-addr, also serve Go's /debug/pprof/"},
+		&cli.DurationFlag{Name: "progress-every", Value: 30 * time.Second, Usage: "off a terminal, log the crawl's progress this often " +
+			"(on a terminal a progress line is redrawn every second); 0 shows no progress"},
 	})
 }
 
@@ -76,6 +77,9 @@ func checkWorkFlags(c *cli.Context) error {
 	}
 	if n := c.Int("max-attempts"); n < 1 || n > 100 {
 		return fmt.Errorf("--max-attempts %d: want 1 to 100", n)
+	}
+	if d := c.Duration("progress-every"); d < 0 {
+		return fmt.Errorf("--progress-every %v: want 0 (no progress) or more", d)
 	}
 	if d := c.Duration("redis-wait"); d < 0 {
 		return fmt.Errorf("--redis-wait %v: want 0 or more", d)
@@ -120,8 +124,9 @@ func workerID(c *cli.Context) string {
 func runWork(c *cli.Context, rdb *redis.Client, exitWhenDone bool) error {
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	logger := log.New(os.Stderr, "crawler: ", log.Ltime|log.Lmicroseconds)
-	o := crawl.Options{ID: workerID(c), Concurrency: c.Int("concurrency"), ExitWhenDone: exitWhenDone, Logf: logger.Printf,
+	prog := &progress{out: c.App.ErrWriter, tty: isTerminal(c.App.ErrWriter)}
+	logger, _ := newLogger(prog, c.String("log-format"), c.String("log-level")) // checked in Before
+	o := crawl.Options{ID: workerID(c), Concurrency: c.Int("concurrency"), ExitWhenDone: exitWhenDone, Log: logger,
 		Cookies: c.Bool("cookies"), MaxAttempts: c.Int("max-attempts")}
 	if p := c.String("proxy"); p != "" {
 		o.Proxy, _ = url.Parse(p) // checked by checkWorkFlags
@@ -143,52 +148,101 @@ func runWork(c *cli.Context, rdb *redis.Client, exitWhenDone bool) error {
 	if err != nil {
 		return err
 	}
-	logger.Printf("worker %s on crawl %q with %d goroutines", o.ID, c.String("crawl"), o.Concurrency)
+	logger.Info("worker started", "worker", o.ID, "crawl", c.String("crawl"), "concurrency", o.Concurrency)
 	if addr := c.String("metrics-addr"); addr != "" {
 		bound, stopServing, err := serveMetrics(addr, w, c.Bool("pprof"))
 		if err != nil {
 			return err
 		}
 		defer stopServing()
-		logger.Printf("metrics on http://%s/metrics", bound)
+		logger.Info("serving metrics", "url", "http://"+bound+"/metrics")
 	}
 	ran := make(chan struct{})
 	go func() {
 		select {
 		case <-ctx.Done():
-			logger.Printf("stopping: finishing the pages in progress (a second Ctrl-C kills; leases return the rest)")
+			logger.Info("stopping: finishing the pages in progress (a second Ctrl-C kills; leases return the rest)")
 			stop() // restore default signal handling for the second Ctrl-C
 		case <-ran:
 		}
 	}()
+	pctx, stopProgress := context.WithCancel(ctx)
+	progressDone := make(chan struct{})
+	go func() { defer close(progressDone); prog.report(pctx, w, logger, c.Duration("progress-every")) }()
 	err = w.Run(ctx)
+	stopProgress()
+	<-progressDone
+	prog.clear()
 	close(ran)
 	if err != nil {
 		return err
 	}
 	n := &w.Counters
-	logger.Printf("worker %s exits: %d ok, %d http_error, %d failed, %d skipped; %d requests, %d URLs put back for later",
-		o.ID, n.OK.Load(), n.HTTPError.Load(), n.Failed.Load(), n.Skipped.Load(), n.Requests.Load(), n.PutBack.Load())
+	logger.Info("worker exits", "worker", o.ID, "ok", n.OK.Load(), "http_error", n.HTTPError.Load(), "failed", n.Failed.Load(),
+		"skipped", n.Skipped.Load(), "requests", n.Requests.Load(), "put_back", n.PutBack.Load())
 	return nil
 }
 
 func statusCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "status",
-		Usage: "show a crawl's progress: frontier, pages, Bloom filter, scheduler, workers",
-		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+		Usage: "show a crawl's progress: pages, HTTP statuses, frontier, busiest hosts, Bloom filter, scheduler, workers",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "print JSON (with --watch, one object a line)"},
+			&cli.BoolFlag{Name: "watch", Aliases: []string{"w"}, Usage: "refresh until the crawl is done or Ctrl-C"},
+			&cli.DurationFlag{Name: "interval", Value: 2 * time.Second, Usage: "with --watch, refresh this often"},
+		},
 		Action: func(c *cli.Context) error {
+			if d := c.Duration("interval"); d < 100*time.Millisecond {
+				return usage(fmt.Errorf("--interval %v: want 100ms or more", d))
+			}
 			rdb, err := connect(c)
 			if err != nil {
 				return err
 			}
 			defer rdb.Close()
-			st, err := crawl.ReadStatus(c.Context, rdb, c.String("crawl"))
-			if err != nil {
-				return err
+			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			tty := isTerminal(c.App.Writer)
+			for {
+				st, err := crawl.ReadStatus(ctx, rdb, c.String("crawl"))
+				if ctx.Err() != nil {
+					return nil // Ctrl-C while watching
+				}
+				if err != nil {
+					return err
+				}
+				if !c.Bool("watch") {
+					return printStatus(c.App.Writer, st, c.Bool("json"))
+				}
+				if err := watchStatus(c.App.Writer, st, c.Bool("json"), tty); err != nil || st.Done {
+					return err
+				}
+				sleep(ctx, c.Duration("interval"))
 			}
-			return printStatus(c.App.Writer, st, c.Bool("json"))
 		},
+	}
+}
+
+// watchStatus prints one refresh of status --watch: on a terminal, over
+// the last one; elsewhere after it, with the time.
+func watchStatus(w io.Writer, st *crawl.Status, asJSON, tty bool) error {
+	if asJSON {
+		return json.NewEncoder(w).Encode(st)
+	}
+	if tty {
+		io.WriteString(w, "\033[H\033[2J") // home, clear screen
+	}
+	fmt.Fprintf(w, "%s\n", time.Now().Format(time.DateTime))
+	return printStatus(w, st, false)
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
 	}
 }
 
