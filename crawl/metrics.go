@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,6 +49,12 @@ func newMetrics(w *Worker) *metrics {
 	}
 	m.reg.MustRegister(m.pages, m.bytes, m.fetch, m.exchange, m.exErrors, m.epoch, m.leader, m.skipped,
 		collectors.NewGoCollector(), &crawlCollector{w: w})
+	for source, n := range map[string]*atomic.Int64{"local": &w.robots.Lookups.Local, "redis": &w.robots.Lookups.Shared,
+		"fetched": &w.robots.Lookups.Fetched} {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "redcrawl_robots_lookups_total",
+			Help:        "robots.txt answers found in this process's cache (local), in Redis (redis), or fetched by this process.",
+			ConstLabels: prometheus.Labels{"source": source}}, func() float64 { return float64(n.Load()) }))
+	}
 	return m
 }
 

@@ -105,6 +105,23 @@ func TestMetricsAgreeWithTheCrawl(t *testing.T) {
 		m["redcrawl_fetch_duration_seconds_count"] == 0 || m["redcrawl_is_leader"] != 0 || m["redcrawl_leader_epoch"] < 1 {
 		t.Errorf("after the crawl: %v", m)
 	}
+	// One worker, two hosts: robots.txt fetched once per host, every other
+	// check answered from the process's cache or Redis.
+	if f, other := m[`redcrawl_robots_lookups_total{source="fetched"}`],
+		m[`redcrawl_robots_lookups_total{source="local"}`]+m[`redcrawl_robots_lookups_total{source="redis"}`]; f != 2 || other == 0 {
+		t.Errorf("robots.txt lookups: %v fetched, %v from a cache; want 2 fetched, the rest cached", f, other)
+	}
+	// The crawl's per-status counts add up to its pages, and agree with
+	// the status classes of /metrics.
+	var byStatus int64
+	for name, n := range st.Counters {
+		if strings.HasPrefix(name, "status:") {
+			byStatus += n
+		}
+	}
+	if byStatus != st.Counters["pages"] || float64(st.Counters["status:200"]) != sum(m, `redcrawl_pages_fetched_total{outcome="ok",status_class="2xx"`) {
+		t.Errorf("status counts %v; /metrics 2xx %v", st.Counters, sum(m, `redcrawl_pages_fetched_total{outcome="ok",status_class="2xx"`))
+	}
 	if err := w.Healthy(ctx); err != nil {
 		t.Errorf("Healthy: %v", err)
 	}

@@ -207,7 +207,6 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 	w := &Worker{c: c, keys: k, settings: s, opts: o, fetcher: fetch.New(fcfg), known: newKnown(o.KnownURLs),
 		log: o.Log.With("worker", o.ID)}
 	w.fr = frontier.New(c, k.Frontier, seen)
-	w.metrics = newMetrics(w)
 	if w.fields, err = s.Fields(); err != nil {
 		return nil, err
 	}
@@ -225,6 +224,7 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 	}
 	w.limiter = politeness.NewLimiter(c, rate, s.Burst)
 	w.robots = politeness.NewRobots(c, k.RobotsPrefix(), s.AgentToken(), w.fetchRobots)
+	w.metrics = newMetrics(w)
 	if s.Sitemaps {
 		w.robots.OnFetched = w.sitemapsFound
 	}

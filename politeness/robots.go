@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -93,8 +94,12 @@ type Robots struct {
 	// and stored for the cluster (once per host and TTL in the whole
 	// crawl), with the sitemaps it lists.
 	OnFetched func(ctx context.Context, host string, sitemaps []string)
-	mu        sync.Mutex
-	local     map[string]robotsEntry
+	// Lookups count where Check found each answer: this process's cache
+	// (Local), Redis, filled by any worker (Shared), or a fetch by this
+	// process (Fetched). For metrics.
+	Lookups struct{ Local, Shared, Fetched atomic.Int64 }
+	mu      sync.Mutex
+	local   map[string]robotsEntry
 	// flight makes concurrent checks of one host in this process share one
 	// Redis lookup: a worker's loops often start on the same host at once,
 	// and would otherwise each look up, try the lock, retry and hold a
@@ -170,6 +175,7 @@ func (r *Robots) rules(ctx context.Context, u *url.URL) (*robotstxt.RobotsData, 
 	e, ok := r.local[host]
 	r.mu.Unlock()
 	if now := r.now(); ok && now.Before(e.expires) {
+		r.Lookups.Local.Add(1)
 		return e.result(now)
 	}
 	v, err, _ := r.flight.Do(host, func() (any, error) { return r.shared(ctx, u) })
@@ -191,6 +197,7 @@ func (r *Robots) shared(ctx context.Context, u *url.URL) (robotsEntry, error) {
 			return robotsEntry{}, err
 		}
 		if found {
+			r.Lookups.Shared.Add(1)
 			return r.remember(host, e), nil
 		}
 		token, got, err := r.lock(ctx, key)
@@ -203,6 +210,9 @@ func (r *Robots) shared(ctx context.Context, u *url.URL) (robotsEntry, error) {
 			e, found, err := r.load(ctx, key, host)
 			if err == nil && !found {
 				e, err = r.fetchAndStore(ctx, u.Scheme+"://"+host+"/robots.txt", key, host)
+				r.Lookups.Fetched.Add(1)
+			} else if found {
+				r.Lookups.Shared.Add(1)
 			}
 			r.unlock(ctx, key, token)
 			if err != nil {
