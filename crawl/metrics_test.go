@@ -6,6 +6,8 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -124,5 +126,19 @@ func TestMetricsAgreeWithTheCrawl(t *testing.T) {
 	}
 	if err := w.Healthy(ctx); err != nil {
 		t.Errorf("Healthy: %v", err)
+	}
+	// The example dashboard asks only for metrics a worker defines.
+	dash, err := os.ReadFile("../docs/grafana-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("metrics.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range regexp.MustCompile(`redcrawl_[a-z_]+`).FindAllString(string(dash), -1) {
+		if !strings.Contains(string(src), `"`+strings.TrimSuffix(name, "_bucket")+`"`) {
+			t.Errorf("docs/grafana-dashboard.json uses %s, which crawl/metrics.go does not define", name)
+		}
 	}
 }
