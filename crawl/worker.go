@@ -424,7 +424,7 @@ func (w *Worker) heartbeat(ctx context.Context) {
 		if hosts, err := w.c.SMembers(ctx, w.keys.Hosts).Result(); err == nil {
 			w.setScope(hosts)
 		} else if ctx.Err() == nil {
-			w.log.Warn("heartbeat failed", "err", err)
+			w.log.Warn("reading the crawl's scope failed; keeping the last one", "err", err)
 		}
 		w.flushSkips(ctx)
 		var leases []*frontier.Lease
