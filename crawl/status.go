@@ -34,7 +34,8 @@ type Status struct {
 	// how long each pause has left.
 	Paused map[string]time.Duration `json:"paused_hosts,omitempty"`
 	// TopHosts are the hosts with the most URLs queued (at most
-	// StatusTopHosts), of HostsQueued hosts with URLs queued.
+	// StatusTopHosts), of HostsQueued hosts with URLs queued (exact up to
+	// frontier.HostScanLimit hosts, an upper bound past it).
 	TopHosts    []frontier.HostQueue `json:"top_hosts"`
 	HostsQueued int64                `json:"hosts_queued"`
 	Done        bool                 `json:"done"`
@@ -266,7 +267,11 @@ func (st *Status) String() string {
 		fmt.Fprintf(&b, "  paused      %d hosts answered 429/503 and wait, for every worker: %s\n", len(hosts), strings.Join(hosts, ", "))
 	}
 	if len(st.TopHosts) > 0 {
-		fmt.Fprintf(&b, "  hosts       %d with URLs queued; the longest queues:\n", st.HostsQueued)
+		if st.HostsQueued > frontier.HostScanLimit {
+			fmt.Fprintf(&b, "  hosts       about %d with URLs queued; the longest queues of the %d due soonest:\n", st.HostsQueued, frontier.HostScanLimit)
+		} else {
+			fmt.Fprintf(&b, "  hosts       %d with URLs queued; the longest queues:\n", st.HostsQueued)
+		}
 		for _, h := range st.TopHosts {
 			state := "due now"
 			if h.DueIn > 0 {

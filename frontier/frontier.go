@@ -373,9 +373,9 @@ type HostQueue struct {
 	DueIn time.Duration `json:"due_in_ns"`
 }
 
-// hostScanLimit bounds the hosts HostQueues examines: a crawl of millions
+// HostScanLimit bounds the hosts HostQueues examines: a crawl of millions
 // of hosts gets a sample (the hosts due soonest), not a stall of Redis.
-const hostScanLimit = 10000
+const HostScanLimit = 10000
 
 // HostQueues returns the n hosts with the most URLs queued, longest first,
 // and how many hosts have URLs queued. With more than 10 000 such hosts,
@@ -384,7 +384,7 @@ func (f *Frontier) HostQueues(ctx context.Context, n int) ([]HostQueue, int64, e
 	pipe := f.c.Pipeline()
 	now := pipe.Time(ctx)
 	total := pipe.ZCard(ctx, f.keys.Ready)
-	ready := pipe.ZRangeWithScores(ctx, f.keys.Ready, 0, hostScanLimit-1)
+	ready := pipe.ZRangeWithScores(ctx, f.keys.Ready, 0, HostScanLimit-1)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, 0, fmt.Errorf("frontier: host queues: %w", err)
 	}
@@ -408,7 +408,7 @@ func (f *Frontier) HostQueues(ctx context.Context, n int) ([]HostQueue, int64, e
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Queued > out[j].Queued })
 	hostsQueued := total.Val() // an upper bound: a host leaves the ready set when a pop finds its queue empty
-	if hostsQueued <= hostScanLimit {
+	if hostsQueued <= HostScanLimit {
 		hostsQueued = int64(len(out)) // every host looked at: exact
 	}
 	return out[:min(n, len(out))], hostsQueued, nil
