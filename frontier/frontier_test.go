@@ -2,6 +2,7 @@ package frontier_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -759,6 +760,42 @@ func TestHostQueues(t *testing.T) {
 			if h.Host == "d" {
 				t.Fatalf("host d listed with an empty queue: %+v", all)
 			}
+		}
+	})
+}
+
+// A retry that comes due after the page budget is spent ends with a failed
+// record; it does not go back to the queue, where it would wait unfetched
+// and without a record.
+func TestDueRetryAfterTheBudgetGetsARecord(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		e := setup(t, s)
+		e.enqueue(t, []frontier.Item{{URL: "http://a/"}, {URL: "http://b/"}})
+		la, lb := pop(t, e.f), pop(t, e.f)
+		retry := la.Item
+		retry.Attempts, retry.Errors = 1, []string{"timeout"}
+		if err := e.f.Defer(ctx, la, retry, 10*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		finish(t, e.f, lb, frontier.Outcome{Stat: "ok", Fetched: true}) // the budget's one page
+		e.advance(50 * time.Millisecond)                                // the retry is due
+		if sw := e.sweep(t, 3, 1); !sw.CrawlOver {
+			t.Fatal("budget spent, nothing in flight, yet not over")
+		}
+		if sz := e.sizes(t); sz.Queued != 0 || sz.Deferred != 0 {
+			t.Fatalf("sizes %+v; want the retry ended, not queued", sz)
+		}
+		msgs := s.Client.XRange(ctx, "crawl:{t}:results", "-", "+").Val()
+		var found bool
+		for _, m := range msgs {
+			raw, _ := m.Values["rec"].(string)
+			var rec struct{ URL, Error, Outcome string }
+			json.Unmarshal([]byte(raw), &rec)
+			found = found || (rec.URL == "http://a/" && rec.Outcome == "failed" && rec.Error == "timeout (not retried: the page budget is spent)")
+		}
+		if !found {
+			t.Fatalf("no failed record for the due retry: %v", msgs)
 		}
 	})
 }

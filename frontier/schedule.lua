@@ -22,7 +22,14 @@ local now = fr_now()
 local limit = tonumber(ARGV[3])
 local released, reclaimed, failed = 0, 0, 0
 
-local due = redis.call('ZRANGEBYSCORE', deferred, '-inf', now, 'LIMIT', 0, limit)
+local budget = tonumber(ARGV[5])
+local spent = budget > 0 and tonumber(redis.call('HGET', stats, 'pages') or '0') >= budget
+
+-- With the budget spent, a retry would never be fetched: due entries stay
+-- deferred, to end below with their failed record, not in the queue
+-- without one.
+local due = {}
+if not spent then due = redis.call('ZRANGEBYSCORE', deferred, '-inf', now, 'LIMIT', 0, limit) end
 if #due > 0 then
   redis.call('ZREM', deferred, unpack(due))
   fr_push_many(items, ready, stats, due, true, now)
@@ -55,9 +62,7 @@ for _, lease in ipairs(expired) do
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[9], '-inf', now - tonumber(ARGV[6]))
 
-local budget = tonumber(ARGV[5])
 local done = 0
-local spent = budget > 0 and tonumber(redis.call('HGET', stats, 'pages') or '0') >= budget
 if redis.call('ZCARD', leases) == 0 and ((redis.call('ZCARD', items) == 0 and redis.call('ZCARD', deferred) == 0) or spent) then
   if spent then
     -- URLs waiting for a retry will never be fetched: each ends with a
