@@ -764,9 +764,10 @@ func TestHostQueues(t *testing.T) {
 	})
 }
 
-// A retry that comes due after the page budget is spent ends with a failed
-// record; it does not go back to the queue, where it would wait unfetched
-// and without a record.
+// A retry that comes due when the page budget has no room left for it
+// stays deferred, and ends with a failed record once the budget is spent;
+// it does not go back to the queue, where it would wait unfetched and
+// without a record.
 func TestDueRetryAfterTheBudgetGetsARecord(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
@@ -778,8 +779,11 @@ func TestDueRetryAfterTheBudgetGetsARecord(t *testing.T) {
 		if err := e.f.Defer(ctx, la, retry, 10*time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
+		e.advance(50 * time.Millisecond) // the retry is due, while b, in flight, may still take the budget's one page
+		if sw := e.sweep(t, 3, 1); sw.Released != 0 || sw.CrawlOver {
+			t.Fatalf("sweep %+v; want the retry kept deferred while the budget has no room for it", sw)
+		}
 		finish(t, e.f, lb, frontier.Outcome{Stat: "ok", Fetched: true}) // the budget's one page
-		e.advance(50 * time.Millisecond)                                // the retry is due
 		if sw := e.sweep(t, 3, 1); !sw.CrawlOver {
 			t.Fatal("budget spent, nothing in flight, yet not over")
 		}

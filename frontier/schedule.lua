@@ -23,13 +23,17 @@ local limit = tonumber(ARGV[3])
 local released, reclaimed, failed = 0, 0, 0
 
 local budget = tonumber(ARGV[5])
-local spent = budget > 0 and tonumber(redis.call('HGET', stats, 'pages') or '0') >= budget
+local pages = tonumber(redis.call('HGET', stats, 'pages') or '0')
+local spent = budget > 0 and pages >= budget
 
--- With the budget spent, a retry would never be fetched: due entries stay
--- deferred, to end below with their failed record, not in the queue
--- without one.
+-- A retry goes back to the queue only while the budget has room for it
+-- beyond the URLs in flight (each may still become a page). Otherwise it
+-- stays deferred: fetched later if room opens, or ended below with its
+-- failed record once the budget is spent, never left queued without one.
+local release = limit
+if budget > 0 then release = math.min(limit, budget - pages - redis.call('ZCARD', leases)) end
 local due = {}
-if not spent then due = redis.call('ZRANGEBYSCORE', deferred, '-inf', now, 'LIMIT', 0, limit) end
+if release > 0 then due = redis.call('ZRANGEBYSCORE', deferred, '-inf', now, 'LIMIT', 0, release) end
 if #due > 0 then
   redis.call('ZREM', deferred, unpack(due))
   fr_push_many(items, ready, stats, due, true, now)
