@@ -83,3 +83,66 @@ func BenchmarkExchange(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkQueuedURLMemory measures what a queued URL costs Redis: 1M URLs
+// of about 60 characters over 1 000 hosts, queued in batches as a crawl
+// discovers them, then `INFO memory` (used_memory) before and after, and
+// MEMORY USAGE of each of the frontier's keys. The Bloom filter is sized
+// for the million, as seed sizes it. Run with -benchtime 1x.
+func BenchmarkQueuedURLMemory(b *testing.B) {
+	const urls, hosts, batch = 1_000_000, 1000, 5000
+	for i := 0; i < b.N; i++ {
+		s := redistest.Real(b)
+		ctx := context.Background()
+		s.Client.FlushAll(ctx)
+		before := usedMemory(b, s)
+		seen, err := dedup.Open(ctx, s.Client, "crawl:{m}:seen", dedup.Params{Capacity: urls, FPRate: 0.001})
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.Client.HSet(ctx, frontier.KeysFor("m").Config, "scope", "host")
+		f := frontier.New(s.Client, frontier.KeysFor("m"), seen)
+		items := make([]frontier.Item, 0, batch)
+		for n := 0; n < urls; n++ {
+			// ~60 characters: http://www.host-NNN.example.org/docs/section-NN/page-NNNNNNN.html
+			items = append(items, frontier.Item{URL: fmt.Sprintf("http://www.host-%03d.example.org/docs/section-%02d/page-%07d.html",
+				n%hosts, n%97, n), Depth: 3, Parent: fmt.Sprintf("http://www.host-%03d.example.org/docs/", n%hosts)})
+			if len(items) == batch {
+				if _, err := f.Enqueue(ctx, items); err != nil {
+					b.Fatal(err)
+				}
+				items = items[:0]
+			}
+		}
+		sz, err := f.Sizes(ctx)
+		if err != nil || sz.Queued < urls*99/100 { // the Bloom filter's false positives are not queued
+			b.Fatalf("%d queued of %d (%v)", sz.Queued, urls, err)
+		}
+		queued := float64(sz.Queued)
+		after := usedMemory(b, s)
+		k := frontier.KeysFor("m")
+		perKey := map[string]int64{}
+		for _, key := range []string{k.Items, k.Ready, k.Stats, k.Config} {
+			perKey[key] = s.Client.MemoryUsage(ctx, key, 0).Val()
+		}
+		st, _ := seen.Stats(ctx)
+		b.ReportMetric(float64(after-before)/queued, "B/queued-URL")
+		b.ReportMetric(float64(perKey[k.Items])/queued, "B/URL-in-queue")
+		b.ReportMetric(float64(st.Bits)/8/queued, "B/URL-in-Bloom")
+		b.Logf("used_memory %d -> %d; per key %v", before, after, perKey)
+		s.Client.FlushAll(ctx)
+	}
+}
+
+func usedMemory(b *testing.B, s *redistest.Server) int64 {
+	info := s.Client.Info(context.Background(), "memory").Val()
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+			var n int64
+			fmt.Sscan(v, &n)
+			return n
+		}
+	}
+	b.Fatal("INFO memory has no used_memory")
+	return 0
+}
