@@ -37,6 +37,7 @@ type Server struct {
 	stopped  sync.Once
 	bin, dir string
 	port     int
+	extra    []string // more redis-server arguments (cluster mode), kept for Restart
 }
 
 // URL is the server's address as a redis:// URL, for child processes.
@@ -83,7 +84,7 @@ func (s *Server) Restart(t testing.TB) {
 	var err error
 	for attempt := 0; attempt < 5; attempt++ {
 		var n *Server
-		if n, err = start(s.bin, s.port, s.dir); err == nil {
+		if n, err = start(s.bin, s.port, s.dir, s.extra...); err == nil {
 			s.cmd = n.cmd
 			return
 		}
@@ -166,11 +167,11 @@ func freePort() (int, error) {
 // start launches redis-server (automatic saves and AOF off: a test decides
 // when to SAVE) in the foreground with its log on stdout and
 // waits for the line that says it accepts connections: an event, not a sleep.
-func start(bin string, port int, dir string) (*Server, error) {
-	cmd := exec.Command(bin,
+func start(bin string, port int, dir string, extra ...string) (*Server, error) {
+	cmd := exec.Command(bin, append([]string{
 		"--port", fmt.Sprint(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", dir,
-		"--logfile", "", "--daemonize", "no", "--protected-mode", "no")
+		"--logfile", "", "--daemonize", "no", "--protected-mode", "no"}, extra...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -206,7 +207,7 @@ func start(bin string, port int, dir string) (*Server, error) {
 		cmd.Wait()
 		return nil, fmt.Errorf("redis-server on port %d not ready after 10s", port)
 	}
-	return &Server{Kind: "redis-server", Addr: fmt.Sprintf("127.0.0.1:%d", port), cmd: cmd, bin: bin, dir: dir, port: port}, nil
+	return &Server{Kind: "redis-server", Addr: fmt.Sprintf("127.0.0.1:%d", port), cmd: cmd, bin: bin, dir: dir, port: port, extra: extra}, nil
 }
 
 func tail(s []string, n int) []string {
