@@ -54,10 +54,7 @@ func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Sta
 	if err != nil {
 		return nil, err
 	}
-	st := &Status{Crawl: name, Settings: s, SettingsJSON: s.typed(), Counters: map[string]int64{}}
-	for _, c := range []string{"pages", OutcomeOK, OutcomeHTTPError, OutcomeFailed, OutcomeSkipped, "enqueued", "offered", "records"} {
-		st.Counters[c] = 0 // every counter present, zero or not
-	}
+	st := &Status{Crawl: name, Settings: s, SettingsJSON: s.typed()}
 	seen, err := dedup.Attach(ctx, c, k.Seen)
 	if err != nil {
 		return nil, err
@@ -66,12 +63,8 @@ func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Sta
 	if st.Frontier, err = fr.Sizes(ctx); err != nil {
 		return nil, err
 	}
-	counters, err := c.HGetAll(ctx, k.Frontier.Stats).Result()
-	if err != nil {
-		return nil, fmt.Errorf("crawl: status: %w", err)
-	}
-	for f, v := range counters {
-		st.Counters[f], _ = strconv.ParseInt(v, 10, 64)
+	if st.Counters, err = readCounters(ctx, c, k); err != nil {
+		return nil, err
 	}
 	if st.Bloom, err = seen.Stats(ctx); err != nil {
 		return nil, err
@@ -321,17 +314,28 @@ type Progress struct {
 
 // Progress reads the crawl's queue sizes and counters.
 func (w *Worker) Progress(ctx context.Context) (Progress, error) {
-	p := Progress{Counters: map[string]int64{}}
+	var p Progress
 	var err error
 	if p.Frontier, err = w.fr.Sizes(ctx); err != nil {
 		return p, err
 	}
-	counters, err := w.c.HGetAll(ctx, w.keys.Frontier.Stats).Result()
+	p.Counters, err = readCounters(ctx, w.c, w.keys)
+	return p, err
+}
+
+// readCounters reads the crawl's counters, every one of the usual ones
+// present, zero or not.
+func readCounters(ctx context.Context, c redis.UniversalClient, k Keys) (map[string]int64, error) {
+	raw, err := c.HGetAll(ctx, k.Frontier.Stats).Result()
 	if err != nil {
-		return p, fmt.Errorf("crawl: progress: %w", err)
+		return nil, fmt.Errorf("crawl: counters: %w", err)
 	}
-	for f, v := range counters {
-		p.Counters[f], _ = strconv.ParseInt(v, 10, 64)
+	n := map[string]int64{}
+	for _, f := range []string{"pages", OutcomeOK, OutcomeHTTPError, OutcomeFailed, OutcomeSkipped, "enqueued", "offered", "records"} {
+		n[f] = 0
 	}
-	return p, nil
+	for f, v := range raw {
+		n[f], _ = strconv.ParseInt(v, 10, 64)
+	}
+	return n, nil
 }

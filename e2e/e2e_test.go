@@ -55,6 +55,20 @@ type proc struct {
 	done chan error
 }
 
+// awaitCleanExit waits (at most 4 minutes) for a worker that should exit
+// 0 now that the crawl is done.
+func (p *proc) awaitCleanExit(t *testing.T) {
+	t.Helper()
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Errorf("worker %s exited with %v\n%s", p.id, err, p.log.String())
+		}
+	case <-time.After(4 * time.Minute):
+		t.Fatalf("worker %s did not exit when the crawl was done\n%s", p.id, p.log.String())
+	}
+}
+
 type syncBuf struct {
 	mu sync.Mutex
 	b  bytes.Buffer
@@ -210,14 +224,7 @@ func TestCrawlSurvivesSIGKILL(t *testing.T) {
 			<-p.done
 			continue
 		}
-		select {
-		case err := <-p.done:
-			if err != nil {
-				t.Errorf("worker %s exited with %v\n%s", id, err, p.log.String())
-			}
-		case <-time.After(4 * time.Minute):
-			t.Fatalf("worker %s did not exit when the crawl was done\n%s", id, p.log.String())
-		}
+		p.awaitCleanExit(t)
 	}
 
 	// Every truth URL fetched, nothing disallowed, nothing fetched too often.
@@ -393,14 +400,7 @@ func TestCrawlSurvivesRedisRollback(t *testing.T) {
 	t.Logf("kill -9 Redis at %d pages; restarted from the snapshot", st.Counters["pages"])
 
 	for id, p := range h.procs {
-		select {
-		case err := <-p.done:
-			if err != nil {
-				t.Errorf("worker %s exited with %v\n%s", id, err, p.log.String())
-			}
-		case <-time.After(4 * time.Minute):
-			t.Fatalf("worker %s did not exit when the crawl was done\n%s", id, p.log.String())
-		}
+		p.awaitCleanExit(t)
 		if !strings.Contains(p.log.String(), "no longer holds this worker's past exchanges") {
 			t.Errorf("worker %s never noticed the rollback\n%s", id, p.log.String())
 		}

@@ -218,7 +218,11 @@ func statusCommand() *cli.Command {
 				if err := watchStatus(c.App.Writer, st, c.Bool("json"), tty); err != nil || st.Done {
 					return err
 				}
-				sleep(ctx, c.Duration("interval"))
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(c.Duration("interval")):
+				}
 			}
 		},
 	}
@@ -235,15 +239,6 @@ func watchStatus(w io.Writer, st *crawl.Status, asJSON, tty bool) error {
 	}
 	fmt.Fprintf(w, "%s\n", time.Now().Format(time.DateTime))
 	return printStatus(w, st, false)
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }
 
 func printStatus(w io.Writer, st *crawl.Status, asJSON bool) error {

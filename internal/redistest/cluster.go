@@ -66,28 +66,14 @@ func RealCluster(t testing.TB, masters int) *Cluster {
 // its own (port+10000, Redis's default, may be out of range or taken).
 func startClusterNode(t testing.TB, bin string) *Server {
 	t.Helper()
-	var lastErr error
-	for attempt := 0; attempt < 5; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			t.Fatal(err)
-		}
+	return startFree(t, bin, func(dir string) []string {
 		bus, err := freePort()
 		if err != nil {
 			t.Fatal(err)
 		}
-		dir := t.TempDir()
-		s, err := start(bin, port, dir, "--cluster-enabled", "yes", "--cluster-port", fmt.Sprint(bus),
-			"--cluster-config-file", filepath.Join(dir, "nodes.conf"), "--cluster-node-timeout", "2000")
-		if err == nil {
-			t.Cleanup(s.Stop)
-			s.Client = s.NewClient(t)
-			return s
-		}
-		lastErr = err
-	}
-	t.Fatalf("redistest: starting a cluster node: %v", lastErr)
-	return nil
+		return []string{"--cluster-enabled", "yes", "--cluster-port", fmt.Sprint(bus),
+			"--cluster-config-file", filepath.Join(dir, "nodes.conf"), "--cluster-node-timeout", "2000"}
+	})
 }
 
 // AwaitOK waits until every node reports cluster_state:ok (the slots are

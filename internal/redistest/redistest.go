@@ -121,13 +121,23 @@ func Real(t testing.TB) *Server {
 		}
 		t.Skipf("%v; skipping the real-Redis half (set CRAWLER_REQUIRE_REDIS=1 to fail instead)", err)
 	}
+	return startFree(t, bin, func(string) []string { return nil })
+}
+
+// startFree starts redis-server on a free port, with the extra arguments
+// args gives for the server's directory, and stops it at cleanup. Another
+// process may take the port between the probe and the start: it tries
+// five ports.
+func startFree(t testing.TB, bin string, args func(dir string) []string) *Server {
+	t.Helper()
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
 		port, err := freePort()
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := start(bin, port, t.TempDir())
+		dir := t.TempDir()
+		s, err := start(bin, port, dir, args(dir)...)
 		if err == nil {
 			t.Cleanup(s.Stop)
 			s.Client = s.NewClient(t)
