@@ -34,8 +34,8 @@ type Status struct {
 	// how long each pause has left.
 	Paused map[string]time.Duration `json:"paused_hosts,omitempty"`
 	// TopHosts are the hosts with the most URLs queued (at most
-	// StatusTopHosts), of HostsQueued hosts with URLs queued (exact up to
-	// frontier.HostScanLimit hosts, an upper bound past it).
+	// StatusTopHosts; past frontier.HostScanLimit hosts, of those due
+	// soonest), of HostsQueued hosts with URLs queued.
 	TopHosts    []frontier.HostQueue `json:"top_hosts"`
 	HostsQueued int64                `json:"hosts_queued"`
 	Done        bool                 `json:"done"`
@@ -261,7 +261,7 @@ func (st *Status) String() string {
 	}
 	if len(st.TopHosts) > 0 {
 		if st.HostsQueued > frontier.HostScanLimit {
-			fmt.Fprintf(&b, "  hosts       about %d with URLs queued; the longest queues of the %d due soonest:\n", st.HostsQueued, frontier.HostScanLimit)
+			fmt.Fprintf(&b, "  hosts       %d with URLs queued; the longest queues of the %d due soonest:\n", st.HostsQueued, frontier.HostScanLimit)
 		} else {
 			fmt.Fprintf(&b, "  hosts       %d with URLs queued; the longest queues:\n", st.HostsQueued)
 		}
@@ -337,5 +337,6 @@ func readCounters(ctx context.Context, c redis.UniversalClient, k Keys) (map[str
 	for f, v := range raw {
 		n[f], _ = strconv.ParseInt(v, 10, 64)
 	}
+	delete(n, "queued") // not a counter: the queues' length, in Sizes
 	return n, nil
 }

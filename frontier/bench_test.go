@@ -85,12 +85,20 @@ func BenchmarkExchange(b *testing.B) {
 }
 
 // BenchmarkQueuedURLMemory measures what a queued URL costs Redis: 1M URLs
-// of about 60 characters over 1 000 hosts, queued in batches as a crawl
-// discovers them, then `INFO memory` (used_memory) before and after, and
-// MEMORY USAGE of each of the frontier's keys. The Bloom filter is sized
-// for the million, as seed sizes it. Run with -benchtime 1x.
+// of about 60 characters over 1 000 hosts, queued as a crawl discovers
+// them — pages of 25 new links each (as while a crawl's frontier grows),
+// or of 1 (as near its end), the page's URL as every link's parent, 500
+// links a batch — then `INFO memory` (used_memory) before and after, and
+// MEMORY USAGE of the frontier's keys. The Bloom filter is sized for the
+// million, as seed sizes it. Run with -benchtime 1x.
 func BenchmarkQueuedURLMemory(b *testing.B) {
-	const urls, hosts, batch = 1_000_000, 1000, 5000
+	for _, perPage := range []int{25, 1} {
+		b.Run(fmt.Sprintf("new-links-a-page=%d", perPage), func(b *testing.B) { queuedURLMemory(b, perPage) })
+	}
+}
+
+func queuedURLMemory(b *testing.B, perPage int) {
+	const urls, hosts, batch = 1_000_000, 1000, 500
 	for i := 0; i < b.N; i++ {
 		s := redistest.Real(b)
 		ctx := context.Background()
@@ -104,9 +112,13 @@ func BenchmarkQueuedURLMemory(b *testing.B) {
 		f := frontier.New(s.Client, frontier.KeysFor("m"), seen)
 		items := make([]frontier.Item, 0, batch)
 		for n := 0; n < urls; n++ {
-			// ~60 characters: http://www.host-NNN.example.org/docs/section-NN/page-NNNNNNN.html
+			// ~60 characters: http://www.host-NNN.example.org/docs/section-NN/page-NNNNNNN.html,
+			// linked from a page of the same host.
+			page := n / perPage
+			host := page % hosts
 			items = append(items, frontier.Item{URL: fmt.Sprintf("http://www.host-%03d.example.org/docs/section-%02d/page-%07d.html",
-				n%hosts, n%97, n), Depth: 3, Parent: fmt.Sprintf("http://www.host-%03d.example.org/docs/", n%hosts)})
+				host, n%97, n), Depth: 3, Parent: fmt.Sprintf("http://www.host-%03d.example.org/docs/section-%02d/page-%07d.html",
+				host, page%97, page)})
 			if len(items) == batch {
 				if _, err := f.Enqueue(ctx, items); err != nil {
 					b.Fatal(err)
@@ -121,14 +133,20 @@ func BenchmarkQueuedURLMemory(b *testing.B) {
 		queued := float64(sz.Queued)
 		after := usedMemory(b, s)
 		k := frontier.KeysFor("m")
-		perKey := map[string]int64{}
-		for _, key := range []string{k.Items, k.Ready, k.Stats, k.Config} {
+		var inQueues int64
+		iter := s.Client.Scan(ctx, 0, k.Queues+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			inQueues += s.Client.MemoryUsage(ctx, iter.Val(), 0).Val()
+		}
+		perKey := map[string]int64{k.Queues + "*": inQueues}
+		for _, key := range []string{k.Ready, k.Stats, k.Config} {
 			perKey[key] = s.Client.MemoryUsage(ctx, key, 0).Val()
 		}
 		st, _ := seen.Stats(ctx)
 		b.ReportMetric(float64(after-before)/queued, "B/queued-URL")
-		b.ReportMetric(float64(perKey[k.Items])/queued, "B/URL-in-queue")
+		b.ReportMetric(float64(inQueues)/queued, "B/URL-in-queues")
 		b.ReportMetric(float64(st.Bits)/8/queued, "B/URL-in-Bloom")
+		b.ReportMetric(0, "ns/op")
 		b.Logf("used_memory %d -> %d; per key %v", before, after, perKey)
 		s.Client.FlushAll(ctx)
 	}

@@ -3,10 +3,10 @@
 //
 // # Keys (all under the crawl's hash tag crawl:{name})
 //
-//	items      sorted set, all scores 0, members "host \0 class seq \0 item-json":
-//	           ZRANGEBYLEX [host\0 (host\1 is one host's FIFO queue (class 0 = put
-//	           back at the front, 1 = new), so every host has its own queue and
-//	           every key a script touches is still declared
+//	queue:<host>  list: the host's FIFO queue, in compact elements that store
+//	           the host, the scheme and a page's URL (as its links' parent)
+//	           once (lib.lua); about 45 bytes a queued URL of 60 characters
+//	lengths    hash host -> URLs in its queue
 //	ready      sorted set host -> earliest time (ms) its next URL may be popped
 //	leases     zset "lease-id\nhost\nitem-json" -> lease expiry (ms, Redis TIME),
 //	           for every item a worker holds: a lease carries its item, so one
@@ -14,10 +14,11 @@
 //	deferred   zset item -> time it may be fetched again (ms, Redis TIME)
 //	failed     list of items that failed for good, with the reason (capped)
 //	workers    zset worker -> last heartbeat (ms)
-//	stats      hash of counters (enqueued, done, failed, ...)
-//	items:counter:<process>  string: the exchanges Redis holds of one worker
+//	stats      hash of counters (enqueued, pages, failed, ...) and 'queued',
+//	           the URLs in all the queues
+//	counter:<process>  string: the exchanges Redis holds of one worker
 //	           process (expires a day after its last exchange)
-//	items:wake pub/sub channel (not a key): "1" when the empty queue gets
+//	queue:wake pub/sub channel (not a key): "1" when the empty queue gets
 //	           URLs, "drained" when nothing is queued or leased, "done"
 //
 // # Protocol
@@ -66,7 +67,7 @@
 // — and those memories may now describe writes that are gone. So each
 // exchange carries the number of exchanges this process has made, and the
 // script compares it, before any write, with the count Redis keeps for the
-// process (items:counter:<process>, bumped by each exchange). If they
+// process (counter:<process>, bumped by each exchange). If they
 // differ, the call is refused (ErrRolledBack) with Redis's count, which the
 // process adopts; the worker forgets what it knew and sends the exchange
 // again. A lost reply to an exchange that did apply looks the same and

@@ -139,7 +139,7 @@ func (f *Frontier) exchange(ctx context.Context, done []Finished, back []*Lease,
 	var payload []any
 	offset := make([]int, len(done)+1) // done[d]'s links are urls[offset[d]:offset[d+1]]
 	for d, x := range done {
-		u, p, err := entries(x.Outcome.Children)
+		u, p, err := backEntries(x.Outcome.Children)
 		if err != nil {
 			return Exchanged{}, nil, err
 		}
@@ -150,8 +150,8 @@ func (f *Frontier) exchange(ctx context.Context, done []Finished, back []*Lease,
 	for i := range ids {
 		ids[i] = f.leaseID()
 	}
-	keys := []string{f.keys.Items, f.keys.Ready, f.keys.Leases, f.keys.Stats, f.keys.Failed, f.keys.Results, f.keys.DoneFlag,
-		f.keys.Counter(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Config, f.keys.HostPages}
+	keys := []string{f.keys.Queues, f.keys.Ready, f.keys.Leases, f.keys.Stats, f.keys.Failed, f.keys.Results, f.keys.DoneFlag,
+		f.keys.Counter(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Config, f.keys.HostPages, f.keys.Lengths}
 	// The links may take several calls (dedup.ExecBatch); the call for
 	// links [start, end) gets these arguments, flags being the answers for
 	// the links before start.

@@ -16,10 +16,13 @@
 -- taught it (frontier/doc.go).
 --
 -- KEYS: the Bloom filter's, then
---   items, ready, leases (zset "id\nhost\nitem-json" -> expiry ms), stats,
+--   queues (the prefix of the hosts' queues, lib.lua), ready, leases (zset
+--   "id\nhost\nitem-json" -> expiry ms), stats,
 --   failed, results, done flag, the process's exchange counter, the config,
---   hostpages (hash host -> pages fetched, kept with a per-host cap)
--- ARGV: the Bloom filter's, then one entry ("host\nitem-json") per link,
+--   hostpages (hash host -> pages fetched, kept with a per-host cap),
+--   lengths (hash host -> URLs queued, lib.lua)
+-- ARGV: the Bloom filter's, then one entry ("host\nparent\nelement", lib.lua)
+--   per link,
 --   then the slots of exchangeArgs (exchange.go), in order:
 --   expect   the process's exchanges Redis should hold
 --   count    '1': this call counts as one (the batch's last call)
@@ -54,7 +57,7 @@ local function guard(key0, link0, links)
 end
 local reply, key0, link0, links = bloom_run(1, 1, guard)
 if reply[1] ~= BLOOM_OK then return reply end
-local items, ready, leases = KEYS[key0], KEYS[key0 + 1], KEYS[key0 + 2]
+local queues, ready, leases = KEYS[key0], KEYS[key0 + 1], KEYS[key0 + 2]
 local stats, failed, results, doneKey = KEYS[key0 + 3], KEYS[key0 + 4], KEYS[key0 + 5], KEYS[key0 + 6]
 if ARGV[link0 + links + 1] == '1' then
   redis.call('INCR', KEYS[key0 + 7])
@@ -65,6 +68,7 @@ local D, R, W = tonumber(ARGV[arg0]), tonumber(ARGV[arg0 + 1]), tonumber(ARGV[ar
 local resultsCap, failedCap = ARGV[arg0 + 3], tonumber(ARGV[arg0 + 4])
 local leaseMs, spacing, budget = tonumber(ARGV[arg0 + 5]), tonumber(ARGV[arg0 + 6]), tonumber(ARGV[arg0 + 7])
 local hostMax, hostpages = tonumber(ARGV[arg0 + 8]), KEYS[key0 + 9]
+local Q = fr_keys(queues, ready, stats, KEYS[key0 + 10])
 local finished0 = arg0 + 9      -- the first finished lease's eight slots
 local back0 = finished0 + 8 * D -- the first lease given back
 local ids0 = back0 + R          -- the first new lease id
@@ -76,7 +80,7 @@ local fresh = {}
 for i = 1, links do
   if reply[3 + i] == 1 then fresh[#fresh + 1] = ARGV[link0 + i - 1] end
 end
-fr_push_many(items, ready, stats, fresh, false, now)
+fr_push_back(Q, fresh, now)
 if #fresh > 0 then bump.enqueued = #fresh end
 if links > 0 then bump.offered = links end
 
@@ -137,7 +141,7 @@ if R > 0 then
   end
   if #gone > 0 then
     redis.call('ZREM', leases, unpack(gone))
-    fr_push_many(items, ready, stats, back, true, now)
+    fr_push_front(Q, back, now)
   end
 end
 
@@ -158,9 +162,11 @@ if budget > 0 then
   if room <= 0 and W > 0 then wait = -1 end -- nothing to pop until a page ends: back off
   W = math.max(0, math.min(W, room))
 end
+local queued -- URLs in the queues after the pop, when it looked
 if W > 0 then
   local readyAdd = {}
   local due = tostring(now + spacing)
+  local taken = 0
   for _ = 1, 4 do
     local m = W - #got / 2
     if m <= 0 then break end
@@ -168,41 +174,48 @@ if W > 0 then
     if #hosts == 0 then break end
     local per = 1
     if spacing == 0 then per = math.ceil(m / #hosts) end
-    local taken, dry = {}, {}
+    local dry, moved = {}, false
     for _, host in ipairs(hosts) do
       local q = math.min(per, W - #got / 2)
       if q <= 0 then break end
-      local first = {}
       if hostMax > 0 and tonumber(redis.call('HGET', hostpages, host) or '0') >= hostMax then
-        -- The host had its pages: what is queued for it is dropped, counted.
-        local n = redis.call('ZLEXCOUNT', items, '[' .. host .. '\0', '(' .. host .. '\1')
+        -- The host had its pages: what is queued for it is dropped, counted,
+        -- a thousand elements a visit.
+        local els = redis.call('LPOP', queues .. host, 1000)
+        local n = 0
+        for _, el in ipairs(els or {}) do
+          if string.byte(el, 1) ~= FR_MARK then n = n + 1 end
+        end
         if n > 0 then
-          redis.call('ZREMRANGEBYLEX', items, '[' .. host .. '\0', '(' .. host .. '\1')
           redis.call('HINCRBY', stats, 'skipped_links:max_pages_per_host', n)
+          taken = taken + n
+          moved = true
+        end
+        if not els or #els < 1000 then
+          dry[#dry + 1] = host
+          redis.call('HDEL', Q.lengths, host)
+        elseif n > 0 then
+          redis.call('HINCRBY', Q.lengths, host, -n)
         end
       else
-        first = redis.call('ZRANGEBYLEX', items, '[' .. host .. '\0', '(' .. host .. '\1', 'LIMIT', '0', tostring(q))
-      end
-      if #first == 0 then
-        dry[#dry + 1] = host -- its queue ran dry; a new URL brings it back
-      else
-        for _, member in ipairs(first) do
-          taken[#taken + 1] = member
-          got[#got + 1] = host
-          got[#got + 1] = string.sub(member, #host + 20) -- after host \0 class seq(16) \0
+        local n, gone = fr_pop(Q, host, q, got)
+        taken = taken + n
+        if n > 0 then
+          readyAdd[#readyAdd + 1] = due
+          readyAdd[#readyAdd + 1] = host
+          moved = true
         end
-        readyAdd[#readyAdd + 1] = due
-        readyAdd[#readyAdd + 1] = host
+        if gone and n == 0 then dry[#dry + 1] = host end -- a new URL brings it back
       end
     end
-    if #taken > 0 then redis.call('ZREM', items, unpack(taken)) end
     if #dry > 0 then redis.call('ZREM', ready, unpack(dry)) end
     if #readyAdd > 0 then
       redis.call('ZADD', ready, unpack(readyAdd))
       readyAdd = {}
     end
-    if #taken == 0 and #dry == 0 then break end
+    if not moved and #dry == 0 then break end
   end
+  if taken > 0 then queued = fr_count(Q, -taken) end
   local M = #got / 2
   if M > 0 then
     local exp = {}
@@ -224,10 +237,10 @@ if budget > 0 then -- a budget can end the crawl with URLs still queued
   done = redis.call('EXISTS', doneKey)
 end
 if (D > 0 or R > 0) and redis.call('EXISTS', leases) == 0
-    and (redis.call('EXISTS', items) == 0 or (budget > 0 and pages >= budget)) then
+    and ((queued or fr_queued(Q)) == 0 or (budget > 0 and pages >= budget)) then
   -- Nothing queued (or the budget spent) and nothing held: the crawl may be
   -- over. Tell the scheduler, so that it need not sweep often to notice.
-  redis.call('PUBLISH', items .. ':wake', 'drained')
+  redis.call('PUBLISH', queues .. 'wake', 'drained')
 end
 reply[#reply + 1] = pages
 reply[#reply + 1] = done

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,10 +37,17 @@ const KindSitemap = "sitemap"
 
 // Keys names a crawl's frontier keys; all share the crawl's hash tag.
 type Keys struct {
-	Items, Ready, Leases, Deferred, Failed, Workers, Stats, Results string
-	DoneFlag                                                        string // "1" once the scheduler saw nothing left to do
+	// Queues is the prefix of the hosts' queues: Queues+host is one host's
+	// list of URLs (lib.lua has the format).
+	Queues string
+	// Lengths is a hash: host -> URLs in its queue.
+	Lengths                                                  string
+	Ready, Leases, Deferred, Failed, Workers, Stats, Results string
+	DoneFlag                                                 string // "1" once the scheduler saw nothing left to do
 	// HostPages counts pages fetched per host, with a per-host cap.
 	HostPages string
+	// Counters is the prefix of the processes' exchange counters (Counter).
+	Counters string
 	// Config is the crawl's settings hash (written by crawl.Seed): the
 	// crawl exists while it does. Scripts that write refuse when it is
 	// missing (ErrGone), so a reset crawl is not brought back piecemeal.
@@ -50,17 +56,21 @@ type Keys struct {
 
 // Counter is the key in which Redis counts the exchanges of the process
 // whose token is given (see Frontier.Exchange).
-func (k Keys) Counter(token string) string { return k.Items + ":counter:" + token }
+func (k Keys) Counter(token string) string { return k.Counters + token }
 
-// Wake is the pub/sub channel on which a message says that the queue,
-// which was empty, has URLs again (lib.lua's fr_push_many): idle workers
-// wait on it instead of polling.
-func (k Keys) Wake() string { return k.Items + ":wake" }
+// Queue is the key of host's queue.
+func (k Keys) Queue(host string) string { return k.Queues + host }
+
+// Wake is the pub/sub channel on which a message says that the queues,
+// which were empty, have URLs again (lib.lua's fr_count): idle workers
+// wait on it instead of polling. (A channel is not a key: no host's queue
+// can clash with it.)
+func (k Keys) Wake() string { return k.Queues + "wake" }
 
 // KeysFor returns the keys of crawl name under crawl:{name}.
 func KeysFor(name string) Keys {
 	p := "crawl:{" + name + "}:"
-	return Keys{Items: p + "items", Ready: p + "ready", Leases: p + "leases", Deferred: p + "deferred",
+	return Keys{Queues: p + "queue:", Lengths: p + "lengths", Counters: p + "counter:", Ready: p + "ready", Leases: p + "leases", Deferred: p + "deferred",
 		Failed: p + "failed", Workers: p + "workers", Stats: p + "stats", Results: p + "results", DoneFlag: p + "done",
 		Config: p + "config", HostPages: p + "hostpages"}
 }
@@ -80,6 +90,9 @@ var (
 	//go:embed requeue.lua
 	requeueSrc    string
 	requeueScript = redis.NewScript(lib + requeueSrc)
+	//go:embed migrate.lua
+	migrateSrc    string
+	migrateScript = redis.NewScript(lib + migrateSrc)
 	//go:embed renew.lua
 	renewSrc    string
 	renewScript = redis.NewScript(renewSrc)
@@ -88,24 +101,13 @@ var (
 	scheduleScript = fence.NewScript(lib + scheduleBody)
 )
 
-// entry is an item as the scripts keep it outside the queue: "host\njson".
-func entry(it Item) (string, error) {
-	u, err := url.Parse(it.URL)
-	if err != nil || u.Host == "" {
-		return "", fmt.Errorf("frontier: %q is not an absolute URL", it.URL)
-	}
-	b, err := json.Marshal(it)
-	if err != nil {
-		return "", err
-	}
-	return u.Host + "\n" + string(b), nil
-}
-
-func entries(items []Item) ([]string, []any, error) {
+// backEntries are items as enqueue.lua and exchange.lua take them: their
+// URLs (for the Bloom filter) and their back-of-queue entries.
+func backEntries(items []Item) ([]string, []any, error) {
 	urls := make([]string, len(items))
 	payload := make([]any, len(items))
 	for i, it := range items {
-		e, err := entry(it)
+		e, err := backEntry(it)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -184,15 +186,38 @@ func (f *Frontier) enqueue(ctx context.Context, items []Item, mode string) ([]bo
 	if len(items) == 0 {
 		return nil, nil
 	}
-	urls, payload, err := entries(items)
+	urls, payload, err := backEntries(items)
 	if err != nil {
 		return nil, err
 	}
-	fresh, err := f.seen.Exec(ctx, enqueueScript, urls, payload, []string{f.keys.Items, f.keys.Ready, f.keys.Stats}, []any{mode})
+	fresh, err := f.seen.Exec(ctx, enqueueScript, urls, payload, []string{f.keys.Queues, f.keys.Ready, f.keys.Stats, f.keys.Lengths}, []any{mode})
 	if err != nil {
 		return nil, fmt.Errorf("frontier: enqueue: %w", err)
 	}
 	return fresh, nil
+}
+
+// OldQueue is the queue's key in crawls seeded before the compact queues
+// (one sorted set for all hosts); MigrateOldQueue empties it.
+func (k Keys) OldQueue() string { return k.Queues[:len(k.Queues)-len("queue:")] + "items" }
+
+// MigrateOldQueue moves the URLs of a crawl seeded by an older version
+// (OldQueue) to the hosts' queues, a thousand a script call, and returns
+// how many it moved: 0 for any crawl seeded since. Safe to run from many
+// workers at once.
+func (f *Frontier) MigrateOldQueue(ctx context.Context) (int, error) {
+	moved := 0
+	for {
+		n, err := migrateScript.Run(ctx, f.c, []string{f.keys.OldQueue(), f.keys.Queues, f.keys.Ready, f.keys.Stats, f.keys.Lengths},
+			1000).Int()
+		if err != nil {
+			return moved, fmt.Errorf("frontier: migrate the old queue: %w", err)
+		}
+		if n == 0 {
+			return moved, nil
+		}
+		moved += n
+	}
 }
 
 // Lease is a popped item held by one worker.
@@ -251,7 +276,7 @@ func (f *Frontier) Requeue(ctx context.Context, l *Lease, wait time.Duration) er
 	if err != nil {
 		return err
 	}
-	n, err := requeueScript.Run(ctx, f.c, []string{f.keys.Leases, f.keys.Items, f.keys.Ready, f.keys.Stats},
+	n, err := requeueScript.Run(ctx, f.c, []string{f.keys.Leases, f.keys.Queues, f.keys.Ready, f.keys.Stats, f.keys.Lengths},
 		l.Member(), e, max(wait.Milliseconds(), 1)).Int()
 	if err != nil {
 		return fmt.Errorf("frontier: requeue: %w", err)
@@ -306,8 +331,8 @@ type Sweep struct {
 // (leader.EpochKey).
 func (f *Frontier) Schedule(ctx context.Context, epochKey string, epoch int64, maxAttempts, limit int, pageBudget int64) (Sweep, error) {
 	res, err := scheduleScript.Run(ctx, f.c, epochKey, epoch,
-		[]string{f.keys.Items, f.keys.Ready, f.keys.Leases, f.keys.Deferred, f.keys.Failed, f.keys.Stats, f.keys.DoneFlag, f.keys.Workers,
-			f.keys.Config, f.keys.Results},
+		[]string{f.keys.Queues, f.keys.Ready, f.keys.Leases, f.keys.Deferred, f.keys.Failed, f.keys.Stats, f.keys.DoneFlag, f.keys.Workers,
+			f.keys.Config, f.keys.Results, f.keys.Lengths},
 		maxAttempts, limit, failedCap, pageBudget, WorkerForgetAfter.Milliseconds(), resultsCap)
 	if err != nil && strings.HasPrefix(err.Error(), "GONE") {
 		return Sweep{}, ErrGone
@@ -353,14 +378,15 @@ func (s Sizes) Empty() bool { return s.Queued == 0 && s.InFlight == 0 && s.Defer
 // Sizes reads the counts in one round trip.
 func (f *Frontier) Sizes(ctx context.Context) (Sizes, error) {
 	pipe := f.c.Pipeline()
-	q := pipe.ZCard(ctx, f.keys.Items)
+	q := pipe.HGet(ctx, f.keys.Stats, "queued")
 	i := pipe.ZCard(ctx, f.keys.Leases)
 	d := pipe.ZCard(ctx, f.keys.Deferred)
 	fl := pipe.LLen(ctx, f.keys.Failed)
-	if _, err := pipe.Exec(ctx); err != nil {
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return Sizes{}, fmt.Errorf("frontier: sizes: %w", err)
 	}
-	return Sizes{q.Val(), i.Val(), d.Val(), fl.Val()}, nil
+	queued, _ := strconv.ParseInt(q.Val(), 10, 64) // absent: none
+	return Sizes{queued, i.Val(), d.Val(), fl.Val()}, nil
 }
 
 // HostQueue is one host's queue, as HostQueues reads it.
@@ -378,38 +404,37 @@ type HostQueue struct {
 const HostScanLimit = 10000
 
 // HostQueues returns the n hosts with the most URLs queued, longest first,
-// and how many hosts have URLs queued. With more than 10 000 such hosts,
-// only the 10 000 due soonest are looked at.
+// and how many hosts have URLs queued (exact). With more than 10 000
+// hosts, only the 10 000 due soonest are looked at for the longest.
 func (f *Frontier) HostQueues(ctx context.Context, n int) ([]HostQueue, int64, error) {
 	pipe := f.c.Pipeline()
 	now := pipe.Time(ctx)
-	total := pipe.ZCard(ctx, f.keys.Ready)
+	total := pipe.HLen(ctx, f.keys.Lengths)
 	ready := pipe.ZRangeWithScores(ctx, f.keys.Ready, 0, HostScanLimit-1)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, 0, fmt.Errorf("frontier: host queues: %w", err)
 	}
 	hosts := ready.Val()
-	counts := make([]*redis.IntCmd, len(hosts))
-	pipe = f.c.Pipeline()
+	names := make([]string, len(hosts))
 	for i, z := range hosts {
-		h := z.Member.(string)
-		counts[i] = pipe.ZLexCount(ctx, f.keys.Items, "["+h+"\x00", "("+h+"\x01")
+		names[i] = z.Member.(string)
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, 0, fmt.Errorf("frontier: host queues: %w", err)
+	var counts []any
+	if len(names) > 0 {
+		var err error
+		if counts, err = f.c.HMGet(ctx, f.keys.Lengths, names...).Result(); err != nil {
+			return nil, 0, fmt.Errorf("frontier: host queues: %w", err)
+		}
 	}
 	nowMs := now.Val().UnixMilli()
 	out := []HostQueue{}
 	for i, z := range hosts {
-		if q := counts[i].Val(); q > 0 {
+		q, _ := strconv.ParseInt(fmt.Sprint(counts[i]), 10, 64) // nil: none
+		if q > 0 {
 			due := max(time.Duration(int64(z.Score)-nowMs)*time.Millisecond, 0)
 			out = append(out, HostQueue{Host: z.Member.(string), Queued: q, DueIn: due})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Queued > out[j].Queued })
-	hostsQueued := total.Val() // an upper bound: a host leaves the ready set when a pop finds its queue empty
-	if hostsQueued <= HostScanLimit {
-		hostsQueued = int64(len(out)) // every host looked at: exact
-	}
-	return out[:min(n, len(out))], hostsQueued, nil
+	return out[:min(n, len(out))], total.Val(), nil
 }

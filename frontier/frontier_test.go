@@ -625,7 +625,7 @@ func TestExchangeNoticesRollback(t *testing.T) {
 		if err != nil || len(x.Popped) != 1 {
 			t.Fatalf("pop: %+v, %v", x, err)
 		}
-		counters := s.Client.Keys(ctx, "crawl:{t}:items:counter:*").Val()
+		counters := s.Client.Keys(ctx, "crawl:{t}:counter:*").Val()
 		if len(counters) != 1 || s.Client.Get(ctx, counters[0]).Val() != "1" {
 			t.Fatalf("counter keys %v; want one, holding 1", counters)
 		}

@@ -1,15 +1,25 @@
 -- lib.lua: helpers every frontier script starts with.
 --
--- The queue is per host, so that a pop never hands out a URL whose host is
--- not due yet (no deferral churn on busy hosts), yet every key is declared:
---   items  one sorted set, all scores 0, ordered by member:
---          host \0 class seq \0 item-json
---          (class '0' = back at the front of its host's queue, '1' = new;
---          seq a 16-digit counter), so ZRANGEBYLEX [host\0 (host\1 is the
---          host's own FIFO queue;
+-- Each host has its own queue, a list under the crawl's hash tag:
+--   queues .. host   (queues is the declared key "crawl:{NAME}:queue:",
+--                     a prefix; every queue shares its slot, so a script
+--                     may build their names, as BullMQ builds its job keys)
+-- holding compact elements, oldest first:
+--   's' depth ' ' rest   the URL https://HOST .. rest, whose parent is the
+--   'h' depth ' ' rest   last marker before it (http://HOST .. rest)
+--   'P' parent           a marker: the parent of the compact elements after it
+--   '{' ...              an item's whole JSON (retries, sitemaps, the rest)
+-- so the host, the scheme and a parent shared by a page's links are stored
+-- once, not per URL. A pop that takes compact elements puts their marker
+-- back at the head, so a compact element always has one before it.
 --   ready  sorted set host -> the earliest time (ms, server clock) the next
 --          URL of that host may be popped.
--- An entry outside the queue (in flight, deferred) is "host\nitem-json".
+--   stats  field 'queued': the number of URLs in all the queues;
+--   lengths  hash host -> the number of URLs in its queue (not markers).
+-- The helpers below take these four keys as one table Q (fr_keys).
+-- An entry outside the queues (in flight, deferred) is "host\nitem-json".
+
+local FR_MARK, FR_JSON, FR_HTTPS = 80, 123, 115 -- 'P', '{', 's'
 
 local function fr_now()
   local t = redis.call('TIME')
@@ -21,34 +31,152 @@ local function fr_split(entry)
   return string.sub(entry, 1, i - 1), string.sub(entry, i + 1)
 end
 
--- fr_push_many queues entries on their hosts' queues (front: before the
--- hosts' new URLs) and makes the hosts known to the scheduler of pops, in
--- three commands however many entries: inside a script each redis.call
--- costs about as much as the work it does, so per-entry calls would be a
--- large share of a page's Redis CPU (bench/README.md).
--- When the queue was empty, a message on the channel items..':wake' tells
--- idle workers (subscribed, instead of polling) that there is work again.
-local function fr_push_many(items, ready, stats, entries, front, now)
-  local n = #entries
-  if n == 0 then return end
-  local was_empty = redis.call('EXISTS', items) == 0
-  local last = redis.call('HINCRBY', stats, 'seq', n)
-  local class = '1'
-  if front then class = '0' end
-  local members, hosts = {}, {}
-  local t = tostring(now)
-  for i, e in ipairs(entries) do
-    local host, json = fr_split(e)
-    members[2 * i - 1] = '0'
-    members[2 * i] = host .. '\0' .. class .. string.format('%016d', last - n + i) .. '\0' .. json
-    hosts[2 * i - 1] = t
-    hosts[2 * i] = host
-  end
-  redis.call('ZADD', items, unpack(members))
-  redis.call('ZADD', ready, 'NX', unpack(hosts))
-  if was_empty then redis.call('PUBLISH', items .. ':wake', '1') end
+local function fr_keys(queues, ready, stats, lengths)
+  return {queues = queues, ready = ready, stats = stats, lengths = lengths}
 end
 
-local function fr_push(items, ready, stats, entry, front, now)
-  fr_push_many(items, ready, stats, {entry}, front, now)
+-- fr_json is a queue element (not a marker) of host as item JSON.
+local function fr_json(host, el, parent)
+  local b = string.byte(el, 1)
+  if b == FR_JSON then return el end
+  local sp = string.find(el, ' ', 2, true)
+  local scheme = 'http://'
+  if b == FR_HTTPS then scheme = 'https://' end
+  local item = {u = scheme .. host .. string.sub(el, sp + 1), d = tonumber(string.sub(el, 2, sp - 1))}
+  if parent and parent ~= '' then item.p = parent end
+  return cjson.encode(item)
+end
+
+-- fr_count adds n to the URLs queued. When the queues were empty, a
+-- message on the channel queues..'wake' tells idle workers (subscribed,
+-- instead of polling) that there is work again. Returns the new count.
+local function fr_count(Q, n)
+  local now = redis.call('HINCRBY', Q.stats, 'queued', n)
+  if n > 0 and now == n then redis.call('PUBLISH', Q.queues .. 'wake', '1') end
+  return now
+end
+
+-- fr_queued is the number of URLs in all the queues.
+local function fr_queued(Q)
+  return tonumber(redis.call('HGET', Q.stats, 'queued') or '0')
+end
+
+-- fr_ready makes hosts known to the scheduler of pops (due now, unless
+-- they already have a due time).
+local function fr_ready(ready, hosts, now)
+  local args, t = {}, tostring(now)
+  for i, host in ipairs(hosts) do
+    args[2 * i - 1] = t
+    args[2 * i] = host
+  end
+  if #args > 0 then redis.call('ZADD', ready, 'NX', unpack(args)) end
+end
+
+-- fr_push_back queues entries "host\nparent\nelement" at the back of their
+-- hosts' queues, a marker before each run of compact elements of a new
+-- parent: one RPUSH a host, however many entries (inside a script each
+-- redis.call costs about as much as the work it does; bench/README.md).
+local function fr_push_back(Q, entries, now)
+  if #entries == 0 then return end
+  local lists, order, last, n = {}, {}, {}, {}
+  for _, e in ipairs(entries) do
+    local i = string.find(e, '\n', 1, true)
+    local j = string.find(e, '\n', i + 1, true)
+    local host, parent, el = string.sub(e, 1, i - 1), string.sub(e, i + 1, j - 1), string.sub(e, j + 1)
+    local l = lists[host]
+    if not l then
+      l = {}
+      lists[host] = l
+      order[#order + 1] = host
+      n[host] = 0
+    end
+    n[host] = n[host] + 1
+    if string.byte(el, 1) ~= FR_JSON and last[host] ~= parent then
+      l[#l + 1] = 'P' .. parent
+      last[host] = parent
+    end
+    l[#l + 1] = el
+  end
+  for _, host in ipairs(order) do
+    redis.call('RPUSH', Q.queues .. host, unpack(lists[host]))
+    redis.call('HINCRBY', Q.lengths, host, n[host])
+  end
+  fr_ready(Q.ready, order, now)
+  fr_count(Q, #entries)
+end
+
+-- fr_push_front puts entries "host\nitem-json" back at the front of their
+-- hosts' queues, in order (the first entry of a host ends up first).
+local function fr_push_front(Q, entries, now)
+  if #entries == 0 then return end
+  local lists, order = {}, {}
+  for k = #entries, 1, -1 do
+    local host, json = fr_split(entries[k])
+    local l = lists[host]
+    if not l then
+      l = {}
+      lists[host] = l
+      order[#order + 1] = host
+    end
+    l[#l + 1] = json
+  end
+  for _, host in ipairs(order) do
+    redis.call('LPUSH', Q.queues .. host, unpack(lists[host]))
+    redis.call('HINCRBY', Q.lengths, host, #lists[host])
+  end
+  fr_ready(Q.ready, order, now)
+  fr_count(Q, #entries)
+end
+
+-- fr_pop takes up to q URLs off the front of host's queue and appends
+-- host, item-json for each to out. Returns how many it took, and whether
+-- the queue ran dry (the list is then gone). The caller counts them off
+-- the total (fr_count), once for all its pops.
+local function fr_pop(Q, host, q, out)
+  local key = Q.queues .. host
+  local parent, extra
+  local got, need, dry = 0, q + 1, false -- one more: the head is usually a marker
+  while true do
+    local els = redis.call('LPOP', key, need)
+    if not els then
+      dry = true
+      break
+    end
+    for _, el in ipairs(els) do
+      if string.byte(el, 1) == FR_MARK then
+        parent = string.sub(el, 2)
+      elseif got < q then
+        got = got + 1
+        out[#out + 1] = host
+        out[#out + 1] = fr_json(host, el, parent)
+      else
+        extra = el
+      end
+    end
+    if #els < need then
+      dry = true
+      break
+    end
+    if got >= q then break end
+    need = q - got
+  end
+  if not dry then
+    -- The queue may go on: its head gets back the marker of the compact
+    -- elements after it (LPUSHX: not onto a queue LPOP emptied, and so
+    -- deleted), or the element taken one too many — which happens only
+    -- when the first LPOP found no marker at all, so none is owed.
+    if extra then
+      redis.call('LPUSH', key, extra)
+    elseif parent then
+      dry = redis.call('LPUSHX', key, 'P' .. parent) == 0
+    else
+      dry = redis.call('EXISTS', key) == 0
+    end
+  end
+  if dry then
+    redis.call('HDEL', Q.lengths, host)
+  elseif got > 0 then
+    redis.call('HINCRBY', Q.lengths, host, -got)
+  end
+  return got, dry
 end

@@ -3,10 +3,11 @@
 -- the front of their host's queue; entries whose lease expired go back
 -- with attempts+1, or to the failed list past the maximum attempts.
 -- Refused as a whole for a stale leader.
--- KEYS[2] items  KEYS[3] ready  KEYS[4] leases (zset "id\nhost\nitem-json" -> expiry ms)  KEYS[5] deferred
+-- KEYS[2] queues (the prefix, lib.lua)  KEYS[3] ready  KEYS[4] leases (zset "id\nhost\nitem-json" -> expiry ms)  KEYS[5] deferred
 -- KEYS[6] failed  KEYS[7] stats  KEYS[8] done flag  KEYS[9] workers (zset worker -> alive until ms)
 -- KEYS[11] results (stream): with the page budget spent, each URL still
 -- waiting for a retry ends there with a failed record (ARGV[7]: the cap)
+-- KEYS[12] lengths (lib.lua)
 -- KEYS[10] the crawl's config: while it is missing the crawl is gone (reset),
 -- and the sweep is refused with a GONE error before any write
 -- ARGV[2] max attempts   ARGV[3] most entries per sweep   ARGV[4] failed list cap
@@ -16,8 +17,9 @@
 -- queued, in flight or deferred (or the page budget is spent and nothing is
 -- in flight); the flag is set in the same atomic step as the check.
 if redis.call('EXISTS', KEYS[10]) == 0 then return redis.error_reply('GONE the crawl was reset') end
-local items, ready, leases, deferred = KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local queues, ready, leases, deferred = KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local failedKey, stats = KEYS[6], KEYS[7]
+local Q = fr_keys(queues, ready, stats, KEYS[12])
 local now = fr_now()
 local limit = tonumber(ARGV[3])
 local released, reclaimed, failed = 0, 0, 0
@@ -36,12 +38,13 @@ local due = {}
 if release > 0 then due = redis.call('ZRANGEBYSCORE', deferred, '-inf', now, 'LIMIT', 0, release) end
 if #due > 0 then
   redis.call('ZREM', deferred, unpack(due))
-  fr_push_many(items, ready, stats, due, true, now)
+  fr_push_front(Q, due, now)
   released = #due
 end
 
 local expired = redis.call('ZRANGEBYSCORE', leases, '-inf', now, 'LIMIT', 0, limit)
 if #expired > 0 then redis.call('ZREM', leases, unpack(expired)) end
+local back = {}
 for _, lease in ipairs(expired) do
   local _, entry = fr_split(lease) -- "id\nhost\nitem-json"
   local host, json = fr_split(entry)
@@ -60,14 +63,15 @@ for _, lease in ipairs(expired) do
     redis.call('HINCRBY', stats, 'failed', 1)
     failed = failed + 1
   else
-    fr_push(items, ready, stats, host .. '\n' .. cjson.encode(item), true, now)
+    back[#back + 1] = host .. '\n' .. cjson.encode(item)
     reclaimed = reclaimed + 1
   end
 end
+fr_push_front(Q, back, now)
 redis.call('ZREMRANGEBYSCORE', KEYS[9], '-inf', now - tonumber(ARGV[6]))
 
 local done = 0
-if redis.call('ZCARD', leases) == 0 and ((redis.call('ZCARD', items) == 0 and redis.call('ZCARD', deferred) == 0) or spent) then
+if redis.call('ZCARD', leases) == 0 and ((fr_queued(Q) == 0 and redis.call('ZCARD', deferred) == 0) or spent) then
   if spent then
     -- URLs waiting for a retry will never be fetched: each ends with a
     -- failed record, so that none goes without one.
@@ -89,7 +93,7 @@ if redis.call('ZCARD', leases) == 0 and ((redis.call('ZCARD', items) == 0 and re
   end
   -- The first time: wake the idle workers (they poll about once a second
   -- otherwise), so that they learn at once that the crawl is over.
-  if redis.call('SET', KEYS[8], '1', 'NX') then redis.call('PUBLISH', items .. ':wake', 'done') end
+  if redis.call('SET', KEYS[8], '1', 'NX') then redis.call('PUBLISH', queues .. 'wake', 'done') end
   done = 1
 end
 -- When the next deferred item is due (ms from now, -1: none): the
