@@ -288,7 +288,7 @@ func (f *Fetcher) get(ctx context.Context, rawURL string, keepAny bool) (*Result
 	}
 	limited := io.LimitReader(resp.Body, f.cfg.MaxBody+1)
 	if (res.HTML || keepAny) && ok {
-		res.Body, err = io.ReadAll(limited)
+		res.Body, err = readBody(limited, resp.ContentLength, f.cfg.MaxBody)
 		res.Bytes = int64(len(res.Body))
 		if res.Bytes > f.cfg.MaxBody {
 			res.Body, res.Bytes, res.Truncated = res.Body[:f.cfg.MaxBody], f.cfg.MaxBody, true
@@ -343,4 +343,28 @@ func retryAfter(v string, now time.Time) time.Duration {
 		d = t.Sub(now)
 	}
 	return min(max(d, 0), time.Hour)
+}
+
+// readBody reads r whole into a buffer sized by the Content-Length the
+// server announced (when it is within the cap), so that a page costs one
+// allocation of its own size rather than a doubling series — and never
+// one the size of the cap: a server's claim decides nothing beyond it.
+func readBody(r io.Reader, announced, maxBody int64) ([]byte, error) {
+	if announced <= 0 || announced > maxBody {
+		return io.ReadAll(r)
+	}
+	buf := make([]byte, 0, announced+1) // +1: room to see EOF without growing
+	for {
+		if len(buf) == cap(buf) { // longer than announced: grow as ReadAll would
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
 }

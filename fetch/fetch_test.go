@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -176,5 +177,20 @@ func TestRetryAfter(t *testing.T) {
 		if got := retryAfter(in, now); got != want {
 			t.Errorf("retryAfter(%q) = %v, want %v", in, got, want)
 		}
+	}
+}
+
+// readBody reads what the server sends, whatever it announced: shorter,
+// exact or longer than Content-Length, or none (-1).
+func TestReadBodyWhateverWasAnnounced(t *testing.T) {
+	body := strings.Repeat("x", 5000)
+	for _, announced := range []int64{-1, 0, 10, 4999, 5000, 5001, 1 << 20} {
+		got, err := readBody(iotest.OneByteReader(strings.NewReader(body)), announced, 1<<30)
+		if err != nil || string(got) != body {
+			t.Fatalf("announced %d: read %d bytes, %v; want %d", announced, len(got), err, len(body))
+		}
+	}
+	if got, _ := readBody(strings.NewReader(body), 5000, 1<<30); cap(got) != 5001 {
+		t.Fatalf("a body of the announced length grew its buffer to %d", cap(got))
 	}
 }

@@ -50,11 +50,19 @@ type Page struct {
 // Extract parses an HTML document fetched from pageURL and returns its title
 // and links: a[href], area[href], iframe[src], frame[src],
 // link[rel=canonical], and the target of <meta http-equiv="refresh">
-// (a refresh page is a redirect, not a dead end), all resolved against
-// <base href> when the page has one; and the text of each field's first
-// match.
+// (a refresh page is a redirect, not a dead end), resolved against the
+// page's <base href> from where it appears (it belongs in <head>, before
+// any link); and the text of each field's first match.
+//
+// Without fields, Extract streams: the HTML tokenizer reads the body once
+// and only link-bearing tags have their attributes read — no document
+// tree, which costs several times more than the links themselves
+// (bench/README.md). Fields need the tree (CSS selectors), and get it.
 func Extract(pageURL *url.URL, body io.Reader, lim Limits, fs ...Field) (*Page, error) {
 	lim = lim.withDefaults()
+	if len(fs) == 0 {
+		return extractTokens(pageURL, body, lim)
+	}
 	data, err := io.ReadAll(body)
 	if err != nil {
 		return nil, err
@@ -62,8 +70,8 @@ func Extract(pageURL *url.URL, body io.Reader, lim Limits, fs ...Field) (*Page, 
 	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(data))
 	if err != nil {
 		// The tree builder gives up on some hostile pages (more than 512
-		// open elements); a tokenizer still finds their links.
-		return extractTokens(pageURL, data, lim), nil
+		// open elements); the tokenizer still finds their links.
+		return extractTokens(pageURL, bytes.NewReader(data), lim)
 	}
 	base := pageURL
 	if href, ok := doc.Find("base[href]").First().Attr("href"); ok {
@@ -169,22 +177,37 @@ func robotsNoFollow(name, content string) bool {
 	return false
 }
 
-// extractTokens finds a page's title and links with the HTML tokenizer
-// alone, for pages the tree builder refuses: no document, so no fields,
-// and a <base href> applies to the links after it.
-func extractTokens(pageURL *url.URL, data []byte, lim Limits) *Page {
+// linkTags are the tags whose attributes extractTokens reads.
+var linkTags = map[string]bool{"a": true, "area": true, "iframe": true, "frame": true, "link": true, "meta": true,
+	"base": true}
+
+// maxAttrs bounds the attributes read off one tag: a hostile tag with
+// thousands of them costs no more than a normal one.
+const maxAttrs = 32
+
+// extractTokens finds a page's title and links with the HTML tokenizer,
+// in one pass: only the tags in linkTags have their attributes read, and
+// only their values that are kept are copied.
+func extractTokens(pageURL *url.URL, body io.Reader, lim Limits) (*Page, error) {
 	p := &Page{}
 	ls := &linkSet{p: p, base: pageURL, lim: lim, seen: map[string]bool{}}
-	z := html.NewTokenizer(bytes.NewReader(data))
-	inTitle, haveBase := false, false
+	z := html.NewTokenizer(body)
+	inTitle, haveTitle, haveBase := false, false, false
+	var keys, vals [maxAttrs][]byte
 	for {
 		tt := z.Next()
 		switch tt {
 		case html.ErrorToken:
-			return p
+			if err := z.Err(); err != io.EOF {
+				return nil, err
+			}
+			if p.NoFollow { // <meta name=robots content=nofollow> anywhere: no link is followed
+				p.Links, p.Truncated = nil, false
+			}
+			return p, nil
 		case html.TextToken:
-			if inTitle && p.Title == "" {
-				p.Title = clipTitle(string(z.Text()), lim)
+			if inTitle && !haveTitle {
+				p.Title, haveTitle = clipTitle(string(z.Text()), lim), true
 			}
 		case html.EndTagToken:
 			if name, _ := z.TagName(); string(name) == "title" {
@@ -192,34 +215,38 @@ func extractTokens(pageURL *url.URL, data []byte, lim Limits) *Page {
 			}
 		case html.StartTagToken, html.SelfClosingTagToken:
 			name, hasAttr := z.TagName()
-			attrs := map[string]string{}
-			for hasAttr {
-				var k, v []byte
-				k, v, hasAttr = z.TagAttr()
-				if _, dup := attrs[string(k)]; !dup {
-					attrs[string(k)] = string(v)
-				}
+			if string(name) == "title" {
+				inTitle = tt == html.StartTagToken
+				continue
+			}
+			if !linkTags[string(name)] { // no allocation: the compiler looks up []byte keys in place
+				continue
+			}
+			n := 0
+			for hasAttr && n < maxAttrs {
+				keys[n], vals[n], hasAttr = z.TagAttr()
+				n++
 			}
 			attr := func(k, def string) string {
-				if v, ok := attrs[k]; ok {
-					return v
+				for i := 0; i < n; i++ {
+					if string(keys[i]) == k {
+						return string(vals[i]) // the first of repeated attributes, as the tree builder keeps
+					}
 				}
 				return def
 			}
-			switch n := string(name); n {
-			case "title":
-				inTitle = tt == html.StartTagToken
+			switch tag := string(name); tag {
 			case "base":
-				if href, ok := attrs["href"]; ok && !haveBase {
+				if href := attr("href", "\x00"); href != "\x00" && !haveBase {
 					ls.base, haveBase = baseFor(pageURL, href), true
 				}
 			case "meta":
 				if robotsNoFollow(attr("name", ""), attr("content", "")) {
 					p.NoFollow = true
 				}
-				ls.element(n, attr)
+				ls.element(tag, attr)
 			default:
-				ls.element(n, attr)
+				ls.element(tag, attr)
 			}
 		}
 	}

@@ -140,3 +140,40 @@ func TestDeeplyNestedPageStillGivesItsLinks(t *testing.T) {
 		t.Fatalf("links %v, title %q; want %v and the title", p.Links, p.Title, want)
 	}
 }
+
+// The streaming path (no fields) finds what the document tree finds (the
+// path fields take), on the fixture and on pages made to tell them apart:
+// tags and attributes in capitals, repeated attributes, links in comments,
+// scripts and noscript, entities in the title, a meta robots after the
+// links, a canonical link, a refresh, an svg title after the real one.
+func TestStreamingFindsWhatTheTreeFinds(t *testing.T) {
+	fixture, err := os.ReadFile("../testdata/links.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := []string{
+		string(fixture),
+		`<HTML><HEAD><TITLE>Caps &amp; entities</TITLE></HEAD><BODY><A HREF="/a" href="/b">x</A><a rel="NOFOLLOW" href="/n">n</a></BODY>`,
+		`<title>t</title><!-- <a href="/comment"> --><script>var s = '<a href="/script">';</script><noscript><a href="/noscript">x</a></noscript><a href="/real">r</a>`,
+		`<title>first</title><svg><title>svg</title></svg><a href="/x#frag">x</a><a href="/x">again</a>`,
+		`<a href="/before">b</a><meta name="robots" content="nofollow"><link rel="canonical" href="/canon">`,
+		`<meta http-equiv="Refresh" content="0; URL='/moved'"><link rel="stylesheet canonical" href="/c"><iframe src="/frame"></iframe>`,
+		`<head><base href="http://other.example/dir/"></head><a href="rel">r</a><area href="mailto:x@y"><a href="javascript:void(0)">j</a>`,
+	}
+	field, err := CompileField("any", "title")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := url.Parse("http://example.com/docs/page.html")
+	for i, html := range pages {
+		stream, err1 := Extract(page, strings.NewReader(html), Limits{})
+		tree, err2 := Extract(page, strings.NewReader(html), Limits{}, field)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("page %d: %v, %v", i, err1, err2)
+		}
+		tree.Fields = nil
+		if !reflect.DeepEqual(stream, tree) {
+			t.Errorf("page %d:\nstream %+v\n  tree %+v", i, stream, tree)
+		}
+	}
+}
