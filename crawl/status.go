@@ -102,19 +102,20 @@ func pausedHosts(ctx context.Context, c redis.UniversalClient, k Keys) (map[stri
 		return nil, fmt.Errorf("crawl: status: %w", err)
 	}
 	out := map[string]time.Duration{}
-	iter := c.Scan(ctx, 0, k.RatePrefix()+"*", 1000).Iterator()
-	for iter.Next(ctx) {
-		key := iter.Val()
-		until, err := c.HGet(ctx, key, "paused_until").Float64()
-		if err != nil {
-			continue // not paused (or gone meanwhile)
+	err = scanKeys(ctx, c, k.RatePrefix()+"*", func(keys []string) error {
+		for _, key := range keys {
+			until, err := c.HGet(ctx, key, "paused_until").Float64()
+			if err != nil {
+				continue // not paused (or gone meanwhile)
+			}
+			if left := time.Duration(until*1000) - time.Duration(now.UnixNano()); left > 0 {
+				host := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(key, k.RatePrefix()), "{"), "}")
+				out[host] = left
+			}
 		}
-		if left := time.Duration(until*1000) - time.Duration(now.UnixNano()); left > 0 {
-			host := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(key, k.RatePrefix()), "{"), "}")
-			out[host] = left
-		}
-	}
-	if err := iter.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("crawl: status: %w", err)
 	}
 	return out, nil
@@ -192,29 +193,12 @@ func Reset(ctx context.Context, c redis.UniversalClient, name string, force bool
 		}
 	}
 	for _, pattern := range k.Patterns() {
-		iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
-		var batch []string
-		flush := func() error {
-			if len(batch) == 0 {
-				return nil
-			}
-			n, err := c.Unlink(ctx, batch...).Result()
-			rep.Deleted += int(n)
-			batch = batch[:0]
+		err := scanKeys(ctx, c, pattern, func(keys []string) error {
+			n, err := unlink(ctx, c, keys)
+			rep.Deleted += n
 			return err
-		}
-		for iter.Next(ctx) {
-			batch = append(batch, iter.Val())
-			if len(batch) == 500 {
-				if err := flush(); err != nil {
-					return rep, fmt.Errorf("crawl: reset: %w", err)
-				}
-			}
-		}
-		if err := iter.Err(); err != nil {
-			return rep, fmt.Errorf("crawl: reset: %w", err)
-		}
-		if err := flush(); err != nil {
+		})
+		if err != nil {
 			return rep, fmt.Errorf("crawl: reset: %w", err)
 		}
 	}

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/nlnwa/gowarc/v3"
+	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
 )
@@ -580,5 +581,61 @@ func checkWithWarcio(t *testing.T, files []string, same func(file string, offset
 	}
 	if len(lines) != responses {
 		t.Errorf("warcio indexes %d records; ours read %d responses", len(lines), responses)
+	}
+}
+
+// The crawl on a real 3-master Redis Cluster, addressed by its nodes:
+// every page once, and the crawl goes on after the master that holds the
+// crawl's own slot is killed mid-crawl and comes back (with its data: the
+// nodes keep an append-only file), the workers saying plainly meanwhile
+// that Redis is unreachable.
+func TestCrawlOnARedisCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end crawl: skipped with -short")
+	}
+	c := redistest.RealCluster(t, 3, "--appendonly", "yes", "--appendfsync", "always")
+	site, err := testsite.Start(testsite.Config{Hosts: 4, Pages: 150, Latency: 2 * time.Millisecond, ListenBase: "127.0.0.70"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(site.Close)
+	h := &harness{t: t, bin: build(t), redis: "redis://" + strings.Join(c.Addrs(), ","), procs: map[string]*proc{}}
+	h.run(append([]string{"seed", "--allow-private", "--rate", "200", "--burst", "10"}, site.Roots()...)...)
+	ctx := context.Background()
+	home, err := c.Client.MasterForKey(ctx, crawl.KeysFor("e2e").Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var victim *redistest.Server
+	for _, n := range c.Nodes {
+		if n.Addr == home.Options().Addr {
+			victim = n
+		}
+	}
+	w1, w2 := h.startWorker("w1"), h.startWorker("w2")
+	st := h.waitFor("a third of the pages", func(st status) bool { return st.Counters["pages"] >= int64(len(site.Truth())/3) })
+	victim.Crash(t)
+	t.Logf("killed the master %s holding the crawl's slot at %d pages", victim.Addr, st.Counters["pages"])
+	// The workers say so: wait (bounded) for each to report the outage.
+	deadline := time.Now().Add(time.Minute)
+	for _, w := range []*proc{w1, w2} {
+		for !strings.Contains(w.log.String(), "Redis at "+victim.Addr+" is unreachable") {
+			if time.Now().After(deadline) {
+				t.Fatalf("worker %s did not report the lost master %s:\n%s\nw1:\n%s\nw2:\n%s", w.id, victim.Addr, w.log.String(), w1.log.String(), w2.log.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	victim.Restart(t)
+	c.AwaitOK(t)
+	w1.awaitCleanExit(t)
+	w2.awaitCleanExit(t)
+	requireTruth(t, site)
+	if over := site.Overfetched(1); len(over) > 0 {
+		t.Errorf("URLs fetched more often than one lost master explains: %v", over)
+	}
+	t.Logf("w1:\n%s", w1.log.String())
+	for _, n := range c.Nodes {
+		t.Logf("master %s: %d keys", n.Addr, n.Client.DBSize(ctx).Val())
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
 	"github.com/redis/go-redis/v9"
 	"io"
@@ -70,6 +71,9 @@ func TestRedisPasswordNeverPrinted(t *testing.T) {
 		{"redis//:hunter2:xyzzy@host://", "--redis is not a URL"},
 		{"redis://:hunter2@127.0.0.1:1/-1", "the database must be a number, 0 or more"},
 		{"redis://:hunter2@127.0.0.1:1/abc", "the database must be a number, 0 or more"},
+		{"redis://:hunter2@127.0.0.1:1,127.0.0.1:2/0", "cannot reach Redis at redis://xxxxx@127.0.0.1:1,127.0.0.1:2/0"},
+		{"redis://:hunter2@127.0.0.1:1,127.0.0.1:2/3", "a Redis Cluster has only database 0"},
+		{"redis://:hunter2@127.0.0.1:1,nonsense/0", `node "nonsense" is not host:port`},
 	} {
 		out, errOut, err := run(t, "--redis", tc.url, "status")
 		if err == nil {
@@ -88,6 +92,33 @@ func TestRedisPasswordNeverPrinted(t *testing.T) {
 	// The last guard hides the user info even of a message it never saw built.
 	if got := hideSecret("dial redis://u:pa55word@h failed", "redis://u:pa55word@h/0"); strings.Contains(got, "pa55word") {
 		t.Errorf("hideSecret left the password in %q", got)
+	}
+}
+
+// --redis naming one node of a Redis Cluster opens the cluster: seed,
+// status and reset work across its masters, and reset leaves none of the
+// crawl's keys on any of them.
+func TestOneNodeOfAClusterOpensTheCluster(t *testing.T) {
+	c := redistest.RealCluster(t, 3)
+	one := "redis://" + c.Addrs()[0]
+	var seeds []string
+	for i := 0; i < 40; i++ { // hosts enough that their keys land on every master
+		seeds = append(seeds, fmt.Sprintf("http://h%d.example/", i))
+	}
+	if _, errOut, err := run(t, append([]string{"--redis", one, "--crawl", "cl", "seed"}, seeds...)...); err != nil {
+		t.Fatalf("seed: %v\n%s", err, errOut)
+	}
+	out, _, err := run(t, "--redis", one, "--crawl", "cl", "status")
+	if err != nil || !strings.Contains(out, "40 queued") {
+		t.Fatalf("status: %v\n%s", err, out)
+	}
+	if _, _, err := run(t, "--redis", one, "--crawl", "cl", "reset"); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range c.Nodes {
+		if keys := n.Client.Keys(context.Background(), "crawl*").Val(); len(keys) > 0 {
+			t.Errorf("after reset, master %s still holds %v", n.Addr, keys)
+		}
 	}
 }
 

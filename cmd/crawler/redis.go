@@ -22,6 +22,7 @@ const defaultRedis = "redis://127.0.0.1:6379/0"
 // be shown (never with its password).
 type redisURL struct {
 	opt   *redis.Options
+	addrs []string // host:port of each node given: several name a Redis Cluster's seed nodes
 	shown string
 	tls   bool
 }
@@ -31,7 +32,7 @@ type redisURL struct {
 // and database), and its own words instead of the parser's, which repeat
 // whatever they could not read.
 func parseRedisURL(raw string) (redisURL, error) {
-	const want = "want redis://[[user]:password@]host:port[/db] or rediss://... for TLS"
+	const want = "want redis://[[user]:password@]host:port[/db] or rediss://... for TLS; a cluster's nodes as host:port,host:port"
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
 		return redisURL{}, fmt.Errorf("--redis is not a URL (%s)", want)
@@ -53,6 +54,21 @@ func parseRedisURL(raw string) (redisURL, error) {
 	if at >= 0 && strings.ContainsAny(rest[:at], "/?#") {
 		return redisURL{}, fmt.Errorf("--redis %s: cannot tell the host from the password (write / ? # @ in a password as %%2F %%3F %%23 %%40)", shown)
 	}
+	// A Redis Cluster's seed nodes: redis://[auth@]host:port,host:port,...
+	var more []string
+	if nodes, tail, _ := strings.Cut(hostPart, "/"); strings.Contains(nodes, ",") {
+		addrs := strings.Split(nodes, ",")
+		for _, a := range addrs[1:] {
+			if _, _, err := net.SplitHostPort(a); err != nil || strings.ContainsAny(a, "?#@") {
+				return redisURL{}, fmt.Errorf("--redis %s: node %q is not host:port (%s)", shown, a, want)
+			}
+		}
+		more = addrs[1:]
+		raw = raw[:len(raw)-len(hostPart)] + addrs[0]
+		if tail != "" {
+			raw += "/" + tail
+		}
+	}
 	opt, err := redis.ParseURL(raw)
 	if err != nil {
 		if strings.Contains(err.Error(), "database number") {
@@ -70,7 +86,33 @@ func parseRedisURL(raw string) (redisURL, error) {
 	if err != nil || !strings.Contains(strings.ToLower(hostPart), strings.ToLower(host)) {
 		return redisURL{}, fmt.Errorf("--redis %s: cannot tell the host from the password (write / ? # @ in a password as %%2F %%3F %%23 %%40)", shown)
 	}
-	return redisURL{opt: opt, shown: shown, tls: scheme == "rediss"}, nil
+	if len(more) > 0 && opt.DB != 0 {
+		return redisURL{}, fmt.Errorf("--redis %s: a Redis Cluster has only database 0", shown)
+	}
+	return redisURL{opt: opt, addrs: append([]string{opt.Addr}, more...), shown: shown, tls: scheme == "rediss"}, nil
+}
+
+// client opens u: a Redis Cluster when u names several nodes, else one
+// server.
+func (u redisURL) client() redis.UniversalClient {
+	if len(u.addrs) > 1 {
+		return u.cluster()
+	}
+	return redis.NewClient(u.opt)
+}
+
+func (u redisURL) cluster() *redis.ClusterClient {
+	return redis.NewClusterClient(&redis.ClusterOptions{Addrs: u.addrs, Username: u.opt.Username, Password: u.opt.Password,
+		TLSConfig: u.opt.TLSConfig, MaxRetries: u.opt.MaxRetries})
+}
+
+// clusterEnabled asks one server whether it is a node of a Redis Cluster.
+func clusterEnabled(ctx context.Context, c redis.UniversalClient) (bool, error) {
+	info, err := c.Info(ctx, "cluster").Result()
+	if err != nil {
+		return false, err
+	}
+	return strings.Contains(info, "cluster_enabled:1"), nil
 }
 
 // hideSecret removes from msg whatever raw holds before its last '@' (the
@@ -104,21 +146,38 @@ func hideSecret(msg, raw string) string {
 // connect opens the --redis URL and checks that it answers. With a wait
 // (work's --redis-wait), a Redis that is not up yet (refused, unreachable,
 // still loading its data) is asked again with back-off until the wait is
-// over, and each try says so on stderr.
-func connect(c *cli.Context) (*redis.Client, error) {
+// over, and each try says so on stderr. A server that turns out to be a
+// node of a Redis Cluster is reopened as the cluster, whose other nodes
+// it tells the client.
+func connect(c *cli.Context) (redis.UniversalClient, error) {
 	u, err := parseRedisURL(c.String("redis"))
 	if err != nil {
 		return nil, err
 	}
 	u.opt.MaxRetries = 3
-	rdb := redis.NewClient(u.opt)
+	rdb := u.client()
 	wait := c.Duration("redis-wait") // 0 for commands without the flag
 	deadline := time.Now().Add(wait)
 	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 5*time.Second) {
 		ctx, cancel := context.WithTimeout(c.Context, 5*time.Second)
 		err = rdb.Ping(ctx).Err()
+		if _, single := rdb.(*redis.Client); err == nil && single {
+			var on bool
+			if on, err = clusterEnabled(ctx, rdb); err == nil && on {
+				if u.opt.DB != 0 {
+					cancel()
+					rdb.Close()
+					return nil, fmt.Errorf("--redis %s: the server is a Redis Cluster node, and a cluster has only database 0", u.shown)
+				} else {
+					rdb.Close()
+					rdb = u.cluster()
+					err = rdb.Ping(ctx).Err()
+				}
+			}
+		}
 		cancel()
 		if err == nil {
+			nameDialErrors(rdb)
 			return rdb, nil
 		}
 		if !retryable(err) || !time.Now().Add(delay).Before(deadline) || c.Context.Err() != nil {
@@ -145,6 +204,40 @@ func connect(c *cli.Context) (*redis.Client, error) {
 	return nil, fmt.Errorf("cannot reach Redis at %s (--redis): %v%s", u.shown, err, hint)
 }
 
+// nameDialErrors makes every later failure to connect to a Redis server
+// (a node of a cluster, or the one server) say that it is Redis, and at
+// which address: a worker's warnings while a master is down then read
+// "Redis at 10.0.0.3:6379 is unreachable: dial tcp …: connection refused".
+func nameDialErrors(rdb redis.UniversalClient) {
+	if cluster, ok := rdb.(*redis.ClusterClient); ok {
+		cluster.OnNewNode(func(node *redis.Client) { node.AddHook(dialNamer{}) })
+		cluster.ForEachShard(context.Background(), func(_ context.Context, node *redis.Client) error {
+			node.AddHook(dialNamer{})
+			return nil
+		})
+		return
+	}
+	rdb.AddHook(dialNamer{})
+}
+
+type dialNamer struct{}
+
+func (dialNamer) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		if err != nil {
+			return nil, fmt.Errorf("Redis at %s is unreachable: %w", addr, err)
+		}
+		return conn, nil
+	}
+}
+
+func (dialNamer) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (dialNamer) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
 // retryable: errors of a Redis that is not up yet, not of a wrong URL or password.
 func retryable(err error) bool {
 	var ne net.Error
@@ -155,12 +248,12 @@ func retryable(err error) bool {
 // connectOrEmbed uses --redis when it was given (flag or environment),
 // and otherwise starts an in-process Redis (miniredis) that lives as long
 // as this command.
-func connectOrEmbed(c *cli.Context) (*redis.Client, func(), error) {
+func connectOrEmbed(c *cli.Context) (redis.UniversalClient, func(), error) {
 	return connectOrEmbedIf(c, c.IsSet("redis"))
 }
 
 // connectOrEmbedIf uses --redis when useRedis, else an embedded Redis.
-func connectOrEmbedIf(c *cli.Context, useRedis bool) (*redis.Client, func(), error) {
+func connectOrEmbedIf(c *cli.Context, useRedis bool) (redis.UniversalClient, func(), error) {
 	if useRedis {
 		rdb, err := connect(c)
 		if err != nil {

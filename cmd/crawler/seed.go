@@ -88,7 +88,7 @@ func checkSeedFlags(c *cli.Context) error {
 // settingsFromFlags starts from the crawl's stored settings when it exists
 // (so a plain 'seed URL' adds to it), else from the defaults, and applies
 // the flags that were given.
-func settingsFromFlags(c *cli.Context, rdb *redis.Client, k crawl.Keys) (crawl.Settings, error) {
+func settingsFromFlags(c *cli.Context, rdb redis.UniversalClient, k crawl.Keys) (crawl.Settings, error) {
 	s, err := crawl.LoadSettings(c.Context, rdb, k)
 	if err != nil {
 		s = crawl.DefaultSettings()
@@ -176,7 +176,7 @@ const seedBatch = 10_000
 // maxBadLines is how many unusable lines are quoted; the rest are counted.
 const maxBadLines = 10
 
-func runSeed(c *cli.Context, rdb *redis.Client) error {
+func runSeed(c *cli.Context, rdb redis.UniversalClient) error {
 	k := crawl.KeysFor(c.String("crawl"))
 	s, err := settingsFromFlags(c, rdb, k)
 	if err != nil {

@@ -121,7 +121,7 @@ func workerID(c *cli.Context) string {
 	return fmt.Sprintf("%s:%d", host, os.Getpid())
 }
 
-func runWork(c *cli.Context, rdb *redis.Client, exitWhenDone bool) error {
+func runWork(c *cli.Context, rdb redis.UniversalClient, exitWhenDone bool) error {
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	prog := &progress{out: c.App.ErrWriter, tty: isTerminal(c.App.ErrWriter)}
@@ -350,7 +350,7 @@ func crawlCommand() *cli.Command {
 }
 
 // firstReasons says why the first records of the crawl were not fetched.
-func firstReasons(c *cli.Context, rdb *redis.Client, n int) string {
+func firstReasons(c *cli.Context, rdb redis.UniversalClient, n int) string {
 	var why []string
 	msgs, _ := rdb.XRangeN(context.WithoutCancel(c.Context), crawl.KeysFor(c.String("crawl")).Results, "-", "+", int64(n)).Result()
 	for _, m := range msgs {

@@ -33,8 +33,10 @@ func (c *Cluster) Addrs() []string {
 // RealCluster starts a cluster of `masters` nodes and stops them (by PID)
 // at cleanup. It needs redis-server and redis-cli (Debian: redis-server
 // pulls in redis-tools); missing, it skips, or fails with
-// CRAWLER_REQUIRE_REDIS=1.
-func RealCluster(t testing.TB, masters int) *Cluster {
+// CRAWLER_REQUIRE_REDIS=1. extra are more redis-server arguments for
+// every node (say, "--appendonly", "yes" for a node that keeps its data
+// through Crash and Restart).
+func RealCluster(t testing.TB, masters int, extra ...string) *Cluster {
 	t.Helper()
 	bin, err := Binary()
 	var cli string
@@ -49,7 +51,7 @@ func RealCluster(t testing.TB, masters int) *Cluster {
 	}
 	c := &Cluster{}
 	for i := 0; i < masters; i++ {
-		c.Nodes = append(c.Nodes, startClusterNode(t, bin))
+		c.Nodes = append(c.Nodes, startClusterNode(t, bin, extra...))
 	}
 	args := append([]string{"--cluster", "create"}, c.Addrs()...)
 	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
@@ -64,15 +66,15 @@ func RealCluster(t testing.TB, masters int) *Cluster {
 
 // startClusterNode starts one node; its cluster bus gets a free port of
 // its own (port+10000, Redis's default, may be out of range or taken).
-func startClusterNode(t testing.TB, bin string) *Server {
+func startClusterNode(t testing.TB, bin string, extra ...string) *Server {
 	t.Helper()
 	return startFree(t, bin, func(dir string) []string {
 		bus, err := freePort()
 		if err != nil {
 			t.Fatal(err)
 		}
-		return []string{"--cluster-enabled", "yes", "--cluster-port", fmt.Sprint(bus),
-			"--cluster-config-file", filepath.Join(dir, "nodes.conf"), "--cluster-node-timeout", "2000"}
+		return append([]string{"--cluster-enabled", "yes", "--cluster-port", fmt.Sprint(bus),
+			"--cluster-config-file", filepath.Join(dir, "nodes.conf"), "--cluster-node-timeout", "2000"}, extra...)
 	})
 }
 

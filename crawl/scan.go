@@ -1,0 +1,61 @@
+package crawl
+
+import (
+	"context"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// scanKeys calls fn with every key matching pattern, in batches. A
+// Redis Cluster is scanned master by master (SCAN sees one node's keys),
+// one master at a time, so fn need not be safe for concurrent use.
+func scanKeys(ctx context.Context, c redis.UniversalClient, pattern string, fn func([]string) error) error {
+	scan := func(ctx context.Context, node redis.UniversalClient) error {
+		iter := node.Scan(ctx, 0, pattern, 1000).Iterator()
+		var batch []string
+		for iter.Next(ctx) {
+			if batch = append(batch, iter.Val()); len(batch) == 500 {
+				if err := fn(batch); err != nil {
+					return err
+				}
+				batch = batch[:0]
+			}
+		}
+		if err := iter.Err(); err != nil {
+			return err
+		}
+		if len(batch) > 0 {
+			return fn(batch)
+		}
+		return nil
+	}
+	cluster, ok := c.(*redis.ClusterClient)
+	if !ok {
+		return scan(ctx, c)
+	}
+	var mu sync.Mutex // ForEachMaster runs its calls at once
+	return cluster.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return scan(ctx, node)
+	})
+}
+
+// unlink deletes keys, one UNLINK each in one pipeline: on a Cluster the
+// keys of a batch live in many slots, which one multi-key UNLINK refuses.
+func unlink(ctx context.Context, c redis.UniversalClient, keys []string) (int, error) {
+	pipe := c.Pipeline()
+	cmds := make([]*redis.IntCmd, len(keys))
+	for i, k := range keys {
+		cmds[i] = pipe.Unlink(ctx, k)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, cmd := range cmds {
+		n += int(cmd.Val())
+	}
+	return n, nil
+}
