@@ -32,25 +32,43 @@ var ErrFenced = errors.New("fence: write fenced off by a newer epoch")
 //go:embed fence.lua
 var fenceSrc string
 
+//go:embed raise.lua
+var raiseSrc string
+
 // Script is a Lua script whose body runs only for a writer whose epoch is
 // the current one. The body's own keys start at KEYS[2] and its arguments
 // at ARGV[2]: KEYS[1] is the epoch counter and ARGV[1] the writer's epoch.
 type Script struct {
-	s *redis.Script
+	s, raise *redis.Script
 }
 
 // NewScript wraps body with the fencing check.
 func NewScript(body string) *Script {
-	return &Script{s: redis.NewScript(fenceSrc + "\n" + body)}
+	return &Script{s: redis.NewScript(fenceSrc + "\n" + body), raise: redis.NewScript(raiseSrc + "\n" + body)}
 }
 
 // Run runs the script as the writer with the given epoch, against the
 // epoch counter at epochKey. A stale epoch yields an error that wraps
 // ErrFenced, and the body does not run.
 func (f *Script) Run(ctx context.Context, c redis.Scripter, epochKey string, epoch int64, keys []string, args ...any) (any, error) {
-	allKeys := append([]string{epochKey}, keys...)
+	return f.run(ctx, f.s, c, epochKey, epoch, keys, args)
+}
+
+// RunRaising runs the script as the writer with the given epoch where the
+// epoch counter is out of reach (another hash slot of a Redis Cluster):
+// against fenceKey, in the script's own slot, which keeps the highest epoch
+// that ran the script there. A lower epoch is refused (ErrFenced); a higher
+// one raises it. A replaced leader is so fenced off from each slot as soon
+// as its successor has written there — not at once everywhere, as Run's
+// check against the counter does; each slot's writes stay ordered.
+func (f *Script) RunRaising(ctx context.Context, c redis.Scripter, fenceKey string, epoch int64, keys []string, args ...any) (any, error) {
+	return f.run(ctx, f.raise, c, fenceKey, epoch, keys, args)
+}
+
+func (f *Script) run(ctx context.Context, s *redis.Script, c redis.Scripter, key string, epoch int64, keys []string, args []any) (any, error) {
+	allKeys := append([]string{key}, keys...)
 	allArgs := append([]any{epoch}, args...)
-	res, err := f.s.Run(ctx, c, allKeys, allArgs...).Result()
+	res, err := s.Run(ctx, c, allKeys, allArgs...).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		if msg, ok := strings.CutPrefix(err.Error(), "FENCED "); ok {
 			return nil, fmt.Errorf("%w: %s", ErrFenced, msg)

@@ -20,6 +20,10 @@ type Outcome struct {
 	Record   []byte // result record (JSON) for the results stream; nil for none
 	Failed   string // reason to keep the item on the failed list; "" for none
 	Fetched  bool   // a page was fetched (counts against the page budget)
+	// Offered is how many of the page's links an earlier Offer (to the
+	// shards of their hosts, by Shards) found new: the record's new_links
+	// counts them with those the exchange queues.
+	Offered int
 }
 
 // counters are the stats fields the outcome bumps, comma-separated.
@@ -150,8 +154,7 @@ func (f *Frontier) exchange(ctx context.Context, done []Finished, back []*Lease,
 	for i := range ids {
 		ids[i] = f.leaseID()
 	}
-	keys := []string{f.keys.Queues, f.keys.Ready, f.keys.Leases, f.keys.Stats, f.keys.Failed, f.keys.Results, f.keys.DoneFlag,
-		f.keys.Counter(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Config, f.keys.HostPages, f.keys.Lengths}
+	keys := f.exchangeKeys()
 	// The links may take several calls (dedup.ExecBatch); the call for
 	// links [start, end) gets these arguments, flags being the answers for
 	// the links before start.
@@ -165,7 +168,7 @@ func (f *Frontier) exchange(ctx context.Context, done []Finished, back []*Lease,
 		for d, x := range done {
 			lo, hi := max(offset[d], start), min(offset[d+1], end)
 			da := doneArgs{member: x.Lease.Member(), stat: x.Outcome.counters(), record: string(x.Outcome.Record),
-				fetched: x.Outcome.Fetched, first: lo - start + 1, links: max(hi-lo, 0)}
+				fetched: x.Outcome.Fetched, first: lo - start + 1, links: max(hi-lo, 0), counted: x.Outcome.Offered}
 			if x.Outcome.Failed != "" {
 				da.failed = x.Lease.failedEntry(x.Outcome.Failed)
 			}
@@ -182,18 +185,59 @@ func (f *Frontier) exchange(ctx context.Context, done []Finished, back []*Lease,
 		return a.encode()
 	}
 	flags, tail, err := f.seen.ExecBatch(ctx, exchangeScript, urls, payload, keys, args)
+	if err = f.counted(tail, err); err != nil {
+		return Exchanged{}, nil, err
+	}
+	return f.readReply(flags, tail, offset, ids)
+}
+
+// exchangeKeys are exchange.lua's keys after the Bloom filter's.
+func (f *Frontier) exchangeKeys() []string {
+	return []string{f.keys.Queues, f.keys.Ready, f.keys.Leases, f.keys.Stats, f.keys.Failed, f.keys.Results, f.keys.DoneFlag,
+		f.keys.Counter(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Config, f.keys.HostPages, f.keys.Lengths}
+}
+
+// counted reads what exchange.lua's guard said of an exchange (f.xmu
+// held): refused because the crawl is gone or Redis lost this process's
+// exchanges, or counted as one more.
+func (f *Frontier) counted(tail []any, err error) error {
 	if errors.Is(err, dedup.ErrRefused) && len(tail) == 1 {
 		if tail[0] == replyGone {
-			return Exchanged{}, nil, ErrGone
+			return ErrGone
 		}
 		f.exchanges, _ = tail[0].(int64) // from now on, Redis's count is the truth
-		return Exchanged{}, nil, ErrRolledBack
+		return ErrRolledBack
 	}
 	if err != nil {
-		return Exchanged{}, nil, fmt.Errorf("frontier: exchange: %w", err)
+		return fmt.Errorf("frontier: exchange: %w", err)
 	}
 	f.exchanges++
-	return f.readReply(flags, tail, offset, ids)
+	return nil
+}
+
+// Offer marks links seen and queues the new ones, and reports which were
+// new: the links of pages whose leases live in another shard (Shards), sent
+// before those pages' own exchange so that a crash between the two loses
+// nothing. It is an exchange with no lease to end and nothing to pop, and
+// counts as one, so that a rollback of this shard is noticed here too.
+func (f *Frontier) Offer(ctx context.Context, links []Item) ([]bool, error) {
+	if len(links) == 0 {
+		return nil, nil
+	}
+	urls, payload, err := backEntries(links)
+	if err != nil {
+		return nil, err
+	}
+	f.xmu.Lock()
+	defer f.xmu.Unlock()
+	args := func(_, _ int, _ []bool, last bool) []any {
+		return exchangeArgs{expect: f.exchanges, count: last}.encode()
+	}
+	flags, tail, err := f.seen.ExecBatch(ctx, exchangeScript, urls, payload, f.exchangeKeys(), args)
+	if err = f.counted(tail, err); err != nil {
+		return nil, err
+	}
+	return flags, nil
 }
 
 // readReply reads exchange.lua's reply after the links' flags: a held

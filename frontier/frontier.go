@@ -48,7 +48,12 @@ type Keys struct {
 	HostPages string
 	// Counters is the prefix of the processes' exchange counters (Counter).
 	Counters string
-	// Config is the crawl's settings hash (written by crawl.Seed): the
+	// Fence, for a shard other than the first, keeps the highest epoch of
+	// a scheduler that swept it (fence.Script.RunRaising); "" for the
+	// first shard, whose sweeps are fenced by the leader's epoch counter.
+	Fence string
+	// Config is the crawl's settings hash (written by crawl.Seed), or for
+	// a shard other than the first a marker of the crawl in that shard: the
 	// crawl exists while it does. Scripts that write refuse when it is
 	// missing (ErrGone), so a reset crawl is not brought back piecemeal.
 	Config string
@@ -67,9 +72,25 @@ func (k Keys) Queue(host string) string { return k.Queues + host }
 // can clash with it.)
 func (k Keys) Wake() string { return k.Queues + "wake" }
 
+// KeysForShard returns the keys of shard s of crawl name's frontier.
+// Shard 0's are KeysFor(name)'s, so a crawl of one shard is laid out as
+// crawls were before shards; shard s > 0 lives under its own hash tag
+// crawl:{name/s}, which a Redis Cluster may place on any master. (A crawl
+// name has no '/', so no other crawl's keys can take that form.)
+func KeysForShard(name string, s int) Keys {
+	if s == 0 {
+		return KeysFor(name)
+	}
+	p := "crawl:{" + name + "/" + strconv.Itoa(s) + "}:"
+	k := keysUnder(p)
+	k.Config, k.Fence = p+"exists", p+"fence"
+	return k
+}
+
 // KeysFor returns the keys of crawl name under crawl:{name}.
-func KeysFor(name string) Keys {
-	p := "crawl:{" + name + "}:"
+func KeysFor(name string) Keys { return keysUnder("crawl:{" + name + "}:") }
+
+func keysUnder(p string) Keys {
 	return Keys{Queues: p + "queue:", Lengths: p + "lengths", Counters: p + "counter:", Ready: p + "ready", Leases: p + "leases", Deferred: p + "deferred",
 		Failed: p + "failed", Workers: p + "workers", Stats: p + "stats", Results: p + "results", DoneFlag: p + "done",
 		Config: p + "config", HostPages: p + "hostpages"}
@@ -322,6 +343,8 @@ type Sweep struct {
 	// NextDeferred is when the next deferred item is due (-1: none): the
 	// scheduler sweeps again then.
 	NextDeferred time.Duration
+	empty        bool  // nothing queued, leased or deferred in this shard
+	enqueued     int64 // URLs ever queued at the back of this shard's queues
 }
 
 // Schedule is the leader's sweep, fenced by its epoch: due deferred items
@@ -330,10 +353,21 @@ type Sweep struct {
 // (fence.ErrFenced). epochKey is the scheduler lock's epoch counter
 // (leader.EpochKey).
 func (f *Frontier) Schedule(ctx context.Context, epochKey string, epoch int64, maxAttempts, limit int, pageBudget int64) (Sweep, error) {
-	res, err := scheduleScript.Run(ctx, f.c, epochKey, epoch,
+	return f.schedule(ctx, epochKey, epoch, maxAttempts, limit, pageBudget, true)
+}
+
+// schedule is the sweep; alone says this frontier is the whole crawl and
+// so may set the done flag itself (else Shards decides, over all shards).
+// A shard with a Fence key is fenced there (RunRaising).
+func (f *Frontier) schedule(ctx context.Context, epochKey string, epoch int64, maxAttempts, limit int, pageBudget int64, alone bool) (Sweep, error) {
+	run := scheduleScript.Run
+	if f.keys.Fence != "" {
+		run, epochKey = scheduleScript.RunRaising, f.keys.Fence
+	}
+	res, err := run(ctx, f.c, epochKey, epoch,
 		[]string{f.keys.Queues, f.keys.Ready, f.keys.Leases, f.keys.Deferred, f.keys.Failed, f.keys.Stats, f.keys.DoneFlag, f.keys.Workers,
 			f.keys.Config, f.keys.Results, f.keys.Lengths},
-		maxAttempts, limit, failedCap, pageBudget, WorkerForgetAfter.Milliseconds(), resultsCap)
+		maxAttempts, limit, failedCap, pageBudget, WorkerForgetAfter.Milliseconds(), resultsCap, flag(alone))
 	if err != nil && strings.HasPrefix(err.Error(), "GONE") {
 		return Sweep{}, ErrGone
 	}
@@ -341,12 +375,13 @@ func (f *Frontier) Schedule(ctx context.Context, epochKey string, epoch int64, m
 		return Sweep{}, fmt.Errorf("frontier: schedule: %w", err)
 	}
 	v, _ := res.([]any)
-	if len(v) != 5 {
+	if len(v) != 7 {
 		return Sweep{}, fmt.Errorf("frontier: schedule: unexpected reply %v", res)
 	}
 	n := func(x any) int { i, _ := x.(int64); return int(i) }
+	enq, _ := v[6].(int64)
 	return Sweep{Released: n(v[0]), Reclaimed: n(v[1]), Failed: n(v[2]), CrawlOver: n(v[3]) == 1,
-		NextDeferred: time.Duration(n(v[4])) * time.Millisecond}, nil
+		NextDeferred: time.Duration(n(v[4])) * time.Millisecond, empty: n(v[5]) == 1, enqueued: enq}, nil
 }
 
 // WorkerForgetAfter is how long a worker that stopped being alive stays in

@@ -9,7 +9,7 @@
 if redis.call('EXISTS', KEYS[3]) == 0 then return -1 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
+if ARGV[1] ~= '' then redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1]) end -- '': leases only (Shards)
 local n = 0
 for i = 3, #ARGV do
   n = n + redis.call('ZADD', KEYS[1], 'XX', 'CH', now + tonumber(ARGV[2]), ARGV[i])

@@ -12,8 +12,13 @@
 -- and the sweep is refused with a GONE error before any write
 -- ARGV[2] max attempts   ARGV[3] most entries per sweep   ARGV[4] failed list cap
 -- ARGV[5] page budget (0: none)   ARGV[6] forget workers this long after they stopped being alive (ms)
+-- ARGV[8] '1': this is the crawl's only shard, and the sweep decides
+--   whether the crawl is done; '0': a shard of several, whose sweep only
+--   reports whether it is empty (Shards decides, over all of them)
 -- Returns {released, reclaimed, failed, done, ms until the next deferred
--- item is due (-1: none)}. done is 1 once nothing is
+-- item is due (-1: none), empty (1: nothing queued, leased or deferred),
+-- enqueued (URLs ever queued at the back: a shard's work can only come
+-- back through that counter)}. done is 1 once nothing is
 -- queued, in flight or deferred (or the page budget is spent and nothing is
 -- in flight); the flag is set in the same atomic step as the check.
 if redis.call('EXISTS', KEYS[10]) == 0 then return redis.error_reply('GONE the crawl was reset') end
@@ -70,8 +75,12 @@ end
 fr_push_front(Q, back, now)
 redis.call('ZREMRANGEBYSCORE', KEYS[9], '-inf', now - tonumber(ARGV[6]))
 
+local empty = 0
+if redis.call('ZCARD', leases) == 0 and fr_queued(Q) == 0 and redis.call('ZCARD', deferred) == 0 then empty = 1 end
 local done = 0
-if redis.call('ZCARD', leases) == 0 and ((fr_queued(Q) == 0 and redis.call('ZCARD', deferred) == 0) or spent) then
+if ARGV[8] ~= '1' then
+  done = redis.call('EXISTS', KEYS[8])
+elseif redis.call('ZCARD', leases) == 0 and ((fr_queued(Q) == 0 and redis.call('ZCARD', deferred) == 0) or spent) then
   if spent then
     -- URLs waiting for a retry will never be fetched: each ends with a
     -- failed record, so that none goes without one.
@@ -101,4 +110,4 @@ end
 local nxt = redis.call('ZRANGE', deferred, 0, 0, 'WITHSCORES')
 local due_in = -1
 if #nxt == 2 then due_in = math.max(0, tonumber(nxt[2]) - now) end
-return {released, reclaimed, failed, done, due_in}
+return {released, reclaimed, failed, done, due_in, empty, tonumber(redis.call('HGET', stats, 'enqueued') or '0')}
