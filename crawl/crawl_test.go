@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"errors"
 	"math"
 	"net/url"
@@ -57,16 +58,24 @@ func fastOptions(id string) crawl.Options {
 }
 
 // Two workers crawl the whole test site: every URL of /_truth is fetched,
-// nothing disallowed is, no URL twice (a flaky one twice), and both exit when done.
+// nothing disallowed is, no URL twice (a flaky one twice), and both exit
+// when done; status, export and reset see all of it. On one shard, and on
+// three (links crossing shards, completion decided over two sweeps).
 func TestTwoWorkersCrawlTheSite(t *testing.T) {
+	for _, shards := range []int{1, 3} {
+		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) { twoWorkersCrawlTheSite(t, shards) })
+	}
+}
+
+func twoWorkersCrawlTheSite(t *testing.T, shards int) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
-		site, err := testsite.Start(testsite.Config{Hosts: 2, Pages: 60, Port: 0, ListenBase: "127.0.0.10"})
+		site, err := testsite.Start(testsite.Config{Hosts: 4, Pages: 30, Port: 0, ListenBase: "127.0.0.10"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer site.Close()
 		set := crawl.DefaultSettings()
-		set.Rate, set.AllowPrivate, set.ExpectedURLs = math.Inf(1), true, 10000
+		set.Rate, set.AllowPrivate, set.ExpectedURLs, set.Shards = math.Inf(1), true, 10000, shards
 		seedSite(t, s, site, "site", set)
 
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -25,7 +25,7 @@ import (
 // page and gives the unstarted URLs back to the front of their queues.
 type exchanger struct {
 	c            redis.UniversalClient
-	fr           *frontier.Frontier
+	fr           *frontier.Shards
 	known        *known
 	held         *sync.Map // lease id -> *frontier.Lease: what the heartbeat renews
 	out          *recordWriter
@@ -114,7 +114,7 @@ func (x *exchanger) close() { close(x.entries) }
 func (x *exchanger) run(stop, work context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	x.sub = x.c.Subscribe(work, x.fr.Keys().Wake())
+	x.sub = x.c.Subscribe(work, x.fr.Wakes()...)
 	defer x.sub.Close()
 	x.wakeCh = x.sub.Channel()
 	for {
@@ -167,6 +167,7 @@ func (x *exchanger) await(stop context.Context, stopping bool, timer *time.Timer
 	case <-x.bell:
 		x.p.bell()
 	case m := <-x.wakeCh:
+		x.fr.Woken(m.Channel)
 		x.p.wake(m.Payload, int(x.waiting.Load()))
 	case <-stopCh:
 	case <-timer.C:
@@ -176,7 +177,8 @@ func (x *exchanger) await(stop context.Context, stopping bool, timer *time.Timer
 // call makes the exchange c, decided at now, and hands out what it
 // brought. It returns false to give up.
 func (x *exchanger) call(work context.Context, now time.Time, c call) bool {
-	batch := x.pending[:min(c.send, len(x.pending))]
+	batch, rest := x.oneShard(c.send)
+	c.send = len(batch)
 	// Never cancelled by the stop: an exchange cut off halfway could leave
 	// popped URLs leased to nobody until their lease expires.
 	ctx, cancel := context.WithTimeout(work, 30*time.Second)
@@ -220,7 +222,7 @@ func (x *exchanger) call(work context.Context, now time.Time, c call) bool {
 		x.held.Delete(e.page.Lease.ID)
 		x.recorded(sent[i], e.rec, res.Queued[i])
 	}
-	x.pending = append(x.pending[:0], x.pending[len(batch):]...)
+	x.pending = rest
 	for _, l := range res.Popped {
 		x.held.Store(l.ID, l)
 		x.known.add(l.Item.URL)        // a URL handed out is seen: links to it need no Redis work
@@ -230,6 +232,28 @@ func (x *exchanger) call(work context.Context, now time.Time, c call) bool {
 		x.crawlDone() // finished (or the page budget spent: what was popped goes back)
 	}
 	return true
+}
+
+// oneShard splits the pending entries: up to n whose leases end in the
+// shard of the oldest (an exchange ends leases of one shard, atomically),
+// and the rest, in order. With one shard, the first n and the rest.
+func (x *exchanger) oneShard(n int) (batch, rest []entry) {
+	home := -1
+	for _, e := range x.pending {
+		l := e.back
+		if l == nil {
+			l = e.page.Lease
+		}
+		if home < 0 {
+			home = x.fr.Home(l)
+		}
+		if len(batch) < n && x.fr.Home(l) == home {
+			batch = append(batch, e)
+		} else {
+			rest = append(rest, e)
+		}
+	}
+	return batch, rest
 }
 
 // exchange sends a batch. Links this worker already knows are seen are

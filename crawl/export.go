@@ -35,39 +35,57 @@ func Export(ctx context.Context, c redis.UniversalClient, name string, out io.Wr
 		return rep, err
 	}
 	k := KeysFor(name)
-	if n, err := c.Exists(ctx, k.Config).Result(); err != nil || n == 0 {
-		if err == nil {
-			err = fmt.Errorf("%w %q (run 'crawler seed' first, or check --crawl)", ErrNoCrawl, name)
-		}
+	set, err := LoadSettings(ctx, c, k)
+	if err != nil {
 		return rep, err
 	}
-	last := "0"
+	// Each shard has its stream; each is read in order, shard after shard.
+	last := make([]string, set.Shards)
+	for i := range last {
+		last[i] = "0"
+	}
 	for {
-		n, err := exportFrom(ctx, c, k.Results, &last, out)
-		rep.Written += n
-		if err != nil {
-			return rep, err
+		for i := range last {
+			n, err := exportFrom(ctx, c, k.Shard(i).Results, &last[i], out)
+			rep.Written += n
+			if err != nil {
+				return rep, err
+			}
 		}
-		// Caught up? One transaction reads the count of records ever added,
-		// the newest id and the done flag, so that none slips between.
-		pipe := c.TxPipeline()
-		total := pipe.HGet(ctx, k.Frontier.Stats, "records")
-		newest := pipe.XRevRangeN(ctx, k.Results, "+", "-", 1)
-		done := pipe.Exists(ctx, k.DoneFlag)
-		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		// Caught up? The done flag first: records are all added before it
+		// is set, so if it was set, the newest ids read after it are the
+		// last ones. Then each shard's count of records ever added and its
+		// newest id, read together.
+		done, err := c.Exists(ctx, k.DoneFlag).Result()
+		if err != nil {
 			return rep, fmt.Errorf("crawl: export: %w", err)
 		}
-		if ids := newest.Val(); len(ids) > 0 && ids[0].ID != last {
-			continue // records came meanwhile
+		caughtUp, added := true, int64(0)
+		for i := range last {
+			pipe := c.TxPipeline()
+			total := pipe.HGet(ctx, k.Shard(i).Stats, "records")
+			newest := pipe.XRevRangeN(ctx, k.Shard(i).Results, "+", "-", 1)
+			if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+				return rep, fmt.Errorf("crawl: export: %w", err)
+			}
+			if ids := newest.Val(); len(ids) > 0 && ids[0].ID != last[i] {
+				caughtUp = false // records came meanwhile
+			}
+			n, _ := strconv.ParseInt(total.Val(), 10, 64)
+			added += n
 		}
-		added, _ := strconv.ParseInt(total.Val(), 10, 64)
+		if !caughtUp {
+			continue
+		}
 		rep.Trimmed = max(added-rep.Written, 0)
-		if !follow || done.Val() == 1 || ctx.Err() != nil {
+		if !follow || done == 1 || ctx.Err() != nil {
 			return rep, nil
 		}
 		// Wait for the next record (the done flag is looked at again at
-		// least once a second).
-		_, err = c.XRead(ctx, &redis.XReadArgs{Streams: []string{k.Results, last}, Count: 1, Block: time.Second}).Result()
+		// least once a second). One blocking read cannot span the shards'
+		// slots: with several, the first shard's stream is waited on, and
+		// the others are read at least once a second.
+		_, err = c.XRead(ctx, &redis.XReadArgs{Streams: []string{k.Results, last[0]}, Count: 1, Block: time.Second}).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			if ctx.Err() != nil {
 				return rep, nil

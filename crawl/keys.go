@@ -3,6 +3,7 @@ package crawl
 import (
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/redcrawl/crawler/frontier"
 )
@@ -59,8 +60,22 @@ func KeysFor(name string) Keys {
 func (k Keys) RatePrefix() string   { return "crawl:" + k.Name + ":rate:" }
 func (k Keys) RobotsPrefix() string { return "crawl:" + k.Name + ":robots:" }
 
+// Shard are the frontier keys of shard i (frontier.KeysForShard): shard
+// 0's are k.Frontier.
+func (k Keys) Shard(i int) frontier.Keys { return frontier.KeysForShard(k.Name, i) }
+
+// SeenOf is the Bloom filter of shard i: a host's URLs are deduplicated in
+// its shard, beside its queue. Shard 0's is k.Seen.
+func (k Keys) SeenOf(i int) string {
+	if i == 0 {
+		return k.Seen
+	}
+	return "crawl:{" + k.Name + "/" + strconv.Itoa(i) + "}:seen"
+}
+
 // Patterns match every key of the crawl and no other crawl's, for reset
-// (SCAN MATCH); see CheckName.
+// (SCAN MATCH); see CheckName: with no '/' in a name, "{NAME/" starts only
+// this crawl's shards.
 func (k Keys) Patterns() []string {
-	return []string{"crawl:{" + k.Name + "}:*", "crawl:" + k.Name + ":*"}
+	return []string{"crawl:{" + k.Name + "}:*", "crawl:{" + k.Name + "/*", "crawl:" + k.Name + ":*"}
 }

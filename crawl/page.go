@@ -39,7 +39,7 @@ type pipeline struct {
 	fetcher     *fetch.Fetcher
 	robots      *politeness.Robots
 	limiter     *politeness.Limiter
-	fr          *frontier.Frontier
+	fr          *frontier.Shards
 	held        *sync.Map
 	scope       *atomic.Pointer[parse.Scope]
 	counters    *Counters

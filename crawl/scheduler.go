@@ -18,7 +18,7 @@ import (
 // nothing is left), each sweep a fenced script under its epoch.
 type scheduler struct {
 	c           redis.UniversalClient
-	fr          *frontier.Frontier
+	fr          *frontier.Shards
 	elector     *leader.Elector
 	cfg         leader.Config
 	every       time.Duration // sweep at least this often
@@ -62,7 +62,7 @@ func (sc *scheduler) run(stop, work context.Context) {
 // an exchange reports nothing queued or held ("drained": the crawl may be
 // over), until the leadership or the worker ends.
 func (sc *scheduler) lead(stop context.Context, l *leader.Leadership) {
-	sub := sc.c.Subscribe(l.Context(), sc.fr.Keys().Wake())
+	sub := sc.c.Subscribe(l.Context(), sc.fr.Wakes()...)
 	defer sub.Close()
 	msgs := sub.Channel()
 	timer := time.NewTimer(sc.every)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/url"
 
-	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redis/go-redis/v9"
 )
@@ -37,7 +36,7 @@ type SeedOptions struct {
 type Seeder struct {
 	c      redis.UniversalClient
 	k      Keys
-	fr     *frontier.Frontier
+	fr     *frontier.Shards
 	o      SeedOptions
 	given  map[[16]byte]struct{}
 	hosts  map[string]struct{} // already in the scope set
@@ -53,11 +52,11 @@ func NewSeeder(ctx context.Context, c redis.UniversalClient, k Keys, s Settings,
 	if _, err := StoreSettings(ctx, c, k, s); err != nil {
 		return nil, err
 	}
-	seen, err := dedup.Open(ctx, c, k.Seen, s.bloom())
+	fr, err := openShards(ctx, c, k, s, true)
 	if err != nil {
 		return nil, err
 	}
-	return &Seeder{c: c, k: k, fr: frontier.New(c, k.Frontier, seen), o: o,
+	return &Seeder{c: c, k: k, fr: fr, o: o,
 		given: map[[16]byte]struct{}{}, hosts: map[string]struct{}{}}, nil
 }
 
@@ -113,8 +112,10 @@ func (sd *Seeder) add(ctx context.Context, seeds []*url.URL, kind string) error 
 	}
 	sd.report.Queued += queued
 	if queued > 0 {
-		if err := sd.c.Del(ctx, sd.k.DoneFlag).Err(); err != nil {
-			return fmt.Errorf("crawl: seed: %w", err)
+		for _, f := range sd.fr.All() { // the crawl is not over: every shard's flag says so
+			if err := sd.c.Del(ctx, f.Keys().DoneFlag).Err(); err != nil {
+				return fmt.Errorf("crawl: seed: %w", err)
+			}
 		}
 	}
 	return nil

@@ -60,7 +60,14 @@ type Settings struct {
 	// KeepTrackingParams keeps utm_*, gclid, fbclid and the like in URLs;
 	// by default they are removed (they name one page once per campaign).
 	KeepTrackingParams bool
+	// Shards splits the frontier by host over this many hash tags
+	// (frontier.Shards), so that a Redis Cluster spreads it over its
+	// masters; 1 keeps it in one, as on a single Redis.
+	Shards int
 }
+
+// MaxShards bounds Settings.Shards: each exchange may touch every shard.
+const MaxShards = 256
 
 // DefaultSettings: polite (1 request/s per host), host scope, no depth limit.
 func DefaultSettings() Settings {
@@ -68,7 +75,7 @@ func DefaultSettings() Settings {
 		UserAgent: "RedCrawl/0.1 (+https://github.com/redcrawl/crawler)", ExpectedURLs: 1_000_000, FPRate: 0.001,
 		RobotsGiveUp: 30 * time.Minute, KeepTypes: []string{"text/html", "application/xhtml+xml"},
 		MaxPathRepeat: 3, MaxPathDepth: 16, MaxQueryParams: 4, MaxURLLength: 1024, Sitemaps: true,
-		MaxPagesPerHost: 100_000}
+		MaxPagesPerHost: 100_000, Shards: 1}
 }
 
 // ErrSettings: settings that cannot run a crawl.
@@ -92,6 +99,11 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("%w: empty user agent", ErrSettings)
 	case s.RobotsGiveUp < time.Second:
 		return fmt.Errorf("%w: robots.txt give-up %v must be at least 1s", ErrSettings, s.RobotsGiveUp)
+	case s.Shards < 1 || s.Shards > MaxShards:
+		return fmt.Errorf("%w: shards %d: want 1 to %d", ErrSettings, s.Shards, MaxShards)
+	case s.Shards > 1 && s.MaxPages > 0:
+		return fmt.Errorf("%w: a page budget (max pages %d) is kept exactly on one shard only, for now: seed with --shards 1 or without the budget",
+			ErrSettings, s.MaxPages)
 	}
 	if _, err := s.Fields(); err != nil {
 		return fmt.Errorf("%w: %v", ErrSettings, err)
@@ -158,13 +170,14 @@ func (s Settings) fields() map[string]string {
 		"sitemaps": strconv.FormatBool(s.Sitemaps), "headers": strings.Join(s.Headers, "\n"),
 		"max_pages_per_host":   strconv.FormatInt(s.MaxPagesPerHost, 10),
 		"keep_tracking_params": strconv.FormatBool(s.KeepTrackingParams),
+		"shards":               strconv.Itoa(s.Shards),
 	}
 }
 
 // settingFields are the stored fields, in the order messages list them.
 var settingFields = []string{"scope", "max_depth", "max_pages", "rate", "burst", "user_agent", "expected_urls",
 	"fp_rate", "allow_private", "robots_give_up", "keep_types", "extract", "allow", "deny",
-	"max_path_repeat", "max_path_depth", "max_query_params", "max_url_length", "sitemaps", "headers", "max_pages_per_host", "keep_tracking_params"}
+	"max_path_repeat", "max_path_depth", "max_query_params", "max_url_length", "sitemaps", "headers", "max_pages_per_host", "keep_tracking_params", "shards"}
 
 // addedLater are fields that crawls seeded by an older RedCrawl lack: they
 // read as their default.
@@ -178,7 +191,8 @@ var addedLater = map[string]string{"robots_give_up": DefaultSettings().RobotsGiv
 	"headers":          "",
 	// Crawls seeded before the cap read as uncapped, as they ran.
 	"max_pages_per_host":   "0",
-	"keep_tracking_params": "false"}
+	"keep_tracking_params": "false",
+	"shards":               "1"}
 
 // flagFor names the seed flag of each field, for messages.
 var flagFor = map[string]string{
@@ -187,7 +201,7 @@ var flagFor = map[string]string{
 	"robots_give_up": "--robots-give-up", "keep_types": "--keep-types", "extract": "--extract",
 	"allow": "--allow", "deny": "--deny", "max_path_repeat": "--max-path-repeat", "max_path_depth": "--max-path-depth",
 	"max_query_params": "--max-query-params", "max_url_length": "--max-url-length", "sitemaps": "--sitemaps", "headers": "--header",
-	"max_pages_per_host": "--max-pages-per-host", "keep_tracking_params": "--keep-tracking-params",
+	"max_pages_per_host": "--max-pages-per-host", "keep_tracking_params": "--keep-tracking-params", "shards": "--shards",
 }
 
 func settingsFrom(m map[string]string) (Settings, error) {
@@ -231,6 +245,7 @@ func settingsFrom(m map[string]string) (Settings, error) {
 	s.MaxPathRepeat, s.MaxPathDepth = int(num("max_path_repeat")), int(num("max_path_depth"))
 	s.MaxQueryParams, s.MaxURLLength = int(num("max_query_params")), int(num("max_url_length"))
 	s.MaxPagesPerHost = num("max_pages_per_host")
+	s.Shards = int(num("shards"))
 	s.KeepTrackingParams, err = strconv.ParseBool(m["keep_tracking_params"])
 	errs = append(errs, err)
 	s.Sitemaps, err = strconv.ParseBool(m["sitemaps"])
@@ -399,6 +414,6 @@ func (s Settings) typed() map[string]any {
 		"robots_give_up_seconds": s.RobotsGiveUp.Seconds(), "keep_types": list(s.KeepTypes), "extract": list(s.Extract),
 		"allow": list(s.Allow), "deny": list(s.Deny), "max_path_repeat": s.MaxPathRepeat, "max_path_depth": s.MaxPathDepth,
 		"max_query_params": s.MaxQueryParams, "max_url_length": s.MaxURLLength, "sitemaps": s.Sitemaps,
-		"headers": list(s.Headers), "max_pages_per_host": s.MaxPagesPerHost, "keep_tracking_params": s.KeepTrackingParams,
+		"headers": list(s.Headers), "max_pages_per_host": s.MaxPagesPerHost, "keep_tracking_params": s.KeepTrackingParams, "shards": s.Shards,
 	}
 }

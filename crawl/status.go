@@ -55,18 +55,17 @@ func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Sta
 		return nil, err
 	}
 	st := &Status{Crawl: name, Settings: s, SettingsJSON: s.typed()}
-	seen, err := dedup.Attach(ctx, c, k.Seen)
+	fr, err := openShards(ctx, c, k, s, false)
 	if err != nil {
 		return nil, err
 	}
-	fr := frontier.New(c, k.Frontier, seen)
 	if st.Frontier, err = fr.Sizes(ctx); err != nil {
 		return nil, err
 	}
-	if st.Counters, err = readCounters(ctx, c, k); err != nil {
+	if st.Counters, err = readCounters(ctx, c, k, s.Shards); err != nil {
 		return nil, err
 	}
-	if st.Bloom, err = seen.Stats(ctx); err != nil {
+	if st.Bloom, err = bloomStats(ctx, fr); err != nil {
 		return nil, err
 	}
 	info, last, err := leader.Current(ctx, c, k.Leader)
@@ -84,14 +83,26 @@ func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Sta
 		return nil, err
 	}
 	st.Done = c.Exists(ctx, k.DoneFlag).Val() == 1
-	if n, err := c.XLen(ctx, k.Results).Result(); err == nil {
-		st.ResultsTrimmed = max(st.Counters["records"]-n, 0)
+	var kept int64
+	for i := 0; i < s.Shards; i++ {
+		n, err := c.XLen(ctx, k.Shard(i).Results).Result()
+		if err != nil {
+			return nil, fmt.Errorf("crawl: status: %w", err)
+		}
+		kept += n
 	}
+	st.ResultsTrimmed = max(st.Counters["records"]-kept, 0)
 	if st.Paused, err = pausedHosts(ctx, c, k); err != nil {
 		return nil, err
 	}
-	st.PagesPerSecond, err = recentRate(ctx, c, k.Results, 10*time.Second)
-	return st, err
+	for i := 0; i < s.Shards; i++ {
+		rate, err := recentRate(ctx, c, k.Shard(i).Results, 10*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		st.PagesPerSecond += rate
+	}
+	return st, nil
 }
 
 // pausedHosts finds the hosts whose token bucket holds a pause that has
@@ -164,6 +175,7 @@ func Reset(ctx context.Context, c redis.UniversalClient, name string, force bool
 	}
 	k := KeysFor(name)
 	fr := frontier.New(c, k.Frontier, nil)
+	set, setErr := LoadSettings(ctx, c, k) // a crawl half reset already has none: its patterns still match
 	alive, err := fr.Workers(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("crawl: reset: %w", err)
@@ -174,11 +186,15 @@ func Reset(ctx context.Context, c redis.UniversalClient, name string, force bool
 	}
 	if len(alive) > 0 {
 		rep.Stopped = alive
-		n, err := c.Del(ctx, k.Config).Result()
+		gone := []string{k.Config} // every shard's scripts refuse from now on
+		for i := 1; setErr == nil && i < set.Shards; i++ {
+			gone = append(gone, k.Shard(i).Config)
+		}
+		n, err := unlink(ctx, c, gone)
 		if err != nil {
 			return rep, fmt.Errorf("crawl: reset: %w", err)
 		}
-		rep.Deleted += int(n)
+		rep.Deleted += n
 		for len(alive) > 0 {
 			t := time.NewTimer(100 * time.Millisecond)
 			select {
@@ -284,8 +300,8 @@ func (st *Status) String() string {
 	if s.MaxPages > 0 {
 		pages = strconv.FormatInt(s.MaxPages, 10)
 	}
-	fmt.Fprintf(&b, "  settings    scope %s, depth %s, max pages %s, %s req/s per host (burst %d), private addresses %v, robots.txt give-up %v, keep %s\n",
-		s.Scope, depth, pages, fmtRate(s.Rate), s.Burst, s.AllowPrivate, s.RobotsGiveUp, strings.Join(s.KeepTypes, ","))
+	fmt.Fprintf(&b, "  settings    scope %s, depth %s, max pages %s, %s req/s per host (burst %d), private addresses %v, robots.txt give-up %v, keep %s, %d shard(s)\n",
+		s.Scope, depth, pages, fmtRate(s.Rate), s.Burst, s.AllowPrivate, s.RobotsGiveUp, strings.Join(s.KeepTypes, ","), s.Shards)
 	return b.String()
 }
 
@@ -303,24 +319,50 @@ func (w *Worker) Progress(ctx context.Context) (Progress, error) {
 	if p.Frontier, err = w.fr.Sizes(ctx); err != nil {
 		return p, err
 	}
-	p.Counters, err = readCounters(ctx, w.c, w.keys)
+	p.Counters, err = readCounters(ctx, w.c, w.keys, w.settings.Shards)
 	return p, err
 }
 
-// readCounters reads the crawl's counters, every one of the usual ones
-// present, zero or not.
-func readCounters(ctx context.Context, c redis.UniversalClient, k Keys) (map[string]int64, error) {
-	raw, err := c.HGetAll(ctx, k.Frontier.Stats).Result()
-	if err != nil {
-		return nil, fmt.Errorf("crawl: counters: %w", err)
-	}
+// readCounters reads the crawl's counters, added up over its shards,
+// every one of the usual ones present, zero or not.
+func readCounters(ctx context.Context, c redis.UniversalClient, k Keys, shards int) (map[string]int64, error) {
 	n := map[string]int64{}
 	for _, f := range []string{"pages", OutcomeOK, OutcomeHTTPError, OutcomeFailed, OutcomeSkipped, "enqueued", "offered", "records"} {
 		n[f] = 0
 	}
-	for f, v := range raw {
-		n[f], _ = strconv.ParseInt(v, 10, 64)
+	for i := 0; i < shards; i++ {
+		raw, err := c.HGetAll(ctx, k.Shard(i).Stats).Result()
+		if err != nil {
+			return nil, fmt.Errorf("crawl: counters: %w", err)
+		}
+		for f, v := range raw {
+			x, _ := strconv.ParseInt(v, 10, 64)
+			n[f] += x
+		}
 	}
 	delete(n, "queued") // not a counter: the queues' length, in Sizes
 	return n, nil
+}
+
+// bloomStats adds up the shards' Bloom filters: their sizes and counts,
+// and the worst estimated false-positive rate among them.
+func bloomStats(ctx context.Context, fr *frontier.Shards) (dedup.Stats, error) {
+	var total dedup.Stats
+	for i, f := range fr.All() {
+		st, err := f.Seen().Stats(ctx)
+		if err != nil {
+			return total, err
+		}
+		if i == 0 {
+			total = st
+			continue
+		}
+		total.Capacity += st.Capacity
+		total.Layers = append(total.Layers, st.Layers...)
+		total.Count += st.Count
+		total.Bits += st.Bits
+		total.BitsSet += st.BitsSet
+		total.EstimatedFPRate = max(total.EstimatedFPRate, st.EstimatedFPRate)
+	}
+	return total, nil
 }

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/archive"
-	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/leader"
@@ -115,7 +114,7 @@ type Worker struct {
 	keys     Keys
 	settings Settings
 	opts     Options
-	fr       *frontier.Frontier
+	fr       *frontier.Shards
 	fetcher  *fetch.Fetcher
 	limiter  *politeness.Limiter
 	robots   *politeness.Robots
@@ -178,10 +177,6 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 	if err != nil {
 		return nil, err
 	}
-	seen, err := dedup.Attach(ctx, c, k.Seen)
-	if err != nil {
-		return nil, fmt.Errorf("crawl %q: %w", name, err)
-	}
 	fcfg := fetch.DefaultConfig()
 	if o.Fetch != nil {
 		fcfg = *o.Fetch
@@ -206,21 +201,24 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 	}
 	w := &Worker{c: c, keys: k, settings: s, opts: o, fetcher: fetch.New(fcfg), known: newKnown(o.KnownURLs),
 		log: o.Log.With("worker", o.ID)}
-	w.fr = frontier.New(c, k.Frontier, seen)
+	if w.fr, err = openShards(ctx, c, k, s, false); err != nil {
+		return nil, err
+	}
 	if w.fields, err = s.Fields(); err != nil {
 		return nil, err
 	}
 	if w.rules, err = newRules(s); err != nil {
 		return nil, err
 	}
-	w.fr.Lease = o.Lease
-	w.fr.PageBudget = s.MaxPages
-	w.fr.HostPageCap = s.MaxPagesPerHost
+	for _, f := range w.fr.All() {
+		f.Lease, f.PageBudget, f.HostPageCap = o.Lease, s.MaxPages, s.MaxPagesPerHost
+		if !math.IsInf(s.Rate, 1) {
+			f.HostSpacing = time.Duration(float64(time.Second) / s.Rate)
+		}
+	}
 	rate := politeness.Limit(s.Rate)
 	if math.IsInf(s.Rate, 1) {
 		rate = politeness.Inf
-	} else {
-		w.fr.HostSpacing = time.Duration(float64(time.Second) / s.Rate)
 	}
 	w.limiter = politeness.NewLimiter(c, rate, s.Burst)
 	w.robots = politeness.NewRobots(c, k.RobotsPrefix(), s.AgentToken(), w.fetchRobots)

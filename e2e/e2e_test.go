@@ -584,8 +584,10 @@ func checkWithWarcio(t *testing.T, files []string, same func(file string, offset
 	}
 }
 
-// The crawl on a real 3-master Redis Cluster, addressed by its nodes:
-// every page once, and the crawl goes on after the master that holds the
+// The crawl on a real 3-master Redis Cluster, addressed by its nodes: its
+// frontier sharded over the masters (16 shards, seed's default on a
+// cluster), each master holding a real share of the crawl's keys; every
+// page once; and the crawl goes on after the master that holds the
 // crawl's own slot is killed mid-crawl and comes back (with its data: the
 // nodes keep an append-only file), the workers saying plainly meanwhile
 // that Redis is unreachable.
@@ -634,8 +636,15 @@ func TestCrawlOnARedisCluster(t *testing.T) {
 	if over := site.Overfetched(1); len(over) > 0 {
 		t.Errorf("URLs fetched more often than one lost master explains: %v", over)
 	}
-	t.Logf("w1:\n%s", w1.log.String())
+	total, per := 0, map[string]int{}
 	for _, n := range c.Nodes {
-		t.Logf("master %s: %d keys", n.Addr, n.Client.DBSize(ctx).Val())
+		keys := n.Client.Keys(ctx, "crawl*").Val()
+		per[n.Addr], total = len(keys), total+len(keys)
 	}
+	for addr, n := range per {
+		if n*10 < total {
+			t.Errorf("master %s holds %d of the crawl's %d keys: not a real share (%v)", addr, n, total, per)
+		}
+	}
+	t.Logf("the crawl's keys per master: %v", per)
 }

@@ -189,6 +189,9 @@ func New(c redis.UniversalClient, keys Keys, seen *dedup.Filter) *Frontier {
 // Keys are the frontier's Redis keys.
 func (f *Frontier) Keys() Keys { return f.keys }
 
+// Seen is the frontier's Bloom filter.
+func (f *Frontier) Seen() *dedup.Filter { return f.seen }
+
 // Enqueue marks items' URLs seen and queues those not seen before, in one
 // script per batch. It returns which items were new, and so queued.
 func (f *Frontier) Enqueue(ctx context.Context, items []Item) ([]bool, error) {

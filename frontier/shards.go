@@ -358,3 +358,68 @@ func (s *Shards) Heartbeat(ctx context.Context, worker string, leases []*Lease) 
 	}
 	return held, nil
 }
+
+// Enqueue is Frontier.Enqueue over the shards: each item to its host's
+// shard, one call a shard; the answers in the items' order.
+func (s *Shards) Enqueue(ctx context.Context, items []Item) ([]bool, error) {
+	return s.enqueue(ctx, items, (*Frontier).Enqueue)
+}
+
+// EnqueueAll is Frontier.EnqueueAll over the shards.
+func (s *Shards) EnqueueAll(ctx context.Context, items []Item) ([]bool, error) {
+	return s.enqueue(ctx, items, (*Frontier).EnqueueAll)
+}
+
+func (s *Shards) enqueue(ctx context.Context, items []Item, fn func(*Frontier, context.Context, []Item) ([]bool, error)) ([]bool, error) {
+	if len(s.fs) == 1 {
+		return fn(s.fs[0], ctx, items)
+	}
+	by := make([][]Item, len(s.fs))
+	at := make([][]int, len(s.fs))
+	for i, it := range items {
+		host, err := hostOf(it.URL)
+		if err != nil {
+			return nil, err
+		}
+		sh := ShardOf(host, len(s.fs))
+		by[sh], at[sh] = append(by[sh], it), append(at[sh], i)
+	}
+	out := make([]bool, len(items))
+	for sh, part := range by {
+		if len(part) == 0 {
+			continue
+		}
+		fresh, err := fn(s.fs[sh], ctx, part)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range at[sh] {
+			out[i] = fresh[j]
+		}
+	}
+	return out, nil
+}
+
+// Defer is Frontier.Defer in the lease's shard.
+func (s *Shards) Defer(ctx context.Context, l *Lease, item Item, delay time.Duration) error {
+	return s.fs[s.Home(l)].Defer(ctx, l, item, delay)
+}
+
+// Requeue is Frontier.Requeue in the lease's shard.
+func (s *Shards) Requeue(ctx context.Context, l *Lease, wait time.Duration) error {
+	return s.fs[s.Home(l)].Requeue(ctx, l, wait)
+}
+
+// Workers lists the crawl's live workers (the registry is the first shard's).
+func (s *Shards) Workers(ctx context.Context) ([]string, error) { return s.fs[0].Workers(ctx) }
+
+// Deregister removes a stopped worker from the registry.
+func (s *Shards) Deregister(ctx context.Context, worker string) error {
+	return s.fs[0].Deregister(ctx, worker)
+}
+
+// MigrateOldQueue moves an older version's queue (only ever in the first
+// shard's place) to the queues.
+func (s *Shards) MigrateOldQueue(ctx context.Context) (int, error) {
+	return s.fs[0].MigrateOldQueue(ctx)
+}

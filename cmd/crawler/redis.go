@@ -107,8 +107,14 @@ func (u redisURL) cluster() *redis.ClusterClient {
 }
 
 // clusterEnabled asks one server whether it is a node of a Redis Cluster.
+// A server that refuses the question (an embedded or compatible server
+// without the section) is not one.
 func clusterEnabled(ctx context.Context, c redis.UniversalClient) (bool, error) {
 	info, err := c.Info(ctx, "cluster").Result()
+	var refused redis.Error
+	if errors.As(err, &refused) {
+		return false, nil
+	}
 	if err != nil {
 		return false, err
 	}

@@ -27,6 +27,8 @@ func seedFlags() []cli.Flag {
 		&cli.StringFlag{Name: "user-agent", Value: d.UserAgent, Usage: "User-Agent header; its first word is matched against robots.txt"},
 		&cli.Int64Flag{Name: "expected-urls", Value: d.ExpectedURLs, Usage: "URLs the Bloom filter is sized for (it grows past this)"},
 		&cli.Float64Flag{Name: "fp-rate", Value: d.FPRate, Usage: "Bloom filter false-positive rate (a false positive skips a URL)"},
+		&cli.IntFlag{Name: "shards", Usage: fmt.Sprintf("split the frontier by host over N hash tags (1 to %d), so that a Redis Cluster spreads it "+
+			"over its masters (default: %d on a cluster without --max-pages, else 1)", crawl.MaxShards, clusterShards)},
 		&cli.BoolFlag{Name: "allow-private", Usage: "allow loopback and private addresses (needed for the test site and intranets)"},
 		&cli.StringFlag{Name: "keep-types", Value: strings.Join(d.KeepTypes, ","), Usage: "media types whose bodies are downloaded " +
 			"and archived (comma-separated: type/subtype, type/* or *); other 2xx bodies stop at their headers, and HTML is always read for its links"},
@@ -90,14 +92,22 @@ func checkSeedFlags(c *cli.Context) error {
 // the flags that were given.
 func settingsFromFlags(c *cli.Context, rdb redis.UniversalClient, k crawl.Keys) (crawl.Settings, error) {
 	s, err := crawl.LoadSettings(c.Context, rdb, k)
-	if err != nil {
+	fresh := err != nil
+	if fresh {
 		s = crawl.DefaultSettings()
 	}
 	if err := applySeedFlags(c, &s); err != nil {
 		return s, err
 	}
+	if _, cluster := rdb.(*redis.ClusterClient); fresh && cluster && !c.IsSet("shards") && s.MaxPages == 0 {
+		s.Shards = clusterShards // a new crawl on a cluster: spread over its masters
+	}
 	return s, s.Validate()
 }
+
+// clusterShards is a new crawl's shard count on a Redis Cluster: enough
+// for 16 masters, few enough that an exchange touches a handful.
+const clusterShards = 16
 
 // applySeedFlags sets the settings whose flags were given.
 func applySeedFlags(c *cli.Context, s *crawl.Settings) error {
@@ -136,6 +146,7 @@ func applySeedFlags(c *cli.Context, s *crawl.Settings) error {
 		"max-query-params":     func() { s.MaxQueryParams = c.Int("max-query-params") },
 		"max-url-length":       func() { s.MaxURLLength = c.Int("max-url-length") },
 		"robots-give-up":       func() { s.RobotsGiveUp = c.Duration("robots-give-up") },
+		"shards":               func() { s.Shards = c.Int("shards") },
 	}
 	for flag, apply := range set {
 		if c.IsSet(flag) {
