@@ -54,7 +54,7 @@ func newApp() *cli.App {
 			"Try it on one machine, with an embedded Redis and a local test site: crawler demo",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "redis", EnvVars: []string{"CRAWLER_REDIS"}, Value: defaultRedis,
-				Usage: "Redis URL (redis:// or rediss://, password allowed; a Redis Cluster: any node, or host:port,host:port,...; 'crawl' and 'demo' embed one when this is not given)"},
+				Usage: "Redis URL (redis:// or rediss://, password allowed; a Redis Cluster: any node, or host:port,host:port,...; Sentinel: redis-sentinel://host:port[,host:port]/MASTER; 'crawl' and 'demo' embed one when this is not given)"},
 			&cli.StringFlag{Name: "crawl", EnvVars: []string{"CRAWLER_CRAWL"}, Value: "default",
 				Usage: "crawl name (letters, digits, - _ .; at most 64); every key of the crawl starts crawl:{NAME}: or crawl:NAME:"},
 		}, logFlags()...),

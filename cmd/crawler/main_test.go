@@ -74,6 +74,9 @@ func TestRedisPasswordNeverPrinted(t *testing.T) {
 		{"redis://:hunter2@127.0.0.1:1,127.0.0.1:2/0", "cannot reach Redis at redis://xxxxx@127.0.0.1:1,127.0.0.1:2/0"},
 		{"redis://:hunter2@127.0.0.1:1,127.0.0.1:2/3", "a Redis Cluster has only database 0"},
 		{"redis://:hunter2@127.0.0.1:1,nonsense/0", `node "nonsense" is not host:port`},
+		{"redis-sentinel://:hunter2@127.0.0.1:1", "name the master Sentinel watches"},
+		{"redis-sentinel://:hunter2@127.0.0.1:1/mymaster/abc", "the database must be a number"},
+		{"redis-sentinel://:hunter2@127.0.0.1:1/mymaster/0", "cannot reach Redis at redis-sentinel://xxxxx@127.0.0.1:1/mymaster/0"},
 	} {
 		out, errOut, err := run(t, "--redis", tc.url, "status")
 		if err == nil {
@@ -119,6 +122,23 @@ func TestOneNodeOfAClusterOpensTheCluster(t *testing.T) {
 		if keys := n.Client.Keys(context.Background(), "crawl*").Val(); len(keys) > 0 {
 			t.Errorf("after reset, master %s still holds %v", n.Addr, keys)
 		}
+	}
+}
+
+// redis-sentinel://SENTINEL/MASTER asks the sentinel where the master is,
+// and the crawl's keys land there.
+func TestSentinelFindsTheMaster(t *testing.T) {
+	master := redistest.Real(t)
+	sentinel := redistest.Sentinel(t, master, "crawlmaster")
+	url := "redis-sentinel://" + sentinel + "/crawlmaster/0"
+	if _, errOut, err := run(t, "--redis", url, "--crawl", "ha", "seed", "http://h.example/"); err != nil {
+		t.Fatalf("seed through the sentinel: %v\n%s", err, errOut)
+	}
+	if out, _, err := run(t, "--redis", url, "--crawl", "ha", "status"); err != nil || !strings.Contains(out, "1 queued") {
+		t.Fatalf("status through the sentinel: %v\n%s", err, out)
+	}
+	if master.Client.Exists(context.Background(), crawl.KeysFor("ha").Config).Val() != 1 {
+		t.Fatal("the crawl's settings are not on the master the sentinel names")
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -23,7 +24,10 @@ const defaultRedis = "redis://127.0.0.1:6379/0"
 type redisURL struct {
 	opt   *redis.Options
 	addrs []string // host:port of each node given: several name a Redis Cluster's seed nodes
-	shown string
+	// master is the name Sentinel knows the master by (redis-sentinel://):
+	// addrs are then the sentinels.
+	master string
+	shown  string
 	tls   bool
 }
 
@@ -32,10 +36,37 @@ type redisURL struct {
 // and database), and its own words instead of the parser's, which repeat
 // whatever they could not read.
 func parseRedisURL(raw string) (redisURL, error) {
-	const want = "want redis://[[user]:password@]host:port[/db] or rediss://... for TLS; a cluster's nodes as host:port,host:port"
+	const want = "want redis://[[user]:password@]host:port[/db] or rediss://... for TLS; a cluster's nodes as host:port,host:port; " +
+		"redis-sentinel://[[user]:password@]host:port[,host:port]/MASTER[/db] for Sentinel"
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
 		return redisURL{}, fmt.Errorf("--redis is not a URL (%s)", want)
+	}
+	var master string
+	if base, ok := strings.CutSuffix(scheme, "-sentinel"); ok && (base == "redis" || base == "rediss") {
+		// Sentinel: the path names the master; the rest reads as a redis:// URL.
+		auth, hosts := "", rest
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			auth, hosts = rest[:at+1], rest[at+1:]
+		}
+		nodes, path, _ := strings.Cut(hosts, "/")
+		master, path, _ = strings.Cut(path, "/")
+		if master == "" || strings.ContainsAny(master, "?#") {
+			return redisURL{}, fmt.Errorf("--redis %s://%s: name the master Sentinel watches (%s)", scheme, nodes, want)
+		}
+		u, err := parseRedisURL(base + "://" + auth + nodes)
+		if err != nil {
+			return u, err
+		}
+		u.master = master
+		u.shown = scheme + "://" + strings.TrimPrefix(u.shown, base+"://") + "/" + master
+		if path != "" {
+			u.shown += "/" + path
+			if u.opt.DB, err = strconv.Atoi(path); err != nil || u.opt.DB < 0 {
+				return redisURL{}, fmt.Errorf("--redis %s: the database must be a number, 0 or more", u.shown)
+			}
+		}
+		return u, nil
 	}
 	if scheme != "redis" && scheme != "rediss" {
 		if strings.ContainsAny(scheme, ":@/?#") || len(scheme) > 10 {
@@ -95,6 +126,10 @@ func parseRedisURL(raw string) (redisURL, error) {
 // client opens u: a Redis Cluster when u names several nodes, else one
 // server.
 func (u redisURL) client() redis.UniversalClient {
+	if u.master != "" {
+		return redis.NewFailoverClient(&redis.FailoverOptions{MasterName: u.master, SentinelAddrs: u.addrs,
+			Username: u.opt.Username, Password: u.opt.Password, DB: u.opt.DB, TLSConfig: u.opt.TLSConfig, MaxRetries: u.opt.MaxRetries})
+	}
 	if len(u.addrs) > 1 {
 		return u.cluster()
 	}

@@ -178,10 +178,20 @@ func freePort() (int, error) {
 // when to SAVE) in the foreground with its log on stdout and
 // waits for the line that says it accepts connections: an event, not a sleep.
 func start(bin string, port int, dir string, extra ...string) (*Server, error) {
-	cmd := exec.Command(bin, append([]string{
+	cmd, err := launch(bin, append([]string{
 		"--port", fmt.Sprint(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", dir,
-		"--logfile", "", "--daemonize", "no", "--protected-mode", "no"}, extra...)...)
+		"--logfile", "", "--daemonize", "no", "--protected-mode", "no"}, extra...), "Ready to accept connections")
+	if err != nil {
+		return nil, fmt.Errorf("redis-server on port %d: %w", port, err)
+	}
+	return &Server{Kind: "redis-server", Addr: fmt.Sprintf("127.0.0.1:%d", port), cmd: cmd, bin: bin, dir: dir, port: port, extra: extra}, nil
+}
+
+// launch starts bin with args, its log on stdout, and waits (at most 10 s)
+// for the log line containing ready: an event, not a sleep.
+func launch(bin string, args []string, ready string) (*exec.Cmd, error) {
+	cmd := exec.Command(bin, args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -190,24 +200,24 @@ func start(bin string, port int, dir string, extra ...string) (*Server, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	ready := make(chan error, 1)
+	up := make(chan error, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
 		var log []string
 		for sc.Scan() {
 			line := sc.Text()
-			if strings.Contains(line, "Ready to accept connections") {
-				ready <- nil
+			if strings.Contains(line, ready) {
+				up <- nil
 				for sc.Scan() { // keep draining so the server never blocks on its log
 				}
 				return
 			}
 			log = append(log, line)
 		}
-		ready <- fmt.Errorf("redis-server exited: %s", strings.Join(tail(log, 5), " | "))
+		up <- fmt.Errorf("exited: %s", strings.Join(tail(log, 5), " | "))
 	}()
 	select {
-	case err := <-ready:
+	case err := <-up:
 		if err != nil {
 			cmd.Wait()
 			return nil, err
@@ -215,9 +225,9 @@ func start(bin string, port int, dir string, extra ...string) (*Server, error) {
 	case <-time.After(10 * time.Second):
 		cmd.Process.Kill()
 		cmd.Wait()
-		return nil, fmt.Errorf("redis-server on port %d not ready after 10s", port)
+		return nil, fmt.Errorf("not ready after 10s")
 	}
-	return &Server{Kind: "redis-server", Addr: fmt.Sprintf("127.0.0.1:%d", port), cmd: cmd, bin: bin, dir: dir, port: port, extra: extra}, nil
+	return cmd, nil
 }
 
 func tail(s []string, n int) []string {
