@@ -11,12 +11,15 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
 )
@@ -30,12 +33,18 @@ type result struct {
 	maxHostRate int
 	truth, got  int
 	offered     int64 // links sent to Redis for dedup (not known locally)
+	netBytes    int64 // bytes Redis read and wrote on its sockets
 }
 
 // crawlOnce crawls a fresh test site with `workers` workers (each with its
 // own Redis connection pool, as separate processes would have) of 8
 // goroutines, and measures it.
 func crawlOnce(b *testing.B, site testsite.Config, rate float64, burst, workers int, tune ...func(*crawl.Options)) result {
+	return crawlSharded(b, 1, site, rate, burst, workers, tune...)
+}
+
+// crawlSharded is crawlOnce with the frontier split over shards.
+func crawlSharded(b *testing.B, shards int, site testsite.Config, rate float64, burst, workers int, tune ...func(*crawl.Options)) result {
 	s := redistest.Real(b)
 	ts, err := testsite.Start(site)
 	if err != nil {
@@ -44,7 +53,7 @@ func crawlOnce(b *testing.B, site testsite.Config, rate float64, burst, workers 
 	defer ts.Close()
 	ctx := context.Background()
 	set := crawl.DefaultSettings()
-	set.Rate, set.Burst, set.AllowPrivate, set.ExpectedURLs = rate, burst, true, 100_000
+	set.Rate, set.Burst, set.AllowPrivate, set.ExpectedURLs, set.Shards = rate, burst, true, 100_000, shards
 	var seeds []*url.URL
 	for _, r := range ts.Roots() {
 		u, _ := url.Parse(r)
@@ -59,7 +68,7 @@ func crawlOnce(b *testing.B, site testsite.Config, rate float64, burst, workers 
 	time.Sleep(2 * time.Second)
 	idleRate := float64(redistest.CPU(b, s.Client)-idle0) / float64(2*time.Second)
 	s.Client.ConfigResetStat(ctx)
-	cpu0 := redistest.CPU(b, s.Client)
+	cpu0, net0 := redistest.CPU(b, s.Client), netBytes(b, s)
 	var rt int64
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -89,13 +98,17 @@ func crawlOnce(b *testing.B, site testsite.Config, rate float64, burst, workers 
 		}()
 	}
 	wg.Wait()
-	res := result{elapsed: time.Since(start), roundTrips: rt, redisCPU: redistest.CPU(b, s.Client) - cpu0}
+	res := result{elapsed: time.Since(start), roundTrips: rt, redisCPU: redistest.CPU(b, s.Client) - cpu0, netBytes: netBytes(b, s) - net0}
 	res.idleCPU = time.Duration(idleRate * float64(res.elapsed))
 	if os.Getenv("BENCH_COMMANDSTATS") != "" { // BENCH_COMMANDSTATS=FILE: where Redis spent its time, command by command
 		os.WriteFile(os.Getenv("BENCH_COMMANDSTATS"), []byte(s.Client.Info(ctx, "commandstats").Val()), 0o644)
 	}
-	res.pages, _ = s.Client.HGet(ctx, "crawl:{bench}:stats", "pages").Int64()
-	res.offered, _ = s.Client.HGet(ctx, "crawl:{bench}:stats", "offered").Int64()
+	for i := 0; i < shards; i++ {
+		stats := frontier.KeysForShard("bench", i).Stats
+		pages, _ := s.Client.HGet(ctx, stats, "pages").Int64()
+		offered, _ := s.Client.HGet(ctx, stats, "offered").Int64()
+		res.pages, res.offered = res.pages+pages, res.offered+offered
+	}
 	st := ts.Stats()
 	res.truth = len(ts.Truth())
 	missing := ts.Missing()
@@ -118,6 +131,7 @@ func (r result) report(b *testing.B) {
 	b.ReportMetric(float64(r.offered)/float64(r.pages), "dedup-links/page")
 	b.ReportMetric(float64(r.maxHostRate), "max-host-req/s")
 	b.ReportMetric(float64(r.got)/float64(r.truth)*100, "%truth")
+	b.ReportMetric(float64(r.netBytes)/float64(r.pages), "redis-bytes/page")
 	b.ReportMetric(0, "ns/op")
 }
 
@@ -152,6 +166,34 @@ func BenchmarkBusyRedis(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		crawlOnce(b, site, math.Inf(1), 1, 4).report(b)
 	}
+}
+
+// What sharding costs on one Redis: the busy crawl with its frontier over
+// 1 and 16 shards (a cluster's default). More shards, more calls: a
+// page's links to other shards' hosts go in calls of their own.
+func BenchmarkShards(b *testing.B) {
+	site := testsite.Config{Hosts: 8, Pages: 1000}
+	for _, shards := range []int{1, 16} {
+		b.Run(fmt.Sprintf("shards=%d", shards), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				crawlSharded(b, shards, site, math.Inf(1), 1, 4).report(b)
+			}
+		})
+	}
+}
+
+// netBytes is what Redis has read and written on its sockets.
+func netBytes(b *testing.B, s *redistest.Server) int64 {
+	var total int64
+	for _, line := range strings.Split(s.Client.Info(context.Background(), "stats").Val(), "\r\n") {
+		for _, k := range []string{"total_net_input_bytes:", "total_net_output_bytes:"} {
+			if v, ok := strings.CutPrefix(line, k); ok {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				total += n
+			}
+		}
+	}
+	return total
 }
 
 // WARC's cost: the 2-worker scaling crawl (50 ms latency) and the busy

@@ -35,6 +35,7 @@ func openShards(ctx context.Context, c redis.UniversalClient, k Keys, s Settings
 			return nil, fmt.Errorf("crawl %q: shard %d: %w", k.Name, i, err)
 		}
 		fs[i] = frontier.New(c, k.Shard(i), seen)
+		fs[i].ResultsCap = frontier.ResultsKept / int64(s.Shards) // the streams keep about a million records in all
 	}
 	return frontier.NewShards(fs), nil
 }

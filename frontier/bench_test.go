@@ -91,14 +91,16 @@ func BenchmarkExchange(b *testing.B) {
 // links a batch — then `INFO memory` (used_memory) before and after, and
 // MEMORY USAGE of the frontier's keys. The Bloom filter is sized for the
 // million, as seed sizes it. Run with -benchtime 1x.
+// A third case spreads the million over 100 000 hosts, 10 URLs each: what
+// a host's own keys cost.
 func BenchmarkQueuedURLMemory(b *testing.B) {
-	for _, perPage := range []int{25, 1} {
-		b.Run(fmt.Sprintf("new-links-a-page=%d", perPage), func(b *testing.B) { queuedURLMemory(b, perPage) })
+	for _, c := range []struct{ hosts, perPage int }{{1000, 25}, {1000, 1}, {100_000, 10}} {
+		b.Run(fmt.Sprintf("hosts=%d/new-links-a-page=%d", c.hosts, c.perPage), func(b *testing.B) { queuedURLMemory(b, c.hosts, c.perPage) })
 	}
 }
 
-func queuedURLMemory(b *testing.B, perPage int) {
-	const urls, hosts, batch = 1_000_000, 1000, 500
+func queuedURLMemory(b *testing.B, hosts, perPage int) {
+	const urls, batch = 1_000_000, 500
 	for i := 0; i < b.N; i++ {
 		s := redistest.Real(b)
 		ctx := context.Background()
@@ -112,13 +114,16 @@ func queuedURLMemory(b *testing.B, perPage int) {
 		f := frontier.New(s.Client, frontier.KeysFor("m"), seen)
 		items := make([]frontier.Item, 0, batch)
 		for n := 0; n < urls; n++ {
-			// ~60 characters: http://www.host-NNN.example.org/docs/section-NN/page-NNNNNNN.html,
-			// linked from a page of the same host.
+			// ~60 characters: http://www.host-NNN.example.org/docs/section-NN/page-NNNNNNN.html
+			// (host-NNNNN with 100 000 hosts), linked from a page of the same host.
 			page := n / perPage
 			host := page % hosts
 			items = append(items, frontier.Item{URL: fmt.Sprintf("http://www.host-%03d.example.org/docs/section-%02d/page-%07d.html",
 				host, n%97, n), Depth: 3, Parent: fmt.Sprintf("http://www.host-%03d.example.org/docs/section-%02d/page-%07d.html",
 				host, page%97, page)})
+			if hosts > 1000 { // the same length: two more digits of host, two fewer of page
+				items[len(items)-1].URL = fmt.Sprintf("http://www.host-%05d.example.org/docs/section-%02d/page-%05d.html", host, n%97, n%100000)
+			}
 			if len(items) == batch {
 				if _, err := f.Enqueue(ctx, items); err != nil {
 					b.Fatal(err)

@@ -57,9 +57,10 @@ type Exchanged struct {
 	Info   PopInfo
 }
 
-// resultsCap bounds the results stream (XADD MAXLEN ~): a worker's --out
-// file keeps every record; the stream keeps the most recent million.
-const resultsCap = 1_000_000
+// ResultsKept bounds a crawl's results streams (XADD MAXLEN ~): a
+// worker's --out file keeps every record; the streams keep about the most
+// recent million, shared out among the shards (Frontier.ResultsCap).
+const ResultsKept = 1_000_000
 
 // failedCap bounds the failed list; its count lives on in the stats hash.
 const failedCap = 10000
@@ -100,6 +101,7 @@ type exchangeArgs struct {
 	done        []doneArgs
 	back        []string // members of the leases given back
 	want        int
+	resultsCap  int64
 	leaseMs     int64
 	spacingMs   int64
 	budget      int64
@@ -122,7 +124,7 @@ func flag(b bool) string {
 }
 
 func (a exchangeArgs) encode() []any {
-	out := []any{a.expect, flag(a.count), len(a.done), len(a.back), a.want, resultsCap, failedCap, a.leaseMs, a.spacingMs,
+	out := []any{a.expect, flag(a.count), len(a.done), len(a.back), a.want, a.resultsCap, failedCap, a.leaseMs, a.spacingMs,
 		a.budget, a.hostMax}
 	for _, d := range a.done {
 		out = append(out, d.member, d.stat, d.record, d.failed, flag(d.fetched), d.first, d.links, d.counted)
@@ -159,7 +161,7 @@ func (f *Frontier) exchange(ctx context.Context, done []Finished, back []*Lease,
 	// links [start, end) gets these arguments, flags being the answers for
 	// the links before start.
 	args := func(start, end int, flags []bool, last bool) []any {
-		a := exchangeArgs{expect: f.exchanges}
+		a := exchangeArgs{expect: f.exchanges, resultsCap: f.ResultsCap}
 		if !last { // an earlier call of a big batch only queues links
 			return a.encode()
 		}
@@ -231,7 +233,7 @@ func (f *Frontier) Offer(ctx context.Context, links []Item) ([]bool, error) {
 	f.xmu.Lock()
 	defer f.xmu.Unlock()
 	args := func(_, _ int, _ []bool, last bool) []any {
-		return exchangeArgs{expect: f.exchanges, count: last}.encode()
+		return exchangeArgs{expect: f.exchanges, count: last, resultsCap: f.ResultsCap}.encode()
 	}
 	flags, tail, err := f.seen.ExecBatch(ctx, exchangeScript, urls, payload, f.exchangeKeys(), args)
 	if err = f.counted(tail, err); err != nil {

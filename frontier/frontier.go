@@ -171,8 +171,11 @@ type Frontier struct {
 	// when it comes up for a pop. URLs of it in flight then may still add
 	// a few.
 	HostPageCap int64
-	idPrefix    string
-	idSeq       atomic.Uint64
+	// ResultsCap bounds this frontier's results stream (ResultsKept, or
+	// its share of it in a crawl of several shards).
+	ResultsCap int64
+	idPrefix   string
+	idSeq      atomic.Uint64
 	// xmu serializes Exchange: each call carries the count of this
 	// process's exchanges so far (exchanges), which Redis must hold too.
 	xmu       sync.Mutex
@@ -183,7 +186,8 @@ type Frontier struct {
 func New(c redis.UniversalClient, keys Keys, seen *dedup.Filter) *Frontier {
 	var b [9]byte
 	rand.Read(b[:])
-	return &Frontier{c: c, keys: keys, seen: seen, Lease: 10 * time.Second, idPrefix: hex.EncodeToString(b[:]) + "-"}
+	return &Frontier{c: c, keys: keys, seen: seen, Lease: 10 * time.Second, ResultsCap: ResultsKept,
+		idPrefix: hex.EncodeToString(b[:]) + "-"}
 }
 
 // Keys are the frontier's Redis keys.
@@ -370,7 +374,7 @@ func (f *Frontier) schedule(ctx context.Context, epochKey string, epoch int64, m
 	res, err := run(ctx, f.c, epochKey, epoch,
 		[]string{f.keys.Queues, f.keys.Ready, f.keys.Leases, f.keys.Deferred, f.keys.Failed, f.keys.Stats, f.keys.DoneFlag, f.keys.Workers,
 			f.keys.Config, f.keys.Results, f.keys.Lengths},
-		maxAttempts, limit, failedCap, pageBudget, WorkerForgetAfter.Milliseconds(), resultsCap, flag(alone))
+		maxAttempts, limit, failedCap, pageBudget, WorkerForgetAfter.Milliseconds(), f.ResultsCap, flag(alone))
 	if err != nil && strings.HasPrefix(err.Error(), "GONE") {
 		return Sweep{}, ErrGone
 	}
