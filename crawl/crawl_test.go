@@ -214,14 +214,20 @@ func TestPrivateAddressRefusedWithAClearRecord(t *testing.T) {
 // A page budget stops the crawl at exactly the budget (a URL in flight
 // counts against it), and the workers exit with URLs still queued.
 func TestPageBudget(t *testing.T) {
+	for _, shards := range []int{1, 3} { // over three: shares of the budget moved between shards
+		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) { pageBudget(t, shards) })
+	}
+}
+
+func pageBudget(t *testing.T, shards int) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
-		site, err := testsite.Start(testsite.Config{Hosts: 2, Pages: 200})
+		site, err := testsite.Start(testsite.Config{Hosts: 3, Pages: 200})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer site.Close()
 		set := crawl.DefaultSettings()
-		set.Rate, set.AllowPrivate, set.MaxPages = math.Inf(1), true, 25
+		set.Rate, set.AllowPrivate, set.MaxPages, set.Shards = math.Inf(1), true, 25, shards
 		seedSite(t, s, site, "budget", set)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

@@ -101,9 +101,6 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("%w: robots.txt give-up %v must be at least 1s", ErrSettings, s.RobotsGiveUp)
 	case s.Shards < 1 || s.Shards > MaxShards:
 		return fmt.Errorf("%w: shards %d: want 1 to %d", ErrSettings, s.Shards, MaxShards)
-	case s.Shards > 1 && s.MaxPages > 0:
-		return fmt.Errorf("%w: a page budget (max pages %d) is kept exactly on one shard only, for now: seed with --shards 1 or without the budget",
-			ErrSettings, s.MaxPages)
 	}
 	if _, err := s.Fields(); err != nil {
 		return fmt.Errorf("%w: %v", ErrSettings, err)

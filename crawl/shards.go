@@ -36,6 +36,11 @@ func openShards(ctx context.Context, c redis.UniversalClient, k Keys, s Settings
 		}
 		fs[i] = frontier.New(c, k.Shard(i), seen)
 		fs[i].ResultsCap = frontier.ResultsKept / int64(s.Shards) // the streams keep about a million records in all
+		if create && s.MaxPages > 0 && s.Shards > 1 {
+			if err := fs[i].SetShare(ctx, frontier.Shares(s.MaxPages, s.Shards)[i]); err != nil {
+				return nil, fmt.Errorf("crawl: shard %d: %w", i, err)
+			}
+		}
 	}
 	return frontier.NewShards(fs), nil
 }

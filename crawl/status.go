@@ -340,7 +340,8 @@ func readCounters(ctx context.Context, c redis.UniversalClient, k Keys, shards i
 			n[f] += x
 		}
 	}
-	delete(n, "queued") // not a counter: the queues' length, in Sizes
+	delete(n, "queued") // not counters: the queues' length, in Sizes,
+	delete(n, "allow")  // and a shard's share of the page budget
 	return n, nil
 }
 

@@ -28,7 +28,8 @@
 --   count    '1': this call counts as one (the batch's last call)
 --   D R W    finished leases, given-back leases, URLs wanted
 --   results cap, failed cap, lease ms, per-host spacing ms,
---   budget   pages for the whole crawl (0: none; pops stop where pages
+--   budget   pages for the whole crawl (0: none; -1: this shard's share,
+--            the field 'allow' of its stats, Shards; pops stop where pages
 --            fetched + URLs in flight reach it, and pages are reported)
 --   hostMax  pages per host (0: none): a host that reached it has its
 --            queued URLs dropped when it comes up for a pop, and counted
@@ -67,6 +68,8 @@ local arg0 = link0 + links + 2
 local D, R, W = tonumber(ARGV[arg0]), tonumber(ARGV[arg0 + 1]), tonumber(ARGV[arg0 + 2])
 local resultsCap, failedCap = ARGV[arg0 + 3], tonumber(ARGV[arg0 + 4])
 local leaseMs, spacing, budget = tonumber(ARGV[arg0 + 5]), tonumber(ARGV[arg0 + 6]), tonumber(ARGV[arg0 + 7])
+local limited = budget ~= 0
+if budget < 0 then budget = tonumber(redis.call('HGET', KEYS[key0 + 3], 'allow') or '0') end
 local hostMax, hostpages = tonumber(ARGV[arg0 + 8]), KEYS[key0 + 9]
 local Q = fr_keys(queues, ready, stats, KEYS[key0 + 10])
 local finished0 = arg0 + 9      -- the first finished lease's eight slots
@@ -154,7 +157,7 @@ end
 -- among the due hosts, whose turn then moves behind the others'.
 local got = {}      -- host, json, host, json, ...
 local pages, done, wait = 0, 0, 0
-if budget > 0 then
+if limited then
   -- The budget holds for the whole crawl, exactly: a URL in flight may
   -- still become a page, so it counts against the budget already.
   pages = tonumber(redis.call('HGET', stats, 'pages') or '0')
@@ -233,11 +236,11 @@ if W > 0 then
   end
   if M == 0 then done = redis.call('EXISTS', doneKey) end
 end
-if budget > 0 then -- a budget can end the crawl with URLs still queued
+if limited then -- a budget can end the crawl with URLs still queued
   done = redis.call('EXISTS', doneKey)
 end
 if (D > 0 or R > 0) and redis.call('EXISTS', leases) == 0
-    and ((queued or fr_queued(Q)) == 0 or (budget > 0 and pages >= budget)) then
+    and ((queued or fr_queued(Q)) == 0 or (limited and pages >= budget)) then
   -- Nothing queued (or the budget spent) and nothing held: the crawl may be
   -- over. Tell the scheduler, so that it need not sweep often to notice.
   redis.call('PUBLISH', queues .. 'wake', 'drained')

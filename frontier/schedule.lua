@@ -11,10 +11,11 @@
 -- KEYS[10] the crawl's config: while it is missing the crawl is gone (reset),
 -- and the sweep is refused with a GONE error before any write
 -- ARGV[2] max attempts   ARGV[3] most entries per sweep   ARGV[4] failed list cap
--- ARGV[5] page budget (0: none)   ARGV[6] forget workers this long after they stopped being alive (ms)
+-- ARGV[5] page budget (0: none; -1: this shard's share, the field 'allow' of its stats)   ARGV[6] forget workers this long after they stopped being alive (ms)
 -- ARGV[8] '1': this is the crawl's only shard, and the sweep decides
 --   whether the crawl is done; '0': a shard of several, whose sweep only
---   reports whether it is empty (Shards decides, over all of them)
+--   reports whether it is empty (Shards decides, over all of them); 'end':
+--   Shards decided the crawl is over: this shard ends as a lone one would
 -- Returns {released, reclaimed, failed, done, ms until the next deferred
 -- item is due (-1: none), empty (1: nothing queued, leased or deferred),
 -- enqueued (URLs ever queued at the back: a shard's work can only come
@@ -30,15 +31,17 @@ local limit = tonumber(ARGV[3])
 local released, reclaimed, failed = 0, 0, 0
 
 local budget = tonumber(ARGV[5])
+local limited = budget ~= 0
+if budget < 0 then budget = tonumber(redis.call('HGET', stats, 'allow') or '0') end
 local pages = tonumber(redis.call('HGET', stats, 'pages') or '0')
-local spent = budget > 0 and pages >= budget
+local spent = limited and pages >= budget
 
 -- A retry goes back to the queue only while the budget has room for it
 -- beyond the URLs in flight (each may still become a page). Otherwise it
 -- stays deferred: fetched later if room opens, or ended below with its
 -- failed record once the budget is spent, never left queued without one.
 local release = limit
-if budget > 0 then release = math.min(limit, budget - pages - redis.call('ZCARD', leases)) end
+if limited then release = math.min(limit, budget - pages - redis.call('ZCARD', leases)) end
 local due = {}
 if release > 0 then due = redis.call('ZRANGEBYSCORE', deferred, '-inf', now, 'LIMIT', 0, release) end
 if #due > 0 then
@@ -78,9 +81,9 @@ redis.call('ZREMRANGEBYSCORE', KEYS[9], '-inf', now - tonumber(ARGV[6]))
 local empty = 0
 if redis.call('ZCARD', leases) == 0 and fr_queued(Q) == 0 and redis.call('ZCARD', deferred) == 0 then empty = 1 end
 local done = 0
-if ARGV[8] ~= '1' then
+if ARGV[8] == '0' then
   done = redis.call('EXISTS', KEYS[8])
-elseif redis.call('ZCARD', leases) == 0 and ((fr_queued(Q) == 0 and redis.call('ZCARD', deferred) == 0) or spent) then
+elseif ARGV[8] == 'end' or redis.call('ZCARD', leases) == 0 and ((fr_queued(Q) == 0 and redis.call('ZCARD', deferred) == 0) or spent) then
   if spent then
     -- URLs waiting for a retry will never be fetched: each ends with a
     -- failed record, so that none goes without one.
@@ -110,4 +113,5 @@ end
 local nxt = redis.call('ZRANGE', deferred, 0, 0, 'WITHSCORES')
 local due_in = -1
 if #nxt == 2 then due_in = math.max(0, tonumber(nxt[2]) - now) end
-return {released, reclaimed, failed, done, due_in, empty, tonumber(redis.call('HGET', stats, 'enqueued') or '0')}
+return {released, reclaimed, failed, done, due_in, empty, tonumber(redis.call('HGET', stats, 'enqueued') or '0'),
+  pages, redis.call('ZCARD', leases), budget, fr_queued(Q) + redis.call('ZCARD', deferred)}

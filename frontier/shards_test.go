@@ -34,86 +34,105 @@ func openShards(t *testing.T, c redis.UniversalClient, name string, n int) *Shar
 	return NewShards(fs)
 }
 
-// A crawl over three shards, of a site whose pages link across hosts (and
-// so across shards): every page is popped exactly once, every link's
+// graphHosts × graphPages pages whose links cross hosts, and so shards:
+// each page links to the next page of its host and to the same page two
+// hosts on.
+const graphHosts, graphPages = 7, 30
+
+func graphURL(h, p int) string { return fmt.Sprintf("http://h%d.example/p%d", h, p) }
+
+// crawlGraph crawls the graph from every host's first page, over the
+// shards of sh, as one worker would (the pages of one shard a call), with
+// a sweep after every call, until a sweep says the crawl is over. It
+// returns how often each URL was popped and how many links the exchanges
+// answered new, and fails the test if a sweep calls the crawl over while
+// a page is still being worked on.
+func crawlGraph(t *testing.T, c redis.UniversalClient, sh *Shards, budget int64) (map[string]int, int) {
+	t.Helper()
+	ctx := context.Background()
+	clock := time.Unix(1_800_000_000, 0)
+	sh.now = func() time.Time { return clock }
+	const epochKey = "crawl:{sh}:leader:epoch"
+	c.Set(ctx, epochKey, "1", 0)
+	for h := 0; h < graphHosts; h++ {
+		if _, err := sh.Enqueue(ctx, []Item{{URL: graphURL(h, 0)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fetched := map[string]int{}
+	var pending []Finished
+	newLinks := 0
+	for round := 0; round < 3000; round++ {
+		var batch, rest []Finished
+		for _, f := range pending {
+			if len(batch) == 0 || sh.Home(f.Lease) == sh.Home(batch[0].Lease) {
+				batch = append(batch, f)
+			} else {
+				rest = append(rest, f)
+			}
+		}
+		x, err := sh.Exchange(ctx, batch, nil, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pending = rest
+		for d := range batch {
+			if !x.Held[d] {
+				t.Fatalf("lease of %s not held", batch[d].Lease.Item.URL)
+			}
+			for _, q := range x.Queued[d] {
+				if q {
+					newLinks++
+				}
+			}
+		}
+		for _, l := range x.Popped {
+			fetched[l.Item.URL]++
+			var h, p int
+			fmt.Sscanf(l.Item.URL, "http://h%d.example/p%d", &h, &p)
+			rec := []byte(`{"url":` + strconv.Quote(l.Item.URL) + `}`)
+			parent := graphURL(h, p)
+			links := []Item{{URL: graphURL(h, (p+1)%graphPages), Depth: 1, Parent: parent}, {URL: graphURL((h+2)%graphHosts, p), Depth: 1, Parent: parent}}
+			pending = append(pending, Finished{Lease: l, Outcome: Outcome{Stat: "ok", Fetched: true, Record: rec, Children: links}})
+		}
+		inHand := len(pending) + len(x.Popped)
+		sw, err := sh.Schedule(ctx, epochKey, 1, 3, 100, budget)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sw.CrawlOver && inHand > 0 {
+			t.Fatalf("a sweep called the crawl over with %d pages in hand", inHand)
+		}
+		if sw.CrawlOver {
+			return fetched, newLinks
+		}
+		if len(x.Popped) == 0 && len(pending) == 0 {
+			clock = clock.Add(2 * time.Second) // past every shard's idle time
+		}
+	}
+	t.Fatal("the crawl never ended")
+	return nil, 0
+}
+
+// A crawl over three shards, of a site whose pages link across hosts
+// (and so across shards): every page is popped exactly once, every link's
 // new-or-seen answer is right, records count the new links found in other
-// shards, and the sweeps call the crawl over only once nothing is left —
-// never while a page is still being worked on.
+// shards, and the sweeps call the crawl over only once nothing is left.
 func TestShardsCrawlEveryPageOnce(t *testing.T) {
 	run := func(t *testing.T, c redis.UniversalClient) {
 		ctx := context.Background()
 		sh := openShards(t, c, "sh", 3)
-		clock := time.Unix(1_800_000_000, 0)
-		sh.now = func() time.Time { return clock }
-		c.Set(ctx, "crawl:{sh}:leader:epoch", "1", 0)
-		const hosts, pages = 7, 30
-		url := func(h, p int) string { return fmt.Sprintf("http://h%d.example/p%d", h, p) }
-		links := func(h, p int) []Item { // to the next page here and the same page two hosts on
-			return []Item{{URL: url(h, (p+1)%pages), Depth: 1, Parent: url(h, p)}, {URL: url((h+2)%hosts, p), Depth: 1, Parent: url(h, p)}}
-		}
-		for h := 0; h < hosts; h++ {
-			if _, err := sh.Of(fmt.Sprintf("h%d.example", h)).Enqueue(ctx, []Item{{URL: url(h, 0)}}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		fetched := map[string]int{}
-		var pending []Finished
-		newLinks := 0
-		for round := 0; round < 2000; round++ {
-			// The pages of one shard a call, as the exchanger sends them.
-			var batch, rest []Finished
-			for _, f := range pending {
-				if len(batch) == 0 || sh.Home(f.Lease) == sh.Home(batch[0].Lease) {
-					batch = append(batch, f)
-				} else {
-					rest = append(rest, f)
-				}
-			}
-			x, err := sh.Exchange(ctx, batch, nil, 5)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pending = rest
-			for d := range batch {
-				if !x.Held[d] {
-					t.Fatalf("lease of %s not held", batch[d].Lease.Item.URL)
-				}
-				for _, q := range x.Queued[d] {
-					if q {
-						newLinks++
-					}
-				}
-			}
-			for _, l := range x.Popped {
-				fetched[l.Item.URL]++
-				var h, p int
-				fmt.Sscanf(l.Item.URL, "http://h%d.example/p%d", &h, &p)
-				rec := []byte(`{"url":` + strconv.Quote(l.Item.URL) + `}`)
-				pending = append(pending, Finished{Lease: l, Outcome: Outcome{Stat: "ok", Fetched: true, Record: rec, Children: links(h, p)}})
-			}
-			if len(x.Popped) == 0 && len(pending) == 0 {
-				sw, err := sh.Schedule(ctx, "crawl:{sh}:leader:epoch", 1, 3, 100, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if sw.CrawlOver {
-					break
-				}
-				clock = clock.Add(2 * time.Second) // past every shard's idle time
-			} else if sw, err := sh.Schedule(ctx, "crawl:{sh}:leader:epoch", 1, 3, 100, 0); err != nil || sw.CrawlOver {
-				t.Fatalf("sweep with %d pages in hand: over %v, %v", len(pending)+len(x.Popped), sw.CrawlOver, err)
-			}
-		}
-		if len(fetched) != hosts*pages {
-			t.Fatalf("%d pages fetched; want %d", len(fetched), hosts*pages)
+		fetched, newLinks := crawlGraph(t, c, sh, 0)
+		if len(fetched) != graphHosts*graphPages {
+			t.Fatalf("%d pages fetched; want %d", len(fetched), graphHosts*graphPages)
 		}
 		for u, n := range fetched {
 			if n != 1 {
 				t.Errorf("%s popped %d times", u, n)
 			}
 		}
-		if newLinks != hosts*pages-hosts { // every page but the seeds was new once
-			t.Errorf("%d links answered new; want %d", newLinks, hosts*pages-hosts)
+		if newLinks != graphHosts*graphPages-graphHosts { // every page but the seeds was new once
+			t.Errorf("%d links answered new; want %d", newLinks, graphHosts*graphPages-graphHosts)
 		}
 		recorded, perShard := 0, []int64{}
 		for _, f := range sh.All() {
@@ -136,4 +155,42 @@ func TestShardsCrawlEveryPageOnce(t *testing.T) {
 	t.Run("miniredis", func(t *testing.T) { run(t, redistest.Mini(t).Client) })
 	t.Run("redis-server", func(t *testing.T) { run(t, redistest.Real(t).Client) })
 	t.Run("redis-cluster", func(t *testing.T) { run(t, redistest.RealCluster(t, 3).Client) })
+}
+
+// A page budget over three shards holds exactly: the shares start even
+// (50 each of 150), the hosts are not (the shards hold 1 to 4 of the 7),
+// so a shard that runs out of pages gives its unused share to the others,
+// and exactly 150 of the 210 pages are fetched, then the crawl is over.
+func TestShardsKeepThePageBudgetExactly(t *testing.T) {
+	run := func(t *testing.T, c redis.UniversalClient) {
+		ctx := context.Background()
+		const budget = 150
+		sh := openShards(t, c, "sh", 3)
+		per := map[int]int{}
+		for h := 0; h < graphHosts; h++ {
+			per[ShardOf(fmt.Sprintf("h%d.example", h), 3)]++
+		}
+		for i, f := range sh.All() {
+			f.PageBudget = -1
+			if err := f.SetShare(ctx, Shares(budget, 3)[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fetched, _ := crawlGraph(t, c, sh, budget)
+		if len(fetched) != budget {
+			t.Fatalf("%d pages fetched; want the budget, %d (hosts per shard %v)", len(fetched), budget, per)
+		}
+		var shares, pages int64
+		for _, f := range sh.All() {
+			a, _ := c.HGet(ctx, f.keys.Stats, "allow").Int64()
+			p, _ := c.HGet(ctx, f.keys.Stats, "pages").Int64()
+			shares, pages = shares+a, pages+p
+		}
+		if shares != budget || pages != budget {
+			t.Fatalf("shares add up to %d, pages to %d; want both %d (hosts per shard %v)", shares, pages, budget, per)
+		}
+		t.Logf("hosts per shard %v", per)
+	}
+	t.Run("miniredis", func(t *testing.T) { run(t, redistest.Mini(t).Client) })
+	t.Run("redis-server", func(t *testing.T) { run(t, redistest.Real(t).Client) })
 }

@@ -28,7 +28,7 @@ type redisURL struct {
 	// addrs are then the sentinels.
 	master string
 	shown  string
-	tls   bool
+	tls    bool
 }
 
 // parseRedisURL checks --redis. Its errors quote nothing of the URL that

@@ -28,7 +28,7 @@ func seedFlags() []cli.Flag {
 		&cli.Int64Flag{Name: "expected-urls", Value: d.ExpectedURLs, Usage: "URLs the Bloom filter is sized for (it grows past this)"},
 		&cli.Float64Flag{Name: "fp-rate", Value: d.FPRate, Usage: "Bloom filter false-positive rate (a false positive skips a URL)"},
 		&cli.IntFlag{Name: "shards", Usage: fmt.Sprintf("split the frontier by host over N hash tags (1 to %d), so that a Redis Cluster spreads it "+
-			"over its masters (default: %d on a cluster without --max-pages, else 1)", crawl.MaxShards, clusterShards)},
+			"over its masters (default: %d on a cluster, else 1)", crawl.MaxShards, clusterShards)},
 		&cli.BoolFlag{Name: "allow-private", Usage: "allow loopback and private addresses (needed for the test site and intranets)"},
 		&cli.StringFlag{Name: "keep-types", Value: strings.Join(d.KeepTypes, ","), Usage: "media types whose bodies are downloaded " +
 			"and archived (comma-separated: type/subtype, type/* or *); other 2xx bodies stop at their headers, and HTML is always read for its links"},
@@ -99,7 +99,7 @@ func settingsFromFlags(c *cli.Context, rdb redis.UniversalClient, k crawl.Keys) 
 	if err := applySeedFlags(c, &s); err != nil {
 		return s, err
 	}
-	if _, cluster := rdb.(*redis.ClusterClient); fresh && cluster && !c.IsSet("shards") && s.MaxPages == 0 {
+	if _, cluster := rdb.(*redis.ClusterClient); fresh && cluster && !c.IsSet("shards") {
 		s.Shards = clusterShards // a new crawl on a cluster: spread over its masters
 	}
 	return s, s.Validate()
