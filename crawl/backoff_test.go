@@ -136,7 +136,7 @@ func TestARunOfTimeoutsPausesTheHost(t *testing.T) {
 	if err := w.Run(ctx); err != nil || ctx.Err() != nil {
 		t.Fatalf("Run: %v, %v", err, ctx.Err())
 	}
-	bucket := crawl.KeysFor("hang").RatePrefix() + "{" + strings.TrimPrefix(srv.URL, "http://") + "}"
+	bucket := crawl.KeysFor("hang").RateKey(strings.TrimPrefix(srv.URL, "http://"), 1)
 	if n, err := s.Client.HExists(ctx, bucket, "paused_until").Result(); err != nil || !n {
 		t.Fatalf("after a run of timeouts the host was never paused (%v)", err)
 	}

@@ -56,9 +56,25 @@ func KeysFor(name string) Keys {
 		Results: p + "results", DoneFlag: p + "done", Frontier: frontier.KeysFor(name)}
 }
 
-// RatePrefix and RobotsPrefix precede "{host}" in per-host keys.
-func (k Keys) RatePrefix() string   { return "crawl:" + k.Name + ":rate:" }
-func (k Keys) RobotsPrefix() string { return "crawl:" + k.Name + ":robots:" }
+// RateKey and RobotsKey are host's token bucket and robots.txt cache in a
+// crawl of shards shards: in the host's shard's slot, beside its queue and
+// its Bloom filter (frontier.ShardOf), so that on a Redis Cluster one
+// master holds all of a host.
+func (k Keys) RateKey(host string, shards int) string   { return k.hostKey("rate", host, shards) }
+func (k Keys) RobotsKey(host string, shards int) string { return k.hostKey("robots", host, shards) }
+
+func (k Keys) hostKey(kind, host string, shards int) string {
+	tag := k.Name
+	if s := frontier.ShardOf(host, shards); s > 0 {
+		tag += "/" + strconv.Itoa(s)
+	}
+	return "crawl:{" + tag + "}:" + kind + ":" + host
+}
+
+// RatePatterns match the token buckets of every shard (SCAN MATCH).
+func (k Keys) RatePatterns() []string {
+	return []string{"crawl:{" + k.Name + "}:rate:*", "crawl:{" + k.Name + "/*}:rate:*"}
+}
 
 // Shard are the frontier keys of shard i (frontier.KeysForShard): shard
 // 0's are k.Frontier.

@@ -29,8 +29,8 @@ func TestCheckName(t *testing.T) {
 	}
 }
 
-// Reset of one crawl deletes all of its keys (the per-host ones too) and
-// none of another's, however alike the names.
+// Reset of one crawl deletes all of its keys (the per-host ones and its
+// shards' too) and none of another's, however alike the names.
 func TestResetTouchesNoOtherCrawl(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
@@ -38,12 +38,15 @@ func TestResetTouchesNoOtherCrawl(t *testing.T) {
 		u, _ := url.Parse("http://site.example:8080/")
 		for _, n := range names {
 			k := crawl.KeysFor(n)
-			if _, err := crawl.Seed(ctx, s.Client, k, crawl.DefaultSettings(), []*url.URL{u}); err != nil {
+			set := crawl.DefaultSettings()
+			set.Shards = 3
+			if _, err := crawl.Seed(ctx, s.Client, k, set, []*url.URL{u}); err != nil {
 				t.Fatal(err)
 			}
-			// The per-host keys a worker writes.
-			s.Client.Set(ctx, k.RatePrefix()+"{site.example:8080}", "1", 0)
-			s.Client.HSet(ctx, k.RobotsPrefix()+"{site.example:8080}", "status", 404)
+			// The per-host keys a worker writes, and an older version's.
+			s.Client.Set(ctx, k.RateKey("site.example:8080", 3), "1", 0)
+			s.Client.HSet(ctx, k.RobotsKey("other.example", 3), "status", 404)
+			s.Client.HSet(ctx, "crawl:"+n+":robots:{site.example:8080}", "status", 404)
 			s.Client.Set(ctx, k.Leader+":epoch", "3", 0)
 		}
 		before := keysByCrawl(t, s, names)
@@ -79,7 +82,7 @@ func keysByCrawl(t *testing.T, s *redistest.Server, names []string) map[string][
 	for _, key := range all {
 		owner := ""
 		for _, n := range names {
-			if strings.HasPrefix(key, "crawl:{"+n+"}:") || strings.HasPrefix(key, "crawl:"+n+":") {
+			if strings.HasPrefix(key, "crawl:{"+n+"}:") || strings.HasPrefix(key, "crawl:{"+n+"/") || strings.HasPrefix(key, "crawl:"+n+":") {
 				if owner != "" {
 					t.Fatalf("key %s belongs to crawls %s and %s", key, owner, n)
 				}

@@ -34,8 +34,8 @@ type pipeline struct {
 	s           Settings
 	worker      string // the worker's id, for records
 	maxAttempts int
-	maxWait     time.Duration // the longest wait for a host's token
-	ratePrefix  string
+	maxWait     time.Duration            // the longest wait for a host's token
+	rateKey     func(host string) string // the host's token bucket
 	fetcher     *fetch.Fetcher
 	robots      *politeness.Robots
 	limiter     *politeness.Limiter
@@ -98,7 +98,7 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 			if pl.failing.fail(u.Host) >= timeoutRun {
 				// A run of failures (timeouts, resets): the host is struggling;
 				// pause it for every worker, as if it had answered 503.
-				after, _ = pl.limiter.Pause(ctx, pl.ratePrefix+"{"+u.Host+"}", 0)
+				after, _ = pl.limiter.Pause(ctx, pl.rateKey(u.Host), 0)
 			}
 			pl.retry(ctx, l, rec, err.Error(), after)
 			return
@@ -131,7 +131,7 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 		if r.Status == http.StatusTooManyRequests || r.Status == http.StatusServiceUnavailable {
 			// The server's "not now" holds for the whole host, and for every
 			// worker: no token for it until the pause ends.
-			d, err := pl.limiter.Pause(ctx, pl.ratePrefix+"{"+u.Host+"}", r.RetryAfter)
+			d, err := pl.limiter.Pause(ctx, pl.rateKey(u.Host), r.RetryAfter)
 			if err != nil {
 				pl.log.Warn("pausing host failed", "host", u.Host, "err", err)
 			}
@@ -185,7 +185,7 @@ func (pl *pipeline) admit(ctx context.Context, l *frontier.Lease, u *url.URL, re
 	if d := verdict.CrawlDelay; d > 0 && float64(politeness.Every(d)) < float64(lim.Limit()) {
 		lim = lim.WithLimit(politeness.Every(d), 1)
 	}
-	res, err := lim.ReserveN(ctx, pl.ratePrefix+"{"+u.Host+"}", 1, pl.maxWait)
+	res, err := lim.ReserveN(ctx, pl.rateKey(u.Host), 1, pl.maxWait)
 	if err != nil {
 		pl.log.Warn("rate limiter failed; URL deferred", "host", u.Host, "err", err)
 		pl.deferItem(ctx, l, l.Item, time.Second)

@@ -113,19 +113,23 @@ func pausedHosts(ctx context.Context, c redis.UniversalClient, k Keys) (map[stri
 		return nil, fmt.Errorf("crawl: status: %w", err)
 	}
 	out := map[string]time.Duration{}
-	err = scanKeys(ctx, c, k.RatePrefix()+"*", func(keys []string) error {
-		for _, key := range keys {
-			until, err := c.HGet(ctx, key, "paused_until").Float64()
-			if err != nil {
-				continue // not paused (or gone meanwhile)
+	for _, pattern := range k.RatePatterns() {
+		err = scanKeys(ctx, c, pattern, func(keys []string) error {
+			for _, key := range keys {
+				until, err := c.HGet(ctx, key, "paused_until").Float64()
+				if err != nil {
+					continue // not paused (or gone meanwhile)
+				}
+				if left := time.Duration(until*1000) - time.Duration(now.UnixNano()); left > 0 {
+					out[key[strings.Index(key, ":rate:")+len(":rate:"):]] = left
+				}
 			}
-			if left := time.Duration(until*1000) - time.Duration(now.UnixNano()); left > 0 {
-				host := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(key, k.RatePrefix()), "{"), "}")
-				out[host] = left
-			}
+			return nil
+		})
+		if err != nil {
+			break
 		}
-		return nil
-	})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("crawl: status: %w", err)
 	}

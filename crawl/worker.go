@@ -224,7 +224,8 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 		rate = politeness.Inf
 	}
 	w.limiter = politeness.NewLimiter(c, rate, s.Burst)
-	w.robots = politeness.NewRobots(c, k.RobotsPrefix(), s.AgentToken(), w.fetchRobots)
+	w.robots = politeness.NewRobots(c, "", s.AgentToken(), w.fetchRobots)
+	w.robots.KeyFor = func(host string) string { return k.RobotsKey(host, s.Shards) }
 	w.metrics = newMetrics(w)
 	if s.Sitemaps {
 		w.robots.OnFetched = w.sitemapsFound
@@ -412,7 +413,7 @@ func (w *Worker) newExchanger(stopAll context.CancelFunc) *exchanger {
 
 func (w *Worker) newPipeline(ex *exchanger, warc *archive.Writer, fail func(error)) *pipeline {
 	return &pipeline{s: w.settings, worker: w.opts.ID, maxAttempts: w.opts.MaxAttempts, maxWait: w.opts.MaxReserveWait,
-		ratePrefix: w.keys.RatePrefix(), fetcher: w.fetcher, robots: w.robots, limiter: w.limiter, fr: w.fr,
+		rateKey: func(host string) string { return w.keys.RateKey(host, w.settings.Shards) }, fetcher: w.fetcher, robots: w.robots, limiter: w.limiter, fr: w.fr,
 		held: &w.held, scope: &w.scope, counters: &w.Counters, log: w.log, ex: ex, warc: warc, fail: fail,
 		fields: w.fields, rules: w.rules, skips: &w.skips, failing: &failing{}, pages: &w.pages, metrics: w.metrics}
 }

@@ -336,7 +336,7 @@ func TestSiteUpAfterTheWorker(t *testing.T) {
 	// The event: the worker tried each host's robots.txt and found no answer.
 	for _, r := range roots {
 		u, _ := url.Parse(r)
-		key := "crawl:e2e:robots:{" + u.Host + "}"
+		key := crawl.KeysFor("e2e").RobotsKey(u.Host, 1)
 		deadline := time.Now().Add(time.Minute)
 		for s.Client.HGet(context.Background(), key, "failures").Val() == "" {
 			select {

@@ -81,6 +81,9 @@ var robotsFailScript = redis.NewScript(robotsFailSrc)
 type Robots struct {
 	c      redis.UniversalClient
 	prefix string // key = prefix + "{" + host + "}": the host is the hash tag
+	// KeyFor, when set, names host's key instead (a crawl that keeps a
+	// host's keys in its frontier shard's slot). The lock is Key + ":lock".
+	KeyFor func(host string) string
 	agent  string // product token matched against User-agent lines
 	fetch  RobotsFetcher
 	TTL    time.Duration // how long a 2xx/4xx answer is kept (24 h)
@@ -144,8 +147,14 @@ type Verdict struct {
 	CrawlDelay time.Duration // the host's Crawl-delay for our agent, 0 if none
 }
 
-// Key is the Redis key holding host's robots.txt.
-func (r *Robots) Key(host string) string { return r.prefix + "{" + host + "}" }
+// Key is the Redis key holding host's robots.txt: KeyFor's, when set,
+// else keyPrefix + "{" + host + "}".
+func (r *Robots) Key(host string) string {
+	if r.KeyFor != nil {
+		return r.KeyFor(host)
+	}
+	return r.prefix + "{" + host + "}"
+}
 
 // Check decides for u (scheme and host give the robots.txt location).
 func (r *Robots) Check(ctx context.Context, u *url.URL) (Verdict, error) {
