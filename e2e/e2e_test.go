@@ -636,6 +636,11 @@ func TestCrawlOnARedisCluster(t *testing.T) {
 	if over := site.Overfetched(1); len(over) > 0 {
 		t.Errorf("URLs fetched more often than one lost master explains: %v", over)
 	}
+	// export reads every shard's stream: one record a page and skip.
+	st = h.status()
+	if n := int64(bytes.Count(h.run("export"), []byte("\n"))); n != st.Counters["records"] || n < int64(len(site.Truth())) {
+		t.Errorf("export wrote %d records; the crawl counted %d, for %d truth URLs", n, st.Counters["records"], len(site.Truth()))
+	}
 	total, per := 0, map[string]int{}
 	for _, n := range c.Nodes {
 		keys := n.Client.Keys(ctx, "crawl*").Val()
