@@ -231,6 +231,7 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 		{[]string{"work", "--bogus"}, "see 'crawler work --help'"},
 		{[]string{"seed", "--rate", "fast", "http://a.example/"}, `--rate "fast"`},
 		{[]string{"seed", "--scope", "planet", "http://a.example/"}, `--scope "planet"`},
+		{[]string{"seed", "--shards", "0", "http://a.example/"}, "--shards 0: want 1 to 256"},
 		{[]string{"crawl", "--rate", "-1", "http://a.example/"}, `--rate "-1"`},
 		{[]string{"--redis", "redis://127.0.0.1:1/0", "seed", "--keep-types", "text/html,pdf", "http://a.example/"}, `--keep-types: keep type "pdf"`},
 		{[]string{"--redis", "redis://127.0.0.1:1/0", "seed", "--extract", "heading", "http://a.example/"}, `--extract: extract rule "heading": want NAME=CSS`},

@@ -27,8 +27,8 @@ func seedFlags() []cli.Flag {
 		&cli.StringFlag{Name: "user-agent", Value: d.UserAgent, Usage: "User-Agent header; its first word is matched against robots.txt"},
 		&cli.Int64Flag{Name: "expected-urls", Value: d.ExpectedURLs, Usage: "URLs the Bloom filter is sized for (it grows past this)"},
 		&cli.Float64Flag{Name: "fp-rate", Value: d.FPRate, Usage: "Bloom filter false-positive rate (a false positive skips a URL)"},
-		&cli.IntFlag{Name: "shards", Usage: fmt.Sprintf("split the frontier by host over N hash tags (1 to %d), so that a Redis Cluster spreads it "+
-			"over its masters (default: %d on a cluster, else 1)", crawl.MaxShards, clusterShards)},
+		&cli.IntFlag{Name: "shards", DefaultText: fmt.Sprintf("%d on a Redis Cluster, else 1", clusterShards),
+			Usage: fmt.Sprintf("split the frontier by host over N hash tags (1 to %d), so that a Redis Cluster spreads it over its masters", crawl.MaxShards)},
 		&cli.BoolFlag{Name: "allow-private", Usage: "allow loopback and private addresses (needed for the test site and intranets)"},
 		&cli.StringFlag{Name: "keep-types", Value: strings.Join(d.KeepTypes, ","), Usage: "media types whose bodies are downloaded " +
 			"and archived (comma-separated: type/subtype, type/* or *); other 2xx bodies stop at their headers, and HTML is always read for its links"},
@@ -64,6 +64,9 @@ func checkSeedFlags(c *cli.Context) error {
 	s := crawl.DefaultSettings()
 	if err := applySeedFlags(c, &s); err != nil {
 		return err
+	}
+	if c.IsSet("shards") && (s.Shards < 1 || s.Shards > crawl.MaxShards) {
+		return fmt.Errorf("--shards %d: want 1 to %d", s.Shards, crawl.MaxShards)
 	}
 	// The flags whose values have checks of their own name themselves.
 	for _, check := range []struct {
