@@ -267,6 +267,9 @@ func (dialNamer) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := next(ctx, network, addr)
 		if err != nil {
+			if addr == "FailoverClient" { // go-redis's name for the master Sentinel names; err has its address
+				return nil, fmt.Errorf("the Redis master Sentinel names is unreachable: %w", err)
+			}
 			return nil, fmt.Errorf("Redis at %s is unreachable: %w", addr, err)
 		}
 		return conn, nil
