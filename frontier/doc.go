@@ -74,6 +74,15 @@
 // costs the same: one forgotten cache. The count is per process, so no
 // other worker's progress can hide the loss of this one's writes.
 //
+// # Shards
+//
+// Shards splits a crawl's frontier by host over several sets of these keys,
+// each under its own hash tag (crawl:{name/s}, shard 0 keeping
+// crawl:{name}), so that a Redis Cluster spreads them over its masters. A
+// host's everything lives in its shard; what crosses shards (links to other
+// shards' hosts, pops, completion, the page budget's shares, fencing) is
+// in shards.go and docs/design.md.
+//
 // # The scheduler's sweep
 //
 // Schedule runs only in the elected leader and is a fence.Script:
