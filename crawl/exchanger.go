@@ -205,6 +205,10 @@ func (x *exchanger) call(work context.Context, now time.Time, c call) bool {
 		}
 		return true
 	}
+	if res.Forget {
+		x.log.Warn("Redis lost writes in a shard: forgetting the URLs this worker knew as seen")
+		x.known.clear()
+	}
 	x.p.succeeded(now, c, len(res.Popped), res.Info.NextDue)
 	if x.budget {
 		x.pages.Store(res.Info.Pages)

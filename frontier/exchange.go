@@ -55,6 +55,11 @@ type Exchanged struct {
 	Held   []bool   // per Finished: its lease was still held, so its outcome was recorded
 	Popped []*Lease // the new leases, at most the number wanted
 	Info   PopInfo
+	// Forget: a shard asked only for URLs refused because Redis lost this
+	// process's exchanges there (ErrRolledBack), after the rest of the
+	// exchange went through (Shards). What the lost writes taught the
+	// process — links known to be seen — must be forgotten, as on the error.
+	Forget bool
 }
 
 // ResultsKept bounds a crawl's results streams (XADD MAXLEN ~): a

@@ -146,7 +146,8 @@ func (s *Shards) Exchange(ctx context.Context, done []Finished, back []*Lease, w
 	out.Info.NextDue = -1
 	asked := make([]bool, len(s.fs))
 	if home >= 0 {
-		x, err := s.fs[home].Exchange(ctx, own, back, s.popFrom(home, now, want))
+		pop := s.popFrom(home, now, want)
+		x, err := s.fs[home].Exchange(ctx, own, back, pop)
 		if err != nil {
 			return Exchanged{}, fmt.Errorf("shard %d: %w", home, err)
 		}
@@ -156,22 +157,27 @@ func (s *Shards) Exchange(ctx context.Context, done []Finished, back []*Lease, w
 			}
 		}
 		out.Held = x.Held
-		s.merge(&out, home, x, now)
-		asked[home] = true
+		s.merge(&out, home, x, now, pop)
+		asked[home] = pop > 0
 	}
 	for k := 0; k < len(s.fs) && len(out.Popped) < want; k++ {
 		sh := (s.turn + k) % len(s.fs)
 		if asked[sh] || s.idle[sh].After(now) {
 			continue
 		}
-		x, err := s.fs[sh].Exchange(ctx, nil, nil, want-len(out.Popped))
+		pop := want - len(out.Popped)
+		x, err := s.fs[sh].Exchange(ctx, nil, nil, pop)
 		if err != nil {
 			if len(out.Popped) > 0 || home >= 0 {
-				break // what was done stands; this shard is asked again next time
+				// What was done stands, and this shard is asked again next
+				// time; but if it lost this process's writes, the process
+				// must forget what they taught it now.
+				out.Forget = errors.Is(err, ErrRolledBack)
+				break
 			}
 			return out, fmt.Errorf("shard %d: %w", sh, err)
 		}
-		s.merge(&out, sh, x, now)
+		s.merge(&out, sh, x, now, pop)
 		asked[sh] = true
 	}
 	s.turn = (s.turn + 1) % len(s.fs)
@@ -212,9 +218,15 @@ func (s *Shards) popFrom(home int, now time.Time, want int) int {
 // worker woken by a shard's wake channel asks at once anyway).
 const idleFor = time.Second
 
-// merge adds shard sh's exchange x to out.
-func (s *Shards) merge(out *Exchanged, sh int, x Exchanged, now time.Time) {
+// merge adds shard sh's exchange x, asked for pop URLs, to out. A shard
+// not asked for any tells nothing of what it has queued.
+func (s *Shards) merge(out *Exchanged, sh int, x Exchanged, now time.Time, pop int) {
 	out.Popped = append(out.Popped, x.Popped...)
+	out.Info.Pages += x.Info.Pages
+	out.Info.CrawlOver = out.Info.CrawlOver || x.Info.CrawlOver
+	if pop == 0 {
+		return
+	}
 	if len(x.Popped) == 0 {
 		wait := x.Info.NextDue
 		if wait < 0 {
@@ -224,8 +236,6 @@ func (s *Shards) merge(out *Exchanged, sh int, x Exchanged, now time.Time) {
 	} else {
 		s.idle[sh] = time.Time{}
 	}
-	out.Info.Pages += x.Info.Pages
-	out.Info.CrawlOver = out.Info.CrawlOver || x.Info.CrawlOver
 	if x.Info.NextDue >= 0 && (out.Info.NextDue < 0 || x.Info.NextDue < out.Info.NextDue) {
 		out.Info.NextDue = x.Info.NextDue
 	}

@@ -194,3 +194,65 @@ func TestShardsKeepThePageBudgetExactly(t *testing.T) {
 	t.Run("miniredis", func(t *testing.T) { run(t, redistest.Mini(t).Client) })
 	t.Run("redis-server", func(t *testing.T) { run(t, redistest.Real(t).Client) })
 }
+
+// A shard asked only for URLs that lost this process's exchanges (Redis
+// went back in time there) refuses; what the rest of the exchange did
+// stands — the page is recorded in its own shard — and the caller is told
+// to forget what it learned (Forget), as ErrRolledBack would tell it.
+func TestShardsForgetWhenAShardPoppedFromLostWrites(t *testing.T) {
+	run := func(t *testing.T, c redis.UniversalClient) {
+		ctx := context.Background()
+		sh := openShards(t, c, "fg", 3)
+		sh.now = func() time.Time { return time.Unix(1_800_000_000, 0) }
+		var hostA, hostB string // hosts of two different shards
+		for i := 0; hostB == ""; i++ {
+			h := fmt.Sprintf("h%d.example", i)
+			switch {
+			case hostA == "":
+				hostA = h
+			case ShardOf(h, 3) != ShardOf(hostA, 3):
+				hostB = h
+			}
+		}
+		a, b := ShardOf(hostA, 3), ShardOf(hostB, 3)
+		if _, err := sh.Enqueue(ctx, []Item{{URL: "http://" + hostA + "/1"}, {URL: "http://" + hostB + "/1"}}); err != nil {
+			t.Fatal(err)
+		}
+		var leaseA *Lease
+		for i := 0; i < 5 && leaseA == nil; i++ { // both shards pop (and count an exchange)
+			x, err := sh.Exchange(ctx, nil, nil, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range x.Popped {
+				if l.Host == hostA {
+					leaseA = l
+				}
+			}
+		}
+		if leaseA == nil {
+			t.Fatal("never popped the URL of shard A")
+		}
+		counters := c.Keys(ctx, KeysForShard("fg", b).Counters+"*").Val()
+		if len(counters) != 1 {
+			t.Fatalf("shard B's exchange counters: %v", counters)
+		}
+		c.Del(ctx, counters[0]) // shard B goes back in time
+		if _, err := sh.Enqueue(ctx, []Item{{URL: "http://" + hostB + "/2"}}); err != nil {
+			t.Fatal(err)
+		}
+		sh.idle[b] = time.Time{}
+		x, err := sh.Exchange(ctx, []Finished{{Lease: leaseA, Outcome: Outcome{Stat: "ok", Fetched: true, Record: []byte(`{}`)}}}, nil, 1)
+		if err != nil || !x.Forget || len(x.Held) != 1 || !x.Held[0] {
+			t.Fatalf("exchange: %+v, %v; want the page held and Forget", x, err)
+		}
+		if n := c.XLen(ctx, KeysForShard("fg", a).Results).Val(); n != 1 {
+			t.Fatalf("shard A recorded %d pages; want 1", n)
+		}
+		if x, err = sh.Exchange(ctx, nil, nil, 1); err != nil || len(x.Popped) != 1 || x.Popped[0].Host != hostB {
+			t.Fatalf("after forgetting, shard B should pop again: %+v, %v", x, err)
+		}
+	}
+	t.Run("miniredis", func(t *testing.T) { run(t, redistest.Mini(t).Client) })
+	t.Run("redis-server", func(t *testing.T) { run(t, redistest.Real(t).Client) })
+}
