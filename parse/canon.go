@@ -123,8 +123,10 @@ func canonicalHost(h string) (string, error) {
 	if h == "" {
 		return "", errors.New("no host")
 	}
-	if ip := net.ParseIP(h); ip != nil {
-		return ip.String(), nil
+	if couldBeIP(h) {
+		if ip := net.ParseIP(h); ip != nil {
+			return ip.String(), nil
+		}
 	}
 	h = strings.TrimSuffix(strings.ToLower(h), ".")
 	a, err := hostProfile.ToASCII(h)
@@ -135,6 +137,19 @@ func canonicalHost(h string) (string, error) {
 		return "", fmt.Errorf("bad host %q", clip(h))
 	}
 	return a, nil
+}
+
+// couldBeIP: h has only the characters of an IP address (a name with any
+// other letter is not one, and need not be parsed as one, which costs an
+// error value for every link of a page).
+func couldBeIP(h string) bool {
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' || c == '.' || c == ':' || c == '%') {
+			return false
+		}
+	}
+	return true
 }
 
 func setPath(u *url.URL, escaped string) error {
@@ -152,7 +167,9 @@ func setPath(u *url.URL, escaped string) error {
 
 // removeDotSegments is RFC 3986 §5.2.4.
 func removeDotSegments(p string) string {
-	if !strings.Contains(p, ".") {
+	// A dot segment starts the path or follows a '/': most paths (page.html
+	// has a dot, no dot segment) need no work, and get none.
+	if !strings.Contains(p, "/.") && !strings.HasPrefix(p, ".") {
 		return p
 	}
 	var out []string

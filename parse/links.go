@@ -185,6 +185,36 @@ var linkTags = map[string]bool{"a": true, "area": true, "iframe": true, "frame":
 // thousands of them costs no more than a normal one.
 const maxAttrs = 32
 
+// maxTagName is the longest tag name rawTagName reads: enough for every
+// tag extractTokens looks for.
+const maxTagName = 8
+
+// rawTagName is the lower-cased name of the tag whose raw bytes are raw
+// ("<A href=…>", "</title >"), in buf; longer names are cut (no tag
+// extractTokens looks for is that long, so they match none).
+func rawTagName(raw []byte, buf *[maxTagName]byte) []byte {
+	i := 1
+	if i < len(raw) && raw[i] == '/' {
+		i++
+	}
+	n := 0
+	for ; i < len(raw); i++ {
+		c := raw[i]
+		if c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '/' || c == '>' {
+			break
+		}
+		if n == maxTagName {
+			return nil // longer than any name looked for
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[n] = c
+		n++
+	}
+	return buf[:n]
+}
+
 // extractTokens finds a page's title and links with the HTML tokenizer,
 // in one pass: only the tags in linkTags have their attributes read, and
 // only their values that are kept are copied.
@@ -194,6 +224,7 @@ func extractTokens(pageURL *url.URL, body io.Reader, lim Limits) (*Page, error) 
 	z := html.NewTokenizer(body)
 	inTitle, haveTitle, haveBase := false, false, false
 	var keys, vals [maxAttrs][]byte
+	var nameBuf [maxTagName]byte
 	for {
 		tt := z.Next()
 		switch tt {
@@ -210,11 +241,13 @@ func extractTokens(pageURL *url.URL, body io.Reader, lim Limits) (*Page, error) 
 				p.Title, haveTitle = clipTitle(string(z.Text()), lim), true
 			}
 		case html.EndTagToken:
-			if name, _ := z.TagName(); string(name) == "title" {
+			if name := rawTagName(z.Raw(), &nameBuf); string(name) == "title" {
 				inTitle = false
 			}
 		case html.StartTagToken, html.SelfClosingTagToken:
-			name, hasAttr := z.TagName()
+			// The name off the raw bytes: the tokenizer's TagName copies it,
+			// an allocation for every tag of the page, most of them no link.
+			name := rawTagName(z.Raw(), &nameBuf)
 			if string(name) == "title" {
 				inTitle = tt == html.StartTagToken
 				continue
@@ -223,9 +256,11 @@ func extractTokens(pageURL *url.URL, body io.Reader, lim Limits) (*Page, error) 
 				continue
 			}
 			n := 0
-			for hasAttr && n < maxAttrs {
-				keys[n], vals[n], hasAttr = z.TagAttr()
-				n++
+			for more := true; more && n < maxAttrs; {
+				keys[n], vals[n], more = z.TagAttr()
+				if keys[n] != nil {
+					n++
+				}
 			}
 			attr := func(k, def string) string {
 				for i := 0; i < n; i++ {
