@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
 	"github.com/redis/go-redis/v9"
@@ -448,7 +449,11 @@ func TestDemoLeavesTheUsersCrawlAlone(t *testing.T) {
 // without --allow-private is warned of.
 func TestCrawlThatFetchesNothingFails(t *testing.T) {
 	t.Chdir(t.TempDir())
-	_, errOut, err := run(t, "--crawl", "nothing", "crawl", "--rate", "inf", "http://127.0.0.1:9/")
+	shards := 2 // the reasons are read from the seed's shard, not only the first
+	for frontier.ShardOf("127.0.0.1:9", shards) == 0 {
+		shards++
+	}
+	_, errOut, err := run(t, "--crawl", "nothing", "crawl", "--rate", "inf", "--shards", fmt.Sprint(shards), "http://127.0.0.1:9/")
 	if err == nil || !strings.Contains(err.Error(), "nothing was fetched") || !strings.Contains(err.Error(), "--allow-private") {
 		t.Fatalf("crawl of a private seed: %v; want a failure naming --allow-private", err)
 	}
