@@ -83,13 +83,17 @@ func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Sta
 		return nil, err
 	}
 	st.Done = c.Exists(ctx, k.DoneFlag).Val() == 1
+	pipe := c.Pipeline()
+	lens := make([]*redis.IntCmd, s.Shards)
+	for i := range lens {
+		lens[i] = pipe.XLen(ctx, k.Shard(i).Results)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("crawl: status: %w", err)
+	}
 	var kept int64
-	for i := 0; i < s.Shards; i++ {
-		n, err := c.XLen(ctx, k.Shard(i).Results).Result()
-		if err != nil {
-			return nil, fmt.Errorf("crawl: status: %w", err)
-		}
-		kept += n
+	for _, n := range lens {
+		kept += n.Val()
 	}
 	st.ResultsTrimmed = max(st.Counters["records"]-kept, 0)
 	if st.Paused, err = pausedHosts(ctx, c, k); err != nil {
@@ -334,12 +338,16 @@ func readCounters(ctx context.Context, c redis.UniversalClient, k Keys, shards i
 	for _, f := range []string{"pages", OutcomeOK, OutcomeHTTPError, OutcomeFailed, OutcomeSkipped, "enqueued", "offered", "records"} {
 		n[f] = 0
 	}
-	for i := 0; i < shards; i++ {
-		raw, err := c.HGetAll(ctx, k.Shard(i).Stats).Result()
-		if err != nil {
-			return nil, fmt.Errorf("crawl: counters: %w", err)
-		}
-		for f, v := range raw {
+	pipe := c.Pipeline() // one round trip (on a Cluster, one a master)
+	stats := make([]*redis.MapStringStringCmd, shards)
+	for i := range stats {
+		stats[i] = pipe.HGetAll(ctx, k.Shard(i).Stats)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("crawl: counters: %w", err)
+	}
+	for _, cmd := range stats {
+		for f, v := range cmd.Val() {
 			x, _ := strconv.ParseInt(v, 10, 64)
 			n[f] += x
 		}

@@ -211,13 +211,7 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 		return nil, err
 	}
 	for _, f := range w.fr.All() {
-		f.Lease, f.PageBudget, f.HostPageCap = o.Lease, s.MaxPages, s.MaxPagesPerHost
-		if s.MaxPages > 0 && s.Shards > 1 {
-			f.PageBudget = -1 // each shard pops within its share (frontier.Shards.Schedule)
-		}
-		if !math.IsInf(s.Rate, 1) {
-			f.HostSpacing = time.Duration(float64(time.Second) / s.Rate)
-		}
+		f.Lease = o.Lease
 	}
 	rate := politeness.Limit(s.Rate)
 	if math.IsInf(s.Rate, 1) {

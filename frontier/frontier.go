@@ -451,15 +451,24 @@ func (s Sizes) Empty() bool { return s.Queued == 0 && s.InFlight == 0 && s.Defer
 // Sizes reads the counts in one round trip.
 func (f *Frontier) Sizes(ctx context.Context) (Sizes, error) {
 	pipe := f.c.Pipeline()
+	read := f.sizes(ctx, pipe)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return Sizes{}, fmt.Errorf("frontier: sizes: %w", err)
+	}
+	return read(), nil
+}
+
+// sizes queues the reads of the counts on pipe; the function it returns
+// reads their answers once pipe ran.
+func (f *Frontier) sizes(ctx context.Context, pipe redis.Pipeliner) func() Sizes {
 	q := pipe.HGet(ctx, f.keys.Stats, "queued")
 	i := pipe.ZCard(ctx, f.keys.Leases)
 	d := pipe.ZCard(ctx, f.keys.Deferred)
 	fl := pipe.LLen(ctx, f.keys.Failed)
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return Sizes{}, fmt.Errorf("frontier: sizes: %w", err)
+	return func() Sizes {
+		queued, _ := strconv.ParseInt(q.Val(), 10, 64) // absent: none
+		return Sizes{queued, i.Val(), d.Val(), fl.Val()}
 	}
-	queued, _ := strconv.ParseInt(q.Val(), 10, 64) // absent: none
-	return Sizes{queued, i.Val(), d.Val(), fl.Val()}, nil
 }
 
 // HostQueue is one host's queue, as HostQueues reads it.

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Shards is a crawl's frontier split by host over shards, each a Frontier
@@ -388,14 +390,20 @@ func (f *Frontier) SetShare(ctx context.Context, share int64) error {
 	return f.c.HSetNX(ctx, f.keys.Stats, "allow", share).Err()
 }
 
-// Sizes adds up the shards' counts.
+// Sizes adds up the shards' counts, read in one pipeline (on a Cluster,
+// one round trip a master).
 func (s *Shards) Sizes(ctx context.Context) (Sizes, error) {
+	pipe := s.fs[0].c.Pipeline()
+	reads := make([]func() Sizes, len(s.fs))
+	for i, f := range s.fs {
+		reads[i] = f.sizes(ctx, pipe)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return Sizes{}, fmt.Errorf("frontier: sizes: %w", err)
+	}
 	var total Sizes
-	for _, f := range s.fs {
-		sz, err := f.Sizes(ctx)
-		if err != nil {
-			return total, err
-		}
+	for _, read := range reads {
+		sz := read()
 		total.Queued += sz.Queued
 		total.InFlight += sz.InFlight
 		total.Deferred += sz.Deferred
