@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/redcrawl/crawler/internal/testsite"
@@ -13,20 +14,35 @@ import (
 func testsiteCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "testsite",
-		Usage: "serve a deterministic synthetic site on loopback addresses, for trying and testing crawls",
-		Description: "Host i listens on LISTEN-BASE+i. Every host answers /_truth (the URLs a correct crawl from\n" +
-			"the hosts' home pages must fetch) and /_stats (requests per host, the most in any second,\n" +
-			"URLs fetched more than twice, robots-disallowed URLs fetched). Crawl it with --allow-private.",
+		Usage: "serve a deterministic synthetic site of several hosts, for trying and testing crawls",
+		Description: "Host i listens on LISTEN-BASE+i; with --names, the named hosts share one listener (--listen)\n" +
+			"and are told apart by the Host header, as in a compose network. Every host answers /_truth\n" +
+			"(the URLs a correct crawl from the hosts' home pages must fetch) and /_stats (requests per\n" +
+			"host, the most in any second, URLs fetched more than once, robots-disallowed URLs fetched).\n" +
+			"Crawl it with --allow-private.",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "hosts", Value: 4, Usage: "number of hosts"},
 			&cli.IntFlag{Name: "pages", Value: 100, Usage: "pages per host"},
 			&cli.DurationFlag{Name: "latency", Usage: "delay added to every response (e.g. 50ms)"},
 			&cli.StringFlag{Name: "listen-base", Value: "127.0.0.10", Usage: "first host's loopback address"},
-			&cli.IntFlag{Name: "port", Value: 8080, Usage: "port on every host (0: any free one)"},
+			&cli.IntFlag{Name: "port", Value: 8080, Usage: "port on every host (0: any free one); with --names, the port in the site's URLs"},
+			&cli.StringFlag{Name: "names", Usage: "serve these host names (comma-separated, e.g. a.site.test,b.site.test) on one listener instead"},
+			&cli.StringFlag{Name: "listen", Value: ":8080", Usage: "with --names, the address to listen on"},
 		},
 		Action: func(c *cli.Context) error {
+			if c.Int("pages") < 1 || c.Int("pages") > 1_000_000 {
+				return usage(fmt.Errorf("--pages %d: want 1 to 1000000", c.Int("pages")))
+			}
+			if c.IsSet("names") && c.IsSet("hosts") {
+				return usage(fmt.Errorf("--names and --hosts: give one (--names sets the hosts)"))
+			}
+			port := c.Int("port")
+			if c.IsSet("names") && !c.IsSet("port") {
+				port = 0 // the listener's
+			}
 			site, err := testsite.Start(testsite.Config{Hosts: c.Int("hosts"), Pages: c.Int("pages"),
-				Latency: c.Duration("latency"), ListenBase: c.String("listen-base"), Port: c.Int("port")})
+				Latency: c.Duration("latency"), ListenBase: c.String("listen-base"), Port: port,
+				Names: splitNames(c.String("names")), Listen: c.String("listen")})
 			if err != nil {
 				return err
 			}
@@ -42,4 +58,15 @@ func testsiteCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// splitNames reads --names: host names separated by commas (spaces allowed).
+func splitNames(s string) []string {
+	var names []string
+	for _, n := range strings.Split(s, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			names = append(names, n)
+		}
+	}
+	return names
 }

@@ -1,5 +1,8 @@
-// Package testsite serves a deterministic synthetic web site on several
-// loopback addresses (one host each), for tests, benchmarks and the demo.
+// Package testsite serves a deterministic synthetic web site of several
+// hosts, for tests, benchmarks and the demo: either one loopback address a
+// host (127.0.0.10, 127.0.0.11, …), or named hosts on one listener told
+// apart by their Host header (a.site.test, b.site.test, … in a compose
+// network, where DNS gives every name the site's address).
 // It knows which URLs a correct crawl must fetch (/_truth) and counts what
 // it was asked for (/_stats): per host, the requests and the most seen in
 // any sliding one-second window, so politeness can be checked from outside.
@@ -28,11 +31,17 @@ import (
 
 // Config shapes the site.
 type Config struct {
-	Hosts      int           // hosts (loopback addresses), default 4
+	Hosts      int           // hosts (loopback addresses), default 4; with Names, len(Names)
 	Pages      int           // pages per host besides /, default 100
 	Latency    time.Duration // added to every response
 	ListenBase string        // first address, default 127.0.0.10; host i is base+i
 	Port       int           // the same on every host; 0 picks a free one
+	// Names, when set, are the hosts' names, all served on one listener at
+	// Listen and told apart by the Host header; the URLs carry Port (the
+	// listener's port when 0). A request for another host gets 421, but
+	// /_truth and /_stats answer on any.
+	Names  []string
+	Listen string // with Names: the address to listen on, default ":8080"
 }
 
 // Site is a running test site.
@@ -50,11 +59,16 @@ type Site struct {
 
 // Start serves the site until Close.
 func Start(cfg Config) (*Site, error) {
-	if cfg.Hosts <= 0 {
-		cfg.Hosts = 4
-	}
 	if cfg.Pages <= 0 {
 		cfg.Pages = 100
+	}
+	if len(cfg.Names) > 0 {
+		cfg.Hosts = len(cfg.Names)
+		s := &Site{cfg: cfg, reqs: map[string][]time.Time{}, perURL: map[string]int{}, flaky: map[string]bool{}, total: map[string]int{}}
+		return s.startNamed()
+	}
+	if cfg.Hosts <= 0 {
+		cfg.Hosts = 4
 	}
 	if cfg.ListenBase == "" {
 		cfg.ListenBase = "127.0.0.10"
@@ -90,6 +104,68 @@ func Start(cfg Config) (*Site, error) {
 		go srv.Serve(l)
 	}
 	return s, nil
+}
+
+// startNamed serves every named host on one listener.
+func (s *Site) startNamed() (*Site, error) {
+	seen := map[string]bool{}
+	for _, n := range s.cfg.Names {
+		if !validName(n) {
+			return nil, fmt.Errorf("testsite: host name %q: want letters, digits, '-' and '.' (such as a.site.test)", n)
+		}
+		if seen[strings.ToLower(n)] {
+			return nil, fmt.Errorf("testsite: host name %q given twice", n)
+		}
+		seen[strings.ToLower(n)] = true
+	}
+	listen := s.cfg.Listen
+	if listen == "" {
+		listen = ":8080"
+	}
+	l, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, fmt.Errorf("testsite: listen on %s: %w", listen, err)
+	}
+	if s.cfg.Port == 0 {
+		s.cfg.Port = l.Addr().(*net.TCPAddr).Port
+	}
+	byHost := map[string]http.Handler{}
+	for i, n := range s.cfg.Names {
+		s.hosts = append(s.hosts, net.JoinHostPort(strings.ToLower(n), strconv.Itoa(s.cfg.Port)))
+		byHost[s.hosts[i]] = s.handler(i)
+		if s.cfg.Port == 80 {
+			byHost[strings.ToLower(n)] = s.handler(i)
+		}
+	}
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h, ok := byHost[strings.ToLower(r.Host)]; ok {
+			h.ServeHTTP(w, r)
+			return
+		}
+		switch r.URL.Path {
+		case "/_truth":
+			writeJSON(w, s.Truth())
+		case "/_stats":
+			writeJSON(w, s.Stats())
+		default:
+			http.Error(w, fmt.Sprintf("this test site serves %s, not %q", strings.Join(s.hosts, ", "), r.Host), http.StatusMisdirectedRequest)
+		}
+	})}
+	s.servers = append(s.servers, srv)
+	go srv.Serve(l)
+	return s, nil
+}
+
+func validName(n string) bool {
+	if n == "" || len(n) > 253 || strings.HasPrefix(n, ".") || strings.HasSuffix(n, ".") || strings.Contains(n, "..") {
+		return false
+	}
+	for _, r := range n {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '-' || r == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 // Close stops every host.
@@ -361,13 +437,16 @@ type Stats struct {
 	Disallowed []string `json:"disallowed"`
 	// Fetched is every URL requested at least once (robots.txt excluded).
 	Fetched []string `json:"fetched"`
+	// Repeated counts the requests of each URL requested more than once.
+	Repeated map[string]int `json:"repeated"`
 }
 
 // Stats reports what the site saw so far.
 func (s *Site) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Stats{Hosts: map[string]HostStats{}, Disallowed: append([]string{}, s.private...), FetchedMoreThanTwice: []string{}}
+	st := Stats{Hosts: map[string]HostStats{}, Disallowed: append([]string{}, s.private...), FetchedMoreThanTwice: []string{},
+		Repeated: map[string]int{}}
 	for _, h := range s.hosts {
 		st.Hosts[h] = HostStats{Requests: s.total[h], MaxPerSecond: maxInWindow(s.reqs[h], time.Second)}
 	}
@@ -377,6 +456,9 @@ func (s *Site) Stats() Stats {
 		}
 		st.Fetched = append(st.Fetched, u)
 		st.MaxFetchesPerURL = max(st.MaxFetchesPerURL, n)
+		if n > 1 {
+			st.Repeated[u] = n
+		}
 		if n > 2 {
 			st.FetchedMoreThanTwice = append(st.FetchedMoreThanTwice, u)
 		}
@@ -402,21 +484,36 @@ func maxInWindow(times []time.Time, w time.Duration) int {
 // may: once, or twice for a /flaky/ page (it fails once by design), plus
 // once per crash the crawl went through (a SIGKILLed worker's unsent pages,
 // or the work a Redis rollback undid, are fetched again, once each).
-func (s *Site) Overfetched(crashes int) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *Site) Overfetched(crashes int) []string { return s.Stats().Overfetched(crashes) }
+
+// Overfetched is Site.Overfetched for stats read over HTTP (/_stats).
+func (st Stats) Overfetched(crashes int) []string {
 	var over []string
-	for u, n := range s.perURL {
+	for u, n := range st.Repeated {
 		allowed := 1 + crashes
 		if strings.Contains(u, "/flaky/") {
 			allowed++
 		}
-		if n > allowed && !strings.HasSuffix(u, "/robots.txt") {
+		if n > allowed {
 			over = append(over, fmt.Sprintf("%s (%d times, %d allowed)", u, n, allowed))
 		}
 	}
 	sort.Strings(over)
 	return over
+}
+
+// Extra is how many requests the crawl made beyond one a URL (and the one
+// retry a /flaky/ page needs by design): the cost of the faults it met.
+func (st Stats) Extra() int {
+	extra := 0
+	for u, n := range st.Repeated {
+		allowed := 1
+		if strings.Contains(u, "/flaky/") {
+			allowed++
+		}
+		extra += max(n-allowed, 0)
+	}
+	return extra
 }
 
 // Requests counts every request the site answered, robots.txt and its own
@@ -434,14 +531,16 @@ func (s *Site) Requests() int {
 }
 
 // Missing lists the URLs of Truth that were never requested.
-func (s *Site) Missing() []string {
-	st := s.Stats()
+func (s *Site) Missing() []string { return Missing(s.Truth(), s.Stats()) }
+
+// Missing lists the URLs of truth that st never saw requested.
+func Missing(truth []string, st Stats) []string {
 	fetched := make(map[string]bool, len(st.Fetched))
 	for _, u := range st.Fetched {
 		fetched[u] = true
 	}
 	var missing []string
-	for _, u := range s.Truth() {
+	for _, u := range truth {
 		if !fetched[u] {
 			missing = append(missing, u)
 		}

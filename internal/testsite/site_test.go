@@ -66,3 +66,73 @@ func TestTruthIsServedAndStatsCount(t *testing.T) {
 		t.Fatalf("hosts counted %d requests, want %d", total, len(truth)+5)
 	}
 }
+
+// Named hosts share one listener and are told apart by Host, as in a
+// compose network where every name resolves to the site's one address.
+func TestNamedHostsShareOneListener(t *testing.T) {
+	s, err := Start(Config{Names: []string{"a.site.test", "B.site.test"}, Pages: 30, Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	port := strings.TrimPrefix(s.Hosts()[0], "a.site.test:")
+	if want := []string{"a.site.test:" + port, "b.site.test:" + port}; strings.Join(s.Hosts(), " ") != strings.Join(want, " ") {
+		t.Fatalf("hosts %v, want %v", s.Hosts(), want)
+	}
+	addr := "127.0.0.1:" + port
+	get := func(host, path string) (int, string) {
+		req, _ := http.NewRequest("GET", "http://"+addr+path, nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("a.site.test:"+port, "/robots.txt"); code != 200 || !strings.Contains(body, "Disallow: /private/") {
+		t.Fatalf("host a robots.txt: %d %q", code, body)
+	}
+	if code, _ := get("b.site.test:"+port, "/robots.txt"); code != 404 {
+		t.Fatalf("host b robots.txt: %d, want 404 (only host 0 has one)", code)
+	}
+	if code, body := get("b.site.test:"+port, "/p/4.html"); code != 200 || !strings.Contains(body, "http://a.site.test:"+port+"/p/") {
+		t.Fatalf("host b page 4: %d, want 200 with its cross-host link to a\n%s", code, body)
+	}
+	if code, _ := get("c.site.test:"+port, "/"); code != http.StatusMisdirectedRequest {
+		t.Fatalf("an unknown host: %d, want 421", code)
+	}
+	// The site's own endpoints answer on any Host (a test reaching it
+	// through a published port asks for 127.0.0.1).
+	code, body := get(addr, "/_truth")
+	if code != 200 || !strings.Contains(body, `"http://b.site.test:`+port+`/p/29.html"`) {
+		t.Fatalf("/_truth through %s: %d %.200s", addr, code, body)
+	}
+	st := s.Stats()
+	if len(st.Fetched) != 1 || st.Hosts["b.site.test:"+port].Requests != 2 || st.Hosts["a.site.test:"+port].Requests != 1 {
+		t.Fatalf("stats after one page and two robots.txt requests: %+v", st)
+	}
+	if _, err := Start(Config{Names: []string{"a.site.test", "a.site.test"}, Listen: "127.0.0.1:0"}); err == nil {
+		t.Fatal("a name given twice was accepted")
+	}
+	if _, err := Start(Config{Names: []string{"a b"}, Listen: "127.0.0.1:0"}); err == nil {
+		t.Fatal("a name with a space was accepted")
+	}
+}
+
+func TestStatsCountWhatIsOverfetched(t *testing.T) {
+	st := Stats{Repeated: map[string]int{"http://h/p/1.html": 2, "http://h/flaky/21.html": 2, "http://h/p/2.html": 4}}
+	if got := st.Overfetched(0); strings.Join(got, " ") != "http://h/p/1.html (2 times, 1 allowed) http://h/p/2.html (4 times, 1 allowed)" {
+		t.Fatalf("Overfetched(0) = %q", got)
+	}
+	if got := st.Overfetched(3); len(got) != 0 {
+		t.Fatalf("Overfetched(3) = %q, want none", got)
+	}
+	if got := st.Extra(); got != 1+3 {
+		t.Fatalf("Extra = %d, want 4 (one for p/1, three for p/2, none for the flaky page's retry)", got)
+	}
+	if got := Missing([]string{"a", "b", "c"}, Stats{Fetched: []string{"b"}}); strings.Join(got, " ") != "a c" {
+		t.Fatalf("Missing = %q", got)
+	}
+}
