@@ -187,10 +187,14 @@ func record(t gowarc.RecordType, contentType string, ex Exchange, block []byte, 
 }
 
 // Close finishes the current file (it loses its ".open" suffix); writes
-// after Close fail with ErrClosed.
+// after Close fail with ErrClosed. Closing again does nothing.
 func (w *Writer) Close() error {
 	w.mu.Lock()
+	was := w.closed
 	w.closed = true
 	w.mu.Unlock()
+	if was {
+		return nil
+	}
 	return w.w.Close()
 }

@@ -24,6 +24,7 @@ type ExportReport struct {
 	// Trimmed counts records the stream dropped (it keeps the newest
 	// million) before this export could read them.
 	Trimmed int64
+	Done    bool // the crawl was done when the export ended
 }
 
 // Export writes the records of the results stream as JSON lines. With
@@ -77,7 +78,7 @@ func Export(ctx context.Context, c redis.UniversalClient, name string, out io.Wr
 		if !caughtUp {
 			continue
 		}
-		rep.Trimmed = max(added-rep.Written, 0)
+		rep.Trimmed, rep.Done = max(added-rep.Written, 0), done == 1
 		if !follow || done == 1 || ctx.Err() != nil {
 			return rep, nil
 		}

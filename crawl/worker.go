@@ -286,8 +286,9 @@ func (w *Worker) fetchRobots(ctx context.Context, u string) (politeness.RobotsRe
 //
 // The order of stopping: the fetch loops return (stop), the exchanger
 // sends what they handed in and returns, then the heartbeat and the
-// scheduler role end, and last the worker deregisters — from then on it
-// writes nothing, which is what a forced reset waits for.
+// scheduler role end, the WARC file is closed, and last the worker
+// deregisters — from then on it writes nothing, to Redis or to its files,
+// which is what a forced reset and 'export --follow --wait-workers' wait for.
 func (w *Worker) Run(ctx context.Context) error {
 	// stop ends the taking of new URLs; work carries what is in progress,
 	// which finishes even after a stop unless the crawl is gone.
@@ -338,6 +339,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	<-exDone
 	stopSide()
 	sides.Wait()
+	if warc != nil {
+		if err := warc.Close(); err != nil {
+			fail(fmt.Errorf("archive: closing the WARC file: %w", err))
+		}
+	}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	if !w.gone.Load() {
 		w.flushSkips(dctx) // the last ones; a gone crawl has no counters left to add to

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/redcrawl/crawler/crawl"
+	"github.com/redis/go-redis/v9"
+	"github.com/urfave/cli/v2"
+)
+
+// The commands that look at a crawl rather than crawl: status, export, reset.
+
+func statusCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "status",
+		Usage: "show a crawl's progress: pages, HTTP statuses, frontier, busiest hosts, Bloom filter, scheduler, workers",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "print JSON (with --watch, one object a line)"},
+			&cli.BoolFlag{Name: "watch", Aliases: []string{"w"}, Usage: "refresh until the crawl is done or Ctrl-C"},
+			&cli.DurationFlag{Name: "interval", Value: 2 * time.Second, Usage: "with --watch, refresh this often"},
+		},
+		Action: func(c *cli.Context) error {
+			if d := c.Duration("interval"); d < 100*time.Millisecond {
+				return usage(fmt.Errorf("--interval %v: want 100ms or more", d))
+			}
+			rdb, err := connect(c)
+			if err != nil {
+				return err
+			}
+			defer rdb.Close()
+			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			tty := isTerminal(c.App.Writer)
+			for {
+				st, err := crawl.ReadStatus(ctx, rdb, c.String("crawl"))
+				if ctx.Err() != nil {
+					return nil // Ctrl-C while watching
+				}
+				if err != nil {
+					return err
+				}
+				if !c.Bool("watch") {
+					return printStatus(c.App.Writer, st, c.Bool("json"))
+				}
+				if err := watchStatus(c.App.Writer, st, c.Bool("json"), tty); err != nil || st.Done {
+					return err
+				}
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(c.Duration("interval")):
+				}
+			}
+		},
+	}
+}
+
+// watchStatus prints one refresh of status --watch: on a terminal, over
+// the last one; elsewhere after it, with the time.
+func watchStatus(w io.Writer, st *crawl.Status, asJSON, tty bool) error {
+	if asJSON {
+		return json.NewEncoder(w).Encode(st)
+	}
+	if tty {
+		io.WriteString(w, "\033[H\033[2J") // home, clear screen
+	}
+	fmt.Fprintf(w, "%s\n", time.Now().Format(time.DateTime))
+	return printStatus(w, st, false)
+}
+
+func printStatus(w io.Writer, st *crawl.Status, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st)
+	}
+	_, err := fmt.Fprint(w, st.String())
+	return err
+}
+
+func exportCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "export",
+		Usage: "print the crawl's result records as JSON lines",
+		Description: "Reads the results stream in Redis, which keeps the newest million records: if older ones were\n" +
+			"trimmed before this export, it says how many on stderr (the workers' --out files have them all).\n" +
+			"With --follow it returns when the crawl is done, exit 0; stopped before that (SIGINT, SIGTERM),\n" +
+			"it exits 1, so a compose service running it waits for the crawl and reports how it ended.",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "follow", Aliases: []string{"F"}, Usage: "then print records as they arrive, until the crawl is done"},
+			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "write the records to FILE (replacing it) instead of standard output; " +
+				"with --follow, say on stderr every 10 s how many so far"},
+			&cli.BoolFlag{Name: "wait-workers", Usage: "with --follow, once the crawl is done also wait (up to 2 minutes) until every worker " +
+				"has stopped, so their WARC and --out files are complete"},
+		},
+		Action: func(c *cli.Context) error {
+			rdb, err := connect(c)
+			if err != nil {
+				return err
+			}
+			defer rdb.Close()
+			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			out, finish := c.App.Writer, func() error { return nil }
+			if name := c.String("out"); name != "" {
+				f, err := os.Create(name)
+				if err != nil {
+					return fmt.Errorf("--out: %v", err)
+				}
+				defer f.Close()
+				bw := bufio.NewWriterSize(f, 1<<16)
+				out = bw
+				finish = func() error {
+					if err := bw.Flush(); err != nil {
+						return fmt.Errorf("--out %s: %v", name, err)
+					}
+					if err := f.Sync(); err != nil {
+						return fmt.Errorf("--out %s: %v", name, err)
+					}
+					return f.Close()
+				}
+			}
+			counted := &lineCounter{w: out}
+			if c.String("out") != "" && c.Bool("follow") {
+				pctx, stopProgress := context.WithCancel(ctx)
+				defer stopProgress()
+				go func() {
+					for sleep(pctx, 10*time.Second) {
+						fmt.Fprintf(c.App.ErrWriter, "crawler: export: %d records so far\n", counted.n.Load())
+					}
+				}()
+			}
+			rep, err := crawl.Export(ctx, rdb, c.String("crawl"), counted, c.Bool("follow"))
+			if ferr := finish(); err == nil {
+				err = ferr
+			}
+			if rep.Trimmed > 0 {
+				fmt.Fprintf(c.App.ErrWriter, "crawler: export: %d records were trimmed from the results stream before they could be read "+
+					"(it keeps the newest million); %d exported; the workers' --out files have every record\n", rep.Trimmed, rep.Written)
+			}
+			if err != nil {
+				return err
+			}
+			if c.String("out") != "" {
+				fmt.Fprintf(c.App.ErrWriter, "crawler: export: %d records written to %s\n", rep.Written, c.String("out"))
+			}
+			if c.Bool("follow") && !rep.Done {
+				return errors.New("export: stopped before the crawl was done")
+			}
+			if c.Bool("follow") && c.Bool("wait-workers") {
+				return awaitWorkers(ctx, c, rdb, 2*time.Minute)
+			}
+			return nil
+		},
+	}
+}
+
+// lineCounter counts the records (lines) written through it.
+type lineCounter struct {
+	w io.Writer
+	n atomic.Int64
+}
+
+func (l *lineCounter) Write(p []byte) (int, error) {
+	n, err := l.w.Write(p)
+	l.n.Add(int64(bytes.Count(p[:n], []byte{'\n'})))
+	return n, err
+}
+
+// awaitWorkers waits until no worker of the crawl is alive (each
+// deregisters once its files are closed), at most limit.
+func awaitWorkers(ctx context.Context, c *cli.Context, rdb redis.UniversalClient, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	said := false
+	for {
+		st, err := crawl.ReadStatus(ctx, rdb, c.String("crawl"))
+		if err != nil {
+			return fmt.Errorf("export: waiting for the workers: %w", err)
+		}
+		if len(st.Workers) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintf(c.App.ErrWriter, "crawler: export: the crawl is done, but %d workers still run %v later (%s; "+
+				"started without --exit-when-done?); not waiting longer\n", len(st.Workers), limit, strings.Join(st.Workers, ", "))
+			return nil
+		}
+		if !said {
+			fmt.Fprintf(c.App.ErrWriter, "crawler: export: the crawl is done; waiting for %d workers to stop\n", len(st.Workers))
+			said = true
+		}
+		if !sleep(ctx, 250*time.Millisecond) {
+			return errors.New("export: stopped while waiting for the workers")
+		}
+	}
+}
+
+func resetCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "reset",
+		Usage: "delete every key of the crawl (found with SCAN)",
+		Description: "Refused while workers are alive (see 'crawler status'), unless --force: then the\n" +
+			"workers are told the crawl is gone, stop with an error, and the keys are deleted once\n" +
+			"every worker has stopped (at most a lease, about 10 s), so none reappears.",
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "force", Usage: "reset even while workers are alive: they stop with an error"}},
+		Action: func(c *cli.Context) error {
+			rdb, err := connect(c)
+			if err != nil {
+				return err
+			}
+			defer rdb.Close()
+			rep, err := crawl.Reset(c.Context, rdb, c.String("crawl"), c.Bool("force"))
+			if err != nil {
+				return err
+			}
+			msg := fmt.Sprintf("crawl %q: %d keys deleted", c.String("crawl"), rep.Deleted)
+			if len(rep.Stopped) > 0 {
+				msg += fmt.Sprintf(" after %d workers stopped (%s)", len(rep.Stopped), strings.Join(rep.Stopped, ", "))
+			}
+			fmt.Fprintln(c.App.Writer, msg)
+			return nil
+		},
+	}
+}
+
+// sleep waits d; false if ctx ended first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
