@@ -18,6 +18,7 @@ import (
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
 	"github.com/redcrawl/crawler/leader"
+	"github.com/redis/go-redis/v9"
 )
 
 func seedSite(t *testing.T, s *redistest.Server, site *testsite.Site, name string, set crawl.Settings) {
@@ -270,4 +271,42 @@ func TestConcurrencyIsBounded(t *testing.T) {
 	if _, err := crawl.NewWorker(context.Background(), s.Client, "c", o); err != nil {
 		t.Fatalf("NewWorker at the maximum: %v", err)
 	}
+}
+
+// One id, one live worker: a second process given a live worker's id is
+// refused (it would share its WARC names and deregister it), while the
+// stale registration of a killed run of the same id is waited out.
+func TestWorkerIDIsOneLiveWorkers(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		if _, err := crawl.Seed(ctx, s.Client, crawl.KeysFor("ids"), crawl.DefaultSettings(), nil); err != nil {
+			t.Fatal(err)
+		}
+		o := fastOptions("same")
+		o.ExitWhenDone = false
+		o.Lease = 300 * time.Millisecond
+		wctx, cancel := context.WithCancel(ctx)
+		w, err := crawl.NewWorker(wctx, s.Client, "ids", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran := make(chan struct{})
+		go func() { defer close(ran); w.Run(wctx) }()
+		// The first worker heartbeats on: the second is refused.
+		if _, err := crawl.NewWorker(ctx, s.Client, "ids", o); !errors.Is(err, crawl.ErrIDInUse) || !strings.Contains(err.Error(), "--id") {
+			t.Fatalf("a second worker under a live id: %v; want ErrIDInUse naming --id", err)
+		}
+		cancel()
+		<-ran
+		// A killed run: registered, never heartbeating again, never
+		// deregistering. The next run under its id waits it out.
+		if s.Mini != nil {
+			return // miniredis's TIME stands still unless a test moves it
+		}
+		killed := crawl.KeysFor("ids").Shard(0).Workers
+		s.Client.ZAdd(ctx, killed, redis.Z{Member: "same", Score: float64(time.Now().Add(200 * time.Millisecond).UnixMilli())})
+		if _, err := crawl.NewWorker(ctx, s.Client, "ids", o); err != nil {
+			t.Fatalf("after a killed run's registration lapsed: %v", err)
+		}
+	})
 }

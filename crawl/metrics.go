@@ -23,6 +23,7 @@ type metrics struct {
 	exErrors prometheus.Counter
 	epoch    prometheus.Gauge
 	leader   prometheus.Gauge
+	fenced   prometheus.Counter
 	skipped  *prometheus.CounterVec // discovered links not followed, by reason
 }
 
@@ -44,10 +45,12 @@ func newMetrics(w *Worker) *metrics {
 			Help: "The epoch of this worker's term as scheduler (0 when it never led)."}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "redcrawl_is_leader",
 			Help: "1 while this worker is the crawl's scheduler."}),
+		fenced: prometheus.NewCounter(prometheus.CounterOpts{Name: "redcrawl_scheduler_fenced_total",
+			Help: "Sweeps this worker sent as scheduler that Redis refused because a newer epoch leads: a stale leader kept out by its fence."}),
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "redcrawl_links_skipped_total",
 			Help: "Discovered links not followed, by reason (filters and trap defences)."}, []string{"reason"}),
 	}
-	m.reg.MustRegister(m.pages, m.bytes, m.fetch, m.exchange, m.exErrors, m.epoch, m.leader, m.skipped,
+	m.reg.MustRegister(m.pages, m.bytes, m.fetch, m.exchange, m.exErrors, m.epoch, m.leader, m.fenced, m.skipped,
 		collectors.NewGoCollector(), &crawlCollector{w: w})
 	for source, n := range map[string]*atomic.Int64{"local": &w.robots.Lookups.Local, "redis": &w.robots.Lookups.Shared,
 		"fetched": &w.robots.Lookups.Fetched} {

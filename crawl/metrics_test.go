@@ -3,6 +3,7 @@ package crawl_test
 import (
 	"bufio"
 	"context"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
+	"github.com/redcrawl/crawler/leader"
 )
 
 // scrape reads the samples of /metrics whose names start with prefix, by
@@ -140,5 +143,66 @@ func TestMetricsAgreeWithTheCrawl(t *testing.T) {
 		if !strings.Contains(string(src), `"`+strings.TrimSuffix(name, "_bucket")+`"`) {
 			t.Errorf("docs/grafana-dashboard.json uses %s, which crawl/metrics.go does not define", name)
 		}
+	}
+}
+
+// A scheduler whose epoch was overtaken (another worker took the lock
+// while this one was paused) has its next sweep refused by the fence: it
+// says so in its log, counts it in /metrics, and stops leading.
+func TestStaleSchedulerIsFencedAndCounted(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		if _, err := crawl.Seed(ctx, s.Client, crawl.KeysFor("fenced"), crawl.DefaultSettings(), nil); err != nil {
+			t.Fatal(err)
+		}
+		o := fastOptions("w1")
+		o.ExitWhenDone = false
+		o.Leader = leader.ConfigForTTL(time.Minute) // it keeps the lock: only the fence can stop it
+		var logs syncBuf
+		o.Log = slog.New(slog.NewTextHandler(&logs, nil))
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		w, err := crawl.NewWorker(wctx, s.Client, "fenced", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran := make(chan struct{})
+		go func() { defer close(ran); w.Run(wctx) }()
+		defer func() { cancel(); <-ran }()
+		srv := httptest.NewServer(promhttp.HandlerFor(w.Metrics(), promhttp.HandlerOpts{}))
+		defer srv.Close()
+		awaitLog(t, &logs, crawl.LogLeading)
+		// A newer epoch, as a new leader's lock would mint.
+		if err := s.Client.Incr(ctx, leader.EpochKey(crawl.KeysFor("fenced").Leader)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		awaitLog(t, &logs, crawl.LogFenced)
+		if got := scrape(t, srv.URL, "redcrawl_scheduler_fenced_total")["redcrawl_scheduler_fenced_total"]; got != 1 {
+			t.Fatalf("redcrawl_scheduler_fenced_total = %v, want 1\n%s", got, logs.String())
+		}
+		if !strings.Contains(logs.String(), "epoch=1") {
+			t.Fatalf("the fenced line does not name the stale epoch:\n%s", logs.String())
+		}
+	})
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// awaitLog waits (bounded) until the log holds msg: the worker's own
+// report is the event.
+func awaitLog(t *testing.T, logs *syncBuf, msg string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), msg) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q in the log within 10s:\n%s", msg, logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

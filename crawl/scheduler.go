@@ -33,6 +33,10 @@ type scheduler struct {
 // attribute "epoch", when it becomes the crawl's scheduler.
 const LogLeading = "leading as scheduler"
 
+// LogFenced is the message a worker logs, at warn level with the attribute
+// "epoch", when Redis refuses its sweep because a newer epoch leads.
+const LogFenced = "scheduler fenced off: a newer epoch leads"
+
 // run campaigns for the role and, while leading, sweeps. It resigns under
 // work, not stop: a stopping worker still hands the role over at once.
 func (sc *scheduler) run(stop, work context.Context) {
@@ -68,15 +72,23 @@ func (sc *scheduler) lead(stop context.Context, l *leader.Leadership) {
 	timer := time.NewTimer(sc.every)
 	defer timer.Stop()
 	for {
-		sw, err := sc.fr.Schedule(l.Context(), leader.EpochKey(l.Key()), l.Epoch(), sc.maxAttempts, 1000, sc.budget)
+		// The sweep is sent under the worker's context, not the
+		// leadership's: a leader that was paused past its lock's TTL (GC,
+		// SIGSTOP, a frozen container) wakes and sweeps before it notices
+		// its own deadline, and it is the fence in the script, not the
+		// local clock, that keeps that late write out.
+		sctx, cancel := context.WithTimeout(stop, sc.cfg.TTL)
+		sw, err := sc.fr.Schedule(sctx, leader.EpochKey(l.Key()), l.Epoch(), sc.maxAttempts, 1000, sc.budget)
+		cancel()
 		switch {
 		case errors.Is(err, fence.ErrFenced):
-			sc.log.Warn("scheduler fenced off", "epoch", l.Epoch(), "err", err)
+			sc.metrics.fenced.Inc()
+			sc.log.Warn(LogFenced, "epoch", l.Epoch(), "err", err)
 			return
 		case errors.Is(err, frontier.ErrGone):
 			sc.markGone()
 			return
-		case err != nil && l.Context().Err() == nil:
+		case err != nil && stop.Err() == nil:
 			sc.log.Warn("sweep failed", "err", err)
 		case sw.Reclaimed+sw.Failed > 0:
 			sc.log.Info("sweep: expired leases back on the queue", "reclaimed", sw.Reclaimed, "failed_for_good", sw.Failed)

@@ -232,7 +232,7 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 	}
 	// Registered before it can write anything else: a reset that starts
 	// now waits for this worker too.
-	if _, err := w.fr.Heartbeat(ctx, o.ID, nil); err != nil {
+	if err := w.register(ctx); err != nil {
 		if errors.Is(err, frontier.ErrGone) {
 			return nil, fmt.Errorf("%w %q (run 'crawler seed' first, or check --crawl)", ErrNoCrawl, name)
 		}
@@ -246,6 +246,37 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 		w.log.Info("moved the URLs of an older version's queue", "urls", n)
 	}
 	return w, nil
+}
+
+// ErrIDInUse: another live worker of the crawl has this worker's id.
+var ErrIDInUse = errors.New("crawl: worker id in use")
+
+// register joins the crawl's registry under the worker's id. A live
+// registration of the same id is either an earlier run of this worker
+// that was killed (a container restarted keeps its host name and pid),
+// which lapses within a lease, or a second process given the same id,
+// which heartbeats on: the first is waited out, the second refused —
+// two workers under one id would share WARC file names and deregister
+// each other.
+func (w *Worker) register(ctx context.Context) error {
+	deadline := time.Now().Add(w.opts.Lease + w.opts.Lease/2)
+	for {
+		left, err := w.fr.Register(ctx, w.opts.ID)
+		if !errors.Is(err, frontier.ErrIDInUse) {
+			return err
+		}
+		if time.Now().Add(left).After(deadline) {
+			return fmt.Errorf("%w: a live worker is registered as %q in crawl %q; give each worker its own --id "+
+				"(the default, host:pid, is distinct unless hosts share a name)", ErrIDInUse, w.opts.ID, w.keys.Name)
+		}
+		w.log.Warn("a worker with this id is registered as alive; waiting for that registration to lapse "+
+			"(an earlier run that was killed?)", "for", left.Round(time.Millisecond))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(left + 10*time.Millisecond):
+		}
+	}
 }
 
 // Settings are the crawl's settings as this worker read them.

@@ -114,6 +114,9 @@ var (
 	//go:embed migrate.lua
 	migrateSrc    string
 	migrateScript = redis.NewScript(lib + migrateSrc)
+	//go:embed register.lua
+	registerSrc    string
+	registerScript = redis.NewScript(registerSrc)
 	//go:embed renew.lua
 	renewSrc    string
 	renewScript = redis.NewScript(renewSrc)
@@ -140,6 +143,15 @@ func backEntries(items []Item) ([]string, []any, error) {
 	return urls, payload, nil
 }
 
+// ErrGone: the crawl's config is gone (reset, or Redis lost its data);
+// nothing was written.
+var ErrGone = errors.New("frontier: the crawl is gone from Redis")
+
+// ErrIDInUse: a live worker is registered under the id already (two
+// processes given one --id, or an earlier run of this one that was killed
+// and whose registration has not lapsed yet). Nothing was written.
+var ErrIDInUse = errors.New("frontier: a live worker has this id")
+
 // ErrLeaseLost: the item's lease ran out and the scheduler took it back.
 var ErrLeaseLost = errors.New("frontier: lease lost")
 
@@ -149,10 +161,6 @@ var ErrLeaseLost = errors.New("frontier: lease lost")
 // written. What the process learned from its exchanges — which links are
 // already seen — can no longer be trusted; once it has forgotten that, it
 // sends the same exchange again, which Redis now accepts.
-// ErrGone: the crawl's config is gone (reset, or Redis lost its data);
-// nothing was written.
-var ErrGone = errors.New("frontier: the crawl is gone from Redis")
-
 var ErrRolledBack = errors.New("frontier: Redis no longer holds this worker's past exchanges (restored from an older state?)")
 
 // Frontier is a crawl's reliable queue. Safe for concurrent use.
@@ -316,6 +324,26 @@ func (f *Frontier) Requeue(ctx context.Context, l *Lease, wait time.Duration) er
 		return ErrLeaseLost
 	}
 	return nil
+}
+
+// Register adds worker to the crawl's registry, alive for one lease
+// length (Heartbeat keeps it so). If a live worker holds the id, it
+// returns ErrIDInUse and how long until that registration lapses, should
+// its holder not heartbeat again; ErrGone when the crawl is gone.
+func (f *Frontier) Register(ctx context.Context, worker string) (time.Duration, error) {
+	if worker == "" {
+		return 0, errors.New("frontier: register: empty worker id")
+	}
+	n, err := registerScript.Run(ctx, f.c, []string{f.keys.Workers, f.keys.Config}, worker, f.Lease.Milliseconds()).Int64()
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("frontier: register: %w", err)
+	case n < 0:
+		return 0, ErrGone
+	case n > 0:
+		return time.Duration(n) * time.Millisecond, ErrIDInUse
+	}
+	return 0, nil
 }
 
 // Heartbeat records that worker is alive (until one lease length from now)
