@@ -82,13 +82,21 @@ type harness struct {
 	t     *testing.T
 	bin   string
 	redis string
+	crawl string // "" for "e2e"
 	mu    sync.Mutex
 	procs map[string]*proc
 }
 
+func (h *harness) crawlName() string {
+	if h.crawl == "" {
+		return "e2e"
+	}
+	return h.crawl
+}
+
 func (h *harness) run(args ...string) []byte {
 	h.t.Helper()
-	cmd := exec.Command(h.bin, append([]string{"--redis", h.redis, "--crawl", "e2e"}, args...)...)
+	cmd := exec.Command(h.bin, append([]string{"--redis", h.redis, "--crawl", h.crawlName()}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -100,7 +108,7 @@ func (h *harness) run(args ...string) []byte {
 
 // try runs the crawler and returns what it printed and how it exited.
 func (h *harness) try(args ...string) (string, string, error) {
-	cmd := exec.Command(h.bin, append([]string{"--redis", h.redis, "--crawl", "e2e"}, args...)...)
+	cmd := exec.Command(h.bin, append([]string{"--redis", h.redis, "--crawl", h.crawlName()}, args...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -449,7 +457,8 @@ func TestResetOfARunningCrawl(t *testing.T) {
 }
 
 // Two workers archive the crawl in WARC files: every file reads back with
-// the library's strict reader and every digest is right, there is one
+// the library's strict reader and every digest is right, and so with the
+// Internet Archive's reader (and warcio.js where npm answers), there is one
 // response record per request the site answered, and each exported
 // record points at the response record of its URL, with its digest.
 func TestCrawlArchivesInWARC(t *testing.T) {
@@ -509,6 +518,10 @@ func TestCrawlArchivesInWARC(t *testing.T) {
 	if want := site.Requests(); responses != want {
 		t.Errorf("%d response records for %d requests the site answered", responses, want)
 	}
+	checkWithInternetArchive(t, files, func(file string, offset int64, uri, digest string) bool {
+		got, ok := at[fmt.Sprintf("%s:%d", file, offset)]
+		return ok && got.uri == uri && got.digest == digest
+	}, responses)
 	checkWithWarcio(t, files, func(file string, offset int64, uri, digest string) bool {
 		got, ok := at[fmt.Sprintf("%s:%d", file, offset)]
 		return ok && got.uri == uri && got.digest == "sha1:"+digest

@@ -39,7 +39,7 @@ type Config struct {
 	// Names, when set, are the hosts' names, all served on one listener at
 	// Listen and told apart by the Host header; the URLs carry Port (the
 	// listener's port when 0). A request for another host gets 421, but
-	// /_truth and /_stats answer on any.
+	// /_truth, /_fetchable and /_stats answer on any.
 	Names  []string
 	Listen string // with Names: the address to listen on, default ":8080"
 }
@@ -145,6 +145,8 @@ func (s *Site) startNamed() (*Site, error) {
 		switch r.URL.Path {
 		case "/_truth":
 			writeJSON(w, s.Truth())
+		case "/_fetchable":
+			writeJSON(w, s.Fetchable())
 		case "/_stats":
 			writeJSON(w, s.Stats())
 		default:
@@ -193,6 +195,9 @@ func (s *Site) handler(hi int) http.Handler {
 		switch p {
 		case "/_truth":
 			writeJSON(w, s.Truth())
+			return
+		case "/_fetchable":
+			writeJSON(w, s.Fetchable())
 			return
 		case "/_stats":
 			writeJSON(w, s.Stats())
@@ -360,7 +365,15 @@ func (s *Site) refreshTarget(n int) int { return (n*7 + 3) % s.cfg.Pages }
 // Truth is every in-scope HTML URL a correct crawl seeded with Roots must
 // fetch (canonical form, sorted): what the pages link to, transitively,
 // minus robots-disallowed, non-HTML, redirect and missing URLs.
-func (s *Site) Truth() []string {
+func (s *Site) Truth() []string { truth, _ := s.walk(); return truth }
+
+// Fetchable is every URL a correct crawl seeded with Roots requests, once
+// each (robots.txt aside; sorted): the truth, and the redirects, missing
+// pages and files it links to. A page budget of len(Fetchable) is exactly
+// enough for the whole site.
+func (s *Site) Fetchable() []string { _, all := s.walk(); return all }
+
+func (s *Site) walk() (truth, fetchable []string) {
 	seen := map[string]bool{}
 	var queue []string
 	for _, r := range s.Roots() {
@@ -373,7 +386,6 @@ func (s *Site) Truth() []string {
 			queue = append(queue, u)
 		}
 	}
-	var truth []string
 	for len(queue) > 0 {
 		u := queue[0]
 		queue = queue[1:]
@@ -381,13 +393,14 @@ func (s *Site) Truth() []string {
 		if hi < 0 {
 			continue
 		}
+		if hi == 0 && strings.HasPrefix(p, "/private/") {
+			continue
+		}
+		fetchable = append(fetchable, u)
 		if strings.HasPrefix(p, "/r/") { // a redirect: its target counts, not itself
 			if n, err := strconv.Atoi(strings.TrimPrefix(p, "/r/")); err == nil && n < s.cfg.Pages {
 				add("http://" + s.hosts[hi] + fmt.Sprintf("/p/%d.html", n))
 			}
-			continue
-		}
-		if hi == 0 && strings.HasPrefix(p, "/private/") {
 			continue
 		}
 		links, ok := s.pageLinks(hi, p)
@@ -400,7 +413,8 @@ func (s *Site) Truth() []string {
 		}
 	}
 	sort.Strings(truth)
-	return truth
+	sort.Strings(fetchable)
+	return truth, fetchable
 }
 
 // hostOf splits a URL the site wrote into its host's index (-1 for none

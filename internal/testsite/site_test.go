@@ -136,3 +136,29 @@ func TestStatsCountWhatIsOverfetched(t *testing.T) {
 		t.Fatalf("Missing = %q", got)
 	}
 }
+
+// Fetchable is what a correct crawl requests: every URL it served that a
+// crawl follows (the truth, redirects, 404s, files), and no private page.
+func TestFetchableIsWhatACrawlRequests(t *testing.T) {
+	s, err := Start(Config{Hosts: 2, Pages: 120})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	all := s.Fetchable()
+	kinds := map[string]int{}
+	for _, u := range all {
+		for _, k := range []string{"/r/", "/missing/", "/files/", "/private/"} {
+			if strings.Contains(u, k) {
+				kinds[k]++
+			}
+		}
+	}
+	// Per host: /r/7, /r/57, /r/107; /missing/13, 63, 113; /files/3, 28, …, 103 (5).
+	if kinds["/r/"] != 6 || kinds["/missing/"] != 6 || kinds["/files/"] != 10 || kinds["/private/"] != 0 {
+		t.Fatalf("fetchable kinds %v", kinds)
+	}
+	if want := len(s.Truth()) + 6 + 6 + 10; len(all) != want {
+		t.Fatalf("%d fetchable URLs, want truth + 22 = %d", len(all), want)
+	}
+}
