@@ -311,7 +311,7 @@ func (p *project) metric(container, name string) float64 {
 // log line reports.
 type verdict struct {
 	missing, extra, pages int
-	recovered           time.Duration
+	recovered             time.Duration
 }
 
 // judge checks the ended crawl against the site: every truth URL fetched,
