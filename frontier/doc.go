@@ -13,7 +13,9 @@
 //	           structure says what is held, by which lease, until when
 //	deferred   zset item -> time it may be fetched again (ms, Redis TIME)
 //	failed     list of items that failed for good, with the reason (capped)
-//	workers    zset worker -> last heartbeat (ms)
+//	workers    zset worker -> alive until (ms: one lease past its last
+//	           heartbeat); Register adds an id only when no live worker
+//	           holds it (register.lua), Heartbeat extends it, Deregister ends it
 //	stats      hash of counters (enqueued, pages, failed, ...) and 'queued',
 //	           the URLs in all the queues
 //	counter:<process>  string: the exchanges Redis holds of one worker
