@@ -470,59 +470,79 @@ func TestComposeDemo(t *testing.T) {
 // crawl lasts about a minute and each fault lands in the middle of it.
 var faultSeed = []string{"--rate", "10", "--burst", "1"}
 
-// report logs a scenario's figures in one line the closing note quotes.
-func report(t *testing.T, scenario string, v verdict) {
-	t.Logf("%s: %d pages, %d truth URLs missing, %d extra fetches, recovered in %v",
+// midCrawl waits until 1/part of the site's truth is fetched, with three
+// workers alive and a scheduler elected.
+func (p *project) midCrawl(part int) status {
+	p.t.Helper()
+	truth := len(p.truth())
+	return p.h.waitFor(fmt.Sprintf("1/%d of the pages, three workers and a leader", part), func(st status) bool {
+		return st.Counters["pages"] >= int64(truth/part) && st.Leader != nil && len(st.Workers) == 3
+	})
+}
+
+// bystander is a live worker that is not the scheduler.
+func bystander(st status) string {
+	if st.Workers[0] != st.Leader.ID {
+		return st.Workers[0]
+	}
+	return st.Workers[1]
+}
+
+// awaitListed waits until the worker is listed alive (or, with alive
+// false, no longer is).
+func (p *project) awaitListed(id string, alive bool) {
+	p.t.Helper()
+	p.h.waitFor(fmt.Sprintf("worker %s listed alive: %v", id, alive), func(st status) bool {
+		for _, w := range st.Workers {
+			if w == id {
+				return alive
+			}
+		}
+		return !alive
+	})
+}
+
+// finish waits for the crawl's end, judges it against the site (crashes:
+// how many extra fetches of one URL the fault explains) and reports the
+// scenario's figures in one line the closing note quotes.
+func (p *project) finish(scenario string, crashes int, recovered time.Duration) verdict {
+	p.t.Helper()
+	if code := p.awaitResults(5 * time.Minute); code != 0 {
+		p.t.Fatalf("results exited %d; want 0 (the crawl done)", code)
+	}
+	v := p.judge(crashes)
+	v.recovered = recovered
+	p.t.Logf("%s: %d pages, %d truth URLs missing, %d extra fetches, recovered in %v",
 		scenario, v.pages, v.missing, v.extra, v.recovered.Round(100*time.Millisecond))
+	return v
 }
 
 // A worker's container killed (SIGKILL) mid-crawl: its leased URLs come
-// back when their leases expire, and the others crawl them.
+// back when their leases expire, and the others crawl them. Recovered:
+// when its registration lapsed, with its leases.
 func TestComposeWorkerKilled(t *testing.T) {
 	requireEngine(t)
 	t.Parallel()
 	p := upCompose(t, pickTool(t), composeConfig{seedFlags: faultSeed})
-	truth := len(p.truth())
-	st := p.h.waitFor("a third of the pages and a leader", func(st status) bool {
-		return st.Counters["pages"] >= int64(truth/3) && st.Leader != nil && len(st.Workers) == 3
-	})
-	victim := st.Workers[0]
-	if victim == st.Leader.ID {
-		victim = st.Workers[1]
-	}
+	st := p.midCrawl(3)
+	victim := bystander(st)
 	killed := time.Now()
 	docker(t, "kill", p.containerOf(victim))
 	t.Logf("killed worker %s's container at %d pages", victim, st.Counters["pages"])
-	// Recovered: the dead worker is no longer listed, its leases lapsed.
-	p.h.waitFor("the killed worker's registration to lapse", func(st status) bool {
-		for _, w := range st.Workers {
-			if w == victim {
-				return false
-			}
-		}
-		return true
-	})
-	recovered := time.Since(killed)
-	if code := p.awaitResults(5 * time.Minute); code != 0 {
-		t.Fatalf("results exited %d", code)
-	}
-	v := p.judge(1)
-	v.recovered = recovered
-	report(t, "docker kill of a worker", v)
+	p.awaitListed(victim, false)
+	p.finish("docker kill of a worker", 1, time.Since(killed))
 }
 
 // The scheduler's container paused (SIGSTOP for every process in it) for
 // twice the lock's TTL: another worker leads under a higher epoch; when it
 // is unpaused, its late sweep is refused by the fence — in its log and in
-// its metrics — and the crawl still fetches every page.
+// its metrics — and the crawl still fetches every page. Recovered: when
+// another worker led.
 func TestComposeSchedulerPaused(t *testing.T) {
 	requireEngine(t)
 	t.Parallel()
 	p := upCompose(t, pickTool(t), composeConfig{seedFlags: faultSeed})
-	truth := len(p.truth())
-	st := p.h.waitFor("a quarter of the pages and a leader", func(st status) bool {
-		return st.Counters["pages"] >= int64(truth/4) && st.Leader != nil && len(st.Workers) == 3
-	})
+	st := p.midCrawl(4)
 	old := *st.Leader
 	c := p.containerOf(old.ID)
 	paused := time.Now()
@@ -546,13 +566,8 @@ func TestComposeSchedulerPaused(t *testing.T) {
 	if got := p.metric(c, "redcrawl_scheduler_fenced_total"); got < 1 {
 		t.Errorf("redcrawl_scheduler_fenced_total of the unpaused scheduler = %v; want at least 1", got)
 	}
-	if code := p.awaitResults(5 * time.Minute); code != 0 {
-		t.Fatalf("results exited %d", code)
-	}
 	// The paused worker's pages in flight were fetched again by others.
-	v := p.judge(1)
-	v.recovered = recovered
-	report(t, "docker pause of the scheduler for 2×TTL", v)
+	p.finish("docker pause of the scheduler for 2×TTL", 1, recovered)
 }
 
 // A worker cut off from Redis (its 'coord' network disconnected) for 20 s,
@@ -560,7 +575,8 @@ func TestComposeSchedulerPaused(t *testing.T) {
 // others; reconnected, its late exchanges neither count a page twice nor
 // overrun the page budget — set to exactly the pages the whole site has,
 // so a page counted twice would leave a truth URL unfetched — and it
-// carries on crawling.
+// carries on crawling. Recovered: from the reconnection until it is listed
+// alive again.
 func TestComposeWorkerCutOffFromRedis(t *testing.T) {
 	requireEngine(t)
 	t.Parallel()
@@ -573,27 +589,14 @@ func TestComposeWorkerCutOffFromRedis(t *testing.T) {
 	budget := len(site.Fetchable())
 	site.Close()
 	p := upCompose(t, pickTool(t), composeConfig{seedFlags: append([]string{"--max-pages", strconv.Itoa(budget)}, faultSeed...)})
-	truth := len(p.truth())
-	st := p.h.waitFor("a quarter of the pages and a leader", func(st status) bool {
-		return st.Counters["pages"] >= int64(truth/4) && st.Leader != nil && len(st.Workers) == 3
-	})
-	victim := st.Workers[0]
-	if victim == st.Leader.ID {
-		victim = st.Workers[1]
-	}
+	st := p.midCrawl(4)
+	victim := bystander(st)
 	c := p.containerOf(victim)
 	network := p.name + "_coord"
 	docker(t, "network", "disconnect", network, c)
 	cut := time.Now()
 	t.Logf("cut %s off from Redis at %d pages", victim, st.Counters["pages"])
-	p.h.waitFor("the cut-off worker to lapse", func(st status) bool {
-		for _, w := range st.Workers {
-			if w == victim {
-				return false
-			}
-		}
-		return true
-	})
+	p.awaitListed(victim, false)
 	time.Sleep(time.Until(cut.Add(20 * time.Second)))
 	// Its records file grows only with exchanges Redis accepted (its
 	// metrics port went with the network).
@@ -601,80 +604,51 @@ func TestComposeWorkerCutOffFromRedis(t *testing.T) {
 	before := lines(t, records)
 	docker(t, "network", "connect", "--alias", "worker", network, c)
 	reconnected := time.Now()
-	// It carries on: listed alive again, and finishing pages.
-	p.h.waitFor("the reconnected worker to be alive again", func(st status) bool {
-		for _, w := range st.Workers {
-			if w == victim {
-				return true
-			}
-		}
-		return false
-	})
-	recovered := time.Since(reconnected)
-	if code := p.awaitResults(5 * time.Minute); code != 0 {
-		t.Fatalf("results exited %d", code)
-	}
+	p.awaitListed(victim, true)
+	v := p.finish("docker network disconnect of a worker from Redis for 20 s", 1, time.Since(reconnected))
 	if after := lines(t, records); after <= before {
 		t.Errorf("the reconnected worker recorded no page after it came back (%d records before, %d after)", before, after)
 	} else {
 		t.Logf("the reconnected worker recorded %d pages after it came back", after-before)
 	}
-	v := p.judge(1)
 	if v.pages != budget {
 		t.Errorf("the crawl counted %d pages against a budget of %d (the site's every page)", v.pages, budget)
 	}
-	v.recovered = recovered
-	report(t, "docker network disconnect of a worker from Redis for 20 s", v)
 }
 
 // Redis restarted mid-crawl (docker restart; append-only file on): the
-// workers wait for it and carry on, nothing lost.
+// workers wait for it and carry on, nothing lost. Recovered: from the
+// restart until 20 more pages are in.
 func TestComposeRedisRestarted(t *testing.T) {
 	requireEngine(t)
 	t.Parallel()
 	p := upCompose(t, pickTool(t), composeConfig{seedFlags: faultSeed})
-	truth := len(p.truth())
-	st := p.h.waitFor("a third of the pages", func(st status) bool { return st.Counters["pages"] >= int64(truth/3) })
-	at := st.Counters["pages"]
+	at := p.midCrawl(3).Counters["pages"]
 	restarted := time.Now()
 	docker(t, "restart", "-t", "5", p.containers("redis")[0])
 	t.Logf("restarted Redis at %d pages", at)
 	p.h.redis = "redis://" + p.port("redis", 6379, 1) // a restart may publish it anew
 	p.h.waitFor("pages after the restart", func(st status) bool { return st.Counters["pages"] > at+20 })
-	recovered := time.Since(restarted)
-	if code := p.awaitResults(5 * time.Minute); code != 0 {
-		t.Fatalf("results exited %d", code)
-	}
-	v := p.judge(1)
-	v.recovered = recovered
-	report(t, "docker restart of Redis", v)
+	p.finish("docker restart of Redis", 1, time.Since(restarted))
 }
 
 // A fourth and a fifth worker added mid-crawl with --scale: they register,
-// take work, and the crawl ends with every page once.
+// take work, and the crawl ends with every page once. Recovered: until
+// five workers are listed alive.
 func TestComposeWorkersAdded(t *testing.T) {
 	requireEngine(t)
 	t.Parallel()
 	p := upCompose(t, pickTool(t), composeConfig{seedFlags: faultSeed})
-	truth := len(p.truth())
-	st := p.h.waitFor("a quarter of the pages", func(st status) bool {
-		return st.Counters["pages"] >= int64(truth/4) && len(st.Workers) == 3
-	})
+	st := p.midCrawl(4)
 	scaled := time.Now()
 	p.compose("up", "-d", "--no-deps", "--no-recreate", "--scale", "worker=5", "worker")
 	t.Logf("scaled to 5 workers at %d pages", st.Counters["pages"])
 	five := p.h.waitFor("five live workers", func(st status) bool { return len(st.Workers) == 5 })
-	recovered := time.Since(scaled)
-	if code := p.awaitResults(5 * time.Minute); code != 0 {
-		t.Fatalf("results exited %d", code)
-	}
+	p.finish("docker compose up --scale worker=5 mid-crawl", 0, time.Since(scaled))
 	for _, id := range five.Workers {
 		b, err := os.ReadFile(filepath.Join(p.out, "records-"+strings.ReplaceAll(id, ":", "-")+".jsonl"))
 		if err != nil || len(b) == 0 {
 			t.Errorf("worker %s wrote no records (%v)", id, err)
 		}
 	}
-	v := p.judge(0)
-	v.recovered = recovered
-	report(t, "docker compose up --scale worker=5 mid-crawl", v)
 }
