@@ -106,6 +106,9 @@ func exportCommand() *cli.Command {
 				"has stopped, so their WARC and --out files are complete"},
 		},
 		Action: func(c *cli.Context) error {
+			if c.Bool("wait-workers") && !c.Bool("follow") {
+				return usage(errors.New("--wait-workers waits after --follow: give both"))
+			}
 			rdb, err := connect(c)
 			if err != nil {
 				return err

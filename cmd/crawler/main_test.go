@@ -247,6 +247,10 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 		{[]string{"crawl", "-c", "100000", "http://a.example/"}, "--concurrency 100000"},
 		{[]string{"--redis", "redis://127.0.0.1:1/0", "--crawl", "q}:evil", "reset"}, `--crawl: invalid crawl name "q}:evil"`},
 		{[]string{"--redis", "redis://127.0.0.1:1/0", "--crawl", "q:sub", "status"}, `--crawl: invalid crawl name "q:sub"`},
+		{[]string{"--redis", "redis://127.0.0.1:1/0", "export", "--wait-workers"}, "--wait-workers waits after --follow"},
+		{[]string{"testsite", "--names", "a.test", "--hosts", "2"}, "--names with --hosts or --listen-base"},
+		{[]string{"testsite", "--names", "a.test,a b"}, `host name "a b"`},
+		{[]string{"testsite", "--listen", ":0"}, "--listen is for --names"},
 	} {
 		_, _, err := run(t, tc.args...)
 		if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), tc.want) {

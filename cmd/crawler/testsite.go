@@ -33,8 +33,11 @@ func testsiteCommand() *cli.Command {
 			if c.Int("pages") < 1 || c.Int("pages") > 1_000_000 {
 				return usage(fmt.Errorf("--pages %d: want 1 to 1000000", c.Int("pages")))
 			}
-			if c.IsSet("names") && c.IsSet("hosts") {
-				return usage(fmt.Errorf("--names and --hosts: give one (--names sets the hosts)"))
+			if c.IsSet("names") && (c.IsSet("hosts") || c.IsSet("listen-base")) {
+				return usage(fmt.Errorf("--names with --hosts or --listen-base: named hosts share one listener (--listen); give one way"))
+			}
+			if c.IsSet("listen") && !c.IsSet("names") {
+				return usage(fmt.Errorf("--listen is for --names; loopback hosts listen on --listen-base+i"))
 			}
 			port := c.Int("port")
 			if c.IsSet("names") && !c.IsSet("port") {
