@@ -17,8 +17,9 @@ func testsiteCommand() *cli.Command {
 		Usage: "serve a deterministic synthetic site of several hosts, for trying and testing crawls",
 		Description: "Host i listens on LISTEN-BASE+i; with --names, the named hosts share one listener (--listen)\n" +
 			"and are told apart by the Host header, as in a compose network. Every host answers /_truth\n" +
-			"(the URLs a correct crawl from the hosts' home pages must fetch) and /_stats (requests per\n" +
-			"host, the most in any second, URLs fetched more than once, robots-disallowed URLs fetched).\n" +
+			"(the URLs a correct crawl from the hosts' home pages must fetch), /_fetchable (every URL it\n" +
+			"requests: the truth, redirects, 404s, files) and /_stats (requests per host, the most in any\n" +
+			"second, URLs fetched more than once, robots-disallowed URLs fetched).\n" +
 			"Crawl it with --allow-private.",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "hosts", Value: 4, Usage: "number of hosts"},
