@@ -24,6 +24,7 @@ type metrics struct {
 	epoch    prometheus.Gauge
 	leader   prometheus.Gauge
 	fenced   prometheus.Counter
+	evicted  prometheus.Counter
 	skipped  *prometheus.CounterVec // discovered links not followed, by reason
 }
 
@@ -47,10 +48,12 @@ func newMetrics(w *Worker) *metrics {
 			Help: "1 while this worker is the crawl's scheduler."}),
 		fenced: prometheus.NewCounter(prometheus.CounterOpts{Name: "redcrawl_scheduler_fenced_total",
 			Help: "Sweeps this worker sent as scheduler that Redis refused because a newer epoch leads: a stale leader kept out by its fence."}),
+		evicted: prometheus.NewCounter(prometheus.CounterOpts{Name: "redcrawl_redis_evicted_keys_total",
+			Help: "Keys Redis evicted while this worker ran (each may be a URL, a record or the lock lost): set maxmemory-policy noeviction."}),
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "redcrawl_links_skipped_total",
 			Help: "Discovered links not followed, by reason (filters and trap defences)."}, []string{"reason"}),
 	}
-	m.reg.MustRegister(m.pages, m.bytes, m.fetch, m.exchange, m.exErrors, m.epoch, m.leader, m.fenced, m.skipped,
+	m.reg.MustRegister(m.pages, m.bytes, m.fetch, m.exchange, m.exErrors, m.epoch, m.leader, m.fenced, m.evicted, m.skipped,
 		collectors.NewGoCollector(), &crawlCollector{w: w})
 	for source, n := range map[string]*atomic.Int64{"local": &w.robots.Lookups.Local, "redis": &w.robots.Lookups.Shared,
 		"fetched": &w.robots.Lookups.Fetched} {

@@ -48,6 +48,9 @@ type Options struct {
 	// sweeps at once when an exchange leaves nothing queued and nothing
 	// held, so the end of a crawl is noticed at once.
 	SweepInterval time.Duration
+	// EvictionCheck is how often the heartbeat reads Redis's evicted_keys
+	// (default 10 s).
+	EvictionCheck time.Duration
 	KnownURLs     int           // URLs remembered locally as seen (default 200 000, about 30 MB)
 	Lease         time.Duration // lease of a popped URL without heartbeat (default 10 s)
 	Fetch         *fetch.Config // overrides the fetcher (tests); settings still set UA and AllowPrivate
@@ -97,6 +100,9 @@ func (o Options) withDefaults() Options {
 	if o.SweepInterval <= 0 {
 		o.SweepInterval = time.Second
 	}
+	if o.EvictionCheck <= 0 {
+		o.EvictionCheck = 10 * time.Second
+	}
 	if o.KnownURLs <= 0 {
 		o.KnownURLs = 200_000
 	}
@@ -131,8 +137,12 @@ type Worker struct {
 	pages    atomic.Int64 // the crawl's pages fetched, as the last exchange said (with a budget)
 	metrics  *metrics
 	log      *slog.Logger // Options.Log with the worker's id
-	failOnce sync.Once
-	Counters Counters
+	// evictions watches Redis's evicted_keys (a heartbeat reads it every
+	// EvictionCheck); evicted counts what it saw.
+	evictions evictionWatch
+	evicted   atomic.Int64
+	failOnce  sync.Once
+	Counters  Counters
 }
 
 // Counters are this process's own tallies.
@@ -230,6 +240,10 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 	if err := w.refreshScope(ctx); err != nil {
 		return nil, err
 	}
+	if w.evictions.last, err = evictedKeys(ctx, c); err != nil {
+		return nil, fmt.Errorf("crawl: reading Redis's evicted_keys: %w", err)
+	}
+	w.evictions.at = time.Now()
 	// Registered before it can write anything else: a reset that starts
 	// now waits for this worker too.
 	if err := w.register(ctx); err != nil {
@@ -382,8 +396,15 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.fr.Deregister(dctx, w.opts.ID); err != nil {
 		w.log.Warn("deregister failed; the registry forgets this worker by itself", "within", w.opts.Lease, "err", err)
 	}
+	if w.gone.Load() {
+		w.noticeEvictions(dctx, true) // was it evicted rather than reset?
+	}
 	cancel()
 	if w.gone.Load() {
+		if n := w.evicted.Load(); n > 0 {
+			return fmt.Errorf("%w (%q: Redis evicted %d keys while this worker ran, the crawl's among them: "+
+				"set maxmemory-policy noeviction); stopped", ErrGone, w.keys.Name, n)
+		}
 		return fmt.Errorf("%w (%q: reset, or Redis restarted without its data); stopped", ErrGone, w.keys.Name)
 	}
 	return w.failed
@@ -470,6 +491,7 @@ func (w *Worker) heartbeat(ctx context.Context) {
 		var leases []*frontier.Lease
 		w.held.Range(func(_, l any) bool { leases = append(leases, l.(*frontier.Lease)); return true })
 		_, err := w.fr.Heartbeat(ctx, w.opts.ID, leases)
+		w.noticeEvictions(ctx, errors.Is(err, frontier.ErrGone))
 		if errors.Is(err, frontier.ErrGone) {
 			w.markGone()
 			return

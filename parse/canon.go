@@ -19,8 +19,9 @@ var (
 )
 
 // MaxURLLength bounds a canonical URL; longer ones are refused (crawler
-// traps and hostile pages produce them, and they bloat every record).
-const MaxURLLength = 2048
+// traps and hostile pages produce them, and they bloat every record). A
+// crawl's own limit (--max-url-length, 1024 by default) may be set up to it.
+const MaxURLLength = 32 << 10
 
 var hostProfile = idna.New(idna.MapForLookup(), idna.Transitional(false), idna.BidiRule())
 

@@ -248,6 +248,17 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 		{[]string{"--redis", "redis://127.0.0.1:1/0", "--crawl", "q}:evil", "reset"}, `--crawl: invalid crawl name "q}:evil"`},
 		{[]string{"--redis", "redis://127.0.0.1:1/0", "--crawl", "q:sub", "status"}, `--crawl: invalid crawl name "q:sub"`},
 		{[]string{"--redis", "redis://127.0.0.1:1/0", "export", "--wait-workers"}, "--wait-workers waits after --follow"},
+		// Every bad setting is wrong usage, found before Redis is asked.
+		{[]string{"--redis", "redis://127.0.0.1:1/0", "seed", "--burst", "0", "http://a.example/"}, "burst 0 must be at least 1"},
+		{[]string{"--redis", "redis://127.0.0.1:1/0", "seed", "--max-depth", "-5", "http://a.example/"}, "max depth -5"},
+		{[]string{"--redis", "redis://127.0.0.1:1/0", "seed", "--allow", "(", "http://a.example/"}, `--allow "("`},
+		{[]string{"--redis", "redis://127.0.0.1:1/0", "seed", "--fp-rate", "2", "http://a.example/"}, "false-positive rate 2"},
+		{[]string{"--redis", "redis://127.0.0.1:1/0", "seed"}, "no URLs: give them as arguments"},
+		{[]string{"--redis", "redis://127.0.0.1:1/0", "seed", "--max-url-length", "100000", "http://a.example/"}, "--max-url-length 100000: want 16 to 32768"},
+		{[]string{"--redis", "redis://x:y:z", "status"}, "not a valid Redis URL"},
+		{[]string{"testsite", "--hosts", "0"}, "--hosts 0: want 1 or more"},
+		{[]string{"testsite", "--pages", "-1"}, "--pages -1"},
+		{[]string{"testsite", "--latency", "-1s"}, "--latency -1s"},
 		{[]string{"testsite", "--names", "a.test", "--hosts", "2"}, "--names with --hosts or --listen-base"},
 		{[]string{"testsite", "--names", "a.test,a b"}, `host name "a b"`},
 		{[]string{"testsite", "--listen", ":0"}, "--listen is for --names"},
@@ -255,6 +266,9 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 		_, _, err := run(t, tc.args...)
 		if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %q; want one line naming %s", tc.args, err, tc.want)
+		}
+		if !isUsage(err) {
+			t.Errorf("%v: %v; want it to exit 2 (wrong usage)", tc.args, err)
 		}
 	}
 }
@@ -522,5 +536,35 @@ func TestMetricsEndpoints(t *testing.T) {
 	c.Del(context.Background(), crawl.KeysFor("default").Config) // the crawl is gone
 	if code, body := get("/healthz"); code != 503 || !strings.Contains(body, "gone") {
 		t.Fatalf("/healthz = %d %q with the crawl gone", code, body)
+	}
+}
+
+// seed and work refuse a Redis that may evict keys, saying what to set;
+// --allow-eviction goes on, with a warning.
+func TestEvictingRedisRefusedBySeedAndWork(t *testing.T) {
+	s := redistest.Real(t)
+	s.Client.ConfigSet(context.Background(), "maxmemory", "100mb")
+	s.Client.ConfigSet(context.Background(), "maxmemory-policy", "allkeys-lru")
+	for _, args := range [][]string{{"seed", "http://a.example/"}, {"work", "--exit-when-done"}} {
+		_, _, err := run(t, append([]string{"--redis", s.URL()}, args...)...)
+		if err == nil || isUsage(err) || !strings.Contains(err.Error(), "maxmemory-policy noeviction") {
+			t.Errorf("%v on an allkeys-lru Redis: %v; want a failure saying to set noeviction", args, err)
+		}
+	}
+	_, errOut, err := run(t, "--redis", s.URL(), "seed", "--allow-eviction", "http://a.example/")
+	if err != nil || !strings.Contains(errOut, "warning") || !strings.Contains(errOut, "allkeys-lru") {
+		t.Fatalf("seed --allow-eviction: %v, %q; want it seeded, with a warning", err, errOut)
+	}
+}
+
+// One line too long to be a URL is reported and skipped; the file goes on.
+func TestSeedFileOverLongLineIsSkipped(t *testing.T) {
+	mr := miniredis.RunT(t)
+	file := filepath.Join(t.TempDir(), "seeds.txt")
+	os.WriteFile(file, []byte("http://a.example/\nhttp://b.example/"+strings.Repeat("x", maxSeedLine)+"\nhttp://c.example/\n"), 0o644)
+	out, errOut, err := run(t, "--redis", "redis://"+mr.Addr()+"/0", "seed", "-f", file)
+	if !strings.Contains(out, "2 URLs queued") || !strings.Contains(errOut, "seeds.txt:2: a line over") ||
+		err == nil || !strings.Contains(err.Error(), "1 of 3 lines were not usable") {
+		t.Fatalf("seed of a file with one over-long line: %v\nstdout %q\nstderr %q; want lines 1 and 3 queued and line 2 reported", err, out, errOut)
 	}
 }

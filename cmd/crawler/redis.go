@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/redcrawl/crawler/crawl"
 	"github.com/redis/go-redis/v9"
 	"github.com/urfave/cli/v2"
 )
@@ -193,7 +194,7 @@ func hideSecret(msg, raw string) string {
 func connect(c *cli.Context) (redis.UniversalClient, error) {
 	u, err := parseRedisURL(c.String("redis"))
 	if err != nil {
-		return nil, err
+		return nil, usage(err) // a malformed --redis is wrong usage, like any bad flag
 	}
 	u.opt.MaxRetries = 3
 	rdb := u.client()
@@ -328,4 +329,21 @@ func connectOrEmbedIf(c *cli.Context, useRedis bool) (redis.UniversalClient, fun
 	}()
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	return rdb, func() { close(stop); rdb.Close(); mr.Close() }, nil
+}
+
+func allowEvictionFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "allow-eviction", Usage: "run even on a Redis that may evict keys (maxmemory set with a policy " +
+		"other than noeviction); the crawl may then lose URLs, records or its lock, and workers say so when it happens"}
+}
+
+// checkEviction refuses a Redis that may evict the crawl's keys, unless
+// --allow-eviction, which still says so once.
+func checkEviction(c *cli.Context, rdb redis.UniversalClient) error {
+	err := crawl.CheckEviction(c.Context, rdb)
+	if errors.Is(err, crawl.ErrEvictingRedis) && c.Bool("allow-eviction") {
+		fmt.Fprintf(c.App.ErrWriter, "crawler: warning: %v (going on: --allow-eviction)\n",
+			strings.TrimSuffix(err.Error(), "; or give --allow-eviction to crawl anyway"))
+		return nil
+	}
+	return err
 }

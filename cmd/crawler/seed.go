@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -68,6 +69,12 @@ func checkSeedFlags(c *cli.Context) error {
 	if c.IsSet("shards") && (s.Shards < 1 || s.Shards > crawl.MaxShards) {
 		return fmt.Errorf("--shards %d: want 1 to %d", s.Shards, crawl.MaxShards)
 	}
+	if n := s.MaxURLLength; c.IsSet("max-url-length") && (n < 16 || n > parse.MaxURLLength) {
+		return fmt.Errorf("--max-url-length %d: want 16 to %d", n, parse.MaxURLLength)
+	}
+	if c.NArg() == 0 && c.String("file") == "" && len(c.StringSlice("sitemap")) == 0 {
+		return errors.New("no URLs: give them as arguments, with -f FILE, or with --sitemap URL")
+	}
 	// The flags whose values have checks of their own name themselves.
 	for _, check := range []struct {
 		flag string
@@ -86,6 +93,10 @@ func checkSeedFlags(c *cli.Context) error {
 				return fmt.Errorf("--%s: %s", check.flag, msg)
 			}
 		}
+	}
+	// The rest, checked together (burst, depth, rate, filters, Bloom size …).
+	if err := s.Validate(); err != nil {
+		return fmt.Errorf("%s (see 'crawler help seed')", strings.TrimPrefix(err.Error(), "crawl: "))
 	}
 	return nil
 }
@@ -168,7 +179,7 @@ func seedCommand() *cli.Command {
 			"Redis and every worker uses them; seeding an existing crawl adds URLs, and a flag\n" +
 			"that contradicts the stored settings is refused.",
 		Flags: append(seedFlags(), &cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "read URLs from FILE, one per line ('-' for stdin; # starts a comment)"},
-			skipSeenFlag(), sitemapFlag(), redisWaitFlag(0)),
+			skipSeenFlag(), sitemapFlag(), redisWaitFlag(0), allowEvictionFlag()),
 		Action: func(c *cli.Context) error {
 			if err := checkSeedFlags(c); err != nil {
 				return usage(err)
@@ -191,6 +202,9 @@ const seedBatch = 10_000
 const maxBadLines = 10
 
 func runSeed(c *cli.Context, rdb redis.UniversalClient) error {
+	if err := checkEviction(c, rdb); err != nil {
+		return err
+	}
 	k := crawl.KeysFor(c.String("crawl"))
 	s, err := settingsFromFlags(c, rdb, k)
 	if err != nil {
@@ -213,15 +227,19 @@ func runSeed(c *cli.Context, rdb redis.UniversalClient) error {
 	}
 	lines, bad := 0, 0
 	warned := map[string]bool{}
-	take := func(where, text string) error {
+	refuse := func(where string, err error) {
 		lines++
+		if bad++; bad <= maxBadLines {
+			fmt.Fprintf(c.App.ErrWriter, "crawler: seed: %s: %v\n", where, err)
+		}
+	}
+	take := func(where, text string) error {
 		u, err := parse.Canonicalize(nil, text)
 		if err != nil {
-			if bad++; bad <= maxBadLines {
-				fmt.Fprintf(c.App.ErrWriter, "crawler: seed: %s: %v\n", where, err)
-			}
+			refuse(where, err)
 			return nil
 		}
+		lines++
 		if !s.AllowPrivate && privateHost(u.Hostname()) && !warned[u.Host] {
 			warned[u.Host] = true
 			fmt.Fprintf(c.App.ErrWriter, "crawler: seed: %s is a private or loopback address: workers refuse it "+
@@ -238,7 +256,7 @@ func runSeed(c *cli.Context, rdb redis.UniversalClient) error {
 		}
 	}
 	if f := c.String("file"); f != "" {
-		if err := readSeedFile(f, take); err != nil {
+		if err := readSeedFile(f, take, refuse); err != nil {
 			return err
 		}
 	}
@@ -294,9 +312,14 @@ func runSeed(c *cli.Context, rdb redis.UniversalClient) error {
 	return nil
 }
 
+// maxSeedLine is the longest line of a seed file read as a URL; a longer
+// one is reported and skipped, not the end of the file.
+const maxSeedLine = 1 << 20
+
 // readSeedFile hands each URL line of a file (or stdin, for "-") to take,
-// with its place ("urls.txt:14"), without holding the file in memory.
-func readSeedFile(name string, take func(where, text string) error) error {
+// with its place ("urls.txt:14"), without holding the file in memory; a
+// line too long to be a URL goes to refuse.
+func readSeedFile(name string, take func(where, text string) error, refuse func(where string, err error)) error {
 	var r io.Reader = os.Stdin
 	if name != "-" {
 		f, err := os.Open(name)
@@ -308,23 +331,49 @@ func readSeedFile(name string, take func(where, text string) error) error {
 	} else {
 		name = "stdin"
 	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	n := 0
-	for sc.Scan() {
-		n++
-		t := strings.TrimSpace(sc.Text())
+	br := bufio.NewReaderSize(r, 64<<10)
+	for n := 1; ; n++ {
+		line, tooLong, err := nextLine(br, maxSeedLine)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("seed: reading %s at line %d: %v", name, n, err)
+		}
+		where := fmt.Sprintf("%s:%d", name, n)
+		if tooLong {
+			refuse(where, fmt.Errorf("a line over %d bytes, not a URL; skipped", maxSeedLine))
+			continue
+		}
+		t := strings.TrimSpace(string(line))
 		if t == "" || strings.HasPrefix(t, "#") {
 			continue
 		}
-		if err := take(fmt.Sprintf("%s:%d", name, n), t); err != nil {
+		if err := take(where, t); err != nil {
 			return err
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("seed: reading %s after line %d: %v", name, n, err)
+}
+
+// nextLine reads one line (without its end) of at most limit bytes; a
+// longer one is read to its end and reported as too long. io.EOF comes
+// only when no line is left.
+func nextLine(br *bufio.Reader, limit int) (line []byte, tooLong bool, err error) {
+	for {
+		frag, more, err := br.ReadLine()
+		if err != nil {
+			return nil, false, err
+		}
+		if !tooLong && len(line)+len(frag) > limit {
+			tooLong, line = true, nil
+		}
+		if !tooLong {
+			line = append(line, frag...)
+		}
+		if !more {
+			return line, tooLong, nil
+		}
 	}
-	return nil
 }
 
 // privateHost: localhost, or an address the fetcher's SSRF guard refuses

@@ -34,11 +34,23 @@ func testsiteCommand() *cli.Command {
 			if c.Int("pages") < 1 || c.Int("pages") > 1_000_000 {
 				return usage(fmt.Errorf("--pages %d: want 1 to 1000000", c.Int("pages")))
 			}
+			if c.Int("hosts") < 1 {
+				return usage(fmt.Errorf("--hosts %d: want 1 or more", c.Int("hosts")))
+			}
+			if c.Duration("latency") < 0 {
+				return usage(fmt.Errorf("--latency %v: want 0 or more", c.Duration("latency")))
+			}
+			if p := c.Int("port"); p < 0 || p > 65535 {
+				return usage(fmt.Errorf("--port %d: want 0 to 65535", p))
+			}
 			if c.IsSet("names") && (c.IsSet("hosts") || c.IsSet("listen-base")) {
 				return usage(fmt.Errorf("--names with --hosts or --listen-base: named hosts share one listener (--listen); give one way"))
 			}
 			if c.IsSet("listen") && !c.IsSet("names") {
 				return usage(fmt.Errorf("--listen is for --names; loopback hosts listen on --listen-base+i"))
+			}
+			if err := testsite.CheckNames(splitNames(c.String("names"))); err != nil {
+				return usage(err)
 			}
 			port := c.Int("port")
 			if c.IsSet("names") && !c.IsSet("port") {

@@ -32,6 +32,7 @@ func workFlags() []cli.Flag {
 			"('crawl' with the embedded Redis: CRAWL.jsonl by default, as that Redis ends with the process)"},
 		&cli.StringFlag{Name: "id", Usage: "this worker's name in status and leader listings (default host:pid)"},
 		redisWaitFlag(time.Minute),
+		allowEvictionFlag(),
 		&cli.StringFlag{Name: "warc-dir", Usage: "archive every fetch (request and response as sent) in WARC 1.1 files in DIR"},
 		&cli.StringFlag{Name: "warc-max-size", Value: "1GiB", Usage: "start a new WARC file past this size (e.g. 500MB, 1GiB)"},
 		&cli.StringFlag{Name: "warc-prefix", Value: "redcrawl", Usage: "WARC file names are PREFIX-TIMESTAMP-SERIAL-WORKERID.warc.gz"},
@@ -122,6 +123,9 @@ func workerID(c *cli.Context) string {
 }
 
 func runWork(c *cli.Context, rdb redis.UniversalClient, exitWhenDone bool) error {
+	if err := checkEviction(c, rdb); err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	prog := &progress{out: c.App.ErrWriter, tty: isTerminal(c.App.ErrWriter)}
@@ -161,6 +165,14 @@ func runWork(c *cli.Context, rdb redis.UniversalClient, exitWhenDone bool) error
 	go func() {
 		select {
 		case <-ctx.Done():
+			select {
+			case <-ran:
+				return // the worker had ended: no signal to speak of
+			default:
+			}
+			if c.Context.Err() != nil {
+				return // the caller ended, not a signal
+			}
 			logger.Info("stopping: finishing the pages in progress (a second Ctrl-C kills; leases return the rest)")
 			stop() // restore default signal handling for the second Ctrl-C
 		case <-ran:

@@ -108,15 +108,8 @@ func Start(cfg Config) (*Site, error) {
 
 // startNamed serves every named host on one listener.
 func (s *Site) startNamed() (*Site, error) {
-	seen := map[string]bool{}
-	for _, n := range s.cfg.Names {
-		if !validName(n) {
-			return nil, fmt.Errorf("testsite: host name %q: want letters, digits, '-' and '.' (such as a.site.test)", n)
-		}
-		if seen[strings.ToLower(n)] {
-			return nil, fmt.Errorf("testsite: host name %q given twice", n)
-		}
-		seen[strings.ToLower(n)] = true
+	if err := CheckNames(s.cfg.Names); err != nil {
+		return nil, err
 	}
 	listen := s.cfg.Listen
 	if listen == "" {
@@ -156,6 +149,22 @@ func (s *Site) startNamed() (*Site, error) {
 	s.servers = append(s.servers, srv)
 	go srv.Serve(l)
 	return s, nil
+}
+
+// CheckNames reports a host name that Config.Names cannot serve: not a
+// DNS name, or given twice.
+func CheckNames(names []string) error {
+	seen := map[string]bool{}
+	for _, n := range names {
+		if !validName(n) {
+			return fmt.Errorf("testsite: host name %q: want letters, digits, '-' and '.' (such as a.site.test)", n)
+		}
+		if seen[strings.ToLower(n)] {
+			return fmt.Errorf("testsite: host name %q given twice", n)
+		}
+		seen[strings.ToLower(n)] = true
+	}
+	return nil
 }
 
 func validName(n string) bool {
