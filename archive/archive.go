@@ -81,6 +81,13 @@ func Open(cfg Config) (*Writer, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("archive: %w", err)
 	}
+	// Writable? Found now rather than at the first page.
+	probe, err := os.CreateTemp(cfg.Dir, ".redcrawl-probe-*")
+	if err != nil {
+		return nil, fmt.Errorf("archive: the WARC directory is not writable: %w", err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
 	if cfg.Prefix == "" {
 		cfg.Prefix = "redcrawl"
 	}

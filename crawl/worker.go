@@ -136,7 +136,8 @@ type Worker struct {
 	failed   error        // what stopped the worker (set once, by fail)
 	pages    atomic.Int64 // the crawl's pages fetched, as the last exchange said (with a budget)
 	metrics  *metrics
-	log      *slog.Logger // Options.Log with the worker's id
+	warc     *archive.Writer // with Options.WARC: opened by NewWorker, closed by Run
+	log      *slog.Logger    // Options.Log with the worker's id
 	// evictions watches Redis's evicted_keys (a heartbeat reads it every
 	// EvictionCheck); evicted counts what it saw.
 	evictions evictionWatch
@@ -244,6 +245,15 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 		return nil, fmt.Errorf("crawl: reading Redis's evicted_keys: %w", err)
 	}
 	w.evictions.at = time.Now()
+	// The WARC directory is made (or found wanting) before the worker
+	// joins: a start that fails leaves no live worker behind.
+	if o.WARC != nil {
+		cfg := *o.WARC
+		cfg.Worker, cfg.Crawl, cfg.Agent, cfg.Software = o.ID, k.Name, s.UserAgent, Software
+		if w.warc, err = archive.Open(cfg); err != nil {
+			return nil, err
+		}
+	}
 	// Registered before it can write anything else: a reset that starts
 	// now waits for this worker too.
 	if err := w.register(ctx); err != nil {
@@ -346,14 +356,8 @@ func (w *Worker) Run(ctx context.Context) error {
 		stopAll()
 		cancelWork()
 	}
-	var warc *archive.Writer
-	if w.opts.WARC != nil {
-		cfg := *w.opts.WARC
-		cfg.Worker, cfg.Crawl, cfg.Agent, cfg.Software = w.opts.ID, w.keys.Name, w.settings.UserAgent, Software
-		var err error
-		if warc, err = archive.Open(cfg); err != nil {
-			return err
-		}
+	warc := w.warc
+	if warc != nil {
 		defer warc.Close() // after every loop has returned: the last file is complete
 	}
 	fail := func(err error) {

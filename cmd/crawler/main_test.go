@@ -510,11 +510,12 @@ func TestMetricsEndpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, stop, err := serveMetrics("127.0.0.1:0", w, true)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stop()
+	defer serveMetrics(l, w, true)()
+	addr := l.Addr().String()
 	get := func(path string) (int, string) {
 		resp, err := http.Get("http://" + addr + path)
 		if err != nil {
@@ -566,5 +567,46 @@ func TestSeedFileOverLongLineIsSkipped(t *testing.T) {
 	if !strings.Contains(out, "2 URLs queued") || !strings.Contains(errOut, "seeds.txt:2: a line over") ||
 		err == nil || !strings.Contains(err.Error(), "1 of 3 lines were not usable") {
 		t.Fatalf("seed of a file with one over-long line: %v\nstdout %q\nstderr %q; want lines 1 and 3 queued and line 2 reported", err, out, errOut)
+	}
+}
+
+// A worker that cannot start (its WARC directory is a file, its metrics
+// port is taken) fails before it joins the crawl: reset is not refused
+// for a worker that never ran.
+func TestFailedStartLeavesNoLiveWorker(t *testing.T) {
+	mr := miniredis.RunT(t)
+	rurl := "redis://" + mr.Addr() + "/0"
+	if _, _, err := run(t, "--redis", rurl, "seed", "http://a.example/"); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "not-a-dir")
+	os.WriteFile(file, nil, 0o644)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"work", "--exit-when-done", "--warc-dir", file}, "archive:"},
+		{[]string{"work", "--exit-when-done", "--metrics-addr", taken.Addr().String()}, "--metrics-addr"},
+	} {
+		_, errOut, err := run(t, append([]string{"--redis", rurl}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v; want a failure naming %s", tc.args, err, tc.want)
+		}
+		if strings.Contains(errOut, "worker started") {
+			t.Errorf("%v: logged 'worker started' though it never ran:\n%s", tc.args, errOut)
+		}
+		out, _, err := run(t, "--redis", rurl, "status", "--json")
+		var st struct{ Workers []string }
+		if err != nil || json.Unmarshal([]byte(out), &st) != nil || len(st.Workers) != 0 {
+			t.Errorf("after %v failed to start: status %v %q; want no worker alive", tc.args, err, out)
+		}
+	}
+	if _, _, err := run(t, "--redis", rurl, "reset"); err != nil {
+		t.Errorf("reset after failed starts: %v", err)
 	}
 }

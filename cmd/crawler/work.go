@@ -148,18 +148,22 @@ func runWork(c *cli.Context, rdb redis.UniversalClient, exitWhenDone bool) error
 		defer f.Close()
 		o.Out = f
 	}
+	var metricsL net.Listener
+	if addr := c.String("metrics-addr"); addr != "" {
+		var err error
+		if metricsL, err = net.Listen("tcp", addr); err != nil {
+			return fmt.Errorf("--metrics-addr: %v", err)
+		}
+		defer metricsL.Close()
+	}
 	w, err := crawl.NewWorker(ctx, rdb, c.String("crawl"), o)
 	if err != nil {
 		return err
 	}
 	logger.Info("worker started", "worker", o.ID, "crawl", c.String("crawl"), "concurrency", o.Concurrency)
-	if addr := c.String("metrics-addr"); addr != "" {
-		bound, stopServing, err := serveMetrics(addr, w, c.Bool("pprof"))
-		if err != nil {
-			return err
-		}
-		defer stopServing()
-		logger.Info("serving metrics", "url", "http://"+bound+"/metrics")
+	if metricsL != nil {
+		defer serveMetrics(metricsL, w, c.Bool("pprof"))()
+		logger.Info("serving metrics", "url", "http://"+metricsL.Addr().String()+"/metrics")
 	}
 	ran := make(chan struct{})
 	go func() {
@@ -267,8 +271,10 @@ func firstReasons(c *cli.Context, rdb redis.UniversalClient, n int) string {
 }
 
 // serveMetrics serves the worker's /metrics, /healthz (200 while Redis
-// answers and the crawl exists, 503 otherwise) and, asked, /debug/pprof/.
-func serveMetrics(addr string, w *crawl.Worker, withPprof bool) (string, func(), error) {
+// answers and the crawl exists, 503 otherwise) and, asked, /debug/pprof/,
+// on a listener bound before the worker registered (a port in use must
+// fail the start before the crawl lists the worker as alive).
+func serveMetrics(l net.Listener, w *crawl.Worker, withPprof bool) func() {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(w.Metrics(), promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(rw http.ResponseWriter, r *http.Request) {
@@ -284,11 +290,7 @@ func serveMetrics(addr string, w *crawl.Worker, withPprof bool) (string, func(),
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", nil, fmt.Errorf("--metrics-addr: %v", err)
-	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(l)
-	return l.Addr().String(), func() { srv.Close() }, nil
+	return func() { srv.Close() }
 }
