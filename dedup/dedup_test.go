@@ -265,3 +265,37 @@ func TestParamsValidate(t *testing.T) {
 		t.Errorf("valid params refused: %v", err)
 	}
 }
+
+// The first AddNew of a filter allocates its bitmaps whole; the calls are
+// pipelined, so the default crawl filter (1M URLs at 0.1 %, 60 segments)
+// costs a few round trips, not one a segment — and every segment exists.
+func TestAllocationIsPipelined(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		c := s.NewClient(t)
+		trips := redistest.RoundTrips(c)
+		f, err := dedup.Open(ctx, c, "crawl:{alloc}:seen", dedup.Params{Capacity: 1_000_000, FPRate: 0.001})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := trips.Load()
+		if _, err := f.AddNew(ctx, []string{"http://a.example/"}); err != nil {
+			t.Fatal(err)
+		}
+		segments := s.Client.Keys(ctx, "crawl:{alloc}:seen:*").Val()
+		// One a segment would be 60 and more; pipelined it is the script's
+		// own calls and one a batch of 32.
+		if got := trips.Load() - before; got >= int64(len(segments))/4 {
+			t.Errorf("the first AddNew took %d round trips for %d segments; want a few pipelines", got, len(segments))
+		}
+		if len(segments) < 32 {
+			t.Fatalf("%d segments allocated: the test wants a filter of more than one pipeline", len(segments))
+		}
+		for _, k := range segments {
+			if n := s.Client.StrLen(ctx, k).Val(); n == 0 {
+				t.Errorf("segment %s is empty", k)
+			}
+		}
+		t.Logf("%d segments in %d round trips", len(segments), trips.Load()-before)
+	})
+}
