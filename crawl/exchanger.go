@@ -132,6 +132,7 @@ func (x *exchanger) run(stop, work context.Context) {
 			x.pending = append(x.pending, entry{back: (<-x.ready).lease})
 			x.p.added(time.Now(), 1)
 		}
+		x.drain()
 		now := time.Now()
 		c, ok, until := x.p.decide(now, world{ready: len(x.ready), stopping: stopping})
 		if ok {
@@ -146,6 +147,32 @@ func (x *exchanger) run(stop, work context.Context) {
 		timer.Reset(max(until.Sub(now), time.Millisecond))
 		x.await(stop, stopping, timer)
 		timer.Stop()
+	}
+}
+
+// drain hears, without waiting, what arrived during the last call. With
+// Redis slow (a call of a second or more), the next decision is due the
+// moment a call returns; without this it would see no finished page, ask
+// for another pop, and never read what the loops handed in.
+func (x *exchanger) drain() {
+	for i := 0; i < 4*cap(x.ready)+16; i++ {
+		select {
+		case e, ok := <-x.entries:
+			if !ok {
+				x.p.loopsClosed()
+				x.entries = nil
+				continue
+			}
+			x.pending = append(x.pending, e)
+			x.p.added(time.Now(), 1)
+		case <-x.bell:
+			x.p.bell()
+		case m := <-x.wakeCh:
+			x.fr.Woken(m.Channel)
+			x.p.wake(m.Payload, int(x.waiting.Load()))
+		default:
+			return
+		}
 	}
 }
 
