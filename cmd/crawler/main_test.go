@@ -610,3 +610,51 @@ func TestFailedStartLeavesNoLiveWorker(t *testing.T) {
 		t.Errorf("reset after failed starts: %v", err)
 	}
 }
+
+// crawl with a seed file some of whose lines are bad crawls the good ones
+// and then exits 1 saying so; it does not stop before crawling.
+func TestCrawlGoesOnPastBadSeedLines(t *testing.T) {
+	site, err := testsite.Start(testsite.Config{Hosts: 1, Pages: 5, ListenBase: "127.0.0.160"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer site.Close()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "seeds.txt")
+	os.WriteFile(file, []byte(site.Roots()[0]+"\nnot a url\n"), 0o644)
+	_, errOut, err := run(t, "crawl", "--allow-private", "--rate", "inf", "--crawl", "partial", "--out", filepath.Join(dir, "out.jsonl"), "-f", file)
+	if err == nil || !strings.Contains(err.Error(), "the crawl is done, but 1 of 2 lines were not usable") {
+		t.Fatalf("crawl: %v; want exit 1 after the crawl, naming the bad line count\n%s", err, errOut)
+	}
+	if missing := site.Missing(); len(missing) > 0 {
+		t.Fatalf("the good seed's site was not crawled: %d of %d truth URLs missing", len(missing), len(site.Truth()))
+	}
+}
+
+// A seed that fails creates no crawl: a bad --sitemap is wrong usage
+// before Redis; a Redis out of memory takes back the crawl it created.
+func TestFailedSeedLeavesNoCrawl(t *testing.T) {
+	s := redistest.Real(t)
+	ctx := context.Background()
+	_, _, err := run(t, "--redis", s.URL(), "seed", "--sitemap", "http://[bad", "http://a.example/")
+	if !isUsage(err) || !strings.Contains(err.Error(), "--sitemap") {
+		t.Fatalf("seed with a bad --sitemap: %v; want a usage error naming it", err)
+	}
+	info := s.Client.Info(ctx, "memory").Val()
+	var used int64
+	for _, l := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "used_memory:"); ok {
+			fmt.Sscan(v, &used)
+		}
+	}
+	// Room for the settings, not for the Bloom filter's 1.9 MiB.
+	s.Client.ConfigSet(ctx, "maxmemory", fmt.Sprint(used+512<<10))
+	s.Client.ConfigSet(ctx, "maxmemory-policy", "noeviction")
+	_, _, err = run(t, "--redis", s.URL(), "seed", "http://a.example/")
+	if err == nil || !strings.Contains(err.Error(), "OOM") || !strings.Contains(err.Error(), "was not created") {
+		t.Fatalf("seed on a full Redis: %v; want the OOM error and that the crawl was not created", err)
+	}
+	if keys := s.Client.Keys(ctx, "crawl*").Val(); len(keys) != 0 {
+		t.Fatalf("a failed seed left keys: %v", keys)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -74,6 +75,11 @@ func checkSeedFlags(c *cli.Context) error {
 	}
 	if c.NArg() == 0 && c.String("file") == "" && len(c.StringSlice("sitemap")) == 0 {
 		return errors.New("no URLs: give them as arguments, with -f FILE, or with --sitemap URL")
+	}
+	for _, raw := range c.StringSlice("sitemap") {
+		if _, err := parse.Canonicalize(nil, raw); err != nil {
+			return fmt.Errorf("--sitemap %q: %v", raw, strings.TrimPrefix(err.Error(), "parse: "))
+		}
 	}
 	// The flags whose values have checks of their own name themselves.
 	for _, check := range []struct {
@@ -201,11 +207,33 @@ const seedBatch = 10_000
 // maxBadLines is how many unusable lines are quoted; the rest are counted.
 const maxBadLines = 10
 
+// errSomeSeedsBad: some seed lines were not usable URLs; the rest were
+// seeded ('crawl' goes on with them, and exits 1 at the end).
+type errSomeSeedsBad struct{ msg string }
+
+func (e errSomeSeedsBad) Error() string { return e.msg }
+func (e errSomeSeedsBad) ExitCode() int { return 1 }
+
 func runSeed(c *cli.Context, rdb redis.UniversalClient) error {
 	if err := checkEviction(c, rdb); err != nil {
 		return err
 	}
 	k := crawl.KeysFor(c.String("crawl"))
+	_, err := crawl.LoadSettings(c.Context, rdb, k)
+	fresh := errors.Is(err, crawl.ErrNoCrawl)
+	err = seedAll(c, rdb, k)
+	var some errSomeSeedsBad
+	if err != nil && fresh && !errors.As(err, &some) && c.Context.Err() == nil {
+		// A crawl this seed created but could not fill (Redis out of
+		// memory, a sitemap that failed) is taken back, not left empty.
+		if _, rerr := crawl.Reset(context.WithoutCancel(c.Context), rdb, k.Name, false); rerr == nil {
+			err = fmt.Errorf("%w; crawl %q was not created", err, k.Name)
+		}
+	}
+	return err
+}
+
+func seedAll(c *cli.Context, rdb redis.UniversalClient, k crawl.Keys) error {
 	s, err := settingsFromFlags(c, rdb, k)
 	if err != nil {
 		return err
@@ -307,7 +335,7 @@ func runSeed(c *cli.Context, rdb redis.UniversalClient) error {
 		} else {
 			more = " (see above)"
 		}
-		return cli.Exit(fmt.Sprintf("seed: %d of %d lines were not usable URLs%s; the rest were seeded", bad, lines, more), 1)
+		return errSomeSeedsBad{fmt.Sprintf("seed: %d of %d lines were not usable URLs%s; the rest were seeded", bad, lines, more)}
 	}
 	return nil
 }

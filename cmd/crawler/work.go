@@ -220,7 +220,10 @@ func crawlCommand() *cli.Command {
 				// process: keep them in a file.
 				c.Set("out", c.String("crawl")+".jsonl")
 			}
-			if err := runSeed(c, rdb); err != nil {
+			// Bad seed lines were said; the good ones are crawled, and the
+			// exit status says so at the end.
+			var someBad errSomeSeedsBad
+			if err := runSeed(c, rdb); err != nil && !errors.As(err, &someBad) {
 				return err
 			}
 			if err := runWork(c, rdb, true); err != nil {
@@ -238,6 +241,9 @@ func crawlCommand() *cli.Command {
 			}
 			if st.Counters["pages"] == 0 {
 				return fmt.Errorf("nothing was fetched: %s", firstReasons(c, rdb, 3))
+			}
+			if someBad.msg != "" {
+				return fmt.Errorf("the crawl is done, but %s", strings.TrimPrefix(someBad.msg, "seed: "))
 			}
 			return nil
 		},
