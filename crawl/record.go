@@ -2,6 +2,7 @@ package crawl
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"time"
@@ -57,18 +58,31 @@ const (
 )
 
 // recordWriter appends records to a worker's --out as JSON lines. Only the
-// exchanger writes, once a record's page is safely in Redis.
+// exchanger writes, once a record's page is safely in Redis. A write that
+// fails (a full disk) stops the worker, as a WARC file that cannot be
+// written does: a file that silently misses records is worse than a worker
+// that stops; the record is still in the results stream.
 type recordWriter struct {
-	w   io.Writer
-	log *slog.Logger
+	w      io.Writer
+	log    *slog.Logger
+	fail   func(error) // stops the worker for good (set by Run)
+	broken bool
 }
 
 func (r *recordWriter) write(rec Record) {
+	if r.broken {
+		return
+	}
 	b, err := json.Marshal(rec)
 	if err == nil {
 		_, err = r.w.Write(append(b, '\n'))
 	}
 	if err != nil {
+		r.broken = true
+		err = fmt.Errorf("cannot write --out, stopping (the record of %s and later ones are in the results stream: 'crawler export'): %w", rec.URL, err)
 		r.log.Error("writing --out failed", "err", err)
+		if r.fail != nil {
+			r.fail(err)
+		}
 	}
 }

@@ -2,7 +2,11 @@ package crawl_test
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"math"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -53,4 +57,52 @@ func TestSlowRedisSlowsTheCrawlDown(t *testing.T) {
 	if missing := site.Missing(); len(missing) > 0 {
 		t.Fatalf("%d truth URLs never fetched against a slow Redis: %v", len(missing), missing[:min(5, len(missing))])
 	}
+}
+
+// fullDisk accepts limit bytes, then fails every write as a full disk does.
+type fullDisk struct{ limit, n int }
+
+func (f *fullDisk) Write(p []byte) (int, error) {
+	if f.n+len(p) > f.limit {
+		return 0, syscall.ENOSPC
+	}
+	f.n += len(p)
+	return len(p), nil
+}
+
+// A worker whose --out cannot be written stops with an error, once, like a
+// full WARC directory; what it had not finished goes back to the queue, so
+// another worker crawls the rest and nothing is lost.
+func TestFullOutFileStopsTheWorker(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		site, err := testsite.Start(testsite.Config{Hosts: 2, Pages: 60, Latency: 5 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer site.Close()
+		set := crawl.DefaultSettings()
+		set.Rate, set.AllowPrivate = math.Inf(1), true
+		seedSite(t, s, site, "fullout", set)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		o := fastOptions("w1")
+		o.Out = &fullDisk{limit: 4000}
+		var logs syncBuf
+		o.Log = slog.New(slog.NewTextHandler(&logs, nil))
+		w, err := crawl.NewWorker(ctx, s.Client, "fullout", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = w.Run(ctx)
+		if err == nil || !strings.Contains(err.Error(), "cannot write --out") || !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("a worker with a full --out: %v; want it stopped with the write error", err)
+		}
+		if n := strings.Count(logs.String(), "writing --out failed"); n != 1 {
+			t.Errorf("%d error lines for the full --out; want one", n)
+		}
+		runWorkers(t, ctx, s, "fullout", fastOptions("w2"))
+		if missing := site.Missing(); len(missing) > 0 {
+			t.Fatalf("%d truth URLs never fetched after the first worker stopped", len(missing))
+		}
+	})
 }

@@ -365,6 +365,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		stopAll()
 	}
 	ex := w.newExchanger(stopAll)
+	if ex.out != nil {
+		ex.out.fail = fail
+	}
 	pages := w.newPipeline(ex, warc, fail)
 	sched := w.newScheduler()
 
