@@ -69,17 +69,9 @@ func TestEvictionsDuringACrawlAreLoud(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
-	// Tight memory, evicting anything: fill it until Redis evicts (bounded).
-	used, _ := s.Client.Info(ctx, "memory").Result()
-	var usedBytes int64
-	for _, l := range strings.Split(used, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "used_memory:"); ok {
-			fmt.Sscan(v, &usedBytes)
-		}
-	}
 	// Tight memory, evicting keys with a TTL first (only the junk's and
 	// the lock's here): fill it until Redis evicts.
-	s.Client.ConfigSet(ctx, "maxmemory", fmt.Sprint(usedBytes+2<<20))
+	s.Client.ConfigSet(ctx, "maxmemory", fmt.Sprint(s.UsedMemory(t)+2<<20))
 	s.Client.ConfigSet(ctx, "maxmemory-policy", "volatile-random")
 	big := strings.Repeat("x", 64<<10)
 	for i := 0; i < 100; i++ {

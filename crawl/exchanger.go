@@ -158,18 +158,11 @@ func (x *exchanger) drain() {
 	for i := 0; i < 4*cap(x.ready)+16; i++ {
 		select {
 		case e, ok := <-x.entries:
-			if !ok {
-				x.p.loopsClosed()
-				x.entries = nil
-				continue
-			}
-			x.pending = append(x.pending, e)
-			x.p.added(time.Now(), 1)
+			x.handedIn(e, ok)
 		case <-x.bell:
 			x.p.bell()
 		case m := <-x.wakeCh:
-			x.fr.Woken(m.Channel)
-			x.p.wake(m.Payload, int(x.waiting.Load()))
+			x.woken(m)
 		default:
 			return
 		}
@@ -184,21 +177,31 @@ func (x *exchanger) await(stop context.Context, stopping bool, timer *time.Timer
 	}
 	select {
 	case e, ok := <-x.entries:
-		if !ok {
-			x.p.loopsClosed()
-			x.entries = nil
-			return
-		}
-		x.pending = append(x.pending, e)
-		x.p.added(time.Now(), 1)
+		x.handedIn(e, ok)
 	case <-x.bell:
 		x.p.bell()
 	case m := <-x.wakeCh:
-		x.fr.Woken(m.Channel)
-		x.p.wake(m.Payload, int(x.waiting.Load()))
+		x.woken(m)
 	case <-stopCh:
 	case <-timer.C:
 	}
+}
+
+// handedIn: a fetch loop handed in e, or (ok false) the loops are all gone.
+func (x *exchanger) handedIn(e entry, ok bool) {
+	if !ok {
+		x.p.loopsClosed()
+		x.entries = nil
+		return
+	}
+	x.pending = append(x.pending, e)
+	x.p.added(time.Now(), 1)
+}
+
+// woken: a message on the crawl's wake channels.
+func (x *exchanger) woken(m *redis.Message) {
+	x.fr.Woken(m.Channel)
+	x.p.wake(m.Payload, int(x.waiting.Load()))
 }
 
 // call makes the exchange c, decided at now, and hands out what it

@@ -640,15 +640,8 @@ func TestFailedSeedLeavesNoCrawl(t *testing.T) {
 	if !isUsage(err) || !strings.Contains(err.Error(), "--sitemap") {
 		t.Fatalf("seed with a bad --sitemap: %v; want a usage error naming it", err)
 	}
-	info := s.Client.Info(ctx, "memory").Val()
-	var used int64
-	for _, l := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "used_memory:"); ok {
-			fmt.Sscan(v, &used)
-		}
-	}
 	// Room for the settings, not for the Bloom filter's 1.9 MiB.
-	s.Client.ConfigSet(ctx, "maxmemory", fmt.Sprint(used+512<<10))
+	s.Client.ConfigSet(ctx, "maxmemory", fmt.Sprint(s.UsedMemory(t)+512<<10))
 	s.Client.ConfigSet(ctx, "maxmemory-policy", "noeviction")
 	_, _, err = run(t, "--redis", s.URL(), "seed", "http://a.example/")
 	if err == nil || !strings.Contains(err.Error(), "OOM") || !strings.Contains(err.Error(), "was not created") {

@@ -317,3 +317,24 @@ func CPU(t testing.TB, c *redis.Client) time.Duration {
 	}
 	return time.Duration(total * float64(time.Second))
 }
+
+// UsedMemory is the server's used_memory (INFO memory), in bytes: a test
+// that makes Redis run out of memory sets maxmemory a little above it.
+func (s *Server) UsedMemory(t testing.TB) int64 {
+	t.Helper()
+	info, err := s.Client.Info(context.Background(), "memory").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "used_memory:"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatalf("used_memory %q", v)
+			}
+			return n
+		}
+	}
+	t.Fatal("INFO memory has no used_memory")
+	return 0
+}
