@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
-	"os"
 	"strings"
 
 	"github.com/redcrawl/crawler/crawl"
@@ -338,70 +335,6 @@ func seedAll(c *cli.Context, rdb redis.UniversalClient, k crawl.Keys) error {
 		return errSomeSeedsBad{fmt.Sprintf("seed: %d of %d lines were not usable URLs%s; the rest were seeded", bad, lines, more)}
 	}
 	return nil
-}
-
-// maxSeedLine is the longest line of a seed file read as a URL; a longer
-// one is reported and skipped, not the end of the file.
-const maxSeedLine = 1 << 20
-
-// readSeedFile hands each URL line of a file (or stdin, for "-") to take,
-// with its place ("urls.txt:14"), without holding the file in memory; a
-// line too long to be a URL goes to refuse.
-func readSeedFile(name string, take func(where, text string) error, refuse func(where string, err error)) error {
-	var r io.Reader = os.Stdin
-	if name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return fmt.Errorf("seed: %v", err)
-		}
-		defer f.Close()
-		r = f
-	} else {
-		name = "stdin"
-	}
-	br := bufio.NewReaderSize(r, 64<<10)
-	for n := 1; ; n++ {
-		line, tooLong, err := nextLine(br, maxSeedLine)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("seed: reading %s at line %d: %v", name, n, err)
-		}
-		where := fmt.Sprintf("%s:%d", name, n)
-		if tooLong {
-			refuse(where, fmt.Errorf("a line over %d bytes, not a URL; skipped", maxSeedLine))
-			continue
-		}
-		t := strings.TrimSpace(string(line))
-		if t == "" || strings.HasPrefix(t, "#") {
-			continue
-		}
-		if err := take(where, t); err != nil {
-			return err
-		}
-	}
-}
-
-// nextLine reads one line (without its end) of at most limit bytes; a
-// longer one is read to its end and reported as too long. io.EOF comes
-// only when no line is left.
-func nextLine(br *bufio.Reader, limit int) (line []byte, tooLong bool, err error) {
-	for {
-		frag, more, err := br.ReadLine()
-		if err != nil {
-			return nil, false, err
-		}
-		if !tooLong && len(line)+len(frag) > limit {
-			tooLong, line = true, nil
-		}
-		if !tooLong {
-			line = append(line, frag...)
-		}
-		if !more {
-			return line, tooLong, nil
-		}
-	}
 }
 
 // privateHost: localhost, or an address the fetcher's SSRF guard refuses

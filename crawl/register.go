@@ -1,0 +1,41 @@
+package crawl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redcrawl/crawler/frontier"
+)
+
+// ErrIDInUse: another live worker of the crawl has this worker's id.
+var ErrIDInUse = errors.New("crawl: worker id in use")
+
+// register joins the crawl's registry under the worker's id. A live
+// registration of the same id is either an earlier run of this worker
+// that was killed (a container restarted keeps its host name and pid),
+// which lapses within a lease, or a second process given the same id,
+// which heartbeats on: the first is waited out, the second refused —
+// two workers under one id would share WARC file names and deregister
+// each other.
+func (w *Worker) register(ctx context.Context) error {
+	deadline := time.Now().Add(w.opts.Lease + w.opts.Lease/2)
+	for {
+		left, err := w.fr.Register(ctx, w.opts.ID)
+		if !errors.Is(err, frontier.ErrIDInUse) {
+			return err
+		}
+		if time.Now().Add(left).After(deadline) {
+			return fmt.Errorf("%w: a live worker is registered as %q in crawl %q; give each worker its own --id "+
+				"(the default, host:pid, is distinct unless hosts share a name)", ErrIDInUse, w.opts.ID, w.keys.Name)
+		}
+		w.log.Warn("a worker with this id is registered as alive; waiting for that registration to lapse "+
+			"(an earlier run that was killed?)", "for", left.Round(time.Millisecond))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(left + 10*time.Millisecond):
+		}
+	}
+}
