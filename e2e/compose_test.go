@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nlnwa/gowarc/v3"
 	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/internal/testsite"
 )
@@ -341,46 +340,17 @@ func (p *project) judge(crashes int) verdict {
 
 // warcFiles checks the WARC files on the host: closed, distinctly named,
 // each read whole by nlnwa/gowarc's strict reader with valid digests and
-// by the Internet Archive's reader, record for record; it returns
-// the files and their response records.
+// by the Internet Archive's reader, record for record; it returns the
+// files and their response records.
 func warcFiles(t *testing.T, dir string) ([]string, int) {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(dir, "*"))
-	responses, ia := 0, 0
-	for _, f := range files {
-		if !strings.HasSuffix(f, ".warc.gz") {
-			t.Errorf("%s: not a closed .warc.gz file", f)
-			continue
-		}
-		for _, rec := range readWithInternetArchive(t, f) {
-			ia++
-			if !rec.blockDigestOK {
-				t.Errorf("internetarchive/gowarc: %s at %s:%d: block digest does not match the block", rec.uri, rec.file, rec.offset)
-			}
-		}
-		r, err := gowarc.NewWarcFileReader(f, 0, gowarc.WithStrictValidation())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rec, err := range r.Records() {
-			if err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			if v, err := rec.WarcRecord.ValidateDigest(); err != nil || len(v) > 0 {
-				t.Errorf("%s at %d: %v %v", f, rec.Offset, err, v)
-			}
-			if rec.WarcRecord.Type() == gowarc.Response {
-				responses++
-			}
-			rec.Close()
-		}
-		r.Close()
-	}
-	if ia != responses {
-		t.Errorf("internetarchive/gowarc reads %d response records; nlnwa/gowarc %d", ia, responses)
-	}
+	files, at, _ := readWARCs(t, dir)
+	checkWithInternetArchive(t, files, func(file string, offset int64, uri, digest string) bool {
+		got, ok := at[fmt.Sprintf("%s:%d", file, offset)]
+		return ok && got.uri == uri && got.digest == digest
+	}, len(at))
 	sort.Strings(files)
-	return files, responses
+	return files, len(at)
 }
 
 // The compose demo, as a user runs it: three workers in three containers

@@ -24,7 +24,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nlnwa/gowarc/v3"
 	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
@@ -483,38 +482,8 @@ func TestCrawlArchivesInWARC(t *testing.T) {
 	}
 	requireTruth(t, site)
 
-	files, _ := filepath.Glob(filepath.Join(dir, "*"))
-	type response struct{ uri, digest string }
-	at := map[string]response{} // file:offset -> response
-	responses, bytesWritten := 0, int64(0)
-	for _, f := range files {
-		if !strings.HasSuffix(f, ".warc.gz") {
-			t.Errorf("%s: not a closed .warc.gz file", f)
-			continue
-		}
-		if fi, err := os.Stat(f); err == nil {
-			bytesWritten += fi.Size()
-		}
-		r, err := gowarc.NewWarcFileReader(f, 0, gowarc.WithStrictValidation())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rec, err := range r.Records() {
-			if err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			if v, err := rec.WarcRecord.ValidateDigest(); err != nil || len(v) > 0 || len(rec.Validation) > 0 {
-				t.Errorf("%s at %d: %v %v %v", f, rec.Offset, err, v, rec.Validation)
-			}
-			if rec.WarcRecord.Type() == gowarc.Response {
-				responses++
-				hd := rec.WarcRecord.WarcHeader()
-				at[fmt.Sprintf("%s:%d", filepath.Base(f), rec.Offset)] = response{hd.Get(gowarc.WarcTargetURI), hd.Get(gowarc.WarcPayloadDigest)}
-			}
-			rec.Close()
-		}
-		r.Close()
-	}
+	files, at, bytesWritten := readWARCs(t, dir)
+	responses := len(at)
 	if want := site.Requests(); responses != want {
 		t.Errorf("%d response records for %d requests the site answered", responses, want)
 	}

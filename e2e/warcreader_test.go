@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"encoding/base32"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	iawarc "github.com/internetarchive/gowarc"
+	"github.com/nlnwa/gowarc/v3"
 )
 
 // A second, independent WARC reader: the Internet Archive's gowarc (a
@@ -85,4 +87,46 @@ func checkWithInternetArchive(t *testing.T, files []string, same func(file strin
 	if n != responses {
 		t.Errorf("internetarchive/gowarc reads %d response records; ours read %d", n, responses)
 	}
+}
+
+// response is a response record as nlnwa/gowarc reads it.
+type response struct{ uri, digest string }
+
+// readWARCs reads every file in dir with nlnwa/gowarc's strict reader,
+// failing the test on a file that is not a closed .warc.gz, a record that
+// does not validate or a digest that is wrong. It returns the files, their
+// response records by "file:offset", and the bytes they take.
+func readWARCs(t *testing.T, dir string) ([]string, map[string]response, int64) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*"))
+	at := map[string]response{}
+	var size int64
+	for _, f := range files {
+		if !strings.HasSuffix(f, ".warc.gz") {
+			t.Errorf("%s: not a closed .warc.gz file", f)
+			continue
+		}
+		if fi, err := os.Stat(f); err == nil {
+			size += fi.Size()
+		}
+		r, err := gowarc.NewWarcFileReader(f, 0, gowarc.WithStrictValidation())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rec, err := range r.Records() {
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if v, err := rec.WarcRecord.ValidateDigest(); err != nil || len(v) > 0 || len(rec.Validation) > 0 {
+				t.Errorf("%s at %d: %v %v %v", f, rec.Offset, err, v, rec.Validation)
+			}
+			if rec.WarcRecord.Type() == gowarc.Response {
+				hd := rec.WarcRecord.WarcHeader()
+				at[fmt.Sprintf("%s:%d", filepath.Base(f), rec.Offset)] = response{hd.Get(gowarc.WarcTargetURI), hd.Get(gowarc.WarcPayloadDigest)}
+			}
+			rec.Close()
+		}
+		r.Close()
+	}
+	return files, at, size
 }
