@@ -17,12 +17,20 @@
 // ".open" until Close renames it, so a file without that suffix is
 // complete; each record is compressed and written whole before the next,
 // so after a kill -9 every record before the cut still reads.
+//
+// A write that fails (a full disk) leaves a torn record at the end of its
+// file, and the writer refuses every write after it, as the pages it would
+// hold go back to the crawl. When that file is closed it is cut back to its
+// last whole exchange (a request whose response was torn goes too) and the
+// cut is logged, so a file without ".open" still holds only whole records.
 package archive
 
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -33,13 +41,14 @@ import (
 
 // Config says where and how to write.
 type Config struct {
-	Dir      string // the directory for the files (created if missing)
-	Prefix   string // the files' name prefix (default "redcrawl")
-	Worker   string // the worker's id, part of every file name
-	MaxSize  int64  // a file is closed and another begun past this size (default 1 GiB)
-	Software string // the crawler and its version, for the warcinfo record
-	Crawl    string // the crawl's name, for the warcinfo record
-	Agent    string // the User-Agent sent, for the warcinfo record
+	Dir      string       // the directory for the files (created if missing)
+	Prefix   string       // the files' name prefix (default "redcrawl")
+	Worker   string       // the worker's id, part of every file name
+	MaxSize  int64        // a file is closed and another begun past this size (default 1 GiB)
+	Software string       // the crawler and its version, for the warcinfo record
+	Crawl    string       // the crawl's name, for the warcinfo record
+	Agent    string       // the User-Agent sent, for the warcinfo record
+	Log      *slog.Logger // where a torn file's cut is said (default slog.Default())
 }
 
 // Location is where a response record starts: its file (name only) and the
@@ -59,13 +68,25 @@ type Exchange struct {
 
 // Writer writes exchanges to rotating WARC files. Safe for concurrent use.
 type Writer struct {
-	w      *gowarc.WarcFileWriter
-	mu     sync.Mutex
+	w   *gowarc.WarcFileWriter
+	log *slog.Logger
+
+	mu     sync.Mutex // held across a write, so a failure is known before the next
 	closed bool
+	failed error // the first write that failed; every later one is refused
+
+	// cutMu, not mu: closed1 runs in the library's writer, also while a
+	// Write holding mu rotates files.
+	cutMu sync.Mutex
+	cut   map[string]int64 // a file torn by a failed write → where its failed exchange began
 }
 
 // ErrClosed: Write after Close.
 var ErrClosed = errors.New("archive: writer closed")
+
+// ErrFailed: Write after a write failed. What an archive holds after a
+// failed write is not known record by record, so nothing more is added.
+var ErrFailed = errors.New("archive: an earlier write failed")
 
 var recordOptions = []gowarc.WarcRecordOption{
 	gowarc.WithAddMissingDigest(true),
@@ -103,6 +124,10 @@ func Open(cfg Config) (*Writer, error) {
 	info := fmt.Sprintf("software: %s\r\nformat: WARC File Format 1.1\r\n"+
 		"conformsTo: http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/\r\n"+
 		"isPartOf: %s\r\nhttp-header-user-agent: %s\r\nrobots: obey\r\n", cfg.Software, cfg.Crawl, cfg.Agent)
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	a := &Writer{log: cfg.Log, cut: map[string]int64{}}
 	w := gowarc.NewWarcFileWriter(
 		gowarc.WithFileNameGenerator(names),
 		gowarc.WithMaxFileSize(cfg.MaxSize),
@@ -113,8 +138,42 @@ func Open(cfg Config) (*Writer, error) {
 			_, err := rb.WriteString(info)
 			return err
 		}),
+		gowarc.WithAfterFileCreationHook(a.closed1),
 	)
-	return &Writer{w: w}, nil
+	a.w = w
+	return a, nil
+}
+
+// closed1 runs as each file is closed and renamed, given the length of the
+// records the library wrote whole. A file longer than that, or one a
+// failed exchange began in, is cut back to its whole exchanges.
+func (w *Writer) closed1(path string, whole int64, _ string) error {
+	w.cutMu.Lock()
+	at, torn := w.cut[filepath.Base(path)]
+	w.cutMu.Unlock()
+	if !torn {
+		at = whole
+	}
+	at = min(at, whole)
+	fi, err := os.Stat(path)
+	if err != nil || fi.Size() <= at {
+		return nil
+	}
+	if at == 0 { // not even its warcinfo record is whole
+		if err := os.Remove(path); err != nil {
+			return err
+		}
+		w.log.Warn("WARC file torn by a failed write before its first whole record: removed", "file", path)
+		return nil
+	}
+	if err := os.Truncate(path, at); err != nil {
+		w.log.Error("WARC file torn by a failed write, and cutting it back failed: its last record is incomplete",
+			"file", path, "whole_bytes", at, "err", err)
+		return err
+	}
+	w.log.Warn("WARC file torn by a failed write: cut back to its last whole record",
+		"file", path, "bytes", at, "dropped_bytes", fi.Size()-at)
+	return nil
 }
 
 // FileSafe keeps a worker id usable in a file name on any system.
@@ -151,10 +210,12 @@ func (w *Writer) Write(ex Exchange) (Location, string, error) {
 	defer resp.Close()
 	digest := resp.WarcHeader().Get(gowarc.WarcPayloadDigest)
 	w.mu.Lock()
-	closed := w.closed
-	w.mu.Unlock()
-	if closed {
+	defer w.mu.Unlock()
+	switch {
+	case w.closed:
 		return Location{}, "", ErrClosed
+	case w.failed != nil:
+		return Location{}, "", fmt.Errorf("%w: %w", ErrFailed, w.failed)
 	}
 	res := w.w.Write(req, resp)
 	if len(res) != 2 {
@@ -162,8 +223,24 @@ func (w *Writer) Write(ex Exchange) (Location, string, error) {
 	}
 	for _, r := range res {
 		if r.Err != nil {
-			return Location{}, "", fmt.Errorf("archive: %w", r.Err)
+			w.failed = r.Err
 		}
+	}
+	if w.failed != nil {
+		// The whole exchange goes, wherever its records landed: a request
+		// without its response is no use to a reader.
+		w.cutMu.Lock()
+		for _, r := range res {
+			if r.FileName == "" {
+				continue
+			}
+			name := filepath.Base(r.FileName)
+			if at, ok := w.cut[name]; !ok || r.FileOffset < at {
+				w.cut[name] = r.FileOffset
+			}
+		}
+		w.cutMu.Unlock()
+		return Location{}, "", fmt.Errorf("archive: %w", w.failed)
 	}
 	name := res[1].FileName
 	if i := strings.LastIndexByte(name, os.PathSeparator); i >= 0 {
@@ -203,5 +280,5 @@ func (w *Writer) Close() error {
 	if was {
 		return nil
 	}
-	return w.w.Close()
+	return w.w.Close() // each file's closed1 runs in here, unlocked
 }

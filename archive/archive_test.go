@@ -5,19 +5,24 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/base32"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nlnwa/gowarc/v3"
 	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/fetch"
+	"github.com/redcrawl/crawler/internal/tmpfs"
 )
 
 func capture(t *testing.T, f *fetch.Fetcher, url string) (*fetch.Result, time.Time) {
@@ -202,4 +207,80 @@ func TestRotationAndOpenSuffix(t *testing.T) {
 		t.Fatal("Write after Close succeeded")
 	}
 	os.RemoveAll(dir)
+}
+
+// A write the disk refuses (a small tmpfs fills up) fails, every write
+// after it is refused, and Close cuts the torn file back to its last whole
+// exchange and says so: what is left reads strictly, record by record,
+// and holds exactly the exchanges whose Write succeeded.
+func TestFullDiskCutsTheTornFileBack(t *testing.T) {
+	dir := tmpfs.Mount(t, 128<<10)
+	var logs bytes.Buffer
+	w, err := archive.Open(archive.Config{Dir: dir, Worker: "w1", Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := make([]byte, 10<<10)
+	rng := rand.New(rand.NewPCG(1, 2)) // incompressible, so the disk fills
+	var locs []archive.Location
+	var failed error
+	for i := 0; i < 100 && failed == nil; i++ {
+		for j := range body {
+			body[j] = byte(rng.Uint32())
+		}
+		url := fmt.Sprintf("http://h.test/%d", i)
+		raw := &fetch.Raw{
+			Request:  fmt.Appendf(nil, "GET /%d HTTP/1.1\r\nHost: h.test\r\n\r\n", i),
+			Response: append(fmt.Appendf(nil, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", len(body)), body...),
+		}
+		loc, _, err := w.Write(archive.Exchange{URL: url, Started: time.Now(), Raw: raw})
+		if err != nil {
+			failed = err
+			break
+		}
+		locs = append(locs, loc)
+	}
+	if !errors.Is(failed, syscall.ENOSPC) || len(locs) == 0 {
+		t.Fatalf("after %d exchanges: %v; want some written, then ENOSPC", len(locs), failed)
+	}
+	raw := &fetch.Raw{Request: []byte("GET / HTTP/1.1\r\n\r\n"), Response: []byte("HTTP/1.1 204 No Content\r\n\r\n")}
+	if _, _, err := w.Write(archive.Exchange{URL: "http://h.test/", Raw: raw}); !errors.Is(err, archive.ErrFailed) {
+		t.Fatalf("a small write after the failed one: %v; want ErrFailed", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "cut back to its last whole record") {
+		t.Errorf("the cut was not said; log:\n%s", logs.String())
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if len(files) != 1 || strings.HasSuffix(files[0], ".open") {
+		t.Fatalf("files %v; want one, closed", files)
+	}
+	r, err := gowarc.NewWarcFileReader(files[0], 0, gowarc.WithStrictValidation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var types []string
+	var offsets []int64
+	for rec, err := range r.Records() {
+		if err != nil {
+			t.Fatalf("after %d records: %v", len(types), err)
+		}
+		types = append(types, string(rec.WarcRecord.Type().String()))
+		if rec.WarcRecord.Type() == gowarc.Response {
+			offsets = append(offsets, rec.Offset)
+		}
+		rec.Close()
+	}
+	want := "warcinfo" + strings.Repeat(" request response", len(locs))
+	if got := strings.Join(types, " "); got != want {
+		t.Fatalf("records %q; want %q", got, want)
+	}
+	for i, loc := range locs {
+		if loc.Offset != offsets[i] {
+			t.Errorf("exchange %d said its response is at %d; it is at %d", i, loc.Offset, offsets[i])
+		}
+	}
 }

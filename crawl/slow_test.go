@@ -2,17 +2,22 @@ package crawl_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"math"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/nlnwa/gowarc/v3"
+	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
+	"github.com/redcrawl/crawler/internal/tmpfs"
 	"github.com/redcrawl/crawler/leader"
 	"github.com/redis/go-redis/v9"
 )
@@ -103,6 +108,85 @@ func TestFullOutFileStopsTheWorker(t *testing.T) {
 		runWorkers(t, ctx, s, "fullout", fastOptions("w2"))
 		if missing := site.Missing(); len(missing) > 0 {
 			t.Fatalf("%d truth URLs never fetched after the first worker stopped", len(missing))
+		}
+	})
+}
+
+// A worker whose WARC directory fills up stops with the write error; the
+// page it could not archive goes back, so another worker crawls the rest;
+// and the file it leaves is cut back to whole records, each the response
+// of exactly one record on the results stream, as the stream says.
+func TestFullWARCDiskStopsTheWorkerAndKeepsTheFileWhole(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		site, err := testsite.Start(testsite.Config{Hosts: 2, Pages: 60, Latency: 5 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer site.Close()
+		set := crawl.DefaultSettings()
+		set.Rate, set.AllowPrivate = math.Inf(1), true
+		seedSite(t, s, site, "fullwarc", set)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		dir := tmpfs.Mount(t, 32<<10)
+		o := fastOptions("w1")
+		o.WARC = &archive.Config{Dir: dir}
+		var logs syncBuf
+		o.Log = slog.New(slog.NewTextHandler(&logs, nil))
+		w, err := crawl.NewWorker(ctx, s.Client, "fullwarc", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = w.Run(ctx)
+		if err == nil || !strings.Contains(err.Error(), "cannot write the WARC archive") || !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("a worker with a full WARC directory: %v; want it stopped with the write error", err)
+		}
+		if !strings.Contains(logs.String(), "cut back to its last whole record") {
+			t.Errorf("the torn WARC file was not said; log:\n%s", logs.String())
+		}
+		runWorkers(t, ctx, s, "fullwarc", fastOptions("w2"))
+		if missing := site.Missing(); len(missing) > 0 {
+			t.Fatalf("%d truth URLs never fetched after the first worker stopped", len(missing))
+		}
+		files, _ := filepath.Glob(filepath.Join(dir, "*"))
+		if len(files) != 1 || strings.HasSuffix(files[0], ".open") {
+			t.Fatalf("WARC files %v; want one, closed", files)
+		}
+		archived := map[int64]string{} // response offset → its URL
+		r, err := gowarc.NewWarcFileReader(files[0], 0, gowarc.WithStrictValidation())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rec, err := range r.Records() {
+			if err != nil {
+				t.Fatalf("the WARC file after %d responses: %v", len(archived), err)
+			}
+			if rec.WarcRecord.Type() == gowarc.Response {
+				archived[rec.Offset] = rec.WarcRecord.WarcHeader().Get(gowarc.WarcTargetURI)
+			}
+			rec.Close()
+		}
+		r.Close()
+		var out strings.Builder
+		if _, err := crawl.Export(ctx, s.Client, "fullwarc", &out, false); err != nil {
+			t.Fatal(err)
+		}
+		pointing := 0
+		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			var rec crawl.Record
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Fatal(err)
+			}
+			if rec.WARC == nil {
+				continue
+			}
+			pointing++
+			if rec.WARC.File != filepath.Base(files[0]) || archived[rec.WARC.Offset] != rec.URL {
+				t.Errorf("record of %s points at %+v, where the file holds %q", rec.URL, *rec.WARC, archived[rec.WARC.Offset])
+			}
+		}
+		if pointing == 0 || pointing != len(archived) {
+			t.Fatalf("%d records point into the WARC file, which holds %d responses; want the same, more than 0", pointing, len(archived))
 		}
 	})
 }

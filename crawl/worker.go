@@ -250,6 +250,9 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 	if o.WARC != nil {
 		cfg := *o.WARC
 		cfg.Worker, cfg.Crawl, cfg.Agent, cfg.Software = o.ID, k.Name, s.UserAgent, Software
+		if cfg.Log == nil {
+			cfg.Log = w.log
+		}
 		if w.warc, err = archive.Open(cfg); err != nil {
 			return nil, err
 		}
