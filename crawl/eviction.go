@@ -30,10 +30,44 @@ type RedisMemory struct {
 	MaxMemory int64  // bytes; 0: no limit, so nothing is evicted whatever the policy
 	Policy    string // maxmemory-policy
 	Evicted   int64  // evicted_keys since the server started
+	Used      int64  // used_memory, bytes
 }
 
 // Evicts reports whether the server may evict keys.
 func (m RedisMemory) Evicts() bool { return m.Known && m.MaxMemory > 0 && m.Policy != "noeviction" }
+
+// Full reports whether the server is over its memory limit: under
+// noeviction it then refuses every command that may add data (OOM),
+// heartbeats included.
+func (m RedisMemory) Full() bool { return m.Known && m.MaxMemory > 0 && m.Used > m.MaxMemory }
+
+// IsOOM reports whether err is Redis refusing a write for want of memory
+// ("OOM command not allowed when used memory > 'maxmemory'"): a state that
+// passes when memory frees, not a reason to give up.
+func IsOOM(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "OOM ")
+}
+
+// redisFull reports whether Redis (any master of a cluster) is over its
+// memory limit, with a line that says so; false where INFO does not tell.
+func redisFull(ctx context.Context, c redis.UniversalClient) (bool, string) {
+	all, err := ReadRedisMemory(ctx, c)
+	if err != nil {
+		return false, ""
+	}
+	for _, m := range all {
+		if m.Full() {
+			where := "Redis"
+			if m.Addr != "" {
+				where = "Redis at " + m.Addr
+			}
+			return true, fmt.Sprintf("%s is out of memory (used_memory %d > maxmemory %d, policy %s) and refuses writes, heartbeats included",
+				where, m.Used, m.MaxMemory, m.Policy)
+		}
+	}
+	return false, ""
+}
 
 // ReadRedisMemory reads INFO of the server, or of every master of a
 // cluster. INFO works where CONFIG is disabled (as on managed services).
@@ -81,6 +115,8 @@ func readMemory(ctx context.Context, c redis.Cmdable) (RedisMemory, error) {
 			fields++
 		case "evicted_keys":
 			m.Evicted, _ = strconv.ParseInt(v, 10, 64)
+		case "used_memory":
+			m.Used, _ = strconv.ParseInt(v, 10, 64)
 		}
 	}
 	m.Known = fields == 2

@@ -200,6 +200,10 @@ func (x *exchanger) handedIn(e entry, ok bool) {
 
 // woken: a message on the crawl's wake channels.
 func (x *exchanger) woken(m *redis.Message) {
+	if m == nil { // the subscription was closed (its client was): polling alone from now on
+		x.wakeCh = nil
+		return
+	}
 	x.fr.Woken(m.Channel)
 	x.p.wake(m.Payload, int(x.waiting.Load()))
 }

@@ -12,6 +12,11 @@ import (
 // ErrIDInUse: another live worker of the crawl has this worker's id.
 var ErrIDInUse = errors.New("crawl: worker id in use")
 
+// oomRetry is how soon a worker tries again a write that Redis refused for
+// want of memory: soon, so its registration lives again soon after memory
+// frees.
+const oomRetry = 500 * time.Millisecond
+
 // register joins the crawl's registry under the worker's id. A live
 // registration of the same id is either an earlier run of this worker
 // that was killed (a container restarted keeps its host name and pid),
@@ -23,6 +28,18 @@ func (w *Worker) register(ctx context.Context) error {
 	deadline := time.Now().Add(w.opts.Lease + w.opts.Lease/2)
 	for {
 		left, err := w.fr.Register(ctx, w.opts.ID)
+		if IsOOM(err) {
+			// As a running worker does: wait until Redis has memory again.
+			w.log.Warn("Redis is out of memory and refuses writes; waiting for memory to free before joining "+
+				"(raise maxmemory, or free memory)", "err", err)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(oomRetry):
+			}
+			deadline = time.Now().Add(w.opts.Lease + w.opts.Lease/2)
+			continue
+		}
 		if !errors.Is(err, frontier.ErrIDInUse) {
 			return err
 		}

@@ -27,6 +27,13 @@ type Status struct {
 	Leader         *leader.Info     `json:"leader,omitempty"`
 	Epoch          int64            `json:"epoch"`   // newest epoch minted
 	Workers        []string         `json:"workers"` // alive now
+	// RedisOutOfMemory: Redis is over its memory limit and refuses writes,
+	// so heartbeats fail and registrations lapse although workers live;
+	// WorkersUnknown are those registered workers, neither known alive nor
+	// known gone.
+	RedisOutOfMemory bool     `json:"redis_out_of_memory"`
+	RedisMemoryLine  string   `json:"-"`
+	WorkersUnknown   []string `json:"workers_unknown,omitempty"`
 	// ResultsTrimmed counts records the results stream dropped (it keeps
 	// the newest million): the workers' --out files still have them.
 	ResultsTrimmed int64 `json:"results_trimmed"`
@@ -81,6 +88,11 @@ func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Sta
 	}
 	if st.Workers, err = fr.Workers(ctx); err != nil {
 		return nil, err
+	}
+	if st.RedisOutOfMemory, st.RedisMemoryLine = redisFull(ctx, c); st.RedisOutOfMemory {
+		if st.WorkersUnknown, err = fr.Lapsed(ctx); err != nil {
+			return nil, err
+		}
 	}
 	st.Done = c.Exists(ctx, k.DoneFlag).Val() == 1
 	pipe := c.Pipeline()
@@ -192,6 +204,18 @@ func Reset(ctx context.Context, c redis.UniversalClient, name string, force bool
 		return rep, fmt.Errorf("%w on crawl %q: %s; stop them first, or reset with --force (they then stop with an error)",
 			ErrWorkersAlive, name, strings.Join(alive, ", "))
 	}
+	if full, line := redisFull(ctx, c); full && !force {
+		// A lapsed registration is no sign of a stopped worker while
+		// Redis refuses the heartbeats that would renew it.
+		lapsed, err := fr.Lapsed(ctx)
+		if err != nil {
+			return rep, fmt.Errorf("crawl: reset: %w", err)
+		}
+		if len(lapsed) > 0 {
+			return rep, fmt.Errorf("%w on crawl %q, perhaps: %s; so %s may be running although their registrations lapsed; "+
+				"give Redis memory first (CONFIG SET maxmemory), or reset with --force", ErrWorkersAlive, name, line, strings.Join(lapsed, ", "))
+		}
+	}
 	if len(alive) > 0 {
 		rep.Stopped = alive
 		gone := []string{k.Config} // every shard's scripts refuse from now on
@@ -298,6 +322,13 @@ func (st *Status) String() string {
 		fmt.Fprintf(&b, "  workers     none alive\n")
 	} else {
 		fmt.Fprintf(&b, "  workers     %d alive: %s\n", len(st.Workers), strings.Join(st.Workers, ", "))
+	}
+	if st.RedisOutOfMemory {
+		fmt.Fprintf(&b, "  WARNING     %s\n", st.RedisMemoryLine)
+		if len(st.WorkersUnknown) > 0 {
+			fmt.Fprintf(&b, "              so these workers may be alive although their registrations lapsed: %s\n",
+				strings.Join(st.WorkersUnknown, ", "))
+		}
 	}
 	s := st.Settings
 	depth := "unlimited"

@@ -458,7 +458,7 @@ func (w *Worker) newScheduler() *scheduler {
 // alive, and reads the crawl's scope, every third of a lease. A crawl that
 // is gone (reset, or Redis lost its data) stops the worker.
 func (w *Worker) heartbeat(ctx context.Context) {
-	t := time.NewTicker(w.opts.Lease / 3)
+	t := time.NewTimer(w.opts.Lease / 3)
 	defer t.Stop()
 	for {
 		if hosts, err := w.c.SMembers(ctx, w.keys.Hosts).Result(); err == nil {
@@ -475,9 +475,19 @@ func (w *Worker) heartbeat(ctx context.Context) {
 			w.markGone()
 			return
 		}
-		if err != nil && ctx.Err() == nil {
+		next := w.opts.Lease / 3
+		switch {
+		case err == nil || ctx.Err() != nil:
+		case IsOOM(err):
+			// The registration lapses meanwhile; status and reset know to
+			// read that as unknown, not gone, while Redis is full.
+			w.log.Warn("Redis is out of memory and refuses writes: heartbeats fail, the crawl waits "+
+				"(raise maxmemory, or free memory)", "err", err)
+			next = min(next, oomRetry)
+		default:
 			w.log.Warn("heartbeat failed", "err", err)
 		}
+		t.Reset(next)
 		select {
 		case <-ctx.Done():
 			return

@@ -465,6 +465,19 @@ func (f *Frontier) Workers(ctx context.Context) ([]string, error) {
 		Min: fmt.Sprint(now.UnixMilli()), Max: "+inf"}).Result()
 }
 
+// Lapsed lists the registered workers whose registration has lapsed (their
+// last heartbeat is over a lease old) and that the registry has not
+// forgotten yet: stopped without deregistering, or alive but unable to
+// heartbeat, as when Redis refuses writes.
+func (f *Frontier) Lapsed(ctx context.Context) ([]string, error) {
+	now, err := f.c.Time(ctx).Result()
+	if err != nil {
+		return nil, fmt.Errorf("frontier: workers: %w", err)
+	}
+	return f.c.ZRangeByScore(ctx, f.keys.Workers, &redis.ZRangeBy{
+		Min: "-inf", Max: "(" + fmt.Sprint(now.UnixMilli())}).Result()
+}
+
 // Sizes are the frontier's counts.
 type Sizes struct {
 	Queued   int64 `json:"queued"`

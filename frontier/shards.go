@@ -508,6 +508,9 @@ func (s *Shards) Requeue(ctx context.Context, l *Lease, wait time.Duration) erro
 // Workers lists the crawl's live workers (the registry is the first shard's).
 func (s *Shards) Workers(ctx context.Context) ([]string, error) { return s.fs[0].Workers(ctx) }
 
+// Lapsed lists the registered workers whose registration lapsed.
+func (s *Shards) Lapsed(ctx context.Context) ([]string, error) { return s.fs[0].Lapsed(ctx) }
+
 // Register adds worker to the crawl's registry (in the first shard).
 func (s *Shards) Register(ctx context.Context, worker string) (time.Duration, error) {
 	return s.fs[0].Register(ctx, worker)
