@@ -383,8 +383,9 @@ func readCounters(ctx context.Context, c redis.UniversalClient, k Keys, shards i
 			n[f] += x
 		}
 	}
-	delete(n, "queued") // not counters: the queues' length, in Sizes,
-	delete(n, "allow")  // and a shard's share of the page budget
+	delete(n, "queued")   // not counters: the queues' length, in Sizes,
+	delete(n, "allow")    // and a shard's share of the page budget,
+	delete(n, "end_scan") // and how far a budgeted crawl's end has looked for URLs tried before (schedule.lua)
 	return n, nil
 }
 

@@ -402,6 +402,9 @@ const (
 	sweepAlone  = "1"   // the crawl's only shard: the sweep decides whether the crawl is done
 	sweepReport = "0"   // a shard of several: report, Shards decides
 	sweepEnd    = "end" // Shards decided the crawl is over: end this shard
+	// sweepFinish: Shards decided the crawl is over: write this shard's
+	// last records, without setting its done flag (CrawlOver: all written).
+	sweepFinish = "finish"
 )
 
 // fenced runs a fenced script as the scheduler of epoch: against the

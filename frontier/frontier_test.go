@@ -839,3 +839,51 @@ func TestRegisterRefusesALiveID(t *testing.T) {
 		}
 	})
 }
+
+// A URL tried before and back at the front of its host's queue (here a
+// lease that expired and was reclaimed) gets its failed record when the
+// page budget runs out before a pop took it; a URL never tried stays
+// queued as it was, and the done flag comes with the last record.
+func TestTriedURLInTheQueueGetsARecordWhenTheBudgetEnds(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		e := setup(t, s)
+		e.f.PageBudget, e.f.HostSpacing = 2, time.Hour // host a is not offered again before the end
+		e.enqueue(t, []frontier.Item{{URL: "http://a/"}, {URL: "http://a/2"}, {URL: "http://b/"}, {URL: "http://c/"}})
+		la := pop(t, e.f)
+		if la == nil || la.Item.URL != "http://a/" {
+			t.Fatalf("first pop %+v; want http://a/", la)
+		}
+		e.advance(300 * time.Millisecond) // past the lease: a worker died holding it
+		if sw := e.sweep(t, 3, 2); sw.Reclaimed != 1 {
+			t.Fatalf("sweep %+v; want the expired lease reclaimed", sw)
+		}
+		for _, want := range []string{"http://b/", "http://c/"} {
+			l := pop(t, e.f)
+			if l == nil || l.Item.URL != want {
+				t.Fatalf("pop %+v; want %s (host a waits its spacing)", l, want)
+			}
+			finish(t, e.f, l, frontier.Outcome{Stat: "ok", Fetched: true})
+		}
+		if sw := e.sweep(t, 3, 2); !sw.CrawlOver {
+			t.Fatalf("sweep %+v: budget spent, nothing in flight, yet not over", sw)
+		}
+		if sz := e.sizes(t); sz.Queued != 1 {
+			t.Fatalf("sizes %+v; want only http://a/2, never tried, still queued", sz)
+		}
+		var found bool
+		for _, m := range s.Client.XRange(ctx, "crawl:{t}:results", "-", "+").Val() {
+			raw, _ := m.Values["rec"].(string)
+			var rec struct{ URL, Error, Outcome string }
+			json.Unmarshal([]byte(raw), &rec)
+			if rec.URL == "http://a/2" {
+				t.Fatalf("a record for a URL never tried: %s", raw)
+			}
+			found = found || (rec.URL == "http://a/" && rec.Outcome == "failed" &&
+				rec.Error == "lease expired (worker died or hung) (not retried: the page budget is spent)")
+		}
+		if !found {
+			t.Fatal("no failed record for the reclaimed URL left in the queue")
+		}
+	})
+}

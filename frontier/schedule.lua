@@ -15,7 +15,9 @@
 -- ARGV[8] '1': this is the crawl's only shard, and the sweep decides
 --   whether the crawl is done; '0': a shard of several, whose sweep only
 --   reports whether it is empty (Shards decides, over all of them); 'end':
---   Shards decided the crawl is over: this shard ends as a lone one would
+--   Shards decided the crawl is over: this shard ends as a lone one would;
+--   'finish': as 'end', but without setting the done flag: done is 1 when
+--   the shard's last records are all written (Shards then ends them all)
 -- Returns {released, reclaimed, failed, done, ms until the next deferred
 -- item is due (-1: none), empty (1: nothing queued, leased or deferred),
 -- enqueued (URLs ever queued at the back: a shard's work can only come
@@ -80,38 +82,122 @@ redis.call('ZREMRANGEBYSCORE', KEYS[9], '-inf', now - tonumber(ARGV[6]))
 
 local empty = 0
 if redis.call('ZCARD', leases) == 0 and fr_queued(Q) == 0 and redis.call('ZCARD', deferred) == 0 then empty = 1 end
+-- At the end of a budgeted crawl, a host's queue is scanned for URLs that
+-- were tried before (attempts > 0): a retry or a reclaimed lease goes back
+-- to the front of its host's queue as item JSON, so they are all in the
+-- queue's leading run of JSON elements (at most END_SCAN_RUN of it is
+-- read). Each gets its last record (ended); the rest of the run stays, in
+-- order. END_SCAN_HOSTS hosts a sweep at most; the next sweep goes on.
+local END_SCAN_RUN, END_SCAN_HOSTS = 1000, 2000
+local function fr_end_tried(Q, host, cap, ended)
+  local key = Q.queues .. host
+  local run = {}
+  while #run < cap do
+    local els = redis.call('LRANGE', key, #run, #run + 99)
+    local more = #els == 100
+    for _, el in ipairs(els) do
+      if string.byte(el, 1) ~= FR_JSON or #run >= cap then
+        more = false
+        break
+      end
+      run[#run + 1] = el
+    end
+    if not more then break end
+  end
+  local keep, n = {}, 0
+  for _, el in ipairs(run) do
+    local ok, item = pcall(cjson.decode, el)
+    if ok and type(item) == 'table' and item.u and (tonumber(item.a) or 0) > 0 then
+      ended(item)
+      n = n + 1
+    else
+      keep[#keep + 1] = el
+    end
+  end
+  if n == 0 then return 0 end
+  redis.call('LTRIM', key, #run, -1)
+  if #keep > 0 then
+    local rev = {}
+    for i = #keep, 1, -1 do rev[#rev + 1] = keep[i] end
+    redis.call('LPUSH', key, unpack(rev)) -- back at the front, in their order
+  end
+  if redis.call('HINCRBY', Q.lengths, host, -n) <= 0 then
+    redis.call('HDEL', Q.lengths, host)
+    redis.call('ZREM', Q.ready, host)
+    redis.call('DEL', key) -- what is left is a marker, no URL
+  end
+  fr_count(Q, -n)
+  return n
+end
+
 local done = 0
+local ending = false -- the crawl is over, and its last records are not all written yet
 if ARGV[8] == '0' then
   done = redis.call('EXISTS', KEYS[8])
-elseif ARGV[8] == 'end' or redis.call('ZCARD', leases) == 0 and ((fr_queued(Q) == 0 and redis.call('ZCARD', deferred) == 0) or spent) then
-  if spent then
-    -- URLs waiting for a retry will never be fetched: each ends with a
-    -- failed record, so that none goes without one.
-    local waiting = redis.call('ZRANGE', deferred, 0, tonumber(ARGV[3]) - 1)
+elseif redis.call('EXISTS', KEYS[8]) == 1 then
+  done = 1
+elseif ARGV[8] ~= '1' or redis.call('ZCARD', leases) == 0 and ((fr_queued(Q) == 0 and redis.call('ZCARD', deferred) == 0) or spent) then
+  -- The crawl is over ('end', 'finish': Shards decided so). With a page
+  -- budget, a URL that was tried and waits for another try will never get
+  -- it: each ends with a failed record, so that none goes without one —
+  -- those deferred, and those released to their host's queue (retries and
+  -- reclaimed leases go to its front) that no pop took before the budget
+  -- ran out. The done flag is set only once all are written, so `export
+  -- --follow` and the workers, which stop at the flag, see every record.
+  local finished = true
+  if limited then
+    local function last_record(item)
+      local last = 'a retry'
+      if type(item.e) == 'table' and #item.e > 0 then last = item.e[#item.e] end
+      local rec = cjson.encode({url = item.u, depth = item.d or 0, parent = item.p, attempt = (tonumber(item.a) or 0) + 1,
+        outcome = 'failed', error = last .. ' (not retried: the page budget is spent)'})
+      redis.call('XADD', KEYS[11], 'MAXLEN', '~', ARGV[7], '*', 'rec', rec, 'new_links', '0')
+      redis.call('HINCRBY', stats, 'records', 1)
+      redis.call('HINCRBY', stats, 'failed', 1)
+    end
+    local waiting = redis.call('ZRANGE', deferred, 0, limit - 1)
     for _, entry in ipairs(waiting) do
       local _, json = fr_split(entry)
       local ok, item = pcall(cjson.decode, json)
-      if ok and type(item) == 'table' and item.u then
-        local last = 'a retry'
-        if type(item.e) == 'table' and #item.e > 0 then last = item.e[#item.e] end
-        local rec = cjson.encode({url = item.u, depth = item.d or 0, parent = item.p, attempt = (item.a or 0) + 1,
-          outcome = 'failed', error = last .. ' (not retried: the page budget is spent)'})
-        redis.call('XADD', KEYS[11], 'MAXLEN', '~', ARGV[7], '*', 'rec', rec, 'new_links', '0')
-        redis.call('HINCRBY', stats, 'records', 1)
-        redis.call('HINCRBY', stats, 'failed', 1)
-      end
+      if ok and type(item) == 'table' and item.u then last_record(item) end
     end
     if #waiting > 0 then redis.call('ZREM', deferred, unpack(waiting)) end
+    finished = redis.call('ZCARD', deferred) == 0
+    local scan = redis.call('HGET', stats, 'end_scan') -- nil: not begun; a cursor; 'done'
+    if finished and scan ~= 'done' then
+      local cursor, hosts = scan or '0', 0
+      repeat
+        local r = redis.call('HSCAN', Q.lengths, cursor, 'COUNT', 100)
+        cursor = r[1]
+        for i = 1, #r[2], 2 do
+          fr_end_tried(Q, r[2][i], END_SCAN_RUN, last_record)
+          hosts = hosts + 1
+        end
+      until cursor == '0' or hosts >= END_SCAN_HOSTS
+      if cursor == '0' then
+        redis.call('HSET', stats, 'end_scan', 'done')
+      else
+        redis.call('HSET', stats, 'end_scan', cursor)
+        finished = false
+      end
+    end
   end
-  -- The first time: wake the idle workers (they poll about once a second
-  -- otherwise), so that they learn at once that the crawl is over.
-  if redis.call('SET', KEYS[8], '1', 'NX') then redis.call('PUBLISH', queues .. 'wake', 'done') end
-  done = 1
+  if not finished then
+    ending = true
+  elseif ARGV[8] == 'finish' then
+    done = 1 -- ready to end; Shards sets the flags once every shard is
+  else
+    -- The first time: wake the idle workers (they poll about once a second
+    -- otherwise), so that they learn at once that the crawl is over.
+    if redis.call('SET', KEYS[8], '1', 'NX') then redis.call('PUBLISH', queues .. 'wake', 'done') end
+    done = 1
+  end
 end
 -- When the next deferred item is due (ms from now, -1: none): the
 -- scheduler sweeps again then rather than polling often.
 local nxt = redis.call('ZRANGE', deferred, 0, 0, 'WITHSCORES')
 local due_in = -1
 if #nxt == 2 then due_in = math.max(0, tonumber(nxt[2]) - now) end
+if ending then due_in = 0 end -- more last records to write: sweep again soon
 return {released, reclaimed, failed, done, due_in, empty, tonumber(redis.call('HGET', stats, 'enqueued') or '0'),
   pages, redis.call('ZCARD', leases), budget, fr_queued(Q) + redis.call('ZCARD', deferred)}

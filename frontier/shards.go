@@ -299,7 +299,9 @@ func (s *Shards) Schedule(ctx context.Context, epochKey string, epoch int64, max
 		total.Released += sw.Released
 		total.Reclaimed += sw.Reclaimed
 		total.Failed += sw.Failed
-		total.CrawlOver = total.CrawlOver || sw.CrawlOver
+		if sh == 0 {
+			total.CrawlOver = sw.CrawlOver // the crawl's done flag is the first shard's, set last
+		}
 		if sw.NextDeferred >= 0 && (total.NextDeferred < 0 || sw.NextDeferred < total.NextDeferred) {
 			total.NextDeferred = sw.NextDeferred
 		}
@@ -316,8 +318,25 @@ func (s *Shards) Schedule(ctx context.Context, epochKey string, epoch int64, max
 	fencedAll := s.sweptEpoch == epoch // a whole sweep under this epoch came before this one
 	s.sweptEpoch = epoch
 	if over && !total.CrawlOver {
+		// First every shard writes its last records (with a budget, one for
+		// each URL tried and not tried again), over as many sweeps as that
+		// takes; then the done flags are set, the first shard's last: it is
+		// the one export --follow and status read, so it must not come
+		// before any other shard's records.
+		finished := true
 		for sh, f := range s.fs {
-			if _, err := f.schedule(ctx, epochKey, epoch, maxAttempts, limit, share, sweepEnd); err != nil {
+			sw, err := f.schedule(ctx, epochKey, epoch, maxAttempts, limit, share, sweepFinish)
+			if err != nil {
+				return total, fmt.Errorf("shard %d: %w", sh, err)
+			}
+			finished = finished && sw.CrawlOver
+		}
+		if !finished {
+			total.NextDeferred = 0 // more to write: sweep again soon
+			return total, nil
+		}
+		for sh := len(s.fs) - 1; sh >= 0; sh-- {
+			if _, err := s.fs[sh].schedule(ctx, epochKey, epoch, maxAttempts, limit, share, sweepEnd); err != nil {
 				return total, fmt.Errorf("shard %d: %w", sh, err)
 			}
 		}
