@@ -56,6 +56,9 @@ type Config struct {
 type Location struct {
 	File   string `json:"file"`
 	Offset int64  `json:"offset"`
+	// RecordID is the response record's WARC-Record-ID ("<urn:uuid:…>"),
+	// for a metadata record that refers to it (MarkDuplicate).
+	RecordID string `json:"-"`
 }
 
 // Exchange is one fetch to archive.
@@ -197,56 +200,117 @@ func (w *Writer) Write(ex Exchange) (Location, string, error) {
 	if ex.Raw == nil {
 		return Location{}, "", errors.New("archive: no captured bytes to write")
 	}
-	req, err := record(gowarc.Request, "application/http;msgtype=request", ex, ex.Raw.Request, false)
+	var digest, id string
+	res, err := w.write(func() ([]gowarc.WarcRecord, error) {
+		req, err := record(gowarc.Request, "application/http;msgtype=request", ex, ex.Raw.Request, false)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := record(gowarc.Response, "application/http;msgtype=response", ex, ex.Raw.Response, ex.Truncated)
+		if err != nil {
+			req.Close()
+			return nil, err
+		}
+		digest, id = resp.WarcHeader().Get(gowarc.WarcPayloadDigest), resp.WarcHeader().Get(gowarc.WarcRecordID)
+		return []gowarc.WarcRecord{req, resp}, nil
+	})
 	if err != nil {
 		return Location{}, "", err
-	}
-	resp, err := record(gowarc.Response, "application/http;msgtype=response", ex, ex.Raw.Response, ex.Truncated)
-	if err != nil {
-		req.Close()
-		return Location{}, "", err
-	}
-	defer req.Close()
-	defer resp.Close()
-	digest := resp.WarcHeader().Get(gowarc.WarcPayloadDigest)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	switch {
-	case w.closed:
-		return Location{}, "", ErrClosed
-	case w.failed != nil:
-		return Location{}, "", fmt.Errorf("%w: %w", ErrFailed, w.failed)
-	}
-	res := w.w.Write(req, resp)
-	if len(res) != 2 {
-		return Location{}, "", ErrClosed
-	}
-	for _, r := range res {
-		if r.Err != nil {
-			w.failed = r.Err
-		}
-	}
-	if w.failed != nil {
-		// The whole exchange goes, wherever its records landed: a request
-		// without its response is no use to a reader.
-		w.cutMu.Lock()
-		for _, r := range res {
-			if r.FileName == "" {
-				continue
-			}
-			name := filepath.Base(r.FileName)
-			if at, ok := w.cut[name]; !ok || r.FileOffset < at {
-				w.cut[name] = r.FileOffset
-			}
-		}
-		w.cutMu.Unlock()
-		return Location{}, "", fmt.Errorf("archive: %w", w.failed)
 	}
 	name := res[1].FileName
 	if i := strings.LastIndexByte(name, os.PathSeparator); i >= 0 {
 		name = name[i+1:]
 	}
-	return Location{File: strings.TrimSuffix(name, ".open"), Offset: res[1].FileOffset}, digest, nil
+	return Location{File: strings.TrimSuffix(name, ".open"), Offset: res[1].FileOffset, RecordID: id}, digest, nil
+}
+
+// DuplicateProfile is the metadata record's content type that marks a
+// response as a duplicate (MarkDuplicate).
+const DuplicateProfile = "application/warc-fields"
+
+// MarkDuplicate writes a metadata record that refers to the response at
+// loc (WARC-Refers-To its record id) and says why it is not the crawl's
+// copy of url: a worker that lost its lease before its exchange archived
+// a fetch that the crawl then gave to another worker, who archives its
+// own. A reader that keeps one response a URL skips those referred to by
+// such a record ("redcrawl-duplicate: yes").
+func (w *Writer) MarkDuplicate(loc Location, url, why string) error {
+	if loc.RecordID == "" {
+		return errors.New("archive: no record id to refer to")
+	}
+	_, err := w.write(func() ([]gowarc.WarcRecord, error) {
+		rb := gowarc.NewRecordBuilder(gowarc.Metadata, recordOptions...)
+		fmt.Fprintf(rb, "redcrawl-duplicate: yes\r\nreason: %s\r\n", strings.NewReplacer("\r", " ", "\n", " ").Replace(why))
+		rb.AddWarcHeader(gowarc.WarcTargetURI, url)
+		rb.AddWarcHeaderTime(gowarc.WarcDate, time.Now())
+		rb.AddWarcHeader(gowarc.ContentType, DuplicateProfile)
+		rb.AddWarcHeader(gowarc.WarcRefersTo, loc.RecordID)
+		r, _, err := rb.Build()
+		if err != nil {
+			return nil, fmt.Errorf("archive: metadata record for %s: %w", url, err)
+		}
+		return []gowarc.WarcRecord{r}, nil
+	})
+	return err
+}
+
+// libMu is held while records are built and written, by every Writer of
+// the process: gowarc's record builder sets a package-level flag of
+// github.com/google/uuid each time one is made, and reads it for each
+// record id, also in its own goroutine for a new file's warcinfo record.
+// Built and written under one lock, with the library's channel hand-off
+// between, those accesses are ordered rather than racing. (A worker has
+// one Writer; the library writes a Writer's records one at a time anyway.)
+var libMu sync.Mutex
+
+// write builds records and writes them one after the other, unless the
+// writer is closed or an earlier write failed. A failure is
+// kept, and where the records began noted for their files' cut
+// (closed1): they go whole, wherever they landed (a request without its
+// response is no use to a reader).
+func (w *Writer) write(build func() ([]gowarc.WarcRecord, error)) ([]gowarc.WriteResponse, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.closed:
+		return nil, ErrClosed
+	case w.failed != nil:
+		return nil, fmt.Errorf("%w: %w", ErrFailed, w.failed)
+	}
+	libMu.Lock()
+	records, err := build()
+	if err != nil {
+		libMu.Unlock()
+		return nil, err
+	}
+	res := w.w.Write(records...)
+	libMu.Unlock()
+	for _, r := range records {
+		r.Close()
+	}
+	if len(res) != len(records) {
+		return nil, ErrClosed
+	}
+	for _, r := range res {
+		if r.Err != nil && w.failed == nil {
+			w.failed = r.Err
+		}
+	}
+	if w.failed == nil {
+		return res, nil
+	}
+	w.cutMu.Lock()
+	for _, r := range res {
+		if r.FileName == "" {
+			continue
+		}
+		name := filepath.Base(r.FileName)
+		if at, ok := w.cut[name]; !ok || r.FileOffset < at {
+			w.cut[name] = r.FileOffset
+		}
+	}
+	w.cutMu.Unlock()
+	return nil, fmt.Errorf("archive: %w", w.failed)
 }
 
 func record(t gowarc.RecordType, contentType string, ex Exchange, block []byte, truncated bool) (gowarc.WarcRecord, error) {

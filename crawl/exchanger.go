@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redis/go-redis/v9"
 )
@@ -32,8 +33,9 @@ type exchanger struct {
 	counters     *Counters
 	log          *slog.Logger
 	exitWhenDone bool
-	budget       bool          // the crawl has a page budget
-	pages        *atomic.Int64 // the crawl's pages fetched, as the last exchange said
+	budget       bool            // the crawl has a page budget
+	warc         *archive.Writer // nil: no archive; refused pages' records are marked there
+	pages        *atomic.Int64   // the crawl's pages fetched, as the last exchange said
 	metrics      *metrics
 	crawlDone    func()       // the crawl is finished: stop the worker
 	gone         *atomic.Bool // the crawl is gone from Redis
@@ -103,6 +105,12 @@ func (x *exchanger) started(stop context.Context, l leased) (leased, bool) {
 // finish hands a page's outcome in for the next exchange.
 func (x *exchanger) finish(page frontier.Finished, rec Record) {
 	x.entries <- entry{page: page, rec: rec}
+}
+
+// giveBack hands in a lease unused: the next call gives it back (Redis
+// queues the URL again if it still holds the lease).
+func (x *exchanger) giveBack(l *frontier.Lease) {
+	x.entries <- entry{back: l}
 }
 
 // close tells the exchanger that no loop will hand in anything again.
@@ -258,7 +266,10 @@ func (x *exchanger) call(work context.Context, now time.Time, c call) bool {
 			continue
 		}
 		x.held.Delete(e.page.Lease.ID)
-		x.recorded(sent[i], e.rec, res.Queued[i])
+		if !res.Held[i] {
+			x.refused(e.rec)
+		}
+		x.recorded(sent[i], e.rec, res.Queued[i], res.Held[i])
 	}
 	x.pending = rest
 	for _, l := range res.Popped {
@@ -322,25 +333,41 @@ func (x *exchanger) exchange(ctx context.Context, batch []entry, want int) (fron
 	if err != nil {
 		return res, nil, err
 	}
-	queued := make([][]bool, len(batch))
+	queued, held := make([][]bool, len(batch)), make([]bool, len(batch))
 	d := 0
 	for i, e := range batch {
 		if e.back == nil {
-			queued[i] = res.Queued[d]
+			queued[i], held[i] = res.Queued[d], res.Held[d]
 			d++
 		}
 	}
-	res.Queued = queued
+	res.Queued, res.Held = queued, held
 	return res, sent, nil
+}
+
+// refused: Redis no longer held the lease of a finished page (it lapsed
+// while this worker was paused or cut off from Redis, and the URL went to
+// another worker), so its outcome was not recorded. Its WARC records, if
+// any, are marked as a duplicate of the other worker's.
+func (x *exchanger) refused(rec Record) {
+	x.counters.Refused.Add(1)
+	x.metrics.refused.Inc()
+	x.log.Warn("a finished page's lease had lapsed: Redis refused its outcome, another worker has the URL", "url", rec.URL)
+	if x.warc == nil || rec.WARC == nil {
+		return
+	}
+	if err := x.warc.MarkDuplicate(*rec.WARC, rec.URL, "its lease lapsed before its exchange: the crawl gave the URL to another worker"); err != nil {
+		x.log.Error("marking a refused page's WARC record as a duplicate failed", "url", rec.URL, "file", rec.WARC.File, "err", err)
+	}
 }
 
 // recorded: a page's exchange went through with the links sent, of which
 // those flagged in queued were new to the crawl.
-func (x *exchanger) recorded(sent []frontier.Item, rec Record, queued []bool) {
+func (x *exchanger) recorded(sent []frontier.Item, rec Record, queued []bool, held bool) {
 	for _, ch := range sent {
-		x.known.add(ch.URL)
+		x.known.add(ch.URL) // marked seen whether or not the lease was held
 	}
-	if x.out == nil || rec.URL == "" {
+	if x.out == nil || rec.URL == "" || !held {
 		return
 	}
 	for _, q := range queued {

@@ -25,6 +25,8 @@ type metrics struct {
 	leader   prometheus.Gauge
 	fenced   prometheus.Counter
 	evicted  prometheus.Counter
+	lapsed   prometheus.Counter
+	refused  prometheus.Counter
 	skipped  *prometheus.CounterVec // discovered links not followed, by reason
 }
 
@@ -50,10 +52,14 @@ func newMetrics(w *Worker) *metrics {
 			Help: "Sweeps this worker sent as scheduler that Redis refused because a newer epoch leads: a stale leader kept out by its fence."}),
 		evicted: prometheus.NewCounter(prometheus.CounterOpts{Name: "redcrawl_redis_evicted_keys_total",
 			Help: "Keys Redis evicted while this worker ran (each may be a URL, a record or the lock lost): set maxmemory-policy noeviction."}),
+		lapsed: prometheus.NewCounter(prometheus.CounterOpts{Name: "redcrawl_leases_lapsed_total",
+			Help: "URLs whose lease lapsed before this worker fetched or archived them (it was paused or cut off from Redis): handed back."}),
+		refused: prometheus.NewCounter(prometheus.CounterOpts{Name: "redcrawl_pages_refused_total",
+			Help: "Finished pages whose lease Redis no longer held at their exchange: not recorded (another worker has the URL)."}),
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "redcrawl_links_skipped_total",
 			Help: "Discovered links not followed, by reason (filters and trap defences)."}, []string{"reason"}),
 	}
-	m.reg.MustRegister(m.pages, m.bytes, m.fetch, m.exchange, m.exErrors, m.epoch, m.leader, m.fenced, m.evicted, m.skipped,
+	m.reg.MustRegister(m.pages, m.bytes, m.fetch, m.exchange, m.exErrors, m.epoch, m.leader, m.fenced, m.evicted, m.lapsed, m.refused, m.skipped,
 		collectors.NewGoCollector(), &crawlCollector{w: w})
 	for source, n := range map[string]*atomic.Int64{"local": &w.robots.Lookups.Local, "redis": &w.robots.Lookups.Shared,
 		"fetched": &w.robots.Lookups.Fetched} {

@@ -81,7 +81,13 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 		pl.finish(l, Record{}, frontier.Outcome{Stat: OutcomeSkipped})
 		return
 	}
+	if pl.lapsed(l, "before the fetch: not fetched") {
+		return
+	}
 	if !pl.admit(ctx, l, u, &rec) {
+		return
+	}
+	if pl.lapsed(l, "before the fetch: not fetched") { // admit may have waited for a token
 		return
 	}
 	start := time.Now()
@@ -108,6 +114,9 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 		return
 	}
 	pl.counters.Requests.Add(1)
+	if pl.lapsed(l, "during the fetch: neither archived nor recorded") {
+		return
+	}
 	pl.failing.ok(u.Host)
 	pl.metrics.bytes.Add(float64(r.Bytes))
 	pl.metrics.fetch.Observe(r.Duration.Seconds())
@@ -336,6 +345,23 @@ func (pl *pipeline) retry(ctx context.Context, l *frontier.Lease, rec Record, re
 	// together; the server's Retry-After, when longer, wins.
 	step := time.Duration(1<<item.Attempts) * 500 * time.Millisecond
 	pl.deferItem(ctx, l, item, max(after, step/2+rand.N(step)))
+}
+
+// lapsed hands l back and says so when this worker no longer surely holds
+// it, by the lease's local deadline: the worker was paused (SIGSTOP, a
+// frozen VM) or cut off from Redis past it, and the scheduler may have
+// given the URL to another worker, who fetches, archives and records it.
+// Handed back, it returns to the queue only if Redis still holds it.
+func (pl *pipeline) lapsed(l *frontier.Lease, when string) bool {
+	if l.Left() > 0 {
+		return false
+	}
+	pl.counters.Lapsed.Add(1)
+	pl.metrics.lapsed.Inc()
+	pl.log.Warn("lease lapsed "+when+" (this worker was paused or cut off from Redis); another worker has the URL",
+		"url", l.Item.URL)
+	pl.ex.giveBack(l)
+	return true
 }
 
 // requeue puts a leased URL back at the front of its host's queue and

@@ -154,6 +154,13 @@ type Counters struct {
 	// handed back to the frontier for later (host busy, retry, robots.txt
 	// unavailable).
 	Requests, PutBack atomic.Int64
+	// Lapsed counts URLs whose lease this worker no longer surely held
+	// when it was about to fetch or archive them (it was paused, or cut off
+	// from Redis, past the lease): handed back unfetched, or fetched but
+	// neither archived nor recorded. Refused counts finished pages whose
+	// lease Redis no longer held at their exchange: not recorded, their
+	// WARC records marked as duplicates.
+	Lapsed, Refused atomic.Int64
 	// Exchanges counts calls to the frontier, EmptyPops those that only
 	// wanted URLs and got none, Sent the pages they carried.
 	Exchanges, EmptyPops, Sent atomic.Int64
@@ -434,7 +441,7 @@ const Software = "RedCrawl/0.1"
 func (w *Worker) newExchanger(stopAll context.CancelFunc) *exchanger {
 	ex := newExchanger(w.opts.Concurrency)
 	ex.c, ex.fr, ex.known, ex.held, ex.counters, ex.log = w.c, w.fr, w.known, &w.held, &w.Counters, w.log
-	ex.exitWhenDone, ex.budget, ex.crawlDone = w.opts.ExitWhenDone, w.settings.MaxPages > 0, stopAll
+	ex.exitWhenDone, ex.budget, ex.crawlDone, ex.warc = w.opts.ExitWhenDone, w.settings.MaxPages > 0, stopAll, w.warc
 	ex.gone, ex.markGone, ex.pages, ex.metrics = &w.gone, w.markGone, &w.pages, w.metrics
 	if w.opts.Out != nil {
 		ex.out = &recordWriter{w: w.opts.Out, log: w.log}

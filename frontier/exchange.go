@@ -191,11 +191,16 @@ func (f *Frontier) exchange(ctx context.Context, done []Finished, back []*Lease,
 		}
 		return a.encode()
 	}
+	sent := time.Now() // before the call: new leases are surely held until sent + Lease
 	flags, tail, err := f.seen.ExecBatch(ctx, exchangeScript, urls, payload, keys, args)
 	if err = f.counted(tail, err); err != nil {
 		return Exchanged{}, nil, err
 	}
-	return f.readReply(flags, tail, offset, ids)
+	x, bad, err := f.readReply(flags, tail, offset, ids)
+	for _, l := range x.Popped {
+		l.granted(sent, f.Lease)
+	}
+	return x, bad, err
 }
 
 // exchangeKeys are exchange.lua's keys after the Bloom filter's.

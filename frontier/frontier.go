@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -265,6 +266,45 @@ type Lease struct {
 	Item Item
 	Host string
 	raw  string
+
+	// until is the local deadline of the lease, on this process's
+	// monotonic clock (nanoseconds since clock0): the moment the call that
+	// granted or last renewed it was sent, plus the lease length. Redis
+	// set its own deadline no earlier (its clock read the call after it
+	// was sent), so before until the lease is surely held. lost: a
+	// heartbeat found it no longer held.
+	until atomic.Int64
+	lost  atomic.Bool
+}
+
+// clock0 is where lease deadlines are measured from: time.Since reads the
+// monotonic clock, which a wall-clock step does not move.
+var clock0 = time.Now()
+
+// granted records that a call sent at sent gave or renewed the lease for d.
+func (l *Lease) granted(sent time.Time, d time.Duration) {
+	t := int64(sent.Sub(clock0) + d)
+	for {
+		old := l.until.Load()
+		if old >= t || l.until.CompareAndSwap(old, t) {
+			return
+		}
+	}
+}
+
+// Left is how long the lease is surely still held, by the local clock: 0
+// or less once it may have lapsed (a process paused or cut off from Redis
+// past it), or when a heartbeat found it lost. A lease never granted
+// through Exchange (a test's) reports a full lease's time.
+func (l *Lease) Left() time.Duration {
+	if l.lost.Load() {
+		return 0
+	}
+	u := l.until.Load()
+	if u == 0 {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(u) - time.Since(clock0)
 }
 
 // Member is the lease as the leases sorted set holds it: its id and its
@@ -348,18 +388,33 @@ func (f *Frontier) Register(ctx context.Context, worker string) (time.Duration, 
 
 // Heartbeat records that worker is alive (until one lease length from now)
 // and extends the leases it holds; it returns how many were still held,
-// or ErrGone when the crawl is gone.
+// or ErrGone when the crawl is gone. A lease extended has its local
+// deadline moved on (Lease.Left); one found lost is marked so.
 func (f *Frontier) Heartbeat(ctx context.Context, worker string, leases []*Lease) (int, error) {
 	args := []any{worker, f.Lease.Milliseconds()}
 	for _, l := range leases {
 		args = append(args, l.Member())
 	}
-	n, err := renewScript.Run(ctx, f.c, []string{f.keys.Leases, f.keys.Workers, f.keys.Config}, args...).Int()
+	sent := time.Now()
+	res, err := renewScript.Run(ctx, f.c, []string{f.keys.Leases, f.keys.Workers, f.keys.Config}, args...).Result()
 	if err != nil {
 		return 0, fmt.Errorf("frontier: heartbeat: %w", err)
 	}
-	if n < 0 {
+	if n, ok := res.(int64); ok && n < 0 {
 		return 0, ErrGone
+	}
+	held, _ := res.([]any)
+	if len(held) != len(leases) {
+		return 0, fmt.Errorf("frontier: heartbeat: unexpected reply %v", res)
+	}
+	n := 0
+	for i, l := range leases {
+		if h, _ := held[i].(int64); h == 1 {
+			l.granted(sent, f.Lease)
+			n++
+		} else {
+			l.lost.Store(true) // reclaimed: another worker may have it now
+		}
 	}
 	return n, nil
 }

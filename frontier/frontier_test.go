@@ -176,9 +176,16 @@ func TestHeartbeatKeepsLeases(t *testing.T) {
 		e := setup(t, s)
 		e.enqueue(t, []frontier.Item{{URL: "http://a/"}})
 		l := pop(t, e.f)
+		if left := l.Left(); left <= 0 || left > e.f.Lease {
+			t.Fatalf("a new lease is surely held for %v; want (0, %v]", left, e.f.Lease)
+		}
 		e.f.Lease = time.Minute
-		if n, err := e.f.Heartbeat(ctx, "w1", []*frontier.Lease{l, {ID: "no-such-lease", Host: "a"}}); err != nil || n != 1 {
+		gone := &frontier.Lease{ID: "no-such-lease", Host: "a"}
+		if n, err := e.f.Heartbeat(ctx, "w1", []*frontier.Lease{l, gone}); err != nil || n != 1 {
 			t.Fatalf("Heartbeat = %d, %v", n, err)
+		}
+		if l.Left() <= 200*time.Millisecond || gone.Left() > 0 {
+			t.Fatalf("after the heartbeat: held lease has %v left, lost one %v; want it extended to about a minute, and 0", l.Left(), gone.Left())
 		}
 		e.advance(300 * time.Millisecond)
 		if sw := e.sweep(t, 3, 0); sw.Reclaimed != 0 {

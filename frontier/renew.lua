@@ -2,16 +2,30 @@
 -- KEYS[1] leases   KEYS[2] workers (zset worker -> alive until, ms)
 -- KEYS[3] the crawl's config: while it is missing the crawl is gone (reset)
 -- ARGV[1] worker id   ARGV[2] lease length ms   ARGV[3..] leases ("id\nhost\nitem-json")
--- Returns how many leases were extended (a lost one is not revived), or
--- -1, with nothing written, when the crawl is gone.
+-- Returns a flag per lease, in order (1: held, and extended; 0: lost, and
+-- not revived: its URL was reclaimed for another worker), or -1, with
+-- nothing written, when the crawl is gone.
 -- A worker is alive until its leases would lapse: one lease length after
 -- its last heartbeat.
 if redis.call('EXISTS', KEYS[3]) == 0 then return -1 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if ARGV[1] ~= '' then redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1]) end -- '': leases only (Shards)
-local n = 0
-for i = 3, #ARGV do
-  n = n + redis.call('ZADD', KEYS[1], 'XX', 'CH', now + tonumber(ARGV[2]), ARGV[i])
+local until_ms = now + tonumber(ARGV[2])
+if ARGV[1] ~= '' then redis.call('ZADD', KEYS[2], until_ms, ARGV[1]) end -- '': leases only (Shards)
+local flags = {}
+for from = 3, #ARGV, 1000 do -- in chunks: unpack has a limit
+  local members = {unpack(ARGV, from, math.min(from + 999, #ARGV))}
+  local held = redis.call('ZMSCORE', KEYS[1], unpack(members))
+  local renew = {}
+  for i, m in ipairs(members) do
+    if held[i] then
+      flags[#flags + 1] = 1
+      renew[#renew + 1] = until_ms
+      renew[#renew + 1] = m
+    else
+      flags[#flags + 1] = 0
+    end
+  end
+  if #renew > 0 then redis.call('ZADD', KEYS[1], 'XX', unpack(renew)) end
 end
-return n
+return flags

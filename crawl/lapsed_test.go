@@ -1,0 +1,297 @@
+package crawl_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nlnwa/gowarc/v3"
+	"github.com/redcrawl/crawler/archive"
+	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/fetch"
+	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/internal/redistest"
+	"github.com/redcrawl/crawler/internal/tcpproxy"
+	"github.com/redis/go-redis/v9"
+)
+
+// frozenSite serves pages /p/0 … /p/(n-1), each linking to the next five,
+// and counts requests per path; while frozen, every request waits.
+type frozenSite struct {
+	*httptest.Server
+	mu      sync.Mutex
+	reqs    map[string]int
+	frozen  chan struct{} // nil: serving; else closed to thaw
+	waiting int           // requests held by the freeze
+}
+
+func newFrozenSite(n int) *frozenSite {
+	s := &frozenSite{reqs: map[string]int{}}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		s.mu.Lock()
+		s.reqs[r.URL.Path]++
+		frozen := s.frozen
+		s.mu.Unlock()
+		if frozen != nil {
+			s.mu.Lock()
+			s.waiting++
+			s.mu.Unlock()
+			select {
+			case <-frozen:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		var i int
+		fmt.Sscanf(r.URL.Path, "/p/%d", &i)
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, "<title>page %d</title>", i)
+		for j := i + 1; j <= i+5 && j < n; j++ {
+			fmt.Fprintf(w, `<a href="/p/%d">%d</a> `, j, j)
+		}
+	}))
+	return s
+}
+
+func (s *frozenSite) freeze() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.frozen = make(chan struct{})
+}
+
+func (s *frozenSite) thaw() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	close(s.frozen)
+	s.frozen = nil
+}
+
+// A worker that comes back after its leases lapsed — its fetches hung and
+// Redis out of reach (a paused proxy) past the lease, as a SIGSTOP or a
+// frozen VM leaves it — fetches none of the URLs it had buffered (another
+// worker got them), archives and records none of the pages it finished
+// under leases Redis took back, and marks in its WARC what it had
+// archived that the crawl gave to another worker. Only the fetches under
+// way when it was cut off reach the site twice.
+func TestAWorkerBackAfterItsLeasesLapsedFetchesNothingItLost(t *testing.T) {
+	s := redistest.Real(t)
+	site := newFrozenSite(300)
+	defer site.Close()
+	set := crawl.DefaultSettings()
+	set.Rate, set.AllowPrivate = math.Inf(1), true
+	seed, _ := url.Parse(site.URL + "/p/0")
+	if _, err := crawl.Seed(context.Background(), s.Client, crawl.KeysFor("lapsed"), set, []*url.URL{seed}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	proxy := tcpproxy.Start(t, s.Addr)
+	far := redis.NewClient(&redis.Options{Addr: proxy.Addr(), MaxRetries: -1})
+	defer far.Close()
+	fc := fetch.DefaultConfig()
+	fc.Timeout, fc.HeaderTimeout = 30*time.Second, 30*time.Second
+	var logsA, logsB syncBuf
+	var outA, outB syncBuf
+	dirA, dirB := t.TempDir(), t.TempDir()
+	a, b := fastOptions("a"), fastOptions("b")
+	a.Fetch, b.Fetch = &fc, &fc
+	a.Log, b.Log = slog.New(slog.NewTextHandler(&logsA, nil)), slog.New(slog.NewTextHandler(&logsB, nil))
+	a.Out, b.Out = &outA, &outB
+	a.WARC, b.WARC = &archive.Config{Dir: dirA}, &archive.Config{Dir: dirB}
+	wa, err := crawl.NewWorker(ctx, far, "lapsed", a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doneA := make(chan error, 1)
+	go func() { doneA <- wa.Run(ctx) }()
+	for wa.Counters.OK.Load() < 20 {
+		select {
+		case err := <-doneA:
+			t.Fatalf("worker a ended early: %v", err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	// a's fetches hang. Once every loop of a waits on one, a has sent all
+	// it finished, and it holds more leases than it has loops (URLs wait
+	// in its buffer), Redis goes out of its reach; b starts.
+	site.freeze()
+	sizes := frontier.New(s.Client, crawl.KeysFor("lapsed").Frontier, nil)
+	for {
+		sz, err := sizes.Sizes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &wa.Counters
+		finished := c.OK.Load() + c.HTTPError.Load() + c.Failed.Load() + c.Skipped.Load()
+		site.mu.Lock()
+		stuck := site.waiting
+		site.mu.Unlock()
+		if stuck == a.Concurrency && c.Sent.Load() == finished && sz.InFlight > int64(a.Concurrency) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("worker a never buffered a URL")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	proxy.Pause()
+	wb, err := crawl.NewWorker(ctx, s.Client, "lapsed", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doneB := make(chan error, 1)
+	go func() { doneB <- wb.Run(ctx) }()
+	for !strings.Contains(logsB.String(), "expired leases back on the queue") {
+		select {
+		case err := <-doneB:
+			t.Fatalf("worker b ended early: %v", err)
+		case <-ctx.Done():
+			t.Fatal("a's leases were never reclaimed")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	site.mu.Lock()
+	inFlight := 0 // requests under way at the cut: a's and b's
+	for _, n := range site.reqs {
+		inFlight += n
+	}
+	site.mu.Unlock()
+	site.thaw()
+	proxy.Resume()
+	for _, done := range []chan error{doneA, doneB} {
+		if err := <-done; err != nil {
+			t.Fatalf("a worker after the cut: %v", err)
+		}
+	}
+
+	site.mu.Lock()
+	var twice []string
+	for p, n := range site.reqs {
+		if n > 1 {
+			twice = append(twice, p)
+		}
+	}
+	got := len(site.reqs)
+	site.mu.Unlock() // the workers are done: the counts no longer move
+	if got != 300 {
+		t.Fatalf("%d of 300 pages requested", got)
+	}
+	// What a fetched before its leases lapsed — pages finished but not yet
+	// exchanged, and fetches under way — b fetches again (a could not tell
+	// Redis in time); what a had buffered, b alone fetches.
+	logged := func(msg string) map[string]bool {
+		urls := map[string]bool{}
+		for _, line := range strings.Split(logsA.String(), "\n") {
+			if strings.Contains(line, msg) {
+				if _, u, ok := strings.Cut(line, " url="); ok {
+					urls[strings.TrimPrefix(strings.Fields(u)[0], site.URL)] = true
+				}
+			}
+		}
+		return urls
+	}
+	unfetched := logged("lease lapsed before the fetch")
+	fetchedLate := logged("lease lapsed during the fetch")
+	for u := range logged("Redis refused its outcome") {
+		fetchedLate[u] = true
+	}
+	for _, p := range twice {
+		if !fetchedLate[p] {
+			t.Errorf("%s requested twice, though a did not fetch it before its lease lapsed", p)
+		}
+	}
+	for p := range unfetched {
+		if site.reqs[p] != 1 {
+			t.Errorf("%s, whose lapsed lease a handed back unfetched, was requested %d times; want once, by b", p, site.reqs[p])
+		}
+	}
+	if len(unfetched) == 0 {
+		t.Errorf("worker a handed back no buffered URL unfetched; log:\n%s", logsA.String())
+	}
+	t.Logf("requests at the cut %d; requested twice %d; a: lapsed %d (%d before the fetch), refused %d",
+		inFlight, len(twice), wa.Counters.Lapsed.Load(), len(unfetched), wa.Counters.Refused.Load())
+
+	// Records: one a URL, across both workers' --out, as on the stream.
+	seen := map[string]string{}
+	for who, out := range map[string]*syncBuf{"a": &outA, "b": &outB} {
+		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			var rec crawl.Record
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Fatalf("--out of %s: %q: %v", who, line, err)
+			}
+			if other, dup := seen[rec.URL]; dup {
+				t.Errorf("%s in the --out of %s and of %s", rec.URL, other, who)
+			}
+			seen[rec.URL] = who
+		}
+	}
+	st, err := crawl.ReadStatus(ctx, s.Client, "lapsed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 300 || st.Counters["pages"] != 300 || st.Counters["records"] != 300 {
+		t.Errorf("%d URLs in the --out files, Redis counts %d pages and %d records; want 300 each", len(seen), st.Counters["pages"], st.Counters["records"])
+	}
+	// WARC: one response a URL that no metadata record marks as a duplicate.
+	responses := map[string][]string{} // URL → record ids
+	marked := map[string]bool{}
+	for _, dir := range []string{dirA, dirB} {
+		files, _ := filepath.Glob(filepath.Join(dir, "*.warc.gz"))
+		for _, file := range files {
+			r, err := gowarc.NewWarcFileReader(file, 0, gowarc.WithStrictValidation())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rec, err := range r.Records() {
+				if err != nil {
+					t.Fatalf("%s: %v", file, err)
+				}
+				h := rec.WarcRecord.WarcHeader()
+				switch rec.WarcRecord.Type() {
+				case gowarc.Response:
+					responses[h.Get(gowarc.WarcTargetURI)] = append(responses[h.Get(gowarc.WarcTargetURI)], h.GetId(gowarc.WarcRecordID))
+				case gowarc.Metadata:
+					var body bytes.Buffer
+					if rb, err := rec.WarcRecord.Block().RawBytes(); err == nil {
+						body.ReadFrom(rb)
+					}
+					if strings.Contains(body.String(), "redcrawl-duplicate: yes") {
+						marked[h.GetId(gowarc.WarcRefersTo)] = true
+					}
+				}
+				rec.Close()
+			}
+			r.Close()
+		}
+	}
+	for u, ids := range responses {
+		unmarked := 0
+		for _, id := range ids {
+			if !marked[id] {
+				unmarked++
+			}
+		}
+		if unmarked != 1 {
+			t.Errorf("%s: %d WARC responses not marked as duplicates, of %d; want 1", u, unmarked, len(ids))
+		}
+	}
+	if len(responses) != 300 {
+		t.Errorf("WARC responses for %d URLs; want 300", len(responses))
+	}
+}
