@@ -232,6 +232,12 @@ func (x *exchanger) call(work context.Context, now time.Time, c call) bool {
 	case errors.Is(err, frontier.ErrGone):
 		x.markGone()
 		return true
+	case errors.Is(err, frontier.ErrReplyLost):
+		// An earlier call whose reply never came (a timeout) went through:
+		// nothing was lost, the batch goes again and Redis records nothing
+		// twice.
+		x.log.Info("an exchange whose reply was lost had gone through; sending its batch again")
+		return true
 	case errors.Is(err, frontier.ErrRolledBack):
 		// Nothing was written. Forget what the lost writes taught this
 		// worker; the batch goes again with all its links.

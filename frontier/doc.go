@@ -20,6 +20,9 @@
 //	           the URLs in all the queues
 //	counter:<process>  string: the exchanges Redis holds of one worker
 //	           process (expires a day after its last exchange)
+//	ended      zset lease id -> when an exchange ended it (ms), the last
+//	           minute's: the same exchange sent again after its reply was
+//	           lost finds its pages recorded, and records them once
 //	queue:wake pub/sub channel (not a key): "1" when the empty queue gets
 //	           URLs, "drained" when nothing is queued or leased, "done"
 //

@@ -206,7 +206,7 @@ func (f *Frontier) exchange(ctx context.Context, done []Finished, back []*Lease,
 // exchangeKeys are exchange.lua's keys after the Bloom filter's.
 func (f *Frontier) exchangeKeys() []string {
 	return []string{f.keys.Queues, f.keys.Ready, f.keys.Leases, f.keys.Stats, f.keys.Failed, f.keys.Results, f.keys.DoneFlag,
-		f.keys.Counter(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Config, f.keys.HostPages, f.keys.Lengths}
+		f.keys.Counter(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Config, f.keys.HostPages, f.keys.Lengths, f.keys.Ended}
 }
 
 // counted reads what exchange.lua's guard said of an exchange (f.xmu
@@ -217,7 +217,12 @@ func (f *Frontier) counted(tail []any, err error) error {
 		if tail[0] == replyGone {
 			return ErrGone
 		}
-		f.exchanges, _ = tail[0].(int64) // from now on, Redis's count is the truth
+		theirs, _ := tail[0].(int64)
+		ahead := theirs > f.exchanges
+		f.exchanges = theirs // from now on, Redis's count is the truth
+		if ahead {
+			return ErrReplyLost
+		}
 		return ErrRolledBack
 	}
 	if err != nil {
@@ -263,7 +268,7 @@ func (f *Frontier) readReply(flags []bool, tail []any, offset []int, ids []strin
 	x := Exchanged{Queued: make([][]bool, nd), Held: make([]bool, nd)}
 	for d := 0; d < nd; d++ {
 		x.Queued[d] = flags[offset[d]:offset[d+1]]
-		x.Held[d] = tail[d] == int64(1)
+		x.Held[d] = tail[d] == int64(1) || tail[d] == int64(2) // 2: recorded by this exchange sent before
 	}
 	tail = tail[nd:]
 	pages, _ := tail[0].(int64)

@@ -20,7 +20,8 @@
 --   "id\nhost\nitem-json" -> expiry ms), stats,
 --   failed, results, done flag, the process's exchange counter, the config,
 --   hostpages (hash host -> pages fetched, kept with a per-host cap),
---   lengths (hash host -> URLs queued, lib.lua)
+--   lengths (hash host -> URLs queued, lib.lua),
+--   ended (zset lease id -> when ended, ms: a minute of them)
 -- ARGV: the Bloom filter's, then one entry ("host\nparent\nelement", lib.lua)
 --   per link,
 --   then the slots of exchangeArgs (exchange.go), in order:
@@ -44,7 +45,8 @@
 -- Reply: the Bloom reply {BLOOM_OK, count, layers, flag per link} (or a
 -- retry status with nothing done, or {BLOOM_REFUSED, count, layers, why}:
 -- why is 'gone', or Redis's count of the process's exchanges), then D
--- flags (1: the lease was still held and the page is recorded), then
+-- flags (1: the lease was still held and the page is recorded; 2: this
+-- exchange, sent before, recorded it already; 0: the lease was lost), then
 -- pages, done, wait (ms until some host is due when fewer than W were
 -- popped, -1: nothing queued), M, then M times host, item-json (the i-th
 -- popped item is under the i-th new lease id).
@@ -92,10 +94,26 @@ if D > 0 then
   local ids = {}
   for d = 1, D do ids[d] = ARGV[finished0 + 8 * (d - 1)] end
   local held = redis.call('ZMSCORE', leases, unpack(ids))
-  local gone, failures = {}, {}
+  -- A lease not held may have been ended by this very exchange sent
+  -- before (its reply lost): then it is answered as recorded (2), and
+  -- nothing is recorded twice. Ended leases are kept a minute.
+  local endedKey = KEYS[key0 + 11]
+  local lease_ids, again = {}, {}
+  for d = 1, D do lease_ids[d] = (fr_split(ids[d])) end
+  for d = 1, D do
+    if not held[d] then
+      again = redis.call('ZMSCORE', endedKey, unpack(lease_ids))
+      break
+    end
+  end
+  local gone, failures, endedArgs = {}, {}, {}
   for d = 1, D do
     local p = finished0 + 8 * (d - 1)
-    if held[d] then
+    if not held[d] and again[d] then
+      reply[#reply + 1] = 2
+    elseif held[d] then
+      endedArgs[#endedArgs + 1] = now
+      endedArgs[#endedArgs + 1] = lease_ids[d]
       gone[#gone + 1] = ids[d]
       for stat in string.gmatch(ARGV[p + 1], '[^,]+') do -- "ok,status:200"
         bump[stat] = (bump[stat] or 0) + 1
@@ -122,7 +140,11 @@ if D > 0 then
       reply[#reply + 1] = 0
     end
   end
-  if #gone > 0 then redis.call('ZREM', leases, unpack(gone)) end
+  if #gone > 0 then
+    redis.call('ZREM', leases, unpack(gone))
+    redis.call('ZADD', endedKey, unpack(endedArgs))
+    redis.call('ZREMRANGEBYSCORE', endedKey, '-inf', now - 60000)
+  end
   if #failures > 0 then
     redis.call('LPUSH', failed, unpack(failures))
     redis.call('LTRIM', failed, 0, tostring(failedCap - 1))

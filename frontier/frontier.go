@@ -47,6 +47,10 @@ type Keys struct {
 	DoneFlag                                                 string // "1" once the scheduler saw nothing left to do
 	// HostPages counts pages fetched per host, with a per-host cap.
 	HostPages string
+	// Ended is a sorted set: lease id -> when an exchange ended it (ms),
+	// kept a minute, so that the same exchange sent again (its reply was
+	// lost) finds its pages recorded rather than their leases lost.
+	Ended string
 	// Counters is the prefix of the processes' exchange counters (Counter).
 	Counters string
 	// Fence, for a shard other than the first, keeps the highest epoch of
@@ -94,7 +98,7 @@ func KeysFor(name string) Keys { return keysUnder("crawl:{" + name + "}:") }
 func keysUnder(p string) Keys {
 	return Keys{Queues: p + "queue:", Lengths: p + "lengths", Counters: p + "counter:", Ready: p + "ready", Leases: p + "leases", Deferred: p + "deferred",
 		Failed: p + "failed", Workers: p + "workers", Stats: p + "stats", Results: p + "results", DoneFlag: p + "done",
-		Config: p + "config", HostPages: p + "hostpages"}
+		Config: p + "config", HostPages: p + "hostpages", Ended: p + "ended"}
 }
 
 var (
@@ -163,6 +167,13 @@ var ErrLeaseLost = errors.New("frontier: lease lost")
 // already seen — can no longer be trusted; once it has forgotten that, it
 // sends the same exchange again, which Redis now accepts.
 var ErrRolledBack = errors.New("frontier: Redis no longer holds this worker's past exchanges (restored from an older state?)")
+
+// ErrReplyLost: Redis holds more of this process's exchanges than the
+// process knows of: one whose reply it never got (a timeout, a connection
+// cut) went through. Nothing was written by this call; sent again, the
+// same exchange records nothing twice (its pages' leases are found ended
+// by it, Keys.Ended), so there is nothing to forget.
+var ErrReplyLost = errors.New("frontier: an exchange whose reply was lost had gone through")
 
 // Frontier is a crawl's reliable queue. Safe for concurrent use.
 type Frontier struct {
