@@ -38,6 +38,14 @@ func (c *Cluster) Addrs() []string {
 // through Crash and Restart).
 func RealCluster(t testing.TB, masters int, extra ...string) *Cluster {
 	t.Helper()
+	return RealClusterWithReplicas(t, masters, 0, extra...)
+}
+
+// RealClusterWithReplicas is RealCluster with `replicas` replicas of each
+// master (redis-cli assigns them): a master killed (Server.Crash) is
+// failed over to its replica after the nodes' timeout (2 s).
+func RealClusterWithReplicas(t testing.TB, masters, replicas int, extra ...string) *Cluster {
+	t.Helper()
 	bin, err := Binary()
 	var cli string
 	if err == nil {
@@ -50,11 +58,11 @@ func RealCluster(t testing.TB, masters int, extra ...string) *Cluster {
 		t.Skipf("%v; skipping the cluster test", err)
 	}
 	c := &Cluster{}
-	for i := 0; i < masters; i++ {
+	for i := 0; i < masters*(1+replicas); i++ {
 		c.Nodes = append(c.Nodes, startClusterNode(t, bin, extra...))
 	}
 	args := append([]string{"--cluster", "create"}, c.Addrs()...)
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	args = append(args, "--cluster-replicas", fmt.Sprint(replicas), "--cluster-yes")
 	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
 		t.Fatalf("redistest: redis-cli --cluster create: %v\n%s", err, out)
 	}
