@@ -22,7 +22,8 @@ func usage(err error) error {
 
 // globalFlags are the flags of the whole program that may also come after
 // the command ('crawler status --redis URL'): they take a value.
-var globalFlags = map[string]bool{"redis": true, "crawl": true, "log-format": true, "log-level": true}
+var globalFlags = map[string]bool{"redis": true, "redis-ca": true, "redis-cert": true, "redis-key": true, "crawl": true,
+	"log-format": true, "log-level": true}
 
 // hoistGlobalFlags moves global flags written after the command to before
 // it, where the flag parser looks for them.

@@ -55,6 +55,11 @@ func newApp() *cli.App {
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "redis", EnvVars: []string{"CRAWLER_REDIS"}, Value: defaultRedis,
 				Usage: "Redis URL (redis:// or rediss://, password allowed; a Redis Cluster: any node, or host:port,host:port,...; Sentinel: redis-sentinel://host:port[,host:port]/MASTER; 'crawl' and 'demo' embed one when this is not given)"},
+			&cli.StringFlag{Name: "redis-ca", EnvVars: []string{"CRAWLER_REDIS_CA"}, Usage: "PEM `FILE` of the CA certificates that signed " +
+				"the Redis server's certificate, for rediss:// (default: the system's)"},
+			&cli.StringFlag{Name: "redis-cert", EnvVars: []string{"CRAWLER_REDIS_CERT"}, Usage: "PEM `FILE` of a client certificate, " +
+				"for a rediss:// server that asks for one (with --redis-key)"},
+			&cli.StringFlag{Name: "redis-key", EnvVars: []string{"CRAWLER_REDIS_KEY"}, Usage: "PEM `FILE` of the client certificate's private key"},
 			&cli.StringFlag{Name: "crawl", EnvVars: []string{"CRAWLER_CRAWL"}, Value: "default",
 				Usage: "crawl name (letters, digits, - _ .; at most 64); every key of the crawl starts crawl:{NAME}: or crawl:NAME:"},
 		}, logFlags()...),

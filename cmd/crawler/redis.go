@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -242,6 +245,46 @@ func hideSecret(msg, raw string) string {
 	return msg
 }
 
+// useTLSFiles applies --redis-ca (the CAs trusted for the server's
+// certificate instead of the system's) and --redis-cert/--redis-key (a
+// client certificate) to a rediss:// URL. Errors name the flag and the
+// file, never what is in it.
+func (u *redisURL) useTLSFiles(ca, cert, key string) error {
+	if ca == "" && cert == "" && key == "" {
+		return nil
+	}
+	if !u.tls {
+		return fmt.Errorf("--redis-ca, --redis-cert and --redis-key are for a TLS connection: use rediss:// in --redis (now %s)", u.shown)
+	}
+	if (cert == "") != (key == "") {
+		return errors.New("--redis-cert and --redis-key go together: a client certificate and its private key")
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if u.opt.TLSConfig != nil {
+		cfg = u.opt.TLSConfig.Clone()
+	}
+	if ca != "" {
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			return fmt.Errorf("--redis-ca: %v", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("--redis-ca %s: no PEM certificate in it", ca)
+		}
+		cfg.RootCAs = pool
+	}
+	if cert != "" {
+		pair, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			return fmt.Errorf("--redis-cert %s with --redis-key %s: %v", cert, key, err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	u.opt.TLSConfig = cfg
+	return nil
+}
+
 // connect opens the --redis URL and checks that it answers. With a wait
 // (work's --redis-wait), a Redis that is not up yet (refused, unreachable,
 // still loading its data) is asked again with back-off until the wait is
@@ -252,6 +295,9 @@ func connect(c *cli.Context) (redis.UniversalClient, error) {
 	u, err := parseRedisURL(c.String("redis"))
 	if err != nil {
 		return nil, usage(err) // a malformed --redis is wrong usage, like any bad flag
+	}
+	if err := u.useTLSFiles(c.String("redis-ca"), c.String("redis-cert"), c.String("redis-key")); err != nil {
+		return nil, usage(err)
 	}
 	u.opt.MaxRetries = 3
 	rdb := u.client()
@@ -291,7 +337,15 @@ func connect(c *cli.Context) (redis.UniversalClient, error) {
 	}
 	rdb.Close()
 	hint := ""
+	var unknownCA x509.UnknownAuthorityError
+	var badHost x509.HostnameError
 	switch {
+	case errors.As(err, &unknownCA):
+		hint = " (give the CA that signed the server's certificate with --redis-ca)"
+	case errors.As(err, &badHost):
+		hint = " (the server's certificate is not for the host in --redis)"
+	case u.tls && strings.Contains(err.Error(), "certificate required"):
+		hint = " (the server asks for a client certificate: --redis-cert and --redis-key)"
 	case u.tls:
 		hint = " (rediss:// speaks TLS: if the server is a plain one, use redis://)"
 	case errors.Is(err, io.EOF) || strings.Contains(err.Error(), "reset by peer"):
