@@ -556,6 +556,11 @@ func TestEvictingRedisRefusedBySeedAndWork(t *testing.T) {
 	if err != nil || !strings.Contains(errOut, "warning") || !strings.Contains(errOut, "allkeys-lru") {
 		t.Fatalf("seed --allow-eviction: %v, %q; want it seeded, with a warning", err, errOut)
 	}
+	// crawl seeds and works in one process: one warning, not one each.
+	_, errOut, _ = run(t, "--redis", s.URL(), "--crawl", "both", "crawl", "--allow-eviction", "http://127.0.0.1:9/")
+	if n := strings.Count(errOut, "going on: --allow-eviction"); n != 1 {
+		t.Fatalf("crawl --allow-eviction warned %d times; want once:\n%s", n, errOut)
+	}
 }
 
 // One line too long to be a URL is reported and skipped; the file goes on.

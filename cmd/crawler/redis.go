@@ -448,12 +448,16 @@ func allowEvictionFlag() cli.Flag {
 }
 
 // checkEviction refuses a Redis that may evict the crawl's keys, unless
-// --allow-eviction, which still says so once.
+// --allow-eviction, which still says so, once a process ('crawl' seeds
+// and works: one warning).
 func checkEviction(c *cli.Context, rdb redis.UniversalClient) error {
 	err := crawl.CheckEviction(c.Context, rdb)
 	if errors.Is(err, crawl.ErrEvictingRedis) && c.Bool("allow-eviction") {
-		fmt.Fprintf(c.App.ErrWriter, "crawler: warning: %v (going on: --allow-eviction)\n",
-			strings.TrimSuffix(err.Error(), "; or give --allow-eviction to crawl anyway"))
+		if c.App.Metadata["eviction-warned"] == nil {
+			fmt.Fprintf(c.App.ErrWriter, "crawler: warning: %v (going on: --allow-eviction)\n",
+				strings.TrimSuffix(err.Error(), "; or give --allow-eviction to crawl anyway"))
+			c.App.Metadata["eviction-warned"] = true
+		}
 		return nil
 	}
 	return err
