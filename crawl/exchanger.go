@@ -253,6 +253,9 @@ func (x *exchanger) call(work context.Context, now time.Time, c call) bool {
 		}
 		return true
 	}
+	if res.Unasked != nil && !errors.Is(res.Unasked, frontier.ErrRolledBack) {
+		x.log.Warn("asking a shard for URLs failed; the rest of the exchange went through", "err", res.Unasked)
+	}
 	if res.Forget {
 		x.log.Warn("Redis lost writes in a shard: forgetting the URLs this worker knew as seen")
 		x.known.clear()

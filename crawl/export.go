@@ -126,3 +126,31 @@ func exportFrom(ctx context.Context, c redis.UniversalClient, stream string, las
 		}
 	}
 }
+
+// FirstErrors lists why the first records of a crawl were not fetched,
+// "URL: error", up to n, from the oldest records of each shard's stream.
+func FirstErrors(ctx context.Context, c redis.UniversalClient, name string, n int) ([]string, error) {
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
+	k := KeysFor(name)
+	s, err := LoadSettings(ctx, c, k)
+	if err != nil {
+		return nil, err
+	}
+	var why []string
+	for i := 0; i < s.Shards && len(why) < n; i++ {
+		msgs, err := c.XRangeN(ctx, k.Shard(i).Results, "-", "+", int64(n)).Result()
+		if err != nil {
+			return why, fmt.Errorf("crawl: reading the records: %w", err)
+		}
+		for _, m := range msgs {
+			var rec Record
+			raw, _ := m.Values["rec"].(string)
+			if json.Unmarshal([]byte(raw), &rec) == nil && rec.Error != "" && len(why) < n {
+				why = append(why, rec.URL+": "+rec.Error)
+			}
+		}
+	}
+	return why, nil
+}

@@ -35,8 +35,8 @@ func CheckName(name string) error {
 
 // Keys are every Redis key of one crawl. Keys of the crawl as a whole
 // share the hash tag {name}, so multi-key scripts are legal on a Redis
-// Cluster; per-host keys (rate, robots) carry the host as their own tag and
-// spread across the cluster.
+// Cluster; per-host keys (rate, robots) carry their host's shard's tag
+// ({name} or {name/s}), beside the host's queue (RateKey).
 type Keys struct {
 	Name     string
 	Config   string // hash: the crawl's settings, written once by seed

@@ -104,7 +104,10 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 			if pl.failing.fail(u.Host) >= timeoutRun {
 				// A run of failures (timeouts, resets): the host is struggling;
 				// pause it for every worker, as if it had answered 503.
-				after, _ = pl.limiter.Pause(ctx, pl.rateKey(u.Host), 0)
+				var perr error
+				if after, perr = pl.limiter.Pause(ctx, pl.rateKey(u.Host), 0); perr != nil {
+					pl.log.Warn("pausing a failing host failed; its URL waits its own back-off only", "host", u.Host, "err", perr)
+				}
 			}
 			pl.retry(ctx, l, rec, err.Error(), after)
 			return

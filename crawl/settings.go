@@ -12,6 +12,7 @@ import (
 
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/fetch"
+	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/parse"
 	"github.com/redis/go-redis/v9"
 )
@@ -259,8 +260,10 @@ func settingsFrom(m map[string]string) (Settings, error) {
 // ErrNoCrawl: no crawl of that name exists in Redis.
 var ErrNoCrawl = errors.New("crawl: no such crawl")
 
-// ErrGone: the crawl a worker was working on disappeared from Redis.
-var ErrGone = errors.New("crawl: the crawl is gone from Redis")
+// ErrGone: the crawl a worker was working on disappeared from Redis. It
+// is frontier.ErrGone, which the scripts' refusals are: one sentinel, so
+// errors.Is answers the same whichever package an error came through.
+var ErrGone = frontier.ErrGone
 
 // ErrConflict: the crawl exists with other settings.
 var ErrConflict = errors.New("crawl: settings conflict with the existing crawl")

@@ -94,7 +94,11 @@ func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Sta
 			return nil, err
 		}
 	}
-	st.Done = c.Exists(ctx, k.DoneFlag).Val() == 1
+	done, err := c.Exists(ctx, k.DoneFlag).Result()
+	if err != nil {
+		return nil, fmt.Errorf("crawl: status: %w", err)
+	}
+	st.Done = done == 1
 	pipe := c.Pipeline()
 	lens := make([]*redis.IntCmd, s.Shards)
 	for i := range lens {

@@ -32,8 +32,10 @@
 // script (enqueue.lua appended to dedup's bloom.lua): a URL is never marked
 // seen without being queued, so a crash between the two cannot lose it.
 //
-// Exchange is how a worker process talks to the frontier, and the one way
-// a lease ends: one atomic script call (exchange.lua) that finishes many
+// Exchange is how a worker process talks to the frontier, and the way a
+// lease ends with its page's outcome (Requeue and Defer end a lease whose
+// URL goes back, the sweep those that expired): one atomic script call
+// (exchange.lua) that finishes many
 // leases (links deduplicated and queued, results recorded, leases ended),
 // gives some back to the front of their queues, and pops up to W new ones.
 // A lease ends only in the same call that queues its page's links, so a

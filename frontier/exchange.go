@@ -60,6 +60,10 @@ type Exchanged struct {
 	// exchange went through (Shards). What the lost writes taught the
 	// process — links known to be seen — must be forgotten, as on the error.
 	Forget bool
+	// Unasked: a shard asked only for URLs failed (Shards), and why; what
+	// the rest of the exchange did stands, and that shard is asked again
+	// next time.
+	Unasked error
 }
 
 // ResultsKept bounds a crawl's results streams (XADD MAXLEN ~): a

@@ -150,7 +150,7 @@ func backEntries(items []Item) ([]string, []any, error) {
 
 // ErrGone: the crawl's config is gone (reset, or Redis lost its data);
 // nothing was written.
-var ErrGone = errors.New("frontier: the crawl is gone from Redis")
+var ErrGone = errors.New("the crawl is gone from Redis")
 
 // ErrIDInUse: a live worker is registered under the id already (two
 // processes given one --id, or an earlier run of this one that was killed

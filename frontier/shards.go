@@ -175,6 +175,7 @@ func (s *Shards) Exchange(ctx context.Context, done []Finished, back []*Lease, w
 				// time; but if it lost this process's writes, the process
 				// must forget what they taught it now.
 				out.Forget = errors.Is(err, ErrRolledBack)
+				out.Unasked = fmt.Errorf("shard %d: %w", sh, err)
 				break
 			}
 			return out, fmt.Errorf("shard %d: %w", sh, err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -253,24 +252,11 @@ func crawlCommand() *cli.Command {
 // firstReasons says why the first records of the crawl were not fetched
 // (the first few of each shard's stream, up to n reasons).
 func firstReasons(c *cli.Context, rdb redis.UniversalClient, n int) string {
-	ctx := context.WithoutCancel(c.Context)
-	k := crawl.KeysFor(c.String("crawl"))
-	shards := 1
-	if s, err := crawl.LoadSettings(ctx, rdb, k); err == nil {
-		shards = s.Shards
-	}
-	var why []string
-	for i := 0; i < shards && len(why) < n; i++ {
-		msgs, _ := rdb.XRangeN(ctx, k.Shard(i).Results, "-", "+", int64(n)).Result()
-		for _, m := range msgs {
-			var rec crawl.Record
-			raw, _ := m.Values["rec"].(string)
-			if json.Unmarshal([]byte(raw), &rec) == nil && rec.Error != "" && len(why) < n {
-				why = append(why, rec.URL+": "+rec.Error)
-			}
-		}
-	}
-	if len(why) == 0 {
+	why, err := crawl.FirstErrors(context.WithoutCancel(c.Context), rdb, c.String("crawl"), n)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("no page was reachable (and reading why failed: %v)", err)
+	case len(why) == 0:
 		return "no page was reachable (see the status above)"
 	}
 	return strings.Join(why, "; ")
