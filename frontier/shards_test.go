@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -255,4 +256,122 @@ func TestShardsForgetWhenAShardPoppedFromLostWrites(t *testing.T) {
 	}
 	t.Run("miniredis", func(t *testing.T) { run(t, redistest.Mini(t).Client) })
 	t.Run("redis-server", func(t *testing.T) { run(t, redistest.Real(t).Client) })
+}
+
+// doneOrder checks, after every script call, that the crawl's done flag
+// (the first shard's: export --follow and status read that one) is never
+// set while a shard still holds a retry that will get its last record.
+type doneOrder struct {
+	plain     redis.UniversalClient
+	done      string
+	deferreds []string
+	violated  *bool
+}
+
+func (h doneOrder) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h doneOrder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h doneOrder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if name := cmd.Name(); name == "evalsha" || name == "eval" {
+			if h.plain.Exists(ctx, h.done).Val() == 1 {
+				for _, d := range h.deferreds {
+					if h.plain.ZCard(ctx, d).Val() > 0 {
+						*h.violated = true
+					}
+				}
+			}
+		}
+		return err
+	}
+}
+
+// When a sharded crawl's page budget ends, every shard writes its last
+// records (a retry that will not be fetched gets a failed one) before the
+// crawl's done flag is set: shard 0's flag used to come first, so
+// export --follow could return before another shard's last records.
+func TestShardedBudgetEndSetsTheDoneFlagLast(t *testing.T) {
+	run := func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		const n, budget = 3, 3
+		violated := false
+		c := s.NewClient(t)
+		var deferreds []string
+		for i := 0; i < n; i++ {
+			deferreds = append(deferreds, KeysForShard("ord", i).Deferred)
+		}
+		c.AddHook(doneOrder{plain: s.Client, done: KeysForShard("ord", 0).DoneFlag, deferreds: deferreds, violated: &violated})
+		sh := openShards(t, c, "ord", n)
+		for i, f := range sh.All() {
+			f.PageBudget = -1
+			if err := f.SetShare(ctx, Shares(budget, n)[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A host in each shard; the last shard's host gets a retry.
+		hosts := map[int]string{}
+		for i := 0; len(hosts) < n; i++ {
+			h := fmt.Sprintf("h%d.example", i)
+			if _, ok := hosts[ShardOf(h, n)]; !ok {
+				hosts[ShardOf(h, n)] = h
+			}
+		}
+		for sn := 0; sn < n; sn++ {
+			items := []Item{{URL: "http://" + hosts[sn] + "/1"}}
+			if sn == n-1 {
+				items = append(items, Item{URL: "http://" + hosts[sn] + "/2"})
+			}
+			if _, err := sh.Enqueue(ctx, items); err != nil {
+				t.Fatal(err)
+			}
+		}
+		retried := false
+		for round := 0; round < 50; round++ {
+			x, err := sh.Exchange(ctx, nil, nil, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range x.Popped {
+				if l.Host == hosts[n-1] && !retried {
+					retry := l.Item
+					retry.Attempts, retry.Errors = 1, []string{"timeout"}
+					if err := sh.Defer(ctx, l, retry, time.Hour); err != nil {
+						t.Fatal(err)
+					}
+					retried = true
+					continue
+				}
+				if _, err := sh.Exchange(ctx, []Finished{{Lease: l, Outcome: Outcome{Stat: "ok", Fetched: true}}}, nil, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		c.Set(ctx, "crawl:{ord}:leader:epoch", "1", 0)
+		over := false
+		for i := 0; i < 10 && !over; i++ {
+			sw, err := sh.Schedule(ctx, "crawl:{ord}:leader:epoch", 1, 3, 100, budget)
+			if err != nil {
+				t.Fatal(err)
+			}
+			over = sw.CrawlOver
+		}
+		if !retried || !over {
+			t.Fatalf("retried %v, over %v; want a retry deferred, then the crawl over", retried, over)
+		}
+		if violated {
+			t.Fatal("the crawl's done flag was set while a shard still held a retry without its last record")
+		}
+		last := KeysForShard("ord", ShardOf(hosts[n-1], n)).Results
+		found := false
+		for _, m := range s.Client.XRange(ctx, last, "-", "+").Val() {
+			found = found || strings.Contains(fmt.Sprint(m.Values["rec"]), "not retried: the page budget is spent")
+		}
+		if !found {
+			t.Fatal("the retry got no record")
+		}
+	}
+	t.Run("miniredis", func(t *testing.T) { run(t, redistest.Mini(t)) })
+	t.Run("redis-server", func(t *testing.T) { run(t, redistest.Real(t)) })
 }
