@@ -155,108 +155,6 @@ func ParseRate(s string) (float64, error) {
 	return r, nil
 }
 
-func (s Settings) fields() map[string]string {
-	return map[string]string{
-		"scope": string(s.Scope), "max_depth": strconv.Itoa(s.MaxDepth), "max_pages": strconv.FormatInt(s.MaxPages, 10),
-		"rate": fmtRate(s.Rate), "burst": strconv.Itoa(s.Burst), "user_agent": s.UserAgent,
-		"expected_urls": strconv.FormatInt(s.ExpectedURLs, 10), "fp_rate": strconv.FormatFloat(s.FPRate, 'g', -1, 64),
-		"allow_private": strconv.FormatBool(s.AllowPrivate), "robots_give_up": s.RobotsGiveUp.String(),
-		"keep_types": strings.Join(s.KeepTypes, ","), "extract": strings.Join(s.Extract, "\n"),
-		"allow": strings.Join(s.Allow, "\n"), "deny": strings.Join(s.Deny, "\n"),
-		"max_path_repeat": strconv.Itoa(s.MaxPathRepeat), "max_path_depth": strconv.Itoa(s.MaxPathDepth),
-		"max_query_params": strconv.Itoa(s.MaxQueryParams), "max_url_length": strconv.Itoa(s.MaxURLLength),
-		"sitemaps": strconv.FormatBool(s.Sitemaps), "headers": strings.Join(s.Headers, "\n"),
-		"max_pages_per_host":   strconv.FormatInt(s.MaxPagesPerHost, 10),
-		"keep_tracking_params": strconv.FormatBool(s.KeepTrackingParams),
-		"shards":               strconv.Itoa(s.Shards),
-	}
-}
-
-// settingFields are the stored fields, in the order messages list them.
-var settingFields = []string{"scope", "max_depth", "max_pages", "rate", "burst", "user_agent", "expected_urls",
-	"fp_rate", "allow_private", "robots_give_up", "keep_types", "extract", "allow", "deny",
-	"max_path_repeat", "max_path_depth", "max_query_params", "max_url_length", "sitemaps", "headers", "max_pages_per_host", "keep_tracking_params", "shards"}
-
-// addedLater are fields that crawls seeded by an older RedCrawl lack: they
-// read as their default.
-var addedLater = map[string]string{"robots_give_up": DefaultSettings().RobotsGiveUp.String(),
-	"keep_types": strings.Join(DefaultSettings().KeepTypes, ","), "extract": "", "allow": "", "deny": "",
-	"max_path_repeat":  strconv.Itoa(DefaultSettings().MaxPathRepeat),
-	"max_path_depth":   strconv.Itoa(DefaultSettings().MaxPathDepth),
-	"max_query_params": strconv.Itoa(DefaultSettings().MaxQueryParams),
-	"max_url_length":   strconv.Itoa(DefaultSettings().MaxURLLength),
-	"sitemaps":         "true",
-	"headers":          "",
-	// Crawls seeded before the cap read as uncapped, as they ran.
-	"max_pages_per_host":   "0",
-	"keep_tracking_params": "false",
-	"shards":               "1"}
-
-// flagFor names the seed flag of each field, for messages.
-var flagFor = map[string]string{
-	"scope": "--scope", "max_depth": "--max-depth", "max_pages": "--max-pages", "rate": "--rate", "burst": "--burst",
-	"user_agent": "--user-agent", "expected_urls": "--expected-urls", "fp_rate": "--fp-rate", "allow_private": "--allow-private",
-	"robots_give_up": "--robots-give-up", "keep_types": "--keep-types", "extract": "--extract",
-	"allow": "--allow", "deny": "--deny", "max_path_repeat": "--max-path-repeat", "max_path_depth": "--max-path-depth",
-	"max_query_params": "--max-query-params", "max_url_length": "--max-url-length", "sitemaps": "--sitemaps", "headers": "--header",
-	"max_pages_per_host": "--max-pages-per-host", "keep_tracking_params": "--keep-tracking-params", "shards": "--shards",
-}
-
-func settingsFrom(m map[string]string) (Settings, error) {
-	var s Settings
-	var errs []error
-	for f, v := range addedLater {
-		if _, ok := m[f]; !ok {
-			m[f] = v
-		}
-	}
-	num := func(k string) int64 {
-		v, err := strconv.ParseInt(m[k], 10, 64)
-		errs = append(errs, err)
-		return v
-	}
-	s.Scope = parse.ScopeMode(m["scope"])
-	s.MaxDepth = int(num("max_depth"))
-	s.MaxPages = num("max_pages")
-	r, err := ParseRate(m["rate"])
-	errs = append(errs, err)
-	s.Rate = r
-	s.Burst = int(num("burst"))
-	s.UserAgent = m["user_agent"]
-	s.ExpectedURLs = num("expected_urls")
-	s.FPRate, err = strconv.ParseFloat(m["fp_rate"], 64)
-	errs = append(errs, err)
-	s.AllowPrivate, err = strconv.ParseBool(m["allow_private"])
-	errs = append(errs, err)
-	s.RobotsGiveUp, err = time.ParseDuration(m["robots_give_up"])
-	errs = append(errs, err)
-	s.KeepTypes = ParseTypes(m["keep_types"])
-	if m["extract"] != "" {
-		s.Extract = strings.Split(m["extract"], "\n")
-	}
-	if m["allow"] != "" {
-		s.Allow = strings.Split(m["allow"], "\n")
-	}
-	if m["deny"] != "" {
-		s.Deny = strings.Split(m["deny"], "\n")
-	}
-	s.MaxPathRepeat, s.MaxPathDepth = int(num("max_path_repeat")), int(num("max_path_depth"))
-	s.MaxQueryParams, s.MaxURLLength = int(num("max_query_params")), int(num("max_url_length"))
-	s.MaxPagesPerHost = num("max_pages_per_host")
-	s.Shards = int(num("shards"))
-	s.KeepTrackingParams, err = strconv.ParseBool(m["keep_tracking_params"])
-	errs = append(errs, err)
-	s.Sitemaps, err = strconv.ParseBool(m["sitemaps"])
-	errs = append(errs, err)
-	if m["headers"] != "" {
-		s.Headers = strings.Split(m["headers"], "\n")
-	}
-	if err := errors.Join(errs...); err != nil {
-		return Settings{}, err
-	}
-	return s, s.Validate()
-}
-
 // ErrNoCrawl: no crawl of that name exists in Redis.
 var ErrNoCrawl = errors.New("crawl: no such crawl")
 
@@ -296,15 +194,11 @@ func StoreSettings(ctx context.Context, c redis.UniversalClient, k Keys, s Setti
 	for i := 0; i+1 < len(res); i += 2 {
 		have[res[i]] = res[i+1]
 	}
-	for f, v := range addedLater {
-		if _, ok := have[f]; !ok {
-			have[f] = v
-		}
-	}
+	withBefore(have)
 	var diffs []string
-	for _, f := range settingFields {
-		if have[f] != want[f] {
-			diffs = append(diffs, fmt.Sprintf("%s is %s, not %s", flagFor[f], have[f], want[f]))
+	for _, st := range SettingTable {
+		if f := st.Field; have[f] != want[f] {
+			diffs = append(diffs, fmt.Sprintf("--%s is %s, not %s", st.Flag, have[f], want[f]))
 		}
 	}
 	if len(diffs) > 0 {
@@ -394,26 +288,4 @@ func (s Settings) CheckKeepTypes() error {
 		}
 	}
 	return nil
-}
-
-// typed is the settings as JSON values of their own types (status --json).
-func (s Settings) typed() map[string]any {
-	var rate any = s.Rate
-	if math.IsInf(s.Rate, 1) {
-		rate = nil // no limit
-	}
-	list := func(l []string) []string {
-		if l == nil {
-			return []string{}
-		}
-		return l
-	}
-	return map[string]any{
-		"scope": string(s.Scope), "max_depth": s.MaxDepth, "max_pages": s.MaxPages, "rate": rate, "burst": s.Burst,
-		"user_agent": s.UserAgent, "expected_urls": s.ExpectedURLs, "fp_rate": s.FPRate, "allow_private": s.AllowPrivate,
-		"robots_give_up_seconds": s.RobotsGiveUp.Seconds(), "keep_types": list(s.KeepTypes), "extract": list(s.Extract),
-		"allow": list(s.Allow), "deny": list(s.Deny), "max_path_repeat": s.MaxPathRepeat, "max_path_depth": s.MaxPathDepth,
-		"max_query_params": s.MaxQueryParams, "max_url_length": s.MaxURLLength, "sitemaps": s.Sitemaps,
-		"headers": list(s.Headers), "max_pages_per_host": s.MaxPagesPerHost, "keep_tracking_params": s.KeepTrackingParams, "shards": s.Shards,
-	}
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/fetch"
@@ -15,37 +17,35 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
+// seedFlags are the settings' flags, made from crawl.SettingTable: each
+// flag's name, type, default and help are the table's.
 func seedFlags() []cli.Flag {
 	d := crawl.DefaultSettings()
-	return []cli.Flag{
-		&cli.StringFlag{Name: "scope", Value: string(d.Scope), Usage: "which hosts to enter: host (the seeds' hosts), domain (their registrable domains), any"},
-		&cli.IntFlag{Name: "max-depth", Value: d.MaxDepth, Usage: "links to follow from a seed; -1 for no limit"},
-		&cli.Int64Flag{Name: "max-pages", Value: d.MaxPages, Usage: "pages to fetch in the whole crawl; 0 for no limit"},
-		&cli.StringFlag{Name: "rate", Value: "1", Usage: "requests per second per host, shared by all workers; 'inf' for no limit"},
-		&cli.IntFlag{Name: "burst", Value: d.Burst, Usage: "requests a host may get at once"},
-		&cli.StringFlag{Name: "user-agent", Value: d.UserAgent, Usage: "User-Agent header; its first word is matched against robots.txt"},
-		&cli.Int64Flag{Name: "expected-urls", Value: d.ExpectedURLs, Usage: "URLs the Bloom filter is sized for (it grows past this)"},
-		&cli.Float64Flag{Name: "fp-rate", Value: d.FPRate, Usage: "Bloom filter false-positive rate (a false positive skips a URL)"},
-		&cli.IntFlag{Name: "shards", DefaultText: fmt.Sprintf("%d on a Redis Cluster, else 1", clusterShards),
-			Usage: fmt.Sprintf("split the frontier by host over N hash tags (1 to %d), so that a Redis Cluster spreads it over its masters", crawl.MaxShards)},
-		&cli.BoolFlag{Name: "allow-private", Usage: "allow loopback and private addresses (needed for the test site and intranets)"},
-		&cli.StringFlag{Name: "keep-types", Value: strings.Join(d.KeepTypes, ","), Usage: "media types whose bodies are downloaded " +
-			"and archived (comma-separated: type/subtype, type/* or *); other 2xx bodies stop at their headers, and HTML is always read for its links"},
-		&cli.StringSliceFlag{Name: "extract", Usage: "NAME=CSS (repeatable): the text of the selector's first match on each HTML page " +
-			"goes into its record under extract.NAME"},
-		&cli.StringSliceFlag{Name: "allow", Usage: "REGEX (repeatable, RE2, on the canonical URL): follow only URLs that match one"},
-		&cli.StringSliceFlag{Name: "deny", Usage: "REGEX (repeatable): never follow URLs that match one (deny wins over allow)"},
-		&cli.IntFlag{Name: "max-path-repeat", Value: d.MaxPathRepeat, Usage: "trap defence: skip URLs whose path repeats a segment more than this"},
-		&cli.IntFlag{Name: "max-path-depth", Value: d.MaxPathDepth, Usage: "trap defence: skip URLs whose path has more segments than this"},
-		&cli.IntFlag{Name: "max-query-params", Value: d.MaxQueryParams, Usage: "trap defence: skip URLs with more query parameters than this"},
-		&cli.Int64Flag{Name: "max-pages-per-host", Value: d.MaxPagesPerHost, Usage: "trap defence: fetch at most this many pages of one host (0: no limit)"},
-		&cli.IntFlag{Name: "max-url-length", Value: d.MaxURLLength, Usage: "trap defence: skip URLs longer than this many bytes"},
-		&cli.StringSliceFlag{Name: "header", Usage: "'Name: value' sent with every request (repeatable)"},
-		&cli.BoolFlag{Name: "keep-tracking-params", Usage: "keep utm_*, gclid, fbclid and the like in URLs (by default they are removed)"},
-		&cli.BoolFlag{Name: "sitemaps", Value: d.Sitemaps, Usage: "read the sitemaps robots.txt lists and crawl their URLs (--sitemaps=false: do not)"},
-		&cli.DurationFlag{Name: "robots-give-up", Value: d.RobotsGiveUp, Usage: "a host whose robots.txt gives no answer (or 5xx, 429) has its URLs " +
-			"held back, retried with back-off; after this long they go to the failed list"},
+	var flags []cli.Flag
+	for _, st := range crawl.SettingTable {
+		def := st.Value(&d)
+		switch st.Kind {
+		case crawl.KindInt:
+			f := &cli.IntFlag{Name: st.Flag, Usage: st.Usage, DefaultText: st.DefaultText}
+			if st.DefaultText == "" {
+				f.Value = def.(int)
+			}
+			flags = append(flags, f)
+		case crawl.KindInt64:
+			flags = append(flags, &cli.Int64Flag{Name: st.Flag, Value: def.(int64), Usage: st.Usage})
+		case crawl.KindFloat:
+			flags = append(flags, &cli.Float64Flag{Name: st.Flag, Value: def.(float64), Usage: st.Usage})
+		case crawl.KindBool:
+			flags = append(flags, &cli.BoolFlag{Name: st.Flag, Value: def.(bool), Usage: st.Usage})
+		case crawl.KindDuration:
+			flags = append(flags, &cli.DurationFlag{Name: st.Flag, Value: def.(time.Duration), Usage: st.Usage})
+		case crawl.KindList:
+			flags = append(flags, &cli.StringSliceFlag{Name: st.Flag, Usage: st.Usage})
+		default: // rate, string, scope, media types: text
+			flags = append(flags, &cli.StringFlag{Name: st.Flag, Value: st.Format(&d), Usage: st.Usage})
+		}
 	}
+	return flags
 }
 
 func sitemapFlag() cli.Flag {
@@ -117,57 +117,43 @@ func settingsFromFlags(c *cli.Context, rdb redis.UniversalClient, k crawl.Keys) 
 		return s, err
 	}
 	if _, cluster := rdb.(*redis.ClusterClient); fresh && cluster && !c.IsSet("shards") {
-		s.Shards = clusterShards // a new crawl on a cluster: spread over its masters
+		s.Shards = crawl.ClusterShards // a new crawl on a cluster: spread over its masters
 	}
 	return s, s.Validate()
 }
 
-// clusterShards is a new crawl's shard count on a Redis Cluster: enough
-// for 16 masters, few enough that an exchange touches a handful.
-const clusterShards = 16
-
 // applySeedFlags sets the settings whose flags were given.
 func applySeedFlags(c *cli.Context, s *crawl.Settings) error {
-	if c.IsSet("scope") {
-		m, err := parse.ParseScopeMode(c.String("scope"))
-		if err != nil {
-			return fmt.Errorf("--scope %q: want host, domain or any", c.String("scope"))
+	for _, st := range crawl.SettingTable {
+		if !c.IsSet(st.Flag) {
+			continue
 		}
-		s.Scope = m
-	}
-	if c.IsSet("rate") {
-		r, err := crawl.ParseRate(c.String("rate"))
-		if err != nil {
-			return fmt.Errorf("--%v", err)
+		var v string
+		switch st.Kind {
+		case crawl.KindInt:
+			v = strconv.Itoa(c.Int(st.Flag))
+		case crawl.KindInt64:
+			v = strconv.FormatInt(c.Int64(st.Flag), 10)
+		case crawl.KindFloat:
+			v = strconv.FormatFloat(c.Float64(st.Flag), 'g', -1, 64)
+		case crawl.KindBool:
+			v = strconv.FormatBool(c.Bool(st.Flag))
+		case crawl.KindDuration:
+			v = c.Duration(st.Flag).String()
+		case crawl.KindList:
+			v = strings.Join(c.StringSlice(st.Flag), "\n")
+		default:
+			v = c.String(st.Flag)
 		}
-		s.Rate = r
-	}
-	set := map[string]func(){
-		"max-depth":            func() { s.MaxDepth = c.Int("max-depth") },
-		"max-pages":            func() { s.MaxPages = c.Int64("max-pages") },
-		"burst":                func() { s.Burst = c.Int("burst") },
-		"user-agent":           func() { s.UserAgent = c.String("user-agent") },
-		"expected-urls":        func() { s.ExpectedURLs = c.Int64("expected-urls") },
-		"fp-rate":              func() { s.FPRate = c.Float64("fp-rate") },
-		"allow-private":        func() { s.AllowPrivate = c.Bool("allow-private") },
-		"keep-types":           func() { s.KeepTypes = crawl.ParseTypes(c.String("keep-types")) },
-		"extract":              func() { s.Extract = c.StringSlice("extract") },
-		"allow":                func() { s.Allow = c.StringSlice("allow") },
-		"deny":                 func() { s.Deny = c.StringSlice("deny") },
-		"sitemaps":             func() { s.Sitemaps = c.Bool("sitemaps") },
-		"header":               func() { s.Headers = c.StringSlice("header") },
-		"keep-tracking-params": func() { s.KeepTrackingParams = c.Bool("keep-tracking-params") },
-		"max-pages-per-host":   func() { s.MaxPagesPerHost = c.Int64("max-pages-per-host") },
-		"max-path-repeat":      func() { s.MaxPathRepeat = c.Int("max-path-repeat") },
-		"max-path-depth":       func() { s.MaxPathDepth = c.Int("max-path-depth") },
-		"max-query-params":     func() { s.MaxQueryParams = c.Int("max-query-params") },
-		"max-url-length":       func() { s.MaxURLLength = c.Int("max-url-length") },
-		"robots-give-up":       func() { s.RobotsGiveUp = c.Duration("robots-give-up") },
-		"shards":               func() { s.Shards = c.Int("shards") },
-	}
-	for flag, apply := range set {
-		if c.IsSet(flag) {
-			apply()
+		if err := st.Parse(s, v); err != nil {
+			switch st.Kind {
+			case crawl.KindScope:
+				return fmt.Errorf("--%s %q: want host, domain or any", st.Flag, v)
+			case crawl.KindRate:
+				_, err = crawl.ParseRate(v)
+				return fmt.Errorf("--%v", err)
+			}
+			return fmt.Errorf("--%s: %v", st.Flag, err)
 		}
 	}
 	return nil

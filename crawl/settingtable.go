@@ -1,0 +1,283 @@
+package crawl
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redcrawl/crawler/parse"
+)
+
+// A Setting is one of a crawl's settings, declared once in SettingTable:
+// where it lives in Settings, its field in the crawl's config hash (and
+// its name in status --json), seed's flag and help, and the value a crawl
+// seeded before it existed reads as. Storage, loading, the conflict
+// message, status --json and seed's flags are all derived from the table.
+type Setting struct {
+	Field string // config hash field, and status --json key unless JSON is set
+	Flag  string // seed's flag, without "--"
+	Usage string // seed's help for it
+	Kind  Kind
+	// Before is what a crawl seeded before this setting existed reads as;
+	// "" for the settings every crawl stored from the start.
+	Before string
+	// JSON, when set, is the status --json key (its value then in seconds).
+	JSON string
+	// DefaultText replaces the default in seed's help (a default that
+	// depends on where the crawl is).
+	DefaultText string
+	ptr         func(*Settings) any // a pointer to the struct field
+}
+
+// Kind says how a setting is written in Redis, read from a flag and shown.
+type Kind int
+
+// The kinds of settings.
+const (
+	KindInt      Kind = iota // int
+	KindInt64                // int64
+	KindFloat                // float64
+	KindRate                 // float64 requests/s: a positive number or "inf"
+	KindBool                 // bool
+	KindDuration             // time.Duration ("30m0s"); status --json in seconds
+	KindString               // string
+	KindScope                // parse.ScopeMode: host, domain or any
+	KindTypes                // []string media types, comma-separated (a flag of one value)
+	KindList                 // []string, newline-separated in Redis (a repeatable flag)
+)
+
+// ClusterShards is a new crawl's shard count on a Redis Cluster: enough
+// for 16 masters, few enough that an exchange touches a handful.
+const ClusterShards = 16
+
+// SettingTable lists every setting, in the order messages list them.
+var SettingTable = []Setting{
+	{Field: "scope", Flag: "scope", Kind: KindScope, ptr: func(s *Settings) any { return &s.Scope },
+		Usage: "which hosts to enter: host (the seeds' hosts), domain (their registrable domains), any"},
+	{Field: "max_depth", Flag: "max-depth", Kind: KindInt, ptr: func(s *Settings) any { return &s.MaxDepth },
+		Usage: "links to follow from a seed; -1 for no limit"},
+	{Field: "max_pages", Flag: "max-pages", Kind: KindInt64, ptr: func(s *Settings) any { return &s.MaxPages },
+		Usage: "pages to fetch in the whole crawl; 0 for no limit"},
+	{Field: "rate", Flag: "rate", Kind: KindRate, ptr: func(s *Settings) any { return &s.Rate },
+		Usage: "requests per second per host, shared by all workers; 'inf' for no limit"},
+	{Field: "burst", Flag: "burst", Kind: KindInt, ptr: func(s *Settings) any { return &s.Burst },
+		Usage: "requests a host may get at once"},
+	{Field: "user_agent", Flag: "user-agent", Kind: KindString, ptr: func(s *Settings) any { return &s.UserAgent },
+		Usage: "User-Agent header; its first word is matched against robots.txt"},
+	{Field: "expected_urls", Flag: "expected-urls", Kind: KindInt64, ptr: func(s *Settings) any { return &s.ExpectedURLs },
+		Usage: "URLs the Bloom filter is sized for (it grows past this)"},
+	{Field: "fp_rate", Flag: "fp-rate", Kind: KindFloat, ptr: func(s *Settings) any { return &s.FPRate },
+		Usage: "Bloom filter false-positive rate (a false positive skips a URL)"},
+	{Field: "allow_private", Flag: "allow-private", Kind: KindBool, ptr: func(s *Settings) any { return &s.AllowPrivate },
+		Usage: "allow loopback and private addresses (needed for the test site and intranets)"},
+	{Field: "robots_give_up", Flag: "robots-give-up", Kind: KindDuration, Before: "30m0s", JSON: "robots_give_up_seconds",
+		ptr: func(s *Settings) any { return &s.RobotsGiveUp },
+		Usage: "a host whose robots.txt gives no answer (or 5xx, 429) has its URLs held back, retried with back-off; " +
+			"after this long they go to the failed list"},
+	{Field: "keep_types", Flag: "keep-types", Kind: KindTypes, Before: "text/html,application/xhtml+xml",
+		ptr: func(s *Settings) any { return &s.KeepTypes },
+		Usage: "media types whose bodies are downloaded and archived (comma-separated: type/subtype, type/* or *); " +
+			"other 2xx bodies stop at their headers, and HTML is always read for its links"},
+	{Field: "extract", Flag: "extract", Kind: KindList, Before: "", ptr: func(s *Settings) any { return &s.Extract },
+		Usage: "NAME=CSS (repeatable): the text of the selector's first match on each HTML page goes into its record under extract.NAME"},
+	{Field: "allow", Flag: "allow", Kind: KindList, Before: "", ptr: func(s *Settings) any { return &s.Allow },
+		Usage: "REGEX (repeatable, RE2, on the canonical URL): follow only URLs that match one"},
+	{Field: "deny", Flag: "deny", Kind: KindList, Before: "", ptr: func(s *Settings) any { return &s.Deny },
+		Usage: "REGEX (repeatable): never follow URLs that match one (deny wins over allow)"},
+	{Field: "max_path_repeat", Flag: "max-path-repeat", Kind: KindInt, Before: "3", ptr: func(s *Settings) any { return &s.MaxPathRepeat },
+		Usage: "trap defence: skip URLs whose path repeats a segment more than this"},
+	{Field: "max_path_depth", Flag: "max-path-depth", Kind: KindInt, Before: "16", ptr: func(s *Settings) any { return &s.MaxPathDepth },
+		Usage: "trap defence: skip URLs whose path has more segments than this"},
+	{Field: "max_query_params", Flag: "max-query-params", Kind: KindInt, Before: "4", ptr: func(s *Settings) any { return &s.MaxQueryParams },
+		Usage: "trap defence: skip URLs with more query parameters than this"},
+	{Field: "max_url_length", Flag: "max-url-length", Kind: KindInt, Before: "1024", ptr: func(s *Settings) any { return &s.MaxURLLength },
+		Usage: "trap defence: skip URLs longer than this many bytes"},
+	{Field: "sitemaps", Flag: "sitemaps", Kind: KindBool, Before: "true", ptr: func(s *Settings) any { return &s.Sitemaps },
+		Usage: "read the sitemaps robots.txt lists and crawl their URLs (--sitemaps=false: do not)"},
+	{Field: "headers", Flag: "header", Kind: KindList, Before: "", ptr: func(s *Settings) any { return &s.Headers },
+		Usage: "'Name: value' sent with every request (repeatable)"},
+	// Crawls seeded before the cap read as uncapped, as they ran.
+	{Field: "max_pages_per_host", Flag: "max-pages-per-host", Kind: KindInt64, Before: "0",
+		ptr:   func(s *Settings) any { return &s.MaxPagesPerHost },
+		Usage: "trap defence: fetch at most this many pages of one host (0: no limit)"},
+	{Field: "keep_tracking_params", Flag: "keep-tracking-params", Kind: KindBool, Before: "false",
+		ptr:   func(s *Settings) any { return &s.KeepTrackingParams },
+		Usage: "keep utm_*, gclid, fbclid and the like in URLs (by default they are removed)"},
+	{Field: "shards", Flag: "shards", Kind: KindInt, Before: "1", ptr: func(s *Settings) any { return &s.Shards },
+		DefaultText: fmt.Sprintf("%d on a Redis Cluster, else 1", ClusterShards),
+		Usage:       fmt.Sprintf("split the frontier by host over N hash tags (1 to %d), so that a Redis Cluster spreads it over its masters", MaxShards)},
+}
+
+// Format is the setting's value in s as the config hash stores it.
+func (st Setting) Format(s *Settings) string {
+	switch p := st.ptr(s).(type) {
+	case *int:
+		return strconv.Itoa(*p)
+	case *int64:
+		return strconv.FormatInt(*p, 10)
+	case *float64:
+		if st.Kind == KindRate {
+			return fmtRate(*p)
+		}
+		return strconv.FormatFloat(*p, 'g', -1, 64)
+	case *bool:
+		return strconv.FormatBool(*p)
+	case *time.Duration:
+		return p.String()
+	case *string:
+		return *p
+	case *parse.ScopeMode:
+		return string(*p)
+	case *[]string:
+		if st.Kind == KindTypes {
+			return strings.Join(*p, ",")
+		}
+		return strings.Join(*p, "\n")
+	}
+	panic("crawl: setting " + st.Field + " of no known type")
+}
+
+// Parse sets the setting in s from its stored (or flag's) text.
+func (st Setting) Parse(s *Settings, v string) error {
+	var err error
+	switch p := st.ptr(s).(type) {
+	case *int:
+		*p, err = strconv.Atoi(v)
+	case *int64:
+		*p, err = strconv.ParseInt(v, 10, 64)
+	case *float64:
+		if st.Kind == KindRate {
+			*p, err = ParseRate(v)
+		} else {
+			*p, err = strconv.ParseFloat(v, 64)
+		}
+	case *bool:
+		*p, err = strconv.ParseBool(v)
+	case *time.Duration:
+		*p, err = time.ParseDuration(v)
+	case *string:
+		*p = v
+	case *parse.ScopeMode:
+		*p, err = parse.ParseScopeMode(v)
+	case *[]string:
+		switch {
+		case st.Kind == KindTypes:
+			*p = ParseTypes(v)
+		case v == "":
+			*p = nil
+		default:
+			*p = strings.Split(v, "\n")
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%s %q: %w", st.Field, v, err)
+	}
+	return nil
+}
+
+// jsonValue is the setting's value in s as status --json shows it: of its
+// own type, a rate of no limit as null, a duration in seconds, a list
+// never null.
+func (st Setting) jsonValue(s *Settings) any {
+	switch p := st.ptr(s).(type) {
+	case *float64:
+		if st.Kind == KindRate && math.IsInf(*p, 1) {
+			return nil
+		}
+		return *p
+	case *time.Duration:
+		return p.Seconds()
+	case *parse.ScopeMode:
+		return string(*p)
+	case *[]string:
+		if *p == nil {
+			return []string{}
+		}
+		return *p
+	case *int:
+		return *p
+	case *int64:
+		return *p
+	case *bool:
+		return *p
+	case *string:
+		return *p
+	}
+	return nil
+}
+
+// Value is the setting's value in s, of its own type (int, int64,
+// float64, bool, time.Duration, string, parse.ScopeMode or []string).
+func (st Setting) Value(s *Settings) any {
+	switch p := st.ptr(s).(type) {
+	case *int:
+		return *p
+	case *int64:
+		return *p
+	case *float64:
+		return *p
+	case *bool:
+		return *p
+	case *time.Duration:
+		return *p
+	case *string:
+		return *p
+	case *parse.ScopeMode:
+		return *p
+	case *[]string:
+		return *p
+	}
+	return nil
+}
+
+// fields is s as the config hash stores it.
+func (s Settings) fields() map[string]string {
+	m := map[string]string{}
+	for _, st := range SettingTable {
+		m[st.Field] = st.Format(&s)
+	}
+	return m
+}
+
+// typed is the settings as JSON values of their own types (status --json).
+func (s Settings) typed() map[string]any {
+	m := map[string]any{}
+	for _, st := range SettingTable {
+		key := st.Field
+		if st.JSON != "" {
+			key = st.JSON
+		}
+		m[key] = st.jsonValue(&s)
+	}
+	return m
+}
+
+// settingsFrom reads settings from the config hash m; a field a crawl
+// seeded by an older RedCrawl lacks reads as its Before value.
+func settingsFrom(m map[string]string) (Settings, error) {
+	var s Settings
+	var errs []error
+	for _, st := range SettingTable {
+		v, ok := m[st.Field]
+		if !ok {
+			v = st.Before
+		}
+		errs = append(errs, st.Parse(&s, v))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Settings{}, err
+	}
+	return s, s.Validate()
+}
+
+// withBefore fills in what an older crawl's stored fields lack.
+func withBefore(have map[string]string) {
+	for _, st := range SettingTable {
+		if _, ok := have[st.Field]; !ok {
+			have[st.Field] = st.Before
+		}
+	}
+}
