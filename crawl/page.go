@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"sync"
@@ -322,68 +321,6 @@ func (pl *pipeline) follow(u *url.URL, canonical string) bool {
 		return false
 	}
 	return true
-}
-
-// retry defers a transient failure with exponential back-off (or the
-// server's Retry-After), and gives up after maxAttempts.
-func (pl *pipeline) retry(ctx context.Context, l *frontier.Lease, rec Record, reason string, after time.Duration) {
-	item := l.Item
-	item.Attempts++
-	if pl.s.MaxPages > 0 && pl.pages.Load() >= pl.s.MaxPages {
-		// The budget is spent: no retry would be fetched, and the URL would
-		// wait in vain, without a record. It ends here.
-		rec.Error = fmt.Sprintf("%s (not retried: the page budget is spent)", reason)
-		pl.finish(l, rec, frontier.Outcome{Stat: OutcomeFailed, Failed: rec.Error, Fetched: rec.Status != 0})
-		return
-	}
-	if item.Attempts >= pl.maxAttempts {
-		rec.Error = fmt.Sprintf("%s (gave up after %d attempts)", reason, item.Attempts)
-		pl.finish(l, rec, frontier.Outcome{Stat: OutcomeFailed, Failed: rec.Error, Fetched: rec.Status != 0})
-		return
-	}
-	item.Errors = append(item.Errors[:len(item.Errors):len(item.Errors)], reason)
-	pl.log.Debug("will retry", "url", item.URL, "attempt", item.Attempts, "err", reason)
-	// Exponential back-off with jitter (between half and one and a half of
-	// the step), so URLs that failed together do not all come back
-	// together; the server's Retry-After, when longer, wins.
-	step := time.Duration(1<<item.Attempts) * 500 * time.Millisecond
-	pl.deferItem(ctx, l, item, max(after, step/2+rand.N(step)))
-}
-
-// lapsed hands l back and says so when this worker no longer surely holds
-// it, by the lease's local deadline: the worker was paused (SIGSTOP, a
-// frozen VM) or cut off from Redis past it, and the scheduler may have
-// given the URL to another worker, who fetches, archives and records it.
-// Handed back, it returns to the queue only if Redis still holds it.
-func (pl *pipeline) lapsed(l *frontier.Lease, when string) bool {
-	if l.Left() > 0 {
-		return false
-	}
-	pl.counters.Lapsed.Add(1)
-	pl.metrics.lapsed.Inc()
-	pl.log.Warn("lease lapsed "+when+" (this worker was paused or cut off from Redis); another worker has the URL",
-		"url", l.Item.URL)
-	pl.ex.giveBack(l)
-	return true
-}
-
-// requeue puts a leased URL back at the front of its host's queue and
-// keeps the host from being offered to any worker for wait.
-func (pl *pipeline) requeue(ctx context.Context, l *frontier.Lease, wait time.Duration) {
-	defer pl.held.Delete(l.ID)
-	pl.counters.PutBack.Add(1)
-	if err := pl.fr.Requeue(ctx, l, wait); err != nil && !errors.Is(err, frontier.ErrLeaseLost) {
-		pl.log.Warn("requeue failed; its lease will return it", "url", l.Item.URL, "err", err)
-	}
-}
-
-// deferItem hands item back to be fetched again after d.
-func (pl *pipeline) deferItem(ctx context.Context, l *frontier.Lease, item frontier.Item, d time.Duration) {
-	defer pl.held.Delete(l.ID) // handed back, or left to expire: no longer renewed
-	pl.counters.PutBack.Add(1)
-	if err := pl.fr.Defer(ctx, l, item, d); err != nil && !errors.Is(err, frontier.ErrLeaseLost) {
-		pl.log.Warn("defer failed; its lease will return it", "url", item.URL, "err", err)
-	}
 }
 
 // finish hands a page's outcome to the exchanger, which sends it with

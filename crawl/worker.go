@@ -146,40 +146,6 @@ type Worker struct {
 	Counters  Counters
 }
 
-// Counters are this process's own tallies.
-type Counters struct {
-	// How the URLs this process finished ended (see the Outcome words).
-	OK, HTTPError, Failed, Skipped atomic.Int64
-	// Requests counts HTTP requests made (retries too); PutBack, URLs
-	// handed back to the frontier for later (host busy, retry, robots.txt
-	// unavailable).
-	Requests, PutBack atomic.Int64
-	// Lapsed counts URLs whose lease this worker no longer surely held
-	// when it was about to fetch or archive them (it was paused, or cut off
-	// from Redis, past the lease): handed back unfetched, or fetched but
-	// neither archived nor recorded. Refused counts finished pages whose
-	// lease Redis no longer held at their exchange: not recorded, their
-	// WARC records marked as duplicates.
-	Lapsed, Refused atomic.Int64
-	// Exchanges counts calls to the frontier, EmptyPops those that only
-	// wanted URLs and got none, Sent the pages they carried.
-	Exchanges, EmptyPops, Sent atomic.Int64
-}
-
-// count tallies an outcome.
-func (c *Counters) count(outcome string) {
-	switch outcome {
-	case OutcomeOK:
-		c.OK.Add(1)
-	case OutcomeHTTPError:
-		c.HTTPError.Add(1)
-	case OutcomeFailed:
-		c.Failed.Add(1)
-	case OutcomeSkipped:
-		c.Skipped.Add(1)
-	}
-}
-
 // NewWorker reads the crawl's settings from Redis (never from flags: every
 // worker must agree) and builds a worker.
 func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Options) (*Worker, error) {
@@ -297,21 +263,6 @@ func (w *Worker) refreshScope(ctx context.Context) error {
 // setScope takes the crawl's seed hosts as read from Redis.
 func (w *Worker) setScope(hosts []string) { w.scope.Store(parse.NewScope(w.settings.Scope, hosts)) }
 
-func (w *Worker) fetchRobots(ctx context.Context, u string) (politeness.RobotsResponse, error) {
-	r, err := w.fetcher.FetchBody(ctx, u)
-	if errors.Is(err, fetch.ErrBlockedAddress) {
-		// Not a robots.txt answer: every fetch from this host will be
-		// refused by the same guard, and its record will say why (a
-		// "disallowed by robots.txt" would send the user looking in the
-		// wrong place).
-		return politeness.RobotsResponse{Status: http.StatusNotFound}, nil
-	}
-	if err != nil {
-		return politeness.RobotsResponse{}, err
-	}
-	return politeness.RobotsResponse{Status: r.Status, Body: r.Body, Location: r.Location}, nil
-}
-
 // Run works until ctx ends (graceful: fetches in progress finish and are
 // recorded, URLs leased but not started go back to the queue, the leader
 // resigns) or, with ExitWhenDone, until the crawl is finished; it returns
@@ -396,45 +347,6 @@ func (w *Worker) Run(ctx context.Context) error {
 	return w.failed
 }
 
-// flushSkips adds the discovered URLs not followed since the last flush to
-// the crawl's counters ("skipped_links:REASON"), in one round trip.
-func (w *Worker) flushSkips(ctx context.Context) {
-	n := w.skips.take()
-	if len(n) == 0 {
-		return
-	}
-	pipe := w.c.Pipeline()
-	for reason, count := range n {
-		pipe.HIncrBy(ctx, w.keys.Frontier.Stats, "skipped_links:"+reason, count)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		w.log.Warn("counting skipped links failed; counted next time", "err", err)
-		for reason, count := range n { // counted next time
-			w.skips.addN(reason, count)
-		}
-	}
-}
-
-// sitemapsFound queues the sitemaps a host's robots.txt lists (this
-// process fetched it for the whole crawl); the Bloom filter makes each
-// one queued once.
-func (w *Worker) sitemapsFound(ctx context.Context, host string, sitemaps []string) {
-	robots := "http://" + host + "/robots.txt"
-	var items []frontier.Item
-	scope := w.scope.Load()
-	for _, sm := range sitemaps {
-		if u, err := parse.Canonicalize(nil, sm); err == nil && scope.Allows(u) {
-			items = append(items, frontier.Item{URL: u.String(), Kind: frontier.KindSitemap, Parent: robots})
-		}
-	}
-	if len(items) == 0 {
-		return
-	}
-	if _, err := w.fr.Enqueue(ctx, items); err != nil {
-		w.log.Warn("queueing sitemaps failed", "host", host, "err", err)
-	}
-}
-
 // Software names the crawler in what it writes (WARC files).
 const Software = "RedCrawl/0.1"
 
@@ -459,46 +371,4 @@ func (w *Worker) newPipeline(ex *exchanger, warc *archive.Writer, fail func(erro
 func (w *Worker) newScheduler() *scheduler {
 	return &scheduler{c: w.c, fr: w.fr, elector: w.elector, cfg: w.opts.Leader, every: w.opts.SweepInterval,
 		maxAttempts: w.opts.MaxAttempts, budget: w.settings.MaxPages, log: w.log, markGone: w.markGone, metrics: w.metrics}
-}
-
-// heartbeat renews the leases this process holds, keeps it registered as
-// alive, and reads the crawl's scope, every third of a lease. A crawl that
-// is gone (reset, or Redis lost its data) stops the worker.
-func (w *Worker) heartbeat(ctx context.Context) {
-	t := time.NewTimer(w.opts.Lease / 3)
-	defer t.Stop()
-	for {
-		if hosts, err := w.c.SMembers(ctx, w.keys.Hosts).Result(); err == nil {
-			w.setScope(hosts)
-		} else if ctx.Err() == nil {
-			w.log.Warn("reading the crawl's scope failed; keeping the last one", "err", err)
-		}
-		w.flushSkips(ctx)
-		var leases []*frontier.Lease
-		w.held.Range(func(_, l any) bool { leases = append(leases, l.(*frontier.Lease)); return true })
-		_, err := w.fr.Heartbeat(ctx, w.opts.ID, leases)
-		w.noticeEvictions(ctx, errors.Is(err, frontier.ErrGone))
-		if errors.Is(err, frontier.ErrGone) {
-			w.markGone()
-			return
-		}
-		next := w.opts.Lease / 3
-		switch {
-		case err == nil || ctx.Err() != nil:
-		case IsOOM(err):
-			// The registration lapses meanwhile; status and reset know to
-			// read that as unknown, not gone, while Redis is full.
-			w.log.Warn("Redis is out of memory and refuses writes: heartbeats fail, the crawl waits "+
-				"(raise maxmemory, or free memory)", "err", err)
-			next = min(next, oomRetry)
-		default:
-			w.log.Warn("heartbeat failed", "err", err)
-		}
-		t.Reset(next)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }

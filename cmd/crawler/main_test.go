@@ -8,11 +8,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/redcrawl/crawler/crawl"
-	"github.com/redcrawl/crawler/frontier"
-	"github.com/redcrawl/crawler/internal/redistest"
-	"github.com/redcrawl/crawler/internal/testsite"
-	"github.com/redis/go-redis/v9"
 	"io"
 	"net"
 	"net/http"
@@ -20,6 +15,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/internal/redistest"
+	"github.com/redcrawl/crawler/internal/testsite"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/alicebob/miniredis/v2"
 )

@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -140,83 +138,6 @@ func (u redisURL) client() redis.UniversalClient {
 	return redis.NewClient(u.opt)
 }
 
-func (u redisURL) cluster() *redis.ClusterClient {
-	return newClusterClient(&redis.ClusterOptions{Addrs: u.addrs, Username: u.opt.Username, Password: u.opt.Password,
-		TLSConfig: u.opt.TLSConfig, MaxRetries: u.opt.MaxRetries, ClusterStateReloadInterval: clusterReloadEvery})
-}
-
-// clusterReloadEvery bounds how stale a cluster client's slot map gets
-// without errors (go-redis's default is a minute).
-const clusterReloadEvery = 10 * time.Second
-
-// newClusterClient opens a Redis Cluster client that follows a failover
-// within moments. go-redis reloads its slot map on MOVED and every
-// ClusterStateReloadInterval, but not when a master stops answering: it
-// retries the dead master until the interval ends (a worker dialled it for
-// ~50 s after its replica had taken over). A failed connection, a
-// timeout or CLUSTERDOWN now asks for a reload too (go-redis runs at most
-// one at a time, 200 ms apart), so once the replica is promoted the next
-// reload finds it.
-func newClusterClient(opt *redis.ClusterOptions) *redis.ClusterClient {
-	c := redis.NewClusterClient(opt)
-	c.AddHook(reloadOnNodeError{c})
-	return c
-}
-
-type reloadOnNodeError struct{ c *redis.ClusterClient }
-
-func (h reloadOnNodeError) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h reloadOnNodeError) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		h.check(ctx, err)
-		return err
-	}
-}
-
-func (h reloadOnNodeError) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		err := next(ctx, cmds)
-		h.check(ctx, err)
-		return err
-	}
-}
-
-// check asks for a slot map reload after an error that says a node is gone
-// or the cluster is changing: anything but a reply of Redis's own (a
-// script's error, OOM, WRONGTYPE…), except CLUSTERDOWN and friends, and
-// but the caller cancelling. A deadline that passed counts: a dead master
-// is often met as a call that times out while go-redis redials it.
-func (h reloadOnNodeError) check(ctx context.Context, err error) {
-	if err == nil || errors.Is(err, redis.Nil) || errors.Is(err, context.Canceled) {
-		return
-	}
-	var reply redis.Error
-	if errors.As(err, &reply) {
-		msg := reply.Error()
-		if !strings.HasPrefix(msg, "CLUSTERDOWN") && !strings.HasPrefix(msg, "TRYAGAIN") && !strings.HasPrefix(msg, "MASTERDOWN") {
-			return
-		}
-	}
-	h.c.ReloadState(context.WithoutCancel(ctx))
-}
-
-// clusterEnabled asks one server whether it is a node of a Redis Cluster.
-// A server that refuses the question (an embedded or compatible server
-// without the section) is not one.
-func clusterEnabled(ctx context.Context, c redis.UniversalClient) (bool, error) {
-	info, err := c.Info(ctx, "cluster").Result()
-	var refused redis.Error
-	if errors.As(err, &refused) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return strings.Contains(info, "cluster_enabled:1"), nil
-}
-
 // hideSecret removes from msg whatever raw holds before its last '@' (the
 // user info, and so any password, however the URL is mangled): the last
 // guard before anything is printed.
@@ -243,46 +164,6 @@ func hideSecret(msg, raw string) string {
 		}
 	}
 	return msg
-}
-
-// useTLSFiles applies --redis-ca (the CAs trusted for the server's
-// certificate instead of the system's) and --redis-cert/--redis-key (a
-// client certificate) to a rediss:// URL. Errors name the flag and the
-// file, never what is in it.
-func (u *redisURL) useTLSFiles(ca, cert, key string) error {
-	if ca == "" && cert == "" && key == "" {
-		return nil
-	}
-	if !u.tls {
-		return fmt.Errorf("--redis-ca, --redis-cert and --redis-key are for a TLS connection: use rediss:// in --redis (now %s)", u.shown)
-	}
-	if (cert == "") != (key == "") {
-		return errors.New("--redis-cert and --redis-key go together: a client certificate and its private key")
-	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	if u.opt.TLSConfig != nil {
-		cfg = u.opt.TLSConfig.Clone()
-	}
-	if ca != "" {
-		pem, err := os.ReadFile(ca)
-		if err != nil {
-			return fmt.Errorf("--redis-ca: %v", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return fmt.Errorf("--redis-ca %s: no PEM certificate in it", ca)
-		}
-		cfg.RootCAs = pool
-	}
-	if cert != "" {
-		pair, err := tls.LoadX509KeyPair(cert, key)
-		if err != nil {
-			return fmt.Errorf("--redis-cert %s with --redis-key %s: %v", cert, key, err)
-		}
-		cfg.Certificates = []tls.Certificate{pair}
-	}
-	u.opt.TLSConfig = cfg
-	return nil
 }
 
 // connect opens the --redis URL and checks that it answers. With a wait

@@ -1,0 +1,37 @@
+package crawl
+
+import "sync/atomic"
+
+// Counters are this process's own tallies.
+type Counters struct {
+	// How the URLs this process finished ended (see the Outcome words).
+	OK, HTTPError, Failed, Skipped atomic.Int64
+	// Requests counts HTTP requests made (retries too); PutBack, URLs
+	// handed back to the frontier for later (host busy, retry, robots.txt
+	// unavailable).
+	Requests, PutBack atomic.Int64
+	// Lapsed counts URLs whose lease this worker no longer surely held
+	// when it was about to fetch or archive them (it was paused, or cut off
+	// from Redis, past the lease): handed back unfetched, or fetched but
+	// neither archived nor recorded. Refused counts finished pages whose
+	// lease Redis no longer held at their exchange: not recorded, their
+	// WARC records marked as duplicates.
+	Lapsed, Refused atomic.Int64
+	// Exchanges counts calls to the frontier, EmptyPops those that only
+	// wanted URLs and got none, Sent the pages they carried.
+	Exchanges, EmptyPops, Sent atomic.Int64
+}
+
+// count tallies an outcome.
+func (c *Counters) count(outcome string) {
+	switch outcome {
+	case OutcomeOK:
+		c.OK.Add(1)
+	case OutcomeHTTPError:
+		c.HTTPError.Add(1)
+	case OutcomeFailed:
+		c.Failed.Add(1)
+	case OutcomeSkipped:
+		c.Skipped.Add(1)
+	}
+}

@@ -1,0 +1,98 @@
+package crawl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redcrawl/crawler/frontier"
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrWorkersAlive: reset was asked of a crawl that workers are working on.
+var ErrWorkersAlive = errors.New("crawl: workers are alive")
+
+// ResetReport says what Reset did.
+type ResetReport struct {
+	Deleted int      // keys deleted
+	Stopped []string // workers that were alive, and stopped (with force)
+}
+
+// Reset deletes every key of the crawl, found with SCAN (never KEYS, which
+// blocks a busy server). While workers are alive it refuses
+// (ErrWorkersAlive, naming them) unless force; then it stops them first:
+//  1. it deletes the config, from which moment every script of the crawl
+//     refuses to write (frontier.ErrGone) and every worker, at its next
+//     heartbeat or exchange, stops all it does and deregisters;
+//  2. it waits until no worker is alive: deregistered, or silent past its
+//     lease (a hung or partitioned one);
+//  3. it deletes the rest, including whatever a worker wrote before it
+//     stopped (robots.txt cache, token buckets, a scheduler's lock).
+//
+// No key of the crawl reappears afterwards: no worker is left to write one.
+func Reset(ctx context.Context, c redis.UniversalClient, name string, force bool) (ResetReport, error) {
+	var rep ResetReport
+	if err := CheckName(name); err != nil {
+		return rep, err
+	}
+	k := KeysFor(name)
+	fr := frontier.New(c, k.Frontier, nil)
+	set, setErr := LoadSettings(ctx, c, k) // a crawl half reset already has none: its patterns still match
+	alive, err := fr.Workers(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("crawl: reset: %w", err)
+	}
+	if len(alive) > 0 && !force {
+		return rep, fmt.Errorf("%w on crawl %q: %s; stop them first, or reset with --force (they then stop with an error)",
+			ErrWorkersAlive, name, strings.Join(alive, ", "))
+	}
+	if full, line := redisFull(ctx, c); full && !force {
+		// A lapsed registration is no sign of a stopped worker while
+		// Redis refuses the heartbeats that would renew it.
+		lapsed, err := fr.Lapsed(ctx)
+		if err != nil {
+			return rep, fmt.Errorf("crawl: reset: %w", err)
+		}
+		if len(lapsed) > 0 {
+			return rep, fmt.Errorf("%w on crawl %q, perhaps: %s; so %s may be running although their registrations lapsed; "+
+				"give Redis memory first (CONFIG SET maxmemory), or reset with --force", ErrWorkersAlive, name, line, strings.Join(lapsed, ", "))
+		}
+	}
+	if len(alive) > 0 {
+		rep.Stopped = alive
+		gone := []string{k.Config} // every shard's scripts refuse from now on
+		for i := 1; setErr == nil && i < set.Shards; i++ {
+			gone = append(gone, k.Shard(i).Config)
+		}
+		n, err := unlink(ctx, c, gone)
+		if err != nil {
+			return rep, fmt.Errorf("crawl: reset: %w", err)
+		}
+		rep.Deleted += n
+		for len(alive) > 0 {
+			t := time.NewTimer(100 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return rep, ctx.Err()
+			case <-t.C:
+			}
+			if alive, err = fr.Workers(ctx); err != nil {
+				return rep, fmt.Errorf("crawl: reset: %w", err)
+			}
+		}
+	}
+	for _, pattern := range k.Patterns() {
+		err := scanKeys(ctx, c, pattern, func(keys []string) error {
+			n, err := unlink(ctx, c, keys)
+			rep.Deleted += n
+			return err
+		})
+		if err != nil {
+			return rep, fmt.Errorf("crawl: reset: %w", err)
+		}
+	}
+	return rep, nil
+}

@@ -1,0 +1,117 @@
+package frontier
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// Lease is a popped item held by one worker.
+type Lease struct {
+	ID   string
+	Item Item
+	Host string
+	raw  string
+
+	// until is the local deadline of the lease, on this process's
+	// monotonic clock (nanoseconds since clock0): the moment the call that
+	// granted or last renewed it was sent, plus the lease length. Redis
+	// set its own deadline no earlier (its clock read the call after it
+	// was sent), so before until the lease is surely held. lost: a
+	// heartbeat found it no longer held.
+	until atomic.Int64
+	lost  atomic.Bool
+}
+
+// clock0 is where lease deadlines are measured from: time.Since reads the
+// monotonic clock, which a wall-clock step does not move.
+var clock0 = time.Now()
+
+// granted records that a call sent at sent gave or renewed the lease for d.
+func (l *Lease) granted(sent time.Time, d time.Duration) {
+	t := int64(sent.Sub(clock0) + d)
+	for {
+		old := l.until.Load()
+		if old >= t || l.until.CompareAndSwap(old, t) {
+			return
+		}
+	}
+}
+
+// Left is how long the lease is surely still held, by the local clock: 0
+// or less once it may have lapsed (a process paused or cut off from Redis
+// past it), or when a heartbeat found it lost. A lease never granted
+// through Exchange (a test's) reports a full lease's time.
+func (l *Lease) Left() time.Duration {
+	if l.lost.Load() {
+		return 0
+	}
+	u := l.until.Load()
+	if u == 0 {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(u) - time.Since(clock0)
+}
+
+// Member is the lease as the leases sorted set holds it: its id and its
+// entry ("id\nhost\nitem-json"), so that a lease carries its item and one
+// structure tells both what is held and until when.
+func (l *Lease) Member() string { return l.ID + "\n" + l.Host + "\n" + l.raw }
+
+// leaseID returns an id no other pop anywhere will use: this process's
+// random prefix and a counter.
+func (f *Frontier) leaseID() string {
+	return f.idPrefix + strconv.FormatUint(f.idSeq.Add(1), 36)
+}
+
+// failedEntry is the lease's item as the failed list keeps it: with its
+// reason, and the raw entry as its URL when it could not be decoded.
+func (l *Lease) failedEntry(reason string) string {
+	item := l.Item
+	if item.URL == "" {
+		item = Item{URL: l.raw}
+	}
+	item.Err = reason
+	b, _ := json.Marshal(item) // strings and ints only: cannot fail
+	return string(b)
+}
+
+// Defer returns a leased item to be fetched again after delay (a retry,
+// or the server's Retry-After). item replaces the stored one, so the caller
+// may count an attempt.
+func (f *Frontier) Defer(ctx context.Context, l *Lease, item Item, delay time.Duration) error {
+	e, err := entry(item)
+	if err != nil {
+		return err
+	}
+	n, err := deferScript.Run(ctx, f.c, []string{f.keys.Leases, f.keys.Deferred}, l.Member(), e, max(delay.Milliseconds(), 1)).Int()
+	if err != nil {
+		return fmt.Errorf("frontier: defer: %w", err)
+	}
+	if n == 0 {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+// Requeue puts a leased item back at the front of its host's queue because
+// the host is busy, and keeps the host from being offered again for wait.
+func (f *Frontier) Requeue(ctx context.Context, l *Lease, wait time.Duration) error {
+	e, err := entry(l.Item)
+	if err != nil {
+		return err
+	}
+	n, err := requeueScript.Run(ctx, f.c, []string{f.keys.Leases, f.keys.Queues, f.keys.Ready, f.keys.Stats, f.keys.Lengths},
+		l.Member(), e, max(wait.Milliseconds(), 1)).Int()
+	if err != nil {
+		return fmt.Errorf("frontier: requeue: %w", err)
+	}
+	if n == 0 {
+		return ErrLeaseLost
+	}
+	return nil
+}

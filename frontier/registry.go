@@ -1,0 +1,101 @@
+package frontier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Register adds worker to the crawl's registry, alive for one lease
+// length (Heartbeat keeps it so). If a live worker holds the id, it
+// returns ErrIDInUse and how long until that registration lapses, should
+// its holder not heartbeat again; ErrGone when the crawl is gone.
+func (f *Frontier) Register(ctx context.Context, worker string) (time.Duration, error) {
+	if worker == "" {
+		return 0, errors.New("frontier: register: empty worker id")
+	}
+	n, err := registerScript.Run(ctx, f.c, []string{f.keys.Workers, f.keys.Config}, worker, f.Lease.Milliseconds()).Int64()
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("frontier: register: %w", err)
+	case n < 0:
+		return 0, ErrGone
+	case n > 0:
+		return time.Duration(n) * time.Millisecond, ErrIDInUse
+	}
+	return 0, nil
+}
+
+// Heartbeat records that worker is alive (until one lease length from now)
+// and extends the leases it holds; it returns how many were still held,
+// or ErrGone when the crawl is gone. A lease extended has its local
+// deadline moved on (Lease.Left); one found lost is marked so.
+func (f *Frontier) Heartbeat(ctx context.Context, worker string, leases []*Lease) (int, error) {
+	args := []any{worker, f.Lease.Milliseconds()}
+	for _, l := range leases {
+		args = append(args, l.Member())
+	}
+	sent := time.Now()
+	res, err := renewScript.Run(ctx, f.c, []string{f.keys.Leases, f.keys.Workers, f.keys.Config}, args...).Result()
+	if err != nil {
+		return 0, fmt.Errorf("frontier: heartbeat: %w", err)
+	}
+	if n, ok := res.(int64); ok && n < 0 {
+		return 0, ErrGone
+	}
+	held, _ := res.([]any)
+	if len(held) != len(leases) {
+		return 0, fmt.Errorf("frontier: heartbeat: unexpected reply %v", res)
+	}
+	n := 0
+	for i, l := range leases {
+		if h, _ := held[i].(int64); h == 1 {
+			l.granted(sent, f.Lease)
+			n++
+		} else {
+			l.lost.Store(true) // reclaimed: another worker may have it now
+		}
+	}
+	return n, nil
+}
+
+// Deregister removes a stopped worker from the registry at once (it would
+// otherwise count as alive until its last heartbeat's lease ran out).
+// ZREM never creates a key: safe on a crawl that is gone.
+func (f *Frontier) Deregister(ctx context.Context, worker string) error {
+	if err := f.c.ZRem(ctx, f.keys.Workers, worker).Err(); err != nil {
+		return fmt.Errorf("frontier: deregister: %w", err)
+	}
+	return nil
+}
+
+// WorkerForgetAfter is how long a worker that stopped being alive stays in
+// the registry.
+const WorkerForgetAfter = time.Minute
+
+// Workers lists the workers alive now: each sent a heartbeat within its
+// lease length, and has not deregistered.
+func (f *Frontier) Workers(ctx context.Context) ([]string, error) {
+	now, err := f.c.Time(ctx).Result()
+	if err != nil {
+		return nil, fmt.Errorf("frontier: workers: %w", err)
+	}
+	return f.c.ZRangeByScore(ctx, f.keys.Workers, &redis.ZRangeBy{
+		Min: fmt.Sprint(now.UnixMilli()), Max: "+inf"}).Result()
+}
+
+// Lapsed lists the registered workers whose registration has lapsed (their
+// last heartbeat is over a lease old) and that the registry has not
+// forgotten yet: stopped without deregistering, or alive but unable to
+// heartbeat, as when Redis refuses writes.
+func (f *Frontier) Lapsed(ctx context.Context) ([]string, error) {
+	now, err := f.c.Time(ctx).Result()
+	if err != nil {
+		return nil, fmt.Errorf("frontier: workers: %w", err)
+	}
+	return f.c.ZRangeByScore(ctx, f.keys.Workers, &redis.ZRangeBy{
+		Min: "-inf", Max: "(" + fmt.Sprint(now.UnixMilli())}).Result()
+}

@@ -1,0 +1,160 @@
+package frontier
+
+import (
+	"context"
+	"fmt"
+)
+
+// Schedule is the leader's sweep of every shard (Frontier.Schedule). With
+// more than one shard, no script sees the whole crawl, so the crawl is
+// over when two sweeps in a row found every shard empty and no URL was
+// queued at the back of any shard between them: a shard's work can come
+// back only through its enqueued counter (a URL moving from a lease back
+// to a queue stays within its shard, which was then not empty). Each shard
+// is then ended as a lone one would be: its done flag set, its idle
+// workers told.
+//
+// A page budget is shared out among the shards (each pops only within its
+// share: its pages, plus URLs in flight, below it), so that it holds
+// exactly without any script seeing every shard: Σ shares ≤ budget always.
+// After each sweep, shares a shard with nothing queued leaves unused are
+// taken back and given to shards with work, take before give, each move a
+// fenced script; what a crash between the two loses, the next sweep gives
+// back, once a whole sweep under the current epoch has fenced every shard
+// against an older scheduler. The crawl is over when the shards' pages
+// reach the budget (every share is then used up, so nothing is in flight).
+func (s *Shards) Schedule(ctx context.Context, epochKey string, epoch int64, maxAttempts, limit int, pageBudget int64) (Sweep, error) {
+	if len(s.fs) == 1 {
+		return s.fs[0].Schedule(ctx, epochKey, epoch, maxAttempts, limit, pageBudget)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	share := int64(0) // the shards' budget argument: -1, their own share
+	if pageBudget > 0 {
+		share = -1
+	}
+	var total Sweep
+	total.NextDeferred = -1
+	empty := true
+	var pages int64
+	sweeps := make([]Sweep, len(s.fs))
+	enqueued := make([]int64, len(s.fs))
+	for sh, f := range s.fs {
+		sw, err := f.schedule(ctx, epochKey, epoch, maxAttempts, limit, share, sweepReport)
+		if err != nil {
+			s.lastEmpty = false
+			return total, fmt.Errorf("shard %d: %w", sh, err)
+		}
+		sweeps[sh] = sw
+		total.Released += sw.Released
+		total.Reclaimed += sw.Reclaimed
+		total.Failed += sw.Failed
+		if sh == 0 {
+			total.CrawlOver = sw.CrawlOver // the crawl's done flag is the first shard's, set last
+		}
+		if sw.NextDeferred >= 0 && (total.NextDeferred < 0 || sw.NextDeferred < total.NextDeferred) {
+			total.NextDeferred = sw.NextDeferred
+		}
+		empty = empty && sw.empty
+		enqueued[sh] = sw.enqueued
+		pages += sw.pages
+	}
+	same := true
+	for sh := range enqueued {
+		same = same && enqueued[sh] == s.lastEnqueued[sh]
+	}
+	over := empty && s.lastEmpty && same || pageBudget > 0 && pages >= pageBudget
+	s.lastEmpty, s.lastEnqueued = empty, enqueued
+	fencedAll := s.sweptEpoch == epoch // a whole sweep under this epoch came before this one
+	s.sweptEpoch = epoch
+	if over && !total.CrawlOver {
+		// First every shard writes its last records (with a budget, one for
+		// each URL tried and not tried again), over as many sweeps as that
+		// takes; then the done flags are set, the first shard's last: it is
+		// the one export --follow and status read, so it must not come
+		// before any other shard's records.
+		finished := true
+		for sh, f := range s.fs {
+			sw, err := f.schedule(ctx, epochKey, epoch, maxAttempts, limit, share, sweepFinish)
+			if err != nil {
+				return total, fmt.Errorf("shard %d: %w", sh, err)
+			}
+			finished = finished && sw.CrawlOver
+		}
+		if !finished {
+			total.NextDeferred = 0 // more to write: sweep again soon
+			return total, nil
+		}
+		for sh := len(s.fs) - 1; sh >= 0; sh-- {
+			if _, err := s.fs[sh].schedule(ctx, epochKey, epoch, maxAttempts, limit, share, sweepEnd); err != nil {
+				return total, fmt.Errorf("shard %d: %w", sh, err)
+			}
+		}
+		total.CrawlOver = true
+	}
+	if pageBudget > 0 && !over && fencedAll {
+		if err := s.rebalance(ctx, epochKey, epoch, pageBudget, sweeps); err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// rebalance moves the page budget's shares towards the shards with work:
+// first what the shares fall short of the budget (a move a crash cut in
+// two), then the shares of shards with nothing queued that they leave
+// unused, taken back before they are given.
+func (s *Shards) rebalance(ctx context.Context, epochKey string, epoch, budget int64, sw []Sweep) error {
+	var working []int
+	var shares int64
+	for sh, w := range sw {
+		shares += w.allow
+		if w.work > 0 {
+			working = append(working, sh)
+		}
+	}
+	pool := budget - shares // what a move cut short lost
+	if len(working) == 0 {  // nothing to pop anywhere: only restore what was lost
+		working = []int{0}
+	} else {
+		for sh, w := range sw {
+			if unused := w.allow - w.pages - w.leases; w.work == 0 && unused > 0 {
+				taken, err := s.fs[sh].moveAllowance(ctx, epochKey, epoch, -unused)
+				if err != nil {
+					return fmt.Errorf("shard %d: %w", sh, err)
+				}
+				pool -= taken // taken is negative
+			}
+		}
+	}
+	for i, sh := range working {
+		give := pool / int64(len(working)-i)
+		if give <= 0 {
+			continue
+		}
+		if _, err := s.fs[sh].moveAllowance(ctx, epochKey, epoch, give); err != nil {
+			return fmt.Errorf("shard %d: %w", sh, err)
+		}
+		pool -= give
+	}
+	return nil
+}
+
+// Shares splits a page budget into the shards' first shares, as even as
+// can be; the scheduler moves them after.
+func Shares(budget int64, shards int) []int64 {
+	out := make([]int64, shards)
+	for i := range out {
+		out[i] = budget / int64(shards)
+		if int64(i) < budget%int64(shards) {
+			out[i]++
+		}
+	}
+	return out
+}
+
+// SetShare gives this frontier its first share of the page budget, if it
+// has none yet (seeding again changes nothing).
+func (f *Frontier) SetShare(ctx context.Context, share int64) error {
+	return f.c.HSetNX(ctx, f.keys.Stats, "allow", share).Err()
+}
