@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,6 +84,15 @@ func backEntries(items []Item) ([]string, []any, error) {
 // ErrGone: the crawl's config is gone (reset, or Redis lost its data);
 // nothing was written.
 var ErrGone = errors.New("the crawl is gone from Redis")
+
+// isGone reports whether a script refused because the crawl is gone: its
+// error reply begins "GONE" (register, renew, schedule; the exchange's
+// Bloom guard says 'gone' in its refusal reply instead, which has no
+// error to carry it: counted).
+func isGone(err error) bool {
+	var reply redis.Error
+	return errors.As(err, &reply) && strings.HasPrefix(reply.Error(), "GONE")
+}
 
 // ErrIDInUse: a live worker is registered under the id already (two
 // processes given one --id, or an earlier run of this one that was killed

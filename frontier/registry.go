@@ -19,10 +19,10 @@ func (f *Frontier) Register(ctx context.Context, worker string) (time.Duration, 
 	}
 	n, err := registerScript.Run(ctx, f.c, []string{f.keys.Workers, f.keys.Config}, worker, f.Lease.Milliseconds()).Int64()
 	switch {
+	case isGone(err):
+		return 0, ErrGone
 	case err != nil:
 		return 0, fmt.Errorf("frontier: register: %w", err)
-	case n < 0:
-		return 0, ErrGone
 	case n > 0:
 		return time.Duration(n) * time.Millisecond, ErrIDInUse
 	}
@@ -40,11 +40,11 @@ func (f *Frontier) Heartbeat(ctx context.Context, worker string, leases []*Lease
 	}
 	sent := time.Now()
 	res, err := renewScript.Run(ctx, f.c, []string{f.keys.Leases, f.keys.Workers, f.keys.Config}, args...).Result()
+	if isGone(err) {
+		return 0, ErrGone
+	}
 	if err != nil {
 		return 0, fmt.Errorf("frontier: heartbeat: %w", err)
-	}
-	if n, ok := res.(int64); ok && n < 0 {
-		return 0, ErrGone
 	}
 	held, _ := res.([]any)
 	if len(held) != len(leases) {

@@ -1,13 +1,14 @@
+local GONE = 'GONE the crawl is gone from Redis' -- the one refusal of a gone crawl (frontier.ErrGone)
 -- renew.lua: a worker's heartbeat; extends the leases it still holds.
 -- KEYS[1] leases   KEYS[2] workers (zset worker -> alive until, ms)
 -- KEYS[3] the crawl's config: while it is missing the crawl is gone (reset)
 -- ARGV[1] worker id   ARGV[2] lease length ms   ARGV[3..] leases ("id\nhost\nitem-json")
 -- Returns a flag per lease, in order (1: held, and extended; 0: lost, and
--- not revived: its URL was reclaimed for another worker), or -1, with
--- nothing written, when the crawl is gone.
+-- not revived: its URL was reclaimed for another worker), or the GONE
+-- error, with nothing written, when the crawl is gone.
 -- A worker is alive until its leases would lapse: one lease length after
 -- its last heartbeat.
-if redis.call('EXISTS', KEYS[3]) == 0 then return -1 end
+if redis.call('EXISTS', KEYS[3]) == 0 then return redis.error_reply(GONE) end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local until_ms = now + tonumber(ARGV[2])

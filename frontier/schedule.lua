@@ -9,7 +9,7 @@
 -- waiting for a retry ends there with a failed record (ARGV[7]: the cap)
 -- KEYS[12] lengths (lib.lua)
 -- KEYS[10] the crawl's config: while it is missing the crawl is gone (reset),
--- and the sweep is refused with a GONE error before any write
+-- and the sweep is refused with the GONE error before any write
 -- ARGV[2] max attempts   ARGV[3] most entries per sweep   ARGV[4] failed list cap
 -- ARGV[5] page budget (0: none; -1: this shard's share, the field 'allow' of its stats)   ARGV[6] forget workers this long after they stopped being alive (ms)
 -- ARGV[8] '1': this is the crawl's only shard, and the sweep decides
@@ -18,13 +18,26 @@
 --   Shards decided the crawl is over: this shard ends as a lone one would;
 --   'finish': as 'end', but without setting the done flag: done is 1 when
 --   the shard's last records are all written (Shards then ends them all)
--- Returns {released, reclaimed, failed, done, ms until the next deferred
--- item is due (-1: none), empty (1: nothing queued, leased or deferred),
--- enqueued (URLs ever queued at the back: a shard's work can only come
--- back through that counter)}. done is 1 once nothing is
--- queued, in flight or deferred (or the page budget is spent and nothing is
--- in flight); the flag is set in the same atomic step as the check.
-if redis.call('EXISTS', KEYS[10]) == 0 then return redis.error_reply('GONE the crawl was reset') end
+-- Returns 11 values, in this order (frontier.schedule reads them):
+--   1 released   due deferred entries put back in the queues
+--   2 reclaimed  expired leases put back, with attempts+1
+--   3 failed     expired leases that reached the maximum attempts
+--   4 done       1 once nothing is queued, in flight or deferred (or the
+--                page budget is spent and nothing is in flight) and every
+--                last record is written; the flag is set in the same atomic
+--                step as the check ('finish': 1 when this shard's last
+--                records are written, no flag set)
+--   5 due_in     ms until the next deferred item is due (-1: none; 0: the
+--                crawl's end has more last records to write: sweep again)
+--   6 empty      1: nothing queued, leased or deferred in this shard
+--   7 enqueued   URLs ever queued at the back (a shard's work can only come
+--                back through that counter)
+--   8 pages      pages fetched in this shard
+--   9 leases     URLs in flight in this shard
+--  10 budget     this shard's share of the page budget (or the budget)
+--  11 work       URLs queued or deferred in this shard
+-- or the GONE error, with nothing written, when the crawl is gone.
+if redis.call('EXISTS', KEYS[10]) == 0 then return redis.error_reply('GONE the crawl is gone from Redis') end
 local queues, ready, leases, deferred = KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local failedKey, stats = KEYS[6], KEYS[7]
 local Q = fr_keys(queues, ready, stats, KEYS[12])

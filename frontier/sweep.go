@@ -3,7 +3,6 @@ package frontier
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redcrawl/crawler/fence"
@@ -59,7 +58,7 @@ func (f *Frontier) schedule(ctx context.Context, epochKey string, epoch int64, m
 		[]string{f.keys.Queues, f.keys.Ready, f.keys.Leases, f.keys.Deferred, f.keys.Failed, f.keys.Stats, f.keys.DoneFlag, f.keys.Workers,
 			f.keys.Config, f.keys.Results, f.keys.Lengths},
 		maxAttempts, limit, failedCap, pageBudget, WorkerForgetAfter.Milliseconds(), f.ResultsCap, mode)
-	if err != nil && strings.HasPrefix(err.Error(), "GONE") {
+	if isGone(err) {
 		return Sweep{}, ErrGone
 	}
 	if err != nil {
