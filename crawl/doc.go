@@ -15,10 +15,10 @@
 //	  └──────▲──────────────────────────────────────┬──────┘
 //	         │ entries                        ready │ (6 a loop)
 //	  ┌──────┴──────────────────────────────────────▼──────┐
-//	  │ fetch loops × Concurrency (page.go):               │
+//	  │ fetch loops × Concurrency (page.go, putback.go):   │
 //	  │  admit (robots.txt, token) → fetch → parse → entry │
 //	  └────────────────────────────────────────────────────┘
-//	  heartbeat (worker.go): renews held leases, registers the
+//	  heartbeat (heartbeat.go): renews held leases, registers the
 //	    worker, reads the scope; stops all if the crawl is gone
 //	  scheduler (scheduler.go): campaigns; while elected, sweeps
 //

@@ -88,7 +88,7 @@
 // crawl:{name}), so that a Redis Cluster spreads them over its masters. A
 // host's everything lives in its shard; what crosses shards (links to other
 // shards' hosts, pops, completion, the page budget's shares, fencing) is
-// in shards.go and docs/design.md.
+// in shards.go, shardsweep.go and docs/design.md.
 //
 // # The scheduler's sweep
 //
