@@ -230,12 +230,25 @@ func workerBackAfterLapse(t *testing.T, thawEarly bool) {
 		}
 	}
 	for p := range unfetched {
-		if site.reqs[p] != 1 {
-			t.Errorf("%s, whose lapsed lease a handed back unfetched, was requested %d times; want once, by b", p, site.reqs[p])
+		// Once for the crawl; and once more if a had fetched it before its
+		// lease lapsed (a page a finished whose outcome Redis refused can
+		// come back to a under a lease granted by a call sent before the
+		// cut: its local deadline has passed already, so a hands it back).
+		want := 1
+		if fetchedLate[p] {
+			want = 2
+		}
+		if site.reqs[p] != want {
+			t.Errorf("%s, whose lapsed lease a handed back unfetched, was requested %d times; want %d", p, site.reqs[p], want)
 		}
 	}
-	if !thawEarly && len(unfetched) == 0 {
-		t.Errorf("worker a handed back no buffered URL unfetched; log:\n%s", logsA.String())
+	// Its fetches under way lapse during the fetch, always; its buffered
+	// URLs are handed back before the fetch when the pop that brought them
+	// was answered before the cut (a pop whose reply the cut delayed past
+	// the client's timeout never reaches the buffer: the sweep takes
+	// those leases back all the same).
+	if !thawEarly && wa.Counters.Lapsed.Load() == 0 {
+		t.Errorf("worker a handed back no lapsed lease; log:\n%s", logsA.String())
 	}
 	if thawEarly && wa.Counters.Refused.Load() == 0 {
 		t.Errorf("Redis refused none of a's finished pages; log:\n%s", logsA.String())
@@ -247,6 +260,9 @@ func workerBackAfterLapse(t *testing.T, thawEarly bool) {
 	seen := map[string]string{}
 	for who, out := range map[string]*syncBuf{"a": &outA, "b": &outB} {
 		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			if line == "" {
+				continue // a worker may have recorded nothing: the other got every URL
+			}
 			var rec crawl.Record
 			if err := json.Unmarshal([]byte(line), &rec); err != nil {
 				t.Fatalf("--out of %s: %q: %v", who, line, err)
