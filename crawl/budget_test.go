@@ -43,7 +43,10 @@ func TestEveryURLTriedUnderABudgetHasARecord(t *testing.T) {
 					u, _ := url.Parse(r)
 					seeds = append(seeds, u)
 				}
-				crawl.Seed(context.Background(), s.Client, crawl.KeysFor("budget-tried"), set, seeds)
+				s.FollowWallClock(t) // the scheduler's lock expires on miniredis too (a leader that lost it under load)
+				if _, err := crawl.Seed(context.Background(), s.Client, crawl.KeysFor("budget-tried"), set, seeds); err != nil {
+					t.Fatal(err)
+				}
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				defer cancel()
 				var opts []crawl.Options

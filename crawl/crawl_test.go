@@ -23,6 +23,9 @@ import (
 
 func seedSite(t *testing.T, s *redistest.Server, site *testsite.Site, name string, set crawl.Settings) {
 	t.Helper()
+	// Keys expire on miniredis as on Redis, the scheduler's lock among
+	// them: a leader that lost its lock under load must not keep it.
+	s.FollowWallClock(t)
 	var seeds []*url.URL
 	for _, r := range site.Roots() {
 		u, _ := url.Parse(r)
