@@ -75,19 +75,27 @@ func (f *fullDisk) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// smallSite starts a test site of 2 hosts × 60 pages (closed at the test's
+// end) and seeds it as crawl name, with no rate limit.
+func smallSite(t *testing.T, s *redistest.Server, name string) *testsite.Site {
+	t.Helper()
+	site, err := testsite.Start(testsite.Config{Hosts: 2, Pages: 60, Latency: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(site.Close)
+	set := crawl.DefaultSettings()
+	set.Rate, set.AllowPrivate = math.Inf(1), true
+	seedSite(t, s, site, name, set)
+	return site
+}
+
 // A worker whose --out cannot be written stops with an error, once, like a
 // full WARC directory; what it had not finished goes back to the queue, so
 // another worker crawls the rest and nothing is lost.
 func TestFullOutFileStopsTheWorker(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
-		site, err := testsite.Start(testsite.Config{Hosts: 2, Pages: 60, Latency: 5 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer site.Close()
-		set := crawl.DefaultSettings()
-		set.Rate, set.AllowPrivate = math.Inf(1), true
-		seedSite(t, s, site, "fullout", set)
+		site := smallSite(t, s, "fullout")
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		o := fastOptions("w1")
@@ -118,14 +126,7 @@ func TestFullOutFileStopsTheWorker(t *testing.T) {
 // of exactly one record on the results stream, as the stream says.
 func TestFullWARCDiskStopsTheWorkerAndKeepsTheFileWhole(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
-		site, err := testsite.Start(testsite.Config{Hosts: 2, Pages: 60, Latency: 5 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer site.Close()
-		set := crawl.DefaultSettings()
-		set.Rate, set.AllowPrivate = math.Inf(1), true
-		seedSite(t, s, site, "fullwarc", set)
+		site := smallSite(t, s, "fullwarc")
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		dir := tmpfs.Mount(t, 32<<10)
