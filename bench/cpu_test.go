@@ -19,6 +19,7 @@ import (
 
 	"github.com/gocolly/colly/v2"
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
@@ -128,7 +129,7 @@ func redcrawlCPU(b *testing.B, root string) cpuRun {
 	set := crawl.DefaultSettings()
 	set.Rate, set.AllowPrivate, set.Sitemaps = math.Inf(1), true, false
 	seed, _ := url.Parse(root)
-	if _, err := crawl.Seed(ctx, s.Client, crawl.KeysFor("cpu"), set, []*url.URL{seed}); err != nil {
+	if _, err := crawl.Seed(ctx, s.Client, "cpu", set, []*url.URL{seed}); err != nil {
 		b.Fatal(err)
 	}
 	cpu0, redis0 := cpuNow(), redistest.CPU(b, s.Client)
@@ -148,7 +149,10 @@ func redcrawlCPU(b *testing.B, root string) cpuRun {
 	}
 	wg.Wait()
 	run := cpuRun{workers: cpuNow() - cpu0, redis: redistest.CPU(b, s.Client) - redis0}
-	run.pages, _ = s.Client.HGet(ctx, "crawl:{cpu}:stats", "pages").Int64()
+	if fr, err := frontier.New(s.Client, "cpu", frontier.Options{Shards: 1}); err == nil {
+		counts, _ := fr.Stats(ctx)
+		run.pages = counts["pages"]
+	}
 	return run
 }
 

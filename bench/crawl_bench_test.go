@@ -59,7 +59,7 @@ func crawlSharded(b *testing.B, shards int, site testsite.Config, rate float64, 
 		u, _ := url.Parse(r)
 		seeds = append(seeds, u)
 	}
-	if _, err := crawl.Seed(ctx, s.Client, crawl.KeysFor("bench"), set, seeds); err != nil {
+	if _, err := crawl.Seed(ctx, s.Client, "bench", set, seeds); err != nil {
 		b.Fatal(err)
 	}
 	// The server's own background work (serverCron, 10 times a second) is
@@ -103,12 +103,15 @@ func crawlSharded(b *testing.B, shards int, site testsite.Config, rate float64, 
 	if os.Getenv("BENCH_COMMANDSTATS") != "" { // BENCH_COMMANDSTATS=FILE: where Redis spent its time, command by command
 		os.WriteFile(os.Getenv("BENCH_COMMANDSTATS"), []byte(s.Client.Info(ctx, "commandstats").Val()), 0o644)
 	}
-	for i := 0; i < shards; i++ {
-		stats := frontier.KeysForShard("bench", i).Stats
-		pages, _ := s.Client.HGet(ctx, stats, "pages").Int64()
-		offered, _ := s.Client.HGet(ctx, stats, "offered").Int64()
-		res.pages, res.offered = res.pages+pages, res.offered+offered
+	fr, err := frontier.New(s.Client, "bench", frontier.Options{Shards: shards})
+	if err != nil {
+		b.Fatal(err)
 	}
+	counts, err := fr.Stats(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	res.pages, res.offered = counts["pages"], counts["offered"]
 	st := ts.Stats()
 	res.truth = len(ts.Truth())
 	missing := ts.Missing()

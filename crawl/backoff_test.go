@@ -50,7 +50,7 @@ func TestA429PausesTheHostForEveryWorker(t *testing.T) {
 	set := crawl.DefaultSettings()
 	set.Rate, set.Burst, set.AllowPrivate = 4, 1, true
 	seed, _ := url.Parse(srv.URL + "/")
-	if _, err := crawl.Seed(context.Background(), s.Client, crawl.KeysFor("pause"), set, []*url.URL{seed}); err != nil {
+	if _, err := crawl.Seed(context.Background(), s.Client, "pause", set, []*url.URL{seed}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -120,7 +120,7 @@ func TestARunOfTimeoutsPausesTheHost(t *testing.T) {
 	set := crawl.DefaultSettings()
 	set.Rate, set.Burst, set.AllowPrivate = 50, 5, true
 	root, _ := url.Parse(srv.URL + "/")
-	if _, err := crawl.Seed(context.Background(), s.Client, crawl.KeysFor("hang"), set, []*url.URL{root}); err != nil {
+	if _, err := crawl.Seed(context.Background(), s.Client, "hang", set, []*url.URL{root}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -136,7 +136,7 @@ func TestARunOfTimeoutsPausesTheHost(t *testing.T) {
 	if err := w.Run(ctx); err != nil || ctx.Err() != nil {
 		t.Fatalf("Run: %v, %v", err, ctx.Err())
 	}
-	bucket := crawl.KeysFor("hang").RateKey(strings.TrimPrefix(srv.URL, "http://"), 1)
+	bucket := frontierOf(t, s.Client, "hang", 1).RateKey(strings.TrimPrefix(srv.URL, "http://"))
 	if n, err := s.Client.HExists(ctx, bucket, "paused_until").Result(); err != nil || !n {
 		t.Fatalf("after a run of timeouts the host was never paused (%v)", err)
 	}

@@ -44,7 +44,7 @@ func TestEveryURLTriedUnderABudgetHasARecord(t *testing.T) {
 					seeds = append(seeds, u)
 				}
 				s.FollowWallClock(t) // the scheduler's lock expires on miniredis too (a leader that lost it under load)
-				if _, err := crawl.Seed(context.Background(), s.Client, crawl.KeysFor("budget-tried"), set, seeds); err != nil {
+				if _, err := crawl.Seed(context.Background(), s.Client, "budget-tried", set, seeds); err != nil {
 					t.Fatal(err)
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
 	"github.com/redcrawl/crawler/leader"
@@ -31,7 +32,7 @@ func seedSite(t *testing.T, s *redistest.Server, site *testsite.Site, name strin
 		u, _ := url.Parse(r)
 		seeds = append(seeds, u)
 	}
-	rep, err := crawl.Seed(context.Background(), s.Client, crawl.KeysFor(name), set, seeds)
+	rep, err := crawl.Seed(context.Background(), s.Client, name, set, seeds)
 	if err != nil || rep.Queued != len(seeds) {
 		t.Fatalf("Seed = %+v, %v", rep, err)
 	}
@@ -131,7 +132,7 @@ func TestStoppedSchedulerResigns(t *testing.T) {
 		// No seeds: the workers sit idle, so a stopped worker's fetch loops
 		// end at once and only the resignation is left to do.
 		set := crawl.DefaultSettings()
-		if _, err := crawl.Seed(context.Background(), s.Client, crawl.KeysFor("resign"), set, nil); err != nil {
+		if _, err := crawl.Seed(context.Background(), s.Client, "resign", set, nil); err != nil {
 			t.Fatal(err)
 		}
 		ctx := context.Background()
@@ -173,7 +174,7 @@ func awaitLeader(t *testing.T, s *redistest.Server, not string) string {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		info, _, err := leader.Current(context.Background(), s.Client, crawl.KeysFor("resign").Leader)
+		info, _, err := leader.Current(context.Background(), s.Client, frontier.LeaderKey("resign"))
 		if err == nil && info.ID != not {
 			return info.ID
 		}
@@ -262,7 +263,7 @@ func pageBudget(t *testing.T, shards int) {
 // goroutine per unit of it.
 func TestConcurrencyIsBounded(t *testing.T) {
 	s := redistest.Mini(t)
-	if _, err := crawl.Seed(context.Background(), s.Client, crawl.KeysFor("c"), crawl.DefaultSettings(), nil); err != nil {
+	if _, err := crawl.Seed(context.Background(), s.Client, "c", crawl.DefaultSettings(), nil); err != nil {
 		t.Fatal(err)
 	}
 	o := fastOptions("w1")
@@ -282,7 +283,7 @@ func TestConcurrencyIsBounded(t *testing.T) {
 func TestWorkerIDIsOneLiveWorkers(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
-		if _, err := crawl.Seed(ctx, s.Client, crawl.KeysFor("ids"), crawl.DefaultSettings(), nil); err != nil {
+		if _, err := crawl.Seed(ctx, s.Client, "ids", crawl.DefaultSettings(), nil); err != nil {
 			t.Fatal(err)
 		}
 		o := fastOptions("same")
@@ -306,7 +307,7 @@ func TestWorkerIDIsOneLiveWorkers(t *testing.T) {
 		if s.Mini != nil {
 			return // miniredis's TIME stands still unless a test moves it
 		}
-		killed := crawl.KeysFor("ids").Shard(0).Workers
+		killed := frontier.KeysFor("ids").Workers
 		s.Client.ZAdd(ctx, killed, redis.Z{Member: "same", Score: float64(time.Now().Add(200 * time.Millisecond).UnixMilli())})
 		if _, err := crawl.NewWorker(ctx, s.Client, "ids", o); err != nil {
 			t.Fatalf("after a killed run's registration lapsed: %v", err)

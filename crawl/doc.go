@@ -30,7 +30,7 @@
 // deferred). The exchanger alone calls frontier.Exchange: it sends entries
 // many to a call and refills the ready buffer in the same call; policy
 // decides when, with no I/O of its own. A crawl of several shards
-// (Settings.Shards, frontier.Shards) changes one thing here: a call carries
+// (Settings.Shards, frontier.Frontier) changes one thing here: a call carries
 // the pages of one shard, so that it stays one atomic script there. The heartbeat renews the leases of
 // everything the process holds — fetched, waiting in the ready buffer, or
 // waiting to be sent — so a kill -9 loses nothing: the leases expire and

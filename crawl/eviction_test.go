@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
@@ -54,7 +55,7 @@ func TestEvictingRedisIsRefused(t *testing.T) {
 func TestEvictionsDuringACrawlAreLoud(t *testing.T) {
 	s := redistest.Real(t)
 	ctx := context.Background()
-	if _, err := crawl.Seed(ctx, s.Client, crawl.KeysFor("evict"), crawl.DefaultSettings(), nil); err != nil {
+	if _, err := crawl.Seed(ctx, s.Client, "evict", crawl.DefaultSettings(), nil); err != nil {
 		t.Fatal(err)
 	}
 	o := fastOptions("w1")
@@ -87,7 +88,7 @@ func TestEvictionsDuringACrawlAreLoud(t *testing.T) {
 	// Evict anything, the crawl itself too: the worker stops and says why.
 	s.Client.ConfigSet(ctx, "maxmemory-policy", "allkeys-random")
 	for i := 100; i < 2000; i++ {
-		if n, _ := s.Client.Exists(ctx, crawl.KeysFor("evict").Config).Result(); n == 0 {
+		if n, _ := s.Client.Exists(ctx, frontier.KeysFor("evict").Config).Result(); n == 0 {
 			break
 		}
 		s.Client.Set(ctx, fmt.Sprintf("junk:%d", i), big, 0)

@@ -26,7 +26,7 @@ import (
 // page and gives the unstarted URLs back to the front of their queues.
 type exchanger struct {
 	c            redis.UniversalClient
-	fr           *frontier.Shards
+	fr           *frontier.Frontier
 	known        *known
 	held         *sync.Map // lease id -> *frontier.Lease: what the heartbeat renews
 	out          *recordWriter

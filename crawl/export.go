@@ -3,12 +3,11 @@ package crawl
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"time"
 
+	"github.com/redcrawl/crawler/frontier"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -35,94 +34,56 @@ func Export(ctx context.Context, c redis.UniversalClient, name string, out io.Wr
 	if err := CheckName(name); err != nil {
 		return rep, err
 	}
-	k := KeysFor(name)
-	set, err := LoadSettings(ctx, c, k)
+	set, err := LoadSettings(ctx, c, name)
+	if err != nil {
+		return rep, err
+	}
+	fr, err := frontier.New(c, name, set.frontierOptions())
 	if err != nil {
 		return rep, err
 	}
 	// Each shard has its stream; each is read in order, shard after shard.
-	last := make([]string, set.Shards)
-	for i := range last {
-		last[i] = "0"
+	cur := fr.NewCursor()
+	write := func(r frontier.StoredRecord) error {
+		var rec Record
+		if err := json.Unmarshal(r.Body, &rec); err != nil {
+			return fmt.Errorf("crawl: export: record %s: %w", r.ID, err)
+		}
+		rec.NewLinks = r.NewLinks
+		b, err := json.Marshal(rec)
+		if err == nil {
+			_, err = out.Write(append(b, '\n'))
+		}
+		return err
 	}
 	for {
-		for i := range last {
-			n, err := exportFrom(ctx, c, k.Shard(i).Results, &last[i], out)
-			rep.Written += n
-			if err != nil {
-				return rep, err
-			}
+		n, err := fr.ReadRecords(ctx, cur, write)
+		rep.Written += n
+		if err != nil {
+			return rep, err
 		}
 		// Caught up? The done flag first: records are all added before it
 		// is set, so if it was set, the newest ids read after it are the
-		// last ones. Then each shard's count of records ever added and its
-		// newest id, read together.
-		done, err := c.Exists(ctx, k.DoneFlag).Result()
+		// last ones.
+		done, err := fr.Done(ctx)
 		if err != nil {
 			return rep, fmt.Errorf("crawl: export: %w", err)
 		}
-		caughtUp, added := true, int64(0)
-		for i := range last {
-			pipe := c.TxPipeline()
-			total := pipe.HGet(ctx, k.Shard(i).Stats, "records")
-			newest := pipe.XRevRangeN(ctx, k.Shard(i).Results, "+", "-", 1)
-			if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-				return rep, fmt.Errorf("crawl: export: %w", err)
-			}
-			if ids := newest.Val(); len(ids) > 0 && ids[0].ID != last[i] {
-				caughtUp = false // records came meanwhile
-			}
-			n, _ := strconv.ParseInt(total.Val(), 10, 64)
-			added += n
+		caughtUp, added, err := fr.CaughtUp(ctx, cur)
+		if err != nil {
+			return rep, err
 		}
 		if !caughtUp {
 			continue
 		}
-		rep.Trimmed, rep.Done = max(added-rep.Written, 0), done == 1
-		if !follow || done == 1 || ctx.Err() != nil {
+		rep.Trimmed, rep.Done = max(added-rep.Written, 0), done
+		if !follow || done || ctx.Err() != nil {
 			return rep, nil
 		}
-		// Wait for the next record (the done flag is looked at again at
-		// least once a second). One blocking read cannot span the shards'
-		// slots: with several, the first shard's stream is waited on, and
-		// the others are read at least once a second.
-		_, err = c.XRead(ctx, &redis.XReadArgs{Streams: []string{k.Results, last[0]}, Count: 1, Block: time.Second}).Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			if ctx.Err() != nil {
-				return rep, nil
-			}
-			return rep, fmt.Errorf("crawl: export: %w", err)
-		}
-	}
-}
-
-// exportFrom writes the records after *last and moves *last on.
-func exportFrom(ctx context.Context, c redis.UniversalClient, stream string, last *string, out io.Writer) (int64, error) {
-	var written int64
-	for {
-		msgs, err := c.XRangeN(ctx, stream, "("+*last, "+", 1000).Result()
-		if err != nil {
-			return written, fmt.Errorf("crawl: export: %w", err)
-		}
-		for _, m := range msgs {
-			var rec Record
-			raw, _ := m.Values["rec"].(string)
-			if err := json.Unmarshal([]byte(raw), &rec); err != nil {
-				return written, fmt.Errorf("crawl: export: record %s: %w", m.ID, err)
-			}
-			rec.NewLinks, _ = strconv.Atoi(fmt.Sprint(m.Values["new_links"]))
-			b, err := json.Marshal(rec)
-			if err == nil {
-				_, err = out.Write(append(b, '\n'))
-			}
-			if err != nil {
-				return written, err
-			}
-			written++
-			*last = m.ID
-		}
-		if len(msgs) < 1000 {
-			return written, nil
+		// Wait for the next record; the done flag is looked at again at
+		// least once a second.
+		if err := fr.AwaitRecord(ctx, cur, time.Second); err != nil {
+			return rep, err
 		}
 	}
 }
@@ -133,24 +94,24 @@ func FirstErrors(ctx context.Context, c redis.UniversalClient, name string, n in
 	if err := CheckName(name); err != nil {
 		return nil, err
 	}
-	k := KeysFor(name)
-	s, err := LoadSettings(ctx, c, k)
+	s, err := LoadSettings(ctx, c, name)
+	if err != nil {
+		return nil, err
+	}
+	fr, err := frontier.New(c, name, s.frontierOptions())
 	if err != nil {
 		return nil, err
 	}
 	var why []string
-	for i := 0; i < s.Shards && len(why) < n; i++ {
-		msgs, err := c.XRangeN(ctx, k.Shard(i).Results, "-", "+", int64(n)).Result()
-		if err != nil {
-			return why, fmt.Errorf("crawl: reading the records: %w", err)
+	err = fr.FirstRecords(ctx, n, func(r frontier.StoredRecord) bool {
+		var rec Record
+		if json.Unmarshal(r.Body, &rec) == nil && rec.Error != "" {
+			why = append(why, rec.URL+": "+rec.Error)
 		}
-		for _, m := range msgs {
-			var rec Record
-			raw, _ := m.Values["rec"].(string)
-			if json.Unmarshal([]byte(raw), &rec) == nil && rec.Error != "" && len(why) < n {
-				why = append(why, rec.URL+": "+rec.Error)
-			}
-		}
+		return len(why) < n
+	})
+	if err != nil {
+		return why, fmt.Errorf("crawl: reading the records: %w", err)
 	}
 	return why, nil
 }

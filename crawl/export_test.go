@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
 // addRecords puts n records on the results stream as exchanges do: each
 // counted in the stats field "records".
-func addRecords(t *testing.T, s *redistest.Server, k crawl.Keys, from, n int) {
+func addRecords(t *testing.T, s *redistest.Server, k frontier.Keys, from, n int) {
 	t.Helper()
 	ctx := context.Background()
 	for i := from; i < from+n; i++ {
@@ -24,17 +25,16 @@ func addRecords(t *testing.T, s *redistest.Server, k crawl.Keys, from, n int) {
 		if err := s.Client.XAdd(ctx, &redis.XAddArgs{Stream: k.Results, Values: []any{"rec", rec, "new_links", "0"}}).Err(); err != nil {
 			t.Fatal(err)
 		}
-		s.Client.HIncrBy(ctx, k.Frontier.Stats, "records", 1)
+		s.Client.HIncrBy(ctx, k.Stats, "records", 1)
 	}
 }
 
-func newCrawl(t *testing.T, s *redistest.Server, name string) crawl.Keys {
+func newCrawl(t *testing.T, s *redistest.Server, name string) frontier.Keys {
 	t.Helper()
-	k := crawl.KeysFor(name)
-	if _, err := crawl.Seed(context.Background(), s.Client, k, crawl.DefaultSettings(), nil); err != nil {
+	if _, err := crawl.Seed(context.Background(), s.Client, name, crawl.DefaultSettings(), nil); err != nil {
 		t.Fatal(err)
 	}
-	return k
+	return frontier.KeysFor(name)
 }
 
 // Records the stream trimmed before an export read them are counted, not

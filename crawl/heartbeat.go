@@ -15,11 +15,11 @@ func (w *Worker) flushSkips(ctx context.Context) {
 	if len(n) == 0 {
 		return
 	}
-	pipe := w.c.Pipeline()
+	counts := make(map[string]int64, len(n))
 	for reason, count := range n {
-		pipe.HIncrBy(ctx, w.keys.Frontier.Stats, "skipped_links:"+reason, count)
+		counts["skipped_links:"+reason] = count
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	if err := w.fr.AddCounts(ctx, counts); err != nil {
 		w.log.Warn("counting skipped links failed; counted next time", "err", err)
 		for reason, count := range n { // counted next time
 			w.skips.addN(reason, count)
@@ -34,7 +34,7 @@ func (w *Worker) heartbeat(ctx context.Context) {
 	t := time.NewTimer(w.opts.Lease / 3)
 	defer t.Stop()
 	for {
-		if hosts, err := w.c.SMembers(ctx, w.keys.Hosts).Result(); err == nil {
+		if hosts, err := w.fr.SeedHosts(ctx); err == nil {
 			w.setScope(hosts)
 		} else if ctx.Err() == nil {
 			w.log.Warn("reading the crawl's scope failed; keeping the last one", "err", err)

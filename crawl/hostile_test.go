@@ -113,7 +113,7 @@ func TestHostilePagesEachGetARecord(t *testing.T) {
 	set := crawl.DefaultSettings()
 	set.Rate, set.AllowPrivate = math.Inf(1), true
 	seed, _ := url.Parse(srv.URL + "/")
-	if _, err := crawl.Seed(context.Background(), s.Client, crawl.KeysFor("hostile"), set, []*url.URL{seed}); err != nil {
+	if _, err := crawl.Seed(context.Background(), s.Client, "hostile", set, []*url.URL{seed}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -168,7 +168,7 @@ func TestATimedOutPageGetsARecordWhenTheBudgetEnds(t *testing.T) {
 	set := crawl.DefaultSettings()
 	set.Rate, set.AllowPrivate, set.MaxPages = math.Inf(1), true, 4
 	seed, _ := url.Parse(srv.URL + "/")
-	if _, err := crawl.Seed(context.Background(), s.Client, crawl.KeysFor("budget-slow"), set, []*url.URL{seed}); err != nil {
+	if _, err := crawl.Seed(context.Background(), s.Client, "budget-slow", set, []*url.URL{seed}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

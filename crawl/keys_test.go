@@ -37,17 +37,17 @@ func TestResetTouchesNoOtherCrawl(t *testing.T) {
 		names := []string{"q", "Q", "q2", "q-x", "q.x", "q_", "qq", "x.q"}
 		u, _ := url.Parse("http://site.example:8080/")
 		for _, n := range names {
-			k := crawl.KeysFor(n)
 			set := crawl.DefaultSettings()
 			set.Shards = 3
-			if _, err := crawl.Seed(ctx, s.Client, k, set, []*url.URL{u}); err != nil {
+			if _, err := crawl.Seed(ctx, s.Client, n, set, []*url.URL{u}); err != nil {
 				t.Fatal(err)
 			}
 			// The per-host keys a worker writes, and an older version's.
-			s.Client.Set(ctx, k.RateKey("site.example:8080", 3), "1", 0)
-			s.Client.HSet(ctx, k.RobotsKey("other.example", 3), "status", 404)
+			fr := frontierOf(t, s.Client, n, 3)
+			s.Client.Set(ctx, fr.RateKey("site.example:8080"), "1", 0)
+			s.Client.HSet(ctx, fr.RobotsKey("other.example"), "status", 404)
 			s.Client.HSet(ctx, "crawl:"+n+":robots:{site.example:8080}", "status", 404)
-			s.Client.Set(ctx, k.Leader+":epoch", "3", 0)
+			s.Client.Set(ctx, fr.LeaderKey()+":epoch", "3", 0)
 		}
 		before := keysByCrawl(t, s, names)
 		if len(before["q"]) < 8 {

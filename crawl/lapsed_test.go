@@ -20,7 +20,6 @@ import (
 	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/fetch"
-	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/tcpproxy"
 	"github.com/redis/go-redis/v9"
@@ -103,7 +102,7 @@ func workerBackAfterLapse(t *testing.T, thawEarly bool) {
 	set := crawl.DefaultSettings()
 	set.Rate, set.AllowPrivate = math.Inf(1), true
 	seed, _ := url.Parse(site.URL + "/p/0")
-	if _, err := crawl.Seed(context.Background(), s.Client, crawl.KeysFor("lapsed"), set, []*url.URL{seed}); err != nil {
+	if _, err := crawl.Seed(context.Background(), s.Client, "lapsed", set, []*url.URL{seed}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -138,7 +137,7 @@ func workerBackAfterLapse(t *testing.T, thawEarly bool) {
 	// it finished, and it holds more leases than it has loops (URLs wait
 	// in its buffer), Redis goes out of its reach; b starts.
 	site.freeze()
-	sizes := frontier.New(s.Client, crawl.KeysFor("lapsed").Frontier, nil)
+	sizes := frontierOf(t, s.Client, "lapsed", 1)
 	for {
 		sz, err := sizes.Sizes(ctx)
 		if err != nil {

@@ -106,7 +106,7 @@ func (c *crawlCollector) Collect(ch chan<- prometheus.Metric) {
 	for state, n := range map[string]int64{"queued": sz.Queued, "leased": sz.InFlight, "deferred": sz.Deferred, "failed": sz.Failed} {
 		ch <- prometheus.MustNewConstMetric(frontierDesc, prometheus.GaugeValue, float64(n), state)
 	}
-	if paused, err := pausedHosts(ctx, c.w.c, c.w.keys); err == nil {
+	if paused, err := pausedHosts(ctx, c.w.c, c.w.fr); err == nil {
 		ch <- prometheus.MustNewConstMetric(pausedDesc, prometheus.GaugeValue, float64(len(paused)))
 	}
 }
@@ -114,12 +114,12 @@ func (c *crawlCollector) Collect(ch chan<- prometheus.Metric) {
 // Healthy reports whether the crawl can go on: Redis answers and the
 // crawl exists (for /healthz).
 func (w *Worker) Healthy(ctx context.Context) error {
-	n, err := w.c.Exists(ctx, w.keys.Config).Result()
+	ok, err := w.fr.Exists(ctx)
 	if err != nil {
 		return fmt.Errorf("redis: %w", err)
 	}
-	if n == 0 {
-		return fmt.Errorf("%w %q", ErrGone, w.keys.Name)
+	if !ok {
+		return fmt.Errorf("%w %q", ErrGone, w.name)
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
 	"github.com/redcrawl/crawler/leader"
@@ -152,7 +153,7 @@ func TestMetricsAgreeWithTheCrawl(t *testing.T) {
 func TestStaleSchedulerIsFencedAndCounted(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
-		if _, err := crawl.Seed(ctx, s.Client, crawl.KeysFor("fenced"), crawl.DefaultSettings(), nil); err != nil {
+		if _, err := crawl.Seed(ctx, s.Client, "fenced", crawl.DefaultSettings(), nil); err != nil {
 			t.Fatal(err)
 		}
 		o := fastOptions("w1")
@@ -173,7 +174,7 @@ func TestStaleSchedulerIsFencedAndCounted(t *testing.T) {
 		defer srv.Close()
 		awaitLog(t, &logs, crawl.LogLeading)
 		// A newer epoch, as a new leader's lock would mint.
-		if err := s.Client.Incr(ctx, leader.EpochKey(crawl.KeysFor("fenced").Leader)).Err(); err != nil {
+		if err := s.Client.Incr(ctx, leader.EpochKey(frontier.LeaderKey("fenced"))).Err(); err != nil {
 			t.Fatal(err)
 		}
 		awaitLog(t, &logs, crawl.LogFenced)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
-	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
 )
@@ -70,7 +69,7 @@ func TestOutOfMemoryRedisDoesNotMakeWorkersLookGone(t *testing.T) {
 		done2 <- w2.Run(ctx)
 	}()
 	// Until w1's registration has lapsed in Redis, as heartbeats are refused.
-	fr := frontier.New(s.Client, crawl.KeysFor("oom").Frontier, nil)
+	fr := frontierOf(t, s.Client, "oom", 1)
 	for {
 		alive, err := fr.Workers(ctx)
 		if err != nil {

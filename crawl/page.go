@@ -38,7 +38,7 @@ type pipeline struct {
 	fetcher     *fetch.Fetcher
 	robots      *politeness.Robots
 	limiter     *politeness.Limiter
-	fr          *frontier.Shards
+	fr          *frontier.Frontier
 	held        *sync.Map
 	scope       *atomic.Pointer[parse.Scope]
 	counters    *Counters

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/archive"
+	"github.com/redcrawl/crawler/frontier"
 )
 
 // Record is one fetched (or skipped) URL, as the results stream, export and
@@ -49,12 +50,13 @@ type Record struct {
 }
 
 // Outcomes: one word for how a URL ended, the same in records, in the
-// crawl's counters (status) and in a worker's exit line.
+// crawl's counters (status) and in a worker's exit line (frontier's
+// vocabulary, which the sweep writes too).
 const (
-	OutcomeOK        = "ok"         // fetched; the answer's status is below 400
-	OutcomeHTTPError = "http_error" // fetched; the server answered 4xx (429 and 5xx are retried, then failed)
-	OutcomeFailed    = "failed"     // no usable answer: a permanent error, or given up after retries
-	OutcomeSkipped   = "skipped"    // not fetched, by rule: robots.txt disallows it, or the page budget is spent
+	OutcomeOK        = frontier.OutcomeOK        // fetched; the answer's status is below 400
+	OutcomeHTTPError = frontier.OutcomeHTTPError // fetched; the server answered 4xx (429 and 5xx are retried, then failed)
+	OutcomeFailed    = frontier.OutcomeFailed    // no usable answer: a permanent error, or given up after retries
+	OutcomeSkipped   = frontier.OutcomeSkipped   // not fetched, by rule: robots.txt disallows it, or the page budget is spent
 )
 
 // recordWriter appends records to a worker's --out as JSON lines. Only the

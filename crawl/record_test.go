@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
 )
@@ -84,5 +85,24 @@ func TestRecordsAreComplete(t *testing.T) {
 	}
 	if n := w.Counters.OK.Load(); n != outcomes[crawl.OutcomeOK] {
 		t.Errorf("the worker counted %d ok; the records say %d", n, outcomes[crawl.OutcomeOK])
+	}
+}
+
+// The records the sweep writes itself (frontier.SweptRecord) read as
+// records, each field under the name a worker's records give it.
+func TestSweptRecordsAreRecords(t *testing.T) {
+	swept := frontier.SweptRecord{URL: "http://a.example/x", Depth: 2, Parent: "http://a.example/", Attempt: 3,
+		Outcome: frontier.OutcomeFailed, Error: "timeout (not retried: the page budget is spent)"}
+	b, err := json.Marshal(swept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec crawl.Record
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.URL != swept.URL || rec.Depth != 2 || rec.Parent != swept.Parent || rec.Attempt != 3 ||
+		rec.Outcome != crawl.OutcomeFailed || rec.Error != swept.Error {
+		t.Fatalf("%s read as %+v", b, rec)
 	}
 }

@@ -45,7 +45,7 @@ func (w *Worker) register(ctx context.Context) error {
 		}
 		if time.Now().Add(left).After(deadline) {
 			return fmt.Errorf("%w: a live worker is registered as %q in crawl %q; give each worker its own --id "+
-				"(the default, host:pid, is distinct unless hosts share a name)", ErrIDInUse, w.opts.ID, w.keys.Name)
+				"(the default, host:pid, is distinct unless hosts share a name)", ErrIDInUse, w.opts.ID, w.name)
 		}
 		w.log.Warn("a worker with this id is registered as alive; waiting for that registration to lapse "+
 			"(an earlier run that was killed?)", "for", left.Round(time.Millisecond))

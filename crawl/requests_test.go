@@ -34,7 +34,7 @@ func TestCrawlHeadersAreSent(t *testing.T) {
 	set.Rate, set.AllowPrivate = math.Inf(1), true
 	set.Headers = []string{"X-Crawl: yes", "Authorization: Bearer t"}
 	root, _ := url.Parse(srv.URL + "/")
-	if _, err := crawl.Seed(context.Background(), s.Client, crawl.KeysFor("headers"), set, []*url.URL{root}); err != nil {
+	if _, err := crawl.Seed(context.Background(), s.Client, "headers", set, []*url.URL{root}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -37,9 +37,14 @@ func Reset(ctx context.Context, c redis.UniversalClient, name string, force bool
 	if err := CheckName(name); err != nil {
 		return rep, err
 	}
-	k := KeysFor(name)
-	fr := frontier.New(c, k.Frontier, nil)
-	set, setErr := LoadSettings(ctx, c, k) // a crawl half reset already has none: its patterns still match
+	shards := 1 // a crawl half reset already has no settings: its patterns still match its shards
+	if set, err := LoadSettings(ctx, c, name); err == nil {
+		shards = set.Shards
+	}
+	fr, err := frontier.New(c, name, frontier.Options{Shards: shards})
+	if err != nil {
+		return rep, err
+	}
 	alive, err := fr.Workers(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("crawl: reset: %w", err)
@@ -62,11 +67,7 @@ func Reset(ctx context.Context, c redis.UniversalClient, name string, force bool
 	}
 	if len(alive) > 0 {
 		rep.Stopped = alive
-		gone := []string{k.Config} // every shard's scripts refuse from now on
-		for i := 1; setErr == nil && i < set.Shards; i++ {
-			gone = append(gone, k.Shard(i).Config)
-		}
-		n, err := unlink(ctx, c, gone)
+		n, err := fr.Withdraw(ctx) // every shard's scripts refuse from now on
 		if err != nil {
 			return rep, fmt.Errorf("crawl: reset: %w", err)
 		}
@@ -84,15 +85,10 @@ func Reset(ctx context.Context, c redis.UniversalClient, name string, force bool
 			}
 		}
 	}
-	for _, pattern := range k.Patterns() {
-		err := scanKeys(ctx, c, pattern, func(keys []string) error {
-			n, err := unlink(ctx, c, keys)
-			rep.Deleted += n
-			return err
-		})
-		if err != nil {
-			return rep, fmt.Errorf("crawl: reset: %w", err)
-		}
+	n, err := frontier.Delete(ctx, c, name)
+	rep.Deleted += n
+	if err != nil {
+		return rep, fmt.Errorf("crawl: reset: %w", err)
 	}
 	return rep, nil
 }

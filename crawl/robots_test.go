@@ -44,7 +44,7 @@ func TestRobotsUnreachableGivesUpAsFailed(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if _, err := crawl.Seed(ctx, s.Client, crawl.KeysFor("down"), set, seeds); err != nil {
+		if _, err := crawl.Seed(ctx, s.Client, "down", set, seeds); err != nil {
 			t.Fatal(err)
 		}
 		w, err := crawl.NewWorker(ctx, s.Client, "down", fastOptions("w1"))
@@ -57,7 +57,7 @@ func TestRobotsUnreachableGivesUpAsFailed(t *testing.T) {
 		if pages.Load() != 0 || robots.Load() < 2 {
 			t.Fatalf("%d pages and %d robots.txt fetched; want none, and robots.txt tried again", pages.Load(), robots.Load())
 		}
-		failed := s.Client.LRange(ctx, crawl.KeysFor("down").Frontier.Failed, 0, -1).Val()
+		failed := s.Client.LRange(ctx, frontier.KeysFor("down").Failed, 0, -1).Val()
 		if len(failed) != len(seeds) {
 			t.Fatalf("failed list %v; want the %d URLs", failed, len(seeds))
 		}

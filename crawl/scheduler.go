@@ -18,7 +18,7 @@ import (
 // nothing is left), each sweep a fenced script under its epoch.
 type scheduler struct {
 	c           redis.UniversalClient
-	fr          *frontier.Shards
+	fr          *frontier.Frontier
 	elector     *leader.Elector
 	cfg         leader.Config
 	every       time.Duration // sweep at least this often

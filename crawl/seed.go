@@ -34,9 +34,7 @@ type SeedOptions struct {
 // exactly, with 16 bytes of memory per distinct seed (a SHA-256 prefix)
 // and no state in Redis beyond the queue and the filter.
 type Seeder struct {
-	c      redis.UniversalClient
-	k      Keys
-	fr     *frontier.Shards
+	fr     *frontier.Frontier
 	o      SeedOptions
 	given  map[[16]byte]struct{}
 	hosts  map[string]struct{} // already in the scope set
@@ -45,18 +43,18 @@ type Seeder struct {
 
 // NewSeeder stores s as the crawl's settings (creating the crawl when it
 // is new; see StoreSettings) and opens its filter.
-func NewSeeder(ctx context.Context, c redis.UniversalClient, k Keys, s Settings, o SeedOptions) (*Seeder, error) {
-	if err := CheckName(k.Name); err != nil {
+func NewSeeder(ctx context.Context, c redis.UniversalClient, name string, s Settings, o SeedOptions) (*Seeder, error) {
+	if err := CheckName(name); err != nil {
 		return nil, err
 	}
-	if _, err := StoreSettings(ctx, c, k, s); err != nil {
+	if _, err := StoreSettings(ctx, c, name, s); err != nil {
 		return nil, err
 	}
-	fr, err := openShards(ctx, c, k, s, true)
+	fr, err := frontier.Create(ctx, c, name, s.frontierOptions(), s.bloom())
 	if err != nil {
 		return nil, err
 	}
-	return &Seeder{c: c, k: k, fr: fr, o: o,
+	return &Seeder{fr: fr, o: o,
 		given: map[[16]byte]struct{}{}, hosts: map[string]struct{}{}}, nil
 }
 
@@ -70,7 +68,7 @@ func (sd *Seeder) AddSitemaps(ctx context.Context, sitemaps []*url.URL) error {
 }
 
 func (sd *Seeder) add(ctx context.Context, seeds []*url.URL, kind string) error {
-	var hosts []any
+	var hosts []string
 	items := make([]frontier.Item, 0, len(seeds))
 	for _, u := range seeds {
 		s := u.String()
@@ -88,10 +86,8 @@ func (sd *Seeder) add(ctx context.Context, seeds []*url.URL, kind string) error 
 		items = append(items, frontier.Item{URL: s, Kind: kind})
 	}
 	// Scope first: a worker must never see a seed whose host it would reject.
-	if len(hosts) > 0 {
-		if err := sd.c.SAdd(ctx, sd.k.Hosts, hosts...).Err(); err != nil {
-			return fmt.Errorf("crawl: seed: %w", err)
-		}
+	if err := sd.fr.AddSeedHosts(ctx, hosts); err != nil {
+		return fmt.Errorf("crawl: seed: %w", err)
 	}
 	enqueue := sd.fr.EnqueueAll
 	if sd.o.SkipSeen {
@@ -112,10 +108,8 @@ func (sd *Seeder) add(ctx context.Context, seeds []*url.URL, kind string) error 
 	}
 	sd.report.Queued += queued
 	if queued > 0 {
-		for _, f := range sd.fr.All() { // the crawl is not over: every shard's flag says so
-			if err := sd.c.Del(ctx, f.Keys().DoneFlag).Err(); err != nil {
-				return fmt.Errorf("crawl: seed: %w", err)
-			}
+		if err := sd.fr.Reopen(ctx); err != nil { // the crawl is not over
+			return fmt.Errorf("crawl: seed: %w", err)
 		}
 	}
 	return nil
@@ -125,8 +119,8 @@ func (sd *Seeder) add(ctx context.Context, seeds []*url.URL, kind string) error 
 func (sd *Seeder) Report() SeedReport { return sd.report }
 
 // Seed adds seeds in one batch: NewSeeder, then Add.
-func Seed(ctx context.Context, c redis.UniversalClient, k Keys, s Settings, seeds []*url.URL) (SeedReport, error) {
-	sd, err := NewSeeder(ctx, c, k, s, SeedOptions{})
+func Seed(ctx context.Context, c redis.UniversalClient, name string, s Settings, seeds []*url.URL) (SeedReport, error) {
+	sd, err := NewSeeder(ctx, c, name, s, SeedOptions{})
 	if err != nil {
 		return SeedReport{}, err
 	}

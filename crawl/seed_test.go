@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/redcrawl/crawler/crawl"
-	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -30,7 +29,7 @@ func TestSeedsAreNeverFalsePositives(t *testing.T) {
 				seeds = append(seeds, u) // the same seed twice in one seeding
 			}
 		}
-		sd, err := crawl.NewSeeder(ctx, s.Client, crawl.KeysFor("fp"), set, crawl.SeedOptions{})
+		sd, err := crawl.NewSeeder(ctx, s.Client, "fp", set, crawl.SeedOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +50,7 @@ func TestSeedsAreNeverFalsePositives(t *testing.T) {
 		t.Logf("%d of %d seeds were false positives of the filter, queued anyway", rep.Seen, distinct)
 
 		// The same seeds again with SkipSeen: all are in the filter now.
-		sd, err = crawl.NewSeeder(ctx, s.Client, crawl.KeysFor("fp"), set, crawl.SeedOptions{SkipSeen: true})
+		sd, err = crawl.NewSeeder(ctx, s.Client, "fp", set, crawl.SeedOptions{SkipSeen: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +66,7 @@ func TestSeedsAreNeverFalsePositives(t *testing.T) {
 // queuedOf is how many URLs crawl name has queued, as status reads it.
 func queuedOf(t *testing.T, c redis.UniversalClient, name string) int64 {
 	t.Helper()
-	sz, err := frontier.New(c, crawl.KeysFor(name).Frontier, nil).Sizes(context.Background())
+	sz, err := frontierOf(t, c, name, 1).Sizes(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,13 +62,13 @@ type Settings struct {
 	// by default they are removed (they name one page once per campaign).
 	KeepTrackingParams bool
 	// Shards splits the frontier by host over this many hash tags
-	// (frontier.Shards), so that a Redis Cluster spreads it over its
+	// (frontier.Frontier), so that a Redis Cluster spreads it over its
 	// masters; 1 keeps it in one, as on a single Redis.
 	Shards int
 }
 
 // MaxShards bounds Settings.Shards: each exchange may touch every shard.
-const MaxShards = 256
+const MaxShards = frontier.MaxShards
 
 // DefaultSettings: polite (1 request/s per host), host scope, no depth limit.
 func DefaultSettings() Settings {
@@ -166,33 +166,17 @@ var ErrGone = frontier.ErrGone
 // ErrConflict: the crawl exists with other settings.
 var ErrConflict = errors.New("crawl: settings conflict with the existing crawl")
 
-var storeSettings = redis.NewScript(`
--- KEYS[1] config hash; ARGV: field, value, field, value, ...
--- Creates the config when missing; returns what is stored either way.
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  redis.call('HSET', KEYS[1], unpack(ARGV))
-end
-return redis.call('HGETALL', KEYS[1])`)
-
 // StoreSettings writes s as the crawl's settings, or, when the crawl
 // exists, checks that s matches them: ErrConflict names each difference and
 // how to proceed.
-func StoreSettings(ctx context.Context, c redis.UniversalClient, k Keys, s Settings) (Settings, error) {
+func StoreSettings(ctx context.Context, c redis.UniversalClient, name string, s Settings) (Settings, error) {
 	if err := s.Validate(); err != nil {
 		return Settings{}, err
 	}
-	var args []any
 	want := s.fields()
-	for f, v := range want {
-		args = append(args, f, v)
-	}
-	res, err := storeSettings.Run(ctx, c, []string{k.Config}, args...).StringSlice()
+	have, err := frontier.StoreConfig(ctx, c, name, want)
 	if err != nil {
 		return Settings{}, fmt.Errorf("crawl: store settings: %w", err)
-	}
-	have := map[string]string{}
-	for i := 0; i+1 < len(res); i += 2 {
-		have[res[i]] = res[i+1]
 	}
 	withBefore(have)
 	var diffs []string
@@ -203,23 +187,23 @@ func StoreSettings(ctx context.Context, c redis.UniversalClient, k Keys, s Setti
 	}
 	if len(diffs) > 0 {
 		return Settings{}, fmt.Errorf("%w %q: %s; seed with the same settings (or none) to add URLs, or run 'crawler reset' first, or pick another --crawl name",
-			ErrConflict, k.Name, strings.Join(diffs, "; "))
+			ErrConflict, name, strings.Join(diffs, "; "))
 	}
 	return s, nil
 }
 
 // LoadSettings reads the crawl's settings.
-func LoadSettings(ctx context.Context, c redis.UniversalClient, k Keys) (Settings, error) {
-	m, err := c.HGetAll(ctx, k.Config).Result()
+func LoadSettings(ctx context.Context, c redis.UniversalClient, name string) (Settings, error) {
+	m, err := frontier.ReadConfig(ctx, c, name)
 	if err != nil {
 		return Settings{}, fmt.Errorf("crawl: read settings: %w", err)
 	}
 	if len(m) == 0 {
-		return Settings{}, fmt.Errorf("%w %q (run 'crawler seed' first, or check --crawl)", ErrNoCrawl, k.Name)
+		return Settings{}, fmt.Errorf("%w %q (run 'crawler seed' first, or check --crawl)", ErrNoCrawl, name)
 	}
 	s, err := settingsFrom(m)
 	if err != nil {
-		return Settings{}, fmt.Errorf("crawl: %q holds unusable settings: %w", k.Name, err)
+		return Settings{}, fmt.Errorf("crawl: %q holds unusable settings: %w", name, err)
 	}
 	return s, nil
 }

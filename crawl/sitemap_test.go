@@ -78,7 +78,7 @@ func crawlSitemapSite(t *testing.T, name string, sitemaps bool, explicit bool) [
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	root, _ := url.Parse(srv.URL + "/")
-	sd, err := crawl.NewSeeder(ctx, s.Client, crawl.KeysFor(name), set, crawl.SeedOptions{})
+	sd, err := crawl.NewSeeder(ctx, s.Client, name, set, crawl.SeedOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/leader"
+	"github.com/redcrawl/crawler/politeness"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -56,26 +57,25 @@ func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Sta
 	if err := CheckName(name); err != nil {
 		return nil, err
 	}
-	k := KeysFor(name)
-	s, err := LoadSettings(ctx, c, k)
+	s, err := LoadSettings(ctx, c, name)
 	if err != nil {
 		return nil, err
 	}
 	st := &Status{Crawl: name, Settings: s, SettingsJSON: s.typed()}
-	fr, err := openShards(ctx, c, k, s, false)
+	fr, err := frontier.Open(ctx, c, name, s.frontierOptions())
 	if err != nil {
 		return nil, err
 	}
 	if st.Frontier, err = fr.Sizes(ctx); err != nil {
 		return nil, err
 	}
-	if st.Counters, err = readCounters(ctx, c, k, s.Shards); err != nil {
+	if st.Counters, err = readCounters(ctx, fr); err != nil {
 		return nil, err
 	}
-	if st.Bloom, err = bloomStats(ctx, fr); err != nil {
+	if st.Bloom, err = fr.BloomStats(ctx); err != nil {
 		return nil, err
 	}
-	info, last, err := leader.Current(ctx, c, k.Leader)
+	info, last, err := leader.Current(ctx, c, fr.LeaderKey())
 	switch {
 	case err == nil:
 		st.Leader = &info
@@ -94,81 +94,43 @@ func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Sta
 			return nil, err
 		}
 	}
-	done, err := c.Exists(ctx, k.DoneFlag).Result()
+	if st.Done, err = fr.Done(ctx); err != nil {
+		return nil, fmt.Errorf("crawl: status: %w", err)
+	}
+	kept, err := fr.RecordsKept(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("crawl: status: %w", err)
-	}
-	st.Done = done == 1
-	pipe := c.Pipeline()
-	lens := make([]*redis.IntCmd, s.Shards)
-	for i := range lens {
-		lens[i] = pipe.XLen(ctx, k.Shard(i).Results)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("crawl: status: %w", err)
-	}
-	var kept int64
-	for _, n := range lens {
-		kept += n.Val()
-	}
-	st.ResultsTrimmed = max(st.Counters["records"]-kept, 0)
-	if st.Paused, err = pausedHosts(ctx, c, k); err != nil {
 		return nil, err
 	}
-	for i := 0; i < s.Shards; i++ {
-		rate, err := recentRate(ctx, c, k.Shard(i).Results, 10*time.Second)
-		if err != nil {
-			return nil, err
-		}
-		st.PagesPerSecond += rate
+	st.ResultsTrimmed = max(st.Counters["records"]-kept, 0)
+	if st.Paused, err = pausedHosts(ctx, c, fr); err != nil {
+		return nil, err
 	}
+	const window = 10 * time.Second
+	recent, err := fr.RecentRecords(ctx, window)
+	if err != nil {
+		return nil, err
+	}
+	st.PagesPerSecond = float64(recent) / window.Seconds()
 	return st, nil
 }
 
 // pausedHosts finds the hosts whose token bucket holds a pause that has
 // not ended (SCAN over the crawl's buckets, which expire when full).
-func pausedHosts(ctx context.Context, c redis.UniversalClient, k Keys) (map[string]time.Duration, error) {
-	now, err := c.Time(ctx).Result()
-	if err != nil {
-		return nil, fmt.Errorf("crawl: status: %w", err)
-	}
+func pausedHosts(ctx context.Context, c redis.UniversalClient, fr *frontier.Frontier) (map[string]time.Duration, error) {
 	out := map[string]time.Duration{}
-	for _, pattern := range k.RatePatterns() {
-		err = scanKeys(ctx, c, pattern, func(keys []string) error {
-			for _, key := range keys {
-				until, err := c.HGet(ctx, key, "paused_until").Float64()
-				if err != nil {
-					continue // not paused (or gone meanwhile)
-				}
-				if left := time.Duration(until*1000) - time.Duration(now.UnixNano()); left > 0 {
-					out[key[strings.Index(key, ":rate:")+len(":rate:"):]] = left
-				}
+	err := fr.ScanRateKeys(ctx, func(hosts, keys []string) error {
+		left, err := politeness.PausesLeft(ctx, c, keys)
+		for i, d := range left {
+			if d > 0 {
+				out[hosts[i]] = d
 			}
-			return nil
-		})
-		if err != nil {
-			break
 		}
-	}
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("crawl: status: %w", err)
 	}
 	return out, nil
-}
-
-// recentRate counts result records of the last window (stream ids carry
-// the server's millisecond time).
-func recentRate(ctx context.Context, c redis.UniversalClient, stream string, window time.Duration) (float64, error) {
-	now, err := c.Time(ctx).Result()
-	if err != nil {
-		return 0, fmt.Errorf("crawl: status: %w", err)
-	}
-	from := strconv.FormatInt(now.Add(-window).UnixMilli(), 10)
-	msgs, err := c.XRangeN(ctx, stream, from, "+", 100000).Result()
-	if err != nil {
-		return 0, fmt.Errorf("crawl: status: %w", err)
-	}
-	return float64(len(msgs)) / window.Seconds(), nil
 }
 
 // String renders the status for a person.
@@ -276,56 +238,19 @@ func (w *Worker) Progress(ctx context.Context) (Progress, error) {
 	if p.Frontier, err = w.fr.Sizes(ctx); err != nil {
 		return p, err
 	}
-	p.Counters, err = readCounters(ctx, w.c, w.keys, w.settings.Shards)
+	p.Counters, err = readCounters(ctx, w.fr)
 	return p, err
 }
 
 // readCounters reads the crawl's counters, added up over its shards,
 // every one of the usual ones present, zero or not.
-func readCounters(ctx context.Context, c redis.UniversalClient, k Keys, shards int) (map[string]int64, error) {
-	n := map[string]int64{}
+func readCounters(ctx context.Context, fr *frontier.Frontier) (map[string]int64, error) {
+	n, err := fr.Stats(ctx)
+	if err != nil {
+		return nil, err
+	}
 	for _, f := range []string{"pages", OutcomeOK, OutcomeHTTPError, OutcomeFailed, OutcomeSkipped, "enqueued", "offered", "records"} {
-		n[f] = 0
+		n[f] += 0
 	}
-	pipe := c.Pipeline() // one round trip (on a Cluster, one a master)
-	stats := make([]*redis.MapStringStringCmd, shards)
-	for i := range stats {
-		stats[i] = pipe.HGetAll(ctx, k.Shard(i).Stats)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("crawl: counters: %w", err)
-	}
-	for _, cmd := range stats {
-		for f, v := range cmd.Val() {
-			x, _ := strconv.ParseInt(v, 10, 64)
-			n[f] += x
-		}
-	}
-	delete(n, "queued")   // not counters: the queues' length, in Sizes,
-	delete(n, "allow")    // and a shard's share of the page budget,
-	delete(n, "end_scan") // and how far a budgeted crawl's end has looked for URLs tried before (schedule.lua)
 	return n, nil
-}
-
-// bloomStats adds up the shards' Bloom filters: their sizes and counts,
-// and the worst estimated false-positive rate among them.
-func bloomStats(ctx context.Context, fr *frontier.Shards) (dedup.Stats, error) {
-	var total dedup.Stats
-	for i, f := range fr.All() {
-		st, err := f.Seen().Stats(ctx)
-		if err != nil {
-			return total, err
-		}
-		if i == 0 {
-			total = st
-			continue
-		}
-		total.Capacity += st.Capacity
-		total.Layers = append(total.Layers, st.Layers...)
-		total.Count += st.Count
-		total.Bits += st.Bits
-		total.BitsSet += st.BitsSet
-		total.EstimatedFPRate = max(total.EstimatedFPRate, st.EstimatedFPRate)
-	}
-	return total, nil
 }

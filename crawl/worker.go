@@ -117,10 +117,10 @@ func (o Options) withDefaults() Options {
 // heartbeat, and a campaign for the scheduler role (doc.go draws them).
 type Worker struct {
 	c        redis.UniversalClient
-	keys     Keys
+	name     string // the crawl's
 	settings Settings
 	opts     Options
-	fr       *frontier.Shards
+	fr       *frontier.Frontier
 	fetcher  *fetch.Fetcher
 	limiter  *politeness.Limiter
 	robots   *politeness.Robots
@@ -156,8 +156,7 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 		return nil, err
 	}
 	o = o.withDefaults()
-	k := KeysFor(name)
-	s, err := LoadSettings(ctx, c, k)
+	s, err := LoadSettings(ctx, c, name)
 	if err != nil {
 		return nil, err
 	}
@@ -183,9 +182,11 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 		// URIs, CONNECT tunnels), not the exchange a WARC keeps.
 		return nil, fmt.Errorf("%w: WARC archiving through a proxy is not supported; drop --warc-dir or the proxy", ErrOptions)
 	}
-	w := &Worker{c: c, keys: k, settings: s, opts: o, fetcher: fetch.New(fcfg), known: newKnown(o.KnownURLs),
+	w := &Worker{c: c, name: name, settings: s, opts: o, fetcher: fetch.New(fcfg), known: newKnown(o.KnownURLs),
 		log: o.Log.With("worker", o.ID)}
-	if w.fr, err = openShards(ctx, c, k, s, false); err != nil {
+	fo := s.frontierOptions()
+	fo.Lease = o.Lease
+	if w.fr, err = frontier.Open(ctx, c, name, fo); err != nil {
 		return nil, err
 	}
 	if w.fields, err = s.Fields(); err != nil {
@@ -194,21 +195,18 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 	if w.rules, err = newRules(s); err != nil {
 		return nil, err
 	}
-	for _, f := range w.fr.All() {
-		f.Lease = o.Lease
-	}
 	rate := politeness.Limit(s.Rate)
 	if math.IsInf(s.Rate, 1) {
 		rate = politeness.Inf
 	}
 	w.limiter = politeness.NewLimiter(c, rate, s.Burst)
 	w.robots = politeness.NewRobots(c, "", s.AgentToken(), w.fetchRobots)
-	w.robots.KeyFor = func(host string) string { return k.RobotsKey(host, s.Shards) }
+	w.robots.KeyFor = w.fr.RobotsKey
 	w.metrics = newMetrics(w)
 	if s.Sitemaps {
 		w.robots.OnFetched = w.sitemapsFound
 	}
-	if w.elector, err = leader.NewElector(c, k.Leader, o.ID, o.Leader); err != nil {
+	if w.elector, err = leader.NewElector(c, w.fr.LeaderKey(), o.ID, o.Leader); err != nil {
 		return nil, err
 	}
 	if err := w.refreshScope(ctx); err != nil {
@@ -222,7 +220,7 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 	// joins: a start that fails leaves no live worker behind.
 	if o.WARC != nil {
 		cfg := *o.WARC
-		cfg.Worker, cfg.Crawl, cfg.Agent, cfg.Software = o.ID, k.Name, s.UserAgent, Software
+		cfg.Worker, cfg.Crawl, cfg.Agent, cfg.Software = o.ID, name, s.UserAgent, Software
 		if cfg.Log == nil {
 			cfg.Log = w.log
 		}
@@ -252,7 +250,7 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 func (w *Worker) Settings() Settings { return w.settings }
 
 func (w *Worker) refreshScope(ctx context.Context) error {
-	hosts, err := w.c.SMembers(ctx, w.keys.Hosts).Result()
+	hosts, err := w.fr.SeedHosts(ctx)
 	if err != nil {
 		return fmt.Errorf("crawl: read scope: %w", err)
 	}
@@ -340,9 +338,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.gone.Load() {
 		if n := w.evicted.Load(); n > 0 {
 			return fmt.Errorf("%w (%q: Redis evicted %d keys while this worker ran, the crawl's among them: "+
-				"set maxmemory-policy noeviction); stopped", ErrGone, w.keys.Name, n)
+				"set maxmemory-policy noeviction); stopped", ErrGone, w.name, n)
 		}
-		return fmt.Errorf("%w (%q: reset, or Redis restarted without its data); stopped", ErrGone, w.keys.Name)
+		return fmt.Errorf("%w (%q: reset, or Redis restarted without its data); stopped", ErrGone, w.name)
 	}
 	return w.failed
 }
@@ -363,7 +361,7 @@ func (w *Worker) newExchanger(stopAll context.CancelFunc) *exchanger {
 
 func (w *Worker) newPipeline(ex *exchanger, warc *archive.Writer, fail func(error)) *pipeline {
 	return &pipeline{s: w.settings, worker: w.opts.ID, maxAttempts: w.opts.MaxAttempts, maxWait: w.opts.MaxReserveWait,
-		rateKey: func(host string) string { return w.keys.RateKey(host, w.settings.Shards) }, fetcher: w.fetcher, robots: w.robots, limiter: w.limiter, fr: w.fr,
+		rateKey: w.fr.RateKey, fetcher: w.fetcher, robots: w.robots, limiter: w.limiter, fr: w.fr,
 		held: &w.held, scope: &w.scope, counters: &w.Counters, log: w.log, ex: ex, warc: warc, fail: fail,
 		fields: w.fields, rules: w.rules, skips: &w.skips, failing: &failing{}, pages: &w.pages, metrics: w.metrics}
 }

@@ -24,7 +24,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
 )
@@ -343,7 +343,11 @@ func TestSiteUpAfterTheWorker(t *testing.T) {
 	// The event: the worker tried each host's robots.txt and found no answer.
 	for _, r := range roots {
 		u, _ := url.Parse(r)
-		key := crawl.KeysFor("e2e").RobotsKey(u.Host, 1)
+		fr, err := frontier.New(s.Client, "e2e", frontier.Options{Shards: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := fr.RobotsKey(u.Host)
 		deadline := time.Now().Add(time.Minute)
 		for s.Client.HGet(context.Background(), key, "failures").Val() == "" {
 			select {
@@ -586,7 +590,7 @@ func TestCrawlOnARedisCluster(t *testing.T) {
 	h := &harness{t: t, bin: build(t), redis: "redis://" + strings.Join(c.Addrs(), ","), procs: map[string]*proc{}}
 	h.run(append([]string{"seed", "--allow-private", "--rate", "200", "--burst", "10"}, site.Roots()...)...)
 	ctx := context.Background()
-	home, err := c.Client.MasterForKey(ctx, crawl.KeysFor("e2e").Config)
+	home, err := c.Client.MasterForKey(ctx, frontier.KeysFor("e2e").Config)
 	if err != nil {
 		t.Fatal(err)
 	}

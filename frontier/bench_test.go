@@ -21,12 +21,11 @@ func BenchmarkExchange(b *testing.B) {
 	const batch = 8
 	s := redistest.Real(b)
 	ctx := context.Background()
-	seen, err := dedup.Open(ctx, s.Client, "crawl:{b}:seen", dedup.Params{Capacity: 1_000_000, FPRate: 0.001})
+	s.Client.HSet(ctx, frontier.KeysFor("b").Config, "scope", "host") // the crawl exists
+	f, err := frontier.Create(ctx, s.Client, "b", frontier.Options{Shards: 1}, dedup.Params{Capacity: 1_000_000, FPRate: 0.001})
 	if err != nil {
 		b.Fatal(err)
 	}
-	s.Client.HSet(ctx, frontier.KeysFor("b").Config, "scope", "host") // the crawl exists
-	f := frontier.New(s.Client, frontier.KeysFor("b"), seen)
 	var seeds []frontier.Item
 	for i := 0; i < 4*batch; i++ {
 		seeds = append(seeds, frontier.Item{URL: fmt.Sprintf("http://h%d.example/seed/%d", i%8, i)})
@@ -106,12 +105,11 @@ func queuedURLMemory(b *testing.B, hosts, perPage int) {
 		ctx := context.Background()
 		s.Client.FlushAll(ctx)
 		before := usedMemory(b, s)
-		seen, err := dedup.Open(ctx, s.Client, "crawl:{m}:seen", dedup.Params{Capacity: urls, FPRate: 0.001})
+		s.Client.HSet(ctx, frontier.KeysFor("m").Config, "scope", "host")
+		f, err := frontier.Create(ctx, s.Client, "m", frontier.Options{Shards: 1}, dedup.Params{Capacity: urls, FPRate: 0.001})
 		if err != nil {
 			b.Fatal(err)
 		}
-		s.Client.HSet(ctx, frontier.KeysFor("m").Config, "scope", "host")
-		f := frontier.New(s.Client, frontier.KeysFor("m"), seen)
 		items := make([]frontier.Item, 0, batch)
 		for n := 0; n < urls; n++ {
 			// ~60 characters: http://www.host-NNN.example.org/docs/section-NN/page-NNNNNNN.html
@@ -147,7 +145,7 @@ func queuedURLMemory(b *testing.B, hosts, perPage int) {
 		for _, key := range []string{k.Ready, k.Stats, k.Config} {
 			perKey[key] = s.Client.MemoryUsage(ctx, key, 0).Val()
 		}
-		st, _ := seen.Stats(ctx)
+		st, _ := f.BloomStats(ctx)
 		b.ReportMetric(float64(after-before)/queued, "B/queued-URL")
 		b.ReportMetric(float64(inQueues)/queued, "B/URL-in-queues")
 		b.ReportMetric(float64(st.Bits)/8/queued, "B/URL-in-Bloom")

@@ -1,7 +1,15 @@
 // Package frontier is a crawl's reliable queue in Redis: no URL is lost,
 // however a worker dies.
 //
-// # Keys (all under the crawl's hash tag crawl:{name})
+// # The crawl's keys: the storage contract
+//
+// Every key of a crawl is built here, and nothing outside this package
+// reads one: package crawl, status, export and the command line use the
+// methods (Stats, ReadRecords, Done, Delete …). A crawl named NAME (CheckName)
+// is split over Options.Shards shards; shard 0's keys are under the hash tag
+// crawl:{NAME}, shard s's under crawl:{NAME/s}, so a Redis Cluster may put
+// each shard on any master, while one script always sees one shard's keys.
+// A host lives in one shard (ShardOf) with all of its keys. Each shard has:
 //
 //	queue:<host>  list: the host's FIFO queue, in compact elements that store
 //	           the host, the scheme and a page's URL (as its links' parent)
@@ -13,18 +21,43 @@
 //	           structure says what is held, by which lease, until when
 //	deferred   zset item -> time it may be fetched again (ms, Redis TIME)
 //	failed     list of items that failed for good, with the reason (capped)
-//	workers    zset worker -> alive until (ms: one lease past its last
-//	           heartbeat); Register adds an id only when no live worker
-//	           holds it (register.lua), Heartbeat extends it, Deregister ends it
-//	stats      hash of counters (enqueued, pages, failed, ...) and 'queued',
-//	           the URLs in all the queues
+//	stats      hash of counters (enqueued, pages, the outcome words …, Stats)
+//	           and three fields that count nothing: 'queued', the URLs in
+//	           the queues; 'allow', the shard's share of a page budget;
+//	           'end_scan', how far a budgeted crawl's end has looked
+//	results    stream of result records (opaque to frontier, StoredRecord),
+//	           capped at the shard's share of ResultsKept
+//	hostpages  hash host -> pages fetched (Options.HostPageCap)
+//	seen       the shard's Bloom filter (package dedup), segments under seen:
+//	rate:<host>    the host's token bucket (package politeness, RateKey)
+//	robots:<host>  the host's robots.txt cache (politeness.Robots, RobotsKey)
 //	counter:<process>  string: the exchanges Redis holds of one worker
 //	           process (expires a day after its last exchange)
 //	ended      zset lease id -> when an exchange ended it (ms), the last
 //	           minute's: the same exchange sent again after its reply was
 //	           lost finds its pages recorded, and records them once
+//	done       "1" once the crawl is over (shard 0's is the crawl's: set
+//	           after every other shard's last record, Done)
 //	queue:wake pub/sub channel (not a key): "1" when the empty queue gets
 //	           URLs, "drained" when nothing is queued or leased, "done"
+//
+// Shard 0 also holds what the crawl has once:
+//
+//	config     hash: the crawl's settings (StoreConfig; package crawl gives
+//	           the fields their meaning). The crawl exists while it does:
+//	           every script that writes refuses without it (ErrGone)
+//	hosts      set: the seeds' hosts, the crawl's scope (AddSeedHosts)
+//	workers    zset worker -> alive until (ms: one lease past its last
+//	           heartbeat); Register adds an id only when no live worker
+//	           holds it (register.lua), Heartbeat extends it, Deregister ends it
+//	leader     the scheduler's lock, and leader:epoch its fencing counter
+//	           (package leader, LeaderKey)
+//
+// and shard s > 0 its marker, exists (the crawl exists in that shard while
+// it does), and fence, the highest epoch of a scheduler that swept it.
+// Delete removes every key by the patterns crawl:{NAME}:*, crawl:{NAME/*
+// and crawl:NAME:* (the layout of versions before hash tags), which match
+// no other crawl's.
 //
 // # Protocol
 //
@@ -83,12 +116,10 @@
 //
 // # Shards
 //
-// Shards splits a crawl's frontier by host over several sets of these keys,
-// each under its own hash tag (crawl:{name/s}, shard 0 keeping
-// crawl:{name}), so that a Redis Cluster spreads them over its masters. A
-// host's everything lives in its shard; what crosses shards (links to other
-// shards' hosts, pops, completion, the page budget's shares, fencing) is
-// in shards.go, shardsweep.go and docs/design.md.
+// A crawl of one shard is a Frontier with Options.Shards 1, not another
+// type; with several, what crosses shards (links to other shards' hosts,
+// pops, completion, the page budget's shares, fencing) is in shards.go,
+// shardsweep.go and docs/design.md.
 //
 // # The scheduler's sweep
 //

@@ -15,7 +15,7 @@ import (
 // Outcome is how a page ended.
 type Outcome struct {
 	Children []Item // links to queue (deduplicated in the same script)
-	Stat     string // the stats counter to bump (the crawl's outcome words: "ok", "failed" …); "" for none
+	Stat     string // the stats counter to bump: an outcome word (OutcomeOK …); "" for none
 	Status   int    // the HTTP status the page was answered with: counted as "status:NNN"; 0 for none
 	Record   []byte // result record (JSON) for the results stream; nil for none
 	Failed   string // reason to keep the item on the failed list; "" for none
@@ -90,7 +90,7 @@ const replyGone = "gone"
 //
 // Calls of one Frontier are serialized: each carries the count of this
 // process's exchanges, which Redis must hold too (ErrRolledBack).
-func (f *Frontier) Exchange(ctx context.Context, done []Finished, back []*Lease, want int) (Exchanged, error) {
+func (f *shard) Exchange(ctx context.Context, done []Finished, back []*Lease, want int) (Exchanged, error) {
 	f.xmu.Lock()
 	defer f.xmu.Unlock()
 	x, bad, err := f.exchange(ctx, done, back, want)
@@ -149,7 +149,7 @@ func (a exchangeArgs) encode() []any {
 
 // exchange makes the calls of one Exchange (f.xmu held) and returns the
 // popped items it could not decode, ended with a failed outcome.
-func (f *Frontier) exchange(ctx context.Context, done []Finished, back []*Lease, want int) (Exchanged, []Finished, error) {
+func (f *shard) exchange(ctx context.Context, done []Finished, back []*Lease, want int) (Exchanged, []Finished, error) {
 	var urls []string
 	var payload []any
 	offset := make([]int, len(done)+1) // done[d]'s links are urls[offset[d]:offset[d+1]]
@@ -170,12 +170,12 @@ func (f *Frontier) exchange(ctx context.Context, done []Finished, back []*Lease,
 	// links [start, end) gets these arguments, flags being the answers for
 	// the links before start.
 	args := func(start, end int, flags []bool, last bool) []any {
-		a := exchangeArgs{expect: f.exchanges, resultsCap: f.ResultsCap}
+		a := exchangeArgs{expect: f.exchanges, resultsCap: f.resultsCap}
 		if !last { // an earlier call of a big batch only queues links
 			return a.encode()
 		}
 		a.count, a.want, a.newLeaseIDs = true, want, ids
-		a.leaseMs, a.spacingMs, a.budget, a.hostMax = f.Lease.Milliseconds(), f.HostSpacing.Milliseconds(), f.PageBudget, f.HostPageCap
+		a.leaseMs, a.spacingMs, a.budget, a.hostMax = f.o.Lease.Milliseconds(), f.o.HostSpacing.Milliseconds(), f.pageBudget(), f.o.HostPageCap
 		for d, x := range done {
 			lo, hi := max(offset[d], start), min(offset[d+1], end)
 			da := doneArgs{member: x.Lease.Member(), stat: x.Outcome.counters(), record: string(x.Outcome.Record),
@@ -202,13 +202,13 @@ func (f *Frontier) exchange(ctx context.Context, done []Finished, back []*Lease,
 	}
 	x, bad, err := f.readReply(flags, tail, offset, ids)
 	for _, l := range x.Popped {
-		l.granted(sent, f.Lease)
+		l.granted(sent, f.o.Lease)
 	}
 	return x, bad, err
 }
 
 // exchangeKeys are exchange.lua's keys after the Bloom filter's.
-func (f *Frontier) exchangeKeys() []string {
+func (f *shard) exchangeKeys() []string {
 	return []string{f.keys.Queues, f.keys.Ready, f.keys.Leases, f.keys.Stats, f.keys.Failed, f.keys.Results, f.keys.DoneFlag,
 		f.keys.Counter(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Config, f.keys.HostPages, f.keys.Lengths, f.keys.Ended}
 }
@@ -216,7 +216,7 @@ func (f *Frontier) exchangeKeys() []string {
 // counted reads what exchange.lua's guard said of an exchange (f.xmu
 // held): refused because the crawl is gone or Redis lost this process's
 // exchanges, or counted as one more.
-func (f *Frontier) counted(tail []any, err error) error {
+func (f *shard) counted(tail []any, err error) error {
 	if errors.Is(err, dedup.ErrRefused) && len(tail) == 1 {
 		if tail[0] == replyGone {
 			return ErrGone
@@ -241,7 +241,7 @@ func (f *Frontier) counted(tail []any, err error) error {
 // before those pages' own exchange so that a crash between the two loses
 // nothing. It is an exchange with no lease to end and nothing to pop, and
 // counts as one, so that a rollback of this shard is noticed here too.
-func (f *Frontier) Offer(ctx context.Context, links []Item) ([]bool, error) {
+func (f *shard) Offer(ctx context.Context, links []Item) ([]bool, error) {
 	if len(links) == 0 {
 		return nil, nil
 	}
@@ -252,7 +252,7 @@ func (f *Frontier) Offer(ctx context.Context, links []Item) ([]bool, error) {
 	f.xmu.Lock()
 	defer f.xmu.Unlock()
 	args := func(_, _ int, _ []bool, last bool) []any {
-		return exchangeArgs{expect: f.exchanges, count: last, resultsCap: f.ResultsCap}.encode()
+		return exchangeArgs{expect: f.exchanges, count: last, resultsCap: f.resultsCap}.encode()
 	}
 	flags, tail, err := f.seen.ExecBatch(ctx, exchangeScript, urls, payload, f.exchangeKeys(), args)
 	if err = f.counted(tail, err); err != nil {
@@ -264,7 +264,7 @@ func (f *Frontier) Offer(ctx context.Context, links []Item) ([]bool, error) {
 // readReply reads exchange.lua's reply after the links' flags: a held
 // flag per Finished, then pages, done, wait, M, and M popped items (host,
 // item) under the new lease ids in order.
-func (f *Frontier) readReply(flags []bool, tail []any, offset []int, ids []string) (Exchanged, []Finished, error) {
+func (f *shard) readReply(flags []bool, tail []any, offset []int, ids []string) (Exchanged, []Finished, error) {
 	nd := len(offset) - 1
 	if len(tail) < nd+4 {
 		return Exchanged{}, nil, fmt.Errorf("frontier: exchange: short reply %v", tail)
@@ -289,7 +289,7 @@ func (f *Frontier) readReply(flags []bool, tail []any, offset []int, ids []strin
 		raw, _ := tail[5+2*i].(string)
 		l := &Lease{ID: ids[i], raw: raw, Host: host}
 		if err := json.Unmarshal([]byte(raw), &l.Item); err != nil {
-			bad = append(bad, Finished{Lease: l, Outcome: Outcome{Stat: "failed", Failed: fmt.Sprintf("undecodable queue item: %v", err)}})
+			bad = append(bad, Finished{Lease: l, Outcome: Outcome{Stat: OutcomeFailed, Failed: fmt.Sprintf("undecodable queue item: %v", err)}})
 			continue
 		}
 		x.Popped = append(x.Popped, l)

@@ -117,28 +117,22 @@ var ErrRolledBack = errors.New("frontier: Redis no longer holds this worker's pa
 // by it, Keys.Ended), so there is nothing to forget.
 var ErrReplyLost = errors.New("frontier: an exchange whose reply was lost had gone through")
 
-// Frontier is a crawl's reliable queue. Safe for concurrent use.
-type Frontier struct {
-	c     redis.UniversalClient
-	keys  Keys
-	seen  *dedup.Filter
-	Lease time.Duration // how long a popped item is held without a heartbeat
-	// HostSpacing is the least time between two pops of one host's URLs
-	// (1/rate): a pop never offers a URL whose host is not due, so busy
-	// hosts cost nothing. The token bucket still decides each fetch.
-	HostSpacing time.Duration
-	// PageBudget, when not 0, is the most pages the whole crawl fetches:
-	// a pop hands out no more URLs than pages fetched plus URLs in flight
-	// leave room for, and reports the page count (PopInfo.Pages).
-	PageBudget int64
-	// HostPageCap, when not 0, is the most pages fetched from one host:
-	// once a host has them, its queued URLs are dropped (and counted)
-	// when it comes up for a pop. URLs of it in flight then may still add
-	// a few.
-	HostPageCap int64
-	// ResultsCap bounds this frontier's results stream (ResultsKept, or
-	// its share of it in a crawl of several shards).
-	ResultsCap int64
+// shard is one shard of a crawl's frontier: one set of the keys in the
+// package doc, under one hash tag, with its Bloom filter. Safe for
+// concurrent use.
+type shard struct {
+	c    redis.UniversalClient
+	keys Keys
+	seen *dedup.Filter // nil until the frontier is opened (Open, Create)
+	// o is the frontier's Options, read at each call.
+	o *Options
+	// sharded: one of several shards, which with a page budget pops
+	// within its own share of it (Frontier.Schedule) rather than the
+	// whole budget.
+	sharded bool
+	// resultsCap bounds this shard's results stream: its share of
+	// ResultsKept.
+	resultsCap int64
 	idPrefix   string
 	idSeq      atomic.Uint64
 	// xmu serializes Exchange: each call carries the count of this
@@ -147,23 +141,29 @@ type Frontier struct {
 	exchanges int64
 }
 
-// New returns the frontier of keys, deduplicating through seen.
-func New(c redis.UniversalClient, keys Keys, seen *dedup.Filter) *Frontier {
+func newShard(c redis.UniversalClient, keys Keys, o *Options, shards int) *shard {
 	var b [9]byte
 	rand.Read(b[:])
-	return &Frontier{c: c, keys: keys, seen: seen, Lease: 10 * time.Second, ResultsCap: ResultsKept,
+	return &shard{c: c, keys: keys, o: o, sharded: shards > 1, resultsCap: ResultsKept / int64(shards),
 		idPrefix: hex.EncodeToString(b[:]) + "-"}
 }
 
-// Keys are the frontier's Redis keys.
-func (f *Frontier) Keys() Keys { return f.keys }
+// pageBudget is the budget argument of this shard's scripts: the whole
+// crawl's, or -1 for the shard's own share of it.
+func (f *shard) pageBudget() int64 {
+	if f.sharded && f.o.PageBudget > 0 {
+		return -1
+	}
+	return f.o.PageBudget
+}
 
-// Seen is the frontier's Bloom filter.
-func (f *Frontier) Seen() *dedup.Filter { return f.seen }
+// errNotOpen: a frontier made by New, without its Bloom filters, was asked
+// to queue URLs.
+var errNotOpen = errors.New("frontier: not opened (Open or Create): it has no Bloom filter")
 
 // Enqueue marks items' URLs seen and queues those not seen before, in one
 // script per batch. It returns which items were new, and so queued.
-func (f *Frontier) Enqueue(ctx context.Context, items []Item) ([]bool, error) {
+func (f *shard) Enqueue(ctx context.Context, items []Item) ([]bool, error) {
 	return f.enqueue(ctx, items, "new")
 }
 
@@ -171,11 +171,11 @@ func (f *Frontier) Enqueue(ctx context.Context, items []Item) ([]bool, error) {
 // those the filter answers "seen" for: seeds, which a Bloom false positive
 // must not drop (Scrapy's dont_filter). It returns which were new to the
 // filter. The caller removes duplicates among items.
-func (f *Frontier) EnqueueAll(ctx context.Context, items []Item) ([]bool, error) {
+func (f *shard) EnqueueAll(ctx context.Context, items []Item) ([]bool, error) {
 	return f.enqueue(ctx, items, "all")
 }
 
-func (f *Frontier) enqueue(ctx context.Context, items []Item, mode string) ([]bool, error) {
+func (f *shard) enqueue(ctx context.Context, items []Item, mode string) ([]bool, error) {
 	if len(items) == 0 {
 		return nil, nil
 	}
@@ -194,7 +194,7 @@ func (f *Frontier) enqueue(ctx context.Context, items []Item, mode string) ([]bo
 // (OldQueue) to the hosts' queues, a thousand a script call, and returns
 // how many it moved: 0 for any crawl seeded since. Safe to run from many
 // workers at once.
-func (f *Frontier) MigrateOldQueue(ctx context.Context) (int, error) {
+func (f *shard) MigrateOldQueue(ctx context.Context) (int, error) {
 	moved := 0
 	for {
 		n, err := migrateScript.Run(ctx, f.c, []string{f.keys.OldQueue(), f.keys.Queues, f.keys.Ready, f.keys.Stats, f.keys.Lengths},
@@ -221,7 +221,7 @@ type Sizes struct {
 func (s Sizes) Empty() bool { return s.Queued == 0 && s.InFlight == 0 && s.Deferred == 0 }
 
 // Sizes reads the counts in one round trip.
-func (f *Frontier) Sizes(ctx context.Context) (Sizes, error) {
+func (f *shard) Sizes(ctx context.Context) (Sizes, error) {
 	pipe := f.c.Pipeline()
 	read := f.sizes(ctx, pipe)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
@@ -232,7 +232,7 @@ func (f *Frontier) Sizes(ctx context.Context) (Sizes, error) {
 
 // sizes queues the reads of the counts on pipe; the function it returns
 // reads their answers once pipe ran.
-func (f *Frontier) sizes(ctx context.Context, pipe redis.Pipeliner) func() Sizes {
+func (f *shard) sizes(ctx context.Context, pipe redis.Pipeliner) func() Sizes {
 	q := pipe.HGet(ctx, f.keys.Stats, "queued")
 	i := pipe.ZCard(ctx, f.keys.Leases)
 	d := pipe.ZCard(ctx, f.keys.Deferred)
@@ -260,7 +260,7 @@ const HostScanLimit = 10000
 // HostQueues returns the n hosts with the most URLs queued, longest first,
 // and how many hosts have URLs queued (exact). With more than 10 000
 // hosts, only the 10 000 due soonest are looked at for the longest.
-func (f *Frontier) HostQueues(ctx context.Context, n int) ([]HostQueue, int64, error) {
+func (f *shard) HostQueues(ctx context.Context, n int) ([]HostQueue, int64, error) {
 	pipe := f.c.Pipeline()
 	now := pipe.Time(ctx)
 	total := pipe.HLen(ctx, f.keys.Lengths)

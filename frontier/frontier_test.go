@@ -28,15 +28,14 @@ type env struct {
 
 func setup(t *testing.T, s *redistest.Server) *env {
 	ctx := context.Background()
-	seen, err := dedup.Open(ctx, s.Client, "crawl:{t}:seen", dedup.Params{Capacity: 1000, FPRate: 0.01})
+	// The crawl exists while its config does (crawl.Seed writes it).
+	s.Client.HSet(ctx, frontier.KeysFor("t").Config, "scope", "host")
+	f, err := frontier.Create(ctx, s.Client, "t", frontier.Options{Shards: 1, Lease: 200 * time.Millisecond, PageBudget: 1000},
+		dedup.Params{Capacity: 1000, FPRate: 0.01})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The crawl exists while its config does (crawl.Seed writes it).
-	s.Client.HSet(ctx, frontier.KeysFor("t").Config, "scope", "host")
-	e := &env{f: frontier.New(s.Client, frontier.KeysFor("t"), seen), s: s, lock: "crawl:{t}:leader"}
-	e.f.Lease = 200 * time.Millisecond
-	e.f.PageBudget = 1000
+	e := &env{f: f, s: s, lock: frontier.LeaderKey("t")}
 	if s.Mini != nil {
 		e.clock = time.Now()
 		s.Mini.SetTime(e.clock)
@@ -588,7 +587,7 @@ func TestWakeWhenQueueFillsAndWhenDone(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		e := setup(t, s)
-		sub := s.Client.Subscribe(ctx, e.f.Keys().Wake())
+		sub := s.Client.Subscribe(ctx, frontier.KeysFor("t").Wake())
 		defer sub.Close()
 		if _, err := sub.Receive(ctx); err != nil { // the subscription is in place
 			t.Fatal(err)
@@ -603,7 +602,7 @@ func TestWakeWhenQueueFillsAndWhenDone(t *testing.T) {
 		e.exchange(t, []frontier.Finished{{y.Popped[0], frontier.Outcome{Stat: "done"}}}, nil, 0) // drained
 		e.sweep(t, 3, 0)                                                                          // done: wake
 		e.sweep(t, 3, 0)                                                                          // already done: quiet
-		s.Client.Publish(ctx, e.f.Keys().Wake(), "end-of-test")
+		s.Client.Publish(ctx, frontier.KeysFor("t").Wake(), "end-of-test")
 		var got []string
 		for {
 			m, err := sub.ReceiveMessage(ctx)
@@ -654,11 +653,13 @@ func TestExchangeNoticesRollback(t *testing.T) {
 			t.Fatalf("the same exchange again: %+v, %v; want it recorded, its link queued, a pop", y, err)
 		}
 		// A lost reply: Redis applied an exchange the process never heard of.
+		// (An exchange with nothing to end and nothing to pop makes no call:
+		// this one asks for a URL.)
 		s.Client.Incr(ctx, counters[0])
-		if _, err := e.f.Exchange(ctx, nil, nil, 0); !errors.Is(err, frontier.ErrReplyLost) {
+		if _, err := e.f.Exchange(ctx, nil, nil, 1); !errors.Is(err, frontier.ErrReplyLost) {
 			t.Fatalf("Redis ahead of the process: %v; want ErrReplyLost", err)
 		}
-		if _, err := e.f.Exchange(ctx, nil, nil, 0); err != nil {
+		if _, err := e.f.Exchange(ctx, nil, nil, 1); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -803,9 +804,14 @@ func TestDueRetryAfterTheBudgetGetsARecord(t *testing.T) {
 		var found bool
 		for _, m := range msgs {
 			raw, _ := m.Values["rec"].(string)
-			var rec struct{ URL, Error, Outcome string }
-			json.Unmarshal([]byte(raw), &rec)
-			found = found || (rec.URL == "http://a/" && rec.Outcome == "failed" && rec.Error == "timeout (not retried: the page budget is spent)")
+			var rec frontier.SweptRecord // exactly its fields: package crawl reads them by these names
+			dec := json.NewDecoder(strings.NewReader(raw))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&rec); err != nil {
+				t.Fatalf("record %s: %v", raw, err)
+			}
+			found = found || (rec.URL == "http://a/" && rec.Outcome == frontier.OutcomeFailed && rec.Attempt == 2 &&
+				rec.Error == "timeout (not retried: the page budget is spent)")
 		}
 		if !found {
 			t.Fatalf("no failed record for the due retry: %v", msgs)

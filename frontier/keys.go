@@ -1,6 +1,10 @@
 package frontier
 
-import "strconv"
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
 
 // Keys names a crawl's frontier keys; all share the crawl's hash tag.
 type Keys struct {
@@ -70,3 +74,76 @@ func keysUnder(p string) Keys {
 // OldQueue is the queue's key in crawls seeded before the compact queues
 // (one sorted set for all hosts); MigrateOldQueue empties it.
 func (k Keys) OldQueue() string { return k.Queues[:len(k.Queues)-len("queue:")] + "items" }
+
+// MaxNameLen bounds a crawl name.
+const MaxNameLen = 64
+
+// ErrName: a crawl name outside the safe alphabet.
+var ErrName = errors.New("invalid crawl name")
+
+// CheckName accepts 1 to MaxNameLen letters, digits, '-', '_' and '.',
+// starting with a letter or digit. The alphabet is what makes the key
+// patterns of crawls injective: with no ':', '{', '}', '/' or glob
+// characters in a name, the patterns (patterns) match the keys of crawl
+// NAME and of no other crawl, so deleting one never touches another.
+func CheckName(name string) error {
+	if name == "" || len(name) > MaxNameLen {
+		return fmt.Errorf("%w %q: want 1 to %d characters", ErrName, name, MaxNameLen)
+	}
+	for i := 0; i < len(name); i++ {
+		ch := name[i]
+		alnum := 'a' <= ch && ch <= 'z' || 'A' <= ch && ch <= 'Z' || '0' <= ch && ch <= '9'
+		if !alnum && (i == 0 || ch != '-' && ch != '_' && ch != '.') {
+			return fmt.Errorf("%w %q: want letters, digits, '-', '_' and '.', starting with a letter or digit", ErrName, name)
+		}
+	}
+	return nil
+}
+
+// The crawl's keys beside the frontier's own (package doc).
+
+// tag is shard i's hash tag: {name} for the first, {name/i} for others.
+func tag(name string, i int) string {
+	if i == 0 {
+		return "crawl:{" + name + "}:"
+	}
+	return "crawl:{" + name + "/" + strconv.Itoa(i) + "}:"
+}
+
+// seenKey is shard i's Bloom filter, with its segments under it + ":".
+func seenKey(name string, i int) string { return tag(name, i) + "seen" }
+
+// LeaderKey is crawl name's scheduler lock (package leader); its epoch
+// counter is leader.EpochKey of it. In the first shard's slot.
+func LeaderKey(name string) string { return tag(name, 0) + "leader" }
+
+// LeaderKey is the crawl's scheduler lock (LeaderKey).
+func (f *Frontier) LeaderKey() string { return LeaderKey(f.name) }
+
+// RateKey is host's token bucket (package politeness), in its shard's
+// slot beside its queue, so that on a Redis Cluster one master holds all
+// of a host.
+func (f *Frontier) RateKey(host string) string {
+	return tag(f.name, ShardOf(host, len(f.fs))) + "rate:" + host
+}
+
+// RobotsKey is host's robots.txt cache (politeness.Robots), in its
+// shard's slot.
+func (f *Frontier) RobotsKey(host string) string {
+	return tag(f.name, ShardOf(host, len(f.fs))) + "robots:" + host
+}
+
+// hostsKey is the set of the seeds' hosts (AddSeedHosts).
+func (f *Frontier) hostsKey() string { return tag(f.name, 0) + "hosts" }
+
+// ratePatterns match the token buckets of every shard (SCAN MATCH).
+func ratePatterns(name string) []string {
+	return []string{"crawl:{" + name + "}:rate:*", "crawl:{" + name + "/*}:rate:*"}
+}
+
+// patterns match every key of crawl name and no other crawl's (CheckName:
+// with no '/' in a name, "{NAME/" starts only this crawl's shards). The
+// last is the layout of versions before hash tags.
+func patterns(name string) []string {
+	return []string{"crawl:{" + name + "}:*", "crawl:{" + name + "/*", "crawl:" + name + ":*"}
+}

@@ -64,7 +64,7 @@ func (l *Lease) Member() string { return l.ID + "\n" + l.Host + "\n" + l.raw }
 
 // leaseID returns an id no other pop anywhere will use: this process's
 // random prefix and a counter.
-func (f *Frontier) leaseID() string {
+func (f *shard) leaseID() string {
 	return f.idPrefix + strconv.FormatUint(f.idSeq.Add(1), 36)
 }
 
@@ -83,7 +83,7 @@ func (l *Lease) failedEntry(reason string) string {
 // Defer returns a leased item to be fetched again after delay (a retry,
 // or the server's Retry-After). item replaces the stored one, so the caller
 // may count an attempt.
-func (f *Frontier) Defer(ctx context.Context, l *Lease, item Item, delay time.Duration) error {
+func (f *shard) Defer(ctx context.Context, l *Lease, item Item, delay time.Duration) error {
 	e, err := entry(item)
 	if err != nil {
 		return err
@@ -100,7 +100,7 @@ func (f *Frontier) Defer(ctx context.Context, l *Lease, item Item, delay time.Du
 
 // Requeue puts a leased item back at the front of its host's queue because
 // the host is busy, and keeps the host from being offered again for wait.
-func (f *Frontier) Requeue(ctx context.Context, l *Lease, wait time.Duration) error {
+func (f *shard) Requeue(ctx context.Context, l *Lease, wait time.Duration) error {
 	e, err := entry(l.Item)
 	if err != nil {
 		return err

@@ -86,7 +86,7 @@ func TestMigrateOldQueueMovesEveryURL(t *testing.T) {
 		ctx := context.Background()
 		e := setup(t, s)
 		e.f.HostSpacing, e.f.PageBudget = 0, 0
-		k := e.f.Keys()
+		k := frontier.KeysFor("t")
 		var want []string
 		for i := 0; i < 2500; i++ { // more than one script call moves
 			class := "1"

@@ -13,11 +13,11 @@ import (
 // length (Heartbeat keeps it so). If a live worker holds the id, it
 // returns ErrIDInUse and how long until that registration lapses, should
 // its holder not heartbeat again; ErrGone when the crawl is gone.
-func (f *Frontier) Register(ctx context.Context, worker string) (time.Duration, error) {
+func (f *shard) Register(ctx context.Context, worker string) (time.Duration, error) {
 	if worker == "" {
 		return 0, errors.New("frontier: register: empty worker id")
 	}
-	n, err := registerScript.Run(ctx, f.c, []string{f.keys.Workers, f.keys.Config}, worker, f.Lease.Milliseconds()).Int64()
+	n, err := registerScript.Run(ctx, f.c, []string{f.keys.Workers, f.keys.Config}, worker, f.o.Lease.Milliseconds()).Int64()
 	switch {
 	case isGone(err):
 		return 0, ErrGone
@@ -33,8 +33,8 @@ func (f *Frontier) Register(ctx context.Context, worker string) (time.Duration, 
 // and extends the leases it holds; it returns how many were still held,
 // or ErrGone when the crawl is gone. A lease extended has its local
 // deadline moved on (Lease.Left); one found lost is marked so.
-func (f *Frontier) Heartbeat(ctx context.Context, worker string, leases []*Lease) (int, error) {
-	args := []any{worker, f.Lease.Milliseconds()}
+func (f *shard) Heartbeat(ctx context.Context, worker string, leases []*Lease) (int, error) {
+	args := []any{worker, f.o.Lease.Milliseconds()}
 	for _, l := range leases {
 		args = append(args, l.Member())
 	}
@@ -53,7 +53,7 @@ func (f *Frontier) Heartbeat(ctx context.Context, worker string, leases []*Lease
 	n := 0
 	for i, l := range leases {
 		if h, _ := held[i].(int64); h == 1 {
-			l.granted(sent, f.Lease)
+			l.granted(sent, f.o.Lease)
 			n++
 		} else {
 			l.lost.Store(true) // reclaimed: another worker may have it now
@@ -65,7 +65,7 @@ func (f *Frontier) Heartbeat(ctx context.Context, worker string, leases []*Lease
 // Deregister removes a stopped worker from the registry at once (it would
 // otherwise count as alive until its last heartbeat's lease ran out).
 // ZREM never creates a key: safe on a crawl that is gone.
-func (f *Frontier) Deregister(ctx context.Context, worker string) error {
+func (f *shard) Deregister(ctx context.Context, worker string) error {
 	if err := f.c.ZRem(ctx, f.keys.Workers, worker).Err(); err != nil {
 		return fmt.Errorf("frontier: deregister: %w", err)
 	}
@@ -78,7 +78,7 @@ const WorkerForgetAfter = time.Minute
 
 // Workers lists the workers alive now: each sent a heartbeat within its
 // lease length, and has not deregistered.
-func (f *Frontier) Workers(ctx context.Context) ([]string, error) {
+func (f *shard) Workers(ctx context.Context) ([]string, error) {
 	now, err := f.c.Time(ctx).Result()
 	if err != nil {
 		return nil, fmt.Errorf("frontier: workers: %w", err)
@@ -91,7 +91,7 @@ func (f *Frontier) Workers(ctx context.Context) ([]string, error) {
 // last heartbeat is over a lease old) and that the registry has not
 // forgotten yet: stopped without deregistering, or alive but unable to
 // heartbeat, as when Redis refuses writes.
-func (f *Frontier) Lapsed(ctx context.Context) ([]string, error) {
+func (f *shard) Lapsed(ctx context.Context) ([]string, error) {
 	now, err := f.c.Time(ctx).Result()
 	if err != nil {
 		return nil, fmt.Errorf("frontier: workers: %w", err)

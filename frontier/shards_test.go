@@ -13,26 +13,19 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// openShards makes the n shards of crawl name, each with its Bloom filter
-// and its marker, as seeding does.
-func openShards(t *testing.T, c redis.UniversalClient, name string, n int) *Shards {
+// openShards makes the n shards of crawl name, with budget, as seeding
+// does: each with its Bloom filter and its marker, and its share.
+func openShards(t *testing.T, c redis.UniversalClient, name string, n int, budget int64) *Frontier {
 	t.Helper()
 	ctx := context.Background()
-	var fs []*Frontier
-	for s := 0; s < n; s++ {
-		k := KeysForShard(name, s)
-		seen, err := dedup.Open(ctx, c, k.Queues+"seen", dedup.Params{Capacity: 10000, FPRate: 0.001})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.HSet(ctx, k.Config, "scope", "host").Err(); err != nil {
-			t.Fatal(err)
-		}
-		f := New(c, k, seen)
-		f.HostSpacing = 0
-		fs = append(fs, f)
+	if err := c.HSet(ctx, KeysFor(name).Config, "scope", "host").Err(); err != nil {
+		t.Fatal(err)
 	}
-	return NewShards(fs)
+	f, err := Create(ctx, c, name, Options{Shards: n, PageBudget: budget}, dedup.Params{Capacity: 10000 * int64(n), FPRate: 0.001})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
 
 // graphHosts × graphPages pages whose links cross hosts, and so shards:
@@ -48,7 +41,7 @@ func graphURL(h, p int) string { return fmt.Sprintf("http://h%d.example/p%d", h,
 // returns how often each URL was popped and how many links the exchanges
 // answered new, and fails the test if a sweep calls the crawl over while
 // a page is still being worked on.
-func crawlGraph(t *testing.T, c redis.UniversalClient, sh *Shards, budget int64) (map[string]int, int) {
+func crawlGraph(t *testing.T, c redis.UniversalClient, sh *Frontier, budget int64) (map[string]int, int) {
 	t.Helper()
 	ctx := context.Background()
 	clock := time.Unix(1_800_000_000, 0)
@@ -122,7 +115,7 @@ func crawlGraph(t *testing.T, c redis.UniversalClient, sh *Shards, budget int64)
 func TestShardsCrawlEveryPageOnce(t *testing.T) {
 	run := func(t *testing.T, c redis.UniversalClient) {
 		ctx := context.Background()
-		sh := openShards(t, c, "sh", 3)
+		sh := openShards(t, c, "sh", 3, 0)
 		fetched, newLinks := crawlGraph(t, c, sh, 0)
 		if len(fetched) != graphHosts*graphPages {
 			t.Fatalf("%d pages fetched; want %d", len(fetched), graphHosts*graphPages)
@@ -136,7 +129,7 @@ func TestShardsCrawlEveryPageOnce(t *testing.T) {
 			t.Errorf("%d links answered new; want %d", newLinks, graphHosts*graphPages-graphHosts)
 		}
 		recorded, perShard := 0, []int64{}
-		for _, f := range sh.All() {
+		for _, f := range sh.fs {
 			msgs := c.XRange(ctx, f.keys.Results, "-", "+").Val()
 			perShard = append(perShard, int64(len(msgs)))
 			for _, m := range msgs {
@@ -166,23 +159,17 @@ func TestShardsKeepThePageBudgetExactly(t *testing.T) {
 	run := func(t *testing.T, c redis.UniversalClient) {
 		ctx := context.Background()
 		const budget = 150
-		sh := openShards(t, c, "sh", 3)
+		sh := openShards(t, c, "sh", 3, budget)
 		per := map[int]int{}
 		for h := 0; h < graphHosts; h++ {
 			per[ShardOf(fmt.Sprintf("h%d.example", h), 3)]++
-		}
-		for i, f := range sh.All() {
-			f.PageBudget = -1
-			if err := f.SetShare(ctx, Shares(budget, 3)[i]); err != nil {
-				t.Fatal(err)
-			}
 		}
 		fetched, _ := crawlGraph(t, c, sh, budget)
 		if len(fetched) != budget {
 			t.Fatalf("%d pages fetched; want the budget, %d (hosts per shard %v)", len(fetched), budget, per)
 		}
 		var shares, pages int64
-		for _, f := range sh.All() {
+		for _, f := range sh.fs {
 			a, _ := c.HGet(ctx, f.keys.Stats, "allow").Int64()
 			p, _ := c.HGet(ctx, f.keys.Stats, "pages").Int64()
 			shares, pages = shares+a, pages+p
@@ -203,7 +190,7 @@ func TestShardsKeepThePageBudgetExactly(t *testing.T) {
 func TestShardsForgetWhenAShardPoppedFromLostWrites(t *testing.T) {
 	run := func(t *testing.T, c redis.UniversalClient) {
 		ctx := context.Background()
-		sh := openShards(t, c, "fg", 3)
+		sh := openShards(t, c, "fg", 3, 0)
 		sh.now = func() time.Time { return time.Unix(1_800_000_000, 0) }
 		var hostA, hostB string // hosts of two different shards
 		for i := 0; hostB == ""; i++ {
@@ -303,13 +290,7 @@ func TestShardedBudgetEndSetsTheDoneFlagLast(t *testing.T) {
 			deferreds = append(deferreds, KeysForShard("ord", i).Deferred)
 		}
 		c.AddHook(doneOrder{plain: s.Client, done: KeysForShard("ord", 0).DoneFlag, deferreds: deferreds, violated: &violated})
-		sh := openShards(t, c, "ord", n)
-		for i, f := range sh.All() {
-			f.PageBudget = -1
-			if err := f.SetShare(ctx, Shares(budget, n)[i]); err != nil {
-				t.Fatal(err)
-			}
-		}
+		sh := openShards(t, c, "ord", n, budget)
 		// A host in each shard; the last shard's host gets a retry.
 		hosts := map[int]string{}
 		for i := 0; len(hosts) < n; i++ {

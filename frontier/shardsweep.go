@@ -2,11 +2,16 @@ package frontier
 
 import (
 	"context"
-	"fmt"
 )
 
-// Schedule is the leader's sweep of every shard (Frontier.Schedule). With
-// more than one shard, no script sees the whole crawl, so the crawl is
+// Schedule is the leader's sweep, fenced by its epoch: due deferred items
+// return to the queue; expired leases return with attempts+1, or go to the
+// failed list at maxAttempts. A stale leader's sweep is refused whole
+// (fence.ErrFenced). epochKey is the scheduler lock's epoch counter
+// (leader.EpochKey of LeaderKey).
+//
+// With one shard, its script sees the whole crawl and decides whether it
+// is over. With more, no script sees the whole crawl, so the crawl is
 // over when two sweeps in a row found every shard empty and no URL was
 // queued at the back of any shard between them: a shard's work can come
 // back only through its enqueued counter (a URL moving from a lease back
@@ -23,12 +28,12 @@ import (
 // back, once a whole sweep under the current epoch has fenced every shard
 // against an older scheduler. The crawl is over when the shards' pages
 // reach the budget (every share is then used up, so nothing is in flight).
-func (s *Shards) Schedule(ctx context.Context, epochKey string, epoch int64, maxAttempts, limit int, pageBudget int64) (Sweep, error) {
-	if len(s.fs) == 1 {
-		return s.fs[0].Schedule(ctx, epochKey, epoch, maxAttempts, limit, pageBudget)
+func (f *Frontier) Schedule(ctx context.Context, epochKey string, epoch int64, maxAttempts, limit int, pageBudget int64) (Sweep, error) {
+	if len(f.fs) == 1 { // one script sees the whole crawl, and decides its end
+		return f.fs[0].schedule(ctx, epochKey, epoch, maxAttempts, limit, pageBudget, sweepAlone)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	share := int64(0) // the shards' budget argument: -1, their own share
 	if pageBudget > 0 {
 		share = -1
@@ -37,13 +42,13 @@ func (s *Shards) Schedule(ctx context.Context, epochKey string, epoch int64, max
 	total.NextDeferred = -1
 	empty := true
 	var pages int64
-	sweeps := make([]Sweep, len(s.fs))
-	enqueued := make([]int64, len(s.fs))
-	for sh, f := range s.fs {
-		sw, err := f.schedule(ctx, epochKey, epoch, maxAttempts, limit, share, sweepReport)
+	sweeps := make([]Sweep, len(f.fs))
+	enqueued := make([]int64, len(f.fs))
+	for sh, part := range f.fs {
+		sw, err := part.schedule(ctx, epochKey, epoch, maxAttempts, limit, share, sweepReport)
 		if err != nil {
-			s.lastEmpty = false
-			return total, fmt.Errorf("shard %d: %w", sh, err)
+			f.lastEmpty = false
+			return total, f.in(sh, err)
 		}
 		sweeps[sh] = sw
 		total.Released += sw.Released
@@ -61,12 +66,12 @@ func (s *Shards) Schedule(ctx context.Context, epochKey string, epoch int64, max
 	}
 	same := true
 	for sh := range enqueued {
-		same = same && enqueued[sh] == s.lastEnqueued[sh]
+		same = same && enqueued[sh] == f.lastEnqueued[sh]
 	}
-	over := empty && s.lastEmpty && same || pageBudget > 0 && pages >= pageBudget
-	s.lastEmpty, s.lastEnqueued = empty, enqueued
-	fencedAll := s.sweptEpoch == epoch // a whole sweep under this epoch came before this one
-	s.sweptEpoch = epoch
+	over := empty && f.lastEmpty && same || pageBudget > 0 && pages >= pageBudget
+	f.lastEmpty, f.lastEnqueued = empty, enqueued
+	fencedAll := f.sweptEpoch == epoch // a whole sweep under this epoch came before this one
+	f.sweptEpoch = epoch
 	if over && !total.CrawlOver {
 		// First every shard writes its last records (with a budget, one for
 		// each URL tried and not tried again), over as many sweeps as that
@@ -74,10 +79,10 @@ func (s *Shards) Schedule(ctx context.Context, epochKey string, epoch int64, max
 		// the one export --follow and status read, so it must not come
 		// before any other shard's records.
 		finished := true
-		for sh, f := range s.fs {
-			sw, err := f.schedule(ctx, epochKey, epoch, maxAttempts, limit, share, sweepFinish)
+		for sh, part := range f.fs {
+			sw, err := part.schedule(ctx, epochKey, epoch, maxAttempts, limit, share, sweepFinish)
 			if err != nil {
-				return total, fmt.Errorf("shard %d: %w", sh, err)
+				return total, f.in(sh, err)
 			}
 			finished = finished && sw.CrawlOver
 		}
@@ -85,15 +90,15 @@ func (s *Shards) Schedule(ctx context.Context, epochKey string, epoch int64, max
 			total.NextDeferred = 0 // more to write: sweep again soon
 			return total, nil
 		}
-		for sh := len(s.fs) - 1; sh >= 0; sh-- {
-			if _, err := s.fs[sh].schedule(ctx, epochKey, epoch, maxAttempts, limit, share, sweepEnd); err != nil {
-				return total, fmt.Errorf("shard %d: %w", sh, err)
+		for sh := len(f.fs) - 1; sh >= 0; sh-- {
+			if _, err := f.fs[sh].schedule(ctx, epochKey, epoch, maxAttempts, limit, share, sweepEnd); err != nil {
+				return total, f.in(sh, err)
 			}
 		}
 		total.CrawlOver = true
 	}
 	if pageBudget > 0 && !over && fencedAll {
-		if err := s.rebalance(ctx, epochKey, epoch, pageBudget, sweeps); err != nil {
+		if err := f.rebalance(ctx, epochKey, epoch, pageBudget, sweeps); err != nil {
 			return total, err
 		}
 	}
@@ -104,7 +109,7 @@ func (s *Shards) Schedule(ctx context.Context, epochKey string, epoch int64, max
 // first what the shares fall short of the budget (a move a crash cut in
 // two), then the shares of shards with nothing queued that they leave
 // unused, taken back before they are given.
-func (s *Shards) rebalance(ctx context.Context, epochKey string, epoch, budget int64, sw []Sweep) error {
+func (f *Frontier) rebalance(ctx context.Context, epochKey string, epoch, budget int64, sw []Sweep) error {
 	var working []int
 	var shares int64
 	for sh, w := range sw {
@@ -119,9 +124,9 @@ func (s *Shards) rebalance(ctx context.Context, epochKey string, epoch, budget i
 	} else {
 		for sh, w := range sw {
 			if unused := w.allow - w.pages - w.leases; w.work == 0 && unused > 0 {
-				taken, err := s.fs[sh].moveAllowance(ctx, epochKey, epoch, -unused)
+				taken, err := f.fs[sh].moveAllowance(ctx, epochKey, epoch, -unused)
 				if err != nil {
-					return fmt.Errorf("shard %d: %w", sh, err)
+					return f.in(sh, err)
 				}
 				pool -= taken // taken is negative
 			}
@@ -132,8 +137,8 @@ func (s *Shards) rebalance(ctx context.Context, epochKey string, epoch, budget i
 		if give <= 0 {
 			continue
 		}
-		if _, err := s.fs[sh].moveAllowance(ctx, epochKey, epoch, give); err != nil {
-			return fmt.Errorf("shard %d: %w", sh, err)
+		if _, err := f.fs[sh].moveAllowance(ctx, epochKey, epoch, give); err != nil {
+			return f.in(sh, err)
 		}
 		pool -= give
 	}
@@ -151,10 +156,4 @@ func Shares(budget int64, shards int) []int64 {
 		}
 	}
 	return out
-}
-
-// SetShare gives this frontier its first share of the page budget, if it
-// has none yet (seeding again changes nothing).
-func (f *Frontier) SetShare(ctx context.Context, share int64) error {
-	return f.c.HSetNX(ctx, f.keys.Stats, "allow", share).Err()
 }

@@ -22,15 +22,6 @@ type Sweep struct {
 	pages, leases, allow, work int64
 }
 
-// Schedule is the leader's sweep, fenced by its epoch: due deferred items
-// return to the queue; expired leases return with attempts+1, or go to the
-// failed list at maxAttempts. A stale leader's sweep is refused whole
-// (fence.ErrFenced). epochKey is the scheduler lock's epoch counter
-// (leader.EpochKey).
-func (f *Frontier) Schedule(ctx context.Context, epochKey string, epoch int64, maxAttempts, limit int, pageBudget int64) (Sweep, error) {
-	return f.schedule(ctx, epochKey, epoch, maxAttempts, limit, pageBudget, sweepAlone)
-}
-
 // The modes of a sweep (schedule.lua's ARGV[8]).
 const (
 	sweepAlone  = "1"   // the crawl's only shard: the sweep decides whether the crawl is done
@@ -44,7 +35,7 @@ const (
 // fenced runs a fenced script as the scheduler of epoch: against the
 // leader's epoch counter, or, for a shard with a Fence key (whose slot the
 // counter is not in), against that key (fence.Script.RunRaising).
-func (f *Frontier) fenced(ctx context.Context, s *fence.Script, epochKey string, epoch int64, keys []string, args ...any) (any, error) {
+func (f *shard) fenced(ctx context.Context, s *fence.Script, epochKey string, epoch int64, keys []string, args ...any) (any, error) {
 	if f.keys.Fence != "" {
 		return s.RunRaising(ctx, f.c, f.keys.Fence, epoch, keys, args...)
 	}
@@ -53,11 +44,11 @@ func (f *Frontier) fenced(ctx context.Context, s *fence.Script, epochKey string,
 
 // schedule is the sweep, in one of the modes above. pageBudget -1 is
 // this shard's share of the budget (Shards).
-func (f *Frontier) schedule(ctx context.Context, epochKey string, epoch int64, maxAttempts, limit int, pageBudget int64, mode string) (Sweep, error) {
+func (f *shard) schedule(ctx context.Context, epochKey string, epoch int64, maxAttempts, limit int, pageBudget int64, mode string) (Sweep, error) {
 	res, err := f.fenced(ctx, scheduleScript, epochKey, epoch,
 		[]string{f.keys.Queues, f.keys.Ready, f.keys.Leases, f.keys.Deferred, f.keys.Failed, f.keys.Stats, f.keys.DoneFlag, f.keys.Workers,
 			f.keys.Config, f.keys.Results, f.keys.Lengths},
-		maxAttempts, limit, failedCap, pageBudget, WorkerForgetAfter.Milliseconds(), f.ResultsCap, mode)
+		maxAttempts, limit, failedCap, pageBudget, WorkerForgetAfter.Milliseconds(), f.resultsCap, mode)
 	if isGone(err) {
 		return Sweep{}, ErrGone
 	}
@@ -78,7 +69,7 @@ func (f *Frontier) schedule(ctx context.Context, epochKey string, epoch int64, m
 // moveAllowance changes this shard's share of the page budget by d (a
 // negative d takes back at most what the shard leaves unused), as the
 // scheduler of epoch, and returns the change made (allow.lua).
-func (f *Frontier) moveAllowance(ctx context.Context, epochKey string, epoch, d int64) (int64, error) {
+func (f *shard) moveAllowance(ctx context.Context, epochKey string, epoch, d int64) (int64, error) {
 	res, err := f.fenced(ctx, allowScript, epochKey, epoch, []string{f.keys.Stats, f.keys.Leases}, d, f.keys.Wake())
 	if err != nil {
 		return 0, fmt.Errorf("frontier: move the page budget: %w", err)

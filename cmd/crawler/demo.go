@@ -60,7 +60,6 @@ func runDemo(c *cli.Context) error {
 	var suffix [4]byte
 	rand.Read(suffix[:])
 	name := "demo-" + hex.EncodeToString(suffix[:])
-	k := crawl.KeysFor(name)
 	ctx := c.Context
 	defer crawl.Reset(context.WithoutCancel(ctx), rdb, name, true)
 	s := crawl.DefaultSettings()
@@ -70,7 +69,7 @@ func runDemo(c *cli.Context) error {
 		u, _ := url.Parse(r)
 		seeds = append(seeds, u)
 	}
-	if _, err := crawl.Seed(ctx, rdb, k, s, seeds); err != nil {
+	if _, err := crawl.Seed(ctx, rdb, name, s, seeds); err != nil {
 		return err
 	}
 	truth := site.Truth()

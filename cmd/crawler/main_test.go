@@ -139,7 +139,7 @@ func TestSentinelFindsTheMaster(t *testing.T) {
 	if out, _, err := run(t, "--redis", url, "--crawl", "ha", "status"); err != nil || !strings.Contains(out, "1 queued") {
 		t.Fatalf("status through the sentinel: %v\n%s", err, out)
 	}
-	if master.Client.Exists(context.Background(), crawl.KeysFor("ha").Config).Val() != 1 {
+	if master.Client.Exists(context.Background(), frontier.KeysFor("ha").Config).Val() != 1 {
 		t.Fatal("the crawl's settings are not on the master the sentinel names")
 	}
 }
@@ -322,7 +322,7 @@ func TestSeedFileStreams(t *testing.T) {
 	// Still writing: the first batches must be queued already.
 	client := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer client.Close()
-	stats := crawl.KeysFor("stream").Frontier.Stats
+	stats := frontier.KeysFor("stream").Stats
 	queued := func() int64 { n, _ := client.HGet(context.Background(), stats, "queued").Int64(); return n }
 	deadline := time.Now().Add(time.Minute)
 	for queued() < seedBatch {
@@ -382,7 +382,7 @@ func TestExtractRulesAreStored(t *testing.T) {
 	}
 	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer c.Close()
-	s, err := crawl.LoadSettings(context.Background(), c, crawl.KeysFor("default"))
+	s, err := crawl.LoadSettings(context.Background(), c, "default")
 	if err != nil || strings.Join(s.Extract, "|") != "h=h1, h2|price=.price" {
 		t.Fatalf("stored extract rules %q, %v", s.Extract, err)
 	}
@@ -535,7 +535,7 @@ func TestMetricsEndpoints(t *testing.T) {
 	if code, _ := get("/debug/pprof/"); code != 200 {
 		t.Fatalf("/debug/pprof/ = %d", code)
 	}
-	c.Del(context.Background(), crawl.KeysFor("default").Config) // the crawl is gone
+	c.Del(context.Background(), frontier.KeysFor("default").Config) // the crawl is gone
 	if code, body := get("/healthz"); code != 503 || !strings.Contains(body, "gone") {
 		t.Fatalf("/healthz = %d %q with the crawl gone", code, body)
 	}

@@ -107,8 +107,8 @@ func checkSeedFlags(c *cli.Context) error {
 // settingsFromFlags starts from the crawl's stored settings when it exists
 // (so a plain 'seed URL' adds to it), else from the defaults, and applies
 // the flags that were given.
-func settingsFromFlags(c *cli.Context, rdb redis.UniversalClient, k crawl.Keys) (crawl.Settings, error) {
-	s, err := crawl.LoadSettings(c.Context, rdb, k)
+func settingsFromFlags(c *cli.Context, rdb redis.UniversalClient, name string) (crawl.Settings, error) {
+	s, err := crawl.LoadSettings(c.Context, rdb, name)
 	fresh := err != nil
 	if fresh {
 		s = crawl.DefaultSettings()
@@ -201,23 +201,23 @@ func runSeed(c *cli.Context, rdb redis.UniversalClient) error {
 	if err := checkEviction(c, rdb); err != nil {
 		return err
 	}
-	k := crawl.KeysFor(c.String("crawl"))
-	_, err := crawl.LoadSettings(c.Context, rdb, k)
+	name := c.String("crawl")
+	_, err := crawl.LoadSettings(c.Context, rdb, name)
 	fresh := errors.Is(err, crawl.ErrNoCrawl)
-	err = seedAll(c, rdb, k)
+	err = seedAll(c, rdb, name)
 	var some errSomeSeedsBad
 	if err != nil && fresh && !errors.As(err, &some) && c.Context.Err() == nil {
 		// A crawl this seed created but could not fill (Redis out of
 		// memory, a sitemap that failed) is taken back, not left empty.
-		if _, rerr := crawl.Reset(context.WithoutCancel(c.Context), rdb, k.Name, false); rerr == nil {
-			err = fmt.Errorf("%w; crawl %q was not created", err, k.Name)
+		if _, rerr := crawl.Reset(context.WithoutCancel(c.Context), rdb, name, false); rerr == nil {
+			err = fmt.Errorf("%w; crawl %q was not created", err, name)
 		}
 	}
 	return err
 }
 
-func seedAll(c *cli.Context, rdb redis.UniversalClient, k crawl.Keys) error {
-	s, err := settingsFromFlags(c, rdb, k)
+func seedAll(c *cli.Context, rdb redis.UniversalClient, name string) error {
+	s, err := settingsFromFlags(c, rdb, name)
 	if err != nil {
 		return err
 	}
@@ -228,7 +228,7 @@ func seedAll(c *cli.Context, rdb redis.UniversalClient, k crawl.Keys) error {
 			return nil
 		}
 		if sd == nil { // the crawl is created with its first usable seed
-			if sd, err = crawl.NewSeeder(c.Context, rdb, k, s, crawl.SeedOptions{SkipSeen: c.Bool("skip-seen")}); err != nil {
+			if sd, err = crawl.NewSeeder(c.Context, rdb, name, s, crawl.SeedOptions{SkipSeen: c.Bool("skip-seen")}); err != nil {
 				return err
 			}
 		}
@@ -284,7 +284,7 @@ func seedAll(c *cli.Context, rdb redis.UniversalClient, k crawl.Keys) error {
 	}
 	if len(sitemaps) > 0 {
 		if sd == nil {
-			if sd, err = crawl.NewSeeder(c.Context, rdb, k, s, crawl.SeedOptions{SkipSeen: c.Bool("skip-seen")}); err != nil {
+			if sd, err = crawl.NewSeeder(c.Context, rdb, name, s, crawl.SeedOptions{SkipSeen: c.Bool("skip-seen")}); err != nil {
 				return err
 			}
 		}
@@ -300,7 +300,7 @@ func seedAll(c *cli.Context, rdb redis.UniversalClient, k crawl.Keys) error {
 		return cli.Exit(fmt.Sprintf("seed: none of the %d URLs is usable; nothing seeded", lines), 1)
 	}
 	rep := sd.Report()
-	msg := fmt.Sprintf("crawl %q: %d URLs queued", k.Name, rep.Queued)
+	msg := fmt.Sprintf("crawl %q: %d URLs queued", name, rep.Queued)
 	switch {
 	case rep.Seen > 0 && c.Bool("skip-seen"):
 		msg += fmt.Sprintf(", %d skipped as already seen", rep.Seen)

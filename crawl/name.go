@@ -1,0 +1,28 @@
+package crawl
+
+import (
+	"math"
+	"time"
+
+	"github.com/redcrawl/crawler/frontier"
+)
+
+// MaxNameLen bounds a crawl name.
+const MaxNameLen = frontier.MaxNameLen
+
+// ErrName: a crawl name outside the safe alphabet.
+var ErrName = frontier.ErrName
+
+// CheckName accepts 1 to MaxNameLen letters, digits, '-', '_' and '.',
+// starting with a letter or digit: the alphabet that keeps every crawl's
+// keys apart from every other's (frontier.CheckName).
+func CheckName(name string) error { return frontier.CheckName(name) }
+
+// frontierOptions are what the settings say of the crawl's frontier.
+func (s Settings) frontierOptions() frontier.Options {
+	o := frontier.Options{Shards: s.Shards, PageBudget: s.MaxPages, HostPageCap: s.MaxPagesPerHost}
+	if s.Rate > 0 && !math.IsInf(s.Rate, 1) {
+		o.HostSpacing = time.Duration(float64(time.Second) / s.Rate)
+	}
+	return o
+}

@@ -1,0 +1,171 @@
+package frontier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redcrawl/crawler/dedup"
+	"github.com/redis/go-redis/v9"
+)
+
+// Frontier is a crawl's reliable queue, and the owner of every key the
+// crawl keeps in Redis (package doc). Safe for concurrent use.
+//
+// It is split by host over Options.Shards shards, each a set of the keys
+// under a hash tag of its own, so that a Redis Cluster spreads a crawl
+// over its masters; a crawl of one shard is a count of one, not another
+// type. A host belongs to one shard (ShardOf): its queue, its Bloom
+// filter, its leases, its token bucket, its robots.txt and its records
+// live there together, so that ending a lease, recording its page and
+// queueing its links stays one atomic script in one shard. What crosses
+// shards:
+//
+//   - a page's links to hosts of other shards are offered to those shards
+//     before the page's own exchange, so a crash between the two calls
+//     loses nothing (the lease lives on, and the page is fetched again);
+//   - pops rotate over the shards, skipping for a while those that had
+//     nothing to give;
+//   - whether the crawl is over is decided over two sweeps of every shard
+//     (Schedule), since no one script can see them all; the page budget
+//     is shared out among them.
+//
+// The crawl's registry of workers, its settings and its scheduler's lock
+// are the first shard's.
+type Frontier struct {
+	// Options are read at each call: a test may change them between calls.
+	Options
+
+	name string
+	c    redis.UniversalClient
+	fs   []*shard
+	now  func() time.Time
+
+	mu   sync.Mutex  // Exchange and Schedule serialize on it
+	turn int         // the shard the next pop starts from
+	idle []time.Time // a shard that popped nothing is not asked before this
+	// The previous sweep: whether every shard was empty, and each shard's
+	// enqueued counter.
+	lastEmpty    bool
+	lastEnqueued []int64
+	sweptEpoch   int64 // the epoch of the last whole sweep
+}
+
+// Options are what a crawl's settings say of its frontier.
+type Options struct {
+	// Shards is how many shards the crawl is split over (at least 1,
+	// fixed when it is seeded).
+	Shards int
+	// Lease is how long a popped item is held without a heartbeat (10 s
+	// when 0).
+	Lease time.Duration
+	// HostSpacing is the least time between two pops of one host's URLs
+	// (1/rate): a pop never offers a URL whose host is not due, so busy
+	// hosts cost nothing. The token bucket still decides each fetch.
+	HostSpacing time.Duration
+	// PageBudget, when not 0, is the most pages the whole crawl fetches:
+	// a pop hands out no more URLs than pages fetched plus URLs in flight
+	// leave room for, and reports the page count (PopInfo.Pages). With
+	// several shards, each pops within its share (Schedule).
+	PageBudget int64
+	// HostPageCap, when not 0, is the most pages fetched from one host:
+	// once a host has them, its queued URLs are dropped (and counted)
+	// when it comes up for a pop. URLs of it in flight then may still add
+	// a few.
+	HostPageCap int64
+}
+
+// New returns crawl name's frontier without touching Redis and without
+// its Bloom filters: enough to read it (Sizes, Stats, Records, Workers …),
+// to register workers and to delete it, not to queue URLs. Open and Create
+// attach the filters.
+func New(c redis.UniversalClient, name string, o Options) (*Frontier, error) {
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
+	if o.Shards < 1 || o.Shards > MaxShards {
+		return nil, fmt.Errorf("frontier: %d shards: want 1 to %d", o.Shards, MaxShards)
+	}
+	if o.Lease == 0 {
+		o.Lease = 10 * time.Second
+	}
+	f := &Frontier{Options: o, name: name, c: c, now: time.Now, fs: make([]*shard, o.Shards),
+		idle: make([]time.Time, o.Shards), lastEnqueued: make([]int64, o.Shards)}
+	for i := range f.fs {
+		f.fs[i] = newShard(c, KeysForShard(name, i), &f.Options, o.Shards)
+	}
+	return f, nil
+}
+
+// MaxShards bounds Options.Shards: each exchange may touch every shard.
+const MaxShards = 256
+
+// Open returns the frontier of a seeded crawl, its Bloom filters attached.
+func Open(ctx context.Context, c redis.UniversalClient, name string, o Options) (*Frontier, error) {
+	f, err := New(c, name, o)
+	if err != nil {
+		return nil, err
+	}
+	for i, sh := range f.fs {
+		if sh.seen, err = dedup.Attach(ctx, c, seenKey(name, i)); err != nil {
+			return nil, f.in(i, fmt.Errorf("crawl %q: %w", name, err))
+		}
+	}
+	return f, nil
+}
+
+// Create makes what the crawl's shards need, or finds it made (seeding
+// again changes nothing): each shard's Bloom filter, sized for its share
+// of bloom's capacity; for a shard other than the first its marker, by
+// which its scripts know the crawl exists (the first shard's is the
+// settings hash, StoreConfig); and with a page budget over several shards,
+// each shard's first share of it (Shares).
+func Create(ctx context.Context, c redis.UniversalClient, name string, o Options, bloom dedup.Params) (*Frontier, error) {
+	f, err := New(c, name, o)
+	if err != nil {
+		return nil, err
+	}
+	bloom.Capacity = (bloom.Capacity + int64(o.Shards) - 1) / int64(o.Shards)
+	shares := Shares(o.PageBudget, o.Shards)
+	for i, sh := range f.fs {
+		if i > 0 {
+			if err := c.Set(ctx, sh.keys.Config, "1", 0).Err(); err != nil {
+				return nil, f.in(i, err)
+			}
+		}
+		if sh.seen, err = dedup.Open(ctx, c, seenKey(name, i), bloom); err != nil {
+			return nil, f.in(i, fmt.Errorf("crawl %q: %w", name, err))
+		}
+		if sh.sharded && o.PageBudget > 0 {
+			// A share is set once: seeding again leaves the scheduler's moves.
+			if err := c.HSetNX(ctx, sh.keys.Stats, "allow", shares[i]).Err(); err != nil {
+				return nil, f.in(i, err)
+			}
+		}
+	}
+	return f, nil
+}
+
+// Name is the crawl's name.
+func (f *Frontier) Name() string { return f.name }
+
+// in names shard i in err, when there is more than one.
+func (f *Frontier) in(i int, err error) error {
+	if len(f.fs) == 1 || err == nil {
+		return err
+	}
+	return fmt.Errorf("shard %d: %w", i, err)
+}
+
+// opened refuses a frontier without its Bloom filters.
+func (f *Frontier) opened() error {
+	if f.fs[0].seen == nil {
+		return errNotOpen
+	}
+	return nil
+}
+
+// errSplit: an Exchange was given leases of more than one shard.
+var errSplit = errors.New("frontier: an exchange ends leases of one shard only")

@@ -1,0 +1,215 @@
+package frontier
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/redcrawl/crawler/dedup"
+	"github.com/redis/go-redis/v9"
+)
+
+// What the crawl keeps beside the queues: its settings, its seeds' hosts,
+// its counters, its done flag. To frontier they are opaque fields and
+// words; package crawl gives them their meaning.
+
+var storeConfig = redis.NewScript(`
+-- KEYS[1] the settings hash; ARGV: field, value, field, value, ...
+-- Reply: the hash, as HGETALL; written only when it did not exist.
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('HSET', KEYS[1], unpack(ARGV))
+end
+return redis.call('HGETALL', KEYS[1])`)
+
+// StoreConfig writes fields as crawl name's settings unless it has some,
+// and returns what it has, in one atomic call: the settings of a crawl are
+// written once, by its first seeding. Their hash is the first shard's
+// "config", whose existence is the crawl's (ErrGone).
+func StoreConfig(ctx context.Context, c redis.UniversalClient, name string, fields map[string]string) (map[string]string, error) {
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
+	args := make([]any, 0, 2*len(fields))
+	for f, v := range fields {
+		args = append(args, f, v)
+	}
+	res, err := storeConfig.Run(ctx, c, []string{KeysFor(name).Config}, args...).StringSlice()
+	if err != nil {
+		return nil, err
+	}
+	have := make(map[string]string, len(res)/2)
+	for i := 0; i+1 < len(res); i += 2 {
+		have[res[i]] = res[i+1]
+	}
+	return have, nil
+}
+
+// ReadConfig reads crawl name's settings: empty when there is no such
+// crawl.
+func ReadConfig(ctx context.Context, c redis.UniversalClient, name string) (map[string]string, error) {
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
+	return c.HGetAll(ctx, KeysFor(name).Config).Result()
+}
+
+// AddSeedHosts records hosts as the seeds' (the crawl's scope).
+func (f *Frontier) AddSeedHosts(ctx context.Context, hosts []string) error {
+	if len(hosts) == 0 {
+		return nil
+	}
+	return f.c.SAdd(ctx, f.hostsKey(), hosts).Err()
+}
+
+// SeedHosts are the seeds' hosts.
+func (f *Frontier) SeedHosts(ctx context.Context) ([]string, error) {
+	return f.c.SMembers(ctx, f.hostsKey()).Result()
+}
+
+// Reopen clears every shard's done flag: URLs were seeded into a crawl
+// that was over.
+func (f *Frontier) Reopen(ctx context.Context) error {
+	pipe := f.c.Pipeline()
+	for _, sh := range f.fs {
+		pipe.Del(ctx, sh.keys.DoneFlag)
+	}
+	_, err := pipe.Exec(ctx)
+	return err
+}
+
+// Done reports whether the crawl is over: the first shard's done flag,
+// which a sweep sets after every shard wrote its last record (Schedule).
+func (f *Frontier) Done(ctx context.Context) (bool, error) {
+	n, err := f.c.Exists(ctx, f.fs[0].keys.DoneFlag).Result()
+	return n == 1, err
+}
+
+// notCounters are the stats fields that count nothing: the queues'
+// length (Sizes), a shard's share of the page budget, and how far a
+// budgeted crawl's end has looked for URLs tried before (schedule.lua).
+var notCounters = map[string]bool{"queued": true, "allow": true, "end_scan": true}
+
+// Stats reads the crawl's counters, added up over its shards, in one
+// pipeline (on a Cluster, one round trip a master): the scripts' own
+// (enqueued, offered, pages, records, failed, dropped_*) and those an
+// exchange's outcomes name (Outcome.Stat, Outcome.Counters).
+func (f *Frontier) Stats(ctx context.Context) (map[string]int64, error) {
+	pipe := f.c.Pipeline()
+	stats := make([]*redis.MapStringStringCmd, len(f.fs))
+	for i, sh := range f.fs {
+		stats[i] = pipe.HGetAll(ctx, sh.keys.Stats)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("frontier: counters: %w", err)
+	}
+	n := map[string]int64{}
+	for _, cmd := range stats {
+		for field, v := range cmd.Val() {
+			if notCounters[field] {
+				continue
+			}
+			x, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("frontier: counter %s is %q, not a number", field, v)
+			}
+			n[field] += x
+		}
+	}
+	return n, nil
+}
+
+// BloomStats adds up the shards' Bloom filters: their sizes and counts,
+// and the worst estimated false-positive rate among them.
+func (f *Frontier) BloomStats(ctx context.Context) (dedup.Stats, error) {
+	if err := f.opened(); err != nil {
+		return dedup.Stats{}, err
+	}
+	var total dedup.Stats
+	for i, sh := range f.fs {
+		st, err := sh.seen.Stats(ctx)
+		if err != nil {
+			return total, f.in(i, err)
+		}
+		if i == 0 {
+			total = st
+			continue
+		}
+		total.Capacity += st.Capacity
+		total.Layers = append(total.Layers, st.Layers...)
+		total.Count += st.Count
+		total.Bits += st.Bits
+		total.BitsSet += st.BitsSet
+		total.EstimatedFPRate = max(total.EstimatedFPRate, st.EstimatedFPRate)
+	}
+	return total, nil
+}
+
+// ScanRateKeys calls fn with the crawl's token buckets (RateKey) that
+// exist, in batches, and the host of each.
+func (f *Frontier) ScanRateKeys(ctx context.Context, fn func(hosts, keys []string) error) error {
+	for _, pattern := range ratePatterns(f.name) {
+		err := scanKeys(ctx, f.c, pattern, func(keys []string) error {
+			hosts := make([]string, len(keys))
+			for i, k := range keys {
+				hosts[i] = k[strings.Index(k, ":rate:")+len(":rate:"):]
+			}
+			return fn(hosts, keys)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Withdraw deletes the crawl's settings and every shard's marker: from
+// then on every script of the crawl refuses to write (ErrGone), and every
+// worker stops at its next heartbeat or exchange. It returns how many keys
+// it deleted.
+func (f *Frontier) Withdraw(ctx context.Context) (int, error) {
+	gone := make([]string, len(f.fs))
+	for i, sh := range f.fs {
+		gone[i] = sh.keys.Config
+	}
+	return unlink(ctx, f.c, gone)
+}
+
+// Delete deletes every key of crawl name, found with SCAN (never KEYS,
+// which blocks a busy server), and returns how many. It does not stop
+// workers: Withdraw first, and wait for them to go.
+func Delete(ctx context.Context, c redis.UniversalClient, name string) (int, error) {
+	if err := CheckName(name); err != nil {
+		return 0, err
+	}
+	deleted := 0
+	for _, pattern := range patterns(name) {
+		err := scanKeys(ctx, c, pattern, func(keys []string) error {
+			n, err := unlink(ctx, c, keys)
+			deleted += n
+			return err
+		})
+		if err != nil {
+			return deleted, err
+		}
+	}
+	return deleted, nil
+}
+
+// AddCounts adds n to the crawl's counters (in the first shard's stats),
+// in one round trip: counts a worker kept itself, such as links it did
+// not follow.
+func (f *Frontier) AddCounts(ctx context.Context, n map[string]int64) error {
+	pipe := f.c.Pipeline()
+	for field, count := range n {
+		pipe.HIncrBy(ctx, f.fs[0].keys.Stats, field, count)
+	}
+	_, err := pipe.Exec(ctx)
+	return err
+}
+
+// Exists reports whether the crawl exists: its settings do.
+func (f *Frontier) Exists(ctx context.Context) (bool, error) {
+	n, err := f.c.Exists(ctx, f.fs[0].keys.Config).Result()
+	return n == 1, err
+}
