@@ -74,9 +74,6 @@ const ResultsKept = 1_000_000
 // failedCap bounds the failed list; its count lives on in the stats hash.
 const failedCap = 10000
 
-// replyGone is exchange.lua's refusal when the crawl's config is gone.
-const replyGone = "gone"
-
 // Exchange is a worker's whole conversation with the frontier, and the one
 // way a lease ends with its page's outcome, in one atomic script call
 // (exchange.lua): each Finished lease's links are marked seen and the new ones
@@ -103,48 +100,54 @@ func (f *shard) Exchange(ctx context.Context, done []Finished, back []*Lease, wa
 }
 
 // exchangeArgs are exchange.lua's arguments after the Bloom filter's and
-// the links': the script's header lists the same slots in the same order.
+// the links', as one JSON object whose fields the script reads by name
+// (its header lists them).
 type exchangeArgs struct {
-	expect      int64 // this process's exchanges Redis should hold
-	count       bool  // this call counts as one (the batch's last call)
-	done        []doneArgs
-	back        []string // members of the leases given back
-	want        int
-	resultsCap  int64
-	leaseMs     int64
-	spacingMs   int64
-	budget      int64
-	hostMax     int64
-	newLeaseIDs []string
+	Expect     int64      `json:"expect"`          // this process's exchanges Redis should hold
+	Count      bool       `json:"count,omitempty"` // this call counts as one (the batch's last call)
+	Want       int        `json:"want,omitempty"`
+	ResultsCap int64      `json:"results_cap"`
+	FailedCap  int        `json:"failed_cap"`
+	LeaseMs    int64      `json:"lease_ms,omitempty"`
+	SpacingMs  int64      `json:"spacing_ms,omitempty"`
+	Budget     int64      `json:"budget,omitempty"`
+	HostMax    int64      `json:"host_max,omitempty"`
+	Done       []doneArgs `json:"done,omitempty"`
+	Back       []string   `json:"back,omitempty"` // members of the leases given back
+	LeaseIDs   []string   `json:"lease_ids,omitempty"`
 }
 
-// doneArgs are the eight slots of one finished lease.
+// doneArgs are one finished lease's.
 type doneArgs struct {
-	member, stat, record, failed string
-	fetched                      bool
-	first, links, counted        int // its links in this call: index of the first (1-based), how many, new ones counted by earlier calls
+	Lease   string `json:"lease"` // its member
+	Stat    string `json:"stat,omitempty"`
+	Record  string `json:"record,omitempty"`
+	Failed  string `json:"failed,omitempty"`
+	Fetched bool   `json:"fetched,omitempty"`
+	// Its links in this call: the index of the first (1-based), how many,
+	// and its new ones that earlier calls of the batch counted.
+	First   int `json:"first"`
+	Links   int `json:"links"`
+	Counted int `json:"counted,omitempty"`
 }
 
-func flag(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
-}
-
+// encode is the script's last argument.
 func (a exchangeArgs) encode() []any {
-	out := []any{a.expect, flag(a.count), len(a.done), len(a.back), a.want, a.resultsCap, failedCap, a.leaseMs, a.spacingMs,
-		a.budget, a.hostMax}
-	for _, d := range a.done {
-		out = append(out, d.member, d.stat, d.record, d.failed, flag(d.fetched), d.first, d.links, d.counted)
+	a.FailedCap = failedCap
+	b, err := json.Marshal(a)
+	if err != nil {
+		panic("frontier: exchange arguments: " + err.Error()) // strings and numbers only: cannot fail
 	}
-	for _, m := range a.back {
-		out = append(out, m)
-	}
-	for _, id := range a.newLeaseIDs {
-		out = append(out, id)
-	}
-	return out
+	return []any{string(b)}
+}
+
+// exchangeReply is exchange.lua's reply after the links' flags.
+type exchangeReply struct {
+	Held   string   `json:"held"` // a digit a finished lease: 1 held, 2 recorded by this exchange sent before, 0 lost
+	Pages  int64    `json:"pages"`
+	Done   int64    `json:"done"`
+	Wait   int64    `json:"wait"`
+	Popped []string `json:"popped"` // host, item, host, item …
 }
 
 // exchange makes the calls of one Exchange (f.xmu held) and returns the
@@ -170,28 +173,28 @@ func (f *shard) exchange(ctx context.Context, done []Finished, back []*Lease, wa
 	// links [start, end) gets these arguments, flags being the answers for
 	// the links before start.
 	args := func(start, end int, flags []bool, last bool) []any {
-		a := exchangeArgs{expect: f.exchanges, resultsCap: f.resultsCap}
+		a := exchangeArgs{Expect: f.exchanges, ResultsCap: f.resultsCap}
 		if !last { // an earlier call of a big batch only queues links
 			return a.encode()
 		}
-		a.count, a.want, a.newLeaseIDs = true, want, ids
-		a.leaseMs, a.spacingMs, a.budget, a.hostMax = f.o.Lease.Milliseconds(), f.o.HostSpacing.Milliseconds(), f.pageBudget(), f.o.HostPageCap
+		a.Count, a.Want, a.LeaseIDs = true, want, ids
+		a.LeaseMs, a.SpacingMs, a.Budget, a.HostMax = f.o.Lease.Milliseconds(), f.o.HostSpacing.Milliseconds(), f.pageBudget(), f.o.HostPageCap
 		for d, x := range done {
 			lo, hi := max(offset[d], start), min(offset[d+1], end)
-			da := doneArgs{member: x.Lease.Member(), stat: x.Outcome.counters(), record: string(x.Outcome.Record),
-				fetched: x.Outcome.Fetched, first: lo - start + 1, links: max(hi-lo, 0), counted: x.Outcome.Offered}
+			da := doneArgs{Lease: x.Lease.Member(), Stat: x.Outcome.counters(), Record: string(x.Outcome.Record),
+				Fetched: x.Outcome.Fetched, First: lo - start + 1, Links: max(hi-lo, 0), Counted: x.Outcome.Offered}
 			if x.Outcome.Failed != "" {
-				da.failed = x.Lease.failedEntry(x.Outcome.Failed)
+				da.Failed = x.Lease.failedEntry(x.Outcome.Failed)
 			}
 			for i := offset[d]; i < min(offset[d+1], start); i++ {
 				if flags[i] {
-					da.counted++
+					da.Counted++
 				}
 			}
-			a.done = append(a.done, da)
+			a.Done = append(a.Done, da)
 		}
 		for _, l := range back {
-			a.back = append(a.back, l.Member())
+			a.Back = append(a.Back, l.Member())
 		}
 		return a.encode()
 	}
@@ -217,10 +220,10 @@ func (f *shard) exchangeKeys() []string {
 // held): refused because the crawl is gone or Redis lost this process's
 // exchanges, or counted as one more.
 func (f *shard) counted(tail []any, err error) error {
+	if isGone(err) {
+		return ErrGone
+	}
 	if errors.Is(err, dedup.ErrRefused) && len(tail) == 1 {
-		if tail[0] == replyGone {
-			return ErrGone
-		}
 		theirs, _ := tail[0].(int64)
 		ahead := theirs > f.exchanges
 		f.exchanges = theirs // from now on, Redis's count is the truth
@@ -252,7 +255,7 @@ func (f *shard) Offer(ctx context.Context, links []Item) ([]bool, error) {
 	f.xmu.Lock()
 	defer f.xmu.Unlock()
 	args := func(_, _ int, _ []bool, last bool) []any {
-		return exchangeArgs{expect: f.exchanges, count: last, resultsCap: f.resultsCap}.encode()
+		return exchangeArgs{Expect: f.exchanges, Count: last, ResultsCap: f.resultsCap}.encode()
 	}
 	flags, tail, err := f.seen.ExecBatch(ctx, exchangeScript, urls, payload, f.exchangeKeys(), args)
 	if err = f.counted(tail, err); err != nil {
@@ -261,32 +264,28 @@ func (f *shard) Offer(ctx context.Context, links []Item) ([]bool, error) {
 	return flags, nil
 }
 
-// readReply reads exchange.lua's reply after the links' flags: a held
-// flag per Finished, then pages, done, wait, M, and M popped items (host,
-// item) under the new lease ids in order.
+// readReply reads exchange.lua's reply after the links' flags: one JSON
+// object (exchangeReply), the popped items under the new lease ids in
+// order.
 func (f *shard) readReply(flags []bool, tail []any, offset []int, ids []string) (Exchanged, []Finished, error) {
 	nd := len(offset) - 1
-	if len(tail) < nd+4 {
-		return Exchanged{}, nil, fmt.Errorf("frontier: exchange: short reply %v", tail)
+	var r exchangeReply
+	if raw, ok := tail[0].(string); len(tail) != 1 || !ok || json.Unmarshal([]byte(raw), &r) != nil {
+		return Exchanged{}, nil, fmt.Errorf("frontier: exchange: malformed reply %v", tail)
+	}
+	m := len(r.Popped) / 2
+	if len(r.Held) != nd || len(r.Popped)%2 != 0 || m > len(ids) {
+		return Exchanged{}, nil, fmt.Errorf("frontier: exchange: reply %v for %d pages and %d URLs wanted", tail, nd, len(ids))
 	}
 	x := Exchanged{Queued: make([][]bool, nd), Held: make([]bool, nd)}
 	for d := 0; d < nd; d++ {
 		x.Queued[d] = flags[offset[d]:offset[d+1]]
-		x.Held[d] = tail[d] == int64(1) || tail[d] == int64(2) // 2: recorded by this exchange sent before
+		x.Held[d] = r.Held[d] == '1' || r.Held[d] == '2' // 2: recorded by this exchange sent before
 	}
-	tail = tail[nd:]
-	pages, _ := tail[0].(int64)
-	isDone, _ := tail[1].(int64)
-	wait, _ := tail[2].(int64)
-	m, _ := tail[3].(int64)
-	x.Info = PopInfo{Pages: pages, CrawlOver: isDone == 1, NextDue: time.Duration(wait) * time.Millisecond}
-	if m < 0 || int(m) > len(ids) || len(tail) != 4+2*int(m) {
-		return x, nil, fmt.Errorf("frontier: exchange: malformed pop reply %v", tail)
-	}
+	x.Info = PopInfo{Pages: r.Pages, CrawlOver: r.Done == 1, NextDue: time.Duration(r.Wait) * time.Millisecond}
 	var bad []Finished
-	for i := 0; i < int(m); i++ {
-		host, _ := tail[4+2*i].(string)
-		raw, _ := tail[5+2*i].(string)
+	for i := 0; i < m; i++ {
+		host, raw := r.Popped[2*i], r.Popped[2*i+1]
 		l := &Lease{ID: ids[i], raw: raw, Host: host}
 		if err := json.Unmarshal([]byte(raw), &l.Item); err != nil {
 			bad = append(bad, Finished{Lease: l, Outcome: Outcome{Stat: OutcomeFailed, Failed: fmt.Sprintf("undecodable queue item: %v", err)}})

@@ -23,60 +23,67 @@
 --   lengths (hash host -> URLs queued, lib.lua),
 --   ended (zset lease id -> when ended, ms: a minute of them)
 -- ARGV: the Bloom filter's, then one entry ("host\nparent\nelement", lib.lua)
---   per link,
---   then the slots of exchangeArgs (exchange.go), in order:
---   expect   the process's exchanges Redis should hold
---   count    '1': this call counts as one (the batch's last call)
---   D R W    finished leases, given-back leases, URLs wanted
---   results cap, failed cap, lease ms, per-host spacing ms,
---   budget   pages for the whole crawl (0: none; -1: this shard's share,
---            the field 'allow' of its stats, Shards; pops stop where pages
---            fetched + URLs in flight reach it, and pages are reported)
---   hostMax  pages per host (0: none): a host that reached it has its
---            queued URLs dropped when it comes up for a pop, and counted
---            in stats as skipped_links:max_pages_per_host
---   D times  the eight slots of doneArgs: lease, stats field ('' for none),
---            record ('' for none), failed entry ('' for none), fetched ('1':
---            a page was fetched), its first link's index among this call's
---            links (1-based), its number of links in this call, its new
---            links counted by earlier calls of the batch
---   R times  a lease given back
---   W times  a new lease id
+--   per link, then one JSON object, exchangeArgs (exchange.go), by name:
+--   expect      the process's exchanges Redis should hold
+--   count       true: this call counts as one (the batch's last call)
+--   want        URLs wanted
+--   results_cap, failed_cap, lease_ms, spacing_ms (per host)
+--   budget      pages for the whole crawl (0: none; -1: this shard's share,
+--               the field 'allow' of its stats; pops stop where pages
+--               fetched + URLs in flight reach it, and pages are reported)
+--   host_max    pages per host (0: none): a host that reached it has its
+--               queued URLs dropped when it comes up for a pop, and counted
+--               in stats as skipped_links:max_pages_per_host
+--   done        the finished leases, each {lease, stat (a stats field or
+--               several, comma-separated; absent: none), record (absent:
+--               none), failed (the failed-list entry; absent: none),
+--               fetched (true: a page was fetched), first (its first link's
+--               index among this call's links, 1-based), links (its links
+--               in this call), counted (its new links counted by earlier
+--               calls of the batch)}
+--   back        the members of the leases given back
+--   lease_ids   an id for each URL that may be popped
+--   (an absent list is empty)
 -- Reply: the Bloom reply {BLOOM_OK, count, layers, flag per link} (or a
--- retry status with nothing done, or {BLOOM_REFUSED, count, layers, why}:
--- why is 'gone', or Redis's count of the process's exchanges), then D
--- flags (1: the lease was still held and the page is recorded; 2: this
--- exchange, sent before, recorded it already; 0: the lease was lost), then
--- pages, done, wait (ms until some host is due when fewer than W were
--- popped, -1: nothing queued), M, then M times host, item-json (the i-th
--- popped item is under the i-th new lease id).
+-- retry status with nothing done, or {BLOOM_REFUSED, count, layers, n}: n
+-- is Redis's count of the process's exchanges), then one JSON object:
+--   held    a digit a finished lease: 1, it was still held and the page is
+--           recorded; 2, this exchange, sent before, recorded it already;
+--           0, the lease was lost
+--   pages   pages fetched (with a budget), done (1: the crawl is over),
+--   wait    ms until some host is due when fewer than want were popped
+--           (-1: nothing queued)
+--   popped  host, item-json, host, item-json …: the i-th under lease_ids[i]
+--           (absent: none)
+-- or the GONE error, with nothing written, when the crawl is gone.
 -- bloom_run returns where this script's own keys start (key0), where the
--- links' entries start in ARGV (link0) and how many links there are; the
--- slots after the links start at arg0.
+-- links' entries start in ARGV (link0) and how many links there are.
+local A -- the arguments, decoded by the guard
 local function guard(key0, link0, links)
   if redis.call('EXISTS', KEYS[key0 + 8]) == 0 then return 'gone' end
+  A = cjson.decode(ARGV[link0 + links])
   local held = tonumber(redis.call('GET', KEYS[key0 + 7]) or '0')
-  if held ~= tonumber(ARGV[link0 + links]) then return held end
+  if held ~= A.expect then return held end
 end
 local reply, key0, link0, links = bloom_run(1, 1, guard)
+if reply[1] == BLOOM_REFUSED and reply[4] == 'gone' then
+  return redis.error_reply('GONE the crawl is gone from Redis')
+end
 if reply[1] ~= BLOOM_OK then return reply end
 local queues, ready, leases = KEYS[key0], KEYS[key0 + 1], KEYS[key0 + 2]
 local stats, failed, results, doneKey = KEYS[key0 + 3], KEYS[key0 + 4], KEYS[key0 + 5], KEYS[key0 + 6]
-if ARGV[link0 + links + 1] == '1' then
+if A.count then
   redis.call('INCR', KEYS[key0 + 7])
   redis.call('PEXPIRE', KEYS[key0 + 7], 86400000) -- a day: a process silent longer only forgets once more
 end
-local arg0 = link0 + links + 2
-local D, R, W = tonumber(ARGV[arg0]), tonumber(ARGV[arg0 + 1]), tonumber(ARGV[arg0 + 2])
-local resultsCap, failedCap = ARGV[arg0 + 3], tonumber(ARGV[arg0 + 4])
-local leaseMs, spacing, budget = tonumber(ARGV[arg0 + 5]), tonumber(ARGV[arg0 + 6]), tonumber(ARGV[arg0 + 7])
+local finished, given, newIDs = A.done or {}, A.back or {}, A.lease_ids or {}
+local D, R, W = #finished, #given, A.want or 0
+local resultsCap, failedCap = string.format('%d', A.results_cap or 0), A.failed_cap or 0
+local leaseMs, spacing, budget = A.lease_ms or 0, A.spacing_ms or 0, A.budget or 0
 local limited = budget ~= 0
 if budget < 0 then budget = tonumber(redis.call('HGET', KEYS[key0 + 3], 'allow') or '0') end
-local hostMax, hostpages = tonumber(ARGV[arg0 + 8]), KEYS[key0 + 9]
+local hostMax, hostpages = A.host_max or 0, KEYS[key0 + 9]
 local Q = fr_keys(queues, ready, stats, KEYS[key0 + 10])
-local finished0 = arg0 + 9      -- the first finished lease's eight slots
-local back0 = finished0 + 8 * D -- the first lease given back
-local ids0 = back0 + R          -- the first new lease id
 local now = fr_now()
 local bump = {}                 -- stats field -> increment, written once each
 
@@ -90,9 +97,10 @@ if #fresh > 0 then bump.enqueued = #fresh end
 if links > 0 then bump.offered = links end
 
 -- 2. finished leases: one ZMSCORE tells which are still held
+local answer = {} -- a digit a finished lease (the reply's held)
 if D > 0 then
   local ids = {}
-  for d = 1, D do ids[d] = ARGV[finished0 + 8 * (d - 1)] end
+  for d = 1, D do ids[d] = finished[d].lease end
   local held = redis.call('ZMSCORE', leases, unpack(ids))
   -- A lease not held may have been ended by this very exchange sent
   -- before (its reply lost): then it is answered as recorded (2), and
@@ -108,36 +116,36 @@ if D > 0 then
   end
   local gone, failures, endedArgs = {}, {}, {}
   for d = 1, D do
-    local p = finished0 + 8 * (d - 1)
+    local f = finished[d]
     if not held[d] and again[d] then
-      reply[#reply + 1] = 2
+      answer[d] = '2'
     elseif held[d] then
       endedArgs[#endedArgs + 1] = now
       endedArgs[#endedArgs + 1] = lease_ids[d]
       gone[#gone + 1] = ids[d]
-      for stat in string.gmatch(ARGV[p + 1], '[^,]+') do -- "ok,status:200"
+      for stat in string.gmatch(f.stat or '', '[^,]+') do -- "ok,status:200"
         bump[stat] = (bump[stat] or 0) + 1
       end
-      if ARGV[p + 4] == '1' then
+      if f.fetched then
         bump.pages = (bump.pages or 0) + 1
         if hostMax > 0 then
           local _, rest = fr_split(ids[d]) -- "id\nhost\nitem-json"
           redis.call('HINCRBY', hostpages, (fr_split(rest)), 1)
         end
       end
-      if ARGV[p + 2] ~= '' then
-        local first, count = tonumber(ARGV[p + 5]), tonumber(ARGV[p + 6])
-        local new = tonumber(ARGV[p + 7])
+      if f.record then
+        local first, count = f.first or 1, f.links or 0
+        local new = f.counted or 0
         for i = first, first + count - 1 do
           if reply[3 + i] == 1 then new = new + 1 end
         end
-        redis.call('XADD', results, 'MAXLEN', '~', resultsCap, '*', 'rec', ARGV[p + 2], 'new_links', tostring(new))
+        redis.call('XADD', results, 'MAXLEN', '~', resultsCap, '*', 'rec', f.record, 'new_links', string.format('%d', new))
         bump.records = (bump.records or 0) + 1 -- ever added: minus the stream's length, what trimming dropped
       end
-      if ARGV[p + 3] ~= '' then failures[#failures + 1] = ARGV[p + 3] end
-      reply[#reply + 1] = 1
+      if f.failed then failures[#failures + 1] = f.failed end
+      answer[d] = '1'
     else
-      reply[#reply + 1] = 0
+      answer[d] = '0'
     end
   end
   if #gone > 0 then
@@ -147,14 +155,14 @@ if D > 0 then
   end
   if #failures > 0 then
     redis.call('LPUSH', failed, unpack(failures))
-    redis.call('LTRIM', failed, 0, tostring(failedCap - 1))
+    redis.call('LTRIM', failed, 0, string.format('%d', failedCap - 1))
   end
 end
 
 -- 3. returned leases go back to the front of their hosts' queues
 if R > 0 then
   local ids = {}
-  for r = 1, R do ids[r] = ARGV[back0 + r - 1] end
+  for r = 1, R do ids[r] = given[r] end
   local held = redis.call('ZMSCORE', leases, unpack(ids))
   local back, gone = {}, {}
   for r = 1, R do
@@ -247,7 +255,7 @@ if W > 0 then
     local until_ = tostring(now + leaseMs)
     for i = 1, M do
       exp[2 * i - 1] = until_
-      exp[2 * i] = ARGV[ids0 + i - 1] .. '\n' .. got[2 * i - 1] .. '\n' .. got[2 * i]
+      exp[2 * i] = newIDs[i] .. '\n' .. got[2 * i - 1] .. '\n' .. got[2 * i]
     end
     redis.call('ZADD', leases, unpack(exp))
   end
@@ -267,9 +275,7 @@ if (D > 0 or R > 0) and redis.call('EXISTS', leases) == 0
   -- over. Tell the scheduler, so that it need not sweep often to notice.
   redis.call('PUBLISH', queues .. 'wake', 'drained')
 end
-reply[#reply + 1] = pages
-reply[#reply + 1] = done
-reply[#reply + 1] = wait
-reply[#reply + 1] = #got / 2
-for _, v in ipairs(got) do reply[#reply + 1] = v end
+local out = {held = table.concat(answer), pages = pages, done = done, wait = wait}
+if #got > 0 then out.popped = got end
+reply[#reply + 1] = cjson.encode(out)
 return reply

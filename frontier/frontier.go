@@ -86,9 +86,8 @@ func backEntries(items []Item) ([]string, []any, error) {
 var ErrGone = errors.New("the crawl is gone from Redis")
 
 // isGone reports whether a script refused because the crawl is gone: its
-// error reply begins "GONE" (register, renew, schedule; the exchange's
-// Bloom guard says 'gone' in its refusal reply instead, which has no
-// error to carry it: counted).
+// error reply begins "GONE", the one way every script of the crawl says so
+// (exchange.lua turns its Bloom guard's refusal into that error).
 func isGone(err error) bool {
 	var reply redis.Error
 	return errors.As(err, &reply) && strings.HasPrefix(reply.Error(), "GONE")

@@ -6,36 +6,37 @@
 -- KEYS[2] queues (the prefix, lib.lua)  KEYS[3] ready  KEYS[4] leases (zset "id\nhost\nitem-json" -> expiry ms)  KEYS[5] deferred
 -- KEYS[6] failed  KEYS[7] stats  KEYS[8] done flag  KEYS[9] workers (zset worker -> alive until ms)
 -- KEYS[11] results (stream): with the page budget spent, each URL still
--- waiting for a retry ends there with a failed record (ARGV[7]: the cap)
+-- waiting for a retry ends there with a failed record (frontier.SweptRecord)
 -- KEYS[12] lengths (lib.lua)
 -- KEYS[10] the crawl's config: while it is missing the crawl is gone (reset),
 -- and the sweep is refused with the GONE error before any write
 -- ARGV[2] max attempts   ARGV[3] most entries per sweep   ARGV[4] failed list cap
 -- ARGV[5] page budget (0: none; -1: this shard's share, the field 'allow' of its stats)   ARGV[6] forget workers this long after they stopped being alive (ms)
+-- ARGV[7] the results stream's cap (XADD MAXLEN ~)
 -- ARGV[8] '1': this is the crawl's only shard, and the sweep decides
 --   whether the crawl is done; '0': a shard of several, whose sweep only
---   reports whether it is empty (Shards decides, over all of them); 'end':
---   Shards decided the crawl is over: this shard ends as a lone one would;
+--   reports whether it is empty (Frontier.Schedule decides, over all of them); 'end':
+--   Frontier.Schedule decided the crawl is over: this shard ends as a lone one would;
 --   'finish': as 'end', but without setting the done flag: done is 1 when
---   the shard's last records are all written (Shards then ends them all)
--- Returns 11 values, in this order (frontier.schedule reads them):
---   1 released   due deferred entries put back in the queues
---   2 reclaimed  expired leases put back, with attempts+1
---   3 failed     expired leases that reached the maximum attempts
---   4 done       1 once nothing is queued, in flight or deferred (or the
+--   the shard's last records are all written (Frontier.Schedule then ends them all)
+-- Returns one JSON object (frontier.sweepReply reads it by name):
+--   released    due deferred entries put back in the queues
+--   reclaimed   expired leases put back, with attempts+1
+--   failed      expired leases that reached the maximum attempts
+--   done        1 once nothing is queued, in flight or deferred (or the
 --                page budget is spent and nothing is in flight) and every
 --                last record is written; the flag is set in the same atomic
 --                step as the check ('finish': 1 when this shard's last
 --                records are written, no flag set)
---   5 due_in     ms until the next deferred item is due (-1: none; 0: the
+--   due_in      ms until the next deferred item is due (-1: none; 0: the
 --                crawl's end has more last records to write: sweep again)
---   6 empty      1: nothing queued, leased or deferred in this shard
---   7 enqueued   URLs ever queued at the back (a shard's work can only come
+--   empty       1: nothing queued, leased or deferred in this shard
+--   enqueued    URLs ever queued at the back (a shard's work can only come
 --                back through that counter)
---   8 pages      pages fetched in this shard
---   9 leases     URLs in flight in this shard
---  10 budget     this shard's share of the page budget (or the budget)
---  11 work       URLs queued or deferred in this shard
+--   pages       pages fetched in this shard
+--   leases      URLs in flight in this shard
+--   budget      this shard's share of the page budget (or the budget)
+--   work        URLs queued or deferred in this shard
 -- or the GONE error, with nothing written, when the crawl is gone.
 if redis.call('EXISTS', KEYS[10]) == 0 then return redis.error_reply('GONE the crawl is gone from Redis') end
 local queues, ready, leases, deferred = KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -212,5 +213,6 @@ local nxt = redis.call('ZRANGE', deferred, 0, 0, 'WITHSCORES')
 local due_in = -1
 if #nxt == 2 then due_in = math.max(0, tonumber(nxt[2]) - now) end
 if ending then due_in = 0 end -- more last records to write: sweep again soon
-return {released, reclaimed, failed, done, due_in, empty, tonumber(redis.call('HGET', stats, 'enqueued') or '0'),
-  pages, redis.call('ZCARD', leases), budget, fr_queued(Q) + redis.call('ZCARD', deferred)}
+return cjson.encode({released = released, reclaimed = reclaimed, failed = failed, done = done, due_in = due_in, empty = empty,
+  enqueued = tonumber(redis.call('HGET', stats, 'enqueued') or '0'), pages = pages, leases = redis.call('ZCARD', leases),
+  budget = budget, work = fr_queued(Q) + redis.call('ZCARD', deferred)})

@@ -2,6 +2,7 @@ package frontier
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -55,15 +56,24 @@ func (f *shard) schedule(ctx context.Context, epochKey string, epoch int64, maxA
 	if err != nil {
 		return Sweep{}, fmt.Errorf("frontier: schedule: %w", err)
 	}
-	v, _ := res.([]any)
-	if len(v) != 11 {
+	var r sweepReply
+	if raw, ok := res.(string); !ok || json.Unmarshal([]byte(raw), &r) != nil {
 		return Sweep{}, fmt.Errorf("frontier: schedule: unexpected reply %v", res)
 	}
-	n := func(x any) int { i, _ := x.(int64); return int(i) }
-	n64 := func(x any) int64 { i, _ := x.(int64); return i }
-	return Sweep{Released: n(v[0]), Reclaimed: n(v[1]), Failed: n(v[2]), CrawlOver: n(v[3]) == 1,
-		NextDeferred: time.Duration(n(v[4])) * time.Millisecond, empty: n(v[5]) == 1, enqueued: n64(v[6]),
-		pages: n64(v[7]), leases: n64(v[8]), allow: n64(v[9]), work: n64(v[10])}, nil
+	return Sweep{Released: r.Released, Reclaimed: r.Reclaimed, Failed: r.Failed, CrawlOver: r.Done == 1,
+		NextDeferred: time.Duration(r.DueIn) * time.Millisecond, empty: r.Empty == 1, enqueued: r.Enqueued,
+		pages: r.Pages, leases: r.Leases, allow: r.Budget, work: r.Work}, nil
+}
+
+// sweepReply is schedule.lua's reply, which its header explains field by
+// field.
+type sweepReply struct {
+	Released, Reclaimed, Failed int
+	Done                        int
+	DueIn                       int64 `json:"due_in"`
+	Empty                       int
+	Enqueued, Pages, Leases     int64
+	Budget, Work                int64
 }
 
 // moveAllowance changes this shard's share of the page budget by d (a
