@@ -143,11 +143,10 @@ func (a exchangeArgs) encode() []any {
 
 // exchangeReply is exchange.lua's reply after the links' flags.
 type exchangeReply struct {
-	Held   string   `json:"held"` // a digit a finished lease: 1 held, 2 recorded by this exchange sent before, 0 lost
-	Pages  int64    `json:"pages"`
-	Done   int64    `json:"done"`
-	Wait   int64    `json:"wait"`
-	Popped []string `json:"popped"` // host, item, host, item …
+	Held  string `json:"held"` // a digit a finished lease: 1 held, 2 recorded by this exchange sent before, 0 lost
+	Pages int64  `json:"pages"`
+	Done  int64  `json:"done"`
+	Wait  int64  `json:"wait"`
 }
 
 // exchange makes the calls of one Exchange (f.xmu held) and returns the
@@ -265,16 +264,17 @@ func (f *shard) Offer(ctx context.Context, links []Item) ([]bool, error) {
 }
 
 // readReply reads exchange.lua's reply after the links' flags: one JSON
-// object (exchangeReply), the popped items under the new lease ids in
-// order.
+// object (exchangeReply), then the popped items (host, item-json …) under
+// the new lease ids in order.
 func (f *shard) readReply(flags []bool, tail []any, offset []int, ids []string) (Exchanged, []Finished, error) {
 	nd := len(offset) - 1
 	var r exchangeReply
-	if raw, ok := tail[0].(string); len(tail) != 1 || !ok || json.Unmarshal([]byte(raw), &r) != nil {
+	if raw, ok := tail[0].(string); len(tail) == 0 || !ok || json.Unmarshal([]byte(raw), &r) != nil {
 		return Exchanged{}, nil, fmt.Errorf("frontier: exchange: malformed reply %v", tail)
 	}
-	m := len(r.Popped) / 2
-	if len(r.Held) != nd || len(r.Popped)%2 != 0 || m > len(ids) {
+	popped := tail[1:]
+	m := len(popped) / 2
+	if len(r.Held) != nd || len(popped)%2 != 0 || m > len(ids) {
 		return Exchanged{}, nil, fmt.Errorf("frontier: exchange: reply %v for %d pages and %d URLs wanted", tail, nd, len(ids))
 	}
 	x := Exchanged{Queued: make([][]bool, nd), Held: make([]bool, nd)}
@@ -285,7 +285,8 @@ func (f *shard) readReply(flags []bool, tail []any, offset []int, ids []string) 
 	x.Info = PopInfo{Pages: r.Pages, CrawlOver: r.Done == 1, NextDue: time.Duration(r.Wait) * time.Millisecond}
 	var bad []Finished
 	for i := 0; i < m; i++ {
-		host, raw := r.Popped[2*i], r.Popped[2*i+1]
+		host, _ := popped[2*i].(string)
+		raw, _ := popped[2*i+1].(string)
 		l := &Lease{ID: ids[i], raw: raw, Host: host}
 		if err := json.Unmarshal([]byte(raw), &l.Item); err != nil {
 			bad = append(bad, Finished{Lease: l, Outcome: Outcome{Stat: OutcomeFailed, Failed: fmt.Sprintf("undecodable queue item: %v", err)}})

@@ -53,8 +53,8 @@
 --   pages   pages fetched (with a budget), done (1: the crawl is over),
 --   wait    ms until some host is due when fewer than want were popped
 --           (-1: nothing queued)
---   popped  host, item-json, host, item-json …: the i-th under lease_ids[i]
---           (absent: none)
+-- and then popped: host, item-json, host, item-json …, the i-th under
+-- lease_ids[i] (left out of the object: the items are JSON already)
 -- or the GONE error, with nothing written, when the crawl is gone.
 -- bloom_run returns where this script's own keys start (key0), where the
 -- links' entries start in ARGV (link0) and how many links there are.
@@ -275,7 +275,6 @@ if (D > 0 or R > 0) and redis.call('EXISTS', leases) == 0
   -- over. Tell the scheduler, so that it need not sweep often to notice.
   redis.call('PUBLISH', queues .. 'wake', 'drained')
 end
-local out = {held = table.concat(answer), pages = pages, done = done, wait = wait}
-if #got > 0 then out.popped = got end
-reply[#reply + 1] = cjson.encode(out)
+reply[#reply + 1] = cjson.encode({held = table.concat(answer), pages = pages, done = done, wait = wait})
+for _, v in ipairs(got) do reply[#reply + 1] = v end -- popped, unencoded: items are JSON already
 return reply
