@@ -11,7 +11,7 @@
 //	finished pages, given-back URLs            leased URLs
 //	             │                                  ▼
 //	  ┌──────────┴──────────────────────────────────┬──────┐
-//	  │ exchanger (exchanger.go; its judgement: policy.go) │
+//	  │ exchanger (exchanger.go; its state: exstate.go)    │
 //	  └──────▲──────────────────────────────────────┬──────┘
 //	         │ entries                        ready │ (6 a loop)
 //	  ┌──────┴──────────────────────────────────────▼──────┐
@@ -28,22 +28,27 @@
 // frontier when it may not be fetched now (its host busy, its robots.txt
 // unavailable: requeued behind the host's due time; a transient error:
 // deferred). The exchanger alone calls frontier.Exchange: it sends entries
-// many to a call and refills the ready buffer in the same call; policy
-// decides when, with no I/O of its own. A crawl of several shards
-// (Settings.Shards, frontier.Frontier) changes one thing here: a call carries
-// the pages of one shard, so that it stays one atomic script there. The heartbeat renews the leases of
+// many to a call and refills the ready buffer in the same call. What it
+// does is its state machine's to decide (exstate.go: step(event, now) →
+// actions, no I/O, the timing in policy.go); the loop only turns what
+// happens into events and performs the actions. A crawl of several shards
+// (Settings.Shards) changes one thing here: a call carries the pages of
+// one shard, so that it stays one atomic script there. The heartbeat renews the leases of
 // everything the process holds — fetched, waiting in the ready buffer, or
 // waiting to be sent — so a kill -9 loses nothing: the leases expire and
 // the scheduler's sweep queues those URLs again.
 //
 // # Stopping
 //
-// Worker.Run stops in one order: the context ends the fetch loops' taking
-// of URLs (pages in progress finish); URLs taken after the stop go back;
-// the exchanger sends what the loops handed in, gives back what they never
-// started, and returns; the heartbeat and the scheduler role end (the
-// scheduler resigns, so another worker takes over at once); last, the
-// worker deregisters. When the crawl disappears from Redis (a forced
+// Worker.Run stops in one order, stage after stage (run.go's crew): the
+// context ends the fetch loops' taking of URLs (pages in progress finish);
+// URLs taken after the stop go back; the exchanger sends what the loops
+// handed in, gives back what they never started, and returns; the
+// heartbeat and the scheduler role end (the scheduler resigns, so another
+// worker takes over at once); last, the WARC file is closed and the worker
+// deregisters. Whatever ends a run — the context, the crawl's end, a
+// failure, the crawl gone from Redis — tells the run's ending (run.go),
+// and Run alone reads it. When the crawl disappears from Redis (a forced
 // reset) everything stops at once, in the same order, and Run returns an
 // error wrapping ErrGone.
 package crawl

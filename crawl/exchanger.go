@@ -2,7 +2,6 @@ package crawl
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -16,8 +15,10 @@ import (
 // The exchanger is the one goroutine of a worker process that talks to the
 // frontier for its fetch loops. It keeps a few leased URLs ready for them
 // and sends the pages they finish, many to a call, in one atomic
-// frontier.Exchange that also pops the next URLs. When to call, and with
-// what, is policy's to decide (policy.go); this file is the I/O around it.
+// frontier.Exchange that also pops the next URLs. Every decision — when to
+// call, with what, and what a reply means — is its state machine's
+// (exstate.go, whose timing is policy.go); this file is the loop around it:
+// it turns what happens into events, and performs the actions.
 //
 // Nothing is lost by batching: a leased URL in the ready buffer, or a page
 // waiting to be sent, is still in Redis's lease set under a lease this
@@ -25,29 +26,23 @@ import (
 // the scheduler queues the URL again. A graceful stop sends every finished
 // page and gives the unstarted URLs back to the front of their queues.
 type exchanger struct {
-	c            redis.UniversalClient
-	fr           *frontier.Frontier
-	known        *known
-	held         *sync.Map // lease id -> *frontier.Lease: what the heartbeat renews
-	out          *recordWriter
-	counters     *Counters
-	log          *slog.Logger
-	exitWhenDone bool
-	budget       bool            // the crawl has a page budget
-	warc         *archive.Writer // nil: no archive; refused pages' records are marked there
-	pages        *atomic.Int64   // the crawl's pages fetched, as the last exchange said
-	metrics      *metrics
-	crawlDone    func()       // the crawl is finished: stop the worker
-	gone         *atomic.Bool // the crawl is gone from Redis
-	markGone     func()
+	c        redis.UniversalClient
+	fr       *frontier.Frontier
+	known    *known
+	held     *sync.Map // lease id -> *frontier.Lease: what the heartbeat renews
+	out      *recordWriter
+	counters *Counters
+	log      *slog.Logger
+	warc     *archive.Writer // nil: no archive; refused pages' records are marked there
+	pages    *atomic.Int64   // the crawl's pages fetched, as the last exchange said
+	metrics  *metrics
+	end      *ending // how the run ends: told when the crawl is over, or gone
 
-	p       *policy
+	s       *exState
 	ready   chan leased   // leased URLs waiting for a fetch loop
 	entries chan entry    // what the loops are done with; closed when they are gone
 	bell    chan struct{} // a loop found nothing ready (one slot)
 	waiting atomic.Int32  // loops waiting for a URL now
-	pending []entry       // entries not yet sent
-	sub     *redis.PubSub // the crawl's wake channel
 	wakeCh  <-chan *redis.Message
 }
 
@@ -65,9 +60,17 @@ type entry struct {
 	back *frontier.Lease
 }
 
-func newExchanger(loops int) *exchanger {
+// lease is the lease the entry ends.
+func (e entry) lease() *frontier.Lease {
+	if e.back != nil {
+		return e.back
+	}
+	return e.page.Lease
+}
+
+func newExchanger(loops int, home func(*frontier.Lease) int) *exchanger {
 	capacity := 6 * loops // prefetch: six URLs a loop
-	return &exchanger{p: newPolicy(capacity), ready: make(chan leased, capacity),
+	return &exchanger{s: newExState(capacity, home), ready: make(chan leased, capacity),
 		entries: make(chan entry, 2*loops+2), // a loop never waits long to hand in
 		bell:    make(chan struct{}, 1)}
 }
@@ -122,39 +125,41 @@ func (x *exchanger) close() { close(x.entries) }
 func (x *exchanger) run(stop, work context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	x.sub = x.c.Subscribe(work, x.fr.Wakes()...)
-	defer x.sub.Close()
-	x.wakeCh = x.sub.Channel()
-	for {
-		if x.gone.Load() {
-			// Nothing to send, nobody to send it to: take what the loops
-			// hand in until they have all returned.
-			if x.entries != nil {
-				for range x.entries {
-				}
+	sub := x.c.Subscribe(work, x.fr.Wakes()...)
+	defer sub.Close()
+	x.wakeCh = sub.Channel()
+	stopCh := stop.Done()
+	for !x.s.ended {
+		select {
+		case <-stopCh:
+			x.step(work, event{kind: evStop})
+			stopCh = nil
+		default:
+		}
+		if x.end.gone() {
+			x.step(work, event{kind: evGone})
+		}
+		x.drain(work)
+		tick := event{kind: evTick, ready: len(x.ready)}
+		for x.s.stopping && len(x.ready) > 0 {
+			tick.unstarted = append(tick.unstarted, (<-x.ready).lease)
+		}
+		for _, a := range x.s.step(tick, time.Now()) {
+			if a.kind == actSleep {
+				timer.Reset(max(time.Until(a.until), time.Millisecond))
+				x.await(work, stopCh, timer)
+				timer.Stop()
+				continue
 			}
-			return
+			x.perform(work, a)
 		}
-		stopping := stop.Err() != nil
-		for stopping && len(x.ready) > 0 { // URLs not started go back with the last call
-			x.pending = append(x.pending, entry{back: (<-x.ready).lease})
-			x.p.added(time.Now(), 1)
-		}
-		x.drain()
-		now := time.Now()
-		c, ok, until := x.p.decide(now, world{ready: len(x.ready), stopping: stopping})
-		if ok {
-			if !x.call(work, now, c) {
-				return
-			}
-			continue
-		}
-		if x.p.done() {
-			return
-		}
-		timer.Reset(max(until.Sub(now), time.Millisecond))
-		x.await(stop, stopping, timer)
-		timer.Stop()
+	}
+}
+
+// step has the state machine take ev now, and performs what it says.
+func (x *exchanger) step(work context.Context, ev event) {
+	for _, a := range x.s.step(ev, time.Now()) {
+		x.perform(work, a)
 	}
 }
 
@@ -162,156 +167,130 @@ func (x *exchanger) run(stop, work context.Context) {
 // Redis slow (a call of a second or more), the next decision is due the
 // moment a call returns; without this it would see no finished page, ask
 // for another pop, and never read what the loops handed in.
-func (x *exchanger) drain() {
+func (x *exchanger) drain(work context.Context) {
 	for i := 0; i < 4*cap(x.ready)+16; i++ {
-		select {
-		case e, ok := <-x.entries:
-			x.handedIn(e, ok)
-		case <-x.bell:
-			x.p.bell()
-		case m := <-x.wakeCh:
-			x.woken(m)
-		default:
+		ev, ok := x.next(nil, nil, false)
+		if !ok {
 			return
 		}
+		x.step(work, ev)
 	}
 }
 
-// await blocks until something the policy must hear of happens.
-func (x *exchanger) await(stop context.Context, stopping bool, timer *time.Timer) {
-	stopCh := stop.Done()
-	if stopping {
-		stopCh = nil
+// await waits for one event (the stop, while stopCh is not nil, and the
+// timer's end are events too) and steps it.
+func (x *exchanger) await(work context.Context, stopCh <-chan struct{}, timer *time.Timer) {
+	if ev, ok := x.next(stopCh, timer.C, true); ok {
+		x.step(work, ev)
+	}
+}
+
+// next is the next thing that happened, as an event; with block false,
+// only one that already happened (ok false: none). The timer's end is no
+// event: the tick that follows decides.
+func (x *exchanger) next(stopCh <-chan struct{}, timer <-chan time.Time, block bool) (event, bool) {
+	var none chan struct{}
+	if !block {
+		none = make(chan struct{})
+		close(none)
 	}
 	select {
 	case e, ok := <-x.entries:
-		x.handedIn(e, ok)
+		if !ok {
+			x.entries = nil // a closed channel is heard once
+			return event{kind: evLoopsClosed}, true
+		}
+		return event{kind: evHandedIn, entry: e}, true
 	case <-x.bell:
-		x.p.bell()
+		return event{kind: evBell}, true
 	case m := <-x.wakeCh:
-		x.woken(m)
+		if m == nil { // the subscription was closed (its client was): polling alone from now on
+			x.wakeCh = nil
+			return event{}, false
+		}
+		return event{kind: evWake, channel: m.Channel, payload: m.Payload, waiting: int(x.waiting.Load())}, true
 	case <-stopCh:
-	case <-timer.C:
+		return event{kind: evStop}, true
+	case <-timer:
+	case <-none:
+	}
+	return event{}, false
+}
+
+// perform does what the state machine said.
+func (x *exchanger) perform(work context.Context, a action) {
+	switch a.kind {
+	case actCall:
+		x.call(work, a.batch, a.want)
+	case actWoken:
+		x.fr.Woken(a.channel)
+	case actSettle:
+		x.settle(a.reply)
+	case actForget:
+		x.log.Warn("Redis lost writes: forgetting the URLs this worker knew as seen, and sending its pages again", "err", a.err)
+		x.known.clear()
+	case actResend:
+		x.log.Info("an exchange whose reply was lost had gone through; sending its batch again")
+	case actRetry:
+		x.metrics.exErrors.Inc()
+		x.log.Warn("exchange failed; will retry, held URLs stay leased", "err", a.err)
+	case actWarn:
+		x.log.Warn("asking a shard for URLs failed; the rest of the exchange went through", "err", a.err)
+	case actCrawlDone:
+		x.end.crawlOver()
+	case actMarkGone:
+		x.end.markGone()
+	case actGiveUp:
+		x.metrics.exErrors.Inc()
+		x.log.Error("giving up on finished pages: their leases will expire and the URLs be crawled again",
+			"pages", len(x.s.pending), "err", a.err)
+	case actDiscard:
+		if x.entries != nil {
+			for range x.entries {
+			}
+		}
+	case actEnd, actSleep:
 	}
 }
 
-// handedIn: a fetch loop handed in e, or (ok false) the loops are all gone.
-func (x *exchanger) handedIn(e entry, ok bool) {
-	if !ok {
-		x.p.loopsClosed()
-		x.entries = nil
-		return
-	}
-	x.pending = append(x.pending, e)
-	x.p.added(time.Now(), 1)
-}
-
-// woken: a message on the crawl's wake channels.
-func (x *exchanger) woken(m *redis.Message) {
-	if m == nil { // the subscription was closed (its client was): polling alone from now on
-		x.wakeCh = nil
-		return
-	}
-	x.fr.Woken(m.Channel)
-	x.p.wake(m.Payload, int(x.waiting.Load()))
-}
-
-// call makes the exchange c, decided at now, and hands out what it
-// brought. It returns false to give up.
-func (x *exchanger) call(work context.Context, now time.Time, c call) bool {
-	batch, rest := x.oneShard(c.send)
-	c.send = len(batch)
+// call makes the exchange and steps its reply.
+func (x *exchanger) call(work context.Context, batch []entry, want int) {
 	// Never cancelled by the stop: an exchange cut off halfway could leave
 	// popped URLs leased to nobody until their lease expires.
 	ctx, cancel := context.WithTimeout(work, 30*time.Second)
 	start := time.Now()
-	res, sent, err := x.exchange(ctx, batch, c.want)
+	res, sent, err := x.exchange(ctx, batch, want)
 	x.metrics.exchange.Observe(time.Since(start).Seconds())
 	cancel()
-	switch {
-	case errors.Is(err, frontier.ErrGone):
-		x.markGone()
-		return true
-	case errors.Is(err, frontier.ErrReplyLost):
-		// An earlier call whose reply never came (a timeout) went through:
-		// nothing was lost, the batch goes again and Redis records nothing
-		// twice.
-		x.log.Info("an exchange whose reply was lost had gone through; sending its batch again")
-		return true
-	case errors.Is(err, frontier.ErrRolledBack):
-		// Nothing was written. Forget what the lost writes taught this
-		// worker; the batch goes again with all its links.
-		x.log.Warn("Redis lost writes: forgetting the URLs this worker knew as seen, and sending its pages again", "err", err)
-		x.known.clear()
-		return true
-	case err != nil:
-		x.metrics.exErrors.Inc()
-		x.log.Warn("exchange failed; will retry, held URLs stay leased", "err", err)
-		if x.p.failed(time.Now()) {
-			x.log.Error("giving up on finished pages: their leases will expire and the URLs be crawled again", "pages", len(x.pending))
-			return false
-		}
-		return true
-	}
-	if res.Unasked != nil && !errors.Is(res.Unasked, frontier.ErrRolledBack) {
-		x.log.Warn("asking a shard for URLs failed; the rest of the exchange went through", "err", res.Unasked)
-	}
-	if res.Forget {
-		x.log.Warn("Redis lost writes in a shard: forgetting the URLs this worker knew as seen")
-		x.known.clear()
-	}
-	x.p.succeeded(now, c, len(res.Popped), res.Info.NextDue)
-	if x.budget {
-		x.pages.Store(res.Info.Pages)
-	}
-	x.counters.Exchanges.Add(1)
-	x.counters.Sent.Add(int64(len(batch)))
-	if c.want > 0 && len(res.Popped) == 0 && len(batch) == 0 {
-		x.counters.EmptyPops.Add(1) // a call for nothing
-	}
-	for i, e := range batch {
-		if e.back != nil {
-			x.held.Delete(e.back.ID)
-			continue
-		}
-		x.held.Delete(e.page.Lease.ID)
-		if !res.Held[i] {
-			x.refused(e.rec)
-		}
-		x.recorded(sent[i], e.rec, res.Queued[i], res.Held[i])
-	}
-	x.pending = rest
-	for _, l := range res.Popped {
-		x.held.Store(l.ID, l)
-		x.known.add(l.Item.URL)        // a URL handed out is seen: links to it need no Redis work
-		x.ready <- leased{l, res.Info} // room was counted, and only this goroutine sends
-	}
-	if res.Info.CrawlOver && x.exitWhenDone && (len(res.Popped) == 0 || x.budget) {
-		x.crawlDone() // finished (or the page budget spent: what was popped goes back)
-	}
-	return true
+	x.step(work, event{kind: evReplied, reply: reply{batch: batch, want: want, res: res, sent: sent, err: err}})
 }
 
-// oneShard splits the pending entries: up to n whose leases end in the
-// shard of the oldest (an exchange ends leases of one shard, atomically),
-// and the rest, in order. With one shard, the first n and the rest.
-func (x *exchanger) oneShard(n int) (batch, rest []entry) {
-	home := -1
-	for _, e := range x.pending {
-		l := e.back
-		if l == nil {
-			l = e.page.Lease
-		}
-		if home < 0 {
-			home = x.fr.Home(l)
-		}
-		if len(batch) < n && x.fr.Home(l) == home {
-			batch = append(batch, e)
-		} else {
-			rest = append(rest, e)
-		}
+// settle records what a call that went through did, and hands out the
+// URLs it popped.
+func (x *exchanger) settle(r reply) {
+	if x.s.budget {
+		x.pages.Store(r.res.Info.Pages)
 	}
-	return batch, rest
+	x.counters.Exchanges.Add(1)
+	x.counters.Sent.Add(int64(len(r.batch)))
+	if r.want > 0 && len(r.res.Popped) == 0 && len(r.batch) == 0 {
+		x.counters.EmptyPops.Add(1) // a call for nothing
+	}
+	for i, e := range r.batch {
+		x.held.Delete(e.lease().ID)
+		if e.back != nil {
+			continue
+		}
+		if !r.res.Held[i] {
+			x.refused(e.rec)
+		}
+		x.recorded(r.sent[i], e.rec, r.res.Queued[i], r.res.Held[i])
+	}
+	for _, l := range r.res.Popped {
+		x.held.Store(l.ID, l)
+		x.known.add(l.Item.URL)          // a URL handed out is seen: links to it need no Redis work
+		x.ready <- leased{l, r.res.Info} // room was counted, and only this goroutine sends
+	}
 }
 
 // exchange sends a batch. Links this worker already knows are seen are

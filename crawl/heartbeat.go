@@ -45,7 +45,7 @@ func (w *Worker) heartbeat(ctx context.Context) {
 		_, err := w.fr.Heartbeat(ctx, w.opts.ID, leases)
 		w.noticeEvictions(ctx, errors.Is(err, frontier.ErrGone))
 		if errors.Is(err, frontier.ErrGone) {
-			w.markGone()
+			w.end.markGone()
 			return
 		}
 		next := w.opts.Lease / 3

@@ -2,11 +2,13 @@ package crawl
 
 import "time"
 
-// policy is the exchanger's judgement, with no I/O and on the clock it is
-// given: when to call Redis, with how many finished pages and how many URLs
-// to ask for, and how long to sleep otherwise. The exchanger (exchanger.go)
-// tells it what happened (step functions below) and asks it what to do
-// (decide); policy_test.go drives it step by step on a fake clock.
+// policy is the timing half of the exchanger's state machine (exstate.go),
+// with no I/O and on the clock it is given: when to call Redis, with how
+// many finished pages and how many URLs to ask for, and how long to sleep
+// otherwise. The state machine tells it what happened (the functions
+// below) and asks it what to do (decide); it keeps the entries waiting to
+// be sent, and gives their count in world. policy_test.go drives the
+// policy step by step on a fake clock.
 //
 // The aim is few calls: a lone call costs a lightly loaded Redis more than
 // a page's work, so a finished page waits up to `linger` for company, and
@@ -16,8 +18,7 @@ import "time"
 // and the stop (everything finished is sent, nothing more is popped).
 type policy struct {
 	capacity int           // the ready buffer's size
-	pending  int           // finished pages and given-back URLs not yet sent
-	oldest   time.Time     // when the oldest of them arrived
+	oldest   time.Time     // when the oldest entry waiting to be sent arrived
 	linger   time.Duration // how long a finished page may wait for company
 	pollAt   time.Time     // no pop before this: idle, or backing off after a failure
 	idle     time.Duration // the idle poll interval, doubling to idleMax
@@ -56,6 +57,7 @@ func newPolicy(capacity int) *policy {
 // world is what the exchanger knows that the policy does not keep.
 type world struct {
 	ready    int  // leased URLs in the ready buffer
+	pending  int  // finished pages and given-back URLs not yet sent
 	stopping bool // the worker stops: send everything, pop nothing
 }
 
@@ -70,20 +72,20 @@ func (p *policy) decide(now time.Time, w world) (c call, ok bool, sleepUntil tim
 		return call{}, false, p.pollAt // backing off: nothing can be done before
 	}
 	room := p.capacity - w.ready
-	send := p.pending > 0 && (p.pending >= maxSend || w.stopping || p.hungry || p.closed ||
+	send := w.pending > 0 && (w.pending >= maxSend || w.stopping || p.hungry || p.closed ||
 		!now.Before(p.oldest.Add(p.linger)))
 	// Refill when the buffer is almost empty: a refill takes a millisecond
 	// or two, a page tens, so the buffer need only cover the call.
 	pop := !w.stopping && room > 0 && !now.Before(p.pollAt) && (p.hungry || w.ready <= p.capacity/8)
 	if send || pop {
-		c = call{send: min(p.pending, maxSend)}
+		c = call{send: min(w.pending, maxSend)}
 		if !w.stopping && room > 0 && (pop || p.failures == 0) {
 			c.want = room // a send pops along: it costs Redis little more
 		}
 		return c, true, time.Time{}
 	}
 	sleepUntil = now.Add(time.Hour)
-	if p.pending > 0 {
+	if w.pending > 0 {
 		sleepUntil = p.oldest.Add(p.linger)
 	}
 	if (room > 0 || p.failures > 0) && now.Before(p.pollAt) && p.pollAt.Before(sleepUntil) {
@@ -93,14 +95,14 @@ func (p *policy) decide(now time.Time, w world) (c call, ok bool, sleepUntil tim
 }
 
 // done: the loops are gone and nothing is left to send.
-func (p *policy) done() bool { return p.closed && p.pending == 0 }
+func (p *policy) done(pending int) bool { return p.closed && pending == 0 }
 
-// added: n finished pages or given-back URLs arrived at now.
-func (p *policy) added(now time.Time, n int) {
-	if p.pending == 0 {
+// added: a finished page or a given-back URL arrived at now, when first
+// says nothing else was waiting to be sent.
+func (p *policy) added(now time.Time, first bool) {
+	if first {
 		p.oldest = now
 	}
-	p.pending += n
 }
 
 // loopsClosed: no fetch loop will hand in anything again.
@@ -133,8 +135,7 @@ func (p *policy) wake(payload string, waiting int) {
 // nextDue is how long until some host is due (-1: nothing queued).
 func (p *policy) succeeded(now time.Time, c call, popped int, nextDue time.Duration) {
 	p.failures, p.hungry = 0, false // the bell has been answered
-	p.pending -= c.send
-	p.oldest = now
+	p.oldest = now                  // of what was not sent: it waits from now
 	if c.want == 0 {
 		return
 	}

@@ -10,7 +10,7 @@ import (
 // succeeds with `popped` URLs unless `fail`.
 type step struct {
 	at     time.Duration // since the scenario's start
-	do     func(p *policy, now time.Time)
+	do     func(p *policy, now time.Time, pending *int)
 	w      world
 	want   call // the call expected, when call is true
 	call   bool
@@ -20,22 +20,33 @@ type step struct {
 	fail   bool
 }
 
-func added(n int) func(*policy, time.Time) { return func(p *policy, now time.Time) { p.added(now, n) } }
-func bell(p *policy, _ time.Time)          { p.bell() }
-func closed(p *policy, _ time.Time)        { p.loopsClosed() }
-func wake(msg string, waiting int) func(*policy, time.Time) {
-	return func(p *policy, _ time.Time) { p.wake(msg, waiting) }
+// added: n entries arrive, one after the other. (The state machine keeps
+// the entries; run counts them as it would.)
+func added(n int) func(*policy, time.Time, *int) {
+	return func(p *policy, now time.Time, pending *int) {
+		for i := 0; i < n; i++ {
+			p.added(now, *pending == 0)
+			*pending++
+		}
+	}
+}
+func bell(p *policy, _ time.Time, _ *int)   { p.bell() }
+func closed(p *policy, _ time.Time, _ *int) { p.loopsClosed() }
+func wake(msg string, waiting int) func(*policy, time.Time, *int) {
+	return func(p *policy, _ time.Time, _ *int) { p.wake(msg, waiting) }
 }
 
-func run(t *testing.T, capacity int, steps []step) *policy {
+func run(t *testing.T, capacity int, steps []step) (*policy, int) {
 	t.Helper()
 	p := newPolicy(capacity)
+	pending := 0
 	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	for i, s := range steps {
 		now := t0.Add(s.at)
 		if s.do != nil {
-			s.do(p, now)
+			s.do(p, now, &pending)
 		}
+		s.w.pending = pending
 		c, ok, until := p.decide(now, s.w)
 		switch {
 		case ok != s.call:
@@ -49,9 +60,10 @@ func run(t *testing.T, capacity int, steps []step) *policy {
 			p.failed(now)
 		} else if ok {
 			p.succeeded(now, c, s.popped, s.due)
+			pending -= c.send
 		}
 	}
-	return p
+	return p, pending
 }
 
 func TestPolicy(t *testing.T) {
@@ -138,17 +150,17 @@ func TestPolicy(t *testing.T) {
 // Once the loops are gone, the policy is done when nothing is left to
 // send, and gives up after a few failures rather than hold the stop.
 func TestPolicyEnds(t *testing.T) {
-	p := run(t, 48, []step{
+	p, pending := run(t, 48, []step{
 		{call: true, want: call{want: 48}, popped: 48},
 		{at: time.Millisecond, do: added(2), w: world{ready: 48}, sleep: lingerBusy},
 		{at: 2 * time.Millisecond, do: closed, w: world{ready: 48}, call: true, want: call{send: 2}},
 	})
-	if !p.done() {
+	if !p.done(pending) {
 		t.Fatal("closed with nothing pending: want done")
 	}
 	p = newPolicy(48)
 	now := time.Now()
-	p.added(now, 1)
+	p.added(now, true)
 	p.loopsClosed()
 	for i := 1; i <= giveUpAfter; i++ {
 		if giveUp := p.failed(now); giveUp != (i == giveUpAfter) {

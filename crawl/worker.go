@@ -131,9 +131,7 @@ type Worker struct {
 	fields   []parse.Field // the crawl's extract rules, compiled
 	rules    *rules
 	skips    skips
-	gone     atomic.Bool  // the crawl disappeared from Redis
-	markGone func()       // sets gone and stops everything at once (set by Run)
-	failed   error        // what stopped the worker (set once, by fail)
+	end      *ending      // how the current Run ends (set by Run)
 	pages    atomic.Int64 // the crawl's pages fetched, as the last exchange said (with a budget)
 	metrics  *metrics
 	warc     *archive.Writer // with Options.WARC: opened by NewWorker, closed by Run
@@ -142,7 +140,6 @@ type Worker struct {
 	// EvictionCheck); evicted counts what it saw.
 	evictions evictionWatch
 	evicted   atomic.Int64
-	failOnce  sync.Once
 	Counters  Counters
 }
 
@@ -265,108 +262,89 @@ func (w *Worker) setScope(hosts []string) { w.scope.Store(parse.NewScope(w.setti
 // recorded, URLs leased but not started go back to the queue, the leader
 // resigns) or, with ExitWhenDone, until the crawl is finished; it returns
 // nil then. If the crawl disappears from Redis (a reset), everything stops
-// at once and Run returns an error wrapping ErrGone.
+// at once and Run returns an error wrapping ErrGone; a failure that stops
+// the worker (a disk that cannot be written) is returned too. Whatever
+// ends it tells the run's ending (run.go), which Run alone reads.
 //
-// The order of stopping: the fetch loops return (stop), the exchanger
-// sends what they handed in and returns, then the heartbeat and the
-// scheduler role end, the WARC file is closed, and last the worker
-// deregisters — from then on it writes nothing, to Redis or to its files,
-// which is what a forced reset and 'export --follow --wait-workers' wait for.
+// The order of stopping, one stage after the other (crew):
+//  1. the fetch loops return, once the stop ends (each finishes its page);
+//  2. the exchanger, told the loops are gone, sends what they handed in
+//     and gives back the URLs not started, then returns;
+//  3. the heartbeat and the scheduler role end (the scheduler resigns);
+//  4. the WARC file is closed, and last the worker deregisters — from then
+//     on it writes nothing, to Redis or to its files, which is what a
+//     forced reset and 'export --follow --wait-workers' wait for.
 func (w *Worker) Run(ctx context.Context) error {
-	// stop ends the taking of new URLs; work carries what is in progress,
-	// which finishes even after a stop unless the crawl is gone.
-	stop, stopAll := context.WithCancel(ctx)
-	defer stopAll()
-	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelWork()
-	w.markGone = func() {
-		w.gone.Store(true)
-		stopAll()
-		cancelWork()
-	}
-	warc := w.warc
-	if warc != nil {
-		defer warc.Close() // after every loop has returned: the last file is complete
-	}
-	fail := func(err error) {
-		w.failOnce.Do(func() { w.failed = err })
-		stopAll()
-	}
-	ex := w.newExchanger(stopAll)
-	if ex.out != nil {
-		ex.out.fail = fail
-	}
-	pages := w.newPipeline(ex, warc, fail)
-	sched := w.newScheduler()
+	end := newEnding(ctx)
+	defer end.release()
+	w.end = end
+	ex := w.newExchanger(end)
+	pages := w.newPipeline(ex, end)
+	sched := w.newScheduler(end)
+	side, stopSide := context.WithCancel(end.work)
+	defer stopSide()
 
-	exDone := make(chan struct{})
-	go func() { defer close(exDone); ex.run(stop, work) }()
-	var loops sync.WaitGroup
+	var c crew
+	loops := c.stage(nil)
+	exchanging := c.stage(ex.close)
+	sides := c.stage(stopSide)
+	exchanging.goRun(func() { ex.run(end.stop, end.work) })
 	for i := 0; i < w.opts.Concurrency; i++ {
-		loops.Add(1)
-		go func() { defer loops.Done(); pages.loop(stop, work) }()
+		loops.goRun(func() { pages.loop(end.stop, end.work) })
 	}
-	side, stopSide := context.WithCancel(work)
-	var sides sync.WaitGroup
-	sides.Add(2)
-	go func() { defer sides.Done(); w.heartbeat(side) }()
+	sides.goRun(func() { w.heartbeat(side) })
 	// The scheduler resigns under work, not side: side ends as soon as the
 	// fetch loops do, which can be before the resignation is sent.
-	go func() { defer sides.Done(); sched.run(stop, work) }()
+	sides.goRun(func() { sched.run(end.stop, end.work) })
+	c.wait()
 
-	loops.Wait()
-	ex.close()
-	<-exDone
-	stopSide()
-	sides.Wait()
-	if warc != nil {
-		if err := warc.Close(); err != nil {
-			fail(fmt.Errorf("archive: closing the WARC file: %w", err))
+	if w.warc != nil {
+		if err := w.warc.Close(); err != nil { // every loop has returned: the last file is complete
+			end.fail(fmt.Errorf("archive: closing the WARC file: %w", err))
 		}
 	}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	if !w.gone.Load() {
+	defer cancel()
+	if !end.gone() {
 		w.flushSkips(dctx) // the last ones; a gone crawl has no counters left to add to
 	}
 	if err := w.fr.Deregister(dctx, w.opts.ID); err != nil {
 		w.log.Warn("deregister failed; the registry forgets this worker by itself", "within", w.opts.Lease, "err", err)
 	}
-	if w.gone.Load() {
-		w.noticeEvictions(dctx, true) // was it evicted rather than reset?
+	if !end.gone() {
+		return end.err()
 	}
-	cancel()
-	if w.gone.Load() {
-		if n := w.evicted.Load(); n > 0 {
-			return fmt.Errorf("%w (%q: Redis evicted %d keys while this worker ran, the crawl's among them: "+
-				"set maxmemory-policy noeviction); stopped", ErrGone, w.name, n)
-		}
-		return fmt.Errorf("%w (%q: reset, or Redis restarted without its data); stopped", ErrGone, w.name)
+	w.noticeEvictions(dctx, true) // was it evicted rather than reset?
+	if n := w.evicted.Load(); n > 0 {
+		return fmt.Errorf("%w (%q: Redis evicted %d keys while this worker ran, the crawl's among them: "+
+			"set maxmemory-policy noeviction); stopped", ErrGone, w.name, n)
 	}
-	return w.failed
+	return fmt.Errorf("%w (%q: reset, or Redis restarted without its data); stopped", ErrGone, w.name)
 }
 
 // Software names the crawler in what it writes (WARC files).
 const Software = "RedCrawl/0.1"
 
-func (w *Worker) newExchanger(stopAll context.CancelFunc) *exchanger {
-	ex := newExchanger(w.opts.Concurrency)
+func (w *Worker) newExchanger(end *ending) *exchanger {
+	ex := newExchanger(w.opts.Concurrency, w.fr.Home)
 	ex.c, ex.fr, ex.known, ex.held, ex.counters, ex.log = w.c, w.fr, w.known, &w.held, &w.Counters, w.log
-	ex.exitWhenDone, ex.budget, ex.crawlDone, ex.warc = w.opts.ExitWhenDone, w.settings.MaxPages > 0, stopAll, w.warc
-	ex.gone, ex.markGone, ex.pages, ex.metrics = &w.gone, w.markGone, &w.pages, w.metrics
+	ex.s.exitWhenDone, ex.s.budget, ex.end, ex.warc = w.opts.ExitWhenDone, w.settings.MaxPages > 0, end, w.warc
+	ex.pages, ex.metrics = &w.pages, w.metrics
 	if w.opts.Out != nil {
-		ex.out = &recordWriter{w: w.opts.Out, log: w.log}
+		ex.out = &recordWriter{w: w.opts.Out, log: w.log, fail: end.fail}
 	}
 	return ex
 }
 
-func (w *Worker) newPipeline(ex *exchanger, warc *archive.Writer, fail func(error)) *pipeline {
+func (w *Worker) newPipeline(ex *exchanger, end *ending) *pipeline {
+	warc, fail := w.warc, end.fail
 	return &pipeline{s: w.settings, worker: w.opts.ID, maxAttempts: w.opts.MaxAttempts, maxWait: w.opts.MaxReserveWait,
 		rateKey: w.fr.RateKey, fetcher: w.fetcher, robots: w.robots, limiter: w.limiter, fr: w.fr,
 		held: &w.held, scope: &w.scope, counters: &w.Counters, log: w.log, ex: ex, warc: warc, fail: fail,
 		fields: w.fields, rules: w.rules, skips: &w.skips, failing: &failing{}, pages: &w.pages, metrics: w.metrics}
 }
 
-func (w *Worker) newScheduler() *scheduler {
+func (w *Worker) newScheduler(end *ending) *scheduler {
 	return &scheduler{c: w.c, fr: w.fr, elector: w.elector, cfg: w.opts.Leader, every: w.opts.SweepInterval,
-		maxAttempts: w.opts.MaxAttempts, budget: w.settings.MaxPages, log: w.log, markGone: w.markGone, metrics: w.metrics}
+		maxAttempts: w.opts.MaxAttempts, budget: w.settings.MaxPages, log: w.log, markGone: end.markGone, metrics: w.metrics}
 }

@@ -1,0 +1,234 @@
+package crawl
+
+import (
+	"errors"
+	"time"
+
+	"github.com/redcrawl/crawler/frontier"
+)
+
+// exState is the exchanger's state machine, in the shape of etcd's raft:
+// step(event, now) changes the state and returns the actions to take, and
+// does no I/O. The exchanger's loop (exchanger.go) turns what happens into
+// events, and performs the actions: calls to Redis, URLs handed to the
+// fetch loops, a cache forgotten. Every decision is here, tested step by
+// step in exstate_test.go on a fake clock:
+//
+//   - batching: when to call and with what (its timing is policy's);
+//   - shard grouping: an exchange ends leases of one shard, the oldest
+//     entry's, and the other shards' entries wait for the next call;
+//   - the stop: URLs leased but not started go back, everything finished
+//     is sent, nothing more is popped, and the machine ends once the loops
+//     are gone and nothing is left to send;
+//   - forgetting after a rollback: Redis lost this process's writes, so
+//     what they taught it (links known to be seen) is forgotten and the
+//     batch is sent again, whole;
+//   - the crawl's end: an exchange that says the crawl is over stops the
+//     worker (with ExitWhenDone), and a crawl gone from Redis ends all.
+type exState struct {
+	p       *policy
+	pending []entry // handed in, not sent yet, oldest first
+	// home is the shard of a lease (frontier.Frontier.Home, a pure
+	// function of its host).
+	home         func(*frontier.Lease) int
+	exitWhenDone bool // ExitWhenDone: the crawl's end stops the worker
+	budget       bool // the crawl has a page budget
+	stopping     bool
+	gone         bool
+	ended        bool
+}
+
+func newExState(capacity int, home func(*frontier.Lease) int) *exState {
+	return &exState{p: newPolicy(capacity), home: home}
+}
+
+// What happens to the exchanger.
+type evKind int
+
+const (
+	evTick        evKind = iota // the loop heard everything that had happened: decide
+	evHandedIn                  // a fetch loop handed in an entry
+	evLoopsClosed               // no fetch loop will hand in anything again
+	evBell                      // a fetch loop found nothing ready
+	evWake                      // a message on a wake channel
+	evStop                      // the worker stops
+	evGone                      // the crawl is gone from Redis (another goroutine saw it)
+	evReplied                   // the call the last actCall asked for returned
+)
+
+type event struct {
+	kind      evKind
+	ready     int               // evTick: leased URLs in the ready buffer
+	unstarted []*frontier.Lease // evTick while stopping: those URLs, taken back from the buffer
+	entry     entry             // evHandedIn
+	channel   string            // evWake: its channel and message,
+	payload   string
+	waiting   int // and how many fetch loops wait for a URL
+	reply     reply
+}
+
+// reply is how the call of an actCall went.
+type reply struct {
+	batch []entry
+	want  int
+	res   frontier.Exchanged // Queued and Held indexed as batch
+	sent  [][]frontier.Item  // per entry of batch, the links sent (those not known to be seen)
+	err   error
+}
+
+// What the exchanger's loop does.
+type actKind int
+
+const (
+	actCall      actKind = iota // exchange batch, popping up to want URLs; then step evReplied
+	actSleep                    // wait for an event, or until
+	actWoken                    // tell the frontier channel's shard has URLs again (frontier.Frontier.Woken)
+	actSettle                   // the reply went through: record its pages, hand out its URLs
+	actForget                   // forget the URLs known to be seen: Redis lost writes that taught them
+	actResend                   // the reply of an earlier call was lost, and it had gone through: the batch goes again
+	actRetry                    // the call failed (err); it is made again after a back-off
+	actWarn                     // a shard asked only for URLs failed (err); the rest went through
+	actCrawlDone                // the crawl is over: stop the worker
+	actMarkGone                 // the crawl is gone from Redis: stop everything
+	actGiveUp                   // Redis did not answer, the loops are gone: the pages waiting are left to their leases
+	actDiscard                  // the crawl is gone: take what the loops hand in until they are all gone, and end
+	actEnd                      // everything was sent: end
+)
+
+type action struct {
+	kind    actKind
+	batch   []entry   // actCall
+	want    int       // actCall
+	until   time.Time // actSleep
+	reply   reply     // actSettle
+	err     error     // actRetry, actWarn, actForget (why)
+	channel string    // actWoken
+}
+
+// step takes one event, at now, and returns what to do.
+func (s *exState) step(ev event, now time.Time) []action {
+	if s.ended {
+		return nil
+	}
+	switch ev.kind {
+	case evHandedIn:
+		s.add(now, ev.entry)
+	case evLoopsClosed:
+		s.p.loopsClosed()
+	case evBell:
+		s.p.bell()
+	case evWake:
+		s.p.wake(ev.payload, ev.waiting)
+		return []action{{kind: actWoken, channel: ev.channel}}
+	case evStop:
+		s.stopping = true
+	case evGone:
+		s.gone = true
+	case evReplied:
+		return s.replied(ev.reply, now)
+	case evTick:
+		return s.tick(ev, now)
+	}
+	return nil
+}
+
+// add takes an entry handed in.
+func (s *exState) add(now time.Time, e entry) {
+	s.p.added(now, len(s.pending) == 0)
+	s.pending = append(s.pending, e)
+}
+
+// tick decides, once the loop heard everything that had happened.
+func (s *exState) tick(ev event, now time.Time) []action {
+	if s.gone {
+		// Nothing to send, nobody to send it to.
+		s.ended = true
+		return []action{{kind: actDiscard}}
+	}
+	for _, l := range ev.unstarted { // URLs not started go back with the last call
+		s.add(now, entry{back: l})
+	}
+	c, ok, until := s.p.decide(now, world{ready: ev.ready, pending: len(s.pending), stopping: s.stopping})
+	if ok {
+		batch := s.oneShard(c.send)
+		return []action{{kind: actCall, batch: batch, want: c.want}}
+	}
+	if s.p.done(len(s.pending)) {
+		s.ended = true
+		return []action{{kind: actEnd}}
+	}
+	return []action{{kind: actSleep, until: until}}
+}
+
+// oneShard is the batch of up to n pending entries whose leases end in the
+// shard of the oldest (an exchange ends leases of one shard, atomically),
+// in order.
+func (s *exState) oneShard(n int) []entry {
+	var batch []entry
+	home := -1
+	for _, e := range s.pending {
+		if len(batch) == n {
+			break
+		}
+		sh := s.home(e.lease())
+		if home < 0 {
+			home = sh
+		}
+		if sh == home {
+			batch = append(batch, e)
+		}
+	}
+	return batch
+}
+
+// replied takes the reply to a call.
+func (s *exState) replied(r reply, now time.Time) []action {
+	switch {
+	case errors.Is(r.err, frontier.ErrGone):
+		s.gone = true
+		return []action{{kind: actMarkGone}}
+	case errors.Is(r.err, frontier.ErrReplyLost):
+		// Nothing was lost: the batch goes again, and Redis records
+		// nothing twice.
+		return []action{{kind: actResend}}
+	case errors.Is(r.err, frontier.ErrRolledBack):
+		// Nothing was written. The batch goes again with all its links,
+		// once what the lost writes taught is forgotten.
+		return []action{{kind: actForget, err: r.err}}
+	case r.err != nil:
+		if s.p.failed(now) {
+			s.ended = true
+			return []action{{kind: actGiveUp, err: r.err}}
+		}
+		return []action{{kind: actRetry, err: r.err}}
+	}
+	s.p.succeeded(now, call{send: len(r.batch), want: r.want}, len(r.res.Popped), r.res.Info.NextDue)
+	s.pending = without(s.pending, r.batch)
+	acts := []action{{kind: actSettle, reply: r}}
+	if r.res.Unasked != nil && !errors.Is(r.res.Unasked, frontier.ErrRolledBack) {
+		acts = append(acts, action{kind: actWarn, err: r.res.Unasked})
+	}
+	if r.res.Forget {
+		acts = append(acts, action{kind: actForget, err: r.res.Unasked})
+	}
+	if r.res.Info.CrawlOver && s.exitWhenDone && (len(r.res.Popped) == 0 || s.budget) {
+		// Finished (or the page budget spent: what was popped goes back).
+		acts = append(acts, action{kind: actCrawlDone})
+	}
+	return acts
+}
+
+// without is pending less the entries of batch, which were taken from it
+// in order.
+func without(pending, batch []entry) []entry {
+	rest := pending[:0:0]
+	i := 0
+	for _, e := range pending {
+		if i < len(batch) && e.lease() == batch[i].lease() {
+			i++
+			continue
+		}
+		rest = append(rest, e)
+	}
+	return rest
+}

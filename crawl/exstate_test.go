@@ -1,0 +1,222 @@
+package crawl
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redcrawl/crawler/frontier"
+)
+
+// The exchanger's state machine, step by step on a fake clock: each step is
+// an event at a moment, and the actions it must give, written out
+// (describe). A call's reply is the next step's event (replied).
+
+// xstep is one event and the actions it must give.
+type xstep struct {
+	at   time.Duration
+	ev   event
+	want string // the actions, described, "; "-separated
+}
+
+// lease is a lease on host; its id names it in the descriptions.
+func lease(id, host string) *frontier.Lease { return &frontier.Lease{ID: id, Host: host} }
+
+// testHome puts hosts a* in shard 0 and b* in shard 1.
+func testHome(l *frontier.Lease) int {
+	if strings.HasPrefix(l.Host, "b") {
+		return 1
+	}
+	return 0
+}
+
+var (
+	pa1, pa2, pa3 = lease("a1", "a"), lease("a2", "a"), lease("a3", "a")
+	pb1           = lease("b1", "b")
+)
+
+func page(l *frontier.Lease) event {
+	return event{kind: evHandedIn, entry: entry{page: frontier.Finished{Lease: l}}}
+}
+func back(l *frontier.Lease) event { return event{kind: evHandedIn, entry: entry{back: l}} }
+func tick(ready int, unstarted ...*frontier.Lease) event {
+	return event{kind: evTick, ready: ready, unstarted: unstarted}
+}
+
+// replied is the reply to a call that sent leases (in order) and wanted
+// want: popped URLs, or err.
+func replied(want int, popped int, err error, sent ...*frontier.Lease) event {
+	r := reply{want: want, err: err}
+	for _, l := range sent {
+		r.batch = append(r.batch, entry{page: frontier.Finished{Lease: l}})
+	}
+	for i := 0; i < popped; i++ {
+		r.res.Popped = append(r.res.Popped, lease(fmt.Sprint("new", i), "a"))
+	}
+	r.res.Info.NextDue = -1
+	return event{kind: evReplied, reply: r}
+}
+
+// over is a reply that says the crawl is over.
+func over(e event) event { e.reply.res.Info.CrawlOver = true; return e }
+
+// describe writes the actions out.
+func describe(acts []action, now time.Time) string {
+	var out []string
+	for _, a := range acts {
+		switch a.kind {
+		case actCall:
+			var ids []string
+			for _, e := range a.batch {
+				id := e.lease().ID
+				if e.back != nil {
+					id = "back:" + id
+				}
+				ids = append(ids, id)
+			}
+			out = append(out, fmt.Sprintf("call [%s] want %d", strings.Join(ids, " "), a.want))
+		case actSleep:
+			out = append(out, fmt.Sprintf("sleep %v", a.until.Sub(now)))
+		default:
+			out = append(out, map[actKind]string{actWoken: "woken " + a.channel, actSettle: "settle", actForget: "forget",
+				actResend: "resend", actRetry: "retry", actWarn: "warn", actCrawlDone: "crawl done", actMarkGone: "mark gone",
+				actGiveUp: "give up", actDiscard: "discard", actEnd: "end"}[a.kind])
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+func runMachine(t *testing.T, s *exState, steps []xstep) {
+	t.Helper()
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	for i, st := range steps {
+		now := t0.Add(st.at)
+		if got := describe(s.step(st.ev, now), now); got != st.want {
+			t.Fatalf("step %d (at %v): %q; want %q", i, st.at, got, st.want)
+		}
+	}
+}
+
+func TestExchangerStateMachine(t *testing.T) {
+	const capacity = 48
+	for _, tc := range []struct {
+		name         string
+		exitWhenDone bool
+		budget       bool
+		steps        []xstep
+	}{
+		{"batching: pages wait for company, then go in one call with a refill", false, false, []xstep{
+			{ev: tick(0), want: "call [] want 48"},
+			{ev: replied(48, 48, nil), want: "settle"},
+			{at: 10 * time.Millisecond, ev: page(pa1)},
+			{at: 10 * time.Millisecond, ev: tick(40), want: "sleep 500ms"},
+			{at: 200 * time.Millisecond, ev: page(pa2)},
+			{at: 200 * time.Millisecond, ev: tick(30), want: "sleep 310ms"},
+			{at: 510 * time.Millisecond, ev: tick(20), want: "call [a1 a2] want 28"},
+			{at: 511 * time.Millisecond, ev: replied(28, 28, nil, pa1, pa2), want: "settle"},
+			{at: 512 * time.Millisecond, ev: tick(48), want: "sleep 1h0m0s"}, // nothing left: sleeps until an event
+		}},
+		{"shard grouping: a call ends the leases of the oldest entry's shard; the others go next", false, false, []xstep{
+			{ev: tick(0), want: "call [] want 48"},
+			{ev: replied(48, 48, nil), want: "settle"},
+			{at: time.Millisecond, ev: page(pa1)},
+			{at: time.Millisecond, ev: page(pb1)},
+			{at: time.Millisecond, ev: page(pa2)},
+			{at: 2 * time.Millisecond, ev: event{kind: evBell}},
+			{at: 2 * time.Millisecond, ev: tick(40), want: "call [a1 a2] want 8"},
+			{at: 3 * time.Millisecond, ev: replied(8, 8, nil, pa1, pa2), want: "settle"},
+			{at: 3 * time.Millisecond, ev: event{kind: evBell}},
+			{at: 3 * time.Millisecond, ev: tick(40), want: "call [b1] want 8"},
+		}},
+		{"the stop: URLs not started go back with what is finished, nothing is popped, then the end", false, false, []xstep{
+			{ev: tick(0), want: "call [] want 48"},
+			{ev: replied(48, 48, nil), want: "settle"},
+			{at: time.Millisecond, ev: page(pa1)},
+			{at: time.Millisecond, ev: event{kind: evStop}},
+			{at: time.Millisecond, ev: tick(0, pa2, pa3), want: "call [a1 back:a2 back:a3] want 0"},
+			{at: 2 * time.Millisecond, ev: replied(0, 0, nil, pa1, pa2, pa3), want: "settle"},
+			{at: 2 * time.Millisecond, ev: tick(0), want: "sleep 1h0m0s"}, // a loop may still hand in its page
+			{at: 3 * time.Millisecond, ev: page(pb1)},
+			{at: 3 * time.Millisecond, ev: event{kind: evLoopsClosed}},
+			{at: 3 * time.Millisecond, ev: tick(0), want: "call [b1] want 0"},
+			{at: 4 * time.Millisecond, ev: replied(0, 0, nil, pb1), want: "settle"},
+			{at: 4 * time.Millisecond, ev: tick(0), want: "end"},
+			{at: 5 * time.Millisecond, ev: tick(0), want: ""}, // ended: nothing more
+		}},
+		{"a rollback: forget what the lost writes taught, and send the same batch again", false, false, []xstep{
+			{ev: page(pa1)},
+			{ev: page(pa2)},
+			{ev: event{kind: evBell}},
+			{ev: tick(0), want: "call [a1 a2] want 48"},
+			{at: time.Millisecond, ev: replied(48, 0, fmt.Errorf("shard 1: %w", frontier.ErrRolledBack), pa1, pa2), want: "forget"},
+			{at: time.Millisecond, ev: tick(0), want: "call [a1 a2] want 48"}, // hungry still, and nothing was sent
+			{at: 2 * time.Millisecond, ev: replied(48, 3, nil, pa1, pa2), want: "settle"},
+		}},
+		{"a shard that lost writes answering only a pop: the rest stands, the cache is forgotten", false, false, []xstep{
+			{ev: tick(0), want: "call [] want 48"},
+			{ev: func() event {
+				e := replied(48, 2, nil)
+				e.reply.res.Forget, e.reply.res.Unasked = true, fmt.Errorf("shard 2: %w", frontier.ErrRolledBack)
+				return e
+			}(), want: "settle; forget"},
+		}},
+		{"a lost reply that had gone through: the batch goes again, nothing forgotten", false, false, []xstep{
+			{ev: page(pa1)},
+			{ev: event{kind: evBell}},
+			{ev: tick(0), want: "call [a1] want 48"},
+			{at: time.Millisecond, ev: replied(48, 0, frontier.ErrReplyLost, pa1), want: "resend"},
+			{at: time.Millisecond, ev: tick(0), want: "call [a1] want 48"},
+		}},
+		{"the crawl's end stops the worker, with ExitWhenDone, when nothing was popped", true, false, []xstep{
+			{ev: tick(0), want: "call [] want 48"},
+			{ev: over(replied(48, 1, nil)), want: "settle"}, // it popped one: not over for this worker yet
+			{at: time.Millisecond, ev: page(pa1)},
+			{at: time.Millisecond, ev: event{kind: evBell}},
+			{at: time.Millisecond, ev: tick(0), want: "call [a1] want 48"},
+			{at: 2 * time.Millisecond, ev: over(replied(48, 0, nil, pa1)), want: "settle; crawl done"},
+		}},
+		{"a page budget's end stops the worker even with URLs popped (they go back)", true, true, []xstep{
+			{ev: tick(0), want: "call [] want 48"},
+			{ev: over(replied(48, 2, nil)), want: "settle; crawl done"},
+		}},
+		{"without ExitWhenDone the crawl's end is only news", false, false, []xstep{
+			{ev: tick(0), want: "call [] want 48"},
+			{ev: over(replied(48, 0, nil)), want: "settle"},
+		}},
+		{"a gone crawl ends everything: the worker is stopped, what the loops hand in is discarded", false, false, []xstep{
+			{ev: page(pa1)},
+			{ev: event{kind: evBell}},
+			{ev: tick(0), want: "call [a1] want 48"},
+			{at: time.Millisecond, ev: replied(48, 0, frontier.ErrGone, pa1), want: "mark gone"},
+			{at: time.Millisecond, ev: tick(0), want: "discard"},
+		}},
+		{"gone, as another goroutine found: the next tick discards", false, false, []xstep{
+			{ev: page(pa1)},
+			{ev: event{kind: evGone}},
+			{ev: tick(0), want: "discard"},
+		}},
+		{"failures back off; with the loops gone, the machine gives up after a few", false, false, []xstep{
+			{ev: page(pa1)},
+			{ev: event{kind: evLoopsClosed}},
+			{ev: tick(0), want: "call [a1] want 48"},
+			{ev: replied(48, 0, errors.New("i/o timeout"), pa1), want: "retry"},
+			{ev: tick(0), want: "sleep 200ms"},
+			{at: 200 * time.Millisecond, ev: tick(0), want: "call [a1] want 48"},
+			{at: 200 * time.Millisecond, ev: replied(48, 0, errors.New("i/o timeout"), pa1), want: "retry"},
+			{at: 600 * time.Millisecond, ev: tick(0), want: "call [a1] want 48"},
+			{at: 600 * time.Millisecond, ev: replied(48, 0, errors.New("i/o timeout"), pa1), want: "give up"},
+			{at: 700 * time.Millisecond, ev: tick(0), want: ""},
+		}},
+		{"a wake message tells the frontier which shard has URLs", false, false, []xstep{
+			{ev: event{kind: evWake, channel: "crawl:{c/1}:queue:wake", payload: "1"}, want: "woken crawl:{c/1}:queue:wake"},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newExState(capacity, testHome)
+			s.exitWhenDone, s.budget = tc.exitWhenDone, tc.budget
+			runMachine(t, s, tc.steps)
+		})
+	}
+}
