@@ -12,7 +12,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redcrawl/crawler/crawl"
-	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
@@ -87,8 +86,9 @@ func TestEvictionsDuringACrawlAreLoud(t *testing.T) {
 	}
 	// Evict anything, the crawl itself too: the worker stops and says why.
 	s.Client.ConfigSet(ctx, "maxmemory-policy", "allkeys-random")
+	fr := frontierOf(t, s.Client, "evict", 1)
 	for i := 100; i < 2000; i++ {
-		if n, _ := s.Client.Exists(ctx, frontier.KeysFor("evict").Config).Result(); n == 0 {
+		if ok, _ := fr.Exists(ctx); !ok {
 			break
 		}
 		s.Client.Set(ctx, fmt.Sprintf("junk:%d", i), big, 0)

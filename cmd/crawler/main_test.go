@@ -322,8 +322,11 @@ func TestSeedFileStreams(t *testing.T) {
 	// Still writing: the first batches must be queued already.
 	client := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer client.Close()
-	stats := frontier.KeysFor("stream").Stats
-	queued := func() int64 { n, _ := client.HGet(context.Background(), stats, "queued").Int64(); return n }
+	fr, err := frontier.New(client, "stream", frontier.Options{Shards: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	queued := func() int64 { sz, _ := fr.Sizes(context.Background()); return sz.Queued }
 	deadline := time.Now().Add(time.Minute)
 	for queued() < seedBatch {
 		if time.Now().After(deadline) {
