@@ -189,32 +189,48 @@ func (x *exchanger) await(work context.Context, stopCh <-chan struct{}, timer *t
 // only one that already happened (ok false: none). The timer's end is no
 // event: the tick that follows decides.
 func (x *exchanger) next(stopCh <-chan struct{}, timer <-chan time.Time, block bool) (event, bool) {
-	var none chan struct{}
 	if !block {
-		none = make(chan struct{})
-		close(none)
+		select { // a select with a default takes it only when nothing else is ready
+		case e, ok := <-x.entries:
+			return x.handedIn(e, ok), true
+		case <-x.bell:
+			return event{kind: evBell}, true
+		case m := <-x.wakeCh:
+			return x.woken(m)
+		default:
+			return event{}, false
+		}
 	}
 	select {
 	case e, ok := <-x.entries:
-		if !ok {
-			x.entries = nil // a closed channel is heard once
-			return event{kind: evLoopsClosed}, true
-		}
-		return event{kind: evHandedIn, entry: e}, true
+		return x.handedIn(e, ok), true
 	case <-x.bell:
 		return event{kind: evBell}, true
 	case m := <-x.wakeCh:
-		if m == nil { // the subscription was closed (its client was): polling alone from now on
-			x.wakeCh = nil
-			return event{}, false
-		}
-		return event{kind: evWake, channel: m.Channel, payload: m.Payload, waiting: int(x.waiting.Load())}, true
+		return x.woken(m)
 	case <-stopCh:
 		return event{kind: evStop}, true
 	case <-timer:
-	case <-none:
+		return event{}, false
 	}
-	return event{}, false
+}
+
+// handedIn is what a receive from the loops' channel means.
+func (x *exchanger) handedIn(e entry, ok bool) event {
+	if !ok {
+		x.entries = nil // a closed channel is heard once
+		return event{kind: evLoopsClosed}
+	}
+	return event{kind: evHandedIn, entry: e}
+}
+
+// woken is what a message on the wake channels means.
+func (x *exchanger) woken(m *redis.Message) (event, bool) {
+	if m == nil { // the subscription was closed (its client was): polling alone from now on
+		x.wakeCh = nil
+		return event{}, false
+	}
+	return event{kind: evWake, channel: m.Channel, payload: m.Payload, waiting: int(x.waiting.Load())}, true
 }
 
 // perform does what the state machine said.

@@ -1,6 +1,7 @@
 package crawl
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -218,5 +219,22 @@ func TestExchangerStateMachine(t *testing.T) {
 			s.exitWhenDone, s.budget = tc.exitWhenDone, tc.budget
 			runMachine(t, s, tc.steps)
 		})
+	}
+}
+
+// The loop hears everything that already happened before it decides: a
+// drain that stopped at the first empty moment (a select between the
+// entries and an always-ready case picks at random) sent pages a few to a
+// call instead of together.
+func TestDrainHearsEverythingHandedIn(t *testing.T) {
+	x := newExchanger(2, testHome)
+	n := cap(x.entries)
+	for i := 0; i < n; i++ {
+		x.entries <- entry{page: frontier.Finished{Lease: lease(fmt.Sprint("a", i), "a")}}
+	}
+	x.bell <- struct{}{}
+	x.drain(context.Background())
+	if len(x.s.pending) != n || !x.s.p.hungry {
+		t.Fatalf("drain heard %d of %d entries (bell heard: %v)", len(x.s.pending), n, x.s.p.hungry)
 	}
 }
