@@ -1,6 +1,6 @@
 -- allow.lua (a fence.Script body: KEYS[1]/ARGV[1] are the fence): moves
 -- a shard's share of the page budget, the field 'allow' of its stats. Only
--- the elected scheduler moves shares, under its epoch (Shards.Schedule).
+-- the elected scheduler moves shares, under its epoch (Frontier.Schedule).
 -- KEYS[2] stats   KEYS[3] leases
 -- ARGV[2] the change: positive, a share given; negative, a share taken
 --         back, never more than the shard leaves unused (allow − pages

@@ -21,7 +21,7 @@ type Outcome struct {
 	Failed   string // reason to keep the item on the failed list; "" for none
 	Fetched  bool   // a page was fetched (counts against the page budget)
 	// Offered is how many of the page's links an earlier Offer (to the
-	// shards of their hosts, by Shards) found new: the record's new_links
+	// shards of their hosts, by Frontier.Exchange) found new: the record's new_links
 	// counts them with those the exchange queues.
 	Offered int
 }
@@ -57,10 +57,10 @@ type Exchanged struct {
 	Info   PopInfo
 	// Forget: a shard asked only for URLs refused because Redis lost this
 	// process's exchanges there (ErrRolledBack), after the rest of the
-	// exchange went through (Shards). What the lost writes taught the
+	// exchange went through (with several shards). What the lost writes taught the
 	// process — links known to be seen — must be forgotten, as on the error.
 	Forget bool
-	// Unasked: a shard asked only for URLs failed (Shards), and why; what
+	// Unasked: a shard asked only for URLs failed (with several shards), and why; what
 	// the rest of the exchange did stands, and that shard is asked again
 	// next time.
 	Unasked error
@@ -68,7 +68,7 @@ type Exchanged struct {
 
 // ResultsKept bounds a crawl's results streams (XADD MAXLEN ~): a
 // worker's --out file keeps every record; the streams keep about the most
-// recent million, shared out among the shards (Frontier.ResultsCap).
+// recent million, shared out among the shards.
 const ResultsKept = 1_000_000
 
 // failedCap bounds the failed list; its count lives on in the stats hash.
@@ -101,7 +101,10 @@ func (f *shard) Exchange(ctx context.Context, done []Finished, back []*Lease, wa
 
 // exchangeArgs are exchange.lua's arguments after the Bloom filter's and
 // the links', as one JSON object whose fields the script reads by name
-// (its header lists them).
+// (its header lists them), then the texts it names: a field that holds a
+// lease's member, a record or a failed entry holds its place among the
+// strings after the object (1-based), so that those, which are JSON
+// themselves, travel as they are rather than escaped inside the object.
 type exchangeArgs struct {
 	Expect     int64      `json:"expect"`          // this process's exchanges Redis should hold
 	Count      bool       `json:"count,omitempty"` // this call counts as one (the batch's last call)
@@ -113,16 +116,23 @@ type exchangeArgs struct {
 	Budget     int64      `json:"budget,omitempty"`
 	HostMax    int64      `json:"host_max,omitempty"`
 	Done       []doneArgs `json:"done,omitempty"`
-	Back       []string   `json:"back,omitempty"` // members of the leases given back
+	Back       []int      `json:"back,omitempty"` // texts: the members of the leases given back
 	LeaseIDs   []string   `json:"lease_ids,omitempty"`
+	texts      []string
+}
+
+// text adds s to the texts after the object, and returns its place.
+func (a *exchangeArgs) text(s string) int {
+	a.texts = append(a.texts, s)
+	return len(a.texts)
 }
 
 // doneArgs are one finished lease's.
 type doneArgs struct {
-	Lease   string `json:"lease"` // its member
-	Stat    string `json:"stat,omitempty"`
-	Record  string `json:"record,omitempty"`
-	Failed  string `json:"failed,omitempty"`
+	Lease   int    `json:"lease"`            // text: its member
+	Stat    string `json:"stat,omitempty"`   // stats fields to bump, comma-separated
+	Record  int    `json:"record,omitempty"` // text: its record; 0: none
+	Failed  int    `json:"failed,omitempty"` // text: its failed-list entry; 0: none
 	Fetched bool   `json:"fetched,omitempty"`
 	// Its links in this call: the index of the first (1-based), how many,
 	// and its new ones that earlier calls of the batch counted.
@@ -131,14 +141,19 @@ type doneArgs struct {
 	Counted int `json:"counted,omitempty"`
 }
 
-// encode is the script's last argument.
+// encode is the script's last arguments: the object, then its texts.
 func (a exchangeArgs) encode() []any {
 	a.FailedCap = failedCap
 	b, err := json.Marshal(a)
 	if err != nil {
 		panic("frontier: exchange arguments: " + err.Error()) // strings and numbers only: cannot fail
 	}
-	return []any{string(b)}
+	out := make([]any, 0, 1+len(a.texts))
+	out = append(out, string(b))
+	for _, t := range a.texts {
+		out = append(out, t)
+	}
+	return out
 }
 
 // exchangeReply is exchange.lua's reply after the links' flags.
@@ -180,10 +195,13 @@ func (f *shard) exchange(ctx context.Context, done []Finished, back []*Lease, wa
 		a.LeaseMs, a.SpacingMs, a.Budget, a.HostMax = f.o.Lease.Milliseconds(), f.o.HostSpacing.Milliseconds(), f.pageBudget(), f.o.HostPageCap
 		for d, x := range done {
 			lo, hi := max(offset[d], start), min(offset[d+1], end)
-			da := doneArgs{Lease: x.Lease.Member(), Stat: x.Outcome.counters(), Record: string(x.Outcome.Record),
+			da := doneArgs{Lease: a.text(x.Lease.Member()), Stat: x.Outcome.counters(),
 				Fetched: x.Outcome.Fetched, First: lo - start + 1, Links: max(hi-lo, 0), Counted: x.Outcome.Offered}
+			if x.Outcome.Record != nil {
+				da.Record = a.text(string(x.Outcome.Record))
+			}
 			if x.Outcome.Failed != "" {
-				da.Failed = x.Lease.failedEntry(x.Outcome.Failed)
+				da.Failed = a.text(x.Lease.failedEntry(x.Outcome.Failed))
 			}
 			for i := offset[d]; i < min(offset[d+1], start); i++ {
 				if flags[i] {
@@ -193,7 +211,7 @@ func (f *shard) exchange(ctx context.Context, done []Finished, back []*Lease, wa
 			a.Done = append(a.Done, da)
 		}
 		for _, l := range back {
-			a.Back = append(a.Back, l.Member())
+			a.Back = append(a.Back, a.text(l.Member()))
 		}
 		return a.encode()
 	}
@@ -239,7 +257,7 @@ func (f *shard) counted(tail []any, err error) error {
 }
 
 // Offer marks links seen and queues the new ones, and reports which were
-// new: the links of pages whose leases live in another shard (Shards), sent
+// new: the links of pages whose leases live in another shard (Frontier.Exchange), sent
 // before those pages' own exchange so that a crash between the two loses
 // nothing. It is an exchange with no lease to end and nothing to pop, and
 // counts as one, so that a rollback of this shard is noticed here too.

@@ -23,7 +23,10 @@
 --   lengths (hash host -> URLs queued, lib.lua),
 --   ended (zset lease id -> when ended, ms: a minute of them)
 -- ARGV: the Bloom filter's, then one entry ("host\nparent\nelement", lib.lua)
---   per link, then one JSON object, exchangeArgs (exchange.go), by name:
+--   per link, then one JSON object, exchangeArgs (exchange.go), by name,
+--   then the texts it names: a field marked "text" holds the place
+--   (1-based) of a string among those after the object (they are JSON
+--   themselves, and travel unescaped):
 --   expect      the process's exchanges Redis should hold
 --   count       true: this call counts as one (the batch's last call)
 --   want        URLs wanted
@@ -34,14 +37,15 @@
 --   host_max    pages per host (0: none): a host that reached it has its
 --               queued URLs dropped when it comes up for a pop, and counted
 --               in stats as skipped_links:max_pages_per_host
---   done        the finished leases, each {lease, stat (a stats field or
---               several, comma-separated; absent: none), record (absent:
---               none), failed (the failed-list entry; absent: none),
+--   done        the finished leases, each {lease (text: its member), stat
+--               (a stats field or several, comma-separated; absent: none),
+--               record (text; absent: none), failed (text: the
+--               failed-list entry; absent: none),
 --               fetched (true: a page was fetched), first (its first link's
 --               index among this call's links, 1-based), links (its links
 --               in this call), counted (its new links counted by earlier
 --               calls of the batch)}
---   back        the members of the leases given back
+--   back        texts: the members of the leases given back
 --   lease_ids   an id for each URL that may be popped
 --   (an absent list is empty)
 -- Reply: the Bloom reply {BLOOM_OK, count, layers, flag per link} (or a
@@ -58,10 +62,11 @@
 -- or the GONE error, with nothing written, when the crawl is gone.
 -- bloom_run returns where this script's own keys start (key0), where the
 -- links' entries start in ARGV (link0) and how many links there are.
-local A -- the arguments, decoded by the guard
+local A, T -- the arguments, decoded by the guard, and where their texts start
 local function guard(key0, link0, links)
   if redis.call('EXISTS', KEYS[key0 + 8]) == 0 then return 'gone' end
   A = cjson.decode(ARGV[link0 + links])
+  T = link0 + links -- text n is ARGV[T + n]
   local held = tonumber(redis.call('GET', KEYS[key0 + 7]) or '0')
   if held ~= A.expect then return held end
 end
@@ -100,7 +105,7 @@ if links > 0 then bump.offered = links end
 local answer = {} -- a digit a finished lease (the reply's held)
 if D > 0 then
   local ids = {}
-  for d = 1, D do ids[d] = finished[d].lease end
+  for d = 1, D do ids[d] = ARGV[T + finished[d].lease] end
   local held = redis.call('ZMSCORE', leases, unpack(ids))
   -- A lease not held may have been ended by this very exchange sent
   -- before (its reply lost): then it is answered as recorded (2), and
@@ -134,15 +139,16 @@ if D > 0 then
         end
       end
       if f.record then
+        local record = ARGV[T + f.record]
         local first, count = f.first or 1, f.links or 0
         local new = f.counted or 0
         for i = first, first + count - 1 do
           if reply[3 + i] == 1 then new = new + 1 end
         end
-        redis.call('XADD', results, 'MAXLEN', '~', resultsCap, '*', 'rec', f.record, 'new_links', string.format('%d', new))
+        redis.call('XADD', results, 'MAXLEN', '~', resultsCap, '*', 'rec', record, 'new_links', string.format('%d', new))
         bump.records = (bump.records or 0) + 1 -- ever added: minus the stream's length, what trimming dropped
       end
-      if f.failed then failures[#failures + 1] = f.failed end
+      if f.failed then failures[#failures + 1] = ARGV[T + f.failed] end
       answer[d] = '1'
     else
       answer[d] = '0'
@@ -162,7 +168,7 @@ end
 -- 3. returned leases go back to the front of their hosts' queues
 if R > 0 then
   local ids = {}
-  for r = 1, R do ids[r] = given[r] end
+  for r = 1, R do ids[r] = ARGV[T + given[r]] end
   local held = redis.call('ZMSCORE', leases, unpack(ids))
   local back, gone = {}, {}
   for r = 1, R do

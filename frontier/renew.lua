@@ -12,7 +12,7 @@ if redis.call('EXISTS', KEYS[3]) == 0 then return redis.error_reply(GONE) end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local until_ms = now + tonumber(ARGV[2])
-if ARGV[1] ~= '' then redis.call('ZADD', KEYS[2], until_ms, ARGV[1]) end -- '': leases only (Shards)
+if ARGV[1] ~= '' then redis.call('ZADD', KEYS[2], until_ms, ARGV[1]) end -- '': leases only (a shard other than the first)
 local flags = {}
 for from = 3, #ARGV, 1000 do -- in chunks: unpack has a limit
   local members = {unpack(ARGV, from, math.min(from + 999, #ARGV))}

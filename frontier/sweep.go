@@ -44,7 +44,7 @@ func (f *shard) fenced(ctx context.Context, s *fence.Script, epochKey string, ep
 }
 
 // schedule is the sweep, in one of the modes above. pageBudget -1 is
-// this shard's share of the budget (Shards).
+// this shard's share of the budget (Frontier.Schedule).
 func (f *shard) schedule(ctx context.Context, epochKey string, epoch int64, maxAttempts, limit int, pageBudget int64, mode string) (Sweep, error) {
 	res, err := f.fenced(ctx, scheduleScript, epochKey, epoch,
 		[]string{f.keys.Queues, f.keys.Ready, f.keys.Leases, f.keys.Deferred, f.keys.Failed, f.keys.Stats, f.keys.DoneFlag, f.keys.Workers,
