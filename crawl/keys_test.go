@@ -42,11 +42,10 @@ func TestResetTouchesNoOtherCrawl(t *testing.T) {
 			if _, err := crawl.Seed(ctx, s.Client, n, set, []*url.URL{u}); err != nil {
 				t.Fatal(err)
 			}
-			// The per-host keys a worker writes, and an older version's.
+			// The per-host keys a worker writes.
 			fr := frontierOf(t, s.Client, n, 3)
 			s.Client.Set(ctx, fr.RateKey("site.example:8080"), "1", 0)
 			s.Client.HSet(ctx, fr.RobotsKey("other.example"), "status", 404)
-			s.Client.HSet(ctx, "crawl:"+n+":robots:{site.example:8080}", "status", 404)
 			s.Client.Set(ctx, fr.LeaderKey()+":epoch", "3", 0)
 		}
 		before := keysByCrawl(t, s, names)
@@ -82,7 +81,7 @@ func keysByCrawl(t *testing.T, s *redistest.Server, names []string) map[string][
 	for _, key := range all {
 		owner := ""
 		for _, n := range names {
-			if strings.HasPrefix(key, "crawl:{"+n+"}:") || strings.HasPrefix(key, "crawl:{"+n+"/") || strings.HasPrefix(key, "crawl:"+n+":") {
+			if strings.HasPrefix(key, "crawl:{"+n+"}:") || strings.HasPrefix(key, "crawl:{"+n+"/") {
 				if owner != "" {
 					t.Fatalf("key %s belongs to crawls %s and %s", key, owner, n)
 				}

@@ -233,13 +233,6 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 		}
 		return nil, err
 	}
-	// A crawl seeded by a version before the compact queues: its URLs
-	// move to them now, rather than sit unseen.
-	if n, err := w.fr.MigrateOldQueue(ctx); err != nil {
-		return nil, err
-	} else if n > 0 {
-		w.log.Info("moved the URLs of an older version's queue", "urls", n)
-	}
 	return w, nil
 }
 

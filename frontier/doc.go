@@ -55,9 +55,8 @@
 //
 // and shard s > 0 its marker, exists (the crawl exists in that shard while
 // it does), and fence, the highest epoch of a scheduler that swept it.
-// Delete removes every key by the patterns crawl:{NAME}:*, crawl:{NAME/*
-// and crawl:NAME:* (the layout of versions before hash tags), which match
-// no other crawl's.
+// Delete removes every key by the patterns crawl:{NAME}:* and
+// crawl:{NAME/*, which match no other crawl's.
 //
 // # Protocol
 //

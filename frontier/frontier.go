@@ -49,9 +49,6 @@ var (
 	//go:embed requeue.lua
 	requeueSrc    string
 	requeueScript = redis.NewScript(lib + requeueSrc)
-	//go:embed migrate.lua
-	migrateSrc    string
-	migrateScript = redis.NewScript(lib + migrateSrc)
 	//go:embed register.lua
 	registerSrc    string
 	registerScript = redis.NewScript(registerSrc)
@@ -187,25 +184,6 @@ func (f *shard) enqueue(ctx context.Context, items []Item, mode string) ([]bool,
 		return nil, fmt.Errorf("frontier: enqueue: %w", err)
 	}
 	return fresh, nil
-}
-
-// MigrateOldQueue moves the URLs of a crawl seeded by an older version
-// (OldQueue) to the hosts' queues, a thousand a script call, and returns
-// how many it moved: 0 for any crawl seeded since. Safe to run from many
-// workers at once.
-func (f *shard) MigrateOldQueue(ctx context.Context) (int, error) {
-	moved := 0
-	for {
-		n, err := migrateScript.Run(ctx, f.c, []string{f.keys.OldQueue(), f.keys.Queues, f.keys.Ready, f.keys.Stats, f.keys.Lengths},
-			1000).Int()
-		if err != nil {
-			return moved, fmt.Errorf("frontier: migrate the old queue: %w", err)
-		}
-		if n == 0 {
-			return moved, nil
-		}
-		moved += n
-	}
 }
 
 // Sizes are the frontier's counts.

@@ -71,10 +71,6 @@ func keysUnder(p string) Keys {
 		Config: p + "config", HostPages: p + "hostpages", Ended: p + "ended"}
 }
 
-// OldQueue is the queue's key in crawls seeded before the compact queues
-// (one sorted set for all hosts); MigrateOldQueue empties it.
-func (k Keys) OldQueue() string { return k.Queues[:len(k.Queues)-len("queue:")] + "items" }
-
 // MaxNameLen bounds a crawl name.
 const MaxNameLen = 64
 
@@ -142,8 +138,7 @@ func ratePatterns(name string) []string {
 }
 
 // patterns match every key of crawl name and no other crawl's (CheckName:
-// with no '/' in a name, "{NAME/" starts only this crawl's shards). The
-// last is the layout of versions before hash tags.
+// with no '/' in a name, "{NAME/" starts only this crawl's shards).
 func patterns(name string) []string {
-	return []string{"crawl:{" + name + "}:*", "crawl:{" + name + "/*", "crawl:" + name + ":*"}
+	return []string{"crawl:{" + name + "}:*", "crawl:{" + name + "/*"}
 }

@@ -2,16 +2,13 @@ package frontier_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
-	"github.com/redis/go-redis/v9"
 )
 
 // Every item comes back off the compact queue as it went in, in order,
@@ -75,60 +72,6 @@ func TestQueueGivesBackEveryItemWholeAndInOrder(t *testing.T) {
 		}
 		if keys := s.Client.Keys(ctx, frontier.KeysFor("t").Queues+"*").Val(); len(keys) != 0 {
 			t.Fatalf("queues left after all was popped: %v", keys)
-		}
-	})
-}
-
-// A crawl seeded by a version before the compact queues keeps its URLs:
-// MigrateOldQueue moves them, each host's in order, put-back URLs first.
-func TestMigrateOldQueueMovesEveryURL(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
-		ctx := context.Background()
-		e := setup(t, s)
-		e.f.HostSpacing, e.f.PageBudget = 0, 0
-		k := frontier.KeysFor("t")
-		var want []string
-		for i := 0; i < 2500; i++ { // more than one script call moves
-			class := "1"
-			if i%1000 == 999 {
-				class = "0" // put back: first of its host
-			}
-			u := fmt.Sprintf("http://h%d/%04d", i%2, i)
-			member := fmt.Sprintf("h%d\x00%s%016d\x00{\"u\":%q,\"d\":2,\"p\":\"http://h%d/\"}", i%2, class, i, u, i%2)
-			s.Client.ZAdd(ctx, k.OldQueue(), redis.Z{Member: member})
-		}
-		old := s.Client.ZRange(ctx, k.OldQueue(), 0, -1).Val()
-		for _, m := range old {
-			want = append(want, m[strings.LastIndex(m, "\x00")+1:])
-		}
-		n, err := e.f.MigrateOldQueue(ctx)
-		if err != nil || n != 2500 {
-			t.Fatalf("moved %d, %v; want 2500", n, err)
-		}
-		if s.Client.Exists(ctx, k.OldQueue()).Val() != 0 || e.sizes(t).Queued != 2500 {
-			t.Fatalf("after the move: old queue exists %d, %d queued", s.Client.Exists(ctx, k.OldQueue()).Val(), e.sizes(t).Queued)
-		}
-		got := map[string][]string{}
-		for i := 0; i < 30 && e.sizes(t).Queued > 0; i++ {
-			for _, l := range e.exchange(t, nil, nil, 100).Popped {
-				if l.Item.Depth != 2 || l.Item.Parent != "http://"+l.Host+"/" {
-					t.Fatalf("moved item %+v lost its depth or parent", l.Item)
-				}
-				got[l.Host] = append(got[l.Host], l.Item.URL)
-			}
-		}
-		for _, host := range []string{"h0", "h1"} {
-			var w []string
-			for _, j := range want {
-				var it frontier.Item
-				json.Unmarshal([]byte(j), &it)
-				if strings.HasPrefix(it.URL, "http://"+host+"/") {
-					w = append(w, it.URL)
-				}
-			}
-			if !reflect.DeepEqual(got[host], w) {
-				t.Fatalf("host %s: %d URLs in another order than the old queue's %d", host, len(got[host]), len(w))
-			}
 		}
 	})
 }

@@ -341,9 +341,3 @@ func (f *Frontier) Register(ctx context.Context, worker string) (time.Duration, 
 func (f *Frontier) Deregister(ctx context.Context, worker string) error {
 	return f.fs[0].Deregister(ctx, worker)
 }
-
-// MigrateOldQueue moves an older version's queue (only ever in the first
-// shard's place) to the queues.
-func (f *Frontier) MigrateOldQueue(ctx context.Context) (int, error) {
-	return f.fs[0].MigrateOldQueue(ctx)
-}

@@ -134,7 +134,7 @@ func (e robotsEntry) result(now time.Time) (*robotstxt.RobotsData, error) {
 }
 
 // NewRobots returns the robots cache of one crawl. keyPrefix is e.g.
-// "crawl:NAME:robots:"; agent is the crawler's product token ("RedCrawl").
+// "crawl:{NAME}:robots:" (or set KeyFor); agent is the crawler's product token ("RedCrawl").
 func NewRobots(c redis.UniversalClient, keyPrefix, agent string, fetch RobotsFetcher) *Robots {
 	return &Robots{c: c, prefix: keyPrefix, agent: agent, fetch: fetch,
 		TTL: 24 * time.Hour, Backoff: time.Second, MaxBackoff: 5 * time.Minute, MaxLocal: 10000, LockTTL: 15 * time.Second,

@@ -61,7 +61,7 @@ func newApp() *cli.App {
 				"for a rediss:// server that asks for one (with --redis-key)"},
 			&cli.StringFlag{Name: "redis-key", EnvVars: []string{"CRAWLER_REDIS_KEY"}, Usage: "PEM `FILE` of the client certificate's private key"},
 			&cli.StringFlag{Name: "crawl", EnvVars: []string{"CRAWLER_CRAWL"}, Value: "default",
-				Usage: "crawl name (letters, digits, - _ .; at most 64); every key of the crawl starts crawl:{NAME}: or crawl:NAME:"},
+				Usage: "crawl name (letters, digits, - _ .; at most 64); every key of the crawl starts crawl:{NAME}: or crawl:{NAME/"},
 		}, logFlags()...),
 		Commands: []*cli.Command{
 			seedCommand(), workCommand(), statusCommand(), exportCommand(), resetCommand(),
