@@ -57,44 +57,9 @@ func (f *Frontier) Exchange(ctx context.Context, done []Finished, back []*Lease,
 		return Exchanged{}, errSplit
 	}
 	// Links to other shards go first.
-	queued := make([][]bool, len(done))
-	type ref struct{ page, link int }
-	offers := make([][]Item, len(f.fs))
-	refs := make([][]ref, len(f.fs))
-	own := make([]Finished, len(done))
-	ownIdx := make([][]int, len(done))
-	for d, fin := range done {
-		queued[d] = make([]bool, len(fin.Outcome.Children))
-		own[d] = fin
-		own[d].Outcome.Children = nil
-		for i, ch := range fin.Outcome.Children {
-			sh := home
-			if h, err := hostOf(ch.URL); err == nil {
-				sh = ShardOf(h, len(f.fs))
-			} // else: the home shard's exchange reports the bad URL
-			if sh == home {
-				own[d].Outcome.Children = append(own[d].Outcome.Children, ch)
-				ownIdx[d] = append(ownIdx[d], i)
-				continue
-			}
-			offers[sh] = append(offers[sh], ch)
-			refs[sh] = append(refs[sh], ref{d, i})
-		}
-	}
-	for sh, items := range offers {
-		if len(items) == 0 {
-			continue
-		}
-		flags, err := f.fs[sh].Offer(ctx, items)
-		if err != nil {
-			return Exchanged{}, f.in(sh, err)
-		}
-		for j, r := range refs[sh] {
-			queued[r.page][r.link] = flags[j]
-			if flags[j] {
-				own[r.page].Outcome.Offered++
-			}
-		}
+	own, ownIdx, queued, err := f.offerAway(ctx, done, home)
+	if err != nil {
+		return Exchanged{}, err
 	}
 	// The home shard ends the leases and pops; others pop in turn.
 	now := f.now()
@@ -148,6 +113,54 @@ func (f *Frontier) Exchange(ctx context.Context, done []Finished, back []*Lease,
 		}
 	}
 	return out, nil
+}
+
+// offerAway offers the links of done to other shards' hosts to those
+// shards, one call a shard, and returns done with only the links of the
+// home shard's hosts left (ownIdx[d]: where those were in done[d]'s), and
+// per page and link whether it was queued as new (for the links offered;
+// the home shard's are filled in by its exchange).
+func (f *Frontier) offerAway(ctx context.Context, done []Finished, home int) (own []Finished, ownIdx [][]int, queued [][]bool, err error) {
+	queued = make([][]bool, len(done))
+	type ref struct{ page, link int }
+	offers := make([][]Item, len(f.fs))
+	refs := make([][]ref, len(f.fs))
+	own = make([]Finished, len(done))
+	ownIdx = make([][]int, len(done))
+	for d, fin := range done {
+		queued[d] = make([]bool, len(fin.Outcome.Children))
+		own[d] = fin
+		own[d].Outcome.Children = nil
+		for i, ch := range fin.Outcome.Children {
+			sh := home
+			if h, err := hostOf(ch.URL); err == nil {
+				sh = ShardOf(h, len(f.fs))
+			} // else: the home shard's exchange reports the bad URL
+			if sh == home {
+				own[d].Outcome.Children = append(own[d].Outcome.Children, ch)
+				ownIdx[d] = append(ownIdx[d], i)
+				continue
+			}
+			offers[sh] = append(offers[sh], ch)
+			refs[sh] = append(refs[sh], ref{d, i})
+		}
+	}
+	for sh, items := range offers {
+		if len(items) == 0 {
+			continue
+		}
+		flags, err := f.fs[sh].Offer(ctx, items)
+		if err != nil {
+			return nil, nil, nil, f.in(sh, err)
+		}
+		for j, r := range refs[sh] {
+			queued[r.page][r.link] = flags[j]
+			if flags[j] {
+				own[r.page].Outcome.Offered++
+			}
+		}
+	}
+	return own, ownIdx, queued, nil
 }
 
 // sameHome folds one more lease's shard into home (-1: none yet, -2: more
