@@ -31,14 +31,7 @@ type ExportReport struct {
 // until the crawl is done (or ctx ends).
 func Export(ctx context.Context, c redis.UniversalClient, name string, out io.Writer, follow bool) (ExportReport, error) {
 	var rep ExportReport
-	if err := CheckName(name); err != nil {
-		return rep, err
-	}
-	set, err := LoadSettings(ctx, c, name)
-	if err != nil {
-		return rep, err
-	}
-	fr, err := frontier.New(c, name, set.frontierOptions())
+	fr, err := readFrontier(ctx, c, name)
 	if err != nil {
 		return rep, err
 	}
@@ -91,14 +84,7 @@ func Export(ctx context.Context, c redis.UniversalClient, name string, out io.Wr
 // FirstErrors lists why the first records of a crawl were not fetched,
 // "URL: error", up to n, from the oldest records of each shard's stream.
 func FirstErrors(ctx context.Context, c redis.UniversalClient, name string, n int) ([]string, error) {
-	if err := CheckName(name); err != nil {
-		return nil, err
-	}
-	s, err := LoadSettings(ctx, c, name)
-	if err != nil {
-		return nil, err
-	}
-	fr, err := frontier.New(c, name, s.frontierOptions())
+	fr, err := readFrontier(ctx, c, name)
 	if err != nil {
 		return nil, err
 	}
@@ -114,4 +100,14 @@ func FirstErrors(ctx context.Context, c redis.UniversalClient, name string, n in
 		return why, fmt.Errorf("crawl: reading the records: %w", err)
 	}
 	return why, nil
+}
+
+// readFrontier is crawl name's frontier, to read: laid out as its settings
+// say, without its Bloom filters.
+func readFrontier(ctx context.Context, c redis.UniversalClient, name string) (*frontier.Frontier, error) {
+	s, err := LoadSettings(ctx, c, name)
+	if err != nil {
+		return nil, err
+	}
+	return frontier.New(c, name, s.frontierOptions())
 }

@@ -194,6 +194,9 @@ func StoreSettings(ctx context.Context, c redis.UniversalClient, name string, s 
 
 // LoadSettings reads the crawl's settings.
 func LoadSettings(ctx context.Context, c redis.UniversalClient, name string) (Settings, error) {
+	if err := CheckName(name); err != nil {
+		return Settings{}, err
+	}
 	m, err := frontier.ReadConfig(ctx, c, name)
 	if err != nil {
 		return Settings{}, fmt.Errorf("crawl: read settings: %w", err)
