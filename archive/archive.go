@@ -344,5 +344,14 @@ func (w *Writer) Close() error {
 	if was {
 		return nil
 	}
-	return w.w.Close() // each file's closed1 runs in here, unlocked
+	err := w.w.Close() // each file's closed1 runs in here, unlocked
+	w.mu.Lock()
+	failed := w.failed
+	w.mu.Unlock()
+	if failed != nil {
+		// Said whether or not a file was torn: a write that failed at a
+		// record's start tore nothing, and closed1 had nothing to cut.
+		w.log.Warn("WARC archiving stopped at a failed write; the files hold whole records only", "err", failed)
+	}
+	return err
 }

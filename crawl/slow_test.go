@@ -142,8 +142,11 @@ func TestFullWARCDiskStopsTheWorkerAndKeepsTheFileWhole(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "cannot write the WARC archive") || !errors.Is(err, syscall.ENOSPC) {
 			t.Fatalf("a worker with a full WARC directory: %v; want it stopped with the write error", err)
 		}
-		if !strings.Contains(logs.String(), "cut back to its last whole record") {
-			t.Errorf("the torn WARC file was not said; log:\n%s", logs.String())
+		// The stop is said; the cut too when a record was torn, which
+		// archive's TestFullDiskCutsTheTornFileBack makes sure of (here the
+		// write may fail at a record's start, tearing nothing).
+		if !strings.Contains(logs.String(), "WARC archiving stopped at a failed write") {
+			t.Errorf("the failed WARC write was not said; log:\n%s", logs.String())
 		}
 		runWorkers(t, ctx, s, "fullwarc", fastOptions("w2"))
 		if missing := site.Missing(); len(missing) > 0 {
