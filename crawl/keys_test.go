@@ -45,7 +45,7 @@ func TestResetTouchesNoOtherCrawl(t *testing.T) {
 			// The per-host keys a worker writes.
 			fr := frontierOf(t, s.Client, n, 3)
 			s.Client.Set(ctx, fr.RateKey("site.example:8080"), "1", 0)
-			s.Client.HSet(ctx, fr.RobotsKey("other.example"), "status", 404)
+			s.Client.HSet(ctx, fr.RobotsKey("http", "other.example"), "status", 404)
 			s.Client.Set(ctx, fr.LeaderKey()+":epoch", "3", 0)
 		}
 		before := keysByCrawl(t, s, names)

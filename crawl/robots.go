@@ -26,14 +26,23 @@ func (w *Worker) fetchRobots(ctx context.Context, u string) (politeness.RobotsRe
 	return politeness.RobotsResponse{Status: r.Status, Body: r.Body, Location: r.Location}, nil
 }
 
-// sitemapsFound queues the sitemaps a host's robots.txt lists (this
-// process fetched it for the whole crawl); the Bloom filter makes each
-// one queued once.
-func (w *Worker) sitemapsFound(ctx context.Context, host string, sitemaps []string) {
-	robots := "http://" + host + "/robots.txt"
+// robotsFetched hears of a robots.txt this process fetched for the whole
+// crawl: a Crawl-delay over the cap is counted (status says so), and the
+// sitemaps it lists are queued (with Settings.Sitemaps; the Bloom filter
+// makes each one queued once).
+func (w *Worker) robotsFetched(ctx context.Context, robots string, rt *politeness.RobotsTxt) {
+	if _, capped := rt.CrawlDelay(w.settings.AgentToken()); capped {
+		w.log.Info("robots.txt asks for a Crawl-delay over the cap: held to it", "robots", robots, "cap", politeness.MaxCrawlDelay)
+		if err := w.fr.AddCounts(ctx, map[string]int64{CounterDelayCapped: 1}); err != nil {
+			w.log.Warn("counting a capped Crawl-delay failed", "err", err)
+		}
+	}
+	if !w.settings.Sitemaps {
+		return
+	}
 	var items []frontier.Item
 	scope := w.scope.Load()
-	for _, sm := range sitemaps {
+	for _, sm := range rt.Sitemaps {
 		if u, err := parse.Canonicalize(nil, sm); err == nil && scope.Allows(u) {
 			items = append(items, frontier.Item{URL: u.String(), Kind: frontier.KindSitemap, Parent: robots})
 		}
@@ -42,6 +51,10 @@ func (w *Worker) sitemapsFound(ctx context.Context, host string, sitemaps []stri
 		return
 	}
 	if _, err := w.fr.Enqueue(ctx, items); err != nil {
-		w.log.Warn("queueing sitemaps failed", "host", host, "err", err)
+		w.log.Warn("queueing sitemaps failed", "robots", robots, "err", err)
 	}
 }
+
+// CounterDelayCapped counts the robots.txt files that asked for a
+// Crawl-delay over politeness.MaxCrawlDelay (each fetch of one).
+const CounterDelayCapped = "robots_delay_capped"

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -67,6 +68,58 @@ func TestRobotsUnreachableGivesUpAsFailed(t *testing.T) {
 			if !strings.Contains(it.Err, "robots.txt unreachable") || !strings.Contains(it.Err, "HTTP 503") || strings.Contains(it.Err, "disallowed") {
 				t.Errorf("failed %s: %q; want robots.txt unreachable (HTTP 503), never disallowed", it.URL, it.Err)
 			}
+		}
+	})
+}
+
+// A robots.txt the old parser refused whole (a rule and a Crawl-delay
+// before any User-agent) disallowed the whole host: only /robots.txt was
+// fetched. Read line by line, its group applies: /page is fetched,
+// /secret is not ('#' starts a comment anywhere), and the day-long
+// Crawl-delay is held to the cap, which status says.
+func TestRobotsTxtReadAsTheRFCDoes(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		var fetched sync.Map
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fetched.Store(r.URL.Path, true)
+			if r.URL.Path == "/robots.txt" {
+				fmt.Fprint(w, "Disallow: /page\nCrawl-delay: 5\n\nUser-agent: *\nCrawl-delay: 86400\nDisallow: /secret#private\n")
+				return
+			}
+			fmt.Fprint(w, "<html><body>hello</body></html>")
+		}))
+		defer srv.Close()
+		set := crawl.DefaultSettings()
+		set.AllowPrivate = true
+		var seeds []*url.URL
+		for _, p := range []string{"/page", "/secret/x"} {
+			u, _ := url.Parse(srv.URL + p)
+			seeds = append(seeds, u)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := crawl.Seed(ctx, s.Client, "rfc", set, seeds); err != nil {
+			t.Fatal(err)
+		}
+		w, err := crawl.NewWorker(ctx, s.Client, "rfc", fastOptions("w1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Run(ctx); err != nil || ctx.Err() != nil {
+			t.Fatalf("Run: %v (context: %v)", err, ctx.Err())
+		}
+		if _, ok := fetched.Load("/page"); !ok {
+			t.Error("/page was not fetched: the robots.txt was not read line by line")
+		}
+		if _, ok := fetched.Load("/secret/x"); ok {
+			t.Error("/secret/x was fetched: 'Disallow: /secret#private' was not read as /secret")
+		}
+		st, err := crawl.ReadStatus(ctx, s.Client, "rfc")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Counters[crawl.CounterDelayCapped] != 1 || !strings.Contains(st.String(), "Crawl-delay over 1m0s") {
+			t.Errorf("status does not say the Crawl-delay was capped: %v\n%s", st.Counters, st)
 		}
 	})
 }

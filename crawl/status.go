@@ -163,6 +163,10 @@ func (st *Status) String() string {
 		sort.Strings(skipped)
 		fmt.Fprintf(&b, "  not followed  links refused by filters and trap defences: %s\n", strings.Join(skipped, ", "))
 	}
+	if n := c[CounterDelayCapped]; n > 0 {
+		fmt.Fprintf(&b, "  robots.txt  %d asked for a Crawl-delay over %v: those hosts are held to one request every %v\n",
+			n, politeness.MaxCrawlDelay, politeness.MaxCrawlDelay)
+	}
 	if len(st.Paused) > 0 {
 		var hosts []string
 		for h, left := range st.Paused {

@@ -200,9 +200,7 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 	w.robots = politeness.NewRobots(c, "", s.AgentToken(), w.fetchRobots)
 	w.robots.KeyFor = w.fr.RobotsKey
 	w.metrics = newMetrics(w)
-	if s.Sitemaps {
-		w.robots.OnFetched = w.sitemapsFound
-	}
+	w.robots.OnFetched = w.robotsFetched
 	if w.elector, err = leader.NewElector(c, w.fr.LeaderKey(), o.ID, o.Leader); err != nil {
 		return nil, err
 	}

@@ -347,7 +347,7 @@ func TestSiteUpAfterTheWorker(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		key := fr.RobotsKey(u.Host)
+		key := fr.RobotsKey(u.Scheme, u.Host)
 		deadline := time.Now().Add(time.Minute)
 		for s.Client.HGet(context.Background(), key, "failures").Val() == "" {
 			select {

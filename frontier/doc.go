@@ -30,7 +30,7 @@
 //	hostpages  hash host -> pages fetched (Options.HostPageCap)
 //	seen       the shard's Bloom filter (package dedup), segments under seen:
 //	rate:<host>    the host's token bucket (package politeness, RateKey)
-//	robots:<host>  the host's robots.txt cache (politeness.Robots, RobotsKey)
+//	robots:<scheme>://<host>  the origin's robots.txt cache (politeness.Robots, RobotsKey)
 //	counter:<process>  string: the exchanges Redis holds of one worker
 //	           process (expires a day after its last exchange)
 //	ended      zset lease id -> when an exchange ended it (ms), the last

@@ -123,10 +123,11 @@ func (f *Frontier) RateKey(host string) string {
 	return tag(f.name, ShardOf(host, len(f.fs))) + "rate:" + host
 }
 
-// RobotsKey is host's robots.txt cache (politeness.Robots), in its
-// shard's slot.
-func (f *Frontier) RobotsKey(host string) string {
-	return tag(f.name, ShardOf(host, len(f.fs))) + "robots:" + host
+// RobotsKey is the robots.txt cache of scheme://host (politeness.Robots:
+// a robots.txt is scoped to its scheme, host and port), in host's shard's
+// slot.
+func (f *Frontier) RobotsKey(scheme, host string) string {
+	return tag(f.name, ShardOf(host, len(f.fs))) + "robots:" + scheme + "://" + host
 }
 
 // hostsKey is the set of the seeds' hosts (AddSeedHosts).

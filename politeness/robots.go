@@ -1,6 +1,7 @@
 package politeness
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	_ "embed"
@@ -16,7 +17,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/temoto/robotstxt"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -80,10 +80,12 @@ var robotsFailScript = redis.NewScript(robotsFailSrc)
 // "allow on error"): the caller holds the host's URLs back.
 type Robots struct {
 	c      redis.UniversalClient
-	prefix string // key = prefix + "{" + host + "}": the host is the hash tag
-	// KeyFor, when set, names host's key instead (a crawl that keeps a
-	// host's keys in its frontier shard's slot). The lock is Key + ":lock".
-	KeyFor func(host string) string
+	prefix string // key = prefix + "{" + scheme://host + "}": the origin is the hash tag
+	// KeyFor, when set, names an origin's key instead (a crawl that keeps
+	// a host's keys in its frontier shard's slot). The lock is Key + ":lock".
+	// A robots.txt is scoped to its scheme, host and port (RFC 9309 §2.3):
+	// http://h/ and https://h/ have one each.
+	KeyFor func(scheme, host string) string
 	agent  string // product token matched against User-agent lines
 	fetch  RobotsFetcher
 	TTL    time.Duration // how long a 2xx/4xx answer is kept (24 h)
@@ -94,9 +96,9 @@ type Robots struct {
 	LockTTL             time.Duration // how long one worker may take to fetch (15 s)
 	WaitFor             time.Duration // how long to wait for another worker's fetch (3 s)
 	// OnFetched, when set, hears of each robots.txt this process fetched
-	// and stored for the cluster (once per host and TTL in the whole
-	// crawl), with the sitemaps it lists.
-	OnFetched func(ctx context.Context, host string, sitemaps []string)
+	// and stored for the cluster (once per origin and TTL in the whole
+	// crawl): its URL, and what it says.
+	OnFetched func(ctx context.Context, robotsURL string, rt *RobotsTxt)
 	// Lookups count where Check found each answer: this process's cache
 	// (Local), Redis, filled by any worker (Shared), or a fetch by this
 	// process (Fetched). For metrics.
@@ -115,14 +117,14 @@ type Robots struct {
 // robotsEntry is a host's robots.txt as Redis keeps it: its rules, or, while
 // it is unavailable, why and until when.
 type robotsEntry struct {
-	data    *robotstxt.RobotsData
+	data    *RobotsTxt
 	unavail *UnavailableError // set (and data nil) while unavailable
 	ttl     time.Duration     // how long the entry holds
 	expires time.Time         // local clock, for the local cache
 }
 
 // result is the entry's answer: its rules, or the unavailability as of now.
-func (e robotsEntry) result(now time.Time) (*robotstxt.RobotsData, error) {
+func (e robotsEntry) result(now time.Time) (*RobotsTxt, error) {
 	if e.unavail == nil {
 		return e.data, nil
 	}
@@ -144,16 +146,18 @@ func NewRobots(c redis.UniversalClient, keyPrefix, agent string, fetch RobotsFet
 // Verdict is the answer for one URL.
 type Verdict struct {
 	Allowed    bool
-	CrawlDelay time.Duration // the host's Crawl-delay for our agent, 0 if none
+	CrawlDelay time.Duration // the host's Crawl-delay for our agent, 0 if none (at most MaxCrawlDelay)
+	// DelayCapped: the host asked for a Crawl-delay over MaxCrawlDelay.
+	DelayCapped bool
 }
 
-// Key is the Redis key holding host's robots.txt: KeyFor's, when set,
-// else keyPrefix + "{" + host + "}".
-func (r *Robots) Key(host string) string {
+// Key is the Redis key holding the robots.txt of scheme://host: KeyFor's,
+// when set, else keyPrefix + "{" + scheme://host + "}".
+func (r *Robots) Key(scheme, host string) string {
 	if r.KeyFor != nil {
-		return r.KeyFor(host)
+		return r.KeyFor(scheme, host)
 	}
-	return r.prefix + "{" + host + "}"
+	return r.prefix + "{" + scheme + "://" + host + "}"
 }
 
 // Check decides for u (scheme and host give the robots.txt location).
@@ -169,25 +173,21 @@ func (r *Robots) Check(ctx context.Context, u *url.URL) (Verdict, error) {
 	if u.RawQuery != "" {
 		path += "?" + u.RawQuery
 	}
-	// TestAgent, not FindGroup(...).Test: only the former knows the
-	// allow-all / disallow-all that a 4xx / 5xx answer stands for.
-	v := Verdict{Allowed: d.TestAgent(path, r.agent)}
-	if g := d.FindGroup(r.agent); g != nil {
-		v.CrawlDelay = g.CrawlDelay
-	}
+	v := Verdict{Allowed: d.Allowed(r.agent, path)}
+	v.CrawlDelay, v.DelayCapped = d.CrawlDelay(r.agent)
 	return v, nil
 }
 
-func (r *Robots) rules(ctx context.Context, u *url.URL) (*robotstxt.RobotsData, error) {
-	host := u.Host
+func (r *Robots) rules(ctx context.Context, u *url.URL) (*RobotsTxt, error) {
+	origin := u.Scheme + "://" + u.Host
 	r.mu.Lock()
-	e, ok := r.local[host]
+	e, ok := r.local[origin]
 	r.mu.Unlock()
 	if now := r.now(); ok && now.Before(e.expires) {
 		r.Lookups.Local.Add(1)
 		return e.result(now)
 	}
-	v, err, _ := r.flight.Do(host, func() (any, error) { return r.shared(ctx, u) })
+	v, err, _ := r.flight.Do(origin, func() (any, error) { return r.shared(ctx, u) })
 	if err != nil {
 		return nil, err
 	}
@@ -197,8 +197,8 @@ func (r *Robots) rules(ctx context.Context, u *url.URL) (*robotstxt.RobotsData, 
 // shared finds the entry in Redis, or fetches robots.txt under the
 // cluster-wide lock, and remembers the entry locally.
 func (r *Robots) shared(ctx context.Context, u *url.URL) (robotsEntry, error) {
-	host := u.Host
-	key := r.Key(host)
+	host, origin := u.Host, u.Scheme+"://"+u.Host
+	key := r.Key(u.Scheme, host)
 	deadline := r.now().Add(r.WaitFor)
 	for {
 		e, found, err := r.load(ctx, key, host)
@@ -207,7 +207,7 @@ func (r *Robots) shared(ctx context.Context, u *url.URL) (robotsEntry, error) {
 		}
 		if found {
 			r.Lookups.Shared.Add(1)
-			return r.remember(host, e), nil
+			return r.remember(origin, e), nil
 		}
 		token, got, err := r.lock(ctx, key)
 		if err != nil {
@@ -218,7 +218,7 @@ func (r *Robots) shared(ctx context.Context, u *url.URL) (robotsEntry, error) {
 			// the answer between our read and our lock.
 			e, found, err := r.load(ctx, key, host)
 			if err == nil && !found {
-				e, err = r.fetchAndStore(ctx, u.Scheme+"://"+host+"/robots.txt", key, host)
+				e, err = r.fetchAndStore(ctx, origin+"/robots.txt", key, host)
 				r.Lookups.Fetched.Add(1)
 			} else if found {
 				r.Lookups.Shared.Add(1)
@@ -227,7 +227,7 @@ func (r *Robots) shared(ctx context.Context, u *url.URL) (robotsEntry, error) {
 			if err != nil {
 				return robotsEntry{}, err
 			}
-			return r.remember(host, e), nil
+			return r.remember(origin, e), nil
 		}
 		if !r.now().Before(deadline) {
 			return robotsEntry{}, ErrRobotsPending
@@ -242,17 +242,17 @@ func (r *Robots) shared(ctx context.Context, u *url.URL) (robotsEntry, error) {
 	}
 }
 
-func (r *Robots) remember(host string, e robotsEntry) robotsEntry {
+func (r *Robots) remember(origin string, e robotsEntry) robotsEntry {
 	e.expires = r.now().Add(e.ttl)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.local) >= r.MaxLocal {
-		for h := range r.local { // evict an arbitrary host: bounded memory, not an LRU
-			delete(r.local, h)
+		for o := range r.local { // evict an arbitrary origin: bounded memory, not an LRU
+			delete(r.local, o)
 			break
 		}
 	}
-	r.local[host] = e
+	r.local[origin] = e
 	return e
 }
 
@@ -286,14 +286,8 @@ func (r *Robots) load(ctx context.Context, key, host string) (robotsEntry, bool,
 		Retry: time.Duration(retryAt-now) * time.Millisecond}}, true, nil
 }
 
-// parse turns an answer into rules.
-func (r *Robots) parse(status int, body []byte) *robotstxt.RobotsData {
-	data, err := robotstxt.FromStatusAndBytes(status, body)
-	if err != nil { // unexpected status (1xx, 3xx after the redirect budget): disallow for now
-		data, _ = robotstxt.FromStatusAndBytes(503, nil)
-	}
-	return data
-}
+// parse turns an answer into rules (RobotsFromStatus).
+func (r *Robots) parse(status int, body []byte) *RobotsTxt { return RobotsFromStatus(status, body) }
 
 const maxRobotsBody = 500 << 10 // RFC 9309 asks parsers to read at least 500 KiB
 
@@ -320,7 +314,10 @@ func (r *Robots) fetchAndStore(ctx context.Context, robotsURL, key, host string)
 			Since: time.Duration(res[1]) * time.Millisecond, Retry: retry}}, nil
 	}
 	if len(body) > maxRobotsBody {
+		// Read up to the limit, and drop the line it cut: a rule cut short
+		// is another rule (Allow: /abc/public would become Allow: /abc).
 		body = body[:maxRobotsBody]
+		body = body[:bytes.LastIndexAny(body, "\r\n")+1]
 	}
 	pipe := r.c.TxPipeline()
 	pipe.Del(ctx, key) // a success ends any failure history
@@ -331,7 +328,7 @@ func (r *Robots) fetchAndStore(ctx context.Context, robotsURL, key, host string)
 	}
 	data := r.parse(status, body)
 	if r.OnFetched != nil {
-		r.OnFetched(ctx, host, data.Sitemaps)
+		r.OnFetched(ctx, robotsURL, data)
 	}
 	return robotsEntry{data: data, ttl: r.TTL}, nil
 }

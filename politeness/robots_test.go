@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -74,7 +75,7 @@ func TestRobotsObeyedAndFetchedOncePerCluster(t *testing.T) {
 		if n := hits.Load(); n != 1 {
 			t.Fatalf("robots.txt fetched %d times by 10 workers, want once", n)
 		}
-		if ttl := s.Client.PTTL(ctx, "crawl:t:robots:{"+base.Host+"}").Val(); ttl < 23*time.Hour {
+		if ttl := s.Client.PTTL(ctx, "crawl:t:robots:{http://"+base.Host+"}").Val(); ttl < 23*time.Hour {
 			t.Fatalf("robots cache TTL %v, want about 24h", ttl)
 		}
 	})
@@ -107,7 +108,7 @@ func TestRobotsStatusRules(t *testing.T) {
 				un.Failures != 1 || un.Retry > r.Backoff || un.Retry < r.Backoff/2 || un.Status != tc.res.Status):
 				t.Errorf("%s: %+v, %v; want an UnavailableError: 1 failure, next try in %v", tc.name, v, err, r.Backoff)
 			}
-			if ttl := s.Client.PTTL(ctx, r.Key("h.test")).Val(); tc.avail && ttl < 23*time.Hour {
+			if ttl := s.Client.PTTL(ctx, r.Key("http", "h.test")).Val(); tc.avail && ttl < 23*time.Hour {
 				t.Errorf("%s: cached for %v; want about 24h", tc.name, ttl)
 			}
 		}
@@ -143,7 +144,7 @@ func TestRobotsUnavailableBacksOffForAllWorkers(t *testing.T) {
 				t.Fatalf("Check: %v; want %d failures, next try in %v", err, wantFailures, wantRetry)
 			}
 		}
-		key := worker().Key("h.test")
+		key := worker().Key("http", "h.test")
 		due := func() { s.Client.HSet(ctx, key, "retry_at", 0) }
 
 		check(1, time.Hour) // 503: fetched once
@@ -196,6 +197,56 @@ func TestRobotsConcurrentChecksInOneProcessShareALookup(t *testing.T) {
 		// loops each on their own made 75-115.
 		if n := rt.Load(); n >= 16 {
 			t.Fatalf("16 concurrent checks made %d Redis round trips, want fewer than one each", n)
+		}
+	})
+}
+
+// A robots.txt longer than the 500 KiB read drops the line the limit cut:
+// cut short, "Allow: /abc/public" was read as "Allow: /abc", which
+// allowed /abc/secret.
+func TestRobotsLineCutAtTheLimitIsDropped(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		head := "User-agent: *\nDisallow: /abc\n"
+		pad := strings.Repeat("# padding padding padding padding padding padding\n", (500<<10)/50)
+		body := head + pad
+		body = body[:500<<10-len("Allow: /abc")] + "\nAllow: /abc/public\n" // the limit falls inside the Allow line
+		fetch := func(context.Context, string) (politeness.RobotsResponse, error) {
+			return politeness.RobotsResponse{Status: 200, Body: []byte(body)}, nil
+		}
+		r := politeness.NewRobots(s.Client, "crawl:cut:robots:", "RedCrawl", fetch)
+		for path, want := range map[string]bool{"/abc/secret": false, "/other": true} {
+			u, _ := url.Parse("http://h.test" + path)
+			v, err := r.Check(context.Background(), u)
+			if err != nil || v.Allowed != want {
+				t.Errorf("%s: %+v, %v; want allowed %v", path, v, err, want)
+			}
+		}
+	})
+}
+
+// A robots.txt answers for its scheme, host and port (RFC 9309 §2.3):
+// https://h/ URLs obey https://h/robots.txt, not http://h/robots.txt.
+func TestRobotsAreScopedToTheirScheme(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		var asked sync.Map
+		fetch := func(_ context.Context, u string) (politeness.RobotsResponse, error) {
+			asked.Store(u, true)
+			if strings.HasPrefix(u, "https://") {
+				return politeness.RobotsResponse{Status: 200, Body: []byte("User-agent: *\nDisallow: /\n")}, nil
+			}
+			return politeness.RobotsResponse{Status: 200, Body: []byte("User-agent: *\nAllow: /\n")}, nil
+		}
+		r := politeness.NewRobots(s.Client, "crawl:scheme:robots:", "RedCrawl", fetch)
+		for raw, want := range map[string]bool{"http://h.test/page": true, "https://h.test/page": false} {
+			u, _ := url.Parse(raw)
+			if v, err := r.Check(context.Background(), u); err != nil || v.Allowed != want {
+				t.Errorf("%s: %+v, %v; want allowed %v", raw, v, err, want)
+			}
+		}
+		for _, u := range []string{"http://h.test/robots.txt", "https://h.test/robots.txt"} {
+			if _, ok := asked.Load(u); !ok {
+				t.Errorf("%s was never fetched", u)
+			}
 		}
 	})
 }
