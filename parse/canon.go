@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	wurl "github.com/nlnwa/whatwg-url/url"
 	"golang.org/x/net/idna"
 )
 
@@ -25,14 +26,18 @@ const MaxURLLength = 32 << 10
 
 var hostProfile = idna.New(idna.MapForLookup(), idna.Transitional(false), idna.BidiRule())
 
-// Canonicalize resolves ref against base (nil for an absolute URL) and
-// returns the URL in the one spelling the crawler stores and dedups:
-// lower-case scheme and host, IDNA host in punycode, no default port, no
-// user info, dot segments resolved (RFC 3986 §5.2.4), fragment dropped,
-// percent-encoding normalized (§6.2.2: unreserved characters decoded, hex
-// digits upper-cased, anything that must be escaped escaped), empty path
-// "/", tracking parameters (utm_*, gclid, fbclid, ...) removed: they name
-// the same page for every campaign. The query otherwise keeps its order.
+// Canonicalize resolves ref against base (nil for an absolute URL) as a
+// browser does (the WHATWG URL standard: testdata/whatwg and
+// whatwg_test.go, with the few deviations kept and why), and returns the
+// URL in the one spelling the crawler stores and dedups: lower-case scheme
+// and host, IDNA host in punycode, IPv4 in dotted decimal, no default
+// port, no user info, dot segments resolved, fragment dropped,
+// percent-encoding normalized (RFC 3986 §6.2.2: unreserved characters
+// decoded, hex digits upper-cased, anything that must be escaped escaped),
+// empty path "/", a space in the query '+' and empty query parameters
+// dropped (as forms write queries), tracking parameters (utm_*, gclid,
+// fbclid, ...) removed: they name the same page for every campaign. The
+// query otherwise keeps its order.
 func Canonicalize(base *url.URL, ref string) (*url.URL, error) {
 	return CanonicalizeKeeping(base, ref, false)
 }
@@ -40,34 +45,29 @@ func Canonicalize(base *url.URL, ref string) (*url.URL, error) {
 // CanonicalizeKeeping is Canonicalize, keeping tracking parameters when
 // keepTracking is set (a crawl's --keep-tracking-params).
 func CanonicalizeKeeping(base *url.URL, ref string, keepTracking bool) (*url.URL, error) {
-	ref = strings.TrimSpace(ref)
+	return canonicalize(resolve, base, ref, keepTracking)
+}
+
+// canonicalize is CanonicalizeKeeping with the resolver given (tests hold
+// resolve's fast path to the standard's).
+func canonicalize(resolve func(*url.URL, string) (*url.URL, error), base *url.URL, ref string, keepTracking bool) (*url.URL, error) {
+	// As the standard: C0 controls and spaces around a URL are dropped,
+	// and tabs and newlines inside it (a NUL inside is escaped, %00).
+	ref = strings.TrimFunc(ref, func(r rune) bool { return r <= ' ' })
 	if ref == "" {
 		return nil, fmt.Errorf("%w: empty", ErrURL)
 	}
-	if strings.ContainsAny(ref, "\x00\r\n\t") {
+	if strings.ContainsAny(ref, "\r\n\t") {
 		ref = strings.Map(func(r rune) rune {
 			if r == '\r' || r == '\n' || r == '\t' {
-				return -1 // browsers drop these inside URLs
+				return -1
 			}
 			return r
 		}, ref)
-		if strings.ContainsRune(ref, 0) {
-			return nil, fmt.Errorf("%w: contains NUL", ErrURL)
-		}
 	}
-	u, err := url.Parse(escapeStrayPercents(ref))
+	u, err := resolve(base, ref)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %q: %v", ErrURL, clip(ref), unwrapURLError(err))
-	}
-	if base != nil {
-		u = base.ResolveReference(u)
-	}
-	u.Scheme = strings.ToLower(u.Scheme)
-	if u.Scheme != "http" && u.Scheme != "https" {
-		if u.Scheme == "" {
-			return nil, fmt.Errorf("%w: %q has no scheme (want http:// or https://)", ErrURL, clip(ref))
-		}
-		return nil, fmt.Errorf("%w: %q", ErrScheme, clip(ref))
+		return nil, err
 	}
 	if u.Opaque != "" {
 		return nil, fmt.Errorf("%w: %q has no host", ErrURL, clip(ref))
@@ -100,7 +100,7 @@ func CanonicalizeKeeping(base *url.URL, ref string, keepTracking bool) (*url.URL
 		return nil, fmt.Errorf("%w: %q: %v", ErrURL, clip(ref), err)
 	}
 	if u.RawQuery != "" {
-		out.RawQuery = normalizeEscapes(u.RawQuery, queryKeep)
+		out.RawQuery = formQuery(normalizeEscapes(u.RawQuery, queryKeep))
 		if !keepTracking {
 			out.RawQuery = stripTracking(out.RawQuery)
 		}
@@ -109,6 +109,103 @@ func CanonicalizeKeeping(base *url.URL, ref string, keepTracking bool) (*url.URL
 		return nil, fmt.Errorf("%w: longer than %d bytes", ErrURL, MaxURLLength)
 	}
 	return out, nil
+}
+
+// whatwg resolves references as browsers do (the WHATWG URL standard):
+// '\\' as '/' in http(s) URLs, "///x" and "http:x" against their base,
+// ports with leading zeros, IPv4 addresses in every numeric form, hosts
+// that are no host refused. Canonicalize's normalizations come after.
+var whatwg = wurl.NewParser()
+
+// resolve resolves ref against base as a browser does, and returns the
+// http(s) URL it names, fragment dropped. A plain link (plainRef) takes
+// net/url's path, which answers as the standard does for those and costs a
+// third (FuzzPlainRefsResolveAsTheStandard holds it to that); every other
+// goes through the standard's parser.
+func resolve(base *url.URL, ref string) (*url.URL, error) {
+	if plainAbsolute(ref) || base != nil && plainRef(ref) {
+		u, err := url.Parse(ref)
+		if err == nil && base != nil {
+			u = base.ResolveReference(u)
+		}
+		if err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Opaque == "" {
+			u.Fragment, u.RawFragment = "", ""
+			return u, nil
+		}
+	}
+	return resolveWHATWG(base, ref)
+}
+
+// plainRef reports whether ref is a link in which net/url and the WHATWG
+// standard cannot differ: only unreserved characters and the delimiters
+// of a path and a query, no scheme but a lower-case http:// or https://
+// one, and no host but a name of letters, digits, '-' and '.' whose last
+// label begins and ends with a letter (no IPv4 address in any of its
+// forms, no IPv6, no port).
+func plainRef(ref string) bool {
+	for i := 0; i < len(ref); i++ {
+		c := ref[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~/?#&=+,;!$()*@", c) >= 0) {
+			// Not ':' (a scheme, a port, or a path the standard may read
+			// otherwise), nor '%': net/url resolves a reference by its
+			// decoded path, and %2A would come back as *.
+			return false
+		}
+	}
+	// A network-path ("//host", "///x") is the standard's to read, and so
+	// are empty segments ("/..//x": net/url drops one the standard keeps).
+	return !strings.Contains(ref, "//")
+}
+
+// plainAbsolute is plainRef for an absolute http(s) URL: its scheme, then
+// a plain host, then a plain rest.
+func plainAbsolute(ref string) bool {
+	rest, ok := strings.CutPrefix(ref, "http://")
+	if !ok {
+		if rest, ok = strings.CutPrefix(ref, "https://"); !ok {
+			return false
+		}
+	}
+	host, path := rest, ""
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		host, path = rest[:i], rest[i:]
+	}
+	last := host[strings.LastIndexByte(host, '.')+1:]
+	if last == "" || !(last[0] >= 'a' && last[0] <= 'z') || !(last[len(last)-1] >= 'a' && last[len(last)-1] <= 'z') {
+		return false // a last label that is no name of letters: empty, or one an IPv4 address may end in (digits, 0x…)
+	}
+	for i := 0; i < len(host); i++ {
+		c := host[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return path == "" || plainRef(path)
+}
+
+// resolveWHATWG resolves ref by the standard's parser.
+func resolveWHATWG(base *url.URL, ref string) (*url.URL, error) {
+	var w *wurl.Url
+	var err error
+	if base != nil {
+		w, err = whatwg.ParseRef(base.String(), ref)
+	} else {
+		w, err = whatwg.Parse(ref)
+	}
+	if err != nil {
+		if u, perr := url.Parse(ref); base == nil && perr == nil && u.Scheme == "" {
+			return nil, fmt.Errorf("%w: %q has no scheme (want http:// or https://)", ErrURL, clip(ref))
+		}
+		return nil, fmt.Errorf("%w: %q: %v", ErrURL, clip(ref), err)
+	}
+	if scheme := strings.TrimSuffix(w.Protocol(), ":"); scheme != "http" && scheme != "https" {
+		return nil, fmt.Errorf("%w: %q", ErrScheme, clip(ref))
+	}
+	u, err := url.Parse(escapeStrayPercents(w.Href(true)))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q: %v", ErrURL, clip(ref), unwrapURLError(err))
+	}
+	return u, nil
 }
 
 // CanonicalString is Canonicalize for an absolute URL, as a string.
@@ -285,6 +382,24 @@ func escapeStrayPercents(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// formQuery spells a query as forms do, for the two ways of writing one
+// query that every server reads alike: a space is '+' (%20 is too), and
+// empty parameters ("?&a=1&&b=2&") are no parameters.
+func formQuery(q string) string {
+	q = strings.ReplaceAll(q, "%20", "+")
+	if !strings.Contains(q, "&&") && !strings.HasPrefix(q, "&") && !strings.HasSuffix(q, "&") {
+		return q
+	}
+	parts := strings.Split(q, "&")
+	kept := parts[:0]
+	for _, p := range parts {
+		if p != "" {
+			kept = append(kept, p)
+		}
+	}
+	return strings.Join(kept, "&")
 }
 
 // trackingParams name the same page once per campaign, click or visitor.

@@ -11,6 +11,25 @@ func TestCanonicalize(t *testing.T) {
 	base, _ := url.Parse("http://Example.com/a/b/c.html?x=1#top")
 	for _, tc := range []struct{ in, want string }{
 		{"HTTP://EXAMPLE.COM", "http://example.com/"},
+		// As browsers: C0 controls around a URL dropped, a NUL inside escaped.
+		{"http://example.com/\x00", "http://example.com/"},
+		{"http://example.com/a\x00b", "http://example.com/a%00b"},
+		// The WHATWG findings of issue 19: a browser's URL, not another.
+		{"\\x", "http://example.com/x"}, // backslash is slash: an absolute path
+		{"\\\\x\\hello", "http://x/hello"},
+		{"///test", "http://test/"},
+		{"http:/example.com/", "http://example.com/example.com/"}, // same scheme as the base: relative
+		{"https:example.com/", "https://example.com/"},
+		{"http:\\\\www.google.com\\foo", "http://www.google.com/foo"},
+		{"http://example.com:0080/", "http://example.com/"},
+		{"http://0xffffffff/", "http://255.255.255.255/"},
+		{"http://192.168.257/", "http://192.168.1.1/"},
+		{"http://１９２.１６８.０.１/", "http://192.168.0.1/"},
+		{"http://example.com/?'", "http://example.com/?%27"},
+		{"http://example.com/?%27", "http://example.com/?%27"},
+		{"http://example.com/?q=a%20b", "http://example.com/?q=a+b"},
+		{"http://example.com/?q=a+b", "http://example.com/?q=a+b"},
+		{"http://example.com/?&a=1&&b=2&", "http://example.com/?a=1&b=2"},
 		{"http://example.com:80/", "http://example.com/"},
 		{"https://example.com:443/x", "https://example.com/x"},
 		{"http://example.com:8080/x", "http://example.com:8080/x"},
@@ -24,7 +43,7 @@ func TestCanonicalize(t *testing.T) {
 		{"http://example.com/a b", "http://example.com/a%20b"},
 		{"http://example.com/ü", "http://example.com/%C3%BC"},
 		{"http://example.com/?b=2&a=1", "http://example.com/?b=2&a=1"},
-		{"http://example.com/?q=a%20b&r=%7e", "http://example.com/?q=a%20b&r=~"},
+		{"http://example.com/?q=a%20b&r=%7e", "http://example.com/?q=a+b&r=~"}, // a space is +, as forms write it
 		{"http://example.com/100%", "http://example.com/100%25"},
 		{"http://user:pw@example.com/", "http://example.com/"},
 		{"http://bücher.example/", "http://xn--bcher-kva.example/"},
@@ -65,7 +84,8 @@ func TestCanonicalizeRejects(t *testing.T) {
 		{"http://exa mple.com/", ErrURL},
 		{"http://example.com:99999999999/", ErrURL},
 		{"", ErrURL},
-		{"http://example.com/\x00", ErrURL},
+		{"http://256.256.256.256/", ErrURL},
+		{"http://1.2.3.4.5/", ErrURL},
 		{"http://example.com/" + strings.Repeat("a", MaxURLLength), ErrURL},
 	} {
 		_, err := Canonicalize(nil, tc.in)

@@ -6,11 +6,17 @@
 //
 // Deduplication is only as good as the spelling of URLs: "HTTP://Host:80/a/./b#x"
 // and "http://host/a/b" are one page, and a crawler that stores both
-// fetches it twice. Canonicalize applies RFC 3986's normalizations (§6.2.2
-// syntax: case, percent-encoding, dot segments; §6.2.3 scheme: default
-// port, empty path) plus the crawler's own choices: no fragment, no user
-// info, IDNA hosts in punycode, a length limit. The query is kept as it is,
-// in its order: reordering parameters changes some sites' answers.
+// fetches it twice. Canonicalize first resolves a link as a browser does,
+// by the WHATWG URL standard (github.com/nlnwa/whatwg-url: '\' is '/' in
+// http(s) URLs, "///x" and "http:x" resolve against their base, ports lose
+// leading zeros, IPv4 hosts in any numeric form become dotted decimal, a
+// host that is none is refused), then applies RFC 3986's normalizations
+// (§6.2.2 syntax: case, percent-encoding, dot segments; §6.2.3 scheme:
+// default port, empty path) and the crawler's own choices: no fragment, no
+// user info, a space in the query spelled '+' and empty parameters dropped
+// (as forms write queries), a length limit. Otherwise the query is kept as
+// it is, in its order: reordering parameters changes some sites' answers.
+// The standard's own tests (testdata/whatwg) check it, deviations listed.
 //
 // # Links
 //
