@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -93,7 +94,11 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 	rec.FetchedAt = start.UTC() // after the politeness waits: when the request went out
 	fetchURL := pl.fetcher.Fetch
 	if item.Kind == frontier.KindSitemap {
-		fetchURL = pl.fetcher.FetchBody // XML, often gzip'd: kept whatever its type
+		fetchURL = func(ctx context.Context, u string) (*fetch.Result, error) {
+			// XML, text or a feed, often gzip'd: kept whatever its type, up
+			// to the protocol's 50 MB
+			return pl.fetcher.FetchBodyUpTo(ctx, u, parse.MaxSitemapBytes)
+		}
 	}
 	r, err := fetchURL(ctx, item.URL)
 	rec.FetchMS = time.Since(start).Milliseconds()
@@ -269,15 +274,29 @@ func (pl *pipeline) sitemapLinks(item frontier.Item, r *fetch.Result, rec *Recor
 	}
 	rec.Links, rec.Truncated = len(sm.URLs)+len(sm.Sitemaps), rec.Truncated || sm.Truncated
 	base, _ := url.Parse(item.URL)
+	// sitemaps.org's location rule: a sitemap lists URLs under its own
+	// directory, and sitemaps of its own site, unless robots.txt listed it
+	// (the site's owner vouches for it there).
+	site := base.Scheme + "://" + base.Host + "/"
+	dir := site
+	if !strings.HasSuffix(item.Parent, "/robots.txt") {
+		dir = base.Scheme + "://" + base.Host + base.EscapedPath()[:strings.LastIndexByte(base.EscapedPath(), '/')+1]
+	}
 	scope := pl.scope.Load()
 	var children []frontier.Item
 	for _, loc := range sm.URLs {
-		if u, err := parse.CanonicalizeKeeping(base, loc, pl.s.KeepTrackingParams); err == nil && scope.Allows(u) && pl.follow(u, u.String()) {
-			children = append(children, frontier.Item{URL: u.String(), Depth: item.Depth + 1, Parent: item.URL})
+		u, err := parse.CanonicalizeKeeping(base, loc, pl.s.KeepTrackingParams)
+		if err != nil || !scope.Allows(u) {
+			continue
+		}
+		if s := u.String(); !strings.HasPrefix(s, dir) {
+			pl.skips.add("sitemap_location")
+		} else if pl.follow(u, s) {
+			children = append(children, frontier.Item{URL: s, Depth: item.Depth + 1, Parent: item.URL})
 		}
 	}
 	for _, loc := range sm.Sitemaps {
-		if u, err := parse.Canonicalize(base, loc); err == nil && scope.Allows(u) {
+		if u, err := parse.Canonicalize(base, loc); err == nil && scope.Allows(u) && strings.HasPrefix(u.String(), site) {
 			children = append(children, frontier.Item{URL: u.String(), Depth: item.Depth, Parent: item.URL, Kind: frontier.KindSitemap})
 		}
 	}

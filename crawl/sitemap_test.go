@@ -116,3 +116,56 @@ func TestSitemaps(t *testing.T) {
 		t.Errorf("with seed --sitemap sm2.xml: %d hidden pages fetched (%v); want its 5", len(got), got)
 	}
 }
+
+// sitemaps.org's location rule: a sitemap at /catalog/sitemap.xml lists
+// URLs under /catalog/ only; /outside-catalog-dir was fetched before. (A
+// sitemap robots.txt lists is vouched for there: TestSitemaps.)
+func TestSitemapLocationRule(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		s.FollowWallClock(t)
+		var mu sync.Mutex
+		fetched := map[string]bool{}
+		var srv *httptest.Server
+		srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			fetched[r.URL.Path] = true
+			mu.Unlock()
+			if r.URL.Path == "/catalog/sitemap.xml" {
+				fmt.Fprintf(w, `<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>%[1]s/catalog/a</loc></url>`+
+					`<url><loc>%[1]s/outside-catalog-dir</loc></url></urlset>`, srv.URL)
+				return
+			}
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, "<html><body>page</body></html>")
+		}))
+		defer srv.Close()
+		set := crawl.DefaultSettings()
+		set.Rate, set.AllowPrivate = math.Inf(1), true
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		sd, err := crawl.NewSeeder(ctx, s.Client, "smloc", set, crawl.SeedOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sm, _ := url.Parse(srv.URL + "/catalog/sitemap.xml")
+		if err := sd.AddSitemaps(ctx, []*url.URL{sm}); err != nil {
+			t.Fatal(err)
+		}
+		w, err := crawl.NewWorker(ctx, s.Client, "smloc", fastOptions("w1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Run(ctx); err != nil || ctx.Err() != nil {
+			t.Fatalf("Run: %v, %v", err, ctx.Err())
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !fetched["/catalog/a"] || fetched["/outside-catalog-dir"] {
+			t.Fatalf("fetched %v; want /catalog/a and not /outside-catalog-dir", fetched)
+		}
+		st, err := crawl.ReadStatus(ctx, s.Client, "smloc")
+		if err != nil || st.Counters["skipped_links:sitemap_location"] != 1 {
+			t.Fatalf("status counters %v, %v; want the URL outside the sitemap's directory counted", st.Counters, err)
+		}
+	})
+}

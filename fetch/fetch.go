@@ -212,16 +212,22 @@ func Blocked(ip net.IP) bool {
 // error, even for 404 or 500: the status says what happened); an error
 // means no usable response, and is an *Error that says whether to retry.
 func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Result, error) {
-	return f.get(ctx, rawURL, false)
+	return f.get(ctx, rawURL, false, f.cfg.MaxBody)
 }
 
 // FetchBody is Fetch keeping the body of a 2xx answer whatever its type
 // (robots.txt is text/plain).
 func (f *Fetcher) FetchBody(ctx context.Context, rawURL string) (*Result, error) {
-	return f.get(ctx, rawURL, true)
+	return f.get(ctx, rawURL, true, f.cfg.MaxBody)
 }
 
-func (f *Fetcher) get(ctx context.Context, rawURL string, keepAny bool) (*Result, error) {
+// FetchBodyUpTo is FetchBody reading up to limit body bytes (after
+// decompression), or MaxBody if that is more: a sitemap may be 50 MB.
+func (f *Fetcher) FetchBodyUpTo(ctx context.Context, rawURL string, limit int64) (*Result, error) {
+	return f.get(ctx, rawURL, true, max(limit, f.cfg.MaxBody))
+}
+
+func (f *Fetcher) get(ctx context.Context, rawURL string, keepAny bool, maxBody int64) (*Result, error) {
 	start := f.now()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
@@ -286,17 +292,17 @@ func (f *Fetcher) get(ctx context.Context, rawURL string, keepAny bool) (*Result
 		}
 		return res, nil
 	}
-	limited := io.LimitReader(resp.Body, f.cfg.MaxBody+1)
+	limited := io.LimitReader(resp.Body, maxBody+1)
 	if (res.HTML || keepAny) && ok {
-		res.Body, err = readBody(limited, resp.ContentLength, f.cfg.MaxBody)
+		res.Body, err = readBody(limited, resp.ContentLength, maxBody)
 		res.Bytes = int64(len(res.Body))
-		if res.Bytes > f.cfg.MaxBody {
-			res.Body, res.Bytes, res.Truncated = res.Body[:f.cfg.MaxBody], f.cfg.MaxBody, true
+		if res.Bytes > maxBody {
+			res.Body, res.Bytes, res.Truncated = res.Body[:maxBody], maxBody, true
 		}
 	} else {
 		res.Bytes, err = io.Copy(io.Discard, limited) // drain (bounded) so the connection is reused
-		if res.Bytes > f.cfg.MaxBody {
-			res.Bytes, res.Truncated = f.cfg.MaxBody, true
+		if res.Bytes > maxBody {
+			res.Bytes, res.Truncated = maxBody, true
 		}
 	}
 	res.Duration = f.now().Sub(start)

@@ -194,3 +194,32 @@ func TestReadBodyWhateverWasAnnounced(t *testing.T) {
 		t.Fatalf("a body of the announced length grew its buffer to %d", cap(got))
 	}
 }
+
+// A sitemap may be 50 MB (sitemaps.org); MaxBody (5 MiB) cut a valid
+// 10 MiB one of 50 000 URLs to 24 730, plain and gzip-encoded alike.
+// FetchBodyUpTo reads it whole.
+func TestFetchBodyUpToReadsALargeSitemapWhole(t *testing.T) {
+	body := bytes.Repeat([]byte("<url><loc>https://a.example/page/0000000000000000000000000000000000000000</loc></url>\n"), 10<<20/86+1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/xml")
+		if r.URL.Path == "/gz" {
+			w.Header().Set("Content-Encoding", "gzip")
+			z := gzip.NewWriter(w)
+			z.Write(body)
+			z.Close()
+			return
+		}
+		w.Write(body)
+	}))
+	defer srv.Close()
+	f := New(testConfig())
+	for _, p := range []string{"/plain", "/gz"} {
+		r, err := f.FetchBodyUpTo(context.Background(), srv.URL+p, 50<<20)
+		if err != nil || r.Truncated || len(r.Body) != len(body) {
+			t.Fatalf("%s: %v; read %d of %d bytes (truncated %v)", p, err, len(r.Body), len(body), r != nil && r.Truncated)
+		}
+		if r, _ := f.FetchBody(context.Background(), srv.URL+p); !r.Truncated {
+			t.Fatalf("%s: FetchBody read %d bytes, past MaxBody", p, len(r.Body))
+		}
+	}
+}

@@ -1,11 +1,15 @@
 package parse
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
+
+	"golang.org/x/net/html/charset"
 )
 
 // Sitemap limits, from the sitemaps protocol (sitemaps.org): a file holds
@@ -15,20 +19,54 @@ const (
 	MaxSitemapBytes = 50 << 20
 )
 
-// Sitemap is what a sitemap file lists: page URLs (a <urlset>) or other
-// sitemaps (a <sitemapindex>), each as written in its <loc>.
+// sitemapNS is the sitemaps protocol's XML namespace.
+const sitemapNS = "http://www.sitemaps.org/schemas/sitemap/0.9"
+
+// Sitemap is what a sitemap file lists: page URLs (a <urlset>, a text
+// sitemap, an RSS or Atom feed) or other sitemaps (a <sitemapindex>), each
+// as written.
 type Sitemap struct {
 	URLs, Sitemaps []string
 	Truncated      bool // more entries than MaxSitemapURLs; the rest left out
 }
 
-// ParseSitemap reads a sitemap XML document (already decompressed), of
-// at most MaxSitemapBytes.
+// add keeps loc (an index's sitemap when index), and reports whether
+// there is room for more.
+func (sm *Sitemap) add(loc string, index bool) bool {
+	loc = strings.TrimSpace(loc)
+	if loc == "" {
+		return true
+	}
+	if len(sm.URLs)+len(sm.Sitemaps) >= MaxSitemapURLs {
+		sm.Truncated = true
+		return false
+	}
+	if index {
+		sm.Sitemaps = append(sm.Sitemaps, loc)
+	} else {
+		sm.URLs = append(sm.URLs, loc)
+	}
+	return true
+}
+
+// ParseSitemap reads a sitemap (already decompressed), of at most
+// MaxSitemapBytes, in any of the protocol's formats: XML (a <urlset> or a
+// <sitemapindex>, in any encoding its declaration names; only the
+// protocol's own <loc> of a <url> or <sitemap> counts, not an image's or
+// one astray), a text file of one URL a line, or an RSS 2.0 or Atom feed
+// (each item's link).
 func ParseSitemap(r io.Reader) (*Sitemap, error) {
-	d := xml.NewDecoder(io.LimitReader(r, MaxSitemapBytes))
+	br := bufio.NewReader(io.LimitReader(r, MaxSitemapBytes))
+	head, _ := br.Peek(512)
+	head = bytes.TrimLeft(bytes.TrimPrefix(head, []byte("\xEF\xBB\xBF")), " \t\r\n")
+	if len(head) > 0 && head[0] != '<' {
+		return textSitemap(br)
+	}
+	d := xml.NewDecoder(br)
 	d.Strict = false
+	d.CharsetReader = charset.NewReaderLabel
 	sm := &Sitemap{}
-	var in string // "url" or "sitemap": the element whose <loc> is next
+	var path []xml.Name // the open elements
 	for {
 		tok, err := d.Token()
 		if errors.Is(err, io.EOF) {
@@ -43,29 +81,70 @@ func ParseSitemap(r io.Reader) (*Sitemap, error) {
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
-			switch t.Name.Local {
-			case "url", "sitemap":
-				in = t.Name.Local
-			case "loc":
+			parent := ""
+			if len(path) > 0 && inSitemapNS(path[len(path)-1]) {
+				parent = path[len(path)-1].Local
+			}
+			switch {
+			case t.Name.Local == "loc" && inSitemapNS(t.Name) && (parent == "url" || parent == "sitemap"):
 				var loc string
-				if err := d.DecodeElement(&loc, &t); err != nil {
-					continue
-				}
-				loc = strings.TrimSpace(loc)
-				if loc == "" {
-					continue
-				}
-				if len(sm.URLs)+len(sm.Sitemaps) >= MaxSitemapURLs {
-					sm.Truncated = true
+				if d.DecodeElement(&loc, &t) == nil && !sm.add(loc, parent == "sitemap") {
 					return sm, nil
 				}
-				if in == "sitemap" {
-					sm.Sitemaps = append(sm.Sitemaps, loc)
-				} else {
-					sm.URLs = append(sm.URLs, loc)
+				continue // DecodeElement read its end
+			case t.Name.Local == "link" && parent == "item" && t.Name.Space == "": // RSS 2.0
+				var link string
+				if d.DecodeElement(&link, &t) == nil && !sm.add(link, false) {
+					return sm, nil
+				}
+				continue
+			case t.Name.Local == "link" && len(path) > 0 && path[len(path)-1].Local == "entry": // Atom
+				if rel := attr(t, "rel"); (rel == "" || rel == "alternate") && !sm.add(attr(t, "href"), false) {
+					return sm, nil
 				}
 			}
+			path = append(path, t.Name)
+		case xml.EndElement:
+			if len(path) > 0 {
+				path = path[:len(path)-1]
+			}
 		}
+	}
+	return sm, nil
+}
+
+// inSitemapNS: an element of the protocol (its namespace, or none, as
+// many sitemaps are written).
+func inSitemapNS(n xml.Name) bool { return n.Space == "" || n.Space == sitemapNS }
+
+func attr(t xml.StartElement, name string) string {
+	for _, a := range t.Attr {
+		if a.Name.Local == name {
+			return a.Value
+		}
+	}
+	return ""
+}
+
+// textSitemap reads a text sitemap: one full URL a line (UTF-8).
+func textSitemap(r *bufio.Reader) (*Sitemap, error) {
+	sm := &Sitemap{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), MaxURLLength+2)
+	for sc.Scan() {
+		line := strings.TrimSpace(strings.TrimPrefix(sc.Text(), "\xEF\xBB\xBF"))
+		if l := strings.ToLower(line); !strings.HasPrefix(l, "http://") && !strings.HasPrefix(l, "https://") {
+			continue // a text sitemap is full URLs; a line that is none (an error page's) is no entry
+		}
+		if !sm.add(line, false) {
+			return sm, nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		if len(sm.URLs) == 0 {
+			return nil, fmt.Errorf("parse: text sitemap: %w", err)
+		}
+		sm.Truncated = true
 	}
 	return sm, nil
 }

@@ -36,3 +36,33 @@ func TestParseSitemap(t *testing.T) {
 		t.Fatalf("a non-XML body gave %+v", sm)
 	}
 }
+
+// The sitemaps.org formats and rules beyond the plain <urlset> (issue 19):
+// each failed before.
+func TestParseSitemapFormats(t *testing.T) {
+	for _, c := range []struct {
+		name, body string
+		urls       []string
+	}{
+		{"text", "\xEF\xBB\xBFhttps://a.example/one\n\nhttps://a.example/two\r\nnot a URL\n", []string{"https://a.example/one", "https://a.example/two"}},
+		{"rss", `<?xml version="1.0"?><rss version="2.0"><channel><title>t</title><link>https://a.example/</link>
+			<item><title>x</title><link>https://a.example/post/1</link></item><item><link>https://a.example/post/2</link></item></channel></rss>`,
+			[]string{"https://a.example/post/1", "https://a.example/post/2"}},
+		{"atom", `<feed xmlns="http://www.w3.org/2005/Atom"><link href="https://a.example/"/>
+			<entry><link href="https://a.example/e/1"/><link rel="edit" href="https://a.example/edit/1"/></entry>
+			<entry><link rel="alternate" href="https://a.example/e/2"/></entry></feed>`,
+			[]string{"https://a.example/e/1", "https://a.example/e/2"}},
+		{"image namespace", `<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:image="http://www.google.com/schemas/sitemap-image/1.1">
+			<url><loc>https://a.example/page</loc><image:image><image:loc>https://a.example/images/photo.jpg</image:loc></image:image></url></urlset>`,
+			[]string{"https://a.example/page"}},
+		{"stray loc", `<urlset><loc>https://a.example/stray</loc><url><loc>https://a.example/page</loc></url></urlset>`,
+			[]string{"https://a.example/page"}},
+		{"latin-1", "<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><urlset><url><loc>https://a.example/caf\xe9</loc></url></urlset>",
+			[]string{"https://a.example/café"}},
+	} {
+		sm, err := ParseSitemap(strings.NewReader(c.body))
+		if err != nil || !reflect.DeepEqual(sm.URLs, c.urls) {
+			t.Errorf("%s: %+v, %v; want %v", c.name, sm, err, c.urls)
+		}
+	}
+}

@@ -49,7 +49,7 @@ func seedFlags() []cli.Flag {
 }
 
 func sitemapFlag() cli.Flag {
-	return &cli.StringSliceFlag{Name: "sitemap", Usage: "URL of a sitemap (or sitemap index, gzip'd or not) whose URLs to crawl (repeatable)"}
+	return &cli.StringSliceFlag{Name: "sitemap", Usage: "URL of a sitemap whose URLs to crawl (repeatable): XML, a sitemap index, text (one URL a line) or an RSS/Atom feed, gzip'd or not; it lists URLs under its own directory (sitemaps.org)"}
 }
 
 func skipSeenFlag() cli.Flag {
