@@ -255,9 +255,8 @@ func normPath(s string) string {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
-		case c == '%' && i+2 < len(s) && ishex(s[i+1]) && ishex(s[i+2]):
-			v := unhex(s[i+1])<<4 | unhex(s[i+2])
-			if unreserved(v) {
+		case c == '%' && i+2 < len(s) && hexByte(s[i+1:i+3]) >= 0:
+			if v := byte(hexByte(s[i+1 : i+3])); unreserved(v) {
 				b.WriteByte(v)
 			} else {
 				b.WriteByte('%')
@@ -273,19 +272,13 @@ func normPath(s string) string {
 	return b.String()
 }
 
-func ishex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-func unhex(c byte) byte {
-	switch {
-	case c <= '9':
-		return c - '0'
-	case c <= 'F':
-		return c - 'A' + 10
-	default:
-		return c - 'a' + 10
+// hexByte is the byte two hex digits spell, or -1.
+func hexByte(h string) int {
+	v, err := strconv.ParseUint(h, 16, 8) // base 16: no sign, no '_', no 0x
+	if err != nil {
+		return -1
 	}
+	return int(v)
 }
 
 func unreserved(c byte) bool {
