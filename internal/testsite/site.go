@@ -31,10 +31,10 @@ import (
 
 // Config shapes the site.
 type Config struct {
-	Hosts      int           // hosts (loopback addresses), default 4; with Names, len(Names)
+	Hosts      int           // hosts (loopback addresses, past one /24 if need be), default 4; with Names, len(Names)
 	Pages      int           // pages per host besides /, default 100
 	Latency    time.Duration // added to every response
-	ListenBase string        // first address, default 127.0.0.10; host i is base+i
+	ListenBase string        // first address, default 127.0.0.10; host i is the i-th from it (.0 and .255 skipped)
 	Port       int           // the same on every host; 0 picks a free one
 	// Names, when set, are the hosts' names, all served on one listener at
 	// Listen and told apart by the Host header; the URLs carry Port (the
@@ -77,13 +77,13 @@ func Start(cfg Config) (*Site, error) {
 	if base == nil || !base.IsLoopback() {
 		return nil, fmt.Errorf("testsite: --listen-base %q must be an IPv4 loopback address (127.x.y.z)", cfg.ListenBase)
 	}
-	if int(base[3])+cfg.Hosts > 255 {
-		return nil, fmt.Errorf("testsite: %d hosts from %s run past the end of the address range", cfg.Hosts, cfg.ListenBase)
+	addrs, err := hostAddresses(base, cfg.Hosts)
+	if err != nil {
+		return nil, err
 	}
 	s := &Site{cfg: cfg, reqs: map[string][]time.Time{}, perURL: map[string]int{}, flaky: map[string]bool{}, total: map[string]int{}}
 	var listeners []net.Listener
-	for i := 0; i < cfg.Hosts; i++ {
-		ip := net.IPv4(base[0], base[1], base[2], base[3]+byte(i))
+	for _, ip := range addrs {
 		l, err := net.Listen("tcp", net.JoinHostPort(ip.String(), strconv.Itoa(cfg.Port)))
 		if err != nil {
 			for _, l := range listeners {
@@ -104,6 +104,24 @@ func Start(cfg Config) (*Site, error) {
 		go srv.Serve(l)
 	}
 	return s, nil
+}
+
+// hostAddresses are n loopback addresses from base on, in order, past
+// one /24 when n needs it (127.0.0.0/8 is all loopback): the addresses
+// ending in .0 or .255 are skipped, as some tools read them as a
+// network's or its broadcast.
+func hostAddresses(base net.IP, n int) ([]net.IP, error) {
+	a := uint32(base[0])<<24 | uint32(base[1])<<16 | uint32(base[2])<<8 | uint32(base[3])
+	out := make([]net.IP, 0, n)
+	for ; len(out) < n; a++ {
+		if a>>24 != 127 || a == 127<<24|0xFFFFFF {
+			return nil, fmt.Errorf("testsite: %d hosts from %s run past the end of 127.0.0.0/8", n, base)
+		}
+		if b := byte(a); b != 0 && b != 255 {
+			out = append(out, net.IPv4(byte(a>>24), byte(a>>16), byte(a>>8), b))
+		}
+	}
+	return out, nil
 }
 
 // Close stops every host.

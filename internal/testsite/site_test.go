@@ -162,3 +162,42 @@ func TestFetchableIsWhatACrawlRequests(t *testing.T) {
 		t.Fatalf("%d fetchable URLs, want truth + 22 = %d", len(all), want)
 	}
 }
+
+// A thousand hosts run past one /24 (testsite --hosts 1000 failed: "run
+// past the end of the address range"); the addresses skip .0 and .255,
+// and every host answers.
+func TestHostsPastOneSlash24(t *testing.T) {
+	s, err := Start(Config{Hosts: 1000, Pages: 2, ListenBase: "127.1.0.250"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	hosts := s.Hosts()
+	if len(hosts) != 1000 {
+		t.Fatalf("%d hosts", len(hosts))
+	}
+	seen := map[string]bool{}
+	for _, h := range hosts {
+		ip := strings.Split(h, ":")[0]
+		if strings.HasSuffix(ip, ".0") || strings.HasSuffix(ip, ".255") || seen[ip] {
+			t.Fatalf("host address %s: a .0, a .255 or a repeat", ip)
+		}
+		seen[ip] = true
+	}
+	if hosts[5] != "127.1.1.1:"+strings.Split(hosts[0], ":")[1] || !strings.HasPrefix(hosts[999], "127.1.4.") {
+		t.Fatalf("addresses %s … %s … %s; want 127.1.0.250 on, 127.1.1.1 sixth, 127.1.4.x last", hosts[0], hosts[5], hosts[999])
+	}
+	for _, h := range []string{hosts[0], hosts[500], hosts[999]} {
+		resp, err := http.Get("http://" + h + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s answered %d", h, resp.StatusCode)
+		}
+	}
+	if _, err := hostAddresses([]byte{127, 255, 255, 250}, 10); err == nil {
+		t.Fatal("hosts past 127.255.255.254 were given")
+	}
+}
