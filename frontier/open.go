@@ -148,9 +148,6 @@ func Create(ctx context.Context, c redis.UniversalClient, name string, o Options
 	return f, nil
 }
 
-// Name is the crawl's name.
-func (f *Frontier) Name() string { return f.name }
-
 // in names shard i in err, when there is more than one.
 func (f *Frontier) in(i int, err error) error {
 	if len(f.fs) == 1 || err == nil {
