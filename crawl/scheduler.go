@@ -113,6 +113,17 @@ func (sc *scheduler) await(stop context.Context, l *leader.Leadership, timer *ti
 		case <-stop.Done():
 			return false
 		case <-l.Done():
+			// Woken (a pause, a frozen machine) to find the sweep due and
+			// the local deadline past, both at once: the sweep still goes
+			// out, as it would have had the pause landed a moment later,
+			// between the deadline check and the write. Which of the two
+			// this select saw first is chance; what keeps the late write
+			// out must not be, so it is always the fence that decides.
+			select {
+			case <-timer.C:
+				return true
+			default:
+			}
 			sc.log.Info("scheduler epoch ended", "epoch", l.Epoch(), "reason", l.Err())
 			return false
 		case <-timer.C:
