@@ -235,3 +235,25 @@ func BenchmarkWARC(b *testing.B) {
 		}
 	}
 }
+
+// The polite crawl at many hosts (issue 20's shape): hosts × 10 pages,
+// 50 ms a response, each host at 0.5 requests/s (burst 1), two workers of
+// 64 fetch loops. The ideal is Σ host rates; %of-ideal is pages/s
+// against it, and max-host-req/s must stay within rate + burst.
+func BenchmarkPoliteHosts(b *testing.B) {
+	const rate, burst = 0.5, 1
+	for _, hosts := range []int{960} {
+		b.Run(fmt.Sprintf("hosts=%d", hosts), func(b *testing.B) {
+			site := testsite.Config{Hosts: hosts, Pages: 10, Latency: 50 * time.Millisecond}
+			for i := 0; i < b.N; i++ {
+				r := crawlOnce(b, site, rate, burst, 2, func(o *crawl.Options) { o.Concurrency = 64 })
+				r.report(b)
+				ideal := float64(hosts) * rate
+				b.ReportMetric(float64(r.pages)/r.elapsed.Seconds()/ideal*100, "%of-ideal")
+				if lim := int(math.Floor(rate + burst)); r.maxHostRate > lim {
+					b.Errorf("a host got %d requests in one second; rate + burst allows %d", r.maxHostRate, lim)
+				}
+			}
+		})
+	}
+}
