@@ -39,9 +39,15 @@ var (
 )
 
 var (
+	// TokensLua is a token bucket's arithmetic as Lua functions, for a
+	// script to start with (tokens.lua): the Limiter's own script does,
+	// and so does the frontier's pop, which takes a host's token in the
+	// same call that hands out the host's URL.
+	//go:embed tokens.lua
+	TokensLua string
 	//go:embed bucket.lua
 	bucketSrc    string
-	bucketScript = redis.NewScript(bucketSrc)
+	bucketScript = redis.NewScript(TokensLua + bucketSrc)
 )
 
 // Limiter is a token bucket per key, kept in Redis and shared by every

@@ -1,0 +1,67 @@
+-- tokens.lua: a token bucket's arithmetic, as functions other scripts start
+-- with: bucket.lua (the Limiter's script) and frontier's exchange.lua,
+-- which takes a host's token in the same call that pops the host's URL.
+-- A bucket is a hash:
+--   tokens, last          the tokens it held at time last (µs, server clock)
+--   paused_until, pauses  a pause (pause.lua: a 429 or 503) and the count of
+--                         pauses not yet halved by granted tokens
+--   delay                 the host's own least interval between requests,
+--                         ms (robots.txt's Crawl-delay; frontier/hostdelay.lua)
+-- A missing bucket is a full one. The arithmetic mirrors
+-- golang.org/x/time/rate step for step, in the same float64 operations, so
+-- both decide alike on the same clock; that clock is the server's (TIME),
+-- never a worker's.
+
+-- tb_now is the server's time in µs.
+local function tb_now()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- tb_read is the bucket at key, as numbers (absent fields: nil, or 0 for
+-- the pause and delay fields).
+local function tb_read(key)
+  local s = redis.call('HMGET', key, 'tokens', 'last', 'paused_until', 'pauses', 'delay')
+  return {tokens = tonumber(s[1]), last = tonumber(s[2]), paused_until = tonumber(s[3] or '0'),
+    pauses = tonumber(s[4] or '0'), delay = tonumber(s[5] or '0')}
+end
+
+-- tb_level is what bucket b holds at now: refilled at rate since its last
+-- change (elapsed.Seconds() * rate), capped at burst.
+local function tb_level(b, now, rate, burst)
+  local tokens, last = burst, now
+  if b.tokens then
+    tokens, last = b.tokens, b.last
+  end
+  if now < last then last = now end
+  local elapsed = now - last
+  local sec = math.floor(elapsed / 1000000)
+  local seconds = sec + ((elapsed - sec * 1000000) * 1000) / 1e9
+  tokens = tokens + seconds * rate
+  if tokens > burst then tokens = burst end
+  return tokens
+end
+
+-- tb_until is how long, in ns, until a bucket that holds tokens has one
+-- (0 when it has).
+local function tb_until(tokens, rate)
+  if tokens >= 1 then return 0 end
+  return math.floor(((1 - tokens) / rate) * 1e9)
+end
+
+-- tb_store writes bucket b's tokens at now, after tokens were granted.
+-- The key lives until the bucket would be full again; after that a missing
+-- key means exactly the same thing, so idle hosts cost no memory. A bucket
+-- that was paused keeps its count of pauses longer (pause_keep ms), halved
+-- by each grant: pauses grow on repeats and decay on success. One with a
+-- host's own delay keeps it delay_keep ms at least.
+local function tb_store(key, b, tokens, now, rate, burst, pause_keep, delay_keep)
+  redis.call('HSET', key, 'tokens', string.format('%.17g', tokens), 'last', string.format('%.17g', now))
+  local ms = math.ceil((burst - tokens) / rate * 1000) + 1
+  if b.pauses > 0 then
+    redis.call('HSET', key, 'pauses', math.floor(b.pauses / 2))
+    ms = math.max(ms, pause_keep)
+  end
+  if b.delay > 0 then ms = math.max(ms, delay_keep) end
+  redis.call('PEXPIRE', key, ms)
+end
