@@ -37,6 +37,7 @@ type exchanger struct {
 	pages    *atomic.Int64   // the crawl's pages fetched, as the last exchange said
 	metrics  *metrics
 	end      *ending // how the run ends: told when the crawl is over, or gone
+	pauses   *pauses // hosts paused, as announced on the crawl's pause channel
 
 	s       *exState
 	ready   chan leased   // leased URLs waiting for a fetch loop
@@ -125,7 +126,7 @@ func (x *exchanger) close() { close(x.entries) }
 func (x *exchanger) run(stop, work context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	sub := x.c.Subscribe(work, x.fr.Wakes()...)
+	sub := x.c.Subscribe(work, append(x.fr.Wakes(), x.fr.PauseChannel())...)
 	defer sub.Close()
 	x.wakeCh = sub.Channel()
 	stopCh := stop.Done()
@@ -224,10 +225,15 @@ func (x *exchanger) handedIn(e entry, ok bool) event {
 	return event{kind: evHandedIn, entry: e}
 }
 
-// woken is what a message on the wake channels means.
+// woken is what a message on the wake channels (or the pause channel)
+// means.
 func (x *exchanger) woken(m *redis.Message) (event, bool) {
 	if m == nil { // the subscription was closed (its client was): polling alone from now on
 		x.wakeCh = nil
+		return event{}, false
+	}
+	if m.Channel == x.fr.PauseChannel() {
+		x.pauses.heard(m.Payload) // for the fetch loops; nothing for the state machine
 		return event{}, false
 	}
 	return event{kind: evWake, channel: m.Channel, payload: m.Payload, waiting: int(x.waiting.Load())}, true

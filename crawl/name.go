@@ -2,7 +2,6 @@ package crawl
 
 import (
 	"math"
-	"time"
 
 	"github.com/redcrawl/crawler/frontier"
 )
@@ -22,7 +21,7 @@ func CheckName(name string) error { return frontier.CheckName(name) }
 func (s Settings) frontierOptions() frontier.Options {
 	o := frontier.Options{Shards: s.Shards, PageBudget: s.MaxPages, HostPageCap: s.MaxPagesPerHost}
 	if s.Rate > 0 && !math.IsInf(s.Rate, 1) {
-		o.HostSpacing = time.Duration(float64(time.Second) / s.Rate)
+		o.HostRate, o.HostBurst, o.PopAhead = s.Rate, s.Burst, popAhead
 	}
 	return o
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"strings"
@@ -34,11 +35,11 @@ type pipeline struct {
 	s           Settings
 	worker      string // the worker's id, for records
 	maxAttempts int
-	maxWait     time.Duration            // the longest wait for a host's token
 	rateKey     func(host string) string // the host's token bucket
 	fetcher     *fetch.Fetcher
 	robots      *politeness.Robots
 	limiter     *politeness.Limiter
+	pauses      *pauses // hosts paused for every worker, as far as this one knows
 	fr          *frontier.Frontier
 	held        *sync.Map
 	scope       *atomic.Pointer[parse.Scope]
@@ -62,8 +63,45 @@ func (pl *pipeline) loop(stop, work context.Context) {
 		if !ok {
 			return
 		}
+		if pl.tooLate(l.lease) {
+			pl.counters.PutBack.Add(1)
+			pl.ex.giveBack(l.lease)
+			continue
+		}
 		pl.process(work, l.lease, l.info)
 	}
+}
+
+// pause stops host for every worker (politeness.Limiter.Pause on its
+// bucket, which the pops read) and announces it, for the URLs already
+// popped with a token reserved ahead.
+func (pl *pipeline) pause(ctx context.Context, host string, retryAfter time.Duration) (time.Duration, error) {
+	d, err := pl.limiter.Pause(ctx, pl.rateKey(host), retryAfter)
+	if err != nil {
+		return 0, err
+	}
+	if err := pl.pauses.announce(ctx, host, d); err != nil {
+		pl.log.Warn("announcing a host's pause failed; URLs already popped may still go during it", "host", host, "err", err)
+	}
+	return d, nil
+}
+
+// tooLate: l waited in this worker's ready buffer so long past its
+// token's time (the pop took or reserved it) that fetching it now could
+// land close to the host's next request: more than a quarter of the
+// host's interval (and 100 ms). It goes back unused, and the host waits
+// for its next token: a slow worker makes fewer requests, never bunched
+// ones.
+func (pl *pipeline) tooLate(l *frontier.Lease) bool {
+	interval := l.HostDelay
+	if pl.s.Rate > 0 && !math.IsInf(pl.s.Rate, 1) {
+		interval = max(interval, time.Duration(float64(time.Second)/pl.s.Rate))
+	}
+	due := l.NotBefore
+	if due.IsZero() {
+		return false // not popped by an exchange (a test's lease)
+	}
+	return interval > 0 && time.Since(due) > max(interval/4, 100*time.Millisecond)
 }
 
 // process takes one leased URL to its end.
@@ -74,11 +112,11 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 	u, err := url.Parse(item.URL)
 	if err != nil || u.Host == "" {
 		rec.Error = fmt.Sprintf("not a URL: %v", err)
-		pl.finish(l, rec, frontier.Outcome{Stat: OutcomeFailed, Failed: rec.Error})
+		pl.finish(l, rec, frontier.Outcome{Stat: OutcomeFailed, Failed: rec.Error, Refund: true})
 		return
 	}
 	if pl.s.MaxPages > 0 && info.Pages >= pl.s.MaxPages {
-		pl.finish(l, Record{}, frontier.Outcome{Stat: OutcomeSkipped})
+		pl.finish(l, Record{}, frontier.Outcome{Stat: OutcomeSkipped, Refund: true})
 		return
 	}
 	if pl.lapsed(l, "before the fetch: not fetched") {
@@ -87,7 +125,14 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 	if !pl.admit(ctx, l, u, &rec) {
 		return
 	}
-	if pl.lapsed(l, "before the fetch: not fetched") { // admit may have waited for a token
+	sleep(ctx, time.Until(l.NotBefore))                // the token the pop reserved is due
+	if pl.lapsed(l, "before the fetch: not fetched") { // admit may have waited (robots.txt), and the token
+		return
+	}
+	if d := pl.pauses.left(u.Host); d > 0 {
+		// Paused since the pop (a 429 here or in another worker): the
+		// token was reserved before the host said "not now".
+		pl.requeue(ctx, l, d)
 		return
 	}
 	start := time.Now()
@@ -109,7 +154,7 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 				// A run of failures (timeouts, resets): the host is struggling;
 				// pause it for every worker, as if it had answered 503.
 				var perr error
-				if after, perr = pl.limiter.Pause(ctx, pl.rateKey(u.Host), 0); perr != nil {
+				if after, perr = pl.pause(ctx, u.Host, 0); perr != nil {
 					pl.log.Warn("pausing a failing host failed; its URL waits its own back-off only", "host", u.Host, "err", perr)
 				}
 			}
@@ -147,7 +192,7 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 		if r.Status == http.StatusTooManyRequests || r.Status == http.StatusServiceUnavailable {
 			// The server's "not now" holds for the whole host, and for every
 			// worker: no token for it until the pause ends.
-			d, err := pl.limiter.Pause(ctx, pl.rateKey(u.Host), r.RetryAfter)
+			d, err := pl.pause(ctx, u.Host, r.RetryAfter)
 			if err != nil {
 				pl.log.Warn("pausing host failed", "host", u.Host, "err", err)
 			}
@@ -178,7 +223,7 @@ func (pl *pipeline) admit(ctx context.Context, l *frontier.Lease, u *url.URL, re
 	switch {
 	case errors.As(err, &unavail) && unavail.Since >= pl.s.RobotsGiveUp:
 		rec.Error = fmt.Sprintf("robots.txt unreachable: %v (gave up after %v)", unavail, pl.s.RobotsGiveUp)
-		pl.finish(l, *rec, frontier.Outcome{Stat: OutcomeFailed, Failed: rec.Error})
+		pl.finish(l, *rec, frontier.Outcome{Stat: OutcomeFailed, Failed: rec.Error, Refund: true})
 		return false
 	case errors.As(err, &unavail):
 		// RFC 9309: nothing of this host now. Its URLs wait in its queue,
@@ -193,27 +238,34 @@ func (pl *pipeline) admit(ctx context.Context, l *frontier.Lease, u *url.URL, re
 		pl.deferItem(ctx, l, l.Item, 2*time.Second)
 		return false
 	case !verdict.Allowed:
+		pl.keepDelay(ctx, l, verdict.CrawlDelay, false) // its bucket learns it even so
 		rec.Error = "disallowed by robots.txt"
-		pl.finish(l, *rec, frontier.Outcome{Stat: OutcomeSkipped})
+		pl.finish(l, *rec, frontier.Outcome{Stat: OutcomeSkipped, Refund: true})
 		return false
 	}
-	lim := pl.limiter
-	if d := verdict.CrawlDelay; d > 0 && float64(politeness.Every(d)) < float64(lim.Limit()) {
-		lim = lim.WithLimit(politeness.Every(d), 1)
+	return pl.keepDelay(ctx, l, verdict.CrawlDelay, true)
+}
+
+// keepDelay: the URL of l came with its host's token (the pop took it). A
+// Crawl-delay slower than the crawl's rate is the host's own, kept in its
+// bucket for every pop: told when a pop did not keep to it yet. With fetch,
+// a URL popped faster than that goes back until the bucket has a token at
+// the delay (false), unless its grant was the host's only one lately.
+func (pl *pipeline) keepDelay(ctx context.Context, l *frontier.Lease, crawlDelay time.Duration, fetch bool) bool {
+	delay := time.Duration(0)
+	if crawlDelay > 0 && float64(politeness.Every(crawlDelay)) < pl.s.Rate {
+		delay = crawlDelay
 	}
-	res, err := lim.ReserveN(ctx, pl.rateKey(u.Host), 1, pl.maxWait)
-	if err != nil {
-		pl.log.Warn("rate limiter failed; URL deferred", "host", u.Host, "err", err)
-		pl.deferItem(ctx, l, l.Item, time.Second)
-		return false
+	switch {
+	case delay == l.HostDelay:
+		return true
+	case delay < l.HostDelay || !fetch: // no URL to decide: the bucket learns it
+		if _, err := pl.fr.SetHostDelay(ctx, l.Host, delay, nil); err != nil {
+			pl.log.Warn("keeping a host's Crawl-delay failed", "host", l.Host, "err", err)
+		}
+		return true
 	}
-	if !res.OK {
-		// The host is busy: not offered again until its bucket has a token.
-		pl.requeue(ctx, l, res.Delay)
-		return false
-	}
-	sleep(ctx, res.Delay)
-	return true
+	return pl.slowDown(ctx, l, delay)
 }
 
 // links are the URLs a response leads to, in scope and within the depth

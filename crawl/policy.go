@@ -26,6 +26,11 @@ type policy struct {
 	refilled bool          // the queue got URLs while no loop waited
 	closed   bool          // the fetch loops have all returned
 	failures int           // calls failed in a row
+	// gap, when not 0, is the least time between pops after one that found
+	// fewer URLs than wanted, in a crawl whose pops reserve the tokens due
+	// within a window (popAhead): such a pop took all that comes due
+	// before the next, so asking sooner only makes more, smaller calls.
+	gap time.Duration
 }
 
 const (
@@ -42,6 +47,11 @@ const (
 	// An idle worker asks for URLs at most once a second, and at least
 	// idleMin apart; when some host is due sooner, it asks then.
 	idleMin, idleMax = 50 * time.Millisecond, time.Second
+	// A rate-limited crawl's pops reserve the hosts' tokens due within
+	// popAhead (frontier.Options.PopAhead), and come popGap apart when the
+	// tokens, not the buffer, limit them: every token is taken before it
+	// is due, in calls of five times fewer than one a token.
+	popAhead, popGap = 250 * time.Millisecond, 200 * time.Millisecond
 	// retryMin and retryMax bound the wait after a failed call.
 	retryMin, retryMax = 200 * time.Millisecond, 5 * time.Second
 	// giveUpAfter failed calls in a row, once the loops are gone, the
@@ -72,7 +82,11 @@ func (p *policy) decide(now time.Time, w world) (c call, ok bool, sleepUntil tim
 		return call{}, false, p.pollAt // backing off: nothing can be done before
 	}
 	room := p.capacity - w.ready
-	send := w.pending > 0 && (w.pending >= maxSend || w.stopping || p.hungry || p.closed ||
+	// A loop with nothing to do hastens the send, unless the tokens are
+	// what it waits for (a rate-limited crawl whose last pop found some:
+	// links sent sooner would not be fetched sooner).
+	hungry := p.hungry && (p.gap == 0 || p.linger == lingerStarved)
+	send := w.pending > 0 && (w.pending >= maxSend || w.stopping || hungry || p.closed ||
 		!now.Before(p.oldest.Add(p.linger)))
 	// Refill when the buffer is almost empty: a refill takes a millisecond
 	// or two, a page tens, so the buffer need only cover the call.
@@ -143,13 +157,17 @@ func (p *policy) succeeded(now time.Time, c call, popped int, nextDue time.Durat
 	// A pop that found no URL at all: other workers may be starved too.
 	// (One that found fewer than it wanted only shows that the buffers
 	// hold the queue; treating that as starvation doubles the calls.)
+	// In a rate-limited crawl, a pop that found nothing due while URLs are
+	// queued waits for tokens, not for links.
 	p.linger = lingerBusy
-	if popped == 0 {
+	if popped == 0 && (p.gap == 0 || nextDue < 0) {
 		p.linger = lingerStarved
 	}
 	switch {
 	case popped == c.want:
 		p.idle, p.pollAt = idleMin, time.Time{}
+	case popped > 0 && p.gap > 0 && nextDue >= 0:
+		p.pollAt = now.Add(min(max(nextDue, p.gap), idleMax)) // what is due before then was popped
 	case popped > 0:
 		p.pollAt = time.Time{} // the queue gave what it had; the next nearly empty buffer asks again
 	case nextDue >= 0:

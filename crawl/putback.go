@@ -63,6 +63,25 @@ func (pl *pipeline) requeue(ctx context.Context, l *frontier.Lease, wait time.Du
 	}
 }
 
+// slowDown keeps host's Crawl-delay in its bucket, for every pop, and
+// decides l, popped before that: true when it may go now, else it went
+// back, not offered again before the bucket has a token at the delay.
+func (pl *pipeline) slowDown(ctx context.Context, l *frontier.Lease, delay time.Duration) bool {
+	now, err := pl.fr.SetHostDelay(ctx, l.Host, delay, l)
+	switch {
+	case now:
+		return true
+	case err == nil, errors.Is(err, frontier.ErrLeaseLost):
+	default:
+		// Left to its lease: the URL is queued again when it expires, and
+		// the next try tells the delay again.
+		pl.log.Warn("keeping a host's Crawl-delay failed; its URL's lease will return it", "host", l.Host, "url", l.Item.URL, "err", err)
+	}
+	pl.held.Delete(l.ID)
+	pl.counters.PutBack.Add(1)
+	return false
+}
+
 // deferItem hands item back to be fetched again after d.
 func (pl *pipeline) deferItem(ctx context.Context, l *frontier.Lease, item frontier.Item, d time.Duration) {
 	defer pl.held.Delete(l.ID) // handed back, or left to expire: no longer renewed

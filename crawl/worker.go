@@ -39,11 +39,6 @@ type Options struct {
 	Log         *slog.Logger
 	Leader      leader.Config // default leader.DefaultConfig()
 	MaxAttempts int           // tries per URL on transient failures (default 3)
-	// MaxReserveWait: a URL whose host has no token within this wait goes
-	// back to its host's queue, so a goroutine never sits long on one slow
-	// host (default 1 s; much shorter makes URLs churn between worker and
-	// queue: bench/README.md).
-	MaxReserveWait time.Duration
 	// SweepInterval is how often the leader sweeps (default 1 s); it also
 	// sweeps at once when an exchange leaves nothing queued and nothing
 	// held, so the end of a crawl is noticed at once.
@@ -94,9 +89,6 @@ func (o Options) withDefaults() Options {
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = 3
 	}
-	if o.MaxReserveWait <= 0 {
-		o.MaxReserveWait = time.Second
-	}
 	if o.SweepInterval <= 0 {
 		o.SweepInterval = time.Second
 	}
@@ -123,6 +115,7 @@ type Worker struct {
 	fr       *frontier.Frontier
 	fetcher  *fetch.Fetcher
 	limiter  *politeness.Limiter
+	pauses   *pauses
 	robots   *politeness.Robots
 	elector  *leader.Elector
 	held     sync.Map // lease id -> *frontier.Lease: the leases the heartbeat renews
@@ -197,6 +190,7 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 		rate = politeness.Inf
 	}
 	w.limiter = politeness.NewLimiter(c, rate, s.Burst)
+	w.pauses = newPauses(c, w.fr.PauseChannel())
 	w.robots = politeness.NewRobots(c, "", s.AgentToken(), w.fetchRobots)
 	w.robots.KeyFor = w.fr.RobotsKey
 	w.metrics = newMetrics(w)
@@ -318,9 +312,12 @@ const Software = "RedCrawl/0.1"
 
 func (w *Worker) newExchanger(end *ending) *exchanger {
 	ex := newExchanger(w.opts.Concurrency, w.fr.Home)
+	if w.fr.PopAhead > 0 {
+		ex.s.p.gap = popGap
+	}
 	ex.c, ex.fr, ex.known, ex.held, ex.counters, ex.log = w.c, w.fr, w.known, &w.held, &w.Counters, w.log
 	ex.s.exitWhenDone, ex.s.budget, ex.end, ex.warc = w.opts.ExitWhenDone, w.settings.MaxPages > 0, end, w.warc
-	ex.pages, ex.metrics = &w.pages, w.metrics
+	ex.pages, ex.metrics, ex.pauses = &w.pages, w.metrics, w.pauses
 	if w.opts.Out != nil {
 		ex.out = &recordWriter{w: w.opts.Out, log: w.log, fail: end.fail}
 	}
@@ -329,8 +326,8 @@ func (w *Worker) newExchanger(end *ending) *exchanger {
 
 func (w *Worker) newPipeline(ex *exchanger, end *ending) *pipeline {
 	warc, fail := w.warc, end.fail
-	return &pipeline{s: w.settings, worker: w.opts.ID, maxAttempts: w.opts.MaxAttempts, maxWait: w.opts.MaxReserveWait,
-		rateKey: w.fr.RateKey, fetcher: w.fetcher, robots: w.robots, limiter: w.limiter, fr: w.fr,
+	return &pipeline{s: w.settings, worker: w.opts.ID, maxAttempts: w.opts.MaxAttempts,
+		rateKey: w.fr.RateKey, fetcher: w.fetcher, robots: w.robots, limiter: w.limiter, pauses: w.pauses, fr: w.fr,
 		held: &w.held, scope: &w.scope, counters: &w.Counters, log: w.log, ex: ex, warc: warc, fail: fail,
 		fields: w.fields, rules: w.rules, skips: &w.skips, failing: &failing{}, pages: &w.pages, metrics: w.metrics}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/dedup"
+	"github.com/redcrawl/crawler/politeness"
 )
 
 // Outcome is how a page ended.
@@ -20,6 +21,9 @@ type Outcome struct {
 	Record   []byte // result record (JSON) for the results stream; nil for none
 	Failed   string // reason to keep the item on the failed list; "" for none
 	Fetched  bool   // a page was fetched (counts against the page budget)
+	// Refund: no request went to the host (disallowed, skipped before the
+	// fetch), so the token its pop took goes back to the host's bucket.
+	Refund bool
 	// Offered is how many of the page's links an earlier Offer (to the
 	// shards of their hosts, by Frontier.Exchange) found new: the record's new_links
 	// counts them with those the exchange queues.
@@ -112,7 +116,11 @@ type exchangeArgs struct {
 	ResultsCap int64      `json:"results_cap"`
 	FailedCap  int        `json:"failed_cap"`
 	LeaseMs    int64      `json:"lease_ms,omitempty"`
-	SpacingMs  int64      `json:"spacing_ms,omitempty"`
+	Rate       float64    `json:"rate,omitempty"` // a host's tokens a second (0: no limit)
+	Burst      int        `json:"burst,omitempty"`
+	PauseKeep  int64      `json:"pause_keep_ms,omitempty"`
+	DelayKeep  int64      `json:"delay_keep_ms,omitempty"`
+	AheadMs    int64      `json:"ahead_ms,omitempty"`
 	Budget     int64      `json:"budget,omitempty"`
 	HostMax    int64      `json:"host_max,omitempty"`
 	Done       []doneArgs `json:"done,omitempty"`
@@ -134,6 +142,7 @@ type doneArgs struct {
 	Record  int    `json:"record,omitempty"` // text: its record; 0: none
 	Failed  int    `json:"failed,omitempty"` // text: its failed-list entry; 0: none
 	Fetched bool   `json:"fetched,omitempty"`
+	Refund  bool   `json:"refund,omitempty"`
 	// Its links in this call: the index of the first (1-based), how many,
 	// and its new ones that earlier calls of the batch counted.
 	First   int `json:"first"`
@@ -162,6 +171,15 @@ type exchangeReply struct {
 	Pages int64  `json:"pages"`
 	Done  int64  `json:"done"`
 	Wait  int64  `json:"wait"`
+	// Delays: the popped hosts that have a delay of their own (ms), which
+	// their pop kept to.
+	Delays map[string]int64 `json:"delays"`
+	// Fresh: the popped hosts without a delay whose bucket held no grant
+	// before this pop, at At (µs, Redis's clock).
+	Fresh []string `json:"fresh"`
+	At    string   `json:"at"`
+	// After: ms until each popped URL's token is due, in order (none: all now).
+	After []int64 `json:"after"`
 }
 
 // exchange makes the calls of one Exchange (f.xmu held) and returns the
@@ -192,11 +210,13 @@ func (f *shard) exchange(ctx context.Context, done []Finished, back []*Lease, wa
 			return a.encode()
 		}
 		a.Count, a.Want, a.LeaseIDs = true, want, ids
-		a.LeaseMs, a.SpacingMs, a.Budget, a.HostMax = f.o.Lease.Milliseconds(), f.o.HostSpacing.Milliseconds(), f.pageBudget(), f.o.HostPageCap
+		a.LeaseMs, a.Budget, a.HostMax = f.o.Lease.Milliseconds(), f.pageBudget(), f.o.HostPageCap
+		a.Rate, a.Burst, a.PauseKeep, a.DelayKeep = f.o.HostRate, max(f.o.HostBurst, 1), politeness.PauseMemory.Milliseconds(), HostDelayKept.Milliseconds()
+		a.AheadMs = f.o.PopAhead.Milliseconds()
 		for d, x := range done {
 			lo, hi := max(offset[d], start), min(offset[d+1], end)
 			da := doneArgs{Lease: a.text(x.Lease.Member()), Stat: x.Outcome.counters(),
-				Fetched: x.Outcome.Fetched, First: lo - start + 1, Links: max(hi-lo, 0), Counted: x.Outcome.Offered}
+				Fetched: x.Outcome.Fetched, Refund: x.Outcome.Refund, First: lo - start + 1, Links: max(hi-lo, 0), Counted: x.Outcome.Offered}
 			if x.Outcome.Record != nil {
 				da.Record = a.text(string(x.Outcome.Record))
 			}
@@ -221,8 +241,10 @@ func (f *shard) exchange(ctx context.Context, done []Finished, back []*Lease, wa
 		return Exchanged{}, nil, err
 	}
 	x, bad, err := f.readReply(flags, tail, offset, ids)
+	got := time.Now() // after the call: a token is surely due by got + its wait
 	for _, l := range x.Popped {
 		l.granted(sent, f.o.Lease)
+		l.Popped, l.NotBefore = sent, got.Add(l.wait)
 	}
 	return x, bad, err
 }
@@ -230,7 +252,7 @@ func (f *shard) exchange(ctx context.Context, done []Finished, back []*Lease, wa
 // exchangeKeys are exchange.lua's keys after the Bloom filter's.
 func (f *shard) exchangeKeys() []string {
 	return []string{f.keys.Queues, f.keys.Ready, f.keys.Leases, f.keys.Stats, f.keys.Failed, f.keys.Results, f.keys.DoneFlag,
-		f.keys.Counter(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Config, f.keys.HostPages, f.keys.Lengths, f.keys.Ended}
+		f.keys.Counter(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Config, f.keys.HostPages, f.keys.Lengths, f.keys.Ended, f.keys.Buckets}
 }
 
 // counted reads what exchange.lua's guard said of an exchange (f.xmu
@@ -301,11 +323,21 @@ func (f *shard) readReply(flags []bool, tail []any, offset []int, ids []string) 
 		x.Held[d] = r.Held[d] == '1' || r.Held[d] == '2' // 2: recorded by this exchange sent before
 	}
 	x.Info = PopInfo{Pages: r.Pages, CrawlOver: r.Done == 1, NextDue: time.Duration(r.Wait) * time.Millisecond}
+	fresh := make(map[string]bool, len(r.Fresh))
+	for _, h := range r.Fresh {
+		fresh[h] = true
+	}
 	var bad []Finished
 	for i := 0; i < m; i++ {
 		host, _ := popped[2*i].(string)
 		raw, _ := popped[2*i+1].(string)
-		l := &Lease{ID: ids[i], raw: raw, Host: host}
+		l := &Lease{ID: ids[i], raw: raw, Host: host, HostDelay: time.Duration(r.Delays[host]) * time.Millisecond}
+		if fresh[host] {
+			l.freshAt = r.At
+		}
+		if i < len(r.After) {
+			l.wait = time.Duration(r.After[i]) * time.Millisecond
+		}
 		if err := json.Unmarshal([]byte(raw), &l.Item); err != nil {
 			bad = append(bad, Finished{Lease: l, Outcome: Outcome{Stat: OutcomeFailed, Failed: fmt.Sprintf("undecodable queue item: %v", err)}})
 			continue

@@ -1,9 +1,11 @@
--- exchange.lua (dedup's bloom.lua, then lib.lua, then this): all a worker
--- process has to say to the frontier, in one atomic call:
+-- exchange.lua (dedup's bloom.lua, lib.lua, politeness's tokens.lua, then
+-- this): all a worker process has to say to the frontier, in one atomic
+-- call:
 --   1. the links of the pages it finished: marked seen, the new ones queued;
 --   2. those pages' leases ended: results recorded, counters bumped;
 --   3. leases it gives back unused (a stopping worker's prefetched URLs);
---   4. up to W new URLs popped under fresh leases.
+--   4. up to W new URLs popped under fresh leases, each with a token of its
+--      host's bucket.
 -- Links are queued in the same step as their page's lease ends, so a crash
 -- can never lose them. A lost lease (expired and reclaimed: the URL is
 -- queued again and will produce its own result) records and counts nothing.
@@ -21,7 +23,8 @@
 --   failed, results, done flag, the process's exchange counter, the config,
 --   hostpages (hash host -> pages fetched, kept with a per-host cap),
 --   lengths (hash host -> URLs queued, lib.lua),
---   ended (zset lease id -> when ended, ms: a minute of them)
+--   ended (zset lease id -> when ended, ms: a minute of them),
+--   buckets (the prefix of the hosts' token buckets: buckets .. host)
 -- ARGV: the Bloom filter's, then one entry ("host\nparent\nelement", lib.lua)
 --   per link, then one JSON object, exchangeArgs (exchange.go), by name,
 --   then the texts it names: a field marked "text" holds the place
@@ -30,7 +33,12 @@
 --   expect      the process's exchanges Redis should hold
 --   count       true: this call counts as one (the batch's last call)
 --   want        URLs wanted
---   results_cap, failed_cap, lease_ms, spacing_ms (per host)
+--   results_cap, failed_cap, lease_ms
+--   rate, burst  each host's token bucket (absent rate: no limit, but a
+--               host's pause and own delay still hold), pause_keep_ms,
+--               delay_keep_ms (how long a bucket keeps those: tokens.lua)
+--   ahead_ms    the window: a host whose token is due within it is popped,
+--               its token reserved, and its URL fetched when it is due
 --   budget      pages for the whole crawl (0: none; -1: this shard's share,
 --               the field 'allow' of its stats; pops stop where pages
 --               fetched + URLs in flight reach it, and pages are reported)
@@ -41,7 +49,9 @@
 --               (a stats field or several, comma-separated; absent: none),
 --               record (text; absent: none), failed (text: the
 --               failed-list entry; absent: none),
---               fetched (true: a page was fetched), first (its first link's
+--               fetched (true: a page was fetched), refund (true: no
+--               request went to its host, whose token goes back),
+--               first (its first link's
 --               index among this call's links, 1-based), links (its links
 --               in this call), counted (its new links counted by earlier
 --               calls of the batch)}
@@ -55,8 +65,14 @@
 --           recorded; 2, this exchange, sent before, recorded it already;
 --           0, the lease was lost
 --   pages   pages fetched (with a budget), done (1: the crawl is over),
---   wait    ms until some host is due when fewer than want were popped
---           (-1: nothing queued)
+--   wait    ms until some host is due within the window when fewer than
+--           want were popped (-1: nothing queued)
+--   after   ms until each popped URL's token is due, in order (absent: all
+--           due now)
+--   delays  host -> ms: the popped hosts whose own delay the pop kept to
+--   fresh   the popped hosts without a delay whose bucket held no grant
+--           before this pop, and at, the pop's time (µs, a string):
+--           hostdelay.lua lets such a URL go when its host's delay is learnt
 -- and then popped: host, item-json, host, item-json …, the i-th under
 -- lease_ids[i] (left out of the object: the items are JSON already)
 -- or the GONE error, with nothing written, when the crawl is gone.
@@ -84,13 +100,22 @@ end
 local finished, given, newIDs = A.done or {}, A.back or {}, A.lease_ids or {}
 local D, R, W = #finished, #given, A.want or 0
 local resultsCap, failedCap = string.format('%d', A.results_cap or 0), A.failed_cap or 0
-local leaseMs, spacing, budget = A.lease_ms or 0, A.spacing_ms or 0, A.budget or 0
+local leaseMs, budget = A.lease_ms or 0, A.budget or 0
 local limited = budget ~= 0
 if budget < 0 then budget = tonumber(redis.call('HGET', KEYS[key0 + 3], 'allow') or '0') end
 local hostMax, hostpages = A.host_max or 0, KEYS[key0 + 9]
 local Q = fr_keys(queues, ready, stats, KEYS[key0 + 10])
-local now = fr_now()
+local now, nowus = fr_now(), tb_now()
 local bump = {}                 -- stats field -> increment, written once each
+local buckets, rate, burst = KEYS[key0 + 12], A.rate or 0, A.burst or 1
+local pauseKeep, delayKeep = A.pause_keep_ms or 0, A.delay_keep_ms or 0
+
+-- hostRate is host's rate and burst by bucket b: the crawl's, or its own
+-- delay's when that is slower (0: no limit).
+local function hostRate(b)
+  if b.delay > 0 and (rate == 0 or 1000 / b.delay < rate) then return 1000 / b.delay, 1 end
+  return rate, burst
+end
 
 -- 1. links
 local fresh = {}
@@ -119,7 +144,7 @@ if D > 0 then
       break
     end
   end
-  local gone, failures, endedArgs = {}, {}, {}
+  local gone, failures, endedArgs, refunds = {}, {}, {}, {}
   for d = 1, D do
     local f = finished[d]
     if not held[d] and again[d] then
@@ -149,6 +174,11 @@ if D > 0 then
         bump.records = (bump.records or 0) + 1 -- ever added: minus the stream's length, what trimming dropped
       end
       if f.failed then failures[#failures + 1] = ARGV[T + f.failed] end
+      if f.refund then
+        local _, rest = fr_split(ids[d])
+        local host = fr_split(rest)
+        refunds[host] = (refunds[host] or 0) + 1
+      end
       answer[d] = '1'
     else
       answer[d] = '0'
@@ -162,6 +192,19 @@ if D > 0 then
   if #failures > 0 then
     redis.call('LPUSH', failed, unpack(failures))
     redis.call('LTRIM', failed, 0, string.format('%d', failedCap - 1))
+  end
+  -- The tokens of URLs that made no request (disallowed by robots.txt,
+  -- skipped) go back to their hosts' buckets, so that such a URL does not
+  -- cost its host an interval; a host with a token again is due now.
+  for host, n in pairs(refunds) do
+    local key = buckets .. host
+    local b = tb_read(key)
+    local r, size = hostRate(b)
+    if b.tokens and r > 0 then -- a missing bucket is a full one
+      local level = math.min(tb_level(b, nowus, r, size) + n, size)
+      redis.call('HSET', key, 'tokens', string.format('%.17g', level), 'last', string.format('%.17g', nowus))
+      if level >= 1 then redis.call('ZADD', ready, 'XX', 'LT', now, host) end
+    end
   end
 end
 
@@ -188,9 +231,13 @@ for field, by in pairs(bump) do
   redis.call('HINCRBY', stats, field, tostring(by))
 end
 
--- 4. pop: up to W URLs of hosts that are due, one a host with a spacing
--- (the host is then not due again before now + spacing), else shared out
--- among the due hosts, whose turn then moves behind the others'.
+-- 4. pop: up to W URLs of hosts that are due, shared out among them, each
+-- URL with a token of its host's bucket (tokens.lua), taken here: a host
+-- whose bucket is empty or paused is made due when it next has a token,
+-- and is not offered before. A due host's turn moves behind the others'.
+-- A host whose next token is due within the window (ahead_ms) counts as
+-- due: its token is reserved, and the worker fetches when it is due, so
+-- that calls may be ahead_ms apart without a token coming too late.
 local got = {}      -- host, json, host, json, ...
 local pages, done, wait = 0, 0, 0
 if limited then
@@ -202,17 +249,35 @@ if limited then
   W = math.max(0, math.min(W, room))
 end
 local queued -- URLs in the queues after the pop, when it looked
+local delays = {} -- popped host -> its own delay, ms, when the pop kept to one
+local fresh = {}  -- popped hosts without a delay whose bucket had no grant in memory
+local afters, late = {}, false -- per popped URL: ms until its token is due; any above 0
+local ahead = A.ahead_ms or 0
+local horizon = now + ahead
 if W > 0 then
+  -- tokens: how many URLs host may have now, at most q (math.huge: no
+  -- limit), its bucket and its rate and burst; or 0 and when it has one.
+  -- A token due within the window (ahead ms) is taken too, as a
+  -- reservation: its URL is fetched when the token is due (after).
+  local function tokens(host, q)
+    local b = tb_read(buckets .. host)
+    if nowus < b.paused_until then return 0, math.max(math.ceil(b.paused_until / 1000), horizon + 1) end
+    local r, size = hostRate(b)
+    if r == 0 then return q, b, nil, nil, nil, 0 end -- no limit: nothing to take
+    local level = tb_level(b, nowus, r, size)
+    if level >= 1 then return math.min(q, math.floor(level)), b, r, size, level, 0 end
+    local after = math.ceil(tb_until(level, r) / 1e6)
+    if after > ahead then return 0, now + after end
+    return 1, b, r, size, level, after
+  end
   local readyAdd = {}
-  local due = tostring(now + spacing)
   local taken = 0
   for _ = 1, 4 do
     local m = W - #got / 2
     if m <= 0 then break end
-    local hosts = redis.call('ZRANGEBYSCORE', ready, '-inf', now, 'LIMIT', 0, m)
+    local hosts = redis.call('ZRANGEBYSCORE', ready, '-inf', horizon, 'LIMIT', 0, m)
     if #hosts == 0 then break end
-    local per = 1
-    if spacing == 0 then per = math.ceil(m / #hosts) end
+    local per = math.ceil(m / #hosts)
     local dry, moved = {}, false
     for _, host in ipairs(hosts) do
       local q = math.min(per, W - #got / 2)
@@ -237,14 +302,36 @@ if W > 0 then
           redis.call('HINCRBY', Q.lengths, host, -n)
         end
       else
-        local n, gone = fr_pop(Q, host, q, got)
-        taken = taken + n
-        if n > 0 then
-          readyAdd[#readyAdd + 1] = due
+        local k, b, r, size, level, after = tokens(host, q)
+        if k == 0 then
+          -- No token yet (a pause, a delay of its own, or another user of
+          -- the bucket): due when it has one.
+          readyAdd[#readyAdd + 1] = b
           readyAdd[#readyAdd + 1] = host
           moved = true
+        else
+          local n, gone = fr_pop(Q, host, k, got)
+          taken = taken + n
+          for _ = 1, n do afters[#afters + 1] = after end
+          if after > 0 then late = true end
+          if n > 0 then
+            local due = now
+            if r then
+              level = level - n
+              tb_store(buckets .. host, b, level, nowus, r, size, pauseKeep, delayKeep)
+              due = now + math.ceil(tb_until(level, r) / 1e6)
+            end
+            if b.delay > 0 then
+              delays[host] = b.delay
+            elseif not b.tokens then
+              fresh[#fresh + 1] = host
+            end
+            readyAdd[#readyAdd + 1] = due
+            readyAdd[#readyAdd + 1] = host
+            moved = true
+          end
+          if gone and n == 0 then dry[#dry + 1] = host end -- a new URL brings it back
         end
-        if gone and n == 0 then dry[#dry + 1] = host end -- a new URL brings it back
       end
     end
     if #dry > 0 then redis.call('ZREM', ready, unpack(dry)) end
@@ -268,7 +355,7 @@ if W > 0 then
   if M < W then
     local nxt = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')
     wait = -1
-    if #nxt == 2 then wait = math.max(0, tonumber(nxt[2]) - now) end
+    if #nxt == 2 then wait = math.max(0, tonumber(nxt[2]) - horizon) end
   end
   if M == 0 then done = redis.call('EXISTS', doneKey) end
 end
@@ -281,6 +368,12 @@ if (D > 0 or R > 0) and redis.call('EXISTS', leases) == 0
   -- over. Tell the scheduler, so that it need not sweep often to notice.
   redis.call('PUBLISH', queues .. 'wake', 'drained')
 end
-reply[#reply + 1] = cjson.encode({held = table.concat(answer), pages = pages, done = done, wait = wait})
+local out = {held = table.concat(answer), pages = pages, done = done, wait = wait}
+if next(delays) then out.delays = delays end
+if late then out.after = afters end
+if #fresh > 0 then
+  out.fresh, out.at = fresh, string.format('%d', nowus)
+end
+reply[#reply + 1] = cjson.encode(out)
 for _, v in ipairs(got) do reply[#reply + 1] = v end -- popped, unencoded: items are JSON already
 return reply

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/fence"
+	"github.com/redcrawl/crawler/politeness"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -42,13 +43,16 @@ var (
 	enqueueScript = dedup.Compose(lib + enqueueBody)
 	//go:embed exchange.lua
 	exchangeBody   string
-	exchangeScript = dedup.Compose(lib + exchangeBody)
+	exchangeScript = dedup.Compose(lib + politeness.TokensLua + exchangeBody)
 	//go:embed defer.lua
 	deferSrc    string
 	deferScript = redis.NewScript(lib + deferSrc)
 	//go:embed requeue.lua
 	requeueSrc    string
 	requeueScript = redis.NewScript(lib + requeueSrc)
+	//go:embed hostdelay.lua
+	hostDelaySrc    string
+	hostDelayScript = redis.NewScript(lib + politeness.TokensLua + hostDelaySrc)
 	//go:embed register.lua
 	registerSrc    string
 	registerScript = redis.NewScript(registerSrc)

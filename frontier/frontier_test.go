@@ -365,13 +365,13 @@ func TestScheduleDetectsCompletionAndBudget(t *testing.T) {
 	})
 }
 
-// A pop never offers a host before its spacing has passed, and a busy
+// A pop never offers a host before its bucket has a token, and a busy
 // host's URLs wait in its own queue instead of churning through pops.
 func TestPopIsHostAware(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		e := setup(t, s)
-		e.f.HostSpacing = time.Second
+		e.f.HostRate = 1
 		e.enqueue(t, []frontier.Item{{URL: "http://a/1"}, {URL: "http://a/2"}, {URL: "http://a/3"}, {URL: "http://b/1"}})
 		first := pop(t, e.f)
 		second := pop(t, e.f)
@@ -742,7 +742,7 @@ func TestHostPageCap(t *testing.T) {
 func TestHostQueues(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		e := setup(t, s)
-		e.f.HostSpacing = time.Hour
+		e.f.HostRate = 1.0 / 3600
 		var items []frontier.Item
 		for host, n := range map[string]int{"a": 3, "b": 1, "c": 2, "d": 1} {
 			for i := range n {
@@ -763,7 +763,7 @@ func TestHostQueues(t *testing.T) {
 			t.Fatalf("top hosts %+v of %d (after popping %v); want a with 2, c with 1", top, total, popped)
 		}
 		if top[0].DueIn < 59*time.Minute {
-			t.Fatalf("a due in %v; its spacing is an hour", top[0].DueIn)
+			t.Fatalf("a due in %v; its rate is one an hour", top[0].DueIn)
 		}
 		all, _, _ := e.f.HostQueues(context.Background(), 10)
 		for _, h := range all {
@@ -863,7 +863,7 @@ func TestTriedURLInTheQueueGetsARecordWhenTheBudgetEnds(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		e := setup(t, s)
-		e.f.PageBudget, e.f.HostSpacing = 2, time.Hour // host a is not offered again before the end
+		e.f.PageBudget, e.f.HostRate = 2, 1.0/3600 // host a is not offered again before the end
 		e.enqueue(t, []frontier.Item{{URL: "http://a/"}, {URL: "http://a/2"}, {URL: "http://b/"}, {URL: "http://c/"}})
 		la := pop(t, e.f)
 		if la == nil || la.Item.URL != "http://a/" {
@@ -876,7 +876,7 @@ func TestTriedURLInTheQueueGetsARecordWhenTheBudgetEnds(t *testing.T) {
 		for _, want := range []string{"http://b/", "http://c/"} {
 			l := pop(t, e.f)
 			if l == nil || l.Item.URL != want {
-				t.Fatalf("pop %+v; want %s (host a waits its spacing)", l, want)
+				t.Fatalf("pop %+v; want %s (host a waits for its token)", l, want)
 			}
 			finish(t, e.f, l, frontier.Outcome{Stat: "ok", Fetched: true})
 		}

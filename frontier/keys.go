@@ -21,6 +21,10 @@ type Keys struct {
 	// kept a minute, so that the same exchange sent again (its reply was
 	// lost) finds its pages recorded rather than their leases lost.
 	Ended string
+	// Buckets is the prefix of the hosts' token buckets: Buckets+host is
+	// one host's (politeness/tokens.lua has the fields), beside its queue,
+	// so that the pop takes the host's token as it hands out its URL.
+	Buckets string
 	// Counters is the prefix of the processes' exchange counters (Counter).
 	Counters string
 	// Fence, for a shard other than the first, keeps the highest epoch of
@@ -68,7 +72,7 @@ func KeysFor(name string) Keys { return keysUnder("crawl:{" + name + "}:") }
 func keysUnder(p string) Keys {
 	return Keys{Queues: p + "queue:", Lengths: p + "lengths", Counters: p + "counter:", Ready: p + "ready", Leases: p + "leases", Deferred: p + "deferred",
 		Failed: p + "failed", Workers: p + "workers", Stats: p + "stats", Results: p + "results", DoneFlag: p + "done",
-		Config: p + "config", HostPages: p + "hostpages", Ended: p + "ended"}
+		Config: p + "config", HostPages: p + "hostpages", Ended: p + "ended", Buckets: p + "rate:"}
 }
 
 // MaxNameLen bounds a crawl name.
@@ -120,7 +124,7 @@ func (f *Frontier) LeaderKey() string { return LeaderKey(f.name) }
 // slot beside its queue, so that on a Redis Cluster one master holds all
 // of a host.
 func (f *Frontier) RateKey(host string) string {
-	return tag(f.name, ShardOf(host, len(f.fs))) + "rate:" + host
+	return f.fs[ShardOf(host, len(f.fs))].keys.Buckets + host
 }
 
 // RobotsKey is the robots.txt cache of scheme://host (politeness.Robots:
@@ -129,6 +133,11 @@ func (f *Frontier) RateKey(host string) string {
 func (f *Frontier) RobotsKey(scheme, host string) string {
 	return tag(f.name, ShardOf(host, len(f.fs))) + "robots:" + scheme + "://" + host
 }
+
+// PauseChannel is the pub/sub channel on which workers announce the hosts
+// they paused (a 429 or 503), "host ms": a URL popped before the pause,
+// its token reserved ahead, is then not fetched during it.
+func (f *Frontier) PauseChannel() string { return tag(f.name, 0) + "paused" }
 
 // hostsKey is the set of the seeds' hosts (AddSeedHosts).
 func (f *Frontier) hostsKey() string { return tag(f.name, 0) + "hosts" }

@@ -16,6 +16,22 @@ type Lease struct {
 	Item Item
 	Host string
 	raw  string
+	// HostDelay is the host's own least interval between requests
+	// (SetHostDelay) that its pop kept to; 0 when it had none, and the
+	// crawl's rate held.
+	HostDelay time.Duration
+	// freshAt: the pop's time (µs, Redis's clock, as the reply said) when
+	// the host's bucket held no grant before it (hostdelay.lua).
+	freshAt string
+	// NotBefore is when its host's token, reserved by the pop, is due by
+	// this process's clock (the reply's arrival plus the wait Redis said,
+	// so never earlier than by Redis's): the fetch waits for it. The
+	// reply's arrival when the token was there at the pop.
+	NotBefore time.Time
+	wait      time.Duration // the wait Redis said (readReply)
+	// Popped is when the call that popped it was sent, by this process's
+	// clock: when its host's token was taken, or a little before.
+	Popped time.Time
 
 	// until is the local deadline of the lease, on this process's
 	// monotonic clock (nanoseconds since clock0): the moment the call that
@@ -114,4 +130,38 @@ func (f *shard) Requeue(ctx context.Context, l *Lease, wait time.Duration) error
 		return ErrLeaseLost
 	}
 	return nil
+}
+
+// HostDelayKept is how long a host's bucket keeps its own delay
+// (SetHostDelay) after its last request: as long as a robots.txt is cached
+// (politeness.RobotsConfig's TTL), after which the next fetch of it says
+// again.
+const HostDelayKept = 24 * time.Hour
+
+// SetHostDelay keeps host's own least interval between requests (its
+// robots.txt's Crawl-delay; 0: none) in its token bucket, which every pop
+// reads from then on. With l, a URL of host popped before its pop kept to
+// that interval, it decides l: true when l may be fetched now (its bucket
+// has a token at the interval, taken; or l's grant was the only one the
+// bucket remembers), false when l went back to the front of the host's
+// queue, not offered before the bucket has a token (ErrLeaseLost: it was
+// no longer held).
+func (f *shard) SetHostDelay(ctx context.Context, host string, delay time.Duration, l *Lease) (bool, error) {
+	member, e, at := "", "", ""
+	if l != nil {
+		var err error
+		if e, err = entry(l.Item); err != nil {
+			return false, err
+		}
+		member, at = l.Member(), l.freshAt
+	}
+	n, err := hostDelayScript.Run(ctx, f.c, []string{f.keys.Buckets + host, f.keys.Leases, f.keys.Queues, f.keys.Ready, f.keys.Stats, f.keys.Lengths},
+		delay.Milliseconds(), HostDelayKept.Milliseconds(), member, e, at).Int()
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("frontier: host delay: %w", err)
+	case n == 0:
+		return false, ErrLeaseLost
+	}
+	return n == 2, nil
 }

@@ -61,10 +61,20 @@ type Options struct {
 	// Lease is how long a popped item is held without a heartbeat (10 s
 	// when 0).
 	Lease time.Duration
-	// HostSpacing is the least time between two pops of one host's URLs
-	// (1/rate): a pop never offers a URL whose host is not due, so busy
-	// hosts cost nothing. The token bucket still decides each fetch.
-	HostSpacing time.Duration
+	// HostRate is each host's requests a second (0: no limit) and
+	// HostBurst its bucket's size (1 when 0): a URL is popped only with a
+	// token of its host's bucket, taken in the same call, and a host
+	// without one is not offered until it has (politeness's token bucket,
+	// applied where URLs are handed out). A host's own Crawl-delay
+	// (SetHostDelay) and pauses (politeness.Limiter.Pause on RateKey) hold
+	// with any rate, none included.
+	HostRate  float64
+	HostBurst int
+	// PopAhead is the window of a pop: a host whose next token is due
+	// within it is popped too, its token reserved, and the URL's lease
+	// says when to fetch it (Lease.NotBefore). Calls that far apart then
+	// lose no token's time.
+	PopAhead time.Duration
 	// PageBudget, when not 0, is the most pages the whole crawl fetches:
 	// a pop hands out no more URLs than pages fetched plus URLs in flight
 	// leave room for, and reports the page count (PopInfo.Pages). With

@@ -20,7 +20,6 @@ func TestQueueGivesBackEveryItemWholeAndInOrder(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		e := setup(t, s)
-		e.f.HostSpacing = 0
 		const h = "h.example:8080"
 		var want []frontier.Item
 		for p := 0; p < 3; p++ { // three pages' links, each page its own parent

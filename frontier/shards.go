@@ -339,6 +339,11 @@ func (f *Frontier) Requeue(ctx context.Context, l *Lease, wait time.Duration) er
 	return f.fs[f.Home(l)].Requeue(ctx, l, wait)
 }
 
+// SetHostDelay is Frontier.SetHostDelay in host's shard.
+func (f *Frontier) SetHostDelay(ctx context.Context, host string, delay time.Duration, back *Lease) (bool, error) {
+	return f.fs[ShardOf(host, len(f.fs))].SetHostDelay(ctx, host, delay, back)
+}
+
 // Workers lists the crawl's live workers (the registry is the first shard's).
 func (f *Frontier) Workers(ctx context.Context) ([]string, error) { return f.fs[0].Workers(ctx) }
 

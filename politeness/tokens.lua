@@ -7,6 +7,8 @@
 --                         pauses not yet halved by granted tokens
 --   delay                 the host's own least interval between requests,
 --                         ms (robots.txt's Crawl-delay; frontier/hostdelay.lua)
+--   first                 the pop whose URL went as the host's first request
+--                         when its delay was learnt (hostdelay.lua)
 -- A missing bucket is a full one. The arithmetic mirrors
 -- golang.org/x/time/rate step for step, in the same float64 operations, so
 -- both decide alike on the same clock; that clock is the server's (TIME),

@@ -1,0 +1,86 @@
+package crawl
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// pauses is what this worker knows of the hosts paused for every worker
+// (a 429 or 503, a run of failures: politeness.Limiter.Pause on the
+// host's bucket): its own, and the others' as they announce them on the
+// crawl's pause channel. A pop never hands out a paused host's URL, but
+// one popped before the pause with its token reserved ahead
+// (frontier.Options.PopAhead) is checked here before its fetch, so that
+// nothing reaches a host after it said "not now".
+type pauses struct {
+	c       redis.UniversalClient
+	channel string // the crawl's pause channel (frontier.Frontier.PauseChannel)
+	mu      sync.Mutex
+	m       map[string]time.Time // host -> end of its pause, local clock
+}
+
+// maxPauses bounds the hosts remembered; expired ones go first.
+const maxPauses = 10000
+
+func newPauses(c redis.UniversalClient, channel string) *pauses {
+	return &pauses{c: c, channel: channel, m: map[string]time.Time{}}
+}
+
+// set records that host is paused for d from now.
+func (p *pauses) set(host string, d time.Duration) {
+	until := time.Now().Add(d)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.m) >= maxPauses {
+		now := time.Now()
+		for h, t := range p.m {
+			if !t.After(now) {
+				delete(p.m, h)
+			}
+		}
+		if len(p.m) >= maxPauses {
+			return // ten thousand hosts paused at once: the pops still hold them
+		}
+	}
+	if until.After(p.m[host]) {
+		p.m[host] = until
+	}
+}
+
+// left is how long host stays paused (0: not paused).
+func (p *pauses) left(host string) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t, ok := p.m[host]
+	if !ok {
+		return 0
+	}
+	d := time.Until(t)
+	if d <= 0 {
+		delete(p.m, host)
+		return 0
+	}
+	return d
+}
+
+// announce tells the other workers that host is paused for d.
+func (p *pauses) announce(ctx context.Context, host string, d time.Duration) error {
+	p.set(host, d)
+	return p.c.Publish(ctx, p.channel, host+" "+strconv.FormatInt(d.Milliseconds(), 10)).Err()
+}
+
+// heard records an announcement ("host ms"); false when it is not one.
+func (p *pauses) heard(payload string) bool {
+	host, ms, ok := strings.Cut(payload, " ")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if !ok || err != nil || host == "" || n <= 0 {
+		return false
+	}
+	p.set(host, time.Duration(n)*time.Millisecond)
+	return true
+}

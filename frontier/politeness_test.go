@@ -1,0 +1,198 @@
+package frontier_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/internal/redistest"
+	"github.com/redcrawl/crawler/politeness"
+	"golang.org/x/time/rate"
+)
+
+// popN asks for up to n URLs in one exchange.
+func popN(t *testing.T, f *frontier.Frontier, n int) frontier.Exchanged {
+	t.Helper()
+	x, err := f.Exchange(context.Background(), nil, nil, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+// hostURLs are n URLs of host.
+func hostURLs(host string, n int) []frontier.Item {
+	var items []frontier.Item
+	for i := range n {
+		items = append(items, frontier.Item{URL: fmt.Sprintf("http://%s/%d", host, i)})
+	}
+	return items
+}
+
+// A pop hands a host's URLs out only with its bucket's tokens, taken in the
+// same call: over a run of pops at chosen moments (miniredis's clock), the
+// URLs each pop gets are exactly the events golang.org/x/time/rate allows
+// at those moments, burst and refill alike.
+func TestPopsTakeTheHostsTokensAsTheOracleAllows(t *testing.T) {
+	s := redistest.Mini(t)
+	e := setup(t, s)
+	e.f.HostRate, e.f.HostBurst = 2, 3
+	e.enqueue(t, hostURLs("a", 60))
+	oracle := rate.NewLimiter(2, 3)
+	at := e.clock
+	for i, step := range []time.Duration{0, 0, 100, 400, 499, 1, 250, 2000, 0, 300, 700, 10} {
+		e.advance(step * time.Millisecond)
+		at = at.Add(step * time.Millisecond)
+		want := 0
+		for oracle.AllowN(at, 1) {
+			want++
+		}
+		if got := len(popN(t, e.f, 10).Popped); got != want {
+			t.Fatalf("pop %d (+%dms): %d URLs; the oracle allows %d", i, step, got, want)
+		}
+	}
+}
+
+// The same on a real server, whose clock runs: at one token an hour and a
+// burst of 2, two URLs go, then none, and the host is due in about an
+// hour; other hosts are not held up.
+func TestAPopTakesTheHostsToken(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		e := setup(t, s)
+		e.f.HostRate, e.f.HostBurst = 1.0/3600, 2
+		e.enqueue(t, hostURLs("a", 5))
+		if got := len(popN(t, e.f, 5).Popped); got != 2 {
+			t.Fatalf("first pop: %d URLs of a; its burst is 2", got)
+		}
+		x := popN(t, e.f, 5)
+		if len(x.Popped) != 0 || x.Info.NextDue < 59*time.Minute {
+			t.Fatalf("second pop: %d URLs, next due in %v; want none for about an hour", len(x.Popped), x.Info.NextDue)
+		}
+		e.enqueue(t, hostURLs("b", 1))
+		if l := pop(t, e.f); l == nil || l.Host != "b" {
+			t.Fatalf("pop %+v; want b's URL, a waiting for its token", l)
+		}
+	})
+}
+
+// A host paused for every worker (a 429: Limiter.Pause on its bucket) is
+// not offered before the pause ends, whatever the rate, none included.
+func TestAPausedHostIsNotOffered(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		e := setup(t, s) // no rate: the pause holds even so
+		e.enqueue(t, append(hostURLs("a", 2), hostURLs("b", 1)...))
+		lim := politeness.NewLimiter(s.Client, politeness.Inf, 1)
+		if _, err := lim.Pause(ctx, e.f.RateKey("a"), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		x := popN(t, e.f, 3)
+		if len(x.Popped) != 1 || x.Popped[0].Host != "b" {
+			t.Fatalf("popped %v; want only b's URL, a paused", hosts(x.Popped))
+		}
+		top, _, err := e.f.HostQueues(ctx, 1)
+		if err != nil || len(top) != 1 || top[0].Host != "a" || top[0].DueIn < 59*time.Minute {
+			t.Fatalf("host queues %+v (%v); want a due when its pause of an hour ends", top, err)
+		}
+	})
+}
+
+func hosts(ls []*frontier.Lease) []string {
+	var out []string
+	for _, l := range ls {
+		out = append(out, l.Host)
+	}
+	return out
+}
+
+// A host's own Crawl-delay, kept in its bucket, holds for every pop: one
+// URL, carrying the delay it was popped under, then none for the delay. A
+// URL popped before the delay was known: the host's first request goes
+// now; the next goes back to the front of its queue, due when the bucket
+// has a token at the delay.
+func TestAHostsOwnDelayHoldsForEveryPop(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		e := setup(t, s)
+		e.f.HostRate, e.f.HostBurst = 10, 2
+		e.enqueue(t, hostURLs("a", 4))
+		early := popN(t, e.f, 2).Popped // under the crawl's rate: its burst of 2
+		if len(early) != 2 || early[0].HostDelay != 0 {
+			t.Fatalf("popped %d (%+v); want a's burst of 2 under the crawl's rate", len(early), early)
+		}
+		now, err := e.f.SetHostDelay(ctx, "a", time.Hour, early[0])
+		if err != nil || !now {
+			t.Fatalf("the host's first URL: go now = %v (%v); its grant was the only one", now, err)
+		}
+		now, err = e.f.SetHostDelay(ctx, "a", time.Hour, early[1])
+		if err != nil || now {
+			t.Fatalf("the host's second URL: go now = %v (%v); want it back in its queue", now, err)
+		}
+		if x := popN(t, e.f, 4); len(x.Popped) != 0 || x.Info.NextDue < 59*time.Minute {
+			t.Fatalf("popped %d, next due in %v; want nothing of a for the hour", len(x.Popped), x.Info.NextDue)
+		}
+		if _, err := e.f.SetHostDelay(ctx, "a", 0, nil); err != nil { // robots.txt dropped its delay
+			t.Fatal(err)
+		}
+		e.enqueue(t, hostURLs("b", 1))
+		if got := hosts(popN(t, e.f, 4).Popped); len(got) != 1 || got[0] != "b" {
+			t.Fatalf("popped %v; want b only: a's bucket is still empty", got)
+		}
+	})
+}
+
+// With a delay of its own, a host gets one URL a pop, which says so.
+func TestAPopSaysTheDelayItKeptTo(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		e := setup(t, s) // no crawl rate at all
+		if _, err := e.f.SetHostDelay(context.Background(), "a", time.Hour, nil); err != nil {
+			t.Fatal(err)
+		}
+		e.enqueue(t, hostURLs("a", 3))
+		x := popN(t, e.f, 3)
+		if len(x.Popped) != 1 || x.Popped[0].HostDelay != time.Hour {
+			t.Fatalf("popped %d URLs (%+v); want one, under a's delay of an hour", len(x.Popped), x.Popped)
+		}
+		if x := popN(t, e.f, 3); len(x.Popped) != 0 {
+			t.Fatalf("popped %d more; a waits its hour", len(x.Popped))
+		}
+	})
+}
+
+// Within the window (PopAhead), a host's next token is reserved: its URL
+// is popped now and says when to fetch it, one interval later.
+func TestAPopReservesTokensDueWithinItsWindow(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		e := setup(t, s)
+		e.f.HostRate, e.f.HostBurst, e.f.PopAhead = 4, 1, 300*time.Millisecond
+		e.enqueue(t, hostURLs("a", 3))
+		x := popN(t, e.f, 3)
+		if len(x.Popped) != 2 {
+			t.Fatalf("popped %d; want 2: the token now, and the one due in 250 ms", len(x.Popped))
+		}
+		first, second := x.Popped[0], x.Popped[1]
+		if gap := second.NotBefore.Sub(first.NotBefore); gap < 250*time.Millisecond || gap > 260*time.Millisecond {
+			t.Fatalf("the second URL may go %v after the first; want the interval, 250 ms", gap)
+		}
+	})
+}
+
+// A URL that made no request (found disallowed, say) gives its token back:
+// its host is due again at once, not an interval later.
+func TestATokenUnusedGoesBack(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		e := setup(t, s)
+		e.f.HostRate = 1.0 / 3600
+		e.enqueue(t, hostURLs("a", 2))
+		l := pop(t, e.f)
+		if l == nil || pop(t, e.f) != nil {
+			t.Fatal("want one URL of a, then none for an hour")
+		}
+		finish(t, e.f, l, frontier.Outcome{Stat: "skipped", Refund: true})
+		if next := pop(t, e.f); next == nil || next.Host != "a" {
+			t.Fatalf("after the refund, pop = %+v; want a's next URL", next)
+		}
+	})
+}
