@@ -71,14 +71,17 @@
 // leases (links deduplicated and queued, results recorded, leases ended),
 // gives some back to the front of their queues, and pops up to W new ones.
 // A lease ends only in the same call that queues its page's links, so a
-// crash between the two cannot lose them. A pop takes the first URL of a
-// host that is due (ready score <= now), moves it into leases under a new
-// lease, and makes the host due again only after HostSpacing (1/rate): the
-// item is never only in a worker's memory, and a host whose bucket is
-// empty is simply not offered, instead of its URLs being popped and pushed
-// back again and again. Requeue puts a URL back at the front of its host's
-// queue when the host's token bucket says "not yet" (or its robots.txt is
-// unavailable), and pushes the host's due time to then. With a page
+// crash between the two cannot lose them. A pop takes the first URLs of a
+// host that is due (ready score <= now), each with a token of the host's
+// bucket (HostRate, HostBurst; politeness's tokens.lua, in the same
+// script), moves them into leases under new leases, and makes the host due
+// again when its bucket next has a token: the item is never only in a
+// worker's memory, and a host whose bucket is empty is simply not offered,
+// instead of its URLs being popped and pushed back again and again. A
+// host's pause and its own Crawl-delay (SetHostDelay) live in the same
+// bucket. Requeue puts a URL back at the front of its host's queue (its
+// robots.txt is unavailable, say), and pushes the host's due time to then.
+// With a page
 // budget, a pop hands out no more URLs than pages fetched plus leases
 // leave room for: the budget holds exactly for the whole crawl.
 //

@@ -353,9 +353,14 @@ if W > 0 then
     redis.call('ZADD', leases, unpack(exp))
   end
   if M < W then
-    local nxt = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')
+    -- (A host whose queue ran dry stays in ready until its due time; with
+    -- nothing queued at all, nothing is coming due.)
+    queued = queued or fr_queued(Q)
     wait = -1
-    if #nxt == 2 then wait = math.max(0, tonumber(nxt[2]) - horizon) end
+    if queued > 0 then
+      local nxt = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')
+      if #nxt == 2 then wait = math.max(0, tonumber(nxt[2]) - horizon) end
+    end
   end
   if M == 0 then done = redis.call('EXISTS', doneKey) end
 end

@@ -25,9 +25,20 @@
 // same clock (the oracle test checks this on random sequences). A refused
 // reservation changes nothing.
 //
+// # One arithmetic, two scripts
+//
+// tokens.lua holds the arithmetic as Lua functions (TokensLua), which
+// bucket.lua starts with, and so does the crawler's pop (frontier's
+// exchange.lua): there a host's token is taken in the same atomic call
+// that hands out its URL, and a host whose bucket is empty is not offered
+// until it has a token, so a fetch never asks for one (docs/design.md, "A
+// token per pop"). The Limiter is the primitive on its own, for any key.
+//
 // # Keys
 //
 //	<key>   hash {tokens, last}; PEXPIRE = time until the bucket is full again
+//	        (the crawler adds paused_until, pauses: pause.lua; delay, first:
+//	        a host's own Crawl-delay, frontier/hostdelay.lua)
 //
 // A bucket that would be full is the same as a missing one, so every key
 // expires once its host goes idle: the number of keys is bounded by the hosts
@@ -56,7 +67,7 @@
 // doubling to MaxBackoff (5 min). The error carries how long the file has
 // been unavailable, so the crawler can give the host's URLs up after a
 // while — as failed, never as "disallowed". Crawl-delay is reported so the
-// crawler can lower that host's rate.
+// crawler can keep that host's own interval in its bucket.
 //
 //	<prefix>{host}        hash {status, body}, PEXPIRE TTL; while unavailable
 //	                      {status, failures, first_fail, retry_at} (ms, server
