@@ -67,6 +67,10 @@ func unavailable(status int) bool {
 	return status == 0 || status == http.StatusTooManyRequests || status >= 500
 }
 
+//go:embed robots_store.lua
+var robotsStoreSrc string
+var robotsStoreScript = redis.NewScript(robotsStoreSrc)
+
 //go:embed robots_fail.lua
 var robotsFailSrc string
 var robotsFailScript = redis.NewScript(robotsFailSrc)
@@ -209,21 +213,26 @@ func (r *Robots) shared(ctx context.Context, u *url.URL) (robotsEntry, error) {
 			r.Lookups.Shared.Add(1)
 			return r.remember(origin, e), nil
 		}
-		token, got, err := r.lock(ctx, key)
+		// The lock, and a look again under it in the same round trip: the
+		// previous holder may have stored the answer between our read and
+		// our lock.
+		token, got, e, found, err := r.lockAndLoad(ctx, key, host)
 		if err != nil {
 			return robotsEntry{}, err
 		}
 		if got {
-			// Look again under the lock: the previous holder may have stored
-			// the answer between our read and our lock.
-			e, found, err := r.load(ctx, key, host)
-			if err == nil && !found {
-				e, err = r.fetchAndStore(ctx, origin+"/robots.txt", key, host)
-				r.Lookups.Fetched.Add(1)
-			} else if found {
+			if found {
 				r.Lookups.Shared.Add(1)
+				r.unlock(ctx, key, token)
+				return r.remember(origin, e), nil
 			}
-			r.unlock(ctx, key, token)
+			// The store releases the lock in the same call; a fetch cut
+			// short (the context ended) releases it here.
+			e, stored, err := r.fetchAndStore(ctx, origin+"/robots.txt", key, host, token)
+			r.Lookups.Fetched.Add(1)
+			if !stored {
+				r.unlock(ctx, key, token)
+			}
 			if err != nil {
 				return robotsEntry{}, err
 			}
@@ -260,30 +269,59 @@ func (r *Robots) remember(origin string, e robotsEntry) robotsEntry {
 // an unavailable robots.txt is due to be tried again.
 func (r *Robots) load(ctx context.Context, key, host string) (robotsEntry, bool, error) {
 	pipe := r.c.Pipeline()
-	h := pipe.HMGet(ctx, key, "status", "body", "failures", "first_fail", "retry_at")
-	pt := pipe.PTTL(ctx, key)
-	tm := pipe.Time(ctx)
+	read := r.read(ctx, pipe, key, host)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return robotsEntry{}, false, fmt.Errorf("politeness: robots %s: %w", key, err)
 	}
+	e, found := read()
+	return e, found, nil
+}
+
+// lockAndLoad tries for the fetching worker's lock and reads the entry
+// after it, in one round trip (a pipeline runs in order).
+func (r *Robots) lockAndLoad(ctx context.Context, key, host string) (token string, got bool, e robotsEntry, found bool, err error) {
+	var b [16]byte
+	rand.Read(b[:])
+	token = hex.EncodeToString(b[:])
+	pipe := r.c.Pipeline()
+	lock := pipe.SetNX(ctx, key+":lock", token, r.LockTTL)
+	read := r.read(ctx, pipe, key, host)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return "", false, robotsEntry{}, false, fmt.Errorf("politeness: robots lock %s: %w", key, err)
+	}
+	e, found = read()
+	return token, lock.Val(), e, found, nil
+}
+
+// read queues the reads of the entry at key on pipe; the function it
+// returns decodes them once the pipeline ran (found: as load says).
+func (r *Robots) read(ctx context.Context, pipe redis.Pipeliner, key, host string) func() (robotsEntry, bool) {
+	h := pipe.HMGet(ctx, key, "status", "body", "failures", "first_fail", "retry_at")
+	pt := pipe.PTTL(ctx, key)
+	tm := pipe.Time(ctx)
+	return func() (robotsEntry, bool) { return r.decode(h, pt, tm, host) }
+}
+
+// decode reads an entry from its HMGET, PTTL and TIME.
+func (r *Robots) decode(h *redis.SliceCmd, pt *redis.DurationCmd, tm *redis.TimeCmd, host string) (robotsEntry, bool) {
 	v := h.Val()
 	if len(v) != 5 || v[0] == nil {
-		return robotsEntry{}, false, nil
+		return robotsEntry{}, false
 	}
 	num := func(x any) int64 { n, _ := strconv.ParseInt(fmt.Sprint(x), 10, 64); return n }
 	status := int(num(v[0]))
 	if !unavailable(status) {
 		body, _ := v[1].(string)
-		return robotsEntry{data: r.parse(status, []byte(body)), ttl: max(pt.Val(), time.Second)}, true, nil
+		return robotsEntry{data: r.parse(status, []byte(body)), ttl: max(pt.Val(), time.Second)}, true
 	}
 	now := tm.Val().UnixMilli()
 	retryAt := num(v[4])
 	if now >= retryAt {
-		return robotsEntry{}, false, nil // due: this caller tries again
+		return robotsEntry{}, false // due: this caller tries again
 	}
 	return robotsEntry{ttl: time.Duration(retryAt-now) * time.Millisecond, unavail: &UnavailableError{Host: host,
 		Status: status, Failures: int(num(v[2])), Since: time.Duration(now-num(v[3])) * time.Millisecond,
-		Retry: time.Duration(retryAt-now) * time.Millisecond}}, true, nil
+		Retry: time.Duration(retryAt-now) * time.Millisecond}}, true
 }
 
 // parse turns an answer into rules (RobotsFromStatus).
@@ -295,23 +333,26 @@ const maxRobotsBody = 500 << 10 // RFC 9309 asks parsers to read at least 500 Ki
 // give-up can be measured from the first failure.
 const keepFailures = time.Hour
 
-func (r *Robots) fetchAndStore(ctx context.Context, robotsURL, key, host string) (robotsEntry, error) {
+// fetchAndStore fetches robots.txt under the lock (token) and stores the
+// answer, releasing the lock in the same call; stored says it was.
+func (r *Robots) fetchAndStore(ctx context.Context, robotsURL, key, host, token string) (e robotsEntry, stored bool, err error) {
 	status, body, err := r.fetchFollowing(ctx, robotsURL)
 	if err != nil {
 		if ctx.Err() != nil {
-			return robotsEntry{}, ctx.Err()
+			return robotsEntry{}, false, ctx.Err()
 		}
 		status, body = 0, nil
 	}
+	keys := []string{key, key + ":lock"}
 	if unavailable(status) {
-		res, err := robotsFailScript.Run(ctx, r.c, []string{key}, status, r.Backoff.Milliseconds(),
-			r.MaxBackoff.Milliseconds(), keepFailures.Milliseconds()).Int64Slice()
+		res, err := robotsFailScript.Run(ctx, r.c, keys, status, r.Backoff.Milliseconds(),
+			r.MaxBackoff.Milliseconds(), keepFailures.Milliseconds(), token).Int64Slice()
 		if err != nil || len(res) != 3 {
-			return robotsEntry{}, fmt.Errorf("politeness: robots %s: %v %w", key, res, err)
+			return robotsEntry{}, false, fmt.Errorf("politeness: robots %s: %v %w", key, res, err)
 		}
 		retry := time.Duration(res[2]) * time.Millisecond
 		return robotsEntry{ttl: retry, unavail: &UnavailableError{Host: host, Status: status, Failures: int(res[0]),
-			Since: time.Duration(res[1]) * time.Millisecond, Retry: retry}}, nil
+			Since: time.Duration(res[1]) * time.Millisecond, Retry: retry}}, true, nil
 	}
 	if len(body) > maxRobotsBody {
 		// Read up to the limit, and drop the line it cut: a rule cut short
@@ -319,18 +360,14 @@ func (r *Robots) fetchAndStore(ctx context.Context, robotsURL, key, host string)
 		body = body[:maxRobotsBody]
 		body = body[:bytes.LastIndexAny(body, "\r\n")+1]
 	}
-	pipe := r.c.TxPipeline()
-	pipe.Del(ctx, key) // a success ends any failure history
-	pipe.HSet(ctx, key, "status", status, "body", body)
-	pipe.PExpire(ctx, key, r.TTL)
-	if _, err := pipe.Exec(ctx); err != nil {
-		return robotsEntry{}, fmt.Errorf("politeness: robots %s: %w", key, err)
+	if err := robotsStoreScript.Run(ctx, r.c, keys, status, body, r.TTL.Milliseconds(), token).Err(); err != nil {
+		return robotsEntry{}, false, fmt.Errorf("politeness: robots %s: %w", key, err)
 	}
 	data := r.parse(status, body)
 	if r.OnFetched != nil {
 		r.OnFetched(ctx, robotsURL, data)
 	}
-	return robotsEntry{data: data, ttl: r.TTL}, nil
+	return robotsEntry{data: data, ttl: r.TTL}, true, nil
 }
 
 // fetchFollowing follows up to five redirects (RFC 9309 §2.3.1.2).
@@ -346,17 +383,6 @@ func (r *Robots) fetchFollowing(ctx context.Context, u string) (int, []byte, err
 }
 
 var unlockScript = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
-
-func (r *Robots) lock(ctx context.Context, key string) (string, bool, error) {
-	var b [16]byte
-	rand.Read(b[:])
-	token := hex.EncodeToString(b[:])
-	ok, err := r.c.SetNX(ctx, key+":lock", token, r.LockTTL).Result()
-	if err != nil {
-		return "", false, fmt.Errorf("politeness: robots lock %s: %w", key, err)
-	}
-	return token, ok, nil
-}
 
 func (r *Robots) unlock(ctx context.Context, key, token string) {
 	unlockScript.Run(context.WithoutCancel(ctx), r.c, []string{key + ":lock"}, token)
