@@ -56,6 +56,10 @@ type Options struct {
 	// Proxy is the HTTP proxy for every request; nil honours HTTP_PROXY,
 	// HTTPS_PROXY and NO_PROXY. The SSRF guard judges the final target.
 	Proxy *url.URL
+	// DNS is the DNS server ("host:port") this worker asks instead of the
+	// system's; "" for the system's. Answers are cached either way
+	// (fetch.Config.DNS).
+	DNS string
 	// Cookies keeps the cookies hosts set, per host, for this worker's life.
 	Cookies bool
 }
@@ -157,7 +161,7 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 	fcfg.UserAgent, fcfg.AllowPrivate = s.UserAgent, s.AllowPrivate
 	fcfg.Capture = o.WARC != nil
 	fcfg.Keep = s.Keeps
-	fcfg.Cookies = o.Cookies
+	fcfg.Cookies, fcfg.DNS = o.Cookies, o.DNS
 	if fcfg.Headers, err = s.HTTPHeaders(); err != nil {
 		return nil, err
 	}

@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ncruces/go-dns"
 	"golang.org/x/net/publicsuffix"
 )
 
@@ -53,7 +54,26 @@ type Config struct {
 	// (Result.Raw), for a WARC archive. It limits the client to HTTP/1.1,
 	// whose exchanges have bytes of their own on a connection.
 	Capture bool
+	// DNS, when set, is the DNS server ("host:port") asked instead of the
+	// system's (the test site's, or a crawl's own resolver). Either way
+	// the answers are cached for as long as their TTLs say (an hour at
+	// most), for DNSCacheNames names at most: a host is not resolved
+	// again for every connection a crawl opens to it.
+	DNS string
 }
+
+// DNSCacheNames bounds a Fetcher's DNS cache; the entries nearest their
+// end make room.
+const DNSCacheNames = 10000
+
+// Idle connections are kept for reuse, but bounded: IdleConns in all (a
+// crawl of ten thousand hosts does not keep ten thousand sockets and their
+// buffers), IdleConnsPerHost to each host, none longer than IdleFor.
+const (
+	IdleConns        = 1024
+	IdleConnsPerHost = 2
+	IdleFor          = 30 * time.Second
+)
 
 // DefaultConfig: 5 s connect, 10 s to headers, 30 s in all, 5 MiB of body.
 func DefaultConfig() Config {
@@ -121,7 +141,7 @@ type Fetcher struct {
 
 // New builds a Fetcher with one shared transport.
 func New(cfg Config) *Fetcher {
-	d := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}
+	d := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second, Resolver: resolver(cfg.DNS)}
 	if !cfg.AllowPrivate && cfg.Proxy == nil {
 		d.Control = guard
 	}
@@ -130,8 +150,9 @@ func New(cfg Config) *Fetcher {
 		DialContext:           d.DialContext,
 		TLSHandshakeTimeout:   cfg.ConnectTimeout,
 		ResponseHeaderTimeout: cfg.HeaderTimeout,
-		MaxIdleConnsPerHost:   4,
-		IdleConnTimeout:       90 * time.Second,
+		MaxIdleConns:          IdleConns,
+		MaxIdleConnsPerHost:   IdleConnsPerHost,
+		IdleConnTimeout:       IdleFor,
 		ForceAttemptHTTP2:     !cfg.Capture,
 	}
 	if cfg.Capture {
@@ -150,6 +171,19 @@ func New(cfg Config) *Fetcher {
 		client.Jar, _ = cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List}) // never fails
 	}
 	return &Fetcher{cfg: cfg, now: time.Now, client: client, checkTarget: !cfg.AllowPrivate && cfg.Proxy != nil}
+}
+
+// resolver is a caching resolver (ncruces/go-dns: the answers' TTLs, a
+// bound on names) over the system's DNS servers, or over server.
+func resolver(server string) *net.Resolver {
+	parent := &net.Resolver{PreferGo: true}
+	if server != "" {
+		parent.Dial = func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, server)
+		}
+	}
+	return dns.NewCachingResolver(parent, dns.MaxCacheEntries(DNSCacheNames), dns.MaxCacheTTL(time.Hour))
 }
 
 // CheckHeader refuses headers a crawl may not set: the User-Agent has a

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,8 @@ import (
 	"testing"
 	"testing/iotest"
 	"time"
+
+	"github.com/redcrawl/crawler/internal/testsite"
 )
 
 func testConfig() Config {
@@ -226,5 +229,46 @@ func TestFetchBodyUpToReadsALargeSitemapWhole(t *testing.T) {
 		if r, err := f.FetchBody(context.Background(), srv.URL+p); err != nil || !r.Truncated {
 			t.Fatalf("%s: FetchBody: %v; want the body cut at MaxBody", p, err)
 		}
+	}
+}
+
+// Host names are resolved once for as long as their TTL says, not for
+// every connection: ten names fetched five times each, every response
+// closing its connection, ask the DNS server once a name (an A and an
+// AAAA question), where an uncached resolver asked fifty times. A name
+// the server does not know fails the fetch, as the web's would.
+func TestNamesAreResolvedOncePerTTL(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, "<html><body>hi</body></html>")
+	}))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	var names []string
+	for i := range 10 {
+		names = append(names, fmt.Sprintf("h%d.site.test", i))
+	}
+	d, err := testsite.StartDNS("127.0.0.1:0", names, net.IPv4(127, 0, 0, 1), 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	cfg := DefaultConfig()
+	cfg.AllowPrivate, cfg.DNS = true, d.Addr()
+	f := New(cfg)
+	for range 5 {
+		for _, n := range names {
+			r, err := f.Fetch(context.Background(), "http://"+net.JoinHostPort(n, port)+"/")
+			if err != nil || r.Status != 200 {
+				t.Fatalf("fetch %s: %+v, %v", n, r, err)
+			}
+		}
+	}
+	if q := d.Queries.Load(); q != 2*int64(len(names)) {
+		t.Fatalf("%d DNS questions for %d names fetched 5 times over new connections; want one A and one AAAA a name", q, len(names))
+	}
+	if _, err := f.Fetch(context.Background(), "http://"+net.JoinHostPort("nowhere.site.test", port)+"/"); err == nil {
+		t.Fatal("a name the DNS server does not know was fetched")
 	}
 }

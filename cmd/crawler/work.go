@@ -37,6 +37,7 @@ func workFlags() []cli.Flag {
 		&cli.StringFlag{Name: "warc-prefix", Value: "redcrawl", Usage: "WARC file names are PREFIX-TIMESTAMP-SERIAL-WORKERID.warc.gz"},
 		&cli.StringFlag{Name: "proxy", Usage: "send every request through this HTTP proxy (default: HTTP_PROXY, HTTPS_PROXY, NO_PROXY); " +
 			"private targets stay refused without --allow-private"},
+		&cli.StringFlag{Name: "dns", Usage: "ask this DNS server (HOST:PORT) instead of the system's; answers are cached as long as their TTLs say, either way"},
 		&cli.BoolFlag{Name: "cookies", Usage: "keep the cookies hosts set, per host, for this worker's life"},
 		&cli.IntFlag{Name: "max-attempts", Value: 3, Usage: "tries per URL on transient failures (timeouts, 429, 5xx) before it fails"},
 		&cli.StringFlag{Name: "metrics-addr", Usage: "serve Prometheus /metrics and /healthz on HOST:PORT (e.g. :9090)"},
@@ -73,6 +74,11 @@ func checkWorkFlags(c *cli.Context) error {
 	if p := c.String("proxy"); p != "" {
 		if u, err := url.Parse(p); err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "socks5") || u.Host == "" {
 			return fmt.Errorf("--proxy %q: want http://host:port (or https://, socks5://)", p)
+		}
+	}
+	if d := c.String("dns"); d != "" {
+		if _, port, err := net.SplitHostPort(d); err != nil || port == "" {
+			return fmt.Errorf("--dns %q: want HOST:PORT, e.g. 127.0.0.1:53", d)
 		}
 	}
 	if n := c.Int("max-attempts"); n < 1 || n > 100 {
@@ -130,7 +136,7 @@ func runWork(c *cli.Context, rdb redis.UniversalClient, exitWhenDone bool) error
 	prog := &progress{out: c.App.ErrWriter, tty: isTerminal(c.App.ErrWriter)}
 	logger, _ := newLogger(prog, c.String("log-format"), c.String("log-level")) // checked in Before
 	o := crawl.Options{ID: workerID(c), Concurrency: c.Int("concurrency"), ExitWhenDone: exitWhenDone, Log: logger,
-		Cookies: c.Bool("cookies"), MaxAttempts: c.Int("max-attempts")}
+		Cookies: c.Bool("cookies"), MaxAttempts: c.Int("max-attempts"), DNS: c.String("dns")}
 	if p := c.String("proxy"); p != "" {
 		o.Proxy, _ = url.Parse(p) // checked by checkWorkFlags
 	}
