@@ -53,7 +53,9 @@ func crawlSharded(b *testing.B, shards int, site testsite.Config, rate float64, 
 	defer ts.Close()
 	ctx := context.Background()
 	set := crawl.DefaultSettings()
-	set.Rate, set.Burst, set.AllowPrivate, set.ExpectedURLs, set.Shards = rate, burst, true, 100_000, shards
+	// A Bloom filter sized well past the site: at its nominal load, one
+	// link in a thousand would be taken for seen, and the truth missed.
+	set.Rate, set.Burst, set.AllowPrivate, set.ExpectedURLs, set.Shards = rate, burst, true, max(100_000, 20*int64(len(ts.Truth()))), shards
 	var seeds []*url.URL
 	for _, r := range ts.Roots() {
 		u, _ := url.Parse(r)
@@ -77,6 +79,9 @@ func crawlSharded(b *testing.B, shards int, site testsite.Config, rate float64, 
 		c := s.NewClient(b)
 		counter := redistest.RoundTrips(c)
 		o := crawl.Options{ID: fmt.Sprint("w", i), Concurrency: 8, ExitWhenDone: true}
+		if d := ts.DNS(); d != nil {
+			o.DNS = d.Addr()
+		}
 		for _, f := range tune {
 			f(&o)
 		}
@@ -117,7 +122,8 @@ func crawlSharded(b *testing.B, shards int, site testsite.Config, rate float64, 
 	missing := ts.Missing()
 	res.got = res.truth - len(missing)
 	if len(missing) > 0 {
-		b.Errorf("%d URLs of the truth not fetched, e.g. %v", len(missing), missing[:min(len(missing), 5)])
+		failed, _ := s.Client.LRange(ctx, frontier.KeysFor("bench").Failed, 0, 4).Result()
+		b.Errorf("%d URLs of the truth not fetched, e.g. %v; counters %v; failed, e.g. %v", len(missing), missing[:min(len(missing), 5)], counts, failed)
 	}
 	for _, h := range st.Hosts {
 		res.maxHostRate = max(res.maxHostRate, h.MaxPerSecond)
@@ -240,20 +246,58 @@ func BenchmarkWARC(b *testing.B) {
 // 50 ms a response, each host at 0.5 requests/s (burst 1), two workers of
 // 64 fetch loops. The ideal is Σ host rates; %of-ideal is pages/s
 // against it, and max-host-req/s must stay within rate + burst.
+//
+// 960 hosts are loopback addresses, one listener each (issue 20's figure);
+// 1 000 and 10 000 are host names on one listener, resolved through the
+// site's own DNS server (as on the web: a resolver and its cache), every
+// host with its own robots.txt, one in twenty ten times slower. The ideal
+// at 10 000 hosts (5 000 pages/s) is past this 2-core machine's ceiling,
+// which the unthrottled crawl measures; %of-ideal is against Σ host rates
+// all the same. peak-rss-MB is the whole benchmark process's (the site,
+// Redis's client pools, both workers).
 func BenchmarkPoliteHosts(b *testing.B) {
-	const rate, burst = 0.5, 1
-	for _, hosts := range []int{960} {
-		b.Run(fmt.Sprintf("hosts=%d", hosts), func(b *testing.B) {
+	const burst = 1
+	for _, c := range []struct {
+		hosts int
+		rate  float64
+	}{{960, 0.5}, {1000, 0.5}, {10000, 0.5}, {10000, math.Inf(1)}} {
+		hosts, rate := c.hosts, c.rate
+		name := fmt.Sprintf("hosts=%d", hosts)
+		if math.IsInf(rate, 1) {
+			name += "/unthrottled" // the machine's ceiling at this shape
+		}
+		b.Run(name, func(b *testing.B) {
 			site := testsite.Config{Hosts: hosts, Pages: 10, Latency: 50 * time.Millisecond}
+			if hosts != 960 {
+				site = testsite.Config{Names: testsite.Numbered(hosts, "site.test"), Listen: "127.0.0.1:0", DNS: "127.0.0.1:0",
+					Pages: 10, Latency: 50 * time.Millisecond, Robots: true, SlowEvery: 20}
+			}
 			for i := 0; i < b.N; i++ {
 				r := crawlOnce(b, site, rate, burst, 2, func(o *crawl.Options) { o.Concurrency = 64 })
 				r.report(b)
-				ideal := float64(hosts) * rate
-				b.ReportMetric(float64(r.pages)/r.elapsed.Seconds()/ideal*100, "%of-ideal")
-				if lim := int(math.Floor(rate + burst)); r.maxHostRate > lim {
+				if ideal := float64(hosts) * rate; !math.IsInf(rate, 1) {
+					b.ReportMetric(float64(r.pages)/r.elapsed.Seconds()/ideal*100, "%of-ideal")
+				}
+				b.ReportMetric(float64(peakRSS())/(1<<20), "peak-rss-MB")
+				if lim := int(math.Floor(rate + burst)); !math.IsInf(rate, 1) && r.maxHostRate > lim {
 					b.Errorf("a host got %d requests in one second; rate + burst allows %d", r.maxHostRate, lim)
 				}
 			}
 		})
 	}
+}
+
+// peakRSS is this process's peak resident set (VmHWM), in bytes.
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }

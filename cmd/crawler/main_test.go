@@ -261,6 +261,9 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 		{[]string{"testsite", "--pages", "-1"}, "--pages -1"},
 		{[]string{"testsite", "--latency", "-1s"}, "--latency -1s"},
 		{[]string{"testsite", "--names", "a.test", "--hosts", "2"}, "--names with --hosts or --listen-base"},
+		{[]string{"testsite", "--named-hosts", "10", "--hosts", "2"}, "--named-hosts with --hosts or --listen-base"},
+		{[]string{"testsite", "--dns", "127.0.0.1:0"}, "--dns is for --names or --named-hosts"},
+		{[]string{"work", "--dns", "nope"}, `--dns "nope": want HOST:PORT`},
 		{[]string{"testsite", "--names", "a.test,a b"}, `host name "a b"`},
 		{[]string{"testsite", "--listen", ":0"}, "--listen is for --names"},
 	} {

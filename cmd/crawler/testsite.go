@@ -29,6 +29,12 @@ func testsiteCommand() *cli.Command {
 			&cli.IntFlag{Name: "port", Value: 8080, Usage: "port on every host (0: any free one); with --names, the port in the site's URLs"},
 			&cli.StringFlag{Name: "names", Usage: "serve these host names (comma-separated, e.g. a.site.test,b.site.test) on one listener instead"},
 			&cli.StringFlag{Name: "listen", Value: ":8080", Usage: "with --names, the address to listen on"},
+			&cli.IntFlag{Name: "named-hosts", Usage: "serve N named hosts, h1.site.test to hN.site.test, on one listener (as --names does): for thousands of hosts"},
+			&cli.StringFlag{Name: "dns", Usage: "with --names or --named-hosts, answer DNS for them on this address (e.g. 127.0.0.1:5353), each resolving to the listener's; " +
+				"crawl with 'crawler work --dns' at the same address"},
+			&cli.IntFlag{Name: "slow-every", Usage: "every Nth host answers ten times slower than --latency"},
+			&cli.IntFlag{Name: "fail-every", Usage: "every Nth host answers each page's first request with 503 and Retry-After: 1"},
+			&cli.BoolFlag{Name: "robots", Usage: "every host serves a robots.txt of its own (default: only the first; the others answer 404)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Int("pages") < 1 || c.Int("pages") > 1_000_000 {
@@ -43,28 +49,49 @@ func testsiteCommand() *cli.Command {
 			if p := c.Int("port"); p < 0 || p > 65535 {
 				return usage(fmt.Errorf("--port %d: want 0 to 65535", p))
 			}
-			if c.IsSet("names") && (c.IsSet("hosts") || c.IsSet("listen-base")) {
-				return usage(fmt.Errorf("--names with --hosts or --listen-base: named hosts share one listener (--listen); give one way"))
+			names := splitNames(c.String("names"))
+			if n := c.Int("named-hosts"); c.IsSet("named-hosts") {
+				if n < 1 || n > 1_000_000 || c.IsSet("names") {
+					return usage(fmt.Errorf("--named-hosts %d: want 1 to 1000000, and not with --names", n))
+				}
+				names = testsite.Numbered(n, "site.test")
 			}
-			if c.IsSet("listen") && !c.IsSet("names") {
+			named, namesFlag := len(names) > 0, "--names"
+			if c.IsSet("named-hosts") {
+				namesFlag = "--named-hosts"
+			}
+			if named && (c.IsSet("hosts") || c.IsSet("listen-base")) {
+				return usage(fmt.Errorf("%s with --hosts or --listen-base: named hosts share one listener (--listen); give one way", namesFlag))
+			}
+			if c.IsSet("listen") && !named {
 				return usage(fmt.Errorf("--listen is for --names; loopback hosts listen on --listen-base+i"))
 			}
-			if err := testsite.CheckNames(splitNames(c.String("names"))); err != nil {
+			if c.IsSet("dns") && !named {
+				return usage(fmt.Errorf("--dns is for --names or --named-hosts: loopback hosts are addresses, not names"))
+			}
+			if c.Int("slow-every") < 0 || c.Int("fail-every") < 0 {
+				return usage(fmt.Errorf("--slow-every and --fail-every: want 0 (none) or more"))
+			}
+			if err := testsite.CheckNames(names); err != nil {
 				return usage(err)
 			}
 			port := c.Int("port")
-			if c.IsSet("names") && !c.IsSet("port") {
+			if named && !c.IsSet("port") {
 				port = 0 // the listener's
 			}
 			site, err := testsite.Start(testsite.Config{Hosts: c.Int("hosts"), Pages: c.Int("pages"),
 				Latency: c.Duration("latency"), ListenBase: c.String("listen-base"), Port: port,
-				Names: splitNames(c.String("names")), Listen: c.String("listen")})
+				Names: names, Listen: c.String("listen"), DNS: c.String("dns"),
+				SlowEvery: c.Int("slow-every"), FailEvery: c.Int("fail-every"), Robots: c.Bool("robots")})
 			if err != nil {
 				return err
 			}
 			defer site.Close()
 			for _, r := range site.Roots() {
 				fmt.Fprintln(c.App.Writer, r)
+			}
+			if d := site.DNS(); d != nil {
+				fmt.Fprintf(c.App.ErrWriter, "crawler: DNS for the named hosts on %s (crawler work --dns %s)\n", d.Addr(), d.Addr())
 			}
 			fmt.Fprintf(c.App.ErrWriter, "crawler: test site up: %d hosts, %d URLs in /_truth; Ctrl-C stops it\n",
 				len(site.Hosts()), len(site.Truth()))

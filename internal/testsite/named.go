@@ -55,7 +55,31 @@ func (s *Site) startNamed() (*Site, error) {
 	})}
 	s.servers = append(s.servers, srv)
 	go srv.Serve(l)
+	if s.cfg.DNS != "" {
+		ip := l.Addr().(*net.TCPAddr).IP
+		if ip.IsUnspecified() {
+			ip = net.IPv4(127, 0, 0, 1)
+		}
+		if s.dns, err = StartDNS(s.cfg.DNS, s.cfg.Names, ip, 300); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// DNS is the site's DNS server for its named hosts (Config.DNS); nil
+// without one.
+func (s *Site) DNS() *DNS { return s.dns }
+
+// Numbered are n host names under domain, h1.domain to hn.domain, for a
+// site of many named hosts.
+func Numbered(n int, domain string) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("h%d.%s", i+1, domain)
+	}
+	return names
 }
 
 // CheckNames reports a host name that Config.Names cannot serve: not a

@@ -42,6 +42,19 @@ type Config struct {
 	// /_truth, /_fetchable and /_stats answer on any.
 	Names  []string
 	Listen string // with Names: the address to listen on, default ":8080"
+	// DNS, with Names, is where to answer DNS for them ("127.0.0.1:0"
+	// picks a port; Site.DNS): each resolves to the listener's address, so
+	// a crawler told to ask there (fetch.Config.DNS) crawls ten thousand
+	// host names on one loopback listener.
+	DNS string
+	// SlowEvery, when not 0, makes every SlowEvery-th host (1st, then
+	// 1+SlowEvery …) answer ten times slower; FailEvery makes every
+	// FailEvery-th host (from the 2nd) answer each page's first request
+	// with a 503 and a Retry-After of 1 s: a slow and a failing minority.
+	SlowEvery, FailEvery int
+	// Robots: every host serves a robots.txt of its own (disallowing
+	// /private/); otherwise only the first does and the others answer 404.
+	Robots bool
 }
 
 // Site is a running test site.
@@ -55,6 +68,7 @@ type Site struct {
 	flaky   map[string]bool        // flaky URLs that already failed once
 	private []string               // disallowed URLs that were requested anyway
 	total   map[string]int         // host -> all requests
+	dns     *DNS                   // with Config.DNS
 }
 
 // Start serves the site until Close.
@@ -129,6 +143,9 @@ func (s *Site) Close() {
 	for _, srv := range s.servers {
 		srv.Close()
 	}
+	if s.dns != nil {
+		s.dns.Close()
+	}
 }
 
 // Hosts are the site's host:port names.
@@ -172,13 +189,22 @@ func (s *Site) handler(hi int) http.Handler {
 		if failOnce {
 			s.flaky[full] = true
 		}
+		failFirst := s.cfg.FailEvery > 0 && hi%s.cfg.FailEvery == 1%s.cfg.FailEvery && p != "/robots.txt" && s.perURL[full] == 1
 		s.mu.Unlock()
-		if s.cfg.Latency > 0 {
-			time.Sleep(s.cfg.Latency)
+		if latency := s.cfg.Latency; latency > 0 {
+			if s.cfg.SlowEvery > 0 && hi%s.cfg.SlowEvery == 0 {
+				latency *= 10
+			}
+			time.Sleep(latency)
+		}
+		if failFirst {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
 		}
 		switch {
 		case p == "/robots.txt":
-			if hi == 0 {
+			if hi == 0 || s.cfg.Robots {
 				w.Header().Set("Content-Type", "text/plain")
 				fmt.Fprint(w, "User-agent: *\nDisallow: /private/\n")
 				return

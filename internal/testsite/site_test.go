@@ -1,7 +1,9 @@
 package testsite
 
 import (
+	"context"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -199,5 +201,53 @@ func TestHostsPastOneSlash24(t *testing.T) {
 	}
 	if _, err := hostAddresses([]byte{127, 255, 255, 250}, 10); err == nil {
 		t.Fatal("hosts past 127.255.255.254 were given")
+	}
+}
+
+// Named hosts with a DNS server: each name resolves to the listener, a
+// name not of the site does not; a failing host's page answers 503 (with
+// Retry-After) once, then itself; with Robots every host has a robots.txt.
+func TestNamedHostsResolveThroughTheSitesDNS(t *testing.T) {
+	names := Numbered(3, "site.test")
+	s, err := Start(Config{Names: names, Listen: "127.0.0.1:0", DNS: "127.0.0.1:0", Pages: 3, FailEvery: 2, Robots: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, s.DNS().Addr())
+	}}
+	ctx := context.Background()
+	for _, n := range names {
+		if ips, err := r.LookupHost(ctx, n); err != nil || len(ips) != 1 || ips[0] != "127.0.0.1" {
+			t.Fatalf("%s resolves to %v (%v); want the listener, 127.0.0.1", n, ips, err)
+		}
+	}
+	if ips, err := r.LookupHost(ctx, "h9.site.test"); err == nil {
+		t.Fatalf("a name not of the site resolved to %v", ips)
+	}
+	_, port, _ := net.SplitHostPort(s.Hosts()[0])
+	get := func(host, path string) *http.Response {
+		req, _ := http.NewRequest("GET", "http://127.0.0.1:"+port+path, nil)
+		req.Host = host + ":" + port
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	if got := get(names[1], "/"); got.StatusCode != 503 || got.Header.Get("Retry-After") != "1" {
+		t.Fatalf("the failing host's first answer: %d, Retry-After %q; want 503 and 1", got.StatusCode, got.Header.Get("Retry-After"))
+	}
+	if got := get(names[1], "/"); got.StatusCode != 200 {
+		t.Fatalf("the failing host's second answer: %d; want the page", got.StatusCode)
+	}
+	if got := get(names[0], "/"); got.StatusCode != 200 {
+		t.Fatalf("a host not of the failing minority answered %d", got.StatusCode)
+	}
+	if got := get(names[2], "/robots.txt"); got.StatusCode != 200 {
+		t.Fatalf("with Robots, the third host's robots.txt: %d", got.StatusCode)
 	}
 }
