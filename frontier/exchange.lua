@@ -313,7 +313,7 @@ if W > 0 then
           local n, gone = fr_pop(Q, host, k, got)
           taken = taken + n
           for _ = 1, n do afters[#afters + 1] = after end
-          if after > 0 then late = true end
+          if after > 0 and n > 0 then late = true end
           if n > 0 then
             local due = now
             if r then

@@ -196,3 +196,21 @@ func TestATokenUnusedGoesBack(t *testing.T) {
 		}
 	})
 }
+
+// A host due within the window whose queue ran dry: the pop finds nothing
+// to reserve a token for, and says so in a reply that reads (a reply with
+// an empty list of waits once failed every exchange of the batch).
+func TestAPopOfDryHostsInTheWindowReads(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		e := setup(t, s)
+		e.f.HostRate, e.f.HostBurst, e.f.PopAhead = 4, 1, 300*time.Millisecond
+		e.enqueue(t, append(hostURLs("a", 1), hostURLs("b", 1)...))
+		// Two wanted: the pop ends there, and a and b stay due in 250 ms.
+		if got := len(popN(t, e.f, 2).Popped); got != 2 {
+			t.Fatalf("popped %d; want a's and b's one URL each", got)
+		}
+		if x := popN(t, e.f, 4); len(x.Popped) != 0 {
+			t.Fatalf("popped %v from dry queues", hosts(x.Popped))
+		}
+	})
+}
