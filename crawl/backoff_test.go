@@ -144,3 +144,49 @@ func TestARunOfTimeoutsPausesTheHost(t *testing.T) {
 		t.Fatalf("%d URLs failed; want the 3 that hang", w.Counters.Failed.Load())
 	}
 }
+
+// Adaptive politeness (--delay-factor): a host whose answers take 200 ms,
+// at a factor of 5, gets a request a second at most — though the crawl's
+// rate allows a hundred — from both workers together.
+func TestASlowHostIsAskedLessOften(t *testing.T) {
+	s := redistest.Real(t)
+	var mu sync.Mutex
+	var arrivals []time.Time
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		mu.Lock()
+		arrivals = append(arrivals, time.Now())
+		mu.Unlock()
+		time.Sleep(200 * time.Millisecond)
+		w.Header().Set("Content-Type", "text/html")
+		for i := 0; i < 6; i++ {
+			fmt.Fprintf(w, `<a href="/p/%d">p</a>`, i)
+		}
+	}))
+	defer srv.Close()
+	set := crawl.DefaultSettings()
+	set.Rate, set.Burst, set.AllowPrivate, set.DelayFactor = 100, 1, true, 5
+	seed, _ := url.Parse(srv.URL + "/")
+	if _, err := crawl.Seed(context.Background(), s.Client, "adapt", set, []*url.URL{seed}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	runWorkers(t, ctx, s, "adapt", fastOptions("w1"), fastOptions("w2"))
+	mu.Lock()
+	defer mu.Unlock()
+	if len(arrivals) != 7 {
+		t.Fatalf("%d requests; want the 7 pages", len(arrivals))
+	}
+	// The first page's fetch sets the interval: every later request comes
+	// 5 x 200 ms after the one before (sent on the token's time, each may
+	// arrive a few ms late; the rate alone would allow 10 ms).
+	for i := 2; i < len(arrivals); i++ {
+		if gap := arrivals[i].Sub(arrivals[i-1]); gap < 950*time.Millisecond {
+			t.Errorf("request %d came %v after the one before; the slow host's interval is 5 x 200 ms", i, gap)
+		}
+	}
+}

@@ -23,5 +23,6 @@ func (s Settings) frontierOptions() frontier.Options {
 	if s.Rate > 0 && !math.IsInf(s.Rate, 1) {
 		o.HostRate, o.HostBurst, o.PopAhead = s.Rate, s.Burst, popAhead
 	}
+	o.DelayFactor, o.MaxDelay = s.DelayFactor, s.MaxDelay
 	return o
 }

@@ -211,7 +211,7 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 	if r.Status >= 400 {
 		stat = OutcomeHTTPError
 	}
-	pl.finish(l, rec, frontier.Outcome{Children: children, Stat: stat, Fetched: true})
+	pl.finish(l, rec, frontier.Outcome{Children: children, Stat: stat, Fetched: true, FetchTime: r.Duration})
 }
 
 // admit asks robots.txt and the host's token bucket, and waits for the

@@ -20,11 +20,17 @@ import (
 // Settings are what every worker of a crawl must agree on. seed writes them
 // to Redis once; workers read them and never take their own.
 type Settings struct {
-	Scope        parse.ScopeMode // host, domain or any
-	MaxDepth     int             // links followed from a seed; -1 for no limit
-	MaxPages     int64           // pages fetched in the whole crawl; 0 for no limit
-	Rate         float64         // requests per second per host; +Inf for no limit
-	Burst        int             // requests a host may get at once
+	Scope    parse.ScopeMode // host, domain or any
+	MaxDepth int             // links followed from a seed; -1 for no limit
+	MaxPages int64           // pages fetched in the whole crawl; 0 for no limit
+	Rate     float64         // requests per second per host; +Inf for no limit
+	Burst    int             // requests a host may get at once
+	// DelayFactor, when not 0, is adaptive politeness: a host's least time
+	// between requests becomes this many times its last response's time
+	// (Heritrix's delay factor), shared by every worker, never less than
+	// the rate's interval nor more than MaxDelay.
+	DelayFactor  float64
+	MaxDelay     time.Duration
 	UserAgent    string
 	ExpectedURLs int64   // Bloom filter capacity (it grows past this)
 	FPRate       float64 // Bloom filter false-positive rate
@@ -72,7 +78,7 @@ const MaxShards = frontier.MaxShards
 
 // DefaultSettings: polite (1 request/s per host), host scope, no depth limit.
 func DefaultSettings() Settings {
-	return Settings{Scope: parse.ScopeHost, MaxDepth: -1, Rate: 1, Burst: 1,
+	return Settings{Scope: parse.ScopeHost, MaxDepth: -1, Rate: 1, Burst: 1, MaxDelay: time.Minute,
 		UserAgent: "RedCrawl/0.1 (+https://github.com/redcrawl/crawler)", ExpectedURLs: 1_000_000, FPRate: 0.001,
 		RobotsGiveUp: 30 * time.Minute, KeepTypes: []string{"text/html", "application/xhtml+xml"},
 		MaxPathRepeat: 3, MaxPathDepth: 16, MaxQueryParams: 4, MaxURLLength: 1024, Sitemaps: true,
@@ -96,6 +102,10 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("%w: rate %v must be above 0 requests/s (inf for no limit)", ErrSettings, s.Rate)
 	case s.Burst < 1:
 		return fmt.Errorf("%w: burst %d must be at least 1", ErrSettings, s.Burst)
+	case !(s.DelayFactor >= 0 && s.DelayFactor <= 100):
+		return fmt.Errorf("%w: delay factor %v: want 0 (off) to 100", ErrSettings, s.DelayFactor)
+	case s.MaxDelay < time.Second || s.MaxDelay > time.Hour:
+		return fmt.Errorf("%w: max delay %v: want 1s to 1h", ErrSettings, s.MaxDelay)
 	case strings.TrimSpace(s.UserAgent) == "":
 		return fmt.Errorf("%w: empty user agent", ErrSettings)
 	case s.RobotsGiveUp < time.Second:

@@ -65,6 +65,12 @@ var SettingTable = []Setting{
 		Usage: "requests per second per host, shared by all workers; 'inf' for no limit"},
 	{Field: "burst", Flag: "burst", Kind: KindInt, ptr: func(s *Settings) any { return &s.Burst },
 		Usage: "requests a host may get at once"},
+	{Field: "delay_factor", Flag: "delay-factor", Kind: KindFloat, Before: "0", ptr: func(s *Settings) any { return &s.DelayFactor },
+		Usage: "adaptive politeness: a host's time between requests becomes this many times its last response's time " +
+			"(e.g. 5: a server that takes 1 s gets one request every 5 s), for every worker, within --rate and --max-delay; 0: off"},
+	{Field: "max_delay", Flag: "max-delay", Kind: KindDuration, Before: "1m0s", JSON: "max_delay_seconds",
+		ptr:   func(s *Settings) any { return &s.MaxDelay },
+		Usage: "the longest time between requests to a host that --delay-factor sets"},
 	{Field: "user_agent", Flag: "user-agent", Kind: KindString, ptr: func(s *Settings) any { return &s.UserAgent },
 		Usage: "User-Agent header; its first word is matched against robots.txt"},
 	{Field: "expected_urls", Flag: "expected-urls", Kind: KindInt64, ptr: func(s *Settings) any { return &s.ExpectedURLs },

@@ -189,6 +189,9 @@ func (st *Status) String() string {
 			if left, ok := st.Paused[h.Host]; ok {
 				state = fmt.Sprintf("paused %v more (429/503)", left.Round(time.Second))
 			}
+			if h.Interval > 0 {
+				state += fmt.Sprintf("; %.3g requests/s (%s)", float64(time.Second)/float64(h.Interval), h.Why)
+			}
 			fmt.Fprintf(&b, "    %-32s %8d queued  %s\n", h.Host, h.Queued, state)
 		}
 	}

@@ -24,6 +24,9 @@ type Outcome struct {
 	// Refund: no request went to the host (disallowed, skipped before the
 	// fetch), so the token its pop took goes back to the host's bucket.
 	Refund bool
+	// FetchTime is how long the page's fetch took (0: none), for adaptive
+	// politeness (Options.DelayFactor).
+	FetchTime time.Duration
 	// Offered is how many of the page's links an earlier Offer (to the
 	// shards of their hosts, by Frontier.Exchange) found new: the record's new_links
 	// counts them with those the exchange queues.
@@ -121,6 +124,8 @@ type exchangeArgs struct {
 	PauseKeep  int64      `json:"pause_keep_ms,omitempty"`
 	DelayKeep  int64      `json:"delay_keep_ms,omitempty"`
 	AheadMs    int64      `json:"ahead_ms,omitempty"`
+	Factor     float64    `json:"factor,omitempty"`
+	MaxDelayMs int64      `json:"max_delay_ms,omitempty"`
 	Budget     int64      `json:"budget,omitempty"`
 	HostMax    int64      `json:"host_max,omitempty"`
 	Done       []doneArgs `json:"done,omitempty"`
@@ -143,6 +148,7 @@ type doneArgs struct {
 	Failed  int    `json:"failed,omitempty"` // text: its failed-list entry; 0: none
 	Fetched bool   `json:"fetched,omitempty"`
 	Refund  bool   `json:"refund,omitempty"`
+	Ms      int64  `json:"ms,omitempty"` // the fetch's time, with a delay factor
 	// Its links in this call: the index of the first (1-based), how many,
 	// and its new ones that earlier calls of the batch counted.
 	First   int `json:"first"`
@@ -212,13 +218,16 @@ func (f *shard) exchange(ctx context.Context, done []Finished, back []*Lease, wa
 		a.Count, a.Want, a.LeaseIDs = true, want, ids
 		a.LeaseMs, a.Budget, a.HostMax = f.o.Lease.Milliseconds(), f.pageBudget(), f.o.HostPageCap
 		a.Rate, a.Burst, a.PauseKeep, a.DelayKeep = f.o.HostRate, max(f.o.HostBurst, 1), politeness.PauseMemory.Milliseconds(), HostDelayKept.Milliseconds()
-		a.AheadMs = f.o.PopAhead.Milliseconds()
+		a.AheadMs, a.Factor, a.MaxDelayMs = f.o.PopAhead.Milliseconds(), f.o.DelayFactor, f.o.MaxDelay.Milliseconds()
 		for d, x := range done {
 			lo, hi := max(offset[d], start), min(offset[d+1], end)
 			da := doneArgs{Lease: a.text(x.Lease.Member()), Stat: x.Outcome.counters(),
 				Fetched: x.Outcome.Fetched, Refund: x.Outcome.Refund, First: lo - start + 1, Links: max(hi-lo, 0), Counted: x.Outcome.Offered}
 			if x.Outcome.Record != nil {
 				da.Record = a.text(string(x.Outcome.Record))
+			}
+			if f.o.DelayFactor > 0 {
+				da.Ms = x.Outcome.FetchTime.Milliseconds()
 			}
 			if x.Outcome.Failed != "" {
 				da.Failed = a.text(x.Lease.failedEntry(x.Outcome.Failed))

@@ -37,6 +37,9 @@
 --   rate, burst  each host's token bucket (absent rate: no limit, but a
 --               host's pause and own delay still hold), pause_keep_ms,
 --               delay_keep_ms (how long a bucket keeps those: tokens.lua)
+--   factor, max_delay_ms  adaptive politeness: a finished page's fetch
+--               time (its ms) times factor, at most max_delay_ms, becomes
+--               its host's interval (the bucket's adapt)
 --   ahead_ms    the window: a host whose token is due within it is popped,
 --               its token reserved, and its URL fetched when it is due
 --   budget      pages for the whole crawl (0: none; -1: this shard's share,
@@ -50,7 +53,8 @@
 --               record (text; absent: none), failed (text: the
 --               failed-list entry; absent: none),
 --               fetched (true: a page was fetched), refund (true: no
---               request went to its host, whose token goes back),
+--               request went to its host, whose token goes back), ms (its
+--               fetch's time, with a factor),
 --               first (its first link's
 --               index among this call's links, 1-based), links (its links
 --               in this call), counted (its new links counted by earlier
@@ -110,10 +114,12 @@ local bump = {}                 -- stats field -> increment, written once each
 local buckets, rate, burst = KEYS[key0 + 12], A.rate or 0, A.burst or 1
 local pauseKeep, delayKeep = A.pause_keep_ms or 0, A.delay_keep_ms or 0
 
--- hostRate is host's rate and burst by bucket b: the crawl's, or its own
--- delay's when that is slower (0: no limit).
+-- hostRate is host's rate and burst by bucket b: the crawl's, or the
+-- slower of its own delay (Crawl-delay) and its adaptive interval when
+-- that is slower (0: no limit).
 local function hostRate(b)
-  if b.delay > 0 and (rate == 0 or 1000 / b.delay < rate) then return 1000 / b.delay, 1 end
+  local interval = math.max(b.delay, b.adapt)
+  if interval > 0 and (rate == 0 or 1000 / interval < rate) then return 1000 / interval, 1 end
   return rate, burst
 end
 
@@ -144,7 +150,7 @@ if D > 0 then
       break
     end
   end
-  local gone, failures, endedArgs, refunds = {}, {}, {}, {}
+  local gone, failures, endedArgs, refunds, adapts = {}, {}, {}, {}, {}
   for d = 1, D do
     local f = finished[d]
     if not held[d] and again[d] then
@@ -174,10 +180,13 @@ if D > 0 then
         bump.records = (bump.records or 0) + 1 -- ever added: minus the stream's length, what trimming dropped
       end
       if f.failed then failures[#failures + 1] = ARGV[T + f.failed] end
-      if f.refund then
+      if f.refund or f.ms then
         local _, rest = fr_split(ids[d])
         local host = fr_split(rest)
-        refunds[host] = (refunds[host] or 0) + 1
+        if f.refund then refunds[host] = (refunds[host] or 0) + 1 end
+        if f.ms and A.factor then -- adaptive politeness: the host's last fetch sets its interval
+          adapts[host] = math.min(math.floor(A.factor * f.ms), A.max_delay_ms or 60000)
+        end
       end
       answer[d] = '1'
     else
@@ -192,6 +201,11 @@ if D > 0 then
   if #failures > 0 then
     redis.call('LPUSH', failed, unpack(failures))
     redis.call('LTRIM', failed, 0, string.format('%d', failedCap - 1))
+  end
+  for host, ms in pairs(adapts) do
+    local key = buckets .. host
+    redis.call('HSET', key, 'adapt', ms)
+    if redis.call('PTTL', key) < pauseKeep then redis.call('PEXPIRE', key, pauseKeep) end
   end
   -- The tokens of URLs that made no request (disallowed by robots.txt,
   -- skipped) go back to their hosts' buckets, so that such a URL does not

@@ -232,6 +232,12 @@ type HostQueue struct {
 	// spacing, or the wait a requeue (robots.txt back-off, busy host) set;
 	// 0 when it is due now.
 	DueIn time.Duration `json:"due_in_ns"`
+	// Interval is the least time between its requests now: the crawl's
+	// rate's, or the host's own Crawl-delay, or its adaptive interval,
+	// whichever is longest (0: no limit); Why says which ("rate",
+	// "crawl-delay", "adaptive").
+	Interval time.Duration `json:"interval_ns"`
+	Why      string        `json:"interval_why,omitempty"`
 }
 
 // HostScanLimit bounds the hosts HostQueues examines: a crawl of millions
@@ -271,5 +277,32 @@ func (f *shard) HostQueues(ctx context.Context, n int) ([]HostQueue, int64, erro
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Queued > out[j].Queued })
-	return out[:min(n, len(out))], total.Val(), nil
+	out = out[:min(n, len(out))]
+	return out, total.Val(), f.intervals(ctx, out)
+}
+
+// intervals fills in the hosts' intervals from their buckets.
+func (f *shard) intervals(ctx context.Context, hosts []HostQueue) error {
+	pipe := f.c.Pipeline()
+	own := make([]*redis.SliceCmd, len(hosts))
+	for i, h := range hosts {
+		own[i] = pipe.HMGet(ctx, f.keys.Buckets+h.Host, "delay", "adapt")
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("frontier: host queues: %w", err)
+	}
+	for i := range hosts {
+		h := &hosts[i]
+		if f.o.HostRate > 0 {
+			h.Interval, h.Why = time.Duration(float64(time.Second)/f.o.HostRate), "rate"
+		}
+		v := own[i].Val()
+		for j, why := range []string{"crawl-delay", "adaptive"} {
+			ms, _ := strconv.ParseInt(fmt.Sprint(v[j]), 10, 64) // nil: none
+			if d := time.Duration(ms) * time.Millisecond; d > h.Interval {
+				h.Interval, h.Why = d, why
+			}
+		}
+	}
+	return nil
 }

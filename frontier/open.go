@@ -75,6 +75,12 @@ type Options struct {
 	// says when to fetch it (Lease.NotBefore). Calls that far apart then
 	// lose no token's time.
 	PopAhead time.Duration
+	// DelayFactor, when not 0, is adaptive politeness: each finished page
+	// sets its host's least interval to DelayFactor times its fetch time
+	// (Outcome.FetchTime), at most MaxDelay, in the host's bucket, which
+	// every pop keeps to.
+	DelayFactor float64
+	MaxDelay    time.Duration
 	// PageBudget, when not 0, is the most pages the whole crawl fetches:
 	// a pop hands out no more URLs than pages fetched plus URLs in flight
 	// leave room for, and reports the page count (PopInfo.Pages). With

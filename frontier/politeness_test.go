@@ -214,3 +214,51 @@ func TestAPopOfDryHostsInTheWindowReads(t *testing.T) {
 		}
 	})
 }
+
+// Adaptive politeness: a finished page's fetch time, times the factor and
+// at most MaxDelay, becomes its host's interval for every pop; a fast
+// host keeps the crawl's rate. HostQueues says which holds, and why.
+func TestASlowHostGetsFewerRequests(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		e := setup(t, s)
+		e.f.HostRate, e.f.DelayFactor, e.f.MaxDelay = 10, 2, time.Hour
+		e.enqueue(t, append(hostURLs("slow", 3), hostURLs("fast", 3)...))
+		x := popN(t, e.f, 2)
+		if len(x.Popped) != 2 {
+			t.Fatalf("popped %d; want one URL of each host", len(x.Popped))
+		}
+		var done []frontier.Finished
+		for _, l := range x.Popped {
+			took := 10 * time.Millisecond
+			if l.Host == "slow" {
+				took = 45 * time.Minute // times 2: an hour and a half, held to the hour
+			}
+			done = append(done, frontier.Finished{Lease: l, Outcome: frontier.Outcome{Stat: "ok", Fetched: true, FetchTime: took}})
+		}
+		if _, err := e.f.Exchange(ctx, done, nil, 0); err != nil {
+			t.Fatal(err)
+		}
+		top, _, err := e.f.HostQueues(ctx, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]frontier.HostQueue{}
+		for _, h := range top {
+			got[h.Host] = h
+		}
+		if h := got["slow"]; h.Interval != time.Hour || h.Why != "adaptive" {
+			t.Fatalf("slow: interval %v (%s); want the hour MaxDelay holds it to, adaptive", h.Interval, h.Why)
+		}
+		if h := got["fast"]; h.Interval != 100*time.Millisecond || h.Why != "rate" {
+			t.Fatalf("fast: interval %v (%s); want the rate's 100ms: 2 x 10 ms is less", h.Interval, h.Why)
+		}
+		if s.Mini == nil {
+			return
+		}
+		e.advance(time.Second) // on miniredis's clock: a second later, fast has a token and slow has not
+		if got := hosts(popN(t, e.f, 2).Popped); len(got) != 1 || got[0] != "fast" {
+			t.Fatalf("a second later popped %v; want fast only", got)
+		}
+	})
+}

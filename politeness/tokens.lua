@@ -9,6 +9,8 @@
 --                         ms (robots.txt's Crawl-delay; frontier/hostdelay.lua)
 --   first                 the pop whose URL went as the host's first request
 --                         when its delay was learnt (hostdelay.lua)
+--   adapt                 the host's interval by adaptive politeness, ms: a
+--                         factor times its last response's time (exchange.lua)
 -- A missing bucket is a full one. The arithmetic mirrors
 -- golang.org/x/time/rate step for step, in the same float64 operations, so
 -- both decide alike on the same clock; that clock is the server's (TIME),
@@ -23,9 +25,9 @@ end
 -- tb_read is the bucket at key, as numbers (absent fields: nil, or 0 for
 -- the pause and delay fields).
 local function tb_read(key)
-  local s = redis.call('HMGET', key, 'tokens', 'last', 'paused_until', 'pauses', 'delay')
+  local s = redis.call('HMGET', key, 'tokens', 'last', 'paused_until', 'pauses', 'delay', 'adapt')
   return {tokens = tonumber(s[1]), last = tonumber(s[2]), paused_until = tonumber(s[3] or '0'),
-    pauses = tonumber(s[4] or '0'), delay = tonumber(s[5] or '0')}
+    pauses = tonumber(s[4] or '0'), delay = tonumber(s[5] or '0'), adapt = tonumber(s[6] or '0')}
 end
 
 -- tb_level is what bucket b holds at now: refilled at rate since its last
@@ -56,7 +58,8 @@ end
 -- key means exactly the same thing, so idle hosts cost no memory. A bucket
 -- that was paused keeps its count of pauses longer (pause_keep ms), halved
 -- by each grant: pauses grow on repeats and decay on success. One with a
--- host's own delay keeps it delay_keep ms at least.
+-- host's own delay keeps it delay_keep ms at least, and one with an
+-- adaptive interval pause_keep ms.
 local function tb_store(key, b, tokens, now, rate, burst, pause_keep, delay_keep)
   redis.call('HSET', key, 'tokens', string.format('%.17g', tokens), 'last', string.format('%.17g', now))
   local ms = math.ceil((burst - tokens) / rate * 1000) + 1
@@ -65,5 +68,6 @@ local function tb_store(key, b, tokens, now, rate, burst, pause_keep, delay_keep
     ms = math.max(ms, pause_keep)
   end
   if b.delay > 0 then ms = math.max(ms, delay_keep) end
+  if b.adapt > 0 then ms = math.max(ms, pause_keep) end
   redis.call('PEXPIRE', key, ms)
 end
