@@ -54,7 +54,7 @@ func newApp() *cli.App {
 			"Try it on one machine, with an embedded Redis and a local test site: crawler demo",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "redis", EnvVars: []string{"CRAWLER_REDIS"}, Value: defaultRedis,
-				Usage: "Redis URL (redis:// or rediss://, password allowed; a Redis Cluster: any node, or host:port,host:port,...; Sentinel: redis-sentinel://host:port[,host:port]/MASTER; 'crawl' and 'demo' embed one when this is not given)"},
+				Usage: "Redis URL (redis:// or rediss://, password allowed; host:port alone for a server without password or TLS; a Redis Cluster: any node, or host:port,host:port,...; Sentinel: redis-sentinel://host:port[,host:port]/MASTER; 'crawl' and 'demo' embed one when this is not given)"},
 			&cli.StringFlag{Name: "redis-ca", EnvVars: []string{"CRAWLER_REDIS_CA"}, Usage: "PEM `FILE` of the CA certificates that signed " +
 				"the Redis server's certificate, for rediss:// (default: the system's)"},
 			&cli.StringFlag{Name: "redis-cert", EnvVars: []string{"CRAWLER_REDIS_CERT"}, Usage: "PEM `FILE` of a client certificate, " +

@@ -79,6 +79,8 @@ func TestRedisPasswordNeverPrinted(t *testing.T) {
 		{"redis-sentinel://:hunter2@127.0.0.1:1", "name the master Sentinel watches"},
 		{"redis-sentinel://:hunter2@127.0.0.1:1/mymaster/abc", "the database must be a number"},
 		{"redis-sentinel://:hunter2@127.0.0.1:1/mymaster/0", "cannot reach Redis at redis-sentinel://xxxxx@127.0.0.1:1/mymaster/0"},
+		{"127.0.0.1:1", "cannot reach Redis at redis://127.0.0.1:1"}, // host:port alone is a server's address
+		{"127.0.0.1:1,127.0.0.1:2", "cannot reach Redis at redis://127.0.0.1:1,127.0.0.1:2"},
 	} {
 		out, errOut, err := run(t, "--redis", tc.url, "status")
 		if err == nil {

@@ -33,6 +33,17 @@ type redisURL struct {
 	tls    bool
 }
 
+// bareNodes: s is host:port, or several separated by commas, and nothing
+// else (no user info: a password needs the URL form).
+func bareNodes(s string) bool {
+	for _, a := range strings.Split(s, ",") {
+		if host, port, err := net.SplitHostPort(a); err != nil || host == "" || port == "" || strings.ContainsAny(a, "@/?#") {
+			return false
+		}
+	}
+	return true
+}
+
 // parseRedisURL checks --redis. Its errors quote nothing of the URL that
 // could hold the password: only what follows the last '@' (the host, port
 // and database), and its own words instead of the parser's, which repeat
@@ -41,6 +52,9 @@ func parseRedisURL(raw string) (redisURL, error) {
 	const want = "want redis://[[user]:password@]host:port[/db] or rediss://... for TLS; a cluster's nodes as host:port,host:port; " +
 		"redis-sentinel://[[user]:password@]host:port[,host:port]/MASTER[/db] for Sentinel"
 	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok && bareNodes(raw) {
+		return parseRedisURL("redis://" + raw) // host:port, or a cluster's host:port,host:port: no password, no TLS
+	}
 	if !ok {
 		return redisURL{}, fmt.Errorf("--redis is not a URL (%s)", want)
 	}
