@@ -35,10 +35,8 @@ type pipeline struct {
 	s           Settings
 	worker      string // the worker's id, for records
 	maxAttempts int
-	rateKey     func(host string) string // the host's token bucket
 	fetcher     *fetch.Fetcher
 	robots      *politeness.Robots
-	limiter     *politeness.Limiter
 	pauses      *pauses // hosts paused for every worker, as far as this one knows
 	fr          *frontier.Frontier
 	held        *sync.Map
@@ -72,11 +70,11 @@ func (pl *pipeline) loop(stop, work context.Context) {
 	}
 }
 
-// pause stops host for every worker (politeness.Limiter.Pause on its
+// pause stops host for every worker (frontier.Frontier.PauseHost: its
 // bucket, which the pops read) and announces it, for the URLs already
 // popped with a token reserved ahead.
 func (pl *pipeline) pause(ctx context.Context, host string, retryAfter time.Duration) (time.Duration, error) {
-	d, err := pl.limiter.Pause(ctx, pl.rateKey(host), retryAfter)
+	d, err := pl.fr.PauseHost(ctx, host, retryAfter)
 	if err != nil {
 		return 0, err
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -118,7 +117,6 @@ type Worker struct {
 	opts     Options
 	fr       *frontier.Frontier
 	fetcher  *fetch.Fetcher
-	limiter  *politeness.Limiter
 	pauses   *pauses
 	robots   *politeness.Robots
 	elector  *leader.Elector
@@ -189,11 +187,6 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 	if w.rules, err = newRules(s); err != nil {
 		return nil, err
 	}
-	rate := politeness.Limit(s.Rate)
-	if math.IsInf(s.Rate, 1) {
-		rate = politeness.Inf
-	}
-	w.limiter = politeness.NewLimiter(c, rate, s.Burst)
 	w.pauses = newPauses(c, w.fr.PauseChannel())
 	w.robots = politeness.NewRobots(c, "", s.AgentToken(), w.fetchRobots)
 	w.robots.KeyFor = w.fr.RobotsKey
@@ -331,7 +324,7 @@ func (w *Worker) newExchanger(end *ending) *exchanger {
 func (w *Worker) newPipeline(ex *exchanger, end *ending) *pipeline {
 	warc, fail := w.warc, end.fail
 	return &pipeline{s: w.settings, worker: w.opts.ID, maxAttempts: w.opts.MaxAttempts,
-		rateKey: w.fr.RateKey, fetcher: w.fetcher, robots: w.robots, limiter: w.limiter, pauses: w.pauses, fr: w.fr,
+		fetcher: w.fetcher, robots: w.robots, pauses: w.pauses, fr: w.fr,
 		held: &w.held, scope: &w.scope, counters: &w.Counters, log: w.log, ex: ex, warc: warc, fail: fail,
 		fields: w.fields, rules: w.rules, skips: &w.skips, failing: &failing{}, pages: &w.pages, metrics: w.metrics}
 }

@@ -71,7 +71,7 @@ const DNSCacheNames = 10000
 // buffers), IdleConnsPerHost to each host, none longer than IdleFor.
 const (
 	IdleConns        = 1024
-	IdleConnsPerHost = 2
+	IdleConnsPerHost = 4
 	IdleFor          = 30 * time.Second
 )
 

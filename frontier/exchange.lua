@@ -24,7 +24,8 @@
 --   hostpages (hash host -> pages fetched, kept with a per-host cap),
 --   lengths (hash host -> URLs queued, lib.lua),
 --   ended (zset lease id -> when ended, ms: a minute of them),
---   buckets (the prefix of the hosts' token buckets: buckets .. host)
+--   buckets (the prefix of the hosts' token buckets: buckets .. host),
+--   slowed (hash: without a rate, the hosts whose buckets to read)
 -- ARGV: the Bloom filter's, then one entry ("host\nparent\nelement", lib.lua)
 --   per link, then one JSON object, exchangeArgs (exchange.go), by name,
 --   then the texts it names: a field marked "text" holds the place
@@ -111,7 +112,7 @@ local hostMax, hostpages = A.host_max or 0, KEYS[key0 + 9]
 local Q = fr_keys(queues, ready, stats, KEYS[key0 + 10])
 local now, nowus = fr_now(), tb_now()
 local bump = {}                 -- stats field -> increment, written once each
-local buckets, rate, burst = KEYS[key0 + 12], A.rate or 0, A.burst or 1
+local buckets, slowed, rate, burst = KEYS[key0 + 12], KEYS[key0 + 13], A.rate or 0, A.burst or 1
 local pauseKeep, delayKeep = A.pause_keep_ms or 0, A.delay_keep_ms or 0
 
 -- hostRate is host's rate and burst by bucket b: the crawl's, or the
@@ -206,6 +207,7 @@ if D > 0 then
     local key = buckets .. host
     redis.call('HSET', key, 'adapt', ms)
     if redis.call('PTTL', key) < pauseKeep then redis.call('PEXPIRE', key, pauseKeep) end
+    if rate == 0 then redis.call('HSET', slowed, host, 1) end
   end
   -- The tokens of URLs that made no request (disallowed by robots.txt,
   -- skipped) go back to their hosts' buckets, so that such a URL does not
@@ -273,8 +275,16 @@ if W > 0 then
   -- limit), its bucket and its rate and burst; or 0 and when it has one.
   -- A token due within the window (ahead ms) is taken too, as a
   -- reservation: its URL is fetched when the token is due (after).
+  -- Without a rate, only the hosts in slowed have a bucket worth reading
+  -- (one HMGET for all, not a call a host); a host whose bucket holds
+  -- nothing any more leaves slowed.
+  local marks = {}
   local function tokens(host, q)
+    if rate == 0 and not marks[host] then return q, {delay = 0, adapt = 0}, nil, nil, nil, 0 end
     local b = tb_read(buckets .. host)
+    if rate == 0 and b.delay == 0 and b.adapt == 0 and nowus >= b.paused_until then
+      redis.call('HDEL', slowed, host)
+    end
     if nowus < b.paused_until then return 0, math.max(math.ceil(b.paused_until / 1000), horizon + 1) end
     local r, size = hostRate(b)
     if r == 0 then return q, b, nil, nil, nil, 0 end -- no limit: nothing to take
@@ -291,6 +301,10 @@ if W > 0 then
     if m <= 0 then break end
     local hosts = redis.call('ZRANGEBYSCORE', ready, '-inf', horizon, 'LIMIT', 0, m)
     if #hosts == 0 then break end
+    if rate == 0 then
+      local v = redis.call('HMGET', slowed, unpack(hosts))
+      for i, host in ipairs(hosts) do marks[host] = v[i] end
+    end
     local per = math.ceil(m / #hosts)
     local dry, moved = {}, false
     for _, host in ipairs(hosts) do

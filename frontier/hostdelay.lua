@@ -8,12 +8,15 @@
 -- host's queue, not offered before the bucket has a token.
 -- KEYS[1] the bucket   KEYS[2] leases   KEYS[3] queues (the prefix, lib.lua)
 -- KEYS[4] ready   KEYS[5] stats   KEYS[6] lengths
+-- KEYS[7] slowed (exchange.lua): the host is marked there when ARGV[6] is 1
+--         (a crawl without a rate, whose pops read only marked buckets)
 -- ARGV[1] the delay, ms (0: none of its own)
 -- ARGV[2] how long the bucket keeps a delay, ms
 -- ARGV[3] the lease ("id\nhost\nitem-json"), or '' for none
 -- ARGV[4] its entry ("host\nitem-json")
 -- ARGV[5] the time of its pop (µs, a string) when the pop found the
 --         bucket without a grant (exchange.lua's fresh), else ''
+-- ARGV[6] '1' to mark the host in slowed   ARGV[7] the host
 -- Returns 2 when the URL may go now (or there is none), 1 when it went
 -- back, 0 when its lease was lost.
 local key, delay, keep = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2])
@@ -26,6 +29,7 @@ if delay <= 0 then
 end
 if ARGV[3] ~= '' and not redis.call('ZSCORE', KEYS[2], ARGV[3]) then return 0 end
 redis.call('HSET', key, 'delay', delay)
+if ARGV[6] == '1' then redis.call('HSET', KEYS[7], ARGV[7], 1) end
 if ARGV[3] == '' then
   kept()
   return 2

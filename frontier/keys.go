@@ -25,6 +25,11 @@ type Keys struct {
 	// one host's (politeness/tokens.lua has the fields), beside its queue,
 	// so that the pop takes the host's token as it hands out its URL.
 	Buckets string
+	// Slowed is a hash: the hosts whose buckets may hold a pause, a delay
+	// or an adaptive interval, kept only by a crawl without a rate (whose
+	// pops read just those hosts' buckets); its pops drop a host whose
+	// bucket no longer holds any.
+	Slowed string
 	// Counters is the prefix of the processes' exchange counters (Counter).
 	Counters string
 	// Fence, for a shard other than the first, keeps the highest epoch of
@@ -72,7 +77,7 @@ func KeysFor(name string) Keys { return keysUnder("crawl:{" + name + "}:") }
 func keysUnder(p string) Keys {
 	return Keys{Queues: p + "queue:", Lengths: p + "lengths", Counters: p + "counter:", Ready: p + "ready", Leases: p + "leases", Deferred: p + "deferred",
 		Failed: p + "failed", Workers: p + "workers", Stats: p + "stats", Results: p + "results", DoneFlag: p + "done",
-		Config: p + "config", HostPages: p + "hostpages", Ended: p + "ended", Buckets: p + "rate:"}
+		Config: p + "config", HostPages: p + "hostpages", Ended: p + "ended", Buckets: p + "rate:", Slowed: p + "slowed"}
 }
 
 // MaxNameLen bounds a crawl name.

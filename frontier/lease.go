@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/redcrawl/crawler/politeness"
 )
 
 // Lease is a popped item held by one worker.
@@ -155,8 +157,12 @@ func (f *shard) SetHostDelay(ctx context.Context, host string, delay time.Durati
 		}
 		member, at = l.Member(), l.freshAt
 	}
-	n, err := hostDelayScript.Run(ctx, f.c, []string{f.keys.Buckets + host, f.keys.Leases, f.keys.Queues, f.keys.Ready, f.keys.Stats, f.keys.Lengths},
-		delay.Milliseconds(), HostDelayKept.Milliseconds(), member, e, at).Int()
+	mark := "0"
+	if f.o.HostRate == 0 {
+		mark = "1"
+	}
+	n, err := hostDelayScript.Run(ctx, f.c, []string{f.keys.Buckets + host, f.keys.Leases, f.keys.Queues, f.keys.Ready, f.keys.Stats,
+		f.keys.Lengths, f.keys.Slowed}, delay.Milliseconds(), HostDelayKept.Milliseconds(), member, e, at, mark, host).Int()
 	switch {
 	case err != nil:
 		return false, fmt.Errorf("frontier: host delay: %w", err)
@@ -164,4 +170,21 @@ func (f *shard) SetHostDelay(ctx context.Context, host string, delay time.Durati
 		return false, ErrLeaseLost
 	}
 	return n == 2, nil
+}
+
+// PauseHost stops host for every worker: its bucket is paused
+// (politeness.Limiter.Pause: the server's Retry-After, or a back-off that
+// doubles with repeats), and no pop offers it before the pause ends.
+// It returns the pause.
+func (f *Frontier) PauseHost(ctx context.Context, host string, retryAfter time.Duration) (time.Duration, error) {
+	sh := f.fs[ShardOf(host, len(f.fs))]
+	d, err := politeness.NewLimiter(f.c, politeness.Inf, 1).Pause(ctx, sh.keys.Buckets+host, retryAfter)
+	if err != nil || f.HostRate > 0 {
+		return d, err
+	}
+	// Without a rate, the pops read only the buckets of marked hosts.
+	if err := f.c.HSet(ctx, sh.keys.Slowed, host, 1).Err(); err != nil {
+		return d, fmt.Errorf("frontier: pause: %w", err)
+	}
+	return d, nil
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
-	"github.com/redcrawl/crawler/politeness"
 	"golang.org/x/time/rate"
 )
 
@@ -84,8 +83,7 @@ func TestAPausedHostIsNotOffered(t *testing.T) {
 		ctx := context.Background()
 		e := setup(t, s) // no rate: the pause holds even so
 		e.enqueue(t, append(hostURLs("a", 2), hostURLs("b", 1)...))
-		lim := politeness.NewLimiter(s.Client, politeness.Inf, 1)
-		if _, err := lim.Pause(ctx, e.f.RateKey("a"), time.Hour); err != nil {
+		if _, err := e.f.PauseHost(ctx, "a", time.Hour); err != nil {
 			t.Fatal(err)
 		}
 		x := popN(t, e.f, 3)
@@ -261,4 +259,31 @@ func TestASlowHostGetsFewerRequests(t *testing.T) {
 			t.Fatalf("a second later popped %v; want fast only", got)
 		}
 	})
+}
+
+// Without a rate, the pops read the buckets of marked hosts only; a host
+// whose pause has ended is offered again and leaves the marks, so they
+// stay as few as the hosts slowed now.
+func TestAHostLeavesTheSlowedOnceItsPauseEnds(t *testing.T) {
+	s := redistest.Mini(t)
+	e := setup(t, s)
+	ctx := context.Background()
+	e.enqueue(t, hostURLs("a", 2))
+	if _, err := e.f.PauseHost(ctx, "a", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	slowed := frontier.KeysFor("t").Slowed
+	if n, _ := s.Client.HLen(ctx, slowed).Result(); n != 1 {
+		t.Fatalf("%d hosts marked slowed; want a", n)
+	}
+	if l := pop(t, e.f); l != nil {
+		t.Fatalf("popped %+v during a's pause", l)
+	}
+	e.advance(2 * time.Second)
+	if l := pop(t, e.f); l == nil || l.Host != "a" {
+		t.Fatalf("after the pause, pop = %+v; want a's URL", l)
+	}
+	if n, _ := s.Client.HLen(ctx, slowed).Result(); n != 0 {
+		t.Fatalf("%d hosts still marked slowed after the pause ended", n)
+	}
 }
