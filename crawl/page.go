@@ -5,11 +5,9 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net/http"
 	"net/url"
 	"strings"
@@ -25,8 +23,9 @@ import (
 )
 
 // pipeline takes a leased URL to its end, one page at a time in each of a
-// worker's fetch loops: admit (robots.txt, the host's token bucket) →
-// fetch → parse → an outcome handed to the exchanger. A URL that may not
+// worker's fetch loops: admit (robots.txt, the host's Crawl-delay; the
+// URL came with its host's token, admit.go) → the token's time → fetch →
+// parse → an outcome handed to the exchanger. A URL that may not
 // be fetched now goes back to the frontier at once (requeued behind its
 // host's due time, or deferred); every other path ends in an outcome. An
 // error that prevents even that leaves the lease to expire, and the
@@ -68,38 +67,6 @@ func (pl *pipeline) loop(stop, work context.Context) {
 		}
 		pl.process(work, l.lease, l.info)
 	}
-}
-
-// pause stops host for every worker (frontier.Frontier.PauseHost: its
-// bucket, which the pops read) and announces it, for the URLs already
-// popped with a token reserved ahead.
-func (pl *pipeline) pause(ctx context.Context, host string, retryAfter time.Duration) (time.Duration, error) {
-	d, err := pl.fr.PauseHost(ctx, host, retryAfter)
-	if err != nil {
-		return 0, err
-	}
-	if err := pl.pauses.announce(ctx, host, d); err != nil {
-		pl.log.Warn("announcing a host's pause failed; URLs already popped may still go during it", "host", host, "err", err)
-	}
-	return d, nil
-}
-
-// tooLate: l waited in this worker's ready buffer so long past its
-// token's time (the pop took or reserved it) that fetching it now could
-// land close to the host's next request: more than a quarter of the
-// host's interval (and 100 ms). It goes back unused, and the host waits
-// for its next token: a slow worker makes fewer requests, never bunched
-// ones.
-func (pl *pipeline) tooLate(l *frontier.Lease) bool {
-	interval := l.HostDelay
-	if pl.s.Rate > 0 && !math.IsInf(pl.s.Rate, 1) {
-		interval = max(interval, time.Duration(float64(time.Second)/pl.s.Rate))
-	}
-	due := l.NotBefore
-	if due.IsZero() {
-		return false // not popped by an exchange (a test's lease)
-	}
-	return interval > 0 && time.Since(due) > max(interval/4, 100*time.Millisecond)
 }
 
 // process takes one leased URL to its end.
@@ -210,60 +177,6 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 		stat = OutcomeHTTPError
 	}
 	pl.finish(l, rec, frontier.Outcome{Children: children, Stat: stat, Fetched: true, FetchTime: r.Duration})
-}
-
-// admit asks robots.txt and the host's token bucket, and waits for the
-// token. When the URL may not be fetched (now), it has already been
-// settled — finished, requeued or deferred — and admit returns false.
-func (pl *pipeline) admit(ctx context.Context, l *frontier.Lease, u *url.URL, rec *Record) bool {
-	verdict, err := pl.robots.Check(ctx, u)
-	var unavail *politeness.UnavailableError
-	switch {
-	case errors.As(err, &unavail) && unavail.Since >= pl.s.RobotsGiveUp:
-		rec.Error = fmt.Sprintf("robots.txt unreachable: %v (gave up after %v)", unavail, pl.s.RobotsGiveUp)
-		pl.finish(l, *rec, frontier.Outcome{Stat: OutcomeFailed, Failed: rec.Error, Refund: true})
-		return false
-	case errors.As(err, &unavail):
-		// RFC 9309: nothing of this host now. Its URLs wait in its queue,
-		// not offered to any worker until the shared back-off ends; no
-		// attempt is counted.
-		pl.requeue(ctx, l, unavail.Retry)
-		return false
-	case err != nil:
-		if !errors.Is(err, politeness.ErrRobotsPending) {
-			pl.log.Warn("robots.txt check failed; URL deferred", "host", u.Host, "err", err)
-		}
-		pl.deferItem(ctx, l, l.Item, 2*time.Second)
-		return false
-	case !verdict.Allowed:
-		pl.keepDelay(ctx, l, verdict.CrawlDelay, false) // its bucket learns it even so
-		rec.Error = "disallowed by robots.txt"
-		pl.finish(l, *rec, frontier.Outcome{Stat: OutcomeSkipped, Refund: true})
-		return false
-	}
-	return pl.keepDelay(ctx, l, verdict.CrawlDelay, true)
-}
-
-// keepDelay: the URL of l came with its host's token (the pop took it). A
-// Crawl-delay slower than the crawl's rate is the host's own, kept in its
-// bucket for every pop: told when a pop did not keep to it yet. With fetch,
-// a URL popped faster than that goes back until the bucket has a token at
-// the delay (false), unless its grant was the host's only one lately.
-func (pl *pipeline) keepDelay(ctx context.Context, l *frontier.Lease, crawlDelay time.Duration, fetch bool) bool {
-	delay := time.Duration(0)
-	if crawlDelay > 0 && float64(politeness.Every(crawlDelay)) < pl.s.Rate {
-		delay = crawlDelay
-	}
-	switch {
-	case delay == l.HostDelay:
-		return true
-	case delay < l.HostDelay || !fetch: // no URL to decide: the bucket learns it
-		if _, err := pl.fr.SetHostDelay(ctx, l.Host, delay, nil); err != nil {
-			pl.log.Warn("keeping a host's Crawl-delay failed", "host", l.Host, "err", err)
-		}
-		return true
-	}
-	return pl.slowDown(ctx, l, delay)
 }
 
 // links are the URLs a response leads to, in scope and within the depth
