@@ -20,6 +20,8 @@ func testsiteCommand() *cli.Command {
 			"(the URLs a correct crawl from the hosts' home pages must fetch), /_fetchable (every URL it\n" +
 			"requests: the truth, redirects, 404s, files) and /_stats (requests per host, the most in any\n" +
 			"second, URLs fetched more than once, robots-disallowed URLs fetched).\n" +
+			"--named-hosts N --dns ADDR serves thousands of host names on one listener and answers DNS\n" +
+			"for them, as the web would (crawl with 'crawler work --dns ADDR').\n" +
 			"Crawl it with --allow-private.",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "hosts", Value: 4, Usage: "number of hosts"},
@@ -34,7 +36,7 @@ func testsiteCommand() *cli.Command {
 				"crawl with 'crawler work --dns' at the same address"},
 			&cli.IntFlag{Name: "slow-every", Usage: "every Nth host answers ten times slower than --latency"},
 			&cli.IntFlag{Name: "fail-every", Usage: "every Nth host answers each page's first request with 503 and Retry-After: 1"},
-			&cli.BoolFlag{Name: "robots", Usage: "every host serves a robots.txt of its own (default: only the first; the others answer 404)"},
+			&cli.BoolFlag{Name: "robots", Usage: "every host serves a robots.txt of its own (otherwise only the first does, and the others answer 404)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Int("pages") < 1 || c.Int("pages") > 1_000_000 {
