@@ -253,7 +253,7 @@ func (f *shard) exchange(ctx context.Context, done []Finished, back []*Lease, wa
 	got := time.Now() // after the call: a token is surely due by got + its wait
 	for _, l := range x.Popped {
 		l.granted(sent, f.o.Lease)
-		l.Popped, l.NotBefore = sent, got.Add(l.wait)
+		l.NotBefore = got.Add(l.wait)
 	}
 	return x, bad, err
 }

@@ -266,13 +266,14 @@ if limited then
 end
 local queued -- URLs in the queues after the pop, when it looked
 local delays = {} -- popped host -> its own delay, ms, when the pop kept to one
-local fresh = {}  -- popped hosts without a delay whose bucket had no grant in memory
+local firsts = {} -- popped hosts without a delay whose bucket held no grant before (reply's fresh)
 local afters, late = {}, false -- per popped URL: ms until its token is due; any above 0
 local ahead = A.ahead_ms or 0
 local horizon = now + ahead
 if W > 0 then
-  -- tokens: how many URLs host may have now, at most q (math.huge: no
-  -- limit), its bucket and its rate and burst; or 0 and when it has one.
+  -- tokens: how many URLs host may have now (at most q), its bucket, its
+  -- rate and burst (nil: no limit), its level and the ms until the token
+  -- is due; or 0 and when (ms) the host is due again.
   -- A token due within the window (ahead ms) is taken too, as a
   -- reservation: its URL is fetched when the token is due (after).
   -- Without a rate, only the hosts in slowed have a bucket worth reading
@@ -333,7 +334,7 @@ if W > 0 then
         local k, b, r, size, level, after = tokens(host, q)
         if k == 0 then
           -- No token yet (a pause, a delay of its own, or another user of
-          -- the bucket): due when it has one.
+          -- the bucket): due when it has one (tokens' second value).
           readyAdd[#readyAdd + 1] = b
           readyAdd[#readyAdd + 1] = host
           moved = true
@@ -352,7 +353,7 @@ if W > 0 then
             if b.delay > 0 then
               delays[host] = b.delay
             elseif not b.tokens then
-              fresh[#fresh + 1] = host
+              firsts[#firsts + 1] = host
             end
             readyAdd[#readyAdd + 1] = due
             readyAdd[#readyAdd + 1] = host
@@ -404,8 +405,8 @@ end
 local out = {held = table.concat(answer), pages = pages, done = done, wait = wait}
 if next(delays) then out.delays = delays end
 if late then out.after = afters end
-if #fresh > 0 then
-  out.fresh, out.at = fresh, string.format('%d', nowus)
+if #firsts > 0 then
+  out.fresh, out.at = firsts, string.format('%d', nowus)
 end
 reply[#reply + 1] = cjson.encode(out)
 for _, v in ipairs(got) do reply[#reply + 1] = v end -- popped, unencoded: items are JSON already

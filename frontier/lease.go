@@ -31,9 +31,6 @@ type Lease struct {
 	// reply's arrival when the token was there at the pop.
 	NotBefore time.Time
 	wait      time.Duration // the wait Redis said (readReply)
-	// Popped is when the call that popped it was sent, by this process's
-	// clock: when its host's token was taken, or a little before.
-	Popped time.Time
 
 	// until is the local deadline of the lease, on this process's
 	// monotonic clock (nanoseconds since clock0): the moment the call that
@@ -136,8 +133,7 @@ func (f *shard) Requeue(ctx context.Context, l *Lease, wait time.Duration) error
 
 // HostDelayKept is how long a host's bucket keeps its own delay
 // (SetHostDelay) after its last request: as long as a robots.txt is cached
-// (politeness.RobotsConfig's TTL), after which the next fetch of it says
-// again.
+// (politeness.Robots's TTL), after which the next fetch of it says again.
 const HostDelayKept = 24 * time.Hour
 
 // SetHostDelay keeps host's own least interval between requests (its
@@ -177,13 +173,12 @@ func (f *shard) SetHostDelay(ctx context.Context, host string, delay time.Durati
 // doubles with repeats), and no pop offers it before the pause ends.
 // It returns the pause.
 func (f *Frontier) PauseHost(ctx context.Context, host string, retryAfter time.Duration) (time.Duration, error) {
-	sh := f.fs[ShardOf(host, len(f.fs))]
-	d, err := politeness.NewLimiter(f.c, politeness.Inf, 1).Pause(ctx, sh.keys.Buckets+host, retryAfter)
+	d, err := politeness.NewLimiter(f.c, politeness.Inf, 1).Pause(ctx, f.RateKey(host), retryAfter)
 	if err != nil || f.HostRate > 0 {
 		return d, err
 	}
 	// Without a rate, the pops read only the buckets of marked hosts.
-	if err := f.c.HSet(ctx, sh.keys.Slowed, host, 1).Err(); err != nil {
+	if err := f.c.HSet(ctx, f.fs[ShardOf(host, len(f.fs))].keys.Slowed, host, 1).Err(); err != nil {
 		return d, fmt.Errorf("frontier: pause: %w", err)
 	}
 	return d, nil
