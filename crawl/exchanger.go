@@ -69,9 +69,9 @@ func (e entry) lease() *frontier.Lease {
 	return e.page.Lease
 }
 
-func newExchanger(loops int, home func(*frontier.Lease) int) *exchanger {
+func newExchanger(loops int) *exchanger {
 	capacity := 6 * loops // prefetch: six URLs a loop
-	return &exchanger{s: newExState(capacity, home), ready: make(chan leased, capacity),
+	return &exchanger{s: newExState(capacity), ready: make(chan leased, capacity),
 		entries: make(chan entry, 2*loops+2), // a loop never waits long to hand in
 		bell:    make(chan struct{}, 1)}
 }
@@ -271,7 +271,20 @@ func (x *exchanger) perform(work context.Context, a action) {
 			for range x.entries {
 			}
 		}
-	case actEnd, actSleep:
+	case actEnd:
+		x.flush(work)
+	case actSleep:
+	}
+}
+
+// flush acks the last exchange's outbox entries (over shards), so that
+// its pages' records are written now rather than by the scheduler's sweep
+// once they are OutboxAge old.
+func (x *exchanger) flush(work context.Context) {
+	ctx, cancel := context.WithTimeout(work, 10*time.Second)
+	defer cancel()
+	if err := x.fr.Flush(ctx); err != nil {
+		x.log.Warn("acking the last exchange's outbox entries failed: the scheduler's sweep will", "err", err)
 	}
 }
 

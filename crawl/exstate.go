@@ -15,8 +15,8 @@ import (
 // step in exstate_test.go on a fake clock:
 //
 //   - batching: when to call and with what (its timing is policy's);
-//   - shard grouping: an exchange ends leases of one shard, the oldest
-//     entry's, and the other shards' entries wait for the next call;
+//   - one batch for every shard: an exchange ends leases of any shards
+//     (the frontier makes one call a shard, in one pipeline);
 //   - the stop: URLs leased but not started go back, everything finished
 //     is sent, nothing more is popped, and the machine ends once the loops
 //     are gone and nothing is left to send;
@@ -27,10 +27,7 @@ import (
 //     worker (with ExitWhenDone), and a crawl gone from Redis ends all.
 type exState struct {
 	p       *policy
-	pending []entry // handed in, not sent yet, oldest first
-	// home is the shard of a lease (frontier.Frontier.Home, a pure
-	// function of its host).
-	home         func(*frontier.Lease) int
+	pending      []entry // handed in, not sent yet, oldest first
 	exitWhenDone bool // ExitWhenDone: the crawl's end stops the worker
 	budget       bool // the crawl has a page budget
 	stopping     bool
@@ -38,8 +35,8 @@ type exState struct {
 	ended        bool
 }
 
-func newExState(capacity int, home func(*frontier.Lease) int) *exState {
-	return &exState{p: newPolicy(capacity), home: home}
+func newExState(capacity int) *exState {
+	return &exState{p: newPolicy(capacity)}
 }
 
 // What happens to the exchanger.
@@ -150,7 +147,7 @@ func (s *exState) tick(ev event, now time.Time) []action {
 	}
 	c, ok, until := s.p.decide(now, world{ready: ev.ready, pending: len(s.pending), stopping: s.stopping})
 	if ok {
-		batch := s.oneShard(c.send)
+		batch := s.pending[:min(c.send, len(s.pending)):min(c.send, len(s.pending))]
 		return []action{{kind: actCall, batch: batch, want: c.want}}
 	}
 	if s.p.done(len(s.pending)) {
@@ -158,27 +155,6 @@ func (s *exState) tick(ev event, now time.Time) []action {
 		return []action{{kind: actEnd}}
 	}
 	return []action{{kind: actSleep, until: until}}
-}
-
-// oneShard is the batch of up to n pending entries whose leases end in the
-// shard of the oldest (an exchange ends leases of one shard, atomically),
-// in order.
-func (s *exState) oneShard(n int) []entry {
-	var batch []entry
-	home := -1
-	for _, e := range s.pending {
-		if len(batch) == n {
-			break
-		}
-		sh := s.home(e.lease())
-		if home < 0 {
-			home = sh
-		}
-		if sh == home {
-			batch = append(batch, e)
-		}
-	}
-	return batch
 }
 
 // replied takes the reply to a call.

@@ -25,14 +25,6 @@ type xstep struct {
 // lease is a lease on host; its id names it in the descriptions.
 func lease(id, host string) *frontier.Lease { return &frontier.Lease{ID: id, Host: host} }
 
-// testHome puts hosts a* in shard 0 and b* in shard 1.
-func testHome(l *frontier.Lease) int {
-	if strings.HasPrefix(l.Host, "b") {
-		return 1
-	}
-	return 0
-}
-
 var (
 	pa1, pa2, pa3 = lease("a1", "a"), lease("a2", "a"), lease("a3", "a")
 	pb1           = lease("b1", "b")
@@ -119,17 +111,15 @@ func TestExchangerStateMachine(t *testing.T) {
 			{at: 511 * time.Millisecond, ev: replied(28, 28, nil, pa1, pa2), want: "settle"},
 			{at: 512 * time.Millisecond, ev: tick(48), want: "sleep 1h0m0s"}, // nothing left: sleeps until an event
 		}},
-		{"shard grouping: a call ends the leases of the oldest entry's shard; the others go next", false, false, []xstep{
+		{"one batch for every shard: a call ends the leases of pages of any shards, in order", false, false, []xstep{
 			{ev: tick(0), want: "call [] want 48"},
 			{ev: replied(48, 48, nil), want: "settle"},
 			{at: time.Millisecond, ev: page(pa1)},
 			{at: time.Millisecond, ev: page(pb1)},
 			{at: time.Millisecond, ev: page(pa2)},
 			{at: 2 * time.Millisecond, ev: event{kind: evBell}},
-			{at: 2 * time.Millisecond, ev: tick(40), want: "call [a1 a2] want 8"},
-			{at: 3 * time.Millisecond, ev: replied(8, 8, nil, pa1, pa2), want: "settle"},
-			{at: 3 * time.Millisecond, ev: event{kind: evBell}},
-			{at: 3 * time.Millisecond, ev: tick(40), want: "call [b1] want 8"},
+			{at: 2 * time.Millisecond, ev: tick(40), want: "call [a1 b1 a2] want 8"},
+			{at: 3 * time.Millisecond, ev: replied(8, 8, nil, pa1, pb1, pa2), want: "settle"},
 		}},
 		{"the stop: URLs not started go back with what is finished, nothing is popped, then the end", false, false, []xstep{
 			{ev: tick(0), want: "call [] want 48"},
@@ -215,7 +205,7 @@ func TestExchangerStateMachine(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newExState(capacity, testHome)
+			s := newExState(capacity)
 			s.exitWhenDone, s.budget = tc.exitWhenDone, tc.budget
 			runMachine(t, s, tc.steps)
 		})
@@ -227,7 +217,7 @@ func TestExchangerStateMachine(t *testing.T) {
 // entries and an always-ready case picks at random) sent pages a few to a
 // call instead of together.
 func TestDrainHearsEverythingHandedIn(t *testing.T) {
-	x := newExchanger(2, testHome)
+	x := newExchanger(2)
 	n := cap(x.entries)
 	for i := 0; i < n; i++ {
 		x.entries <- entry{page: frontier.Finished{Lease: lease(fmt.Sprint("a", i), "a")}}

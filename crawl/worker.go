@@ -308,7 +308,7 @@ func (w *Worker) Run(ctx context.Context) error {
 const Software = "RedCrawl/0.1"
 
 func (w *Worker) newExchanger(end *ending) *exchanger {
-	ex := newExchanger(w.opts.Concurrency, w.fr.Home)
+	ex := newExchanger(w.opts.Concurrency)
 	if w.fr.PopAhead > 0 {
 		ex.s.p.gap = popGap
 	}

@@ -299,3 +299,76 @@ func TestAllocationIsPipelined(t *testing.T) {
 		t.Logf("%d segments in %d round trips", len(segments), trips.Load()-before)
 	})
 }
+
+// Calls in one pipeline answer as AddNew would, in one round trip while
+// the filters are as last seen; a call whose reply asks for it again (the
+// first, which allocates the layers; a layer added by another client; a
+// script cache flushed) is made again on its own, and answers the same.
+func TestCallsInAPipelineAnswerAsAddNew(t *testing.T) {
+	addNew := dedup.Compose("local reply = bloom_run(1, 1)\nreturn reply")
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := ctxFor(t, time.Minute)
+		c := s.NewClient(t)
+		trips := redistest.RoundTrips(c)
+		p := dedup.Params{Capacity: 200, FPRate: 0.01}
+		a, err := dedup.Open(ctx, c, "t:{ca}:seen", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := dedup.Open(ctx, c, "t:{cb}:seen", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Oracles: the same items added one call at a time to filters of their own.
+		oa, ob := open(t, s, "t:{oa}:seen", p), open(t, s, "t:{ob}:seen", p)
+		round := func(i int, fa, fb []string) {
+			ca, err := a.NewCall(addNew, fa, nil, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cb, err := b.NewCall(addNew, fb, nil, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := trips.Load()
+			pipe := c.Pipeline()
+			ca.Queue(ctx, pipe)
+			cb.Queue(ctx, pipe)
+			pipe.Exec(ctx) // each call's error is its own: Result reads it
+			for _, x := range []struct {
+				call   *dedup.Call
+				oracle *dedup.Filter
+				items  []string
+			}{{ca, oa, fa}, {cb, ob, fb}} {
+				got, _, err := x.call.Result(ctx)
+				if err != nil {
+					t.Fatalf("round %d: %v", i, err)
+				}
+				want, err := x.oracle.AddNew(ctx, x.items)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("round %d: flags %v; AddNew says %v", i, got, want)
+				}
+			}
+			if i == 2 && trips.Load()-before != 1 {
+				t.Errorf("round %d took %d round trips; want the pipeline's one", i, trips.Load()-before)
+			}
+		}
+		round(1, urls("a", 0, 50), urls("b", 0, 50))    // the first: layers allocated
+		round(2, urls("a", 25, 75), urls("b", 50, 100)) // as last seen: one round trip
+		// Another client grows b past its first layer: a's call stands, b's is stale.
+		if _, err := open(t, s, "t:{cb}:seen", p).AddNew(ctx, urls("x", 0, 300)); err != nil {
+			t.Fatal(err)
+		}
+		round(3, urls("a", 75, 100), urls("b", 90, 120))
+		if err := s.Client.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		round(4, urls("a", 90, 110), urls("b", 110, 130))
+		if _, err := a.NewCall(addNew, urls("big", 0, 201), nil, nil, nil); err == nil {
+			t.Error("a call of more items than one batch was prepared")
+		}
+	})
+}

@@ -231,10 +231,7 @@ const maxBatch = 1024
 func (f *Filter) exec(ctx context.Context, s *redis.Script, add bool, items []string, perItem []any, keys []string,
 	fixed func(start, end int, flags []bool, last bool) []any) ([]bool, []any, error) {
 	out := make([]bool, 0, len(items))
-	chunk := maxBatch
-	if int64(chunk) > f.params.Capacity {
-		chunk = int(f.params.Capacity)
-	}
+	chunk := f.MaxBatch()
 	if len(items) == 0 && !add {
 		return out, nil, nil
 	}
@@ -262,51 +259,136 @@ func (f *Filter) exec(ctx context.Context, s *redis.Script, add bool, items []st
 func (f *Filter) execChunk(ctx context.Context, s *redis.Script, add bool, items []string, perItem []any, keys []string, fixed []any) ([]bool, []any, error) {
 	withNext := false
 	for attempt := 0; attempt < 10; attempt++ {
-		k, a := f.prepare(items, add, withNext)
-		k = append(k, keys...)
-		a = append(a, perItem...)
-		a = append(a, fixed...)
+		k, a := f.args(items, add, withNext, perItem, keys, fixed)
 		res, err := s.Run(ctx, f.c, k, a...).Slice()
 		if err != nil {
 			return nil, nil, fmt.Errorf("dedup: %w", err)
 		}
-		if len(res) < 3 {
-			return nil, nil, fmt.Errorf("dedup: unexpected script reply %v", res)
-		}
-		status, _ := res[0].(int64)
-		count, _ := res[1].(int64)
-		layers, _ := res[2].(int64)
-		f.mu.Lock()
-		f.count, f.layers = count, int(layers)
-		f.mu.Unlock()
-		switch status {
-		case statusStale:
-			continue // another worker added a layer: recompute positions
-		case statusAllocate:
-			need, _ := res[3].(int64)
-			if err := f.allocate(ctx, int(need)); err != nil {
-				return nil, nil, err
-			}
-			continue
-		case statusNextLayer:
+		flags, tail, again, err := f.read(ctx, res, len(items))
+		switch {
+		case err != nil:
+			return nil, tail, err
+		case again == retryNextLayer:
 			withNext = true // the batch may fill the last layer after all
-			continue
-		case statusRefused:
-			return nil, res[3:], ErrRefused
-		case statusOK:
-		default:
-			return nil, nil, fmt.Errorf("dedup: unknown script status %d", status)
+		case again == retryNone:
+			return flags, tail, nil
 		}
-		if len(res) < 3+len(items) {
-			return nil, nil, fmt.Errorf("dedup: script replied %d flags for %d items", len(res)-3, len(items))
-		}
-		flags := make([]bool, len(items))
-		for i := range items {
-			flags[i] = res[3+i] == int64(1)
-		}
-		return flags, res[3+len(items):], nil
 	}
 	return nil, nil, errors.New("dedup: layer count kept changing under this batch")
+}
+
+// args are a call's keys and arguments: the filter's, then perItem, keys
+// and fixed.
+func (f *Filter) args(items []string, add, withNext bool, perItem []any, keys []string, fixed []any) ([]string, []any) {
+	k, a := f.prepare(items, add, withNext)
+	k = append(k, keys...)
+	a = append(a, perItem...)
+	return k, append(a, fixed...)
+}
+
+// How a reply asks for its call to be made again (nothing was written).
+const (
+	retryNone      = iota // the reply stands
+	retryStale            // positions were stale, or layers were allocated: as it was
+	retryNextLayer        // with the next layer's places
+)
+
+// read takes bloom_run's reply for n items: the flags and the tail after
+// them, or that the call must be made again (layers it asked for are
+// allocated first), or an error (ErrRefused, with the refusal as tail).
+func (f *Filter) read(ctx context.Context, res []any, n int) ([]bool, []any, int, error) {
+	if len(res) < 3 {
+		return nil, nil, retryNone, fmt.Errorf("dedup: unexpected script reply %v", res)
+	}
+	status, _ := res[0].(int64)
+	count, _ := res[1].(int64)
+	layers, _ := res[2].(int64)
+	f.mu.Lock()
+	f.count, f.layers = count, int(layers)
+	f.mu.Unlock()
+	switch status {
+	case statusStale:
+		return nil, nil, retryStale, nil // another worker added a layer: recompute positions
+	case statusAllocate:
+		need, _ := res[3].(int64)
+		if err := f.allocate(ctx, int(need)); err != nil {
+			return nil, nil, retryNone, err
+		}
+		return nil, nil, retryStale, nil
+	case statusNextLayer:
+		return nil, nil, retryNextLayer, nil
+	case statusRefused:
+		return nil, res[3:], retryNone, ErrRefused
+	case statusOK:
+	default:
+		return nil, nil, retryNone, fmt.Errorf("dedup: unknown script status %d", status)
+	}
+	if len(res) < 3+n {
+		return nil, nil, retryNone, fmt.Errorf("dedup: script replied %d flags for %d items", len(res)-3, n)
+	}
+	flags := make([]bool, n)
+	for i := range flags {
+		flags[i] = res[3+i] == int64(1)
+	}
+	return flags, res[3+n:], retryNone, nil
+}
+
+// A Call is one call of a script made by Compose, over at most one batch
+// of items (MaxBatch), made ready to go in a pipeline with calls to other
+// keys: Queue adds it, Result reads its reply once the pipeline ran. A
+// reply that asks for the call again (another worker added a layer, a
+// layer must be allocated, Redis lost its script cache) wrote nothing, and
+// Result makes the call again on its own, as Exec would have; so a
+// pipeline of Calls is one round trip whenever the filter is as last seen.
+type Call struct {
+	f       *Filter
+	s       *redis.Script
+	items   []string
+	perItem []any
+	keys    []string
+	fixed   []any
+	cmd     *redis.Cmd
+}
+
+// NewCall prepares a call of s over items, as Exec would make it.
+func (f *Filter) NewCall(s *redis.Script, items []string, perItem []any, keys []string, fixed []any) (*Call, error) {
+	if perItem != nil && len(perItem) != len(items) {
+		return nil, fmt.Errorf("dedup: %d per-item arguments for %d items", len(perItem), len(items))
+	}
+	if len(items) > f.MaxBatch() {
+		return nil, fmt.Errorf("dedup: %d items for one call (at most %d)", len(items), f.MaxBatch())
+	}
+	return &Call{f: f, s: s, items: items, perItem: perItem, keys: keys, fixed: fixed}, nil
+}
+
+// MaxBatch is how many items one call of the filter's scripts takes.
+func (f *Filter) MaxBatch() int { return int(min(maxBatch, f.params.Capacity)) }
+
+// Queue adds the call to pipe (by its script's hash: Result falls back to
+// a call of its own if Redis does not have the script).
+func (c *Call) Queue(ctx context.Context, pipe redis.Pipeliner) {
+	k, a := c.f.args(c.items, true, false, c.perItem, c.keys, c.fixed)
+	c.cmd = c.s.EvalSha(ctx, pipe, k, a...)
+}
+
+// Result is the call's flags and the tail of its reply, as Exec and
+// ExecBatch return them, once the pipeline it was queued in ran.
+func (c *Call) Result(ctx context.Context) ([]bool, []any, error) {
+	if c.cmd == nil {
+		return nil, nil, errors.New("dedup: a call read before it was queued")
+	}
+	res, err := c.cmd.Slice()
+	if redis.HasErrorPrefix(err, "NOSCRIPT") {
+		return c.f.execChunk(ctx, c.s, true, c.items, c.perItem, c.keys, c.fixed)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("dedup: %w", err)
+	}
+	flags, tail, again, err := c.f.read(ctx, res, len(c.items))
+	if err != nil || again == retryNone {
+		return flags, tail, err
+	}
+	return c.f.execChunk(ctx, c.s, true, c.items, c.perItem, c.keys, c.fixed)
 }
 
 // prepare builds the keys and arguments bloom_run expects. In 'add' mode

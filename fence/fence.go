@@ -68,7 +68,11 @@ func (f *Script) RunRaising(ctx context.Context, c redis.Scripter, fenceKey stri
 func (f *Script) run(ctx context.Context, s *redis.Script, c redis.Scripter, key string, epoch int64, keys []string, args []any) (any, error) {
 	allKeys := append([]string{key}, keys...)
 	allArgs := append([]any{epoch}, args...)
-	res, err := s.Run(ctx, c, allKeys, allArgs...).Result()
+	return fenceResult(s.Run(ctx, c, allKeys, allArgs...).Result())
+}
+
+// fenceResult is a fenced call's reply, its refusal as ErrFenced.
+func fenceResult(res any, err error) (any, error) {
 	if err != nil && !errors.Is(err, redis.Nil) {
 		if msg, ok := strings.CutPrefix(err.Error(), "FENCED "); ok {
 			return nil, fmt.Errorf("%w: %s", ErrFenced, msg)
@@ -76,4 +80,36 @@ func (f *Script) run(ctx context.Context, s *redis.Script, c redis.Scripter, key
 		return nil, err
 	}
 	return res, err
+}
+
+// A Pending is a fenced call queued in a pipeline (Queue): Result reads
+// it once the pipeline ran, making the call again on its own if Redis did
+// not have the script.
+type Pending struct {
+	f     *Script
+	s     *redis.Script
+	cmd   *redis.Cmd
+	keys  []string
+	args  []any
+	epoch int64
+}
+
+// Queue adds to pipe the call Run (or, raising, RunRaising) would make.
+func (f *Script) Queue(ctx context.Context, pipe redis.Pipeliner, raising bool, key string, epoch int64, keys []string, args ...any) *Pending {
+	s := f.s
+	if raising {
+		s = f.raise
+	}
+	p := &Pending{f: f, s: s, keys: append([]string{key}, keys...), args: append([]any{epoch}, args...), epoch: epoch}
+	p.cmd = s.EvalSha(ctx, pipe, p.keys, p.args...)
+	return p
+}
+
+// Result is what Run would have returned, once the pipeline ran; c makes
+// the call again should Redis not have had the script.
+func (p *Pending) Result(ctx context.Context, c redis.Scripter) (any, error) {
+	if redis.HasErrorPrefix(p.cmd.Err(), "NOSCRIPT") {
+		return p.f.run(ctx, p.s, c, p.keys[0], p.epoch, p.keys[1:], p.args[1:])
+	}
+	return fenceResult(p.cmd.Result())
 }

@@ -67,6 +67,9 @@ type Exchanged struct {
 	// exchange went through (with several shards). What the lost writes taught the
 	// process — links known to be seen — must be forgotten, as on the error.
 	Forget bool
+	// recordedNow: per Finished, its page was recorded by this very call
+	// (Held is true also for one recorded by the same exchange sent before).
+	recordedNow []bool
 	// Unasked: a shard asked only for URLs failed (with several shards), and why; what
 	// the rest of the exchange did stands, and that shard is asked again
 	// next time.
@@ -131,7 +134,12 @@ type exchangeArgs struct {
 	Done       []doneArgs `json:"done,omitempty"`
 	Back       []int      `json:"back,omitempty"` // texts: the members of the leases given back
 	LeaseIDs   []string   `json:"lease_ids,omitempty"`
-	texts      []string
+	// The outbox (Frontier.Exchange over shards): this call's entry, the
+	// text of its away links, and the entries acked.
+	OutboxID string      `json:"outbox_id,omitempty"`
+	Outbox   int         `json:"outbox,omitempty"`
+	Acks     []outboxAck `json:"acks,omitempty"`
+	texts    []string
 }
 
 // text adds s to the texts after the object, and returns its place.
@@ -154,6 +162,9 @@ type doneArgs struct {
 	First   int `json:"first"`
 	Links   int `json:"links"`
 	Counted int `json:"counted,omitempty"`
+	// Away: it has links to other shards' hosts, offered there in the
+	// same pipeline; its record waits in the call's outbox entry.
+	Away bool `json:"away,omitempty"`
 }
 
 // encode is the script's last arguments: the object, then its texts.
@@ -211,37 +222,10 @@ func (f *shard) exchange(ctx context.Context, done []Finished, back []*Lease, wa
 	// links [start, end) gets these arguments, flags being the answers for
 	// the links before start.
 	args := func(start, end int, flags []bool, last bool) []any {
-		a := exchangeArgs{Expect: f.exchanges, ResultsCap: f.resultsCap}
 		if !last { // an earlier call of a big batch only queues links
-			return a.encode()
+			return exchangeArgs{Expect: f.exchanges, ResultsCap: f.resultsCap}.encode()
 		}
-		a.Count, a.Want, a.LeaseIDs = true, want, ids
-		a.LeaseMs, a.Budget, a.HostMax = f.o.Lease.Milliseconds(), f.pageBudget(), f.o.HostPageCap
-		a.Rate, a.Burst, a.PauseKeep, a.DelayKeep = f.o.HostRate, max(f.o.HostBurst, 1), politeness.PauseMemory.Milliseconds(), HostDelayKept.Milliseconds()
-		a.AheadMs, a.Factor, a.MaxDelayMs = f.o.PopAhead.Milliseconds(), f.o.DelayFactor, f.o.MaxDelay.Milliseconds()
-		for d, x := range done {
-			lo, hi := max(offset[d], start), min(offset[d+1], end)
-			da := doneArgs{Lease: a.text(x.Lease.Member()), Stat: x.Outcome.counters(),
-				Fetched: x.Outcome.Fetched, Refund: x.Outcome.Refund, First: lo - start + 1, Links: max(hi-lo, 0), Counted: x.Outcome.Offered}
-			if x.Outcome.Record != nil {
-				da.Record = a.text(string(x.Outcome.Record))
-			}
-			if f.o.DelayFactor > 0 {
-				da.Ms = x.Outcome.FetchTime.Milliseconds()
-			}
-			if x.Outcome.Failed != "" {
-				da.Failed = a.text(x.Lease.failedEntry(x.Outcome.Failed))
-			}
-			for i := offset[d]; i < min(offset[d+1], start); i++ {
-				if flags[i] {
-					da.Counted++
-				}
-			}
-			a.Done = append(a.Done, da)
-		}
-		for _, l := range back {
-			a.Back = append(a.Back, a.text(l.Member()))
-		}
+		a := f.lastArgs(done, offset, start, end, flags, back, want, ids)
 		return a.encode()
 	}
 	sent := time.Now() // before the call: new leases are surely held until sent + Lease
@@ -258,10 +242,46 @@ func (f *shard) exchange(ctx context.Context, done []Finished, back []*Lease, wa
 	return x, bad, err
 }
 
+// lastArgs are the arguments of an exchange's last call (the one that
+// ends its leases and pops), which takes links [start, end) of done's
+// (offset[d]: where done[d]'s begin), flags being the answers for those
+// before start.
+func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []bool, back []*Lease, want int, ids []string) exchangeArgs {
+	a := exchangeArgs{Expect: f.exchanges, ResultsCap: f.resultsCap}
+	a.Count, a.Want, a.LeaseIDs = true, want, ids
+	a.LeaseMs, a.Budget, a.HostMax = f.o.Lease.Milliseconds(), f.pageBudget(), f.o.HostPageCap
+	a.Rate, a.Burst, a.PauseKeep, a.DelayKeep = f.o.HostRate, max(f.o.HostBurst, 1), politeness.PauseMemory.Milliseconds(), HostDelayKept.Milliseconds()
+	a.AheadMs, a.Factor, a.MaxDelayMs = f.o.PopAhead.Milliseconds(), f.o.DelayFactor, f.o.MaxDelay.Milliseconds()
+	for d, x := range done {
+		lo, hi := max(offset[d], start), min(offset[d+1], end)
+		da := doneArgs{Lease: a.text(x.Lease.Member()), Stat: x.Outcome.counters(),
+			Fetched: x.Outcome.Fetched, Refund: x.Outcome.Refund, First: lo - start + 1, Links: max(hi-lo, 0), Counted: x.Outcome.Offered}
+		if x.Outcome.Record != nil {
+			da.Record = a.text(string(x.Outcome.Record))
+		}
+		if f.o.DelayFactor > 0 {
+			da.Ms = x.Outcome.FetchTime.Milliseconds()
+		}
+		if x.Outcome.Failed != "" {
+			da.Failed = a.text(x.Lease.failedEntry(x.Outcome.Failed))
+		}
+		for i := offset[d]; i < min(offset[d+1], start); i++ {
+			if flags[i] {
+				da.Counted++
+			}
+		}
+		a.Done = append(a.Done, da)
+	}
+	for _, l := range back {
+		a.Back = append(a.Back, a.text(l.Member()))
+	}
+	return a
+}
+
 // exchangeKeys are exchange.lua's keys after the Bloom filter's.
 func (f *shard) exchangeKeys() []string {
 	return []string{f.keys.Queues, f.keys.Ready, f.keys.Leases, f.keys.Stats, f.keys.Failed, f.keys.Results, f.keys.DoneFlag,
-		f.keys.Counter(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Config, f.keys.HostPages, f.keys.Lengths, f.keys.Ended, f.keys.Buckets, f.keys.Slowed}
+		f.keys.Counter(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Config, f.keys.HostPages, f.keys.Lengths, f.keys.Ended, f.keys.Buckets, f.keys.Slowed, f.keys.Outbox}
 }
 
 // counted reads what exchange.lua's guard said of an exchange (f.xmu
@@ -326,10 +346,11 @@ func (f *shard) readReply(flags []bool, tail []any, offset []int, ids []string) 
 	if len(r.Held) != nd || len(popped)%2 != 0 || m > len(ids) {
 		return Exchanged{}, nil, fmt.Errorf("frontier: exchange: reply %v for %d pages and %d URLs wanted", tail, nd, len(ids))
 	}
-	x := Exchanged{Queued: make([][]bool, nd), Held: make([]bool, nd)}
+	x := Exchanged{Queued: make([][]bool, nd), Held: make([]bool, nd), recordedNow: make([]bool, nd)}
 	for d := 0; d < nd; d++ {
 		x.Queued[d] = flags[offset[d]:offset[d+1]]
 		x.Held[d] = r.Held[d] == '1' || r.Held[d] == '2' // 2: recorded by this exchange sent before
+		x.recordedNow[d] = r.Held[d] == '1'
 	}
 	x.Info = PopInfo{Pages: r.Pages, CrawlOver: r.Done == 1, NextDue: time.Duration(r.Wait) * time.Millisecond}
 	fresh := make(map[string]bool, len(r.Fresh))

@@ -25,7 +25,10 @@
 --   lengths (hash host -> URLs queued, lib.lua),
 --   ended (zset lease id -> when ended, ms: a minute of them),
 --   buckets (the prefix of the hosts' token buckets: buckets .. host),
---   slowed (hash: without a rate, the hosts whose buckets to read)
+--   slowed (hash: without a rate, the hosts whose buckets to read),
+--   outbox (hash id -> "ms\npages-json\nlinks-json": the records of pages
+--   whose links to other shards' hosts went in calls of their own, kept
+--   until those calls are known to have gone through; see "outbox" below)
 -- ARGV: the Bloom filter's, then one entry ("host\nparent\nelement", lib.lua)
 --   per link, then one JSON object, exchangeArgs (exchange.go), by name,
 --   then the texts it names: a field marked "text" holds the place
@@ -60,6 +63,18 @@
 --               index among this call's links, 1-based), links (its links
 --               in this call), counted (its new links counted by earlier
 --               calls of the batch)}
+--               away (true: it has links to other shards' hosts, offered
+--               there in the same pipeline, and its record waits in the
+--               outbox entry of this call until those offers are acked)
+--   outbox_id   this call's outbox entry, written when a page with away
+--               links is recorded; outbox (text: those links, JSON, for
+--               the scheduler to offer again should no ack come)
+--   acks        outbox entries whose offers went through, each {id, extra
+--               (per page of that call, by its place: the new links the
+--               offers found)}: their records are added to the results
+--               stream, their new_links counting the offers' too, and the
+--               entries deleted; an entry gone already (acked by the
+--               scheduler) is skipped
 --   back        texts: the members of the leases given back
 --   lease_ids   an id for each URL that may be popped
 --   (an absent list is empty)
@@ -135,6 +150,8 @@ if links > 0 then bump.offered = links end
 
 -- 2. finished leases: one ZMSCORE tells which are still held
 local answer = {} -- a digit a finished lease (the reply's held)
+local parked = {} -- records that wait in this call's outbox entry: {d, r, n}
+local outbox = KEYS[key0 + 14]
 if D > 0 then
   local ids = {}
   for d = 1, D do ids[d] = ARGV[T + finished[d].lease] end
@@ -177,8 +194,12 @@ if D > 0 then
         for i = first, first + count - 1 do
           if reply[3 + i] == 1 then new = new + 1 end
         end
-        redis.call('XADD', results, 'MAXLEN', '~', resultsCap, '*', 'rec', record, 'new_links', string.format('%d', new))
-        bump.records = (bump.records or 0) + 1 -- ever added: minus the stream's length, what trimming dropped
+        if f.away and A.outbox_id then
+          parked[#parked + 1] = {d = d, r = record, n = new}
+        else
+          redis.call('XADD', results, 'MAXLEN', '~', resultsCap, '*', 'rec', record, 'new_links', string.format('%d', new))
+          bump.records = (bump.records or 0) + 1 -- ever added: minus the stream's length, what trimming dropped
+        end
       end
       if f.failed then failures[#failures + 1] = ARGV[T + f.failed] end
       if f.refund or f.ms then
@@ -221,6 +242,29 @@ if D > 0 then
       redis.call('HSET', key, 'tokens', string.format('%.17g', level), 'last', string.format('%.17g', nowus))
       if level >= 1 then redis.call('ZADD', ready, 'XX', 'LT', now, host) end
     end
+  end
+end
+
+-- The transactional outbox: a page's links to other shards' hosts are
+-- offered there by calls of their own, in the same pipeline but not in
+-- this atomic step, so its record waits here, with those links, until the
+-- worker acks the entry (the offers went through) or the scheduler offers
+-- the links again itself: a crash between the calls loses nothing.
+if #parked > 0 then
+  local links = '[]'
+  if A.outbox then links = ARGV[T + A.outbox] end
+  redis.call('HSET', outbox, A.outbox_id, string.format('%d', now) .. '\n' .. cjson.encode(parked) .. '\n' .. links)
+end
+for _, ack in ipairs(A.acks or {}) do
+  local entry = redis.call('HGET', outbox, ack.id)
+  if entry then
+    local pages = cjson.decode(string.match(entry, '^%d+\n([^\n]*)'))
+    local extra = ack.extra or {}
+    for _, p in ipairs(pages) do
+      redis.call('XADD', results, 'MAXLEN', '~', resultsCap, '*', 'rec', p.r, 'new_links', string.format('%d', p.n + (extra[p.d] or 0)))
+    end
+    bump.records = (bump.records or 0) + #pages
+    redis.call('HDEL', outbox, ack.id)
   end
 end
 

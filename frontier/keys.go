@@ -30,6 +30,10 @@ type Keys struct {
 	// pops read just those hosts' buckets); its pops drop a host whose
 	// bucket no longer holds any.
 	Slowed string
+	// Outbox is a hash: an exchange's id -> the records of its pages whose
+	// links to other shards' hosts were offered there in the same
+	// pipeline, with those links, until the offers are acked (exchange.lua).
+	Outbox string
 	// Counters is the prefix of the processes' exchange counters (Counter).
 	Counters string
 	// Fence, for a shard other than the first, keeps the highest epoch of
@@ -77,7 +81,7 @@ func KeysFor(name string) Keys { return keysUnder("crawl:{" + name + "}:") }
 func keysUnder(p string) Keys {
 	return Keys{Queues: p + "queue:", Lengths: p + "lengths", Counters: p + "counter:", Ready: p + "ready", Leases: p + "leases", Deferred: p + "deferred",
 		Failed: p + "failed", Workers: p + "workers", Stats: p + "stats", Results: p + "results", DoneFlag: p + "done",
-		Config: p + "config", HostPages: p + "hostpages", Ended: p + "ended", Buckets: p + "rate:", Slowed: p + "slowed"}
+		Config: p + "config", HostPages: p + "hostpages", Ended: p + "ended", Buckets: p + "rate:", Slowed: p + "slowed", Outbox: p + "outbox"}
 }
 
 // MaxNameLen bounds a crawl name.

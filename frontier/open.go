@@ -51,6 +51,12 @@ type Frontier struct {
 	lastEmpty    bool
 	lastEnqueued []int64
 	sweptEpoch   int64 // the epoch of the last whole sweep
+	// acks are, per shard, the outbox entries whose offers went through,
+	// sent with the next exchange's call there (Exchange); spare are
+	// URLs popped by an exchange that failed in another shard, handed out
+	// with the next.
+	acks  [][]outboxAck
+	spare []*Lease
 }
 
 // Options are what a crawl's settings say of its frontier.
@@ -91,6 +97,20 @@ type Options struct {
 	// when it comes up for a pop. URLs of it in flight then may still add
 	// a few.
 	HostPageCap int64
+	// OutboxAge is how long an outbox entry waits for its worker's ack
+	// before the scheduler's sweep offers its links again and acks it
+	// itself (30 s when 0): only a worker that died between the calls of
+	// one pipeline, or whose calls to another shard failed, leaves one
+	// that long (Frontier.Exchange).
+	OutboxAge time.Duration
+}
+
+// outboxAge is OutboxAge, or its default.
+func (o *Options) outboxAge() time.Duration {
+	if o.OutboxAge == 0 {
+		return 30 * time.Second
+	}
+	return o.OutboxAge
 }
 
 // New returns crawl name's frontier without touching Redis and without
@@ -108,7 +128,7 @@ func New(c redis.UniversalClient, name string, o Options) (*Frontier, error) {
 		o.Lease = 10 * time.Second
 	}
 	f := &Frontier{Options: o, name: name, c: c, now: time.Now, fs: make([]*shard, o.Shards),
-		idle: make([]time.Time, o.Shards), lastEnqueued: make([]int64, o.Shards)}
+		idle: make([]time.Time, o.Shards), lastEnqueued: make([]int64, o.Shards), acks: make([][]outboxAck, o.Shards)}
 	for i := range f.fs {
 		f.fs[i] = newShard(c, KeysForShard(name, i), &f.Options, o.Shards)
 	}

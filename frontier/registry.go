@@ -34,32 +34,48 @@ func (f *shard) Register(ctx context.Context, worker string) (time.Duration, err
 // or ErrGone when the crawl is gone. A lease extended has its local
 // deadline moved on (Lease.Left); one found lost is marked so.
 func (f *shard) Heartbeat(ctx context.Context, worker string, leases []*Lease) (int, error) {
+	pipe := f.c.Pipeline()
+	read := f.queueHeartbeat(ctx, pipe, worker, leases)
+	pipe.Exec(ctx) // the call's error is read below
+	return read()
+}
+
+// queueHeartbeat adds the heartbeat to pipe (Frontier.Heartbeat sends
+// every shard's in one pipeline), and returns how to read it.
+func (f *shard) queueHeartbeat(ctx context.Context, pipe redis.Pipeliner, worker string, leases []*Lease) func() (int, error) {
 	args := []any{worker, f.o.Lease.Milliseconds()}
 	for _, l := range leases {
 		args = append(args, l.Member())
 	}
+	keys := []string{f.keys.Leases, f.keys.Workers, f.keys.Config}
 	sent := time.Now()
-	res, err := renewScript.Run(ctx, f.c, []string{f.keys.Leases, f.keys.Workers, f.keys.Config}, args...).Result()
-	if isGone(err) {
-		return 0, ErrGone
-	}
-	if err != nil {
-		return 0, fmt.Errorf("frontier: heartbeat: %w", err)
-	}
-	held, _ := res.([]any)
-	if len(held) != len(leases) {
-		return 0, fmt.Errorf("frontier: heartbeat: unexpected reply %v", res)
-	}
-	n := 0
-	for i, l := range leases {
-		if h, _ := held[i].(int64); h == 1 {
-			l.granted(sent, f.o.Lease)
-			n++
-		} else {
-			l.lost.Store(true) // reclaimed: another worker may have it now
+	cmd := renewScript.EvalSha(ctx, pipe, keys, args...)
+	return func() (int, error) {
+		res, err := cmd.Result()
+		if redis.HasErrorPrefix(err, "NOSCRIPT") {
+			res, err = renewScript.Run(ctx, f.c, keys, args...).Result()
 		}
+		if isGone(err) {
+			return 0, ErrGone
+		}
+		if err != nil {
+			return 0, fmt.Errorf("frontier: heartbeat: %w", err)
+		}
+		held, _ := res.([]any)
+		if len(held) != len(leases) {
+			return 0, fmt.Errorf("frontier: heartbeat: unexpected reply %v", res)
+		}
+		n := 0
+		for i, l := range leases {
+			if h, _ := held[i].(int64); h == 1 {
+				l.granted(sent, f.o.Lease)
+				n++
+			} else {
+				l.lost.Store(true) // reclaimed: another worker may have it now
+			}
+		}
+		return n, nil
 	}
-	return n, nil
 }
 
 // Deregister removes a stopped worker from the registry at once (it would

@@ -13,6 +13,7 @@
 -- ARGV[2] max attempts   ARGV[3] most entries per sweep   ARGV[4] failed list cap
 -- ARGV[5] page budget (0: none; -1: this shard's share, the field 'allow' of its stats)   ARGV[6] forget workers this long after they stopped being alive (ms)
 -- ARGV[7] the results stream's cap (XADD MAXLEN ~)
+-- KEYS[13] the outbox (exchange.lua)   ARGV[9] how old an outbox entry is before the sweep acks it (ms)
 -- ARGV[8] '1': this is the crawl's only shard, and the sweep decides
 --   whether the crawl is done; '0': a shard of several, whose sweep only
 --   reports whether it is empty (Frontier.Schedule decides, over all of them); 'end':
@@ -30,7 +31,10 @@
 --                records are written, no flag set)
 --   due_in      ms until the next deferred item is due (-1: none; 0: the
 --                crawl's end has more last records to write: sweep again)
---   empty       1: nothing queued, leased or deferred in this shard
+--   empty       1: nothing queued, leased or deferred in this shard, and
+--                no outbox entry waiting
+--   outbox      the outbox entries older than ARGV[9]: id, entry, id, entry …
+--                (absent: none)
 --   enqueued    URLs ever queued at the back (a shard's work can only come
 --                back through that counter)
 --   pages       pages fetched in this shard
@@ -94,8 +98,23 @@ end
 fr_push_front(Q, back, now)
 redis.call('ZREMRANGEBYSCORE', KEYS[9], '-inf', now - tonumber(ARGV[6]))
 
+-- The outbox (exchange.lua): entries no ack came for in ARGV[9] ms are
+-- returned (at most 100 a sweep) for the scheduler to offer their links
+-- and ack them itself; while any entry waits, the shard is not empty (its
+-- links may not be queued yet, its records are not written).
+local waiting, stale = redis.call('HLEN', KEYS[13]), {}
+if waiting > 0 then
+  local all = redis.call('HSCAN', KEYS[13], 0, 'COUNT', 1000)[2]
+  for i = 1, #all, 2 do
+    local at = tonumber(string.match(all[i + 1], '^(%d+)'))
+    if at and now - at >= tonumber(ARGV[9]) and #stale < 200 then
+      stale[#stale + 1] = all[i]
+      stale[#stale + 1] = all[i + 1]
+    end
+  end
+end
 local empty = 0
-if redis.call('ZCARD', leases) == 0 and fr_queued(Q) == 0 and redis.call('ZCARD', deferred) == 0 then empty = 1 end
+if redis.call('ZCARD', leases) == 0 and fr_queued(Q) == 0 and redis.call('ZCARD', deferred) == 0 and waiting == 0 then empty = 1 end
 -- At the end of a budgeted crawl, a host's queue is scanned for URLs that
 -- were tried before (attempts > 0): a retry or a reclaimed lease goes back
 -- to the front of its host's queue as item JSON, so they are all in the
@@ -213,6 +232,8 @@ local nxt = redis.call('ZRANGE', deferred, 0, 0, 'WITHSCORES')
 local due_in = -1
 if #nxt == 2 then due_in = math.max(0, tonumber(nxt[2]) - now) end
 if ending then due_in = 0 end -- more last records to write: sweep again soon
-return cjson.encode({released = released, reclaimed = reclaimed, failed = failed, done = done, due_in = due_in, empty = empty,
+local out = {released = released, reclaimed = reclaimed, failed = failed, done = done, due_in = due_in, empty = empty,
   enqueued = tonumber(redis.call('HGET', stats, 'enqueued') or '0'), pages = pages, leases = redis.call('ZCARD', leases),
-  budget = budget, work = fr_queued(Q) + redis.call('ZCARD', deferred)})
+  budget = budget, work = fr_queued(Q) + redis.call('ZCARD', deferred)}
+if #stale > 0 then out.outbox = stale end -- (an empty table would encode as an object)
+return cjson.encode(out)

@@ -33,160 +33,13 @@ func (f *Frontier) Wakes() []string {
 	return out
 }
 
-// Exchange is Frontier.Exchange over the shards. The leases it ends or
-// gives back must all belong to one shard (Home): the caller groups its
-// pages so, and each exchange stays one atomic call there. Their links to
-// other shards' hosts are Offered first, one call a shard; then the home
-// shard's exchange ends the leases and pops; shards that had nothing to
-// pop are skipped for a while, and others asked in turn, until want URLs
-// are popped or every shard was asked.
-func (f *Frontier) Exchange(ctx context.Context, done []Finished, back []*Lease, want int) (Exchanged, error) {
-	if err := f.opened(); err != nil {
-		return Exchanged{}, err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	home := -1
-	for _, l := range back {
-		home = f.sameHome(home, f.Home(l))
-	}
-	for _, d := range done {
-		home = f.sameHome(home, f.Home(d.Lease))
-	}
-	if home == -2 {
-		return Exchanged{}, errSplit
-	}
-	// Links to other shards go first.
-	own, ownIdx, queued, err := f.offerAway(ctx, done, home)
-	if err != nil {
-		return Exchanged{}, err
-	}
-	// The home shard ends the leases and pops; others pop in turn.
-	now := f.now()
-	out := Exchanged{Queued: queued, Held: []bool{}}
-	out.Info.NextDue = -1
-	asked := make([]bool, len(f.fs))
-	if home >= 0 {
-		pop := f.popFrom(home, now, want)
-		x, err := f.fs[home].Exchange(ctx, own, back, pop)
-		if err != nil {
-			return Exchanged{}, f.in(home, err)
-		}
-		for d := range done {
-			for j, i := range ownIdx[d] {
-				queued[d][i] = x.Queued[d][j]
-			}
-		}
-		out.Held = x.Held
-		f.merge(&out, home, x, now, pop)
-		asked[home] = pop > 0
-	}
-	for k := 0; k < len(f.fs) && len(out.Popped) < want; k++ {
-		sh := (f.turn + k) % len(f.fs)
-		if asked[sh] || f.idle[sh].After(now) {
-			continue
-		}
-		pop := want - len(out.Popped)
-		x, err := f.fs[sh].Exchange(ctx, nil, nil, pop)
-		if err != nil {
-			if len(out.Popped) > 0 || home >= 0 {
-				// What was done stands, and this shard is asked again next
-				// time; but if it lost this process's writes, the process
-				// must forget what they taught it now.
-				out.Forget = errors.Is(err, ErrRolledBack)
-				out.Unasked = f.in(sh, err)
-				break
-			}
-			return out, f.in(sh, err)
-		}
-		f.merge(&out, sh, x, now, pop)
-		asked[sh] = true
-	}
-	f.turn = (f.turn + 1) % len(f.fs)
-	if len(out.Popped) < want && out.Info.NextDue < 0 {
-		// Every shard asked was empty; those not asked are idle: the
-		// earliest of them is when to look again.
-		for sh, t := range f.idle {
-			if wait := max(t.Sub(now), 0); !asked[sh] && (out.Info.NextDue < 0 || wait < out.Info.NextDue) {
-				out.Info.NextDue = wait
-			}
-		}
-	}
-	return out, nil
-}
-
-// offerAway offers the links of done to other shards' hosts to those
-// shards, one call a shard, and returns done with only the links of the
-// home shard's hosts left (ownIdx[d]: where those were in done[d]'s), and
-// per page and link whether it was queued as new (for the links offered;
-// the home shard's are filled in by its exchange).
-func (f *Frontier) offerAway(ctx context.Context, done []Finished, home int) (own []Finished, ownIdx [][]int, queued [][]bool, err error) {
-	queued = make([][]bool, len(done))
-	type ref struct{ page, link int }
-	offers := make([][]Item, len(f.fs))
-	refs := make([][]ref, len(f.fs))
-	own = make([]Finished, len(done))
-	ownIdx = make([][]int, len(done))
-	for d, fin := range done {
-		queued[d] = make([]bool, len(fin.Outcome.Children))
-		own[d] = fin
-		own[d].Outcome.Children = nil
-		for i, ch := range fin.Outcome.Children {
-			sh := home
-			if h, err := hostOf(ch.URL); err == nil {
-				sh = ShardOf(h, len(f.fs))
-			} // else: the home shard's exchange reports the bad URL
-			if sh == home {
-				own[d].Outcome.Children = append(own[d].Outcome.Children, ch)
-				ownIdx[d] = append(ownIdx[d], i)
-				continue
-			}
-			offers[sh] = append(offers[sh], ch)
-			refs[sh] = append(refs[sh], ref{d, i})
-		}
-	}
-	for sh, items := range offers {
-		if len(items) == 0 {
-			continue
-		}
-		flags, err := f.fs[sh].Offer(ctx, items)
-		if err != nil {
-			return nil, nil, nil, f.in(sh, err)
-		}
-		for j, r := range refs[sh] {
-			queued[r.page][r.link] = flags[j]
-			if flags[j] {
-				own[r.page].Outcome.Offered++
-			}
-		}
-	}
-	return own, ownIdx, queued, nil
-}
-
-// sameHome folds one more lease's shard into home (-1: none yet, -2: more
-// than one).
-func (f *Frontier) sameHome(home, sh int) int {
-	switch home {
-	case -1, sh:
-		return sh
-	default:
-		return -2
-	}
-}
-
-// popFrom is how many URLs the home shard's exchange should pop: all that
-// are wanted, unless it had nothing lately.
-func (f *Frontier) popFrom(home int, now time.Time, want int) int {
-	if f.idle[home].After(now) {
-		return 0
-	}
-	return want
-}
-
 // idleFor is how long a shard that popped nothing is left alone: until
-// its next host is due, or a second when nothing is queued there (a
-// worker woken by a shard's wake channel asks at once anyway).
-const idleFor = time.Second
+// its next host is due, or this long when nothing is queued there. A
+// worker woken by the shard's wake channel asks at once anyway (URLs
+// queued there again say so), so this is only the fallback should a
+// message be lost: a shard with no hosts is not asked, a call of its own
+// in every pipeline, every second.
+const idleFor = 5 * time.Second
 
 // merge adds shard sh's exchange x, asked for pop URLs, to out. A shard
 // not asked for any tells nothing of what it has queued.
@@ -265,21 +118,30 @@ func (f *Frontier) HostQueues(ctx context.Context, n int) ([]HostQueue, int64, e
 }
 
 // Heartbeat records that worker is alive (in the first shard, where the
-// crawl's registry is) and extends its leases, each in its own shard.
+// crawl's registry is) and extends its leases, each in its own shard: one
+// call a shard with leases, in one pipeline.
 func (f *Frontier) Heartbeat(ctx context.Context, worker string, leases []*Lease) (int, error) {
 	by := make([][]*Lease, len(f.fs))
 	for _, l := range leases {
 		by[f.Home(l)] = append(by[f.Home(l)], l)
 	}
-	held, err := f.fs[0].Heartbeat(ctx, worker, by[0])
-	if err != nil {
-		return 0, err
+	pipe := f.c.Pipeline()
+	reads := make([]func() (int, error), len(f.fs))
+	for sh, part := range f.fs {
+		switch {
+		case sh == 0:
+			reads[sh] = part.queueHeartbeat(ctx, pipe, worker, by[0])
+		case len(by[sh]) > 0:
+			reads[sh] = part.queueHeartbeat(ctx, pipe, "", by[sh])
+		}
 	}
-	for sh := 1; sh < len(f.fs); sh++ {
-		if len(by[sh]) == 0 {
+	pipe.Exec(ctx) // each call's error is read below
+	held := 0
+	for sh, read := range reads {
+		if read == nil {
 			continue
 		}
-		n, err := f.fs[sh].Heartbeat(ctx, "", by[sh])
+		n, err := read()
 		if err != nil {
 			return held, f.in(sh, err)
 		}

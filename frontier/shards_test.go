@@ -229,6 +229,9 @@ func TestShardsForgetWhenAShardPoppedFromLostWrites(t *testing.T) {
 		if _, err := sh.Enqueue(ctx, []Item{{URL: "http://" + hostB + "/2"}}); err != nil {
 			t.Fatal(err)
 		}
+		for i := range sh.idle { // shard B is the one asked for URLs
+			sh.idle[i] = sh.now().Add(time.Hour)
+		}
 		sh.idle[b] = time.Time{}
 		x, err := sh.Exchange(ctx, []Finished{{Lease: leaseA, Outcome: Outcome{Stat: "ok", Fetched: true, Record: []byte(`{}`)}}}, nil, 1)
 		if err != nil || !x.Forget || len(x.Held) != 1 || !x.Held[0] {
@@ -355,4 +358,122 @@ func TestShardedBudgetEndSetsTheDoneFlagLast(t *testing.T) {
 	}
 	t.Run("miniredis", func(t *testing.T) { run(t, redistest.Mini(t)) })
 	t.Run("redis-server", func(t *testing.T) { run(t, redistest.Real(t)) })
+}
+
+// The transactional outbox: a page whose lease ends in its shard while
+// the offer of its link to another shard's host fails (that shard lost
+// this process's exchanges) is not lost when the worker then dies. Its
+// record and link wait in its shard's outbox, which keeps that shard from
+// counting as empty; the scheduler's sweep offers the link again once the
+// entry is OutboxAge old, and writes the record, its new_links counting
+// the link. A worker that lives acks its entries with its next exchange
+// instead, and the sweep finds nothing to do.
+func TestShardsOutboxDeliversWhatADeadWorkerOffered(t *testing.T) {
+	run := func(t *testing.T, c redis.UniversalClient) {
+		ctx := context.Background()
+		sh := openShards(t, c, "ob", 3, 0)
+		sh.OutboxAge = time.Millisecond
+		var hostA, hostB string // hosts of two different shards
+		for i := 0; hostB == ""; i++ {
+			h := fmt.Sprintf("h%d.example", i)
+			switch {
+			case hostA == "":
+				hostA = h
+			case ShardOf(h, 3) != ShardOf(hostA, 3):
+				hostB = h
+			}
+		}
+		a, b := ShardOf(hostA, 3), ShardOf(hostB, 3)
+		results := func(s int) []redis.XMessage { return c.XRange(ctx, KeysForShard("ob", s).Results, "-", "+").Val() }
+		popA := func(f *Frontier) *Lease {
+			for i := 0; i < 5; i++ {
+				x, err := f.Exchange(ctx, nil, nil, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(x.Popped) == 1 && x.Popped[0].Host == hostA {
+					return x.Popped[0]
+				}
+				for _, l := range x.Popped {
+					t.Fatalf("popped %s; want only shard A's", l.Item.URL)
+				}
+			}
+			t.Fatal("never popped the URL of shard A")
+			return nil
+		}
+		finish := func(l *Lease, link string) []Finished {
+			return []Finished{{Lease: l, Outcome: Outcome{Stat: "ok", Fetched: true, Record: []byte(`{"url":"` + l.Item.URL + `"}`),
+				Children: []Item{{URL: link, Depth: 1}}}}}
+		}
+		if _, err := sh.Enqueue(ctx, []Item{{URL: "http://" + hostA + "/1"}, {URL: "http://" + hostA + "/2"}}); err != nil {
+			t.Fatal(err)
+		}
+
+		// The worker that lives: its page's record waits for the ack, which
+		// its next exchange carries.
+		x, err := sh.Exchange(ctx, finish(popA(sh), "http://"+hostB+"/live"), nil, 0)
+		if err != nil || !x.Held[0] || !x.Queued[0][0] {
+			t.Fatalf("exchange: %+v, %v; want the page held and its link new", x, err)
+		}
+		if n := len(results(a)); n != 0 {
+			t.Fatalf("%d records before the ack; want the page's waiting in the outbox", n)
+		}
+		if err := sh.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if r := results(a); len(r) != 1 || r[0].Values["new_links"] != "1" {
+			t.Fatalf("after the ack, records %v; want the page's, with its one new link", r)
+		}
+		if n := c.HLen(ctx, KeysForShard("ob", a).Outbox).Val(); n != 0 {
+			t.Fatalf("%d outbox entries after the ack; want none", n)
+		}
+
+		// The worker that dies: shard B refuses its offer (B lost its
+		// exchanges), and it is gone before any retry.
+		dying, err := Open(ctx, c, "ob", Options{Shards: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range dying.idle { // it pops from shard A only
+			dying.idle[i] = time.Now().Add(time.Hour)
+		}
+		dying.idle[a] = time.Time{}
+		l := popA(dying)
+		dying.fs[b].exchanges += 7 // as if Redis had lost seven of its exchanges in shard B
+		x, err = dying.Exchange(ctx, finish(l, "http://"+hostB+"/dead"), nil, 0)
+		if err != nil || !x.Held[0] || x.Unasked == nil {
+			t.Fatalf("exchange: %+v, %v; want the page held in shard A and shard B's offer refused", x, err)
+		}
+		queuedB := func() string { return c.HGet(ctx, KeysForShard("ob", b).Lengths, hostB).Val() }
+		if queuedB() != "1" { // the live worker's link only
+			t.Fatal("shard B queued the refused offer's link")
+		}
+		c.Set(ctx, "crawl:{ob}:leader:epoch", "1", 0)
+		sw, err := sh.Schedule(ctx, "crawl:{ob}:leader:epoch", 1, 3, 1000, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sw.CrawlOver {
+			t.Fatal("the crawl was called over with an outbox entry waiting")
+		}
+		for i := 0; i < 100 && c.HLen(ctx, KeysForShard("ob", a).Outbox).Val() > 0; i++ {
+			if _, err := sh.Schedule(ctx, "crawl:{ob}:leader:epoch", 1, 3, 1000, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := c.HLen(ctx, KeysForShard("ob", a).Outbox).Val(); n != 0 {
+			t.Fatalf("%d outbox entries after the sweeps; want the dead worker's delivered", n)
+		}
+		queued := c.LRange(ctx, KeysForShard("ob", b).Queue(hostB), 0, -1).Val()
+		if queuedB() != "2" || !strings.Contains(fmt.Sprint(queued), "/dead") {
+			t.Fatalf("shard B's queue %q (%s URLs); want the dead worker's link with the live one's", queued, queuedB())
+		}
+		r := results(a)
+		if len(r) != 2 || !strings.Contains(fmt.Sprint(r[1].Values["rec"]), "/2") || r[1].Values["new_links"] != "1" {
+			t.Fatalf("records %v; want the dead worker's page recorded by the sweep, with its new link", r)
+		}
+	}
+	t.Run("miniredis", func(t *testing.T) { run(t, redistest.Mini(t).Client) })
+	t.Run("redis-server", func(t *testing.T) { run(t, redistest.Real(t).Client) })
+	t.Run("redis-cluster", func(t *testing.T) { run(t, redistest.RealCluster(t, 3).Client) })
 }

@@ -2,6 +2,8 @@ package frontier
 
 import (
 	"context"
+
+	"github.com/redcrawl/crawler/fence"
 )
 
 // Schedule is the leader's sweep, fenced by its epoch: due deferred items
@@ -44,8 +46,15 @@ func (f *Frontier) Schedule(ctx context.Context, epochKey string, epoch int64, m
 	var pages int64
 	sweeps := make([]Sweep, len(f.fs))
 	enqueued := make([]int64, len(f.fs))
+	// Every shard's sweep in one pipeline: one round trip (a master).
+	pipe := f.c.Pipeline()
+	calls := make([]*fence.Pending, len(f.fs))
 	for sh, part := range f.fs {
-		sw, err := part.schedule(ctx, epochKey, epoch, maxAttempts, limit, share, sweepReport)
+		calls[sh] = part.queueSchedule(ctx, pipe, epochKey, epoch, maxAttempts, limit, share, sweepReport)
+	}
+	pipe.Exec(ctx) // each call's error is read below
+	for sh, part := range f.fs {
+		sw, err := part.readSchedule(ctx, calls[sh])
 		if err != nil {
 			f.lastEmpty = false
 			return total, f.in(sh, err)
@@ -63,6 +72,17 @@ func (f *Frontier) Schedule(ctx context.Context, epochKey string, epoch int64, m
 		empty = empty && sw.empty
 		enqueued[sh] = sw.enqueued
 		pages += sw.pages
+	}
+	for sh, sw := range sweeps {
+		// Outbox entries no ack came for: their workers died between the
+		// calls of a pipeline, or a call of theirs failed. Their links are
+		// offered again, and the entries acked.
+		if len(sw.outbox) > 0 {
+			if err := f.deliver(ctx, sh, sw.outbox); err != nil {
+				f.lastEmpty = false
+				return total, err
+			}
+		}
 	}
 	same := true
 	for sh := range enqueued {

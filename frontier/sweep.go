@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/fence"
+	"github.com/redis/go-redis/v9"
 )
 
 // Sweep is what one scheduler pass moved, and whether the crawl is over.
@@ -21,6 +22,9 @@ type Sweep struct {
 	// With a page budget over shards: this shard's pages fetched, URLs in
 	// flight, share of the budget, and URLs queued or deferred.
 	pages, leases, allow, work int64
+	// outbox: the shard's outbox entries no ack came for in time (id,
+	// entry, id, entry …), for Schedule to deliver.
+	outbox []string
 }
 
 // The modes of a sweep (schedule.lua's ARGV[8]).
@@ -46,10 +50,27 @@ func (f *shard) fenced(ctx context.Context, s *fence.Script, epochKey string, ep
 // schedule is the sweep, in one of the modes above. pageBudget -1 is
 // this shard's share of the budget (Frontier.Schedule).
 func (f *shard) schedule(ctx context.Context, epochKey string, epoch int64, maxAttempts, limit int, pageBudget int64, mode string) (Sweep, error) {
-	res, err := f.fenced(ctx, scheduleScript, epochKey, epoch,
+	pipe := f.c.Pipeline()
+	p := f.queueSchedule(ctx, pipe, epochKey, epoch, maxAttempts, limit, pageBudget, mode)
+	pipe.Exec(ctx) // the call's error is read below
+	return f.readSchedule(ctx, p)
+}
+
+// queueSchedule adds the sweep to pipe (Frontier.Schedule sends every
+// shard's in one pipeline); readSchedule reads it.
+func (f *shard) queueSchedule(ctx context.Context, pipe redis.Pipeliner, epochKey string, epoch int64, maxAttempts, limit int, pageBudget int64, mode string) *fence.Pending {
+	key, raising := epochKey, false
+	if f.keys.Fence != "" {
+		key, raising = f.keys.Fence, true
+	}
+	return scheduleScript.Queue(ctx, pipe, raising, key, epoch,
 		[]string{f.keys.Queues, f.keys.Ready, f.keys.Leases, f.keys.Deferred, f.keys.Failed, f.keys.Stats, f.keys.DoneFlag, f.keys.Workers,
-			f.keys.Config, f.keys.Results, f.keys.Lengths},
-		maxAttempts, limit, failedCap, pageBudget, WorkerForgetAfter.Milliseconds(), f.resultsCap, mode)
+			f.keys.Config, f.keys.Results, f.keys.Lengths, f.keys.Outbox},
+		maxAttempts, limit, failedCap, pageBudget, WorkerForgetAfter.Milliseconds(), f.resultsCap, mode, f.o.outboxAge().Milliseconds())
+}
+
+func (f *shard) readSchedule(ctx context.Context, p *fence.Pending) (Sweep, error) {
+	res, err := p.Result(ctx, f.c)
 	if isGone(err) {
 		return Sweep{}, ErrGone
 	}
@@ -62,7 +83,7 @@ func (f *shard) schedule(ctx context.Context, epochKey string, epoch int64, maxA
 	}
 	return Sweep{Released: r.Released, Reclaimed: r.Reclaimed, Failed: r.Failed, CrawlOver: r.Done == 1,
 		NextDeferred: time.Duration(r.DueIn) * time.Millisecond, empty: r.Empty == 1, enqueued: r.Enqueued,
-		pages: r.Pages, leases: r.Leases, allow: r.Budget, work: r.Work}, nil
+		pages: r.Pages, leases: r.Leases, allow: r.Budget, work: r.Work, outbox: r.Outbox}, nil
 }
 
 // sweepReply is schedule.lua's reply, which its header explains field by
@@ -74,6 +95,7 @@ type sweepReply struct {
 	Empty                       int
 	Enqueued, Pages, Leases     int64
 	Budget, Work                int64
+	Outbox                      []string
 }
 
 // moveAllowance changes this shard's share of the page budget by d (a

@@ -1,0 +1,495 @@
+package frontier
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redcrawl/crawler/dedup"
+)
+
+// Exchange is Frontier.Exchange over the shards: one call a shard it
+// touches, all in one pipeline (on one Redis one round trip; on a Cluster
+// one a master, in parallel). A shard's call ends the leases of its pages
+// (done and back may mix shards), queues their links to its own hosts and
+// the links of other shards' pages to its hosts (offers), and pops its
+// share of want; the shards asked for URLs are those not idle, starting
+// from a turn that moves on each time, about popShare URLs a shard.
+//
+// The calls of a pipeline are each atomic, not together: a page's lease
+// may end in its shard while the call that offers its links to another
+// shard fails, or never runs (the worker died). So the page's record and
+// those links wait in its shard's outbox (the transactional outbox): one
+// entry per call, written in the same step as the leases end. Once every
+// offer it depends on went through, the next exchange acks the entry in
+// its call to that shard, which adds the records to the results stream
+// (their new_links counting what the offers found new) and deletes it. An
+// entry no ack came for in OutboxAge, the scheduler's sweep delivers:
+// offers the links again (an offer is idempotent: the Bloom filter knows
+// what was queued) and acks it. A shard with an entry waiting is not
+// empty, so the crawl does not end before its links are queued.
+//
+// If a call that ends leases fails, the Exchange fails (the exchanger
+// sends the batch again: leases that did end answer as recorded); URLs
+// popped by the calls that went through are handed out with the next
+// exchange. A shard asked only for URLs or offers that fails is reported
+// in Unasked (and Forget), and its offers wait in the outbox.
+func (f *Frontier) Exchange(ctx context.Context, done []Finished, back []*Lease, want int) (Exchanged, error) {
+	if err := f.opened(); err != nil {
+		return Exchanged{}, err
+	}
+	if len(f.fs) == 1 {
+		return f.fs[0].Exchange(ctx, done, back, want)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := Exchanged{Queued: make([][]bool, len(done)), Held: make([]bool, len(done))}
+	out.Info.NextDue = -1
+	wanted := want
+	// URLs popped by an exchange that failed: handed out first; those not
+	// wanted now go back.
+	n := min(want, len(f.spare))
+	out.Popped = append(out.Popped, f.spare[:n]...)
+	back = append(back[:len(back):len(back)], f.spare[n:]...)
+	f.spare = nil
+	want -= n
+
+	parts := f.split(done, back)
+	now := f.now()
+	f.sharePops(parts, want, now)
+	f.turn = (f.turn + 1) % len(f.fs)
+	f.run(ctx, parts)
+
+	var homeErr error
+	for sh, p := range parts {
+		switch {
+		case !p.used():
+		case p.err != nil && (len(p.done) > 0 || len(p.back) > 0):
+			homeErr = worse(homeErr, p.err)
+		case p.err != nil:
+			if errors.Is(p.err, ErrGone) {
+				homeErr = worse(homeErr, p.err)
+			}
+			out.Forget = out.Forget || errors.Is(p.err, ErrRolledBack)
+			out.Unasked = f.in(sh, p.err)
+		}
+		if p.err != nil {
+			f.acks[sh] = append(p.acks, f.acks[sh]...) // sent again next time
+			continue
+		}
+		for j, d := range p.at {
+			out.Held[d] = p.x.Held[j]
+			out.Queued[d] = make([]bool, len(done[d].Outcome.Children))
+			for k, i := range p.ownIdx[j] {
+				out.Queued[d][i] = p.x.Queued[j][k]
+			}
+		}
+		f.merge(&out, sh, p.x, now, p.pop)
+	}
+	for _, p := range parts { // the offers' answers, once every page has its slice
+		if p.err != nil {
+			continue
+		}
+		for k, r := range p.offerAt {
+			if out.Queued[r.page] != nil { // (nil: its own shard's call failed)
+				out.Queued[r.page][r.link] = p.offered[k]
+			}
+		}
+	}
+	f.queueAcks(parts)
+	if homeErr != nil {
+		f.spare = out.Popped
+		return Exchanged{}, homeErr
+	}
+	if len(out.Popped) < wanted && out.Info.NextDue < 0 {
+		// Every shard asked was empty; those not asked are idle: the
+		// earliest of them is when to look again.
+		for sh, t := range f.idle {
+			if wait := max(t.Sub(now), 0); parts[sh].pop == 0 && (out.Info.NextDue < 0 || wait < out.Info.NextDue) {
+				out.Info.NextDue = wait
+			}
+		}
+	}
+	return out, nil
+}
+
+// Flush sends the acks of the last exchange's outbox entries (a stopping
+// worker's last word; without it, the scheduler delivers them after
+// OutboxAge) and gives back URLs a failed exchange left for the next.
+func (f *Frontier) Flush(ctx context.Context) error {
+	if len(f.fs) == 1 {
+		return nil
+	}
+	_, err := f.Exchange(ctx, nil, nil, 0)
+	return err
+}
+
+// popShare is about how many URLs an exchange asks of one shard: fewer
+// shards asked for more each, so that a call's fixed cost is shared out
+// among many URLs.
+const popShare = 32
+
+// part is one shard's share of an Exchange, and then what its call did.
+type part struct {
+	done    []Finished // pages whose leases end here, with only their links to this shard's hosts
+	at      []int      // their places in the Exchange's done
+	ownIdx  [][]int    // per page, where its links here were among its links
+	away    []bool     // per page: it has links to other shards' hosts
+	back    []*Lease
+	offers  []Item    // links of other shards' pages to this shard's hosts
+	offerAt []linkRef // where each was
+	outbox  []awayLink
+	acks    []outboxAck
+	pop     int
+
+	call     *dedup.Call
+	ids      []string
+	offset   []int
+	outboxID string
+	x        Exchanged
+	offered  []bool // per offer: new to the crawl
+	pre      []bool // the links' flags, when they were offered before the pipeline
+	err      error
+}
+
+type linkRef struct{ page, link int }
+
+// awayLink is a link of a page to another shard's host, as an outbox
+// entry keeps it: the page's place in its call (1-based) and the link.
+type awayLink struct {
+	D    int  `json:"d"`
+	Item Item `json:"i"`
+	to   int
+	ref  linkRef
+}
+
+// outboxAck acks an outbox entry: Extra[d-1] is how many of the away links
+// of the call's d-th page the offers found new.
+type outboxAck struct {
+	ID    string `json:"id"`
+	Extra []int  `json:"extra,omitempty"`
+}
+
+func (p *part) used() bool {
+	return len(p.done) > 0 || len(p.back) > 0 || len(p.offers) > 0 || len(p.acks) > 0 || p.pop > 0
+}
+
+// split shares done, back and the acks due out among the shards.
+func (f *Frontier) split(done []Finished, back []*Lease) []*part {
+	parts := make([]*part, len(f.fs))
+	for sh := range parts {
+		parts[sh] = &part{acks: f.acks[sh]}
+		f.acks[sh] = nil
+	}
+	for d, fin := range done {
+		h := f.Home(fin.Lease)
+		p := parts[h]
+		own := fin
+		own.Outcome.Children = nil
+		var idx []int
+		away := false
+		for i, ch := range fin.Outcome.Children {
+			sh := h
+			if host, err := hostOf(ch.URL); err == nil {
+				sh = ShardOf(host, len(f.fs))
+			} // else: the home shard's call reports the bad URL
+			if sh == h {
+				own.Outcome.Children = append(own.Outcome.Children, ch)
+				idx = append(idx, i)
+				continue
+			}
+			away = true
+			parts[sh].offers = append(parts[sh].offers, ch)
+			parts[sh].offerAt = append(parts[sh].offerAt, linkRef{d, i})
+			p.outbox = append(p.outbox, awayLink{D: len(p.done) + 1, Item: ch, to: sh, ref: linkRef{d, i}})
+		}
+		p.done, p.at, p.ownIdx, p.away = append(p.done, own), append(p.at, d), append(p.ownIdx, idx), append(p.away, away)
+	}
+	for _, l := range back {
+		p := parts[f.Home(l)]
+		p.back = append(p.back, l)
+	}
+	return parts
+}
+
+// sharePops shares want out among the shards not idle: every shard the
+// exchange calls anyway (asking it costs no call), and more in turn from
+// f.turn while a shard's share would be above popShare.
+func (f *Frontier) sharePops(parts []*part, want int, now time.Time) {
+	if want <= 0 {
+		return
+	}
+	var called, others []int
+	for k := range f.fs {
+		sh := (f.turn + k) % len(f.fs)
+		switch {
+		case f.idle[sh].After(now):
+		case parts[sh].used():
+			called = append(called, sh)
+		default:
+			others = append(others, sh)
+		}
+	}
+	ask := append(called, others...)
+	k := min(len(ask), (want+popShare-1)/popShare)
+	for i, sh := range ask[:k] {
+		parts[sh].pop = want / k
+		if i < want%k {
+			parts[sh].pop++
+		}
+	}
+}
+
+// run makes the parts' calls, in one pipeline, and leaves in each what it
+// did (x, offered) or its error.
+func (f *Frontier) run(ctx context.Context, parts []*part) {
+	pipe := f.fs[0].c.Pipeline()
+	for sh, p := range parts {
+		if !p.used() {
+			continue
+		}
+		sf := f.fs[sh]
+		sf.xmu.Lock()
+		defer sf.xmu.Unlock()
+		if p.err = sf.prepare(ctx, p); p.err != nil {
+			p.err = f.in(sh, p.err)
+			continue
+		}
+		p.call.Queue(ctx, pipe)
+	}
+	sent := time.Now() // before the calls: new leases are surely held until sent + Lease
+	pipe.Exec(ctx)     // each call's error is its own: read below
+	got := time.Now()  // after: a token is surely due by got + its wait
+	for sh, p := range parts {
+		if !p.used() || p.err != nil {
+			continue
+		}
+		if p.err = f.fs[sh].finish(ctx, p, sent, got); p.err != nil {
+			p.err = f.in(sh, p.err)
+		}
+	}
+}
+
+// queueAcks records, for the next exchange, the outbox entries of this
+// one whose offers all went through, with what they found new.
+func (f *Frontier) queueAcks(parts []*part) {
+	for sh, p := range parts {
+		if p.err != nil || p.outboxID == "" {
+			continue
+		}
+		recorded := false
+		for j := range p.done {
+			recorded = recorded || p.away[j] && p.x.recordedNow[j]
+		}
+		if !recorded {
+			continue // no page was recorded now: no entry was written
+		}
+		ack := outboxAck{ID: p.outboxID, Extra: make([]int, len(p.done))}
+		delivered := true
+		for _, l := range p.outbox {
+			if parts[l.to].err != nil {
+				delivered = false
+				break
+			}
+		}
+		if !delivered {
+			continue // the scheduler delivers it
+		}
+		for _, l := range p.outbox {
+			to := parts[l.to]
+			for k, r := range to.offerAt {
+				if r == l.ref && to.offered[k] {
+					ack.Extra[l.D-1]++
+				}
+			}
+		}
+		f.acks[sh] = append(f.acks[sh], ack)
+	}
+}
+
+// worse is the error of two that asks more of the caller: the crawl gone,
+// then Redis gone back in time, then a lost reply, then any other.
+func worse(a, b error) error {
+	rank := func(err error) int {
+		switch {
+		case err == nil:
+			return 0
+		case errors.Is(err, ErrGone):
+			return 4
+		case errors.Is(err, ErrRolledBack):
+			return 3
+		case errors.Is(err, ErrReplyLost):
+			return 2
+		}
+		return 1
+	}
+	if rank(b) > rank(a) {
+		return b
+	}
+	return a
+}
+
+// prepare makes p's call (f.xmu held). Links beyond one Bloom batch are
+// offered first, in calls of their own before the pipeline (as
+// ExecBatch's earlier calls would be), and counted in their pages'.
+func (f *shard) prepare(ctx context.Context, p *part) error {
+	var urls []string
+	var payload []any
+	p.offset = make([]int, len(p.done)+1)
+	for d, x := range p.done {
+		u, e, err := backEntries(x.Outcome.Children)
+		if err != nil {
+			return err
+		}
+		urls, payload = append(urls, u...), append(payload, e...)
+		p.offset[d+1] = len(urls)
+	}
+	u, e, err := backEntries(p.offers)
+	if err != nil {
+		return err
+	}
+	urls, payload = append(urls, u...), append(payload, e...)
+	var pre []bool
+	if len(urls) > f.seen.MaxBatch() {
+		if pre, err = f.offer(ctx, urls, payload); err != nil {
+			return err
+		}
+		urls, payload = nil, nil
+	}
+	p.ids = make([]string, p.pop)
+	for i := range p.ids {
+		p.ids[i] = f.leaseID()
+	}
+	off := p.offset
+	if pre != nil {
+		off = make([]int, len(p.offset)) // the call carries no links
+	}
+	a := f.lastArgs(p.done, off, 0, len(urls), nil, p.back, p.pop, p.ids)
+	for d := range a.Done {
+		a.Done[d].Away = p.away[d]
+		for i := p.offset[d]; pre != nil && i < p.offset[d+1]; i++ {
+			if pre[i] {
+				a.Done[d].Counted++
+			}
+		}
+	}
+	if len(p.outbox) > 0 {
+		b, err := json.Marshal(p.outbox)
+		if err != nil {
+			return fmt.Errorf("frontier: outbox: %w", err)
+		}
+		p.outboxID = f.leaseID()
+		a.OutboxID, a.Outbox = p.outboxID, a.text(string(b))
+	}
+	a.Acks = p.acks
+	p.call, err = f.seen.NewCall(exchangeScript, urls, payload, f.exchangeKeys(), a.encode())
+	if pre != nil {
+		p.offered = pre[p.offset[len(p.done)]:]
+		p.pre = pre
+	}
+	return err
+}
+
+// finish reads p's call's reply (f.xmu held): what it did goes in p.x and
+// p.offered.
+func (f *shard) finish(ctx context.Context, p *part, sent, got time.Time) error {
+	flags, tail, err := p.call.Result(ctx)
+	if err = f.counted(tail, err); err != nil {
+		return err
+	}
+	if p.pre != nil {
+		flags = p.pre
+	}
+	x, bad, err := f.readReply(flags, tail, p.offset, p.ids)
+	if err != nil {
+		return err
+	}
+	if p.pre == nil {
+		p.offered = flags[p.offset[len(p.done)]:]
+	}
+	for _, l := range x.Popped {
+		l.granted(sent, f.o.Lease)
+		l.NotBefore = got.Add(l.wait)
+	}
+	p.x = x
+	if len(bad) > 0 {
+		// Popped items that are not ours to read: parked on the failed list.
+		_, _, err = f.exchange(ctx, bad, nil, 0)
+	}
+	return err
+}
+
+// offer marks links seen and queues the new ones (f.xmu held): Offer's
+// calls.
+func (f *shard) offer(ctx context.Context, urls []string, payload []any) ([]bool, error) {
+	args := func(_, _ int, _ []bool, last bool) []any {
+		return exchangeArgs{Expect: f.exchanges, Count: last, ResultsCap: f.resultsCap}.encode()
+	}
+	flags, tail, err := f.seen.ExecBatch(ctx, exchangeScript, urls, payload, f.exchangeKeys(), args)
+	if err = f.counted(tail, err); err != nil {
+		return nil, err
+	}
+	return flags, nil
+}
+
+// deliver is the sweep's part in the outbox (Frontier.Exchange): the
+// entries of shard sh no ack came for in time, in entries (id, entry …),
+// have their links offered again and are acked (f.mu held).
+func (f *Frontier) deliver(ctx context.Context, sh int, entries []string) error {
+	var acks []outboxAck
+	for i := 0; i+1 < len(entries); i += 2 {
+		parts := strings.SplitN(entries[i+1], "\n", 3)
+		var links []awayLink
+		if len(parts) != 3 || json.Unmarshal([]byte(parts[2]), &links) != nil {
+			return fmt.Errorf("frontier: outbox entry %q of shard %d is malformed", entries[i], sh)
+		}
+		ack := outboxAck{ID: entries[i]}
+		by := make([][]awayLink, len(f.fs))
+		for _, l := range links {
+			if host, err := hostOf(l.Item.URL); err == nil {
+				to := ShardOf(host, len(f.fs))
+				by[to] = append(by[to], l)
+			}
+		}
+		for to, ls := range by {
+			if len(ls) == 0 {
+				continue
+			}
+			items := make([]Item, len(ls))
+			for k, l := range ls {
+				items[k] = l.Item
+			}
+			fresh, err := f.fs[to].Offer(ctx, items)
+			if err != nil {
+				return f.in(to, err)
+			}
+			for k, l := range ls {
+				for len(ack.Extra) < l.D {
+					ack.Extra = append(ack.Extra, 0)
+				}
+				if fresh[k] {
+					ack.Extra[l.D-1]++
+				}
+			}
+		}
+		acks = append(acks, ack)
+	}
+	return f.fs[sh].ack(ctx, acks)
+}
+
+// ack acks outbox entries in a call of their own.
+func (f *shard) ack(ctx context.Context, acks []outboxAck) error {
+	if len(acks) == 0 {
+		return nil
+	}
+	f.xmu.Lock()
+	defer f.xmu.Unlock()
+	args := func(_, _ int, _ []bool, last bool) []any {
+		return exchangeArgs{Expect: f.exchanges, Count: last, ResultsCap: f.resultsCap, Acks: acks}.encode()
+	}
+	_, tail, err := f.seen.ExecBatch(ctx, exchangeScript, nil, nil, f.exchangeKeys(), args)
+	return f.counted(tail, err)
+}
