@@ -26,10 +26,10 @@ import (
 //   - the crawl's end: an exchange that says the crawl is over stops the
 //     worker (with ExitWhenDone), and a crawl gone from Redis ends all.
 type exState struct {
-	p       *policy
+	p            *policy
 	pending      []entry // handed in, not sent yet, oldest first
-	exitWhenDone bool // ExitWhenDone: the crawl's end stops the worker
-	budget       bool // the crawl has a page budget
+	exitWhenDone bool    // ExitWhenDone: the crawl's end stops the worker
+	budget       bool    // the crawl has a page budget
 	stopping     bool
 	gone         bool
 	ended        bool
