@@ -40,6 +40,9 @@
 //	           after every other shard's last record, Done)
 //	queue:wake pub/sub channel (not a key): "1" when the empty queue gets
 //	           URLs, "drained" when nothing is queued or leased, "done"
+//	outbox     with several shards: exchange id -> the records of pages whose
+//	           links to other shards' hosts wait for their offers' ack,
+//	           with those links (pipeline.go)
 //
 // Shard 0 also holds what the crawl has once:
 //
@@ -121,6 +124,8 @@
 // A crawl of one shard is a Frontier with Options.Shards 1, not another
 // type; with several, what crosses shards (links to other shards' hosts,
 // pops, completion, the page budget's shares, fencing) is in shards.go,
+// pipeline.go (an exchange over shards: one pipeline, and the outbox that
+// keeps a page's links to other shards safe between its calls),
 // shardsweep.go and docs/design.md.
 //
 // # The scheduler's sweep

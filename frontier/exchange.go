@@ -28,8 +28,8 @@ type Outcome struct {
 	// politeness (Options.DelayFactor).
 	FetchTime time.Duration
 	// Offered is how many of the page's links an earlier Offer (to the
-	// shards of their hosts, by Frontier.Exchange) found new: the record's new_links
-	// counts them with those the exchange queues.
+	// shards of their hosts) found new: the record's new_links counts them
+	// with those the exchange queues.
 	Offered int
 }
 
