@@ -477,3 +477,65 @@ func TestShardsOutboxDeliversWhatADeadWorkerOffered(t *testing.T) {
 	t.Run("redis-server", func(t *testing.T) { run(t, redistest.Real(t).Client) })
 	t.Run("redis-cluster", func(t *testing.T) { run(t, redistest.RealCluster(t, 3).Client) })
 }
+
+// A page with more links than one Bloom call takes, to its own shard's
+// host and another's: the links beyond a call go first, in calls of their
+// own, and every link is queued, answered new once, and counted in the
+// page's record.
+func TestShardsExchangeMoreLinksThanACall(t *testing.T) {
+	run := func(t *testing.T, c redis.UniversalClient) {
+		ctx := context.Background()
+		sh := openShards(t, c, "big", 2, 0)
+		var hostA, hostB string
+		for i := 0; hostB == ""; i++ {
+			h := fmt.Sprintf("h%d.example", i)
+			switch {
+			case hostA == "":
+				hostA = h
+			case ShardOf(h, 2) != ShardOf(hostA, 2):
+				hostB = h
+			}
+		}
+		a := ShardOf(hostA, 2)
+		if _, err := sh.Enqueue(ctx, []Item{{URL: "http://" + hostA + "/"}}); err != nil {
+			t.Fatal(err)
+		}
+		var x Exchanged
+		for i := 0; i < 3 && len(x.Popped) == 0; i++ { // one shard asked a time, in turn
+			var err error
+			if x, err = sh.Exchange(ctx, nil, nil, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(x.Popped) != 1 {
+			t.Fatalf("pop: %+v", x)
+		}
+		const n = 1500 // per host: over a call's 1024 in each shard
+		var links []Item
+		for i := 0; i < n; i++ {
+			links = append(links, Item{URL: fmt.Sprintf("http://%s/%d", hostA, i)}, Item{URL: fmt.Sprintf("http://%s/%d", hostB, i)})
+		}
+		x, err := sh.Exchange(ctx, []Finished{{Lease: x.Popped[0], Outcome: Outcome{Stat: "ok", Fetched: true, Record: []byte(`{}`), Children: links}}}, nil, 0)
+		if err != nil || !x.Held[0] {
+			t.Fatalf("exchange: %+v, %v", x, err)
+		}
+		for i, q := range x.Queued[0] {
+			if !q {
+				t.Fatalf("link %d (%s) not answered new", i, links[i].URL)
+			}
+		}
+		if err := sh.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r := c.XRange(ctx, KeysForShard("big", a).Results, "-", "+").Val()
+		if len(r) != 1 || r[0].Values["new_links"] != fmt.Sprint(2*n) {
+			t.Fatalf("records %v; want the page's, counting %d new links", r, 2*n)
+		}
+		sz, err := sh.Sizes(ctx)
+		if err != nil || sz.Queued != 2*n {
+			t.Fatalf("%+v, %v queued; want %d", sz, err, 2*n)
+		}
+	}
+	t.Run("miniredis", func(t *testing.T) { run(t, redistest.Mini(t).Client) })
+	t.Run("redis-server", func(t *testing.T) { run(t, redistest.Real(t).Client) })
+}
