@@ -322,14 +322,7 @@ func (f *shard) Offer(ctx context.Context, links []Item) ([]bool, error) {
 	}
 	f.xmu.Lock()
 	defer f.xmu.Unlock()
-	args := func(_, _ int, _ []bool, last bool) []any {
-		return exchangeArgs{Expect: f.exchanges, Count: last, ResultsCap: f.resultsCap}.encode()
-	}
-	flags, tail, err := f.seen.ExecBatch(ctx, exchangeScript, urls, payload, f.exchangeKeys(), args)
-	if err = f.counted(tail, err); err != nil {
-		return nil, err
-	}
-	return flags, nil
+	return f.offer(ctx, urls, payload)
 }
 
 // readReply reads exchange.lua's reply after the links' flags: one JSON

@@ -192,16 +192,7 @@ func TestShardsForgetWhenAShardPoppedFromLostWrites(t *testing.T) {
 		ctx := context.Background()
 		sh := openShards(t, c, "fg", 3, 0)
 		sh.now = func() time.Time { return time.Unix(1_800_000_000, 0) }
-		var hostA, hostB string // hosts of two different shards
-		for i := 0; hostB == ""; i++ {
-			h := fmt.Sprintf("h%d.example", i)
-			switch {
-			case hostA == "":
-				hostA = h
-			case ShardOf(h, 3) != ShardOf(hostA, 3):
-				hostB = h
-			}
-		}
+		hostA, hostB := twoShardHosts(3)
 		a, b := ShardOf(hostA, 3), ShardOf(hostB, 3)
 		if _, err := sh.Enqueue(ctx, []Item{{URL: "http://" + hostA + "/1"}, {URL: "http://" + hostB + "/1"}}); err != nil {
 			t.Fatal(err)
@@ -373,16 +364,7 @@ func TestShardsOutboxDeliversWhatADeadWorkerOffered(t *testing.T) {
 		ctx := context.Background()
 		sh := openShards(t, c, "ob", 3, 0)
 		sh.OutboxAge = time.Millisecond
-		var hostA, hostB string // hosts of two different shards
-		for i := 0; hostB == ""; i++ {
-			h := fmt.Sprintf("h%d.example", i)
-			switch {
-			case hostA == "":
-				hostA = h
-			case ShardOf(h, 3) != ShardOf(hostA, 3):
-				hostB = h
-			}
-		}
+		hostA, hostB := twoShardHosts(3)
 		a, b := ShardOf(hostA, 3), ShardOf(hostB, 3)
 		results := func(s int) []redis.XMessage { return c.XRange(ctx, KeysForShard("ob", s).Results, "-", "+").Val() }
 		popA := func(f *Frontier) *Lease {
@@ -486,16 +468,7 @@ func TestShardsExchangeMoreLinksThanACall(t *testing.T) {
 	run := func(t *testing.T, c redis.UniversalClient) {
 		ctx := context.Background()
 		sh := openShards(t, c, "big", 2, 0)
-		var hostA, hostB string
-		for i := 0; hostB == ""; i++ {
-			h := fmt.Sprintf("h%d.example", i)
-			switch {
-			case hostA == "":
-				hostA = h
-			case ShardOf(h, 2) != ShardOf(hostA, 2):
-				hostB = h
-			}
-		}
+		hostA, hostB := twoShardHosts(2)
 		a := ShardOf(hostA, 2)
 		if _, err := sh.Enqueue(ctx, []Item{{URL: "http://" + hostA + "/"}}); err != nil {
 			t.Fatal(err)
@@ -538,4 +511,14 @@ func TestShardsExchangeMoreLinksThanACall(t *testing.T) {
 	}
 	t.Run("miniredis", func(t *testing.T) { run(t, redistest.Mini(t).Client) })
 	t.Run("redis-server", func(t *testing.T) { run(t, redistest.Real(t).Client) })
+}
+
+// twoShardHosts are two hosts in different shards of n.
+func twoShardHosts(n int) (string, string) {
+	a := "h0.example"
+	for i := 1; ; i++ {
+		if h := fmt.Sprintf("h%d.example", i); ShardOf(h, n) != ShardOf(a, n) {
+			return a, h
+		}
+	}
 }
