@@ -100,14 +100,20 @@ func (sc *scheduler) lead(stop context.Context, l *leader.Leadership) {
 			next = min(next, max(sw.NextDeferred, 250*time.Millisecond))
 		}
 		timer.Reset(next)
-		if !sc.await(stop, l, timer, msgs) {
+		busy := map[string]bool{} // with shards: those a drained message must come from first
+		for _, ch := range sw.Busy {
+			busy[ch] = err == nil
+		}
+		if !sc.await(stop, l, timer, msgs, busy) {
 			return
 		}
 	}
 }
 
-// await waits for the next sweep's moment; false when leading is over.
-func (sc *scheduler) await(stop context.Context, l *leader.Leadership, timer *time.Timer, msgs <-chan *redis.Message) bool {
+// await waits for the next sweep's moment; false when leading is over. A
+// drained message brings the sweep once every shard in busy (those the
+// last sweep found not empty) has sent one.
+func (sc *scheduler) await(stop context.Context, l *leader.Leadership, timer *time.Timer, msgs <-chan *redis.Message, busy map[string]bool) bool {
 	for {
 		select {
 		case <-stop.Done():
@@ -129,7 +135,11 @@ func (sc *scheduler) await(stop context.Context, l *leader.Leadership, timer *ti
 		case <-timer.C:
 			return true
 		case m := <-msgs:
-			if m.Payload == "drained" {
+			if m.Payload != "drained" {
+				continue
+			}
+			delete(busy, m.Channel)
+			if len(busy) == 0 {
 				return true
 			}
 		}

@@ -255,9 +255,11 @@ if #parked > 0 then
   if A.outbox then links = ARGV[T + A.outbox] end
   redis.call('HSET', outbox, A.outbox_id, string.format('%d', now) .. '\n' .. cjson.encode(parked) .. '\n' .. links)
 end
+local acked = 0
 for _, ack in ipairs(A.acks or {}) do
   local entry = redis.call('HGET', outbox, ack.id)
   if entry then
+    acked = acked + 1
     local pages = cjson.decode(string.match(entry, '^%d+\n([^\n]*)'))
     local extra = ack.extra or {}
     for _, p in ipairs(pages) do
@@ -440,10 +442,12 @@ end
 if limited then -- a budget can end the crawl with URLs still queued
   done = redis.call('EXISTS', doneKey)
 end
-if (D > 0 or R > 0) and redis.call('EXISTS', leases) == 0
-    and ((queued or fr_queued(Q)) == 0 or (limited and pages >= budget)) then
-  -- Nothing queued (or the budget spent) and nothing held: the crawl may be
-  -- over. Tell the scheduler, so that it need not sweep often to notice.
+if (D > 0 or R > 0 or acked > 0) and redis.call('EXISTS', leases) == 0
+    and ((queued or fr_queued(Q)) == 0 or (limited and pages >= budget))
+    and redis.call('EXISTS', outbox) == 0 then
+  -- Nothing queued (or the budget spent), nothing held, no outbox entry
+  -- waiting: the crawl may be over. Tell the scheduler, so that it need
+  -- not sweep often to notice.
   redis.call('PUBLISH', queues .. 'wake', 'drained')
 end
 local out = {held = table.concat(answer), pages = pages, done = done, wait = wait}

@@ -77,7 +77,10 @@ func (f *Frontier) Exchange(ctx context.Context, done []Finished, back []*Lease,
 			out.Unasked = f.in(sh, p.err)
 		}
 		if p.err != nil {
-			f.acks[sh] = append(p.acks, f.acks[sh]...) // sent again next time
+			// Sent again next time; beyond maxAcks, the oldest are left to
+			// the scheduler's sweep, which delivers them all the same.
+			f.acks[sh] = append(p.acks, f.acks[sh]...)
+			f.acks[sh] = f.acks[sh][max(0, len(f.acks[sh])-maxAcks):]
 			continue
 		}
 		for j, d := range p.at {
@@ -99,7 +102,13 @@ func (f *Frontier) Exchange(ctx context.Context, done []Finished, back []*Lease,
 			}
 		}
 	}
-	f.queueAcks(parts)
+	if f.queueAcks(parts) && len(out.Popped) == 0 {
+		// An idle worker's records wait for its next exchange: it is due
+		// now, rather than when a shard has URLs again. (Only for acks new
+		// from this exchange: those of a shard that failed wait as long as
+		// its URLs would.)
+		out.Info.NextDue = 0
+	}
 	if homeErr != nil {
 		f.spare = out.Popped
 		return Exchanged{}, homeErr
@@ -273,9 +282,14 @@ func (f *Frontier) run(ctx context.Context, parts []*part) {
 	}
 }
 
+// maxAcks bounds the acks a shard that fails keeps in memory.
+const maxAcks = 1000
+
 // queueAcks records, for the next exchange, the outbox entries of this
-// one whose offers all went through, with what they found new.
-func (f *Frontier) queueAcks(parts []*part) {
+// one whose offers all went through, with what they found new, and says
+// whether it found any.
+func (f *Frontier) queueAcks(parts []*part) bool {
+	queued := false
 	for sh, p := range parts {
 		if p.err != nil || p.outboxID == "" {
 			continue
@@ -307,7 +321,9 @@ func (f *Frontier) queueAcks(parts []*part) {
 			}
 		}
 		f.acks[sh] = append(f.acks[sh], ack)
+		queued = true
 	}
+	return queued
 }
 
 // worse is the error of two that asks more of the caller: the crawl gone,

@@ -70,6 +70,9 @@ func (f *Frontier) Schedule(ctx context.Context, epochKey string, epoch int64, m
 			total.NextDeferred = sw.NextDeferred
 		}
 		empty = empty && sw.empty
+		if !sw.empty {
+			total.Busy = append(total.Busy, part.keys.Wake())
+		}
 		enqueued[sh] = sw.enqueued
 		pages += sw.pages
 	}
@@ -89,6 +92,10 @@ func (f *Frontier) Schedule(ctx context.Context, epochKey string, epoch int64, m
 		same = same && enqueued[sh] == f.lastEnqueued[sh]
 	}
 	over := empty && f.lastEmpty && same || pageBudget > 0 && pages >= pageBudget
+	if empty && !over && !total.CrawlOver {
+		// One sweep more that finds the same ends the crawl: it is due now.
+		total.NextDeferred = 0
+	}
 	f.lastEmpty, f.lastEnqueued = empty, enqueued
 	fencedAll := f.sweptEpoch == epoch // a whole sweep under this epoch came before this one
 	f.sweptEpoch = epoch

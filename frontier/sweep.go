@@ -17,6 +17,11 @@ type Sweep struct {
 	// NextDeferred is when the next deferred item is due (-1: none): the
 	// scheduler sweeps again then.
 	NextDeferred time.Duration
+	// Busy are, with several shards, the wake channels of those this sweep
+	// found not empty: until each has said "drained" there, another sweep
+	// cannot find the crawl over, so a "drained" from another shard need
+	// not bring one.
+	Busy         []string
 	empty        bool  // nothing queued, leased or deferred in this shard
 	enqueued     int64 // URLs ever queued at the back of this shard's queues
 	// With a page budget over shards: this shard's pages fetched, URLs in
