@@ -72,7 +72,7 @@ func TestADrainedSweepWaitsForEveryBusyShard(t *testing.T) {
 	msgs := make(chan *redis.Message, 4)
 	msgs <- drained("a")
 	msgs <- &redis.Message{Channel: "b", Payload: "1"} // URLs again: not a drain
-	msgs <- drained("a")                              // again: b still has work
+	msgs <- drained("a")                               // again: b still has work
 	msgs <- drained("b")
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()

@@ -21,9 +21,9 @@ type Sweep struct {
 	// found not empty: until each has said "drained" there, another sweep
 	// cannot find the crawl over, so a "drained" from another shard need
 	// not bring one.
-	Busy         []string
-	empty        bool  // nothing queued, leased or deferred in this shard
-	enqueued     int64 // URLs ever queued at the back of this shard's queues
+	Busy     []string
+	empty    bool  // nothing queued, leased or deferred in this shard
+	enqueued int64 // URLs ever queued at the back of this shard's queues
 	// With a page budget over shards: this shard's pages fetched, URLs in
 	// flight, share of the budget, and URLs queued or deferred.
 	pages, leases, allow, work int64
