@@ -184,18 +184,31 @@ func (r *Robots) Check(ctx context.Context, u *url.URL) (Verdict, error) {
 
 func (r *Robots) rules(ctx context.Context, u *url.URL) (*RobotsTxt, error) {
 	origin := u.Scheme + "://" + u.Host
-	r.mu.Lock()
-	e, ok := r.local[origin]
-	r.mu.Unlock()
-	if now := r.now(); ok && now.Before(e.expires) {
+	if e, ok := r.cached(origin); ok {
 		r.Lookups.Local.Add(1)
-		return e.result(now)
+		return e.result(r.now())
 	}
-	v, err, _ := r.flight.Do(origin, func() (any, error) { return r.shared(ctx, u) })
+	v, err, _ := r.flight.Do(origin, func() (any, error) {
+		// A check that missed the cache just before a flight ended starts
+		// a flight of its own: the answer that flight remembered is here.
+		if e, ok := r.cached(origin); ok {
+			r.Lookups.Local.Add(1)
+			return e, nil
+		}
+		return r.shared(ctx, u)
+	})
 	if err != nil {
 		return nil, err
 	}
 	return v.(robotsEntry).result(r.now())
+}
+
+// cached is origin's entry in this process, if it has one not expired.
+func (r *Robots) cached(origin string) (robotsEntry, bool) {
+	r.mu.Lock()
+	e, ok := r.local[origin]
+	r.mu.Unlock()
+	return e, ok && r.now().Before(e.expires)
 }
 
 // shared finds the entry in Redis, or fetches robots.txt under the
