@@ -372,3 +372,39 @@ func TestCallsInAPipelineAnswerAsAddNew(t *testing.T) {
 		}
 	})
 }
+
+// AttachAll attaches to several filters in one round trip, each with the
+// parameters and layers stored for it, and refuses a key with no filter.
+func TestAttachAllReadsEveryFilterInOneRoundTrip(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := ctxFor(t, time.Minute)
+		small, big := dedup.Params{Capacity: 100, FPRate: 0.01}, dedup.Params{Capacity: 5000, FPRate: 0.001}
+		open(t, s, "t:{x1}:seen", small)
+		grown := open(t, s, "t:{x2}:seen", big)
+		if _, err := grown.AddNew(ctx, urls("g", 0, 6000)); err != nil { // a second layer
+			t.Fatal(err)
+		}
+		c := s.NewClient(t)
+		trips := redistest.RoundTrips(c)
+		var fs []*dedup.Filter
+		for i := 0; i < 2; i++ { // the first makes the connection: the second is counted
+			trips.Store(0)
+			var err error
+			if fs, err = dedup.AttachAll(ctx, c, []string{"t:{x1}:seen", "t:{x2}:seen"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := trips.Load(); n != 1 {
+			t.Errorf("%d round trips; want 1", n)
+		}
+		if fs[0].Params().Capacity != 100 || fs[1].Params().Capacity != 5000 {
+			t.Errorf("params %v, %v; want each filter's own", fs[0].Params(), fs[1].Params())
+		}
+		if got, err := fs[1].Contains(ctx, urls("g", 5990, 6000)); err != nil || fmt.Sprint(got) != fmt.Sprint([]bool{true, true, true, true, true, true, true, true, true, true}) {
+			t.Errorf("the attached filter lost what was added: %v, %v", got, err)
+		}
+		if _, err := dedup.AttachAll(ctx, c, []string{"t:{x1}:seen", "t:{none}:seen"}); !errors.Is(err, dedup.ErrNotFound) {
+			t.Errorf("attaching to a missing filter: %v; want ErrNotFound", err)
+		}
+	})
+}

@@ -89,6 +89,34 @@ func Attach(ctx context.Context, c redis.Scripter, key string) (*Filter, error) 
 	return newFilter(ctx, c, key, stored, layers, count)
 }
 
+// AttachAll is Attach for each of keys, their parameters read in one
+// pipeline (one round trip, or one a master of a Cluster): a sharded
+// crawl's worker attaches to all its shards' filters at once.
+func AttachAll(ctx context.Context, c redis.UniversalClient, keys []string) ([]*Filter, error) {
+	pipe := c.Pipeline()
+	cmds := make([]*redis.Cmd, len(keys))
+	args := []any{"", "", "", "", layout}
+	for i, k := range keys {
+		cmds[i] = initScript.EvalSha(ctx, pipe, []string{k}, args...)
+	}
+	pipe.Exec(ctx) // each reply is read below
+	out := make([]*Filter, len(keys))
+	for i, k := range keys {
+		res, err := cmds[i].Slice()
+		if redis.HasErrorPrefix(err, "NOSCRIPT") {
+			res, err = initScript.Run(ctx, c, []string{k}, args...).Slice()
+		}
+		p, layers, count, err := parseMeta(k, res, err)
+		if err == nil {
+			out[i], err = newFilter(ctx, c, k, p, layers, count)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 func newFilter(ctx context.Context, c redis.Scripter, key string, p Params, layers int, count int64) (*Filter, error) {
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("dedup: %q holds unusable parameters: %w", key, err)
@@ -115,6 +143,11 @@ func readMeta(ctx context.Context, c redis.Scripter, key string, create *Params)
 		args = []any{create.Capacity, fmtFloat(create.FPRate), create.Growth, fmtFloat(create.Tightening), layout}
 	}
 	res, err := initScript.Run(ctx, c, []string{key}, args...).Slice()
+	return parseMeta(key, res, err)
+}
+
+// parseMeta reads init.lua's reply for key.
+func parseMeta(key string, res []any, err error) (Params, int, int64, error) {
 	if err != nil {
 		return Params{}, 0, 0, fmt.Errorf("dedup: open %q: %w", key, err)
 	}

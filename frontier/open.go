@@ -144,10 +144,16 @@ func Open(ctx context.Context, c redis.UniversalClient, name string, o Options) 
 	if err != nil {
 		return nil, err
 	}
+	keys := make([]string, len(f.fs))
+	for i := range f.fs {
+		keys[i] = seenKey(name, i)
+	}
+	filters, err := dedup.AttachAll(ctx, c, keys)
+	if err != nil {
+		return nil, fmt.Errorf("crawl %q: %w", name, err)
+	}
 	for i, sh := range f.fs {
-		if sh.seen, err = dedup.Attach(ctx, c, seenKey(name, i)); err != nil {
-			return nil, f.in(i, fmt.Errorf("crawl %q: %w", name, err))
-		}
+		sh.seen = filters[i]
 	}
 	return f, nil
 }

@@ -251,21 +251,29 @@ type doneOrder struct {
 
 func (h doneOrder) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h doneOrder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		h.check(ctx)
+		return err
+	}
 }
 func (h doneOrder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
 		if name := cmd.Name(); name == "evalsha" || name == "eval" {
-			if h.plain.Exists(ctx, h.done).Val() == 1 {
-				for _, d := range h.deferreds {
-					if h.plain.ZCard(ctx, d).Val() > 0 {
-						*h.violated = true
-					}
-				}
-			}
+			h.check(ctx)
 		}
 		return err
+	}
+}
+
+func (h doneOrder) check(ctx context.Context) {
+	if h.plain.Exists(ctx, h.done).Val() == 1 {
+		for _, d := range h.deferreds {
+			if h.plain.ZCard(ctx, d).Val() > 0 {
+				*h.violated = true
+			}
+		}
 	}
 }
 

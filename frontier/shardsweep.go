@@ -44,22 +44,16 @@ func (f *Frontier) Schedule(ctx context.Context, epochKey string, epoch int64, m
 	total.NextDeferred = -1
 	empty := true
 	var pages int64
-	sweeps := make([]Sweep, len(f.fs))
 	enqueued := make([]int64, len(f.fs))
-	// Every shard's sweep in one pipeline: one round trip (a master).
-	pipe := f.c.Pipeline()
-	calls := make([]*fence.Pending, len(f.fs))
-	for sh, part := range f.fs {
-		calls[sh] = part.queueSchedule(ctx, pipe, epochKey, epoch, maxAttempts, limit, share, sweepReport)
+	run := func(from, to int, mode string) ([]Sweep, error) {
+		return f.scheduleAll(ctx, from, to, epochKey, epoch, maxAttempts, limit, share, mode)
 	}
-	pipe.Exec(ctx) // each call's error is read below
-	for sh, part := range f.fs {
-		sw, err := part.readSchedule(ctx, calls[sh])
-		if err != nil {
-			f.lastEmpty = false
-			return total, f.in(sh, err)
-		}
-		sweeps[sh] = sw
+	sweeps, err := run(0, len(f.fs), sweepReport)
+	if err != nil {
+		f.lastEmpty = false
+		return total, err
+	}
+	for sh, sw := range sweeps {
 		total.Released += sw.Released
 		total.Reclaimed += sw.Reclaimed
 		total.Failed += sw.Failed
@@ -71,7 +65,7 @@ func (f *Frontier) Schedule(ctx context.Context, epochKey string, epoch int64, m
 		}
 		empty = empty && sw.empty
 		if !sw.empty {
-			total.Busy = append(total.Busy, part.keys.Wake())
+			total.Busy = append(total.Busy, f.fs[sh].keys.Wake())
 		}
 		enqueued[sh] = sw.enqueued
 		pages += sw.pages
@@ -105,22 +99,23 @@ func (f *Frontier) Schedule(ctx context.Context, epochKey string, epoch int64, m
 		// takes; then the done flags are set, the first shard's last: it is
 		// the one export --follow and status read, so it must not come
 		// before any other shard's records.
-		finished := true
-		for sh, part := range f.fs {
-			sw, err := part.schedule(ctx, epochKey, epoch, maxAttempts, limit, share, sweepFinish)
-			if err != nil {
-				return total, f.in(sh, err)
-			}
-			finished = finished && sw.CrawlOver
+		finishes, err := run(0, len(f.fs), sweepFinish)
+		if err != nil {
+			return total, err
 		}
-		if !finished {
-			total.NextDeferred = 0 // more to write: sweep again soon
-			return total, nil
-		}
-		for sh := len(f.fs) - 1; sh >= 0; sh-- {
-			if _, err := f.fs[sh].schedule(ctx, epochKey, epoch, maxAttempts, limit, share, sweepEnd); err != nil {
-				return total, f.in(sh, err)
+		for _, sw := range finishes {
+			if !sw.CrawlOver {
+				total.NextDeferred = 0 // more to write: sweep again soon
+				return total, nil
 			}
+		}
+		// The other shards' flags in one pipeline, then the first's: on a
+		// Cluster a pipeline's calls to several masters run in parallel.
+		if _, err := run(1, len(f.fs), sweepEnd); err != nil {
+			return total, err
+		}
+		if _, err := run(0, 1, sweepEnd); err != nil {
+			return total, err
 		}
 		total.CrawlOver = true
 	}
@@ -130,6 +125,27 @@ func (f *Frontier) Schedule(ctx context.Context, epochKey string, epoch int64, m
 		}
 	}
 	return total, nil
+}
+
+// scheduleAll sweeps shards [from, to) in mode, in one pipeline (one
+// round trip a master), and returns their sweeps (indexed from from), or
+// the first error, naming its shard.
+func (f *Frontier) scheduleAll(ctx context.Context, from, to int, epochKey string, epoch int64, maxAttempts, limit int, share int64, mode string) ([]Sweep, error) {
+	pipe := f.c.Pipeline()
+	calls := make([]*fence.Pending, to-from)
+	for i := range calls {
+		calls[i] = f.fs[from+i].queueSchedule(ctx, pipe, epochKey, epoch, maxAttempts, limit, share, mode)
+	}
+	pipe.Exec(ctx) // each call's error is read below
+	out := make([]Sweep, len(calls))
+	for i, p := range calls {
+		sw, err := f.fs[from+i].readSchedule(ctx, p)
+		if err != nil {
+			return nil, f.in(from+i, err)
+		}
+		out[i] = sw
+	}
+	return out, nil
 }
 
 // rebalance moves the page budget's shares towards the shards with work:
