@@ -243,7 +243,13 @@ func (f *Frontier) sharePops(parts []*part, want int, now time.Time) {
 		}
 	}
 	ask := append(called, others...)
-	k := min(len(ask), (want+popShare-1)/popShare)
+	k := (want + popShare - 1) / popShare
+	if len(called) == 0 {
+		// A call for URLs alone (the fetch loops wait): one shard more, so
+		// that one with nothing due now does not leave them waiting.
+		k++
+	}
+	k = min(len(ask), k)
 	for i, sh := range ask[:k] {
 		parts[sh].pop = want / k
 		if i < want%k {
