@@ -99,6 +99,9 @@ func (sc *scheduler) lead(stop context.Context, l *leader.Leadership) {
 			// one sweep release several.
 			next = min(next, max(sw.NextDeferred, 250*time.Millisecond))
 		}
+		if err == nil && sw.Again {
+			next = time.Nanosecond // the sweep that confirms the crawl's end
+		}
 		timer.Reset(next)
 		busy := map[string]bool{} // with shards: those a drained message must come from first
 		for _, ch := range sw.Busy {

@@ -86,10 +86,8 @@ func (f *Frontier) Schedule(ctx context.Context, epochKey string, epoch int64, m
 		same = same && enqueued[sh] == f.lastEnqueued[sh]
 	}
 	over := empty && f.lastEmpty && same || pageBudget > 0 && pages >= pageBudget
-	if empty && !over && !total.CrawlOver {
-		// One sweep more that finds the same ends the crawl: it is due now.
-		total.NextDeferred = 0
-	}
+	// One sweep more that finds the same ends the crawl: it is due now.
+	total.Again = empty && !over && !total.CrawlOver
 	f.lastEmpty, f.lastEnqueued = empty, enqueued
 	fencedAll := f.sweptEpoch == epoch // a whole sweep under this epoch came before this one
 	f.sweptEpoch = epoch

@@ -21,7 +21,10 @@ type Sweep struct {
 	// found not empty: until each has said "drained" there, another sweep
 	// cannot find the crawl over, so a "drained" from another shard need
 	// not bring one.
-	Busy     []string
+	Busy []string
+	// Again: every shard was empty, and one more sweep that finds the
+	// same ends the crawl: it is due at once.
+	Again    bool
 	empty    bool  // nothing queued, leased or deferred in this shard
 	enqueued int64 // URLs ever queued at the back of this shard's queues
 	// With a page budget over shards: this shard's pages fetched, URLs in
