@@ -404,6 +404,13 @@ func (c *Call) Queue(ctx context.Context, pipe redis.Pipeliner) {
 	c.cmd = c.s.EvalSha(ctx, pipe, k, a...)
 }
 
+// NoScript reports whether the pipeline found Redis without the call's
+// script: the caller may load it (Script.Load) and queue the call again,
+// rather than have Result make it again on its own.
+func (c *Call) NoScript() bool {
+	return c.cmd != nil && redis.HasErrorPrefix(c.cmd.Err(), "NOSCRIPT")
+}
+
 // Result is the call's flags and the tail of its reply, as Exec and
 // ExecBatch return them, once the pipeline it was queued in ran.
 func (c *Call) Result(ctx context.Context) ([]bool, []any, error) {

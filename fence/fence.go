@@ -105,6 +105,31 @@ func (f *Script) Queue(ctx context.Context, pipe redis.Pipeliner, raising bool, 
 	return p
 }
 
+// Requeue adds the call to pipe again after the pipeline it was in found
+// Redis without its script (NoScript), once Load put it there.
+func (p *Pending) Requeue(ctx context.Context, pipe redis.Pipeliner) {
+	p.cmd = p.s.EvalSha(ctx, pipe, p.keys, p.args...)
+}
+
+// NoScript reports whether the pipeline found Redis without the script.
+func (p *Pending) NoScript() bool { return redis.HasErrorPrefix(p.cmd.Err(), "NOSCRIPT") }
+
+// Load puts the scripts of calls in Redis (on every master of a
+// Cluster), each once.
+func Load(ctx context.Context, c redis.Scripter, calls []*Pending) error {
+	loaded := map[*redis.Script]bool{}
+	for _, p := range calls {
+		if loaded[p.s] {
+			continue
+		}
+		if err := p.s.Load(ctx, c).Err(); err != nil {
+			return err
+		}
+		loaded[p.s] = true
+	}
+	return nil
+}
+
 // Result is what Run would have returned, once the pipeline ran; c makes
 // the call again should Redis not have had the script.
 func (p *Pending) Result(ctx context.Context, c redis.Scripter) (any, error) {

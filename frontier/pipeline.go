@@ -277,7 +277,22 @@ func (f *Frontier) run(ctx context.Context, parts []*part) {
 	}
 	sent := time.Now() // before the calls: new leases are surely held until sent + Lease
 	pipe.Exec(ctx)     // each call's error is its own: read below
-	got := time.Now()  // after: a token is surely due by got + its wait
+	var again []*part
+	for _, p := range parts {
+		if p.call != nil && p.err == nil && p.call.NoScript() {
+			again = append(again, p)
+		}
+	}
+	if len(again) > 0 && exchangeScript.Load(ctx, f.c).Err() == nil {
+		// Redis had no script (a restart, a flush, the crawl's first call):
+		// loaded once, the calls go again in one pipeline, not one by one.
+		pipe = f.c.Pipeline()
+		for _, p := range again {
+			p.call.Queue(ctx, pipe)
+		}
+		pipe.Exec(ctx)
+	}
+	got := time.Now() // after: a token is surely due by got + its wait
 	for sh, p := range parts {
 		if !p.used() || p.err != nil {
 			continue

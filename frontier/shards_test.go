@@ -530,3 +530,49 @@ func twoShardHosts(n int) (string, string) {
 		}
 	}
 }
+
+// Redis without the scripts (restarted, flushed) costs an exchange and a
+// sweep over shards a load and their pipeline again, not a call of its
+// own for each shard.
+func TestShardsPipelinesSurviveAScriptFlushWhole(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		c := s.NewClient(t)
+		trips := redistest.RoundTrips(c)
+		const n = 4
+		sh := openShards(t, c, "fl", n, 0)
+		c.Set(ctx, "crawl:{fl}:leader:epoch", "1", 0)
+		var items []Item
+		for i := 0; i < 8*n; i++ {
+			items = append(items, Item{URL: fmt.Sprintf("http://h%d.example/", i)})
+		}
+		if _, err := sh.Enqueue(ctx, items); err != nil {
+			t.Fatal(err)
+		}
+		for _, mode := range []string{"first", "warm", "flushed"} { // the first finds the scripts not loaded yet
+			if mode == "flushed" {
+				if err := s.Client.ScriptFlush(ctx).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			trips.Store(0)
+			x, err := sh.Exchange(ctx, nil, nil, 4*popShare) // asks every shard
+			if err != nil || len(x.Popped) == 0 {
+				t.Fatalf("%s: exchange %+v, %v", mode, x, err)
+			}
+			if _, err := sh.Schedule(ctx, "crawl:{fl}:leader:epoch", 1, 3, 100, 0); err != nil {
+				t.Fatal(err)
+			}
+			want := int64(2) // the exchange's pipeline, the sweep's
+			if mode != "warm" {
+				want = 2 + 1 + 2 + 2 // and each again after a load (the sweep's two scripts: the leader's fence, the shards')
+			}
+			if got := trips.Load(); got != want {
+				t.Errorf("%s: %d round trips; want %d", mode, got, want)
+			}
+			if _, err := sh.Exchange(ctx, nil, x.Popped, 0); err != nil { // given back for the next round
+				t.Fatal(err)
+			}
+		}
+	})
+}

@@ -135,6 +135,20 @@ func (f *Frontier) scheduleAll(ctx context.Context, from, to int, epochKey strin
 		calls[i] = f.fs[from+i].queueSchedule(ctx, pipe, epochKey, epoch, maxAttempts, limit, share, mode)
 	}
 	pipe.Exec(ctx) // each call's error is read below
+	var again []*fence.Pending
+	for _, p := range calls {
+		if p.NoScript() {
+			again = append(again, p)
+		}
+	}
+	if len(again) > 0 && fence.Load(ctx, f.c, again) == nil {
+		// Redis had no script: loaded once, the calls go again together.
+		pipe = f.c.Pipeline()
+		for _, p := range again {
+			p.Requeue(ctx, pipe)
+		}
+		pipe.Exec(ctx)
+	}
 	out := make([]Sweep, len(calls))
 	for i, p := range calls {
 		sw, err := f.fs[from+i].readSchedule(ctx, p)
