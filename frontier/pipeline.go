@@ -63,6 +63,35 @@ func (f *Frontier) Exchange(ctx context.Context, done []Finished, back []*Lease,
 	f.turn = (f.turn + 1) % len(f.fs)
 	f.run(ctx, parts)
 
+	homeErr := f.collect(parts, done, &out, now)
+	if f.queueAcks(parts) && len(out.Popped) == 0 {
+		// An idle worker's records wait for its next exchange: it is due
+		// now, rather than when a shard has URLs again. (Only for acks new
+		// from this exchange: those of a shard that failed wait as long as
+		// its URLs would.)
+		out.Info.NextDue = 0
+	}
+	if homeErr != nil {
+		f.spare = out.Popped
+		return Exchanged{}, homeErr
+	}
+	if len(out.Popped) < wanted && out.Info.NextDue < 0 {
+		// Every shard asked was empty; those not asked are idle: the
+		// earliest of them is when to look again.
+		for sh, t := range f.idle {
+			if wait := max(t.Sub(now), 0); parts[sh].pop == 0 && (out.Info.NextDue < 0 || wait < out.Info.NextDue) {
+				out.Info.NextDue = wait
+			}
+		}
+	}
+	return out, nil
+}
+
+// collect adds what the parts' calls did to out, and returns the error of
+// a call that ended leases (the worst, should several fail): a call that
+// failed otherwise is reported in out (Unasked, Forget), its acks kept for
+// the next exchange.
+func (f *Frontier) collect(parts []*part, done []Finished, out *Exchanged, now time.Time) error {
 	var homeErr error
 	for sh, p := range parts {
 		switch {
@@ -90,7 +119,7 @@ func (f *Frontier) Exchange(ctx context.Context, done []Finished, back []*Lease,
 				out.Queued[d][i] = p.x.Queued[j][k]
 			}
 		}
-		f.merge(&out, sh, p.x, now, p.pop)
+		f.merge(out, sh, p.x, now, p.pop)
 	}
 	for _, p := range parts { // the offers' answers, once every page has its slice
 		if p.err != nil {
@@ -102,27 +131,7 @@ func (f *Frontier) Exchange(ctx context.Context, done []Finished, back []*Lease,
 			}
 		}
 	}
-	if f.queueAcks(parts) && len(out.Popped) == 0 {
-		// An idle worker's records wait for its next exchange: it is due
-		// now, rather than when a shard has URLs again. (Only for acks new
-		// from this exchange: those of a shard that failed wait as long as
-		// its URLs would.)
-		out.Info.NextDue = 0
-	}
-	if homeErr != nil {
-		f.spare = out.Popped
-		return Exchanged{}, homeErr
-	}
-	if len(out.Popped) < wanted && out.Info.NextDue < 0 {
-		// Every shard asked was empty; those not asked are idle: the
-		// earliest of them is when to look again.
-		for sh, t := range f.idle {
-			if wait := max(t.Sub(now), 0); parts[sh].pop == 0 && (out.Info.NextDue < 0 || wait < out.Info.NextDue) {
-				out.Info.NextDue = wait
-			}
-		}
-	}
-	return out, nil
+	return homeErr
 }
 
 // Flush sends the acks of the last exchange's outbox entries (a stopping
