@@ -27,9 +27,9 @@ type Outcome struct {
 	// FetchTime is how long the page's fetch took (0: none), for adaptive
 	// politeness (Options.DelayFactor).
 	FetchTime time.Duration
-	// Offered is how many of the page's links an earlier Offer (to the
-	// shards of their hosts) found new: the record's new_links counts them
-	// with those the exchange queues.
+	// Offered is how many of the page's links calls before the exchange
+	// found new (links beyond one Bloom call, offered first): the record's
+	// new_links counts them with those the exchange queues.
 	Offered int
 }
 
@@ -308,10 +308,11 @@ func (f *shard) counted(tail []any, err error) error {
 }
 
 // Offer marks links seen and queues the new ones, and reports which were
-// new: the links of pages whose leases live in another shard (Frontier.Exchange), sent
-// before those pages' own exchange so that a crash between the two loses
-// nothing. It is an exchange with no lease to end and nothing to pop, and
-// counts as one, so that a rollback of this shard is noticed here too.
+// new: the links of pages whose leases live in another shard, offered
+// again by the scheduler's sweep from an outbox entry no ack came for
+// (Frontier.Exchange). It is an exchange with no lease to end and nothing
+// to pop, and counts as one, so that a rollback of this shard is noticed
+// here too.
 func (f *shard) Offer(ctx context.Context, links []Item) ([]bool, error) {
 	if len(links) == 0 {
 		return nil, nil
