@@ -27,10 +27,6 @@ type Outcome struct {
 	// FetchTime is how long the page's fetch took (0: none), for adaptive
 	// politeness (Options.DelayFactor).
 	FetchTime time.Duration
-	// Offered is how many of the page's links calls before the exchange
-	// found new (links beyond one Bloom call, offered first): the record's
-	// new_links counts them with those the exchange queues.
-	Offered int
 }
 
 // counters are the stats fields the outcome bumps, comma-separated.
@@ -255,7 +251,7 @@ func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []
 	for d, x := range done {
 		lo, hi := max(offset[d], start), min(offset[d+1], end)
 		da := doneArgs{Lease: a.text(x.Lease.Member()), Stat: x.Outcome.counters(),
-			Fetched: x.Outcome.Fetched, Refund: x.Outcome.Refund, First: lo - start + 1, Links: max(hi-lo, 0), Counted: x.Outcome.Offered}
+			Fetched: x.Outcome.Fetched, Refund: x.Outcome.Refund, First: lo - start + 1, Links: max(hi-lo, 0)}
 		if x.Outcome.Record != nil {
 			da.Record = a.text(string(x.Outcome.Record))
 		}
