@@ -18,20 +18,11 @@ import (
 // Before, await chose between the two at random: over 50 wakes, some
 // would have ended without the sweep.
 func TestAWokenSchedulerSendsTheSweepThatCameDue(t *testing.T) {
-	s := miniredis.RunT(t)
-	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
-	t.Cleanup(func() { c.Close() })
+	c := schedulerRedis(t)
 	sc := &scheduler{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	ctx := context.Background()
 	for i := range 50 {
-		el, err := leader.NewElector(c, "lead", "w1", leader.DefaultConfig())
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := el.Campaign(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := lead(t, c)
 		timer := time.NewTimer(0)
 		if err := l.Resign(ctx); err != nil { // ends the leadership
 			t.Fatal(err)
@@ -54,19 +45,10 @@ func TestAWokenSchedulerSendsTheSweepThatCameDue(t *testing.T) {
 // brought a sweep of all of them, a round trip each, while the others
 // still had work and the crawl could not be over.
 func TestADrainedSweepWaitsForEveryBusyShard(t *testing.T) {
-	s := miniredis.RunT(t)
-	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
-	t.Cleanup(func() { c.Close() })
+	c := schedulerRedis(t)
 	sc := &scheduler{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	ctx := context.Background()
-	el, err := leader.NewElector(c, "lead", "w1", leader.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := el.Campaign(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := lead(t, c)
 	defer l.Resign(ctx)
 	drained := func(ch string) *redis.Message { return &redis.Message{Channel: ch, Payload: "drained"} }
 	msgs := make(chan *redis.Message, 4)
@@ -89,4 +71,26 @@ func TestADrainedSweepWaitsForEveryBusyShard(t *testing.T) {
 	if !sc.await(ctx, l, timer, msgs, map[string]bool{}) || len(msgs) != 1 {
 		t.Fatalf("with no shard busy, await read %d of 2 messages; want a sweep after the first", 2-len(msgs))
 	}
+}
+
+// schedulerRedis is a miniredis for a scheduler's lock.
+func schedulerRedis(t *testing.T) *redis.Client {
+	s := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// lead takes the scheduler's lock on c.
+func lead(t *testing.T, c *redis.Client) *leader.Leadership {
+	t.Helper()
+	el, err := leader.NewElector(c, "lead", "w1", leader.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := el.Campaign(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
