@@ -724,9 +724,15 @@ func TestAWorkerStoppedPastItsLeaseFetchesNothingItLost(t *testing.T) {
 		p.awaitCleanExit(t)
 	}
 	requireTruth(t, site)
+	// It woke to leases that had lapsed: those of URLs it had buffered it
+	// hands back unfetched ("lease lapsed"), those of fetches under way
+	// Redis refuses at their exchange. Which it holds at the stop is the
+	// moment's (its buffer may be empty, every URL in a fetch); the
+	// in-process TestAWorkerBackAfterItsLeasesLapsedFetchesNothingItLost
+	// makes each happen for sure. What holds either way is checked below.
 	log := p.log.String()
-	if !strings.Contains(log, "lease lapsed") {
-		t.Errorf("the stopped worker handed back no lapsed lease; its log:\n%s", log[max(0, len(log)-3000):])
+	if !strings.Contains(log, "lease lapsed") && !strings.Contains(log, "Redis refused its outcome") {
+		t.Errorf("the stopped worker met no lapsed lease; its log:\n%s", log[max(0, len(log)-3000):])
 	}
 	seen := map[string]string{}
 	for _, id := range []string{"w1", "w2"} {
