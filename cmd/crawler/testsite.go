@@ -20,6 +20,8 @@ func testsiteCommand() *cli.Command {
 			"(the URLs a correct crawl from the hosts' home pages must fetch), /_fetchable (every URL it\n" +
 			"requests: the truth, redirects, 404s, files) and /_stats (requests per host, the most in any\n" +
 			"second, URLs fetched more than once, robots-disallowed URLs fetched).\n" +
+			"--versioned pages answer conditional requests and change on POST /_change?fraction=F (or by\n" +
+			"themselves, --change-every D); /_truth?versions says which version of each page is current.\n" +
 			"--named-hosts N --dns ADDR serves thousands of host names on one listener and answers DNS\n" +
 			"for them, as the web would (crawl with 'crawler work --dns ADDR').\n" +
 			"Crawl it with --allow-private.",
@@ -37,6 +39,10 @@ func testsiteCommand() *cli.Command {
 			&cli.IntFlag{Name: "slow-every", Usage: "every Nth host answers ten times slower than --latency"},
 			&cli.IntFlag{Name: "fail-every", Usage: "every Nth host answers each page's first request with 503 and Retry-After: 1"},
 			&cli.BoolFlag{Name: "robots", Usage: "every host serves a robots.txt of its own (otherwise only the first does, and the others answer 404)"},
+			&cli.BoolFlag{Name: "versioned", Usage: "pages /p/N.html carry a version, an ETag and a Last-Modified, and answer If-None-Match and If-Modified-Since " +
+				"with 304 while unchanged; POST /_change?fraction=F changes that fraction of them, /_truth?versions lists every page's version (for recrawls)"},
+			&cli.DurationFlag{Name: "change-every", Usage: "pages change by themselves every period (implies --versioned): /p/N.html with N%10 == 0 every period, " +
+				"N%10 == 1 every fourth, the others never"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Int("pages") < 1 || c.Int("pages") > 1_000_000 {
@@ -71,6 +77,9 @@ func testsiteCommand() *cli.Command {
 			if c.IsSet("dns") && !named {
 				return usage(fmt.Errorf("--dns is for --names or --named-hosts: loopback hosts are addresses, not names"))
 			}
+			if c.Duration("change-every") < 0 {
+				return usage(fmt.Errorf("--change-every %v: want a period above 0 (or none)", c.Duration("change-every")))
+			}
 			if c.Int("slow-every") < 0 || c.Int("fail-every") < 0 {
 				return usage(fmt.Errorf("--slow-every and --fail-every: want 0 (none) or more"))
 			}
@@ -84,7 +93,8 @@ func testsiteCommand() *cli.Command {
 			site, err := testsite.Start(testsite.Config{Hosts: c.Int("hosts"), Pages: c.Int("pages"),
 				Latency: c.Duration("latency"), ListenBase: c.String("listen-base"), Port: port,
 				Names: names, Listen: c.String("listen"), DNS: c.String("dns"),
-				SlowEvery: c.Int("slow-every"), FailEvery: c.Int("fail-every"), Robots: c.Bool("robots")})
+				SlowEvery: c.Int("slow-every"), FailEvery: c.Int("fail-every"), Robots: c.Bool("robots"),
+				Versioned: c.Bool("versioned"), ChangeEvery: c.Duration("change-every")})
 			if err != nil {
 				return err
 			}

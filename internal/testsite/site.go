@@ -14,11 +14,19 @@
 // with 500 then work (/flaky/N), non-HTML files (/files/N.pdf), a
 // meta-refresh page, an out-of-scope host, mailto: and javascript: links.
 // Host 0's robots.txt disallows /private/, which its pages link to.
+//
+// For recrawls, pages can change (Config.Versioned, versions.go): each
+// /p/N.html then has a version, validators (ETag, Last-Modified) and
+// answers conditional requests 304 while unchanged; Change (or POST
+// /_change?fraction=F) moves a fraction of them on, ChangeEvery makes hot
+// and warm pages change by themselves, and /_truth?versions says which
+// version of each page is current.
 package testsite
 
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sort"
@@ -54,6 +62,12 @@ type Config struct {
 	// Robots: every host serves a robots.txt of its own (disallowing
 	// /private/); otherwise only the first does and the others answer 404.
 	Robots bool
+	// Versioned pages change (versions.go): /p/N.html carries a version in
+	// its body, an ETag and a Last-Modified, answers conditional requests,
+	// and moves on when Site.Change says; with ChangeEvery, pages also
+	// change by themselves, hot ones every period, warm ones every fourth.
+	Versioned   bool
+	ChangeEvery time.Duration
 }
 
 // Site is a running test site.
@@ -68,6 +82,22 @@ type Site struct {
 	private []string               // disallowed URLs that were requested anyway
 	total   map[string]int         // host -> all requests
 	dns     *DNS                   // with Config.DNS
+	// Versioned pages (versions.go): when the site started, the versions
+	// Change gave, how many Changes and the last one's time; 304s sent,
+	// and the bytes of the pages' bodies sent.
+	started     time.Time
+	bumped      map[string]Version
+	changes     int
+	lastChange  time.Time
+	notModified int
+	bytes       int64
+}
+
+func newSite(cfg Config) *Site {
+	s := &Site{cfg: cfg, reqs: map[string][]time.Time{}, perURL: map[string]int{}, flaky: map[string]bool{}, total: map[string]int{},
+		started: time.Now().Truncate(time.Second), bumped: map[string]Version{}}
+	s.lastChange = s.started // a change takes a later Last-Modified than the start's
+	return s
 }
 
 // Start serves the site until Close.
@@ -77,8 +107,7 @@ func Start(cfg Config) (*Site, error) {
 	}
 	if len(cfg.Names) > 0 {
 		cfg.Hosts = len(cfg.Names)
-		s := &Site{cfg: cfg, reqs: map[string][]time.Time{}, perURL: map[string]int{}, flaky: map[string]bool{}, total: map[string]int{}}
-		return s.startNamed()
+		return newSite(cfg).startNamed()
 	}
 	if cfg.Hosts <= 0 {
 		cfg.Hosts = 4
@@ -94,7 +123,7 @@ func Start(cfg Config) (*Site, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Site{cfg: cfg, reqs: map[string][]time.Time{}, perURL: map[string]int{}, flaky: map[string]bool{}, total: map[string]int{}}
+	s := newSite(cfg)
 	var listeners []net.Listener
 	for _, ip := range addrs {
 		l, err := net.Listen("tcp", net.JoinHostPort(ip.String(), strconv.Itoa(cfg.Port)))
@@ -164,6 +193,10 @@ func (s *Site) handler(hi int) http.Handler {
 		p := r.URL.Path
 		switch p {
 		case "/_truth":
+			if _, ok := r.URL.Query()["versions"]; ok {
+				writeJSON(w, s.Versions())
+				return
+			}
 			writeJSON(w, s.Truth())
 			return
 		case "/_fetchable":
@@ -171,6 +204,9 @@ func (s *Site) handler(hi int) http.Handler {
 			return
 		case "/_stats":
 			writeJSON(w, s.Stats())
+			return
+		case "/_change":
+			s.serveChange(w, r)
 			return
 		}
 		host := s.hosts[hi]
@@ -219,18 +255,42 @@ func (s *Site) handler(hi int) http.Handler {
 				http.NotFound(w, r)
 				return
 			}
-			w.Header().Set("Content-Type", "text/html; charset=utf-8")
-			fmt.Fprintf(w, "<!DOCTYPE html><html><head><title>%s %s</title>", host, p)
-			if n, ok := pageNumber(p); ok && n%60 == 11 && strings.HasPrefix(p, "/p/") {
-				fmt.Fprintf(w, `<meta http-equiv="refresh" content="0; url=/p/%d.html">`, s.refreshTarget(n))
-			}
-			fmt.Fprint(w, "</head><body>\n")
-			for _, l := range links {
-				if l.href != "" {
-					fmt.Fprintf(w, "<a href=\"%s\">link</a>\n", l.href)
+			n, numbered := pageNumber(p)
+			numbered = numbered && strings.HasPrefix(p, "/p/")
+			var ver *Version
+			if numbered && (s.cfg.Versioned || s.cfg.ChangeEvery > 0) {
+				v := s.version(hi, n, time.Now())
+				ver = &v
+				w.Header().Set("ETag", v.ETag)
+				w.Header().Set("Last-Modified", v.Modified.UTC().Format(http.TimeFormat))
+				if notModified(r, v) {
+					s.mu.Lock()
+					s.notModified++
+					s.mu.Unlock()
+					w.WriteHeader(http.StatusNotModified)
+					return
 				}
 			}
-			fmt.Fprint(w, "</body></html>\n")
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			var b strings.Builder
+			fmt.Fprintf(&b, "<!DOCTYPE html><html><head><title>%s %s</title>", host, p)
+			if numbered && n%60 == 11 {
+				fmt.Fprintf(&b, `<meta http-equiv="refresh" content="0; url=/p/%d.html">`, s.refreshTarget(n))
+			}
+			fmt.Fprint(&b, "</head><body>\n")
+			if ver != nil {
+				fmt.Fprintf(&b, "<p>version %d</p>\n", ver.Version)
+			}
+			for _, l := range links {
+				if l.href != "" {
+					fmt.Fprintf(&b, "<a href=\"%s\">link</a>\n", l.href)
+				}
+			}
+			fmt.Fprint(&b, "</body></html>\n")
+			s.mu.Lock()
+			s.bytes += int64(b.Len())
+			s.mu.Unlock()
+			io.WriteString(w, b.String())
 		case strings.HasPrefix(p, "/r/"):
 			n, err := strconv.Atoi(strings.TrimPrefix(p, "/r/"))
 			if err != nil || n < 0 || n >= s.cfg.Pages {

@@ -28,6 +28,10 @@ type Stats struct {
 	Fetched []string `json:"fetched"`
 	// Repeated counts the requests of each URL requested more than once.
 	Repeated map[string]int `json:"repeated"`
+	// NotModified counts the 304s versioned pages answered; Bytes is the
+	// bytes of the HTML pages' bodies sent.
+	NotModified int   `json:"not_modified"`
+	Bytes       int64 `json:"bytes"`
 }
 
 // Stats reports what the site saw so far.
@@ -35,7 +39,7 @@ func (s *Site) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := Stats{Hosts: map[string]HostStats{}, Disallowed: append([]string{}, s.private...), FetchedMoreThanTwice: []string{},
-		Repeated: map[string]int{}}
+		Repeated: map[string]int{}, NotModified: s.notModified, Bytes: s.bytes}
 	for _, h := range s.hosts {
 		st.Hosts[h] = HostStats{Requests: s.total[h], MaxPerSecond: maxInWindow(s.reqs[h], time.Second)}
 	}
