@@ -34,6 +34,7 @@ type result struct {
 	truth, got  int
 	offered     int64 // links sent to Redis for dedup (not known locally)
 	netBytes    int64 // bytes Redis read and wrote on its sockets
+	scripts     int64 // script calls Redis ran (EVAL, EVALSHA)
 }
 
 // crawlOnce crawls a fresh test site with `workers` workers (each with its
@@ -105,8 +106,10 @@ func crawlSharded(b *testing.B, shards int, site testsite.Config, rate float64, 
 	wg.Wait()
 	res := result{elapsed: time.Since(start), roundTrips: rt, redisCPU: redistest.CPU(b, s.Client) - cpu0, netBytes: netBytes(b, s) - net0}
 	res.idleCPU = time.Duration(idleRate * float64(res.elapsed))
+	stats := s.Client.Info(ctx, "commandstats").Val() // since the reset before the crawl
+	res.scripts = scriptCalls(stats)
 	if os.Getenv("BENCH_COMMANDSTATS") != "" { // BENCH_COMMANDSTATS=FILE: where Redis spent its time, command by command
-		os.WriteFile(os.Getenv("BENCH_COMMANDSTATS"), []byte(s.Client.Info(ctx, "commandstats").Val()), 0o644)
+		os.WriteFile(os.Getenv("BENCH_COMMANDSTATS"), []byte(stats), 0o644)
 	}
 	fr, err := frontier.New(s.Client, "bench", frontier.Options{Shards: shards})
 	if err != nil {
@@ -135,6 +138,7 @@ func (r result) report(b *testing.B) {
 	pps := float64(r.pages) / r.elapsed.Seconds()
 	b.ReportMetric(pps, "pages/s")
 	b.ReportMetric(float64(r.roundTrips)/float64(r.pages), "roundtrips/page")
+	b.ReportMetric(float64(r.scripts)/float64(r.pages), "script-calls/page")
 	b.ReportMetric(float64(r.redisCPU.Microseconds())/float64(r.pages), "redis-µs/page")
 	b.ReportMetric(float64((r.redisCPU-r.idleCPU).Microseconds())/float64(r.pages), "redis-µs/page-net")
 	b.ReportMetric(float64(r.offered)/float64(r.pages), "dedup-links/page")
@@ -189,6 +193,23 @@ func BenchmarkShards(b *testing.B) {
 			}
 		})
 	}
+}
+
+// scriptCalls is how many scripts INFO commandstats says Redis ran
+// (EVAL and EVALSHA; a call refused for NOSCRIPT counts too, as Redis
+// counts it).
+func scriptCalls(commandstats string) int64 {
+	var n int64
+	for _, line := range strings.Split(commandstats, "\r\n") {
+		for _, cmd := range []string{"cmdstat_eval:", "cmdstat_evalsha:"} {
+			if rest, ok := strings.CutPrefix(line, cmd+"calls="); ok {
+				calls, _, _ := strings.Cut(rest, ",")
+				v, _ := strconv.ParseInt(calls, 10, 64)
+				n += v
+			}
+		}
+	}
+	return n
 }
 
 // netBytes is what Redis has read and written on its sockets.
