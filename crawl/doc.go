@@ -32,8 +32,9 @@
 // does is its state machine's to decide (exstate.go: step(event, now) →
 // actions, no I/O, the timing in policy.go); the loop only turns what
 // happens into events and performs the actions. A crawl of several shards
-// (Settings.Shards) changes one thing here: a call carries the pages of
-// one shard, so that it stays one atomic script there. The heartbeat renews the leases of
+// (Settings.Shards) changes nothing here: a call carries pages of any
+// shards, and the frontier makes it one pipeline of a call a shard
+// (frontier/pipeline.go). The heartbeat renews the leases of
 // everything the process holds — fetched, waiting in the ready buffer, or
 // waiting to be sent — so a kill -9 loses nothing: the leases expire and
 // the scheduler's sweep queues those URLs again.
