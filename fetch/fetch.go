@@ -191,6 +191,27 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Result, error) {
 	return f.get(ctx, rawURL, false, f.cfg.MaxBody)
 }
 
+// Validators are what a response said of the version it carried, for a
+// conditional request that asks whether the page changed since: its ETag
+// and its Last-Modified, as they were sent ("" for one not sent).
+type Validators struct{ ETag, LastModified string }
+
+// FetchIf is Fetch asking whether the page changed since the response v
+// came from: If-None-Match with its ETag, If-Modified-Since with its
+// Last-Modified (RFC 9110: a server that knows the ETag decides by it). An
+// unchanged page is a Result with Status 304 Not Modified and no body; a
+// changed one is answered as Fetch's would be.
+func (f *Fetcher) FetchIf(ctx context.Context, rawURL string, v Validators) (*Result, error) {
+	h := http.Header{}
+	if v.ETag != "" {
+		h.Set("If-None-Match", v.ETag)
+	}
+	if v.LastModified != "" {
+		h.Set("If-Modified-Since", v.LastModified)
+	}
+	return f.request(ctx, rawURL, false, f.cfg.MaxBody, h)
+}
+
 // FetchBody is Fetch keeping the body of a 2xx answer whatever its type
 // (robots.txt is text/plain).
 func (f *Fetcher) FetchBody(ctx context.Context, rawURL string) (*Result, error) {
@@ -204,12 +225,20 @@ func (f *Fetcher) FetchBodyUpTo(ctx context.Context, rawURL string, limit int64)
 }
 
 func (f *Fetcher) get(ctx context.Context, rawURL string, keepAny bool, maxBody int64) (*Result, error) {
+	return f.request(ctx, rawURL, keepAny, maxBody, nil)
+}
+
+// request is a GET of rawURL with the configured headers, then extra's.
+func (f *Fetcher) request(ctx context.Context, rawURL string, keepAny bool, maxBody int64, extra http.Header) (*Result, error) {
 	start := f.now()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
 		return nil, &Error{Err: fmt.Errorf("fetch: %w", err)}
 	}
 	for name, values := range f.cfg.Headers {
+		req.Header[name] = values
+	}
+	for name, values := range extra {
 		req.Header[name] = values
 	}
 	req.Header.Set("User-Agent", f.cfg.UserAgent)

@@ -272,3 +272,36 @@ func TestNamesAreResolvedOncePerTTL(t *testing.T) {
 		t.Fatal("a name the DNS server does not know was fetched")
 	}
 }
+
+// A conditional fetch with what the last response said of its version is
+// answered 304, with no body, while the page is unchanged; once it
+// changed, by a full response with its new validators.
+func TestFetchIfAsksWhetherThePageChanged(t *testing.T) {
+	site, err := testsite.Start(testsite.Config{Hosts: 1, Pages: 10, Versioned: true, ListenBase: "127.0.0.40"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer site.Close()
+	f := New(testConfig())
+	ctx := context.Background()
+	u := "http://" + site.Hosts()[0] + "/p/3.html"
+	first, err := f.Fetch(ctx, u)
+	if err != nil || first.Status != 200 || first.Headers["etag"] == "" || first.Headers["last-modified"] == "" {
+		t.Fatalf("first fetch: %+v, %v; want 200 with an ETag and a Last-Modified", first, err)
+	}
+	v := Validators{ETag: first.Headers["etag"], LastModified: first.Headers["last-modified"]}
+	for _, cond := range []Validators{v, {ETag: v.ETag}, {LastModified: v.LastModified}} {
+		again, err := f.FetchIf(ctx, u, cond)
+		if err != nil || again.Status != http.StatusNotModified || again.Bytes != 0 || len(again.Body) != 0 {
+			t.Errorf("FetchIf(%+v): %+v, %v; want 304 and no body", cond, again, err)
+		}
+	}
+	site.Change(1) // every page moves on
+	changed, err := f.FetchIf(ctx, u, v)
+	if err != nil || changed.Status != 200 || !strings.Contains(string(changed.Body), "version 1") || changed.Headers["etag"] == v.ETag {
+		t.Fatalf("FetchIf after a change: %+v, %v; want 200 with the new version", changed, err)
+	}
+	if none, err := f.FetchIf(ctx, u, Validators{}); err != nil || none.Status != 200 {
+		t.Errorf("FetchIf with no validators: %+v, %v; want a plain 200", none, err)
+	}
+}
