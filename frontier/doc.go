@@ -42,7 +42,7 @@
 //	           URLs, "drained" when nothing is queued or leased, "done"
 //	outbox     with several shards: exchange id -> the records of pages whose
 //	           links to other shards' hosts wait for their offers' ack,
-//	           with those links (pipeline.go)
+//	           with those links (outbox.go)
 //
 // Shard 0 also holds what the crawl has once:
 //
@@ -124,7 +124,7 @@
 // A crawl of one shard is a Frontier with Options.Shards 1, not another
 // type; with several, what crosses shards (links to other shards' hosts,
 // pops, completion, the page budget's shares, fencing) is in shards.go,
-// pipeline.go (an exchange over shards: one pipeline, and the outbox that
+// pipeline.go (an exchange over shards: one pipeline), outbox.go (what
 // keeps a page's links to other shards safe between its calls),
 // shardsweep.go and docs/design.md.
 //

@@ -319,7 +319,25 @@ func (f *shard) Offer(ctx context.Context, links []Item) ([]bool, error) {
 	}
 	f.xmu.Lock()
 	defer f.xmu.Unlock()
-	return f.offer(ctx, urls, payload)
+	return f.offer(ctx, urls, payload, nil)
+}
+
+// offer marks links seen and queues the new ones, and acks outbox
+// entries with the last of its calls (f.xmu held): an exchange with no
+// lease to end and nothing to pop.
+func (f *shard) offer(ctx context.Context, urls []string, payload []any, acks []outboxAck) ([]bool, error) {
+	args := func(_, _ int, _ []bool, last bool) []any {
+		a := exchangeArgs{Expect: f.exchanges, Count: last, ResultsCap: f.resultsCap}
+		if last {
+			a.Acks = acks
+		}
+		return a.encode()
+	}
+	flags, tail, err := f.seen.ExecBatch(ctx, exchangeScript, urls, payload, f.exchangeKeys(), args)
+	if err = f.counted(tail, err); err != nil {
+		return nil, err
+	}
+	return flags, nil
 }
 
 // readReply reads exchange.lua's reply after the links' flags: one JSON

@@ -86,6 +86,28 @@ func backEntries(items []Item) ([]string, []any, error) {
 // nothing was written.
 var ErrGone = errors.New("the crawl is gone from Redis")
 
+// worse is the error of two that asks more of the caller: the crawl gone,
+// then Redis gone back in time, then a lost reply, then any other.
+func worse(a, b error) error {
+	rank := func(err error) int {
+		switch {
+		case err == nil:
+			return 0
+		case errors.Is(err, ErrGone):
+			return 4
+		case errors.Is(err, ErrRolledBack):
+			return 3
+		case errors.Is(err, ErrReplyLost):
+			return 2
+		}
+		return 1
+	}
+	if rank(b) > rank(a) {
+		return b
+	}
+	return a
+}
+
 // isGone reports whether a script refused because the crawl is gone: its
 // error reply begins "GONE", the one way every script of the crawl says so
 // (exchange.lua turns its Bloom guard's refusal into that error).

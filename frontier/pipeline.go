@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redcrawl/crawler/dedup"
@@ -175,22 +174,6 @@ type part struct {
 
 type linkRef struct{ page, link int }
 
-// awayLink is a link of a page to another shard's host, as an outbox
-// entry keeps it: the page's place in its call (1-based) and the link.
-type awayLink struct {
-	D    int  `json:"d"`
-	Item Item `json:"i"`
-	to   int
-	ref  linkRef
-}
-
-// outboxAck acks an outbox entry: Extra[d-1] is how many of the away links
-// of the call's d-th page the offers found new.
-type outboxAck struct {
-	ID    string `json:"id"`
-	Extra []int  `json:"extra,omitempty"`
-}
-
 func (p *part) used() bool {
 	return len(p.done) > 0 || len(p.back) > 0 || len(p.offers) > 0 || len(p.acks) > 0 || p.pop > 0
 }
@@ -312,72 +295,6 @@ func (f *Frontier) run(ctx context.Context, parts []*part) {
 	}
 }
 
-// maxAcks bounds the acks a shard that fails keeps in memory.
-const maxAcks = 1000
-
-// queueAcks records, for the next exchange, the outbox entries of this
-// one whose offers all went through, with what they found new, and says
-// whether it found any.
-func (f *Frontier) queueAcks(parts []*part) bool {
-	queued := false
-	for sh, p := range parts {
-		if p.err != nil || p.outboxID == "" {
-			continue
-		}
-		recorded := false
-		for j := range p.done {
-			recorded = recorded || p.away[j] && p.x.recordedNow[j]
-		}
-		if !recorded {
-			continue // no page was recorded now: no entry was written
-		}
-		ack := outboxAck{ID: p.outboxID, Extra: make([]int, len(p.done))}
-		delivered := true
-		for _, l := range p.outbox {
-			if parts[l.to].err != nil {
-				delivered = false
-				break
-			}
-		}
-		if !delivered {
-			continue // the scheduler delivers it
-		}
-		for _, l := range p.outbox {
-			to := parts[l.to]
-			for k, r := range to.offerAt {
-				if r == l.ref && to.offered[k] {
-					ack.Extra[l.D-1]++
-				}
-			}
-		}
-		f.acks[sh] = append(f.acks[sh], ack)
-		queued = true
-	}
-	return queued
-}
-
-// worse is the error of two that asks more of the caller: the crawl gone,
-// then Redis gone back in time, then a lost reply, then any other.
-func worse(a, b error) error {
-	rank := func(err error) int {
-		switch {
-		case err == nil:
-			return 0
-		case errors.Is(err, ErrGone):
-			return 4
-		case errors.Is(err, ErrRolledBack):
-			return 3
-		case errors.Is(err, ErrReplyLost):
-			return 2
-		}
-		return 1
-	}
-	if rank(b) > rank(a) {
-		return b
-	}
-	return a
-}
-
 // prepare makes p's call (f.xmu held). Links beyond one Bloom batch are
 // offered first, in calls of their own before the pipeline (as
 // ExecBatch's earlier calls would be), and counted in their pages'.
@@ -400,7 +317,7 @@ func (f *shard) prepare(ctx context.Context, p *part) error {
 	urls, payload = append(urls, u...), append(payload, e...)
 	var pre []bool
 	if len(urls) > f.seen.MaxBatch() {
-		if pre, err = f.offer(ctx, urls, payload); err != nil {
+		if pre, err = f.offer(ctx, urls, payload, nil); err != nil {
 			return err
 		}
 		urls, payload = nil, nil
@@ -431,11 +348,8 @@ func (f *shard) prepare(ctx context.Context, p *part) error {
 		a.OutboxID, a.Outbox = p.outboxID, a.text(string(b))
 	}
 	a.Acks = p.acks
+	p.pre = pre
 	p.call, err = f.seen.NewCall(exchangeScript, urls, payload, f.exchangeKeys(), a.encode())
-	if pre != nil {
-		p.offered = pre[p.offset[len(p.done)]:]
-		p.pre = pre
-	}
 	return err
 }
 
@@ -453,9 +367,7 @@ func (f *shard) finish(ctx context.Context, p *part, sent, got time.Time) error 
 	if err != nil {
 		return err
 	}
-	if p.pre == nil {
-		p.offered = flags[p.offset[len(p.done)]:]
-	}
+	p.offered = flags[p.offset[len(p.done)]:]
 	for _, l := range x.Popped {
 		l.granted(sent, f.o.Lease)
 		l.NotBefore = got.Add(l.wait)
@@ -466,76 +378,4 @@ func (f *shard) finish(ctx context.Context, p *part, sent, got time.Time) error 
 		_, _, err = f.exchange(ctx, bad, nil, 0)
 	}
 	return err
-}
-
-// offer marks links seen and queues the new ones (f.xmu held): Offer's
-// calls.
-func (f *shard) offer(ctx context.Context, urls []string, payload []any) ([]bool, error) {
-	args := func(_, _ int, _ []bool, last bool) []any {
-		return exchangeArgs{Expect: f.exchanges, Count: last, ResultsCap: f.resultsCap}.encode()
-	}
-	flags, tail, err := f.seen.ExecBatch(ctx, exchangeScript, urls, payload, f.exchangeKeys(), args)
-	if err = f.counted(tail, err); err != nil {
-		return nil, err
-	}
-	return flags, nil
-}
-
-// deliver is the sweep's part in the outbox (Frontier.Exchange): the
-// entries of shard sh no ack came for in time, in entries (id, entry …),
-// have their links offered again and are acked (f.mu held).
-func (f *Frontier) deliver(ctx context.Context, sh int, entries []string) error {
-	var acks []outboxAck
-	for i := 0; i+1 < len(entries); i += 2 {
-		parts := strings.SplitN(entries[i+1], "\n", 3)
-		var links []awayLink
-		if len(parts) != 3 || json.Unmarshal([]byte(parts[2]), &links) != nil {
-			return fmt.Errorf("frontier: outbox entry %q of shard %d is malformed", entries[i], sh)
-		}
-		ack := outboxAck{ID: entries[i]}
-		by := make([][]awayLink, len(f.fs))
-		for _, l := range links {
-			if host, err := hostOf(l.Item.URL); err == nil {
-				to := ShardOf(host, len(f.fs))
-				by[to] = append(by[to], l)
-			}
-		}
-		for to, ls := range by {
-			if len(ls) == 0 {
-				continue
-			}
-			items := make([]Item, len(ls))
-			for k, l := range ls {
-				items[k] = l.Item
-			}
-			fresh, err := f.fs[to].Offer(ctx, items)
-			if err != nil {
-				return f.in(to, err)
-			}
-			for k, l := range ls {
-				for len(ack.Extra) < l.D {
-					ack.Extra = append(ack.Extra, 0)
-				}
-				if fresh[k] {
-					ack.Extra[l.D-1]++
-				}
-			}
-		}
-		acks = append(acks, ack)
-	}
-	return f.fs[sh].ack(ctx, acks)
-}
-
-// ack acks outbox entries in a call of their own.
-func (f *shard) ack(ctx context.Context, acks []outboxAck) error {
-	if len(acks) == 0 {
-		return nil
-	}
-	f.xmu.Lock()
-	defer f.xmu.Unlock()
-	args := func(_, _ int, _ []bool, last bool) []any {
-		return exchangeArgs{Expect: f.exchanges, Count: last, ResultsCap: f.resultsCap, Acks: acks}.encode()
-	}
-	_, tail, err := f.seen.ExecBatch(ctx, exchangeScript, nil, nil, f.exchangeKeys(), args)
-	return f.counted(tail, err)
 }
