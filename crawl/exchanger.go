@@ -300,34 +300,6 @@ func (x *exchanger) call(work context.Context, batch []entry, want int) {
 	x.step(work, event{kind: evReplied, reply: reply{batch: batch, want: want, res: res, sent: sent, err: err}})
 }
 
-// settle records what a call that went through did, and hands out the
-// URLs it popped.
-func (x *exchanger) settle(r reply) {
-	if x.s.budget {
-		x.pages.Store(r.res.Info.Pages)
-	}
-	x.counters.Exchanges.Add(1)
-	x.counters.Sent.Add(int64(len(r.batch)))
-	if r.want > 0 && len(r.res.Popped) == 0 && len(r.batch) == 0 {
-		x.counters.EmptyPops.Add(1) // a call for nothing
-	}
-	for i, e := range r.batch {
-		x.held.Delete(e.lease().ID)
-		if e.back != nil {
-			continue
-		}
-		if !r.res.Held[i] {
-			x.refused(e.rec)
-		}
-		x.recorded(r.sent[i], e.rec, r.res.Queued[i], r.res.Held[i])
-	}
-	for _, l := range r.res.Popped {
-		x.held.Store(l.ID, l)
-		x.known.add(l.Item.URL)          // a URL handed out is seen: links to it need no Redis work
-		x.ready <- leased{l, r.res.Info} // room was counted, and only this goroutine sends
-	}
-}
-
 // exchange sends a batch. Links this worker already knows are seen are
 // left out here, at the moment of sending (not when the page finished),
 // so that a batch refused because Redis went back in time goes again with
@@ -366,37 +338,4 @@ func (x *exchanger) exchange(ctx context.Context, batch []entry, want int) (fron
 	}
 	res.Queued, res.Held = queued, held
 	return res, sent, nil
-}
-
-// refused: Redis no longer held the lease of a finished page (it lapsed
-// while this worker was paused or cut off from Redis, and the URL went to
-// another worker), so its outcome was not recorded. Its WARC records, if
-// any, are marked as a duplicate of the other worker's.
-func (x *exchanger) refused(rec Record) {
-	x.counters.Refused.Add(1)
-	x.metrics.refused.Inc()
-	x.log.Warn("a finished page's lease had lapsed: Redis refused its outcome, another worker has the URL", "url", rec.URL)
-	if x.warc == nil || rec.WARC == nil {
-		return
-	}
-	if err := x.warc.MarkDuplicate(*rec.WARC, rec.URL, "its lease lapsed before its exchange: the crawl gave the URL to another worker"); err != nil {
-		x.log.Error("marking a refused page's WARC record as a duplicate failed", "url", rec.URL, "file", rec.WARC.File, "err", err)
-	}
-}
-
-// recorded: a page's exchange went through with the links sent, of which
-// those flagged in queued were new to the crawl.
-func (x *exchanger) recorded(sent []frontier.Item, rec Record, queued []bool, held bool) {
-	for _, ch := range sent {
-		x.known.add(ch.URL) // marked seen whether or not the lease was held
-	}
-	if x.out == nil || rec.URL == "" || !held {
-		return
-	}
-	for _, q := range queued {
-		if q {
-			rec.NewLinks++
-		}
-	}
-	x.out.write(rec)
 }
