@@ -146,9 +146,7 @@ func TestShardsCrawlEveryPageOnce(t *testing.T) {
 			}
 		}
 	}
-	t.Run("miniredis", func(t *testing.T) { run(t, redistest.Mini(t).Client) })
-	t.Run("redis-server", func(t *testing.T) { run(t, redistest.Real(t).Client) })
-	t.Run("redis-cluster", func(t *testing.T) { run(t, redistest.RealCluster(t, 3).Client) })
+	onEveryRedis(t, run)
 }
 
 // A page budget over three shards holds exactly: the shares start even
@@ -463,9 +461,7 @@ func TestShardsOutboxDeliversWhatADeadWorkerOffered(t *testing.T) {
 			t.Fatalf("records %v; want the dead worker's page recorded by the sweep, with its new link", r)
 		}
 	}
-	t.Run("miniredis", func(t *testing.T) { run(t, redistest.Mini(t).Client) })
-	t.Run("redis-server", func(t *testing.T) { run(t, redistest.Real(t).Client) })
-	t.Run("redis-cluster", func(t *testing.T) { run(t, redistest.RealCluster(t, 3).Client) })
+	onEveryRedis(t, run)
 }
 
 // A page with more links than one Bloom call takes, to its own shard's
@@ -575,4 +571,13 @@ func TestShardsPipelinesSurviveAScriptFlushWhole(t *testing.T) {
 			}
 		}
 	})
+}
+
+// onEveryRedis runs run on miniredis, a redis-server and a 3-master
+// redis-cluster: what crosses shards must hold where they are on other
+// masters too.
+func onEveryRedis(t *testing.T, run func(*testing.T, redis.UniversalClient)) {
+	t.Run("miniredis", func(t *testing.T) { run(t, redistest.Mini(t).Client) })
+	t.Run("redis-server", func(t *testing.T) { run(t, redistest.Real(t).Client) })
+	t.Run("redis-cluster", func(t *testing.T) { run(t, redistest.RealCluster(t, 3).Client) })
 }
