@@ -37,6 +37,10 @@ const LogLeading = "leading as scheduler"
 // "epoch", when Redis refuses its sweep because a newer epoch leads.
 const LogFenced = "scheduler fenced off: a newer epoch leads"
 
+// LogEpochEnded is the message a scheduler logs when its leadership ends
+// with no sweep left to send (the fence had nothing to refuse).
+const LogEpochEnded = "scheduler epoch ended"
+
 // run campaigns for the role and, while leading, sweeps. It resigns under
 // work, not stop: a stopping worker still hands the role over at once.
 func (sc *scheduler) run(stop, work context.Context) {
@@ -133,7 +137,7 @@ func (sc *scheduler) await(stop context.Context, l *leader.Leadership, timer *ti
 				return true
 			default:
 			}
-			sc.log.Info("scheduler epoch ended", "epoch", l.Epoch(), "reason", l.Err())
+			sc.log.Info(LogEpochEnded, "epoch", l.Epoch(), "reason", l.Err())
 			return false
 		case <-timer.C:
 			return true
