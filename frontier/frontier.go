@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	_ "embed"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -30,6 +31,9 @@ type Item struct {
 	Attempts int      `json:"a,omitempty"`
 	Errors   []string `json:"e,omitempty"`   // the earlier attempts' errors, oldest first
 	Err      string   `json:"err,omitempty"` // why it failed, on the failed list
+	// V is what the URL's last fetch left for this one (Visit, as JSON):
+	// set on a revisit, absent on a first fetch.
+	V json.RawMessage `json:"v,omitempty"`
 }
 
 // KindSitemap marks an Item that is a sitemap to read, not a page.

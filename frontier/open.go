@@ -97,6 +97,9 @@ type Options struct {
 	// when it comes up for a pop. URLs of it in flight then may still add
 	// a few.
 	HostPageCap int64
+	// Continuous: the crawl never ends on its own; the sweep moves each
+	// URL back to its host's queue when its revisit is due (visit.go).
+	Continuous bool
 	// OutboxAge is how long an outbox entry waits for its worker's ack
 	// before the scheduler's sweep offers its links again and acks it
 	// itself (30 s when 0): only a worker that died between the calls of

@@ -14,6 +14,12 @@
 -- ARGV[5] page budget (0: none; -1: this shard's share, the field 'allow' of its stats)   ARGV[6] forget workers this long after they stopped being alive (ms)
 -- ARGV[7] the results stream's cap (XADD MAXLEN ~)
 -- KEYS[13] the outbox (exchange.lua)   ARGV[9] how old an outbox entry is before the sweep acks it (ms)
+-- KEYS[14] due (zset URL -> when its revisit is due, ms)  KEYS[15] visits
+--   (hash URL -> "host\ndepth\nVisit-JSON"): frontier/visit.go
+-- ARGV[10] '1': the crawl is continuous: URLs due by now go back to their
+--   hosts' queues, and the crawl never ends; '0': only those due by a
+--   recrawl's time (stats' 'recrawl_at', recrawl.lua), and the crawl ends
+--   when they are fetched
 -- ARGV[8] '1': this is the crawl's only shard, and the sweep decides
 --   whether the crawl is done; '0': a shard of several, whose sweep only
 --   reports whether it is empty (Frontier.Schedule decides, over all of them); 'end':
@@ -22,6 +28,7 @@
 --   the shard's last records are all written (Frontier.Schedule then ends them all)
 -- Returns one JSON object (frontier.sweepReply reads it by name):
 --   released    due deferred entries put back in the queues
+--   revisits    URLs due for a revisit put back in the queues
 --   reclaimed   expired leases put back, with attempts+1
 --   failed      expired leases that reached the maximum attempts
 --   done        1 once nothing is queued, in flight or deferred (or the
@@ -70,6 +77,35 @@ if #due > 0 then
   released = #due
 end
 
+-- Revisits: the URLs due go to the front of their hosts' queues as items
+-- that carry their visit (Item.V), and off the due set until the exchange
+-- that ends their fetch puts them back on it.
+local cutoff
+if ARGV[10] == '1' then cutoff = now end
+local recrawl = tonumber(redis.call('HGET', stats, 'recrawl_at') or '')
+if recrawl and (not cutoff or recrawl > cutoff) then cutoff = recrawl end
+local revisits = 0
+if cutoff then
+  local room = limit
+  if limited then room = math.min(limit, budget - pages - redis.call('ZCARD', leases)) end
+  local urls = {}
+  if room > 0 then urls = redis.call('ZRANGEBYSCORE', KEYS[14], '-inf', cutoff, 'LIMIT', 0, room) end
+  if #urls > 0 then
+    local vals = redis.call('HMGET', KEYS[15], unpack(urls))
+    local entries = {}
+    for i, url in ipairs(urls) do
+      if vals[i] then
+        local host, rest = fr_split(vals[i])
+        local depth, visit = fr_split(rest)
+        entries[#entries + 1] = host .. '\n{"u":' .. cjson.encode(url) .. ',"d":' .. depth .. ',"v":' .. visit .. '}'
+      end
+    end
+    redis.call('ZREM', KEYS[14], unpack(urls))
+    fr_push_front(Q, entries, now)
+    revisits = #entries
+  end
+end
+
 local expired = redis.call('ZRANGEBYSCORE', leases, '-inf', now, 'LIMIT', 0, limit)
 if #expired > 0 then redis.call('ZREM', leases, unpack(expired)) end
 local back = {}
@@ -114,7 +150,11 @@ if waiting > 0 then
   end
 end
 local empty = 0
-if redis.call('ZCARD', leases) == 0 and fr_queued(Q) == 0 and redis.call('ZCARD', deferred) == 0 and waiting == 0 then empty = 1 end
+-- URLs due by a recrawl's time that are not queued yet are work still to
+-- do; a continuous crawl is never empty.
+local dueLeft = 0
+if cutoff then dueLeft = redis.call('ZCOUNT', KEYS[14], '-inf', cutoff) end
+if ARGV[10] ~= '1' and dueLeft == 0 and redis.call('ZCARD', leases) == 0 and fr_queued(Q) == 0 and redis.call('ZCARD', deferred) == 0 and waiting == 0 then empty = 1 end
 -- At the end of a budgeted crawl, a host's queue is scanned for URLs that
 -- were tried before (attempts > 0): a retry or a reclaimed lease goes back
 -- to the front of its host's queue as item JSON, so they are all in the
@@ -169,7 +209,9 @@ if ARGV[8] == '0' then
   done = redis.call('EXISTS', KEYS[8])
 elseif redis.call('EXISTS', KEYS[8]) == 1 then
   done = 1
-elseif ARGV[8] ~= '1' or redis.call('ZCARD', leases) == 0 and ((fr_queued(Q) == 0 and redis.call('ZCARD', deferred) == 0) or spent) then
+elseif ARGV[10] == '1' and ARGV[8] == '1' then
+  done = 0 -- a continuous crawl never ends on its own
+elseif ARGV[8] ~= '1' or redis.call('ZCARD', leases) == 0 and ((fr_queued(Q) == 0 and redis.call('ZCARD', deferred) == 0 and dueLeft == 0) or spent) then
   -- The crawl is over ('end', 'finish': Shards decided so). With a page
   -- budget, a URL that was tried and waits for another try will never get
   -- it: each ends with a failed record, so that none goes without one —
@@ -231,9 +273,17 @@ end
 local nxt = redis.call('ZRANGE', deferred, 0, 0, 'WITHSCORES')
 local due_in = -1
 if #nxt == 2 then due_in = math.max(0, tonumber(nxt[2]) - now) end
+if ARGV[10] == '1' then -- and when the next revisit is
+  local rv = redis.call('ZRANGE', KEYS[14], 0, 0, 'WITHSCORES')
+  if #rv == 2 then
+    local d = math.max(0, tonumber(rv[2]) - now)
+    if due_in < 0 or d < due_in then due_in = d end
+  end
+end
+if dueLeft > 0 then due_in = 0 end -- more revisits due than one sweep moved
 if ending then due_in = 0 end -- more last records to write: sweep again soon
-local out = {released = released, reclaimed = reclaimed, failed = failed, done = done, due_in = due_in, empty = empty,
+local out = {released = released, revisits = revisits, reclaimed = reclaimed, failed = failed, done = done, due_in = due_in, empty = empty,
   enqueued = tonumber(redis.call('HGET', stats, 'enqueued') or '0'), pages = pages, leases = redis.call('ZCARD', leases),
-  budget = budget, work = fr_queued(Q) + redis.call('ZCARD', deferred)}
+  budget = budget, work = fr_queued(Q) + redis.call('ZCARD', deferred) + dueLeft}
 if #stale > 0 then out.outbox = stale end -- (an empty table would encode as an object)
 return cjson.encode(out)

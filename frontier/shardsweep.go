@@ -55,6 +55,7 @@ func (f *Frontier) Schedule(ctx context.Context, epochKey string, epoch int64, m
 	}
 	for sh, sw := range sweeps {
 		total.Released += sw.Released
+		total.Revisits += sw.Revisits
 		total.Reclaimed += sw.Reclaimed
 		total.Failed += sw.Failed
 		if sh == 0 {

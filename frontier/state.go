@@ -86,9 +86,10 @@ func (f *Frontier) Done(ctx context.Context) (bool, error) {
 }
 
 // notCounters are the stats fields that count nothing: the queues'
-// length (Sizes), a shard's share of the page budget, and how far a
-// budgeted crawl's end has looked for URLs tried before (schedule.lua).
-var notCounters = map[string]bool{"queued": true, "allow": true, "end_scan": true}
+// length (Sizes), a shard's share of the page budget, how far a budgeted
+// crawl's end has looked for URLs tried before (schedule.lua), and when a
+// recrawl was asked for (recrawl.lua).
+var notCounters = map[string]bool{"queued": true, "allow": true, "end_scan": true, "recrawl_at": true}
 
 // Stats reads the crawl's counters, added up over its shards, in one
 // pipeline (on a Cluster, one round trip a master): the scripts' own

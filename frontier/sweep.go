@@ -13,6 +13,7 @@ import (
 // Sweep is what one scheduler pass moved, and whether the crawl is over.
 type Sweep struct {
 	Released, Reclaimed, Failed int
+	Revisits                    int // URLs due for a revisit put back in the queues
 	CrawlOver                   bool
 	// NextDeferred is when the next deferred item is due (-1: none): the
 	// scheduler sweeps again then.
@@ -73,8 +74,8 @@ func (f *shard) queueSchedule(ctx context.Context, pipe redis.Pipeliner, epochKe
 	}
 	return scheduleScript.Queue(ctx, pipe, raising, key, epoch,
 		[]string{f.keys.Queues, f.keys.Ready, f.keys.Leases, f.keys.Deferred, f.keys.Failed, f.keys.Stats, f.keys.DoneFlag, f.keys.Workers,
-			f.keys.Config, f.keys.Results, f.keys.Lengths, f.keys.Outbox},
-		maxAttempts, limit, failedCap, pageBudget, WorkerForgetAfter.Milliseconds(), f.resultsCap, mode, f.o.outboxAge().Milliseconds())
+			f.keys.Config, f.keys.Results, f.keys.Lengths, f.keys.Outbox, f.keys.Due, f.keys.Visits},
+		maxAttempts, limit, failedCap, pageBudget, WorkerForgetAfter.Milliseconds(), f.resultsCap, mode, f.o.outboxAge().Milliseconds(), continuous(f.o.Continuous))
 }
 
 func (f *shard) readSchedule(ctx context.Context, p *fence.Pending) (Sweep, error) {
@@ -89,7 +90,7 @@ func (f *shard) readSchedule(ctx context.Context, p *fence.Pending) (Sweep, erro
 	if raw, ok := res.(string); !ok || json.Unmarshal([]byte(raw), &r) != nil {
 		return Sweep{}, fmt.Errorf("frontier: schedule: unexpected reply %v", res)
 	}
-	return Sweep{Released: r.Released, Reclaimed: r.Reclaimed, Failed: r.Failed, CrawlOver: r.Done == 1,
+	return Sweep{Released: r.Released, Revisits: r.Revisits, Reclaimed: r.Reclaimed, Failed: r.Failed, CrawlOver: r.Done == 1,
 		NextDeferred: time.Duration(r.DueIn) * time.Millisecond, empty: r.Empty == 1, enqueued: r.Enqueued,
 		pages: r.Pages, leases: r.Leases, allow: r.Budget, work: r.Work, outbox: r.Outbox}, nil
 }
@@ -98,6 +99,7 @@ func (f *shard) readSchedule(ctx context.Context, p *fence.Pending) (Sweep, erro
 // field.
 type sweepReply struct {
 	Released, Reclaimed, Failed int
+	Revisits                    int
 	Done                        int
 	DueIn                       int64 `json:"due_in"`
 	Empty                       int
@@ -116,4 +118,12 @@ func (f *shard) moveAllowance(ctx context.Context, epochKey string, epoch, d int
 	}
 	moved, _ := res.(int64)
 	return moved, nil
+}
+
+// continuous is schedule.lua's ARGV[10].
+func continuous(on bool) string {
+	if on {
+		return "1"
+	}
+	return "0"
 }
