@@ -59,6 +59,10 @@ type Location struct {
 	// RecordID is the response record's WARC-Record-ID ("<urn:uuid:…>"),
 	// for a metadata record that refers to it (MarkDuplicate).
 	RecordID string `json:"-"`
+	// Revisit is the profile of a revisit record written in the response
+	// record's place (ServerNotModified, IdenticalPayloadDigest); "" for a
+	// response record.
+	Revisit string `json:"revisit,omitempty"`
 }
 
 // Exchange is one fetch to archive.
@@ -197,10 +201,19 @@ func FileSafe(id string) string {
 // linked by their ids). It returns where the response record is and its
 // payload digest ("sha1:BASE32").
 func (w *Writer) Write(ex Exchange) (Location, string, error) {
+	return w.Archive(ex, nil)
+}
+
+// Archive is Write, but once the response's payload digest is known,
+// revisit (when not nil) may say the response is one archived before:
+// then a revisit record, which keeps the response's headers and refers to
+// that earlier response, takes the response record's place (revisit.go).
+// The Location then says which profile it has.
+func (w *Writer) Archive(ex Exchange, revisit func(digest string) *Revisit) (Location, string, error) {
 	if ex.Raw == nil {
 		return Location{}, "", errors.New("archive: no captured bytes to write")
 	}
-	var digest, id string
+	var digest, id, profile string
 	res, err := w.write(func() ([]gowarc.WarcRecord, error) {
 		req, err := record(gowarc.Request, "application/http;msgtype=request", ex, ex.Raw.Request, false)
 		if err != nil {
@@ -212,6 +225,17 @@ func (w *Writer) Write(ex Exchange) (Location, string, error) {
 			return nil, err
 		}
 		digest, id = resp.WarcHeader().Get(gowarc.WarcPayloadDigest), resp.WarcHeader().Get(gowarc.WarcRecordID)
+		if revisit != nil {
+			if r := revisit(digest); r != nil {
+				rv, err := r.of(resp)
+				resp.Close()
+				if err != nil {
+					req.Close()
+					return nil, fmt.Errorf("archive: revisit record for %s: %w", ex.URL, err)
+				}
+				resp, id, profile = rv, rv.WarcHeader().Get(gowarc.WarcRecordID), r.Profile
+			}
+		}
 		return []gowarc.WarcRecord{req, resp}, nil
 	})
 	if err != nil {
@@ -221,7 +245,7 @@ func (w *Writer) Write(ex Exchange) (Location, string, error) {
 	if i := strings.LastIndexByte(name, os.PathSeparator); i >= 0 {
 		name = name[i+1:]
 	}
-	return Location{File: strings.TrimSuffix(name, ".open"), Offset: res[1].FileOffset, RecordID: id}, digest, nil
+	return Location{File: strings.TrimSuffix(name, ".open"), Offset: res[1].FileOffset, RecordID: id, Revisit: profile}, digest, nil
 }
 
 // DuplicateProfile is the metadata record's content type that marks a
