@@ -5,7 +5,7 @@ import "sync/atomic"
 // Counters are this process's own tallies.
 type Counters struct {
 	// How the URLs this process finished ended (see the Outcome words).
-	OK, HTTPError, Failed, Skipped atomic.Int64
+	OK, HTTPError, Failed, Skipped, Unchanged atomic.Int64
 	// Requests counts HTTP requests made (retries too); PutBack, URLs
 	// handed back to the frontier for later (host busy, retry, robots.txt
 	// unavailable).
@@ -33,5 +33,7 @@ func (c *Counters) count(outcome string) {
 		c.Failed.Add(1)
 	case OutcomeSkipped:
 		c.Skipped.Add(1)
+	case OutcomeUnchanged:
+		c.Unchanged.Add(1)
 	}
 }

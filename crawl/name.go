@@ -24,5 +24,6 @@ func (s Settings) frontierOptions() frontier.Options {
 		o.HostRate, o.HostBurst, o.PopAhead = s.Rate, s.Burst, popAhead
 	}
 	o.DelayFactor, o.MaxDelay = s.DelayFactor, s.MaxDelay
+	o.Continuous = s.Revisit > 0
 	return o
 }

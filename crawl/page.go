@@ -101,16 +101,9 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 		return
 	}
 	start := time.Now()
-	rec.FetchedAt = start.UTC() // after the politeness waits: when the request went out
-	fetchURL := pl.fetcher.Fetch
-	if item.Kind == frontier.KindSitemap {
-		fetchURL = func(ctx context.Context, u string) (*fetch.Result, error) {
-			// XML, text or a feed, often gzip'd: kept whatever its type, up
-			// to the protocol's 50 MB
-			return pl.fetcher.FetchBodyUpTo(ctx, u, parse.MaxSitemapBytes)
-		}
-	}
-	r, err := fetchURL(ctx, item.URL)
+	rec.FetchedAt = start.UTC()           // after the politeness waits: when the request went out
+	visit := frontier.DecodeVisit(item.V) // nil: the URL's first fetch
+	r, err := pl.fetchOf(item, visit)(ctx, item.URL)
 	rec.FetchMS = time.Since(start).Milliseconds()
 	if err != nil {
 		if fetch.IsTransient(err) {
@@ -141,8 +134,9 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 	rec.DroppedBody = r.DroppedBody
 	// Archived: every response whose body was read, but HTML only when the
 	// crawl keeps HTML (it is always read, for its links).
-	if pl.warc != nil && r.Raw != nil && !r.DroppedBody && (!r.HTML || pl.s.Keeps(r.ContentType)) {
-		loc, digest, err := pl.warc.Write(archive.Exchange{URL: item.URL, Started: start, Raw: r.Raw, Truncated: r.Truncated})
+	var archived *frontier.Visit // where the content this answer stands for is archived whole
+	if pl.warc != nil && r.Raw != nil && !r.DroppedBody && (!r.HTML || pl.s.Keeps(r.ContentType) || r.Status == http.StatusNotModified && visit != nil && visit.RefDate != 0) {
+		loc, digest, ref, err := pl.archive(item.URL, visit, r, start)
 		if err != nil {
 			// Crawling on without the archive would lose what the user
 			// asked to keep: the page goes back, and the worker stops.
@@ -150,7 +144,7 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 			pl.fail(fmt.Errorf("cannot write the WARC archive, stopping: %w", err))
 			return
 		}
-		rec.WARC, rec.PayloadDigest = &loc, digest
+		rec.WARC, rec.PayloadDigest, archived = &loc, digest, ref
 	}
 	if fetch.TransientStatus(r.Status) {
 		after := r.RetryAfter
@@ -166,17 +160,29 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 		pl.retry(ctx, l, rec, fmt.Sprintf("HTTP %d", r.Status), after)
 		return
 	}
-	var children []frontier.Item
-	if item.Kind == frontier.KindSitemap {
-		children = pl.sitemapLinks(item, r, &rec)
-	} else {
-		children = pl.links(u, item, r, &rec)
+	o := frontier.Outcome{Stat: OutcomeOK, Fetched: true, FetchTime: r.Duration}
+	digest := rec.PayloadDigest
+	switch {
+	case r.Status == http.StatusNotModified && visit != nil:
+		// Unchanged since the validators were given: no body, no links.
+		o.Stat, digest = OutcomeUnchanged, visit.Digest
+		rec.PayloadDigest = digest
+	case item.Kind == frontier.KindSitemap:
+		o.Children = pl.sitemapLinks(item, r, &rec)
+	default:
+		o.Children = pl.links(u, item, r, &rec)
 	}
-	stat := OutcomeOK
 	if r.Status >= 400 {
-		stat = OutcomeHTTPError
+		o.Stat = OutcomeHTTPError
 	}
-	pl.finish(l, rec, frontier.Outcome{Children: children, Stat: stat, Fetched: true, FetchTime: r.Duration})
+	if item.Kind != frontier.KindSitemap {
+		if digest == "" && len(r.Body) > 0 {
+			digest = bodyDigest(r.Body)
+		}
+		pl.s.revisitOutcome(visit, &rec, &o, digest, archived)
+		o.Change = rec.Change
+	}
+	pl.finish(l, rec, o)
 }
 
 // links are the URLs a response leads to, in scope and within the depth
@@ -309,6 +315,9 @@ func (pl *pipeline) follow(u *url.URL, canonical string) bool {
 // others in one exchange; the lease stays held (the heartbeat renews it)
 // until then.
 func (pl *pipeline) finish(l *frontier.Lease, rec Record, o frontier.Outcome) {
+	if o.Stat == OutcomeFailed && o.Visit == nil {
+		o.Visit, o.Due = keptVisit(l.Item) // tried again when next due
+	}
 	pl.counters.count(o.Stat)
 	o.Status = rec.Status // counted per status code, crawl-wide ("status:404")
 	if o.Stat == OutcomeFailed {

@@ -44,7 +44,12 @@ type Record struct {
 	Headers map[string]string `json:"headers,omitempty"`
 	// Extract holds the text the crawl's extract rules found, by name.
 	Extract map[string]string `json:"extract,omitempty"`
-	// With WARC on: where the response record is, and its payload digest.
+	// Change is how the page compares with its last fetch: ChangeNew,
+	// ChangeChanged, ChangeUnchanged or ChangeGone (revisit.go); "" for a
+	// URL not fetched.
+	Change string `json:"change,omitempty"`
+	// With WARC on: where the response record is (or the revisit record
+	// in its place: warc.revisit names its profile), and its payload digest.
 	WARC          *archive.Location `json:"warc,omitempty"`
 	PayloadDigest string            `json:"payload_digest,omitempty"`
 }
@@ -57,6 +62,7 @@ const (
 	OutcomeHTTPError = frontier.OutcomeHTTPError // fetched; the server answered 4xx (429 and 5xx are retried, then failed)
 	OutcomeFailed    = frontier.OutcomeFailed    // no usable answer: a permanent error, or given up after retries
 	OutcomeSkipped   = frontier.OutcomeSkipped   // not fetched, by rule: robots.txt disallows it, or the page budget is spent
+	OutcomeUnchanged = frontier.OutcomeUnchanged // refetched with validators, answered 304 Not Modified
 )
 
 // recordWriter appends records to a worker's --out as JSON lines. Only the

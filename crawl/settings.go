@@ -67,6 +67,12 @@ type Settings struct {
 	// KeepTrackingParams keeps utm_*, gclid, fbclid and the like in URLs;
 	// by default they are removed (they name one page once per campaign).
 	KeepTrackingParams bool
+	// Revisit, when not 0, makes the crawl continuous: a fetched URL is
+	// fetched again when due, first after Revisit, then as its schedule
+	// learns, within RevisitMin and RevisitMax (0: derived from Revisit,
+	// revisit.go); the crawl never ends on its own. With Revisit 0 the
+	// crawl ends, and `crawler recrawl` runs it again by the same schedule.
+	Revisit, RevisitMin, RevisitMax time.Duration
 	// Shards splits the frontier by host over this many hash tags
 	// (frontier.Frontier), so that a Redis Cluster spreads it over its
 	// masters; 1 keeps it in one, as on a single Redis.
@@ -112,6 +118,9 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("%w: robots.txt give-up %v must be at least 1s", ErrSettings, s.RobotsGiveUp)
 	case s.Shards < 1 || s.Shards > MaxShards:
 		return fmt.Errorf("%w: shards %d: want 1 to %d", ErrSettings, s.Shards, MaxShards)
+	}
+	if err := s.checkRevisit(); err != nil {
+		return fmt.Errorf("%w: %v", ErrSettings, err)
 	}
 	if _, err := s.Fields(); err != nil {
 		return fmt.Errorf("%w: %v", ErrSettings, err)

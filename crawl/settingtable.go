@@ -112,6 +112,17 @@ var SettingTable = []Setting{
 	{Field: "keep_tracking_params", Flag: "keep-tracking-params", Kind: KindBool, Before: "false",
 		ptr:   func(s *Settings) any { return &s.KeepTrackingParams },
 		Usage: "keep utm_*, gclid, fbclid and the like in URLs (by default they are removed)"},
+	{Field: "revisit", Flag: "revisit", Kind: KindDuration, Before: "0s", JSON: "revisit_seconds",
+		ptr: func(s *Settings) any { return &s.Revisit },
+		Usage: "make the crawl continuous: each fetched page is fetched again when due, first after this long, then as often as it " +
+			"is seen to change (within --revisit-min and --revisit-max), and the crawl never ends on its own; 0: the crawl ends, " +
+			"and 'crawler recrawl' runs it again"},
+	{Field: "revisit_min", Flag: "revisit-min", Kind: KindDuration, Before: "0s", JSON: "revisit_min_seconds",
+		ptr: func(s *Settings) any { return &s.RevisitMin }, DefaultText: "a tenth of --revisit (of 24h without it)",
+		Usage: "the shortest time between fetches of a page that changes at every visit"},
+	{Field: "revisit_max", Flag: "revisit-max", Kind: KindDuration, Before: "0s", JSON: "revisit_max_seconds",
+		ptr: func(s *Settings) any { return &s.RevisitMax }, DefaultText: "30 times --revisit (24h without it)",
+		Usage: "the longest time between fetches of a page that never changes"},
 	{Field: "shards", Flag: "shards", Kind: KindInt, Before: "1", ptr: func(s *Settings) any { return &s.Shards },
 		DefaultText: fmt.Sprintf("%d on a Redis Cluster, else 1", ClusterShards),
 		Usage:       fmt.Sprintf("split the frontier by host over N hash tags (1 to %d), so that a Redis Cluster spreads it over its masters", MaxShards)},

@@ -18,6 +18,7 @@ type Outcome struct {
 	Children []Item // links to queue (deduplicated in the same script)
 	Stat     string // the stats counter to bump: an outcome word (OutcomeOK …); "" for none
 	Status   int    // the HTTP status the page was answered with: counted as "status:NNN"; 0 for none
+	Change   string // how the page compares with its last fetch (new, changed …): counted as "change:WORD"; "" for none
 	Record   []byte // result record (JSON) for the results stream; nil for none
 	Failed   string // reason to keep the item on the failed list; "" for none
 	Fetched  bool   // a page was fetched (counts against the page budget)
@@ -36,10 +37,14 @@ type Outcome struct {
 
 // counters are the stats fields the outcome bumps, comma-separated.
 func (o Outcome) counters() string {
-	if o.Status == 0 {
-		return o.Stat
+	c := o.Stat
+	if o.Status != 0 {
+		c += ",status:" + strconv.Itoa(o.Status)
 	}
-	return strings.TrimPrefix(o.Stat+",status:"+strconv.Itoa(o.Status), ",")
+	if o.Change != "" {
+		c += ",change:" + o.Change
+	}
+	return strings.TrimPrefix(c, ",")
 }
 
 // Finished is a lease ended with its page's outcome.

@@ -10,6 +10,9 @@ const (
 	OutcomeHTTPError = "http_error" // fetched; the server answered 4xx (429 and 5xx are retried, then failed)
 	OutcomeFailed    = "failed"     // no usable answer: a permanent error, or given up after retries
 	OutcomeSkipped   = "skipped"    // not fetched, by rule: robots.txt disallows it, or the page budget is spent
+	// OutcomeUnchanged: refetched with its last validators, and answered
+	// 304 Not Modified (no body, so no links).
+	OutcomeUnchanged = "unchanged"
 )
 
 // SweptRecord is the record the sweep writes for a URL it ends (schedule.lua

@@ -249,3 +249,37 @@ func sleep(ctx context.Context, d time.Duration) bool {
 		return true
 	}
 }
+
+func recrawlCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "recrawl",
+		Usage: "fetch a crawl's pages again: those due by their schedule, or --all",
+		Description: "Queues again the URLs the crawl fetched, keeping its settings, Bloom filter and records;\n" +
+			"run 'crawler work' to fetch them. Each is asked for with its last ETag and Last-Modified\n" +
+			"(a 304 is recorded as unchanged and, with --warc-dir, archived as a revisit record), and\n" +
+			"its schedule learns from it: a page that changed comes due sooner, one that did not later\n" +
+			"(seed's --revisit, --revisit-min, --revisit-max). Without --all only the pages due by now\n" +
+			"are fetched: after a day, at first. The scheduler moves them to the queues under its fence.",
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "all", Usage: "every page fetched, due or not (not those gone: 404 or 410 on 3 revisits in a row)"}},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usage(fmt.Errorf("recrawl takes no arguments (got %q): it refetches the crawl's own pages; 'crawler seed' adds URLs", c.Args().First()))
+			}
+			rdb, err := connect(c)
+			if err != nil {
+				return err
+			}
+			defer rdb.Close()
+			rep, err := crawl.Recrawl(c.Context, rdb, c.String("crawl"), c.Bool("all"))
+			if err != nil {
+				return err
+			}
+			msg := fmt.Sprintf("crawl %q: %d of %d pages due for a refetch; run 'crawler work' to fetch them", c.String("crawl"), rep.Due, rep.Kept)
+			if rep.Continuous {
+				msg = fmt.Sprintf("crawl %q: %d of %d pages due for a refetch (the crawl is continuous: its workers fetch them as they come due)", c.String("crawl"), rep.Due, rep.Kept)
+			}
+			fmt.Fprintln(c.App.Writer, msg)
+			return nil
+		},
+	}
+}

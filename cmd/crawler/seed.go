@@ -38,7 +38,7 @@ func seedFlags() []cli.Flag {
 		case crawl.KindBool:
 			flags = append(flags, &cli.BoolFlag{Name: st.Flag, Value: def.(bool), Usage: st.Usage})
 		case crawl.KindDuration:
-			flags = append(flags, &cli.DurationFlag{Name: st.Flag, Value: def.(time.Duration), Usage: st.Usage})
+			flags = append(flags, &cli.DurationFlag{Name: st.Flag, Value: def.(time.Duration), Usage: st.Usage, DefaultText: st.DefaultText})
 		case crawl.KindList:
 			flags = append(flags, &cli.StringSliceFlag{Name: st.Flag, Usage: st.Usage})
 		default: // rate, string, scope, media types: text

@@ -26,6 +26,7 @@ package testsite
 import (
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"net"
 	"net/http"
@@ -91,11 +92,12 @@ type Site struct {
 	lastChange  time.Time
 	notModified int
 	bytes       int64
+	conditional map[string]int // URL -> requests with a validator
 }
 
 func newSite(cfg Config) *Site {
 	s := &Site{cfg: cfg, reqs: map[string][]time.Time{}, perURL: map[string]int{}, flaky: map[string]bool{}, total: map[string]int{},
-		started: time.Now().Truncate(time.Second), bumped: map[string]Version{}}
+		started: time.Now().Truncate(time.Second), bumped: map[string]Version{}, conditional: map[string]int{}}
 	s.lastChange = s.started // a change takes a later Last-Modified than the start's
 	return s
 }
@@ -214,6 +216,9 @@ func (s *Site) handler(hi int) http.Handler {
 		s.mu.Lock()
 		s.total[host]++
 		s.perURL[full]++
+		if r.Header.Get("If-None-Match") != "" || r.Header.Get("If-Modified-Since") != "" {
+			s.conditional[full]++
+		}
 		if p != "/robots.txt" {
 			s.reqs[host] = append(s.reqs[host], time.Now())
 		}
@@ -258,20 +263,10 @@ func (s *Site) handler(hi int) http.Handler {
 			n, numbered := pageNumber(p)
 			numbered = numbered && strings.HasPrefix(p, "/p/")
 			var ver *Version
-			if numbered && (s.cfg.Versioned || s.cfg.ChangeEvery > 0) {
+			if numbered && s.versioned() {
 				v := s.version(hi, n, time.Now())
 				ver = &v
-				w.Header().Set("ETag", v.ETag)
-				w.Header().Set("Last-Modified", v.Modified.UTC().Format(http.TimeFormat))
-				if notModified(r, v) {
-					s.mu.Lock()
-					s.notModified++
-					s.mu.Unlock()
-					w.WriteHeader(http.StatusNotModified)
-					return
-				}
 			}
-			w.Header().Set("Content-Type", "text/html; charset=utf-8")
 			var b strings.Builder
 			fmt.Fprintf(&b, "<!DOCTYPE html><html><head><title>%s %s</title>", host, p)
 			if numbered && n%60 == 11 {
@@ -287,6 +282,23 @@ func (s *Site) handler(hi int) http.Handler {
 				}
 			}
 			fmt.Fprint(&b, "</body></html>\n")
+			if s.versioned() {
+				// Every page has validators, as a static server's do: a page
+				// that never changes has an ETag of its content.
+				if ver == nil {
+					ver = &Version{ETag: fmt.Sprintf(`"s-%08x"`, crc32.ChecksumIEEE([]byte(b.String()))), Modified: s.started}
+				}
+				w.Header().Set("ETag", ver.ETag)
+				w.Header().Set("Last-Modified", ver.Modified.UTC().Format(http.TimeFormat))
+				if notModified(r, *ver) {
+					s.mu.Lock()
+					s.notModified++
+					s.mu.Unlock()
+					w.WriteHeader(http.StatusNotModified)
+					return
+				}
+			}
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
 			s.mu.Lock()
 			s.bytes += int64(b.Len())
 			s.mu.Unlock()

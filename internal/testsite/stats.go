@@ -32,6 +32,9 @@ type Stats struct {
 	// bytes of the HTML pages' bodies sent.
 	NotModified int   `json:"not_modified"`
 	Bytes       int64 `json:"bytes"`
+	// Conditional lists the URLs requested with a validator
+	// (If-None-Match or If-Modified-Since) at least once.
+	Conditional []string `json:"conditional"`
 }
 
 // Stats reports what the site saw so far.
@@ -57,6 +60,10 @@ func (s *Site) Stats() Stats {
 		}
 	}
 	sort.Strings(st.Fetched)
+	for u := range s.conditional {
+		st.Conditional = append(st.Conditional, u)
+	}
+	sort.Strings(st.Conditional)
 	return st
 }
 

@@ -22,6 +22,9 @@ import (
 // revisiting crawler should learn: N%10 == 0 every period (hot), N%10 == 1
 // every fourth (warm), any other N never (cold).
 
+// versioned: the site's pages have validators and may change.
+func (s *Site) versioned() bool { return s.cfg.Versioned || s.cfg.ChangeEvery > 0 }
+
 // Version is the state of one page.
 type Version struct {
 	Version  int       `json:"version"`

@@ -1,0 +1,81 @@
+package crawl
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/base32"
+	"net/http"
+	"time"
+
+	"github.com/redcrawl/crawler/archive"
+	"github.com/redcrawl/crawler/fetch"
+	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/parse"
+)
+
+// A revisit's fetch and archive: asked with its last validators, and
+// archived as a revisit record when the answer is content archived before.
+
+// fetchOf is how item is fetched: a sitemap up to the protocol's size, a
+// revisit with its last validators (If-None-Match, If-Modified-Since).
+func (pl *pipeline) fetchOf(item frontier.Item, visit *frontier.Visit) func(context.Context, string) (*fetch.Result, error) {
+	switch {
+	case item.Kind == frontier.KindSitemap:
+		return func(ctx context.Context, u string) (*fetch.Result, error) {
+			// XML, text or a feed, often gzip'd: kept whatever its type, up
+			// to the protocol's 50 MB
+			return pl.fetcher.FetchBodyUpTo(ctx, u, parse.MaxSitemapBytes)
+		}
+	case visit != nil && (visit.ETag != "" || visit.LastModified != ""):
+		return func(ctx context.Context, u string) (*fetch.Result, error) {
+			return pl.fetcher.FetchIf(ctx, u, validators(visit))
+		}
+	}
+	return pl.fetcher.Fetch
+}
+
+// archive writes the exchange to the WARC files: whole, or as a revisit
+// record when the URL's last visit says its content is archived already
+// (a 304 to the validators it sent, or the same payload digest). It
+// returns the record's place, the payload digest, and where the content
+// the answer stands for is archived whole (nil: nowhere).
+func (pl *pipeline) archive(url string, visit *frontier.Visit, r *fetch.Result, start time.Time) (archive.Location, string, *frontier.Visit, error) {
+	var ref *frontier.Visit
+	loc, digest, err := pl.warc.Archive(archive.Exchange{URL: url, Started: start, Raw: r.Raw, Truncated: r.Truncated}, func(digest string) *archive.Revisit {
+		if visit == nil || visit.RefDate == 0 {
+			return nil
+		}
+		rv := &archive.Revisit{URI: visit.Ref(url), Date: time.Unix(0, visit.RefDate)}
+		switch {
+		case r.Status == http.StatusNotModified:
+			rv.Profile = archive.ServerNotModified
+		case r.Status < 300 && digest == visit.Digest && !r.Truncated:
+			rv.Profile = archive.IdenticalPayloadDigest
+		default:
+			return nil
+		}
+		ref = visit
+		return rv
+	})
+	if err == nil && ref == nil && r.Status != http.StatusNotModified {
+		ref = &frontier.Visit{RefDate: start.UnixNano()} // archived whole, under its own URL
+	}
+	return loc, digest, ref, err
+}
+
+// bodyDigest is a payload digest of a body not archived, in the WARC
+// files' form, for a revisit to compare with.
+func bodyDigest(body []byte) string {
+	sum := sha1.Sum(body)
+	return "sha1:" + base32.StdEncoding.EncodeToString(sum[:])
+}
+
+// keptVisit is what a URL that failed for good keeps for its next fetch:
+// its last visit, due again after its interval (nil: it had none).
+func keptVisit(item frontier.Item) ([]byte, time.Duration) {
+	v := frontier.DecodeVisit(item.V)
+	if v == nil || item.Kind == frontier.KindSitemap {
+		return nil, 0
+	}
+	return item.V, time.Duration(v.Interval) * time.Second
+}

@@ -1,0 +1,189 @@
+package crawl
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/redcrawl/crawler/fetch"
+	"github.com/redcrawl/crawler/frontier"
+	"github.com/redis/go-redis/v9"
+)
+
+// Revisits: what a fetch leaves for the URL's next one, and when that is.
+//
+// The schedule is Nutch's AdaptiveFetchSchedule: a page's interval starts
+// at --revisit (a day without it), shrinks by a fifth each time a visit
+// finds it changed and grows by two fifths each time it did not, within
+// --revisit-min and --revisit-max; so a page that changes at every visit
+// is soon fetched about every --revisit-min, one that never changes about
+// every --revisit-max. A page answered 404 or 410 on GoneAfter revisits in
+// a row is taken off the schedule: gone.
+
+// Changes: how a fetched page compares with its last fetch, in records
+// ("change") and counted crawl-wide ("change:new" …).
+const (
+	ChangeNew       = "new"       // its first fetch
+	ChangeChanged   = "changed"   // refetched, and its content is not what it was
+	ChangeUnchanged = "unchanged" // refetched: 304 Not Modified, or the same payload digest
+	ChangeGone      = "gone"      // refetched: 404 or 410 (it had been there)
+)
+
+// GoneAfter revisits in a row answered 404 or 410 take a page off the
+// schedule.
+const GoneAfter = 3
+
+// The adaptive schedule's rates (Nutch's defaults).
+const (
+	shrinkRate = 0.2 // a changed page's interval × (1 - shrinkRate)
+	growRate   = 0.4 // an unchanged page's × (1 + growRate)
+)
+
+// defaultFirstRevisit is the first interval of a crawl without --revisit:
+// what `crawler recrawl` without --all counts as due.
+const defaultFirstRevisit = 24 * time.Hour
+
+// revisitBounds are the schedule's first interval and its bounds.
+func (s Settings) revisitBounds() (first, lo, hi time.Duration) {
+	first = s.Revisit
+	if first <= 0 {
+		first = defaultFirstRevisit
+	}
+	lo, hi = s.RevisitMin, s.RevisitMax
+	if lo <= 0 {
+		lo = max(first/10, time.Second)
+	}
+	if hi <= 0 {
+		hi = first * 30
+	}
+	return min(max(first, lo), hi), lo, hi
+}
+
+func (s Settings) checkRevisit() error {
+	if s.Revisit < 0 || s.RevisitMin < 0 || s.RevisitMax < 0 {
+		return errors.New("--revisit, --revisit-min and --revisit-max cannot be negative")
+	}
+	if s.Revisit > 0 && s.Revisit < time.Second {
+		return fmt.Errorf("revisit %v: want at least 1s (0: a crawl that ends)", s.Revisit)
+	}
+	if _, lo, hi := s.revisitBounds(); lo < time.Second || lo > hi {
+		return fmt.Errorf("revisit bounds %v to %v: want a minimum of at least 1s, and no more than the maximum", lo, hi)
+	}
+	return nil
+}
+
+// nextInterval is the schedule's interval after a visit that found the
+// page changed or not (prev 0: the first visit).
+func (s Settings) nextInterval(prev time.Duration, change string) time.Duration {
+	first, lo, hi := s.revisitBounds()
+	switch {
+	case prev <= 0:
+		return first
+	case change == ChangeChanged:
+		prev = time.Duration(float64(prev) * (1 - shrinkRate))
+	case change == ChangeUnchanged:
+		prev = time.Duration(float64(prev) * (1 + growRate))
+	}
+	return min(max(prev, lo), hi).Round(time.Second)
+}
+
+// validators are what a refetch asks with.
+func validators(v *frontier.Visit) fetch.Validators {
+	if v == nil {
+		return fetch.Validators{}
+	}
+	return fetch.Validators{ETag: v.ETag, LastModified: v.LastModified}
+}
+
+// revisitOutcome fills in what a fetched page leaves for its next fetch:
+// rec's change, o's visit and due time. last is the visit the fetch was
+// made with (nil: its first); digest the payload digest of the answer
+// (archived or not), ref where the content it had is archived whole.
+func (s Settings) revisitOutcome(last *frontier.Visit, rec *Record, o *frontier.Outcome, digest string, ref *frontier.Visit) {
+	next := frontier.Visit{Status: rec.Status}
+	if last != nil {
+		next = *last
+		next.Status = rec.Status
+	}
+	change := ChangeNew
+	switch {
+	case rec.Status == http.StatusNotModified && last != nil:
+		change = ChangeUnchanged // the validators and the archived content stay
+		if e := rec.Headers["etag"]; e != "" {
+			next.ETag = e
+		}
+	case (rec.Status == http.StatusNotFound || rec.Status == http.StatusGone) && last != nil && (last.Status < 400 || last.Gone > 0):
+		change = ChangeGone // it had been there
+		next.Gone++
+	default:
+		if last != nil {
+			change = ChangeChanged
+			if last.Digest != "" && digest == last.Digest {
+				change = ChangeUnchanged
+			}
+		}
+		next.Gone, next.ETag, next.LastModified = 0, rec.Headers["etag"], rec.Headers["last-modified"]
+		if change != ChangeUnchanged {
+			next.Digest, next.RefURI, next.RefDate = digest, "", 0 // not archived (yet)
+		}
+	}
+	if ref != nil && (change == ChangeNew || change == ChangeChanged || next.RefDate == 0) {
+		next.RefURI, next.RefDate = ref.RefURI, ref.RefDate
+	}
+	rec.Change = change
+	interval := s.nextInterval(time.Duration(next.Interval)*time.Second, change)
+	next.Interval = int64(interval / time.Second)
+	b, err := json.Marshal(next)
+	if err != nil {
+		return // strings and numbers: cannot fail
+	}
+	o.Visit, o.Due = b, interval
+	if next.Gone >= GoneAfter {
+		o.Due = frontier.NotDue
+	}
+}
+
+// RecrawlReport is what Recrawl did.
+type RecrawlReport struct {
+	Due        int64 // URLs due by the recrawl (every one on the schedule, with all)
+	Kept       int64 // URLs with a visit kept
+	Continuous bool  // the crawl revisits by itself (seeded with --revisit)
+}
+
+// Recrawl runs a crawl again: the URLs its schedule says are due (all:
+// every URL fetched, but those gone for good) are handed back to the
+// queues by the scheduler's sweep as workers run, each refetched with its
+// last validators; the crawl keeps its settings, Bloom filter and records,
+// and ends again once they are fetched.
+func Recrawl(ctx context.Context, c redis.UniversalClient, name string, all bool) (RecrawlReport, error) {
+	s, err := LoadSettings(ctx, c, name)
+	if err != nil {
+		return RecrawlReport{}, err
+	}
+	fr, err := frontier.New(c, name, s.frontierOptions())
+	if err != nil {
+		return RecrawlReport{}, err
+	}
+	if s.MaxPages > 0 {
+		n, err := fr.Stats(ctx)
+		if err != nil {
+			return RecrawlReport{}, err
+		}
+		if n["pages"] >= s.MaxPages {
+			return RecrawlReport{}, fmt.Errorf("crawl %q spent its page budget (--max-pages %d counts refetches too): nothing could be refetched; seed a new crawl to run it again",
+				name, s.MaxPages)
+		}
+	}
+	due, err := fr.Recrawl(ctx, all)
+	if err != nil {
+		return RecrawlReport{}, fmt.Errorf("crawl: recrawl: %w", err)
+	}
+	rv, err := fr.Revisits(ctx)
+	if err != nil {
+		return RecrawlReport{}, err
+	}
+	return RecrawlReport{Due: due, Kept: rv.Kept, Continuous: s.Revisit > 0}, nil
+}
