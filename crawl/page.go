@@ -176,8 +176,8 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 		o.Stat = OutcomeHTTPError
 	}
 	if item.Kind != frontier.KindSitemap {
-		if digest == "" && len(r.Body) > 0 {
-			digest = bodyDigest(r.Body)
+		if digest == "" {
+			digest = answerDigest(r.Body, rec.Headers)
 		}
 		pl.s.revisitOutcome(visit, &rec, &o, digest, archived)
 		o.Change = rec.Change

@@ -63,11 +63,21 @@ func (pl *pipeline) archive(url string, visit *frontier.Visit, r *fetch.Result, 
 	return loc, digest, ref, err
 }
 
-// bodyDigest is a payload digest of a body not archived, in the WARC
-// files' form, for a revisit to compare with.
-func bodyDigest(body []byte) string {
-	sum := sha1.Sum(body)
-	return "sha1:" + base32.StdEncoding.EncodeToString(sum[:])
+// answerDigest stands for an answer's content when it was not archived,
+// for a revisit to compare with: the body's digest in the WARC files'
+// form, or with no body (not downloaded, its type not kept) one of the
+// headers that describe it, so that a page whose headers are the same
+// counts as unchanged.
+func answerDigest(body []byte, headers map[string]string) string {
+	if len(body) > 0 {
+		sum := sha1.Sum(body)
+		return "sha1:" + base32.StdEncoding.EncodeToString(sum[:])
+	}
+	if headers["etag"] == "" && headers["last-modified"] == "" && headers["content-length"] == "" {
+		return ""
+	}
+	sum := sha1.Sum([]byte(headers["etag"] + "\n" + headers["last-modified"] + "\n" + headers["content-length"]))
+	return "head:" + base32.StdEncoding.EncodeToString(sum[:8])
 }
 
 // keptVisit is what a URL that failed for good keeps for its next fetch:
