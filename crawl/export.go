@@ -24,13 +24,24 @@ type ExportReport struct {
 	// million) before this export could read them.
 	Trimmed int64
 	Done    bool // the crawl was done when the export ended
+	// Changes counts the records written by how their pages compared with
+	// their last fetch (ChangeNew …).
+	Changes map[string]int64
+}
+
+// ChangeLine says the counts of Changes, "" when there are none.
+func (r ExportReport) ChangeLine() string {
+	if len(r.Changes) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d new, %d changed, %d unchanged, %d gone", r.Changes[ChangeNew], r.Changes[ChangeChanged], r.Changes[ChangeUnchanged], r.Changes[ChangeGone])
 }
 
 // Export writes the records of the results stream as JSON lines. With
 // follow, it then waits for new records and writes them as they come,
 // until the crawl is done (or ctx ends).
 func Export(ctx context.Context, c redis.UniversalClient, name string, out io.Writer, follow bool) (ExportReport, error) {
-	var rep ExportReport
+	rep := ExportReport{Changes: map[string]int64{}}
 	fr, err := readFrontier(ctx, c, name)
 	if err != nil {
 		return rep, err
@@ -43,6 +54,9 @@ func Export(ctx context.Context, c redis.UniversalClient, name string, out io.Wr
 			return fmt.Errorf("crawl: export: record %s: %w", r.ID, err)
 		}
 		rec.NewLinks = r.NewLinks
+		if rec.Change != "" {
+			rep.Changes[rec.Change]++
+		}
 		b, err := json.Marshal(rec)
 		if err == nil {
 			_, err = out.Write(append(b, '\n'))

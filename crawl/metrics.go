@@ -28,6 +28,7 @@ type metrics struct {
 	lapsed   prometheus.Counter
 	refused  prometheus.Counter
 	skipped  *prometheus.CounterVec // discovered links not followed, by reason
+	changes  *prometheus.CounterVec // fetched pages by how they compare with their last fetch
 }
 
 func newMetrics(w *Worker) *metrics {
@@ -58,8 +59,11 @@ func newMetrics(w *Worker) *metrics {
 			Help: "Finished pages whose lease Redis no longer held at their exchange: not recorded (another worker has the URL)."}),
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "redcrawl_links_skipped_total",
 			Help: "Discovered links not followed, by reason (filters and trap defences)."}, []string{"reason"}),
+		changes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "redcrawl_page_changes_total",
+			Help: "Pages this worker fetched, by how each compares with its last fetch: new (the first), changed, unchanged (304, or the same payload), gone (404 or 410 on a revisit)."},
+			[]string{"change"}),
 	}
-	m.reg.MustRegister(m.pages, m.bytes, m.fetch, m.exchange, m.exErrors, m.epoch, m.leader, m.fenced, m.evicted, m.lapsed, m.refused, m.skipped,
+	m.reg.MustRegister(m.pages, m.bytes, m.fetch, m.exchange, m.exErrors, m.epoch, m.leader, m.fenced, m.evicted, m.lapsed, m.refused, m.skipped, m.changes,
 		collectors.NewGoCollector(), &crawlCollector{w: w})
 	for source, n := range map[string]*atomic.Int64{"local": &w.robots.Lookups.Local, "redis": &w.robots.Lookups.Shared,
 		"fetched": &w.robots.Lookups.Fetched} {

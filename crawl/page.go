@@ -324,6 +324,9 @@ func (pl *pipeline) finish(l *frontier.Lease, rec Record, o frontier.Outcome) {
 		pl.log.Warn("page failed", "url", l.Item.URL, "attempt", rec.Attempt, "err", o.Failed)
 	}
 	pl.metrics.pages.WithLabelValues(o.Stat, statusClass(rec.Status)).Inc()
+	if rec.Change != "" {
+		pl.metrics.changes.WithLabelValues(rec.Change).Inc()
+	}
 	if rec.URL != "" {
 		rec.Outcome = o.Stat
 		b, err := json.Marshal(rec)

@@ -46,7 +46,20 @@ type Status struct {
 	// soonest), of HostsQueued hosts with URLs queued.
 	TopHosts    []frontier.HostQueue `json:"top_hosts"`
 	HostsQueued int64                `json:"hosts_queued"`
-	Done        bool                 `json:"done"`
+	// Revisits is the schedule: pages with a visit kept, on the schedule,
+	// due now (or by the recrawl asked for), and when the next one is.
+	Revisits RevisitStatus `json:"revisits"`
+	Done     bool          `json:"done"`
+}
+
+// RevisitStatus is the schedule, as status --json gives it.
+type RevisitStatus struct {
+	Kept           int64      `json:"kept"`
+	Scheduled      int64      `json:"scheduled"`
+	DueNow         int64      `json:"due_now"`
+	NextDueSeconds float64    `json:"next_due_seconds"` // -1: none
+	RecrawlAt      *time.Time `json:"recrawl_at,omitempty"`
+	Continuous     bool       `json:"continuous"`
 }
 
 // StatusTopHosts is how many hosts Status lists, busiest queue first.
@@ -74,6 +87,18 @@ func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Sta
 	}
 	if st.Bloom, err = fr.BloomStats(ctx); err != nil {
 		return nil, err
+	}
+	rv, err := fr.Revisits(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st.Revisits = RevisitStatus{Kept: rv.Kept, Scheduled: rv.Due, DueNow: rv.DueNow, NextDueSeconds: -1, Continuous: s.Revisit > 0}
+	if rv.NextDue >= 0 {
+		st.Revisits.NextDueSeconds = rv.NextDue.Seconds()
+	}
+	if !rv.RecrawlAt.IsZero() {
+		at := rv.RecrawlAt.UTC()
+		st.Revisits.RecrawlAt = &at
 	}
 	info, last, err := leader.Current(ctx, c, fr.LeaderKey())
 	switch {
@@ -144,6 +169,12 @@ func (st *Status) String() string {
 	c := st.Counters
 	fmt.Fprintf(&b, "  pages       %d fetched; %d ok, %d http_error, %d failed, %d skipped; %.1f pages/s over the last 10 s\n",
 		c["pages"], c[OutcomeOK], c[OutcomeHTTPError], c[OutcomeFailed], c[OutcomeSkipped], st.PagesPerSecond)
+	if n := c[OutcomeUnchanged]; n > 0 {
+		fmt.Fprintf(&b, "  unchanged   %d refetches answered 304 Not Modified (counted in pages, not in ok)\n", n)
+	}
+	if rv := st.Revisits; rv.Kept > 0 {
+		fmt.Fprintf(&b, "  revisits    %s\n", rv.line(c))
+	}
 	fmt.Fprintf(&b, "  frontier    %d queued, %d in flight, %d deferred, %d on the failed list; %d URLs enqueued in all\n",
 		st.Frontier.Queued, st.Frontier.InFlight, st.Frontier.Deferred, st.Frontier.Failed, c["enqueued"])
 	var skipped, statuses []string
@@ -256,8 +287,26 @@ func readCounters(ctx context.Context, fr *frontier.Frontier) (map[string]int64,
 	if err != nil {
 		return nil, err
 	}
-	for _, f := range []string{"pages", OutcomeOK, OutcomeHTTPError, OutcomeFailed, OutcomeSkipped, "enqueued", "offered", "records"} {
+	for _, f := range []string{"pages", OutcomeOK, OutcomeHTTPError, OutcomeFailed, OutcomeSkipped, OutcomeUnchanged, "enqueued", "offered", "records",
+		"change:" + ChangeNew, "change:" + ChangeChanged, "change:" + ChangeUnchanged, "change:" + ChangeGone} {
 		n[f] += 0
 	}
 	return n, nil
+}
+
+// line is the schedule for a person: how pages compared with their last
+// fetch, and what is due when.
+func (rv RevisitStatus) line(c map[string]int64) string {
+	s := fmt.Sprintf("%d new, %d changed, %d unchanged, %d gone; %d pages kept, %d on the schedule",
+		c["change:"+ChangeNew], c["change:"+ChangeChanged], c["change:"+ChangeUnchanged], c["change:"+ChangeGone], rv.Kept, rv.Scheduled)
+	switch {
+	case rv.Continuous || rv.RecrawlAt != nil:
+		s += fmt.Sprintf(", %d due now", rv.DueNow)
+	default:
+		s += " ('crawler recrawl' fetches those due)"
+	}
+	if rv.NextDueSeconds >= 0 {
+		s += fmt.Sprintf(", the next due in %v", (time.Duration(rv.NextDueSeconds*float64(time.Second))).Round(time.Second))
+	}
+	return s
 }

@@ -161,6 +161,19 @@ func TestRecrawlRefetchesWithValidatorsAndArchivesRevisits(t *testing.T) {
 		changes[r.Change]++
 	}
 
+	// status and export count the changes as the records say them.
+	st := h.status()
+	for _, c := range []string{"changed", "unchanged"} {
+		if got := st.Counters["change:"+c]; got != int64(changes[c]) {
+			t.Errorf("status counts change:%s %d; the recrawl's records %d", c, got, changes[c])
+		}
+	}
+	if got := st.Counters["unchanged"]; got != int64(second.NotModified-first.NotModified) {
+		t.Errorf("status counts %d unchanged (304) pages; the site sent %d 304s", got, second.NotModified-first.NotModified)
+	}
+	if _, stderr, err := h.try("export"); err != nil || !strings.Contains(stderr, fmt.Sprintf("%d changed, %d unchanged", changes["changed"], changes["unchanged"])) {
+		t.Errorf("export said %q, %v; want the changes counted", stderr, err)
+	}
 	// Every page fetched the first time was asked for with a validator.
 	asked := map[string]bool{}
 	for _, u := range second.Conditional {

@@ -156,8 +156,14 @@ func exportCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if c.String("out") != "" {
+			switch line := rep.ChangeLine(); {
+			case c.String("out") != "" && line != "":
+				fmt.Fprintf(c.App.ErrWriter, "crawler: export: %d records written to %s (pages: %s)\n", rep.Written, c.String("out"), line)
+			case c.String("out") != "":
 				fmt.Fprintf(c.App.ErrWriter, "crawler: export: %d records written to %s\n", rep.Written, c.String("out"))
+			case rep.Changes[crawl.ChangeChanged]+rep.Changes[crawl.ChangeUnchanged]+rep.Changes[crawl.ChangeGone] > 0:
+				// A recrawl's counts; stdout holds only the records.
+				fmt.Fprintf(c.App.ErrWriter, "crawler: export: %d records (pages: %s)\n", rep.Written, line)
 			}
 			if c.Bool("follow") && !rep.Done {
 				return errors.New("export: stopped before the crawl was done")
