@@ -82,10 +82,10 @@ func answerDigest(body []byte, headers map[string]string) string {
 
 // keptVisit is what a URL that failed for good keeps for its next fetch:
 // its last visit, due again after its interval (nil: it had none).
-func keptVisit(item frontier.Item) ([]byte, time.Duration) {
+func keptVisit(item frontier.Item) (*frontier.Visit, time.Duration) {
 	v := frontier.DecodeVisit(item.V)
 	if v == nil || item.Kind == frontier.KindSitemap {
 		return nil, 0
 	}
-	return item.V, time.Duration(v.Interval) * time.Second
+	return v, time.Duration(v.Interval) * time.Second
 }

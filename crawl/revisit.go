@@ -2,7 +2,6 @@ package crawl
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -136,11 +135,7 @@ func (s Settings) revisitOutcome(last *frontier.Visit, rec *Record, o *frontier.
 	rec.Change = change
 	interval := s.nextInterval(time.Duration(next.Interval)*time.Second, change)
 	next.Interval = int64(interval / time.Second)
-	b, err := json.Marshal(next)
-	if err != nil {
-		return // strings and numbers: cannot fail
-	}
-	o.Visit, o.Due = b, interval
+	o.Visit, o.Due = &next, interval
 	if next.Gone >= GoneAfter {
 		o.Due = frontier.NotDue
 	}
@@ -149,7 +144,7 @@ func (s Settings) revisitOutcome(last *frontier.Visit, rec *Record, o *frontier.
 // RecrawlReport is what Recrawl did.
 type RecrawlReport struct {
 	Due        int64 // URLs due by the recrawl (every one on the schedule, with all)
-	Kept       int64 // URLs with a visit kept
+	Scheduled  int64 // URLs on the schedule
 	Continuous bool  // the crawl revisits by itself (seeded with --revisit)
 }
 
@@ -185,5 +180,5 @@ func Recrawl(ctx context.Context, c redis.UniversalClient, name string, all bool
 	if err != nil {
 		return RecrawlReport{}, err
 	}
-	return RecrawlReport{Due: due, Kept: rv.Kept, Continuous: s.Revisit > 0}, nil
+	return RecrawlReport{Due: due, Scheduled: rv.Scheduled, Continuous: s.Revisit > 0}, nil
 }

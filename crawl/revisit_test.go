@@ -1,7 +1,6 @@
 package crawl
 
 import (
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -45,11 +44,15 @@ func outcomeOf(t *testing.T, s Settings, last *frontier.Visit, status int, heade
 	rec := Record{Status: status, Headers: headers}
 	var o frontier.Outcome
 	s.revisitOutcome(last, &rec, &o, digest, ref)
-	var v frontier.Visit
-	if err := json.Unmarshal(o.Visit, &v); err != nil {
-		t.Fatalf("visit %q: %v", o.Visit, err)
+	if o.Visit == nil {
+		t.Fatal("no visit kept")
 	}
-	return rec, o, v
+	// What the next fetch reads back, through the due set's encoding.
+	v := frontier.DecodeVisit(o.Visit.Encode())
+	if v == nil {
+		t.Fatalf("visit %+v encodes as nothing", o.Visit)
+	}
+	return rec, o, *v
 }
 
 // What a fetch leaves for the next one, by how it compares with the last.

@@ -46,16 +46,15 @@ type Status struct {
 	// soonest), of HostsQueued hosts with URLs queued.
 	TopHosts    []frontier.HostQueue `json:"top_hosts"`
 	HostsQueued int64                `json:"hosts_queued"`
-	// Revisits is the schedule: pages with a visit kept, on the schedule,
-	// due now (or by the recrawl asked for), and when the next one is.
+	// Revisits is the schedule: pages on it, due now (or by the recrawl
+	// asked for), and when the next one is.
 	Revisits RevisitStatus `json:"revisits"`
 	Done     bool          `json:"done"`
 }
 
 // RevisitStatus is the schedule, as status --json gives it.
 type RevisitStatus struct {
-	Kept           int64      `json:"kept"`
-	Scheduled      int64      `json:"scheduled"`
+	Scheduled      int64      `json:"scheduled"` // fetched, not in flight, not gone for good
 	DueNow         int64      `json:"due_now"`
 	NextDueSeconds float64    `json:"next_due_seconds"` // -1: none
 	RecrawlAt      *time.Time `json:"recrawl_at,omitempty"`
@@ -92,7 +91,7 @@ func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Sta
 	if err != nil {
 		return nil, err
 	}
-	st.Revisits = RevisitStatus{Kept: rv.Kept, Scheduled: rv.Due, DueNow: rv.DueNow, NextDueSeconds: -1, Continuous: s.Revisit > 0}
+	st.Revisits = RevisitStatus{Scheduled: rv.Scheduled, DueNow: rv.DueNow, NextDueSeconds: -1, Continuous: s.Revisit > 0}
 	if rv.NextDue >= 0 {
 		st.Revisits.NextDueSeconds = rv.NextDue.Seconds()
 	}
@@ -172,7 +171,7 @@ func (st *Status) String() string {
 	if n := c[OutcomeUnchanged]; n > 0 {
 		fmt.Fprintf(&b, "  unchanged   %d refetches answered 304 Not Modified (counted in pages, not in ok)\n", n)
 	}
-	if rv := st.Revisits; rv.Kept > 0 {
+	if rv := st.Revisits; rv.Scheduled > 0 || c["change:"+ChangeChanged]+c["change:"+ChangeUnchanged]+c["change:"+ChangeGone] > 0 {
 		fmt.Fprintf(&b, "  revisits    %s\n", rv.line(c))
 	}
 	fmt.Fprintf(&b, "  frontier    %d queued, %d in flight, %d deferred, %d on the failed list; %d URLs enqueued in all\n",
@@ -297,8 +296,8 @@ func readCounters(ctx context.Context, fr *frontier.Frontier) (map[string]int64,
 // line is the schedule for a person: how pages compared with their last
 // fetch, and what is due when.
 func (rv RevisitStatus) line(c map[string]int64) string {
-	s := fmt.Sprintf("%d new, %d changed, %d unchanged, %d gone; %d pages kept, %d on the schedule",
-		c["change:"+ChangeNew], c["change:"+ChangeChanged], c["change:"+ChangeUnchanged], c["change:"+ChangeGone], rv.Kept, rv.Scheduled)
+	s := fmt.Sprintf("%d new, %d changed, %d unchanged, %d gone; %d pages on the schedule",
+		c["change:"+ChangeNew], c["change:"+ChangeChanged], c["change:"+ChangeUnchanged], c["change:"+ChangeGone], rv.Scheduled)
 	switch {
 	case rv.Continuous || rv.RecrawlAt != nil:
 		s += fmt.Sprintf(", %d due now", rv.DueNow)

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"regexp"
@@ -67,18 +66,20 @@ func TestAContinuousCrawlLearnsHowOftenPagesChange(t *testing.T) {
 	}
 	// Intervals the schedule converged to, from the visits in Redis.
 	intervals := map[string][]int64{}
-	vals, err := srv.Client.HGetAll(context.Background(), frontier.KeysFor("e2e").Visits).Result()
+	members, err := srv.Client.ZRange(context.Background(), frontier.KeysFor("e2e").Due, 0, -1).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for u, v := range vals {
-		c := class(u)
-		parts := strings.SplitN(v, "\n", 3)
-		var visit frontier.Visit
-		if c == "" || len(parts) != 3 || json.Unmarshal([]byte(parts[2]), &visit) != nil {
-			continue
+	for _, m := range members { // "host\nelement\nvisit" (frontier/visit.go)
+		parts := strings.SplitN(m, "\n", 3)
+		if len(parts) != 3 {
+			t.Fatalf("due set member %q", m)
 		}
-		intervals[c] = append(intervals[c], visit.Interval)
+		_, path, _ := strings.Cut(parts[1], " ")
+		visit := frontier.DecodeVisit(parts[2])
+		if c := class(path); c != "" && visit != nil {
+			intervals[c] = append(intervals[c], visit.Interval)
+		}
 	}
 	median := func(xs []int) float64 {
 		if len(xs) == 0 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/frontier"
@@ -166,4 +167,59 @@ func usedMemory(b *testing.B, s *redistest.Server) int64 {
 	}
 	b.Fatal("INFO memory has no used_memory")
 	return 0
+}
+
+// BenchmarkVisitMemory measures what a fetched URL's revisit state costs
+// Redis (visit.go): 100 000 URLs of about 60 characters over 1 000 hosts,
+// each popped and finished through the exchange with a visit as a crawl
+// writes it (an ETag, a Last-Modified, a SHA-1 payload digest, the
+// archived copy's date, an interval), then MEMORY USAGE of the due set
+// that keeps them, a URL. Run with -benchtime 1x.
+func BenchmarkVisitMemory(b *testing.B) {
+	const urls, batch = 100_000, 500
+	for i := 0; i < b.N; i++ {
+		s := redistest.Real(b)
+		ctx := context.Background()
+		s.Client.FlushAll(ctx)
+		s.Client.HSet(ctx, frontier.KeysFor("m").Config, "scope", "host")
+		f, err := frontier.Create(ctx, s.Client, "m", frontier.Options{Shards: 1, Lease: time.Minute}, dedup.Params{Capacity: urls, FPRate: 0.001})
+		if err != nil {
+			b.Fatal(err)
+		}
+		items := make([]frontier.Item, 0, batch)
+		for n := 0; n < urls; n++ {
+			items = append(items, frontier.Item{URL: fmt.Sprintf("http://www.host-%03d.example.org/docs/section-%02d/page-%07d.html", n%1000, n%97, n), Depth: 3})
+			if len(items) == batch {
+				if _, err := f.Enqueue(ctx, items); err != nil {
+					b.Fatal(err)
+				}
+				items = items[:0]
+			}
+		}
+		var done []frontier.Finished
+		for {
+			x, err := f.Exchange(ctx, done, nil, batch)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(x.Popped) == 0 {
+				break
+			}
+			done = done[:0]
+			for j, l := range x.Popped {
+				v := &frontier.Visit{ETag: fmt.Sprintf(`"5f2b-61c8a7e3b%05d"`, j), LastModified: "Tue, 01 Dec 2026 21:58:57 GMT",
+					Digest: fmt.Sprintf("sha1:3I42H3S6NNFQ2MSVX7XZKYAYSC%05dY", j), RefDate: time.Now().UnixNano(), Interval: 86400, Status: 200}
+				done = append(done, frontier.Finished{Lease: l, Outcome: frontier.Outcome{Stat: "ok", Fetched: true, Visit: v, Due: 24 * time.Hour}})
+			}
+		}
+		k := frontier.KeysFor("m")
+		kept := s.Client.ZCard(ctx, k.Due).Val()
+		if kept < urls*99/100 {
+			b.Fatalf("%d visits kept of %d URLs", kept, urls)
+		}
+		due := s.Client.MemoryUsage(ctx, k.Due, 0).Val()
+		b.ReportMetric(float64(due)/float64(kept), "B/URL-state")
+		b.ReportMetric(0, "ns/op")
+		s.Client.FlushAll(ctx)
+	}
 }

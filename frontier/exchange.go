@@ -28,10 +28,10 @@ type Outcome struct {
 	// FetchTime is how long the page's fetch took (0: none), for adaptive
 	// politeness (Options.DelayFactor).
 	FetchTime time.Duration
-	// Visit is what this fetch leaves for the URL's next one (Visit, as
-	// JSON; nil: keep nothing), and Due when that is (from now; NotDue:
-	// never again). Written with the record, in the same atomic step.
-	Visit []byte
+	// Visit is what this fetch leaves for the URL's next one (nil: keep
+	// nothing), and Due when that is (from now; NotDue: never again).
+	// Written with the record, in the same atomic step (visit.go).
+	Visit *Visit
 	Due   time.Duration
 }
 
@@ -171,10 +171,12 @@ type doneArgs struct {
 	// Away: it has links to other shards' hosts, offered there in the
 	// same pipeline; its record waits in the call's outbox entry.
 	Away bool `json:"away,omitempty"`
-	// Visit (text: "url\nhost\ndepth\nVisit-JSON"; 0: none) and when it
-	// is due (ms from now; -1: never again).
-	Visit int   `json:"visit,omitempty"`
-	DueMs int64 `json:"due_ms,omitempty"`
+	// The due set's member the URL was fetched with, to take out (text;
+	// 0: none), the one to put in (text; 0: none), and when that is due
+	// (ms from now).
+	Unvisit int   `json:"unvisit,omitempty"`
+	Visit   int   `json:"visit,omitempty"`
+	DueMs   int64 `json:"due_ms,omitempty"`
 }
 
 // encode is the script's last arguments: the object, then its texts.
@@ -275,10 +277,12 @@ func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []
 		if x.Outcome.Failed != "" {
 			da.Failed = a.text(x.Lease.failedEntry(x.Outcome.Failed))
 		}
-		if v := visitText(x.Lease, x.Outcome); v != "" {
-			da.Visit, da.DueMs = a.text(v), x.Outcome.Due.Milliseconds()
-			if x.Outcome.Due < 0 {
-				da.DueMs = -1
+		if old, next, err := visitTexts(x.Lease, x.Outcome); err == nil {
+			if old != "" {
+				da.Unvisit = a.text(old)
+			}
+			if next != "" {
+				da.Visit, da.DueMs = a.text(next), x.Outcome.Due.Milliseconds()
 			}
 		}
 		for i := offset[d]; i < min(offset[d+1], start); i++ {
@@ -297,8 +301,7 @@ func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []
 // exchangeKeys are exchange.lua's keys after the Bloom filter's.
 func (f *shard) exchangeKeys() []string {
 	return []string{f.keys.Queues, f.keys.Ready, f.keys.Leases, f.keys.Stats, f.keys.Failed, f.keys.Results, f.keys.DoneFlag,
-		f.keys.Counter(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Config, f.keys.HostPages, f.keys.Lengths, f.keys.Ended, f.keys.Buckets, f.keys.Slowed, f.keys.Outbox,
-		f.keys.Visits, f.keys.Due}
+		f.keys.Counter(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Config, f.keys.HostPages, f.keys.Lengths, f.keys.Ended, f.keys.Buckets, f.keys.Slowed, f.keys.Outbox, f.keys.Due}
 }
 
 // counted reads what exchange.lua's guard said of an exchange (f.xmu

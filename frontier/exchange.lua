@@ -29,8 +29,8 @@
 --   outbox (hash id -> "ms\npages-json\nlinks-json": the records of pages
 --   whose links to other shards' hosts went in calls of their own, kept
 --   until those calls are known to have gone through; see "outbox" below),
---   visits (hash URL -> "host\ndepth\nVisit-JSON") and due (zset URL ->
---   when its revisit is due, ms): frontier/visit.go
+--   due (zset "host\nelement\nvisit" -> when the URL's revisit is due,
+--   ms: frontier/visit.go)
 -- ARGV: the Bloom filter's, then one entry ("host\nparent\nelement", lib.lua)
 --   per link, then one JSON object, exchangeArgs (exchange.go), by name,
 --   then the texts it names: a field marked "text" holds the place
@@ -68,10 +68,10 @@
 --               away (true: it has links to other shards' hosts, offered
 --               there in the same pipeline, and its record waits in the
 --               outbox entry of this call until those offers are acked)
---               visit (text: "url\nhost\ndepth\nVisit-JSON", what the
---               fetch leaves for the URL's next one: written to visits;
---               absent: none), due_ms (when it is next due, ms from now,
---               in due; -1: never again, taken off due)
+--               unvisit (text: the due set's member the URL was fetched
+--               with, taken out; absent: none), visit (text: the member
+--               its fetch leaves for the next one, put in, due in due_ms
+--               ms; absent: none)
 --   outbox_id   this call's outbox entry, written when a page with away
 --               links is recorded; outbox (text: those links, JSON, for
 --               the scheduler to offer again should no ack come)
@@ -175,7 +175,7 @@ if D > 0 then
     end
   end
   local gone, failures, endedArgs, refunds, adapts = {}, {}, {}, {}, {}
-  local visitArgs, dueArgs, notDue = {}, {}, {}
+  local dueArgs, notDue = {}, {}
   for d = 1, D do
     local f = finished[d]
     if not held[d] and again[d] then
@@ -209,16 +209,10 @@ if D > 0 then
         end
       end
       if f.failed then failures[#failures + 1] = ARGV[T + f.failed] end
-      if f.visit then -- the URL's state for its next fetch (frontier/visit.go)
-        local url, rest = fr_split(ARGV[T + f.visit])
-        visitArgs[#visitArgs + 1] = url
-        visitArgs[#visitArgs + 1] = rest
-        if (f.due_ms or 0) < 0 then
-          notDue[#notDue + 1] = url
-        else
-          dueArgs[#dueArgs + 1] = now + (f.due_ms or 0)
-          dueArgs[#dueArgs + 1] = url
-        end
+      if f.unvisit then notDue[#notDue + 1] = ARGV[T + f.unvisit] end -- the URL's state for its next fetch (frontier/visit.go)
+      if f.visit then
+        dueArgs[#dueArgs + 1] = now + (f.due_ms or 0)
+        dueArgs[#dueArgs + 1] = ARGV[T + f.visit]
       end
       if f.refund or f.ms then
         local _, rest = fr_split(ids[d])
@@ -238,9 +232,8 @@ if D > 0 then
     redis.call('ZADD', endedKey, unpack(endedArgs))
     redis.call('ZREMRANGEBYSCORE', endedKey, '-inf', now - 60000)
   end
-  if #visitArgs > 0 then redis.call('HSET', KEYS[key0 + 15], unpack(visitArgs)) end
-  if #dueArgs > 0 then redis.call('ZADD', KEYS[key0 + 16], unpack(dueArgs)) end
-  if #notDue > 0 then redis.call('ZREM', KEYS[key0 + 16], unpack(notDue)) end
+  if #notDue > 0 then redis.call('ZREM', KEYS[key0 + 15], unpack(notDue)) end
+  if #dueArgs > 0 then redis.call('ZADD', KEYS[key0 + 15], unpack(dueArgs)) end
   if #failures > 0 then
     redis.call('LPUSH', failed, unpack(failures))
     redis.call('LTRIM', failed, 0, string.format('%d', failedCap - 1))

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	_ "embed"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -31,9 +30,9 @@ type Item struct {
 	Attempts int      `json:"a,omitempty"`
 	Errors   []string `json:"e,omitempty"`   // the earlier attempts' errors, oldest first
 	Err      string   `json:"err,omitempty"` // why it failed, on the failed list
-	// V is what the URL's last fetch left for this one (Visit, as JSON):
-	// set on a revisit, absent on a first fetch.
-	V json.RawMessage `json:"v,omitempty"`
+	// V is what the URL's last fetch left for this one (Visit.Encode): set
+	// on a revisit, absent on a first fetch.
+	V string `json:"v,omitempty"`
 }
 
 // KindSitemap marks an Item that is a sitemap to read, not a page.

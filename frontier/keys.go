@@ -34,13 +34,11 @@ type Keys struct {
 	// links to other shards' hosts were offered there in the same
 	// pipeline, with those links, until the offers are acked (exchange.lua).
 	Outbox string
-	// Visits is a hash: URL -> what its last fetch left for the next one
-	// ("host\ndepth\nVisit-JSON": validators, digest, interval), written
-	// by the exchange that ends the URL's lease (visit.go).
-	Visits string
-	// Due is a sorted set: URL -> when it is due for a revisit (ms); the
-	// scheduler's sweep moves those due back to their hosts' queues, in a
-	// continuous crawl or after a recrawl (schedule.lua).
+	// Due is a sorted set: "host\nelement\nvisit" (a fetched URL and what
+	// its last fetch left for the next: validators, digest, interval) ->
+	// when it is due for a revisit (ms), written by the exchange that ends
+	// the URL's lease; the scheduler's sweep moves those due back to their
+	// hosts' queues, in a continuous crawl or after a recrawl (visit.go).
 	Due string
 	// Counters is the prefix of the processes' exchange counters (Counter).
 	Counters string
@@ -90,7 +88,7 @@ func keysUnder(p string) Keys {
 	return Keys{Queues: p + "queue:", Lengths: p + "lengths", Counters: p + "counter:", Ready: p + "ready", Leases: p + "leases", Deferred: p + "deferred",
 		Failed: p + "failed", Workers: p + "workers", Stats: p + "stats", Results: p + "results", DoneFlag: p + "done",
 		Config: p + "config", HostPages: p + "hostpages", Ended: p + "ended", Buckets: p + "rate:", Slowed: p + "slowed", Outbox: p + "outbox",
-		Visits: p + "visits", Due: p + "due"}
+		Due: p + "due"}
 }
 
 // MaxNameLen bounds a crawl name.

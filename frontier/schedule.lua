@@ -14,8 +14,8 @@
 -- ARGV[5] page budget (0: none; -1: this shard's share, the field 'allow' of its stats)   ARGV[6] forget workers this long after they stopped being alive (ms)
 -- ARGV[7] the results stream's cap (XADD MAXLEN ~)
 -- KEYS[13] the outbox (exchange.lua)   ARGV[9] how old an outbox entry is before the sweep acks it (ms)
--- KEYS[14] due (zset URL -> when its revisit is due, ms)  KEYS[15] visits
---   (hash URL -> "host\ndepth\nVisit-JSON"): frontier/visit.go
+-- KEYS[14] due (zset "host\nelement\nvisit" -> when the URL's revisit is
+--   due, ms): frontier/visit.go
 -- ARGV[10] '1': the crawl is continuous: URLs due by now go back to their
 --   hosts' queues, and the crawl never ends; '0': only those due by a
 --   recrawl's time (stats' 'recrawl_at', recrawl.lua), and the crawl ends
@@ -91,14 +91,12 @@ if cutoff then
   local urls = {}
   if room > 0 then urls = redis.call('ZRANGEBYSCORE', KEYS[14], '-inf', cutoff, 'LIMIT', 0, room) end
   if #urls > 0 then
-    local vals = redis.call('HMGET', KEYS[15], unpack(urls))
     local entries = {}
-    for i, url in ipairs(urls) do
-      if vals[i] then
-        local host, rest = fr_split(vals[i])
-        local depth, visit = fr_split(rest)
-        entries[#entries + 1] = host .. '\n{"u":' .. cjson.encode(url) .. ',"d":' .. depth .. ',"v":' .. visit .. '}'
-      end
+    for i, member in ipairs(urls) do -- "host\nelement\nvisit"
+      local host, rest = fr_split(member)
+      local el, visit = fr_split(rest)
+      local item = fr_json(host, el, nil)
+      entries[i] = host .. '\n' .. string.sub(item, 1, -2) .. ',"v":' .. cjson.encode(visit) .. '}'
     end
     redis.call('ZREM', KEYS[14], unpack(urls))
     fr_push_front(Q, entries, now)

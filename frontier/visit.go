@@ -5,6 +5,9 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -14,31 +17,37 @@ import (
 // can be run again (a recrawl) or keep running (a continuous crawl).
 //
 // The exchange that ends a fetched URL's lease writes, in the same atomic
-// step as its record, the URL's Visit into the visits hash of its host's
-// shard (Keys.Visits) and when it is next due into that shard's due set
-// (Keys.Due). The scheduler's sweep, under its fence, moves due URLs back
-// to the front of their hosts' queues as items that carry their Visit
-// (Item.V): in a continuous crawl those due now, after `crawler recrawl`
-// those due by the recrawl's time (Recrawl). A revisit leaves the Bloom
-// filter as it is: the filter says a URL was seen, the due set says when
-// to see it again.
+// step as its record, the URL's Visit into the due set of its host's
+// shard (Keys.Due), scored by when it is next due. The scheduler's sweep,
+// under its fence, moves due URLs back to the front of their hosts'
+// queues as items that carry their Visit (Item.V): in a continuous crawl
+// those due now, after `crawler recrawl` those due by the recrawl's time
+// (Recrawl). While a URL is in flight it is in no due set; the exchange
+// that ends it takes the visit it was fetched with out (if it is still
+// there) and puts the new one in. A revisit leaves the Bloom filter as it
+// is: the filter says a URL was seen, the due set says when to see it
+// again.
+//
+// A member of the due set is one string, "host\nelement\nvisit": the
+// host, the URL and its depth as the queues' compact element (lib.lua),
+// and the Visit's fields separated by tabs, so that a URL costs Redis one
+// zset entry (its bytes are measured in docs/scale.md).
 
-// Visit is one URL's state between fetches, kept compact (its bytes a URL
-// are measured in docs/scale.md): JSON with one-letter names.
+// Visit is one URL's state between fetches.
 type Visit struct {
-	ETag         string `json:"e,omitempty"` // the last answer's validators, sent back as If-None-Match
-	LastModified string `json:"m,omitempty"` // and If-Modified-Since
-	Digest       string `json:"h,omitempty"` // the payload digest of the last full answer ("sha1:BASE32")
+	ETag         string // the last answer's validators, sent back as If-None-Match
+	LastModified string // and If-Modified-Since
+	Digest       string // the payload digest of the last full answer ("sha1:BASE32")
 	// Where the URL's current content is archived whole, for a revisit
 	// record to refer to: the response's URI ("" for the URL itself) and
 	// WARC-Date (Unix ns; 0: not archived).
-	RefURI  string `json:"r,omitempty"`
-	RefDate int64  `json:"t,omitempty"`
+	RefURI  string
+	RefDate int64
 	// Interval is how long the schedule waits between fetches (seconds):
 	// it shrinks when the page changed and grows when it did not.
-	Interval int64 `json:"i,omitempty"`
-	Gone     int   `json:"g,omitempty"` // revisits in a row answered 404 or 410
-	Status   int   `json:"s,omitempty"` // the last answer's status
+	Interval int64
+	Gone     int // revisits in a row answered 404 or 410
+	Status   int // the last answer's status
 }
 
 // Ref is the URI the URL's archived content is under.
@@ -49,30 +58,88 @@ func (v Visit) Ref(url string) string {
 	return url
 }
 
+// Encode is the visit as the due set and an Item keep it: its fields
+// separated by tabs, trailing empty ones left out, a Last-Modified in
+// HTTP's format kept as Unix seconds. A field with a byte outside
+// printable ASCII (no valid validator has one) is dropped: the member an
+// exchange takes out must be, byte for byte, the one the sweep read.
+func (v Visit) Encode() string {
+	clean := func(s string) string {
+		for i := 0; i < len(s); i++ {
+			if s[i] < 0x20 || s[i] >= 0x7f {
+				return ""
+			}
+		}
+		return s
+	}
+	lm := clean(v.LastModified)
+	if t, err := http.ParseTime(lm); err == nil && t.UTC().Format(http.TimeFormat) == lm {
+		lm = strconv.FormatInt(t.Unix(), 10)
+	}
+	num := func(n int64) string {
+		if n == 0 {
+			return ""
+		}
+		return strconv.FormatInt(n, 10)
+	}
+	f := []string{clean(v.ETag), lm, clean(v.Digest), clean(v.RefURI), num(v.RefDate), num(v.Interval), num(int64(v.Gone)), num(int64(v.Status))}
+	for len(f) > 0 && f[len(f)-1] == "" {
+		f = f[:len(f)-1]
+	}
+	return strings.Join(f, "\t")
+}
+
 // DecodeVisit reads an item's Visit; nil for an item fetched the first
-// time (or one whose visit cannot be read, fetched as if the first).
-func DecodeVisit(raw json.RawMessage) *Visit {
-	if len(raw) == 0 {
+// time.
+func DecodeVisit(s string) *Visit {
+	if s == "" {
 		return nil
 	}
-	var v Visit
-	if json.Unmarshal(raw, &v) != nil {
-		return nil
+	f := strings.Split(s, "\t")
+	for len(f) < 8 {
+		f = append(f, "")
 	}
-	return &v
+	n := func(s string) int64 { x, _ := strconv.ParseInt(s, 10, 64); return x }
+	v := &Visit{ETag: f[0], LastModified: f[1], Digest: f[2], RefURI: f[3], RefDate: n(f[4]), Interval: n(f[5]), Gone: int(n(f[6])), Status: int(n(f[7]))}
+	if secs, err := strconv.ParseInt(v.LastModified, 10, 64); err == nil {
+		v.LastModified = time.Unix(secs, 0).UTC().Format(http.TimeFormat)
+	}
+	return v
 }
 
 // NotDue, as Outcome.Due, takes the URL off the schedule: it is not
 // revisited (gone for good).
 const NotDue = time.Duration(-1)
 
-// visitText is exchange.lua's text for a finished page's visit:
-// "url\nhost\ndepth\nVisit-JSON"; "" when the outcome keeps none.
-func visitText(l *Lease, o Outcome) string {
-	if o.Visit == nil {
-		return ""
+// dueMember is the due set's member of the URL of l with visit v.
+func dueMember(l *Lease, v string) (string, error) {
+	it := Item{URL: l.Item.URL, Depth: l.Item.Depth}
+	el, ok := compact(it, l.Host)
+	if !ok {
+		b, err := json.Marshal(it)
+		if err != nil {
+			return "", err
+		}
+		el = string(b)
 	}
-	return fmt.Sprintf("%s\n%s\n%d\n%s", l.Item.URL, l.Host, l.Item.Depth, o.Visit)
+	return l.Host + "\n" + el + "\n" + v, nil
+}
+
+// visitTexts are exchange.lua's texts for a finished page: the due set's
+// member the URL was fetched with, to take out ("" for none), and the one
+// its outcome puts in ("" for none).
+func visitTexts(l *Lease, o Outcome) (old, next string, err error) {
+	if l.Item.V != "" {
+		if old, err = dueMember(l, l.Item.V); err != nil {
+			return "", "", err
+		}
+	}
+	if o.Visit != nil && o.Due >= 0 {
+		if next, err = dueMember(l, o.Visit.Encode()); err != nil {
+			return "", "", err
+		}
+	}
+	return old, next, nil
 }
 
 var (
@@ -120,15 +187,14 @@ func (f *Frontier) Recrawl(ctx context.Context, all bool) (int64, error) {
 
 // Revisits is the schedule's state over the shards.
 type Revisits struct {
-	Kept    int64         // URLs with a visit kept (fetched at least once)
-	Due     int64         // URLs on the schedule
-	DueNow  int64         // of those, due by now (or by the recrawl asked for)
-	NextDue time.Duration // until the next URL not yet due is (-1: none)
+	Scheduled int64         // URLs on the schedule (fetched, and neither in flight nor gone for good)
+	DueNow    int64         // of those, due by now (or by the recrawl asked for)
+	NextDue   time.Duration // until the next URL not yet due is (-1: none)
 	// RecrawlAt is when the last recrawl was asked for (zero: never).
 	RecrawlAt time.Time
 }
 
-// Revisits reads the schedule, in one pipeline.
+// Revisits reads the schedule, in two pipelines.
 func (f *Frontier) Revisits(ctx context.Context) (Revisits, error) {
 	now, err := f.c.Time(ctx).Result()
 	if err != nil {
@@ -136,50 +202,50 @@ func (f *Frontier) Revisits(ctx context.Context) (Revisits, error) {
 	}
 	pipe := f.c.Pipeline()
 	type reads struct {
-		kept, due *redis.IntCmd
-		at        *redis.StringCmd
-		next      *redis.ZSliceCmd
+		due   *redis.IntCmd
+		at    *redis.StringCmd
+		count *redis.IntCmd
+		next  *redis.ZSliceCmd
 	}
 	rs := make([]reads, len(f.fs))
 	for i, sh := range f.fs {
-		rs[i] = reads{kept: pipe.HLen(ctx, sh.keys.Visits), due: pipe.ZCard(ctx, sh.keys.Due), at: pipe.HGet(ctx, sh.keys.Stats, "recrawl_at")}
+		rs[i] = reads{due: pipe.ZCard(ctx, sh.keys.Due), at: pipe.HGet(ctx, sh.keys.Stats, "recrawl_at")}
 	}
 	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
 		return Revisits{}, fmt.Errorf("frontier: revisits: %w", err)
 	}
 	var out Revisits
-	cutoff := now.UnixMilli()
 	for _, r := range rs {
-		out.Kept += r.kept.Val()
-		out.Due += r.due.Val()
+		out.Scheduled += r.due.Val()
 		if at, err := r.at.Int64(); err == nil && at > out.RecrawlAt.UnixMilli() {
 			out.RecrawlAt = time.UnixMilli(at)
 		}
 	}
-	if f.Continuous {
-		cutoff = max(cutoff, out.RecrawlAt.UnixMilli())
-	} else if !out.RecrawlAt.IsZero() {
+	// What the sweep moves: with Continuous what is due by now, else what
+	// is due by the last recrawl (nothing before one is asked for).
+	cutoff := int64(-1)
+	if !out.RecrawlAt.IsZero() {
 		cutoff = out.RecrawlAt.UnixMilli()
-	} else {
-		cutoff = -1 // nothing is moved before a recrawl is asked for
+	}
+	if f.Continuous {
+		cutoff = max(cutoff, now.UnixMilli())
 	}
 	pipe = f.c.Pipeline()
-	counts := make([]*redis.IntCmd, len(f.fs))
 	for i, sh := range f.fs {
 		if cutoff >= 0 {
-			counts[i] = pipe.ZCount(ctx, sh.keys.Due, "-inf", fmt.Sprint(cutoff))
+			rs[i].count = pipe.ZCount(ctx, sh.keys.Due, "-inf", strconv.FormatInt(cutoff, 10))
 		}
-		rs[i].next = pipe.ZRangeByScoreWithScores(ctx, sh.keys.Due, &redis.ZRangeBy{Min: "(" + fmt.Sprint(max(cutoff, now.UnixMilli())), Max: "+inf", Count: 1})
+		rs[i].next = pipe.ZRangeByScoreWithScores(ctx, sh.keys.Due, &redis.ZRangeBy{Min: "(" + strconv.FormatInt(max(cutoff, now.UnixMilli()), 10), Max: "+inf", Count: 1})
 	}
 	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
 		return Revisits{}, fmt.Errorf("frontier: revisits: %w", err)
 	}
 	out.NextDue = -1
-	for i := range f.fs {
-		if counts[i] != nil {
-			out.DueNow += counts[i].Val()
+	for _, r := range rs {
+		if r.count != nil {
+			out.DueNow += r.count.Val()
 		}
-		if z := rs[i].next.Val(); len(z) == 1 {
+		if z := r.next.Val(); len(z) == 1 {
 			d := time.Duration(int64(z[0].Score)-now.UnixMilli()) * time.Millisecond
 			if out.NextDue < 0 || d < out.NextDue {
 				out.NextDue = d

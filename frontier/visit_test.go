@@ -22,9 +22,9 @@ func TestARecrawlHandsBackWhatWasFetchedWithItsVisit(t *testing.T) {
 			o := frontier.Outcome{Stat: "ok", Fetched: true, Record: []byte(`{}`)}
 			switch l.Item.URL {
 			case "http://a/x":
-				o.Visit, o.Due = []byte(`{"e":"\"v1\"","i":3600}`), time.Hour
+				o.Visit, o.Due = &frontier.Visit{ETag: `"v1"`, Interval: 3600, LastModified: "Tue, 01 Dec 2026 21:58:57 GMT"}, time.Hour
 			case "http://b/":
-				o.Visit, o.Due = []byte(`{"g":3}`), frontier.NotDue // gone for good: kept, never due
+				o.Visit, o.Due = &frontier.Visit{Gone: 3}, frontier.NotDue // gone for good: never due
 			}
 			if held, _ := finish(t, e.f, l, o); !held {
 				t.Fatalf("%s: lease not held", l.Item.URL)
@@ -37,8 +37,8 @@ func TestARecrawlHandsBackWhatWasFetchedWithItsVisit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rv.Kept != 2 || rv.Due != 1 || rv.DueNow != 0 || !rv.RecrawlAt.IsZero() {
-			t.Fatalf("revisits %+v; want 2 kept, 1 on the schedule, none due", rv)
+		if rv.Scheduled != 1 || rv.DueNow != 0 || !rv.RecrawlAt.IsZero() || rv.NextDue <= 59*time.Minute {
+			t.Fatalf("revisits %+v; want 1 on the schedule, none due, the next in an hour", rv)
 		}
 		// Nothing is due by now: the recrawl moves nothing, and the crawl ends again.
 		if n, err := e.f.Recrawl(ctx, false); err != nil || n != 0 {
@@ -62,18 +62,19 @@ func TestARecrawlHandsBackWhatWasFetchedWithItsVisit(t *testing.T) {
 		if l == nil || l.Item.URL != "http://a/x" || l.Item.Depth != 3 {
 			t.Fatalf("popped %+v; want http://a/x at depth 3", l)
 		}
-		if v := frontier.DecodeVisit(l.Item.V); v == nil || v.ETag != `"v1"` || v.Interval != 3600 {
-			t.Fatalf("the revisit's visit is %s; want the one its fetch left", l.Item.V)
+		if v := frontier.DecodeVisit(l.Item.V); v == nil || v.ETag != `"v1"` || v.Interval != 3600 || v.LastModified != "Tue, 01 Dec 2026 21:58:57 GMT" {
+			t.Fatalf("the revisit's visit is %q; want the one its fetch left", l.Item.V)
 		}
 		if pop(t, e.f) != nil {
 			t.Fatal("a URL gone for good, or one without a visit, was handed back")
 		}
-		finish(t, e.f, l, frontier.Outcome{Stat: "ok", Fetched: true, Visit: []byte(`{"e":"\"v2\"","i":5040}`), Due: time.Hour})
+		finish(t, e.f, l, frontier.Outcome{Stat: "ok", Fetched: true, Visit: &frontier.Visit{ETag: `"v2"`, Interval: 5040}, Due: time.Hour})
 		if sw := e.sweep(t, 3, 0); !sw.CrawlOver {
 			t.Fatal("the recrawl did not end once its URL was fetched")
 		}
-		if v := s.Client.HGet(ctx, frontier.KeysFor("t").Visits, "http://a/x").Val(); v != "a\n3\n"+`{"e":"\"v2\"","i":5040}` {
-			t.Fatalf("visit kept %q", v)
+		// The visit it was fetched with is gone; the new one is the only one.
+		if m := s.Client.ZRange(ctx, frontier.KeysFor("t").Due, 0, -1).Val(); len(m) != 1 || m[0] != "a\nh3 /x\n\"v2\"\t\t\t\t\t5040" {
+			t.Fatalf("due set %q; want the new visit alone", m)
 		}
 	})
 }
@@ -85,7 +86,7 @@ func TestAContinuousCrawlRevisitsWhatIsDueAndNeverEnds(t *testing.T) {
 		e.f.Continuous = true
 		e.enqueue(t, []frontier.Item{{URL: "http://a/"}})
 		l := pop(t, e.f)
-		finish(t, e.f, l, frontier.Outcome{Stat: "ok", Fetched: true, Visit: []byte(`{"i":1}`), Due: time.Second})
+		finish(t, e.f, l, frontier.Outcome{Stat: "ok", Fetched: true, Visit: &frontier.Visit{Interval: 1}, Due: time.Second})
 		for range 2 { // the end takes two sweeps that find nothing to do
 			if sw := e.sweep(t, 3, 0); sw.CrawlOver || sw.Revisits != 0 || sw.NextDeferred < 0 || sw.NextDeferred > time.Second {
 				t.Fatalf("sweep %+v; want nothing due, the next revisit within a second, the crawl not over", sw)
@@ -102,4 +103,24 @@ func TestAContinuousCrawlRevisitsWhatIsDueAndNeverEnds(t *testing.T) {
 			t.Fatalf("popped %+v; want http://a/ with its visit", l)
 		}
 	})
+}
+
+// A visit survives its encoding, and one with bytes no header has drops them.
+func TestAVisitEncodesCompactlyAndBack(t *testing.T) {
+	v := frontier.Visit{ETag: `W/"x-1"`, LastModified: "Tue, 01 Dec 2026 21:58:57 GMT", Digest: "sha1:ABC", RefURI: "http://a/b", RefDate: 1764626337123456789,
+		Interval: 86400, Gone: 1, Status: 404}
+	enc := v.Encode()
+	if got := frontier.DecodeVisit(enc); got == nil || *got != v {
+		t.Fatalf("%q decodes as %+v; want %+v", enc, got, v)
+	}
+	if want := "W/\"x-1\"\t1796162337\tsha1:ABC\thttp://a/b\t1764626337123456789\t86400\t1\t404"; enc != want {
+		t.Errorf("encoded as %q; want %q", enc, want)
+	}
+	odd := frontier.Visit{ETag: "\"a\tb\"", LastModified: "yesterday", Interval: 5}
+	if got := frontier.DecodeVisit(odd.Encode()); got == nil || got.ETag != "" || got.LastModified != "yesterday" || got.Interval != 5 {
+		t.Errorf("%+v decodes as %+v", odd, got)
+	}
+	if frontier.DecodeVisit("") != nil {
+		t.Error("an item without a visit decodes as one")
+	}
 }

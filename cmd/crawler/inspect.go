@@ -280,9 +280,9 @@ func recrawlCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			msg := fmt.Sprintf("crawl %q: %d of %d pages due for a refetch; run 'crawler work' to fetch them", c.String("crawl"), rep.Due, rep.Kept)
+			msg := fmt.Sprintf("crawl %q: %d of %d pages due for a refetch; run 'crawler work' to fetch them", c.String("crawl"), rep.Due, rep.Scheduled)
 			if rep.Continuous {
-				msg = fmt.Sprintf("crawl %q: %d of %d pages due for a refetch (the crawl is continuous: its workers fetch them as they come due)", c.String("crawl"), rep.Due, rep.Kept)
+				msg = fmt.Sprintf("crawl %q: %d of %d pages due for a refetch (the crawl is continuous: its workers fetch them as they come due)", c.String("crawl"), rep.Due, rep.Scheduled)
 			}
 			fmt.Fprintln(c.App.Writer, msg)
 			return nil
