@@ -1,6 +1,9 @@
 package archive
 
 import (
+	"bytes"
+	"crypto/sha1"
+	"encoding/base32"
 	"errors"
 	"time"
 
@@ -40,4 +43,19 @@ func (r *Revisit) of(resp gowarc.WarcRecord) (gowarc.WarcRecord, error) {
 	}
 	return resp.ToRevisitRecord(&gowarc.RevisitRef{Profile: r.Profile, TargetUri: r.URI,
 		TargetDate: r.Date.UTC().Format(time.RFC3339Nano)})
+}
+
+// PayloadDigest is the WARC-Payload-Digest that Write gives the response
+// record of a captured response (fetch.Raw.Response): the SHA-1, in
+// base32, of the bytes after its header, as they crossed the wire. It lets
+// a caller look a payload up (a crawl-wide index) before writing it.
+func PayloadDigest(response []byte) string {
+	body := response
+	if i := bytes.Index(response, []byte("\r\n\r\n")); i >= 0 {
+		body = response[i+4:]
+	} else {
+		body = nil
+	}
+	sum := sha1.Sum(body)
+	return "sha1:" + base32.StdEncoding.EncodeToString(sum[:])
 }

@@ -26,6 +26,10 @@ func TestRevisitRecordsReferToTheResponseArchivedBefore(t *testing.T) {
 			return
 		}
 		w.Header().Set("Content-Type", "text/html")
+		if r.URL.Path == "/chunked" { // sent in chunks: the payload digest covers the framing, as the record's does
+			io.WriteString(w, "<html><body>in ")
+			w.(http.Flusher).Flush()
+		}
 		io.WriteString(w, "<html><body>the same page</body></html>")
 	}))
 	defer srv.Close()
@@ -43,10 +47,17 @@ func TestRevisitRecordsReferToTheResponseArchivedBefore(t *testing.T) {
 		asked = d
 		return nil // new content
 	})
-	if err != nil || loc.Revisit != "" || asked != digest || digest == "" {
+	if err != nil || loc.Revisit != "" || asked != digest || digest != archive.PayloadDigest(first.Raw.Response) {
 		t.Fatalf("first: %+v %q %v (asked about %q); want a response record", loc, digest, err, asked)
 	}
 	ref := &archive.Revisit{URI: srv.URL + "/a", Date: start}
+	chunked, startc := capture(t, f, srv.URL+"/chunked")
+	if !bytes.Contains(chunked.Raw.Response, []byte("Transfer-Encoding: chunked")) {
+		t.Fatalf("/chunked was not sent in chunks:\n%s", chunked.Raw.Response)
+	}
+	if _, d, err := w.Write(archive.Exchange{URL: srv.URL + "/chunked", Started: startc, Raw: chunked.Raw}); err != nil || d != archive.PayloadDigest(chunked.Raw.Response) {
+		t.Fatalf("chunked: Write's digest %q, PayloadDigest's %q (%v)", d, archive.PayloadDigest(chunked.Raw.Response), err)
+	}
 	// The same page again, whole, at another URL: identical payload.
 	same, start2 := capture(t, f, srv.URL+"/b")
 	loc2, digest2, err := w.Archive(archive.Exchange{URL: srv.URL + "/b", Started: start2, Raw: same.Raw}, func(d string) *archive.Revisit {
@@ -100,7 +111,9 @@ func TestRevisitRecordsReferToTheResponseArchivedBefore(t *testing.T) {
 		}
 		switch rec.WarcRecord.Type() {
 		case gowarc.Response:
-			response = rec.WarcRecord.WarcHeader()
+			if h := rec.WarcRecord.WarcHeader(); h.Get(gowarc.WarcTargetURI) == srv.URL+"/a" {
+				response = h
+			}
 		case gowarc.Revisit:
 			revisits[rec.Offset] = rec.WarcRecord
 		}

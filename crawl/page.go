@@ -136,7 +136,7 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 	// crawl keeps HTML (it is always read, for its links).
 	var archived *frontier.Visit // where the content this answer stands for is archived whole
 	if pl.warc != nil && r.Raw != nil && !r.DroppedBody && (!r.HTML || pl.s.Keeps(r.ContentType) || r.Status == http.StatusNotModified && visit != nil && visit.RefDate != 0) {
-		loc, digest, ref, err := pl.archive(item.URL, visit, r, start)
+		loc, digest, ref, err := pl.archive(ctx, item.URL, visit, r, start)
 		if err != nil {
 			// Crawling on without the archive would lose what the user
 			// asked to keep: the page goes back, and the worker stops.

@@ -35,29 +35,53 @@ func (pl *pipeline) fetchOf(item frontier.Item, visit *frontier.Visit) func(cont
 }
 
 // archive writes the exchange to the WARC files: whole, or as a revisit
-// record when the URL's last visit says its content is archived already
-// (a 304 to the validators it sent, or the same payload digest). It
-// returns the record's place, the payload digest, and where the content
-// the answer stands for is archived whole (nil: nowhere).
-func (pl *pipeline) archive(url string, visit *frontier.Visit, r *fetch.Result, start time.Time) (archive.Location, string, *frontier.Visit, error) {
+// record when its content is archived already: a 304 to the validators
+// the URL's last visit sent, the payload that visit archived, or a payload
+// the crawl's digest index says another response archived
+// (frontier.ClaimPayload). It returns the record's place, the payload
+// digest, and where the content the answer stands for is archived whole
+// (nil: nowhere).
+func (pl *pipeline) archive(ctx context.Context, url string, visit *frontier.Visit, r *fetch.Result, start time.Time) (archive.Location, string, *frontier.Visit, error) {
+	var earlier *frontier.Archived // another response with this payload
+	claimed := ""                  // the digest this response claimed in the index
+	if d := archive.PayloadDigest(r.Raw.Response); r.Status >= 200 && r.Status < 300 && !r.Truncated && len(r.Body) > 0 &&
+		(visit == nil || visit.RefDate == 0 || d != visit.Digest) {
+		hit, found, err := pl.fr.ClaimPayload(ctx, d, url, start)
+		switch {
+		case err != nil:
+			pl.log.Warn("the crawl's digest index is unavailable: archived whole", "url", url, "err", err)
+		case found:
+			earlier = &hit
+		default:
+			claimed = d
+		}
+	}
 	var ref *frontier.Visit
 	loc, digest, err := pl.warc.Archive(archive.Exchange{URL: url, Started: start, Raw: r.Raw, Truncated: r.Truncated}, func(digest string) *archive.Revisit {
-		if visit == nil || visit.RefDate == 0 {
-			return nil
-		}
-		rv := &archive.Revisit{URI: visit.Ref(url), Date: time.Unix(0, visit.RefDate)}
 		switch {
-		case r.Status == http.StatusNotModified:
-			rv.Profile = archive.ServerNotModified
-		case r.Status < 300 && digest == visit.Digest && !r.Truncated:
-			rv.Profile = archive.IdenticalPayloadDigest
-		default:
-			return nil
+		case visit != nil && visit.RefDate != 0 && (r.Status == http.StatusNotModified || r.Status < 300 && digest == visit.Digest && !r.Truncated):
+			ref = visit
+			profile := archive.IdenticalPayloadDigest
+			if r.Status == http.StatusNotModified {
+				profile = archive.ServerNotModified
+			}
+			return &archive.Revisit{Profile: profile, URI: visit.Ref(url), Date: time.Unix(0, visit.RefDate)}
+		case earlier != nil && digest == archive.PayloadDigest(r.Raw.Response):
+			ref = &frontier.Visit{RefURI: earlier.URI, RefDate: earlier.Date.UnixNano()}
+			if earlier.URI == url {
+				ref.RefURI = ""
+			}
+			return &archive.Revisit{Profile: archive.IdenticalPayloadDigest, URI: earlier.URI, Date: earlier.Date}
 		}
-		ref = visit
-		return rv
+		return nil
 	})
-	if err == nil && ref == nil && r.Status != http.StatusNotModified {
+	switch {
+	case err != nil && claimed != "":
+		// Not archived after all: a later response with this payload is.
+		if uerr := pl.fr.UnclaimPayload(context.WithoutCancel(ctx), claimed, url, start); uerr != nil {
+			pl.log.Warn("taking back a payload digest claim failed", "url", url, "err", uerr)
+		}
+	case err == nil && ref == nil && r.Status != http.StatusNotModified:
 		ref = &frontier.Visit{RefDate: start.UnixNano()} // archived whole, under its own URL
 	}
 	return loc, digest, ref, err
