@@ -174,7 +174,7 @@ func usedMemory(b *testing.B, s *redistest.Server) int64 {
 // each popped and finished through the exchange with a visit as a crawl
 // writes it (an ETag, a Last-Modified, a SHA-1 payload digest, the
 // archived copy's date, an interval), then MEMORY USAGE of the due set
-// that keeps them, a URL. Run with -benchtime 1x.
+// that keeps them, a URL; and of the digest index, with a digest for each. Run with -benchtime 1x.
 func BenchmarkVisitMemory(b *testing.B) {
 	const urls, batch = 100_000, 500
 	for i := 0; i < b.N; i++ {
@@ -219,6 +219,14 @@ func BenchmarkVisitMemory(b *testing.B) {
 		}
 		due := s.Client.MemoryUsage(ctx, k.Due, 0).Val()
 		b.ReportMetric(float64(due)/float64(kept), "B/URL-state")
+		// The crawl's digest index, an entry a payload archived whole.
+		for n := 0; n < urls; n++ {
+			u := fmt.Sprintf("http://www.host-%03d.example.org/docs/section-%02d/page-%07d.html", n%1000, n%97, n)
+			if _, _, err := f.ClaimPayload(ctx, fmt.Sprintf("sha1:3I42H3S6NNFQ2MSVX7XZKY%010d", n), u, time.Now()); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(s.Client.MemoryUsage(ctx, "crawl:{m}:digests", 0).Val())/urls, "B/digest")
 		b.ReportMetric(0, "ns/op")
 		s.Client.FlushAll(ctx)
 	}
