@@ -65,6 +65,9 @@ func (s Settings) checkRevisit() error {
 	if s.Revisit < 0 || s.RevisitMin < 0 || s.RevisitMax < 0 {
 		return errors.New("--revisit, --revisit-min and --revisit-max cannot be negative")
 	}
+	if s.Revisit > 0 && !s.KeepVisits {
+		return errors.New("--revisit needs --keep-visits: a continuous crawl refetches by what each fetch kept")
+	}
 	if s.Revisit > 0 && s.Revisit < time.Second {
 		return fmt.Errorf("revisit %v: want at least 1s (0: a crawl that ends)", s.Revisit)
 	}
@@ -135,6 +138,9 @@ func (s Settings) revisitOutcome(last *frontier.Visit, rec *Record, o *frontier.
 	rec.Change = change
 	interval := s.nextInterval(time.Duration(next.Interval)*time.Second, change)
 	next.Interval = int64(interval / time.Second)
+	if !s.KeepVisits {
+		return // counted as a change, kept for nothing
+	}
 	o.Visit, o.Due = &next, interval
 	if next.Gone >= GoneAfter {
 		o.Due = frontier.NotDue
@@ -161,6 +167,9 @@ func Recrawl(ctx context.Context, c redis.UniversalClient, name string, all bool
 	fr, err := frontier.New(c, name, s.frontierOptions())
 	if err != nil {
 		return RecrawlReport{}, err
+	}
+	if !s.KeepVisits {
+		return RecrawlReport{}, fmt.Errorf("crawl %q was seeded with --keep-visits=false: it kept nothing to refetch by; seed a new crawl", name)
 	}
 	if s.MaxPages > 0 {
 		n, err := fr.Stats(ctx)

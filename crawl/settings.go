@@ -73,6 +73,10 @@ type Settings struct {
 	// revisit.go); the crawl never ends on its own. With Revisit 0 the
 	// crawl ends, and `crawler recrawl` runs it again by the same schedule.
 	Revisit, RevisitMin, RevisitMax time.Duration
+	// KeepVisits keeps what each fetch returned (validators, digest, when
+	// due: about 280 bytes a URL in Redis), so that a crawl can be recrawled
+	// or be continuous; off, a one-off crawl of many URLs saves the memory.
+	KeepVisits bool
 	// Shards splits the frontier by host over this many hash tags
 	// (frontier.Frontier), so that a Redis Cluster spreads it over its
 	// masters; 1 keeps it in one, as on a single Redis.
@@ -88,7 +92,7 @@ func DefaultSettings() Settings {
 		UserAgent: "RedCrawl/0.1 (+https://github.com/redcrawl/crawler)", ExpectedURLs: 1_000_000, FPRate: 0.001,
 		RobotsGiveUp: 30 * time.Minute, KeepTypes: []string{"text/html", "application/xhtml+xml"},
 		MaxPathRepeat: 3, MaxPathDepth: 16, MaxQueryParams: 4, MaxURLLength: 1024, Sitemaps: true,
-		MaxPagesPerHost: 100_000, Shards: 1}
+		MaxPagesPerHost: 100_000, Shards: 1, KeepVisits: true}
 }
 
 // ErrSettings: settings that cannot run a crawl.

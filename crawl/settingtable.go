@@ -112,6 +112,9 @@ var SettingTable = []Setting{
 	{Field: "keep_tracking_params", Flag: "keep-tracking-params", Kind: KindBool, Before: "false",
 		ptr:   func(s *Settings) any { return &s.KeepTrackingParams },
 		Usage: "keep utm_*, gclid, fbclid and the like in URLs (by default they are removed)"},
+	{Field: "keep_visits", Flag: "keep-visits", Kind: KindBool, Before: "true", ptr: func(s *Settings) any { return &s.KeepVisits },
+		Usage: "keep what each fetch returned (ETag, Last-Modified, digest, when due: about 280 bytes a page in Redis) so that " +
+			"'crawler recrawl' and --revisit can fetch pages again with conditional requests (--keep-visits=false: a one-off crawl)"},
 	{Field: "revisit", Flag: "revisit", Kind: KindDuration, Before: "0s", JSON: "revisit_seconds",
 		ptr: func(s *Settings) any { return &s.Revisit },
 		Usage: "make the crawl continuous: each fetched page is fetched again when due, first after this long, then as often as it " +
