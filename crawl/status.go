@@ -305,7 +305,7 @@ func (rv RevisitStatus) line(c map[string]int64) string {
 		s += " ('crawler recrawl' fetches those due)"
 	}
 	if rv.NextDueSeconds >= 0 {
-		s += fmt.Sprintf(", the next due in %v", (time.Duration(rv.NextDueSeconds*float64(time.Second))).Round(time.Second))
+		s += fmt.Sprintf(", the next due in %v", (time.Duration(rv.NextDueSeconds * float64(time.Second))).Round(time.Second))
 	}
 	return s
 }

@@ -22,9 +22,10 @@
 //	deferred   zset item -> time it may be fetched again (ms, Redis TIME)
 //	failed     list of items that failed for good, with the reason (capped)
 //	stats      hash of counters (enqueued, pages, the outcome words …, Stats)
-//	           and three fields that count nothing: 'queued', the URLs in
+//	           and four fields that count nothing: 'queued', the URLs in
 //	           the queues; 'allow', the shard's share of a page budget;
-//	           'end_scan', how far a budgeted crawl's end has looked
+//	           'end_scan', how far a budgeted crawl's end has looked;
+//	           and 'recrawl_at', when the last recrawl was asked for
 //	results    stream of result records (opaque to frontier, StoredRecord),
 //	           capped at the shard's share of ResultsKept
 //	hostpages  hash host -> pages fetched (Options.HostPageCap)
@@ -43,6 +44,9 @@
 //	outbox     with several shards: exchange id -> the records of pages whose
 //	           links to other shards' hosts wait for their offers' ack,
 //	           with those links (outbox.go)
+//	due        zset "host\nelement\nvisit" -> when due (ms): each fetched URL
+//	           and what its last fetch left for the next one (Visit), for
+//	           recrawls and continuous crawls; about 280 bytes a URL (visit.go)
 //
 // Shard 0 also holds what the crawl has once:
 //
@@ -55,6 +59,8 @@
 //	           holds it (register.lua), Heartbeat extends it, Deregister ends it
 //	leader     the scheduler's lock, and leader:epoch its fencing counter
 //	           (package leader, LeaderKey)
+//	digests    hash payload digest -> "uri\tdate": the response archived
+//	           whole with that payload, at most DigestIndexCap (digests.go)
 //
 // and shard s > 0 its marker, exists (the crawl exists in that shard while
 // it does), and fence, the highest epoch of a scheduler that swept it.
