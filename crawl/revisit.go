@@ -69,10 +69,10 @@ func (s Settings) checkRevisit() error {
 		return errors.New("--revisit needs --keep-visits: a continuous crawl refetches by what each fetch kept")
 	}
 	if s.Revisit > 0 && s.Revisit < time.Second {
-		return fmt.Errorf("revisit %v: want at least 1s (0: a crawl that ends)", s.Revisit)
+		return fmt.Errorf("--revisit %v: want at least 1s (0: a crawl that ends)", s.Revisit)
 	}
 	if _, lo, hi := s.revisitBounds(); lo < time.Second || lo > hi {
-		return fmt.Errorf("revisit bounds %v to %v: want a minimum of at least 1s, and no more than the maximum", lo, hi)
+		return fmt.Errorf("--revisit-min %v and --revisit-max %v: want a minimum of at least 1s, and no more than the maximum", lo, hi)
 	}
 	return nil
 }
@@ -152,6 +152,9 @@ type RecrawlReport struct {
 	Due        int64 // URLs due by the recrawl (every one on the schedule, with all)
 	Scheduled  int64 // URLs on the schedule
 	Continuous bool  // the crawl revisits by itself (seeded with --revisit)
+	// NextDue is, when none is due, how long until the first is (-1: none
+	// on the schedule).
+	NextDue time.Duration
 }
 
 // Recrawl runs a crawl again: the URLs its schedule says are due (all:
@@ -189,5 +192,5 @@ func Recrawl(ctx context.Context, c redis.UniversalClient, name string, all bool
 	if err != nil {
 		return RecrawlReport{}, err
 	}
-	return RecrawlReport{Due: due, Scheduled: rv.Scheduled, Continuous: s.Revisit > 0}, nil
+	return RecrawlReport{Due: due, Scheduled: rv.Scheduled, Continuous: s.Revisit > 0, NextDue: rv.NextDue}, nil
 }

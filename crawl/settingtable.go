@@ -121,10 +121,10 @@ var SettingTable = []Setting{
 			"is seen to change (within --revisit-min and --revisit-max), and the crawl never ends on its own; 0: the crawl ends, " +
 			"and 'crawler recrawl' runs it again"},
 	{Field: "revisit_min", Flag: "revisit-min", Kind: KindDuration, Before: "0s", JSON: "revisit_min_seconds",
-		ptr: func(s *Settings) any { return &s.RevisitMin }, DefaultText: "a tenth of --revisit (of 24h without it)",
+		ptr: func(s *Settings) any { return &s.RevisitMin }, DefaultText: "a tenth of --revisit; 2h24m0s without it",
 		Usage: "the shortest time between fetches of a page that changes at every visit"},
 	{Field: "revisit_max", Flag: "revisit-max", Kind: KindDuration, Before: "0s", JSON: "revisit_max_seconds",
-		ptr: func(s *Settings) any { return &s.RevisitMax }, DefaultText: "30 times --revisit (24h without it)",
+		ptr: func(s *Settings) any { return &s.RevisitMax }, DefaultText: "30 times --revisit; 720h0m0s without it",
 		Usage: "the longest time between fetches of a page that never changes"},
 	{Field: "shards", Flag: "shards", Kind: KindInt, Before: "1", ptr: func(s *Settings) any { return &s.Shards },
 		DefaultText: fmt.Sprintf("%d on a Redis Cluster, else 1", ClusterShards),

@@ -281,7 +281,12 @@ func recrawlCommand() *cli.Command {
 				return err
 			}
 			msg := fmt.Sprintf("crawl %q: %d of %d pages due for a refetch; run 'crawler work' to fetch them", c.String("crawl"), rep.Due, rep.Scheduled)
-			if rep.Continuous {
+			switch {
+			case rep.Scheduled == 0:
+				msg = fmt.Sprintf("crawl %q: no page fetched yet, nothing to refetch", c.String("crawl"))
+			case rep.Due == 0 && rep.NextDue >= 0:
+				msg = fmt.Sprintf("crawl %q: none of its %d pages is due yet (the first in %v); --all refetches every one now", c.String("crawl"), rep.Scheduled, rep.NextDue.Round(time.Minute))
+			case rep.Continuous:
 				msg = fmt.Sprintf("crawl %q: %d of %d pages due for a refetch (the crawl is continuous: its workers fetch them as they come due)", c.String("crawl"), rep.Due, rep.Scheduled)
 			}
 			fmt.Fprintln(c.App.Writer, msg)

@@ -160,6 +160,9 @@ func (p *progress) report(ctx context.Context, w *crawl.Worker, log *slog.Logger
 			"ok", n[crawl.OutcomeOK], "http_error", n[crawl.OutcomeHTTPError], "failed", n[crawl.OutcomeFailed],
 			"skipped", n[crawl.OutcomeSkipped], "queued", pr.Frontier.Queued, "in_flight", pr.Frontier.InFlight,
 			"deferred", pr.Frontier.Deferred}
+		if u := n[crawl.OutcomeUnchanged]; u > 0 {
+			attrs = append(attrs, "unchanged", u)
+		}
 		if eta, ok := drainTime(pr, perSecond); ok {
 			attrs = append(attrs, "queue_drains_in", eta)
 		}

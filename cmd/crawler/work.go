@@ -199,8 +199,12 @@ func runWork(c *cli.Context, rdb redis.UniversalClient, exitWhenDone bool) error
 		return err
 	}
 	n := &w.Counters
-	logger.Info("worker exits", "worker", o.ID, "ok", n.OK.Load(), "http_error", n.HTTPError.Load(), "failed", n.Failed.Load(),
-		"skipped", n.Skipped.Load(), "requests", n.Requests.Load(), "put_back", n.PutBack.Load())
+	attrs := []any{"worker", o.ID, "ok", n.OK.Load(), "http_error", n.HTTPError.Load(), "failed", n.Failed.Load(),
+		"skipped", n.Skipped.Load(), "requests", n.Requests.Load(), "put_back", n.PutBack.Load()}
+	if u := n.Unchanged.Load(); u > 0 { // refetches answered 304
+		attrs = append(attrs, "unchanged", u)
+	}
+	logger.Info("worker exits", attrs...)
 	return nil
 }
 
