@@ -50,6 +50,7 @@ type pipeline struct {
 	pages       *atomic.Int64 // the crawl's pages fetched so far (with a page budget)
 	metrics     *metrics
 	warc        *archive.Writer // nil: no archive
+	claims      *claims         // with warc: the payload digest claims, batched
 	fail        func(error)     // stops the worker for good (the archive cannot be written)
 }
 

@@ -94,7 +94,7 @@ func TestTheSamePayloadIsArchivedOnce(t *testing.T) {
 		defer srv.Close()
 		s.FollowWallClock(t)
 		set := crawl.DefaultSettings()
-		set.Rate, set.AllowPrivate = math.Inf(1), true
+		set.Rate, set.AllowPrivate, set.DedupPayloads = math.Inf(1), true, true
 		root, _ := url.Parse(srv.URL + "/")
 		if _, err := crawl.Seed(context.Background(), s.Client, "same", set, []*url.URL{root}); err != nil {
 			t.Fatal(err)

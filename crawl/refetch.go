@@ -36,17 +36,17 @@ func (pl *pipeline) fetchOf(item frontier.Item, visit *frontier.Visit) func(cont
 
 // archive writes the exchange to the WARC files: whole, or as a revisit
 // record when its content is archived already: a 304 to the validators
-// the URL's last visit sent, the payload that visit archived, or a payload
-// the crawl's digest index says another response archived
-// (frontier.ClaimPayload). It returns the record's place, the payload
+// the URL's last visit sent, the payload that visit archived, or (with
+// --dedup-payloads) a payload the crawl's digest index says another
+// response archived (frontier.ClaimPayloads). It returns the record's place, the payload
 // digest, and where the content the answer stands for is archived whole
 // (nil: nowhere).
 func (pl *pipeline) archive(ctx context.Context, url string, visit *frontier.Visit, r *fetch.Result, start time.Time) (archive.Location, string, *frontier.Visit, error) {
 	var earlier *frontier.Archived // another response with this payload
 	claimed := ""                  // the digest this response claimed in the index
-	if d := archive.PayloadDigest(r.Raw.Response); r.Status >= 200 && r.Status < 300 && !r.Truncated && len(r.Body) > 0 &&
+	if d := archive.PayloadDigest(r.Raw.Response); pl.claims != nil && r.Status >= 200 && r.Status < 300 && !r.Truncated && len(r.Body) > 0 &&
 		(visit == nil || visit.RefDate == 0 || d != visit.Digest) {
-		hit, found, err := pl.fr.ClaimPayload(ctx, d, url, start)
+		hit, found, err := pl.claims.claim(ctx, frontier.Claim{Digest: d, URI: url, Date: start})
 		switch {
 		case err != nil:
 			pl.log.Warn("the crawl's digest index is unavailable: archived whole", "url", url, "err", err)

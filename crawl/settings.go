@@ -77,6 +77,10 @@ type Settings struct {
 	// due: about 280 bytes a URL in Redis), so that a crawl can be recrawled
 	// or be continuous; off, a one-off crawl of many URLs saves the memory.
 	KeepVisits bool
+	// DedupPayloads: with WARC on, a response whose payload another URL's
+	// response archived already is written as a revisit record of it (the
+	// crawl's digest index; about one Redis call a page archived).
+	DedupPayloads bool
 	// Shards splits the frontier by host over this many hash tags
 	// (frontier.Frontier), so that a Redis Cluster spreads it over its
 	// masters; 1 keeps it in one, as on a single Redis.

@@ -115,6 +115,10 @@ var SettingTable = []Setting{
 	{Field: "keep_visits", Flag: "keep-visits", Kind: KindBool, Before: "true", ptr: func(s *Settings) any { return &s.KeepVisits },
 		Usage: "keep what each fetch returned (ETag, Last-Modified, digest, when due: about 280 bytes a page in Redis) so that " +
 			"'crawler recrawl' and --revisit can fetch pages again with conditional requests (--keep-visits=false: a one-off crawl)"},
+	{Field: "dedup_payloads", Flag: "dedup-payloads", Kind: KindBool, Before: "false", ptr: func(s *Settings) any { return &s.DedupPayloads },
+		Usage: "with --warc-dir: archive a payload another URL's response archived already as a revisit record of it, by a crawl-wide " +
+			"digest index in Redis (at most a million digests, ~180 bytes each; about one Redis call a page archived). " +
+			"A page's refetch with its own last payload is a revisit without it"},
 	{Field: "revisit", Flag: "revisit", Kind: KindDuration, Before: "0s", JSON: "revisit_seconds",
 		ptr: func(s *Settings) any { return &s.Revisit },
 		Usage: "make the crawl continuous: each fetched page is fetched again when due, first after this long, then as often as it " +

@@ -275,6 +275,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		loops.goRun(func() { pages.loop(end.stop, end.work) })
 	}
 	sides.goRun(func() { w.heartbeat(side) })
+	if pages.claims != nil {
+		sides.goRun(func() { pages.claims.run(side) })
+	}
 	// The scheduler resigns under work, not side: side ends as soon as the
 	// fetch loops do, which can be before the resignation is sent.
 	sides.goRun(func() { sched.run(end.stop, end.work) })
@@ -326,7 +329,17 @@ func (w *Worker) newPipeline(ex *exchanger, end *ending) *pipeline {
 	return &pipeline{s: w.settings, worker: w.opts.ID, maxAttempts: w.opts.MaxAttempts,
 		fetcher: w.fetcher, robots: w.robots, pauses: w.pauses, fr: w.fr,
 		held: &w.held, scope: &w.scope, counters: &w.Counters, log: w.log, ex: ex, warc: warc, fail: fail,
-		fields: w.fields, rules: w.rules, skips: &w.skips, failing: &failing{}, pages: &w.pages, metrics: w.metrics}
+		fields: w.fields, rules: w.rules, skips: &w.skips, failing: &failing{}, pages: &w.pages, metrics: w.metrics,
+		claims: w.claims()}
+}
+
+// claims batches the payload digest claims, with WARC on and
+// --dedup-payloads.
+func (w *Worker) claims() *claims {
+	if w.warc == nil || !w.settings.DedupPayloads {
+		return nil
+	}
+	return newClaims(w.fr)
 }
 
 func (w *Worker) newScheduler(end *ending) *scheduler {

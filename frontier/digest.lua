@@ -1,17 +1,28 @@
 -- digest.lua: the crawl's payload digest index (frontier/digests.go).
 -- KEYS[1] the index (hash digest -> "uri\tdate-ns")  KEYS[2] the crawl's
 -- config (missing: the crawl is gone, nothing is written)
--- ARGV[1] 'claim' or 'unclaim'  ARGV[2] the digest  ARGV[3] "uri\tdate-ns"
--- of the response that would archive it  ARGV[4] the index's cap
--- claim: returns the entry of a response archived with this digest before;
---   or nil, having noted ARGV[3] as that response if the index has room.
--- unclaim: deletes the entry if it is ARGV[3]'s.
+-- ARGV[1] 'claim' or 'unclaim'  ARGV[2] the index's cap  then pairs:
+-- a digest, and "uri\tdate-ns" of the response that would archive it
+-- claim: returns, a pair, the entry of a response archived with that
+--   digest before; or false, having noted the pair's response as that
+--   response if the index has room (a digest twice in one call: the first
+--   notes it, the second finds it).
+-- unclaim: deletes each pair's entry if it is that pair's response's.
 if redis.call('EXISTS', KEYS[2]) == 0 then return redis.error_reply('GONE the crawl is gone from Redis') end
-local v = redis.call('HGET', KEYS[1], ARGV[2])
-if ARGV[1] == 'unclaim' then
-  if v == ARGV[3] then redis.call('HDEL', KEYS[1], ARGV[2]) end
-  return false
+local out, room = {}, nil
+for i = 3, #ARGV, 2 do
+  local d, mine = ARGV[i], ARGV[i + 1]
+  local v = redis.call('HGET', KEYS[1], d)
+  if ARGV[1] == 'unclaim' then
+    if v == mine then redis.call('HDEL', KEYS[1], d) end
+    v = false
+  elseif not v then
+    if room == nil then room = tonumber(ARGV[2]) - redis.call('HLEN', KEYS[1]) end
+    if room > 0 then
+      redis.call('HSET', KEYS[1], d, mine)
+      room = room - 1
+    end
+  end
+  out[#out + 1] = v
 end
-if v then return v end
-if redis.call('HLEN', KEYS[1]) < tonumber(ARGV[4]) then redis.call('HSET', KEYS[1], ARGV[2], ARGV[3]) end
-return false
+return out

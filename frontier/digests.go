@@ -40,34 +40,64 @@ type Archived struct {
 	Date time.Time
 }
 
-// ClaimPayload looks payload digest up in the crawl's index: the response
-// archived with it before, found true; or, when none was (found false),
-// it notes uri at date as the one that archives it, if the index has room.
-// A claim whose archive then fails is taken back with UnclaimPayload.
-func (f *Frontier) ClaimPayload(ctx context.Context, digest, uri string, date time.Time) (Archived, bool, error) {
-	mine := uri + "\t" + strconv.FormatInt(date.UnixNano(), 10)
-	v, err := digestScript.Run(ctx, f.c, []string{f.digestsKey(), f.fs[0].keys.Config}, "claim", digest, mine, DigestIndexCap).Text()
-	switch {
-	case errors.Is(err, redis.Nil):
-		return Archived{}, false, nil
-	case isGone(err):
-		return Archived{}, false, ErrGone
-	case err != nil:
-		return Archived{}, false, fmt.Errorf("frontier: payload digests: %w", err)
-	}
-	u, ns, ok := strings.Cut(v, "\t")
-	n, perr := strconv.ParseInt(ns, 10, 64)
-	if !ok || perr != nil {
-		return Archived{}, false, fmt.Errorf("frontier: payload digests: unreadable entry %q", v)
-	}
-	return Archived{URI: u, Date: time.Unix(0, n)}, true, nil
+// Claim is one response's claim of its payload digest (ClaimPayloads).
+type Claim struct {
+	Digest string
+	URI    string
+	Date   time.Time // the response's WARC-Date
 }
 
-// UnclaimPayload takes back a claim of ClaimPayload (the same arguments)
-// if it is still uri's: its response was not archived after all.
+func (c Claim) entry() string { return c.URI + "\t" + strconv.FormatInt(c.Date.UnixNano(), 10) }
+
+// ClaimPayloads looks each claim's payload digest up in the crawl's index,
+// in one call: the response archived with it before (found true), or, when
+// none was (found false), it notes the claim's response as the one that
+// archives it, if the index has room. A claim whose archive then fails is
+// taken back with UnclaimPayload.
+func (f *Frontier) ClaimPayloads(ctx context.Context, claims []Claim) ([]Archived, []bool, error) {
+	args := make([]any, 0, 2+2*len(claims))
+	args = append(args, "claim", DigestIndexCap)
+	for _, c := range claims {
+		args = append(args, c.Digest, c.entry())
+	}
+	res, err := digestScript.Run(ctx, f.c, []string{f.digestsKey(), f.fs[0].keys.Config}, args...).Slice()
+	switch {
+	case isGone(err):
+		return nil, nil, ErrGone
+	case err != nil:
+		return nil, nil, fmt.Errorf("frontier: payload digests: %w", err)
+	case len(res) != len(claims):
+		return nil, nil, fmt.Errorf("frontier: payload digests: %d answers for %d claims", len(res), len(claims))
+	}
+	got, found := make([]Archived, len(claims)), make([]bool, len(claims))
+	for i, r := range res {
+		v, ok := r.(string)
+		if !ok {
+			continue // nil: not found, claimed
+		}
+		u, ns, ok := strings.Cut(v, "\t")
+		n, perr := strconv.ParseInt(ns, 10, 64)
+		if !ok || perr != nil {
+			return nil, nil, fmt.Errorf("frontier: payload digests: unreadable entry %q", v)
+		}
+		got[i], found[i] = Archived{URI: u, Date: time.Unix(0, n)}, true
+	}
+	return got, found, nil
+}
+
+// ClaimPayload is ClaimPayloads of one claim.
+func (f *Frontier) ClaimPayload(ctx context.Context, digest, uri string, date time.Time) (Archived, bool, error) {
+	got, found, err := f.ClaimPayloads(ctx, []Claim{{digest, uri, date}})
+	if err != nil {
+		return Archived{}, false, err
+	}
+	return got[0], found[0], nil
+}
+
+// UnclaimPayload takes back a claim of ClaimPayloads if it is still that
+// response's: it was not archived after all.
 func (f *Frontier) UnclaimPayload(ctx context.Context, digest, uri string, date time.Time) error {
-	mine := uri + "\t" + strconv.FormatInt(date.UnixNano(), 10)
-	err := digestScript.Run(ctx, f.c, []string{f.digestsKey(), f.fs[0].keys.Config}, "unclaim", digest, mine, 0).Err()
+	err := digestScript.Run(ctx, f.c, []string{f.digestsKey(), f.fs[0].keys.Config}, "unclaim", 0, digest, Claim{digest, uri, date}.entry()).Err()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("frontier: payload digests: %w", err)
 	}

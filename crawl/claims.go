@@ -1,0 +1,82 @@
+package crawl
+
+import (
+	"context"
+
+	"github.com/redcrawl/crawler/frontier"
+)
+
+// claims sends the fetch loops' payload digest claims (the crawl's digest
+// index, frontier.ClaimPayloads) in batches, as a group commit: one call
+// for every claim made while the last call was in flight, so that at many
+// pages a second the index costs a fraction of a call a page, and a loop
+// never waits for more than the call in flight and its own.
+type claims struct {
+	fr   *frontier.Frontier
+	reqs chan claimReq
+}
+
+type claimReq struct {
+	c     frontier.Claim
+	reply chan claimReply
+}
+
+type claimReply struct {
+	earlier frontier.Archived
+	found   bool
+	err     error
+}
+
+// maxClaimBatch bounds a call's claims.
+const maxClaimBatch = 256
+
+func newClaims(fr *frontier.Frontier) *claims {
+	return &claims{fr: fr, reqs: make(chan claimReq, maxClaimBatch)}
+}
+
+// run sends the claims until ctx ends.
+func (cl *claims) run(ctx context.Context) {
+	batch := make([]claimReq, 0, maxClaimBatch)
+	list := make([]frontier.Claim, 0, maxClaimBatch)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case r := <-cl.reqs:
+			batch, list = append(batch[:0], r), append(list[:0], r.c)
+		}
+	more:
+		for len(batch) < maxClaimBatch {
+			select {
+			case r := <-cl.reqs:
+				batch, list = append(batch, r), append(list, r.c)
+			default:
+				break more
+			}
+		}
+		got, found, err := cl.fr.ClaimPayloads(ctx, list)
+		for i, r := range batch {
+			if err != nil {
+				r.reply <- claimReply{err: err}
+			} else {
+				r.reply <- claimReply{earlier: got[i], found: found[i]}
+			}
+		}
+	}
+}
+
+// claim claims c, waiting for the batch it goes in.
+func (cl *claims) claim(ctx context.Context, c frontier.Claim) (frontier.Archived, bool, error) {
+	r := claimReq{c: c, reply: make(chan claimReply, 1)}
+	select {
+	case cl.reqs <- r:
+	case <-ctx.Done():
+		return frontier.Archived{}, false, ctx.Err()
+	}
+	select {
+	case rep := <-r.reply:
+		return rep.earlier, rep.found, rep.err
+	case <-ctx.Done():
+		return frontier.Archived{}, false, ctx.Err()
+	}
+}
