@@ -68,6 +68,9 @@ func (s Settings) checkRevisit() error {
 	if s.Revisit > 0 && !s.KeepVisits {
 		return errors.New("--revisit needs --keep-visits: a continuous crawl refetches by what each fetch kept")
 	}
+	if s.Revisit > 0 && s.MaxPages > 0 {
+		return errors.New("--revisit with --max-pages: a continuous crawl never ends, so a page budget would only stop it for good; drop one")
+	}
 	if s.Revisit > 0 && s.Revisit < time.Second {
 		return fmt.Errorf("--revisit %v: want at least 1s (0: a crawl that ends)", s.Revisit)
 	}
