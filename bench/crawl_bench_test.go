@@ -44,6 +44,9 @@ func crawlOnce(b *testing.B, site testsite.Config, rate float64, burst, workers 
 	return crawlSharded(b, 1, site, rate, burst, workers, tune...)
 }
 
+// benchSettings, when set, changes the settings crawlSharded seeds with.
+var benchSettings func(*crawl.Settings)
+
 // crawlSharded is crawlOnce with the frontier split over shards.
 func crawlSharded(b *testing.B, shards int, site testsite.Config, rate float64, burst, workers int, tune ...func(*crawl.Options)) result {
 	s := redistest.Real(b)
@@ -57,6 +60,9 @@ func crawlSharded(b *testing.B, shards int, site testsite.Config, rate float64, 
 	// A Bloom filter sized well past the site: at its nominal load, one
 	// link in a thousand would be taken for seen, and the truth missed.
 	set.Rate, set.Burst, set.AllowPrivate, set.ExpectedURLs, set.Shards = rate, burst, true, max(100_000, 20*int64(len(ts.Truth()))), shards
+	if benchSettings != nil {
+		benchSettings(&set)
+	}
 	var seeds []*url.URL
 	for _, r := range ts.Roots() {
 		u, _ := url.Parse(r)
@@ -239,15 +245,21 @@ func BenchmarkWARC(b *testing.B) {
 		{"latency", testsite.Config{Hosts: 8, Pages: 1000, Latency: 50 * time.Millisecond}, 2},
 		{"busy", testsite.Config{Hosts: 8, Pages: 1000}, 4},
 	} {
-		for _, on := range []bool{false, true} {
-			b.Run(fmt.Sprintf("%s/warc=%v", c.name, on), func(b *testing.B) {
+		// warc=dedup: with seed --dedup-payloads, the crawl-wide digest index.
+		for _, mode := range []string{"false", "true", "dedup"} {
+			b.Run(fmt.Sprintf("%s/warc=%s", c.name, mode), func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					dir := b.TempDir()
+					prev := benchSettings
+					if mode == "dedup" {
+						benchSettings = func(s *crawl.Settings) { s.DedupPayloads = true }
+					}
 					r := crawlOnce(b, c.site, math.Inf(1), 1, c.workers, func(o *crawl.Options) {
-						if on {
+						if mode != "false" {
 							o.WARC = &archive.Config{Dir: dir}
 						}
 					})
+					benchSettings = prev
 					r.report(b)
 					var size int64
 					files, _ := filepath.Glob(filepath.Join(dir, "*"))
