@@ -22,7 +22,7 @@ import (
 // iaRecord is a response or revisit record as the Internet Archive's
 // reader sees it.
 type iaRecord struct {
-	typ, uri, date, digest string
+	typ, uri, date, digest   string
 	profile, refURI, refDate string // a revisit's
 	version                  int    // a response's page version ("version N" in its body; -1: none)
 	at                       string // file:offset
