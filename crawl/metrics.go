@@ -35,7 +35,7 @@ func newMetrics(w *Worker) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		pages: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "redcrawl_pages_fetched_total",
-			Help: "URLs this worker finished, by outcome (ok, http_error, failed, skipped) and status class (2xx ... 5xx, none)."},
+			Help: "URLs this worker finished, by outcome (ok, http_error, failed, skipped, unchanged) and status class (2xx ... 5xx, none)."},
 			[]string{"outcome", "status_class"}),
 		bytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "redcrawl_response_bytes_total",
 			Help: "Body bytes read by this worker."}),

@@ -22,7 +22,7 @@ type Status struct {
 	Settings       Settings         `json:"-"`
 	SettingsJSON   map[string]any   `json:"settings"` // typed: numbers, booleans, lists; rate null for no limit
 	Frontier       frontier.Sizes   `json:"frontier"`
-	Counters       map[string]int64 `json:"counters"` // pages, ok, http_error, failed, skipped, enqueued, offered, records
+	Counters       map[string]int64 `json:"counters"` // pages, ok, http_error, failed, skipped, unchanged, change:WORD, enqueued, offered, records
 	PagesPerSecond float64          `json:"pages_per_second"`
 	Bloom          dedup.Stats      `json:"bloom"`
 	Leader         *leader.Info     `json:"leader,omitempty"`
