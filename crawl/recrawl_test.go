@@ -102,14 +102,16 @@ func TestTheSamePayloadIsArchivedOnce(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		dir := t.TempDir()
+		// One fetch at a time: /a and /b fetched at once would both be
+		// archived whole (a revisit refers only to an earlier response).
 		o := fastOptions("w1")
-		o.WARC = &archive.Config{Dir: dir}
+		o.WARC, o.Concurrency = &archive.Config{Dir: dir}, 1
 		runWorkers(t, ctx, s, "same", o)
 		if _, err := crawl.Recrawl(ctx, s.Client, "same", true); err != nil {
 			t.Fatal(err)
 		}
 		o = fastOptions("w2")
-		o.WARC = &archive.Config{Dir: dir}
+		o.WARC, o.Concurrency = &archive.Config{Dir: dir}, 1
 		runWorkers(t, ctx, s, "same", o)
 		mu.Lock()
 		root304 := asked["/"]

@@ -50,8 +50,12 @@ func (pl *pipeline) archive(ctx context.Context, url string, visit *frontier.Vis
 		switch {
 		case err != nil:
 			pl.log.Warn("the crawl's digest index is unavailable: archived whole", "url", url, "err", err)
-		case found:
+		case found && hit.Date.Before(start):
 			earlier = &hit
+		case found:
+			// Claimed by a fetch that began after this one (both were under
+			// way at once): a revisit must refer to an earlier response, so
+			// this one is archived whole too.
 		default:
 			claimed = d
 		}
