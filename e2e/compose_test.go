@@ -512,13 +512,13 @@ func TestComposeWorkerKilled(t *testing.T) {
 // A pause that lands while a sweep is in flight lets that sweep finish
 // (Redis ran it before the new epoch), and the woken scheduler then has no
 // late write left to send: it logs its epoch's end, not a refusal. So the
-// test pauses the new scheduler in turn, up to three times, and needs one
-// refusal. The crawl runs at half the other faults' rate to leave room.
+// test pauses the new scheduler in turn, up to twice more, and needs one
+// refusal. The crawl runs at 8 requests a second a host, not 10, to leave room.
 func TestComposeSchedulerPaused(t *testing.T) {
 	requireEngine(t)
 	t.Parallel()
-	p := upCompose(t, pickTool(t), composeConfig{seedFlags: []string{"--rate", "5", "--burst", "1"}})
-	st := p.midCrawl(8)
+	p := upCompose(t, pickTool(t), composeConfig{seedFlags: []string{"--rate", "8", "--burst", "1"}})
+	st := p.midCrawl(10)
 	var recovered time.Duration
 	const attempts = 3
 	for try := 1; ; try++ {

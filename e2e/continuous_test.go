@@ -19,8 +19,8 @@ var pageNumberRE = regexp.MustCompile(`/p/(\d+)\.html$`)
 
 // A continuous crawl (seed --revisit) of a site whose pages change at
 // three rates (testsite's ChangeEvery: /p/N.html with N%10 == 0 every
-// period, N%10 == 1 every fourth, the others never), run for two and a
-// half minutes: the schedule learns them, so that the pages that change
+// period, N%10 == 1 every fourth, the others never), run for a minute and
+// a half: the schedule learns them, so that the pages that change
 // most are fetched most often and the ones that never change least, their
 // intervals apart; and the crawl never ends on its own.
 func TestAContinuousCrawlLearnsHowOftenPagesChange(t *testing.T) {
@@ -28,11 +28,11 @@ func TestAContinuousCrawlLearnsHowOftenPagesChange(t *testing.T) {
 		t.Skip("end-to-end crawl: skipped with -short")
 	}
 	t.Parallel()
-	const period = 4 * time.Second
+	const period = 2 * time.Second
 	h, srv, site := setup(t, testsite.Config{Hosts: 1, Pages: 200, ChangeEvery: period, ListenBase: "127.0.0.72"},
-		"--rate", "inf", "--revisit", "10s", "--revisit-min", "2s", "--revisit-max", "1m")
+		"--rate", "inf", "--revisit", "5s", "--revisit-min", "1s", "--revisit-max", "30s")
 	w := h.startWorker("c1")
-	const runFor = 150 * time.Second
+	const runFor = 90 * time.Second
 	time.Sleep(runFor) // the crawl's own schedule is what is measured: it runs this long
 	if st := h.status(); st.Done {
 		t.Fatal("a continuous crawl ended on its own")
