@@ -76,11 +76,13 @@ func (pl *pipeline) keepDelay(ctx context.Context, l *frontier.Lease, crawlDelay
 // pause stops host for every worker (frontier.Frontier.PauseHost: its
 // bucket, which the pops read) and announces it, for the URLs already
 // popped with a token reserved ahead.
-func (pl *pipeline) pause(ctx context.Context, host string, retryAfter time.Duration) (time.Duration, error) {
+func (pl *pipeline) pause(ctx context.Context, host string, retryAfter time.Duration, why string) (time.Duration, error) {
 	d, err := pl.fr.PauseHost(ctx, host, retryAfter)
 	if err != nil {
 		return 0, err
 	}
+	logEvent(ctx, pl.fr, pl.log, frontier.Event{Kind: frontier.EventPause, Worker: pl.worker,
+		Text: fmt.Sprintf("host %s paused %v for every worker, after %s", host, d.Round(100*time.Millisecond), why)})
 	if err := pl.pauses.announce(ctx, host, d); err != nil {
 		pl.log.Warn("announcing a host's pause failed; URLs already popped may still go during it", "host", host, "err", err)
 	}

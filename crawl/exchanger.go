@@ -2,6 +2,7 @@ package crawl
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,7 @@ import (
 // the scheduler queues the URL again. A graceful stop sends every finished
 // page and gives the unstarted URLs back to the front of their queues.
 type exchanger struct {
+	id       string // the worker's
 	c        redis.UniversalClient
 	fr       *frontier.Frontier
 	known    *known
@@ -251,8 +253,12 @@ func (x *exchanger) perform(work context.Context, a action) {
 	case actForget:
 		x.log.Warn("Redis lost writes: forgetting the URLs this worker knew as seen, and sending its pages again", "err", a.err)
 		x.known.clear()
+		logEvent(work, x.fr, x.log, frontier.Event{Kind: frontier.EventResend, Worker: x.id,
+			Text: fmt.Sprintf("Redis lost writes (a restart or a failover): %s forgot what they taught it and resent its exchange", x.id)})
 	case actResend:
 		x.log.Info("an exchange whose reply was lost had gone through; sending its batch again")
+		logEvent(work, x.fr, x.log, frontier.Event{Kind: frontier.EventResend, Worker: x.id,
+			Text: fmt.Sprintf("a reply from Redis was lost: %s resent its exchange (Redis records nothing twice)", x.id)})
 	case actRetry:
 		x.metrics.exErrors.Inc()
 		x.log.Warn("exchange failed; will retry, held URLs stay leased", "err", a.err)

@@ -113,7 +113,7 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 				// A run of failures (timeouts, resets): the host is struggling;
 				// pause it for every worker, as if it had answered 503.
 				var perr error
-				if after, perr = pl.pause(ctx, u.Host, 0); perr != nil {
+				if after, perr = pl.pause(ctx, u.Host, 0, fmt.Sprintf("%d requests in a row failed", timeoutRun)); perr != nil {
 					pl.log.Warn("pausing a failing host failed; its URL waits its own back-off only", "host", u.Host, "err", perr)
 				}
 			}
@@ -152,7 +152,7 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 		if r.Status == http.StatusTooManyRequests || r.Status == http.StatusServiceUnavailable {
 			// The server's "not now" holds for the whole host, and for every
 			// worker: no token for it until the pause ends.
-			d, err := pl.pause(ctx, u.Host, r.RetryAfter)
+			d, err := pl.pause(ctx, u.Host, r.RetryAfter, fmt.Sprintf("a %d", r.Status))
 			if err != nil {
 				pl.log.Warn("pausing host failed", "host", u.Host, "err", err)
 			}

@@ -3,6 +3,7 @@ package crawl
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 // queues, expired leases back or to the failed list, the done flag when
 // nothing is left), each sweep a fenced script under its epoch.
 type scheduler struct {
+	id          string // the worker's
 	c           redis.UniversalClient
 	fr          *frontier.Frontier
 	elector     *leader.Elector
@@ -54,11 +56,17 @@ func (sc *scheduler) run(stop, work context.Context) {
 			continue
 		}
 		sc.log.Info(LogLeading, "epoch", l.Epoch())
+		recent, _ := sc.fr.Events(stop, 50)
+		logEvent(stop, sc.fr, sc.log, frontier.Event{Kind: frontier.EventLead, Worker: sc.id, Epoch: l.Epoch(), Text: leadText(recent, sc.id, l.Epoch())})
 		sc.metrics.leader.Set(1)
 		sc.metrics.epoch.Set(float64(l.Epoch()))
 		sc.lead(stop, l)
 		sc.metrics.leader.Set(0)
 		rctx, cancel := context.WithTimeout(work, sc.cfg.RetryInterval)
+		if stop.Err() != nil && l.Err() == nil {
+			logEvent(work, sc.fr, sc.log, frontier.Event{Kind: frontier.EventResign, Worker: sc.id, Epoch: l.Epoch(),
+				Text: fmt.Sprintf("epoch %d: %s handed the lock over (it is stopping)", l.Epoch(), sc.id)})
+		}
 		if err := l.Resign(rctx); err != nil {
 			sc.log.Warn("resign failed; the lock expires by itself", "within", sc.cfg.TTL, "err", err)
 		}
@@ -88,6 +96,8 @@ func (sc *scheduler) lead(stop context.Context, l *leader.Leadership) {
 		case errors.Is(err, fence.ErrFenced):
 			sc.metrics.fenced.Inc()
 			sc.log.Warn(LogFenced, "epoch", l.Epoch(), "err", err)
+			logEvent(stop, sc.fr, sc.log, frontier.Event{Kind: frontier.EventFenced, Worker: sc.id, Epoch: l.Epoch(),
+				Text: fmt.Sprintf("a sweep by %s under epoch %d was refused by the fence: a newer epoch leads", sc.id, l.Epoch())})
 			return
 		case errors.Is(err, frontier.ErrGone):
 			sc.markGone()
@@ -138,6 +148,10 @@ func (sc *scheduler) await(stop context.Context, l *leader.Leadership, timer *ti
 			default:
 			}
 			sc.log.Info(LogEpochEnded, "epoch", l.Epoch(), "reason", l.Err())
+			if stop.Err() == nil {
+				logEvent(stop, sc.fr, sc.log, frontier.Event{Kind: frontier.EventLost, Worker: sc.id, Epoch: l.Epoch(),
+					Text: fmt.Sprintf("epoch %d: %s stopped acting as scheduler: %v", l.Epoch(), sc.id, l.Err())})
+			}
 			return false
 		case <-timer.C:
 			return true

@@ -49,8 +49,15 @@ type Status struct {
 	// Revisits is the schedule: pages on it, due now (or by the recrawl
 	// asked for), and when the next one is.
 	Revisits RevisitStatus `json:"revisits"`
-	Done     bool          `json:"done"`
+	// Events are the newest of the crawl's event log (StatusEvents of
+	// them), newest first: lock handovers, fenced sweeps, paused hosts,
+	// resent exchanges.
+	Events []frontier.Event `json:"events"`
+	Done   bool             `json:"done"`
 }
+
+// StatusEvents is how many events Status reads.
+const StatusEvents = 20
 
 // RevisitStatus is the schedule, as status --json gives it.
 type RevisitStatus struct {
@@ -85,6 +92,9 @@ func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Sta
 		return nil, err
 	}
 	if st.Bloom, err = fr.BloomStats(ctx); err != nil {
+		return nil, err
+	}
+	if st.Events, err = fr.Events(ctx, StatusEvents); err != nil {
 		return nil, err
 	}
 	rv, err := fr.Revisits(ctx)
@@ -239,6 +249,13 @@ func (st *Status) String() string {
 		fmt.Fprintf(&b, "  workers     none alive\n")
 	} else {
 		fmt.Fprintf(&b, "  workers     %d alive: %s\n", len(st.Workers), strings.Join(st.Workers, ", "))
+	}
+	for i, e := range st.Events[:min(len(st.Events), 5)] {
+		label := "            "
+		if i == 0 {
+			label = "events     "
+		}
+		fmt.Fprintf(&b, "  %s %s  %s\n", label, e.At.Format("15:04:05"), e.Text)
 	}
 	if st.RedisOutOfMemory {
 		fmt.Fprintf(&b, "  WARNING     %s\n", st.RedisMemoryLine)

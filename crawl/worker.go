@@ -317,7 +317,7 @@ func (w *Worker) newExchanger(end *ending) *exchanger {
 	}
 	ex.c, ex.fr, ex.known, ex.held, ex.counters, ex.log = w.c, w.fr, w.known, &w.held, &w.Counters, w.log
 	ex.s.exitWhenDone, ex.s.budget, ex.end, ex.warc = w.opts.ExitWhenDone, w.settings.MaxPages > 0, end, w.warc
-	ex.pages, ex.metrics, ex.pauses = &w.pages, w.metrics, w.pauses
+	ex.pages, ex.metrics, ex.pauses, ex.id = &w.pages, w.metrics, w.pauses, w.opts.ID
 	if w.opts.Out != nil {
 		ex.out = &recordWriter{w: w.opts.Out, log: w.log, fail: end.fail}
 	}
@@ -343,6 +343,6 @@ func (w *Worker) claims() *claims {
 }
 
 func (w *Worker) newScheduler(end *ending) *scheduler {
-	return &scheduler{c: w.c, fr: w.fr, elector: w.elector, cfg: w.opts.Leader, every: w.opts.SweepInterval,
+	return &scheduler{id: w.opts.ID, c: w.c, fr: w.fr, elector: w.elector, cfg: w.opts.Leader, every: w.opts.SweepInterval,
 		maxAttempts: w.opts.MaxAttempts, budget: w.settings.MaxPages, log: w.log, markGone: end.markGone, metrics: w.metrics}
 }
