@@ -64,7 +64,7 @@ func newApp() *cli.App {
 				Usage: "crawl name (letters, digits, - _ .; at most 64); every key of the crawl starts crawl:{NAME}: or crawl:{NAME/"},
 		}, logFlags()...),
 		Commands: []*cli.Command{
-			seedCommand(), workCommand(), statusCommand(), exportCommand(), recrawlCommand(), resetCommand(),
+			seedCommand(), workCommand(), statusCommand(), exportCommand(), recrawlCommand(), dashboardCommand(), resetCommand(),
 			crawlCommand(), testsiteCommand(), demoCommand(),
 		},
 		Version: version(),

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/redcrawl/crawler/dashboard"
+	"github.com/urfave/cli/v2"
+)
+
+func dashboardCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "dashboard",
+		Usage: "serve a live web page of the crawl and its coordination (read-only)",
+		Description: "Shows progress, hosts, workers, the scheduler's lock and epoch, the Bloom filter and the\n" +
+			"event log (lock handovers, fenced sweeps, paused hosts), live. It needs only Redis: run it on\n" +
+			"any machine that reaches the crawl's. The page is served from the binary and loads nothing\n" +
+			"from elsewhere; it writes nothing, and shows no Redis address, password or request header.\n" +
+			"It listens on loopback; to listen beyond it, give --token: the URL printed then carries it.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8090", EnvVars: []string{"CRAWLER_DASHBOARD_LISTEN"}, Usage: "address to serve the page on"},
+			&cli.StringFlag{Name: "token", EnvVars: []string{"CRAWLER_DASHBOARD_TOKEN"}, Usage: "a secret every request must carry (?token=); needed beyond loopback"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usage(fmt.Errorf("dashboard takes no arguments (got %q); the crawl is --crawl", c.Args().First()))
+			}
+			if err := dashboard.CheckListen(c.String("listen"), c.String("token")); err != nil {
+				return usage(err)
+			}
+			rdb, err := connect(c)
+			if err != nil {
+				return err
+			}
+			defer rdb.Close()
+			ln, err := net.Listen("tcp", c.String("listen"))
+			if err != nil {
+				return fmt.Errorf("--listen: %v", err)
+			}
+			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			srv := &http.Server{Handler: dashboard.Handler(rdb, dashboard.Config{Crawl: c.String("crawl"), Token: c.String("token")}),
+				ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+			fmt.Fprintf(c.App.ErrWriter, "crawler: dashboard of crawl %q at %s (Ctrl-C stops it)\n", c.String("crawl"), dashboardURL(ln.Addr(), c.String("token")))
+			go func() {
+				<-ctx.Done()
+				sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				defer cancel()
+				srv.Shutdown(sctx)
+			}()
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("dashboard: %v", err)
+			}
+			return nil
+		},
+	}
+}
+
+// dashboardURL is the page's address, with its token.
+func dashboardURL(addr net.Addr, token string) string {
+	host := addr.String()
+	if a, ok := addr.(*net.TCPAddr); ok && a.IP.IsUnspecified() {
+		host = net.JoinHostPort("127.0.0.1", fmt.Sprint(a.Port))
+	}
+	u := "http://" + host + "/"
+	if token != "" {
+		u += "?token=" + url.QueryEscape(token)
+	}
+	return u
+}

@@ -1,0 +1,130 @@
+package dashboard_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/dashboard"
+	"github.com/redcrawl/crawler/internal/redistest"
+	"github.com/redcrawl/crawler/leader"
+)
+
+// The dashboard serves its page from the binary, the crawl's state as JSON
+// and as a stream, and nothing secret: a request header of the settings
+// (which may hold a credential) is not in what it sends.
+func TestTheDashboardServesTheStateAndNoSecret(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		set := crawl.DefaultSettings()
+		set.Headers = []string{"Authorization: Bearer s3cret-value"}
+		seed, _ := url.Parse("http://example.test/")
+		if _, err := crawl.Seed(ctx, s.Client, "d", set, []*url.URL{seed}); err != nil {
+			t.Fatal(err)
+		}
+		l, err := leader.Obtain(ctx, s.Client, "crawl:{d}:leader", "w9", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(dashboard.Handler(s.Client, dashboard.Config{Crawl: "d", Every: 10 * time.Millisecond}))
+		defer srv.Close()
+
+		res, err := http.Get(srv.URL + "/api/state")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		var st dashboard.State
+		if err := json.Unmarshal(body, &st); err != nil {
+			t.Fatalf("state %s: %v", body, err)
+		}
+		if st.Crawl != "d" || st.Frontier.Queued != 1 || st.Leader == nil || st.Leader.ID != "w9" || st.Leader.Epoch != l.Epoch() || st.LockTTL <= 0 {
+			t.Fatalf("state %s; want the seed queued and w9 leading", body)
+		}
+		if strings.Contains(string(body), "s3cret") || strings.Contains(string(body), s.URL()) {
+			t.Fatalf("the state gives a secret away: %s", body)
+		}
+		if csp := res.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") {
+			t.Errorf("Content-Security-Policy %q", csp)
+		}
+
+		// The stream sends the state again and again.
+		res, err = http.Get(srv.URL + "/api/stream")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(res.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		events := 0
+		for events < 2 && sc.Scan() {
+			if line, ok := strings.CutPrefix(sc.Text(), "data: "); ok && strings.Contains(line, `"crawl":"d"`) {
+				events++
+			}
+		}
+		res.Body.Close()
+		if events < 2 {
+			t.Fatalf("the stream sent %d states", events)
+		}
+
+		// The page and its script are the binary's own.
+		for _, path := range []string{"/", "/app.js", "/style.css"} {
+			res, err := http.Get(srv.URL + path)
+			if err != nil || res.StatusCode != http.StatusOK {
+				t.Fatalf("GET %s: %v %v", path, res, err)
+			}
+			res.Body.Close()
+		}
+	})
+}
+
+// The page loads nothing from elsewhere: every src and stylesheet is its
+// own (a link to read a package's doc is fine).
+func TestThePageLoadsNothingFromElsewhere(t *testing.T) {
+	for _, f := range []string{"web/index.html", "web/app.js", "web/style.css"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`(?:src|rel="stylesheet" href|url\(|import|fetch\(|EventSource\()\s*=?\s*["']?([^"')\s]+)`).FindAllStringSubmatch(string(b), -1) {
+			if strings.Contains(m[1], "//") {
+				t.Errorf("%s loads %s from elsewhere", f, m[1])
+			}
+		}
+	}
+}
+
+// A token guards every request; beyond loopback one is required.
+func TestTheTokenGuardsTheDashboard(t *testing.T) {
+	s := redistest.Mini(t)
+	srv := httptest.NewServer(dashboard.Handler(s.Client, dashboard.Config{Crawl: "d", Token: "t0k"}))
+	defer srv.Close()
+	for path, want := range map[string]int{"/": 401, "/api/state?token=wrong": 401, "/?token=t0k": 200} {
+		res, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != want {
+			t.Errorf("GET %s: %d; want %d", path, res.StatusCode, want)
+		}
+	}
+	for addr, ok := range map[string]bool{"127.0.0.1:8090": true, "localhost:8090": true, "[::1]:8090": true, "0.0.0.0:8090": false, ":8090": false, "10.0.0.5:80": false} {
+		if err := dashboard.CheckListen(addr, ""); (err == nil) != ok {
+			t.Errorf("CheckListen(%q, no token) = %v", addr, err)
+		}
+	}
+	if err := dashboard.CheckListen("0.0.0.0:8090", "t0k"); err != nil {
+		t.Errorf("with a token: %v", err)
+	}
+}
