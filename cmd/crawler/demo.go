@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"net/url"
 	"sort"
 	"strings"
@@ -14,8 +16,10 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/dashboard"
 	"github.com/redcrawl/crawler/internal/testsite"
 	"github.com/redcrawl/crawler/leader"
+	"github.com/redis/go-redis/v9"
 	"github.com/urfave/cli/v2"
 )
 
@@ -34,6 +38,8 @@ func demoCommand() *cli.Command {
 			&cli.Float64Flag{Name: "rate", Value: 20, Usage: "requests per second per host"},
 			&cli.IntFlag{Name: "burst", Value: 2, Usage: "burst per host"},
 			&cli.DurationFlag{Name: "latency", Value: 5 * time.Millisecond, Usage: "test site response delay"},
+			&cli.StringFlag{Name: "dashboard", Value: "127.0.0.1:0", Usage: "serve the live dashboard on this address (port 0: a free one; 'off': none)"},
+			&cli.DurationFlag{Name: "linger", Usage: "keep the dashboard up this long after the crawl (on a terminal: until Ctrl-C)"},
 		},
 		Action: runDemo,
 	}
@@ -72,6 +78,11 @@ func runDemo(c *cli.Context) error {
 	if _, err := crawl.Seed(ctx, rdb, name, s, seeds); err != nil {
 		return err
 	}
+	stopDashboard, err := demoDashboard(c, rdb, name)
+	if err != nil {
+		return err
+	}
+	defer stopDashboard()
 	truth := site.Truth()
 	fmt.Fprintf(out, "test site: %d hosts (%s), %d pages each; %d URLs a correct crawl must fetch\n",
 		len(site.Hosts()), strings.Join(site.Hosts(), " "), c.Int("pages"), len(truth))
@@ -199,4 +210,34 @@ func (h leadingHandler) Handle(_ context.Context, r slog.Record) error {
 		})
 	}
 	return nil
+}
+
+// demoDashboard serves the demo crawl's dashboard and says where; the
+// function it returns keeps it up as --linger says, then stops it.
+func demoDashboard(c *cli.Context, rdb redis.UniversalClient, name string) (func(), error) {
+	addr := c.String("dashboard")
+	if addr == "off" || addr == "" {
+		return func() {}, nil
+	}
+	if err := dashboard.CheckListen(addr, ""); err != nil {
+		return nil, usage(fmt.Errorf("--dashboard: %v", strings.TrimPrefix(err.Error(), "--listen ")))
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--dashboard: %v", err)
+	}
+	srv := &http.Server{Handler: dashboard.Handler(rdb, dashboard.Config{Crawl: name}), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	out := c.App.Writer
+	fmt.Fprintf(out, "dashboard: %s (live: progress, the scheduler's lock and epoch, the event log)\n", dashboardURL(ln.Addr(), ""))
+	return func() {
+		switch {
+		case isTerminal(out) && c.Duration("linger") == 0:
+			fmt.Fprintf(out, "\nthe dashboard stays up with the crawl's final state: Ctrl-C ends the demo\n")
+			<-c.Context.Done()
+		case c.Duration("linger") > 0:
+			sleep(c.Context, c.Duration("linger"))
+		}
+		srv.Close()
+	}, nil
 }

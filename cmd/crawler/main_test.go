@@ -523,7 +523,7 @@ func TestMetricsEndpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer serveMetrics(l, w, true)()
+	defer serveMetrics(l, w, true, nil)()
 	addr := l.Addr().String()
 	get := func(path string) (int, string) {
 		resp, err := http.Get("http://" + addr + path)

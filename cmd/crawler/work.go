@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/dashboard"
 	"github.com/redis/go-redis/v9"
 	"github.com/urfave/cli/v2"
 )
@@ -40,7 +41,9 @@ func workFlags() []cli.Flag {
 		&cli.StringFlag{Name: "dns", Usage: "ask this DNS server (HOST:PORT) instead of the system's; answers are cached as long as their TTLs say, either way"},
 		&cli.BoolFlag{Name: "cookies", Usage: "keep the cookies hosts set, per host, for this worker's life"},
 		&cli.IntFlag{Name: "max-attempts", Value: 3, Usage: "tries per URL on transient failures (timeouts, 429, 5xx) before it fails"},
-		&cli.StringFlag{Name: "metrics-addr", Usage: "serve Prometheus /metrics and /healthz on HOST:PORT (e.g. :9090)"},
+		&cli.StringFlag{Name: "metrics-addr", Usage: "serve Prometheus /metrics and /healthz on HOST:PORT (e.g. :9090), and the crawl's " +
+			"read-only dashboard at / (as 'crawler dashboard'; it shows nothing /metrics does not, secrets none)"},
+		&cli.StringFlag{Name: "dashboard-token", EnvVars: []string{"CRAWLER_DASHBOARD_TOKEN"}, Usage: "with --metrics-addr, a secret the dashboard's requests must carry (?token=)"},
 		&cli.BoolFlag{Name: "pprof", Usage: "with --metrics-addr, also serve Go's /debug/pprof/"},
 		&cli.DurationFlag{Name: "progress-every", Value: 30 * time.Second, Usage: "off a terminal, log the crawl's progress this often " +
 			"(on a terminal a progress line is redrawn every second); 0 shows no progress"},
@@ -167,8 +170,9 @@ func runWork(c *cli.Context, rdb redis.UniversalClient, exitWhenDone bool) error
 	}
 	logger.Info("worker started", "worker", o.ID, "crawl", c.String("crawl"), "concurrency", o.Concurrency)
 	if metricsL != nil {
-		defer serveMetrics(metricsL, w, c.Bool("pprof"))()
-		logger.Info("serving metrics", "url", "http://"+metricsL.Addr().String()+"/metrics")
+		dash := dashboard.Handler(rdb, dashboard.Config{Crawl: c.String("crawl"), Token: c.String("dashboard-token")})
+		defer serveMetrics(metricsL, w, c.Bool("pprof"), dash)()
+		logger.Info("serving metrics", "url", "http://"+metricsL.Addr().String()+"/metrics", "dashboard", dashboardURL(metricsL.Addr(), c.String("dashboard-token")))
 	}
 	ran := make(chan struct{})
 	go func() {
@@ -273,11 +277,15 @@ func firstReasons(c *cli.Context, rdb redis.UniversalClient, n int) string {
 }
 
 // serveMetrics serves the worker's /metrics, /healthz (200 while Redis
-// answers and the crawl exists, 503 otherwise) and, asked, /debug/pprof/,
+// answers and the crawl exists, 503 otherwise), the dashboard at / (when
+// dash is not nil) and, asked, /debug/pprof/,
 // on a listener bound before the worker registered (a port in use must
 // fail the start before the crawl lists the worker as alive).
-func serveMetrics(l net.Listener, w *crawl.Worker, withPprof bool) func() {
+func serveMetrics(l net.Listener, w *crawl.Worker, withPprof bool, dash http.Handler) func() {
 	mux := http.NewServeMux()
+	if dash != nil {
+		mux.Handle("/", dash)
+	}
 	mux.Handle("/metrics", promhttp.HandlerFor(w.Metrics(), promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(rw http.ResponseWriter, r *http.Request) {
 		if err := w.Healthy(r.Context()); err != nil {

@@ -4,6 +4,7 @@
 "use strict";
 const $ = (id) => document.getElementById(id);
 const history = []; // [time ms, pages/s]
+let lockTerm = { epoch: 0, full: 1 }; // the longest time left seen on this epoch's lock: its TTL, about
 const token = new URLSearchParams(location.search).get("token");
 const q = token ? "?token=" + encodeURIComponent(token) : "";
 
@@ -44,7 +45,9 @@ function draw(st) {
   text($("leader-id"), st.leader ? st.leader.id : "none");
   text($("epoch"), st.leader ? st.leader.epoch : st.epoch);
   const ttl = st.leader ? st.lock_ttl_ns : 0;
-  $("ttl-bar").style.width = Math.min(100, ttl / 1e8) + "%";
+  if (st.leader && st.leader.epoch !== lockTerm.epoch) lockTerm = { epoch: st.leader.epoch, full: 1 };
+  lockTerm.full = Math.max(lockTerm.full, ttl);
+  $("ttl-bar").style.width = Math.min(100, 100 * ttl / lockTerm.full) + "%";
   text($("ttl"), st.leader ? "lock expires in " + dur(ttl) + " unless renewed" : "no holder: a worker takes the lock at its next campaign");
   $("worker-list").replaceChildren(...(st.workers || []).map((w) => {
     const li = document.createElement("li"); li.textContent = w + (st.leader && st.leader.id === w ? "  (scheduler)" : ""); return li;
@@ -85,10 +88,15 @@ function chart() {
   g.fillStyle = "#556"; g.fillText(max.toFixed(0) + " pages/s", 4, 12);
 }
 
+let last = 0; // when the last state came
 const es = new EventSource("api/stream" + q);
 es.onmessage = (m) => {
+  last = Date.now();
   const st = JSON.parse(m.data);
   if (st.error) { const b = $("state"); b.className = "badge error"; b.textContent = st.error; return; }
   draw(st);
 };
-es.onerror = () => { const b = $("state"); b.className = "badge error"; b.textContent = "reconnecting…"; };
+// The browser reconnects by itself; say so only when states stop coming.
+es.onerror = () => setTimeout(() => {
+  if (Date.now() - last > 3000) { const b = $("state"); b.className = "badge error"; b.textContent = "reconnecting…"; }
+}, 3000);
