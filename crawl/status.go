@@ -73,6 +73,18 @@ const StatusTopHosts = 10
 
 // ReadStatus gathers a crawl's status.
 func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Status, error) {
+	return ReadStatusWith(ctx, c, name, StatusOptions{})
+}
+
+// StatusOptions leave out of a status what a caller reads less often.
+type StatusOptions struct {
+	// NoBloom leaves Status.Bloom empty: reading it is a BITCOUNT over every
+	// segment of the filter, most of a status's Redis CPU on a big crawl.
+	NoBloom bool
+}
+
+// ReadStatusWith is ReadStatus with options.
+func ReadStatusWith(ctx context.Context, c redis.UniversalClient, name string, o StatusOptions) (*Status, error) {
 	if err := CheckName(name); err != nil {
 		return nil, err
 	}
@@ -91,8 +103,10 @@ func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Sta
 	if st.Counters, err = readCounters(ctx, fr); err != nil {
 		return nil, err
 	}
-	if st.Bloom, err = fr.BloomStats(ctx); err != nil {
-		return nil, err
+	if !o.NoBloom {
+		if st.Bloom, err = fr.BloomStats(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if st.Events, err = fr.Events(ctx, StatusEvents); err != nil {
 		return nil, err

@@ -20,8 +20,20 @@ import (
 // BenchmarkRefresh measures what one refresh of the dashboard (one state
 // of its stream) costs Redis: commands by name (INFO commandstats) and
 // Redis CPU, on a crawl of 1 000 hosts × 10 URLs queued with a Bloom
-// filter sized for a million URLs and 20 events. Run with -benchtime 50x.
+// filter sized for a million URLs and 20 events: every state read whole
+// (bloom=every), and as the stream reads them, the Bloom filter every
+// BloomEvery (bloom=cached: one refresh a second). Run with -benchtime 50x.
 func BenchmarkRefresh(b *testing.B) {
+	for _, cached := range []bool{false, true} {
+		name := "bloom=every"
+		if cached {
+			name = "bloom=cached"
+		}
+		b.Run(name, func(b *testing.B) { refresh(b, cached) })
+	}
+}
+
+func refresh(b *testing.B, cached bool) {
 	s := redistest.Real(b)
 	ctx := context.Background()
 	s.Client.FlushAll(ctx)
@@ -47,7 +59,13 @@ func BenchmarkRefresh(b *testing.B) {
 	cpu0 := redistest.CPU(b, s.Client)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := dashboard.Read(ctx, s.Client, "b"); err != nil {
+		var err error
+		if cached && i%int(dashboard.BloomEvery/time.Second) != 0 {
+			_, err = dashboard.ReadWithoutBloom(ctx, s.Client, "b")
+		} else {
+			_, err = dashboard.Read(ctx, s.Client, "b")
+		}
+		if err != nil {
 			b.Fatal(err)
 		}
 	}

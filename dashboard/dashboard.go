@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
@@ -55,10 +56,11 @@ func Handler(c redis.UniversalClient, cfg Config) http.Handler {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	files, _ := fs.Sub(web, "web")
+	rd := &reader{c: c, name: cfg.Crawl}
 	mux := http.NewServeMux()
 	mux.Handle("GET /", http.FileServerFS(files))
 	mux.HandleFunc("GET /api/state", func(w http.ResponseWriter, r *http.Request) {
-		st, err := Read(r.Context(), c, cfg.Crawl)
+		st, err := rd.read(r.Context())
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
@@ -66,7 +68,7 @@ func Handler(c redis.UniversalClient, cfg Config) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(st)
 	})
-	mux.HandleFunc("GET /api/stream", func(w http.ResponseWriter, r *http.Request) { stream(w, r, c, cfg) })
+	mux.HandleFunc("GET /api/stream", func(w http.ResponseWriter, r *http.Request) { stream(w, r, rd, cfg) })
 	return guard(cfg.Token, mux)
 }
 
@@ -93,7 +95,7 @@ func guard(token string, next http.Handler) http.Handler {
 
 // stream sends the state every cfg.Every as a server-sent event, until the
 // client goes.
-func stream(w http.ResponseWriter, r *http.Request, c redis.UniversalClient, cfg Config) {
+func stream(w http.ResponseWriter, r *http.Request, rd *reader, cfg Config) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
@@ -104,7 +106,7 @@ func stream(w http.ResponseWriter, r *http.Request, c redis.UniversalClient, cfg
 	t := time.NewTicker(cfg.Every)
 	defer t.Stop()
 	for {
-		st, err := Read(r.Context(), c, cfg.Crawl)
+		st, err := rd.read(r.Context())
 		var b []byte
 		if err != nil {
 			b, _ = json.Marshal(map[string]string{"error": err.Error()})
@@ -173,10 +175,49 @@ type BloomView struct {
 	EstimatedFPRate float64 `json:"estimated_fp_rate"`
 }
 
+// BloomEvery is how often the page's Bloom filter panel is read again: a
+// BITCOUNT over every segment is most of a refresh's Redis CPU
+// (BenchmarkRefresh), and the fill changes slowly.
+const BloomEvery = 10 * time.Second
+
+// reader reads the states of one crawl for all of a server's pages, the
+// Bloom filter at most every BloomEvery.
+type reader struct {
+	c    redis.UniversalClient
+	name string
+
+	mu        sync.Mutex
+	bloom     BloomView
+	bloomRead time.Time
+}
+
+func (rd *reader) read(ctx context.Context) (*State, error) {
+	rd.mu.Lock()
+	fresh := time.Since(rd.bloomRead) < BloomEvery
+	bloom := rd.bloom
+	rd.mu.Unlock()
+	st, err := read(ctx, rd.c, rd.name, fresh)
+	if err != nil {
+		return nil, err
+	}
+	rd.mu.Lock()
+	defer rd.mu.Unlock()
+	if fresh {
+		st.Bloom = bloom
+	} else {
+		rd.bloom, rd.bloomRead = st.Bloom, time.Now()
+	}
+	return st, nil
+}
+
 // Read gathers the state of crawl name (crawl.ReadStatus, less what is
 // secret or not the page's).
 func Read(ctx context.Context, c redis.UniversalClient, name string) (*State, error) {
-	st, err := crawl.ReadStatus(ctx, c, name)
+	return read(ctx, c, name, false)
+}
+
+func read(ctx context.Context, c redis.UniversalClient, name string, noBloom bool) (*State, error) {
+	st, err := crawl.ReadStatusWith(ctx, c, name, crawl.StatusOptions{NoBloom: noBloom})
 	if err != nil {
 		return nil, err
 	}
@@ -191,4 +232,10 @@ func Read(ctx context.Context, c redis.UniversalClient, name string) (*State, er
 	out.Bloom = BloomView{Count: b.Count, Capacity: b.Capacity, Layers: len(b.Layers), Bits: b.Bits, BitsSet: b.BitsSet,
 		FPRate: b.FPRate, EstimatedFPRate: b.EstimatedFPRate}
 	return out, nil
+}
+
+// ReadWithoutBloom is Read leaving the Bloom filter out, as the stream
+// reads most of its states.
+func ReadWithoutBloom(ctx context.Context, c redis.UniversalClient, name string) (*State, error) {
+	return read(ctx, c, name, true)
 }
