@@ -171,12 +171,10 @@ type doneArgs struct {
 	// Away: it has links to other shards' hosts, offered there in the
 	// same pipeline; its record waits in the call's outbox entry.
 	Away bool `json:"away,omitempty"`
-	// The due set's member the URL was fetched with, to take out (text;
-	// 0: none), the one to put in (text; 0: none), and when that is due
-	// (ms from now).
-	Unvisit int   `json:"unvisit,omitempty"`
-	Visit   int   `json:"visit,omitempty"`
-	DueMs   int64 `json:"due_ms,omitempty"`
+	// The due set's member its outcome puts in (text; 0: none), and when
+	// that is due (ms from now).
+	Visit int   `json:"visit,omitempty"`
+	DueMs int64 `json:"due_ms,omitempty"`
 }
 
 // encode is the script's last arguments: the object, then its texts.
@@ -277,13 +275,8 @@ func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []
 		if x.Outcome.Failed != "" {
 			da.Failed = a.text(x.Lease.failedEntry(x.Outcome.Failed))
 		}
-		if old, next, err := visitTexts(x.Lease, x.Outcome); err == nil {
-			if old != "" {
-				da.Unvisit = a.text(old)
-			}
-			if next != "" {
-				da.Visit, da.DueMs = a.text(next), x.Outcome.Due.Milliseconds()
-			}
+		if m := dueMember(x.Lease, x.Outcome); m != "" {
+			da.Visit, da.DueMs = a.text(m), x.Outcome.Due.Milliseconds()
 		}
 		for i := offset[d]; i < min(offset[d+1], start); i++ {
 			if flags[i] {

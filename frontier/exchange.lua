@@ -68,10 +68,9 @@
 --               away (true: it has links to other shards' hosts, offered
 --               there in the same pipeline, and its record waits in the
 --               outbox entry of this call until those offers are acked)
---               unvisit (text: the due set's member the URL was fetched
---               with, taken out; absent: none), visit (text: the member
---               its fetch leaves for the next one, put in, due in due_ms
---               ms; absent: none)
+--               visit (text: the due set's member its fetch leaves for
+--               the next one, put in, due in due_ms ms; absent: none; the
+--               sweep took the one it was fetched with out)
 --   outbox_id   this call's outbox entry, written when a page with away
 --               links is recorded; outbox (text: those links, JSON, for
 --               the scheduler to offer again should no ack come)
@@ -175,7 +174,7 @@ if D > 0 then
     end
   end
   local gone, failures, endedArgs, refunds, adapts = {}, {}, {}, {}, {}
-  local dueArgs, notDue = {}, {}
+  local dueArgs = {}
   for d = 1, D do
     local f = finished[d]
     if not held[d] and again[d] then
@@ -209,8 +208,7 @@ if D > 0 then
         end
       end
       if f.failed then failures[#failures + 1] = ARGV[T + f.failed] end
-      if f.unvisit then notDue[#notDue + 1] = ARGV[T + f.unvisit] end -- the URL's state for its next fetch (frontier/visit.go)
-      if f.visit then
+      if f.visit then -- the URL's state for its next fetch (frontier/visit.go)
         dueArgs[#dueArgs + 1] = now + (f.due_ms or 0)
         dueArgs[#dueArgs + 1] = ARGV[T + f.visit]
       end
@@ -232,7 +230,6 @@ if D > 0 then
     redis.call('ZADD', endedKey, unpack(endedArgs))
     redis.call('ZREMRANGEBYSCORE', endedKey, '-inf', now - 60000)
   end
-  if #notDue > 0 then redis.call('ZREM', KEYS[key0 + 15], unpack(notDue)) end
   if #dueArgs > 0 then redis.call('ZADD', KEYS[key0 + 15], unpack(dueArgs)) end
   if #failures > 0 then
     redis.call('LPUSH', failed, unpack(failures))

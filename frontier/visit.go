@@ -22,9 +22,9 @@ import (
 // under its fence, moves due URLs back to the front of their hosts'
 // queues as items that carry their Visit (Item.V): in a continuous crawl
 // those due now, after `crawler recrawl` those due by the recrawl's time
-// (Recrawl). While a URL is in flight it is in no due set; the exchange
-// that ends it takes the visit it was fetched with out (if it is still
-// there) and puts the new one in. A revisit leaves the Bloom filter as it
+// (Recrawl), taking them out of the due set as they do. While a URL is
+// queued or in flight it is in no due set; the exchange that ends it puts
+// its new visit in. A revisit leaves the Bloom filter as it
 // is: the filter says a URL was seen, the due set says when to see it
 // again.
 //
@@ -61,8 +61,8 @@ func (v Visit) Ref(url string) string {
 // Encode is the visit as the due set and an Item keep it: its fields
 // separated by tabs, trailing empty ones left out, a Last-Modified in
 // HTTP's format kept as Unix seconds. A field with a byte outside
-// printable ASCII (no valid validator has one) is dropped: the member an
-// exchange takes out must be, byte for byte, the one the sweep read.
+// printable ASCII (no valid validator has one) is dropped, so that the
+// sweep's JSON round trip of a visit (member, item, member) changes no byte.
 func (v Visit) Encode() string {
 	clean := func(s string) string {
 		for i := 0; i < len(s); i++ {
@@ -111,35 +111,19 @@ func DecodeVisit(s string) *Visit {
 // revisited (gone for good).
 const NotDue = time.Duration(-1)
 
-// dueMember is the due set's member of the URL of l with visit v.
-func dueMember(l *Lease, v string) (string, error) {
+// dueMember is the due set's member that the outcome o of the URL of l
+// puts in: "" when it keeps no visit, or takes the URL off the schedule.
+func dueMember(l *Lease, o Outcome) string {
+	if o.Visit == nil || o.Due < 0 {
+		return ""
+	}
 	it := Item{URL: l.Item.URL, Depth: l.Item.Depth}
 	el, ok := compact(it, l.Host)
 	if !ok {
-		b, err := json.Marshal(it)
-		if err != nil {
-			return "", err
-		}
+		b, _ := json.Marshal(it) // a string and a number: cannot fail
 		el = string(b)
 	}
-	return l.Host + "\n" + el + "\n" + v, nil
-}
-
-// visitTexts are exchange.lua's texts for a finished page: the due set's
-// member the URL was fetched with, to take out ("" for none), and the one
-// its outcome puts in ("" for none).
-func visitTexts(l *Lease, o Outcome) (old, next string, err error) {
-	if l.Item.V != "" {
-		if old, err = dueMember(l, l.Item.V); err != nil {
-			return "", "", err
-		}
-	}
-	if o.Visit != nil && o.Due >= 0 {
-		if next, err = dueMember(l, o.Visit.Encode()); err != nil {
-			return "", "", err
-		}
-	}
-	return old, next, nil
+	return l.Host + "\n" + el + "\n" + o.Visit.Encode()
 }
 
 var (
