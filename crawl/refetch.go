@@ -38,14 +38,16 @@ func (pl *pipeline) fetchOf(item frontier.Item, visit *frontier.Visit) func(cont
 // record when its content is archived already: a 304 to the validators
 // the URL's last visit sent, the payload that visit archived, or (with
 // --dedup-payloads) a payload the crawl's digest index says another
-// response archived (frontier.ClaimPayloads). It returns the record's place, the payload
-// digest, and where the content the answer stands for is archived whole
-// (nil: nowhere).
+// response archived (frontier.ClaimPayloads). It returns the record's
+// place, the payload digest, and where the content the answer stands for
+// is archived whole (nil: nowhere).
 func (pl *pipeline) archive(ctx context.Context, url string, visit *frontier.Visit, r *fetch.Result, start time.Time) (archive.Location, string, *frontier.Visit, error) {
 	var earlier *frontier.Archived // another response with this payload
-	claimed := ""                  // the digest this response claimed in the index
-	if d := archive.PayloadDigest(r.Raw.Response); pl.claims != nil && r.Status >= 200 && r.Status < 300 && !r.Truncated && len(r.Body) > 0 &&
-		(visit == nil || visit.RefDate == 0 || d != visit.Digest) {
+	d, claimed := "", ""           // its payload digest, when looked up; the digest this response claimed
+	if pl.claims != nil && r.Status >= 200 && r.Status < 300 && !r.Truncated && len(r.Body) > 0 {
+		d = archive.PayloadDigest(r.Raw.Response)
+	}
+	if d != "" && (visit == nil || visit.RefDate == 0 || d != visit.Digest) {
 		hit, found, err := pl.claims.claim(ctx, frontier.Claim{Digest: d, URI: url, Date: start})
 		switch {
 		case err != nil:
@@ -70,7 +72,7 @@ func (pl *pipeline) archive(ctx context.Context, url string, visit *frontier.Vis
 				profile = archive.ServerNotModified
 			}
 			return &archive.Revisit{Profile: profile, URI: visit.Ref(url), Date: time.Unix(0, visit.RefDate)}
-		case earlier != nil && digest == archive.PayloadDigest(r.Raw.Response):
+		case earlier != nil && digest == d:
 			ref = &frontier.Visit{RefURI: earlier.URI, RefDate: earlier.Date.UnixNano()}
 			if earlier.URI == url {
 				ref.RefURI = ""
