@@ -86,8 +86,7 @@ local recrawl = tonumber(redis.call('HGET', stats, 'recrawl_at') or '')
 if recrawl and (not cutoff or recrawl > cutoff) then cutoff = recrawl end
 local revisits = 0
 if cutoff then
-  local room = limit
-  if limited then room = math.min(limit, budget - pages - redis.call('ZCARD', leases)) end
+  local room = release - released -- the budget's room, less the retries released above
   local urls = {}
   if room > 0 then urls = redis.call('ZRANGEBYSCORE', KEYS[14], '-inf', cutoff, 'LIMIT', 0, room) end
   if #urls > 0 then
