@@ -1,5 +1,11 @@
 package frontier
 
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
 // Outcomes: one word for how a URL ended, the same in records (their
 // "outcome"), in the crawl's counters (Outcome.Stat, Stats) and in a
 // worker's exit line. They are here, not in package crawl, because the
@@ -25,4 +31,44 @@ type SweptRecord struct {
 	Attempt int    `json:"attempt"`
 	Outcome string `json:"outcome"` // OutcomeFailed
 	Error   string `json:"error"`
+}
+
+// Outcome is how a page ended.
+type Outcome struct {
+	Children []Item // links to queue (deduplicated in the same script)
+	Stat     string // the stats counter to bump: an outcome word (OutcomeOK …); "" for none
+	Status   int    // the HTTP status the page was answered with: counted as "status:NNN"; 0 for none
+	Change   string // how the page compares with its last fetch (new, changed …): counted as "change:WORD"; "" for none
+	Record   []byte // result record (JSON) for the results stream; nil for none
+	Failed   string // reason to keep the item on the failed list; "" for none
+	Fetched  bool   // a page was fetched (counts against the page budget)
+	// Refund: no request went to the host (disallowed, skipped before the
+	// fetch), so the token its pop took goes back to the host's bucket.
+	Refund bool
+	// FetchTime is how long the page's fetch took (0: none), for adaptive
+	// politeness (Options.DelayFactor).
+	FetchTime time.Duration
+	// Visit is what this fetch leaves for the URL's next one (nil: keep
+	// nothing), and Due when that is (from now; NotDue: never again).
+	// Written with the record, in the same atomic step (visit.go).
+	Visit *Visit
+	Due   time.Duration
+}
+
+// counters are the stats fields the outcome bumps, comma-separated.
+func (o Outcome) counters() string {
+	c := o.Stat
+	if o.Status != 0 {
+		c += ",status:" + strconv.Itoa(o.Status)
+	}
+	if o.Change != "" {
+		c += ",change:" + o.Change
+	}
+	return strings.TrimPrefix(c, ",")
+}
+
+// Finished is a lease ended with its page's outcome.
+type Finished struct {
+	Lease   *Lease
+	Outcome Outcome
 }
