@@ -177,7 +177,7 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 		o.Stat = OutcomeHTTPError
 	}
 	if item.Kind != frontier.KindSitemap {
-		if digest == "" {
+		if digest == "" && pl.s.KeepVisits { // compared at the next fetch: kept only with a visit
 			digest = answerDigest(r.Body, rec.Headers)
 		}
 		pl.s.revisitOutcome(visit, &rec, &o, digest, archived)
