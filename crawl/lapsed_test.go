@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -283,33 +282,21 @@ func workerBackAfterLapse(t *testing.T, thawEarly bool) {
 	responses := map[string][]string{} // URL → record ids
 	marked := map[string]bool{}
 	for _, dir := range []string{dirA, dirB} {
-		files, _ := filepath.Glob(filepath.Join(dir, "*.warc.gz"))
-		for _, file := range files {
-			r, err := gowarc.NewWarcFileReader(file, 0, gowarc.WithStrictValidation())
-			if err != nil {
-				t.Fatal(err)
-			}
-			for rec, err := range r.Records() {
-				if err != nil {
-					t.Fatalf("%s: %v", file, err)
+		eachWARCRecord(t, dir, func(rec gowarc.Record) {
+			h := rec.WarcRecord.WarcHeader()
+			switch rec.WarcRecord.Type() {
+			case gowarc.Response:
+				responses[h.Get(gowarc.WarcTargetURI)] = append(responses[h.Get(gowarc.WarcTargetURI)], h.GetId(gowarc.WarcRecordID))
+			case gowarc.Metadata:
+				var body bytes.Buffer
+				if rb, err := rec.WarcRecord.Block().RawBytes(); err == nil {
+					body.ReadFrom(rb)
 				}
-				h := rec.WarcRecord.WarcHeader()
-				switch rec.WarcRecord.Type() {
-				case gowarc.Response:
-					responses[h.Get(gowarc.WarcTargetURI)] = append(responses[h.Get(gowarc.WarcTargetURI)], h.GetId(gowarc.WarcRecordID))
-				case gowarc.Metadata:
-					var body bytes.Buffer
-					if rb, err := rec.WarcRecord.Block().RawBytes(); err == nil {
-						body.ReadFrom(rb)
-					}
-					if strings.Contains(body.String(), "redcrawl-duplicate: yes") {
-						marked[h.GetId(gowarc.WarcRefersTo)] = true
-					}
+				if strings.Contains(body.String(), "redcrawl-duplicate: yes") {
+					marked[h.GetId(gowarc.WarcRefersTo)] = true
 				}
-				rec.Close()
 			}
-			r.Close()
-		}
+		})
 	}
 	for u, ids := range responses {
 		unmarked := 0

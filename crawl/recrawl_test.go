@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -122,25 +121,13 @@ func TestTheSamePayloadIsArchivedOnce(t *testing.T) {
 
 		type rec struct{ typ, uri, date, profile, refURI, refDate string }
 		var recs []rec
-		files, _ := filepath.Glob(filepath.Join(dir, "*.warc.gz"))
-		for _, f := range files {
-			r, err := gowarc.NewWarcFileReader(f, 0, gowarc.WithStrictValidation())
-			if err != nil {
-				t.Fatal(err)
+		eachWARCRecord(t, dir, func(wr gowarc.Record) {
+			h := wr.WarcRecord.WarcHeader()
+			if typ := wr.WarcRecord.Type(); typ == gowarc.Response || typ == gowarc.Revisit {
+				recs = append(recs, rec{typ.String(), h.Get(gowarc.WarcTargetURI), h.Get(gowarc.WarcDate), h.Get(gowarc.WarcProfile),
+					h.Get(gowarc.WarcRefersToTargetURI), h.Get(gowarc.WarcRefersToDate)})
 			}
-			for wr, err := range r.Records() {
-				if err != nil {
-					t.Fatal(err)
-				}
-				h := wr.WarcRecord.WarcHeader()
-				if typ := wr.WarcRecord.Type(); typ == gowarc.Response || typ == gowarc.Revisit {
-					recs = append(recs, rec{typ.String(), h.Get(gowarc.WarcTargetURI), h.Get(gowarc.WarcDate), h.Get(gowarc.WarcProfile),
-						h.Get(gowarc.WarcRefersToTargetURI), h.Get(gowarc.WarcRefersToDate)})
-				}
-				wr.Close()
-			}
-			r.Close()
-		}
+		})
 		responses := map[string]rec{}
 		count := map[string]int{}
 		for _, r := range recs {
