@@ -77,7 +77,7 @@ func (pl *pipeline) keepDelay(ctx context.Context, l *frontier.Lease, crawlDelay
 // bucket, which the pops read) and announces it, for the URLs already
 // popped with a token reserved ahead.
 func (pl *pipeline) pause(ctx context.Context, host string, retryAfter time.Duration, why string) (time.Duration, error) {
-	d, err := pl.fr.PauseHost(ctx, host, retryAfter)
+	d, err := pl.fr.PauseHost(ctx, host, retryAfter, why)
 	if err != nil {
 		return 0, err
 	}

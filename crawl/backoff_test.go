@@ -13,6 +13,7 @@ import (
 
 	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/fetch"
+	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
@@ -55,7 +56,7 @@ func TestA429PausesTheHostForEveryWorker(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	paused := make(chan map[string]time.Duration, 1)
+	paused := make(chan []frontier.PausedHost, 1)
 	go func() { // the pause, once set, shows in status: poll for it
 		for ctx.Err() == nil {
 			st, err := crawl.ReadStatus(ctx, s.Client, "pause")
@@ -81,8 +82,8 @@ func TestA429PausesTheHostForEveryWorker(t *testing.T) {
 	select {
 	case p := <-paused:
 		host := strings.TrimPrefix(srv.URL, "http://")
-		if left, ok := p[host]; !ok || left <= 0 || left > 3*time.Second {
-			t.Errorf("status during the pause showed %v; want %s paused for under 3 s more", p, host)
+		if len(p) != 1 || p[0].Host != host || p[0].Left <= 0 || p[0].Left > 3*time.Second || !strings.Contains(p[0].Why, "429") {
+			t.Errorf("status during the pause showed %+v; want %s paused for under 3 s more, after a 429", p, host)
 		}
 	default:
 		t.Error("status was never read during the pause")

@@ -22,6 +22,11 @@ type Counters struct {
 	Exchanges, EmptyPops, Sent atomic.Int64
 }
 
+// Pages is how many pages this process finished, by any outcome.
+func (c *Counters) Pages() int64 {
+	return c.OK.Load() + c.HTTPError.Load() + c.Failed.Load() + c.Skipped.Load() + c.Unchanged.Load()
+}
+
 // count tallies an outcome.
 func (c *Counters) count(outcome string) {
 	switch outcome {

@@ -1,7 +1,11 @@
 package crawl
 
 import (
+	"context"
+
 	"math"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/redcrawl/crawler/frontier"
 )
@@ -16,6 +20,13 @@ var ErrName = frontier.ErrName
 // starting with a letter or digit: the alphabet that keeps every crawl's
 // keys apart from every other's (frontier.CheckName).
 func CheckName(name string) error { return frontier.CheckName(name) }
+
+// OpenFrontier opens the frontier of crawl name as its settings s (read
+// with LoadSettings) lay it out, for readers that watch it (the
+// dashboard); a worker opens its own.
+func OpenFrontier(ctx context.Context, c redis.UniversalClient, name string, s Settings) (*frontier.Frontier, error) {
+	return frontier.Open(ctx, c, name, s.frontierOptions())
+}
 
 // frontierOptions are what the settings say of the crawl's frontier.
 func (s Settings) frontierOptions() frontier.Options {

@@ -1,6 +1,7 @@
 package crawl
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -38,9 +39,10 @@ type Status struct {
 	// ResultsTrimmed counts records the results stream dropped (it keeps
 	// the newest million): the workers' --out files still have them.
 	ResultsTrimmed int64 `json:"results_trimmed"`
-	// Paused are the hosts paused now (they answered 429 or 503), with
-	// how long each pause has left.
-	Paused map[string]time.Duration `json:"paused_hosts,omitempty"`
+	// Paused are the hosts paused now (they answered 429 or 503, or
+	// failed again and again), the longest pause first, with how long each
+	// has left and why.
+	Paused []frontier.PausedHost `json:"paused_hosts,omitempty"`
 	// TopHosts are the hosts with the most URLs queued (at most
 	// StatusTopHosts; past frontier.HostScanLimit hosts, of those due
 	// soonest), of HostsQueued hosts with URLs queued.
@@ -66,6 +68,23 @@ type RevisitStatus struct {
 	NextDueSeconds float64    `json:"next_due_seconds"` // -1: none
 	RecrawlAt      *time.Time `json:"recrawl_at,omitempty"`
 	Continuous     bool       `json:"continuous"`
+}
+
+// ReadRevisits reads the schedule of the crawl of fr, whose settings are s.
+func ReadRevisits(ctx context.Context, fr *frontier.Frontier, s Settings) (RevisitStatus, error) {
+	rv, err := fr.Revisits(ctx)
+	if err != nil {
+		return RevisitStatus{}, err
+	}
+	out := RevisitStatus{Scheduled: rv.Scheduled, DueNow: rv.DueNow, NextDueSeconds: -1, Continuous: s.Revisit > 0}
+	if rv.NextDue >= 0 {
+		out.NextDueSeconds = rv.NextDue.Seconds()
+	}
+	if !rv.RecrawlAt.IsZero() {
+		at := rv.RecrawlAt.UTC()
+		out.RecrawlAt = &at
+	}
+	return out, nil
 }
 
 // StatusTopHosts is how many hosts Status lists, busiest queue first.
@@ -111,17 +130,8 @@ func ReadStatusWith(ctx context.Context, c redis.UniversalClient, name string, o
 	if st.Events, err = fr.Events(ctx, StatusEvents); err != nil {
 		return nil, err
 	}
-	rv, err := fr.Revisits(ctx)
-	if err != nil {
+	if st.Revisits, err = ReadRevisits(ctx, fr, s); err != nil {
 		return nil, err
-	}
-	st.Revisits = RevisitStatus{Scheduled: rv.Scheduled, DueNow: rv.DueNow, NextDueSeconds: -1, Continuous: s.Revisit > 0}
-	if rv.NextDue >= 0 {
-		st.Revisits.NextDueSeconds = rv.NextDue.Seconds()
-	}
-	if !rv.RecrawlAt.IsZero() {
-		at := rv.RecrawlAt.UTC()
-		st.Revisits.RecrawlAt = &at
 	}
 	info, last, err := leader.Current(ctx, c, fr.LeaderKey())
 	switch {
@@ -150,8 +160,8 @@ func ReadStatusWith(ctx context.Context, c redis.UniversalClient, name string, o
 		return nil, err
 	}
 	st.ResultsTrimmed = max(st.Counters["records"]-kept, 0)
-	if st.Paused, err = pausedHosts(ctx, c, fr); err != nil {
-		return nil, err
+	if st.Paused, err = fr.PausedHosts(ctx); err != nil {
+		return nil, fmt.Errorf("crawl: status: %w", err)
 	}
 	const window = 10 * time.Second
 	recent, err := fr.RecentRecords(ctx, window)
@@ -160,25 +170,6 @@ func ReadStatusWith(ctx context.Context, c redis.UniversalClient, name string, o
 	}
 	st.PagesPerSecond = float64(recent) / window.Seconds()
 	return st, nil
-}
-
-// pausedHosts finds the hosts whose token bucket holds a pause that has
-// not ended (SCAN over the crawl's buckets, which expire when full).
-func pausedHosts(ctx context.Context, c redis.UniversalClient, fr *frontier.Frontier) (map[string]time.Duration, error) {
-	out := map[string]time.Duration{}
-	err := fr.ScanRateKeys(ctx, func(hosts, keys []string) error {
-		left, err := politeness.PausesLeft(ctx, c, keys)
-		for i, d := range left {
-			if d > 0 {
-				out[hosts[i]] = d
-			}
-		}
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("crawl: status: %w", err)
-	}
-	return out, nil
 }
 
 // String renders the status for a person.
@@ -223,11 +214,10 @@ func (st *Status) String() string {
 	}
 	if len(st.Paused) > 0 {
 		var hosts []string
-		for h, left := range st.Paused {
-			hosts = append(hosts, fmt.Sprintf("%s (%v more)", h, left.Round(time.Second)))
+		for _, p := range st.Paused {
+			hosts = append(hosts, fmt.Sprintf("%s (%v more, after %s)", p.Host, p.Left.Round(time.Second), cmp.Or(p.Why, "a 429/503")))
 		}
-		sort.Strings(hosts)
-		fmt.Fprintf(&b, "  paused      %d hosts answered 429/503 and wait, for every worker: %s\n", len(hosts), strings.Join(hosts, ", "))
+		fmt.Fprintf(&b, "  paused      %d hosts wait, for every worker: %s\n", len(hosts), strings.Join(hosts, ", "))
 	}
 	if len(st.TopHosts) > 0 {
 		if st.HostsQueued > frontier.HostScanLimit {
@@ -240,8 +230,10 @@ func (st *Status) String() string {
 			if h.DueIn > 0 {
 				state = fmt.Sprintf("next URL in %v", h.DueIn.Round(time.Millisecond))
 			}
-			if left, ok := st.Paused[h.Host]; ok {
-				state = fmt.Sprintf("paused %v more (429/503)", left.Round(time.Second))
+			for _, p := range st.Paused {
+				if p.Host == h.Host {
+					state = fmt.Sprintf("paused %v more (after %s)", p.Left.Round(time.Second), cmp.Or(p.Why, "a 429/503"))
+				}
 			}
 			if h.Interval > 0 {
 				state += fmt.Sprintf("; %.3g requests/s (%s)", float64(time.Second)/float64(h.Interval), h.Why)

@@ -1,4 +1,4 @@
-package dashboard_test
+package dashboard
 
 import (
 	"context"
@@ -12,32 +12,71 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
-	"github.com/redcrawl/crawler/dashboard"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
+	"github.com/redcrawl/crawler/leader"
+	"github.com/redis/go-redis/v9"
 )
 
-// BenchmarkRefresh measures what one refresh of the dashboard (one state
-// of its stream) costs Redis: commands by name (INFO commandstats) and
-// Redis CPU, on a crawl of 1 000 hosts × 10 URLs queued with a Bloom
-// filter sized for a million URLs and 20 events: every state read whole
-// (bloom=every), and as the stream reads them, the Bloom filter every
-// BloomEvery (bloom=cached: one refresh a second). Run with -benchtime 50x.
+// BenchmarkRefresh measures what the dashboard costs Redis, panel by
+// panel and for a state as the stream reads them (the slow panels every
+// SlowEvery: one state in ten at one a second): commands (INFO
+// commandstats), their execution time (commandstats' usec) and Redis's
+// CPU, on a crawl of 1 000 hosts × 10 URLs queued, a Bloom filter sized
+// for a million URLs, 20 events, three workers with heartbeats, a lock
+// held and five hosts paused; over 1 and 4 shards. Run with -benchtime 50x.
 func BenchmarkRefresh(b *testing.B) {
-	for _, cached := range []bool{false, true} {
-		name := "bloom=every"
-		if cached {
-			name = "bloom=cached"
-		}
-		b.Run(name, func(b *testing.B) { refresh(b, cached) })
+	for _, shards := range []int{1, 4} {
+		b.Run(fmt.Sprintf("shards=%d", shards), func(b *testing.B) {
+			s := redistest.Real(b)
+			ctx := context.Background()
+			s.Client.FlushAll(ctx)
+			benchCrawl(b, s.Client, shards)
+			v, err := open(ctx, s.Client, "b")
+			if err != nil {
+				b.Fatal(err)
+			}
+			st := &State{}
+			measure := func(name string, fn func() error) {
+				b.Run(name, func(b *testing.B) {
+					costOf(b, s, fn)
+				})
+			}
+			measure("settings", func() error { _, err := open(ctx, s.Client, "b"); return err })
+			for _, p := range panels {
+				name := p.name
+				if p.slow {
+					name += " (slow)"
+				}
+				measure(strings.ReplaceAll(name, " ", "_"), func() error { return p.read(ctx, v, st) })
+			}
+			i := 0
+			measure("a_state_as_streamed", func() error {
+				slow := i%int(SlowEvery/time.Second) == 0
+				i++
+				if slow {
+					if _, err := open(ctx, s.Client, "b"); err != nil {
+						return err
+					}
+				}
+				for _, p := range panels {
+					if !p.slow || slow {
+						if err := p.read(ctx, v, st); err != nil {
+							return err
+						}
+					}
+				}
+				return nil
+			})
+		})
 	}
 }
 
-func refresh(b *testing.B, cached bool) {
-	s := redistest.Real(b)
+// benchCrawl seeds crawl "b" as BenchmarkRefresh describes.
+func benchCrawl(b *testing.B, c *redis.Client, shards int) {
 	ctx := context.Background()
-	s.Client.FlushAll(ctx)
 	set := crawl.DefaultSettings()
+	set.Shards, set.Rate, set.Burst = shards, 2, 1
 	var seeds []*url.URL
 	for h := 0; h < 1000; h++ {
 		for p := 0; p < 10; p++ {
@@ -45,53 +84,68 @@ func refresh(b *testing.B, cached bool) {
 			seeds = append(seeds, u)
 		}
 	}
-	if _, err := crawl.Seed(ctx, s.Client, "b", set, seeds); err != nil {
+	if _, err := crawl.Seed(ctx, c, "b", set, seeds); err != nil {
 		b.Fatal(err)
 	}
-	fr, err := frontier.New(s.Client, "b", frontier.Options{Shards: 1})
+	fr, err := crawl.OpenFrontier(ctx, c, "b", set)
 	if err != nil {
 		b.Fatal(err)
 	}
 	for i := 0; i < 20; i++ {
 		fr.AddEvent(ctx, frontier.Event{Kind: frontier.EventPause, Text: "an event"})
 	}
+	for i := 1; i <= 3; i++ {
+		w := fmt.Sprintf("w%d", i)
+		fr.Register(ctx, w)
+		fr.Heartbeat(ctx, w, int64(100*i), nil)
+	}
+	for h := 0; h < 5; h++ {
+		fr.PauseHost(ctx, fmt.Sprintf("host-%04d.example.org", h), time.Hour, "a 429")
+	}
+	if _, err := leader.Obtain(ctx, c, fr.LeaderKey(), "w1", time.Hour); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// costOf runs fn b.N times and reports Redis's commands, their execution
+// time and its CPU, each a call.
+func costOf(b *testing.B, s *redistest.Server, fn func() error) {
+	ctx := context.Background()
 	s.Client.ConfigResetStat(ctx)
 	cpu0 := redistest.CPU(b, s.Client)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		var err error
-		if cached && i%int(dashboard.BloomEvery/time.Second) != 0 {
-			_, err = dashboard.ReadWithoutBloom(ctx, s.Client, "b")
-		} else {
-			_, err = dashboard.Read(ctx, s.Client, "b")
-		}
-		if err != nil {
+		if err := fn(); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.StopTimer()
 	cpu := redistest.CPU(b, s.Client) - cpu0
-	stats := s.Client.Info(ctx, "commandstats").Val()
-	calls := map[string]int64{}
+	calls, usec := map[string]int64{}, int64(0)
 	var total int64
-	re := regexp.MustCompile(`^cmdstat_([^:]+):calls=(\d+)`)
-	for _, line := range strings.Split(stats, "\r\n") {
+	re := regexp.MustCompile(`^cmdstat_([^:]+):calls=(\d+),usec=(\d+)`)
+	for _, line := range strings.Split(s.Client.Info(ctx, "commandstats").Val(), "\r\n") {
 		if m := re.FindStringSubmatch(line); m != nil && m[1] != "info" && m[1] != "config|resetstat" {
 			n, _ := strconv.ParseInt(m[2], 10, 64)
+			u, _ := strconv.ParseInt(m[3], 10, 64)
 			calls[m[1]] = n
-			total += n
+			total, usec = total+n, usec+u
 		}
 	}
 	names := make([]string, 0, len(calls))
 	for k := range calls {
 		names = append(names, k)
 	}
-	sort.Slice(names, func(i, j int) bool { return calls[names[i]] > calls[names[j]] })
+	sort.Slice(names, func(i, j int) bool {
+		return calls[names[i]] > calls[names[j]] || calls[names[i]] == calls[names[j]] && names[i] < names[j]
+	})
 	var parts []string
 	for _, k := range names {
-		parts = append(parts, fmt.Sprintf("%s %.1f", k, float64(calls[k])/float64(b.N)))
+		parts = append(parts, fmt.Sprintf("%s %.1f", strings.ToUpper(k), float64(calls[k])/float64(b.N)))
 	}
-	b.ReportMetric(float64(total)/float64(b.N), "redis-commands/refresh")
-	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "redis-µs/refresh")
-	b.Logf("commands a refresh: %s (the idle server's cron included in the CPU: ~%v over the run)", strings.Join(parts, ", "), time.Duration(b.Elapsed()).Round(time.Millisecond))
+	b.ReportMetric(float64(total)/float64(b.N), "commands/op")
+	b.ReportMetric(float64(usec)/float64(b.N), "exec-µs/op")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "redis-cpu-µs/op")
+	b.ReportMetric(0, "ns/op")
+	b.Logf("commands: %s", strings.Join(parts, ", "))
 }

@@ -23,12 +23,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 
-	"github.com/redcrawl/crawler/crawl"
-	"github.com/redcrawl/crawler/frontier"
-	"github.com/redcrawl/crawler/leader"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -47,8 +43,15 @@ type Config struct {
 	Log   *slog.Logger
 }
 
-// Handler serves the dashboard of cfg.Crawl from c.
-func Handler(c redis.UniversalClient, cfg Config) http.Handler {
+// Dashboard serves the dashboard of one crawl.
+type Dashboard struct {
+	h  http.Handler
+	rd *reader
+}
+
+// New serves the dashboard of cfg.Crawl from c. Run it as well, for a
+// chart with history when a page opens.
+func New(c redis.UniversalClient, cfg Config) *Dashboard {
 	if cfg.Every <= 0 {
 		cfg.Every = time.Second
 	}
@@ -69,7 +72,26 @@ func Handler(c redis.UniversalClient, cfg Config) http.Handler {
 		json.NewEncoder(w).Encode(st)
 	})
 	mux.HandleFunc("GET /api/stream", func(w http.ResponseWriter, r *http.Request) { stream(w, r, rd, cfg) })
-	return guard(cfg.Token, mux)
+	return &Dashboard{h: guard(cfg.Token, mux), rd: rd}
+}
+
+func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) { d.h.ServeHTTP(w, r) }
+
+// Run samples the crawl's pages counter every HistoryEvery while no page
+// is open (one HGETALL a shard), until ctx ends: the chart of a page
+// opened later starts HistoryKept back. A crawl not seeded yet is tried
+// again at the next sample.
+func (d *Dashboard) Run(ctx context.Context) {
+	t := time.NewTicker(HistoryEvery)
+	defer t.Stop()
+	for {
+		d.rd.sample(ctx) // a failure shows on the page, when one opens
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // guard refuses requests without the token (when there is one), and asks
@@ -105,12 +127,16 @@ func stream(w http.ResponseWriter, r *http.Request, rd *reader, cfg Config) {
 	w.Header().Set("Cache-Control", "no-store")
 	t := time.NewTicker(cfg.Every)
 	defer t.Stop()
+	first := true
 	for {
 		st, err := rd.read(r.Context())
 		var b []byte
 		if err != nil {
 			b, _ = json.Marshal(map[string]string{"error": err.Error()})
 		} else {
+			if first {
+				st.History, first = rd.points(), false
+			}
 			b, _ = json.Marshal(st)
 		}
 		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
@@ -141,101 +167,8 @@ func CheckListen(addr, token string) error {
 	return nil
 }
 
-// State is what the page shows, read from Redis at one moment.
-type State struct {
-	Crawl          string                   `json:"crawl"`
-	At             time.Time                `json:"at"`
-	Done           bool                     `json:"done"`
-	Counters       map[string]int64         `json:"counters"`
-	PagesPerSecond float64                  `json:"pages_per_second"`
-	Frontier       frontier.Sizes           `json:"frontier"`
-	TopHosts       []frontier.HostQueue     `json:"top_hosts"`
-	HostsQueued    int64                    `json:"hosts_queued"`
-	Paused         map[string]time.Duration `json:"paused_hosts_ns,omitempty"`
-	Workers        []string                 `json:"workers"`
-	Leader         *leader.Info             `json:"leader,omitempty"`
-	Epoch          int64                    `json:"epoch"`
-	LockTTL        time.Duration            `json:"lock_ttl_ns"`
-	Bloom          BloomView                `json:"bloom"`
-	Revisits       crawl.RevisitStatus      `json:"revisits"`
-	Events         []frontier.Event         `json:"events"`
-	Shards         int                      `json:"shards"`
-	Rate           any                      `json:"rate"` // requests a second a host; null: no limit
-	Burst          int                      `json:"burst"`
-}
-
-// BloomView is the Bloom filter as the page shows it.
-type BloomView struct {
-	Count           int64   `json:"count"`
-	Capacity        int64   `json:"capacity"`
-	Layers          int     `json:"layers"`
-	Bits            int64   `json:"bits"`
-	BitsSet         int64   `json:"bits_set"`
-	FPRate          float64 `json:"fp_rate"` // the bound it was sized for
-	EstimatedFPRate float64 `json:"estimated_fp_rate"`
-}
-
-// BloomEvery is how often the page's Bloom filter panel is read again: a
-// BITCOUNT over every segment is most of a refresh's Redis CPU
-// (BenchmarkRefresh), and the fill changes slowly.
-const BloomEvery = 10 * time.Second
-
-// reader reads the states of one crawl for all of a server's pages, the
-// Bloom filter at most every BloomEvery.
-type reader struct {
-	c    redis.UniversalClient
-	name string
-
-	mu        sync.Mutex
-	bloom     BloomView
-	bloomRead time.Time
-}
-
-func (rd *reader) read(ctx context.Context) (*State, error) {
-	rd.mu.Lock()
-	fresh := time.Since(rd.bloomRead) < BloomEvery
-	bloom := rd.bloom
-	rd.mu.Unlock()
-	st, err := read(ctx, rd.c, rd.name, fresh)
-	if err != nil {
-		return nil, err
-	}
-	rd.mu.Lock()
-	defer rd.mu.Unlock()
-	if fresh {
-		st.Bloom = bloom
-	} else {
-		rd.bloom, rd.bloomRead = st.Bloom, time.Now()
-	}
-	return st, nil
-}
-
-// Read gathers the state of crawl name (crawl.ReadStatus, less what is
-// secret or not the page's).
+// Read gathers one state of crawl name, every panel read.
 func Read(ctx context.Context, c redis.UniversalClient, name string) (*State, error) {
-	return read(ctx, c, name, false)
-}
-
-func read(ctx context.Context, c redis.UniversalClient, name string, noBloom bool) (*State, error) {
-	st, err := crawl.ReadStatusWith(ctx, c, name, crawl.StatusOptions{NoBloom: noBloom})
-	if err != nil {
-		return nil, err
-	}
-	out := &State{Crawl: st.Crawl, At: time.Now().UTC(), Done: st.Done, Counters: st.Counters, PagesPerSecond: st.PagesPerSecond,
-		Frontier: st.Frontier, TopHosts: st.TopHosts, HostsQueued: st.HostsQueued, Paused: st.Paused, Workers: st.Workers,
-		Leader: st.Leader, Epoch: st.Epoch, Revisits: st.Revisits, Events: st.Events, Shards: st.Settings.Shards,
-		Rate: st.SettingsJSON["rate"], Burst: st.Settings.Burst}
-	if st.Leader != nil {
-		out.LockTTL = st.Leader.TTL
-	}
-	b := st.Bloom
-	out.Bloom = BloomView{Count: b.Count, Capacity: b.Capacity, Layers: len(b.Layers), Bits: b.Bits, BitsSet: b.BitsSet,
-		FPRate: b.FPRate, EstimatedFPRate: b.EstimatedFPRate}
-	return out, nil
-}
-
-// ReadWithoutBloom is Read leaving the Bloom filter out, as the stream
-// reads most of its states.
-func ReadWithoutBloom(ctx context.Context, c redis.UniversalClient, name string) (*State, error) {
-	return read(ctx, c, name, true)
+	rd := &reader{c: c, name: name}
+	return rd.read(ctx)
 }

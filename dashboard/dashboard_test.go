@@ -36,7 +36,7 @@ func TestTheDashboardServesTheStateAndNoSecret(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := httptest.NewServer(dashboard.Handler(s.Client, dashboard.Config{Crawl: "d", Every: 10 * time.Millisecond}))
+		srv := httptest.NewServer(dashboard.New(s.Client, dashboard.Config{Crawl: "d", Every: 10 * time.Millisecond}))
 		defer srv.Close()
 
 		res, err := http.Get(srv.URL + "/api/state")
@@ -49,7 +49,7 @@ func TestTheDashboardServesTheStateAndNoSecret(t *testing.T) {
 		if err := json.Unmarshal(body, &st); err != nil {
 			t.Fatalf("state %s: %v", body, err)
 		}
-		if st.Crawl != "d" || st.Frontier.Queued != 1 || st.Leader == nil || st.Leader.ID != "w9" || st.Leader.Epoch != l.Epoch() || st.LockTTL <= 0 {
+		if st.Crawl != "d" || st.Frontier.Queued != 1 || st.Leader == nil || st.Leader.ID != "w9" || st.Leader.Epoch != l.Epoch() || st.Leader.TTL <= 0 {
 			t.Fatalf("state %s; want the seed queued and w9 leading", body)
 		}
 		if strings.Contains(string(body), "s3cret") || strings.Contains(string(body), s.URL()) {
@@ -107,7 +107,7 @@ func TestThePageLoadsNothingFromElsewhere(t *testing.T) {
 // A token guards every request; beyond loopback one is required.
 func TestTheTokenGuardsTheDashboard(t *testing.T) {
 	s := redistest.Mini(t)
-	srv := httptest.NewServer(dashboard.Handler(s.Client, dashboard.Config{Crawl: "d", Token: "t0k"}))
+	srv := httptest.NewServer(dashboard.New(s.Client, dashboard.Config{Crawl: "d", Token: "t0k"}))
 	defer srv.Close()
 	for path, want := range map[string]int{"/": 401, "/api/state?token=wrong": 401, "/?token=t0k": 200} {
 		res, err := http.Get(srv.URL + path)

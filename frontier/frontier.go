@@ -263,28 +263,26 @@ type HostQueue struct {
 	// "crawl-delay", "adaptive").
 	Interval time.Duration `json:"interval_ns"`
 	Why      string        `json:"interval_why,omitempty"`
+	// Bucket is the host's token bucket now.
+	Bucket Bucket `json:"bucket"`
 }
 
 // HostScanLimit bounds the hosts HostQueues examines: a crawl of millions
 // of hosts gets a sample (the hosts due soonest), not a stall of Redis.
 const HostScanLimit = 10000
 
-// HostQueues returns the n hosts with the most URLs queued, longest first,
-// and how many hosts have URLs queued (exact). With more than 10 000
-// hosts, only the 10 000 due soonest are looked at for the longest.
-func (f *shard) HostQueues(ctx context.Context, n int) ([]HostQueue, int64, error) {
+// longest returns the n hosts with the most URLs queued in this shard,
+// longest first (Queued only), and how many hosts have URLs queued
+// (exact). With more than HostScanLimit hosts, only those due soonest are
+// looked at for the longest.
+func (f *shard) longest(ctx context.Context, n int) ([]HostQueue, int64, error) {
 	pipe := f.c.Pipeline()
-	now := pipe.Time(ctx)
 	total := pipe.HLen(ctx, f.keys.Lengths)
-	ready := pipe.ZRangeWithScores(ctx, f.keys.Ready, 0, HostScanLimit-1)
+	ready := pipe.ZRange(ctx, f.keys.Ready, 0, HostScanLimit-1)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, 0, fmt.Errorf("frontier: host queues: %w", err)
 	}
-	hosts := ready.Val()
-	names := make([]string, len(hosts))
-	for i, z := range hosts {
-		names[i] = z.Member.(string)
-	}
+	names := ready.Val()
 	var counts []any
 	if len(names) > 0 {
 		var err error
@@ -292,42 +290,55 @@ func (f *shard) HostQueues(ctx context.Context, n int) ([]HostQueue, int64, erro
 			return nil, 0, fmt.Errorf("frontier: host queues: %w", err)
 		}
 	}
-	nowMs := now.Val().UnixMilli()
 	out := []HostQueue{}
-	for i, z := range hosts {
-		q, _ := strconv.ParseInt(fmt.Sprint(counts[i]), 10, 64) // nil: none
-		if q > 0 {
-			due := max(time.Duration(int64(z.Score)-nowMs)*time.Millisecond, 0)
-			out = append(out, HostQueue{Host: z.Member.(string), Queued: q, DueIn: due})
+	for i, host := range names {
+		if q, _ := strconv.ParseInt(fmt.Sprint(counts[i]), 10, 64); q > 0 { // nil: none
+			out = append(out, HostQueue{Host: host, Queued: q})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Queued > out[j].Queued })
-	out = out[:min(n, len(out))]
-	return out, total.Val(), f.intervals(ctx, out)
+	return out[:min(n, len(out))], total.Val(), nil
 }
 
-// intervals fills in the hosts' intervals from their buckets.
-func (f *shard) intervals(ctx context.Context, hosts []HostQueue) error {
+// HostsNow reads hosts' queues as they stand, in one round trip: URLs
+// queued, when each is due, its interval and its token bucket. A host
+// with nothing queued has Queued 0 and DueIn 0.
+func (f *Frontier) HostsNow(ctx context.Context, hosts []string) ([]HostQueue, error) {
 	pipe := f.c.Pipeline()
-	own := make([]*redis.SliceCmd, len(hosts))
+	now := pipe.Time(ctx)
+	type reads struct {
+		queued *redis.StringCmd
+		due    *redis.FloatCmd
+		bucket *redis.SliceCmd
+	}
+	rs := make([]reads, len(hosts))
 	for i, h := range hosts {
-		own[i] = pipe.HMGet(ctx, f.keys.Buckets+h.Host, "delay", "adapt")
+		k := f.fs[ShardOf(h, len(f.fs))].keys
+		rs[i] = reads{pipe.HGet(ctx, k.Lengths, h), pipe.ZScore(ctx, k.Ready, h), pipe.HMGet(ctx, k.Buckets+h, "tokens", "last", "delay", "adapt")}
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return fmt.Errorf("frontier: host queues: %w", err)
+		return nil, fmt.Errorf("frontier: host queues: %w", err)
 	}
-	for i := range hosts {
-		h := &hosts[i]
-		if f.o.HostRate > 0 {
-			h.Interval, h.Why = time.Duration(float64(time.Second)/f.o.HostRate), "rate"
+	nowUs := now.Val().UnixMicro()
+	out := make([]HostQueue, len(hosts))
+	for i, h := range hosts {
+		q, _ := rs[i].queued.Int64() // absent: none
+		hq := HostQueue{Host: h, Queued: q}
+		if at, err := rs[i].due.Result(); err == nil {
+			hq.DueIn = max(time.Duration(int64(at)*1000-nowUs)*time.Microsecond, 0)
 		}
-		v := own[i].Val()
+		v := rs[i].bucket.Val()
+		if f.HostRate > 0 {
+			hq.Interval, hq.Why = time.Duration(float64(time.Second)/f.HostRate), "rate"
+		}
 		for j, why := range []string{"crawl-delay", "adaptive"} {
-			ms, _ := strconv.ParseInt(fmt.Sprint(v[j]), 10, 64) // nil: none
-			if d := time.Duration(ms) * time.Millisecond; d > h.Interval {
-				h.Interval, h.Why = d, why
+			ms, _ := strconv.ParseInt(fmt.Sprint(v[2+j]), 10, 64) // nil: none
+			if d := time.Duration(ms) * time.Millisecond; d > hq.Interval {
+				hq.Interval, hq.Why = d, why
 			}
 		}
+		hq.Bucket = bucketAt(v, nowUs, f.HostRate, max(f.HostBurst, 1))
+		out[i] = hq
 	}
-	return nil
+	return out, nil
 }

@@ -180,7 +180,7 @@ func TestHeartbeatKeepsLeases(t *testing.T) {
 		}
 		e.f.Lease = time.Minute
 		gone := &frontier.Lease{ID: "no-such-lease", Host: "a"}
-		if n, err := e.f.Heartbeat(ctx, "w1", []*frontier.Lease{l, gone}); err != nil || n != 1 {
+		if n, err := e.f.Heartbeat(ctx, "w1", 0, []*frontier.Lease{l, gone}); err != nil || n != 1 {
 			t.Fatalf("Heartbeat = %d, %v", n, err)
 		}
 		if l.Left() <= 200*time.Millisecond || gone.Left() > 0 {
@@ -431,7 +431,7 @@ func TestExchangeBatchesFinishesReturnsAndPops(t *testing.T) {
 		// d's lease is lost before the exchange (no heartbeat kept it):
 		// its page must not be recorded.
 		e.advance(300 * time.Millisecond)
-		if _, err := e.f.Heartbeat(ctx, "w", []*frontier.Lease{byHost["a"], byHost["b"], byHost["c"]}); err != nil {
+		if _, err := e.f.Heartbeat(ctx, "w", 0, []*frontier.Lease{byHost["a"], byHost["b"], byHost["c"]}); err != nil {
 			t.Fatal(err)
 		}
 		if sw, err := e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 5, 100, 0); err != nil || sw.Reclaimed != 1 {
@@ -677,7 +677,7 @@ func TestScriptsRefuseAGoneCrawl(t *testing.T) {
 		if err != nil || len(x.Popped) != 1 {
 			t.Fatal(x, err)
 		}
-		if _, err := e.f.Heartbeat(ctx, "w1", x.Popped); err != nil {
+		if _, err := e.f.Heartbeat(ctx, "w1", 0, x.Popped); err != nil {
 			t.Fatal(err)
 		}
 		if alive, err := e.f.Workers(ctx); err != nil || len(alive) != 1 || alive[0] != "w1" {
@@ -688,7 +688,7 @@ func TestScriptsRefuseAGoneCrawl(t *testing.T) {
 		if _, err := e.f.Exchange(ctx, page, nil, 1); !errors.Is(err, frontier.ErrGone) {
 			t.Errorf("exchange: %v; want ErrGone", err)
 		}
-		if _, err := e.f.Heartbeat(ctx, "w1", x.Popped); !errors.Is(err, frontier.ErrGone) {
+		if _, err := e.f.Heartbeat(ctx, "w1", 0, x.Popped); !errors.Is(err, frontier.ErrGone) {
 			t.Errorf("heartbeat: %v; want ErrGone", err)
 		}
 		// A scheduler that campaigned again after the reset passes the fence.

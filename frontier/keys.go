@@ -40,6 +40,15 @@ type Keys struct {
 	// the URL's lease; the scheduler's sweep moves those due back to their
 	// hosts' queues, in a continuous crawl or after a recrawl (visit.go).
 	Due string
+	// Pauses is a sorted set: the hosts paused (a 429 or 503, a run of
+	// failures: Frontier.PauseHost) -> when each pause ends (ms), so that
+	// status and the dashboard list them without a scan; ended pauses are
+	// dropped by the next pause noted.
+	Pauses string
+	// WorkerInfo is a hash, in the first shard: worker -> what its last
+	// heartbeat said of it ("pages leases": pages it finished, leases it
+	// held), dropped with the worker from the registry.
+	WorkerInfo string
 	// Counters is the prefix of the processes' exchange counters (Counter).
 	Counters string
 	// Fence, for a shard other than the first, keeps the highest epoch of
@@ -88,7 +97,7 @@ func keysUnder(p string) Keys {
 	return Keys{Queues: p + "queue:", Lengths: p + "lengths", Counters: p + "counter:", Ready: p + "ready", Leases: p + "leases", Deferred: p + "deferred",
 		Failed: p + "failed", Workers: p + "workers", Stats: p + "stats", Results: p + "results", DoneFlag: p + "done",
 		Config: p + "config", HostPages: p + "hostpages", Ended: p + "ended", Buckets: p + "rate:", Slowed: p + "slowed", Outbox: p + "outbox",
-		Due: p + "due"}
+		Due: p + "due", Pauses: p + "pauses", WorkerInfo: p + "workerinfo"}
 }
 
 // MaxNameLen bounds a crawl name.
@@ -125,6 +134,10 @@ func tag(name string, i int) string {
 	}
 	return "crawl:{" + name + "/" + strconv.Itoa(i) + "}:"
 }
+
+// ShardTag is the prefix of shard i's keys of crawl name: crawl:{name}:
+// for the first, crawl:{name/i}: for the others.
+func ShardTag(name string, i int) string { return tag(name, i) }
 
 // seenKey is shard i's Bloom filter, with its segments under it + ":".
 func seenKey(name string, i int) string { return tag(name, i) + "seen" }

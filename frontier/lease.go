@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
-
-	"github.com/redcrawl/crawler/politeness"
 )
 
 // Lease is a popped item held by one worker.
@@ -166,20 +164,4 @@ func (f *shard) SetHostDelay(ctx context.Context, host string, delay time.Durati
 		return false, ErrLeaseLost
 	}
 	return n == 2, nil
-}
-
-// PauseHost stops host for every worker: its bucket is paused
-// (politeness.Limiter.Pause: the server's Retry-After, or a back-off that
-// doubles with repeats), and no pop offers it before the pause ends.
-// It returns the pause.
-func (f *Frontier) PauseHost(ctx context.Context, host string, retryAfter time.Duration) (time.Duration, error) {
-	d, err := politeness.NewLimiter(f.c, politeness.Inf, 1).Pause(ctx, f.RateKey(host), retryAfter)
-	if err != nil || f.HostRate > 0 {
-		return d, err
-	}
-	// Without a rate, the pops read only the buckets of marked hosts.
-	if err := f.c.HSet(ctx, f.fs[ShardOf(host, len(f.fs))].keys.Slowed, host, 1).Err(); err != nil {
-		return d, fmt.Errorf("frontier: pause: %w", err)
-	}
-	return d, nil
 }

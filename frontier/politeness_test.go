@@ -83,7 +83,7 @@ func TestAPausedHostIsNotOffered(t *testing.T) {
 		ctx := context.Background()
 		e := setup(t, s) // no rate: the pause holds even so
 		e.enqueue(t, append(hostURLs("a", 2), hostURLs("b", 1)...))
-		if _, err := e.f.PauseHost(ctx, "a", time.Hour); err != nil {
+		if _, err := e.f.PauseHost(ctx, "a", time.Hour, "a test"); err != nil {
 			t.Fatal(err)
 		}
 		x := popN(t, e.f, 3)
@@ -269,7 +269,7 @@ func TestAHostLeavesTheSlowedOnceItsPauseEnds(t *testing.T) {
 	e := setup(t, s)
 	ctx := context.Background()
 	e.enqueue(t, hostURLs("a", 2))
-	if _, err := e.f.PauseHost(ctx, "a", time.Second); err != nil {
+	if _, err := e.f.PauseHost(ctx, "a", time.Second, "a test"); err != nil {
 		t.Fatal(err)
 	}
 	slowed := frontier.KeysFor("t").Slowed

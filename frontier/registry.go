@@ -33,21 +33,21 @@ func (f *shard) Register(ctx context.Context, worker string) (time.Duration, err
 // and extends the leases it holds; it returns how many were still held,
 // or ErrGone when the crawl is gone. A lease extended has its local
 // deadline moved on (Lease.Left); one found lost is marked so.
-func (f *shard) Heartbeat(ctx context.Context, worker string, leases []*Lease) (int, error) {
+func (f *shard) Heartbeat(ctx context.Context, worker string, pages int64, leases []*Lease) (int, error) {
 	pipe := f.c.Pipeline()
-	read := f.queueHeartbeat(ctx, pipe, worker, leases)
+	read := f.queueHeartbeat(ctx, pipe, worker, pages, leases)
 	pipe.Exec(ctx) // the call's error is read below
 	return read()
 }
 
 // queueHeartbeat adds the heartbeat to pipe (Frontier.Heartbeat sends
 // every shard's in one pipeline), and returns how to read it.
-func (f *shard) queueHeartbeat(ctx context.Context, pipe redis.Pipeliner, worker string, leases []*Lease) func() (int, error) {
-	args := []any{worker, f.o.Lease.Milliseconds()}
+func (f *shard) queueHeartbeat(ctx context.Context, pipe redis.Pipeliner, worker string, pages int64, leases []*Lease) func() (int, error) {
+	args := []any{worker, f.o.Lease.Milliseconds(), fmt.Sprintf("%d %d", pages, len(leases))}
 	for _, l := range leases {
 		args = append(args, l.Member())
 	}
-	keys := []string{f.keys.Leases, f.keys.Workers, f.keys.Config}
+	keys := []string{f.keys.Leases, f.keys.Workers, f.keys.Config, f.keys.WorkerInfo}
 	sent := time.Now()
 	cmd := renewScript.EvalSha(ctx, pipe, keys, args...)
 	return func() (int, error) {
@@ -82,7 +82,10 @@ func (f *shard) queueHeartbeat(ctx context.Context, pipe redis.Pipeliner, worker
 // otherwise count as alive until its last heartbeat's lease ran out).
 // ZREM never creates a key: safe on a crawl that is gone.
 func (f *shard) Deregister(ctx context.Context, worker string) error {
-	if err := f.c.ZRem(ctx, f.keys.Workers, worker).Err(); err != nil {
+	pipe := f.c.Pipeline()
+	pipe.ZRem(ctx, f.keys.Workers, worker)
+	pipe.HDel(ctx, f.keys.WorkerInfo, worker)
+	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("frontier: deregister: %w", err)
 	}
 	return nil
@@ -114,4 +117,43 @@ func (f *shard) Lapsed(ctx context.Context) ([]string, error) {
 	}
 	return f.c.ZRangeByScore(ctx, f.keys.Workers, &redis.ZRangeBy{
 		Min: "-inf", Max: "(" + fmt.Sprint(now.UnixMilli())}).Result()
+}
+
+// WorkerNow is a registered worker as WorkersNow reads it.
+type WorkerNow struct {
+	ID    string `json:"id"`
+	Alive bool   `json:"alive"` // heartbeat within its lease, not deregistered
+	// Pages it finished and leases it held, by its last heartbeat; Beat
+	// is how long ago that was (Redis's clock). A worker whose heartbeat
+	// carried no note (an older version) has Beat -1.
+	Pages  int64         `json:"pages"`
+	Leases int64         `json:"leases"`
+	Beat   time.Duration `json:"beat_ago_ns"`
+}
+
+// MaxWorkersListed bounds the workers WorkersNow reads.
+const MaxWorkersListed = 1000
+
+// WorkersNow lists the registered workers, alive or lapsed and not yet
+// forgotten, with what their last heartbeats said: one round trip.
+func (f *Frontier) WorkersNow(ctx context.Context) ([]WorkerNow, error) {
+	k := f.fs[0].keys
+	pipe := f.c.Pipeline()
+	now := pipe.Time(ctx)
+	reg := pipe.ZRangeWithScores(ctx, k.Workers, 0, MaxWorkersListed-1)
+	info := pipe.HGetAll(ctx, k.WorkerInfo)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("frontier: workers: %w", err)
+	}
+	nowMs := now.Val().UnixMilli()
+	out := make([]WorkerNow, 0, len(reg.Val()))
+	for _, z := range reg.Val() {
+		w := WorkerNow{ID: z.Member.(string), Alive: int64(z.Score) >= nowMs, Beat: -1}
+		var beat int64
+		if n, _ := fmt.Sscanf(info.Val()[w.ID], "%d %d %d", &w.Pages, &w.Leases, &beat); n == 3 {
+			w.Beat = max(time.Duration(nowMs-beat)*time.Millisecond, 0)
+		}
+		out = append(out, w)
+	}
+	return out, nil
 }

@@ -14,6 +14,8 @@
 -- ARGV[5] page budget (0: none; -1: this shard's share, the field 'allow' of its stats)   ARGV[6] forget workers this long after they stopped being alive (ms)
 -- ARGV[7] the results stream's cap (XADD MAXLEN ~)
 -- KEYS[13] the outbox (exchange.lua)   ARGV[9] how old an outbox entry is before the sweep acks it (ms)
+-- KEYS[15] worker info (hash worker -> its last heartbeat's note:
+--   renew.lua), whose forgotten workers go with them
 -- KEYS[14] due (zset "host\nelement\nvisit" -> when the URL's revisit is
 --   due, ms): frontier/visit.go
 -- ARGV[10] '1': the crawl is continuous: URLs due by now go back to their
@@ -129,7 +131,11 @@ for _, lease in ipairs(expired) do
   end
 end
 fr_push_front(Q, back, now)
-redis.call('ZREMRANGEBYSCORE', KEYS[9], '-inf', now - tonumber(ARGV[6]))
+local forgotten = redis.call('ZRANGEBYSCORE', KEYS[9], '-inf', now - tonumber(ARGV[6]), 'LIMIT', 0, 1000)
+if #forgotten > 0 then
+  redis.call('ZREM', KEYS[9], unpack(forgotten))
+  redis.call('HDEL', KEYS[15], unpack(forgotten))
+end
 
 -- The outbox (exchange.lua): entries no ack came for in ARGV[9] ms are
 -- returned (at most 100 a sweep) for the scheduler to offer their links

@@ -83,44 +83,75 @@ func (f *Frontier) Woken(ch string) {
 // Sizes adds up the shards' counts, read in one pipeline (on a Cluster,
 // one round trip a master).
 func (f *Frontier) Sizes(ctx context.Context) (Sizes, error) {
+	each, err := f.ShardSizes(ctx)
+	var total Sizes
+	for _, sz := range each {
+		total.Queued += sz.Queued
+		total.InFlight += sz.InFlight
+		total.Deferred += sz.Deferred
+		total.Failed += sz.Failed
+	}
+	return total, err
+}
+
+// ShardSizes is each shard's counts, in one pipeline.
+func (f *Frontier) ShardSizes(ctx context.Context) ([]Sizes, error) {
 	pipe := f.fs[0].c.Pipeline()
 	reads := make([]func() Sizes, len(f.fs))
 	for i, sh := range f.fs {
 		reads[i] = sh.sizes(ctx, pipe)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return Sizes{}, fmt.Errorf("frontier: sizes: %w", err)
+		return nil, fmt.Errorf("frontier: sizes: %w", err)
 	}
-	var total Sizes
-	for _, read := range reads {
-		sz := read()
-		total.Queued += sz.Queued
-		total.InFlight += sz.InFlight
-		total.Deferred += sz.Deferred
-		total.Failed += sz.Failed
+	out := make([]Sizes, len(reads))
+	for i, read := range reads {
+		out[i] = read()
 	}
-	return total, nil
+	return out, nil
 }
 
-// HostQueues is Frontier.HostQueues over the shards.
+// HostQueues returns the n hosts with the most URLs queued, longest
+// first, as they stand (HostsNow), and how many hosts have URLs queued
+// (exact). Past HostScanLimit hosts in a shard, only those due soonest are
+// looked at for the longest.
 func (f *Frontier) HostQueues(ctx context.Context, n int) ([]HostQueue, int64, error) {
-	var all []HostQueue
+	names, each, err := f.HostQueueNames(ctx, n)
+	if err != nil {
+		return nil, 0, err
+	}
 	var hosts int64
-	for _, sh := range f.fs {
-		top, h, err := sh.HostQueues(ctx, n)
+	for _, h := range each {
+		hosts += h
+	}
+	now, err := f.HostsNow(ctx, names)
+	return now, hosts, err
+}
+
+// HostQueueNames returns the n hosts with the most URLs queued, longest
+// first, and each shard's count of hosts with URLs queued.
+func (f *Frontier) HostQueueNames(ctx context.Context, n int) ([]string, []int64, error) {
+	var all []HostQueue
+	each := make([]int64, len(f.fs))
+	for i, sh := range f.fs {
+		top, h, err := sh.longest(ctx, n)
 		if err != nil {
-			return nil, 0, err
+			return nil, nil, f.in(i, err)
 		}
-		all, hosts = append(all, top...), hosts+h
+		all, each[i] = append(all, top...), h
 	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].Queued > all[j].Queued })
-	return all[:min(n, len(all))], hosts, nil
+	names := make([]string, min(n, len(all)))
+	for i := range names {
+		names[i] = all[i].Host
+	}
+	return names, each, nil
 }
 
 // Heartbeat records that worker is alive (in the first shard, where the
 // crawl's registry is) and extends its leases, each in its own shard: one
 // call a shard with leases, in one pipeline.
-func (f *Frontier) Heartbeat(ctx context.Context, worker string, leases []*Lease) (int, error) {
+func (f *Frontier) Heartbeat(ctx context.Context, worker string, pages int64, leases []*Lease) (int, error) {
 	by := make([][]*Lease, len(f.fs))
 	for _, l := range leases {
 		by[f.Home(l)] = append(by[f.Home(l)], l)
@@ -130,9 +161,9 @@ func (f *Frontier) Heartbeat(ctx context.Context, worker string, leases []*Lease
 	for sh, part := range f.fs {
 		switch {
 		case sh == 0:
-			reads[sh] = part.queueHeartbeat(ctx, pipe, worker, by[0])
+			reads[sh] = part.queueHeartbeat(ctx, pipe, worker, pages, by[0])
 		case len(by[sh]) > 0:
-			reads[sh] = part.queueHeartbeat(ctx, pipe, "", by[sh])
+			reads[sh] = part.queueHeartbeat(ctx, pipe, "", 0, by[sh])
 		}
 	}
 	pipe.Exec(ctx) // each call's error is read below

@@ -96,6 +96,21 @@ var notCounters = map[string]bool{"queued": true, "allow": true, "end_scan": tru
 // (enqueued, offered, pages, records, failed, dropped_*) and those an
 // exchange's outcomes name (Outcome.Stat, Outcome.Counters).
 func (f *Frontier) Stats(ctx context.Context) (map[string]int64, error) {
+	each, err := f.ShardStats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n := map[string]int64{}
+	for _, m := range each {
+		for field, x := range m {
+			n[field] += x
+		}
+	}
+	return n, nil
+}
+
+// ShardStats is each shard's counters, in one pipeline.
+func (f *Frontier) ShardStats(ctx context.Context) ([]map[string]int64, error) {
 	pipe := f.c.Pipeline()
 	stats := make([]*redis.MapStringStringCmd, len(f.fs))
 	for i, sh := range f.fs {
@@ -104,8 +119,9 @@ func (f *Frontier) Stats(ctx context.Context) (map[string]int64, error) {
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("frontier: counters: %w", err)
 	}
-	n := map[string]int64{}
-	for _, cmd := range stats {
+	out := make([]map[string]int64, len(stats))
+	for i, cmd := range stats {
+		n := map[string]int64{}
 		for field, v := range cmd.Val() {
 			if notCounters[field] {
 				continue
@@ -116,8 +132,9 @@ func (f *Frontier) Stats(ctx context.Context) (map[string]int64, error) {
 			}
 			n[field] += x
 		}
+		out[i] = n
 	}
-	return n, nil
+	return out, nil
 }
 
 // BloomStats adds up the shards' Bloom filters: their sizes and counts,

@@ -199,8 +199,26 @@ var pauseScript = redis.NewScript(pauseSrc)
 // PauseMin to PauseMax. It returns the pause. With rate Inf no bucket is
 // asked, so a pause has no effect.
 func (l *Limiter) Pause(ctx context.Context, key string, retryAfter time.Duration) (time.Duration, error) {
-	ms, err := pauseScript.Run(ctx, l.c, []string{key}, max(retryAfter, 0).Milliseconds(),
-		PauseMin.Milliseconds(), PauseMax.Milliseconds(), PauseMemory.Milliseconds()).Int64()
+	return l.PauseWith(ctx, key, retryAfter, PauseNote{})
+}
+
+// PauseNote is what a pause leaves for those who read it (PausesOf).
+type PauseNote struct {
+	Why string // kept in the bucket's hash (field "why")
+	// Index, when not empty, is a sorted set in the bucket's hash slot
+	// that lists pauses: Member scored by when its pause ends (ms, Redis's
+	// clock). Each pause noted there removes the ended ones.
+	Index, Member string
+}
+
+// PauseWith is Pause, noting why and where the pause is listed.
+func (l *Limiter) PauseWith(ctx context.Context, key string, retryAfter time.Duration, n PauseNote) (time.Duration, error) {
+	keys := []string{key}
+	if n.Index != "" {
+		keys = append(keys, n.Index)
+	}
+	ms, err := pauseScript.Run(ctx, l.c, keys, max(retryAfter, 0).Milliseconds(),
+		PauseMin.Milliseconds(), PauseMax.Milliseconds(), PauseMemory.Milliseconds(), n.Why, n.Member).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("politeness: pause %s: %w", key, err)
 	}

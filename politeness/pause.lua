@@ -1,10 +1,14 @@
 -- pause.lua: pause a host for every worker, in its token bucket's hash:
 -- the host answered 429 or 503 (the server's "not now"). bucket.lua gives
 -- no token before the pause ends.
--- KEYS[1] the bucket (hash: tokens, last, paused_until µs, pauses)
+-- KEYS[1] the bucket (hash: tokens, last, paused_until µs, pauses, why)
+-- KEYS[2] optional: an index of pauses in the bucket's slot (zset member
+--         -> when its pause ends, ms), for readers that list paused hosts
+--         without a scan; ended pauses leave it here
 -- ARGV[1] the server's Retry-After in ms (0: none)
 -- ARGV[2] the first pause in ms   ARGV[3] the longest pause in ms
 -- ARGV[4] how long the count of pauses is kept past a pause, in ms
+-- ARGV[5] optional: why, kept in the bucket   ARGV[6] the index's member
 -- The pause is the server's Retry-After, or the back-off, whichever is
 -- longer; the back-off doubles with each pause that no granted token has
 -- halved since (bucket.lua). Time is the server's.
@@ -17,6 +21,11 @@ local backoff = math.min(tonumber(ARGV[2]) * 2 ^ (n - 1), tonumber(ARGV[3]))
 local pause = math.max(tonumber(ARGV[1]), backoff)
 local untl = math.max(tonumber(state[1] or '0'), now + pause * 1000)
 redis.call('HSET', KEYS[1], 'paused_until', string.format('%.17g', untl), 'pauses', n)
+if ARGV[5] and ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'why', ARGV[5]) end
 local ttl = redis.call('PTTL', KEYS[1])
 redis.call('PEXPIRE', KEYS[1], math.max(ttl, math.ceil((untl - now) / 1000) + tonumber(ARGV[4])))
+if KEYS[2] then
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', math.floor(now / 1000))
+  redis.call('ZADD', KEYS[2], math.ceil(untl / 1000), ARGV[6])
+end
 return math.ceil((untl - now) / 1000)

@@ -47,7 +47,9 @@ func dashboardCommand() *cli.Command {
 			}
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			srv := &http.Server{Handler: dashboard.Handler(rdb, dashboard.Config{Crawl: c.String("crawl"), Token: c.String("token")}),
+			dash := dashboard.New(rdb, dashboard.Config{Crawl: c.String("crawl"), Token: c.String("token")})
+			go dash.Run(ctx)
+			srv := &http.Server{Handler: dash,
 				ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 			fmt.Fprintf(c.App.ErrWriter, "crawler: dashboard of crawl %q at %s (Ctrl-C stops it)\n", c.String("crawl"), dashboardURL(ln.Addr(), c.String("token")))
 			go func() {

@@ -226,7 +226,10 @@ func demoDashboard(c *cli.Context, rdb redis.UniversalClient, name string) (func
 	if err != nil {
 		return nil, fmt.Errorf("--dashboard: %v", err)
 	}
-	srv := &http.Server{Handler: dashboard.Handler(rdb, dashboard.Config{Crawl: name}), ReadHeaderTimeout: 10 * time.Second}
+	dash := dashboard.New(rdb, dashboard.Config{Crawl: name})
+	sampling, stopSampling := context.WithCancel(c.Context)
+	go dash.Run(sampling)
+	srv := &http.Server{Handler: dash, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	out := c.App.Writer
 	fmt.Fprintf(out, "dashboard: %s (live: progress, the scheduler's lock and epoch, the event log)\n", dashboardURL(ln.Addr(), ""))
@@ -238,6 +241,7 @@ func demoDashboard(c *cli.Context, rdb redis.UniversalClient, name string) (func
 		case c.Duration("linger") > 0:
 			sleep(c.Context, c.Duration("linger"))
 		}
+		stopSampling()
 		srv.Close()
 	}, nil
 }

@@ -170,7 +170,8 @@ func runWork(c *cli.Context, rdb redis.UniversalClient, exitWhenDone bool) error
 	}
 	logger.Info("worker started", "worker", o.ID, "crawl", c.String("crawl"), "concurrency", o.Concurrency)
 	if metricsL != nil {
-		dash := dashboard.Handler(rdb, dashboard.Config{Crawl: c.String("crawl"), Token: c.String("dashboard-token")})
+		dash := dashboard.New(rdb, dashboard.Config{Crawl: c.String("crawl"), Token: c.String("dashboard-token")})
+		go dash.Run(ctx)
 		defer serveMetrics(metricsL, w, c.Bool("pprof"), dash)()
 		logger.Info("serving metrics", "url", "http://"+metricsL.Addr().String()+"/metrics", "dashboard", dashboardURL(metricsL.Addr(), c.String("dashboard-token")))
 	}

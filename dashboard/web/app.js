@@ -17,6 +17,26 @@ function rows(table, pairs) {
     tr.append(a, b); return tr;
   }));
 }
+// table fills el with a header row and rows of cells; numbers align right.
+function table(el, head, body) {
+  if (!body.length) body = [["none"]];
+  el.replaceChildren(...[head].concat(body).map((r, i) => {
+    const tr = document.createElement("tr");
+    r.forEach((v, j) => {
+      const td = document.createElement(i ? "td" : "th");
+      if (v instanceof Node) td.append(v); else td.textContent = v;
+      if (j && typeof v !== "string") td.className = "n";
+      tr.append(td);
+    });
+    return tr;
+  }));
+}
+function meter(frac, label) {
+  const wrap = document.createElement("span"); wrap.className = "meter";
+  const bar = document.createElement("span"); bar.className = "bar"; const fill = document.createElement("span");
+  fill.style.width = Math.max(0, Math.min(100, frac * 100)) + "%"; bar.append(fill);
+  wrap.append(bar, " " + label); return wrap;
+}
 function dur(ns) {
   const s = ns / 1e9;
   return s < 10 ? s.toFixed(1) + " s" : s < 120 ? Math.round(s) + " s" : Math.round(s / 60) + " min";
@@ -35,33 +55,42 @@ function draw(st) {
     .map((k) => [ "HTTP " + k.slice(7), c[k] ]);
   rows($("outcomes"), [["ok", c.ok || 0], ["http_error", c.http_error || 0], ["failed", c.failed || 0],
     ["skipped", c.skipped || 0], ["unchanged (304)", c.unchanged || 0], ...statuses]);
-  history.push([Date.now(), st.pages_per_second || 0]);
+  if (st.history) history.splice(0, history.length, ...st.history); // the server's, when the page opens
+  history.push([Date.parse(st.at), st.pages_per_second || 0]);
   while (history.length > 300) history.shift();
   chart();
   const f = st.frontier || {};
   const drain = st.pages_per_second > 0 ? dur(f.queued / st.pages_per_second * 1e9) : "—";
   rows($("sizes"), [["queued", f.queued || 0], ["in flight", f.in_flight || 0], ["deferred (retries)", f.deferred || 0],
-    ["failed for good", f.failed || 0], ["time to drain", drain], ["shards", st.shards]]);
+    ["failed for good", f.failed || 0], ["time to drain", drain]]);
   text($("leader-id"), st.leader ? st.leader.id : "none");
   text($("epoch"), st.leader ? st.leader.epoch : st.epoch);
-  const ttl = st.leader ? st.lock_ttl_ns : 0;
+  const ttl = st.leader ? st.leader.ttl_ns : 0;
   if (st.leader && st.leader.epoch !== lockTerm.epoch) lockTerm = { epoch: st.leader.epoch, full: 1 };
   lockTerm.full = Math.max(lockTerm.full, ttl);
   $("ttl-bar").style.width = Math.min(100, 100 * ttl / lockTerm.full) + "%";
   text($("ttl"), st.leader ? "lock expires in " + dur(ttl) + " unless renewed" : "no holder: a worker takes the lock at its next campaign");
-  $("worker-list").replaceChildren(...(st.workers || []).map((w) => {
-    const li = document.createElement("li"); li.textContent = w + (st.leader && st.leader.id === w ? "  (scheduler)" : ""); return li;
-  }));
+  const lead = st.leader ? st.leader.id : "";
+  table($("worker-table"), ["worker", "state", "pages", "leases", "last heartbeat"], (st.workers || []).map((w) =>
+    [w.id + (w.id === lead ? " (scheduler)" : ""), w.alive ? "alive" : "lapsed", w.pages, w.leases, w.beat_ago_ns < 0 ? "—" : dur(w.beat_ago_ns) + " ago"]));
   const hosts = st.top_hosts || [];
-  const rate = st.rate === null ? "no limit" : st.rate + "/s, burst " + st.burst;
-  $("host-table").replaceChildren(...[["host", "queued", "due in"]].concat(hosts.map((h) => [h.host, h.queued, dur(h.due_in_ns)])).map((r, i) => {
-    const tr = document.createElement("tr");
-    r.forEach((v, j) => { const td = document.createElement(i ? "td" : "th"); td.textContent = v; if (j) td.className = "n"; tr.append(td); });
-    return tr;
+  const paused = st.paused_hosts || [];
+  const pausedOf = new Map(paused.map((p) => [p.host, p]));
+  table($("host-table"), ["host", "queued", "next URL in", "tokens now", "rate", "set by"], hosts.map((h) => {
+    const b = h.bucket || {};
+    const p = pausedOf.get(h.host);
+    const rate = b.rate ? (b.rate >= 1 ? b.rate.toFixed(1) : b.rate.toPrecision(2)) + "/s" : "no limit";
+    return [h.host, h.queued, p ? "paused " + dur(p.left_ns) : h.due_in_ns ? dur(h.due_in_ns) : "now",
+      !b.rate ? "—" : b.tokens >= 0 ? meter(b.tokens / b.burst, b.tokens.toFixed(2) + " of " + b.burst)
+        : meter(0, "0 of " + b.burst + ", " + (-b.tokens).toFixed(2) + " promised ahead"), rate, h.interval_why || (b.rate ? "" : "—")];
   }));
-  const paused = Object.entries(st.paused_hosts_ns || {});
-  text($("paused"), (st.hosts_queued || 0) + " hosts with URLs queued; each host's bucket: " + rate +
-    (paused.length ? "; paused: " + paused.map(([h, d]) => h + " " + dur(d)).join(", ") : ""));
+  const limit = st.rate === null ? "no limit: a bucket holds only pauses and hosts' own delays" : st.rate + " requests/s a host, burst " + st.burst;
+  text($("hosts-note"), (st.hosts_queued || 0) + " hosts with URLs queued (the longest queues, re-read every 10 s); the crawl's pace: " + limit + ".");
+  table($("paused-table"), ["host", "for", "after"], paused.map((p) => [p.host, dur(p.left_ns), p.why || "a 429/503"]));
+  const shards = st.shards || [];
+  const pages = shards.reduce((n, x) => n + x.pages, 0) || 1;
+  table($("shard-table"), ["shard", "hosts", "queued", "in flight", "pages", "share"], shards.map((x) =>
+    [x.tag, x.hosts, x.queued, x.in_flight, x.pages, meter(x.pages / pages, (100 * x.pages / pages).toFixed(0) + "%")]));
   const b = st.bloom || {};
   const fill = b.bits ? b.bits_set / b.bits : 0;
   $("bloom-bar").style.width = (fill * 100).toFixed(1) + "%";

@@ -1,0 +1,114 @@
+package frontier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/redcrawl/crawler/politeness"
+	"github.com/redis/go-redis/v9"
+)
+
+// PauseHost stops host for every worker: its bucket is paused
+// (politeness.Limiter.Pause: the server's Retry-After, or a back-off that
+// doubles with repeats), and no pop offers it before the pause ends. Why
+// ("a 429", "3 failed requests") is kept in the bucket, and the pause is
+// listed in its shard's Pauses for PausedHosts. It returns the pause.
+func (f *Frontier) PauseHost(ctx context.Context, host string, retryAfter time.Duration, why string) (time.Duration, error) {
+	sh := f.fs[ShardOf(host, len(f.fs))]
+	d, err := politeness.NewLimiter(f.c, politeness.Inf, 1).PauseWith(ctx, f.RateKey(host), retryAfter,
+		politeness.PauseNote{Why: why, Index: sh.keys.Pauses, Member: host})
+	if err != nil || f.HostRate > 0 {
+		return d, err
+	}
+	// Without a rate, the pops read only the buckets of marked hosts.
+	if err := f.c.HSet(ctx, sh.keys.Slowed, host, 1).Err(); err != nil {
+		return d, fmt.Errorf("frontier: pause: %w", err)
+	}
+	return d, nil
+}
+
+// PausedHost is a host paused now, as PausedHosts reads it.
+type PausedHost struct {
+	Host string        `json:"host"`
+	Left time.Duration `json:"left_ns"` // until the pause ends, by Redis's clock
+	Why  string        `json:"why,omitempty"`
+}
+
+// MaxPausedListed bounds the pauses PausedHosts reads a shard: those that
+// end last.
+const MaxPausedListed = 1000
+
+// PausedHosts lists the hosts paused now, the longest pause first: one
+// round trip over the shards' Pauses, and one more for why when any is.
+func (f *Frontier) PausedHosts(ctx context.Context) ([]PausedHost, error) {
+	pipe := f.c.Pipeline()
+	now := pipe.Time(ctx)
+	lists := make([]*redis.ZSliceCmd, len(f.fs))
+	for i, sh := range f.fs {
+		lists[i] = pipe.ZRevRangeWithScores(ctx, sh.keys.Pauses, 0, MaxPausedListed-1)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("frontier: paused hosts: %w", err)
+	}
+	nowMs := now.Val().UnixMilli()
+	var out []PausedHost
+	why := f.c.Pipeline()
+	var whys []*redis.StringCmd
+	for _, l := range lists {
+		for _, z := range l.Val() {
+			if int64(z.Score) <= nowMs {
+				break // the rest ended before
+			}
+			host := z.Member.(string)
+			out = append(out, PausedHost{Host: host, Left: time.Duration(int64(z.Score)-nowMs) * time.Millisecond})
+			whys = append(whys, why.HGet(ctx, f.RateKey(host), "why"))
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	if _, err := why.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("frontier: paused hosts: %w", err)
+	}
+	for i, w := range whys {
+		out[i].Why = w.Val() // "": the bucket went, or was paused without one
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Left > out[j].Left })
+	return out, nil
+}
+
+// Bucket is a host's token bucket as it stands (politeness/tokens.lua's
+// arithmetic, read, not written): the tokens it holds now, and the rate
+// and burst it fills at; Rate 0 means no limit.
+type Bucket struct {
+	Tokens float64 `json:"tokens"`
+	Rate   float64 `json:"rate"` // tokens a second
+	Burst  int     `json:"burst"`
+}
+
+// bucketAt is the bucket of fields (tokens, last µs, delay ms, adapt ms)
+// at nowUs, as the pops see it: the crawl's rate and burst, or the host's
+// own delay or adaptive interval where that is slower (then a burst of
+// one); a missing bucket is full.
+func bucketAt(fields []any, nowUs int64, rate float64, burst int) Bucket {
+	num := func(v any) float64 {
+		x, _ := strconv.ParseFloat(fmt.Sprint(v), 64) // nil: 0
+		return x
+	}
+	interval := max(num(fields[2]), num(fields[3]))
+	if interval > 0 && (rate == 0 || 1000/interval < rate) {
+		rate, burst = 1000/interval, 1
+	}
+	b := Bucket{Tokens: float64(burst), Rate: rate, Burst: burst}
+	if rate == 0 || fields[0] == nil {
+		return b
+	}
+	tokens, last := num(fields[0]), num(fields[1])
+	elapsed := max(float64(nowUs)-last, 0) / 1e6
+	b.Tokens = min(tokens+elapsed*rate, float64(burst))
+	return b
+}

@@ -1,0 +1,143 @@
+package frontier_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// What status and the dashboard read of the hosts and workers: the hosts
+// paused and why, each host's bucket now, each worker's last heartbeat.
+
+// PausedHosts lists the pauses that have not ended, longest first, with
+// why, from the shards' index of pauses; an ended one is left out, and the
+// next pause drops it from the index.
+func TestPausedHostsSayHowLongAndWhy(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		e := setup(t, s)
+		pauses := frontier.KeysFor("t").Pauses
+		s.Client.ZAdd(ctx, pauses, redis.Z{Score: 1, Member: "ended.example"}) // a pause that ended in 1970
+		if _, err := e.f.PauseHost(ctx, "a", time.Hour, "a 429"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.f.PauseHost(ctx, "b", 2*time.Hour, "3 requests in a row failed"); err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.f.PausedHosts(ctx)
+		if err != nil || len(got) != 2 {
+			t.Fatalf("PausedHosts = %+v, %v; want b and a", got, err)
+		}
+		for i, want := range []struct {
+			host, why string
+			left      time.Duration
+		}{{"b", "3 requests in a row failed", 2 * time.Hour}, {"a", "a 429", time.Hour}} {
+			if p := got[i]; p.Host != want.host || p.Why != want.why || p.Left > want.left+time.Second || p.Left < want.left-time.Minute {
+				t.Errorf("paused host %d: %+v; want %s for about %v, after %q", i, p, want.host, want.left, want.why)
+			}
+		}
+		if n := s.Client.ZCard(ctx, pauses).Val(); n != 2 {
+			t.Errorf("the index of pauses holds %d; want the ended one dropped", n)
+		}
+	})
+}
+
+// HostsNow reads a host's bucket as the pops would: the tokens it holds
+// now, the crawl's rate and burst, or the host's own Crawl-delay where
+// that is slower; a host never fetched holds a full bucket.
+func TestHostsNowReadsEachHostsBucket(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		e := setup(t, s)
+		e.f.HostRate, e.f.HostBurst = 1.0/3600, 3
+		e.enqueue(t, append(hostURLs("a", 5), hostURLs("b", 1)...))
+		x := popN(t, e.f, 2)
+		if len(x.Popped) != 2 {
+			t.Fatalf("popped %v; want 2", hosts(x.Popped))
+		}
+		var ofA int64
+		for _, l := range x.Popped {
+			if l.Host == "a" {
+				ofA++
+			}
+		}
+		ofB := 2 - ofA
+		// A Crawl-delay slower than the crawl's rate sets the host's pace.
+		if _, err := e.f.SetHostDelay(ctx, "c", 2*time.Hour, nil); err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.f.HostsNow(ctx, []string{"a", "b", "c"})
+		if err != nil || len(got) != 3 {
+			t.Fatalf("HostsNow = %+v, %v", got, err)
+		}
+		a, b, c := got[0], got[1], got[2]
+		// At a token an hour, a minute refills 1/60 of one.
+		if a.Host != "a" || a.Queued != 5-ofA || a.Bucket.Burst != 3 || a.Bucket.Rate != 1.0/3600 ||
+			a.Bucket.Tokens < float64(3-ofA) || a.Bucket.Tokens > float64(3-ofA)+1.0/60 {
+			t.Errorf("a: %+v; want %d queued and %d tokens of 3 left", a, 5-ofA, 3-ofA)
+		}
+		if b.Queued != 1-ofB || b.Bucket.Tokens < float64(3-ofB) || b.Bucket.Tokens > float64(3-ofB)+1.0/60 {
+			t.Errorf("b: %+v; want %d queued and %d tokens of 3 left", b, 1-ofB, 3-ofB)
+		}
+		if c.Queued != 0 || c.Why != "crawl-delay" || c.Interval != 2*time.Hour || c.Bucket.Rate != 1.0/7200 || c.Bucket.Burst != 1 || c.Bucket.Tokens != 1 {
+			t.Errorf("c: %+v; want its Crawl-delay's pace, a token every 2 h, burst 1, full", c)
+		}
+	})
+}
+
+// A heartbeat leaves the worker's pages and leases for whoever watches;
+// the worker's note goes with it when it deregisters, or when the sweep
+// forgets it.
+func TestWorkersNowSayWhatTheirLastHeartbeatSaid(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		e := setup(t, s)
+		for _, w := range []string{"w1", "w2", "w3"} {
+			if _, err := e.f.Register(ctx, w); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.enqueue(t, hostURLs("a", 2))
+		x := popN(t, e.f, 2)
+		if _, err := e.f.Heartbeat(ctx, "w1", 7, x.Popped); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.f.Heartbeat(ctx, "w3", 1, nil); err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.f.WorkersNow(ctx)
+		if err != nil || len(got) != 3 {
+			t.Fatalf("WorkersNow = %+v, %v; want three", got, err)
+		}
+		by := map[string]frontier.WorkerNow{}
+		for _, w := range got {
+			by[w.ID] = w
+		}
+		if w := by["w1"]; !w.Alive || w.Pages != 7 || w.Leases != int64(len(x.Popped)) || w.Beat < 0 || w.Beat > time.Minute {
+			t.Errorf("w1: %+v; want alive, 7 pages, %d leases, a heartbeat just now", w, len(x.Popped))
+		}
+		if w := by["w2"]; !w.Alive || w.Beat != -1 {
+			t.Errorf("w2: %+v; want alive, no heartbeat yet", w)
+		}
+		if err := e.f.Deregister(ctx, "w1"); err != nil {
+			t.Fatal(err)
+		}
+		info := frontier.KeysFor("t").WorkerInfo
+		if s.Client.HExists(ctx, info, "w1").Val() {
+			t.Error("w1's note outlived its deregistration")
+		}
+		// w3 stopped long ago: the sweep forgets it, and its note.
+		s.Client.ZAdd(ctx, frontier.KeysFor("t").Workers, redis.Z{Score: 1, Member: "w3"})
+		e.sweep(t, 3, 0)
+		if s.Client.HExists(ctx, info, "w3").Val() {
+			t.Error("the sweep forgot w3 but kept its note")
+		}
+		if got, _ := e.f.WorkersNow(ctx); len(got) != 1 || got[0].ID != "w2" {
+			t.Errorf("WorkersNow = %+v; want only w2", got)
+		}
+	})
+}
