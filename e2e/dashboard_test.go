@@ -95,7 +95,40 @@ func TestTheDashboardInABrowserFollowsTheCrawlAndAHandover(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
+	// rows reads a table as its cells (innerText: a row a line, tabs
+	// between cells), without its header.
+	rows := func(sel string) [][]string {
+		var out [][]string
+		for i, line := range strings.Split(text(sel), "\n") {
+			if i > 0 && line != "" {
+				out = append(out, strings.Split(line, "\t"))
+			}
+		}
+		return out
+	}
+	worker := func(id string) []string {
+		for _, r := range rows("#worker-table") {
+			if len(r) == 5 && strings.Fields(r[0])[0] == id {
+				return r
+			}
+		}
+		return nil
+	}
 	await("pages fetched", func() bool { return number("#pages") > 20 })
+	// Each worker's row: alive, with pages its heartbeats said; each host's
+	// bucket at the crawl's rate.
+	await("three workers alive with their pages", func() bool {
+		for _, id := range []string{"w1", "w2", "w3"} {
+			if r := worker(id); r == nil || r[1] != "alive" || r[2] == "0" || !strings.HasSuffix(r[4], " ago") {
+				return false
+			}
+		}
+		return true
+	})
+	await("three hosts' buckets at 8/s", func() bool {
+		hosts := text("#host-table")
+		return strings.Count(hosts, "8.0/s") == 3 && strings.Count(hosts, " of 1") == 3
+	})
 	// The count agrees with status: the page's is no older than a state
 	// read before it (it streams one a second) and no newer than one after.
 	before := h.status().Counters["pages"]
@@ -126,6 +159,9 @@ func TestTheDashboardInABrowserFollowsTheCrawlAndAHandover(t *testing.T) {
 	holder, epoch := text("#leader-id"), number("#epoch")
 	want := "epoch " + strconv.FormatInt(epoch, 10) + ": " + holder + " took the lock after " + old.ID + "'s lease ran out"
 	await("the handover in the event log", func() bool { return strings.Contains(text("#events"), want) })
+	// The killed worker's heartbeats stopped: its registration lapses a
+	// lease after its last one.
+	await("the killed worker lapsed", func() bool { r := worker(old.ID); return r != nil && r[1] == "lapsed" })
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
 	if err != nil {
 		t.Fatal(err)
