@@ -1,13 +1,15 @@
 // Package dashboard serves a crawl's live dashboard: a read-only web page,
 // embedded in the binary (it loads nothing from elsewhere, so it works
 // offline), that shows the crawl and its coordination as they happen —
-// progress, hosts, workers, the scheduler's lock and epoch, the Bloom
+// progress, the frontier and its shards, workers and their heartbeats,
+// the scheduler's lock and epoch, hosts and their token buckets, the Bloom
 // filter, and the event log of handovers, fenced sweeps and pauses. It
 // needs only Redis: any machine that reaches the crawl's Redis can serve
 // it, worker or not.
 //
 // The page polls nothing itself: /api/stream is a server-sent event
-// stream of the crawl's state, one a second (/api/state gives one). It
+// stream of the crawl's state, one a second (/api/state gives one), read
+// panel by panel (state.go; docs/dashboard.md has what each costs). It
 // writes nothing to Redis, and shows nothing secret: no Redis address or
 // password, and of the settings none of the request headers, which may
 // hold credentials.

@@ -107,14 +107,14 @@ function chart() {
   const cv = $("chart"), g = cv.getContext("2d");
   g.clearRect(0, 0, cv.width, cv.height);
   if (history.length < 2) return;
-  const max = Math.max(1, ...history.map((p) => p[1]));
+  const max = Math.max(1, ...history.map((p) => p[1])) * 1.25; // headroom: a steady rate is not drawn on the top edge
   g.strokeStyle = "#27a"; g.lineWidth = 2; g.beginPath();
   history.forEach((p, i) => {
     const x = i / (history.length - 1) * cv.width, y = cv.height - p[1] / max * (cv.height - 10) - 2;
     i ? g.lineTo(x, y) : g.moveTo(x, y);
   });
   g.stroke();
-  g.fillStyle = "#556"; g.fillText(max.toFixed(0) + " pages/s", 4, 12);
+  g.fillStyle = "#556"; g.font = "12px system-ui, sans-serif"; g.fillText(max.toFixed(0) + " pages/s", 4, 14);
 }
 
 let last = 0; // when the last state came
