@@ -23,7 +23,7 @@ import (
 // SlowEvery: one state in ten at one a second): commands (INFO
 // commandstats), their execution time (commandstats' usec) and Redis's
 // CPU, on a crawl of 1 000 hosts × 10 URLs queued, a Bloom filter sized
-// for a million URLs, 20 events, three workers with heartbeats, a lock
+// for a million URLs, 150 events, three workers with heartbeats, a lock
 // held and five hosts paused; over 1 and 4 shards. Run with -benchtime 50x.
 func BenchmarkRefresh(b *testing.B) {
 	for _, shards := range []int{1, 4} {
@@ -91,8 +91,12 @@ func benchCrawl(b *testing.B, c *redis.Client, shards int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for i := 0; i < 20; i++ {
-		fr.AddEvent(ctx, frontier.Event{Kind: frontier.EventPause, Text: "an event"})
+	for i := 0; i < 150; i++ {
+		kind := frontier.EventPause
+		if i%10 == 0 {
+			kind = frontier.EventLead
+		}
+		fr.AddEvent(ctx, frontier.Event{Kind: kind, Text: "host host-0001.example.org paused 1s for every worker, after a 429"})
 	}
 	for i := 1; i <= 3; i++ {
 		w := fmt.Sprintf("w%d", i)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/dashboard"
+	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/leader"
 )
@@ -127,4 +128,42 @@ func TestTheTokenGuardsTheDashboard(t *testing.T) {
 	if err := dashboard.CheckListen("0.0.0.0:8090", "t0k"); err != nil {
 		t.Errorf("with a token: %v", err)
 	}
+}
+
+// The scheduler's timeline is the lock's events of the log (its
+// handovers and the sweeps its fence refused), newest first; the event
+// log has them all.
+func TestTheSchedulersTimelineIsTheLocksEvents(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		seed, _ := url.Parse("http://example.test/")
+		if _, err := crawl.Seed(ctx, s.Client, "d", crawl.DefaultSettings(), []*url.URL{seed}); err != nil {
+			t.Fatal(err)
+		}
+		fr, err := crawl.OpenFrontier(ctx, s.Client, "d", crawl.DefaultSettings())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range []frontier.Event{{Kind: frontier.EventLead, Text: "epoch 1: w1 took the lock"},
+			{Kind: frontier.EventPause, Text: "host h paused"}, {Kind: frontier.EventFenced, Text: "a sweep under epoch 1 was refused"},
+			{Kind: frontier.EventResend, Text: "w2 resent its exchange"}} {
+			if err := fr.AddEvent(ctx, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st, err := dashboard.Read(ctx, s.Client, "d")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var line, log []string
+		for _, e := range st.Timeline {
+			line = append(line, e.Kind)
+		}
+		for _, e := range st.Events {
+			log = append(log, e.Kind)
+		}
+		if strings.Join(line, " ") != "fenced lead" || strings.Join(log, " ") != "resend fenced pause lead" {
+			t.Errorf("timeline %v, log %v; want fenced, lead, and all four newest first", line, log)
+		}
+	})
 }

@@ -36,8 +36,11 @@ type State struct {
 	Bloom       BloomView             `json:"bloom"`
 	Revisits    crawl.RevisitStatus   `json:"revisits"`
 	Events      []frontier.Event      `json:"events"`
-	Rate        any                   `json:"rate"` // requests a second a host; null: no limit
-	Burst       int                   `json:"burst"`
+	// Timeline is the scheduler's: its lock's handovers and the sweeps its
+	// fence refused, newest first, of the newest TimelineEvents events.
+	Timeline []frontier.Event `json:"timeline"`
+	Rate     any              `json:"rate"` // requests a second a host; null: no limit
+	Burst    int              `json:"burst"`
 }
 
 // ShardView is one shard's share of the crawl.
@@ -65,6 +68,13 @@ type BloomView struct {
 // segment), the scan for the longest host queues, and the crawl's
 // settings. Each state reads the rest (BenchmarkRefresh measures both).
 const SlowEvery = 10 * time.Second
+
+// TimelineEvents is how many of the newest events the scheduler's
+// timeline is drawn from, and TimelineLen how many it shows.
+const (
+	TimelineEvents = 100
+	TimelineLen    = 10
+)
 
 // TopHosts is how many hosts the page lists, the longest queues first.
 const TopHosts = 10
@@ -172,9 +182,21 @@ var panels = []panel{
 		st.Revisits, err = crawl.ReadRevisits(ctx, v.fr, v.s)
 		return err
 	}},
-	{name: "event log", read: func(ctx context.Context, v *view, st *State) (err error) {
-		st.Events, err = v.fr.Events(ctx, crawl.StatusEvents)
-		return err
+	{name: "event log", read: func(ctx context.Context, v *view, st *State) error {
+		all, err := v.fr.Events(ctx, TimelineEvents)
+		if err != nil {
+			return err
+		}
+		st.Events, st.Timeline = all[:min(len(all), crawl.StatusEvents)], nil
+		for _, e := range all {
+			switch e.Kind {
+			case frontier.EventLead, frontier.EventResign, frontier.EventLost, frontier.EventFenced:
+				if len(st.Timeline) < TimelineLen {
+					st.Timeline = append(st.Timeline, e)
+				}
+			}
+		}
+		return nil
 	}},
 }
 

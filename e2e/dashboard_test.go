@@ -158,7 +158,9 @@ func TestTheDashboardInABrowserFollowsTheCrawlAndAHandover(t *testing.T) {
 	})
 	holder, epoch := text("#leader-id"), number("#epoch")
 	want := "epoch " + strconv.FormatInt(epoch, 10) + ": " + holder + " took the lock after " + old.ID + "'s lease ran out"
-	await("the handover in the event log", func() bool { return strings.Contains(text("#events"), want) })
+	await("the handover in the event log and the scheduler's timeline", func() bool {
+		return strings.Contains(text("#events"), want) && strings.Contains(text("#timeline"), want)
+	})
 	// The killed worker's heartbeats stopped: its registration lapses a
 	// lease after its last one.
 	await("the killed worker lapsed", func() bool { r := worker(old.ID); return r != nil && r[1] == "lapsed" })

@@ -96,11 +96,13 @@ function draw(st) {
   $("bloom-bar").style.width = (fill * 100).toFixed(1) + "%";
   text($("bloom-text"), (b.count || 0) + " URLs seen in " + (b.layers || 0) + " layer(s); " + (fill * 100).toFixed(2) +
     "% of bits set; estimated false-positive rate " + ((b.estimated_fp_rate || 0) * 100).toFixed(4) + "% (bound " + ((b.fp_rate || 0) * 100).toFixed(2) + "%)");
-  $("events").replaceChildren(...(st.events || []).map((e) => {
+  const item = (e) => {
     const li = document.createElement("li");
     const t = document.createElement("time"); t.textContent = new Date(e.at).toLocaleTimeString();
     li.append(t, e.text); li.dataset.kind = e.kind; return li;
-  }));
+  };
+  $("events").replaceChildren(...(st.events || []).map(item));
+  $("timeline").replaceChildren(...(st.timeline || []).map(item));
 }
 
 function chart() {
