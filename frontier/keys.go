@@ -171,11 +171,6 @@ func (f *Frontier) PauseChannel() string { return tag(f.name, 0) + "paused" }
 // hostsKey is the set of the seeds' hosts (AddSeedHosts).
 func (f *Frontier) hostsKey() string { return tag(f.name, 0) + "hosts" }
 
-// ratePatterns match the token buckets of every shard (SCAN MATCH).
-func ratePatterns(name string) []string {
-	return []string{"crawl:{" + name + "}:rate:*", "crawl:{" + name + "/*}:rate:*"}
-}
-
 // patterns match every key of crawl name and no other crawl's (CheckName:
 // with no '/' in a name, "{NAME/" starts only this crawl's shards).
 func patterns(name string) []string {

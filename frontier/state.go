@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redis/go-redis/v9"
@@ -161,24 +160,6 @@ func (f *Frontier) BloomStats(ctx context.Context) (dedup.Stats, error) {
 		total.EstimatedFPRate = max(total.EstimatedFPRate, st.EstimatedFPRate)
 	}
 	return total, nil
-}
-
-// ScanRateKeys calls fn with the crawl's token buckets (RateKey) that
-// exist, in batches, and the host of each.
-func (f *Frontier) ScanRateKeys(ctx context.Context, fn func(hosts, keys []string) error) error {
-	for _, pattern := range ratePatterns(f.name) {
-		err := scanKeys(ctx, f.c, pattern, func(keys []string) error {
-			hosts := make([]string, len(keys))
-			for i, k := range keys {
-				hosts[i] = k[strings.Index(k, ":rate:")+len(":rate:"):]
-			}
-			return fn(hosts, keys)
-		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // Withdraw deletes the crawl's settings and every shard's marker: from

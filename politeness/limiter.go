@@ -224,26 +224,3 @@ func (l *Limiter) PauseWith(ctx context.Context, key string, retryAfter time.Dur
 	}
 	return time.Duration(ms) * time.Millisecond, nil
 }
-
-// PausesLeft reads, in one round trip, how long each bucket of keys stays
-// paused (Pause) by Redis's clock: 0 for one not paused, or gone.
-func PausesLeft(ctx context.Context, c redis.Cmdable, keys []string) ([]time.Duration, error) {
-	pipe := c.Pipeline()
-	now := pipe.Time(ctx)
-	until := make([]*redis.StringCmd, len(keys))
-	for i, k := range keys {
-		until[i] = pipe.HGet(ctx, k, "paused_until") // µs, Redis time (pause.lua)
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("politeness: read pauses: %w", err)
-	}
-	left := make([]time.Duration, len(keys))
-	for i, u := range until {
-		us, err := u.Float64()
-		if err != nil {
-			continue // not paused, or gone meanwhile
-		}
-		left[i] = max(time.Duration(us*1000)-time.Duration(now.Val().UnixNano()), 0)
-	}
-	return left, nil
-}
