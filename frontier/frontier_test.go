@@ -725,12 +725,15 @@ func TestHostPageCap(t *testing.T) {
 		for _, l := range x.Popped {
 			done = append(done, frontier.Finished{Lease: l, Outcome: frontier.Outcome{Stat: "ok", Fetched: true}})
 		}
+		// b, queued now, has had no page: the same pop that drops a's URLs
+		// hands out b's (each host's count is its own).
+		e.enqueue(t, []frontier.Item{{URL: "http://b/1"}, {URL: "http://b/2"}})
 		y := e.exchange(t, done, nil, 5)
-		if len(y.Popped) != 0 {
-			t.Fatalf("popped %v past the host's cap", y.Popped)
+		if len(y.Popped) != 2 || y.Popped[0].Host != "b" || y.Popped[1].Host != "b" {
+			t.Fatalf("popped %v; want b's two URLs, none of a past its cap", hosts(y.Popped))
 		}
 		st := s.Client.HGetAll(ctx, "crawl:{t}:stats").Val()
-		if sz := e.sizes(t); sz.Queued != 0 || st["skipped_links:max_pages_per_host"] != "3" ||
+		if sz := e.sizes(t); sz.Queued != 0 || sz.InFlight != 2 || st["skipped_links:max_pages_per_host"] != "3" ||
 			s.Client.HGet(ctx, frontier.KeysFor("t").HostPages, "a").Val() != "2" {
 			t.Fatalf("sizes %+v, stats %v; want the 3 queued URLs of a dropped and counted", sz, st)
 		}

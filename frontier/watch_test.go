@@ -2,6 +2,7 @@ package frontier_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -140,4 +141,68 @@ func TestWorkersNowSayWhatTheirLastHeartbeatSaid(t *testing.T) {
 			t.Errorf("WorkersNow = %+v; want only w2", got)
 		}
 	})
+}
+
+// Each host's length (the lengths hash, which status and the dashboard
+// read) is the number of URLs in its queue, markers aside, through
+// exchanges that queue links, pop, drop past a host's cap and give leases
+// back — the exchange writes lengths once, at its end, for all its hosts.
+func TestLengthsCountEachHostsQueue(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		e := setup(t, s)
+		e.f.HostPageCap = 4
+		var seeds []frontier.Item
+		for h := 0; h < 12; h++ {
+			for p := 0; p < 3; p++ {
+				seeds = append(seeds, frontier.Item{URL: fmt.Sprintf("http://h%d.example/seed/%d", h, p)})
+			}
+		}
+		e.enqueue(t, seeds)
+		x := e.exchange(t, nil, nil, 10)
+		for round := 0; round < 12 && len(x.Popped) > 0; round++ {
+			var done []frontier.Finished
+			var back []*frontier.Lease
+			for i, l := range x.Popped {
+				if i == len(x.Popped)-1 && round%3 == 1 {
+					back = append(back, l) // given back unused
+					continue
+				}
+				var links []frontier.Item
+				for k := 0; k < 3; k++ { // links to its own host and to others
+					links = append(links, frontier.Item{URL: fmt.Sprintf("http://h%d.example/r%d/%d/%d", (i+k*5)%12, round, i, k), Depth: 1})
+				}
+				done = append(done, frontier.Finished{Lease: l, Outcome: frontier.Outcome{Stat: "ok", Fetched: true, Children: links}})
+			}
+			x = e.exchange(t, done, back, 10)
+			checkLengths(t, s, "t")
+		}
+	})
+}
+
+// checkLengths compares crawl name's lengths hash with its queues.
+func checkLengths(t *testing.T, s *redistest.Server, name string) {
+	t.Helper()
+	ctx := context.Background()
+	k := frontier.KeysFor(name)
+	lengths := s.Client.HGetAll(ctx, k.Lengths).Val()
+	queues := s.Client.Keys(ctx, k.Queues+"*").Val() // a test's few keys
+	seen := map[string]bool{}
+	for _, q := range queues {
+		host := q[len(k.Queues):]
+		n := 0
+		for _, el := range s.Client.LRange(ctx, q, 0, -1).Val() {
+			if el[0] != 'P' {
+				n++
+			}
+		}
+		seen[host] = true
+		if got := lengths[host]; got != fmt.Sprint(n) {
+			t.Errorf("host %s: length %q; its queue holds %d URLs", host, got, n)
+		}
+	}
+	for host, n := range lengths {
+		if !seen[host] {
+			t.Errorf("host %s: length %s, but no queue", host, n)
+		}
+	}
 }
