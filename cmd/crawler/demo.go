@@ -232,7 +232,7 @@ func demoDashboard(c *cli.Context, rdb redis.UniversalClient, name string) (func
 	srv := &http.Server{Handler: dash, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	out := c.App.Writer
-	fmt.Fprintf(out, "dashboard: %s (live: progress, the scheduler's lock and epoch, the event log)\n", dashboardURL(ln.Addr(), ""))
+	fmt.Fprintf(out, "dashboard: %s (live: progress, workers, the hosts' token buckets, the scheduler's lock and epoch, the event log)\n", dashboardURL(ln.Addr(), ""))
 	return func() {
 		switch {
 		case isTerminal(out) && c.Duration("linger") == 0:
