@@ -29,6 +29,9 @@ type Status struct {
 	Leader         *leader.Info     `json:"leader,omitempty"`
 	Epoch          int64            `json:"epoch"`   // newest epoch minted
 	Workers        []string         `json:"workers"` // alive now
+	// WorkerNotes are the registered workers, alive or lapsed, with what
+	// their last heartbeats said: pages finished, leases held, how long ago.
+	WorkerNotes []frontier.WorkerNow `json:"worker_notes"`
 	// RedisOutOfMemory: Redis is over its memory limit and refuses writes,
 	// so heartbeats fail and registrations lapse although workers live;
 	// WorkersUnknown are those registered workers, neither known alive nor
@@ -144,8 +147,14 @@ func ReadStatusWith(ctx context.Context, c redis.UniversalClient, name string, o
 	if st.TopHosts, st.HostsQueued, err = fr.HostQueues(ctx, StatusTopHosts); err != nil {
 		return nil, err
 	}
-	if st.Workers, err = fr.Workers(ctx); err != nil {
+	if st.WorkerNotes, err = fr.WorkersNow(ctx); err != nil {
 		return nil, err
+	}
+	st.Workers = []string{}
+	for _, w := range st.WorkerNotes {
+		if w.Alive {
+			st.Workers = append(st.Workers, w.ID)
+		}
 	}
 	if st.RedisOutOfMemory, st.RedisMemoryLine = redisFull(ctx, c); st.RedisOutOfMemory {
 		if st.WorkersUnknown, err = fr.Lapsed(ctx); err != nil {
@@ -254,7 +263,18 @@ func (st *Status) String() string {
 	if len(st.Workers) == 0 {
 		fmt.Fprintf(&b, "  workers     none alive\n")
 	} else {
-		fmt.Fprintf(&b, "  workers     %d alive: %s\n", len(st.Workers), strings.Join(st.Workers, ", "))
+		var alive []string
+		for _, w := range st.WorkerNotes {
+			if !w.Alive {
+				continue
+			}
+			if w.Beat < 0 {
+				alive = append(alive, w.ID)
+				continue
+			}
+			alive = append(alive, fmt.Sprintf("%s (%d pages, %d leases, last heartbeat %v ago)", w.ID, w.Pages, w.Leases, w.Beat.Round(100*time.Millisecond)))
+		}
+		fmt.Fprintf(&b, "  workers     %d alive: %s\n", len(st.Workers), strings.Join(alive, ", "))
 	}
 	for i, e := range st.Events[:min(len(st.Events), 5)] {
 		label := "            "
