@@ -15,32 +15,57 @@ import (
 // BenchmarkExchange is the frontier's share of a crawl, without the
 // crawl: each op is one exchange that ends 8 pages — each with a 300-byte
 // result record and 3 links, 1 new and 2 already seen, as the test site's
-// crawls send — and pops 8 more. It reports Redis's CPU per page (INFO,
-// so socket and event-loop time included) and the time spent inside the
-// script (commandstats), which is what Lua changes move.
+// crawls send — and pops 8 more, of 8 hosts. It reports Redis's CPU per
+// page (INFO, so socket and event-loop time included) and the time spent
+// inside the script (commandstats), which is what Lua changes move.
 func BenchmarkExchange(b *testing.B) {
-	const batch = 8
+	benchExchange(b, exchangeShape{batch: 8, hosts: 8, seeds: 4})
+}
+
+// BenchmarkExchangePolite is BenchmarkExchange at the polite path's shape:
+// 1 000 hosts, each URL popped with its host's token (rate 100/s, burst
+// 1, so that a host has one again by its next turn), 46 pages a call (as
+// the 960-host crawl's workers send), one URL a host. Each page has a
+// visit besides its record and links.
+func BenchmarkExchangePolite(b *testing.B) {
+	benchExchange(b, exchangeShape{batch: 46, hosts: 1000, seeds: 20, rate: 100, visits: true})
+}
+
+// exchangeShape is what a BenchmarkExchange op carries.
+type exchangeShape struct {
+	batch, hosts, seeds int     // pages a call; hosts, and URLs seeded each
+	rate                float64 // each host's (0: no limit)
+	visits              bool    // each page leaves a visit for its revisit
+}
+
+func benchExchange(b *testing.B, sh exchangeShape) {
 	s := redistest.Real(b)
 	ctx := context.Background()
+	s.Client.FlushAll(ctx)
 	s.Client.HSet(ctx, frontier.KeysFor("b").Config, "scope", "host") // the crawl exists
-	f, err := frontier.Create(ctx, s.Client, "b", frontier.Options{Shards: 1}, dedup.Params{Capacity: 1_000_000, FPRate: 0.001})
+	o := frontier.Options{Shards: 1, HostRate: sh.rate, HostBurst: 1}
+	f, err := frontier.Create(ctx, s.Client, "b", o, dedup.Params{Capacity: 1_000_000, FPRate: 0.001})
 	if err != nil {
 		b.Fatal(err)
 	}
 	var seeds []frontier.Item
-	for i := 0; i < 4*batch; i++ {
-		seeds = append(seeds, frontier.Item{URL: fmt.Sprintf("http://h%d.example/seed/%d", i%8, i)})
+	for i := 0; i < sh.seeds*sh.hosts; i++ {
+		seeds = append(seeds, frontier.Item{URL: fmt.Sprintf("http://h%d.example/seed/%d", i%sh.hosts, i)})
 	}
 	if _, err := f.Enqueue(ctx, seeds); err != nil {
 		b.Fatal(err)
 	}
-	x, err := f.Exchange(ctx, nil, nil, batch)
+	x, err := f.Exchange(ctx, nil, nil, sh.batch)
 	if err != nil {
 		b.Fatal(err)
 	}
 	record := []byte(`{"url":"http://h1.example/some/page/of/the/site","status":200,"content_type":"text/html; charset=utf-8",` +
 		`"bytes":5120,"title":"A page of the site","depth":3,"links":27,"new_links":0,"fetch_ms":51,"worker":"host-1234",` +
 		`"fetched_at":"2026-11-30T03:13:45.123456Z"}`)
+	var visit *frontier.Visit
+	if sh.visits {
+		visit = &frontier.Visit{ETag: `"abc123"`, Digest: "sha1:ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", Interval: 86400}
+	}
 	s.Client.ConfigResetStat(ctx)
 	cpu := redistest.CPU(b, s.Client)
 	b.ResetTimer()
@@ -49,19 +74,19 @@ func BenchmarkExchange(b *testing.B) {
 		done := make([]frontier.Finished, len(x.Popped))
 		for j, l := range x.Popped {
 			pages++
-			host := fmt.Sprintf("http://h%d.example", (i+j)%8)
-			done[j] = frontier.Finished{Lease: l, Outcome: frontier.Outcome{Stat: "done", Fetched: true, Record: record,
+			host := "http://" + l.Host
+			done[j] = frontier.Finished{Lease: l, Outcome: frontier.Outcome{Stat: "ok", Fetched: true, Record: record, Visit: visit, Due: 24 * time.Hour,
 				Children: []frontier.Item{
-					{URL: fmt.Sprintf("%s/page/%d/%d", host, i, j), Depth: 3},        // new
-					{URL: fmt.Sprintf("%s/page/%d/%d", host, i/2, j), Depth: 3},      // seen (half the time)
-					{URL: fmt.Sprintf("http://h%d.example/seed/%d", j, j), Depth: 1}, // seen
+					{URL: fmt.Sprintf("%s/page/%d/%d", host, i, j), Depth: 3},   // new
+					{URL: fmt.Sprintf("%s/page/%d/%d", host, i/2, j), Depth: 3}, // seen (half the time)
+					{URL: host + "/seed/0", Depth: 1},                           // seen
 				}}}
 		}
-		if x, err = f.Exchange(ctx, done, nil, batch); err != nil {
+		if x, err = f.Exchange(ctx, done, nil, sh.batch); err != nil {
 			b.Fatal(err)
 		}
-		if len(x.Popped) != batch {
-			b.Fatalf("popped %d", len(x.Popped))
+		if len(x.Popped) != sh.batch {
+			b.Fatalf("exchange %d popped %d of %d", i, len(x.Popped), sh.batch)
 		}
 	}
 	b.StopTimer()
@@ -75,7 +100,7 @@ func BenchmarkExchange(b *testing.B) {
 	b.ReportMetric(float64(used.Microseconds())/float64(pages), "redis-µs/page")
 	b.ReportMetric(script/float64(pages), "script-µs/page")
 	b.ReportMetric(0, "ns/op")
-	if m := s.Client.HGetAll(ctx, "prof").Val(); len(m) > 0 {
+	if m := s.Client.HGetAll(ctx, "prof").Val(); len(m) > 0 { // a Lua profile, when a change adds one
 		for k, v := range m {
 			var us float64
 			fmt.Sscanf(v, "%f", &us)
@@ -229,79 +254,5 @@ func BenchmarkVisitMemory(b *testing.B) {
 		b.ReportMetric(float64(s.Client.MemoryUsage(ctx, "crawl:{m}:digests", 0).Val())/urls, "B/digest")
 		b.ReportMetric(0, "ns/op")
 		s.Client.FlushAll(ctx)
-	}
-}
-
-// BenchmarkExchangePolite is BenchmarkExchange at the polite path's shape:
-// 1 000 hosts, each URL popped with its host's token (rate 100/s, burst
-// 1, so that a host has one again by its next turn), 46 pages a call (as
-// the 960-host crawl's workers send), one URL a host. Each page has a
-// record, a visit and 3 links.
-func BenchmarkExchangePolite(b *testing.B) {
-	const batch, hosts = 46, 1000
-	s := redistest.Real(b)
-	ctx := context.Background()
-	s.Client.FlushAll(ctx)
-	s.Client.HSet(ctx, frontier.KeysFor("b").Config, "scope", "host") // the crawl exists
-	f, err := frontier.Create(ctx, s.Client, "b", frontier.Options{Shards: 1, HostRate: 100, HostBurst: 1}, dedup.Params{Capacity: 1_000_000, FPRate: 0.001})
-	if err != nil {
-		b.Fatal(err)
-	}
-	var seeds []frontier.Item
-	for i := 0; i < 20*hosts; i++ {
-		seeds = append(seeds, frontier.Item{URL: fmt.Sprintf("http://h%d.example/seed/%d", i%hosts, i)})
-	}
-	if _, err := f.Enqueue(ctx, seeds); err != nil {
-		b.Fatal(err)
-	}
-	x, err := f.Exchange(ctx, nil, nil, batch)
-	if err != nil {
-		b.Fatal(err)
-	}
-	record := []byte(`{"url":"http://h1.example/some/page/of/the/site","status":200,"content_type":"text/html; charset=utf-8",` +
-		`"bytes":5120,"title":"A page of the site","depth":3,"links":27,"new_links":0,"fetch_ms":51,"worker":"host-1234",` +
-		`"fetched_at":"2026-11-30T03:13:45.123456Z"}`)
-	visit := &frontier.Visit{ETag: `"abc123"`, Digest: "sha1:ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", Interval: 86400}
-	s.Client.ConfigResetStat(ctx)
-	cpu := redistest.CPU(b, s.Client)
-	b.ResetTimer()
-	pages := 0
-	for i := 0; i < b.N; i++ {
-		done := make([]frontier.Finished, len(x.Popped))
-		for j, l := range x.Popped {
-			pages++
-			host := "http://" + l.Host
-			done[j] = frontier.Finished{Lease: l, Outcome: frontier.Outcome{Stat: "ok", Fetched: true, Record: record, Visit: visit, Due: 24 * time.Hour,
-				Children: []frontier.Item{
-					{URL: fmt.Sprintf("%s/page/%d/%d", host, i, j), Depth: 3},   // new
-					{URL: fmt.Sprintf("%s/page/%d/%d", host, i/2, j), Depth: 3}, // seen (half the time)
-					{URL: host + "/seed/0", Depth: 1},                           // seen
-				}}}
-		}
-		if x, err = f.Exchange(ctx, done, nil, batch); err != nil {
-			b.Fatal(err)
-		}
-		if len(x.Popped) == 0 {
-			b.Fatalf("exchange %d popped nothing", i)
-		}
-	}
-	b.StopTimer()
-	used := redistest.CPU(b, s.Client) - cpu
-	var script float64
-	for _, line := range strings.Split(s.Client.Info(ctx, "commandstats").Val(), "\n") {
-		if strings.HasPrefix(line, "cmdstat_evalsha:") {
-			fmt.Sscanf(line[strings.Index(line, "usec=")+5:], "%f", &script)
-		}
-	}
-	b.ReportMetric(float64(used.Microseconds())/float64(pages), "redis-µs/page")
-	b.ReportMetric(script/float64(pages), "script-µs/page")
-	b.ReportMetric(float64(pages)/float64(b.N), "pages/op")
-	b.ReportMetric(0, "ns/op")
-	if m := s.Client.HGetAll(ctx, "prof").Val(); len(m) > 0 {
-		for k, v := range m {
-			var us float64
-			fmt.Sscanf(v, "%f", &us)
-			b.Logf("%s %.2f µs/page", k, us/float64(pages))
-		}
 	}
 }
