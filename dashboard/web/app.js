@@ -94,7 +94,9 @@ function draw(st) {
   const b = st.bloom || {};
   const fill = b.bits ? b.bits_set / b.bits : 0;
   $("bloom-bar").style.width = (fill * 100).toFixed(1) + "%";
-  text($("bloom-text"), (b.count || 0) + " URLs seen in " + (b.layers || 0) + " layer(s); " + (fill * 100).toFixed(2) +
+  const nShards = (st.shards || []).length;
+  const where = nShards > 1 ? " layer(s) over " + nShards + " shards' filters; " : " layer(s); ";
+  text($("bloom-text"), (b.count || 0) + " URLs seen in " + (b.layers || 0) + where + (fill * 100).toFixed(2) +
     "% of bits set; estimated false-positive rate " + ((b.estimated_fp_rate || 0) * 100).toFixed(4) + "% (bound " + ((b.fp_rate || 0) * 100).toFixed(2) + "%)");
   const item = (e) => {
     const li = document.createElement("li");
