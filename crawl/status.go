@@ -95,18 +95,6 @@ const StatusTopHosts = 10
 
 // ReadStatus gathers a crawl's status.
 func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Status, error) {
-	return ReadStatusWith(ctx, c, name, StatusOptions{})
-}
-
-// StatusOptions leave out of a status what a caller reads less often.
-type StatusOptions struct {
-	// NoBloom leaves Status.Bloom empty: reading it is a BITCOUNT over every
-	// segment of the filter, most of a status's Redis CPU on a big crawl.
-	NoBloom bool
-}
-
-// ReadStatusWith is ReadStatus with options.
-func ReadStatusWith(ctx context.Context, c redis.UniversalClient, name string, o StatusOptions) (*Status, error) {
 	if err := CheckName(name); err != nil {
 		return nil, err
 	}
@@ -125,10 +113,8 @@ func ReadStatusWith(ctx context.Context, c redis.UniversalClient, name string, o
 	if st.Counters, err = readCounters(ctx, fr); err != nil {
 		return nil, err
 	}
-	if !o.NoBloom {
-		if st.Bloom, err = fr.BloomStats(ctx); err != nil {
-			return nil, err
-		}
+	if st.Bloom, err = fr.BloomStats(ctx); err != nil {
+		return nil, err
 	}
 	if st.Events, err = fr.Events(ctx, StatusEvents); err != nil {
 		return nil, err
@@ -151,15 +137,16 @@ func ReadStatusWith(ctx context.Context, c redis.UniversalClient, name string, o
 		return nil, err
 	}
 	st.Workers = []string{}
+	var lapsed []string
 	for _, w := range st.WorkerNotes {
 		if w.Alive {
 			st.Workers = append(st.Workers, w.ID)
+		} else {
+			lapsed = append(lapsed, w.ID)
 		}
 	}
 	if st.RedisOutOfMemory, st.RedisMemoryLine = redisFull(ctx, c); st.RedisOutOfMemory {
-		if st.WorkersUnknown, err = fr.Lapsed(ctx); err != nil {
-			return nil, err
-		}
+		st.WorkersUnknown = lapsed
 	}
 	if st.Done, err = fr.Done(ctx); err != nil {
 		return nil, fmt.Errorf("crawl: status: %w", err)

@@ -351,7 +351,11 @@ func (f *Frontier) HostsNow(ctx context.Context, hosts []string) ([]HostQueue, e
 				hq.Interval, hq.Why = d, why
 			}
 		}
-		hq.Bucket = bucketAt(v, nowUs, f.HostRate, max(f.HostBurst, 1))
+		rate, burst := f.HostRate, max(f.HostBurst, 1)
+		if hq.Why != "rate" && hq.Interval > 0 { // its own delay is slower: a token per interval
+			rate, burst = float64(time.Second)/float64(hq.Interval), 1
+		}
+		hq.Bucket = bucketAt(v[0], v[1], nowUs, rate, burst)
 		out[i] = hq
 	}
 	return out, nil

@@ -90,25 +90,15 @@ type Bucket struct {
 	Burst  int     `json:"burst"`
 }
 
-// bucketAt is the bucket of fields (tokens, last µs, delay ms, adapt ms)
-// at nowUs, as the pops see it: the crawl's rate and burst, or the host's
-// own delay or adaptive interval where that is slower (then a burst of
-// one); a missing bucket is full.
-func bucketAt(fields []any, nowUs int64, rate float64, burst int) Bucket {
-	num := func(v any) float64 {
-		x, _ := strconv.ParseFloat(fmt.Sprint(v), 64) // nil: 0
-		return x
-	}
-	interval := max(num(fields[2]), num(fields[3]))
-	if interval > 0 && (rate == 0 || 1000/interval < rate) {
-		rate, burst = 1000/interval, 1
-	}
+// bucketAt is the bucket that held tokens at last (µs; both nil: none,
+// a full bucket) at nowUs, filling at rate up to burst (rate 0: no limit).
+func bucketAt(tokens, last any, nowUs int64, rate float64, burst int) Bucket {
 	b := Bucket{Tokens: float64(burst), Rate: rate, Burst: burst}
-	if rate == 0 || fields[0] == nil {
+	if rate == 0 || tokens == nil {
 		return b
 	}
-	tokens, last := num(fields[0]), num(fields[1])
-	elapsed := max(float64(nowUs)-last, 0) / 1e6
-	b.Tokens = min(tokens+elapsed*rate, float64(burst))
+	t, _ := strconv.ParseFloat(fmt.Sprint(tokens), 64)
+	l, _ := strconv.ParseFloat(fmt.Sprint(last), 64)
+	b.Tokens = min(t+max(float64(nowUs)-l, 0)/1e6*rate, float64(burst))
 	return b
 }

@@ -29,17 +29,6 @@ func (f *shard) Register(ctx context.Context, worker string) (time.Duration, err
 	return 0, nil
 }
 
-// Heartbeat records that worker is alive (until one lease length from now)
-// and extends the leases it holds; it returns how many were still held,
-// or ErrGone when the crawl is gone. A lease extended has its local
-// deadline moved on (Lease.Left); one found lost is marked so.
-func (f *shard) Heartbeat(ctx context.Context, worker string, pages int64, leases []*Lease) (int, error) {
-	pipe := f.c.Pipeline()
-	read := f.queueHeartbeat(ctx, pipe, worker, pages, leases)
-	pipe.Exec(ctx) // the call's error is read below
-	return read()
-}
-
 // queueHeartbeat adds the heartbeat to pipe (Frontier.Heartbeat sends
 // every shard's in one pipeline), and returns how to read it.
 func (f *shard) queueHeartbeat(ctx context.Context, pipe redis.Pipeliner, worker string, pages int64, leases []*Lease) func() (int, error) {
@@ -97,26 +86,30 @@ const WorkerForgetAfter = time.Minute
 
 // Workers lists the workers alive now: each sent a heartbeat within its
 // lease length, and has not deregistered.
-func (f *shard) Workers(ctx context.Context) ([]string, error) {
-	now, err := f.c.Time(ctx).Result()
-	if err != nil {
-		return nil, fmt.Errorf("frontier: workers: %w", err)
-	}
-	return f.c.ZRangeByScore(ctx, f.keys.Workers, &redis.ZRangeBy{
-		Min: fmt.Sprint(now.UnixMilli()), Max: "+inf"}).Result()
+func (f *Frontier) Workers(ctx context.Context) ([]string, error) {
+	return f.workersWhere(ctx, true)
 }
 
 // Lapsed lists the registered workers whose registration has lapsed (their
 // last heartbeat is over a lease old) and that the registry has not
 // forgotten yet: stopped without deregistering, or alive but unable to
 // heartbeat, as when Redis refuses writes.
-func (f *shard) Lapsed(ctx context.Context) ([]string, error) {
-	now, err := f.c.Time(ctx).Result()
+func (f *Frontier) Lapsed(ctx context.Context) ([]string, error) {
+	return f.workersWhere(ctx, false)
+}
+
+func (f *Frontier) workersWhere(ctx context.Context, alive bool) ([]string, error) {
+	all, err := f.WorkersNow(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("frontier: workers: %w", err)
+		return nil, err
 	}
-	return f.c.ZRangeByScore(ctx, f.keys.Workers, &redis.ZRangeBy{
-		Min: "-inf", Max: "(" + fmt.Sprint(now.UnixMilli())}).Result()
+	out := []string{}
+	for _, w := range all {
+		if w.Alive == alive {
+			out = append(out, w.ID)
+		}
+	}
+	return out, nil
 }
 
 // WorkerNow is a registered worker as WorkersNow reads it.
@@ -131,16 +124,14 @@ type WorkerNow struct {
 	Beat   time.Duration `json:"beat_ago_ns"`
 }
 
-// MaxWorkersListed bounds the workers WorkersNow reads.
-const MaxWorkersListed = 1000
-
 // WorkersNow lists the registered workers, alive or lapsed and not yet
-// forgotten, with what their last heartbeats said: one round trip.
+// forgotten (the registry is the first shard's), with what their last
+// heartbeats said: one round trip.
 func (f *Frontier) WorkersNow(ctx context.Context) ([]WorkerNow, error) {
 	k := f.fs[0].keys
 	pipe := f.c.Pipeline()
 	now := pipe.Time(ctx)
-	reg := pipe.ZRangeWithScores(ctx, k.Workers, 0, MaxWorkersListed-1)
+	reg := pipe.ZRangeWithScores(ctx, k.Workers, 0, -1)
 	info := pipe.HGetAll(ctx, k.WorkerInfo)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("frontier: workers: %w", err)

@@ -237,12 +237,6 @@ func (f *Frontier) SetHostDelay(ctx context.Context, host string, delay time.Dur
 	return f.fs[ShardOf(host, len(f.fs))].SetHostDelay(ctx, host, delay, back)
 }
 
-// Workers lists the crawl's live workers (the registry is the first shard's).
-func (f *Frontier) Workers(ctx context.Context) ([]string, error) { return f.fs[0].Workers(ctx) }
-
-// Lapsed lists the registered workers whose registration lapsed.
-func (f *Frontier) Lapsed(ctx context.Context) ([]string, error) { return f.fs[0].Lapsed(ctx) }
-
 // Register adds worker to the crawl's registry (in the first shard).
 func (f *Frontier) Register(ctx context.Context, worker string) (time.Duration, error) {
 	return f.fs[0].Register(ctx, worker)
