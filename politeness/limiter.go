@@ -202,7 +202,8 @@ func (l *Limiter) Pause(ctx context.Context, key string, retryAfter time.Duratio
 	return l.PauseWith(ctx, key, retryAfter, PauseNote{})
 }
 
-// PauseNote is what a pause leaves for those who read it (PausesOf).
+// PauseNote is what a pause leaves for those who read it (frontier's
+// PausedHosts lists pauses by their index and why).
 type PauseNote struct {
 	Why string // kept in the bucket's hash (field "why")
 	// Index, when not empty, is a sorted set in the bucket's hash slot

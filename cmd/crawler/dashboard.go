@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/dashboard"
+	"github.com/redis/go-redis/v9"
 	"github.com/urfave/cli/v2"
 )
 
@@ -50,22 +50,33 @@ func dashboardCommand() *cli.Command {
 			}
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			dash := dashboard.New(rdb, dashboard.Config{Crawl: c.String("crawl"), Token: c.String("token")})
-			go dash.Run(ctx)
-			srv := &http.Server{Handler: dash,
-				ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+			wait := serveDashboard(ctx, ln, rdb, dashboard.Config{Crawl: c.String("crawl"), Token: c.String("token")})
 			fmt.Fprintf(c.App.ErrWriter, "crawler: dashboard of crawl %q at %s (Ctrl-C stops it)\n", c.String("crawl"), dashboardURL(ln.Addr(), c.String("token")))
-			go func() {
-				<-ctx.Done()
-				sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				defer cancel()
-				srv.Shutdown(sctx)
-			}()
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				return fmt.Errorf("dashboard: %v", err)
-			}
-			return nil
+			return wait()
 		},
+	}
+}
+
+// serveDashboard serves the dashboard of cfg.Crawl on ln, and samples its
+// history, until ctx ends; its streams end with ctx. The function it
+// returns waits for that and shuts the server down, or returns the error
+// that stopped the server before.
+func serveDashboard(ctx context.Context, ln net.Listener, rdb redis.UniversalClient, cfg dashboard.Config) func() error {
+	dash := dashboard.New(rdb, cfg)
+	go dash.Run(ctx)
+	srv := &http.Server{Handler: dash, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	return func() error {
+		select {
+		case err := <-served:
+			return fmt.Errorf("dashboard: %v", err)
+		case <-ctx.Done():
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+		return nil
 	}
 }
 

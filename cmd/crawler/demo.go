@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/url"
 	"sort"
 	"strings"
@@ -226,11 +225,8 @@ func demoDashboard(c *cli.Context, rdb redis.UniversalClient, name string) (func
 	if err != nil {
 		return nil, fmt.Errorf("--dashboard: %v", err)
 	}
-	dash := dashboard.New(rdb, dashboard.Config{Crawl: name})
-	sampling, stopSampling := context.WithCancel(c.Context)
-	go dash.Run(sampling)
-	srv := &http.Server{Handler: dash, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)
+	serving, stopServing := context.WithCancel(c.Context)
+	wait := serveDashboard(serving, ln, rdb, dashboard.Config{Crawl: name})
 	out := c.App.Writer
 	fmt.Fprintf(out, "dashboard: %s (live: progress, workers, the hosts' token buckets, the scheduler's lock and epoch, the event log)\n", dashboardURL(ln.Addr(), ""))
 	return func() {
@@ -241,7 +237,7 @@ func demoDashboard(c *cli.Context, rdb redis.UniversalClient, name string) (func
 		case c.Duration("linger") > 0:
 			sleep(c.Context, c.Duration("linger"))
 		}
-		stopSampling()
-		srv.Close()
+		stopServing()
+		wait()
 	}, nil
 }
