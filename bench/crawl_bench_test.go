@@ -205,17 +205,8 @@ func BenchmarkShards(b *testing.B) {
 // (EVAL and EVALSHA; a call refused for NOSCRIPT counts too, as Redis
 // counts it).
 func scriptCalls(commandstats string) int64 {
-	var n int64
-	for _, line := range strings.Split(commandstats, "\r\n") {
-		for _, cmd := range []string{"cmdstat_eval:", "cmdstat_evalsha:"} {
-			if rest, ok := strings.CutPrefix(line, cmd+"calls="); ok {
-				calls, _, _ := strings.Cut(rest, ",")
-				v, _ := strconv.ParseInt(calls, 10, 64)
-				n += v
-			}
-		}
-	}
-	return n
+	st := redistest.ParseCommandStats(commandstats)
+	return st["eval"].Calls + st["evalsha"].Calls
 }
 
 // netBytes is what Redis has read and written on its sockets.

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -125,15 +123,11 @@ func costOf(b *testing.B, s *redistest.Server, fn func() error) {
 	}
 	b.StopTimer()
 	cpu := redistest.CPU(b, s.Client) - cpu0
-	calls, usec := map[string]int64{}, int64(0)
-	var total int64
-	re := regexp.MustCompile(`^cmdstat_([^:]+):calls=(\d+),usec=(\d+)`)
-	for _, line := range strings.Split(s.Client.Info(ctx, "commandstats").Val(), "\r\n") {
-		if m := re.FindStringSubmatch(line); m != nil && m[1] != "info" && m[1] != "config|resetstat" {
-			n, _ := strconv.ParseInt(m[2], 10, 64)
-			u, _ := strconv.ParseInt(m[3], 10, 64)
-			calls[m[1]] = n
-			total, usec = total+n, usec+u
+	calls, usec, total := map[string]int64{}, int64(0), int64(0)
+	for name, st := range redistest.CommandStats(b, s.Client) {
+		if name != "info" && name != "config|resetstat" {
+			calls[name] = st.Calls
+			total, usec = total+st.Calls, usec+st.Usec
 		}
 	}
 	names := make([]string, 0, len(calls))

@@ -91,12 +91,7 @@ func benchExchange(b *testing.B, sh exchangeShape) {
 	}
 	b.StopTimer()
 	used := redistest.CPU(b, s.Client) - cpu
-	var script float64
-	for _, line := range strings.Split(s.Client.Info(ctx, "commandstats").Val(), "\n") {
-		if strings.HasPrefix(line, "cmdstat_evalsha:") {
-			fmt.Sscanf(line[strings.Index(line, "usec=")+5:], "%f", &script)
-		}
-	}
+	script := float64(redistest.CommandStats(b, s.Client)["evalsha"].Usec)
 	b.ReportMetric(float64(used.Microseconds())/float64(pages), "redis-µs/page")
 	b.ReportMetric(script/float64(pages), "script-µs/page")
 	b.ReportMetric(0, "ns/op")

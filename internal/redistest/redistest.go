@@ -318,6 +318,46 @@ func CPU(t testing.TB, c *redis.Client) time.Duration {
 	return time.Duration(total * float64(time.Second))
 }
 
+// CommandStat is one command's line of INFO commandstats: its calls, and
+// the time Redis spent executing them (µs).
+type CommandStat struct{ Calls, Usec int64 }
+
+// CommandStats reads INFO commandstats of the server behind c (since its
+// last CONFIG RESETSTAT): command name, as Redis spells it ("evalsha",
+// "config|resetstat") -> its calls and time.
+func CommandStats(t testing.TB, c *redis.Client) map[string]CommandStat {
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ParseCommandStats(info)
+}
+
+// ParseCommandStats reads the text of INFO commandstats.
+func ParseCommandStats(info string) map[string]CommandStat {
+	out := map[string]CommandStat{}
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		name, isCmd := strings.CutPrefix(name, "cmdstat_")
+		if !ok || !isCmd {
+			continue
+		}
+		var st CommandStat
+		for _, kv := range strings.Split(rest, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			n, _ := strconv.ParseInt(v, 10, 64)
+			switch k {
+			case "calls":
+				st.Calls = n
+			case "usec":
+				st.Usec = n
+			}
+		}
+		out[name] = st
+	}
+	return out
+}
+
 // UsedMemory is the server's used_memory (INFO memory), in bytes: a test
 // that makes Redis run out of memory sets maxmemory a little above it.
 func (s *Server) UsedMemory(t testing.TB) int64 {
