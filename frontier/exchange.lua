@@ -120,7 +120,7 @@ local queues, ready, leases = KEYS[key0], KEYS[key0 + 1], KEYS[key0 + 2]
 local stats, failed, results, doneKey = KEYS[key0 + 3], KEYS[key0 + 4], KEYS[key0 + 5], KEYS[key0 + 6]
 if A.count then
   redis.call('INCR', KEYS[key0 + 7])
-  redis.call('PEXPIRE', KEYS[key0 + 7], 86400000) -- a day: a process silent longer only forgets once more
+  redis.call('PEXPIRE', KEYS[key0 + 7], '86400000') -- a day: a process silent longer only forgets once more
 end
 local finished, given, newIDs = A.done or {}, A.back or {}, A.lease_ids or {}
 local D, R, W = #finished, #given, A.want or 0
@@ -131,6 +131,7 @@ if budget < 0 then budget = tonumber(redis.call('HGET', KEYS[key0 + 3], 'allow')
 local hostMax, hostpages = A.host_max or 0, KEYS[key0 + 9]
 local Q = fr_keys(queues, ready, stats, KEYS[key0 + 10])
 local now, nowus = fr_now(), tb_now()
+local nowS = fr_int(now)
 local bump = {}                 -- stats field -> increment, written once each
 local buckets, slowed, rate, burst = KEYS[key0 + 12], KEYS[key0 + 13], A.rate or 0, A.burst or 1
 local pauseKeep, delayKeep = A.pause_keep_ms or 0, A.delay_keep_ms or 0
@@ -180,7 +181,7 @@ if D > 0 then
     if not held[d] and again[d] then
       answer[d] = '2'
     elseif held[d] then
-      endedArgs[#endedArgs + 1] = now
+      endedArgs[#endedArgs + 1] = nowS
       endedArgs[#endedArgs + 1] = lease_ids[d]
       gone[#gone + 1] = ids[d]
       for stat in string.gmatch(f.stat or '', '[^,]+') do -- "ok,status:200"
@@ -190,7 +191,7 @@ if D > 0 then
         bump.pages = (bump.pages or 0) + 1
         if hostMax > 0 then
           local _, rest = fr_split(ids[d]) -- "id\nhost\nitem-json"
-          redis.call('HINCRBY', hostpages, (fr_split(rest)), 1)
+          redis.call('HINCRBY', hostpages, (fr_split(rest)), '1')
         end
       end
       if f.record then
@@ -209,7 +210,7 @@ if D > 0 then
       end
       if f.failed then failures[#failures + 1] = ARGV[T + f.failed] end
       if f.visit then -- the URL's state for its next fetch (frontier/visit.go)
-        dueArgs[#dueArgs + 1] = now + (f.due_ms or 0)
+        dueArgs[#dueArgs + 1] = fr_int(now + (f.due_ms or 0))
         dueArgs[#dueArgs + 1] = ARGV[T + f.visit]
       end
       if f.refund or f.ms then
@@ -228,7 +229,7 @@ if D > 0 then
   if #gone > 0 then
     redis.call('ZREM', leases, unpack(gone))
     redis.call('ZADD', endedKey, unpack(endedArgs))
-    redis.call('ZREMRANGEBYSCORE', endedKey, '-inf', now - 60000)
+    redis.call('ZREMRANGEBYSCORE', endedKey, '-inf', fr_int(now - 60000))
   end
   if #dueArgs > 0 then redis.call('ZADD', KEYS[key0 + 15], unpack(dueArgs)) end
   if #failures > 0 then
@@ -237,9 +238,9 @@ if D > 0 then
   end
   for host, ms in pairs(adapts) do
     local key = buckets .. host
-    redis.call('HSET', key, 'adapt', ms)
-    if redis.call('PTTL', key) < pauseKeep then redis.call('PEXPIRE', key, pauseKeep) end
-    if rate == 0 then redis.call('HSET', slowed, host, 1) end
+    redis.call('HSET', key, 'adapt', fr_int(ms))
+    if redis.call('PTTL', key) < pauseKeep then redis.call('PEXPIRE', key, fr_int(pauseKeep)) end
+    if rate == 0 then redis.call('HSET', slowed, host, '1') end
   end
   -- The tokens of URLs that made no request (disallowed by robots.txt,
   -- skipped) go back to their hosts' buckets, so that such a URL does not
@@ -251,7 +252,7 @@ if D > 0 then
     if b.tokens and r > 0 then -- a missing bucket is a full one
       local level = math.min(tb_level(b, nowus, r, size) + n, size)
       redis.call('HSET', key, 'tokens', string.format('%.17g', level), 'last', string.format('%.17g', nowus))
-      if level >= 1 then redis.call('ZADD', ready, 'XX', 'LT', now, host) end
+      if level >= 1 then redis.call('ZADD', ready, 'XX', 'LT', nowS, host) end
     end
   end
 end
@@ -301,7 +302,7 @@ if R > 0 then
 end
 
 for field, by in pairs(bump) do
-  redis.call('HINCRBY', stats, field, tostring(by))
+  redis.call('HINCRBY', stats, field, fr_int(by))
 end
 
 -- 4. pop: up to W URLs of hosts that are due, shared out among them, each
@@ -357,7 +358,7 @@ if W > 0 then
   for _ = 1, 4 do
     local m = W - #got / 2
     if m <= 0 then break end
-    local hosts = redis.call('ZRANGEBYSCORE', ready, '-inf', horizon, 'LIMIT', 0, m)
+    local hosts = redis.call('ZRANGEBYSCORE', ready, '-inf', fr_int(horizon), 'LIMIT', '0', fr_int(m))
     if #hosts == 0 then break end
     if rate == 0 then
       local v = redis.call('HMGET', slowed, unpack(hosts))
@@ -371,13 +372,13 @@ if W > 0 then
       if hostMax > 0 and tonumber(redis.call('HGET', hostpages, host) or '0') >= hostMax then
         -- The host had its pages: what is queued for it is dropped, counted,
         -- a thousand elements a visit.
-        local els = redis.call('LPOP', queues .. host, 1000)
+        local els = redis.call('LPOP', queues .. host, '1000')
         local n = 0
         for _, el in ipairs(els or {}) do
           if string.byte(el, 1) ~= FR_MARK then n = n + 1 end
         end
         if n > 0 then
-          redis.call('HINCRBY', stats, 'skipped_links:max_pages_per_host', n)
+          redis.call('HINCRBY', stats, 'skipped_links:max_pages_per_host', fr_int(n))
           taken = taken + n
           moved = true
         end
@@ -385,14 +386,14 @@ if W > 0 then
           dry[#dry + 1] = host
           redis.call('HDEL', Q.lengths, host)
         elseif n > 0 then
-          redis.call('HINCRBY', Q.lengths, host, -n)
+          redis.call('HINCRBY', Q.lengths, host, fr_int(-n))
         end
       else
         local k, b, r, size, level, after = tokens(host, q)
         if k == 0 then
           -- No token yet (a pause, a delay of its own, or another user of
           -- the bucket): due when it has one (tokens' second value).
-          readyAdd[#readyAdd + 1] = b
+          readyAdd[#readyAdd + 1] = fr_int(b)
           readyAdd[#readyAdd + 1] = host
           moved = true
         else
@@ -412,7 +413,7 @@ if W > 0 then
             elseif not b.tokens then
               firsts[#firsts + 1] = host
             end
-            readyAdd[#readyAdd + 1] = due
+            readyAdd[#readyAdd + 1] = fr_int(due)
             readyAdd[#readyAdd + 1] = host
             moved = true
           end
@@ -431,7 +432,7 @@ if W > 0 then
   local M = #got / 2
   if M > 0 then
     local exp = {}
-    local until_ = tostring(now + leaseMs)
+    local until_ = fr_int(now + leaseMs)
     for i = 1, M do
       exp[2 * i - 1] = until_
       exp[2 * i] = newIDs[i] .. '\n' .. got[2 * i - 1] .. '\n' .. got[2 * i]

@@ -21,6 +21,14 @@
 
 local FR_MARK, FR_JSON, FR_HTTPS = 80, 123, 115 -- 'P', '{', 's'
 
+-- fr_int is the whole number n as a command's argument. A Lua number handed
+-- to redis.call is written out with %.17g, a floating-point conversion
+-- that costs Redis more than many commands do; %d does not.
+local fr_format = string.format
+local function fr_int(n)
+  return fr_format('%d', n)
+end
+
 local function fr_now()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -51,7 +59,7 @@ end
 -- message on the channel queues..'wake' tells idle workers (subscribed,
 -- instead of polling) that there is work again. Returns the new count.
 local function fr_count(Q, n)
-  local now = redis.call('HINCRBY', Q.stats, 'queued', n)
+  local now = redis.call('HINCRBY', Q.stats, 'queued', fr_int(n))
   if n > 0 and now == n then redis.call('PUBLISH', Q.queues .. 'wake', '1') end
   return now
 end
@@ -64,7 +72,7 @@ end
 -- fr_ready makes hosts known to the scheduler of pops (due now, unless
 -- they already have a due time).
 local function fr_ready(ready, hosts, now)
-  local args, t = {}, tostring(now)
+  local args, t = {}, fr_int(now)
   for i, host in ipairs(hosts) do
     args[2 * i - 1] = t
     args[2 * i] = host
@@ -99,7 +107,7 @@ local function fr_push_back(Q, entries, now)
   end
   for _, host in ipairs(order) do
     redis.call('RPUSH', Q.queues .. host, unpack(lists[host]))
-    redis.call('HINCRBY', Q.lengths, host, n[host])
+    redis.call('HINCRBY', Q.lengths, host, fr_int(n[host]))
   end
   fr_ready(Q.ready, order, now)
   fr_count(Q, #entries)
@@ -122,7 +130,7 @@ local function fr_push_front(Q, entries, now)
   end
   for _, host in ipairs(order) do
     redis.call('LPUSH', Q.queues .. host, unpack(lists[host]))
-    redis.call('HINCRBY', Q.lengths, host, #lists[host])
+    redis.call('HINCRBY', Q.lengths, host, fr_int(#lists[host]))
   end
   fr_ready(Q.ready, order, now)
   fr_count(Q, #entries)
@@ -137,7 +145,7 @@ local function fr_pop(Q, host, q, out)
   local parent, extra
   local got, need, dry = 0, q + 1, false -- one more: the head is usually a marker
   while true do
-    local els = redis.call('LPOP', key, need)
+    local els = redis.call('LPOP', key, fr_int(need))
     if not els then
       dry = true
       break
@@ -176,7 +184,7 @@ local function fr_pop(Q, host, q, out)
   if dry then
     redis.call('HDEL', Q.lengths, host)
   elseif got > 0 then
-    redis.call('HINCRBY', Q.lengths, host, -got)
+    redis.call('HINCRBY', Q.lengths, host, fr_int(-got))
   end
   return got, dry
 end

@@ -64,10 +64,10 @@ local function tb_store(key, b, tokens, now, rate, burst, pause_keep, delay_keep
   redis.call('HSET', key, 'tokens', string.format('%.17g', tokens), 'last', string.format('%.17g', now))
   local ms = math.ceil((burst - tokens) / rate * 1000) + 1
   if b.pauses > 0 then
-    redis.call('HSET', key, 'pauses', math.floor(b.pauses / 2))
+    redis.call('HSET', key, 'pauses', string.format('%d', math.floor(b.pauses / 2)))
     ms = math.max(ms, pause_keep)
   end
   if b.delay > 0 then ms = math.max(ms, delay_keep) end
   if b.adapt > 0 then ms = math.max(ms, pause_keep) end
-  redis.call('PEXPIRE', key, ms)
+  redis.call('PEXPIRE', key, string.format('%d', ms))
 end
