@@ -160,10 +160,10 @@ type exchangeReply struct {
 	// Delays: the popped hosts that have a delay of their own (ms), which
 	// their pop kept to.
 	Delays map[string]int64 `json:"delays"`
-	// Fresh: the popped hosts without a delay whose bucket held no grant
-	// before this pop, at At (µs, Redis's clock).
-	Fresh []string `json:"fresh"`
-	At    string   `json:"at"`
+	// Fresh: the popped hosts without a delay whose bucket was full (held
+	// no grant) before this pop, each with the tat the pop left it (ms,
+	// Redis's clock, as text: hostdelay.lua compares it with the score).
+	Fresh map[string]string `json:"fresh"`
 	// After: ms until each popped URL's token is due, in order (none: all now).
 	After []int64 `json:"after"`
 }
@@ -253,7 +253,7 @@ func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []
 // exchangeKeys are exchange.lua's keys after the Bloom filter's.
 func (f *shard) exchangeKeys() []string {
 	return []string{f.keys.Queues, f.keys.Ready, f.keys.Leases, f.keys.Stats, f.keys.Failed, f.keys.Results, f.keys.DoneFlag,
-		f.keys.Counter(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Config, f.keys.HostPages, f.keys.Lengths, f.keys.Ended, f.keys.Buckets, f.keys.Slowed, f.keys.Outbox, f.keys.Due}
+		f.keys.Counter(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Config, f.keys.HostPages, f.keys.Lengths, f.keys.Ended, f.keys.Buckets, f.keys.Slowed, f.keys.Outbox, f.keys.Due, f.keys.Refill}
 }
 
 // counted reads what exchange.lua's guard said of an exchange (f.xmu
@@ -337,18 +337,12 @@ func (f *shard) readReply(flags []bool, tail []any, offset []int, ids []string) 
 		x.recordedNow[d] = r.Held[d] == '1'
 	}
 	x.Info = PopInfo{Pages: r.Pages, CrawlOver: r.Done == 1, NextDue: time.Duration(r.Wait) * time.Millisecond}
-	fresh := make(map[string]bool, len(r.Fresh))
-	for _, h := range r.Fresh {
-		fresh[h] = true
-	}
 	var bad []Finished
 	for i := 0; i < m; i++ {
 		host, _ := popped[2*i].(string)
 		raw, _ := popped[2*i+1].(string)
 		l := &Lease{ID: ids[i], raw: raw, Host: host, HostDelay: time.Duration(r.Delays[host]) * time.Millisecond}
-		if fresh[host] {
-			l.freshAt = r.At
-		}
+		l.freshAt = r.Fresh[host]
 		if i < len(r.After) {
 			l.wait = time.Duration(r.After[i]) * time.Millisecond
 		}

@@ -18,19 +18,21 @@
 -- taught it (frontier/doc.go).
 --
 -- KEYS: the Bloom filter's, then
---   queues (the prefix of the hosts' queues, lib.lua), ready, leases (zset
+--   queues (the prefix of the hosts' queues, lib.lua), ready (zset host ->
+--   its bucket's tat, ms: tokens.lua), leases (zset
 --   "id\nhost\nitem-json" -> expiry ms), stats,
 --   failed, results, done flag, the process's exchange counter, the config,
 --   hostpages (hash host -> pages fetched, kept with a per-host cap),
 --   lengths (hash host -> URLs queued, lib.lua),
 --   ended (zset lease id -> when ended, ms: a minute of them),
---   buckets (the prefix of the hosts' token buckets: buckets .. host),
---   slowed (hash: without a rate, the hosts whose buckets to read),
+--   buckets (the prefix of the hosts' bucket hashes: buckets .. host:
+--   pauses, Crawl-delays, adaptive intervals; tokens.lua),
+--   slowed (hash: the hosts whose bucket hashes hold something to read),
 --   outbox (hash id -> "ms\npages-json\nlinks-json": the records of pages
 --   whose links to other shards' hosts went in calls of their own, kept
 --   until those calls are known to have gone through; see "outbox" below),
 --   due (zset "host\nelement\nvisit" -> when the URL's revisit is due,
---   ms: frontier/visit.go)
+--   ms: frontier/visit.go), refill (lib.lua)
 -- ARGV: the Bloom filter's, then one entry ("host\nparent\nelement", lib.lua)
 --   per link, then one JSON object, exchangeArgs (exchange.go), by name,
 --   then the texts it names: a field marked "text" holds the place
@@ -95,9 +97,10 @@
 --   after   ms until each popped URL's token is due, in order (absent: all
 --           due now)
 --   delays  host -> ms: the popped hosts whose own delay the pop kept to
---   fresh   the popped hosts without a delay whose bucket held no grant
---           before this pop, and at, the pop's time (µs, a string):
---           hostdelay.lua lets such a URL go when its host's delay is learnt
+--   fresh   host -> tat: the popped hosts without a delay whose bucket
+--           was full (held no grant) before this pop, each with the tat the
+--           pop left (ms, a string): hostdelay.lua lets such a URL go when
+--           its host's delay is learnt, if no grant came since
 -- and then popped: host, item-json, host, item-json …, the i-th under
 -- lease_ids[i] (left out of the object: the items are JSON already)
 -- or the GONE error, with nothing written, when the crawl is gone.
@@ -129,7 +132,7 @@ local leaseMs, budget = A.lease_ms or 0, A.budget or 0
 local limited = budget ~= 0
 if budget < 0 then budget = tonumber(redis.call('HGET', KEYS[key0 + 3], 'allow') or '0') end
 local hostMax, hostpages = A.host_max or 0, KEYS[key0 + 9]
-local Q = fr_keys(queues, ready, stats, KEYS[key0 + 10])
+local Q = fr_keys(queues, ready, stats, KEYS[key0 + 10], KEYS[key0 + 16])
 local now, nowus = fr_now(), tb_now()
 local nowS = fr_int(now)
 local bump = {}                 -- stats field -> increment, written once each
@@ -143,6 +146,17 @@ local function hostRate(b)
   local interval = math.max(b.delay, b.adapt)
   if interval > 0 and (rate == 0 or 1000 / interval < rate) then return 1000 / interval, 1 end
   return rate, burst
+end
+
+-- The bucket hash of a host not marked in slowed: nothing but the tat its
+-- ready score holds (tokens.lua).
+local NONE = {delay = 0, adapt = 0, paused_until = 0, pauses = 0}
+
+-- pausedTat is the least tat bucket b may have: one whose first token
+-- comes when its pause ends (0: not paused).
+local function pausedTat(b, r, size)
+  if b.paused_until == 0 then return 0 end
+  return math.ceil(b.paused_until / 1000) + (size - 1) * 1000 / r
 end
 
 -- 1. links
@@ -236,23 +250,32 @@ if D > 0 then
     redis.call('LPUSH', failed, unpack(failures))
     redis.call('LTRIM', failed, 0, string.format('%d', failedCap - 1))
   end
+  -- A host's adaptive interval counts from its last response: its bucket
+  -- has no token before then (its tat moves there, never back).
+  local later = {}
   for host, ms in pairs(adapts) do
     local key = buckets .. host
     redis.call('HSET', key, 'adapt', fr_int(ms))
     if redis.call('PTTL', key) < pauseKeep then redis.call('PEXPIRE', key, fr_int(pauseKeep)) end
-    if rate == 0 then redis.call('HSET', slowed, host, '1') end
+    redis.call('HSET', slowed, host, '1')
+    later[#later + 1] = fr_int(now + ms)
+    later[#later + 1] = host
   end
+  if #later > 0 then redis.call('ZADD', ready, 'GT', unpack(later)) end
   -- The tokens of URLs that made no request (disallowed by robots.txt,
   -- skipped) go back to their hosts' buckets, so that such a URL does not
-  -- cost its host an interval; a host with a token again is due now.
+  -- cost its host an interval: its tat moves back an interval a token,
+  -- never before a pause's end. A host not in ready has a full bucket.
   for host, n in pairs(refunds) do
-    local key = buckets .. host
-    local b = tb_read(key)
-    local r, size = hostRate(b)
-    if b.tokens and r > 0 then -- a missing bucket is a full one
-      local level = math.min(tb_level(b, nowus, r, size) + n, size)
-      redis.call('HSET', key, 'tokens', string.format('%.17g', level), 'last', string.format('%.17g', nowus))
-      if level >= 1 then redis.call('ZADD', ready, 'XX', 'LT', nowS, host) end
+    local tat = redis.call('ZSCORE', ready, host)
+    if tat then
+      local b = NONE
+      if redis.call('HEXISTS', slowed, host) == 1 then b = tb_read(buckets .. host) end
+      local r, size = hostRate(b)
+      if r > 0 then
+        tat = math.max(tonumber(tat) - n * 1000 / r, pausedTat(b, r, size))
+        redis.call('ZADD', ready, 'XX', fr_int(math.ceil(tat)), host)
+      end
     end
   end
 end
@@ -307,8 +330,8 @@ end
 
 -- 4. pop: up to W URLs of hosts that are due, shared out among them, each
 -- URL with a token of its host's bucket (tokens.lua), taken here: a host
--- whose bucket is empty or paused is made due when it next has a token,
--- and is not offered before. A due host's turn moves behind the others'.
+-- whose bucket is empty or paused is due when it next has a token, and is
+-- not offered before. A due host's turn moves behind the others'.
 -- A host whose next token is due within the window (ahead_ms) counts as
 -- due: its token is reserved, and the worker fetches when it is due, so
 -- that calls may be ahead_ms apart without a token coming too late.
@@ -324,52 +347,69 @@ if limited then
 end
 local queued -- URLs in the queues after the pop, when it looked
 local delays = {} -- popped host -> its own delay, ms, when the pop kept to one
-local firsts = {} -- popped hosts without a delay whose bucket held no grant before (reply's fresh)
+local firsts = {} -- popped host without a delay whose bucket held no grant before -> the tat the pop left (reply's fresh)
 local afters, late = {}, false -- per popped URL: ms until its token is due; any above 0
 local ahead = A.ahead_ms or 0
 local horizon = now + ahead
 if W > 0 then
-  -- tokens: how many URLs host may have now (at most q), its bucket, its
-  -- rate and burst (nil: no limit), its level and the ms until the token
-  -- is due; or 0 and when (ms) the host is due again.
-  -- A token due within the window (ahead ms) is taken too, as a
-  -- reservation: its URL is fetched when the token is due (after).
-  -- Without a rate, only the hosts in slowed have a bucket worth reading
-  -- (one HMGET for all, not a call a host); a host whose bucket holds
-  -- nothing any more leaves slowed.
-  local marks = {}
-  local function tokens(host, q)
-    if rate == 0 and not marks[host] then return q, {delay = 0, adapt = 0}, nil, nil, nil, 0 end
-    local b = tb_read(buckets .. host)
-    if rate == 0 and b.delay == 0 and b.adapt == 0 and nowus >= b.paused_until then
-      redis.call('HDEL', slowed, host)
+  -- A host's ready score is its bucket's tat (tokens.lua): the time the
+  -- bucket is full again, with a burst of 1 the time its next token comes.
+  -- A host whose bucket has a token by the horizon is due, and taking
+  -- tokens is the ZADD that moves its score, so a polite pop costs no
+  -- call a host for its bucket. Only hosts marked in slowed (a pause, a
+  -- Crawl-delay, an adaptive interval) have a bucket hash worth reading:
+  -- one HMGET of slowed a round tells which, and none when slowed is empty.
+  local reach = horizon -- a bucket full by reach has a token by the horizon
+  if rate > 0 then reach = horizon + (burst - 1) * 1000 / rate end
+  local anySlowed = redis.call('EXISTS', slowed) == 1
+  local marks, visited = {}, {}
+  -- tokens: how many URLs host may have now (at most q), given the tat
+  -- its score holds: that many, its bucket, its rate and burst (rate 0:
+  -- no limit) and the ms until the first token is due (the window's
+  -- reservation: ahead_ms); or 0 and the host's tat, raised when a pause
+  -- holds it past its score.
+  local function tokens(host, q, tat)
+    local b = NONE
+    if marks[host] then
+      b = tb_read(buckets .. host)
+      if b.delay == 0 and b.adapt == 0 and nowus >= b.paused_until and (b.pauses == 0 or rate == 0) then
+        redis.call('HDEL', slowed, host) -- nothing left to read (without a rate no grant halves pauses)
+      end
     end
-    if nowus < b.paused_until then return 0, math.max(math.ceil(b.paused_until / 1000), horizon + 1) end
     local r, size = hostRate(b)
-    if r == 0 then return q, b, nil, nil, nil, 0 end -- no limit: nothing to take
-    local level = tb_level(b, nowus, r, size)
-    if level >= 1 then return math.min(q, math.floor(level)), b, r, size, level, 0 end
-    local after = math.ceil(tb_until(level, r) / 1e6)
-    if after > ahead then return 0, now + after end
-    return 1, b, r, size, level, after
+    if nowus < b.paused_until then
+      if r == 0 then return 0, math.max(tat, math.ceil(b.paused_until / 1000), horizon + 1) end
+      return 0, math.max(tat, math.ceil(pausedTat(b, r, size)))
+    end
+    if r == 0 then return q, b, 0, 1, 0 end -- no limit: nothing to take
+    local level = tb_tat_level(tat, now, r, size)
+    if level >= 1 then return math.min(q, math.floor(level)), b, r, size, 0 end
+    local after = math.ceil(tb_tat_until(tat, now, r, size))
+    if after > ahead then return 0, tat end
+    return 1, b, r, size, after
   end
-  local readyAdd = {}
+  local readyAdd, refillAdd = {}, {}
   local taken = 0
   for _ = 1, 4 do
     local m = W - #got / 2
     if m <= 0 then break end
-    local hosts = redis.call('ZRANGEBYSCORE', ready, '-inf', fr_int(horizon), 'LIMIT', '0', fr_int(m))
-    if #hosts == 0 then break end
-    if rate == 0 then
+    local due = redis.call('ZRANGEBYSCORE', ready, '-inf', fr_int(math.floor(reach)), 'WITHSCORES', 'LIMIT', '0', fr_int(m))
+    if #due == 0 then break end
+    if anySlowed then
+      local hosts = {}
+      for i = 1, #due, 2 do hosts[#hosts + 1] = due[i] end
       local v = redis.call('HMGET', slowed, unpack(hosts))
       for i, host in ipairs(hosts) do marks[host] = v[i] end
     end
-    local per = math.ceil(m / #hosts)
+    local per = math.ceil(m / (#due / 2))
     local dry, moved = {}, false
-    for _, host in ipairs(hosts) do
+    for i = 1, #due, 2 do
+      local host, tat = due[i], tonumber(due[i + 1])
       local q = math.min(per, W - #got / 2)
       if q <= 0 then break end
-      if hostMax > 0 and tonumber(redis.call('HGET', hostpages, host) or '0') >= hostMax then
+      if visited[host] then
+        -- not due: looked at already by this call
+      elseif hostMax > 0 and tonumber(redis.call('HGET', hostpages, host) or '0') >= hostMax then
         -- The host had its pages: what is queued for it is dropped, counted,
         -- a thousand elements a visit.
         local els = redis.call('LPOP', queues .. host, '1000')
@@ -389,35 +429,49 @@ if W > 0 then
           redis.call('HINCRBY', Q.lengths, host, fr_int(-n))
         end
       else
-        local k, b, r, size, level, after = tokens(host, q)
+        local k, b, r, size, after = tokens(host, q, tat)
         if k == 0 then
-          -- No token yet (a pause, a delay of its own, or another user of
-          -- the bucket): due when it has one (tokens' second value).
-          readyAdd[#readyAdd + 1] = fr_int(b)
-          readyAdd[#readyAdd + 1] = host
-          moved = true
+          -- No token by the horizon (a pause, a delay of its own): its
+          -- score says when it has one.
+          visited[host] = true
+          if b ~= tat then
+            readyAdd[#readyAdd + 1] = fr_int(b)
+            readyAdd[#readyAdd + 1] = host
+          end
         else
           local n, gone = fr_pop(Q, host, k, got)
           taken = taken + n
           for _ = 1, n do afters[#afters + 1] = after end
           if after > 0 and n > 0 then late = true end
           if n > 0 then
-            local due = now
-            if r then
-              level = level - n
-              tb_store(buckets .. host, b, level, nowus, r, size, pauseKeep, delayKeep)
-              due = now + math.ceil(tb_until(level, r) / 1e6)
+            local tat2 = now -- no limit: its turn moves behind the others'
+            if r > 0 then
+              tat2 = math.ceil(tb_tat_take(tat, now, r, n))
+              if b.pauses > 0 then -- a grant halves the count of pauses (pause.lua)
+                redis.call('HSET', buckets .. host, 'pauses', fr_int(math.floor(b.pauses / 2)))
+              end
             end
             if b.delay > 0 then
               delays[host] = b.delay
-            elseif not b.tokens then
-              firsts[#firsts + 1] = host
+            elseif tat <= now then -- its bucket was full: no grant before this pop
+              firsts[host] = fr_int(tat2)
             end
-            readyAdd[#readyAdd + 1] = fr_int(due)
-            readyAdd[#readyAdd + 1] = host
+            tat = tat2
             moved = true
           end
-          if gone and n == 0 then dry[#dry + 1] = host end -- a new URL brings it back
+          if gone then
+            -- Its queue ran dry: it leaves ready, for refill while its
+            -- bucket is still filling (a URL queued for it brings it back
+            -- with that tat), or for good when the bucket is full.
+            dry[#dry + 1] = host
+            if tat > now then
+              refillAdd[#refillAdd + 1] = fr_int(tat)
+              refillAdd[#refillAdd + 1] = host
+            end
+          elseif n > 0 then
+            readyAdd[#readyAdd + 1] = fr_int(tat)
+            readyAdd[#readyAdd + 1] = host
+          end
         end
       end
     end
@@ -428,6 +482,9 @@ if W > 0 then
     end
     if not moved and #dry == 0 then break end
   end
+  if #refillAdd > 0 then redis.call('ZADD', Q.refill, unpack(refillAdd)) end
+  -- A bucket full again needs no entry: refill keeps only those filling.
+  redis.call('ZREMRANGEBYSCORE', Q.refill, '-inf', nowS)
   if taken > 0 then queued = fr_count(Q, -taken) end
   local M = #got / 2
   if M > 0 then
@@ -440,13 +497,13 @@ if W > 0 then
     redis.call('ZADD', leases, unpack(exp))
   end
   if M < W then
-    -- (A host whose queue ran dry stays in ready until its due time; with
-    -- nothing queued at all, nothing is coming due.)
+    -- (A host whose queue ran dry stays in ready until its bucket is
+    -- full; with nothing queued at all, nothing is coming due.)
     queued = queued or fr_queued(Q)
     wait = -1
     if queued > 0 then
       local nxt = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')
-      if #nxt == 2 then wait = math.max(0, tonumber(nxt[2]) - horizon) end
+      if #nxt == 2 then wait = math.max(0, math.ceil(tonumber(nxt[2]) - reach)) end
     end
   end
   if M == 0 then done = redis.call('EXISTS', doneKey) end
@@ -465,9 +522,7 @@ end
 local out = {held = table.concat(answer), pages = pages, done = done, wait = wait}
 if next(delays) then out.delays = delays end
 if late then out.after = afters end
-if #firsts > 0 then
-  out.fresh, out.at = firsts, string.format('%d', nowus)
-end
+if next(firsts) then out.fresh = firsts end
 reply[#reply + 1] = cjson.encode(out)
 for _, v in ipairs(got) do reply[#reply + 1] = v end -- popped, unencoded: items are JSON already
 return reply

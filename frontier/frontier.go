@@ -208,7 +208,7 @@ func (f *shard) enqueue(ctx context.Context, items []Item, mode string) ([]bool,
 	if err != nil {
 		return nil, err
 	}
-	fresh, err := f.seen.Exec(ctx, enqueueScript, urls, payload, []string{f.keys.Queues, f.keys.Ready, f.keys.Stats, f.keys.Lengths}, []any{mode})
+	fresh, err := f.seen.Exec(ctx, enqueueScript, urls, payload, []string{f.keys.Queues, f.keys.Ready, f.keys.Stats, f.keys.Lengths, f.keys.Refill}, []any{mode})
 	if err != nil {
 		return nil, fmt.Errorf("frontier: enqueue: %w", err)
 	}
@@ -323,12 +323,13 @@ func (f *Frontier) HostsNow(ctx context.Context, hosts []string) ([]HostQueue, e
 	type reads struct {
 		queued *redis.StringCmd
 		due    *redis.FloatCmd
+		refill *redis.FloatCmd
 		bucket *redis.SliceCmd
 	}
 	rs := make([]reads, len(hosts))
 	for i, h := range hosts {
 		k := f.fs[ShardOf(h, len(f.fs))].keys
-		rs[i] = reads{pipe.HGet(ctx, k.Lengths, h), pipe.ZScore(ctx, k.Ready, h), pipe.HMGet(ctx, k.Buckets+h, "tokens", "last", "delay", "adapt")}
+		rs[i] = reads{pipe.HGet(ctx, k.Lengths, h), pipe.ZScore(ctx, k.Ready, h), pipe.ZScore(ctx, k.Refill, h), pipe.HMGet(ctx, k.Buckets+h, "delay", "adapt")}
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("frontier: host queues: %w", err)
@@ -338,15 +339,12 @@ func (f *Frontier) HostsNow(ctx context.Context, hosts []string) ([]HostQueue, e
 	for i, h := range hosts {
 		q, _ := rs[i].queued.Int64() // absent: none
 		hq := HostQueue{Host: h, Queued: q}
-		if at, err := rs[i].due.Result(); err == nil {
-			hq.DueIn = max(time.Duration(int64(at)*1000-nowUs)*time.Microsecond, 0)
-		}
 		v := rs[i].bucket.Val()
 		if f.HostRate > 0 {
 			hq.Interval, hq.Why = time.Duration(float64(time.Second)/f.HostRate), "rate"
 		}
 		for j, why := range []string{"crawl-delay", "adaptive"} {
-			ms, _ := strconv.ParseInt(fmt.Sprint(v[2+j]), 10, 64) // nil: none
+			ms, _ := strconv.ParseInt(fmt.Sprint(v[j]), 10, 64) // nil: none
 			if d := time.Duration(ms) * time.Millisecond; d > hq.Interval {
 				hq.Interval, hq.Why = d, why
 			}
@@ -355,7 +353,13 @@ func (f *Frontier) HostsNow(ctx context.Context, hosts []string) ([]HostQueue, e
 		if hq.Why != "rate" && hq.Interval > 0 { // its own delay is slower: a token per interval
 			rate, burst = float64(time.Second)/float64(hq.Interval), 1
 		}
-		hq.Bucket = bucketAt(v[0], v[1], nowUs, rate, burst)
+		tat, err := rs[i].due.Result() // its bucket's tat: in ready, else in refill, else full
+		if err != nil {
+			if tat, err = rs[i].refill.Result(); err != nil {
+				tat = float64(nowUs) / 1000
+			}
+		}
+		hq.Bucket, hq.DueIn = bucketAt(tat, nowUs, rate, burst)
 		out[i] = hq
 	}
 	return out, nil

@@ -25,11 +25,15 @@ type Keys struct {
 	// one host's (politeness/tokens.lua has the fields), beside its queue,
 	// so that the pop takes the host's token as it hands out its URL.
 	Buckets string
-	// Slowed is a hash: the hosts whose buckets may hold a pause, a delay
-	// or an adaptive interval, kept only by a crawl without a rate (whose
-	// pops read just those hosts' buckets); its pops drop a host whose
-	// bucket no longer holds any.
+	// Slowed is a hash: the hosts whose bucket hashes may hold a pause, a
+	// delay or an adaptive interval, the only ones a pop reads (the rest of
+	// a host's bucket is its score in Ready); pops drop a host whose bucket
+	// no longer holds any.
 	Slowed string
+	// Refill is a sorted set: hosts whose queue ran dry while their bucket
+	// was still filling -> the bucket's tat (lib.lua), until a URL queued
+	// for them brings them back to Ready with it.
+	Refill string
 	// Outbox is a hash: an exchange's id -> the records of its pages whose
 	// links to other shards' hosts were offered there in the same
 	// pipeline, with those links, until the offers are acked (exchange.lua).
@@ -97,7 +101,7 @@ func keysUnder(p string) Keys {
 	return Keys{Queues: p + "queue:", Lengths: p + "lengths", Counters: p + "counter:", Ready: p + "ready", Leases: p + "leases", Deferred: p + "deferred",
 		Failed: p + "failed", Workers: p + "workers", Stats: p + "stats", Results: p + "results", DoneFlag: p + "done",
 		Config: p + "config", HostPages: p + "hostpages", Ended: p + "ended", Buckets: p + "rate:", Slowed: p + "slowed", Outbox: p + "outbox",
-		Due: p + "due", Pauses: p + "pauses", WorkerInfo: p + "workerinfo"}
+		Due: p + "due", Refill: p + "refill", Pauses: p + "pauses", WorkerInfo: p + "workerinfo"}
 }
 
 // MaxNameLen bounds a crawl name.

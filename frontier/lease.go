@@ -20,8 +20,8 @@ type Lease struct {
 	// (SetHostDelay) that its pop kept to; 0 when it had none, and the
 	// crawl's rate held.
 	HostDelay time.Duration
-	// freshAt: the pop's time (µs, Redis's clock, as the reply said) when
-	// the host's bucket held no grant before it (hostdelay.lua).
+	// freshAt: the tat its pop left the host's bucket (ms, Redis's clock,
+	// as the reply said) when the bucket was full before it (hostdelay.lua).
 	freshAt string
 	// NotBefore is when its host's token, reserved by the pop, is due by
 	// this process's clock (the reply's arrival plus the wait Redis said,
@@ -118,7 +118,7 @@ func (f *shard) Requeue(ctx context.Context, l *Lease, wait time.Duration) error
 	if err != nil {
 		return err
 	}
-	n, err := requeueScript.Run(ctx, f.c, []string{f.keys.Leases, f.keys.Queues, f.keys.Ready, f.keys.Stats, f.keys.Lengths},
+	n, err := requeueScript.Run(ctx, f.c, []string{f.keys.Leases, f.keys.Queues, f.keys.Ready, f.keys.Stats, f.keys.Lengths, f.keys.Refill},
 		l.Member(), e, max(wait.Milliseconds(), 1)).Int()
 	if err != nil {
 		return fmt.Errorf("frontier: requeue: %w", err)
@@ -151,12 +151,8 @@ func (f *shard) SetHostDelay(ctx context.Context, host string, delay time.Durati
 		}
 		member, at = l.Member(), l.freshAt
 	}
-	mark := "0"
-	if f.o.HostRate == 0 {
-		mark = "1"
-	}
 	n, err := hostDelayScript.Run(ctx, f.c, []string{f.keys.Buckets + host, f.keys.Leases, f.keys.Queues, f.keys.Ready, f.keys.Stats,
-		f.keys.Lengths, f.keys.Slowed}, delay.Milliseconds(), HostDelayKept.Milliseconds(), member, e, at, mark, host).Int()
+		f.keys.Lengths, f.keys.Slowed, f.keys.Refill}, delay.Milliseconds(), HostDelayKept.Milliseconds(), member, e, at, host).Int()
 	switch {
 	case err != nil:
 		return false, fmt.Errorf("frontier: host delay: %w", err)

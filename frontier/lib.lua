@@ -12,11 +12,16 @@
 -- so the host, the scheme and a parent shared by a page's links are stored
 -- once, not per URL. A pop that takes compact elements puts their marker
 -- back at the head, so a compact element always has one before it.
---   ready  sorted set host -> the earliest time (ms, server clock) the next
---          URL of that host may be popped.
+--   ready  sorted set: the hosts with URLs queued -> their token bucket's
+--          tat (ms, server clock; politeness/tokens.lua): when the bucket
+--          is full again, with a burst of 1 when the next URL may be popped.
+--   refill sorted set: hosts whose queue ran dry while their bucket was
+--          still filling -> that bucket's tat. A URL queued for such a host
+--          brings it back to ready with it; a host in neither has a full
+--          bucket (ready's score now).
 --   stats  field 'queued': the number of URLs in all the queues;
 --   lengths  hash host -> the number of URLs in its queue (not markers).
--- The helpers below take these four keys as one table Q (fr_keys).
+-- The helpers below take these five keys as one table Q (fr_keys).
 -- An entry outside the queues (in flight, deferred) is "host\nitem-json".
 
 local FR_MARK, FR_JSON, FR_HTTPS = 80, 123, 115 -- 'P', '{', 's'
@@ -39,8 +44,8 @@ local function fr_split(entry)
   return string.sub(entry, 1, i - 1), string.sub(entry, i + 1)
 end
 
-local function fr_keys(queues, ready, stats, lengths)
-  return {queues = queues, ready = ready, stats = stats, lengths = lengths}
+local function fr_keys(queues, ready, stats, lengths, refill)
+  return {queues = queues, ready = ready, stats = stats, lengths = lengths, refill = refill}
 end
 
 -- fr_json is a queue element (not a marker) of host as item JSON.
@@ -69,15 +74,25 @@ local function fr_queued(Q)
   return tonumber(redis.call('HGET', Q.stats, 'queued') or '0')
 end
 
--- fr_ready makes hosts known to the scheduler of pops (due now, unless
--- they already have a due time).
-local function fr_ready(ready, hosts, now)
+-- fr_ready makes hosts that have URLs queued known to the scheduler of
+-- pops: a host already in ready keeps its tat; one in refill comes back
+-- with the tat it left with, while that is still ahead; any other has a
+-- full bucket, due now.
+local function fr_ready(Q, hosts, now)
+  if #hosts == 0 then return end
   local args, t = {}, fr_int(now)
+  local tats, back = nil, {}
+  if redis.call('EXISTS', Q.refill) == 1 then tats = redis.call('ZMSCORE', Q.refill, unpack(hosts)) end
   for i, host in ipairs(hosts) do
     args[2 * i - 1] = t
     args[2 * i] = host
+    if tats and tats[i] then
+      if tonumber(tats[i]) > now then args[2 * i - 1] = tats[i] end
+      back[#back + 1] = host
+    end
   end
-  if #args > 0 then redis.call('ZADD', ready, 'NX', unpack(args)) end
+  redis.call('ZADD', Q.ready, 'NX', unpack(args))
+  if #back > 0 then redis.call('ZREM', Q.refill, unpack(back)) end
 end
 
 -- fr_push_back queues entries "host\nparent\nelement" at the back of their
@@ -109,7 +124,7 @@ local function fr_push_back(Q, entries, now)
     redis.call('RPUSH', Q.queues .. host, unpack(lists[host]))
     redis.call('HINCRBY', Q.lengths, host, fr_int(n[host]))
   end
-  fr_ready(Q.ready, order, now)
+  fr_ready(Q, order, now)
   fr_count(Q, #entries)
 end
 
@@ -132,7 +147,7 @@ local function fr_push_front(Q, entries, now)
     redis.call('LPUSH', Q.queues .. host, unpack(lists[host]))
     redis.call('HINCRBY', Q.lengths, host, fr_int(#lists[host]))
   end
-  fr_ready(Q.ready, order, now)
+  fr_ready(Q, order, now)
   fr_count(Q, #entries)
 end
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/redcrawl/crawler/politeness"
@@ -21,10 +20,10 @@ func (f *Frontier) PauseHost(ctx context.Context, host string, retryAfter time.D
 	sh := f.fs[ShardOf(host, len(f.fs))]
 	d, err := politeness.NewLimiter(f.c, politeness.Inf, 1).PauseWith(ctx, f.RateKey(host), retryAfter,
 		politeness.PauseNote{Why: why, Index: sh.keys.Pauses, Member: host})
-	if err != nil || f.HostRate > 0 {
+	if err != nil {
 		return d, err
 	}
-	// Without a rate, the pops read only the buckets of marked hosts.
+	// The pops read only the bucket hashes of marked hosts.
 	if err := f.c.HSet(ctx, sh.keys.Slowed, host, 1).Err(); err != nil {
 		return d, fmt.Errorf("frontier: pause: %w", err)
 	}
@@ -90,15 +89,18 @@ type Bucket struct {
 	Burst  int     `json:"burst"`
 }
 
-// bucketAt is the bucket that held tokens at last (µs; both nil: none,
-// a full bucket) at nowUs, filling at rate up to burst (rate 0: no limit).
-func bucketAt(tokens, last any, nowUs int64, rate float64, burst int) Bucket {
+// bucketAt is the bucket full at tat (ms: the host's score in ready,
+// tokens.lua) as it stands at nowUs, filling at rate up to burst (rate 0:
+// no limit), and how long until it has a token.
+func bucketAt(tat float64, nowUs int64, rate float64, burst int) (Bucket, time.Duration) {
 	b := Bucket{Tokens: float64(burst), Rate: rate, Burst: burst}
-	if rate == 0 || tokens == nil {
-		return b
+	if rate == 0 {
+		return b, max(time.Duration((tat*1000-float64(nowUs))*float64(time.Microsecond)), 0)
 	}
-	t, _ := strconv.ParseFloat(fmt.Sprint(tokens), 64)
-	l, _ := strconv.ParseFloat(fmt.Sprint(last), 64)
-	b.Tokens = min(t+max(float64(nowUs)-l, 0)/1e6*rate, float64(burst))
-	return b
+	now := float64(nowUs) / 1000
+	if tat > now {
+		b.Tokens = float64(burst) - (tat-now)*rate/1000
+	}
+	first := tat - float64(burst-1)*1000/rate // when it has a token
+	return b, max(time.Duration((first-now)*float64(time.Millisecond)), 0)
 }

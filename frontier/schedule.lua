@@ -16,6 +16,7 @@
 -- KEYS[13] the outbox (exchange.lua)   ARGV[9] how old an outbox entry is before the sweep acks it (ms)
 -- KEYS[15] worker info (hash worker -> its last heartbeat's note:
 --   renew.lua), whose forgotten workers go with them
+-- KEYS[16] refill (lib.lua)
 -- KEYS[14] due (zset "host\nelement\nvisit" -> when the URL's revisit is
 --   due, ms): frontier/visit.go
 -- ARGV[10] '1': the crawl is continuous: URLs due by now go back to their
@@ -54,7 +55,7 @@
 if redis.call('EXISTS', KEYS[10]) == 0 then return redis.error_reply('GONE the crawl is gone from Redis') end
 local queues, ready, leases, deferred = KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local failedKey, stats = KEYS[6], KEYS[7]
-local Q = fr_keys(queues, ready, stats, KEYS[12])
+local Q = fr_keys(queues, ready, stats, KEYS[12], KEYS[16])
 local now = fr_now()
 local limit = tonumber(ARGV[3])
 local released, reclaimed, failed = 0, 0, 0
