@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -77,9 +78,10 @@ func (f *shard) Exchange(ctx context.Context, done []Finished, back []*Lease, wa
 // exchangeArgs are exchange.lua's arguments after the Bloom filter's and
 // the links', as one JSON object whose fields the script reads by name
 // (its header lists them), then the texts it names: a field that holds a
-// lease's member, a record or a failed entry holds its place among the
-// strings after the object (1-based), so that those, which are JSON
-// themselves, travel as they are rather than escaped inside the object.
+// lease's member, a record, a stat or a lease id holds its place among
+// the strings after the object (1-based), so that strings travel as Redis
+// hands them to the script rather than through its JSON decoder, which
+// costs Redis about as much as a page's commands.
 type exchangeArgs struct {
 	Expect     int64      `json:"expect"`          // this process's exchanges Redis should hold
 	Count      bool       `json:"count,omitempty"` // this call counts as one (the batch's last call)
@@ -98,13 +100,14 @@ type exchangeArgs struct {
 	HostMax    int64      `json:"host_max,omitempty"`
 	Done       []doneArgs `json:"done,omitempty"`
 	Back       []int      `json:"back,omitempty"` // texts: the members of the leases given back
-	LeaseIDs   []string   `json:"lease_ids,omitempty"`
+	IDs        int        `json:"ids,omitempty"`  // text: the first of want lease ids, the rest after it
 	// The outbox (Frontier.Exchange over shards): this call's entry, the
 	// text of its away links, and the entries acked.
 	OutboxID string      `json:"outbox_id,omitempty"`
 	Outbox   int         `json:"outbox,omitempty"`
 	Acks     []outboxAck `json:"acks,omitempty"`
 	texts    []string
+	stats    map[string]int // a stat's text, written once a call
 }
 
 // text adds s to the texts after the object, and returns its place.
@@ -113,27 +116,63 @@ func (a *exchangeArgs) text(s string) int {
 	return len(a.texts)
 }
 
-// doneArgs are one finished lease's.
-type doneArgs struct {
-	Lease   int    `json:"lease"`            // text: its member
-	Stat    string `json:"stat,omitempty"`   // stats fields to bump, comma-separated
-	Record  int    `json:"record,omitempty"` // text: its record; 0: none
-	Failed  int    `json:"failed,omitempty"` // text: its failed-list entry; 0: none
-	Fetched bool   `json:"fetched,omitempty"`
-	Refund  bool   `json:"refund,omitempty"`
-	Ms      int64  `json:"ms,omitempty"` // the fetch's time, with a delay factor
-	// Its links in this call: the index of the first (1-based), how many,
-	// and its new ones that earlier calls of the batch counted.
-	First   int `json:"first"`
-	Links   int `json:"links"`
-	Counted int `json:"counted,omitempty"`
-	// Away: it has links to other shards' hosts, offered there in the
+// stat is the place of stat among the texts, added the first time.
+func (a *exchangeArgs) stat(stat string) int {
+	if stat == "" {
+		return 0
+	}
+	if i, ok := a.stats[stat]; ok {
+		return i
+	}
+	if a.stats == nil {
+		a.stats = map[string]int{}
+	}
+	a.stats[stat] = a.text(stat)
+	return a.stats[stat]
+}
+
+// doneArgs are one finished lease's, by place (exchange.lua's header):
+// numbers only, most of them the places of texts, 0 for none, so that a
+// page costs the script's JSON decoder a few characters.
+type doneArgs [doneFields]int64
+
+const (
+	dLease   = iota // text: its member
+	dStat           // text: the stats fields to bump, comma-separated (one text for a call's equal ones)
+	dRecord         // text: its record
+	dLinks          // its links in this call (they follow the previous page's)
+	dVisit          // text: the due set's member its fetch leaves
+	dDue            // ms from now until that visit is due
+	dFlags          // doneFetched | doneRefund | doneAway
+	dFailed         // text: its failed-list entry
+	dMs             // its fetch's time, ms (adaptive politeness)
+	dCounted        // its new links that earlier calls of the batch counted
+	doneFields
+)
+
+// doneArgs' flags.
+const (
+	doneFetched = 1 << iota // a page was fetched
+	doneRefund              // no request went to its host, whose token goes back
+	// doneAway: it has links to other shards' hosts, offered there in the
 	// same pipeline; its record waits in the call's outbox entry.
-	Away bool `json:"away,omitempty"`
-	// The due set's member its outcome puts in (text; 0: none), and when
-	// that is due (ms from now).
-	Visit int   `json:"visit,omitempty"`
-	DueMs int64 `json:"due_ms,omitempty"`
+	doneAway
+)
+
+// MarshalJSON writes the fields as an array without its trailing zeros.
+func (d doneArgs) MarshalJSON() ([]byte, error) {
+	n := len(d)
+	for n > 1 && d[n-1] == 0 {
+		n--
+	}
+	b := append(make([]byte, 0, 8*n), '[')
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, d[i], 10)
+	}
+	return append(b, ']'), nil
 }
 
 // encode is the script's last arguments: the object, then its texts.
@@ -217,35 +256,48 @@ func (f *shard) exchange(ctx context.Context, done []Finished, back []*Lease, wa
 // before start.
 func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []bool, back []*Lease, want int, ids []string) exchangeArgs {
 	a := exchangeArgs{Expect: f.exchanges, ResultsCap: f.resultsCap}
-	a.Count, a.Want, a.LeaseIDs = true, want, ids
+	a.Count, a.Want = true, want
 	a.LeaseMs, a.Budget, a.HostMax = f.o.Lease.Milliseconds(), f.pageBudget(), f.o.HostPageCap
 	a.Rate, a.Burst, a.PauseKeep, a.DelayKeep = f.o.HostRate, max(f.o.HostBurst, 1), politeness.PauseMemory.Milliseconds(), HostDelayKept.Milliseconds()
 	a.AheadMs, a.Factor, a.MaxDelayMs = f.o.PopAhead.Milliseconds(), f.o.DelayFactor, f.o.MaxDelay.Milliseconds()
 	for d, x := range done {
 		lo, hi := max(offset[d], start), min(offset[d+1], end)
-		da := doneArgs{Lease: a.text(x.Lease.Member()), Stat: x.Outcome.counters(),
-			Fetched: x.Outcome.Fetched, Refund: x.Outcome.Refund, First: lo - start + 1, Links: max(hi-lo, 0)}
+		var da doneArgs
+		da[dLease], da[dStat], da[dLinks] = int64(a.text(x.Lease.Member())), int64(a.stat(x.Outcome.counters())), int64(max(hi-lo, 0))
+		if x.Outcome.Fetched {
+			da[dFlags] |= doneFetched
+		}
+		if x.Outcome.Refund {
+			da[dFlags] |= doneRefund
+		}
 		if x.Outcome.Record != nil {
-			da.Record = a.text(string(x.Outcome.Record))
+			da[dRecord] = int64(a.text(string(x.Outcome.Record)))
 		}
 		if f.o.DelayFactor > 0 {
-			da.Ms = x.Outcome.FetchTime.Milliseconds()
+			da[dMs] = x.Outcome.FetchTime.Milliseconds()
 		}
 		if x.Outcome.Failed != "" {
-			da.Failed = a.text(x.Lease.failedEntry(x.Outcome.Failed))
+			da[dFailed] = int64(a.text(x.Lease.failedEntry(x.Outcome.Failed)))
 		}
 		if m := dueMember(x.Lease, x.Outcome); m != "" {
-			da.Visit, da.DueMs = a.text(m), x.Outcome.Due.Milliseconds()
+			da[dVisit], da[dDue] = int64(a.text(m)), x.Outcome.Due.Milliseconds()
 		}
 		for i := offset[d]; i < min(offset[d+1], start); i++ {
 			if flags[i] {
-				da.Counted++
+				da[dCounted]++
 			}
 		}
 		a.Done = append(a.Done, da)
 	}
 	for _, l := range back {
 		a.Back = append(a.Back, a.text(l.Member()))
+	}
+	for i, id := range ids {
+		if i == 0 {
+			a.IDs = a.text(id)
+		} else {
+			a.text(id)
+		}
 	}
 	return a
 }

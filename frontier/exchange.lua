@@ -56,23 +56,29 @@
 --   host_max    pages per host (0: none): a host that reached it has its
 --               queued URLs dropped when it comes up for a pop, and counted
 --               in stats as skipped_links:max_pages_per_host
---   done        the finished leases, each {lease (text: its member), stat
---               (a stats field or several, comma-separated; absent: none),
---               record (text; absent: none), failed (text: the
---               failed-list entry; absent: none),
---               fetched (true: a page was fetched), refund (true: no
---               request went to its host, whose token goes back), ms (its
---               fetch's time, with a factor),
---               first (its first link's
---               index among this call's links, 1-based), links (its links
---               in this call), counted (its new links counted by earlier
---               calls of the batch)}
---               away (true: it has links to other shards' hosts, offered
---               there in the same pipeline, and its record waits in the
---               outbox entry of this call until those offers are acked)
---               visit (text: the due set's member its fetch leaves for
---               the next one, put in, due in due_ms ms; absent: none; the
---               sweep took the one it was fetched with out)
+--   done        the finished leases, each an array of numbers by place
+--               (doneArgs, exchange.go), absent trailing ones 0; a "text"
+--               is the place of a string among those after the object, 0
+--               for none:
+--                 1 lease    text: its member
+--                 2 stat     text: the stats fields to bump, comma-separated
+--                 3 record   text: its record
+--                 4 links    its links in this call, which follow the
+--                            previous page's
+--                 5 visit    text: the due set's member its fetch leaves
+--                            for the next one (the sweep took the one it
+--                            was fetched with out), due in
+--                 6 due      ms from now
+--                 7 flags    1: a page was fetched; 2: no request went to
+--                            its host, whose token goes back; 4: it has
+--                            links to other shards' hosts, offered there
+--                            in the same pipeline, and its record waits in
+--                            this call's outbox entry until those offers
+--                            are acked
+--                 8 failed   text: its failed-list entry
+--                 9 ms       its fetch's time (with a factor)
+--                10 counted  its new links that earlier calls of the
+--                            batch counted
 --   outbox_id   this call's outbox entry, written when a page with away
 --               links is recorded; outbox (text: those links, JSON, for
 --               the scheduler to offer again should no ack come)
@@ -83,7 +89,8 @@
 --               entries deleted; an entry gone already (acked by the
 --               scheduler) is skipped
 --   back        texts: the members of the leases given back
---   lease_ids   an id for each URL that may be popped
+--   ids         text: the first of want lease ids, one for each URL that
+--               may be popped, the others in the texts after it
 --   (an absent list is empty)
 -- Reply: the Bloom reply {BLOOM_OK, count, layers, flag per link} (or a
 -- retry status with nothing done, or {BLOOM_REFUSED, count, layers, n}: n
@@ -102,7 +109,7 @@
 --           pop left (ms, a string): hostdelay.lua lets such a URL go when
 --           its host's delay is learnt, if no grant came since
 -- and then popped: host, item-json, host, item-json …, the i-th under
--- lease_ids[i] (left out of the object: the items are JSON already)
+-- the i-th lease id (left out of the object: the items are JSON already)
 -- or the GONE error, with nothing written, when the crawl is gone.
 -- bloom_run returns where this script's own keys start (key0), where the
 -- links' entries start in ARGV (link0) and how many links there are.
@@ -125,7 +132,7 @@ if A.count then
   redis.call('INCR', KEYS[key0 + 7])
   redis.call('PEXPIRE', KEYS[key0 + 7], '86400000') -- a day: a process silent longer only forgets once more
 end
-local finished, given, newIDs = A.done or {}, A.back or {}, A.lease_ids or {}
+local finished, given = A.done or {}, A.back or {}
 local D, R, W = #finished, #given, A.want or 0
 local resultsCap, failedCap = string.format('%d', A.results_cap or 0), A.failed_cap or 0
 local leaseMs, budget = A.lease_ms or 0, A.budget or 0
@@ -174,14 +181,14 @@ local parked = {} -- records that wait in this call's outbox entry: {d, r, n}
 local outbox = KEYS[key0 + 14]
 if D > 0 then
   local ids = {}
-  for d = 1, D do ids[d] = ARGV[T + finished[d].lease] end
+  for d = 1, D do ids[d] = ARGV[T + finished[d][1]] end
   local held = redis.call('ZMSCORE', leases, unpack(ids))
   -- A lease not held may have been ended by this very exchange sent
   -- before (its reply lost): then it is answered as recorded (2), and
   -- nothing is recorded twice. Ended leases are kept a minute.
   local endedKey = KEYS[key0 + 11]
   local lease_ids, again = {}, {}
-  for d = 1, D do lease_ids[d] = (fr_split(ids[d])) end
+  for d = 1, D do lease_ids[d] = fr_head(ids[d]) end
   for d = 1, D do
     if not held[d] then
       again = redis.call('ZMSCORE', endedKey, unpack(lease_ids))
@@ -189,55 +196,62 @@ if D > 0 then
     end
   end
   local gone, failures, endedArgs, refunds, adapts = {}, {}, {}, {}, {}
-  local dueArgs = {}
+  local dueArgs, stats_ = {}, {} -- stats_: a stat's text -> the pages recorded with it
+  local link = 1 -- the first link of the next page among this call's
   for d = 1, D do
     local f = finished[d]
+    local stat, record, nlinks, visit, flags = f[2] or 0, f[3] or 0, f[4] or 0, f[5] or 0, f[7] or 0
+    local from = link
+    link = link + nlinks
     if not held[d] and again[d] then
       answer[d] = '2'
     elseif held[d] then
       endedArgs[#endedArgs + 1] = nowS
       endedArgs[#endedArgs + 1] = lease_ids[d]
       gone[#gone + 1] = ids[d]
-      for stat in string.gmatch(f.stat or '', '[^,]+') do -- "ok,status:200"
-        bump[stat] = (bump[stat] or 0) + 1
-      end
-      if f.fetched then
+      if stat > 0 then stats_[stat] = (stats_[stat] or 0) + 1 end
+      if flags % 2 == 1 then -- a page was fetched
         bump.pages = (bump.pages or 0) + 1
         if hostMax > 0 then
           local _, rest = fr_split(ids[d]) -- "id\nhost\nitem-json"
           redis.call('HINCRBY', hostpages, (fr_split(rest)), '1')
         end
       end
-      if f.record then
-        local record = ARGV[T + f.record]
-        local first, count = f.first or 1, f.links or 0
-        local new = f.counted or 0
-        for i = first, first + count - 1 do
+      if record > 0 then
+        record = ARGV[T + record]
+        local new = f[10] or 0
+        for i = from, link - 1 do
           if reply[3 + i] == 1 then new = new + 1 end
         end
-        if f.away and A.outbox_id then
+        if flags % 8 >= 4 and A.outbox_id then
           parked[#parked + 1] = {d = d, r = record, n = new}
         else
-          redis.call('XADD', results, 'MAXLEN', '~', resultsCap, '*', 'rec', record, 'new_links', string.format('%d', new))
+          redis.call('XADD', results, 'MAXLEN', '~', resultsCap, '*', 'rec', record, 'new_links', fr_int(new))
           bump.records = (bump.records or 0) + 1 -- ever added: minus the stream's length, what trimming dropped
         end
       end
-      if f.failed then failures[#failures + 1] = ARGV[T + f.failed] end
-      if f.visit then -- the URL's state for its next fetch (frontier/visit.go)
-        dueArgs[#dueArgs + 1] = fr_int(now + (f.due_ms or 0))
-        dueArgs[#dueArgs + 1] = ARGV[T + f.visit]
+      if (f[8] or 0) > 0 then failures[#failures + 1] = ARGV[T + f[8]] end
+      if visit > 0 then -- the URL's state for its next fetch (frontier/visit.go)
+        dueArgs[#dueArgs + 1] = fr_int(now + (f[6] or 0))
+        dueArgs[#dueArgs + 1] = ARGV[T + visit]
       end
-      if f.refund or f.ms then
+      local refund, ms = flags % 4 >= 2, f[9] or 0
+      if refund or ms > 0 then
         local _, rest = fr_split(ids[d])
         local host = fr_split(rest)
-        if f.refund then refunds[host] = (refunds[host] or 0) + 1 end
-        if f.ms and A.factor then -- adaptive politeness: the host's last fetch sets its interval
-          adapts[host] = math.min(math.floor(A.factor * f.ms), A.max_delay_ms or 60000)
+        if refund then refunds[host] = (refunds[host] or 0) + 1 end
+        if ms > 0 and A.factor then -- adaptive politeness: the host's last fetch sets its interval
+          adapts[host] = math.min(math.floor(A.factor * ms), A.max_delay_ms or 60000)
         end
       end
       answer[d] = '1'
     else
       answer[d] = '0'
+    end
+  end
+  for text, n in pairs(stats_) do
+    for stat in string.gmatch(ARGV[T + text], '[^,]+') do -- "ok,status:200"
+      bump[stat] = (bump[stat] or 0) + n
     end
   end
   if #gone > 0 then
@@ -492,7 +506,7 @@ if W > 0 then
     local until_ = fr_int(now + leaseMs)
     for i = 1, M do
       exp[2 * i - 1] = until_
-      exp[2 * i] = newIDs[i] .. '\n' .. got[2 * i - 1] .. '\n' .. got[2 * i]
+      exp[2 * i] = ARGV[T + A.ids + i - 1] .. '\n' .. got[2 * i - 1] .. '\n' .. got[2 * i]
     end
     redis.call('ZADD', leases, unpack(exp))
   end

@@ -28,10 +28,16 @@ local FR_MARK, FR_JSON, FR_HTTPS = 80, 123, 115 -- 'P', '{', 's'
 
 -- fr_int is the whole number n as a command's argument. A Lua number handed
 -- to redis.call is written out with %.17g, a floating-point conversion
--- that costs Redis more than many commands do; %d does not.
-local fr_format = string.format
+-- that costs Redis more than many commands do; %d costs less, and a number
+-- a call writes again (a count, a due time) is written once.
+local fr_format, fr_ints = string.format, {}
 local function fr_int(n)
-  return fr_format('%d', n)
+  local s = fr_ints[n]
+  if not s then
+    s = fr_format('%d', n)
+    fr_ints[n] = s
+  end
+  return s
 end
 
 local function fr_now()
@@ -42,6 +48,11 @@ end
 local function fr_split(entry)
   local i = string.find(entry, '\n', 1, true)
   return string.sub(entry, 1, i - 1), string.sub(entry, i + 1)
+end
+
+-- fr_head is an entry's first line ("id" of "id\nhost\nitem-json").
+local function fr_head(entry)
+  return string.sub(entry, 1, string.find(entry, '\n', 1, true) - 1)
 end
 
 local function fr_keys(queues, ready, stats, lengths, refill)

@@ -332,10 +332,12 @@ func (f *shard) prepare(ctx context.Context, p *part) error {
 	}
 	a := f.lastArgs(p.done, off, 0, len(urls), nil, p.back, p.pop, p.ids)
 	for d := range a.Done {
-		a.Done[d].Away = p.away[d]
+		if p.away[d] {
+			a.Done[d][dFlags] |= doneAway
+		}
 		for i := p.offset[d]; pre != nil && i < p.offset[d+1]; i++ {
 			if pre[i] {
-				a.Done[d].Counted++
+				a.Done[d][dCounted]++
 			}
 		}
 	}
