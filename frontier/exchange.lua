@@ -24,7 +24,8 @@
 --   failed, results, done flag, the process's exchange counter, the config,
 --   hostpages (hash host -> pages fetched, kept with a per-host cap),
 --   lengths (hash host -> URLs queued, lib.lua),
---   ended (zset lease id -> when ended, ms: a minute of them),
+--   ended (the lease ids this process's last exchange to end leases
+--   ended, space-separated, kept a day),
 --   buckets (the prefix of the hosts' bucket hashes: buckets .. host:
 --   pauses, Crawl-delays, adaptive intervals; tokens.lua),
 --   slowed (hash: the hosts whose bucket hashes hold something to read),
@@ -185,17 +186,19 @@ if D > 0 then
   local held = redis.call('ZMSCORE', leases, unpack(ids))
   -- A lease not held may have been ended by this very exchange sent
   -- before (its reply lost): then it is answered as recorded (2), and
-  -- nothing is recorded twice. Ended leases are kept a minute.
+  -- nothing is recorded twice. A process's calls are one at a time, so
+  -- that is its last exchange to end leases, whose ids it kept (ended).
   local endedKey = KEYS[key0 + 11]
   local lease_ids, again = {}, {}
   for d = 1, D do lease_ids[d] = fr_head(ids[d]) end
   for d = 1, D do
     if not held[d] then
-      again = redis.call('ZMSCORE', endedKey, unpack(lease_ids))
+      local last = ' ' .. (redis.call('GET', endedKey) or '') .. ' '
+      for e = 1, D do again[e] = string.find(last, ' ' .. lease_ids[e] .. ' ', 1, true) end
       break
     end
   end
-  local gone, failures, endedArgs, refunds, adapts = {}, {}, {}, {}, {}
+  local gone, failures, ended, refunds, adapts = {}, {}, {}, {}, {}
   local dueArgs, stats_ = {}, {} -- stats_: a stat's text -> the pages recorded with it
   local link = 1 -- the first link of the next page among this call's
   for d = 1, D do
@@ -205,9 +208,9 @@ if D > 0 then
     link = link + nlinks
     if not held[d] and again[d] then
       answer[d] = '2'
+      ended[#ended + 1] = lease_ids[d] -- for this call sent yet again
     elseif held[d] then
-      endedArgs[#endedArgs + 1] = nowS
-      endedArgs[#endedArgs + 1] = lease_ids[d]
+      ended[#ended + 1] = lease_ids[d]
       gone[#gone + 1] = ids[d]
       if stat > 0 then stats_[stat] = (stats_[stat] or 0) + 1 end
       if flags % 2 == 1 then -- a page was fetched
@@ -254,11 +257,8 @@ if D > 0 then
       bump[stat] = (bump[stat] or 0) + n
     end
   end
-  if #gone > 0 then
-    redis.call('ZREM', leases, unpack(gone))
-    redis.call('ZADD', endedKey, unpack(endedArgs))
-    redis.call('ZREMRANGEBYSCORE', endedKey, '-inf', fr_int(now - 60000))
-  end
+  if #gone > 0 then redis.call('ZREM', leases, unpack(gone)) end
+  if #ended > 0 then redis.call('SET', endedKey, table.concat(ended, ' '), 'PX', '86400000') end
   if #dueArgs > 0 then redis.call('ZADD', KEYS[key0 + 15], unpack(dueArgs)) end
   if #failures > 0 then
     redis.call('LPUSH', failed, unpack(failures))

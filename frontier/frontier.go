@@ -139,7 +139,7 @@ var ErrRolledBack = errors.New("frontier: Redis no longer holds this worker's pa
 // process knows of: one whose reply it never got (a timeout, a connection
 // cut) went through. Nothing was written by this call; sent again, the
 // same exchange records nothing twice (its pages' leases are found ended
-// by it, Keys.Ended), so there is nothing to forget.
+// by it, Keys.EndedBy), so there is nothing to forget.
 var ErrReplyLost = errors.New("frontier: an exchange whose reply was lost had gone through")
 
 // shard is one shard of a crawl's frontier: one set of the keys in the

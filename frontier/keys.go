@@ -17,9 +17,10 @@ type Keys struct {
 	DoneFlag                                                 string // "1" once the scheduler saw nothing left to do
 	// HostPages counts pages fetched per host, with a per-host cap.
 	HostPages string
-	// Ended is a sorted set: lease id -> when an exchange ended it (ms),
-	// kept a minute, so that the same exchange sent again (its reply was
-	// lost) finds its pages recorded rather than their leases lost.
+	// Ended is the prefix of the processes' ended leases (EndedBy): the
+	// lease ids that a process's last exchange to end any ended, so that
+	// the same exchange sent again (its reply was lost) finds its pages
+	// recorded rather than their leases lost.
 	Ended string
 	// Buckets is the prefix of the hosts' token buckets: Buckets+host is
 	// one host's (politeness/tokens.lua has the fields), beside its queue,
@@ -70,6 +71,10 @@ type Keys struct {
 // whose token is given (see Frontier.Exchange).
 func (k Keys) Counter(token string) string { return k.Counters + token }
 
+// EndedBy is the key of the leases the last exchange of the process
+// whose token is given ended (a string of lease ids; exchange.lua).
+func (k Keys) EndedBy(token string) string { return k.Ended + token }
+
 // Queue is the key of host's queue.
 func (k Keys) Queue(host string) string { return k.Queues + host }
 
@@ -100,7 +105,7 @@ func KeysFor(name string) Keys { return keysUnder("crawl:{" + name + "}:") }
 func keysUnder(p string) Keys {
 	return Keys{Queues: p + "queue:", Lengths: p + "lengths", Counters: p + "counter:", Ready: p + "ready", Leases: p + "leases", Deferred: p + "deferred",
 		Failed: p + "failed", Workers: p + "workers", Stats: p + "stats", Results: p + "results", DoneFlag: p + "done",
-		Config: p + "config", HostPages: p + "hostpages", Ended: p + "ended", Buckets: p + "rate:", Slowed: p + "slowed", Outbox: p + "outbox",
+		Config: p + "config", HostPages: p + "hostpages", Ended: p + "ended:", Buckets: p + "rate:", Slowed: p + "slowed", Outbox: p + "outbox",
 		Due: p + "due", Refill: p + "refill", Pauses: p + "pauses", WorkerInfo: p + "workerinfo"}
 }
 

@@ -168,8 +168,11 @@ end
 -- the total (fr_count), once for all its pops.
 local function fr_pop(Q, host, q, out)
   local key = Q.queues .. host
-  local parent, extra
-  local got, need, dry = 0, q + 1, false -- one more: the head is usually a marker
+  local parent, mark -- the last marker passed: its parent, and itself
+  local rest = {}    -- elements popped past the q-th URL, to go back
+  -- Two more than wanted: the head is usually a marker, and the element
+  -- after the last URL taken says whether the new head needs one.
+  local got, need, dry = 0, q + 2, false
   while true do
     local els = redis.call('LPOP', key, fr_int(need))
     if not els then
@@ -177,14 +180,14 @@ local function fr_pop(Q, host, q, out)
       break
     end
     for _, el in ipairs(els) do
-      if string.byte(el, 1) == FR_MARK then
-        parent = string.sub(el, 2)
-      elseif got < q then
+      if got >= q then
+        rest[#rest + 1] = el
+      elseif string.byte(el, 1) == FR_MARK then
+        parent, mark = string.sub(el, 2), el
+      else
         got = got + 1
         out[#out + 1] = host
         out[#out + 1] = fr_json(host, el, parent)
-      else
-        extra = el
       end
     end
     if #els < need then
@@ -192,17 +195,23 @@ local function fr_pop(Q, host, q, out)
       break
     end
     if got >= q then break end
-    need = q - got
+    need = q - got + 2
   end
-  if not dry then
+  if #rest > 0 then
+    -- What was popped past the last URL goes back in order, behind the
+    -- marker its first element needs (none for a marker of its own), in
+    -- one LPUSH: so the head never holds a marker made stale by another.
+    local back, b = {}, string.byte(rest[1], 1)
+    for i = #rest, 1, -1 do back[#back + 1] = rest[i] end
+    if mark and b ~= FR_MARK then back[#back + 1] = mark end
+    redis.call('LPUSH', key, unpack(back))
+    dry = false
+  elseif not dry then
     -- The queue may go on: its head gets back the marker of the compact
     -- elements after it (LPUSHX: not onto a queue LPOP emptied, and so
-    -- deleted), or the element taken one too many — which happens only
-    -- when the first LPOP found no marker at all, so none is owed.
-    if extra then
-      redis.call('LPUSH', key, extra)
-    elseif parent then
-      dry = redis.call('LPUSHX', key, 'P' .. parent) == 0
+    -- deleted).
+    if mark then
+      dry = redis.call('LPUSHX', key, mark) == 0
     else
       dry = redis.call('EXISTS', key) == 0
     end
