@@ -409,11 +409,18 @@ if W > 0 then
     if m <= 0 then break end
     local due = redis.call('ZRANGEBYSCORE', ready, '-inf', fr_int(math.floor(reach)), 'WITHSCORES', 'LIMIT', '0', fr_int(m))
     if #due == 0 then break end
-    if anySlowed then
+    local capped = {} -- with a cap of pages per host: the hosts that reached it
+    if anySlowed or hostMax > 0 then
       local hosts = {}
       for i = 1, #due, 2 do hosts[#hosts + 1] = due[i] end
-      local v = redis.call('HMGET', slowed, unpack(hosts))
-      for i, host in ipairs(hosts) do marks[host] = v[i] end
+      if anySlowed then
+        local v = redis.call('HMGET', slowed, unpack(hosts))
+        for i, host in ipairs(hosts) do marks[host] = v[i] end
+      end
+      if hostMax > 0 then
+        local v = redis.call('HMGET', hostpages, unpack(hosts))
+        for i, host in ipairs(hosts) do capped[host] = tonumber(v[i] or '0') >= hostMax end
+      end
     end
     local per = math.ceil(m / (#due / 2))
     local dry, moved = {}, false
@@ -423,7 +430,7 @@ if W > 0 then
       if q <= 0 then break end
       if visited[host] then
         -- not due: looked at already by this call
-      elseif hostMax > 0 and tonumber(redis.call('HGET', hostpages, host) or '0') >= hostMax then
+      elseif capped[host] then
         -- The host had its pages: what is queued for it is dropped, counted,
         -- a thousand elements a visit.
         local els = redis.call('LPOP', queues .. host, '1000')

@@ -59,16 +59,22 @@ local function fr_keys(queues, ready, stats, lengths, refill)
   return {queues = queues, ready = ready, stats = stats, lengths = lengths, refill = refill}
 end
 
--- fr_json is a queue element (not a marker) of host as item JSON.
+-- fr_json is a queue element (not a marker) of host as item JSON: put
+-- together as text when nothing in it needs escaping (a canonical URL
+-- seldom holds a backslash or a double quote), else by cjson.
 local function fr_json(host, el, parent)
   local b = string.byte(el, 1)
   if b == FR_JSON then return el end
   local sp = string.find(el, ' ', 2, true)
   local scheme = 'http://'
   if b == FR_HTTPS then scheme = 'https://' end
-  local item = {u = scheme .. host .. string.sub(el, sp + 1), d = tonumber(string.sub(el, 2, sp - 1))}
-  if parent and parent ~= '' then item.p = parent end
-  return cjson.encode(item)
+  local u, d = scheme .. host .. string.sub(el, sp + 1), string.sub(el, 2, sp - 1)
+  if parent == '' then parent = nil end
+  if string.find(u, '["\\%c]') or (parent and string.find(parent, '["\\%c]')) then
+    return cjson.encode({u = u, d = tonumber(d), p = parent})
+  end
+  if parent then return '{"u":"' .. u .. '","d":' .. d .. ',"p":"' .. parent .. '"}' end
+  return '{"u":"' .. u .. '","d":' .. d .. '}'
 end
 
 -- fr_count adds n to the URLs queued. When the queues were empty, a
