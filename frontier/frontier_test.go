@@ -267,6 +267,46 @@ func TestFailedOutcomeMovesToFailedListAtomically(t *testing.T) {
 	})
 }
 
+// A batch sent again and again (each reply lost, and pages added to it
+// meanwhile) is answered as recorded each time and recorded once; a lease
+// that lapsed is answered as lost.
+func TestAnExchangeSentThriceIsRecordedOnce(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		e := setup(t, s)
+		e.enqueue(t, []frontier.Item{{URL: "http://a/1"}, {URL: "http://b/1"}, {URL: "http://c/1"}, {URL: "http://d/1"}})
+		x := e.exchange(t, nil, nil, 4)
+		if len(x.Popped) != 4 {
+			t.Fatalf("popped %d of 4", len(x.Popped))
+		}
+		var batch []frontier.Finished
+		for _, l := range x.Popped {
+			batch = append(batch, frontier.Finished{Lease: l, Outcome: frontier.Outcome{Stat: "ok", Fetched: true, Record: []byte(`{"url":"` + l.Item.URL + `"}`)}})
+		}
+		for send, n := range []int{2, 3, 3} { // the second send carries one page more
+			y := e.exchange(t, batch[:n], nil, 0)
+			for d, held := range y.Held {
+				if !held {
+					t.Fatalf("send %d: page %d not held; want every page answered as recorded", send+1, d)
+				}
+			}
+		}
+		if n := s.Client.XLen(ctx, "crawl:{t}:results").Val(); n != 3 {
+			t.Fatalf("%d records; want 3, each once", n)
+		}
+		if st := s.Client.HGet(ctx, "crawl:{t}:stats", "ok").Val(); st != "3" {
+			t.Fatalf("ok counted %s times; want 3", st)
+		}
+		// The fourth lease, ended by no exchange, lapses: the sweep takes it back.
+		e.advance(300 * time.Millisecond)
+		e.sweep(t, 3, 0)
+		y := e.exchange(t, batch, nil, 0)
+		if !y.Held[0] || !y.Held[2] || y.Held[3] {
+			t.Fatalf("held %v; want the batch answered as recorded and the lapsed lease as lost", y.Held)
+		}
+	})
+}
+
 // popInfo asks for one URL the way the crawler does (an exchange that
 // wants one); the lease is nil when none is due.
 func popInfo(t *testing.T, f *frontier.Frontier) (*frontier.Lease, frontier.PopInfo) {

@@ -54,6 +54,33 @@ func TestPopsTakeTheHostsTokensAsTheOracleAllows(t *testing.T) {
 	}
 }
 
+// The same with a queue that runs dry between pops: one URL comes at a
+// time, so the host leaves ready with each pop and waits in refill with
+// its bucket's tat. A URL queued for it brings it back with that tat, so
+// each pop gets exactly what the oracle allows of the URLs queued: no
+// token early because the queue was empty for a while, none lost.
+func TestAHostWhoseQueueRanDryKeepsItsBucket(t *testing.T) {
+	s := redistest.Mini(t)
+	e := setup(t, s)
+	e.f.HostRate, e.f.HostBurst = 2, 3
+	oracle := rate.NewLimiter(2, 3)
+	at, queued := e.clock, 0
+	for i, step := range []time.Duration{0, 0, 0, 0, 100, 400, 0, 499, 1, 2000, 0, 0, 0, 0, 250, 250, 600} {
+		e.advance(step * time.Millisecond)
+		at = at.Add(step * time.Millisecond)
+		e.enqueue(t, []frontier.Item{{URL: fmt.Sprintf("http://a/%d", i)}})
+		queued++
+		want := 0
+		for want < queued && oracle.AllowN(at, 1) {
+			want++
+		}
+		if got := len(popN(t, e.f, 10).Popped); got != want {
+			t.Fatalf("pop %d (+%dms, %d queued): %d URLs; the oracle allows %d", i, step, queued, got, want)
+		}
+		queued -= want
+	}
+}
+
 // The same on a real server, whose clock runs: at one token an hour and a
 // burst of 2, two URLs go, then none, and the host is due in about an
 // hour; other hosts are not held up.
@@ -173,6 +200,25 @@ func TestAPopReservesTokensDueWithinItsWindow(t *testing.T) {
 		first, second := x.Popped[0], x.Popped[1]
 		if gap := second.NotBefore.Sub(first.NotBefore); gap < 250*time.Millisecond || gap > 260*time.Millisecond {
 			t.Fatalf("the second URL may go %v after the first; want the interval, 250 ms", gap)
+		}
+	})
+}
+
+// A host whose queue ran dry waits in refill with its bucket: a URL that
+// comes for it within its interval is not popped before its token, on a
+// real server too.
+func TestAURLForAHostThatRanDryWaitsForItsToken(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		e := setup(t, s)
+		e.f.HostRate = 1.0 / 3600
+		e.enqueue(t, hostURLs("a", 1))
+		if got := len(popN(t, e.f, 2).Popped); got != 1 {
+			t.Fatalf("popped %d; want a's one URL", got)
+		}
+		e.enqueue(t, []frontier.Item{{URL: "http://a/later"}})
+		x := popN(t, e.f, 2)
+		if len(x.Popped) != 0 || x.Info.NextDue < 59*time.Minute {
+			t.Fatalf("popped %d, next due in %v; a's next token is an hour away", len(x.Popped), x.Info.NextDue)
 		}
 	})
 }
