@@ -15,7 +15,12 @@
 //	           the host, the scheme and a page's URL (as its links' parent)
 //	           once (lib.lua); about 45 bytes a queued URL of 60 characters
 //	lengths    hash host -> URLs in its queue
-//	ready      sorted set host -> earliest time (ms) its next URL may be popped
+//	ready      sorted set: the hosts with URLs queued -> their token bucket,
+//	           kept as its tat (ms: politeness/tokens.lua), the time it is
+//	           full again; with a burst of 1, when its next URL may be popped
+//	refill     sorted set: hosts whose queue ran dry while their bucket still
+//	           filled -> its tat, until a URL queued for them brings them
+//	           back to ready with it (a host in neither has a full bucket)
 //	leases     zset "lease-id\nhost\nitem-json" -> lease expiry (ms, Redis TIME),
 //	           for every item a worker holds: a lease carries its item, so one
 //	           structure says what is held, by which lease, until when
@@ -30,13 +35,17 @@
 //	           capped at the shard's share of ResultsKept
 //	hostpages  hash host -> pages fetched (Options.HostPageCap)
 //	seen       the shard's Bloom filter (package dedup), segments under seen:
-//	rate:<host>    the host's token bucket (package politeness, RateKey)
+//	rate:<host>    hash: what else a host's bucket holds, a pause, its own
+//	           Crawl-delay, an adaptive interval (package politeness, RateKey)
+//	slowed     hash: the hosts whose rate:<host> holds any of those, the only
+//	           ones whose hash a pop reads
 //	robots:<scheme>://<host>  the origin's robots.txt cache (politeness.Robots, RobotsKey)
 //	counter:<process>  string: the exchanges Redis holds of one worker
 //	           process (expires a day after its last exchange)
-//	ended      zset lease id -> when an exchange ended it (ms), the last
-//	           minute's: the same exchange sent again after its reply was
-//	           lost finds its pages recorded, and records them once
+//	ended:<process>  string: the lease ids the process's last exchange to
+//	           end leases ended (kept a day): the same exchange sent again
+//	           after its reply was lost finds its pages recorded, and
+//	           records them once
 //	done       "1" once the crawl is over (shard 0's is the crawl's: set
 //	           after every other shard's last record, Done)
 //	queue:wake pub/sub channel (not a key): "1" when the empty queue gets
@@ -82,14 +91,19 @@
 // gives some back to the front of their queues, and pops up to W new ones.
 // A lease ends only in the same call that queues its page's links, so a
 // crash between the two cannot lose them. A pop takes the first URLs of a
-// host that is due (ready score <= now), each with a token of the host's
-// bucket (HostRate, HostBurst; politeness's tokens.lua, in the same
-// script), moves them into leases under new leases, and makes the host due
-// again when its bucket next has a token: the item is never only in a
-// worker's memory, and a host whose bucket is empty is simply not offered,
-// instead of its URLs being popped and pushed back again and again. A
-// host's pause and its own Crawl-delay (SetHostDelay) live in the same
-// bucket. Requeue puts a URL back at the front of its host's queue (its
+// host that is due (its bucket has a token, or will within PopAhead), each
+// with a token of the host's bucket (HostRate, HostBurst; politeness's
+// tokens.lua, in the same script), moves them into leases under new
+// leases, and moves the host's score on by the tokens taken: the item is
+// never only in a worker's memory, and a host whose bucket is empty is
+// simply not offered, instead of its URLs being popped and pushed back
+// again and again. The bucket is the score: a token bucket is fully
+// described by one number, its theoretical arrival time (GCRA, the
+// virtual-scheduling form of the same bucket), which is the time ready
+// had to hold anyway, so taking a token costs a polite pop no call of its
+// own. A host's pause, its own Crawl-delay (SetHostDelay) and its adaptive
+// interval live in its rate:<host> hash, which the pop reads for the hosts
+// marked in slowed only. Requeue puts a URL back at the front of its host's queue (its
 // robots.txt is unavailable, say), and pushes the host's due time to then.
 // With a page
 // budget, a pop hands out no more URLs than pages fetched plus leases

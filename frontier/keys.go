@@ -12,9 +12,12 @@ type Keys struct {
 	// list of URLs (lib.lua has the format).
 	Queues string
 	// Lengths is a hash: host -> URLs in its queue.
-	Lengths                                                  string
-	Ready, Leases, Deferred, Failed, Workers, Stats, Results string
-	DoneFlag                                                 string // "1" once the scheduler saw nothing left to do
+	Lengths string
+	// Ready is a sorted set: the hosts with URLs queued -> their token
+	// bucket's tat (lib.lua, politeness/tokens.lua).
+	Ready                                             string
+	Leases, Deferred, Failed, Workers, Stats, Results string
+	DoneFlag                                          string // "1" once the scheduler saw nothing left to do
 	// HostPages counts pages fetched per host, with a per-host cap.
 	HostPages string
 	// Ended is the prefix of the processes' ended leases (EndedBy): the
@@ -22,9 +25,10 @@ type Keys struct {
 	// the same exchange sent again (its reply was lost) finds its pages
 	// recorded rather than their leases lost.
 	Ended string
-	// Buckets is the prefix of the hosts' token buckets: Buckets+host is
-	// one host's (politeness/tokens.lua has the fields), beside its queue,
-	// so that the pop takes the host's token as it hands out its URL.
+	// Buckets is the prefix of the hosts' bucket hashes: Buckets+host is
+	// one host's pause, Crawl-delay and adaptive interval
+	// (politeness/tokens.lua has the fields), beside its queue; its tokens
+	// are its score in Ready, which the pop moves as it hands out its URL.
 	Buckets string
 	// Slowed is a hash: the hosts whose bucket hashes may hold a pause, a
 	// delay or an adaptive interval, the only ones a pop reads (the rest of

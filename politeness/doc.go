@@ -32,13 +32,20 @@
 // exchange.lua): there a host's token is taken in the same atomic call
 // that hands out its URL, and a host whose bucket is empty is not offered
 // until it has a token, so a fetch never asks for one (docs/design.md, "A
-// token per pop"). The Limiter is the primitive on its own, for any key.
+// token per pop"). The pop keeps a bucket in its one-number form (tb_tat_*:
+// GCRA's theoretical arrival time, the moment the bucket is full again),
+// as the score that schedules the host; the Limiter keeps tokens and the
+// time they were counted. The two are the same bucket: at any moment the
+// tat is last + (burst - tokens) / rate. The Limiter is the primitive on
+// its own, for any key.
 //
 // # Keys
 //
 //	<key>   hash {tokens, last}; PEXPIRE = time until the bucket is full again
-//	        (the crawler adds paused_until, pauses: pause.lua; delay, first:
-//	        a host's own Crawl-delay, frontier/hostdelay.lua)
+//	        (the crawler keeps its tokens as the host's score in frontier's
+//	        ready set instead, and here paused_until, pauses: pause.lua;
+//	        delay, first: a host's own Crawl-delay, frontier/hostdelay.lua;
+//	        adapt: adaptive politeness)
 //
 // A bucket that would be full is the same as a missing one, so every key
 // expires once its host goes idle: the number of keys is bounded by the hosts

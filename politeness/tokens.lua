@@ -3,7 +3,9 @@
 -- which takes a host's token in the same call that pops the host's URL
 -- (in the one-number form below, tb_tat_*).
 -- A bucket is a hash:
---   tokens, last          the tokens it held at time last (µs, server clock)
+--   tokens, last          the tokens it held at time last (µs, server clock);
+--                         frontier's pop keeps these as one number instead,
+--                         the host's tat (below), its score in ready
 --   paused_until, pauses  a pause (pause.lua: a 429 or 503) and the count of
 --                         pauses not yet halved by granted tokens
 --   delay                 the host's own least interval between requests,
