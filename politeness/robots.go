@@ -209,7 +209,7 @@ func (r *Robots) shared(ctx context.Context, u *url.URL) (robotsEntry, error) {
 	key := r.Key(u.Scheme, host)
 	deadline := r.now().Add(r.WaitFor)
 	for {
-		token, got, e, found, err := r.load(ctx, key, host)
+		e, found, err := r.load(ctx, key, host)
 		if err != nil {
 			return robotsEntry{}, err
 		}
@@ -217,7 +217,19 @@ func (r *Robots) shared(ctx context.Context, u *url.URL) (robotsEntry, error) {
 			r.Lookups.Shared.Add(1)
 			return r.remember(origin, e), nil
 		}
+		// The lock, and a look again under it in the same round trip: the
+		// previous holder may have stored the answer between our read and
+		// our lock.
+		token, got, e, found, err := r.lockAndLoad(ctx, key, host)
+		if err != nil {
+			return robotsEntry{}, err
+		}
 		if got {
+			if found {
+				r.Lookups.Shared.Add(1)
+				r.unlock(ctx, key, token)
+				return r.remember(origin, e), nil
+			}
 			// The store releases the lock in the same call; a fetch cut
 			// short (the context ended) releases it here.
 			e, stored, err := r.fetchAndStore(ctx, origin+"/robots.txt", key, host, token)
@@ -257,39 +269,63 @@ func (r *Robots) remember(origin string, e robotsEntry) robotsEntry {
 	return e
 }
 
-//go:embed robots_get.lua
-var robotsGetSrc string
-var robotsGetScript = redis.NewScript(robotsGetSrc)
+// load reads the stored entry; found is false when there is none, or when
+// an unavailable robots.txt is due to be tried again.
+func (r *Robots) load(ctx context.Context, key, host string) (robotsEntry, bool, error) {
+	pipe := r.c.Pipeline()
+	read := r.read(ctx, pipe, key, host)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return robotsEntry{}, false, fmt.Errorf("politeness: robots %s: %w", key, err)
+	}
+	e, found := read()
+	return e, found, nil
+}
 
-// load reads the stored entry and, when there is none to go by, tries for
-// the fetching worker's lock in the same call (robots_get.lua): found says
-// there is an entry (none, or an unavailable one due to be tried again,
-// is not found), got that this call took the lock under token.
-func (r *Robots) load(ctx context.Context, key, host string) (token string, got bool, e robotsEntry, found bool, err error) {
+// lockAndLoad tries for the fetching worker's lock and reads the entry
+// after it, in one round trip (a pipeline runs in order).
+func (r *Robots) lockAndLoad(ctx context.Context, key, host string) (token string, got bool, e robotsEntry, found bool, err error) {
 	var b [16]byte
 	rand.Read(b[:])
 	token = hex.EncodeToString(b[:])
-	v, err := robotsGetScript.Run(ctx, r.c, []string{key, key + ":lock"}, token, r.LockTTL.Milliseconds()).Slice()
-	if err != nil || len(v) != 8 {
-		return "", false, robotsEntry{}, false, fmt.Errorf("politeness: robots %s: %v %w", key, v, err)
+	pipe := r.c.Pipeline()
+	lock := pipe.SetNX(ctx, key+":lock", token, r.LockTTL)
+	read := r.read(ctx, pipe, key, host)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return "", false, robotsEntry{}, false, fmt.Errorf("politeness: robots lock %s: %w", key, err)
+	}
+	e, found = read()
+	return token, lock.Val(), e, found, nil
+}
+
+// read queues the reads of the entry at key on pipe; the function it
+// returns decodes them once the pipeline ran (found: as load says).
+func (r *Robots) read(ctx context.Context, pipe redis.Pipeliner, key, host string) func() (robotsEntry, bool) {
+	h := pipe.HMGet(ctx, key, "status", "body", "failures", "first_fail", "retry_at")
+	pt := pipe.PTTL(ctx, key)
+	tm := pipe.Time(ctx)
+	return func() (robotsEntry, bool) { return r.decode(h, pt, tm, host) }
+}
+
+// decode reads an entry from its HMGET, PTTL and TIME.
+func (r *Robots) decode(h *redis.SliceCmd, pt *redis.DurationCmd, tm *redis.TimeCmd, host string) (robotsEntry, bool) {
+	v := h.Val()
+	if len(v) != 5 || v[0] == nil {
+		return robotsEntry{}, false
 	}
 	num := func(x any) int64 { n, _ := strconv.ParseInt(fmt.Sprint(x), 10, 64); return n }
-	got = num(v[0]) == 1
-	if v[1] == nil {
-		return token, got, robotsEntry{}, false, nil
-	}
-	status := int(num(v[1]))
+	status := int(num(v[0]))
 	if !unavailable(status) {
-		body, _ := v[2].(string)
-		return token, got, robotsEntry{data: r.parse(status, []byte(body)), ttl: max(time.Duration(num(v[6]))*time.Millisecond, time.Second)}, true, nil
+		body, _ := v[1].(string)
+		return robotsEntry{data: r.parse(status, []byte(body)), ttl: max(pt.Val(), time.Second)}, true
 	}
-	now, retryAt := num(v[7]), num(v[5])
+	now := tm.Val().UnixMilli()
+	retryAt := num(v[4])
 	if now >= retryAt {
-		return token, got, robotsEntry{}, false, nil // due: this caller tries again
+		return robotsEntry{}, false // due: this caller tries again
 	}
-	return token, got, robotsEntry{ttl: time.Duration(retryAt-now) * time.Millisecond, unavail: &UnavailableError{Host: host,
-		Status: status, Failures: int(num(v[3])), Since: time.Duration(now-num(v[4])) * time.Millisecond,
-		Retry: time.Duration(retryAt-now) * time.Millisecond}}, true, nil
+	return robotsEntry{ttl: time.Duration(retryAt-now) * time.Millisecond, unavail: &UnavailableError{Host: host,
+		Status: status, Failures: int(num(v[2])), Since: time.Duration(now-num(v[3])) * time.Millisecond,
+		Retry: time.Duration(retryAt-now) * time.Millisecond}}, true
 }
 
 // parse turns an answer into rules (RobotsFromStatus).
