@@ -79,6 +79,25 @@ func TestRobotsObeyedAndFetchedOncePerCluster(t *testing.T) {
 		if ttl := s.Client.PTTL(ctx, "crawl:t:robots:{http://"+base.Host+"}").Val(); ttl < 23*time.Hour {
 			t.Fatalf("robots cache TTL %v, want about 24h", ttl)
 		}
+		// An eleventh finds the answer stored, in one round trip, and
+		// takes no lock: the lock is for the one that fetches.
+		c := s.NewClient(t)
+		rt := redistest.RoundTrips(c)
+		r := politeness.NewRobots(c, "crawl:t:robots:", "RedCrawl", httpFetcher)
+		var other atomic.Int64 // another host first: the connection made, the scripts loaded
+		if _, err := r.Check(ctx, robotsServer(t, &other).JoinPath("/public")); err != nil {
+			t.Fatal(err)
+		}
+		rt.Store(0)
+		if _, err := r.Check(ctx, base.JoinPath("/public")); err != nil {
+			t.Fatal(err)
+		}
+		if n := rt.Load(); n != 1 {
+			t.Fatalf("a stored answer took %d round trips, want 1", n)
+		}
+		if n := s.Client.Exists(ctx, "crawl:t:robots:{http://"+base.Host+"}:lock").Val(); n != 0 || hits.Load() != 1 {
+			t.Fatalf("after a stored answer was read: lock exists %d, fetches %d; want no lock, one fetch", n, hits.Load())
+		}
 	})
 }
 
