@@ -1,0 +1,185 @@
+// Command exchangeir counts the instructions a redis-server spends on the
+// polite path's exchange, a page: it starts redis-server under valgrind's
+// callgrind on a free loopback port, runs a fixed workload of exchanges
+// through package frontier (46 pages a call, one URL a host of 1 000, each
+// with its host's token, a record, a visit and its links), shuts the
+// server down and reads callgrind's total. It does this twice, with and
+// without the measured exchanges, and prints the difference a page.
+//
+// Seconds of Redis CPU move by ±15 % from run to run on a shared machine;
+// instructions counted under callgrind are the same from run to run (to a
+// few hundred a page), so a change to a script can be measured alone.
+//
+//	go run ./exchangeir                 # from bench/: the polite exchange
+//	go run ./exchangeir -links 1 -n 100 # one link a page, 100 exchanges
+//
+// It needs valgrind and redis-server (Debian's packages of those names).
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redcrawl/crawler/dedup"
+	"github.com/redcrawl/crawler/frontier"
+	"github.com/redis/go-redis/v9"
+)
+
+type workload struct {
+	exchanges, batch, hosts, links int
+	rate                           float64
+}
+
+func main() {
+	var w workload
+	flag.IntVar(&w.exchanges, "n", 50, "exchanges measured (after 20 to warm up)")
+	flag.IntVar(&w.batch, "batch", 46, "pages an exchange ends, and URLs it pops")
+	flag.IntVar(&w.hosts, "hosts", 1000, "hosts, 20 URLs queued each")
+	flag.IntVar(&w.links, "links", 2, "links a page: a new one, then one seen (at most 3)")
+	flag.Float64Var(&w.rate, "rate", 100, "each host's requests a second (0: no limit)")
+	server := flag.String("redis-server", "redis-server", "the redis-server binary")
+	flag.Parse()
+	if err := run(w, *server); err != nil {
+		fmt.Fprintln(os.Stderr, "exchangeir:", err)
+		os.Exit(1)
+	}
+}
+
+func run(w workload, server string) error {
+	dir, err := os.MkdirTemp("", "exchangeir")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	setup, _, err := count(w, 0, server, dir)
+	if err != nil {
+		return err
+	}
+	total, pages, err := count(w, w.exchanges, server, dir)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%d instructions a page (%d pages in %d exchanges of %d; callgrind's totals %d and %d without them)\n",
+		(total-setup)/int64(pages), pages, w.exchanges, w.batch, total, setup)
+	return nil
+}
+
+// count runs the workload with n measured exchanges against a fresh
+// redis-server under callgrind, and returns callgrind's total and the
+// pages those exchanges ended.
+func count(w workload, n int, server, dir string) (int64, int, error) {
+	port, err := freePort()
+	if err != nil {
+		return 0, 0, err
+	}
+	out := filepath.Join(dir, fmt.Sprintf("callgrind.%d", n))
+	cmd := exec.Command("valgrind", "--tool=callgrind", "--callgrind-out-file="+out, server,
+		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir)
+	if err := cmd.Start(); err != nil {
+		return 0, 0, fmt.Errorf("valgrind: %w (apt-get install valgrind)", err)
+	}
+	defer cmd.Process.Kill() // by PID, should anything below fail
+	ctx := context.Background()
+	c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), ReadTimeout: time.Minute})
+	defer c.Close()
+	for start := time.Now(); c.Ping(ctx).Err() != nil; time.Sleep(100 * time.Millisecond) {
+		if time.Since(start) > time.Minute {
+			return 0, 0, errors.New("redis-server under callgrind did not answer within a minute")
+		}
+	}
+	pages, err := exchanges(ctx, c, w, n)
+	if err != nil {
+		return 0, 0, err
+	}
+	c.Do(ctx, "SHUTDOWN", "NOSAVE") // callgrind writes its counts as the server exits
+	if err := cmd.Wait(); err != nil {
+		return 0, 0, fmt.Errorf("redis-server under callgrind: %w", err)
+	}
+	total, err := totals(out)
+	return total, pages, err
+}
+
+// exchanges seeds the frontier, runs 20 exchanges to warm up and then n,
+// and returns the pages those n ended.
+func exchanges(ctx context.Context, c *redis.Client, w workload, n int) (int, error) {
+	c.HSet(ctx, frontier.KeysFor("b").Config, "scope", "host") // the crawl exists
+	f, err := frontier.Create(ctx, c, "b", frontier.Options{Shards: 1, HostRate: w.rate, HostBurst: 1},
+		dedup.Params{Capacity: 1_000_000, FPRate: 0.001})
+	if err != nil {
+		return 0, err
+	}
+	var seeds []frontier.Item
+	for i := 0; i < 20*w.hosts; i++ {
+		seeds = append(seeds, frontier.Item{URL: fmt.Sprintf("http://h%d.example/seed/%d", i%w.hosts, i)})
+	}
+	if _, err := f.Enqueue(ctx, seeds); err != nil {
+		return 0, err
+	}
+	x, err := f.Exchange(ctx, nil, nil, w.batch)
+	if err != nil {
+		return 0, err
+	}
+	record := []byte(`{"url":"http://h1.example/some/page/of/the/site","status":200,"content_type":"text/html; charset=utf-8",` +
+		`"bytes":5120,"title":"A page of the site","depth":3,"links":27,"new_links":0,"fetch_ms":51,"worker":"host-1234",` +
+		`"fetched_at":"2026-11-30T03:13:45.123456Z"}`)
+	visit := &frontier.Visit{ETag: `"abc123"`, Digest: "sha1:ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", Interval: 86400}
+	pages := 0
+	for i := 0; i < 20+n; i++ {
+		done := make([]frontier.Finished, len(x.Popped))
+		for j, l := range x.Popped {
+			host := "http://" + l.Host
+			links := []frontier.Item{
+				{URL: fmt.Sprintf("%s/page/%d/%d", host, i, j), Depth: 3}, // new
+				{URL: host + "/seed/0", Depth: 1},                         // seen
+				{URL: fmt.Sprintf("%s/page/%d/%d", host, i/2, j), Depth: 3},
+			}
+			done[j] = frontier.Finished{Lease: l, Outcome: frontier.Outcome{Stat: "ok", Fetched: true, Record: record,
+				Visit: visit, Due: 24 * time.Hour, Children: links[:min(w.links, 3)]}}
+		}
+		if x, err = f.Exchange(ctx, done, nil, w.batch); err != nil {
+			return 0, err
+		}
+		if len(x.Popped) != w.batch {
+			return 0, fmt.Errorf("exchange %d popped %d of %d: the workload needs every host to have a token by its next turn (-rate)", i, len(x.Popped), w.batch)
+		}
+		if i >= 20 {
+			pages += len(done)
+		}
+	}
+	return pages, nil
+}
+
+// totals reads callgrind's total instruction count from its output file.
+func totals(path string) (int64, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer file.Close()
+	sc := bufio.NewScanner(file)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "totals:"); ok {
+			return strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("%s has no totals line", path)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
