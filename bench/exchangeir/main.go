@@ -90,13 +90,19 @@ func count(w workload, n int, server, dir string) (int64, int, error) {
 	}
 	defer cmd.Process.Kill() // by PID, should anything below fail
 	ctx := context.Background()
-	c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), ReadTimeout: time.Minute})
-	defer c.Close()
-	for start := time.Now(); c.Ping(ctx).Err() != nil; time.Sleep(100 * time.Millisecond) {
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	for start := time.Now(); ; time.Sleep(100 * time.Millisecond) { // until it listens
+		if conn, err := net.Dial("tcp", addr); err == nil {
+			conn.Close()
+			break
+		}
 		if time.Since(start) > time.Minute {
-			return 0, 0, errors.New("redis-server under callgrind did not answer within a minute")
+			return 0, 0, errors.New("redis-server under callgrind did not listen within a minute")
 		}
 	}
+	// No retries: a SHUTDOWN answered by a closed connection is not sent again.
+	c := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: time.Minute, MaxRetries: -1})
+	defer c.Close()
 	pages, err := exchanges(ctx, c, w, n)
 	if err != nil {
 		return 0, 0, err
