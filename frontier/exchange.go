@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -73,121 +72,6 @@ func (f *shard) Exchange(ctx context.Context, done []Finished, back []*Lease, wa
 		_, _, err = f.exchange(ctx, bad, nil, 0)
 	}
 	return x, err
-}
-
-// exchangeArgs are exchange.lua's arguments after the Bloom filter's and
-// the links', as one JSON object whose fields the script reads by name
-// (its header lists them), then the texts it names: a field that holds a
-// lease's member, a record, a stat or a lease id holds its place among
-// the strings after the object (1-based), so that strings travel as Redis
-// hands them to the script rather than through its JSON decoder, which
-// costs Redis about as much as a page's commands.
-type exchangeArgs struct {
-	Expect     int64      `json:"expect"`          // this process's exchanges Redis should hold
-	Count      bool       `json:"count,omitempty"` // this call counts as one (the batch's last call)
-	Want       int        `json:"want,omitempty"`
-	ResultsCap int64      `json:"results_cap"`
-	FailedCap  int        `json:"failed_cap"`
-	LeaseMs    int64      `json:"lease_ms,omitempty"`
-	Rate       float64    `json:"rate,omitempty"` // a host's tokens a second (0: no limit)
-	Burst      int        `json:"burst,omitempty"`
-	PauseKeep  int64      `json:"pause_keep_ms,omitempty"`
-	DelayKeep  int64      `json:"delay_keep_ms,omitempty"`
-	AheadMs    int64      `json:"ahead_ms,omitempty"`
-	Factor     float64    `json:"factor,omitempty"`
-	MaxDelayMs int64      `json:"max_delay_ms,omitempty"`
-	Budget     int64      `json:"budget,omitempty"`
-	HostMax    int64      `json:"host_max,omitempty"`
-	Done       []doneArgs `json:"done,omitempty"`
-	Back       []int      `json:"back,omitempty"` // texts: the members of the leases given back
-	IDs        int        `json:"ids,omitempty"`  // text: the first of want lease ids, the rest after it
-	// The outbox (Frontier.Exchange over shards): this call's entry, the
-	// text of its away links, and the entries acked.
-	OutboxID string      `json:"outbox_id,omitempty"`
-	Outbox   int         `json:"outbox,omitempty"`
-	Acks     []outboxAck `json:"acks,omitempty"`
-	texts    []string
-	stats    map[string]int // a stat's text, written once a call
-}
-
-// text adds s to the texts after the object, and returns its place.
-func (a *exchangeArgs) text(s string) int {
-	a.texts = append(a.texts, s)
-	return len(a.texts)
-}
-
-// stat is the place of stat among the texts, added the first time.
-func (a *exchangeArgs) stat(stat string) int {
-	if stat == "" {
-		return 0
-	}
-	if i, ok := a.stats[stat]; ok {
-		return i
-	}
-	if a.stats == nil {
-		a.stats = map[string]int{}
-	}
-	a.stats[stat] = a.text(stat)
-	return a.stats[stat]
-}
-
-// doneArgs are one finished lease's, by place (exchange.lua's header):
-// numbers only, most of them the places of texts, 0 for none, so that a
-// page costs the script's JSON decoder a few characters.
-type doneArgs [doneFields]int64
-
-const (
-	dLease   = iota // text: its member
-	dStat           // text: the stats fields to bump, comma-separated (one text for a call's equal ones)
-	dRecord         // text: its record
-	dLinks          // its links in this call (they follow the previous page's)
-	dVisit          // text: the due set's member its fetch leaves
-	dDue            // ms from now until that visit is due
-	dFlags          // doneFetched | doneRefund | doneAway
-	dFailed         // text: its failed-list entry
-	dMs             // its fetch's time, ms (adaptive politeness)
-	dCounted        // its new links that earlier calls of the batch counted
-	doneFields
-)
-
-// doneArgs' flags.
-const (
-	doneFetched = 1 << iota // a page was fetched
-	doneRefund              // no request went to its host, whose token goes back
-	// doneAway: it has links to other shards' hosts, offered there in the
-	// same pipeline; its record waits in the call's outbox entry.
-	doneAway
-)
-
-// MarshalJSON writes the fields as an array without its trailing zeros.
-func (d doneArgs) MarshalJSON() ([]byte, error) {
-	n := len(d)
-	for n > 1 && d[n-1] == 0 {
-		n--
-	}
-	b := append(make([]byte, 0, 8*n), '[')
-	for i := 0; i < n; i++ {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, d[i], 10)
-	}
-	return append(b, ']'), nil
-}
-
-// encode is the script's last arguments: the object, then its texts.
-func (a exchangeArgs) encode() []any {
-	a.FailedCap = failedCap
-	b, err := json.Marshal(a)
-	if err != nil {
-		panic("frontier: exchange arguments: " + err.Error()) // strings and numbers only: cannot fail
-	}
-	out := make([]any, 0, 1+len(a.texts))
-	out = append(out, string(b))
-	for _, t := range a.texts {
-		out = append(out, t)
-	}
-	return out
 }
 
 // exchangeReply is exchange.lua's reply after the links' flags.
