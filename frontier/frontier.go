@@ -55,7 +55,7 @@ var (
 	requeueScript = redis.NewScript(lib + requeueSrc)
 	//go:embed hostdelay.lua
 	hostDelaySrc    string
-	hostDelayScript = redis.NewScript(lib + politeness.TokensLua + hostDelaySrc)
+	hostDelayScript = redis.NewScript(lib + hostDelaySrc)
 	//go:embed register.lua
 	registerSrc    string
 	registerScript = redis.NewScript(registerSrc)

@@ -1,4 +1,4 @@
--- hostdelay.lua (lib.lua, politeness's tokens.lua, then this): keep a
+-- hostdelay.lua (lib.lua, then this): keep a
 -- host's own least interval between requests (its robots.txt's
 -- Crawl-delay) in its bucket hash, where every pop reads it (the host is
 -- marked in slowed: exchange.lua); and decide a URL of the host popped
