@@ -239,7 +239,7 @@ func connect(c *cli.Context) (redis.UniversalClient, error) {
 		hint = " (give the CA that signed the server's certificate with --redis-ca)"
 	case errors.As(err, &badHost):
 		hint = " (the server's certificate is not for the host in --redis)"
-	case u.tls && strings.Contains(err.Error(), "certificate required"):
+	case u.tls && (strings.Contains(err.Error(), "certificate required") || wantsClientCert(u.opt.Addr, u.opt.TLSConfig)):
 		hint = " (the server asks for a client certificate: --redis-cert and --redis-key)"
 	case u.tls:
 		hint = " (rediss:// speaks TLS: if the server is a plain one, use redis://)"

@@ -5,7 +5,10 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"strings"
+	"time"
 )
 
 // useTLSFiles applies --redis-ca (the CAs trusted for the server's
@@ -46,4 +49,36 @@ func (u *redisURL) useTLSFiles(ca, cert, key string) error {
 	}
 	u.opt.TLSConfig = cfg
 	return nil
+}
+
+// wantsClientCert asks the server at addr, once, whether it refuses a
+// client without a certificate. Under TLS 1.3 the client's handshake ends
+// before the server has looked at the client's (empty) certificate, so
+// the server's "certificate required" alert comes after it: a client
+// that writes first (go-redis's HELLO) may meet a reset connection
+// instead, and the error no longer says why. Reading without writing
+// gets the alert itself.
+func wantsClientCert(addr string, cfg *tls.Config) bool {
+	if cfg == nil {
+		cfg = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	if len(cfg.Certificates) > 0 || cfg.GetClientCertificate != nil {
+		return false
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	cfg = cfg.Clone()
+	if cfg.ServerName == "" {
+		cfg.ServerName = host
+	}
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", addr, cfg)
+	if err != nil {
+		return strings.Contains(err.Error(), "certificate required")
+	}
+	defer conn.Close()
+	conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+	_, err = conn.Read(make([]byte, 1))
+	return err != nil && strings.Contains(err.Error(), "certificate required")
 }
