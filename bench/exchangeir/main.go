@@ -12,6 +12,8 @@
 //
 //	go run ./exchangeir                 # from bench/: the polite exchange
 //	go run ./exchangeir -links 1 -n 100 # one link a page, 100 exchanges
+//	go run ./exchangeir -keep /tmp/ir -redis-server ~/redis/src/redis-server
+//	                                    # keep callgrind.0 and callgrind.N for callgrind_annotate
 //
 // It needs valgrind and redis-server (Debian's packages of those names).
 package main
@@ -47,20 +49,27 @@ func main() {
 	flag.IntVar(&w.hosts, "hosts", 1000, "hosts, 20 URLs queued each")
 	flag.IntVar(&w.links, "links", 2, "links a page: a new one, then one seen (at most 3)")
 	flag.Float64Var(&w.rate, "rate", 100, "each host's requests a second (0: no limit)")
-	server := flag.String("redis-server", "redis-server", "the redis-server binary")
+	server := flag.String("redis-server", "redis-server", "the redis-server binary (one built with -g names its functions in callgrind's files)")
+	keep := flag.String("keep", "", "a `DIR` to keep callgrind's two output files in, for callgrind_annotate")
 	flag.Parse()
-	if err := run(w, *server); err != nil {
+	if err := run(w, *server, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "exchangeir:", err)
 		os.Exit(1)
 	}
 }
 
-func run(w workload, server string) error {
-	dir, err := os.MkdirTemp("", "exchangeir")
-	if err != nil {
+func run(w workload, server, keep string) error {
+	dir := keep
+	if dir == "" {
+		d, err := os.MkdirTemp("", "exchangeir")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
 	setup, _, err := count(w, 0, server, dir)
 	if err != nil {
 		return err
