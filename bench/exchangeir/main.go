@@ -12,8 +12,9 @@
 //
 //	go run ./exchangeir                 # from bench/: the polite exchange
 //	go run ./exchangeir -links 1 -n 100 # one link a page, 100 exchanges
-//	go run ./exchangeir -keep /tmp/ir -redis-server ~/redis/src/redis-server
-//	                                    # keep callgrind.0 and callgrind.N for callgrind_annotate
+//	go run ./exchangeir -top 40 -redis-server ~/redis/src/redis-server
+//	                                    # and where a page's instructions go, by function
+//	go run ./exchangeir -keep /tmp/ir   # keep callgrind.0 and callgrind.N for callgrind_annotate
 //
 // It needs valgrind and redis-server (Debian's packages of those names).
 package main
@@ -28,6 +29,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -51,14 +53,16 @@ func main() {
 	flag.Float64Var(&w.rate, "rate", 100, "each host's requests a second (0: no limit)")
 	server := flag.String("redis-server", "redis-server", "the redis-server binary (one built with -g names its functions in callgrind's files)")
 	keep := flag.String("keep", "", "a `DIR` to keep callgrind's two output files in, for callgrind_annotate")
+	top := flag.Int("top", 0, "also list the `N` functions costing most a page, inclusive of what they call "+
+		"(callgrind_annotate on both runs, the difference; names need a redis-server built with -g)")
 	flag.Parse()
-	if err := run(w, *server, *keep); err != nil {
+	if err := run(w, *server, *keep, *top); err != nil {
 		fmt.Fprintln(os.Stderr, "exchangeir:", err)
 		os.Exit(1)
 	}
 }
 
-func run(w workload, server, keep string) error {
+func run(w workload, server, keep string, top int) error {
 	dir := keep
 	if dir == "" {
 		d, err := os.MkdirTemp("", "exchangeir")
@@ -80,7 +84,79 @@ func run(w workload, server, keep string) error {
 	}
 	fmt.Printf("%d instructions a page (%d pages in %d exchanges of %d; callgrind's totals %d and %d without them)\n",
 		(total-setup)/int64(pages), pages, w.exchanges, w.batch, total, setup)
+	if top > 0 {
+		return printTop(top, pages, total-setup, filepath.Join(dir, "callgrind.0"), filepath.Join(dir, fmt.Sprintf("callgrind.%d", w.exchanges)))
+	}
 	return nil
+}
+
+// printTop lists the n functions whose inclusive cost grew most from the
+// run without the measured exchanges (base) to the one with them (with),
+// a page, with their share of the page's total.
+func printTop(n, pages int, total int64, base, with string) error {
+	before, err := inclusive(base)
+	if err != nil {
+		return err
+	}
+	after, err := inclusive(with)
+	if err != nil {
+		return err
+	}
+	type fn struct {
+		name string
+		cost int64
+	}
+	var fns []fn
+	for name, c := range after {
+		if d := c - before[name]; d > 0 && name != "PROGRAM TOTALS" && !strings.Contains(name, "???") && !strings.Contains(name, "/csu/") {
+			fns = append(fns, fn{name, d})
+		}
+	}
+	sort.Slice(fns, func(i, j int) bool {
+		return fns[i].cost > fns[j].cost || fns[i].cost == fns[j].cost && fns[i].name < fns[j].name
+	})
+	fmt.Println("a page, inclusive (what a function calls counts in it too, so the lines overlap):")
+	for _, f := range fns[:min(n, len(fns))] {
+		fmt.Printf("%9d %5.1f%%  %s\n", f.cost/int64(pages), 100*float64(f.cost)/float64(total), f.name)
+	}
+	return nil
+}
+
+// inclusive reads callgrind_annotate's inclusive cost of each function in
+// a callgrind output file: "file:function" -> instructions.
+func inclusive(path string) (map[string]int64, error) {
+	out, err := exec.Command("callgrind_annotate", "--auto=no", "--inclusive=yes", "--threshold=100", path).Output()
+	if err != nil {
+		return nil, fmt.Errorf("callgrind_annotate %s: %w (valgrind's package has it)", path, err)
+	}
+	costs := map[string]int64{}
+	for _, line := range strings.Split(string(out), "\n") {
+		// "  246,706,123 (90.80%)  deps/lua/src/ldo.c:luaD_call [/path/redis-server]"
+		num, rest, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok || !strings.HasPrefix(strings.TrimSpace(rest), "(") {
+			continue
+		}
+		c, err := strconv.ParseInt(strings.ReplaceAll(num, ",", ""), 10, 64)
+		if err != nil {
+			continue
+		}
+		_, name, ok := strings.Cut(rest, ")")
+		if !ok {
+			continue
+		}
+		name = strings.TrimSpace(name)
+		if i := strings.LastIndex(name, " ["); i > 0 {
+			name = name[:i] // the binary
+		}
+		for _, dir := range []string{"/deps/", "/src/"} { // a path in Redis's tree, from its top
+			if i := strings.Index(name, dir); i >= 0 {
+				name = name[i+1:]
+				break
+			}
+		}
+		costs[name] += c
+	}
+	return costs, nil
 }
 
 // count runs the workload with n measured exchanges against a fresh
