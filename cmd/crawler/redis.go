@@ -234,7 +234,12 @@ func connect(c *cli.Context) (redis.UniversalClient, error) {
 	hint := ""
 	var unknownCA x509.UnknownAuthorityError
 	var badHost x509.HostnameError
+	var reply redis.Error // the server answered: the connection, TLS or not, works
 	switch {
+	case errors.As(err, &reply):
+		if msg := reply.Error(); strings.HasPrefix(msg, "NOAUTH") || strings.HasPrefix(msg, "WRONGPASS") {
+			hint = " (give the password in the --redis URL: redis://:PASSWORD@HOST:PORT, or USER:PASSWORD@ for an ACL user)"
+		}
 	case errors.As(err, &unknownCA):
 		hint = " (give the CA that signed the server's certificate with --redis-ca)"
 	case errors.As(err, &badHost):

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,6 +72,30 @@ func TestRedisOverTLS(t *testing.T) {
 		_, _, err := run(t, "--redis", url, "--redis-ca", s.CAFile, "status")
 		if err == nil || !strings.Contains(err.Error(), "--redis-cert") {
 			t.Fatalf("no client certificate for a server that wants one: %v; want a hint naming --redis-cert", err)
+		}
+	})
+	t.Run("password", func(t *testing.T) {
+		// A server that answers (here, that a password is wanted) has a
+		// working connection: the error says what it said and how to give
+		// a password, and no TLS hint sends the user the wrong way.
+		s := redistest.RealTLS(t, false)
+		if err := s.Client.ConfigSet(context.Background(), "requirepass", "s3cret-pass").Err(); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct{ url, want string }{
+			{"rediss://" + s.TLSAddr + "/0", "NOAUTH"},
+			{"rediss://:wrong-pass@" + s.TLSAddr + "/0", "WRONGPASS"},
+			{"redis://" + s.Addr + "/0", "NOAUTH"},
+		} {
+			args := []string{"--redis", tc.url, "status"}
+			if strings.HasPrefix(tc.url, "rediss:") {
+				args = append([]string{"--redis-ca", s.CAFile}, args...)
+			}
+			_, _, err := run(t, args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), ":PASSWORD@") ||
+				strings.Contains(err.Error(), "use redis://") || strings.Contains(err.Error(), "wrong-pass") || strings.Contains(err.Error(), "\n") {
+				t.Errorf("%s: %v; want one line with %s and how to give the password, no TLS hint, no password shown", tc.url, err, tc.want)
+			}
 		}
 	})
 	t.Run("bad setups", func(t *testing.T) {
