@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,6 +100,32 @@ func TestRedisPasswordNeverPrinted(t *testing.T) {
 	// The last guard hides the user info even of a message it never saw built.
 	if got := hideSecret("dial redis://u:pa55word@h failed", "redis://u:pa55word@h/0"); strings.Contains(got, "pa55word") {
 		t.Errorf("hideSecret left the password in %q", got)
+	}
+}
+
+// What is at --redis, when it is not a Redis server, is named by the
+// error's hint: nothing listening (no TLS hint, which would not help), an
+// HTTP server (not Redis's protocol), a plain server behind rediss://.
+func TestRedisAddressThatIsNotRedis(t *testing.T) {
+	web := httptest.NewServer(http.NotFoundHandler())
+	defer web.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	l.Close() // nothing listens there now
+	host := strings.TrimPrefix(web.URL, "http://")
+	for _, tc := range []struct{ url, want, not string }{
+		{"redis://" + closed + "/0", "connection refused", "TLS"},
+		{"rediss://" + closed + "/0", "connection refused", "TLS"},
+		{"redis://" + host + "/0", "does not speak Redis's protocol", "TLS"},
+		{"rediss://" + host + "/0", "if the server is a plain one, use redis://", "certificate"},
+	} {
+		_, _, err := run(t, "--redis", tc.url, "status")
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), tc.not) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v; want one line with %q, without %q", tc.url, err, tc.want, tc.not)
+		}
 	}
 }
 

@@ -235,7 +235,11 @@ func connect(c *cli.Context) (redis.UniversalClient, error) {
 	var unknownCA x509.UnknownAuthorityError
 	var badHost x509.HostnameError
 	var reply redis.Error // the server answered: the connection, TLS or not, works
+	var netErr *net.OpError
 	switch {
+	case errors.As(err, &netErr) && netErr.Op == "dial":
+		// Nothing answered at that address (refused, unreachable, timed
+		// out): the error says so, and no TLS setting would change it.
 	case errors.As(err, &reply):
 		if msg := reply.Error(); strings.HasPrefix(msg, "NOAUTH") || strings.HasPrefix(msg, "WRONGPASS") {
 			hint = " (give the password in the --redis URL: redis://:PASSWORD@HOST:PORT, or USER:PASSWORD@ for an ACL user)"
@@ -246,6 +250,8 @@ func connect(c *cli.Context) (redis.UniversalClient, error) {
 		hint = " (the server's certificate is not for the host in --redis)"
 	case u.tls && (strings.Contains(err.Error(), "certificate required") || wantsClientCert(u.opt.Addr, u.opt.TLSConfig)):
 		hint = " (the server asks for a client certificate: --redis-cert and --redis-key)"
+	case strings.Contains(err.Error(), "can't parse"):
+		hint = " (what answers at that address does not speak Redis's protocol)"
 	case u.tls:
 		hint = " (rediss:// speaks TLS: if the server is a plain one, use redis://)"
 	case errors.Is(err, io.EOF) || strings.Contains(err.Error(), "reset by peer"):
