@@ -34,6 +34,8 @@
 //	results    stream of result records (opaque to frontier, StoredRecord),
 //	           capped at the shard's share of ResultsKept
 //	hostpages  hash host -> pages fetched (Options.HostPageCap)
+//	capped     hash: the hosts whose pages reached the cap -> their count
+//	           (read by pops only while it exists)
 //	seen       the shard's Bloom filter (package dedup), segments under seen:
 //	rate:<host>    hash: what else a host's bucket holds, a pause, its own
 //	           Crawl-delay, an adaptive interval (package politeness, RateKey)

@@ -189,7 +189,7 @@ func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []
 // exchangeKeys are exchange.lua's keys after the Bloom filter's.
 func (f *shard) exchangeKeys() []string {
 	return []string{f.keys.Queues, f.keys.Ready, f.keys.Leases, f.keys.Stats, f.keys.Failed, f.keys.Results, f.keys.DoneFlag,
-		f.keys.Counter(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Config, f.keys.HostPages, f.keys.Lengths, f.keys.EndedBy(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Buckets, f.keys.Slowed, f.keys.Outbox, f.keys.Due, f.keys.Refill}
+		f.keys.Counter(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Config, f.keys.HostPages, f.keys.Lengths, f.keys.EndedBy(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Buckets, f.keys.Slowed, f.keys.Outbox, f.keys.Due, f.keys.Refill, f.keys.Capped}
 }
 
 // counted reads what exchange.lua's guard said of an exchange (f.xmu

@@ -33,7 +33,9 @@
 --   whose links to other shards' hosts went in calls of their own, kept
 --   until those calls are known to have gone through; see "outbox" below),
 --   due (zset "host\nelement\nvisit" -> when the URL's revisit is due,
---   ms: frontier/visit.go), refill (lib.lua)
+--   ms: frontier/visit.go), refill (lib.lua), capped (hash: the hosts
+--   whose pages reached the cap -> their count, so that a pop reads the
+--   cap's state only once some host reached it)
 -- ARGV: the Bloom filter's, then one entry ("host\nparent\nelement", lib.lua)
 --   per link, then one JSON object, exchangeArgs (exchange.go), by name,
 --   then the texts it names: a field marked "text" holds the place
@@ -139,7 +141,7 @@ local resultsCap, failedCap = string.format('%d', A.results_cap or 0), A.failed_
 local leaseMs, budget = A.lease_ms or 0, A.budget or 0
 local limited = budget ~= 0
 if budget < 0 then budget = tonumber(redis.call('HGET', KEYS[key0 + 3], 'allow') or '0') end
-local hostMax, hostpages = A.host_max or 0, KEYS[key0 + 9]
+local hostMax, hostpages, cappedKey = A.host_max or 0, KEYS[key0 + 9], KEYS[key0 + 17]
 local Q = fr_keys(queues, ready, stats, KEYS[key0 + 10], KEYS[key0 + 16])
 local now, nowus = fr_now(), tb_now()
 local nowS = fr_int(now)
@@ -216,8 +218,11 @@ if D > 0 then
       if flags % 2 == 1 then -- a page was fetched
         bump.pages = (bump.pages or 0) + 1
         if hostMax > 0 then
-          local _, rest = fr_split(ids[d]) -- "id\nhost\nitem-json"
-          redis.call('HINCRBY', hostpages, (fr_split(rest)), '1')
+          local id = ids[d] -- "id\nhost\nitem-json": its host alone, not split
+          local i = string.find(id, '\n', 1, true)
+          local host = string.sub(id, i + 1, string.find(id, '\n', i + 1, true) - 1)
+          local n = redis.call('HINCRBY', hostpages, host, '1')
+          if n >= hostMax then redis.call('HSET', cappedKey, host, fr_int(n)) end
         end
       end
       if record > 0 then
@@ -404,22 +409,25 @@ if W > 0 then
   end
   local readyAdd, refillAdd = {}, {}
   local taken = 0
+  -- Hosts that reached the cap of pages are marked in capped when their
+  -- count crosses it: while none has, a round reads nothing for the cap.
+  local anyCapped = hostMax > 0 and redis.call('EXISTS', cappedKey) == 1
   for _ = 1, 4 do
     local m = W - #got / 2
     if m <= 0 then break end
     local due = redis.call('ZRANGEBYSCORE', ready, '-inf', fr_int(math.floor(reach)), 'WITHSCORES', 'LIMIT', '0', fr_int(m))
     if #due == 0 then break end
     local capped = {} -- with a cap of pages per host: the hosts that reached it
-    if anySlowed or hostMax > 0 then
+    if anySlowed or anyCapped then
       local hosts = {}
       for i = 1, #due, 2 do hosts[#hosts + 1] = due[i] end
       if anySlowed then
         local v = redis.call('HMGET', slowed, unpack(hosts))
         for i, host in ipairs(hosts) do marks[host] = v[i] end
       end
-      if hostMax > 0 then
-        local v = redis.call('HMGET', hostpages, unpack(hosts))
-        for i, host in ipairs(hosts) do capped[host] = tonumber(v[i] or '0') >= hostMax end
+      if anyCapped then
+        local v = redis.call('HMGET', cappedKey, unpack(hosts))
+        for i, host in ipairs(hosts) do capped[host] = v[i] and tonumber(v[i]) >= hostMax end
       end
     end
     local per = math.ceil(m / (#due / 2))

@@ -777,6 +777,11 @@ func TestHostPageCap(t *testing.T) {
 			s.Client.HGet(ctx, frontier.KeysFor("t").HostPages, "a").Val() != "2" {
 			t.Fatalf("sizes %+v, stats %v; want the 3 queued URLs of a dropped and counted", sz, st)
 		}
+		// a is marked as capped by the exchange that counted its second
+		// page; b, below its cap, is not (pops read only the marked).
+		if c := s.Client.HGetAll(ctx, frontier.KeysFor("t").Capped).Val(); len(c) != 1 || c["a"] != "2" {
+			t.Fatalf("capped %v; want a with its 2 pages, alone", c)
+		}
 	})
 }
 

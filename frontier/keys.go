@@ -20,6 +20,10 @@ type Keys struct {
 	DoneFlag                                          string // "1" once the scheduler saw nothing left to do
 	// HostPages counts pages fetched per host, with a per-host cap.
 	HostPages string
+	// Capped is a hash: the hosts whose pages reached the cap -> their
+	// count, marked by the exchange whose page crossed it, so that pops
+	// read the cap's state only once some host reached it.
+	Capped string
 	// Ended is the prefix of the processes' ended leases (EndedBy): the
 	// lease ids that a process's last exchange to end any ended, so that
 	// the same exchange sent again (its reply was lost) finds its pages
@@ -109,7 +113,7 @@ func KeysFor(name string) Keys { return keysUnder("crawl:{" + name + "}:") }
 func keysUnder(p string) Keys {
 	return Keys{Queues: p + "queue:", Lengths: p + "lengths", Counters: p + "counter:", Ready: p + "ready", Leases: p + "leases", Deferred: p + "deferred",
 		Failed: p + "failed", Workers: p + "workers", Stats: p + "stats", Results: p + "results", DoneFlag: p + "done",
-		Config: p + "config", HostPages: p + "hostpages", Ended: p + "ended:", Buckets: p + "rate:", Slowed: p + "slowed", Outbox: p + "outbox",
+		Config: p + "config", HostPages: p + "hostpages", Capped: p + "capped", Ended: p + "ended:", Buckets: p + "rate:", Slowed: p + "slowed", Outbox: p + "outbox",
 		Due: p + "due", Refill: p + "refill", Pauses: p + "pauses", WorkerInfo: p + "workerinfo"}
 }
 

@@ -42,6 +42,7 @@ import (
 type workload struct {
 	exchanges, batch, hosts, links int
 	rate                           float64
+	hostCap                        int64
 }
 
 func main() {
@@ -51,6 +52,7 @@ func main() {
 	flag.IntVar(&w.hosts, "hosts", 1000, "hosts, 20 URLs queued each")
 	flag.IntVar(&w.links, "links", 2, "links a page: a new one, then one seen (at most 3)")
 	flag.Float64Var(&w.rate, "rate", 100, "each host's requests a second (0: no limit)")
+	flag.Int64Var(&w.hostCap, "host-cap", 100_000, "pages a host at most (0: none; a crawl's default is 100 000, --max-pages-per-host)")
 	server := flag.String("redis-server", "redis-server", "the redis-server binary (one built with -g names its functions in callgrind's files)")
 	keep := flag.String("keep", "", "a `DIR` to keep callgrind's two output files in, for callgrind_annotate")
 	top := flag.Int("top", 0, "also list the `N` functions costing most a page, inclusive of what they call "+
@@ -204,7 +206,7 @@ func count(w workload, n int, server, dir string) (int64, int, error) {
 // and returns the pages those n ended.
 func exchanges(ctx context.Context, c *redis.Client, w workload, n int) (int, error) {
 	c.HSet(ctx, frontier.KeysFor("b").Config, "scope", "host") // the crawl exists
-	f, err := frontier.Create(ctx, c, "b", frontier.Options{Shards: 1, HostRate: w.rate, HostBurst: 1},
+	f, err := frontier.Create(ctx, c, "b", frontier.Options{Shards: 1, HostRate: w.rate, HostBurst: 1, HostPageCap: w.hostCap},
 		dedup.Params{Capacity: 1_000_000, FPRate: 0.001})
 	if err != nil {
 		return 0, err
