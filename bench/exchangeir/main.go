@@ -1,6 +1,6 @@
 // Command exchangeir counts the instructions a redis-server spends on the
 // polite path's exchange, a page: it starts redis-server under valgrind's
-// callgrind on a free loopback port, runs a fixed workload of exchanges
+// callgrind on a Unix socket of its own (no port to pick), runs a fixed workload of exchanges
 // through package frontier (46 pages a call, one URL a host of 1 000, each
 // with its host's token, a record, a visit and its links), shuts the
 // server down and reads callgrind's total. It does this twice, with and
@@ -165,21 +165,17 @@ func inclusive(path string) (map[string]int64, error) {
 // redis-server under callgrind, and returns callgrind's total and the
 // pages those exchanges ended.
 func count(w workload, n int, server, dir string) (int64, int, error) {
-	port, err := freePort()
-	if err != nil {
-		return 0, 0, err
-	}
 	out := filepath.Join(dir, fmt.Sprintf("callgrind.%d", n))
+	sock := filepath.Join(dir, fmt.Sprintf("redis.%d.sock", n))
 	cmd := exec.Command("valgrind", "--tool=callgrind", "--callgrind-out-file="+out, server,
-		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir)
+		"--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no", "--dir", dir)
 	if err := cmd.Start(); err != nil {
 		return 0, 0, fmt.Errorf("valgrind: %w (apt-get install valgrind)", err)
 	}
 	defer cmd.Process.Kill() // by PID, should anything below fail
 	ctx := context.Background()
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	for start := time.Now(); ; time.Sleep(100 * time.Millisecond) { // until it listens
-		if conn, err := net.Dial("tcp", addr); err == nil {
+		if conn, err := net.Dial("unix", sock); err == nil {
 			conn.Close()
 			break
 		}
@@ -188,7 +184,7 @@ func count(w workload, n int, server, dir string) (int64, int, error) {
 		}
 	}
 	// No retries: a SHUTDOWN answered by a closed connection is not sent again.
-	c := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: time.Minute, MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Network: "unix", Addr: sock, ReadTimeout: time.Minute, MaxRetries: -1})
 	defer c.Close()
 	pages, err := exchanges(ctx, c, w, n)
 	if err != nil {
@@ -266,13 +262,4 @@ func totals(path string) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("%s has no totals line", path)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
