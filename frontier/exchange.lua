@@ -218,9 +218,7 @@ if D > 0 then
       if flags % 2 == 1 then -- a page was fetched
         bump.pages = (bump.pages or 0) + 1
         if hostMax > 0 then
-          local id = ids[d] -- "id\nhost\nitem-json": its host alone, not split
-          local i = string.find(id, '\n', 1, true)
-          local host = string.sub(id, i + 1, string.find(id, '\n', i + 1, true) - 1)
+          local host = fr_second(ids[d])
           local n = redis.call('HINCRBY', hostpages, host, '1')
           if n >= hostMax then redis.call('HSET', cappedKey, host, fr_int(n)) end
         end
@@ -245,8 +243,7 @@ if D > 0 then
       end
       local refund, ms = flags % 4 >= 2, f[9] or 0
       if refund or ms > 0 then
-        local _, rest = fr_split(ids[d])
-        local host = fr_split(rest)
+        local host = fr_second(ids[d])
         if refund then refunds[host] = (refunds[host] or 0) + 1 end
         if ms > 0 and A.factor then -- adaptive politeness: the host's last fetch sets its interval
           adapts[host] = math.min(math.floor(A.factor * ms), A.max_delay_ms or 60000)

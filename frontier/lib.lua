@@ -55,6 +55,13 @@ local function fr_head(entry)
   return string.sub(entry, 1, string.find(entry, '\n', 1, true) - 1)
 end
 
+-- fr_second is an entry's second line ("host" of "id\nhost\nitem-json"),
+-- cut out alone: splitting would copy the item's JSON too.
+local function fr_second(entry)
+  local i = string.find(entry, '\n', 1, true)
+  return string.sub(entry, i + 1, string.find(entry, '\n', i + 1, true) - 1)
+end
+
 local function fr_keys(queues, ready, stats, lengths, refill)
   return {queues = queues, ready = ready, stats = stats, lengths = lengths, refill = refill}
 end
