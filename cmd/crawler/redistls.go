@@ -59,20 +59,10 @@ func (u *redisURL) useTLSFiles(ca, cert, key string) error {
 // instead, and the error no longer says why. Reading without writing
 // gets the alert itself.
 func wantsClientCert(addr string, cfg *tls.Config) bool {
-	if cfg == nil {
-		cfg = &tls.Config{MinVersion: tls.VersionTLS12}
+	if cfg == nil || len(cfg.Certificates) > 0 || cfg.GetClientCertificate != nil {
+		return false // not TLS, or a certificate was given
 	}
-	if len(cfg.Certificates) > 0 || cfg.GetClientCertificate != nil {
-		return false
-	}
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	cfg = cfg.Clone()
-	if cfg.ServerName == "" {
-		cfg.ServerName = host
-	}
+	// (An empty ServerName is taken from addr.)
 	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", addr, cfg)
 	if err != nil {
 		return strings.Contains(err.Error(), "certificate required")
