@@ -76,6 +76,13 @@
 // while — as failed, never as "disallowed". Crawl-delay is reported so the
 // crawler can keep that host's own interval in its bucket.
 //
+// A process asks Redis once per host: its fetch loops share one lookup of
+// a host (singleflight) and keep the answer (MaxLocal hosts). The lookups
+// of different hosts share round trips: whatever the loops ask while a
+// pipeline is in flight goes in the next (robots_batch.go), so the
+// hundreds of hosts a crawl meets in its first seconds cost Redis a few
+// round trips, not a few each.
+//
 //	<prefix>{host}        hash {status, body}, PEXPIRE TTL; while unavailable
 //	                      {status, failures, first_fail, retry_at} (ms, server
 //	                      clock), kept an hour past retry_at

@@ -105,6 +105,7 @@ type Robots struct {
 	// and would otherwise each look up, try the lock, retry and hold a
 	// connection.
 	flight    singleflight.Group
+	pipes     pipelines // the Redis calls of this process's checks, in shared round trips
 	now       func() time.Time
 	lockDelay time.Duration
 }
@@ -133,7 +134,7 @@ func (e robotsEntry) result(now time.Time) (*RobotsTxt, error) {
 // NewRobots returns the robots cache of one crawl. keyPrefix is e.g.
 // "crawl:{NAME}:robots:" (or set KeyFor); agent is the crawler's product token ("RedCrawl").
 func NewRobots(c redis.UniversalClient, keyPrefix, agent string, fetch RobotsFetcher) *Robots {
-	return &Robots{c: c, prefix: keyPrefix, agent: agent, fetch: fetch,
+	return &Robots{c: c, pipes: pipelines{c: c}, prefix: keyPrefix, agent: agent, fetch: fetch,
 		TTL: 24 * time.Hour, Backoff: time.Second, MaxBackoff: 5 * time.Minute, MaxLocal: 10000, LockTTL: 15 * time.Second,
 		WaitFor: 3 * time.Second, local: map[string]robotsEntry{}, now: time.Now, lockDelay: 100 * time.Millisecond}
 }
@@ -272,12 +273,14 @@ func (r *Robots) remember(origin string, e robotsEntry) robotsEntry {
 // load reads the stored entry; found is false when there is none, or when
 // an unavailable robots.txt is due to be tried again.
 func (r *Robots) load(ctx context.Context, key, host string) (robotsEntry, bool, error) {
-	pipe := r.c.Pipeline()
-	read := r.read(ctx, pipe, key, host)
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	var rd reads
+	if err := r.pipes.do(ctx, func(pipe redis.Pipeliner) { rd = r.read(ctx, pipe, key) }); err != nil {
+		return robotsEntry{}, false, err
+	}
+	if err := rd.err(); err != nil {
 		return robotsEntry{}, false, fmt.Errorf("politeness: robots %s: %w", key, err)
 	}
-	e, found := read()
+	e, found := r.decode(rd, host)
 	return e, found, nil
 }
 
@@ -287,27 +290,39 @@ func (r *Robots) lockAndLoad(ctx context.Context, key, host string) (token strin
 	var b [16]byte
 	rand.Read(b[:])
 	token = hex.EncodeToString(b[:])
-	pipe := r.c.Pipeline()
-	lock := pipe.SetNX(ctx, key+":lock", token, r.LockTTL)
-	read := r.read(ctx, pipe, key, host)
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	var lock *redis.BoolCmd
+	var rd reads
+	if err := r.pipes.do(ctx, func(pipe redis.Pipeliner) {
+		lock = pipe.SetNX(ctx, key+":lock", token, r.LockTTL)
+		rd = r.read(ctx, pipe, key)
+	}); err != nil {
+		return "", false, robotsEntry{}, false, err
+	}
+	if err := errors.Join(lock.Err(), rd.err()); err != nil {
 		return "", false, robotsEntry{}, false, fmt.Errorf("politeness: robots lock %s: %w", key, err)
 	}
-	e, found = read()
+	e, found = r.decode(rd, host)
 	return token, lock.Val(), e, found, nil
 }
 
-// read queues the reads of the entry at key on pipe; the function it
-// returns decodes them once the pipeline ran (found: as load says).
-func (r *Robots) read(ctx context.Context, pipe redis.Pipeliner, key, host string) func() (robotsEntry, bool) {
-	h := pipe.HMGet(ctx, key, "status", "body", "failures", "first_fail", "retry_at")
-	pt := pipe.PTTL(ctx, key)
-	tm := pipe.Time(ctx)
-	return func() (robotsEntry, bool) { return r.decode(h, pt, tm, host) }
+// reads are the commands that read an entry: its fields, its TTL and
+// Redis's clock.
+type reads struct {
+	h  *redis.SliceCmd
+	pt *redis.DurationCmd
+	tm *redis.TimeCmd
 }
 
-// decode reads an entry from its HMGET, PTTL and TIME.
-func (r *Robots) decode(h *redis.SliceCmd, pt *redis.DurationCmd, tm *redis.TimeCmd, host string) (robotsEntry, bool) {
+func (rd reads) err() error { return errors.Join(rd.h.Err(), rd.pt.Err(), rd.tm.Err()) }
+
+// read queues the reads of the entry at key on pipe.
+func (r *Robots) read(ctx context.Context, pipe redis.Pipeliner, key string) reads {
+	return reads{pipe.HMGet(ctx, key, "status", "body", "failures", "first_fail", "retry_at"), pipe.PTTL(ctx, key), pipe.Time(ctx)}
+}
+
+// decode reads an entry from its HMGET, PTTL and TIME; found as load says.
+func (r *Robots) decode(rd reads, host string) (robotsEntry, bool) {
+	h, pt, tm := rd.h, rd.pt, rd.tm
 	v := h.Val()
 	if len(v) != 5 || v[0] == nil {
 		return robotsEntry{}, false

@@ -41,7 +41,7 @@ func (r *Robots) fetchAndStore(ctx context.Context, robotsURL, key, host, token 
 	}
 	keys := []string{key, key + ":lock"}
 	if unavailable(status) {
-		res, err := robotsFailScript.Run(ctx, r.c, keys, status, r.Backoff.Milliseconds(),
+		res, err := r.pipes.script(ctx, robotsFailScript, keys, status, r.Backoff.Milliseconds(),
 			r.MaxBackoff.Milliseconds(), keepFailures.Milliseconds(), token).Int64Slice()
 		if err != nil || len(res) != 3 {
 			return robotsEntry{}, false, fmt.Errorf("politeness: robots %s: %v %w", key, res, err)
@@ -56,7 +56,7 @@ func (r *Robots) fetchAndStore(ctx context.Context, robotsURL, key, host, token 
 		body = body[:maxRobotsBody]
 		body = body[:bytes.LastIndexAny(body, "\r\n")+1]
 	}
-	if err := robotsStoreScript.Run(ctx, r.c, keys, status, body, r.TTL.Milliseconds(), token).Err(); err != nil {
+	if err := r.pipes.script(ctx, robotsStoreScript, keys, status, body, r.TTL.Milliseconds(), token).Err(); err != nil {
 		return robotsEntry{}, false, fmt.Errorf("politeness: robots %s: %w", key, err)
 	}
 	data := r.parse(status, body)
