@@ -10,6 +10,7 @@ import (
 
 	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/politeness"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -38,8 +39,9 @@ type exchanger struct {
 	warc     *archive.Writer // nil: no archive; refused pages' records are marked there
 	pages    *atomic.Int64   // the crawl's pages fetched, as the last exchange said
 	metrics  *metrics
-	end      *ending // how the run ends: told when the crawl is over, or gone
-	pauses   *pauses // hosts paused, as announced on the crawl's pause channel
+	end      *ending            // how the run ends: told when the crawl is over, or gone
+	pauses   *pauses            // hosts paused, as announced on the crawl's pause channel
+	robots   *politeness.Robots // nil: none warmed (tests)
 
 	s       *exState
 	ready   chan leased   // leased URLs waiting for a fetch loop
@@ -249,7 +251,7 @@ func (x *exchanger) perform(work context.Context, a action) {
 	case actWoken:
 		x.fr.Woken(a.channel)
 	case actSettle:
-		x.settle(a.reply)
+		x.settle(work, a.reply)
 	case actForget:
 		x.log.Warn("Redis lost writes: forgetting the URLs this worker knew as seen, and sending its pages again", "err", a.err)
 		x.known.clear()

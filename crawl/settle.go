@@ -1,6 +1,10 @@
 package crawl
 
-import "github.com/redcrawl/crawler/frontier"
+import (
+	"context"
+
+	"github.com/redcrawl/crawler/frontier"
+)
 
 // What the exchanger does once a call went through: the pages it sent are
 // recorded (or, refused by Redis, marked as another worker's), and the URLs
@@ -8,7 +12,7 @@ import "github.com/redcrawl/crawler/frontier"
 
 // settle records what a call that went through did, and hands out the
 // URLs it popped.
-func (x *exchanger) settle(r reply) {
+func (x *exchanger) settle(work context.Context, r reply) {
 	if x.s.budget {
 		x.pages.Store(r.res.Info.Pages)
 	}
@@ -26,6 +30,15 @@ func (x *exchanger) settle(r reply) {
 			x.refused(e.rec)
 		}
 		x.recorded(r.sent[i], e.rec, r.res.Queued[i], r.res.Held[i])
+	}
+	if x.robots != nil && len(r.res.Popped) > 0 {
+		urls := make([]string, len(r.res.Popped))
+		for i, l := range r.res.Popped {
+			urls[i] = l.Item.URL
+		}
+		// The loops ask robots.txt of each URL as they take it, one at a
+		// time: its lookups, started here together, share round trips.
+		x.robots.Warm(work, urls)
 	}
 	for _, l := range r.res.Popped {
 		x.held.Store(l.ID, l)

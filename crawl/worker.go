@@ -317,7 +317,7 @@ func (w *Worker) newExchanger(end *ending) *exchanger {
 	}
 	ex.c, ex.fr, ex.known, ex.held, ex.counters, ex.log = w.c, w.fr, w.known, &w.held, &w.Counters, w.log
 	ex.s.exitWhenDone, ex.s.budget, ex.end, ex.warc = w.opts.ExitWhenDone, w.settings.MaxPages > 0, end, w.warc
-	ex.pages, ex.metrics, ex.pauses, ex.id = &w.pages, w.metrics, w.pauses, w.opts.ID
+	ex.pages, ex.metrics, ex.pauses, ex.id, ex.robots = &w.pages, w.metrics, w.pauses, w.opts.ID, w.robots
 	if w.opts.Out != nil {
 		ex.out = &recordWriter{w: w.opts.Out, log: w.log, fail: end.fail}
 	}

@@ -105,7 +105,8 @@ type Robots struct {
 	// and would otherwise each look up, try the lock, retry and hold a
 	// connection.
 	flight    singleflight.Group
-	pipes     pipelines // the Redis calls of this process's checks, in shared round trips
+	pipes     pipelines     // the Redis calls of this process's checks, in shared round trips
+	warming   chan struct{} // a slot a lookup Warm started (maxWarming)
 	now       func() time.Time
 	lockDelay time.Duration
 }
@@ -136,7 +137,8 @@ func (e robotsEntry) result(now time.Time) (*RobotsTxt, error) {
 func NewRobots(c redis.UniversalClient, keyPrefix, agent string, fetch RobotsFetcher) *Robots {
 	return &Robots{c: c, pipes: pipelines{c: c}, prefix: keyPrefix, agent: agent, fetch: fetch,
 		TTL: 24 * time.Hour, Backoff: time.Second, MaxBackoff: 5 * time.Minute, MaxLocal: 10000, LockTTL: 15 * time.Second,
-		WaitFor: 3 * time.Second, local: map[string]robotsEntry{}, now: time.Now, lockDelay: 100 * time.Millisecond}
+		WaitFor: 3 * time.Second, local: map[string]robotsEntry{}, now: time.Now, lockDelay: 100 * time.Millisecond,
+		warming: make(chan struct{}, maxWarming)}
 }
 
 // Verdict is the answer for one URL.
@@ -172,6 +174,45 @@ func (r *Robots) Check(ctx context.Context, u *url.URL) (Verdict, error) {
 	v := Verdict{Allowed: d.Allowed(r.agent, path)}
 	v.CrawlDelay, v.DelayCapped = d.CrawlDelay(r.agent)
 	return v, nil
+}
+
+// maxWarming bounds the lookups Warm has running at once.
+const maxWarming = 256
+
+// Warm starts the lookups of the robots.txt of the URLs' origins that
+// this process does not hold, all at once, and returns without waiting
+// for them. Lookups made together share round trips (robots_batch.go),
+// and a Check of one of those origins meanwhile joins its lookup. A
+// crawler calls it with the URLs it was just handed: its fetch loops,
+// each taking one when it is free, then find the answers here, instead of
+// each asking Redis alone. An origin whose robots.txt nobody has yet is
+// fetched (by the one worker that gets its lock), as a Check would. With
+// maxWarming lookups running, the rest are left to their Checks.
+func (r *Robots) Warm(ctx context.Context, urls []string) {
+	started := map[string]bool{}
+	for _, s := range urls {
+		u, err := url.Parse(s)
+		if err != nil || u.Host == "" {
+			continue // its Check says what is wrong with it
+		}
+		origin := u.Scheme + "://" + u.Host
+		if started[origin] {
+			continue
+		}
+		started[origin] = true
+		if _, ok := r.cached(origin); ok {
+			continue
+		}
+		select {
+		case r.warming <- struct{}{}:
+		default:
+			return
+		}
+		go func() {
+			defer func() { <-r.warming }()
+			r.rules(ctx, u) // what it found is kept (remember); an error is the Check's to report
+		}()
+	}
 }
 
 func (r *Robots) rules(ctx context.Context, u *url.URL) (*RobotsTxt, error) {

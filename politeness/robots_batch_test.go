@@ -3,8 +3,10 @@ package politeness
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redis/go-redis/v9"
@@ -132,6 +134,62 @@ func TestPipelinesScriptNotLoaded(t *testing.T) {
 		}
 		if ok, err := c.ScriptExists(ctx, script.Hash()).Result(); err != nil || !ok[0] {
 			t.Fatalf("the script is not loaded after its run: %v %v", ok, err)
+		}
+	})
+}
+
+// Warm looks up the origins of a batch of URLs together, and the checks
+// that follow find their answers in the process.
+func TestWarmLooksUpTogether(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		c := s.NewClient(t)
+		h := &holdFirst{started: make(chan struct{}), release: make(chan struct{})}
+		c.AddHook(h)
+		r := NewRobots(c, "crawl:t:robots:", "RedCrawl", func(context.Context, string) (RobotsResponse, error) {
+			t.Error("a robots.txt stored in Redis was fetched")
+			return RobotsResponse{}, fmt.Errorf("no fetch here")
+		})
+		const n = 20
+		var urls []string
+		for i := 0; i < n; i++ {
+			host := fmt.Sprintf("h%d.test", i)
+			key := r.Key("http", host)
+			s.Client.HSet(ctx, key, "status", 200, "body", "User-agent: *\nDisallow: /private/\n")
+			s.Client.PExpire(ctx, key, time.Hour)
+			urls = append(urls, "http://"+host+"/private/page", "http://"+host+"/public") // two URLs an origin
+		}
+		var mu sync.Mutex
+		queued := 0
+		allQueued := make(chan struct{})
+		r.pipes.queued = func(int) {
+			mu.Lock()
+			defer mu.Unlock()
+			if queued++; queued == n {
+				close(allQueued)
+			}
+		}
+		r.Warm(ctx, urls)
+		select { // every origin's lookup is in the pipeline held, or waits for the next
+		case <-allQueued:
+		case <-time.After(10 * time.Second):
+			mu.Lock()
+			defer mu.Unlock()
+			t.Fatalf("Warm started %d of %d origins' lookups", queued, n)
+		}
+		close(h.release)
+		for i, raw := range urls {
+			u, _ := url.Parse(raw)
+			v, err := r.Check(ctx, u)
+			if err != nil || v.Allowed != (i%2 == 1) {
+				t.Fatalf("Check(%s) = %+v, %v", raw, v, err)
+			}
+		}
+		h.mu.Lock()
+		pipes := h.n
+		h.mu.Unlock()
+		if pipes > 2 {
+			t.Fatalf("warming %d origins and checking two URLs of each took %d round trips, want at most 2", n, pipes)
 		}
 	})
 }
