@@ -32,7 +32,8 @@ func OpenFrontier(ctx context.Context, c redis.UniversalClient, name string, s S
 func (s Settings) frontierOptions() frontier.Options {
 	o := frontier.Options{Shards: s.Shards, PageBudget: s.MaxPages, HostPageCap: s.MaxPagesPerHost}
 	if s.Rate > 0 && !math.IsInf(s.Rate, 1) {
-		o.HostRate, o.HostBurst, o.PopAhead = s.Rate, s.Burst, popAhead
+		o.HostRate, o.HostBurst = s.Rate, s.Burst
+		o.PopAhead, _ = popTiming(s.Rate, s.Burst)
 	}
 	o.DelayFactor, o.MaxDelay = s.DelayFactor, s.MaxDelay
 	o.Continuous = s.Revisit > 0

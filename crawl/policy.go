@@ -28,7 +28,7 @@ type policy struct {
 	failures int           // calls failed in a row
 	// gap, when not 0, is the least time between pops after one that found
 	// fewer URLs than wanted, in a crawl whose pops reserve the tokens due
-	// within a window (popAhead): such a pop took all that comes due
+	// within a window (popTiming): such a pop took all that comes due
 	// before the next, so asking sooner only makes more, smaller calls.
 	gap time.Duration
 }
@@ -42,16 +42,18 @@ const (
 	// ... or only this long after a pop found no URL at all: other workers
 	// may be idle too, waiting for exactly those links.
 	lingerStarved = 10 * time.Millisecond
-	// maxSend pages go in one call at most.
-	maxSend = 64
+	// maxSend pages go in one call at most: what a polite crawl finishes
+	// between two pops (popTiming) at a few hundred pages a second, and a
+	// few milliseconds of Redis's time.
+	maxSend = 128
 	// An idle worker asks for URLs at most once a second, and at least
 	// idleMin apart; when some host is due sooner, it asks then.
 	idleMin, idleMax = 50 * time.Millisecond, time.Second
-	// A rate-limited crawl's pops reserve the hosts' tokens due within
-	// popAhead (frontier.Options.PopAhead), and come popGap apart when the
-	// tokens, not the buffer, limit them: every token is taken before it
-	// is due, in calls of five times fewer than one a token.
-	popAhead, popGap = 250 * time.Millisecond, 200 * time.Millisecond
+	// A rate-limited crawl's pops reserve the hosts' tokens due within a
+	// window (frontier.Options.PopAhead), and come a gap apart when the
+	// tokens, not the buffer, limit them (popTiming): every token is taken
+	// before it is due, in a few calls a second instead of one a token.
+	popGapMin, popGapMax, popSlack = 50 * time.Millisecond, 500 * time.Millisecond, 50 * time.Millisecond
 	// retryMin and retryMax bound the wait after a failed call.
 	retryMin, retryMax = 200 * time.Millisecond, 5 * time.Second
 	// giveUpAfter failed calls in a row, once the loops are gone, the
@@ -59,6 +61,22 @@ const (
 	// again by someone.
 	giveUpAfter = 3
 )
+
+// popTiming is a rate-limited crawl's pop window and gap, for hosts of
+// rate requests a second and a burst of burst. The gap is the time a
+// host's bucket takes to fill (burst/rate), within popGapMin and
+// popGapMax: a pop then finds each host's tokens before its bucket
+// overflows, so no host is held below its rate by the pops, and the calls
+// are as few as that allows (a call costs Redis more than its pages' work
+// at a few dozen pages; bench/README.md). The window is popSlack longer,
+// so that a token due just after the next pop is taken by this one.
+func popTiming(rate float64, burst int) (ahead, gap time.Duration) {
+	gap = popGapMax
+	if fill := time.Duration(float64(max(burst, 1)) / rate * float64(time.Second)); rate > 0 && fill < gap {
+		gap = max(fill, popGapMin)
+	}
+	return gap + popSlack, gap
+}
 
 func newPolicy(capacity int) *policy {
 	return &policy{capacity: capacity, idle: idleMin, linger: lingerStarved}

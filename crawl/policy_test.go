@@ -95,7 +95,7 @@ func TestPolicy(t *testing.T) {
 		}},
 		{"a full batch goes at once, the rest after", []step{
 			{call: true, want: call{want: 48}, popped: 48},
-			{at: time.Millisecond, do: added(70), w: world{ready: 30}, call: true, want: call{send: maxSend, want: 18}, popped: 18},
+			{at: time.Millisecond, do: added(maxSend + 6), w: world{ready: 30}, call: true, want: call{send: maxSend, want: 18}, popped: 18},
 			{at: 2 * time.Millisecond, w: world{ready: 48}, sleep: lingerBusy - time.Millisecond}, // the rest arrived at the call
 		}},
 		{"a pop that finds nothing makes pages go soon: other workers may starve", []step{
@@ -165,6 +165,28 @@ func TestPolicyEnds(t *testing.T) {
 	for i := 1; i <= giveUpAfter; i++ {
 		if giveUp := p.failed(now); giveUp != (i == giveUpAfter) {
 			t.Fatalf("failure %d: give up = %v", i, giveUp)
+		}
+	}
+}
+
+// A polite crawl's pops come as far apart as its hosts' buckets take to
+// fill, within bounds: a host at 5 requests a second with a burst of 1
+// must be popped every 200 ms, or it gets fewer than 5.
+func TestPopTiming(t *testing.T) {
+	for _, c := range []struct {
+		rate       float64
+		burst      int
+		ahead, gap time.Duration
+	}{
+		{0.5, 1, 550 * time.Millisecond, 500 * time.Millisecond}, // a bucket of 2 s: the longest gap
+		{5, 1, 250 * time.Millisecond, 200 * time.Millisecond},
+		{5, 2, 450 * time.Millisecond, 400 * time.Millisecond},
+		{8, 1, 175 * time.Millisecond, 125 * time.Millisecond},
+		{100, 1, 100 * time.Millisecond, 50 * time.Millisecond}, // the shortest gap
+	} {
+		ahead, gap := popTiming(c.rate, c.burst)
+		if ahead != c.ahead || gap != c.gap {
+			t.Errorf("popTiming(%v, %d) = %v, %v; want %v, %v", c.rate, c.burst, ahead, gap, c.ahead, c.gap)
 		}
 	}
 }

@@ -313,7 +313,7 @@ const Software = "RedCrawl/0.1"
 func (w *Worker) newExchanger(end *ending) *exchanger {
 	ex := newExchanger(w.opts.Concurrency)
 	if w.fr.PopAhead > 0 {
-		ex.s.p.gap = popGap
+		_, ex.s.p.gap = popTiming(w.settings.Rate, w.settings.Burst)
 	}
 	ex.c, ex.fr, ex.known, ex.held, ex.counters, ex.log = w.c, w.fr, w.known, &w.held, &w.Counters, w.log
 	ex.s.exitWhenDone, ex.s.budget, ex.end, ex.warc = w.opts.ExitWhenDone, w.settings.MaxPages > 0, end, w.warc
