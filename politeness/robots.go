@@ -135,7 +135,7 @@ func (e robotsEntry) result(now time.Time) (*RobotsTxt, error) {
 // NewRobots returns the robots cache of one crawl. keyPrefix is e.g.
 // "crawl:{NAME}:robots:" (or set KeyFor); agent is the crawler's product token ("RedCrawl").
 func NewRobots(c redis.UniversalClient, keyPrefix, agent string, fetch RobotsFetcher) *Robots {
-	return &Robots{c: c, pipes: pipelines{c: c}, prefix: keyPrefix, agent: agent, fetch: fetch,
+	return &Robots{c: c, pipes: pipelines{c: c, linger: robotsLinger}, prefix: keyPrefix, agent: agent, fetch: fetch,
 		TTL: 24 * time.Hour, Backoff: time.Second, MaxBackoff: 5 * time.Minute, MaxLocal: 10000, LockTTL: 15 * time.Second,
 		WaitFor: 3 * time.Second, local: map[string]robotsEntry{}, now: time.Now, lockDelay: 100 * time.Millisecond,
 		warming: make(chan struct{}, maxWarming)}
