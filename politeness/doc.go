@@ -81,9 +81,9 @@
 // of different hosts share round trips: whatever the loops ask while a
 // pipeline is in flight goes in the next (robots_batch.go), so the
 // hundreds of hosts a crawl meets in its first seconds cost Redis a few
-// round trips, not a few each. Warm starts the lookups of a batch of URLs
-// together: a crawler calls it with the URLs a pop handed it, before its
-// loops take them one by one.
+// round trips, not a few each. Warm reads the stored answers for a batch
+// of URLs in one round trip: a crawler calls it with the URLs a pop handed
+// it, before its loops take them one by one.
 //
 //	<prefix>{host}        hash {status, body}, PEXPIRE TTL; while unavailable
 //	                      {status, failures, first_fail, retry_at} (ms, server

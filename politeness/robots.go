@@ -106,7 +106,7 @@ type Robots struct {
 	// connection.
 	flight    singleflight.Group
 	pipes     pipelines     // the Redis calls of this process's checks, in shared round trips
-	warming   chan struct{} // a slot a lookup Warm started (maxWarming)
+	warming   chan struct{} // a slot of a Warm reading (maxWarming)
 	now       func() time.Time
 	lockDelay time.Duration
 }
@@ -176,19 +176,21 @@ func (r *Robots) Check(ctx context.Context, u *url.URL) (Verdict, error) {
 	return v, nil
 }
 
-// maxWarming bounds the lookups Warm has running at once.
-const maxWarming = 256
+// maxWarming bounds the Warm calls reading at once (a crawler makes one a pop).
+const maxWarming = 4
 
-// Warm starts the lookups of the robots.txt of the URLs' origins that
-// this process does not hold, all at once, and returns without waiting
-// for them. Lookups made together share round trips (robots_batch.go),
-// and a Check of one of those origins meanwhile joins its lookup. A
-// crawler calls it with the URLs it was just handed: its fetch loops,
-// each taking one when it is free, then find the answers here, instead of
-// each asking Redis alone. An origin whose robots.txt nobody has yet is
-// fetched (by the one worker that gets its lock), as a Check would. With
-// maxWarming lookups running, the rest are left to their Checks.
+// Warm reads, in one round trip, the robots.txt answers Redis holds for
+// the URLs' origins that this process does not, and keeps them, without
+// waiting for the read. A crawler calls it with the URLs it was just
+// handed: its fetch loops, each taking one when it is free, then find the
+// answers here instead of each asking Redis alone. An origin Redis has no
+// answer for is left to its Check, which fetches robots.txt (under the
+// lock) when its URL is taken, as without Warm: fetched here, every new
+// host's robots.txt would be fetched at once, up to a pop's worth, before
+// its URL's turn. With maxWarming reads running, Warm does nothing.
 func (r *Robots) Warm(ctx context.Context, urls []string) {
+	type want struct{ origin, host, key string }
+	var wants []want
 	started := map[string]bool{}
 	for _, s := range urls {
 		u, err := url.Parse(s)
@@ -200,19 +202,38 @@ func (r *Robots) Warm(ctx context.Context, urls []string) {
 			continue
 		}
 		started[origin] = true
-		if _, ok := r.cached(origin); ok {
-			continue
+		if _, ok := r.cached(origin); !ok {
+			wants = append(wants, want{origin, u.Host, r.Key(u.Scheme, u.Host)})
 		}
-		select {
-		case r.warming <- struct{}{}:
-		default:
+	}
+	if len(wants) == 0 {
+		return
+	}
+	select {
+	case r.warming <- struct{}{}:
+	default:
+		return
+	}
+	go func() {
+		defer func() { <-r.warming }()
+		rds := make([]reads, len(wants))
+		err := r.pipes.do(ctx, func(pipe redis.Pipeliner) {
+			for i, w := range wants {
+				rds[i] = r.read(ctx, pipe, w.key)
+			}
+		})
+		if err != nil {
 			return
 		}
-		go func() {
-			defer func() { <-r.warming }()
-			r.rules(ctx, u) // what it found is kept (remember); an error is the Check's to report
-		}()
-	}
+		for i, w := range wants {
+			if rds[i].err() != nil {
+				continue // its Check reads again, and reports
+			}
+			if e, found := r.decode(rds[i], w.host); found {
+				r.remember(w.origin, e)
+			}
+		}
+	}()
 }
 
 func (r *Robots) rules(ctx context.Context, u *url.URL) (*RobotsTxt, error) {
