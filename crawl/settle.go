@@ -37,7 +37,7 @@ func (x *exchanger) settle(work context.Context, r reply) {
 			urls[i] = l.Item.URL
 		}
 		// The loops ask robots.txt of each URL as they take it, one at a
-		// time: its lookups, started here together, share round trips.
+		// time: what Redis holds for these hosts is read here, together.
 		x.robots.Warm(work, urls)
 	}
 	for _, l := range r.res.Popped {
