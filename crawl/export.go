@@ -3,8 +3,11 @@ package crawl
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
+	"syscall"
 	"time"
 
 	"github.com/redcrawl/crawler/frontier"
@@ -61,12 +64,43 @@ func Export(ctx context.Context, c redis.UniversalClient, name string, out io.Wr
 		if err == nil {
 			_, err = out.Write(append(b, '\n'))
 		}
-		return err
+		if err != nil {
+			return outputError{err}
+		}
+		return nil
+	}
+	// Following, a Redis gone for a while (a restart, a failover) is
+	// waited for: the cursor moved only past records written, so reading
+	// on from it loses and repeats nothing.
+	var failing time.Time
+	wait := exportRetryMin
+	retry := func(err error) bool {
+		if !follow || errors.As(err, new(outputError)) || !redisGoneForNow(err) || ctx.Err() != nil {
+			return false
+		}
+		if failing.IsZero() {
+			failing = time.Now()
+		}
+		if time.Since(failing) > ExportRetryFor {
+			return false
+		}
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		wait = min(2*wait, exportRetryMax)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return true
+		}
 	}
 	for {
 		n, err := fr.ReadRecords(ctx, cur, write)
 		rep.Written += n
 		if err != nil {
+			if retry(err) {
+				continue
+			}
 			return rep, err
 		}
 		// Caught up? The done flag first: records are all added before it
@@ -74,12 +108,19 @@ func Export(ctx context.Context, c redis.UniversalClient, name string, out io.Wr
 		// last ones.
 		done, err := fr.Done(ctx)
 		if err != nil {
+			if retry(err) {
+				continue
+			}
 			return rep, fmt.Errorf("crawl: export: %w", err)
 		}
 		caughtUp, added, err := fr.CaughtUp(ctx, cur)
 		if err != nil {
+			if retry(err) {
+				continue
+			}
 			return rep, err
 		}
+		failing, wait = time.Time{}, exportRetryMin
 		if !caughtUp {
 			continue
 		}
@@ -89,10 +130,36 @@ func Export(ctx context.Context, c redis.UniversalClient, name string, out io.Wr
 		}
 		// Wait for the next record; the done flag is looked at again at
 		// least once a second.
-		if err := fr.AwaitRecord(ctx, cur, time.Second); err != nil {
+		if err := fr.AwaitRecord(ctx, cur, time.Second); err != nil && !retry(err) {
 			return rep, err
 		}
 	}
+}
+
+// outputError is an error writing the export out (a closed pipe: the
+// reader is gone), never waited out.
+type outputError struct{ err error }
+
+func (e outputError) Error() string { return e.err.Error() }
+func (e outputError) Unwrap() error { return e.err }
+
+// ExportRetryFor is how long Export, following, waits for a Redis it
+// cannot reach before it gives up; exportRetryMin and exportRetryMax bound
+// the wait between tries.
+const (
+	ExportRetryFor                 = 5 * time.Minute
+	exportRetryMin, exportRetryMax = 200 * time.Millisecond, 5 * time.Second
+)
+
+// redisGoneForNow: an error of a Redis that is away for now (restarting,
+// loading its data, a connection dropped or refused, a cluster or replica
+// between masters), not of the request.
+func redisGoneForNow(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		redis.HasErrorPrefix(err, "LOADING") || redis.HasErrorPrefix(err, "MASTERDOWN") ||
+		redis.HasErrorPrefix(err, "CLUSTERDOWN") || redis.HasErrorPrefix(err, "TRYAGAIN")
 }
 
 // FirstErrors lists why the first records of a crawl were not fetched,

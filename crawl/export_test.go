@@ -104,3 +104,66 @@ func TestExportFollows(t *testing.T) {
 		}
 	})
 }
+
+// export --follow rides out a Redis restart: it waits for the server,
+// reads on from where it was, and writes every record once.
+func TestExportFollowsThroughARedisRestart(t *testing.T) {
+	s := redistest.Real(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	k := newCrawl(t, s, "restart")
+	addRecords(t, s, k, 0, 3)
+	if err := s.Client.Save(ctx).Err(); err != nil { // what the restarted server comes back with
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	type result struct {
+		rep crawl.ExportReport
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rep, err := crawl.Export(ctx, s.Client, "restart", pw, true)
+		pw.Close()
+		done <- result{rep, err}
+	}()
+	lines := bufio.NewScanner(pr)
+	var got []string
+	read := func(n int) {
+		t.Helper()
+		for i := 0; i < n; i++ {
+			if !lines.Scan() {
+				r := <-done
+				t.Fatalf("export ended after %d of %d records: %+v, %v", i, n, r.rep, r.err)
+			}
+			got = append(got, lines.Text())
+		}
+	}
+	read(3) // caught up: it waits for the next record
+	s.Crash(t)
+	// Down longer than go-redis's own retries of a command last (three,
+	// under a second in all): the scenario, a restart, not a wait for an event.
+	time.Sleep(2 * time.Second)
+	s.Restart(t)
+	for s.Client.Ping(ctx).Err() != nil { // the test's own connections were cut too
+		if ctx.Err() != nil {
+			t.Fatal("the restarted server never answered")
+		}
+	}
+	addRecords(t, s, k, 3, 2)
+	read(2)
+	s.Client.Set(ctx, k.DoneFlag, "1", 0)
+	go func() {
+		for lines.Scan() {
+		}
+	}()
+	r := <-done
+	if r.err != nil || r.rep.Written != 5 {
+		t.Fatalf("Export --follow across a restart = %+v, %v; want 5 written", r.rep, r.err)
+	}
+	for i, line := range got {
+		if want := fmt.Sprintf(`"url":"http://h.example/%d"`, i); !strings.Contains(line, want) {
+			t.Errorf("record %d: %s; want %s, each record once and in order", i, line, want)
+		}
+	}
+}

@@ -97,7 +97,8 @@ func exportCommand() *cli.Command {
 		Description: "Reads the results stream in Redis, which keeps the newest million records: if older ones were\n" +
 			"trimmed before this export, it says how many on stderr (the workers' --out files have them all).\n" +
 			"With --follow it returns when the crawl is done, exit 0; stopped before that (SIGINT, SIGTERM),\n" +
-			"it exits 1, so a compose service running it waits for the crawl and reports how it ended.",
+			"it exits 1, so a compose service running it waits for the crawl and reports how it ended. Following, it\n" +
+			"waits out a Redis it cannot reach (a restart, a failover) for up to 5 minutes and reads on where it was.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"F"}, Usage: "then print records as they arrive, until the crawl is done"},
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "write the records to FILE (replacing it) instead of standard output; " +
