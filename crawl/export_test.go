@@ -62,6 +62,43 @@ func TestExportSaysWhatWasTrimmed(t *testing.T) {
 	})
 }
 
+// followExport runs Export --follow of crawl name in the background. read
+// returns its next n lines, failing the test if it ends before; end reads
+// the rest and returns what Export returned.
+func followExport(ctx context.Context, t *testing.T, s *redistest.Server, name string) (read func(n int) []string, end func() (crawl.ExportReport, error)) {
+	pr, pw := io.Pipe()
+	type result struct {
+		rep crawl.ExportReport
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rep, err := crawl.Export(ctx, s.Client, name, pw, true)
+		pw.Close()
+		done <- result{rep, err}
+	}()
+	lines := bufio.NewScanner(pr)
+	read = func(n int) []string {
+		t.Helper()
+		var got []string
+		for i := 0; i < n; i++ {
+			if !lines.Scan() {
+				r := <-done
+				t.Fatalf("export ended after %d of %d records: %+v, %v", i, n, r.rep, r.err)
+			}
+			got = append(got, lines.Text())
+		}
+		return got
+	}
+	end = func() (crawl.ExportReport, error) {
+		for lines.Scan() {
+		}
+		r := <-done
+		return r.rep, r.err
+	}
+	return read, end
+}
+
 // export --follow writes records as they arrive and ends when the crawl is
 // done.
 func TestExportFollows(t *testing.T) {
@@ -70,37 +107,13 @@ func TestExportFollows(t *testing.T) {
 		defer cancel()
 		k := newCrawl(t, s, "follow")
 		addRecords(t, s, k, 0, 3)
-		pr, pw := io.Pipe()
-		type result struct {
-			rep crawl.ExportReport
-			err error
-		}
-		done := make(chan result, 1)
-		go func() {
-			rep, err := crawl.Export(ctx, s.Client, "follow", pw, true)
-			pw.Close()
-			done <- result{rep, err}
-		}()
-		lines := bufio.NewScanner(pr)
-		read := func(n int) {
-			t.Helper()
-			for i := 0; i < n; i++ {
-				if !lines.Scan() {
-					t.Fatalf("export ended after %d of %d records", i, n)
-				}
-			}
-		}
+		read, end := followExport(ctx, t, s, "follow")
 		read(3)
 		addRecords(t, s, k, 3, 2) // records arrive while it follows
 		read(2)
 		s.Client.Set(ctx, k.DoneFlag, "1", 0)
-		go func() {
-			for lines.Scan() {
-			}
-		}()
-		r := <-done
-		if r.err != nil || r.rep.Written != 5 || r.rep.Trimmed != 0 {
-			t.Fatalf("Export --follow = %+v, %v; want 5 written when the crawl is done", r.rep, r.err)
+		if rep, err := end(); err != nil || rep.Written != 5 || rep.Trimmed != 0 {
+			t.Fatalf("Export --follow = %+v, %v; want 5 written when the crawl is done", rep, err)
 		}
 	})
 }
@@ -116,30 +129,8 @@ func TestExportFollowsThroughARedisRestart(t *testing.T) {
 	if err := s.Client.Save(ctx).Err(); err != nil { // what the restarted server comes back with
 		t.Fatal(err)
 	}
-	pr, pw := io.Pipe()
-	type result struct {
-		rep crawl.ExportReport
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		rep, err := crawl.Export(ctx, s.Client, "restart", pw, true)
-		pw.Close()
-		done <- result{rep, err}
-	}()
-	lines := bufio.NewScanner(pr)
-	var got []string
-	read := func(n int) {
-		t.Helper()
-		for i := 0; i < n; i++ {
-			if !lines.Scan() {
-				r := <-done
-				t.Fatalf("export ended after %d of %d records: %+v, %v", i, n, r.rep, r.err)
-			}
-			got = append(got, lines.Text())
-		}
-	}
-	read(3) // caught up: it waits for the next record
+	read, end := followExport(ctx, t, s, "restart")
+	got := read(3) // caught up: it waits for the next record
 	s.Crash(t)
 	// Down longer than go-redis's own retries of a command last (three,
 	// under a second in all): the scenario, a restart, not a wait for an event.
@@ -151,15 +142,10 @@ func TestExportFollowsThroughARedisRestart(t *testing.T) {
 		}
 	}
 	addRecords(t, s, k, 3, 2)
-	read(2)
+	got = append(got, read(2)...)
 	s.Client.Set(ctx, k.DoneFlag, "1", 0)
-	go func() {
-		for lines.Scan() {
-		}
-	}()
-	r := <-done
-	if r.err != nil || r.rep.Written != 5 {
-		t.Fatalf("Export --follow across a restart = %+v, %v; want 5 written", r.rep, r.err)
+	if rep, err := end(); err != nil || rep.Written != 5 {
+		t.Fatalf("Export --follow across a restart = %+v, %v; want 5 written", rep, err)
 	}
 	for i, line := range got {
 		if want := fmt.Sprintf(`"url":"http://h.example/%d"`, i); !strings.Contains(line, want) {
