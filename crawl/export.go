@@ -75,7 +75,7 @@ func Export(ctx context.Context, c redis.UniversalClient, name string, out io.Wr
 	var failing time.Time
 	wait := exportRetryMin
 	retry := func(err error) bool {
-		if !follow || errors.As(err, new(outputError)) || !redisGoneForNow(err) || ctx.Err() != nil {
+		if !follow || errors.As(err, new(outputError)) || !RedisGoneForNow(err) || ctx.Err() != nil {
 			return false
 		}
 		if failing.IsZero() {
@@ -151,10 +151,11 @@ const (
 	exportRetryMin, exportRetryMax = 200 * time.Millisecond, 5 * time.Second
 )
 
-// redisGoneForNow: an error of a Redis that is away for now (restarting,
+// RedisGoneForNow: an error of a Redis that is away for now (restarting,
 // loading its data, a connection dropped or refused, a cluster or replica
-// between masters), not of the request.
-func redisGoneForNow(err error) bool {
+// between masters), not of the request, a wrong address or a password:
+// worth trying again.
+func RedisGoneForNow(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -220,7 +219,7 @@ func connect(c *cli.Context) (redis.UniversalClient, error) {
 			nameDialErrors(rdb)
 			return rdb, nil
 		}
-		if !retryable(err) || !time.Now().Add(delay).Before(deadline) || c.Context.Err() != nil {
+		if !crawl.RedisGoneForNow(err) || !time.Now().Add(delay).Before(deadline) || c.Context.Err() != nil {
 			break
 		}
 		fmt.Fprintf(c.App.ErrWriter, "crawler: waiting for Redis at %s: %v (retrying for up to %v more)\n",
@@ -298,13 +297,6 @@ func (dialNamer) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return 
 
 func (dialNamer) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
-}
-
-// retryable: errors of a Redis that is not up yet, not of a wrong URL or password.
-func retryable(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.Is(err, syscall.ECONNRESET) || strings.HasPrefix(err.Error(), "LOADING")
 }
 
 // connectOrEmbed uses --redis when it was given (flag or environment),
