@@ -89,8 +89,19 @@ func (pl *pipeline) pause(ctx context.Context, host string, retryAfter time.Dura
 	return d, nil
 }
 
-// tooLate: l waited in this worker's ready buffer so long past its
-// token's time (the pop took or reserved it) that fetching it now could
+// late gives l back unused when it is too late to fetch (tooLate): taken
+// from the buffer, or after admit waited for its host's robots.txt.
+func (pl *pipeline) late(l *frontier.Lease) bool {
+	if !pl.tooLate(l) {
+		return false
+	}
+	pl.counters.PutBack.Add(1)
+	pl.ex.giveBack(l)
+	return true
+}
+
+// tooLate: l waited in this worker's ready buffer, or for its host's
+// robots.txt, so long past its token's time (the pop took or reserved it) that fetching it now could
 // land close to the host's next request (lateLimit). It goes back unused,
 // and the host waits for its next token: a slow worker makes fewer
 // requests, never bunched ones.

@@ -61,9 +61,7 @@ func (pl *pipeline) loop(stop, work context.Context) {
 		if !ok {
 			return
 		}
-		if pl.tooLate(l.lease) {
-			pl.counters.PutBack.Add(1)
-			pl.ex.giveBack(l.lease)
+		if pl.late(l.lease) {
 			continue
 		}
 		pl.process(work, l.lease, l.info)
@@ -93,6 +91,9 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 	}
 	sleep(ctx, time.Until(l.NotBefore))                // the token the pop reserved is due
 	if pl.lapsed(l, "before the fetch: not fetched") { // admit may have waited (robots.txt), and the token
+		return
+	}
+	if pl.late(l) { // admit waited past the token's time: the host's robots.txt came slowly
 		return
 	}
 	if d := pl.pauses.left(u.Host); d > 0 {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
+	"github.com/redcrawl/crawler/internal/testsite"
 )
 
 // A host whose robots.txt keeps answering 503 has its URLs held back, not
@@ -125,4 +127,56 @@ func TestRobotsTxtReadAsTheRFCDoes(t *testing.T) {
 			t.Errorf("status does not say the Crawl-delay was capped: %v\n%s", st.Counters, st)
 		}
 	})
+}
+
+// URLs popped while their host's robots.txt is being fetched wait for it,
+// in both workers, past their tokens' times. When it comes, the ones too
+// late go back rather than all go at once: no second holds more requests
+// than rate + burst, and every URL is fetched once.
+func TestASlowRobotsTxtBunchesNoRequests(t *testing.T) {
+	s := redistest.Real(t)
+	var mu sync.Mutex
+	var arrivals []time.Time
+	fetched := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			select { // a slow server: its robots.txt takes 1.5 s
+			case <-time.After(1500 * time.Millisecond):
+			case <-r.Context().Done():
+			}
+			http.NotFound(w, r)
+			return
+		}
+		mu.Lock()
+		arrivals = append(arrivals, time.Now())
+		fetched[r.URL.Path]++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, "<p>a page</p>")
+	}))
+	defer srv.Close()
+	set := crawl.DefaultSettings()
+	set.Rate, set.Burst, set.AllowPrivate = 5, 1, true
+	var seeds []*url.URL
+	for i := range 24 {
+		u, _ := url.Parse(fmt.Sprintf("%s/p/%d", srv.URL, i))
+		seeds = append(seeds, u)
+	}
+	if _, err := crawl.Seed(context.Background(), s.Client, "slowrobots", set, seeds); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	runWorkers(t, ctx, s, "slowrobots", fastOptions("w1"), fastOptions("w2"))
+	mu.Lock()
+	defer mu.Unlock()
+	for _, u := range seeds {
+		if n := fetched[u.Path]; n != 1 {
+			t.Errorf("%s fetched %d times; want once", u.Path, n)
+		}
+	}
+	sort.Slice(arrivals, func(i, j int) bool { return arrivals[i].Before(arrivals[j]) })
+	if most := testsite.MaxInWindow(arrivals, time.Second); most > 6 {
+		t.Errorf("%d requests reached the host within one second; rate + burst is 6", most)
+	}
 }

@@ -44,7 +44,7 @@ func (s *Site) Stats() Stats {
 	st := Stats{Hosts: map[string]HostStats{}, Disallowed: append([]string{}, s.private...), FetchedMoreThanTwice: []string{},
 		Repeated: map[string]int{}, NotModified: s.notModified, Bytes: s.bytes}
 	for _, h := range s.hosts {
-		st.Hosts[h] = HostStats{Requests: s.total[h], MaxPerSecond: maxInWindow(s.reqs[h], time.Second)}
+		st.Hosts[h] = HostStats{Requests: s.total[h], MaxPerSecond: MaxInWindow(s.reqs[h], time.Second)}
 	}
 	for u, n := range s.perURL {
 		if strings.HasSuffix(u, "/robots.txt") {
@@ -67,9 +67,9 @@ func (s *Site) Stats() Stats {
 	return st
 }
 
-// maxInWindow: the most times within any window of length w (times are in
+// MaxInWindow: the most times within any window of length w (times are in
 // arrival order, so sorted).
-func maxInWindow(times []time.Time, w time.Duration) int {
+func MaxInWindow(times []time.Time, w time.Duration) int {
 	best, lo := 0, 0
 	for hi := range times {
 		for times[hi].Sub(times[lo]) >= w {
