@@ -89,6 +89,8 @@ type exchangeReply struct {
 	Fresh map[string]string `json:"fresh"`
 	// After: ms until each popped URL's token is due, in order (none: all now).
 	After []int64 `json:"after"`
+	// Now: Redis's time of the pop, ms (with URLs popped).
+	Now int64 `json:"now"`
 }
 
 // exchange makes the calls of one Exchange (f.xmu held) and returns the
@@ -153,6 +155,7 @@ func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []
 		}
 		if x.Outcome.Refund {
 			da[dFlags] |= doneRefund
+			da[dGrant] = x.Lease.grant
 		}
 		if x.Outcome.Record != nil {
 			da[dRecord] = int64(a.text(string(x.Outcome.Record)))
@@ -281,6 +284,9 @@ func (f *shard) readReply(flags []bool, tail []any, offset []int, ids []string) 
 		l.freshAt = r.Fresh[host]
 		if i < len(r.After) {
 			l.wait = time.Duration(r.After[i]) * time.Millisecond
+		}
+		if r.Now > 0 {
+			l.grant = r.Now + l.wait.Milliseconds()
 		}
 		if err := json.Unmarshal([]byte(raw), &l.Item); err != nil {
 			bad = append(bad, Finished{Lease: l, Outcome: Outcome{Stat: OutcomeFailed, Failed: fmt.Sprintf("undecodable queue item: %v", err)}})

@@ -82,6 +82,9 @@
 --                 9 ms       its fetch's time (with a factor)
 --                10 counted  its new links that earlier calls of the
 --                            batch counted
+--                11 grant    with flags 2: when its token was due (ms,
+--                            Redis's clock: the pop's now plus its
+--                            after); 0, unknown: the token stays taken
 --   outbox_id   this call's outbox entry, written when a page with away
 --               links is recorded; outbox (text: those links, JSON, for
 --               the scheduler to offer again should no ack come)
@@ -104,6 +107,8 @@
 --   pages   pages fetched (with a budget), done (1: the crawl is over),
 --   wait    ms until some host is due within the window when fewer than
 --           want were popped (-1: nothing queued)
+--   now     Redis's time of the pop (ms; absent when nothing was popped):
+--           a popped URL's token is due at now plus its after
 --   after   ms until each popped URL's token is due, in order (absent: all
 --           due now)
 --   delays  host -> ms: the popped hosts whose own delay the pop kept to
@@ -241,10 +246,14 @@ if D > 0 then
         dueArgs[#dueArgs + 1] = fr_int(now + (f[6] or 0))
         dueArgs[#dueArgs + 1] = ARGV[T + visit]
       end
-      local refund, ms = flags % 4 >= 2, f[9] or 0
+      local refund, ms = flags % 4 >= 2 and (f[11] or 0) > 0, f[9] or 0
       if refund or ms > 0 then
         local host = fr_second(ids[d])
-        if refund then refunds[host] = (refunds[host] or 0) + 1 end
+        if refund then
+          local grants = refunds[host] or {}
+          grants[#grants + 1] = f[11]
+          refunds[host] = grants
+        end
         if ms > 0 and A.factor then -- adaptive politeness: the host's last fetch sets its interval
           adapts[host] = math.min(math.floor(A.factor * ms), A.max_delay_ms or 60000)
         end
@@ -281,16 +290,28 @@ if D > 0 then
   -- The tokens of URLs that made no request (disallowed by robots.txt,
   -- skipped) go back to their hosts' buckets, so that such a URL does not
   -- cost its host an interval: its tat moves back an interval a token,
-  -- never before a pause's end. A host not in ready has a full bucket.
-  for host, n in pairs(refunds) do
+  -- never before a pause's end. Only a host's last token can go back: once
+  -- a later one was taken (reserved ahead, its URL in some worker), the
+  -- tat is that one's, and moving it back would give the host's next URL
+  -- the later token's time too, two requests at once. The last, latest
+  -- first: a grant whose interval reaches the tat (the pop rounds the tat
+  -- up to the ms). A host not in ready has a full bucket.
+  for host, grants in pairs(refunds) do
     local tat = redis.call('ZSCORE', ready, host)
     if tat then
+      tat = tonumber(tat)
       local b = NONE
       if redis.call('HEXISTS', slowed, host) == 1 then b = tb_read(buckets .. host) end
       local r, size = hostRate(b)
       if r > 0 then
-        tat = math.max(tonumber(tat) - n * 1000 / r, pausedTat(b, r, size))
-        redis.call('ZADD', ready, 'XX', fr_int(math.ceil(tat)), host)
+        local interval, was = 1000 / r, tat
+        table.sort(grants, function(x, y) return x > y end)
+        for _, g in ipairs(grants) do
+          if tat > g + interval + 1 then break end
+          tat = tat - interval
+        end
+        tat = math.max(tat, pausedTat(b, r, size))
+        if tat < was then redis.call('ZADD', ready, 'XX', fr_int(math.ceil(tat)), host) end
       end
     end
   end
@@ -548,6 +569,7 @@ end
 local out = {held = table.concat(answer), pages = pages, done = done, wait = wait}
 if next(delays) then out.delays = delays end
 if late then out.after = afters end
+if #got > 0 then out.now = now end
 if next(firsts) then out.fresh = firsts end
 reply[#reply + 1] = cjson.encode(out)
 for _, v in ipairs(got) do reply[#reply + 1] = v end -- popped, unencoded: items are JSON already

@@ -77,6 +77,7 @@ const (
 	dFailed         // text: its failed-list entry
 	dMs             // its fetch's time, ms (adaptive politeness)
 	dCounted        // its new links that earlier calls of the batch counted
+	dGrant          // with doneRefund: when its token was due, ms by Redis's clock (0: unknown)
 	doneFields
 )
 

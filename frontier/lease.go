@@ -29,6 +29,9 @@ type Lease struct {
 	// reply's arrival when the token was there at the pop.
 	NotBefore time.Time
 	wait      time.Duration // the wait Redis said (readReply)
+	// grant is when its token is due by Redis's clock (ms; 0: unknown):
+	// a refund gives the token back only while it is its host's last.
+	grant int64
 
 	// until is the local deadline of the lease, on this process's
 	// monotonic clock (nanoseconds since clock0): the moment the call that

@@ -333,3 +333,26 @@ func TestAHostLeavesTheSlowedOnceItsPauseEnds(t *testing.T) {
 		t.Fatalf("%d hosts still marked slowed after the pause ended", n)
 	}
 }
+
+// A token given back while a later one of its host is reserved: the host's
+// next URL does not get that later token's time too, so no two of its
+// requests go at once (the refund would have moved the bucket back to the
+// reserved token's own time).
+func TestATokenGivenBackUnderAReservedOneMakesNoTwin(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		e := setup(t, s)
+		e.f.HostRate, e.f.HostBurst, e.f.PopAhead = 4, 1, 300*time.Millisecond
+		e.enqueue(t, hostURLs("a", 3))
+		x := popN(t, e.f, 2) // a's token now, and the next reserved 250 ms ahead
+		if len(x.Popped) != 2 {
+			t.Fatalf("popped %d; want two of a's URLs, the second reserved ahead", len(x.Popped))
+		}
+		first, reserved := x.Popped[0], x.Popped[1]
+		finish(t, e.f, first, frontier.Outcome{Stat: "skipped", Refund: true})
+		for _, l := range popN(t, e.f, 2).Popped {
+			if gap := l.NotBefore.Sub(reserved.NotBefore); gap < 200*time.Millisecond && gap > -200*time.Millisecond {
+				t.Errorf("a URL of a may go %v from the one reserved ahead; want an interval (250 ms) apart", gap)
+			}
+		}
+	})
+}
