@@ -178,6 +178,7 @@ func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []
 	}
 	for _, l := range back {
 		a.Back = append(a.Back, a.text(l.Member()))
+		a.BackGrants = append(a.BackGrants, l.grant)
 	}
 	for i, id := range ids {
 		if i == 0 {

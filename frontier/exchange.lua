@@ -95,6 +95,8 @@
 --               entries deleted; an entry gone already (acked by the
 --               scheduler) is skipped
 --   back        texts: the members of the leases given back
+--   back_grants the times of their tokens, by place (ms, Redis's clock;
+--               0: unknown, the token stays taken), as done's grant
 --   ids         text: the first of want lease ids, one for each URL that
 --               may be popped, the others in the texts after it
 --   (an absent list is empty)
@@ -183,6 +185,18 @@ fr_push_back(Q, fresh, now)
 if #fresh > 0 then bump.enqueued = #fresh end
 if links > 0 then bump.offered = links end
 
+-- refunds: host -> the times of its tokens that made no request (ms, by
+-- Redis's clock), from finished and returned leases: they go back after
+-- both (3b.)
+local refunds = {}
+local function refund(id, grant)
+  if grant > 0 then
+    local host = fr_second(id)
+    local grants = refunds[host] or {}
+    grants[#grants + 1] = grant
+    refunds[host] = grants
+  end
+end
 -- 2. finished leases: one ZMSCORE tells which are still held
 local answer = {} -- a digit a finished lease (the reply's held)
 local parked = {} -- records that wait in this call's outbox entry: {d, r, n}
@@ -205,7 +219,7 @@ if D > 0 then
       break
     end
   end
-  local gone, failures, ended, refunds, adapts = {}, {}, {}, {}, {}
+  local gone, failures, ended, adapts = {}, {}, {}, {}
   local dueArgs, stats_ = {}, {} -- stats_: a stat's text -> the pages recorded with it
   local link = 1 -- the first link of the next page among this call's
   for d = 1, D do
@@ -246,14 +260,10 @@ if D > 0 then
         dueArgs[#dueArgs + 1] = fr_int(now + (f[6] or 0))
         dueArgs[#dueArgs + 1] = ARGV[T + visit]
       end
-      local refund, ms = flags % 4 >= 2 and (f[11] or 0) > 0, f[9] or 0
-      if refund or ms > 0 then
+      if flags % 4 >= 2 then refund(ids[d], f[11] or 0) end
+      local ms = f[9] or 0
+      if ms > 0 then
         local host = fr_second(ids[d])
-        if refund then
-          local grants = refunds[host] or {}
-          grants[#grants + 1] = f[11]
-          refunds[host] = grants
-        end
         if ms > 0 and A.factor then -- adaptive politeness: the host's last fetch sets its interval
           adapts[host] = math.min(math.floor(A.factor * ms), A.max_delay_ms or 60000)
         end
@@ -287,34 +297,6 @@ if D > 0 then
     later[#later + 1] = host
   end
   if #later > 0 then redis.call('ZADD', ready, 'GT', unpack(later)) end
-  -- The tokens of URLs that made no request (disallowed by robots.txt,
-  -- skipped) go back to their hosts' buckets, so that such a URL does not
-  -- cost its host an interval: its tat moves back an interval a token,
-  -- never before a pause's end. Only a host's last token can go back: once
-  -- a later one was taken (reserved ahead, its URL in some worker), the
-  -- tat is that one's, and moving it back would give the host's next URL
-  -- the later token's time too, two requests at once. The last, latest
-  -- first: a grant whose interval reaches the tat (the pop rounds the tat
-  -- up to the ms). A host not in ready has a full bucket.
-  for host, grants in pairs(refunds) do
-    local tat = redis.call('ZSCORE', ready, host)
-    if tat then
-      tat = tonumber(tat)
-      local b = NONE
-      if redis.call('HEXISTS', slowed, host) == 1 then b = tb_read(buckets .. host) end
-      local r, size = hostRate(b)
-      if r > 0 then
-        local interval, was = 1000 / r, tat
-        table.sort(grants, function(x, y) return x > y end)
-        for _, g in ipairs(grants) do
-          if tat > g + interval + 1 then break end
-          tat = tat - interval
-        end
-        tat = math.max(tat, pausedTat(b, r, size))
-        if tat < was then redis.call('ZADD', ready, 'XX', fr_int(math.ceil(tat)), host) end
-      end
-    end
-  end
 end
 
 -- The transactional outbox: a page's links to other shards' hosts are
@@ -342,9 +324,10 @@ for _, ack in ipairs(A.acks or {}) do
   end
 end
 
--- 3. returned leases go back to the front of their hosts' queues
+-- 3. returned leases go back to the front of their hosts' queues, and
+-- their tokens, unused, to their buckets (3b.)
 if R > 0 then
-  local ids = {}
+  local ids, grants = {}, A.back_grants or {}
   for r = 1, R do ids[r] = ARGV[T + given[r]] end
   local held = redis.call('ZMSCORE', leases, unpack(ids))
   local back, gone = {}, {}
@@ -353,11 +336,41 @@ if R > 0 then
       local _, entry = fr_split(ids[r])
       back[#back + 1] = entry
       gone[#gone + 1] = ids[r]
+      refund(ids[r], grants[r] or 0)
     end
   end
   if #gone > 0 then
     redis.call('ZREM', leases, unpack(gone))
     fr_push_front(Q, back, now)
+  end
+end
+
+-- 3b. The tokens of URLs that made no request (disallowed by robots.txt,
+-- skipped, given back unused) go back to their hosts' buckets, so that
+-- such a URL does not cost its host an interval: its tat moves back an
+-- interval a token, never before a pause's end. Only a host's last token
+-- can go back: once a later one was taken (reserved ahead, its URL in
+-- some worker), the tat is that one's, and moving it back would give the
+-- host's next URL the later token's time too, two requests at once. The
+-- last, latest first: a grant whose interval reaches the tat (the pop
+-- rounds the tat up to the ms). A host not in ready has a full bucket.
+for host, grants in pairs(refunds) do
+  local tat = redis.call('ZSCORE', ready, host)
+  if tat then
+    tat = tonumber(tat)
+    local b = NONE
+    if redis.call('HEXISTS', slowed, host) == 1 then b = tb_read(buckets .. host) end
+    local r, size = hostRate(b)
+    if r > 0 then
+      local interval, was = 1000 / r, tat
+      table.sort(grants, function(x, y) return x > y end)
+      for _, g in ipairs(grants) do
+        if tat > g + interval + 1 then break end
+        tat = tat - interval
+      end
+      tat = math.max(tat, pausedTat(b, r, size))
+      if tat < was then redis.call('ZADD', ready, 'XX', fr_int(math.ceil(tat)), host) end
+    end
   end
 end
 

@@ -29,8 +29,9 @@ type exchangeArgs struct {
 	Budget     int64      `json:"budget,omitempty"`
 	HostMax    int64      `json:"host_max,omitempty"`
 	Done       []doneArgs `json:"done,omitempty"`
-	Back       []int      `json:"back,omitempty"` // texts: the members of the leases given back
-	IDs        int        `json:"ids,omitempty"`  // text: the first of want lease ids, the rest after it
+	Back       []int      `json:"back,omitempty"`        // texts: the members of the leases given back
+	BackGrants []int64    `json:"back_grants,omitempty"` // their tokens' times (ms, Redis's clock), which go back
+	IDs        int        `json:"ids,omitempty"`         // text: the first of want lease ids, the rest after it
 	// The outbox (Frontier.Exchange over shards): this call's entry, the
 	// text of its away links, and the entries acked.
 	OutboxID string      `json:"outbox_id,omitempty"`

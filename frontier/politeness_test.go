@@ -334,6 +334,44 @@ func TestAHostLeavesTheSlowedOnceItsPauseEnds(t *testing.T) {
 	}
 }
 
+// A URL given back unused (too late to fetch, or its worker stopping)
+// returns its token with it: popped again at once, not an interval later.
+// One whose token is not its host's last goes back without it.
+func TestAURLGivenBackReturnsItsToken(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		e := setup(t, s)
+		e.f.HostRate, e.f.HostBurst, e.f.PopAhead = 1.0/3600, 1, 0
+		e.enqueue(t, hostURLs("a", 1))
+		l := pop(t, e.f)
+		if l == nil {
+			t.Fatal("want a's URL")
+		}
+		x, err := e.f.Exchange(context.Background(), nil, []*frontier.Lease{l}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(x.Popped) != 1 || x.Popped[0].Item.URL != l.Item.URL {
+			t.Fatalf("after giving it back, popped %v; want %s again at once, with its token", hosts(x.Popped), l.Item.URL)
+		}
+
+		e.f.HostRate, e.f.PopAhead = 4, 300*time.Millisecond
+		e.enqueue(t, hostURLs("b", 3))
+		two := popN(t, e.f, 2) // b's token now, and the next reserved 250 ms ahead
+		if len(two.Popped) != 2 {
+			t.Fatalf("popped %d; want two of b's URLs", len(two.Popped))
+		}
+		x, err = e.f.Exchange(context.Background(), nil, two.Popped[:1], 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range x.Popped {
+			if gap := p.NotBefore.Sub(two.Popped[1].NotBefore); gap < 200*time.Millisecond && gap > -200*time.Millisecond {
+				t.Errorf("a URL of b may go %v from the one reserved ahead; want an interval (250 ms) apart", gap)
+			}
+		}
+	})
+}
+
 // A token given back while a later one of its host is reserved: the host's
 // next URL does not get that later token's time too, so no two of its
 // requests go at once (the refund would have moved the bucket back to the
