@@ -262,11 +262,8 @@ if D > 0 then
       end
       if flags % 4 >= 2 then refund(ids[d], f[11] or 0) end
       local ms = f[9] or 0
-      if ms > 0 then
-        local host = fr_second(ids[d])
-        if ms > 0 and A.factor then -- adaptive politeness: the host's last fetch sets its interval
-          adapts[host] = math.min(math.floor(A.factor * ms), A.max_delay_ms or 60000)
-        end
+      if ms > 0 and A.factor then -- adaptive politeness: the host's last fetch sets its interval
+        adapts[fr_second(ids[d])] = math.min(math.floor(A.factor * ms), A.max_delay_ms or 60000)
       end
       answer[d] = '1'
     else
