@@ -101,10 +101,11 @@ func (pl *pipeline) late(l *frontier.Lease) bool {
 }
 
 // tooLate: l waited in this worker's ready buffer, or for its host's
-// robots.txt, so long past its token's time (the pop took or reserved it) that fetching it now could
-// land close to the host's next request (lateLimit). It goes back unused,
-// and the host waits for its next token: a slow worker makes fewer
-// requests, never bunched ones.
+// robots.txt, so long past its token's time (the pop took or reserved it)
+// that fetching it now could land close to the host's next request
+// (lateLimit). It goes back unused, its token with it while that is its
+// host's last (frontier: exchange.lua's refunds): a slow worker makes
+// fewer requests, never bunched ones.
 func (pl *pipeline) tooLate(l *frontier.Lease) bool {
 	interval := l.HostDelay
 	if pl.s.Rate > 0 && !math.IsInf(pl.s.Rate, 1) {
