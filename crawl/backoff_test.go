@@ -171,12 +171,7 @@ func TestASlowHostIsAskedLessOften(t *testing.T) {
 	set := crawl.DefaultSettings()
 	set.Rate, set.Burst, set.AllowPrivate, set.DelayFactor = 100, 1, true, 5
 	seed, _ := url.Parse(srv.URL + "/")
-	if _, err := crawl.Seed(context.Background(), s.Client, "adapt", set, []*url.URL{seed}); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	runWorkers(t, ctx, s, "adapt", fastOptions("w1"), fastOptions("w2"))
+	seedAndCrawl(t, s, "adapt", set, seed)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(arrivals) != 7 {

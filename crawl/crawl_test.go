@@ -57,6 +57,18 @@ func runWorkers(t *testing.T, ctx context.Context, s *redistest.Server, name str
 	}
 }
 
+// seedAndCrawl seeds crawl name with set and seeds, then runs two workers
+// (fastOptions) on it to its end, within a minute.
+func seedAndCrawl(t *testing.T, s *redistest.Server, name string, set crawl.Settings, seeds ...*url.URL) {
+	t.Helper()
+	if _, err := crawl.Seed(context.Background(), s.Client, name, set, seeds); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	runWorkers(t, ctx, s, name, fastOptions("w1"), fastOptions("w2"))
+}
+
 func fastOptions(id string) crawl.Options {
 	return crawl.Options{ID: id, Concurrency: 4, ExitWhenDone: true, Leader: leader.ConfigForTTL(time.Second),
 		SweepInterval: 50 * time.Millisecond, Lease: 2 * time.Second}

@@ -162,12 +162,7 @@ func TestASlowRobotsTxtBunchesNoRequests(t *testing.T) {
 		u, _ := url.Parse(fmt.Sprintf("%s/p/%d", srv.URL, i))
 		seeds = append(seeds, u)
 	}
-	if _, err := crawl.Seed(context.Background(), s.Client, "slowrobots", set, seeds); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	runWorkers(t, ctx, s, "slowrobots", fastOptions("w1"), fastOptions("w2"))
+	seedAndCrawl(t, s, "slowrobots", set, seeds...)
 	mu.Lock()
 	defer mu.Unlock()
 	for _, u := range seeds {
