@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -87,10 +88,15 @@ type exchangeReply struct {
 	// no grant) before this pop, each with the tat the pop left it (ms,
 	// Redis's clock, as text: hostdelay.lua compares it with the score).
 	Fresh map[string]string `json:"fresh"`
-	// After: ms until each popped URL's token is due, in order (none: all now).
-	After []int64 `json:"after"`
-	// Now: Redis's time of the pop, ms (with URLs popped).
-	Now int64 `json:"now"`
+	// NowUs: Redis's time of the pop, µs (with URLs popped), from which
+	// the lists below count.
+	NowUs string `json:"now_us"`
+	// Slot, From, Until: per popped URL, in order, µs from NowUs to its
+	// token's slot and to when its token's window opens and closes (Until
+	// -1: no token, the host has no limit). None: no URL had a token.
+	Slot  []int64 `json:"slot"`
+	From  []int64 `json:"from"`
+	Until []int64 `json:"until"`
 }
 
 // exchange makes the calls of one Exchange (f.xmu held) and returns the
@@ -128,10 +134,10 @@ func (f *shard) exchange(ctx context.Context, done []Finished, back []*Lease, wa
 		return Exchanged{}, nil, err
 	}
 	x, bad, err := f.readReply(flags, tail, offset, ids)
-	got := time.Now() // after the call: a token is surely due by got + its wait
+	got := time.Now() // after the call: Redis's now, in this process's clock, at the latest
 	for _, l := range x.Popped {
 		l.granted(sent, f.o.Lease)
-		l.NotBefore = got.Add(l.wait)
+		l.window(got)
 	}
 	return x, bad, err
 }
@@ -146,6 +152,7 @@ func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []
 	a.LeaseMs, a.Budget, a.HostMax = f.o.Lease.Milliseconds(), f.pageBudget(), f.o.HostPageCap
 	a.Rate, a.Burst, a.PauseKeep, a.DelayKeep = f.o.HostRate, max(f.o.HostBurst, 1), politeness.PauseMemory.Milliseconds(), HostDelayKept.Milliseconds()
 	a.AheadMs, a.Factor, a.MaxDelayMs = f.o.PopAhead.Milliseconds(), f.o.DelayFactor, f.o.MaxDelay.Milliseconds()
+	a.LeastMs = politeness.LeastWindow.Milliseconds()
 	for d, x := range done {
 		lo, hi := max(offset[d], start), min(offset[d+1], end)
 		var da doneArgs
@@ -283,11 +290,13 @@ func (f *shard) readReply(flags []bool, tail []any, offset []int, ids []string) 
 		raw, _ := popped[2*i+1].(string)
 		l := &Lease{ID: ids[i], raw: raw, Host: host, HostDelay: time.Duration(r.Delays[host]) * time.Millisecond}
 		l.freshAt = r.Fresh[host]
-		if i < len(r.After) {
-			l.wait = time.Duration(r.After[i]) * time.Millisecond
-		}
-		if r.Now > 0 {
-			l.grant = r.Now + l.wait.Milliseconds()
+		if i < len(r.Slot) && i < len(r.From) && i < len(r.Until) {
+			l.opens, l.closes = time.Duration(r.From[i])*time.Microsecond, time.Duration(r.Until[i])*time.Microsecond
+			if now, err := strconv.ParseInt(r.NowUs, 10, 64); err == nil && r.Until[i] >= 0 {
+				l.grant = now + r.Slot[i]
+			}
+		} else {
+			l.closes = -1
 		}
 		if err := json.Unmarshal([]byte(raw), &l.Item); err != nil {
 			bad = append(bad, Finished{Lease: l, Outcome: Outcome{Stat: OutcomeFailed, Failed: fmt.Sprintf("undecodable queue item: %v", err)}})

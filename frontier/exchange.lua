@@ -51,8 +51,10 @@
 --   factor, max_delay_ms  adaptive politeness: a finished page's fetch
 --               time (its ms) times factor, at most max_delay_ms, becomes
 --               its host's interval (the bucket's adapt)
---   ahead_ms    the window: a host whose token is due within it is popped,
---               its token reserved, and its URL fetched when it is due
+--   ahead_ms    the horizon: a host whose next token's window opens
+--               within it is popped, its token reserved, and its URL
+--               fetched in that window (tokens.lua's tb_window)
+--   least_ms    the least window a token is good for (tb_window)
 --   budget      pages for the whole crawl (0: none; -1: this shard's share,
 --               the field 'allow' of its stats; pops stop where pages
 --               fetched + URLs in flight reach it, and pages are reported)
@@ -82,9 +84,9 @@
 --                 9 ms       its fetch's time (with a factor)
 --                10 counted  its new links that earlier calls of the
 --                            batch counted
---                11 grant    with flags 2: when its token was due (ms,
---                            Redis's clock: the pop's now plus its
---                            after); 0, unknown: the token stays taken
+--                11 grant    with flags 2: its token's slot (µs,
+--                            Redis's clock: the pop's now_us plus its
+--                            slot); 0, unknown: the token stays taken
 --   outbox_id   this call's outbox entry, written when a page with away
 --               links is recorded; outbox (text: those links, JSON, for
 --               the scheduler to offer again should no ack come)
@@ -95,7 +97,7 @@
 --               entries deleted; an entry gone already (acked by the
 --               scheduler) is skipped
 --   back        texts: the members of the leases given back
---   back_grants the times of their tokens, by place (ms, Redis's clock;
+--   back_grants the slots of their tokens, by place (µs, Redis's clock;
 --               0: unknown, the token stays taken), as done's grant
 --   ids         text: the first of want lease ids, one for each URL that
 --               may be popped, the others in the texts after it
@@ -109,10 +111,13 @@
 --   pages   pages fetched (with a budget), done (1: the crawl is over),
 --   wait    ms until some host is due within the window when fewer than
 --           want were popped (-1: nothing queued)
---   now     Redis's time of the pop (ms; absent when nothing was popped):
---           a popped URL's token is due at now plus its after
---   after   ms until each popped URL's token is due, in order (absent: all
---           due now)
+--   now_us  Redis's time of the pop (µs, a string; absent when nothing
+--           was popped), from which the three lists below count
+--   slot    per popped URL, in order, µs from now_us to its token's slot
+--           (absent: no URL popped has a token, the host having no limit)
+--   from, until  per popped URL, µs from now_us to when its token's
+--           window opens and closes (tb_window): its request may go from
+--           from until before until (until -1: no token, no end)
 --   delays  host -> ms: the popped hosts whose own delay the pop kept to
 --   fresh   host -> tat: the popped hosts without a delay whose bucket
 --           was full (held no grant) before this pop, each with the tat the
@@ -185,7 +190,7 @@ fr_push_back(Q, fresh, now)
 if #fresh > 0 then bump.enqueued = #fresh end
 if links > 0 then bump.offered = links end
 
--- refunds: host -> the times of its tokens that made no request (ms, by
+-- refunds: host -> the slots of its tokens that made no request (µs, by
 -- Redis's clock), from finished and returned leases: they go back after
 -- both (3b.)
 local refunds = {}
@@ -349,8 +354,8 @@ end
 -- can go back: once a later one was taken (reserved ahead, its URL in
 -- some worker), the tat is that one's, and moving it back would give the
 -- host's next URL the later token's time too, two requests at once. The
--- last, latest first: a grant whose interval reaches the tat (the pop
--- rounds the tat up to the ms). A host not in ready has a full bucket.
+-- last, latest first: a grant whose interval reaches the tat. A host not
+-- in ready has a full bucket.
 for host, grants in pairs(refunds) do
   local tat = redis.call('ZSCORE', ready, host)
   if tat then
@@ -362,11 +367,11 @@ for host, grants in pairs(refunds) do
       local interval, was = 1000 / r, tat
       table.sort(grants, function(x, y) return x > y end)
       for _, g in ipairs(grants) do
-        if tat > g + interval + 1 then break end
+        if tat > g / 1000 + interval + 0.002 then break end -- µs to ms; the slots travel rounded to the µs
         tat = tat - interval
       end
       tat = math.max(tat, pausedTat(b, r, size))
-      if tat < was then redis.call('ZADD', ready, 'XX', fr_int(math.ceil(tat)), host) end
+      if tat < was then redis.call('ZADD', ready, 'XX', fr_tat(tat), host) end
     end
   end
 end
@@ -379,9 +384,12 @@ end
 -- URL with a token of its host's bucket (tokens.lua), taken here: a host
 -- whose bucket is empty or paused is due when it next has a token, and is
 -- not offered before. A due host's turn moves behind the others'.
--- A host whose next token is due within the window (ahead_ms) counts as
--- due: its token is reserved, and the worker fetches when it is due, so
--- that calls may be ahead_ms apart without a token coming too late.
+-- A token is a window of time (tokens.lua's tb_window): its slot, an
+-- interval after the host's last, and from a little before the slot to a
+-- little after it, the time its request may go. A host whose next
+-- token's window opens by the horizon (ahead_ms from now) counts as due:
+-- its tokens are reserved, and the worker fetches each URL in its window,
+-- so that calls may be ahead_ms apart without a token coming too late.
 local got = {}      -- host, json, host, json, ...
 local pages, done, wait = 0, 0, 0
 if limited then
@@ -395,9 +403,10 @@ end
 local queued -- URLs in the queues after the pop, when it looked
 local delays = {} -- popped host -> its own delay, ms, when the pop kept to one
 local firsts = {} -- popped host without a delay whose bucket held no grant before -> the tat the pop left (reply's fresh)
-local afters, late = {}, false -- per popped URL: ms until its token is due; any above 0
-local ahead = A.ahead_ms or 0
-local horizon = now + ahead
+local slots, froms, untils, tokened = {}, {}, {}, false -- per popped URL: its token's slot and window (µs from nowus); any token at all
+local ahead, least = A.ahead_ms or 0, A.least_ms or 0
+local tnow = nowus / 1000 -- now, ms with a fraction: the tokens' clock
+local horizon = tnow + ahead
 if W > 0 then
   -- A host's ready score is its bucket's tat (tokens.lua): the time the
   -- bucket is full again, with a burst of 1 the time its next token comes.
@@ -406,15 +415,16 @@ if W > 0 then
   -- call a host for its bucket. Only hosts marked in slowed (a pause, a
   -- Crawl-delay, an adaptive interval) have a bucket hash worth reading:
   -- one HMGET of slowed a round tells which, and none when slowed is empty.
-  local reach = horizon -- a bucket full by reach has a token by the horizon
-  if rate > 0 then reach = horizon + (burst - 1) * 1000 / rate end
+  local reach = horizon -- a host whose tat is by reach has a token whose window opens by the horizon
+  if rate > 0 then reach = horizon + tb_window(rate, burst, least) end
   local anySlowed = redis.call('EXISTS', slowed) == 1
   local marks, visited = {}, {}
-  -- tokens: how many URLs host may have now (at most q), given the tat
-  -- its score holds: that many, its bucket, its rate and burst (rate 0:
-  -- no limit) and the ms until the first token is due (the window's
-  -- reservation: ahead_ms); or 0 and the host's tat, raised when a pause
-  -- holds it past its score.
+  -- tokens: how many URLs host may have (at most q), given the tat its
+  -- score holds: that many, its bucket, its rate and burst (rate 0: no
+  -- limit), and its first token's slot; or 0 and the host's tat, raised
+  -- when a pause holds it past its score. The slots come an interval
+  -- apart from the tat (or now, when the bucket is full); the host has as
+  -- many tokens as have windows that open by the horizon (tb_window).
   local function tokens(host, q, tat)
     local b = NONE
     if marks[host] then
@@ -429,11 +439,10 @@ if W > 0 then
       return 0, math.max(tat, math.ceil(pausedTat(b, r, size)))
     end
     if r == 0 then return q, b, 0, 1, 0 end -- no limit: nothing to take
-    local level = tb_tat_level(tat, now, r, size)
-    if level >= 1 then return math.min(q, math.floor(level)), b, r, size, 0 end
-    local after = math.ceil(tb_tat_until(tat, now, r, size))
-    if after > ahead then return 0, tat end
-    return 1, b, r, size, after
+    local first, early = math.max(tat, tnow), tb_window(r, size, least)
+    local n = math.floor((horizon + early - first) * r / 1000) + 1
+    if n < 1 then return 0, tat end
+    return math.min(q, n), b, r, size, first
   end
   local readyAdd, refillAdd = {}, {}
   local taken = 0
@@ -443,7 +452,7 @@ if W > 0 then
   for _ = 1, 4 do
     local m = W - #got / 2
     if m <= 0 then break end
-    local due = redis.call('ZRANGEBYSCORE', ready, '-inf', fr_int(math.floor(reach)), 'WITHSCORES', 'LIMIT', '0', fr_int(m))
+    local due = redis.call('ZRANGEBYSCORE', ready, '-inf', fr_tat(reach), 'WITHSCORES', 'LIMIT', '0', fr_int(m))
     if #due == 0 then break end
     local capped = {} -- with a cap of pages per host: the hosts that reached it
     if anySlowed or anyCapped then
@@ -486,32 +495,44 @@ if W > 0 then
           redis.call('HINCRBY', Q.lengths, host, fr_int(-n))
         end
       else
-        local k, b, r, size, after = tokens(host, q, tat)
+        local k, b, r, size, first = tokens(host, q, tat)
         if k == 0 then
           -- No token by the horizon (a pause, a delay of its own): its
           -- score says when it has one.
           visited[host] = true
           if b ~= tat then
-            readyAdd[#readyAdd + 1] = fr_int(b)
+            readyAdd[#readyAdd + 1] = fr_tat(b)
             readyAdd[#readyAdd + 1] = host
           end
         else
           local n, gone = fr_pop(Q, host, k, got)
           taken = taken + n
-          for _ = 1, n do afters[#afters + 1] = after end
-          if after > 0 and n > 0 then late = true end
           if n > 0 then
-            local tat2 = now -- no limit: its turn moves behind the others'
+            local tat2 = tnow -- no limit: its turn moves behind the others'
             if r > 0 then
-              tat2 = math.ceil(tb_tat_take(tat, now, r, n))
+              -- The i-th URL's token: its slot, an interval after the
+              -- last, and its window around it (tb_window).
+              local interval, early, width = 1000 / r, tb_window(r, size, least)
+              for i = 0, n - 1 do
+                local slot = first + i * interval
+                slots[#slots + 1] = math.floor((slot - tnow) * 1000 + 0.5)
+                froms[#froms + 1] = math.ceil(math.max(0, slot - early - tnow) * 1000)
+                untils[#untils + 1] = math.floor((slot - early + width - tnow) * 1000)
+              end
+              tokened = true
+              tat2 = first + n * interval
               if b.pauses > 0 then -- a grant halves the count of pauses (pause.lua)
                 redis.call('HSET', buckets .. host, 'pauses', fr_int(math.floor(b.pauses / 2)))
+              end
+            else
+              for _ = 1, n do
+                slots[#slots + 1], froms[#froms + 1], untils[#untils + 1] = 0, 0, -1
               end
             end
             if b.delay > 0 then
               delays[host] = b.delay
-            elseif tat <= now then -- its bucket was full: no grant before this pop
-              firsts[host] = fr_int(tat2)
+            elseif tat <= tnow then -- its bucket was full: no grant before this pop
+              firsts[host] = fr_tat(tat2)
             end
             tat = tat2
             moved = true
@@ -521,12 +542,12 @@ if W > 0 then
             -- bucket is still filling (a URL queued for it brings it back
             -- with that tat), or for good when the bucket is full.
             dry[#dry + 1] = host
-            if tat > now then
-              refillAdd[#refillAdd + 1] = fr_int(tat)
+            if tat > tnow then
+              refillAdd[#refillAdd + 1] = fr_tat(tat)
               refillAdd[#refillAdd + 1] = host
             end
           elseif n > 0 then
-            readyAdd[#readyAdd + 1] = fr_int(tat)
+            readyAdd[#readyAdd + 1] = fr_tat(tat)
             readyAdd[#readyAdd + 1] = host
           end
         end
@@ -578,8 +599,10 @@ if (D > 0 or R > 0 or acked > 0) and redis.call('EXISTS', leases) == 0
 end
 local out = {held = table.concat(answer), pages = pages, done = done, wait = wait}
 if next(delays) then out.delays = delays end
-if late then out.after = afters end
-if #got > 0 then out.now = now end
+if tokened then
+  out.slot, out.from, out['until'] = slots, froms, untils
+end
+if #got > 0 then out.now_us = string.format('%d', nowus) end
 if next(firsts) then out.fresh = firsts end
 reply[#reply + 1] = cjson.encode(out)
 for _, v in ipairs(got) do reply[#reply + 1] = v end -- popped, unencoded: items are JSON already

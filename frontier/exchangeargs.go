@@ -24,13 +24,14 @@ type exchangeArgs struct {
 	PauseKeep  int64      `json:"pause_keep_ms,omitempty"`
 	DelayKeep  int64      `json:"delay_keep_ms,omitempty"`
 	AheadMs    int64      `json:"ahead_ms,omitempty"`
+	LeastMs    int64      `json:"least_ms,omitempty"` // a token's least window (politeness.LeastWindow)
 	Factor     float64    `json:"factor,omitempty"`
 	MaxDelayMs int64      `json:"max_delay_ms,omitempty"`
 	Budget     int64      `json:"budget,omitempty"`
 	HostMax    int64      `json:"host_max,omitempty"`
 	Done       []doneArgs `json:"done,omitempty"`
 	Back       []int      `json:"back,omitempty"`        // texts: the members of the leases given back
-	BackGrants []int64    `json:"back_grants,omitempty"` // their tokens' times (ms, Redis's clock), which go back
+	BackGrants []int64    `json:"back_grants,omitempty"` // their tokens' slots (µs, Redis's clock), which go back
 	IDs        int        `json:"ids,omitempty"`         // text: the first of want lease ids, the rest after it
 	// The outbox (Frontier.Exchange over shards): this call's entry, the
 	// text of its away links, and the entries acked.
@@ -78,7 +79,7 @@ const (
 	dFailed         // text: its failed-list entry
 	dMs             // its fetch's time, ms (adaptive politeness)
 	dCounted        // its new links that earlier calls of the batch counted
-	dGrant          // with doneRefund: when its token was due, ms by Redis's clock (0: unknown)
+	dGrant          // with doneRefund: its token's slot, µs by Redis's clock (0: unknown)
 	doneFields
 )
 

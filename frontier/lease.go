@@ -23,14 +23,17 @@ type Lease struct {
 	// freshAt: the tat its pop left the host's bucket (ms, Redis's clock,
 	// as the reply said) when the bucket was full before it (hostdelay.lua).
 	freshAt string
-	// NotBefore is when its host's token, reserved by the pop, is due by
-	// this process's clock (the reply's arrival plus the wait Redis said,
-	// so never earlier than by Redis's): the fetch waits for it. The
-	// reply's arrival when the token was there at the pop.
-	NotBefore time.Time
-	wait      time.Duration // the wait Redis said (readReply)
-	// grant is when its token is due by Redis's clock (ms; 0: unknown):
-	// a refund gives the token back only while it is its host's last.
+	// NotBefore and Deadline are its host's token's window
+	// (politeness.TokenWindow), by this process's clock: its request may go
+	// from NotBefore until before Deadline. Redis's clock is read as the
+	// reply's arrival, so a request is never early by Redis's clock, and
+	// late by at most the call's duration. A zero Deadline: no token (the
+	// host has no limit), no end.
+	NotBefore, Deadline time.Time
+	opens, closes       time.Duration // the window as the reply said it, from Redis's now (closes < 0: none)
+	// grant is its token's slot by Redis's clock (µs; 0: unknown, or no
+	// token): a refund gives the token back only while it is its host's
+	// last.
 	grant int64
 
 	// until is the local deadline of the lease, on this process's
@@ -41,6 +44,14 @@ type Lease struct {
 	// heartbeat found it no longer held.
 	until atomic.Int64
 	lost  atomic.Bool
+}
+
+// window sets the token's window, from the reply's arrival at got.
+func (l *Lease) window(got time.Time) {
+	l.NotBefore = got.Add(l.opens)
+	if l.closes >= 0 {
+		l.Deadline = got.Add(l.closes)
+	}
 }
 
 // clock0 is where lease deadlines are measured from: time.Since reads the

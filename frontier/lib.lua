@@ -13,7 +13,7 @@
 -- once, not per URL. A pop that takes compact elements puts their marker
 -- back at the head, so a compact element always has one before it.
 --   ready  sorted set: the hosts with URLs queued -> their token bucket's
---          tat (ms, server clock; politeness/tokens.lua): when the bucket
+--          tat (ms to the µs, server clock; politeness/tokens.lua): when the bucket
 --          is full again, with a burst of 1 when the next URL may be popped.
 --   refill sorted set: hosts whose queue ran dry while their bucket was
 --          still filling -> that bucket's tat. A URL queued for such a host
@@ -38,6 +38,12 @@ local function fr_int(n)
     fr_ints[n] = s
   end
   return s
+end
+
+-- fr_tat is a host's tat (ms, server clock, with a fraction: at 100 000
+-- requests a second an interval is 10 µs) as a score, kept to the µs.
+local function fr_tat(t)
+  return fr_format('%.3f', t)
 end
 
 local function fr_now()

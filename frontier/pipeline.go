@@ -372,7 +372,7 @@ func (f *shard) finish(ctx context.Context, p *part, sent, got time.Time) error 
 	p.offered = flags[p.offset[len(p.done)]:]
 	for _, l := range x.Popped {
 		l.granted(sent, f.o.Lease)
-		l.NotBefore = got.Add(l.wait)
+		l.window(got)
 	}
 	p.x = x
 	if len(bad) > 0 {

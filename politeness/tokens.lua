@@ -85,6 +85,25 @@ local function tb_tat_until(tat, now, rate, burst)
   return at - now
 end
 
+-- tb_window is a token's window, for a host of rate requests a second and
+-- a bucket of burst, when tokens are handed out ahead of their use (a
+-- pop): a token's slot is its place in the bucket's schedule (slots come
+-- an interval apart, 1000/rate ms), and the token is good from early ms
+-- before its slot until width ms after that. Requests that each keep to
+-- their token's window hold the bucket's own bound, rounded to the
+-- nearest whole request: in any span of W ms, at most ceil((W + width) *
+-- rate / 1000) of them. The width is (burst - 1/2) intervals, or least ms
+-- where that is longer (a time that machines and their clocks can keep);
+-- the token may go late by half an interval, or least ms where that is
+-- longer, and early by the rest. politeness.TokenWindow is the same
+-- arithmetic in Go.
+local function tb_window(rate, burst, least)
+  local interval = 1000 / rate
+  local width = math.max((burst - 0.5) * interval, least)
+  local late = math.max(least, interval / 2)
+  return math.max(0, width - late), width
+end
+
 -- tb_store writes bucket b's tokens at now, after tokens were granted.
 -- The key lives until the bucket would be full again; after that a missing
 -- key means exactly the same thing, so idle hosts cost no memory. A bucket
