@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net/url"
 	"time"
 
@@ -89,44 +88,19 @@ func (pl *pipeline) pause(ctx context.Context, host string, retryAfter time.Dura
 	return d, nil
 }
 
-// late gives l back unused when it is too late to fetch (tooLate): taken
-// from the buffer, or after admit waited for its host's robots.txt.
+// late gives l back unused when its token's window has closed
+// (frontier.Lease.Deadline: politeness.TokenWindow): it waited in this
+// worker's ready buffer, or for its host's robots.txt, past the time its
+// token was good for. Its token goes back with it while that is its
+// host's last (exchange.lua's refunds): a worker that falls behind makes
+// fewer requests, never bunched ones.
 func (pl *pipeline) late(l *frontier.Lease) bool {
-	if !pl.tooLate(l) {
+	if l.Deadline.IsZero() || time.Now().Before(l.Deadline) {
 		return false
 	}
 	pl.counters.PutBack.Add(1)
+	pl.counters.Late.Add(1)
+	pl.metrics.late.Inc()
 	pl.ex.giveBack(l)
 	return true
-}
-
-// tooLate: l waited in this worker's ready buffer, or for its host's
-// robots.txt, so long past its token's time (the pop took or reserved it)
-// that fetching it now could land close to the host's next request
-// (lateLimit). It goes back unused, its token with it while that is its
-// host's last (frontier: exchange.lua's refunds): a slow worker makes
-// fewer requests, never bunched ones.
-func (pl *pipeline) tooLate(l *frontier.Lease) bool {
-	interval := l.HostDelay
-	if pl.s.Rate > 0 && !math.IsInf(pl.s.Rate, 1) {
-		interval = max(interval, time.Duration(float64(time.Second)/pl.s.Rate))
-	}
-	due := l.NotBefore
-	if due.IsZero() {
-		return false // not popped by an exchange (a test's lease)
-	}
-	return interval > 0 && time.Since(due) > lateLimit(interval)
-}
-
-// lateLimit is how late past its token a URL of a host with this interval
-// may still be fetched: a quarter of the interval, or 100 ms where that is
-// longer (a busy machine's scheduling), but always under half the
-// interval. Under the interval, a late request cannot bunch with the
-// host's next ones: a second's requests then hold no more than the
-// bucket's rate + burst, however late each one is fetched within the
-// limit. (At 40 requests a second a 100 ms allowance let five go in a
-// second's worth of tokens: e2e TestCrawlSurvivesSIGKILL once saw 45 of
-// the 44 the bucket allows.)
-func lateLimit(interval time.Duration) time.Duration {
-	return min(max(interval/4, 100*time.Millisecond), interval/2)
 }

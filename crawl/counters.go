@@ -10,6 +10,9 @@ type Counters struct {
 	// handed back to the frontier for later (host busy, retry, robots.txt
 	// unavailable).
 	Requests, PutBack atomic.Int64
+	// Late counts URLs given back because their token's window closed
+	// before a loop could fetch them (counted in PutBack too).
+	Late atomic.Int64
 	// Lapsed counts URLs whose lease this worker no longer surely held
 	// when it was about to fetch or archive them (it was paused, or cut off
 	// from Redis, past the lease): handed back unfetched, or fetched but

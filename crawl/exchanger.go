@@ -44,11 +44,14 @@ type exchanger struct {
 	robots   *politeness.Robots // nil: none warmed (tests)
 
 	s       *exState
-	ready   chan leased   // leased URLs waiting for a fetch loop
+	ready   *readyQueue   // leased URLs waiting for a fetch loop, earliest window first
 	entries chan entry    // what the loops are done with; closed when they are gone
-	bell    chan struct{} // a loop found nothing ready (one slot)
+	bell    chan struct{} // a loop found nothing queued (one slot)
 	waiting atomic.Int32  // loops waiting for a URL now
-	wakeCh  <-chan *redis.Message
+	// busy and finished: the loops' time on URLs (ns) and the URLs they
+	// finished, in all (the policy's loopTime).
+	busy, finished atomic.Int64
+	wakeCh         <-chan *redis.Message
 }
 
 // leased is a URL under this process's lease, ready to be fetched.
@@ -74,31 +77,37 @@ func (e entry) lease() *frontier.Lease {
 }
 
 func newExchanger(loops int) *exchanger {
-	capacity := 6 * loops // prefetch: six URLs a loop
-	return &exchanger{s: newExState(capacity), ready: make(chan leased, capacity),
+	x := &exchanger{s: newExState(prefetch * loops), ready: newReadyQueue(),
 		entries: make(chan entry, 2*loops+2), // a loop never waits long to hand in
 		bell:    make(chan struct{}, 1)}
+	x.s.p.loops = loops
+	return x
 }
 
-// take gives a fetch loop its next URL; false once the worker stops.
+// take gives a fetch loop its next URL once its token's window opens;
+// false once the worker stops.
 func (x *exchanger) take(stop context.Context) (leased, bool) {
-	select {
-	case l := <-x.ready:
-		return x.started(stop, l)
-	default:
-	}
 	x.waiting.Add(1)
-	defer x.waiting.Add(-1)
+	l, ok := x.ready.take(stop, x.ring)
+	x.waiting.Add(-1)
+	if !ok {
+		return leased{}, false
+	}
+	return x.started(stop, l)
+}
+
+// ring tells the exchanger that a loop found nothing queued.
+func (x *exchanger) ring() {
 	select {
 	case x.bell <- struct{}{}:
 	default:
 	}
-	select {
-	case l := <-x.ready:
-		return x.started(stop, l)
-	case <-stop.Done():
-		return leased{}, false
-	}
+}
+
+// worked: a loop spent d on a URL, and is done with it.
+func (x *exchanger) worked(d time.Duration) {
+	x.busy.Add(int64(d))
+	x.finished.Add(1)
 }
 
 // started gives a URL taken after the stop back, rather than start it.
@@ -145,9 +154,12 @@ func (x *exchanger) run(stop, work context.Context) {
 			x.step(work, event{kind: evGone})
 		}
 		x.drain(work)
-		tick := event{kind: evTick, ready: len(x.ready)}
-		for x.s.stopping && len(x.ready) > 0 {
-			tick.unstarted = append(tick.unstarted, (<-x.ready).lease)
+		tick := event{kind: evTick, ready: x.ready.len(), idle: int(x.waiting.Load()), busy: x.busy.Load(), finished: x.finished.Load()}
+		if x.s.stopping {
+			for _, l := range x.ready.drain() {
+				tick.unstarted = append(tick.unstarted, l.lease)
+			}
+			tick.ready = 0
 		}
 		for _, a := range x.s.step(tick, time.Now()) {
 			if a.kind == actSleep {
@@ -173,7 +185,7 @@ func (x *exchanger) step(work context.Context, ev event) {
 // moment a call returns; without this it would see no finished page, ask
 // for another pop, and never read what the loops handed in.
 func (x *exchanger) drain(work context.Context) {
-	for i := 0; i < 4*cap(x.ready)+16; i++ {
+	for i := 0; i < 4*x.s.p.capacity+16; i++ {
 		ev, ok := x.next(nil, nil, false)
 		if !ok {
 			return
@@ -303,9 +315,10 @@ func (x *exchanger) call(work context.Context, batch []entry, want int) {
 	ctx, cancel := context.WithTimeout(work, 30*time.Second)
 	start := time.Now()
 	res, sent, err := x.exchange(ctx, batch, want)
-	x.metrics.exchange.Observe(time.Since(start).Seconds())
+	took := time.Since(start)
+	x.metrics.exchange.Observe(took.Seconds())
 	cancel()
-	x.step(work, event{kind: evReplied, reply: reply{batch: batch, want: want, res: res, sent: sent, err: err}})
+	x.step(work, event{kind: evReplied, reply: reply{batch: batch, want: want, took: took, res: res, sent: sent, err: err}})
 }
 
 // exchange sends a batch. Links this worker already knows are seen are

@@ -57,8 +57,11 @@ type event struct {
 	kind      evKind
 	ready     int               // evTick: leased URLs in the ready buffer
 	unstarted []*frontier.Lease // evTick while stopping: those URLs, taken back from the buffer
-	entry     entry             // evHandedIn
-	channel   string            // evWake: its channel and message,
+	idle      int               // evTick: fetch loops waiting for a URL
+	busy      int64             // evTick: the loops' time on URLs (ns), and the URLs they finished, in all
+	finished  int64
+	entry     entry  // evHandedIn
+	channel   string // evWake: its channel and message,
 	payload   string
 	waiting   int // and how many fetch loops wait for a URL
 	reply     reply
@@ -68,6 +71,7 @@ type event struct {
 type reply struct {
 	batch []entry
 	want  int
+	took  time.Duration      // how long the call took
 	res   frontier.Exchanged // Queued and Held indexed as batch
 	sent  [][]frontier.Item  // per entry of batch, the links sent (those not known to be seen)
 	err   error
@@ -145,7 +149,8 @@ func (s *exState) tick(ev event, now time.Time) []action {
 	for _, l := range ev.unstarted { // URLs not started go back with the last call
 		s.add(now, entry{back: l})
 	}
-	c, ok, until := s.p.decide(now, world{ready: ev.ready, pending: len(s.pending), stopping: s.stopping})
+	s.p.lt.observe(now, ev.busy, ev.finished)
+	c, ok, until := s.p.decide(now, world{ready: ev.ready, pending: len(s.pending), stopping: s.stopping, idle: ev.idle})
 	if ok {
 		batch := s.pending[:min(c.send, len(s.pending)):min(c.send, len(s.pending))]
 		return []action{{kind: actCall, batch: batch, want: c.want}}
@@ -178,7 +183,7 @@ func (s *exState) replied(r reply, now time.Time) []action {
 		}
 		return []action{{kind: actRetry, err: r.err}}
 	}
-	s.p.succeeded(now, call{send: len(r.batch), want: r.want}, len(r.res.Popped), r.res.Info.NextDue)
+	s.p.succeeded(now, call{send: len(r.batch), want: r.want}, len(r.res.Popped), r.res.Info.NextDue, r.took)
 	s.pending = without(s.pending, r.batch)
 	acts := []action{{kind: actSettle, reply: r}}
 	if r.res.Unasked != nil && !errors.Is(r.res.Unasked, frontier.ErrRolledBack) {

@@ -26,6 +26,7 @@ type metrics struct {
 	fenced   prometheus.Counter
 	evicted  prometheus.Counter
 	lapsed   prometheus.Counter
+	late     prometheus.Counter
 	refused  prometheus.Counter
 	skipped  *prometheus.CounterVec // discovered links not followed, by reason
 	changes  *prometheus.CounterVec // fetched pages by how they compare with their last fetch
@@ -53,6 +54,8 @@ func newMetrics(w *Worker) *metrics {
 			Help: "Sweeps this worker sent as scheduler that Redis refused because a newer epoch leads: a stale leader kept out by its fence."}),
 		evicted: prometheus.NewCounter(prometheus.CounterOpts{Name: "redcrawl_redis_evicted_keys_total",
 			Help: "Keys Redis evicted while this worker ran (each may be a URL, a record or the lock lost): set maxmemory-policy noeviction."}),
+		late: prometheus.NewCounter(prometheus.CounterOpts{Name: "redcrawl_tokens_missed_total",
+			Help: "URLs given back unfetched because their host's token's window closed before a fetch loop could take them (a worker falling behind its pops)."}),
 		lapsed: prometheus.NewCounter(prometheus.CounterOpts{Name: "redcrawl_leases_lapsed_total",
 			Help: "URLs whose lease lapsed before this worker fetched or archived them (it was paused or cut off from Redis): handed back."}),
 		refused: prometheus.NewCounter(prometheus.CounterOpts{Name: "redcrawl_pages_refused_total",
@@ -63,7 +66,7 @@ func newMetrics(w *Worker) *metrics {
 			Help: "Pages this worker fetched, by how each compares with its last fetch: new (the first), changed, unchanged (304, or the same payload), gone (404 or 410 on a revisit)."},
 			[]string{"change"}),
 	}
-	m.reg.MustRegister(m.pages, m.bytes, m.fetch, m.exchange, m.exErrors, m.epoch, m.leader, m.fenced, m.evicted, m.lapsed, m.refused, m.skipped, m.changes,
+	m.reg.MustRegister(m.pages, m.bytes, m.fetch, m.exchange, m.exErrors, m.epoch, m.leader, m.fenced, m.evicted, m.lapsed, m.late, m.refused, m.skipped, m.changes,
 		collectors.NewGoCollector(), &crawlCollector{w: w})
 	for source, n := range map[string]*atomic.Int64{"local": &w.robots.Lookups.Local, "redis": &w.robots.Lookups.Shared,
 		"fetched": &w.robots.Lookups.Fetched} {

@@ -61,10 +61,11 @@ func (pl *pipeline) loop(stop, work context.Context) {
 		if !ok {
 			return
 		}
-		if pl.late(l.lease) {
-			continue
+		start := time.Now()
+		if !pl.late(l.lease) {
+			pl.process(work, l.lease, l.info)
 		}
-		pl.process(work, l.lease, l.info)
+		pl.ex.worked(time.Since(start))
 	}
 }
 
@@ -89,11 +90,10 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 	if !pl.admit(ctx, l, u, &rec) {
 		return
 	}
-	sleep(ctx, time.Until(l.NotBefore))                // the token the pop reserved is due
-	if pl.lapsed(l, "before the fetch: not fetched") { // admit may have waited (robots.txt), and the token
+	if pl.lapsed(l, "before the fetch: not fetched") { // admit may have waited (robots.txt)
 		return
 	}
-	if pl.late(l) { // admit waited past the token's time: the host's robots.txt came slowly
+	if pl.late(l) { // admit waited past the token's window: the host's robots.txt came slowly
 		return
 	}
 	if d := pl.pauses.left(u.Host); d > 0 {

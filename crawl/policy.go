@@ -31,6 +31,16 @@ type policy struct {
 	// within a window (popTiming): such a pop took all that comes due
 	// before the next, so asking sooner only makes more, smaller calls.
 	gap time.Duration
+	// Demand (a rate-limited crawl): a token popped for a URL due now is
+	// good for late past its window's opening (politeness.TokenWindow;
+	// 0: no tokens, no demand but the buffer's size), so a pop asks for no
+	// more URLs than the loops will start within that time, less a call's
+	// round trip each way (call: its recent duration). How many that is
+	// comes from perURL, how long a URL keeps a loop (loopTime).
+	loops int
+	late  time.Duration
+	call  time.Duration
+	lt    loopTime
 }
 
 const (
@@ -79,14 +89,40 @@ func popTiming(rate float64, burst int) (ahead, gap time.Duration) {
 }
 
 func newPolicy(capacity int) *policy {
-	return &policy{capacity: capacity, idle: idleMin, linger: lingerStarved}
+	return &policy{capacity: capacity, idle: idleMin, linger: lingerStarved, loops: max(1, capacity/prefetch)}
 }
+
+// prefetch is how many URLs a loop may have waiting in the ready buffer
+// (its size: prefetch a loop).
+const prefetch = 6
 
 // world is what the exchanger knows that the policy does not keep.
 type world struct {
 	ready    int  // leased URLs in the ready buffer
 	pending  int  // finished pages and given-back URLs not yet sent
 	stopping bool // the worker stops: send everything, pop nothing
+	idle     int  // fetch loops waiting for a URL
+}
+
+// target is how many URLs the ready buffer should hold, for the loops'
+// demand: its size, or in a rate-limited crawl what the loops will start
+// within a token's late window, less a call each way (every loop that
+// waits, and the rest as they come free). A URL popped beyond that would
+// miss its token's window, go back and be popped again.
+func (p *policy) target(w world) int {
+	if p.late <= 0 {
+		return p.capacity
+	}
+	h := p.late - 2*p.call
+	if h <= 0 {
+		return min(p.capacity, max(w.idle, 1))
+	}
+	per := p.lt.perURL
+	if per <= 0 {
+		return min(p.capacity, w.idle+p.loops)
+	}
+	starts := int(min(float64(p.loops)*float64(h)/float64(per), float64(p.capacity)) + 0.999)
+	return min(p.capacity, w.idle+starts)
 }
 
 // call is one exchange: send the first `send` entries waiting, pop up to
@@ -99,7 +135,8 @@ func (p *policy) decide(now time.Time, w world) (c call, ok bool, sleepUntil tim
 	if p.failures > 0 && now.Before(p.pollAt) {
 		return call{}, false, p.pollAt // backing off: nothing can be done before
 	}
-	room := p.capacity - w.ready
+	target := p.target(w)
+	room := target - w.ready
 	// A loop with nothing to do hastens the send, unless the tokens are
 	// what it waits for (a rate-limited crawl whose last pop found some:
 	// links sent sooner would not be fetched sooner).
@@ -108,7 +145,7 @@ func (p *policy) decide(now time.Time, w world) (c call, ok bool, sleepUntil tim
 		!now.Before(p.oldest.Add(p.linger)))
 	// Refill when the buffer is almost empty: a refill takes a millisecond
 	// or two, a page tens, so the buffer need only cover the call.
-	pop := !w.stopping && room > 0 && !now.Before(p.pollAt) && (p.hungry || w.ready <= p.capacity/8)
+	pop := !w.stopping && room > 0 && !now.Before(p.pollAt) && (p.hungry || w.ready <= p.lowWater(target))
 	if send || pop {
 		c = call{send: min(w.pending, maxSend)}
 		if !w.stopping && room > 0 && (pop || p.failures == 0) {
@@ -124,6 +161,16 @@ func (p *policy) decide(now time.Time, w world) (c call, ok bool, sleepUntil tim
 		sleepUntil = p.pollAt
 	}
 	return call{}, false, sleepUntil
+}
+
+// lowWater is the buffer's level that asks for a refill: an eighth of
+// the target, or what the loops start during a call where that is more.
+func (p *policy) lowWater(target int) int {
+	low := target / 8
+	if per := p.lt.perURL; per > 0 && p.call > 0 {
+		low = max(low, min(target-1, int(float64(p.loops)*float64(p.call)/float64(per))+1))
+	}
+	return low
 }
 
 // done: the loops are gone and nothing is left to send.
@@ -164,8 +211,14 @@ func (p *policy) wake(payload string, waiting int) {
 }
 
 // succeeded: call c, decided at now, went through and popped `popped` URLs;
-// nextDue is how long until some host is due (-1: nothing queued).
-func (p *policy) succeeded(now time.Time, c call, popped int, nextDue time.Duration) {
+// nextDue is how long until some host is due (-1: nothing queued); took
+// is how long the call took.
+func (p *policy) succeeded(now time.Time, c call, popped int, nextDue, took time.Duration) {
+	if p.call == 0 {
+		p.call = took
+	} else {
+		p.call += (took - p.call) / 4
+	}
 	p.failures, p.hungry = 0, false // the bell has been answered
 	p.oldest = now                  // of what was not sent: it waits from now
 	if c.want == 0 {
@@ -205,4 +258,35 @@ func (p *policy) failed(now time.Time) (giveUp bool) {
 	}
 	p.pollAt = now.Add(min(time.Duration(p.failures)*retryMin, retryMax))
 	return false
+}
+
+// loopTime is how long a URL keeps a fetch loop, on average: the loops'
+// time on URLs over the URLs they finished, measured over spans of at
+// least loopSpan, each span's figure averaged into the last.
+type loopTime struct {
+	at     time.Time // when the current span began
+	busy0  int64     // the loops' time on URLs (ns) when it began
+	done0  int64     // the URLs they had finished then
+	perURL time.Duration
+}
+
+const loopSpan = 250 * time.Millisecond
+
+// observe: at now, the loops have spent busy (ns) on done URLs in all.
+func (t *loopTime) observe(now time.Time, busy, done int64) {
+	if t.at.IsZero() {
+		t.at, t.busy0, t.done0 = now, busy, done
+		return
+	}
+	n := done - t.done0
+	if now.Sub(t.at) < loopSpan || n < 4 {
+		return
+	}
+	est := time.Duration((busy - t.busy0) / n)
+	if t.perURL == 0 {
+		t.perURL = est
+	} else {
+		t.perURL = (t.perURL + est) / 2
+	}
+	t.at, t.busy0, t.done0 = now, busy, done
 }

@@ -59,7 +59,7 @@ func run(t *testing.T, capacity int, steps []step) (*policy, int) {
 		if ok && s.fail {
 			p.failed(now)
 		} else if ok {
-			p.succeeded(now, c, s.popped, s.due)
+			p.succeeded(now, c, s.popped, s.due, 0)
 			pending -= c.send
 		}
 	}

@@ -40,11 +40,13 @@ func (x *exchanger) settle(work context.Context, r reply) {
 		// time: what Redis holds for these hosts is read here, together.
 		x.robots.Warm(work, urls)
 	}
-	for _, l := range r.res.Popped {
+	ready := make([]leased, len(r.res.Popped))
+	for i, l := range r.res.Popped {
 		x.held.Store(l.ID, l)
-		x.known.add(l.Item.URL)          // a URL handed out is seen: links to it need no Redis work
-		x.ready <- leased{l, r.res.Info} // room was counted, and only this goroutine sends
+		x.known.add(l.Item.URL) // a URL handed out is seen: links to it need no Redis work
+		ready[i] = leased{l, r.res.Info}
 	}
+	x.ready.add(ready...)
 }
 
 // refused: Redis no longer held the lease of a finished page (it lapsed

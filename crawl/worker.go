@@ -314,6 +314,8 @@ func (w *Worker) newExchanger(end *ending) *exchanger {
 	ex := newExchanger(w.opts.Concurrency)
 	if w.fr.PopAhead > 0 {
 		_, ex.s.p.gap = popTiming(w.settings.Rate, w.settings.Burst)
+		early, width := politeness.TokenWindow(w.settings.Rate, w.settings.Burst)
+		ex.s.p.late = width - early
 	}
 	ex.c, ex.fr, ex.known, ex.held, ex.counters, ex.log = w.c, w.fr, w.known, &w.held, &w.Counters, w.log
 	ex.s.exitWhenDone, ex.s.budget, ex.end, ex.warc = w.opts.ExitWhenDone, w.settings.MaxPages > 0, end, w.warc

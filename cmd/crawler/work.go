@@ -205,7 +205,7 @@ func runWork(c *cli.Context, rdb redis.UniversalClient, exitWhenDone bool) error
 	}
 	n := &w.Counters
 	attrs := []any{"worker", o.ID, "ok", n.OK.Load(), "http_error", n.HTTPError.Load(), "failed", n.Failed.Load(),
-		"skipped", n.Skipped.Load(), "requests", n.Requests.Load(), "put_back", n.PutBack.Load()}
+		"skipped", n.Skipped.Load(), "requests", n.Requests.Load(), "put_back", n.PutBack.Load(), "late", n.Late.Load()}
 	if u := n.Unchanged.Load(); u > 0 { // refetches answered 304
 		attrs = append(attrs, "unchanged", u)
 	}
