@@ -95,7 +95,7 @@ func (pl *pipeline) pause(ctx context.Context, host string, retryAfter time.Dura
 // host's last (exchange.lua's refunds): a worker that falls behind makes
 // fewer requests, never bunched ones.
 func (pl *pipeline) late(l *frontier.Lease) bool {
-	if l.Deadline.IsZero() || time.Now().Before(l.Deadline) {
+	if !pastWindow(l, time.Now()) {
 		return false
 	}
 	pl.counters.PutBack.Add(1)
@@ -103,4 +103,10 @@ func (pl *pipeline) late(l *frontier.Lease) bool {
 	pl.metrics.late.Inc()
 	pl.ex.giveBack(l)
 	return true
+}
+
+// pastWindow: at now, the window of l's token has closed (a URL without
+// a token, of a host with no limit, is never past it).
+func pastWindow(l *frontier.Lease, now time.Time) bool {
+	return !l.Deadline.IsZero() && !now.Before(l.Deadline)
 }

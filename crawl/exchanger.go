@@ -48,10 +48,11 @@ type exchanger struct {
 	entries chan entry    // what the loops are done with; closed when they are gone
 	bell    chan struct{} // a loop found nothing queued (one slot)
 	waiting atomic.Int32  // loops waiting for a URL now
-	// busy and finished: the loops' time on URLs (ns) and the URLs they
-	// finished, in all (the policy's loopTime).
-	busy, finished atomic.Int64
-	wakeCh         <-chan *redis.Message
+	// times: how long the recent URLs kept a loop; since: when each loop
+	// took the URL it has (unix ns; 0: it has none).
+	times  loopTimes
+	since  []atomic.Int64
+	wakeCh <-chan *redis.Message
 }
 
 // leased is a URL under this process's lease, ready to be fetched.
@@ -81,18 +82,20 @@ func newExchanger(loops int) *exchanger {
 		entries: make(chan entry, 2*loops+2), // a loop never waits long to hand in
 		bell:    make(chan struct{}, 1)}
 	x.s.p.loops = loops
+	x.since = make([]atomic.Int64, loops)
 	return x
 }
 
-// take gives a fetch loop its next URL once its token's window opens;
+// take gives fetch loop i its next URL once its token's window opens;
 // false once the worker stops.
-func (x *exchanger) take(stop context.Context) (leased, bool) {
+func (x *exchanger) take(stop context.Context, i int) (leased, bool) {
 	x.waiting.Add(1)
 	l, ok := x.ready.take(stop, x.ring)
 	x.waiting.Add(-1)
 	if !ok {
 		return leased{}, false
 	}
+	x.since[i].Store(time.Now().UnixNano())
 	return x.started(stop, l)
 }
 
@@ -104,10 +107,25 @@ func (x *exchanger) ring() {
 	}
 }
 
-// worked: a loop spent d on a URL, and is done with it.
-func (x *exchanger) worked(d time.Duration) {
-	x.busy.Add(int64(d))
-	x.finished.Add(1)
+// worked: loop i spent d on a URL, and is done with it; tried: it took
+// it to its end (a URL given back at once for its window says nothing of
+// how long URLs keep a loop).
+func (x *exchanger) worked(i int, d time.Duration, tried bool) {
+	x.since[i].Store(0)
+	if tried {
+		x.times.add(d)
+	}
+}
+
+// busySince is when each busy loop took its URL.
+func (x *exchanger) busySince() []time.Time {
+	var out []time.Time
+	for i := range x.since {
+		if ns := x.since[i].Load(); ns != 0 {
+			out = append(out, time.Unix(0, ns))
+		}
+	}
+	return out
 }
 
 // started gives a URL taken after the stop back, rather than start it.
@@ -154,7 +172,8 @@ func (x *exchanger) run(stop, work context.Context) {
 			x.step(work, event{kind: evGone})
 		}
 		x.drain(work)
-		tick := event{kind: evTick, ready: x.ready.len(), idle: int(x.waiting.Load()), busy: x.busy.Load(), finished: x.finished.Load()}
+		tick := event{kind: evTick, ready: x.ready.len(), idle: int(x.waiting.Load()), busySince: x.busySince()}
+		tick.slow, tick.fast, tick.samples = x.times.read(2 * len(x.since))
 		if x.s.stopping {
 			for _, l := range x.ready.drain() {
 				tick.unstarted = append(tick.unstarted, l.lease)
@@ -185,7 +204,7 @@ func (x *exchanger) step(work context.Context, ev event) {
 // moment a call returns; without this it would see no finished page, ask
 // for another pop, and never read what the loops handed in.
 func (x *exchanger) drain(work context.Context) {
-	for i := 0; i < 4*x.s.p.capacity+16; i++ {
+	for i := 0; i < 4*maxPrefetch*x.s.p.loops+16; i++ {
 		ev, ok := x.next(nil, nil, false)
 		if !ok {
 			return

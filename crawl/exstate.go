@@ -58,8 +58,10 @@ type event struct {
 	ready     int               // evTick: leased URLs in the ready buffer
 	unstarted []*frontier.Lease // evTick while stopping: those URLs, taken back from the buffer
 	idle      int               // evTick: fetch loops waiting for a URL
-	busy      int64             // evTick: the loops' time on URLs (ns), and the URLs they finished, in all
-	finished  int64
+	busySince []time.Time       // evTick: when each busy loop took its URL
+	slow      time.Duration     // evTick: the slowest and fastest of the recent URLs' time in a loop (loopTimes)
+	fast      time.Duration
+	samples   int
 	entry     entry  // evHandedIn
 	channel   string // evWake: its channel and message,
 	payload   string
@@ -149,8 +151,8 @@ func (s *exState) tick(ev event, now time.Time) []action {
 	for _, l := range ev.unstarted { // URLs not started go back with the last call
 		s.add(now, entry{back: l})
 	}
-	s.p.lt.observe(now, ev.busy, ev.finished)
-	c, ok, until := s.p.decide(now, world{ready: ev.ready, pending: len(s.pending), stopping: s.stopping, idle: ev.idle})
+	s.p.slow, s.p.fast, s.p.samples = ev.slow, ev.fast, ev.samples
+	c, ok, until := s.p.decide(now, world{ready: ev.ready, pending: len(s.pending), stopping: s.stopping, idle: ev.idle, busySince: ev.busySince})
 	if ok {
 		batch := s.pending[:min(c.send, len(s.pending)):min(c.send, len(s.pending))]
 		return []action{{kind: actCall, batch: batch, want: c.want}}

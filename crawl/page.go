@@ -54,18 +54,19 @@ type pipeline struct {
 	fail        func(error)     // stops the worker for good (the archive cannot be written)
 }
 
-// loop is one fetch goroutine.
-func (pl *pipeline) loop(stop, work context.Context) {
+// loop is fetch goroutine i.
+func (pl *pipeline) loop(stop, work context.Context, i int) {
 	for {
-		l, ok := pl.ex.take(stop)
+		l, ok := pl.ex.take(stop, i)
 		if !ok {
 			return
 		}
 		start := time.Now()
-		if !pl.late(l.lease) {
+		fetched := !pl.late(l.lease)
+		if fetched {
 			pl.process(work, l.lease, l.info)
 		}
-		pl.ex.worked(time.Since(start))
+		pl.ex.worked(i, time.Since(start), fetched)
 	}
 }
 

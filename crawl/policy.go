@@ -1,6 +1,11 @@
 package crawl
 
-import "time"
+import (
+	"math"
+	"time"
+
+	"github.com/redcrawl/crawler/politeness"
+)
 
 // policy is the timing half of the exchanger's state machine (exstate.go),
 // with no I/O and on the clock it is given: when to call Redis, with how
@@ -34,13 +39,17 @@ type policy struct {
 	// Demand (a rate-limited crawl): a token popped for a URL due now is
 	// good for late past its window's opening (politeness.TokenWindow;
 	// 0: no tokens, no demand but the buffer's size), so a pop asks for no
-	// more URLs than the loops will start within that time, less a call's
-	// round trip each way (call: its recent duration). How many that is
-	// comes from perURL, how long a URL keeps a loop (loopTime).
-	loops int
-	late  time.Duration
-	call  time.Duration
-	lt    loopTime
+	// more URLs than the loops will start within that time (target), and
+	// asks again before the loops would drain the buffer during a call
+	// (call: its recent duration). How many URLs a loop takes in a time
+	// comes from how long the slowest and the fastest of the recent URLs
+	// kept a loop (loopTimes): counted with the slowest when a pop could
+	// bring too many, with the fastest when a refill could come too late.
+	loops      int
+	late       time.Duration
+	call       time.Duration
+	slow, fast time.Duration
+	samples    int // the URLs slow and fast are of
 }
 
 const (
@@ -88,13 +97,25 @@ func popTiming(rate float64, burst int) (ahead, gap time.Duration) {
 	return gap + popSlack, gap
 }
 
+// forRate sets the policy for a crawl whose hosts get rate requests a
+// second with a bucket of burst (0 or +Inf: no limit, no tokens).
+func (p *policy) forRate(rate float64, burst int) {
+	if rate <= 0 || math.IsInf(rate, 1) {
+		return
+	}
+	_, p.gap = popTiming(rate, burst)
+	early, width := politeness.TokenWindow(rate, burst)
+	p.late = width - early
+}
+
 func newPolicy(capacity int) *policy {
 	return &policy{capacity: capacity, idle: idleMin, linger: lingerStarved, loops: max(1, capacity/prefetch)}
 }
 
 // prefetch is how many URLs a loop may have waiting in the ready buffer
-// (its size: prefetch a loop).
-const prefetch = 6
+// (its size: prefetch a loop), and maxPrefetch how many at most when
+// calls are slow (policy.size).
+const prefetch, maxPrefetch = 6, 64
 
 // world is what the exchanger knows that the policy does not keep.
 type world struct {
@@ -102,27 +123,71 @@ type world struct {
 	pending  int  // finished pages and given-back URLs not yet sent
 	stopping bool // the worker stops: send everything, pop nothing
 	idle     int  // fetch loops waiting for a URL
+	// busySince: when each busy loop took its URL
+	busySince []time.Time
 }
 
 // target is how many URLs the ready buffer should hold, for the loops'
-// demand: its size, or in a rate-limited crawl what the loops will start
-// within a token's late window, less a call each way (every loop that
-// waits, and the rest as they come free). A URL popped beyond that would
-// miss its token's window, go back and be popped again.
-func (p *policy) target(w world) int {
+// demand: its size, or in a rate-limited crawl as many as the loops will
+// start by the time a call's reply could arrive and a token's late window
+// after that (a popped URL's window opens when its reply arrives:
+// frontier.Lease; the URLs already waiting go first). A URL popped beyond
+// that would miss its window, go back and be popped again.
+func (p *policy) target(now time.Time, w world) int {
+	size := p.size()
 	if p.late <= 0 {
-		return p.capacity
+		return size
 	}
-	h := p.late - 2*p.call
-	if h <= 0 {
-		return min(p.capacity, max(w.idle, 1))
+	if p.slow <= 0 { // not measured yet: a URL for each loop that waits
+		return min(size, w.idle)
 	}
-	per := p.lt.perURL
-	if per <= 0 {
-		return min(p.capacity, w.idle+p.loops)
+	return min(size, p.starts(now, now.Add(p.call+p.late), w, p.slowest()))
+}
+
+// slowest is how long a URL may keep a loop: the slowest of the last
+// ones, and more by eight times what the slowest of that many falls short
+// of the slowest there is, on average (their spread over their number).
+func (p *policy) slowest() time.Duration {
+	if p.samples == 0 {
+		return p.slow
 	}
-	starts := int(min(float64(p.loops)*float64(h)/float64(per), float64(p.capacity)) + 0.999)
-	return min(p.capacity, w.idle+starts)
+	return p.slow + 8*(p.slow-p.fast)/time.Duration(p.samples)
+}
+
+// starts is how many URLs the loops will take from now to until, if each
+// keeps a loop per: a loop that waits takes one now, a busy one when its
+// URL has kept it per, and each again every per after that. Whole URLs
+// only: a loop that might be done just after until takes none.
+func (p *policy) starts(now, until time.Time, w world, per time.Duration) int {
+	rounds := func(free time.Time) int {
+		if free.After(until) {
+			return 0
+		}
+		return 1 + int(until.Sub(free)/per)
+	}
+	n := w.idle * rounds(now)
+	for _, since := range w.busySince {
+		free := since.Add(per)
+		if free.Before(now) {
+			free = now
+		}
+		n += rounds(free)
+	}
+	return n
+}
+
+// size is the ready buffer's: prefetch URLs a loop, or, where a call
+// takes longer than a few URLs keep a loop, what the loops take in two
+// calls and a half at the fastest (calls are one at a time: the buffer
+// must last through one while the one before brings enough for the next),
+// up to maxPrefetch a loop.
+func (p *policy) size() int {
+	size := p.capacity
+	if p.fast > 0 && p.call > 0 {
+		calls := int(2.5*float64(p.loops)*float64(p.call)/float64(p.fast)) + 1
+		size = max(size, min(calls, maxPrefetch*p.loops))
+	}
+	return size
 }
 
 // call is one exchange: send the first `send` entries waiting, pop up to
@@ -135,7 +200,7 @@ func (p *policy) decide(now time.Time, w world) (c call, ok bool, sleepUntil tim
 	if p.failures > 0 && now.Before(p.pollAt) {
 		return call{}, false, p.pollAt // backing off: nothing can be done before
 	}
-	target := p.target(w)
+	target := p.target(now, w)
 	room := target - w.ready
 	// A loop with nothing to do hastens the send, unless the tokens are
 	// what it waits for (a rate-limited crawl whose last pop found some:
@@ -145,7 +210,7 @@ func (p *policy) decide(now time.Time, w world) (c call, ok bool, sleepUntil tim
 		!now.Before(p.oldest.Add(p.linger)))
 	// Refill when the buffer is almost empty: a refill takes a millisecond
 	// or two, a page tens, so the buffer need only cover the call.
-	pop := !w.stopping && room > 0 && !now.Before(p.pollAt) && (p.hungry || w.ready <= p.lowWater(target))
+	pop := !w.stopping && room > 0 && !now.Before(p.pollAt) && (p.hungry || p.refillDue(now, w))
 	if send || pop {
 		c = call{send: min(w.pending, maxSend)}
 		if !w.stopping && room > 0 && (pop || p.failures == 0) {
@@ -160,17 +225,56 @@ func (p *policy) decide(now time.Time, w world) (c call, ok bool, sleepUntil tim
 	if (room > 0 || p.failures > 0) && now.Before(p.pollAt) && p.pollAt.Before(sleepUntil) {
 		sleepUntil = p.pollAt
 	}
+	if t := p.refillAt(now, w); !w.stopping && !t.IsZero() && t.Before(sleepUntil) {
+		if t.Before(p.pollAt) {
+			t = p.pollAt
+		}
+		sleepUntil = t
+	}
 	return call{}, false, sleepUntil
 }
 
-// lowWater is the buffer's level that asks for a refill: an eighth of
-// the target, or what the loops start during a call where that is more.
-func (p *policy) lowWater(target int) int {
-	low := target / 8
-	if per := p.lt.perURL; per > 0 && p.call > 0 {
-		low = max(low, min(target-1, int(float64(p.loops)*float64(p.call)/float64(per))+1))
+// refillAt is when a pop will be due for the loops that are busy now:
+// the first moment at which the URLs waiting will not last the loops
+// through a call, and, in a rate-limited crawl, at which one popped then
+// could still be taken within its window. Zero: none in sight (the next URL
+// handed in or the next bell decides again).
+func (p *policy) refillAt(now time.Time, w world) time.Time {
+	if p.fast <= 0 || p.slow <= 0 || p.refillDue(now, w) {
+		return time.Time{}
 	}
-	return low
+	lo, hi := now, now.Add(refillHorizon)
+	if !p.refillDue(hi, w) {
+		return time.Time{}
+	}
+	for hi.Sub(lo) > refillPrecision {
+		mid := lo.Add(hi.Sub(lo) / 2)
+		if p.refillDue(mid, w) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
+}
+
+// A refill is looked for refillHorizon ahead, to refillPrecision.
+const refillHorizon, refillPrecision = 2 * time.Second, 100 * time.Microsecond
+
+// refillDue: at now, the URLs waiting will not last the loops through a
+// call (counted at the fastest), or are down to an eighth of the target;
+// and there is room for more (a rate-limited crawl's target, counted at
+// the slowest, is above them). It only turns true as time goes on, while
+// nothing else happens (refillAt).
+func (p *policy) refillDue(now time.Time, w world) bool {
+	target := p.target(now, w)
+	if w.ready >= target {
+		return false
+	}
+	if w.ready <= target/8 {
+		return true
+	}
+	return p.fast > 0 && p.starts(now, now.Add(p.call), w, p.fast) >= w.ready
 }
 
 // done: the loops are gone and nothing is left to send.
@@ -258,35 +362,4 @@ func (p *policy) failed(now time.Time) (giveUp bool) {
 	}
 	p.pollAt = now.Add(min(time.Duration(p.failures)*retryMin, retryMax))
 	return false
-}
-
-// loopTime is how long a URL keeps a fetch loop, on average: the loops'
-// time on URLs over the URLs they finished, measured over spans of at
-// least loopSpan, each span's figure averaged into the last.
-type loopTime struct {
-	at     time.Time // when the current span began
-	busy0  int64     // the loops' time on URLs (ns) when it began
-	done0  int64     // the URLs they had finished then
-	perURL time.Duration
-}
-
-const loopSpan = 250 * time.Millisecond
-
-// observe: at now, the loops have spent busy (ns) on done URLs in all.
-func (t *loopTime) observe(now time.Time, busy, done int64) {
-	if t.at.IsZero() {
-		t.at, t.busy0, t.done0 = now, busy, done
-		return
-	}
-	n := done - t.done0
-	if now.Sub(t.at) < loopSpan || n < 4 {
-		return
-	}
-	est := time.Duration((busy - t.busy0) / n)
-	if t.perURL == 0 {
-		t.perURL = est
-	} else {
-		t.perURL = (t.perURL + est) / 2
-	}
-	t.at, t.busy0, t.done0 = now, busy, done
 }

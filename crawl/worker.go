@@ -272,7 +272,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	sides := c.stage(stopSide)
 	exchanging.goRun(func() { ex.run(end.stop, end.work) })
 	for i := 0; i < w.opts.Concurrency; i++ {
-		loops.goRun(func() { pages.loop(end.stop, end.work) })
+		loops.goRun(func() { pages.loop(end.stop, end.work, i) })
 	}
 	sides.goRun(func() { w.heartbeat(side) })
 	if pages.claims != nil {
@@ -312,11 +312,7 @@ const Software = "RedCrawl/0.1"
 
 func (w *Worker) newExchanger(end *ending) *exchanger {
 	ex := newExchanger(w.opts.Concurrency)
-	if w.fr.PopAhead > 0 {
-		_, ex.s.p.gap = popTiming(w.settings.Rate, w.settings.Burst)
-		early, width := politeness.TokenWindow(w.settings.Rate, w.settings.Burst)
-		ex.s.p.late = width - early
-	}
+	ex.s.p.forRate(w.settings.Rate, w.settings.Burst)
 	ex.c, ex.fr, ex.known, ex.held, ex.counters, ex.log = w.c, w.fr, w.known, &w.held, &w.Counters, w.log
 	ex.s.exitWhenDone, ex.s.budget, ex.end, ex.warc = w.opts.ExitWhenDone, w.settings.MaxPages > 0, end, w.warc
 	ex.pages, ex.metrics, ex.pauses, ex.id, ex.robots = &w.pages, w.metrics, w.pauses, w.opts.ID, w.robots

@@ -128,13 +128,13 @@ func (f *shard) exchange(ctx context.Context, done []Finished, back []*Lease, wa
 		a := f.lastArgs(done, offset, start, end, flags, back, want, ids)
 		return a.encode()
 	}
-	sent := time.Now() // before the call: new leases are surely held until sent + Lease
+	sent := f.o.now() // before the call: new leases are surely held until sent + Lease
 	flags, tail, err := f.seen.ExecBatch(ctx, exchangeScript, urls, payload, keys, args)
 	if err = f.counted(tail, err); err != nil {
 		return Exchanged{}, nil, err
 	}
 	x, bad, err := f.readReply(flags, tail, offset, ids)
-	got := time.Now() // after the call: Redis's now, in this process's clock, at the latest
+	got := f.o.now() // after the call: Redis's now, in this process's clock, at the latest
 	for _, l := range x.Popped {
 		l.granted(sent, f.o.Lease)
 		l.window(got)

@@ -100,6 +100,12 @@ type Options struct {
 	// Continuous: the crawl never ends on its own; the sweep moves each
 	// URL back to its host's queue when its revisit is due (visit.go).
 	Continuous bool
+	// Clock is this process's clock (time.Now when nil), which a reply's
+	// arrival is read on: the popped URLs' token windows
+	// (Lease.NotBefore, Lease.Deadline) are placed on it. Tests of the
+	// crawl's timing give a simulated one, with Redis's (miniredis's) set
+	// to match.
+	Clock func() time.Time
 	// OutboxAge is how long an outbox entry waits for its worker's ack
 	// before the scheduler's sweep offers its links again and acks it
 	// itself (30 s when 0): only a worker that died between the calls of
@@ -211,3 +217,11 @@ func (f *Frontier) opened() error {
 
 // errSplit: an Exchange was given leases of more than one shard.
 var errSplit = errors.New("frontier: an exchange ends leases of one shard only")
+
+// now reads the process's clock (Options.Clock).
+func (o Options) now() time.Time {
+	if o.Clock != nil {
+		return o.Clock()
+	}
+	return time.Now()
+}

@@ -267,8 +267,8 @@ func (f *Frontier) run(ctx context.Context, parts []*part) {
 		}
 		p.call.Queue(ctx, pipe)
 	}
-	sent := time.Now() // before the calls: new leases are surely held until sent + Lease
-	pipe.Exec(ctx)     // each call's error is its own: read below
+	sent := f.fs[0].o.now() // before the calls: new leases are surely held until sent + Lease
+	pipe.Exec(ctx)          // each call's error is its own: read below
 	var again []*part
 	for _, p := range parts {
 		if p.call != nil && p.err == nil && p.call.NoScript() {
@@ -284,7 +284,7 @@ func (f *Frontier) run(ctx context.Context, parts []*part) {
 		}
 		pipe.Exec(ctx)
 	}
-	got := time.Now() // after: a token is surely due by got + its wait
+	got := f.fs[0].o.now() // after the calls: Redis's now, in this process's clock, at the latest
 	for sh, p := range parts {
 		if !p.used() || p.err != nil {
 			continue
