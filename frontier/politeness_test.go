@@ -204,6 +204,42 @@ func TestAPopReservesTokensDueWithinItsWindow(t *testing.T) {
 	})
 }
 
+// Every token whose window opens by the horizon is reserved, not only the
+// next one: at 2 000 requests a second a 100 ms horizon holds two hundred
+// of a host's tokens. Each URL's window is its token's
+// (politeness.TokenWindow): its slot an interval after the last one's,
+// open from the slot (a burst of 10 at 2 000/s has no early part: its
+// 4.75 ms are under LeastWindow) for 10 ms. A host with no limit gives
+// URLs with no window.
+func TestAPopGivesEachTokenItsWindow(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		e := setup(t, s)
+		e.f.HostRate, e.f.HostBurst, e.f.PopAhead = 2000, 10, 100*time.Millisecond
+		e.enqueue(t, hostURLs("a", 50))
+		x := popN(t, e.f, 30)
+		if len(x.Popped) != 30 {
+			t.Fatalf("popped %d of a's 50; want the 30 wanted, all within the horizon", len(x.Popped))
+		}
+		for i, l := range x.Popped {
+			if w := l.Deadline.Sub(l.NotBefore); w < 9990*time.Microsecond || w > 10010*time.Microsecond {
+				t.Fatalf("URL %d: window %v..%v (%v); want 10 ms", i, l.NotBefore, l.Deadline, w)
+			}
+			if i == 0 {
+				continue
+			}
+			// An interval (500 µs) apart, to the µs the reply counts in.
+			if gap := l.NotBefore.Sub(x.Popped[i-1].NotBefore); gap < 499*time.Microsecond || gap > 501*time.Microsecond {
+				t.Fatalf("URL %d opens %v after URL %d; want the interval, 500 µs", i, gap, i-1)
+			}
+		}
+		e.f.HostRate = 0
+		e.enqueue(t, hostURLs("b", 1))
+		if l := pop(t, e.f); l == nil || !l.Deadline.IsZero() {
+			t.Fatalf("a URL of a host with no limit: %+v; want one with no window's end", l)
+		}
+	})
+}
+
 // A host whose queue ran dry waits in refill with its bucket: a URL that
 // comes for it within its interval is not popped before its token, on a
 // real server too.

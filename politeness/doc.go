@@ -32,12 +32,26 @@
 // exchange.lua): there a host's token is taken in the same atomic call
 // that hands out its URL, and a host whose bucket is empty is not offered
 // until it has a token, so a fetch never asks for one (docs/design.md, "A
-// token per pop"). The pop keeps a bucket in its one-number form (tb_tat_*:
-// GCRA's theoretical arrival time, the moment the bucket is full again),
-// as the score that schedules the host; the Limiter keeps tokens and the
-// time they were counted. The two are the same bucket: at any moment the
-// tat is last + (burst - tokens) / rate. The Limiter is the primitive on
-// its own, for any key.
+// token per pop"). The pop keeps a bucket in its one-number form (GCRA's
+// theoretical arrival time, the moment the bucket is full again), as the
+// score that schedules the host; the Limiter keeps tokens and the time
+// they were counted. The two are the same bucket: at any moment the tat
+// is last + (burst - tokens) / rate. The Limiter is the primitive on its
+// own, for any key.
+//
+// # A token handed out ahead of its use
+//
+// A token the pop takes goes to a worker and waits there for a fetch loop,
+// so it cannot mean "now". TokenWindow (tb_window in tokens.lua) makes it
+// a window of time: its slot is where the bucket's schedule put it, an
+// interval after the one before, and its request may go from a little
+// before the slot to a little after it. The window is (burst - ½)
+// intervals wide, or LeastWindow (10 ms) where that is longer, and
+// requests that each keep to theirs hold the bucket's bound rounded to the
+// nearest whole request: in any span W, at most ⌈(W + width)·rate⌉. The
+// rule is decided once, where the token is taken; the worker reads the
+// window off the reply and checks it with a clock, nothing more
+// (frontier.Lease.NotBefore, Deadline).
 //
 // # Keys
 //

@@ -1,7 +1,7 @@
 -- tokens.lua: a token bucket's arithmetic, as functions other scripts start
 -- with: bucket.lua (the Limiter's script) and frontier's exchange.lua,
 -- which takes a host's token in the same call that pops the host's URL
--- (in the one-number form below, tb_tat_*).
+-- (in the one-number form below, with a window for each token: tb_window).
 -- A bucket is a hash:
 --   tokens, last          the tokens it held at time last (µs, server clock);
 --                         frontier's pop keeps these as one number instead,
@@ -60,30 +60,12 @@ end
 -- of a token bucket): its tat, the time (ms, server clock) at which it is
 -- full again. At now it holds burst tokens when tat <= now, else burst -
 -- (tat - now) * rate / 1000; taking n moves tat to max(tat, now) plus n
--- intervals. A missing tat is a full bucket: tat = now. With a burst of 1,
--- tat is when the next token comes. Nothing else need be stored, which is
--- why frontier's pop keeps a host's bucket as the host's score in its
--- ready set: the ZADD that schedules the host takes its tokens.
-
--- tb_tat_level is what a bucket full at tat holds at now (ms).
-local function tb_tat_level(tat, now, rate, burst)
-  if tat <= now then return burst end
-  return burst - (tat - now) * rate / 1000
-end
-
--- tb_tat_take is the bucket's tat once n tokens are taken at now (ms).
-local function tb_tat_take(tat, now, rate, n)
-  if tat < now then tat = now end
-  return tat + n * 1000 / rate
-end
-
--- tb_tat_until is how long, in ms, until a bucket full at tat has a token
--- (0 when it has).
-local function tb_tat_until(tat, now, rate, burst)
-  local at = tat - (burst - 1) * 1000 / rate
-  if at <= now then return 0 end
-  return at - now
-end
+-- intervals. A missing tat is a full bucket: tat = now. Nothing else need
+-- be stored, which is why frontier's pop keeps a host's bucket as the
+-- host's score in its ready set: the ZADD that schedules the host takes
+-- its tokens. A token taken there is handed out ahead of its use, with a
+-- window of time for its request (tb_window): its slot is where the tat
+-- stood when it was taken.
 
 -- tb_window is a token's window, for a host of rate requests a second and
 -- a bucket of burst, when tokens are handed out ahead of their use (a
