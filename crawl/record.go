@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/redcrawl/crawler/archive"
@@ -71,6 +72,7 @@ const (
 // written does: a file that silently misses records is worse than a worker
 // that stops; the record is still in the results stream.
 type recordWriter struct {
+	mu     sync.Mutex // the exchanger writes its pages' records, the scheduler its sweeps'
 	w      io.Writer
 	log    *slog.Logger
 	fail   func(error) // stops the worker for good (set by Run)
@@ -78,16 +80,23 @@ type recordWriter struct {
 }
 
 func (r *recordWriter) write(rec Record) {
+	b, err := json.Marshal(rec)
+	r.writeJSON(rec.URL, b, err)
+}
+
+// writeJSON writes a record already in JSON (one the sweep wrote).
+func (r *recordWriter) writeJSON(url string, b []byte, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.broken {
 		return
 	}
-	b, err := json.Marshal(rec)
 	if err == nil {
 		_, err = r.w.Write(append(b, '\n'))
 	}
 	if err != nil {
 		r.broken = true
-		err = fmt.Errorf("cannot write --out, stopping (the record of %s and later ones are in the results stream: 'crawler export'): %w", rec.URL, err)
+		err = fmt.Errorf("cannot write --out, stopping (the record of %s and later ones are in the results stream: 'crawler export'): %w", url, err)
 		r.log.Error("writing --out failed", "err", err)
 		if r.fail != nil {
 			r.fail(err)

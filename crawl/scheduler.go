@@ -29,6 +29,7 @@ type scheduler struct {
 	log         *slog.Logger
 	markGone    func()
 	metrics     *metrics
+	out         *recordWriter // the worker's --out (nil: none), shared with its exchanger
 }
 
 // LogLeading is the message a worker logs, at info level with the
@@ -106,6 +107,11 @@ func (sc *scheduler) lead(stop context.Context, l *leader.Leadership) {
 			sc.log.Warn("sweep failed", "err", err)
 		case sw.Reclaimed+sw.Failed > 0:
 			sc.log.Info("sweep: expired leases back on the queue", "reclaimed", sw.Reclaimed, "failed_for_good", sw.Failed)
+		}
+		if sc.out != nil {
+			for _, rec := range sw.Records { // the URLs it ended: in this worker's --out as in the results stream
+				sc.out.writeJSON("", []byte(rec), nil)
+			}
 		}
 		next := sc.every
 		if err == nil && sw.NextDeferred >= 0 {

@@ -263,6 +263,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	ex := w.newExchanger(end)
 	pages := w.newPipeline(ex, end)
 	sched := w.newScheduler(end)
+	sched.out = ex.out
 	side, stopSide := context.WithCancel(end.work)
 	defer stopSide()
 

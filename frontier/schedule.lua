@@ -5,8 +5,9 @@
 -- Refused as a whole for a stale leader.
 -- KEYS[2] queues (the prefix, lib.lua)  KEYS[3] ready  KEYS[4] leases (zset "id\nhost\nitem-json" -> expiry ms)  KEYS[5] deferred
 -- KEYS[6] failed  KEYS[7] stats  KEYS[8] done flag  KEYS[9] workers (zset worker -> alive until ms)
--- KEYS[11] results (stream): with the page budget spent, each URL still
--- waiting for a retry ends there with a failed record (frontier.SweptRecord)
+-- KEYS[11] results (stream): each URL the sweep ends gets a failed record
+-- there (frontier.SweptRecord): with the page budget spent, each one still
+-- waiting for a retry; and each whose lease expired the maximum times
 -- KEYS[12] lengths (lib.lua)
 -- KEYS[10] the crawl's config: while it is missing the crawl is gone (reset),
 -- and the sweep is refused with the GONE error before any write
@@ -51,6 +52,8 @@
 --   leases      URLs in flight in this shard
 --   budget      this shard's share of the page budget (or the budget)
 --   work        URLs queued or deferred in this shard
+--   records     the records this sweep wrote (absent: none), which the
+--                scheduler writes to its own --out too
 -- or the GONE error, with nothing written, when the crawl is gone.
 if redis.call('EXISTS', KEYS[10]) == 0 then return redis.error_reply('GONE the crawl is gone from Redis') end
 local queues, ready, leases, deferred = KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -59,6 +62,16 @@ local Q = fr_keys(queues, ready, stats, KEYS[12], KEYS[16])
 local now = fr_now()
 local limit = tonumber(ARGV[3])
 local released, reclaimed, failed = 0, 0, 0
+local written = {} -- the records this sweep adds to the results stream, for the scheduler's own --out
+
+-- swept adds a record for a URL the sweep ends (frontier.SweptRecord).
+local function swept(item, err)
+  local rec = cjson.encode({url = item.u, depth = item.d or 0, parent = item.p, attempt = tonumber(item.a) or 0,
+    outcome = 'failed', error = err})
+  redis.call('XADD', KEYS[11], 'MAXLEN', '~', ARGV[7], '*', 'rec', rec, 'new_links', '0')
+  redis.call('HINCRBY', stats, 'records', 1)
+  written[#written + 1] = rec
+end
 
 local budget = tonumber(ARGV[5])
 local limited = budget ~= 0
@@ -125,6 +138,7 @@ for _, lease in ipairs(expired) do
     redis.call('LPUSH', failedKey, cjson.encode(item))
     redis.call('LTRIM', failedKey, 0, tonumber(ARGV[4]) - 1)
     redis.call('HINCRBY', stats, 'failed', 1)
+    if item.u then swept(item, item.err) end -- its fetches (by workers that died) end with a record
     failed = failed + 1
   else
     back[#back + 1] = host .. '\n' .. cjson.encode(item)
@@ -228,10 +242,8 @@ elseif ARGV[8] ~= '1' or redis.call('ZCARD', leases) == 0 and ((fr_queued(Q) == 
     local function last_record(item)
       local last = 'a retry'
       if type(item.e) == 'table' and #item.e > 0 then last = item.e[#item.e] end
-      local rec = cjson.encode({url = item.u, depth = item.d or 0, parent = item.p, attempt = (tonumber(item.a) or 0) + 1,
-        outcome = 'failed', error = last .. ' (not retried: the page budget is spent)'})
-      redis.call('XADD', KEYS[11], 'MAXLEN', '~', ARGV[7], '*', 'rec', rec, 'new_links', '0')
-      redis.call('HINCRBY', stats, 'records', 1)
+      local tried = {u = item.u, d = item.d, p = item.p, a = (tonumber(item.a) or 0) + 1}
+      swept(tried, last .. ' (not retried: the page budget is spent)')
       redis.call('HINCRBY', stats, 'failed', 1)
     end
     local waiting = redis.call('ZRANGE', deferred, 0, limit - 1)
@@ -290,4 +302,5 @@ local out = {released = released, revisits = revisits, reclaimed = reclaimed, fa
   enqueued = tonumber(redis.call('HGET', stats, 'enqueued') or '0'), pages = pages, leases = redis.call('ZCARD', leases),
   budget = budget, work = fr_queued(Q) + redis.call('ZCARD', deferred) + dueLeft}
 if #stale > 0 then out.outbox = stale end -- (an empty table would encode as an object)
+if #written > 0 then out.records = written end
 return cjson.encode(out)

@@ -58,6 +58,7 @@ func (f *Frontier) Schedule(ctx context.Context, epochKey string, epoch int64, m
 		total.Revisits += sw.Revisits
 		total.Reclaimed += sw.Reclaimed
 		total.Failed += sw.Failed
+		total.Records = append(total.Records, sw.Records...)
 		if sh == 0 {
 			total.CrawlOver = sw.CrawlOver // the crawl's done flag is the first shard's, set last
 		}
@@ -101,6 +102,9 @@ func (f *Frontier) Schedule(ctx context.Context, epochKey string, epoch int64, m
 		finishes, err := run(0, len(f.fs), sweepFinish)
 		if err != nil {
 			return total, err
+		}
+		for _, sw := range finishes {
+			total.Records = append(total.Records, sw.Records...)
 		}
 		for _, sw := range finishes {
 			if !sw.CrawlOver {

@@ -25,7 +25,10 @@ type Sweep struct {
 	Busy []string
 	// Again: every shard was empty, and one more sweep that finds the
 	// same ends the crawl: it is due at once.
-	Again    bool
+	Again bool
+	// Records are the records this sweep wrote to the results stream
+	// (SweptRecord, JSON), for the scheduler to keep with its own.
+	Records  []string
 	empty    bool  // nothing queued, leased or deferred in this shard
 	enqueued int64 // URLs ever queued at the back of this shard's queues
 	// With a page budget over shards: this shard's pages fetched, URLs in
@@ -92,7 +95,7 @@ func (f *shard) readSchedule(ctx context.Context, p *fence.Pending) (Sweep, erro
 	}
 	return Sweep{Released: r.Released, Revisits: r.Revisits, Reclaimed: r.Reclaimed, Failed: r.Failed, CrawlOver: r.Done == 1,
 		NextDeferred: time.Duration(r.DueIn) * time.Millisecond, empty: r.Empty == 1, enqueued: r.Enqueued,
-		pages: r.Pages, leases: r.Leases, allow: r.Budget, work: r.Work, outbox: r.Outbox}, nil
+		pages: r.Pages, leases: r.Leases, allow: r.Budget, work: r.Work, outbox: r.Outbox, Records: r.Records}, nil
 }
 
 // sweepReply is schedule.lua's reply, which its header explains field by
@@ -106,6 +109,7 @@ type sweepReply struct {
 	Enqueued, Pages, Leases     int64
 	Budget, Work                int64
 	Outbox                      []string
+	Records                     []string
 }
 
 // moveAllowance changes this shard's share of the page budget by d (a
