@@ -54,9 +54,10 @@ type policy struct {
 
 const (
 	// A finished page waits at most this long for company before it is
-	// sent: its links reach other workers this much later at worst, and a
-	// worker killed with kill -9 loses at most this much work (the leases
-	// expire and the pages are fetched again).
+	// sent (and at most unsent pages wait: policy.unsent): its links reach
+	// other workers this much later at worst, and a worker killed with
+	// kill -9 loses at most this much work (the leases expire and the
+	// pages are fetched again).
 	lingerBusy = 500 * time.Millisecond
 	// ... or only this long after a pop found no URL at all: other workers
 	// may be idle too, waiting for exactly those links.
@@ -206,7 +207,7 @@ func (p *policy) decide(now time.Time, w world) (c call, ok bool, sleepUntil tim
 	// what it waits for (a rate-limited crawl whose last pop found some:
 	// links sent sooner would not be fetched sooner).
 	hungry := p.hungry && (p.gap == 0 || p.linger == lingerStarved)
-	send := w.pending > 0 && (w.pending >= maxSend || w.stopping || hungry || p.closed ||
+	send := w.pending > 0 && (w.pending >= p.unsent() || w.stopping || hungry || p.closed ||
 		!now.Before(p.oldest.Add(p.linger)))
 	// Refill when the buffer is almost empty: a refill takes a millisecond
 	// or two, a page tens, so the buffer need only cover the call.
@@ -276,6 +277,24 @@ func (p *policy) refillDue(now time.Time, w world) bool {
 	}
 	return p.fast > 0 && p.starts(now, now.Add(p.call), w, p.fast) >= w.ready
 }
+
+// unsent is how many finished pages (and given-back URLs) may wait to be
+// sent: two a loop, at least 16 and at most maxSend. A worker killed with
+// kill -9 leaves its pages in flight (one a loop) and those waiting to be
+// fetched again: its crash costs at most loops + unsent duplicate fetches
+// (docs/design.md's failure table), the waiting ones also at most
+// lingerBusy's worth.
+func (p *policy) unsent() int { return unsentFor(p.loops) }
+
+func unsentFor(loops int) int { return min(maxSend, max(2*loops, 16)) }
+
+// CrashRefetches is the most pages a worker of concurrency fetch loops,
+// killed with kill -9, can cost in fetches made again: its pages in
+// flight (one a loop) and its finished pages not yet sent to Redis (two a
+// loop, at least 16, at most 128; none older than half a second). Their
+// leases expire and other workers fetch them again; every other URL it
+// held, leased but not started, goes back unfetched.
+func CrashRefetches(concurrency int) int { return concurrency + unsentFor(concurrency) }
 
 // done: the loops are gone and nothing is left to send.
 func (p *policy) done(pending int) bool { return p.closed && pending == 0 }

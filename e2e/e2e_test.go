@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"net"
 	"net/url"
 	"os"
@@ -24,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
@@ -206,9 +208,14 @@ func TestCrawlSurvivesSIGKILL(t *testing.T) {
 	}
 	truth := site.Truth()
 
-	// A third of the way: SIGKILL a worker that is not the scheduler.
-	st := h.waitFor("a third of the pages and a leader", func(st status) bool {
-		return st.Counters["pages"] >= int64(len(truth)/3) && st.Leader != nil
+	// Two kills at random moments (the seed is logged to replay them):
+	// first a worker that is not the scheduler, then the scheduler.
+	seed := time.Now().UnixNano()
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	first, second := 0.15+0.3*rng.Float64(), 0.5+0.35*rng.Float64()
+	t.Logf("kills at %.0f %% and %.0f %% of the pages (seed %d)", 100*first, 100*second, seed)
+	st := h.waitFor("the first kill's moment and a leader", func(st status) bool {
+		return st.Counters["pages"] >= int64(first*float64(len(truth))) && st.Leader != nil
 	})
 	victim := "w1"
 	if st.Leader.ID == victim {
@@ -218,9 +225,9 @@ func TestCrawlSurvivesSIGKILL(t *testing.T) {
 	t.Logf("SIGKILLed worker %s at %d pages", victim, st.Counters["pages"])
 	h.startWorker("w4")
 
-	// Two thirds: SIGKILL the scheduler itself.
-	st = h.waitFor("two thirds of the pages", func(st status) bool {
-		return st.Counters["pages"] >= int64(2*len(truth)/3) && st.Leader != nil
+	// Then the scheduler itself.
+	st = h.waitFor("the second kill's moment", func(st status) bool {
+		return st.Counters["pages"] >= int64(second*float64(len(truth))) && st.Leader != nil
 	})
 	leaderID := st.Leader.ID
 	h.procs[leaderID].cmd.Process.Signal(syscall.SIGKILL)
@@ -242,9 +249,15 @@ func TestCrawlSurvivesSIGKILL(t *testing.T) {
 		t.Errorf("robots-disallowed URLs fetched: %v", ss.Disallowed)
 	}
 	// Two SIGKILLs: a page may be fetched once more for each (a flaky
-	// page twice by design, plus once per kill).
+	// page twice by design, plus once per kill), and each kill costs at
+	// most the pages its worker had in flight or finished and not sent.
 	if over := site.Overfetched(2); len(over) > 0 {
 		t.Errorf("URLs fetched more often than the two kills explain: %v", over)
+	}
+	bound := 2 * crawl.CrashRefetches(8) // workers run with -c 8
+	t.Logf("fetched again: %d pages (bound: %d for two kills of workers of 8 loops)", ss.Extra(), bound)
+	if ss.Extra() > bound {
+		t.Errorf("%d pages fetched again; two kills of workers of 8 loops cost at most %d", ss.Extra(), bound)
 	}
 	for host, hs := range ss.Hosts {
 		t.Logf("%s: %d requests, at most %d in one second (limit %d + %d)", host, hs.Requests, hs.MaxPerSecond, rate, burst)
