@@ -94,10 +94,12 @@ func (pl *pipeline) pause(ctx context.Context, host string, retryAfter time.Dura
 // token was good for. Its token goes back with it while that is its
 // host's last (exchange.lua's refunds): a worker that falls behind makes
 // fewer requests, never bunched ones.
-func (pl *pipeline) late(l *frontier.Lease) bool {
-	if !pastWindow(l, time.Now()) {
+func (pl *pipeline) late(l *frontier.Lease, admitted bool) bool {
+	now := time.Now()
+	if !pastWindow(l, now) {
 		return false
 	}
+	pl.log.Debug("token's window closed: URL given back", "url", l.Item.URL, "late", now.Sub(l.Deadline), "window", l.Deadline.Sub(l.NotBefore), "waited", now.Sub(l.NotBefore), "admitted", admitted)
 	pl.counters.PutBack.Add(1)
 	pl.counters.Late.Add(1)
 	pl.metrics.late.Inc()

@@ -62,7 +62,7 @@ func (pl *pipeline) loop(stop, work context.Context, i int) {
 			return
 		}
 		start := time.Now()
-		fetched := !pl.late(l.lease)
+		fetched := !pl.late(l.lease, false)
 		if fetched {
 			pl.process(work, l.lease, l.info)
 		}
@@ -94,7 +94,7 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 	if pl.lapsed(l, "before the fetch: not fetched") { // admit may have waited (robots.txt)
 		return
 	}
-	if pl.late(l) { // admit waited past the token's window: the host's robots.txt came slowly
+	if pl.late(l, true) { // admit waited past the token's window: the host's robots.txt came slowly
 		return
 	}
 	if d := pl.pauses.left(u.Host); d > 0 {
