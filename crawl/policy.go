@@ -29,6 +29,7 @@ type policy struct {
 	idle     time.Duration // the idle poll interval, doubling to idleMax
 	hungry   bool          // a fetch loop found nothing ready since the last call
 	refilled bool          // the queue got URLs while no loop waited
+	short    bool          // the last pop found fewer URLs than it asked for: the hosts' tokens, not the loops, are the limit
 	closed   bool          // the fetch loops have all returned
 	failures int           // calls failed in a row
 	// gap, when not 0, is the least time between pops after one that found
@@ -132,8 +133,10 @@ type world struct {
 // demand: its size, or in a rate-limited crawl as many as the loops will
 // start by the time a call's reply could arrive and a token's late window
 // after that (a popped URL's window opens when its reply arrives:
-// frontier.Lease; the URLs already waiting go first). A URL popped beyond
-// that would miss its window, go back and be popped again.
+// frontier.Lease; the URLs already waiting go first), less an eighth of
+// the window kept for the clocks (a timer that fires late, a window's
+// end rounded down to the µs). A URL popped beyond that would miss its
+// window, go back and be popped again.
 func (p *policy) target(now time.Time, w world) int {
 	size := p.size()
 	if p.late <= 0 {
@@ -142,7 +145,7 @@ func (p *policy) target(now time.Time, w world) int {
 	if p.slow <= 0 { // not measured yet: a URL for each loop that waits
 		return min(size, w.idle)
 	}
-	return min(size, p.starts(now, now.Add(p.call+p.late), w, p.slowest()))
+	return min(size, p.starts(now, now.Add(p.call+p.late-p.late/8), w, p.slowest()))
 }
 
 // slowest is how long a URL may keep a loop: the slowest of the last
@@ -263,7 +266,8 @@ func (p *policy) refillAt(now time.Time, w world) time.Time {
 const refillHorizon, refillPrecision = 2 * time.Second, 100 * time.Microsecond
 
 // refillDue: at now, the URLs waiting will not last the loops through a
-// call (counted at the fastest), or are down to an eighth of the target;
+// call (counted at the fastest, unless the last pop found the tokens to
+// be the limit), or are down to an eighth of the target;
 // and there is room for more (a rate-limited crawl's target, counted at
 // the slowest, is above them). It only turns true as time goes on, while
 // nothing else happens (refillAt).
@@ -275,7 +279,10 @@ func (p *policy) refillDue(now time.Time, w world) bool {
 	if w.ready <= target/8 {
 		return true
 	}
-	return p.fast > 0 && p.starts(now, now.Add(p.call), w, p.fast) >= w.ready
+	// While the tokens are the limit, the URLs waiting are reserved for
+	// later windows and loops wait for them by design: a pop sooner would
+	// find no token sooner.
+	return !p.short && p.fast > 0 && p.starts(now, now.Add(p.call), w, p.fast) >= w.ready
 }
 
 // unsent is how many finished pages (and given-back URLs) may wait to be
@@ -357,6 +364,7 @@ func (p *policy) succeeded(now time.Time, c call, popped int, nextDue, took time
 	if popped == 0 && (p.gap == 0 || nextDue < 0) {
 		p.linger = lingerStarved
 	}
+	p.short = popped < c.want
 	switch {
 	case popped == c.want:
 		p.idle, p.pollAt = idleMin, time.Time{}
