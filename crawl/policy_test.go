@@ -83,6 +83,11 @@ func TestPolicy(t *testing.T) {
 			{at: 510 * time.Millisecond, w: world{ready: 20}, call: true, want: call{send: 2, want: 28}, popped: 28},
 			{at: 520 * time.Millisecond, w: world{ready: 48}, sleep: time.Hour},
 		}},
+		{"no more than unsent pages wait, however young: what a kill -9 costs is bounded", []step{
+			{call: true, want: call{want: 48}, popped: 48},
+			{at: 10 * time.Millisecond, do: added(63), w: world{ready: 40}, sleep: lingerBusy},
+			{at: 11 * time.Millisecond, do: added(1), w: world{ready: 40}, call: true, want: call{send: 64, want: 8}, popped: 8},
+		}},
 		{"the buffer is refilled only when almost empty", []step{
 			{call: true, want: call{want: 48}, popped: 48},
 			{at: time.Millisecond, w: world{ready: 7}, sleep: time.Hour},

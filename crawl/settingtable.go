@@ -64,7 +64,7 @@ var SettingTable = []Setting{
 	{Field: "rate", Flag: "rate", Kind: KindRate, ptr: func(s *Settings) any { return &s.Rate },
 		Usage: "requests per second per host, shared by all workers; 'inf' for no limit"},
 	{Field: "burst", Flag: "burst", Kind: KindInt, ptr: func(s *Settings) any { return &s.Burst },
-		Usage: "requests a host may get at once"},
+		Usage: "requests a host may get at once (time is kept to 10 ms: past 50 requests a second a host may get rate x 10 ms at once, whatever this says)"},
 	{Field: "delay_factor", Flag: "delay-factor", Kind: KindFloat, Before: "0", ptr: func(s *Settings) any { return &s.DelayFactor },
 		Usage: "adaptive politeness: a host's time between requests becomes this many times its last response's time " +
 			"(e.g. 5: a server that takes 1 s gets one request every 5 s), for every worker, within --rate and --max-delay; 0: off"},
