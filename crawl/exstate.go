@@ -61,6 +61,7 @@ type event struct {
 	busySince []time.Time       // evTick: when each busy loop took its URL
 	slow      time.Duration     // evTick: the slowest and fastest of the recent URLs' time in a loop (loopTimes)
 	fast      time.Duration
+	most      time.Duration
 	samples   int
 	entry     entry  // evHandedIn
 	channel   string // evWake: its channel and message,
@@ -151,7 +152,7 @@ func (s *exState) tick(ev event, now time.Time) []action {
 	for _, l := range ev.unstarted { // URLs not started go back with the last call
 		s.add(now, entry{back: l})
 	}
-	s.p.slow, s.p.fast, s.p.samples = ev.slow, ev.fast, ev.samples
+	s.p.slow, s.p.fast, s.p.most, s.p.samples = ev.slow, ev.fast, ev.most, ev.samples
 	c, ok, until := s.p.decide(now, world{ready: ev.ready, pending: len(s.pending), stopping: s.stopping, idle: ev.idle, busySince: ev.busySince})
 	if ok {
 		batch := s.pending[:min(c.send, len(s.pending)):min(c.send, len(s.pending))]

@@ -50,7 +50,8 @@ type policy struct {
 	late       time.Duration
 	call       time.Duration
 	slow, fast time.Duration
-	samples    int // the URLs slow and fast are of
+	most       time.Duration // the ninth decile
+	samples    int           // the URLs slow, fast and most are of
 }
 
 const (
@@ -145,7 +146,7 @@ func (p *policy) target(now time.Time, w world) int {
 	if p.slow <= 0 { // not measured yet: a URL for each loop that waits
 		return min(size, w.idle)
 	}
-	return min(size, p.starts(now, now.Add(p.call+p.late-p.late/8), w, p.slowest()))
+	return min(size, p.starts(now, now.Add(p.call+p.late-p.late/8), w, p.slowest(), p.next()))
 }
 
 // slowest is how long a URL may keep a loop: the slowest of the last
@@ -158,20 +159,28 @@ func (p *policy) slowest() time.Duration {
 	return p.slow + 8*(p.slow-p.fast)/time.Duration(p.samples)
 }
 
-// starts is how many URLs the loops will take from now to until, if each
-// keeps a loop per: a loop that waits takes one now, a busy one when its
-// URL has kept it per, and each again every per after that. Whole URLs
-// only: a loop that might be done just after until takes none.
-func (p *policy) starts(now, until time.Time, w world, per time.Duration) int {
+// next is how long a URL taken next may keep a loop, counted over several
+// loops and rounds: the ninth decile of the last ones, and an eighth of
+// their spread more (at most slowest). A URL slower than that is one of a
+// few; another loop takes the next URL meanwhile.
+func (p *policy) next() time.Duration {
+	return min(p.most+(p.slow-p.fast)/8, p.slowest())
+}
+
+// starts is how many URLs the loops will take from now to until: a loop
+// that waits takes one now, a busy one when its URL has kept it first,
+// and each again every next after that. Whole URLs only: a loop that
+// might be done just after until takes none.
+func (p *policy) starts(now, until time.Time, w world, first, next time.Duration) int {
 	rounds := func(free time.Time) int {
 		if free.After(until) {
 			return 0
 		}
-		return 1 + int(until.Sub(free)/per)
+		return 1 + int(until.Sub(free)/next)
 	}
 	n := w.idle * rounds(now)
 	for _, since := range w.busySince {
-		free := since.Add(per)
+		free := since.Add(first)
 		if free.Before(now) {
 			free = now
 		}
@@ -282,7 +291,7 @@ func (p *policy) refillDue(now time.Time, w world) bool {
 	// While the tokens are the limit, the URLs waiting are reserved for
 	// later windows and loops wait for them by design: a pop sooner would
 	// find no token sooner.
-	return !p.short && p.fast > 0 && p.starts(now, now.Add(p.call), w, p.fast) >= w.ready
+	return !p.short && p.fast > 0 && p.starts(now, now.Add(p.call), w, p.fast, p.fast) >= w.ready
 }
 
 // unsent is how many finished pages (and given-back URLs) may wait to be

@@ -394,7 +394,7 @@ func (s *simulation) wake(w *simWorker) {
 		}
 	}
 	tick := event{kind: evTick, ready: w.q.len(), idle: idle, busySince: since}
-	tick.slow, tick.fast, tick.samples = w.times.read(2 * len(w.loops))
+	tick.slow, tick.fast, tick.most, tick.samples = w.times.read(2 * len(w.loops))
 	for _, a := range w.s.step(tick, s.now) {
 		switch a.kind {
 		case actCall:

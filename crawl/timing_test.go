@@ -31,11 +31,12 @@ func drawSim(t *rapid.T) simParams {
 	if !rapid.Bool().Draw(t, "inf") || rapid.IntRange(0, 9).Draw(t, "finite") > 0 {
 		p.Rate = math.Exp(rapid.Float64Range(math.Log(0.1), math.Log(1e6)).Draw(t, "lnRate"))
 	}
-	// Enough URLs for a steady state: where the loops are the limit, thirty
-	// rounds of them (300 at least); where the hosts' rates are, 2 s of
-	// them (3 000 at most, or a slow host's burst and a few intervals
-	// more); and a hundred round trips' worth (20 000 at most).
-	n := math.Min(3000, 2*idealRate(p))
+	// Enough URLs for a steady state: thirty rounds of the loops (300 at
+	// least where they are the limit); where the hosts' rates are, 2 s of
+	// them if that is more (3 000 at most, or a slow host's burst and a
+	// few intervals more); and a hundred round trips' worth (20 000 at
+	// most).
+	n := math.Min(3000, math.Max(2*idealRate(p), 30*float64(p.Workers*p.Loops)))
 	if loopBound(p) {
 		n = math.Min(3000, math.Max(300, 30*float64(p.Workers*p.Loops)))
 	}

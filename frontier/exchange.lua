@@ -467,6 +467,29 @@ if W > 0 then
         for i, host in ipairs(hosts) do capped[host] = v[i] and tonumber(v[i]) >= hostMax end
       end
     end
+    if #due > 2 then
+      -- The longest queues go first: when fewer URLs are wanted than the
+      -- round's hosts could give, those that lose are the ones with the
+      -- least left, so that the hosts drain together rather than a few
+      -- being left, late in the crawl, with URLs that come one an
+      -- interval while loops wait. (Ties keep the tat order.)
+      local hosts = {}
+      for i = 1, #due, 2 do hosts[#hosts + 1] = due[i] end
+      local lens = redis.call('HMGET', Q.lengths, unpack(hosts))
+      local order = {}
+      for i = 1, #hosts do order[i] = i end
+      table.sort(order, function(a, b)
+        local la, lb = tonumber(lens[a] or '0'), tonumber(lens[b] or '0')
+        if la ~= lb then return la > lb end
+        return a < b
+      end)
+      local sorted = {}
+      for _, i in ipairs(order) do
+        sorted[#sorted + 1] = due[2 * i - 1]
+        sorted[#sorted + 1] = due[2 * i]
+      end
+      due = sorted
+    end
     local per = math.ceil(m / (#due / 2))
     local dry, moved = {}, false
     for i = 1, #due, 2 do
