@@ -13,7 +13,7 @@
 //	  ┌──────────┴──────────────────────────────────┬──────┐
 //	  │ exchanger (exchanger.go; its state: exstate.go)    │
 //	  └──────▲──────────────────────────────────────┬──────┘
-//	         │ entries                        ready │ (6 a loop)
+//	         │ entries                 ready, by window │
 //	  ┌──────┴──────────────────────────────────────▼──────┐
 //	  │ fetch loops × Concurrency (page.go, putback.go):   │
 //	  │  admit (robots.txt, token) → fetch → parse → entry │
@@ -22,13 +22,16 @@
 //	    worker, reads the scope; stops all if the crawl is gone
 //	  scheduler (scheduler.go): campaigns; while elected, sweeps
 //
-// A fetch loop takes a leased URL from the exchanger's ready buffer and
-// takes it to its end: an entry handed back to the exchanger (the page's
+// A fetch loop takes a leased URL from the exchanger's ready queue once
+// its host's token's window opens (ready.go) and takes it to its end: an entry handed back to the exchanger (the page's
 // record, links and counters), or the URL handed straight back to the
 // frontier when it may not be fetched now (its host busy, its robots.txt
 // unavailable: requeued behind the host's due time; a transient error:
-// deferred). The exchanger alone calls frontier.Exchange: it sends entries
-// many to a call and refills the ready buffer in the same call. What it
+// deferred; or its token's window closed first: given back). The
+// exchanger alone calls frontier.Exchange: it sends entries many to a call
+// and refills the ready queue in the same call, with no more URLs than
+// the loops will take within their windows (policy.go's target, from the
+// loops' own times: looptimes.go). What it
 // does is its state machine's to decide (exstate.go: step(event, now) →
 // actions, no I/O, the timing in policy.go); the loop only turns what
 // happens into events and performs the actions. A crawl of several shards
