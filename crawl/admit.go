@@ -103,7 +103,7 @@ func (pl *pipeline) late(l *frontier.Lease, admitted bool) bool {
 	pl.counters.PutBack.Add(1)
 	pl.counters.Late.Add(1)
 	pl.metrics.late.Inc()
-	pl.ex.giveBack(l)
+	pl.ex.missed(l, now.Sub(l.Deadline))
 	return true
 }
 

@@ -67,6 +67,7 @@ type entry struct {
 	page frontier.Finished
 	rec  Record
 	back *frontier.Lease
+	late time.Duration // back: how long after its token's window closed it was given back (0: not for that)
 }
 
 // lease is the lease the entry ends.
@@ -146,6 +147,13 @@ func (x *exchanger) finish(page frontier.Finished, rec Record) {
 // queues the URL again if it still holds the lease).
 func (x *exchanger) giveBack(l *frontier.Lease) {
 	x.entries <- entry{back: l}
+}
+
+// missed hands in a lease whose token's window closed late ago, unused:
+// it goes back as giveBack's do, and the next pops keep more of their
+// windows (policy.margin).
+func (x *exchanger) missed(l *frontier.Lease, late time.Duration) {
+	x.entries <- entry{back: l, late: late}
 }
 
 // close tells the exchanger that no loop will hand in anything again.

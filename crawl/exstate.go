@@ -138,6 +138,7 @@ func (s *exState) step(ev event, now time.Time) []action {
 
 // add takes an entry handed in.
 func (s *exState) add(now time.Time, e entry) {
+	s.p.missedWindow(now, e.late)
 	s.p.added(now, len(s.pending) == 0)
 	s.pending = append(s.pending, e)
 }

@@ -52,6 +52,13 @@ type policy struct {
 	slow, fast time.Duration
 	most       time.Duration // the ninth decile
 	samples    int           // the URLs slow, fast and most are of
+	// missed is how far past its window the latest URL that missed it
+	// was taken (at missedAt): the loops stalled that much longer than
+	// their recent times said (a garbage collection, a busy CPU), and a
+	// pop keeps that much more of the window for the clocks while the
+	// memory of it lasts (margin).
+	missed   time.Duration
+	missedAt time.Time
 }
 
 const (
@@ -134,9 +141,9 @@ type world struct {
 // demand: its size, or in a rate-limited crawl as many as the loops will
 // start by the time a call's reply could arrive and a token's late window
 // after that (a popped URL's window opens when its reply arrives:
-// frontier.Lease; the URLs already waiting go first), less an eighth of
+// frontier.Lease; the URLs already waiting go first), less the part of
 // the window kept for the clocks (a timer that fires late, a window's
-// end rounded down to the µs). A URL popped beyond that would miss its
+// end rounded down to the µs, a stall: margin). A URL popped beyond that would miss its
 // window, go back and be popped again.
 func (p *policy) target(now time.Time, w world) int {
 	size := p.size()
@@ -146,7 +153,44 @@ func (p *policy) target(now time.Time, w world) int {
 	if p.slow <= 0 { // not measured yet: a URL for each loop that waits
 		return min(size, w.idle)
 	}
-	return min(size, p.starts(now, now.Add(p.call+p.late-p.late/8), w, p.slowest(), p.next()))
+	return min(size, p.starts(now, now.Add(p.call+p.late-p.margin(now)), w, p.slowest(), p.next()))
+}
+
+// margin is the part of a token's late window a pop keeps for the
+// clocks: an eighth of it, and more by how far the latest URL that missed
+// its window missed it, that excess halving every missHalfLife; never
+// more than half the window, so that a pop still brings what the loops
+// start in the other half. Its property: a worker whose loops stall
+// longer than their recent times say (a garbage collection, a CPU shared
+// with the site and Redis) pops fewer URLs at once, rather than sending
+// the same share of each pop back again and again; one that stops
+// stalling pops as before within seconds.
+func (p *policy) margin(now time.Time) time.Duration {
+	m := p.late / 8
+	if p.missed > 0 {
+		age := now.Sub(p.missedAt)
+		if age < 0 {
+			age = 0
+		}
+		m += time.Duration(float64(p.missed) * math.Exp2(-float64(age)/float64(missHalfLife)))
+	}
+	return min(m, p.late/2)
+}
+
+// missHalfLife: how fast a pop forgets a missed window (policy.margin).
+const missHalfLife = time.Second
+
+// missedWindow: a URL was taken by, late after its token's window closed.
+// The next pops keep that much more of the window (margin): the largest
+// of the misses still remembered.
+func (p *policy) missedWindow(now time.Time, late time.Duration) {
+	if late <= 0 {
+		return
+	}
+	late = min(late, p.late/2-p.late/8) // no more is kept (margin)
+	if cur := p.margin(now) - p.late/8; late > cur {
+		p.missed, p.missedAt = late, now
+	}
 }
 
 // slowest is how long a URL may keep a loop: the slowest of the last

@@ -1,8 +1,11 @@
 package crawl
 
 import (
+	"math"
 	"testing"
 	"time"
+
+	"pgregory.net/rapid"
 )
 
 // A step is one moment of a scenario: something happens (do, may be nil),
@@ -194,4 +197,49 @@ func TestPopTiming(t *testing.T) {
 			t.Errorf("popTiming(%v, %d) = %v, %v; want %v, %v", c.rate, c.burst, ahead, gap, c.ahead, c.gap)
 		}
 	}
+}
+
+// A miss makes the next pops smaller, for a while, at every rate: the
+// margin a pop keeps of a token's late window grows by what the latest
+// miss missed by, stays within an eighth and a half of the window, fades
+// with time, and a pop never asks for more URLs after a miss than it would
+// have before.
+func TestPolicyMarginAfterAMiss(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		rate := math.Exp(rapid.Float64Range(math.Log(0.1), math.Log(1e6)).Draw(t, "lnRate"))
+		burst := rapid.IntRange(1, 1000).Draw(t, "burst")
+		loops := rapid.IntRange(1, 32).Draw(t, "loops")
+		p := newPolicy(loops * prefetch)
+		p.forRate(rate, burst)
+		p.call = time.Duration(rapid.Int64Range(int64(100*time.Microsecond), int64(50*time.Millisecond)).Draw(t, "call"))
+		p.fast = time.Duration(rapid.Int64Range(int64(time.Millisecond), int64(time.Second)).Draw(t, "fast"))
+		p.slow = p.fast + time.Duration(rapid.Int64Range(0, int64(time.Second)).Draw(t, "spread"))
+		p.most, p.samples = p.slow, loopSamples
+		now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+		w := world{idle: loops}
+		before, margin := p.target(now, w), p.margin(now)
+		if margin != p.late/8 {
+			t.Fatalf("margin with no miss %v; want an eighth of the window %v", margin, p.late/8)
+		}
+		miss := time.Duration(rapid.Int64Range(1, int64(2*p.late)+1).Draw(t, "miss"))
+		p.missedWindow(now, miss)
+		after := p.margin(now)
+		if want := min(p.late/8+miss, p.late/2); after != want {
+			t.Fatalf("margin after missing by %v: %v; want %v (window %v)", miss, after, want, p.late)
+		}
+		if got := p.target(now, w); got > before {
+			t.Fatalf("a pop after a miss asks for %d URLs, %d before", got, before)
+		}
+		p.missedWindow(now, miss/2) // a smaller miss keeps the larger margin
+		if got := p.margin(now); got != after {
+			t.Fatalf("a smaller miss changed the margin from %v to %v", after, got)
+		}
+		later := p.margin(now.Add(missHalfLife))
+		if fade := p.late/8 + (after-p.late/8)/2; later > fade+time.Microsecond || later < p.late/8 {
+			t.Fatalf("a half-life later the margin is %v; want about %v, not below %v", later, fade, p.late/8)
+		}
+		if got := p.margin(now.Add(64 * missHalfLife)); got != p.late/8 {
+			t.Fatalf("long after the miss the margin is %v; want %v", got, p.late/8)
+		}
+	})
 }

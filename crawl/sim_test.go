@@ -348,7 +348,7 @@ func (s *simulation) feed(w *simWorker) {
 				}
 				s.res.late++
 				s.res.lateOf[l.lease.Item.URL]++
-				w.events = append(w.events, event{kind: evHandedIn, entry: entry{back: l.lease}})
+				w.events = append(w.events, event{kind: evHandedIn, entry: entry{back: l.lease, late: s.now.Sub(l.lease.Deadline)}})
 				continue
 			}
 			lp.busy, lp.l, lp.since = true, l, s.now
