@@ -88,16 +88,16 @@ func (e *exchange) raw(conn net.Conn) *Raw {
 
 // capturingDialers wrap the transport's connections (plain, and TLS above
 // TCP, so what is recorded is the HTTP, not the ciphertext).
-func capturingDialers(d *net.Dialer, maxRecord int) (dial, dialTLS func(ctx context.Context, network, addr string) (net.Conn, error)) {
+func capturingDialers(d *dialer, maxRecord int) (dial, dialTLS func(ctx context.Context, network, addr string) (net.Conn, error)) {
 	dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := d.DialContext(ctx, network, addr)
+		c, err := d.dial(ctx, network, addr)
 		if err != nil {
 			return nil, err
 		}
 		return &capConn{Conn: c, maxRecord: maxRecord}, nil
 	}
 	dialTLS = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := d.DialContext(ctx, network, addr)
+		c, err := d.dial(ctx, network, addr)
 		if err != nil {
 			return nil, err
 		}

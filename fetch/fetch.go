@@ -40,9 +40,10 @@ type Config struct {
 	Headers http.Header
 	// Cookies keeps the cookies hosts set, per host, for the Fetcher's life.
 	Cookies bool
-	// Proxy gives the proxy for a request (nil: none). With a proxy the SSRF
-	// guard looks up the target's addresses before each request, since
-	// the connection it dials is the proxy's.
+	// Proxy gives the proxy for a request (nil: none, or none for that
+	// request: it goes direct). Through a proxy the SSRF guard judges the
+	// target's addresses here and the proxy is asked for a tunnel to the
+	// one judged (dial.go); http, https and socks5 proxies.
 	Proxy func(*http.Request) (*url.URL, error)
 	// Keep says which media types (besides HTML, always read for its
 	// links) have their bodies downloaded; a 2xx answer of another type is
@@ -58,6 +59,9 @@ type Config struct {
 	// most), for DNSCacheNames names at most: a host is not resolved
 	// again for every connection a crawl opens to it.
 	DNS string
+	// blocked replaces Blocked (the tests' own idea of a public address:
+	// every server they may reach is on loopback).
+	blocked func(net.IP) bool
 }
 
 // DNSCacheNames bounds a Fetcher's DNS cache; the entries nearest their
@@ -85,7 +89,7 @@ func DefaultConfig() Config {
 }
 
 // ErrBlockedAddress: the host resolved to an address the SSRF guard refuses.
-var ErrBlockedAddress = errors.New("fetch: address not allowed (private, loopback, link-local or unspecified; see --allow-private)")
+var ErrBlockedAddress = errors.New("fetch: address not allowed (not globally reachable: private, loopback, link-local, reserved or special-purpose; see --allow-private)")
 
 // Result is one HTTP exchange.
 type Result struct {
@@ -131,21 +135,19 @@ func TransientStatus(code int) bool { return code == http.StatusTooManyRequests 
 
 // Fetcher fetches pages. Safe for concurrent use; share one.
 type Fetcher struct {
-	cfg         Config
-	client      *http.Client
-	now         func() time.Time
-	checkTarget bool // the guard runs before each request (a proxy is dialled, not the target)
+	cfg    Config
+	client *http.Client
+	now    func() time.Time
 }
 
 // New builds a Fetcher with one shared transport.
 func New(cfg Config) *Fetcher {
-	d := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second, Resolver: resolver(cfg.DNS)}
-	if !cfg.AllowPrivate && cfg.Proxy == nil {
-		d.Control = guard
-	}
+	d := newDialer(cfg)
 	tr := &http.Transport{
-		Proxy:                 cfg.Proxy,
-		DialContext:           d.DialContext,
+		// No Proxy: the dialer tunnels through the request's proxy itself
+		// (to the address the guard judged), and the request goes in the
+		// tunnel as it would directly.
+		DialContext:           d.dial,
 		TLSHandshakeTimeout:   cfg.ConnectTimeout,
 		ResponseHeaderTimeout: cfg.HeaderTimeout,
 		MaxIdleConns:          IdleConns,
@@ -168,7 +170,7 @@ func New(cfg Config) *Fetcher {
 	if cfg.Cookies {
 		client.Jar, _ = cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List}) // never fails
 	}
-	return &Fetcher{cfg: cfg, now: time.Now, client: client, checkTarget: !cfg.AllowPrivate && cfg.Proxy != nil}
+	return &Fetcher{cfg: cfg, now: time.Now, client: client}
 }
 
 // CheckHeader refuses headers a crawl may not set: the User-Agent has a
@@ -245,9 +247,14 @@ func (f *Fetcher) request(ctx context.Context, rawURL string, keepAny bool, maxB
 	if req.Header.Get("Accept") == "" {
 		req.Header.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.5")
 	}
-	if f.checkTarget {
-		if err := guardTarget(ctx, req.URL.Hostname()); err != nil {
-			return nil, classify(err)
+	if f.cfg.Proxy != nil {
+		pu, err := f.cfg.Proxy(req)
+		if err != nil {
+			return nil, &Error{Err: fmt.Errorf("%w for %s: %w", ErrProxy, req.URL.Redacted(), err)}
+		}
+		if pu != nil {
+			ctx = context.WithValue(ctx, proxyKey{}, pu)
+			req = req.WithContext(ctx)
 		}
 	}
 	var conn net.Conn
@@ -325,8 +332,8 @@ func classify(err error) error {
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	if errors.Is(err, ErrBlockedAddress) {
-		return &Error{Err: err}
+	if errors.Is(err, ErrBlockedAddress) || errors.Is(err, ErrProxy) {
+		return &Error{Err: err} // the same answer every time: not worth a retry
 	}
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) && dnsErr.IsNotFound {

@@ -2,11 +2,9 @@ package fetch_test
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"sync/atomic"
 	"testing"
 
@@ -71,34 +69,3 @@ func TestCookiesPerHost(t *testing.T) {
 	}
 }
 
-// Through a proxy, the SSRF guard still judges the final target: a private
-// target is refused before the proxy sees anything; allowed, the request
-// goes through the proxy.
-func TestProxyKeepsTheGuard(t *testing.T) {
-	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "target") }))
-	defer target.Close()
-	var proxied atomic.Int64
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		proxied.Add(1)
-		resp, err := http.DefaultTransport.RoundTrip(&http.Request{Method: r.Method, URL: r.URL, Header: r.Header})
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		w.WriteHeader(resp.StatusCode)
-		io.Copy(w, resp.Body)
-	}))
-	defer proxy.Close()
-	pu, _ := url.Parse(proxy.URL)
-	cfg := fetch.DefaultConfig()
-	cfg.Proxy = http.ProxyURL(pu)
-	if _, err := fetch.New(cfg).Fetch(context.Background(), target.URL); !errors.Is(err, fetch.ErrBlockedAddress) || proxied.Load() != 0 {
-		t.Fatalf("private target through a proxy: %v, proxy used %d times; want refused before the proxy", err, proxied.Load())
-	}
-	cfg.AllowPrivate = true
-	res, err := fetch.New(cfg).Fetch(context.Background(), target.URL)
-	if err != nil || res.Status != 200 || proxied.Load() != 1 {
-		t.Fatalf("allowed target: %+v, %v, proxy used %d times", res, err, proxied.Load())
-	}
-}

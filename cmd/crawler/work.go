@@ -36,8 +36,9 @@ func workFlags() []cli.Flag {
 		&cli.StringFlag{Name: "warc-dir", Usage: "archive every fetch (request and response as sent) in WARC 1.1 files in DIR"},
 		&cli.StringFlag{Name: "warc-max-size", Value: "1GiB", Usage: "start a new WARC file past this size (e.g. 500MB, 1GiB)"},
 		&cli.StringFlag{Name: "warc-prefix", Value: "redcrawl", Usage: "WARC file names are PREFIX-TIMESTAMP-SERIAL-WORKERID.warc.gz"},
-		&cli.StringFlag{Name: "proxy", Usage: "send every request through this HTTP proxy (default: HTTP_PROXY, HTTPS_PROXY, NO_PROXY); " +
-			"private targets stay refused without --allow-private"},
+		&cli.StringFlag{Name: "proxy", Usage: "send every request through this proxy, http://, https:// or socks5://HOST:PORT (default: HTTP_PROXY, HTTPS_PROXY, NO_PROXY); " +
+			"the target's name is resolved and judged here and the proxy asked for a tunnel (CONNECT) to that address, so private targets stay refused " +
+			"without --allow-private; the proxy must allow CONNECT to port 80 for http:// URLs"},
 		&cli.StringFlag{Name: "dns", Usage: "ask this DNS server (HOST:PORT) instead of the system's; answers are cached as long as their TTLs say, either way"},
 		&cli.BoolFlag{Name: "cookies", Usage: "keep the cookies hosts set, per host, for this worker's life"},
 		&cli.IntFlag{Name: "max-attempts", Value: 3, Usage: "tries per URL on transient failures (timeouts, 429, 5xx) before it fails"},
