@@ -68,4 +68,3 @@ func TestCookiesPerHost(t *testing.T) {
 		}
 	}
 }
-
