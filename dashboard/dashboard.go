@@ -25,6 +25,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -37,8 +38,11 @@ var web embed.FS
 type Config struct {
 	Crawl string // the crawl's name
 	// Token, when not empty, must be given as ?token= (or a Bearer
-	// header) on every request: a dashboard listening beyond loopback
-	// needs one (CheckListen).
+	// header) on every request for the crawl's state (/api/...): a
+	// dashboard listening beyond loopback needs one (CheckListen). The
+	// page's own files (HTML, script, style: the same in every binary,
+	// nothing of the crawl) need none, so that a browser that loads them
+	// the way HTML says, without the page's query, gets them.
 	Token string
 	// Every is how often the stream sends the state (default 1 s).
 	Every time.Duration
@@ -96,17 +100,17 @@ func (d *Dashboard) Run(ctx context.Context) {
 	}
 }
 
-// guard refuses requests without the token (when there is one), and asks
-// browsers to load nothing from elsewhere.
+// guard refuses requests for the crawl's state without the token (when
+// there is one), and asks browsers to load nothing from elsewhere.
 func guard(token string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if token != "" {
+		if token != "" && strings.HasPrefix(r.URL.Path, "/api/") {
 			got := r.URL.Query().Get("token")
 			if h := r.Header.Get("Authorization"); len(h) > 7 && h[:7] == "Bearer " {
 				got = h[7:]
 			}
 			if subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
-				http.Error(w, "this dashboard needs its token: open the URL 'crawler dashboard' printed", http.StatusUnauthorized)
+				http.Error(w, "this dashboard needs its token: open the page as /?token=SECRET, with the dashboard's --token (or the worker's --dashboard-token)", http.StatusUnauthorized)
 				return
 			}
 		}

@@ -105,20 +105,41 @@ func TestThePageLoadsNothingFromElsewhere(t *testing.T) {
 	}
 }
 
-// A token guards every request; beyond loopback one is required.
+// A token guards the crawl's state; the page's own files, which a browser
+// loads as the HTML names them (without the page's query), need none.
+// Beyond loopback a token is required.
 func TestTheTokenGuardsTheDashboard(t *testing.T) {
 	s := redistest.Mini(t)
-	srv := httptest.NewServer(dashboard.New(s.Client, dashboard.Config{Crawl: "d", Token: "t0k"}))
+	srv := httptest.NewServer(dashboard.New(s.Client, dashboard.Config{Crawl: "d", Token: "t0k", Every: time.Millisecond}))
 	defer srv.Close()
-	for path, want := range map[string]int{"/": 401, "/api/state?token=wrong": 401, "/?token=t0k": 200} {
+	root, _ := url.Parse("http://a.example/")
+	if _, err := crawl.Seed(context.Background(), s.Client, "d", crawl.DefaultSettings(), []*url.URL{root}); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]int{
+		"/": 200, "/?token=t0k": 200, "/app.js": 200, "/style.css": 200, "/index.html": 200,
+		"/api/state": 401, "/api/state?token=wrong": 401, "/api/stream": 401, "/api/stream?token=t0k0": 401,
+		"/api/state?token=t0k": 200,
+	} {
 		res, err := http.Get(srv.URL + path)
 		if err != nil {
 			t.Fatal(err)
 		}
+		body, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
 		res.Body.Close()
 		if res.StatusCode != want {
 			t.Errorf("GET %s: %d; want %d", path, res.StatusCode, want)
 		}
+		if res.StatusCode == 200 && !strings.HasPrefix(path, "/api/") && strings.Contains(string(body), "a.example") {
+			t.Errorf("GET %s without the token shows the crawl's hosts", path)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/state", nil)
+	req.Header.Set("Authorization", "Bearer t0k")
+	if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != 200 {
+		t.Errorf("the state with a Bearer token: %v %v", res.Status, err)
+	} else {
+		res.Body.Close()
 	}
 	for addr, ok := range map[string]bool{"127.0.0.1:8090": true, "localhost:8090": true, "[::1]:8090": true, "0.0.0.0:8090": false, ":8090": false, "10.0.0.5:80": false} {
 		if err := dashboard.CheckListen(addr, ""); (err == nil) != ok {

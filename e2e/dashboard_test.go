@@ -48,7 +48,11 @@ func TestTheDashboardInABrowserFollowsTheCrawlAndAHandover(t *testing.T) {
 	for _, id := range []string{"w1", "w2", "w3"} {
 		h.startWorker(id)
 	}
-	dash := exec.Command(h.bin, "--redis", h.redis, "--crawl", "e2e", "dashboard", "--listen", "127.0.0.1:0")
+	// With a token, as a dashboard beyond loopback must have: the page's
+	// files load without it (the browser asks for them as the HTML names
+	// them), its state only with it. The line printed names no secret.
+	const token = "e2e-t0k3n"
+	dash := exec.Command(h.bin, "--redis", h.redis, "--crawl", "e2e", "dashboard", "--listen", "127.0.0.1:0", "--token", token)
 	stderr, err := dash.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +66,10 @@ func TestTheDashboardInABrowserFollowsTheCrawlAndAHandover(t *testing.T) {
 	if err != nil || m == nil {
 		t.Fatalf("the dashboard said %q (%v); want its address", line, err)
 	}
-	page := m[1]
+	if strings.Contains(line, token) || !strings.Contains(m[1], "?token=SECRET") {
+		t.Fatalf("the dashboard said %q; want its address with ?token=SECRET, not the token", line)
+	}
+	page := strings.Replace(m[1], "SECRET", token, 1)
 
 	alloc, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.WindowSize(1280, 900))...)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
@@ -51,7 +50,7 @@ func dashboardCommand() *cli.Command {
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			wait := serveDashboard(ctx, ln, rdb, dashboard.Config{Crawl: c.String("crawl"), Token: c.String("token")})
-			fmt.Fprintf(c.App.ErrWriter, "crawler: dashboard of crawl %q at %s (Ctrl-C stops it)\n", c.String("crawl"), dashboardURL(ln.Addr(), c.String("token")))
+			fmt.Fprintf(c.App.ErrWriter, "crawler: dashboard of crawl %q at %s (Ctrl-C stops it)\n", c.String("crawl"), dashboardURL(ln.Addr(), c.String("token") != ""))
 			return wait()
 		},
 	}
@@ -80,15 +79,16 @@ func serveDashboard(ctx context.Context, ln net.Listener, rdb redis.UniversalCli
 	}
 }
 
-// dashboardURL is the page's address, with its token.
-func dashboardURL(addr net.Addr, token string) string {
+// dashboardURL is the page's address; with a token, where it goes and not
+// the secret itself (no log or terminal keeps it).
+func dashboardURL(addr net.Addr, token bool) string {
 	host := addr.String()
 	if a, ok := addr.(*net.TCPAddr); ok && a.IP.IsUnspecified() {
 		host = net.JoinHostPort("127.0.0.1", fmt.Sprint(a.Port))
 	}
 	u := "http://" + host + "/"
-	if token != "" {
-		u += "?token=" + url.QueryEscape(token)
+	if token {
+		u += "?token=SECRET (SECRET: the token given)"
 	}
 	return u
 }

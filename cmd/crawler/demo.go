@@ -228,7 +228,7 @@ func demoDashboard(c *cli.Context, rdb redis.UniversalClient, name string) (func
 	serving, stopServing := context.WithCancel(c.Context)
 	wait := serveDashboard(serving, ln, rdb, dashboard.Config{Crawl: name})
 	out := c.App.Writer
-	fmt.Fprintf(out, "dashboard: %s (live: progress, workers, the hosts' token buckets, the scheduler's lock and epoch, the event log)\n", dashboardURL(ln.Addr(), ""))
+	fmt.Fprintf(out, "dashboard: %s (live: progress, workers, the hosts' token buckets, the scheduler's lock and epoch, the event log)\n", dashboardURL(ln.Addr(), false))
 	return func() {
 		switch {
 		case isTerminal(out) && c.Duration("linger") == 0:

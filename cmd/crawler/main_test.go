@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -690,5 +691,96 @@ func TestFailedSeedLeavesNoCrawl(t *testing.T) {
 	}
 	if keys := s.Client.Keys(ctx, "crawl*").Val(); len(keys) != 0 {
 		t.Fatalf("a failed seed left keys: %v", keys)
+	}
+}
+
+// work --metrics-addr serves the dashboard beyond loopback only with a
+// token (as 'crawler dashboard' does): /metrics either way; the crawl's
+// hosts, workers and events not to anyone who reaches the port. No log
+// line carries the token.
+func TestMetricsAddrBeyondLoopbackServesTheDashboardOnlyWithAToken(t *testing.T) {
+	release := make(chan struct{})
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" {
+			<-release // the worker stays busy on its one page while the test looks
+		}
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, "<html></html>")
+	}))
+	defer site.Close()
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	serving := regexp.MustCompile(`serving metrics"? url=http://[^ ]*:(\d+)/metrics dashboard=("[^"]*"|\S+)`)
+	for _, tc := range []struct {
+		token    string
+		page     int // GET / answers
+		state    int // GET /api/state, without the token
+		withTok  int // GET /api/state?token=
+		logWants string
+	}{
+		{"", 404, 404, 404, "none: --metrics-addr reaches beyond loopback"},
+		{"s3cr3t-tok", 200, 401, 200, "?token=SECRET"},
+	} {
+		mr := miniredis.RunT(t)
+		redisURL := "redis://" + mr.Addr() + "/0"
+		if _, _, err := run(t, "--redis", redisURL, "seed", "--allow-private", site.URL+"/"); err != nil {
+			t.Fatal(err)
+		}
+		stderr := make(lines, 1000)
+		done := make(chan error, 1)
+		go func() {
+			args := []string{"--redis", redisURL, "work", "--exit-when-done", "--metrics-addr", "0.0.0.0:0"}
+			if tc.token != "" {
+				args = append(args, "--dashboard-token", tc.token)
+			}
+			_, err := runWith(stderr, args...)
+			done <- err
+		}()
+		var port, said string
+		for port == "" {
+			select {
+			case line := <-stderr:
+				if strings.Contains(line, "s3cr3t") {
+					t.Errorf("a log line carries the token: %s", line)
+				}
+				if m := serving.FindStringSubmatch(line); m != nil {
+					port, said = m[1], m[2]
+				}
+			case err := <-done:
+				t.Fatalf("the worker ended before serving metrics: %v", err)
+			}
+		}
+		if !strings.Contains(said, tc.logWants) {
+			t.Errorf("token %q: the log says dashboard=%s; want %q in it", tc.token, said, tc.logWants)
+		}
+		get := func(path string) int {
+			resp, err := http.Get("http://127.0.0.1:" + port + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		if code := get("/metrics"); code != 200 {
+			t.Errorf("token %q: /metrics = %d", tc.token, code)
+		}
+		for path, want := range map[string]int{"/": tc.page, "/api/state": tc.state, "/api/state?token=" + tc.token: tc.withTok} {
+			if code := get(path); code != want {
+				t.Errorf("token %q: GET %s = %d; want %d", tc.token, path, code, want)
+			}
+		}
+		if tc.token != "" {
+			close(release)
+		} else {
+			release <- struct{}{} // let this worker's page go; the next run blocks again
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("worker: %v", err)
+		}
 	}
 }

@@ -43,8 +43,9 @@ func workFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "cookies", Usage: "keep the cookies hosts set, per host, for this worker's life"},
 		&cli.IntFlag{Name: "max-attempts", Value: 3, Usage: "tries per URL on transient failures (timeouts, 429, 5xx) before it fails"},
 		&cli.StringFlag{Name: "metrics-addr", Usage: "serve Prometheus /metrics and /healthz on HOST:PORT (e.g. :9090), and the crawl's " +
-			"read-only dashboard at / (as 'crawler dashboard'; it shows nothing /metrics does not, secrets none)"},
-		&cli.StringFlag{Name: "dashboard-token", EnvVars: []string{"CRAWLER_DASHBOARD_TOKEN"}, Usage: "with --metrics-addr, a secret the dashboard's requests must carry (?token=)"},
+			"read-only dashboard at / (as 'crawler dashboard': hosts, workers and the event log, no secrets) where HOST is loopback " +
+			"or --dashboard-token is given; beyond loopback without a token, no dashboard"},
+		&cli.StringFlag{Name: "dashboard-token", EnvVars: []string{"CRAWLER_DASHBOARD_TOKEN"}, Usage: "with --metrics-addr, a secret the dashboard's requests must carry (open it as /?token=SECRET); needed beyond loopback"},
 		&cli.BoolFlag{Name: "pprof", Usage: "with --metrics-addr, also serve Go's /debug/pprof/"},
 		&cli.DurationFlag{Name: "progress-every", Value: 30 * time.Second, Usage: "off a terminal, log the crawl's progress this often " +
 			"(on a terminal a progress line is redrawn every second); 0 shows no progress"},
@@ -171,10 +172,17 @@ func runWork(c *cli.Context, rdb redis.UniversalClient, exitWhenDone bool) error
 	}
 	logger.Info("worker started", "worker", o.ID, "crawl", c.String("crawl"), "concurrency", o.Concurrency)
 	if metricsL != nil {
-		dash := dashboard.New(rdb, dashboard.Config{Crawl: c.String("crawl"), Token: c.String("dashboard-token")})
-		go dash.Run(ctx)
+		// Beyond loopback, the dashboard needs a token, as 'crawler
+		// dashboard' does; /metrics is served either way.
+		var dash *dashboard.Dashboard
+		page := "none: --metrics-addr reaches beyond loopback; give --dashboard-token to serve it"
+		if dashboard.CheckListen(c.String("metrics-addr"), c.String("dashboard-token")) == nil {
+			dash = dashboard.New(rdb, dashboard.Config{Crawl: c.String("crawl"), Token: c.String("dashboard-token")})
+			go dash.Run(ctx)
+			page = dashboardURL(metricsL.Addr(), c.String("dashboard-token") != "")
+		}
 		defer serveMetrics(metricsL, w, c.Bool("pprof"), dash)()
-		logger.Info("serving metrics", "url", "http://"+metricsL.Addr().String()+"/metrics", "dashboard", dashboardURL(metricsL.Addr(), c.String("dashboard-token")))
+		logger.Info("serving metrics", "url", "http://"+metricsL.Addr().String()+"/metrics", "dashboard", page)
 	}
 	ran := make(chan struct{})
 	go func() {
@@ -283,7 +291,7 @@ func firstReasons(c *cli.Context, rdb redis.UniversalClient, n int) string {
 // dash is not nil) and, asked, /debug/pprof/,
 // on a listener bound before the worker registered (a port in use must
 // fail the start before the crawl lists the worker as alive).
-func serveMetrics(l net.Listener, w *crawl.Worker, withPprof bool, dash http.Handler) func() {
+func serveMetrics(l net.Listener, w *crawl.Worker, withPprof bool, dash *dashboard.Dashboard) func() {
 	mux := http.NewServeMux()
 	if dash != nil {
 		mux.Handle("/", dash)

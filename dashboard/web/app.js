@@ -123,6 +123,14 @@ function chart() {
 
 let last = 0; // when the last state came
 const es = new EventSource("api/stream" + q);
+// A stream refused (no token, or a wrong one) only closes: ask once, to say why.
+fetch("api/state" + q).then((r) => {
+  if (r.status === 401) {
+    es.close();
+    const b = $("state"); b.className = "badge error";
+    b.textContent = token ? "wrong token: open the page as /?token= and the dashboard's token" : "this dashboard needs its token: open the page as /?token= and the dashboard's token";
+  }
+}).catch(() => {});
 es.onmessage = (m) => {
   last = Date.now();
   const st = JSON.parse(m.data);
