@@ -111,7 +111,7 @@ func TestHostilePagesEachGetARecord(t *testing.T) {
 	srv := hostile()
 	defer srv.Close()
 	set := crawl.DefaultSettings()
-	set.Rate, set.AllowPrivate = math.Inf(1), true
+	set.Rate, set.AllowPrivate, set.MaxLinks = math.Inf(1), true, 1000
 	seed, _ := url.Parse(srv.URL + "/")
 	if _, err := crawl.Seed(context.Background(), s.Client, "hostile", set, []*url.URL{seed}); err != nil {
 		t.Fatal(err)
@@ -146,7 +146,7 @@ func TestHostilePagesEachGetARecord(t *testing.T) {
 		"/loop":        func(r crawl.Record) bool { return r.Status == 302 },
 		"/loop2":       func(r crawl.Record) bool { return r.Status == 302 },
 		"/chain/50":    func(r crawl.Record) bool { return r.Title == "end of the chain" },
-		"/many":        func(r crawl.Record) bool { return r.Links == 1000 },
+		"/many":        func(r crawl.Record) bool { return r.Links == 1000 && r.LinksCut == 49000 },
 		"/badutf8":     func(r crawl.Record) bool { return r.Outcome == crawl.OutcomeOK && strings.HasPrefix(r.Title, "bad") },
 		"/latin1":      func(r crawl.Record) bool { return r.Outcome == crawl.OutcomeOK },
 		"/bigheader":   func(r crawl.Record) bool { return r.Title == "big header" },
@@ -156,6 +156,21 @@ func TestHostilePagesEachGetARecord(t *testing.T) {
 		if rec, found := recs[path]; !found || !ok(rec) {
 			t.Errorf("%s: %+v (found %v)", path, rec, found)
 		}
+	}
+	for path, rec := range recs {
+		if rec.LinksCut != 0 && path != "/many" {
+			t.Errorf("%s: links cut %d; only /many has more links than the cap", path, rec.LinksCut)
+		}
+	}
+	st, err := crawl.ReadStatus(context.Background(), s.Client, "hostile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := st.Counters[crawl.CounterLinksCut]; n != 1 {
+		t.Errorf("the crawl counts %d pages with links cut; want 1 (/many)", n)
+	}
+	if txt := st.String(); !strings.Contains(txt, "links cut   1 pages had more links than max-links (1000)") {
+		t.Errorf("status does not say the links were cut:\n%s", txt)
 	}
 }
 

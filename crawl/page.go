@@ -178,6 +178,9 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 	if r.Status >= 400 {
 		o.Stat = OutcomeHTTPError
 	}
+	if rec.LinksCut > 0 {
+		o.Also = append(o.Also, CounterLinksCut)
+	}
 	if item.Kind != frontier.KindSitemap {
 		if digest == "" && pl.s.KeepVisits { // compared at the next fetch: kept only with a visit
 			digest = answerDigest(r.Body, rec.Headers)
@@ -205,12 +208,15 @@ func (pl *pipeline) links(u *url.URL, item frontier.Item, r *fetch.Result, rec *
 	if !r.HTML || r.Status < 200 || r.Status >= 300 {
 		return children
 	}
-	page, err := parse.Extract(u, bytes.NewReader(r.Body), parse.Limits{KeepTracking: pl.s.KeepTrackingParams}, pl.fields...)
+	page, err := parse.Extract(u, bytes.NewReader(r.Body), parse.Limits{KeepTracking: pl.s.KeepTrackingParams, MaxLinks: pl.s.MaxLinks}, pl.fields...)
 	if err != nil {
 		rec.Error = fmt.Sprintf("parse: %v", err)
 		return children
 	}
 	rec.Title, rec.Links, rec.Extract = page.Title, len(page.Links), page.Fields
+	if page.Truncated {
+		rec.LinksCut = page.Cut // counted with the record (page's Outcome.Also)
+	}
 	if pl.s.MaxDepth >= 0 && item.Depth >= pl.s.MaxDepth {
 		return children
 	}

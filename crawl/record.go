@@ -22,16 +22,19 @@ type Record struct {
 	Truncated   bool   `json:"truncated,omitempty"`
 	// DroppedBody: the body was not downloaded, its type not being one of
 	// the crawl's keep-types.
-	DroppedBody bool      `json:"dropped_body,omitempty"`
-	Title       string    `json:"title,omitempty"`
-	Depth       int       `json:"depth"`
-	Links       int       `json:"links"`
-	NewLinks    int       `json:"new_links"`
-	FetchMS     int64     `json:"fetch_ms"`
-	Redirect    string    `json:"redirect,omitempty"`
-	Error       string    `json:"error,omitempty"`
-	Worker      string    `json:"worker"`
-	FetchedAt   time.Time `json:"fetched_at"` // when the request went out (after politeness waits)
+	DroppedBody bool   `json:"dropped_body,omitempty"`
+	Title       string `json:"title,omitempty"`
+	Depth       int    `json:"depth"`
+	Links       int    `json:"links"`
+	// LinksCut: the page had more links than the crawl's max-links; this
+	// many past it were left out (CounterLinksCut counts such pages).
+	LinksCut  int       `json:"links_cut,omitempty"`
+	NewLinks  int       `json:"new_links"`
+	FetchMS   int64     `json:"fetch_ms"`
+	Redirect  string    `json:"redirect,omitempty"`
+	Error     string    `json:"error,omitempty"`
+	Worker    string    `json:"worker"`
+	FetchedAt time.Time `json:"fetched_at"` // when the request went out (after politeness waits)
 	// Outcome is how the URL ended: OutcomeOK, OutcomeHTTPError,
 	// OutcomeFailed or OutcomeSkipped (the same words as the crawl's
 	// counters and a worker's exit line).

@@ -55,6 +55,10 @@ func (w *Worker) robotsFetched(ctx context.Context, robots string, rt *politenes
 	}
 }
 
+// CounterLinksCut counts the pages that had more links than the crawl's
+// max-links (their records say how many were left out: links_cut).
+const CounterLinksCut = "links_cut"
+
 // CounterDelayCapped counts the robots.txt files that asked for a
 // Crawl-delay over politeness.MaxCrawlDelay (each fetch of one).
 const CounterDelayCapped = "robots_delay_capped"

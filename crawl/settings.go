@@ -81,6 +81,10 @@ type Settings struct {
 	// response archived already is written as a revisit record of it (the
 	// crawl's digest index; about one Redis call a page archived).
 	DedupPayloads bool
+	// MaxLinks is the most links kept of one page (parse.Limits); a page
+	// with more has the rest left out, its record says how many
+	// (links_cut), and the crawl counts it (CounterLinksCut).
+	MaxLinks int
 	// Shards splits the frontier by host over this many hash tags
 	// (frontier.Frontier), so that a Redis Cluster spreads it over its
 	// masters; 1 keeps it in one, as on a single Redis.
@@ -96,8 +100,17 @@ func DefaultSettings() Settings {
 		UserAgent: "RedCrawl/0.1 (+https://github.com/redcrawl/crawler)", ExpectedURLs: 1_000_000, FPRate: 0.001,
 		RobotsGiveUp: 30 * time.Minute, KeepTypes: []string{"text/html", "application/xhtml+xml"},
 		MaxPathRepeat: 3, MaxPathDepth: 16, MaxQueryParams: 4, MaxURLLength: 1024, Sitemaps: true,
-		MaxPagesPerHost: 100_000, Shards: 1, KeepVisits: true}
+		MaxPagesPerHost: 100_000, Shards: 1, KeepVisits: true, MaxLinks: DefaultMaxLinks}
 }
+
+// DefaultMaxLinks is a new crawl's Settings.MaxLinks: a hub page of a
+// large site (an index, a sitemap in HTML) lists thousands; the most a
+// page of the fetcher's body cap could hold is a few hundred thousand.
+const DefaultMaxLinks = 10_000
+
+// maxMaxLinks bounds Settings.MaxLinks: a page's links go to Redis in one
+// exchange.
+const maxMaxLinks = 1_000_000
 
 // ErrSettings: settings that cannot run a crawl.
 var ErrSettings = errors.New("crawl: invalid settings")
@@ -124,6 +137,8 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("%w: empty user agent", ErrSettings)
 	case s.RobotsGiveUp < time.Second:
 		return fmt.Errorf("%w: robots.txt give-up %v must be at least 1s", ErrSettings, s.RobotsGiveUp)
+	case s.MaxLinks < 1 || s.MaxLinks > maxMaxLinks:
+		return fmt.Errorf("%w: max links %d: want 1 to %d", ErrSettings, s.MaxLinks, maxMaxLinks)
 	case s.Shards < 1 || s.Shards > MaxShards:
 		return fmt.Errorf("%w: shards %d: want 1 to %d", ErrSettings, s.Shards, MaxShards)
 	}

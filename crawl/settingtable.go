@@ -130,6 +130,9 @@ var SettingTable = []Setting{
 	{Field: "revisit_max", Flag: "revisit-max", Kind: KindDuration, Before: "0s", JSON: "revisit_max_seconds",
 		ptr: func(s *Settings) any { return &s.RevisitMax }, DefaultText: "30 times --revisit; 720h0m0s without it",
 		Usage: "the longest time between fetches of a page that never changes"},
+	// Crawls seeded before the setting kept 1 000 links a page.
+	{Field: "max_links", Flag: "max-links", Kind: KindInt, Before: "1000", ptr: func(s *Settings) any { return &s.MaxLinks },
+		Usage: "links kept of one page; past it the rest are left out, the page's record says how many (links_cut) and status counts the page"},
 	{Field: "shards", Flag: "shards", Kind: KindInt, Before: "1", ptr: func(s *Settings) any { return &s.Shards },
 		DefaultText: fmt.Sprintf("%d on a Redis Cluster, else 1", ClusterShards),
 		Usage:       fmt.Sprintf("split the frontier by host over N hash tags (1 to %d), so that a Redis Cluster spreads it over its masters", MaxShards)},

@@ -204,6 +204,10 @@ func (st *Status) String() string {
 		sort.Strings(skipped)
 		fmt.Fprintf(&b, "  not followed  links refused by filters and trap defences: %s\n", strings.Join(skipped, ", "))
 	}
+	if n := c[CounterLinksCut]; n > 0 {
+		fmt.Fprintf(&b, "  links cut   %d pages had more links than max-links (%d): the rest of theirs were left out (records: links_cut)\n",
+			n, st.Settings.MaxLinks)
+	}
 	if n := c[CounterDelayCapped]; n > 0 {
 		fmt.Fprintf(&b, "  robots.txt  %d asked for a Crawl-delay over %v: those hosts are held to one request every %v\n",
 			n, politeness.MaxCrawlDelay, politeness.MaxCrawlDelay)

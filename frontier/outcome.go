@@ -35,13 +35,14 @@ type SweptRecord struct {
 
 // Outcome is how a page ended.
 type Outcome struct {
-	Children []Item // links to queue (deduplicated in the same script)
-	Stat     string // the stats counter to bump: an outcome word (OutcomeOK …); "" for none
-	Status   int    // the HTTP status the page was answered with: counted as "status:NNN"; 0 for none
-	Change   string // how the page compares with its last fetch (new, changed …): counted as "change:WORD"; "" for none
-	Record   []byte // result record (JSON) for the results stream; nil for none
-	Failed   string // reason to keep the item on the failed list; "" for none
-	Fetched  bool   // a page was fetched (counts against the page budget)
+	Children []Item   // links to queue (deduplicated in the same script)
+	Stat     string   // the stats counter to bump: an outcome word (OutcomeOK …); "" for none
+	Status   int      // the HTTP status the page was answered with: counted as "status:NNN"; 0 for none
+	Change   string   // how the page compares with its last fetch (new, changed …): counted as "change:WORD"; "" for none
+	Also     []string // more stats counters to bump by one (words without commas)
+	Record   []byte   // result record (JSON) for the results stream; nil for none
+	Failed   string   // reason to keep the item on the failed list; "" for none
+	Fetched  bool     // a page was fetched (counts against the page budget)
 	// Refund: no request went to the host (disallowed, skipped before the
 	// fetch), so the token its pop took goes back to the host's bucket.
 	Refund bool
@@ -63,6 +64,9 @@ func (o Outcome) counters() string {
 	}
 	if o.Change != "" {
 		c += ",change:" + o.Change
+	}
+	for _, a := range o.Also {
+		c += "," + a
 	}
 	return strings.TrimPrefix(c, ",")
 }

@@ -39,8 +39,12 @@ type Page struct {
 	Canonical string
 	// NoFollow is set by <meta name="robots" content="nofollow|none">.
 	NoFollow bool
-	// Truncated is set when the page had more links than Limits.MaxLinks.
+	// Truncated is set when the page had more links than Limits.MaxLinks;
+	// Cut counts the links left out past the cap (a link repeated past
+	// it counts each time: keeping the cut ones apart would cost memory a
+	// hostile page chooses).
 	Truncated bool
+	Cut       int
 	// Dropped counts hrefs that were not usable URLs (bad syntax, mailto:, …).
 	Dropped int
 	// Fields are the text of the fields asked for, by name.
@@ -114,6 +118,7 @@ func (ls *linkSet) add(ref string) {
 	}
 	if len(ls.p.Links) >= ls.lim.MaxLinks {
 		ls.p.Truncated = true
+		ls.p.Cut++
 		return
 	}
 	ls.seen[s] = true
