@@ -128,6 +128,16 @@ func Export(ctx context.Context, c redis.UniversalClient, name string, out io.Wr
 		if !follow || done || ctx.Err() != nil {
 			return rep, nil
 		}
+		// A crawl gone (reset, or a Redis restarted without its data) will
+		// never be done: say so, as its workers do, rather than wait.
+		if exists, err := fr.Exists(ctx); err != nil {
+			if retry(err) {
+				continue
+			}
+			return rep, fmt.Errorf("crawl: export: %w", err)
+		} else if !exists {
+			return rep, goneError(name)
+		}
 		// Wait for the next record; the done flag is looked at again at
 		// least once a second.
 		if err := fr.AwaitRecord(ctx, cur, time.Second); err != nil && !retry(err) {

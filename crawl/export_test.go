@@ -3,6 +3,7 @@ package crawl_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -114,6 +115,30 @@ func TestExportFollows(t *testing.T) {
 		s.Client.Set(ctx, k.DoneFlag, "1", 0)
 		if rep, err := end(); err != nil || rep.Written != 5 || rep.Trimmed != 0 {
 			t.Fatalf("Export --follow = %+v, %v; want 5 written when the crawl is done", rep, err)
+		}
+	})
+}
+
+// export --follow of a crawl that goes away (reset, or a Redis restarted
+// empty) ends with the line its workers end with, instead of waiting for
+// a done that will never come.
+func TestExportFollowEndsWhenTheCrawlIsGone(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		k := newCrawl(t, s, "vanish")
+		addRecords(t, s, k, 0, 2)
+		read, end := followExport(ctx, t, s, "vanish")
+		read(2)
+		if _, err := crawl.Reset(ctx, s.Client, "vanish", true); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := end()
+		if !errors.Is(err, crawl.ErrGone) || !strings.Contains(err.Error(), `"vanish": reset, or Redis restarted without its data`) || rep.Written != 2 {
+			t.Fatalf("Export --follow of a crawl reset = %+v, %v; want the 2 records, then ErrGone with the workers' line", rep, err)
+		}
+		if ctx.Err() != nil {
+			t.Fatal("it waited for the test's deadline")
 		}
 	})
 }

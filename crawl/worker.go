@@ -305,7 +305,13 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("%w (%q: Redis evicted %d keys while this worker ran, the crawl's among them: "+
 			"set maxmemory-policy noeviction); stopped", ErrGone, w.name, n)
 	}
-	return fmt.Errorf("%w (%q: reset, or Redis restarted without its data); stopped", ErrGone, w.name)
+	return goneError(w.name)
+}
+
+// goneError is the line a worker, or a follower of its records, ends
+// with when the crawl is gone from Redis.
+func goneError(name string) error {
+	return fmt.Errorf("%w (%q: reset, or Redis restarted without its data); stopped", ErrGone, name)
 }
 
 // Software names the crawler in what it writes (WARC files).
