@@ -309,6 +309,9 @@ func (x *exchanger) perform(work context.Context, a action) {
 		x.end.crawlOver()
 	case actMarkGone:
 		x.end.markGone()
+	case actFail:
+		x.metrics.exErrors.Inc()
+		x.end.fail(fmt.Errorf("%w; stopped (the URLs this worker holds come back when their leases expire)", a.err))
 	case actGiveUp:
 		x.metrics.exErrors.Inc()
 		x.log.Error("giving up on finished pages: their leases will expire and the URLs be crawled again",

@@ -96,6 +96,7 @@ const (
 	actMarkGone                 // the crawl is gone from Redis: stop everything
 	actGiveUp                   // Redis did not answer, the loops are gone: the pages waiting are left to their leases
 	actDiscard                  // the crawl is gone: take what the loops hand in until they are all gone, and end
+	actFail                     // a script cannot run (err): the worker stops with it
 	actEnd                      // everything was sent: end
 )
 
@@ -105,7 +106,7 @@ type action struct {
 	want    int       // actCall
 	until   time.Time // actSleep
 	reply   reply     // actSettle
-	err     error     // actRetry, actWarn, actForget (why)
+	err     error     // actRetry, actWarn, actForget (why), actFail
 	channel string    // actWoken
 }
 
@@ -172,6 +173,13 @@ func (s *exState) replied(r reply, now time.Time) []action {
 	case errors.Is(r.err, frontier.ErrGone):
 		s.gone = true
 		return []action{{kind: actMarkGone}}
+	case errors.Is(r.err, frontier.ErrScript):
+		// Not a lost reply, and not worth a retry: a script refused before
+		// writing (a number set by hand, a command the user may not run) or
+		// failed half-way. The worker stops, saying what; the URLs it holds
+		// come back when their leases expire.
+		s.ended = true
+		return []action{{kind: actFail, err: r.err}, {kind: actDiscard}}
 	case errors.Is(r.err, frontier.ErrReplyLost):
 		// Nothing was lost: the batch goes again, and Redis records
 		// nothing twice.

@@ -55,6 +55,11 @@ func (w *Worker) robotsFetched(ctx context.Context, robots string, rt *politenes
 	}
 }
 
+// CounterCorrupt counts what the frontier's scripts found in the crawl's
+// keys that was not well formed and set aside rather than fail on: queue
+// elements (put on the failed list) and bucket fields (deleted).
+const CounterCorrupt = "corrupt"
+
 // CounterLinksCut counts the pages that had more links than the crawl's
 // max-links (their records say how many were left out: links_cut).
 const CounterLinksCut = "links_cut"

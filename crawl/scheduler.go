@@ -28,6 +28,7 @@ type scheduler struct {
 	budget      int64
 	log         *slog.Logger
 	markGone    func()
+	fail        func(error) // the worker stops with this error
 	metrics     *metrics
 	out         *recordWriter // the worker's --out (nil: none), shared with its exchanger
 }
@@ -102,6 +103,12 @@ func (sc *scheduler) lead(stop context.Context, l *leader.Leadership) {
 			return
 		case errors.Is(err, frontier.ErrGone):
 			sc.markGone()
+			return
+		case errors.Is(err, frontier.ErrScript):
+			// Trying again would fail again: the worker stops, saying what
+			// (another worker elected takes the sweep, and stops too until
+			// the key is repaired).
+			sc.fail(fmt.Errorf("%w; stopped", err))
 			return
 		case err != nil && stop.Err() == nil:
 			sc.log.Warn("sweep failed", "err", err)

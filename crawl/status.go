@@ -204,6 +204,9 @@ func (st *Status) String() string {
 		sort.Strings(skipped)
 		fmt.Fprintf(&b, "  not followed  links refused by filters and trap defences: %s\n", strings.Join(skipped, ", "))
 	}
+	if n := c[CounterCorrupt]; n > 0 {
+		fmt.Fprintf(&b, "  corrupt     %d corrupt queue elements and bucket fields set aside (elements on the failed list, fields deleted): written by hand or by a bug\n", n)
+	}
 	if n := c[CounterLinksCut]; n > 0 {
 		fmt.Fprintf(&b, "  links cut   %d pages had more links than max-links (%d): the rest of theirs were left out (records: links_cut)\n",
 			n, st.Settings.MaxLinks)

@@ -111,26 +111,27 @@ func (o Options) withDefaults() Options {
 // page pipeline, one exchanger batching their work into frontier calls, a
 // heartbeat, and a campaign for the scheduler role (doc.go draws them).
 type Worker struct {
-	c        redis.UniversalClient
-	name     string // the crawl's
-	settings Settings
-	opts     Options
-	fr       *frontier.Frontier
-	fetcher  *fetch.Fetcher
-	pauses   *pauses
-	robots   *politeness.Robots
-	elector  *leader.Elector
-	held     sync.Map // lease id -> *frontier.Lease: the leases the heartbeat renews
-	scope    atomic.Pointer[parse.Scope]
-	known    *known
-	fields   []parse.Field // the crawl's extract rules, compiled
-	rules    *rules
-	skips    skips
-	end      *ending      // how the current Run ends (set by Run)
-	pages    atomic.Int64 // the crawl's pages fetched, as the last exchange said (with a budget)
-	metrics  *metrics
-	warc     *archive.Writer // with Options.WARC: opened by NewWorker, closed by Run
-	log      *slog.Logger    // Options.Log with the worker's id
+	c         redis.UniversalClient
+	name      string // the crawl's
+	settings  Settings
+	opts      Options
+	fr        *frontier.Frontier
+	fetcher   *fetch.Fetcher
+	pauses    *pauses
+	robots    *politeness.Robots
+	elector   *leader.Elector
+	held      sync.Map // lease id -> *frontier.Lease: the leases the heartbeat renews
+	scope     atomic.Pointer[parse.Scope]
+	seedHosts atomic.Int64 // the seed hosts the scope was made of (rereadScope)
+	known     *known
+	fields    []parse.Field // the crawl's extract rules, compiled
+	rules     *rules
+	skips     skips
+	end       *ending      // how the current Run ends (set by Run)
+	pages     atomic.Int64 // the crawl's pages fetched, as the last exchange said (with a budget)
+	metrics   *metrics
+	warc      *archive.Writer // with Options.WARC: opened by NewWorker, closed by Run
+	log       *slog.Logger    // Options.Log with the worker's id
 	// evictions watches Redis's evicted_keys (a heartbeat reads it every
 	// EvictionCheck); evicted counts what it saw.
 	evictions evictionWatch
@@ -237,8 +238,22 @@ func (w *Worker) refreshScope(ctx context.Context) error {
 	return nil
 }
 
+// rereadScope reads the seed hosts again only if their number changed
+// since the last read (a seed added some): a heartbeat costs one O(1)
+// call for the scope, whatever the crawl's size.
+func (w *Worker) rereadScope(ctx context.Context) error {
+	n, err := w.fr.SeedHostCount(ctx)
+	if err != nil || n == w.seedHosts.Load() {
+		return err
+	}
+	return w.refreshScope(ctx)
+}
+
 // setScope takes the crawl's seed hosts as read from Redis.
-func (w *Worker) setScope(hosts []string) { w.scope.Store(parse.NewScope(w.settings.Scope, hosts)) }
+func (w *Worker) setScope(hosts []string) {
+	w.scope.Store(parse.NewScope(w.settings.Scope, hosts))
+	w.seedHosts.Store(int64(len(hosts)))
+}
 
 // Run works until ctx ends (graceful: fetches in progress finish and are
 // recorded, URLs leased but not started go back to the queue, the leader
@@ -349,5 +364,5 @@ func (w *Worker) claims() *claims {
 
 func (w *Worker) newScheduler(end *ending) *scheduler {
 	return &scheduler{id: w.opts.ID, c: w.c, fr: w.fr, elector: w.elector, cfg: w.opts.Leader, every: w.opts.SweepInterval,
-		maxAttempts: w.opts.MaxAttempts, budget: w.settings.MaxPages, log: w.log, markGone: end.markGone, metrics: w.metrics}
+		maxAttempts: w.opts.MaxAttempts, budget: w.settings.MaxPages, log: w.log, markGone: end.markGone, fail: end.fail, metrics: w.metrics}
 }

@@ -219,6 +219,9 @@ func (f *shard) counted(tail []any, err error) error {
 		}
 		return ErrRolledBack
 	}
+	if se := scriptError("exchange", err); se != nil {
+		return se
+	}
 	if err != nil {
 		return fmt.Errorf("frontier: exchange: %w", err)
 	}

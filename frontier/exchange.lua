@@ -129,16 +129,69 @@
 -- bloom_run returns where this script's own keys start (key0), where the
 -- links' entries start in ARGV (link0) and how many links there are.
 local A, T -- the arguments, decoded by the guard, and where their texts start
+
+-- unsound is why the call cannot run to its end, found before its first
+-- write (nil: none): Redis does not undo a script's writes when it fails
+-- half-way, and a failure after the exchange counter's INCR and the Bloom
+-- filter's bits would lose the links and URLs written so far. It reads
+-- the numbers the crawl's end and budget rest on (the counter, stats'
+-- queued, pages, allow: a number set by hand is repaired by hand, not
+-- guessed), and, at a process's first exchange, that each of its keys
+-- is of its kind (or absent), and where Redis can say (7.0:
+-- redis.acl_check_cmd) whether the user may run every command an
+-- exchange may run, on its keys. (A key changed later, mid-crawl, fails
+-- the call where it is used: the worker stops then too, ErrScript.)
+local function unsound(key0, first)
+  local counter = KEYS[key0 + 7]
+  local n = redis.call('GET', counter)
+  if n and not string.find(n, '^%d+$') then
+    return 'CORRUPT ' .. counter .. ' holds ' .. string.format('%q', string.sub(n, 1, 64)) .. ', not a whole number'
+  end
+  local stats = KEYS[key0 + 3]
+  local why = fr_unsound_stats(stats)
+  if why then return why end
+  if not first then return nil end
+  for off, kind in pairs({[1] = 'zset', [2] = 'zset', [3] = 'hash', [4] = 'list', [5] = 'stream', [9] = 'hash',
+    [10] = 'hash', [13] = 'hash', [14] = 'hash', [15] = 'zset', [16] = 'zset', [17] = 'hash'}) do
+    local t = redis.call('TYPE', KEYS[key0 + off])
+    if type(t) == 'table' then t = t.ok end
+    if t ~= 'none' and t ~= kind then
+      return 'CORRUPT ' .. KEYS[key0 + off] .. ' is a ' .. t .. ', not a ' .. kind
+    end
+  end
+  if not redis.acl_check_cmd then return nil end
+  local q = KEYS[key0] .. 'x' -- a queue: the queues share their prefix
+  for _, c in ipairs({
+    {'SETRANGE', KEYS[1], '0', 'x'}, {'INCR', counter}, {'PEXPIRE', counter, '1'},
+    {'HINCRBY', stats, 'x', '1'}, {'HSET', stats, 'x', '1'}, {'HDEL', KEYS[key0 + 10], 'x'},
+    {'LPOP', q, '1'}, {'LPUSH', q, 'x'}, {'RPUSH', q, 'x'}, {'LPUSHX', q, 'x'},
+    {'ZADD', KEYS[key0 + 1], '1', 'x'}, {'ZADD', KEYS[key0 + 2], '1', 'x'}, {'ZREM', KEYS[key0 + 2], 'x'},
+    {'LPUSH', KEYS[key0 + 4], 'x'}, {'LTRIM', KEYS[key0 + 4], '0', '1'},
+    {'XADD', KEYS[key0 + 5], '*', 'x', 'x'}, {'SET', KEYS[key0 + 6], '1'}, {'SET', KEYS[key0 + 11], 'x'},
+    {'HSET', KEYS[key0 + 14], 'x', 'x'}, {'ZADD', KEYS[key0 + 15], '1', 'x'},
+    {'PUBLISH', KEYS[key0] .. 'wake', '1'},
+  }) do
+    if not redis.acl_check_cmd(unpack(c)) then
+      return 'NOPERM this user may not run ' .. c[1] .. ' on ' .. c[2] .. ', which an exchange needs (README: the crawler\'s ACL)'
+    end
+  end
+end
+
 local function guard(key0, link0, links)
   if redis.call('EXISTS', KEYS[key0 + 8]) == 0 then return 'gone' end
   A = cjson.decode(ARGV[link0 + links])
   T = link0 + links -- text n is ARGV[T + n]
+  local why = unsound(key0, A.expect == 0)
+  if why then return why end
   local held = tonumber(redis.call('GET', KEYS[key0 + 7]) or '0')
   if held ~= A.expect then return held end
 end
 local reply, key0, link0, links = bloom_run(1, 1, guard)
 if reply[1] == BLOOM_REFUSED and reply[4] == 'gone' then
   return redis.error_reply('GONE the crawl is gone from Redis')
+end
+if reply[1] == BLOOM_REFUSED and type(reply[4]) == 'string' then
+  return redis.error_reply(reply[4]) -- CORRUPT, NOPERM: nothing written
 end
 if reply[1] ~= BLOOM_OK then return reply end
 local queues, ready, leases = KEYS[key0], KEYS[key0 + 1], KEYS[key0 + 2]
@@ -155,6 +208,7 @@ local limited = budget ~= 0
 if budget < 0 then budget = tonumber(redis.call('HGET', KEYS[key0 + 3], 'allow') or '0') end
 local hostMax, hostpages, cappedKey = A.host_max or 0, KEYS[key0 + 9], KEYS[key0 + 17]
 local Q = fr_keys(queues, ready, stats, KEYS[key0 + 10], KEYS[key0 + 16])
+Q.failed = failed -- a queue's elements not well formed go there (fr_set_aside)
 local now, nowus = fr_now(), tb_now()
 local nowS = fr_int(now)
 local bump = {}                 -- stats field -> increment, written once each
@@ -173,6 +227,18 @@ end
 -- The bucket hash of a host not marked in slowed: nothing but the tat its
 -- ready score holds (tokens.lua).
 local NONE = {delay = 0, adapt = 0, paused_until = 0, pauses = 0}
+
+-- bucketOf reads host's bucket hash (tb_read); a field that is not a
+-- number is deleted (it reads as absent: the crawl's rate holds), and
+-- counted (stats 'corrupt').
+local function bucketOf(host)
+  local b = tb_read(buckets .. host)
+  if b.bad then
+    redis.call('HDEL', buckets .. host, unpack(b.bad))
+    redis.call('HINCRBY', stats, 'corrupt', fr_int(#b.bad))
+  end
+  return b
+end
 
 -- pausedTat is the least tat bucket b may have: one whose first token
 -- comes when its pause ends (0: not paused).
@@ -361,7 +427,7 @@ for host, grants in pairs(refunds) do
   if tat then
     tat = tonumber(tat)
     local b = NONE
-    if redis.call('HEXISTS', slowed, host) == 1 then b = tb_read(buckets .. host) end
+    if redis.call('HEXISTS', slowed, host) == 1 then b = bucketOf(host) end
     local r, size = hostRate(b)
     if r > 0 then
       local interval, was = 1000 / r, tat
@@ -428,7 +494,7 @@ if W > 0 then
   local function tokens(host, q, tat)
     local b = NONE
     if marks[host] then
-      b = tb_read(buckets .. host)
+      b = bucketOf(host)
       if b.delay == 0 and b.adapt == 0 and nowus >= b.paused_until and (b.pauses == 0 or rate == 0) then
         redis.call('HDEL', slowed, host) -- nothing left to read (without a rate no grant halves pauses)
       end

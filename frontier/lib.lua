@@ -72,6 +72,48 @@ local function fr_keys(queues, ready, stats, lengths, refill)
   return {queues = queues, ready = ready, stats = stats, lengths = lengths, refill = refill}
 end
 
+-- fr_unsound_stats is why the numbers of stats the crawl's end and budget
+-- rest on (queued, pages, allow) cannot be read (nil: they can): a field
+-- that is not a whole number (set by hand, or by a bug) is repaired by
+-- hand, not guessed. A script asks before its first write: Redis keeps
+-- the writes of a script that fails half-way.
+local function fr_unsound_stats(stats)
+  local fields = {'queued', 'pages', 'allow'}
+  local v = redis.call('HMGET', stats, unpack(fields))
+  for i, f in ipairs(fields) do
+    if v[i] and not string.find(v[i], '^%-?%d+$') then
+      return 'CORRUPT ' .. stats .. ' field ' .. f .. ' holds ' .. string.format('%q', string.sub(v[i], 1, 64)) .. ', not a whole number'
+    end
+  end
+end
+
+-- fr_wellformed: el is an element a queue may hold (a marker, an item's
+-- JSON, or a compact element); anything else was put there by hand or by
+-- a bug, and is set aside (fr_set_aside), never decoded.
+local function fr_wellformed(el)
+  local b = string.byte(el, 1)
+  if b == FR_MARK or b == FR_JSON then return true end
+  return string.find(el, '^[hs]%d+ ') ~= nil
+end
+
+-- fr_set_aside puts the elements of host's queue that are not well formed
+-- on the failed list (when Q.failed is given), each as an item whose error
+-- names the queue and holds the element (its first 256 bytes), and counts
+-- them (stats 'corrupt'): the crawl goes on, and what was there can be
+-- read and requeued by hand.
+local function fr_set_aside(Q, host, els)
+  if #els == 0 then return end
+  if Q.failed then
+    local entries = {}
+    for i, el in ipairs(els) do
+      entries[i] = cjson.encode({u = 'http://' .. host .. '/', d = 0,
+        err = 'corrupt element of ' .. Q.queues .. host .. ' set aside: ' .. string.sub(el, 1, 256)})
+    end
+    redis.call('LPUSH', Q.failed, unpack(entries))
+  end
+  redis.call('HINCRBY', Q.stats, 'corrupt', fr_int(#els))
+end
+
 -- fr_json is a queue element (not a marker) of host as item JSON: put
 -- together as text when nothing in it needs escaping (a canonical URL
 -- seldom holds a backslash or a double quote), else by cjson.
@@ -189,6 +231,7 @@ local function fr_pop(Q, host, q, out)
   local key = Q.queues .. host
   local parent, mark -- the last marker passed: its parent, and itself
   local rest = {}    -- elements popped past the q-th URL, to go back
+  local bad = {}     -- elements not well formed: set aside
   -- Two more than wanted: the head is usually a marker, and the element
   -- after the last URL taken says whether the new head needs one.
   local got, need, dry = 0, q + 2, false
@@ -203,6 +246,8 @@ local function fr_pop(Q, host, q, out)
         rest[#rest + 1] = el
       elseif string.byte(el, 1) == FR_MARK then
         parent, mark = string.sub(el, 2), el
+      elseif not fr_wellformed(el) then
+        bad[#bad + 1] = el
       else
         got = got + 1
         out[#out + 1] = host
@@ -235,6 +280,7 @@ local function fr_pop(Q, host, q, out)
       dry = redis.call('EXISTS', key) == 0
     end
   end
+  fr_set_aside(Q, host, bad)
   if dry then
     redis.call('HDEL', Q.lengths, host)
   elseif got > 0 then

@@ -56,9 +56,14 @@
 --                scheduler writes to its own --out too
 -- or the GONE error, with nothing written, when the crawl is gone.
 if redis.call('EXISTS', KEYS[10]) == 0 then return redis.error_reply('GONE the crawl is gone from Redis') end
+do
+  local why = fr_unsound_stats(KEYS[7])
+  if why then return redis.error_reply(why) end -- nothing written
+end
 local queues, ready, leases, deferred = KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local failedKey, stats = KEYS[6], KEYS[7]
 local Q = fr_keys(queues, ready, stats, KEYS[12], KEYS[16])
+Q.failed = failedKey -- what is not well formed goes there (fr_set_aside)
 local now = fr_now()
 local limit = tonumber(ARGV[3])
 local released, reclaimed, failed = 0, 0, 0
@@ -107,11 +112,17 @@ if cutoff then
   if room > 0 then urls = redis.call('ZRANGEBYSCORE', KEYS[14], '-inf', cutoff, 'LIMIT', 0, room) end
   if #urls > 0 then
     local entries = {}
-    for i, member in ipairs(urls) do -- "host\nelement\nvisit"
-      local host, rest = fr_split(member)
-      local el, visit = fr_split(rest)
-      local item = fr_json(host, el, nil)
-      entries[i] = host .. '\n' .. string.sub(item, 1, -2) .. ',"v":' .. cjson.encode(visit) .. '}'
+    for _, member in ipairs(urls) do -- "host\nelement\nvisit"
+      local i = string.find(member, '\n', 1, true)
+      local j = i and string.find(member, '\n', i + 1, true)
+      local host, el, visit
+      if j then host, el, visit = string.sub(member, 1, i - 1), string.sub(member, i + 1, j - 1), string.sub(member, j + 1) end
+      if j and el ~= '' and string.byte(el, 1) ~= FR_MARK and fr_wellformed(el) then
+        local item = fr_json(host, el, nil)
+        entries[#entries + 1] = host .. '\n' .. string.sub(item, 1, -2) .. ',"v":' .. cjson.encode(visit) .. '}'
+      else
+        fr_set_aside(Q, host or '?', {member})
+      end
     end
     redis.call('ZREM', KEYS[14], unpack(urls))
     fr_push_front(Q, entries, now)

@@ -86,6 +86,9 @@ func (f *shard) readSchedule(ctx context.Context, p *fence.Pending) (Sweep, erro
 	if isGone(err) {
 		return Sweep{}, ErrGone
 	}
+	if se := scriptError("sweep", err); se != nil {
+		return Sweep{}, se
+	}
 	if err != nil {
 		return Sweep{}, fmt.Errorf("frontier: schedule: %w", err)
 	}

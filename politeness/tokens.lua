@@ -26,11 +26,25 @@ local function tb_now()
 end
 
 -- tb_read is the bucket at key, as numbers (absent fields: nil, or 0 for
--- the pause and delay fields).
+-- the pause and delay fields). A field that is not a number (a hand's
+-- HSET, a bug) reads as absent, and is named in the bucket's bad (a list,
+-- nil when none), for the caller to repair and count: no script fails
+-- half-way on it.
+local TB_FIELDS = {'tokens', 'last', 'paused_until', 'pauses', 'delay', 'adapt'}
 local function tb_read(key)
-  local s = redis.call('HMGET', key, 'tokens', 'last', 'paused_until', 'pauses', 'delay', 'adapt')
-  return {tokens = tonumber(s[1]), last = tonumber(s[2]), paused_until = tonumber(s[3] or '0'),
-    pauses = tonumber(s[4] or '0'), delay = tonumber(s[5] or '0'), adapt = tonumber(s[6] or '0')}
+  local s = redis.call('HMGET', key, unpack(TB_FIELDS))
+  local v, bad = {}, nil
+  for i, f in ipairs(TB_FIELDS) do
+    if s[i] then
+      v[i] = tonumber(s[i])
+      if v[i] == nil then
+        bad = bad or {}
+        bad[#bad + 1] = f
+      end
+    end
+  end
+  return {tokens = v[1], last = v[2], paused_until = v[3] or 0, pauses = v[4] or 0, delay = v[5] or 0,
+    adapt = v[6] or 0, bad = bad}
 end
 
 -- tb_level is what bucket b holds at now: refilled at rate since its last

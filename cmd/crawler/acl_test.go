@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/redcrawl/crawler/internal/redistest"
+	"github.com/redcrawl/crawler/internal/testsite"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -73,6 +75,45 @@ func TestLeastPrivilegeACLUserOnACluster(t *testing.T) {
 	for _, n := range c.Nodes {
 		if denied := n.Client.Do(ctx, "ACL", "LOG").Val(); denied != nil && len(denied.([]any)) > 0 {
 			t.Errorf("%s denied the crawl something: %v", n.Addr, denied)
+		}
+	}
+}
+
+// A user the exchange's commands are not all allowed to (here no XADD, the
+// results stream's) is told so at the worker's first exchange, before it
+// writes anything: one line naming the command and the key, a non-zero
+// exit, and the crawl as seeded (before, the script failed half-way, the
+// worker took that for a lost reply and the host's queue was lost).
+func TestAUserWithoutACommandTheExchangeNeedsIsToldBeforeAnyWrite(t *testing.T) {
+	s := redistest.Real(t)
+	ctx := context.Background()
+	if err := s.Client.Do(ctx, append(append([]any{"ACL", "SETUSER", "noxadd", "reset", "on", ">pw"}, leastPrivilege...), "-xadd")...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	site, err := testsite.Start(testsite.Config{Hosts: 2, Pages: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer site.Close()
+	admin := "redis://" + s.Addr + "/0"
+	if _, errOut, err := run(t, append([]string{"--redis", admin, "--crawl", "acl", "seed", "--allow-private", "--rate", "inf"}, site.Roots()...)...); err != nil {
+		t.Fatalf("seed: %v\n%s", err, errOut)
+	}
+	before := s.Client.HGetAll(ctx, "crawl:{acl}:stats").Val()
+	_, errOut, err := run(t, "--redis", "redis://noxadd:pw@"+s.Addr+"/0", "--crawl", "acl", "work", "--exit-when-done", "-c", "2")
+	if err == nil || !strings.Contains(err.Error(), "NOPERM this user may not run XADD on crawl:{acl}:results") {
+		t.Fatalf("work as a user without XADD: %v\n%s; want a NOPERM line naming XADD and the key", err, errOut)
+	}
+	if strings.Count(strings.TrimSpace(err.Error()), "\n") > 0 {
+		t.Errorf("the error is more than one line: %q", err)
+	}
+	after := s.Client.HGetAll(ctx, "crawl:{acl}:stats").Val()
+	if fmt.Sprint(after) != fmt.Sprint(before) || len(s.Client.Keys(ctx, "crawl:{acl}:counter:*").Val()) != 0 {
+		t.Fatalf("the refused exchange wrote: stats %v, then %v", before, after)
+	}
+	for _, h := range site.Hosts() {
+		if n := s.Client.LLen(ctx, "crawl:{acl}:queue:"+h).Val(); n == 0 {
+			t.Errorf("the queue of %s is gone", h)
 		}
 	}
 }
