@@ -28,15 +28,14 @@ func (w *Worker) flushSkips(ctx context.Context) {
 }
 
 // heartbeat renews the leases this process holds, keeps it registered as
-// alive, and reads the crawl's scope, every third of a lease. A crawl that
+// alive, and reads the crawl's scope again if seeds added hosts
+// (rereadScope), every third of a lease. A crawl that
 // is gone (reset, or Redis lost its data) stops the worker.
 func (w *Worker) heartbeat(ctx context.Context) {
 	t := time.NewTimer(w.opts.Lease / 3)
 	defer t.Stop()
 	for {
-		if hosts, err := w.fr.SeedHosts(ctx); err == nil {
-			w.setScope(hosts)
-		} else if ctx.Err() == nil {
+		if err := w.rereadScope(ctx); err != nil && ctx.Err() == nil {
 			w.log.Warn("reading the crawl's scope failed; keeping the last one", "err", err)
 		}
 		w.flushSkips(ctx)

@@ -61,9 +61,38 @@ func (f *Frontier) AddSeedHosts(ctx context.Context, hosts []string) error {
 	return f.c.SAdd(ctx, f.hostsKey(), hosts).Err()
 }
 
-// SeedHosts are the seeds' hosts.
+// SeedHosts are the seeds' hosts, read in batches (SSCAN): a crawl seeded
+// with a million hosts costs Redis many short calls, never one that holds
+// it for a quarter of a second.
 func (f *Frontier) SeedHosts(ctx context.Context) ([]string, error) {
-	return f.c.SMembers(ctx, f.hostsKey()).Result()
+	var hosts []string
+	seen := map[string]bool{} // SSCAN may give a member twice
+	var cursor uint64
+	for {
+		batch, next, err := f.c.SScan(ctx, f.hostsKey(), cursor, "", seedHostsBatch).Result()
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range batch {
+			if !seen[h] {
+				seen[h] = true
+				hosts = append(hosts, h)
+			}
+		}
+		if cursor = next; cursor == 0 {
+			return hosts, nil
+		}
+	}
+}
+
+// seedHostsBatch is how many seed hosts SeedHosts asks for a call.
+const seedHostsBatch = 10_000
+
+// SeedHostCount is how many seed hosts the crawl has: one O(1) call
+// (SCARD), whatever their number. Seeds only add hosts (a reset deletes
+// the set whole), so a count unchanged is a scope unchanged.
+func (f *Frontier) SeedHostCount(ctx context.Context) (int64, error) {
+	return f.c.SCard(ctx, f.hostsKey()).Result()
 }
 
 // Reopen clears every shard's done flag: URLs were seeded into a crawl

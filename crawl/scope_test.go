@@ -1,0 +1,78 @@
+package crawl_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/internal/redistest"
+)
+
+// A heartbeat reads the crawl's scope again only when seeds added hosts:
+// one O(1) call (SCARD) otherwise, whatever the number of seed hosts, and
+// the set itself read in batches (SSCAN), never in one call that holds
+// Redis (SMEMBERS of a million hosts took 283 ms, every heartbeat of every
+// worker).
+func TestHeartbeatsReadTheScopeOnlyWhenSeedsAddHosts(t *testing.T) {
+	s := redistest.Real(t)
+	smallSite(t, s, "scope")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	hostsKey := "crawl:{scope}:hosts"
+	const many = 50_000
+	batch := make([]any, 0, many)
+	for i := 0; i < many; i++ {
+		batch = append(batch, fmt.Sprintf("h%d.example", i))
+	}
+	if err := s.Client.SAdd(ctx, hostsKey, batch...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	o := fastOptions("w1")
+	o.ExitWhenDone, o.Lease = false, 300*time.Millisecond // a heartbeat every 100 ms
+	if err := s.Client.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	w, err := crawl.NewWorker(ctx, s.Client, "scope", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	stats := func() (scard, sscan, smembers int64) {
+		st := redistest.CommandStats(t, s.Client)
+		return st["scard"].Calls, st["sscan"].Calls, st["smembers"].Calls
+	}
+	await := func(what string, cond func() bool) {
+		t.Helper()
+		for !cond() {
+			if ctx.Err() != nil {
+				t.Fatalf("never: %s", what)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	_, oneRead, _ := stats() // the worker's start read the set, in batches
+	if oneRead < 2 {
+		t.Fatalf("the start read %d hosts in %d SSCAN calls; want batches", many, oneRead)
+	}
+	await("five heartbeats", func() bool { n, _, _ := stats(); return n >= 5 })
+	if _, sscan, smembers := stats(); sscan != oneRead || smembers != 0 {
+		t.Fatalf("heartbeats read the set: SSCAN %d calls (the start's %d), SMEMBERS %d", sscan, oneRead, smembers)
+	}
+	s.Client.SAdd(ctx, hostsKey, "new.example") // a seed adds a host
+	await("the set read again", func() bool { _, n, _ := stats(); return n > oneRead })
+	reading, _, _ := stats()
+	await("the next heartbeat, after the read", func() bool { n, _, _ := stats(); return n > reading })
+	scard0, sscan0, _ := stats()
+	await("three more heartbeats", func() bool { n, _, _ := stats(); return n >= scard0+3 })
+	if _, sscan, smembers := stats(); sscan != sscan0 || smembers != 0 {
+		t.Fatalf("after the one read for the new host: SSCAN %d calls (%d), SMEMBERS %d", sscan, sscan0, smembers)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
