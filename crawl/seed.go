@@ -67,20 +67,31 @@ func (sd *Seeder) AddSitemaps(ctx context.Context, sitemaps []*url.URL) error {
 	return sd.add(ctx, sitemaps, frontier.KindSitemap)
 }
 
+// A batch that fails (Redis gone) changes nothing the Seeder remembers:
+// given again, it is sent whole again.
 func (sd *Seeder) add(ctx context.Context, seeds []*url.URL, kind string) error {
 	var hosts []string
+	var ids [][16]byte
+	newIDs := map[[16]byte]struct{}{}
+	newHosts := map[string]struct{}{}
+	dups := 0
 	items := make([]frontier.Item, 0, len(seeds))
 	for _, u := range seeds {
 		s := u.String()
 		sum := sha256.Sum256([]byte(s))
 		id := [16]byte(sum[:16])
-		if _, dup := sd.given[id]; dup {
-			sd.report.Duplicates++
+		_, given := sd.given[id]
+		_, now := newIDs[id]
+		if given || now {
+			dups++
 			continue
 		}
-		sd.given[id] = struct{}{}
-		if _, ok := sd.hosts[u.Host]; !ok {
-			sd.hosts[u.Host] = struct{}{}
+		newIDs[id] = struct{}{}
+		ids = append(ids, id)
+		_, known := sd.hosts[u.Host]
+		_, added := newHosts[u.Host]
+		if !known && !added {
+			newHosts[u.Host] = struct{}{}
 			hosts = append(hosts, u.Host)
 		}
 		items = append(items, frontier.Item{URL: s, Kind: kind})
@@ -97,20 +108,29 @@ func (sd *Seeder) add(ctx context.Context, seeds []*url.URL, kind string) error 
 	if err != nil {
 		return err
 	}
-	queued := 0
+	queued, seen := 0, 0
 	for _, f := range fresh {
 		if !f {
-			sd.report.Seen++
+			seen++
 		}
 		if f || !sd.o.SkipSeen {
 			queued++
 		}
 	}
-	sd.report.Queued += queued
 	if queued > 0 {
 		if err := sd.fr.Reopen(ctx); err != nil { // the crawl is not over
 			return fmt.Errorf("crawl: seed: %w", err)
 		}
+	}
+	// The batch went in: remember it.
+	sd.report.Queued += queued
+	sd.report.Seen += seen
+	sd.report.Duplicates += dups
+	for _, id := range ids {
+		sd.given[id] = struct{}{}
+	}
+	for _, h := range hosts {
+		sd.hosts[h] = struct{}{}
 	}
 	return nil
 }

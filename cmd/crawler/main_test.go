@@ -784,3 +784,130 @@ func TestMetricsAddrBeyondLoopbackServesTheDashboardOnlyWithAToken(t *testing.T)
 		}
 	}
 }
+
+// seedThroughFifo starts `seed -f FIFO` with args, writes seedBatch lines
+// and waits until they are queued, then calls mid (Redis goes away), then
+// writes the rest (n lines in all) and closes the file. It returns the
+// seed's error and what it said on stderr.
+func seedThroughFifo(t *testing.T, s *redistest.Server, n int, mid func(stderr <-chan string), args ...string) error {
+	return seedThroughFifoAt(t, s.URL(), s.Client, n, mid, args...)
+}
+
+// seedThroughFifoAt is seedThroughFifo with Redis at redisURL, watched
+// through c until the first batch is in.
+func seedThroughFifoAt(t *testing.T, redisURL string, c *redis.Client, n int, mid func(stderr <-chan string), args ...string) error {
+	t.Helper()
+	fifo := filepath.Join(t.TempDir(), "seeds.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stderr := make(lines, 1000)
+	done := make(chan error, 1)
+	go func() {
+		_, err := runWith(stderr, append(append([]string{"--redis", redisURL, "--crawl", "big", "seed", "--rate", "inf"}, args...), "-f", fifo)...)
+		done <- err
+	}()
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for i := 0; i < seedBatch; i++ {
+		fmt.Fprintf(w, "http://h%d.example/\n", i)
+	}
+	fmt.Fprintf(w, "http://h%d.example/\n", seedBatch) // the first batch goes when the next line comes
+	deadline := time.Now().Add(time.Minute)
+	for c.HGet(context.Background(), "crawl:{big}:stats", "queued").Val() != fmt.Sprint(seedBatch) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first batch never went in")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mid(stderr)
+	for i := seedBatch + 1; i < n; i++ {
+		fmt.Fprintf(w, "http://h%d.example/\n", i)
+	}
+	w.Close()
+	return <-done
+}
+
+// A seed of a big list rides out a Redis that stops answering mid-way (a
+// restart, a failover): it says it waits, and every line goes in once.
+// Before, it stopped at the first failed batch with no word of where.
+func TestSeedRidesOutARedisThatStopsAnswering(t *testing.T) {
+	s := redistest.Real(t)
+	const n = 2*seedBatch + 500
+	err := seedThroughFifo(t, s, n, func(stderr <-chan string) {
+		s.Client.Save(context.Background()) // what comes back after the restart
+		s.Crash(t)
+		go func() {
+			for line := range stderr {
+				if strings.Contains(line, "Redis stopped answering") {
+					s.Restart(t)
+					return
+				}
+			}
+		}()
+	}, "--skip-seen")
+	if err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+	if q := s.Client.HGet(context.Background(), "crawl:{big}:stats", "queued").Val(); q != fmt.Sprint(n) {
+		t.Fatalf("%s queued; want every one of the %d lines once", q, n)
+	}
+}
+
+// A Redis that stays away longer than --redis-retry stops the seed with
+// one line that says how far it got and how to finish; run so, the rest
+// goes in, and every line is queued once.
+func TestAStoppedSeedSaysWhereToGoOnFrom(t *testing.T) {
+	s := redistest.Real(t)
+	const n = 2*seedBatch + 500
+	err := seedThroughFifo(t, s, n, func(<-chan string) {
+		s.Client.Save(context.Background())
+		s.Crash(t)
+	}, "--redis-retry", "1s")
+	want := fmt.Sprintf("up to %d went in (%d URLs queued): to finish, run the same command with --from-line %d --skip-seen", seedBatch, seedBatch, seedBatch+1)
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("seed: %v; want one line with %q", err, want)
+	}
+	s.Restart(t)
+	if q := s.Client.HGet(context.Background(), "crawl:{big}:stats", "queued").Val(); q != fmt.Sprint(seedBatch) {
+		t.Fatalf("%s queued after the stop; want the first batch, %d (the crawl kept, not reset)", q, seedBatch)
+	}
+	file := filepath.Join(t.TempDir(), "seeds.txt")
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "http://h%d.example/\n", i)
+	}
+	os.WriteFile(file, []byte(b.String()), 0o644)
+	if _, errOut, err := run(t, "--redis", s.URL(), "--crawl", "big", "seed", "--rate", "inf", "--from-line", fmt.Sprint(seedBatch+1), "--skip-seen", "-f", file); err != nil {
+		t.Fatalf("the seed that finishes: %v\n%s", err, errOut)
+	}
+	if q := s.Client.HGet(context.Background(), "crawl:{big}:stats", "queued").Val(); q != fmt.Sprint(n) {
+		t.Fatalf("%s queued; want every one of the %d lines once", q, n)
+	}
+}
+
+// Behind Sentinel, a seed whose master dies mid-way waits for the
+// promotion and goes on against the new master: every line in, once.
+// Before, it stopped 1.4 s after the master died.
+func TestSeedFollowsASentinelFailover(t *testing.T) {
+	master := redistest.Real(t)
+	replica := redistest.Replica(t, master)
+	sentinel := redistest.Sentinel(t, master, "seedmaster")
+	const n = 2*seedBatch + 500
+	err := seedThroughFifoAt(t, "redis-sentinel://"+sentinel+"/seedmaster", master.Client, n, func(<-chan string) {
+		master.Client.Do(context.Background(), "WAIT", 1, 10000) // the first batch is on the replica
+		master.Crash(t)
+	}, "--skip-seen")
+	if err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+	if !strings.Contains(replica.Client.Info(context.Background(), "replication").Val(), "role:master") {
+		t.Fatal("the seed ended, but the replica was never promoted")
+	}
+	if q := replica.Client.HGet(context.Background(), "crawl:{big}:stats", "queued").Val(); q != fmt.Sprint(n) {
+		t.Fatalf("%s queued on the new master; want every one of the %d lines once", q, n)
+	}
+}

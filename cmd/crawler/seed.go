@@ -168,6 +168,10 @@ func seedCommand() *cli.Command {
 			"Redis and every worker uses them; seeding an existing crawl adds URLs, and a flag\n" +
 			"that contradicts the stored settings is refused.",
 		Flags: append(seedFlags(), &cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "read URLs from FILE, one per line ('-' for stdin; # starts a comment)"},
+			&cli.IntFlag{Name: "from-line", Usage: "with -f, start at this line of the file (counted from 1, as the messages count): " +
+				"to finish a seed that stopped, with the line it said"},
+			&cli.DurationFlag{Name: "redis-retry", Value: time.Minute, Usage: "how long a seed rides out a Redis that stops answering " +
+				"mid-way (a restart, a Sentinel or Cluster failover), retrying with back-off; past it, it stops and says where to go on from"},
 			skipSeenFlag(), sitemapFlag(), redisWaitFlag(0), allowEvictionFlag()),
 		Action: func(c *cli.Context) error {
 			if err := checkSeedFlags(c); err != nil {
@@ -206,6 +210,10 @@ func runSeed(c *cli.Context, rdb redis.UniversalClient) error {
 	fresh := errors.Is(err, crawl.ErrNoCrawl)
 	err = seedAll(c, rdb, name)
 	var some errSomeSeedsBad
+	var stopped stoppedSeed
+	if errors.As(err, &stopped) && stopped.queued > 0 {
+		return err // what went in stays: the message says how to finish
+	}
 	if err != nil && fresh && !errors.As(err, &some) && c.Context.Err() == nil {
 		// A crawl this seed created but could not fill (Redis out of
 		// memory, a sitemap that failed) is taken back, not left empty.
@@ -223,18 +231,53 @@ func seedAll(c *cli.Context, rdb redis.UniversalClient, name string) error {
 	}
 	var sd *crawl.Seeder
 	var batch []*url.URL
+	// A Redis that stops answering mid-way (restarting, failing over) is
+	// waited for, as a worker waits; the batch goes again when it is back
+	// (with --skip-seen, what went in before is not queued twice).
+	retry := func(what func() error) error {
+		var failing time.Time
+		for delay := 100 * time.Millisecond; ; delay = min(2*delay, 5*time.Second) {
+			err := what()
+			if err == nil || !crawl.RedisGoneForNow(err) || c.Context.Err() != nil {
+				return err
+			}
+			if failing.IsZero() {
+				failing = time.Now()
+			}
+			left := c.Duration("redis-retry") - time.Since(failing)
+			if left < delay {
+				return err
+			}
+			fmt.Fprintf(c.App.ErrWriter, "crawler: seed: Redis stopped answering: %v (retrying for up to %v more)\n", err, left.Round(time.Second))
+			select {
+			case <-c.Context.Done():
+				return err
+			case <-time.After(delay):
+			}
+		}
+	}
+	// inLine is the last file line whose batch went in, batchLine the
+	// last line taken: where a seed that stops says to go on from.
+	inLine, batchLine := 0, 0
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
 		if sd == nil { // the crawl is created with its first usable seed
-			if sd, err = crawl.NewSeeder(c.Context, rdb, name, s, crawl.SeedOptions{SkipSeen: c.Bool("skip-seen")}); err != nil {
+			if err := retry(func() (err error) {
+				sd, err = crawl.NewSeeder(c.Context, rdb, name, s, crawl.SeedOptions{SkipSeen: c.Bool("skip-seen")})
+				return err
+			}); err != nil {
+				sd = nil
 				return err
 			}
 		}
-		err := sd.Add(c.Context, batch)
+		if err := retry(func() error { return sd.Add(c.Context, batch) }); err != nil {
+			return stoppedSeed{err: err, file: c.String("file"), line: inLine, queued: sd.Report().Queued}
+		}
+		inLine = batchLine
 		batch = batch[:0]
-		return err
+		return nil
 	}
 	lines, bad := 0, 0
 	warned := map[string]bool{}
@@ -244,7 +287,8 @@ func seedAll(c *cli.Context, rdb redis.UniversalClient, name string) error {
 			fmt.Fprintf(c.App.ErrWriter, "crawler: seed: %s: %v\n", where, err)
 		}
 	}
-	take := func(where, text string) error {
+	take := func(where string, line int, text string) error {
+		batchLine = line
 		u, err := parse.Canonicalize(nil, text)
 		if err != nil {
 			refuse(where, err)
@@ -262,12 +306,12 @@ func seedAll(c *cli.Context, rdb redis.UniversalClient, name string) error {
 		return nil
 	}
 	for i, a := range c.Args().Slice() {
-		if err := take(fmt.Sprintf("argument %d", i+1), a); err != nil {
+		if err := take(fmt.Sprintf("argument %d", i+1), 0, a); err != nil {
 			return err
 		}
 	}
 	if f := c.String("file"); f != "" {
-		if err := readSeedFile(f, take, refuse); err != nil {
+		if err := readSeedFile(f, c.Int("from-line"), take, refuse); err != nil {
 			return err
 		}
 	}
@@ -322,6 +366,25 @@ func seedAll(c *cli.Context, rdb redis.UniversalClient, name string) error {
 	}
 	return nil
 }
+
+// stoppedSeed: a seed that could not go on (Redis gone for longer than
+// --redis-retry), saying how far it got and how to finish.
+type stoppedSeed struct {
+	err    error
+	file   string
+	line   int // the last line of the file whose batch went in (0: none)
+	queued int // seeds queued by then
+}
+
+func (e stoppedSeed) Error() string {
+	if e.file == "" || e.file == "-" {
+		return fmt.Sprintf("seed: stopped: %v; %d URLs were queued before; run it again with --skip-seen to add the rest once", e.err, e.queued)
+	}
+	return fmt.Sprintf("seed: stopped: %v; the lines of %s up to %d went in (%d URLs queued): to finish, run the same command "+
+		"with --from-line %d --skip-seen (--skip-seen: what the failed batch got in is not queued twice)", e.err, e.file, e.line, e.queued, e.line+1)
+}
+
+func (e stoppedSeed) Unwrap() error { return e.err }
 
 // privateHost: localhost, or an address the fetcher's SSRF guard refuses
 // (no DNS look-up here).

@@ -14,9 +14,10 @@ import (
 const maxSeedLine = 1 << 20
 
 // readSeedFile hands each URL line of a file (or stdin, for "-") to take,
-// with its place ("urls.txt:14"), without holding the file in memory; a
-// line too long to be a URL goes to refuse.
-func readSeedFile(name string, take func(where, text string) error, refuse func(where string, err error)) error {
+// with its place ("urls.txt:14") and number, without holding the file in
+// memory; a line too long to be a URL goes to refuse. Lines before from
+// (counted from 1, as the places are) are passed over.
+func readSeedFile(name string, from int, take func(where string, line int, text string) error, refuse func(where string, err error)) error {
 	var r io.Reader = os.Stdin
 	if name != "-" {
 		f, err := os.Open(name)
@@ -37,6 +38,9 @@ func readSeedFile(name string, take func(where, text string) error, refuse func(
 		if err != nil {
 			return fmt.Errorf("seed: reading %s at line %d: %v", name, n, err)
 		}
+		if n < from {
+			continue
+		}
 		where := fmt.Sprintf("%s:%d", name, n)
 		if tooLong {
 			refuse(where, fmt.Errorf("a line over %d bytes, not a URL; skipped", maxSeedLine))
@@ -46,7 +50,7 @@ func readSeedFile(name string, take func(where, text string) error, refuse func(
 		if t == "" || strings.HasPrefix(t, "#") {
 			continue
 		}
-		if err := take(where, t); err != nil {
+		if err := take(where, n, t); err != nil {
 			return err
 		}
 	}
