@@ -30,7 +30,7 @@ func OpenFrontier(ctx context.Context, c redis.UniversalClient, name string, s S
 
 // frontierOptions are what the settings say of the crawl's frontier.
 func (s Settings) frontierOptions() frontier.Options {
-	o := frontier.Options{Shards: s.Shards, PageBudget: s.MaxPages, HostPageCap: s.MaxPagesPerHost}
+	o := frontier.Options{Shards: s.Shards, PageBudget: s.MaxPages, HostPageCap: s.MaxPagesPerHost, Instance: s.Instance}
 	if s.Rate > 0 && !math.IsInf(s.Rate, 1) {
 		o.HostRate, o.HostBurst = s.Rate, s.Burst
 		o.PopAhead, _ = popTiming(s.Rate, s.Burst)

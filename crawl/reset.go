@@ -17,7 +17,13 @@ var ErrWorkersAlive = errors.New("crawl: workers are alive")
 // ResetReport says what Reset did.
 type ResetReport struct {
 	Deleted int      // keys deleted
-	Stopped []string // workers that were alive, and stopped (with force)
+	Stopped []string // workers that were alive, and stopped and said so (deregistered; with force)
+	// Silent are the workers that were alive and went silent instead of
+	// saying they stopped: their registrations lapsed (hung, or cut off
+	// from Redis). Such a one may still run; when it reaches Redis again,
+	// every script refuses it, a new crawl of the same name too (its
+	// instance id is another), and it stops.
+	Silent []string
 }
 
 // Reset deletes every key of the crawl, found with SCAN (never KEYS, which
@@ -66,7 +72,7 @@ func Reset(ctx context.Context, c redis.UniversalClient, name string, force bool
 		}
 	}
 	if len(alive) > 0 {
-		rep.Stopped = alive
+		was := alive
 		n, err := fr.Withdraw(ctx) // every shard's scripts refuse from now on
 		if err != nil {
 			return rep, fmt.Errorf("crawl: reset: %w", err)
@@ -82,6 +88,23 @@ func Reset(ctx context.Context, c redis.UniversalClient, name string, force bool
 			}
 			if alive, err = fr.Workers(ctx); err != nil {
 				return rep, fmt.Errorf("crawl: reset: %w", err)
+			}
+		}
+		// A worker that stopped deregistered; one still in the registry,
+		// lapsed, only went silent.
+		lapsed, err := fr.Lapsed(ctx)
+		if err != nil {
+			return rep, fmt.Errorf("crawl: reset: %w", err)
+		}
+		silent := map[string]bool{}
+		for _, id := range lapsed {
+			silent[id] = true
+		}
+		for _, id := range was {
+			if silent[id] {
+				rep.Silent = append(rep.Silent, id)
+			} else {
+				rep.Stopped = append(rep.Stopped, id)
 			}
 		}
 	}

@@ -47,7 +47,8 @@ func NewSeeder(ctx context.Context, c redis.UniversalClient, name string, s Sett
 	if err := CheckName(name); err != nil {
 		return nil, err
 	}
-	if _, err := StoreSettings(ctx, c, name, s); err != nil {
+	s, err := StoreSettings(ctx, c, name, s)
+	if err != nil {
 		return nil, err
 	}
 	fr, err := frontier.Create(ctx, c, name, s.frontierOptions(), s.bloom())

@@ -81,6 +81,12 @@ type Settings struct {
 	// response archived already is written as a revisit record of it (the
 	// crawl's digest index; about one Redis call a page archived).
 	DedupPayloads bool
+	// Instance is the crawl's instance id, minted by the seed that created
+	// it (not a setting: never given, never compared): every exchange, sweep
+	// and heartbeat carries the one its process read, and a crawl of the
+	// same name made since (a reset and a new seed, another Redis) refuses
+	// them as a gone crawl's. "" for a crawl seeded before ids existed.
+	Instance string
 	// MaxLinks is the most links kept of one page (parse.Limits); a page
 	// with more has the rest left out, its record says how many
 	// (links_cut), and the crawl counts it (CounterLinksCut).
@@ -216,10 +222,12 @@ func StoreSettings(ctx context.Context, c redis.UniversalClient, name string, s 
 		return Settings{}, err
 	}
 	want := s.fields()
+	want[frontier.InstanceField] = frontier.NewInstance() // kept only if this seed creates the crawl
 	have, err := frontier.StoreConfig(ctx, c, name, want)
 	if err != nil {
 		return Settings{}, fmt.Errorf("crawl: store settings: %w", err)
 	}
+	s.Instance = have[frontier.InstanceField]
 	withBefore(have)
 	var diffs []string
 	for _, st := range SettingTable {

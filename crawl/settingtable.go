@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/parse"
 )
 
@@ -297,6 +298,7 @@ func settingsFrom(m map[string]string) (Settings, error) {
 	if err := errors.Join(errs...); err != nil {
 		return Settings{}, err
 	}
+	s.Instance = m[frontier.InstanceField]
 	return s, s.Validate()
 }
 

@@ -362,6 +362,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	if !end.gone() {
 		return end.err()
 	}
+	if now, err := frontier.Instance(dctx, w.c, w.name); err == nil && now != "" && now != w.settings.Instance {
+		return fmt.Errorf("%w (%q in Redis is another crawl now, seeded since this worker started: a reset and a new seed, "+
+			"or another Redis; nothing of this worker's went into it); stopped", ErrGone, w.name)
+	}
 	w.noticeEvictions(dctx, true) // was it evicted rather than reset?
 	if n := w.evicted.Load(); n > 0 {
 		return fmt.Errorf("%w (%q: Redis evicted %d keys while this worker ran, the crawl's among them: "+

@@ -147,7 +147,7 @@ func (f *shard) exchange(ctx context.Context, done []Finished, back []*Lease, wa
 // (offset[d]: where done[d]'s begin), flags being the answers for those
 // before start.
 func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []bool, back []*Lease, want int, ids []string) exchangeArgs {
-	a := exchangeArgs{Expect: f.exchanges, ResultsCap: f.resultsCap}
+	a := exchangeArgs{Expect: f.exchanges, ResultsCap: f.resultsCap, Instance: f.o.Instance}
 	a.Count, a.Want = true, want
 	a.LeaseMs, a.Budget, a.HostMax = f.o.Lease.Milliseconds(), f.pageBudget(), f.o.HostPageCap
 	a.Rate, a.Burst, a.PauseKeep, a.DelayKeep = f.o.HostRate, max(f.o.HostBurst, 1), politeness.PauseMemory.Milliseconds(), HostDelayKept.Milliseconds()
@@ -253,7 +253,7 @@ func (f *shard) Offer(ctx context.Context, links []Item) ([]bool, error) {
 // lease to end and nothing to pop.
 func (f *shard) offer(ctx context.Context, urls []string, payload []any, acks []outboxAck) ([]bool, error) {
 	args := func(_, _ int, _ []bool, last bool) []any {
-		a := exchangeArgs{Expect: f.exchanges, Count: last, ResultsCap: f.resultsCap}
+		a := exchangeArgs{Expect: f.exchanges, Count: last, ResultsCap: f.resultsCap, Instance: f.o.Instance}
 		if last {
 			a.Acks = acks
 		}

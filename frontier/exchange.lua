@@ -11,7 +11,8 @@
 -- queued again and will produce its own result) records and counts nothing.
 --
 -- Before any write, a guard refuses the call when the crawl is gone (its
--- config deleted by a reset) or when Redis went back in time: each worker
+-- config deleted by a reset, or the crawl under its name another instance
+-- than the caller's: lib.lua's fr_ours) or when Redis went back in time: each worker
 -- process counts its exchanges and so does Redis, in the process's own
 -- key; a call that finds Redis's count unequal to the process's is refused
 -- with Redis's count, and the process forgets what its lost exchanges
@@ -178,9 +179,9 @@ local function unsound(key0, first)
 end
 
 local function guard(key0, link0, links)
-  if redis.call('EXISTS', KEYS[key0 + 8]) == 0 then return 'gone' end
   A = cjson.decode(ARGV[link0 + links])
   T = link0 + links -- text n is ARGV[T + n]
+  if not fr_ours(KEYS[key0 + 8], A.instance) then return 'gone' end
   local why = unsound(key0, A.expect == 0)
   if why then return why end
   local held = tonumber(redis.call('GET', KEYS[key0 + 7]) or '0')

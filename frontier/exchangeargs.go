@@ -13,8 +13,9 @@ import (
 // hands them to the script rather than through its JSON decoder, which
 // costs Redis about as much as a page's commands.
 type exchangeArgs struct {
-	Expect     int64      `json:"expect"`          // this process's exchanges Redis should hold
-	Count      bool       `json:"count,omitempty"` // this call counts as one (the batch's last call)
+	Expect     int64      `json:"expect"`             // this process's exchanges Redis should hold
+	Instance   string     `json:"instance,omitempty"` // the crawl's instance id as this process read it (fr_ours)
+	Count      bool       `json:"count,omitempty"`    // this call counts as one (the batch's last call)
 	Want       int        `json:"want,omitempty"`
 	ResultsCap int64      `json:"results_cap"`
 	FailedCap  int        `json:"failed_cap"`

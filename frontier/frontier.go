@@ -58,10 +58,10 @@ var (
 	hostDelayScript = redis.NewScript(lib + hostDelaySrc)
 	//go:embed register.lua
 	registerSrc    string
-	registerScript = redis.NewScript(registerSrc)
+	registerScript = redis.NewScript(lib + registerSrc)
 	//go:embed renew.lua
 	renewSrc    string
-	renewScript = redis.NewScript(renewSrc)
+	renewScript = redis.NewScript(lib + renewSrc)
 	//go:embed schedule.lua
 	scheduleBody   string
 	scheduleScript = fence.NewScript(lib + scheduleBody)

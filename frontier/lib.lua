@@ -72,6 +72,27 @@ local function fr_keys(queues, ready, stats, lengths, refill)
   return {queues = queues, ready = ready, stats = stats, lengths = lengths, refill = refill}
 end
 
+-- fr_ours: the crawl exists and is the instance the caller read (its id,
+-- "" for a crawl seeded before ids existed). The first shard's config is
+-- the settings hash (field 'instance'); another shard's is a string that
+-- holds the id ("1" before ids). A crawl made anew under the same name
+-- since (a reset and a new seed, another Redis) is not the caller's: its
+-- scripts refuse, as a gone crawl's do, and write nothing.
+local function fr_ours(config, instance)
+  local t = redis.call('TYPE', config)
+  if type(t) == 'table' then t = t.ok end
+  local have
+  if t == 'hash' then
+    have = redis.call('HGET', config, 'instance') or ''
+  elseif t == 'string' then
+    have = redis.call('GET', config)
+    if have == '1' then have = '' end
+  else
+    return false
+  end
+  return have == (instance or '')
+end
+
 -- fr_unsound_stats is why the numbers of stats the crawl's end and budget
 -- rest on (queued, pages, allow) cannot be read (nil: they can): a field
 -- that is not a whole number (set by hand, or by a bug) is repaired by

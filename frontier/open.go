@@ -64,6 +64,13 @@ type Options struct {
 	// Shards is how many shards the crawl is split over (at least 1,
 	// fixed when it is seeded).
 	Shards int
+	// Instance is the crawl's instance id as this process read it (its
+	// config's InstanceField; "" for a crawl seeded before ids existed).
+	// Exchanges, sweeps and heartbeats carry it, and a crawl whose config
+	// holds another (made anew under the same name since) refuses them as
+	// a gone crawl would (ErrGone): nothing of one crawl is written into
+	// another.
+	Instance string
 	// Lease is how long a popped item is held without a heartbeat (10 s
 	// when 0).
 	Lease time.Duration
@@ -182,7 +189,7 @@ func Create(ctx context.Context, c redis.UniversalClient, name string, o Options
 	shares := Shares(o.PageBudget, o.Shards)
 	for i, sh := range f.fs {
 		if i > 0 {
-			if err := c.Set(ctx, sh.keys.Config, "1", 0).Err(); err != nil {
+			if err := c.Set(ctx, sh.keys.Config, cmpOr(o.Instance, "1"), 0).Err(); err != nil {
 				return nil, f.in(i, err)
 			}
 		}
@@ -224,4 +231,12 @@ func (o Options) now() time.Time {
 		return o.Clock()
 	}
 	return time.Now()
+}
+
+// cmpOr is a, or b when a is "".
+func cmpOr(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a
 }

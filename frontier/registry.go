@@ -17,7 +17,7 @@ func (f *shard) Register(ctx context.Context, worker string) (time.Duration, err
 	if worker == "" {
 		return 0, errors.New("frontier: register: empty worker id")
 	}
-	n, err := registerScript.Run(ctx, f.c, []string{f.keys.Workers, f.keys.Config}, worker, f.o.Lease.Milliseconds()).Int64()
+	n, err := registerScript.Run(ctx, f.c, []string{f.keys.Workers, f.keys.Config}, worker, f.o.Lease.Milliseconds(), f.o.Instance).Int64()
 	switch {
 	case isGone(err):
 		return 0, ErrGone
@@ -32,7 +32,7 @@ func (f *shard) Register(ctx context.Context, worker string) (time.Duration, err
 // queueHeartbeat adds the heartbeat to pipe (Frontier.Heartbeat sends
 // every shard's in one pipeline), and returns how to read it.
 func (f *shard) queueHeartbeat(ctx context.Context, pipe redis.Pipeliner, worker string, pages int64, leases []*Lease) func() (int, error) {
-	args := []any{worker, f.o.Lease.Milliseconds(), fmt.Sprintf("%d %d", pages, len(leases))}
+	args := []any{worker, f.o.Lease.Milliseconds(), fmt.Sprintf("%d %d", pages, len(leases)), f.o.Instance}
 	for _, l := range leases {
 		args = append(args, l.Member())
 	}

@@ -4,13 +4,15 @@ local GONE = 'GONE the crawl is gone from Redis' -- the one refusal of a gone cr
 -- KEYS[3] the crawl's config: while it is missing the crawl is gone (reset)
 -- KEYS[4] worker info (hash worker -> "pages leases beat-ms")
 -- ARGV[1] worker id   ARGV[2] lease length ms   ARGV[3] "pages leases" of
--- the worker, for whoever watches   ARGV[4..] leases ("id\nhost\nitem-json")
+-- the worker, for whoever watches   ARGV[4] the crawl's instance id as the
+-- worker read it (lib.lua's fr_ours: another instance is gone)
+-- ARGV[5..] leases ("id\nhost\nitem-json")
 -- Returns a flag per lease, in order (1: held, and extended; 0: lost, and
 -- not revived: its URL was reclaimed for another worker), or the GONE
 -- error, with nothing written, when the crawl is gone.
 -- A worker is alive until its leases would lapse: one lease length after
 -- its last heartbeat.
-if redis.call('EXISTS', KEYS[3]) == 0 then return redis.error_reply(GONE) end
+if not fr_ours(KEYS[3], ARGV[4]) then return redis.error_reply(GONE) end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local until_ms = now + tonumber(ARGV[2])
@@ -19,7 +21,7 @@ if ARGV[1] ~= '' then -- '': leases only (a shard other than the first)
   redis.call('HSET', KEYS[4], ARGV[1], ARGV[3] .. ' ' .. now)
 end
 local flags = {}
-for from = 4, #ARGV, 1000 do -- in chunks: unpack has a limit
+for from = 5, #ARGV, 1000 do -- in chunks: unpack has a limit
   local members = {unpack(ARGV, from, math.min(from + 999, #ARGV))}
   local held = redis.call('ZMSCORE', KEYS[1], unpack(members))
   local renew = {}

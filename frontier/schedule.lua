@@ -20,6 +20,7 @@
 -- KEYS[16] refill (lib.lua)
 -- KEYS[14] due (zset "host\nelement\nvisit" -> when the URL's revisit is
 --   due, ms): frontier/visit.go
+-- ARGV[11] the crawl's instance id as the scheduler read it (lib.lua's fr_ours)
 -- ARGV[10] '1': the crawl is continuous: URLs due by now go back to their
 --   hosts' queues, and the crawl never ends; '0': only those due by a
 --   recrawl's time (stats' 'recrawl_at', recrawl.lua), and the crawl ends
@@ -55,7 +56,7 @@
 --   records     the records this sweep wrote (absent: none), which the
 --                scheduler writes to its own --out too
 -- or the GONE error, with nothing written, when the crawl is gone.
-if redis.call('EXISTS', KEYS[10]) == 0 then return redis.error_reply('GONE the crawl is gone from Redis') end
+if not fr_ours(KEYS[10], ARGV[11]) then return redis.error_reply('GONE the crawl is gone from Redis') end
 do
   local why = fr_unsound_stats(KEYS[7])
   if why then return redis.error_reply(why) end -- nothing written

@@ -2,6 +2,9 @@ package frontier
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -42,6 +45,26 @@ func StoreConfig(ctx context.Context, c redis.UniversalClient, name string, fiel
 		have[res[i]] = res[i+1]
 	}
 	return have, nil
+}
+
+// InstanceField is the config field of the crawl's instance id.
+const InstanceField = "instance"
+
+// NewInstance is a fresh instance id: 128 random bits, in hex.
+func NewInstance() string {
+	var b [16]byte
+	rand.Read(b[:]) // never fails (crypto/rand)
+	return hex.EncodeToString(b[:])
+}
+
+// Instance is the instance id crawl name's config holds now ("" when it
+// has none, or there is no such crawl).
+func Instance(ctx context.Context, c redis.UniversalClient, name string) (string, error) {
+	v, err := c.HGet(ctx, KeysFor(name).Config, InstanceField).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	return v, err
 }
 
 // ReadConfig reads crawl name's settings: empty when there is no such

@@ -239,6 +239,11 @@ func resetCommand() *cli.Command {
 			if len(rep.Stopped) > 0 {
 				msg += fmt.Sprintf(" after %d workers stopped (%s)", len(rep.Stopped), strings.Join(rep.Stopped, ", "))
 			}
+			if len(rep.Silent) > 0 {
+				msg += fmt.Sprintf("; %d went silent without saying they stopped (%s: hung, or cut off from Redis): "+
+					"if they reach Redis again, a crawl seeded anew under this name refuses them and they stop",
+					len(rep.Silent), strings.Join(rep.Silent, ", "))
+			}
 			fmt.Fprintln(c.App.Writer, msg)
 			return nil
 		},
