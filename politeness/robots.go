@@ -88,6 +88,7 @@ type Robots struct {
 	// it doubles with each failure in a row, up to MaxBackoff (5 min).
 	Backoff, MaxBackoff time.Duration
 	MaxLocal            int           // hosts kept in the local cache (10 000)
+	MaxLocalBytes       int           // and bytes of their rules at most (64 MiB)
 	LockTTL             time.Duration // how long one worker may take to fetch (15 s)
 	WaitFor             time.Duration // how long to wait for another worker's fetch (3 s)
 	// OnFetched, when set, hears of each robots.txt this process fetched
@@ -97,9 +98,10 @@ type Robots struct {
 	// Lookups count where Check found each answer: this process's cache
 	// (Local), Redis, filled by any worker (Shared), or a fetch by this
 	// process (Fetched). For metrics.
-	Lookups struct{ Local, Shared, Fetched atomic.Int64 }
-	mu      sync.Mutex
-	local   map[string]robotsEntry
+	Lookups    struct{ Local, Shared, Fetched atomic.Int64 }
+	mu         sync.Mutex
+	local      map[string]robotsEntry
+	localBytes int // the rules' size in local (RobotsTxt.size)
 	// flight makes concurrent checks of one host in this process share one
 	// Redis lookup: a worker's loops often start on the same host at once,
 	// and would otherwise each look up, try the lock, retry and hold a
@@ -136,7 +138,7 @@ func (e robotsEntry) result(now time.Time) (*RobotsTxt, error) {
 // "crawl:{NAME}:robots:" (or set KeyFor); agent is the crawler's product token ("RedCrawl").
 func NewRobots(c redis.UniversalClient, keyPrefix, agent string, fetch RobotsFetcher) *Robots {
 	return &Robots{c: c, pipes: pipelines{c: c, linger: robotsLinger}, prefix: keyPrefix, agent: agent, fetch: fetch,
-		TTL: 24 * time.Hour, Backoff: time.Second, MaxBackoff: 5 * time.Minute, MaxLocal: 10000, LockTTL: 15 * time.Second,
+		TTL: 24 * time.Hour, Backoff: time.Second, MaxBackoff: 5 * time.Minute, MaxLocal: 10000, MaxLocalBytes: 64 << 20, LockTTL: 15 * time.Second,
 		WaitFor: 3 * time.Second, local: map[string]robotsEntry{}, now: time.Now, lockDelay: 100 * time.Millisecond,
 		warming: make(chan struct{}, maxWarming)}
 }
@@ -260,16 +262,42 @@ func (r *Robots) shared(ctx context.Context, u *url.URL) (robotsEntry, error) {
 
 func (r *Robots) remember(origin string, e robotsEntry) robotsEntry {
 	e.expires = r.now().Add(e.ttl)
+	size := e.size()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.local) >= r.MaxLocal {
-		for o := range r.local { // evict an arbitrary origin: bounded memory, not an LRU
-			delete(r.local, o)
+	if old, ok := r.local[origin]; ok {
+		r.localBytes -= old.size()
+		delete(r.local, origin)
+	}
+	if size > r.MaxLocalBytes {
+		return e // larger than the whole cache: used once, kept in Redis only
+	}
+	// Arbitrary origins go until both bounds hold: bounded memory, not an LRU.
+	for o, old := range r.local {
+		if len(r.local) < r.MaxLocal && r.localBytes+size <= r.MaxLocalBytes {
 			break
 		}
+		r.localBytes -= old.size()
+		delete(r.local, o)
 	}
 	r.local[origin] = e
+	r.localBytes += size
 	return e
+}
+
+// size is about how many bytes of memory the entry holds.
+func (e robotsEntry) size() int {
+	if e.data == nil {
+		return 128
+	}
+	return 64 + e.data.size()
+}
+
+// LocalBytes is about how many bytes the local cache holds now.
+func (r *Robots) LocalBytes() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.localBytes
 }
 
 // load reads the stored entry; found is false when there is none, or when
@@ -319,21 +347,25 @@ func (rd reads) err() error { return errors.Join(rd.h.Err(), rd.pt.Err(), rd.tm.
 
 // read queues the reads of the entry at key on pipe.
 func (r *Robots) read(ctx context.Context, pipe redis.Pipeliner, key string) reads {
-	return reads{pipe.HMGet(ctx, key, "status", "body", "failures", "first_fail", "retry_at"), pipe.PTTL(ctx, key), pipe.Time(ctx)}
+	return reads{pipe.HMGet(ctx, key, "status", "body", "failures", "first_fail", "retry_at", "rules"), pipe.PTTL(ctx, key), pipe.Time(ctx)}
 }
 
 // decode reads an entry from its HMGET, PTTL and TIME; found as load says.
 func (r *Robots) decode(rd reads, host string) (robotsEntry, bool) {
 	h, pt, tm := rd.h, rd.pt, rd.tm
 	v := h.Val()
-	if len(v) != 5 || v[0] == nil {
+	if len(v) != 6 || v[0] == nil {
 		return robotsEntry{}, false
 	}
 	num := func(x any) int64 { n, _ := strconv.ParseInt(fmt.Sprint(x), 10, 64); return n }
 	status := int(num(v[0]))
 	if !unavailable(status) {
-		body, _ := v[1].(string)
-		return robotsEntry{data: r.parse(status, []byte(body)), ttl: max(pt.Val(), time.Second)}, true
+		ttl := max(pt.Val(), time.Second)
+		if rules, ok := v[5].(string); ok {
+			return robotsEntry{data: fromCompact(r.agent, []byte(rules)), ttl: ttl}, true
+		}
+		body, _ := v[1].(string) // stored whole by an earlier RedCrawl
+		return robotsEntry{data: r.parse(status, []byte(body)).For(r.agent), ttl: ttl}, true
 	}
 	now := tm.Val().UnixMilli()
 	retryAt := num(v[4])

@@ -56,12 +56,16 @@ func (r *Robots) fetchAndStore(ctx context.Context, robotsURL, key, host, token 
 		body = body[:maxRobotsBody]
 		body = body[:bytes.LastIndexAny(body, "\r\n")+1]
 	}
-	if err := r.pipes.script(ctx, robotsStoreScript, keys, status, body, r.TTL.Milliseconds(), token).Err(); err != nil {
+	// Redis and the local cache keep only what the crawl's agent reads of
+	// the file (RobotsTxt.For); the hook hears of the whole of it (its
+	// sitemaps).
+	full := r.parse(status, body)
+	data := full.For(r.agent)
+	if err := r.pipes.script(ctx, robotsStoreScript, keys, status, data.compact(), r.TTL.Milliseconds(), token).Err(); err != nil {
 		return robotsEntry{}, false, fmt.Errorf("politeness: robots %s: %w", key, err)
 	}
-	data := r.parse(status, body)
 	if r.OnFetched != nil {
-		r.OnFetched(ctx, robotsURL, data)
+		r.OnFetched(ctx, robotsURL, full)
 	}
 	return robotsEntry{data: data, ttl: r.TTL}, true, nil
 }

@@ -2,6 +2,7 @@ package politeness
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -283,4 +284,86 @@ func hexByte(h string) int {
 
 func unreserved(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~'
+}
+
+// For is r as agent reads it, and all a crawl need keep of it: the rules
+// of the groups that apply to agent, merged, and its Crawl-delay; not the
+// other agents' groups, and not the sitemaps (they are queued when the
+// file is fetched: Robots.OnFetched). A 500 KiB robots.txt written for a
+// hundred crawlers keeps a few lines. Allowed and CrawlDelay answer for
+// agent as r's would.
+func (r *RobotsTxt) For(agent string) *RobotsTxt {
+	if r.verdict != 0 {
+		return &RobotsTxt{verdict: r.verdict}
+	}
+	rules, delay, has := r.rulesFor(agent)
+	return &RobotsTxt{groups: []robotsGroup{{agents: []string{strings.ToLower(agent)}, rules: rules, delay: delay, hasDel: has}}}
+}
+
+// compact writes r, as For leaves it, as text (a line a rule: "A pattern"
+// or "D pattern", "C nanoseconds" for a Crawl-delay, "V verdict"): what
+// Redis keeps of a host's robots.txt. Patterns hold no line breaks
+// (normPath escapes them).
+func (r *RobotsTxt) compact() []byte {
+	var b bytes.Buffer
+	if r.verdict != 0 {
+		fmt.Fprintf(&b, "V %d\n", r.verdict)
+		return b.Bytes()
+	}
+	for _, g := range r.groups {
+		if g.hasDel {
+			fmt.Fprintf(&b, "C %d\n", int64(g.delay))
+		}
+		for _, rule := range g.rules {
+			kind := byte('D')
+			if rule.allow {
+				kind = 'A'
+			}
+			b.WriteByte(kind)
+			b.WriteByte(' ')
+			b.WriteString(rule.pattern)
+			b.WriteByte('\n')
+		}
+	}
+	return b.Bytes()
+}
+
+// fromCompact reads compact's text back, as the rules of agent.
+func fromCompact(agent string, text []byte) *RobotsTxt {
+	g := robotsGroup{agents: []string{strings.ToLower(agent)}}
+	for _, line := range strings.Split(string(text), "\n") {
+		if len(line) < 2 || line[1] != ' ' {
+			continue
+		}
+		v := line[2:]
+		switch line[0] {
+		case 'V':
+			n, _ := strconv.Atoi(v)
+			return &RobotsTxt{verdict: n}
+		case 'C':
+			n, _ := strconv.ParseInt(v, 10, 64)
+			g.delay, g.hasDel = time.Duration(n), true
+		case 'A', 'D':
+			g.rules = append(g.rules, robotsRule{allow: line[0] == 'A', pattern: v})
+		}
+	}
+	return &RobotsTxt{groups: []robotsGroup{g}}
+}
+
+// size is about how many bytes of memory r holds.
+func (r *RobotsTxt) size() int {
+	n := 64
+	for _, g := range r.groups {
+		n += 64
+		for _, a := range g.agents {
+			n += len(a) + 16
+		}
+		for _, rule := range g.rules {
+			n += len(rule.pattern) + 32
+		}
+	}
+	for _, s := range r.Sitemaps {
+		n += len(s) + 16
+	}
+	return n
 }
