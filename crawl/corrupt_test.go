@@ -27,8 +27,7 @@ func TestACorruptQueueElementIsSetAside(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		k := frontier.KeysFor("garbage")
-		host := strings.TrimPrefix(site.Roots()[0], "http://")
-		host = strings.TrimSuffix(host, "/")
+		host := site.Hosts()[0]
 		if err := s.Client.RPush(ctx, k.Queues+host, "garbage!!").Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +57,7 @@ func TestACorruptBucketFieldIsRepaired(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		k := frontier.KeysFor("badbucket")
-		host := strings.TrimSuffix(strings.TrimPrefix(site.Roots()[0], "http://"), "/")
+		host := site.Hosts()[0]
 		s.Client.HSet(ctx, k.Buckets+host, "delay", "abc")
 		s.Client.HSet(ctx, k.Slowed, host, "1")
 		runWorkers(t, ctx, s, "badbucket", fastOptions("w1"))

@@ -583,14 +583,7 @@ func (p *project) awaitEpochEnd(c, since string) bool {
 func TestComposeWorkerCutOffFromRedis(t *testing.T) {
 	requireEngine(t)
 	t.Parallel()
-	// The budget: every page the site has (a clean crawl fetches exactly these).
-	site, err := testsite.Start(testsite.Config{Names: []string{"a.site.test", "b.site.test", "c.site.test", "d.site.test"},
-		Pages: 500, Listen: "127.0.0.1:0", Port: 8080})
-	if err != nil {
-		t.Fatal(err)
-	}
-	budget := len(site.Fetchable())
-	site.Close()
+	budget := composeSitePages(t)
 	p := upCompose(t, pickTool(t), composeConfig{seedFlags: append([]string{"--max-pages", strconv.Itoa(budget)}, faultSeed...)})
 	st := p.midCrawl(4)
 	victim := bystander(st)
@@ -654,4 +647,18 @@ func TestComposeWorkersAdded(t *testing.T) {
 			t.Errorf("worker %s wrote no records (%v)", id, err)
 		}
 	}
+}
+
+// composeSitePages is every page the compose file's test site has: a
+// clean crawl fetches exactly these, so a page budget of that many is
+// spent exactly when nothing was counted twice.
+func composeSitePages(t *testing.T) int {
+	t.Helper()
+	site, err := testsite.Start(testsite.Config{Names: []string{"a.site.test", "b.site.test", "c.site.test", "d.site.test"},
+		Pages: 500, Listen: "127.0.0.1:0", Port: 8080})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer site.Close()
+	return len(site.Fetchable())
 }

@@ -72,6 +72,11 @@ type Keys struct {
 	// a shard other than the first a marker of the crawl in that shard: the
 	// crawl exists while it does. Scripts that write refuse when it is
 	// missing (ErrGone), so a reset crawl is not brought back piecemeal.
+	// Sweeps is the fence's log: a capped stream (10 000 entries) to which
+	// every sweep the fence let through adds its epoch, in the order Redis
+	// applied them, so that a history can be checked: no sweep of an
+	// older epoch after one of a newer.
+	Sweeps string
 	Config string
 }
 
@@ -114,7 +119,7 @@ func keysUnder(p string) Keys {
 	return Keys{Queues: p + "queue:", Lengths: p + "lengths", Counters: p + "counter:", Ready: p + "ready", Leases: p + "leases", Deferred: p + "deferred",
 		Failed: p + "failed", Workers: p + "workers", Stats: p + "stats", Results: p + "results", DoneFlag: p + "done",
 		Config: p + "config", HostPages: p + "hostpages", Capped: p + "capped", Ended: p + "ended:", Buckets: p + "rate:", Slowed: p + "slowed", Outbox: p + "outbox",
-		Due: p + "due", Refill: p + "refill", Pauses: p + "pauses", WorkerInfo: p + "workerinfo"}
+		Due: p + "due", Refill: p + "refill", Pauses: p + "pauses", WorkerInfo: p + "workerinfo", Sweeps: p + "sweeps"}
 }
 
 // MaxNameLen bounds a crawl name.

@@ -18,6 +18,8 @@
 -- KEYS[15] worker info (hash worker -> its last heartbeat's note:
 --   renew.lua), whose forgotten workers go with them
 -- KEYS[16] refill (lib.lua)
+-- KEYS[17] the fence's log (stream): this sweep's epoch, ARGV[1], added
+--   once the fence let it through (frontier.Keys.Sweeps)
 -- KEYS[14] due (zset "host\nelement\nvisit" -> when the URL's revisit is
 --   due, ms): frontier/visit.go
 -- ARGV[11] the crawl's instance id as the scheduler read it (lib.lua's fr_ours)
@@ -61,6 +63,7 @@ do
   local why = fr_unsound_stats(KEYS[7])
   if why then return redis.error_reply(why) end -- nothing written
 end
+redis.call('XADD', KEYS[17], 'MAXLEN', '~', '10000', '*', 'epoch', ARGV[1])
 local queues, ready, leases, deferred = KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local failedKey, stats = KEYS[6], KEYS[7]
 local Q = fr_keys(queues, ready, stats, KEYS[12], KEYS[16])
