@@ -49,7 +49,12 @@ func runWorkers(t *testing.T, ctx context.Context, s *redistest.Server, name str
 			t.Fatal(err)
 		}
 		wg.Add(1)
-		go func() { defer wg.Done(); w.Run(ctx) }()
+		go func() {
+			defer wg.Done()
+			if err := w.Run(ctx); err != nil {
+				t.Errorf("worker %s: %v", o.ID, err)
+			}
+		}()
 	}
 	wg.Wait()
 	if ctx.Err() != nil {

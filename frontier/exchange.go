@@ -123,7 +123,7 @@ func (f *shard) exchange(ctx context.Context, done []Finished, back []*Lease, wa
 	// the links before start.
 	args := func(start, end int, flags []bool, last bool) []any {
 		if !last { // an earlier call of a big batch only queues links
-			return exchangeArgs{Expect: f.exchanges, ResultsCap: f.resultsCap}.encode()
+			return exchangeArgs{Expect: f.exchanges, ResultsCap: f.resultsCap, Instance: f.o.Instance}.encode()
 		}
 		a := f.lastArgs(done, offset, start, end, flags, back, want, ids)
 		return a.encode()
