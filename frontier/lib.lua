@@ -108,6 +108,19 @@ local function fr_unsound_stats(stats)
   end
 end
 
+-- fr_denied names the first of cmds (each {command, key, args…}) the
+-- user may not run, as a NOPERM refusal (nil: all allowed, or Redis
+-- cannot say: before 7.0, and miniredis). A script asks before its first
+-- write: Redis keeps the writes of a script that fails half-way.
+local function fr_denied(cmds)
+  if not redis.acl_check_cmd then return nil end
+  for _, c in ipairs(cmds) do
+    if not redis.acl_check_cmd(unpack(c)) then
+      return 'NOPERM this user may not run ' .. c[1] .. ' on ' .. c[2] .. ", which the crawl needs (README: the crawler's ACL)"
+    end
+  end
+end
+
 -- fr_wellformed: el is an element a queue may hold (a marker, an item's
 -- JSON, or a compact element); anything else was put there by hand or by
 -- a bug, and is set aside (fr_set_aside), never decoded.

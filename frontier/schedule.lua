@@ -60,7 +60,12 @@
 -- or the GONE error, with nothing written, when the crawl is gone.
 if not fr_ours(KEYS[10], ARGV[11]) then return redis.error_reply('GONE the crawl is gone from Redis') end
 do
-  local why = fr_unsound_stats(KEYS[7])
+  local q = KEYS[2] .. 'x' -- a queue: the queues share their prefix
+  local why = fr_unsound_stats(KEYS[7]) or fr_denied({
+    {'XADD', KEYS[17], '*', 'x', 'x'}, {'XADD', KEYS[11], '*', 'x', 'x'}, {'HINCRBY', KEYS[7], 'x', '1'}, {'HSET', KEYS[7], 'x', '1'},
+    {'ZREM', KEYS[4], 'x'}, {'ZREM', KEYS[5], 'x'}, {'ZADD', KEYS[3], '1', 'x'}, {'LPUSH', KEYS[6], 'x'}, {'LTRIM', KEYS[6], '0', '1'},
+    {'LPUSH', q, 'x'}, {'LPOP', q, '1'}, {'DEL', q}, {'HDEL', KEYS[12], 'x'}, {'SET', KEYS[8], '1'}, {'PUBLISH', KEYS[2] .. 'wake', '1'},
+  })
   if why then return redis.error_reply(why) end -- nothing written
 end
 redis.call('XADD', KEYS[17], 'MAXLEN', '~', '10000', '*', 'epoch', ARGV[1])
