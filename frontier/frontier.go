@@ -89,56 +89,6 @@ func backEntries(items []Item) ([]string, []any, error) {
 // nothing was written.
 var ErrGone = errors.New("the crawl is gone from Redis")
 
-// ErrScript: a frontier script cannot do what it was asked, and trying
-// again would not change that: it refused before its first write, because
-// a number it rests on is not one (CORRUPT: set by hand, or by a bug) or
-// the Redis user may not run a command it needs (NOPERM), or it failed
-// half-way (a bug, or a key of the wrong kind). Never a lost reply: the
-// worker stops, saying which key and what, and the URLs it holds come back
-// when their leases expire.
-var ErrScript = errors.New("frontier: a script cannot run")
-
-// ScriptError is an ErrScript with what Redis said.
-type ScriptError struct {
-	Script string // which call: "exchange", "sweep"
-	Reply  string // Redis's error reply
-}
-
-func (e *ScriptError) Error() string {
-	return fmt.Sprintf("frontier: the %s script cannot run: %s", e.Script, e.Reply)
-}
-func (e *ScriptError) Unwrap() error { return ErrScript }
-
-// scriptError is err as an ErrScript when it is one, else nil: a
-// script's own refusal (an error reply beginning CORRUPT or NOPERM), or a
-// script that failed running, on an error of its own or of a command it
-// called (Redis 7 says where: "… script: SHA, on @user_script:LINE."; before
-// 7: "Error running script"; miniredis: "<string>:LINE: …"; a key of the
-// wrong kind: WRONGTYPE). A command's error that says Redis is busy or away
-// for now keeps its own code (OOM, BUSY, READONLY, LOADING …) and is not
-// one: those are tried again.
-func scriptError(script string, err error) error {
-	var reply redis.Error
-	if !errors.As(err, &reply) {
-		return nil
-	}
-	msg := reply.Error()
-	code, _, _ := strings.Cut(msg, " ")
-	switch {
-	case code == "CORRUPT" || code == "NOPERM" || code == "WRONGTYPE":
-	case forNow[code]:
-		return nil
-	case strings.Contains(msg, "user_script:") || strings.Contains(msg, "Error running script") || strings.HasPrefix(msg, "<string>:"):
-	default:
-		return nil
-	}
-	return &ScriptError{Script: script, Reply: msg}
-}
-
-// forNow are the error codes of a Redis busy or away for now.
-var forNow = map[string]bool{"OOM": true, "BUSY": true, "LOADING": true, "READONLY": true, "MASTERDOWN": true, "TRYAGAIN": true,
-	"CLUSTERDOWN": true, "NOREPLICAS": true, "MISCONF": true, "NOSCRIPT": true, "MOVED": true, "ASK": true, "GONE": true}
-
 // worse is the error of two that asks more of the caller: the crawl gone,
 // a script that cannot run, then Redis gone back in time, then a lost
 // reply, then any other.

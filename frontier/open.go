@@ -1,6 +1,7 @@
 package frontier
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -189,7 +190,7 @@ func Create(ctx context.Context, c redis.UniversalClient, name string, o Options
 	shares := Shares(o.PageBudget, o.Shards)
 	for i, sh := range f.fs {
 		if i > 0 {
-			if err := c.Set(ctx, sh.keys.Config, cmpOr(o.Instance, "1"), 0).Err(); err != nil {
+			if err := c.Set(ctx, sh.keys.Config, cmp.Or(o.Instance, "1"), 0).Err(); err != nil {
 				return nil, f.in(i, err)
 			}
 		}
@@ -231,12 +232,4 @@ func (o Options) now() time.Time {
 		return o.Clock()
 	}
 	return time.Now()
-}
-
-// cmpOr is a, or b when a is "".
-func cmpOr(a, b string) string {
-	if a == "" {
-		return b
-	}
-	return a
 }
