@@ -60,7 +60,8 @@ func NewSeeder(ctx context.Context, c redis.UniversalClient, name string, s Sett
 }
 
 // Add queues a batch of canonical seed URLs, widens the scope to their
-// hosts, and reopens a finished crawl.
+// hosts, and reopens a finished crawl (the queueing does, in the script
+// that queues: see frontier's enqueue).
 func (sd *Seeder) Add(ctx context.Context, seeds []*url.URL) error { return sd.add(ctx, seeds, "") }
 
 // AddSitemaps queues sitemaps to read (seed --sitemap), as Add queues pages.
@@ -116,11 +117,6 @@ func (sd *Seeder) add(ctx context.Context, seeds []*url.URL, kind string) error 
 		}
 		if f || !sd.o.SkipSeen {
 			queued++
-		}
-	}
-	if queued > 0 {
-		if err := sd.fr.Reopen(ctx); err != nil { // the crawl is not over
-			return fmt.Errorf("crawl: seed: %w", err)
 		}
 	}
 	// The batch went in: remember it.

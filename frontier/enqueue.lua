@@ -2,7 +2,8 @@
 -- URLs seen and queue them, in one atomic step, so a URL is never marked
 -- seen without being queued.
 -- KEYS: the Bloom filter's, then queues (the prefix, lib.lua), ready, stats,
---   lengths, refill
+--   lengths, refill, done flag (deleted when a URL is queued: a crawl with
+--   work queued is not over, and no call between the two can say it is)
 -- ARGV: the Bloom filter's, then one entry ("host\nparent\nelement") per URL,
 --   then mode: 'new' queues the URLs the filter did not hold (links),
 --   'all' queues every one, whatever the filter says (a seed the user
@@ -16,7 +17,10 @@ if reply[1] == BLOOM_OK then
     if all or reply[3 + i] == 1 then queue[#queue + 1] = ARGV[link0 + i - 1] end
   end
   fr_push_back(fr_keys(KEYS[key0], KEYS[key0 + 1], KEYS[key0 + 2], KEYS[key0 + 3], KEYS[key0 + 4]), queue, fr_now())
-  if #queue > 0 then redis.call('HINCRBY', KEYS[key0 + 2], 'enqueued', #queue) end
+  if #queue > 0 then
+    redis.call('HINCRBY', KEYS[key0 + 2], 'enqueued', #queue)
+    redis.call('DEL', KEYS[key0 + 5])
+  end
   redis.call('HINCRBY', KEYS[key0 + 2], 'offered', links)
 end
 return reply

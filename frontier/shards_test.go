@@ -581,3 +581,39 @@ func onEveryRedis(t *testing.T, run func(*testing.T, redis.UniversalClient)) {
 	t.Run("redis-server", func(t *testing.T) { run(t, redistest.Real(t).Client) })
 	t.Run("redis-cluster", func(t *testing.T) { run(t, redistest.RealCluster(t, 3).Client) })
 }
+
+// Queueing into a crawl that was over reopens it, and with one shard in
+// the very call that queues: no failure between two calls can leave URLs
+// queued behind a done flag (a worker with --exit-when-done would leave
+// them, and a seed sent again with --skip-seen would queue nothing and so
+// reopen nothing). With several shards every flag is cleared first.
+func TestQueueingReopensAFinishedCrawl(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		for _, n := range []int{1, 3} {
+			name := fmt.Sprintf("reopen%d", n)
+			f := openShards(t, s.Client, name, n, 0)
+			if _, err := f.Enqueue(ctx, []Item{{URL: "http://early.example/"}}); err != nil { // the scripts loaded
+				t.Fatal(err)
+			}
+			for sh := 0; sh < n; sh++ {
+				s.Client.Set(ctx, KeysForShard(name, sh).DoneFlag, "1", 0)
+			}
+			calls := redistest.RoundTrips(s.Client)
+			if _, err := f.Enqueue(ctx, []Item{{URL: "http://late.example/"}}); err != nil {
+				t.Fatal(err)
+			}
+			if n == 1 && calls.Load() != 1 {
+				t.Fatalf("one shard: %d calls to queue a URL and reopen; want one", calls.Load())
+			}
+			if done, err := f.Done(ctx); err != nil || done {
+				t.Fatalf("%d shards: Done = %v, %v after a URL was queued; want false", n, done, err)
+			}
+			for sh := 0; sh < n; sh++ {
+				if s.Client.Exists(ctx, KeysForShard(name, sh).DoneFlag).Val() != 0 {
+					t.Fatalf("%d shards: shard %d still says done with a URL queued", n, sh)
+				}
+			}
+		}
+	})
+}
