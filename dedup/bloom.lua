@@ -96,80 +96,77 @@ local function bloom_set(key, packed, k)
   return false
 end
 
-local function bloom_run(kb, ab, guard)
-  local meta = KEYS[kb]
-  local mode = ARGV[ab]
-  local known = tonumber(ARGV[ab + 1])
-  local state = redis.call('HMGET', meta, 'layers', 'count', 'allocated')
-  local layers = tonumber(state[1] or '0')
-  local count = tonumber(state[2] or '0')
-  local allocated = tonumber(state[3] or '0')
-  local nitems = tonumber(ARGV[ab + 2])
-  local next_key = kb + 1 + tonumber(ARGV[ab + 3])
-  local spare = tonumber(ARGV[ab + 5])
-  local nl = known
-  if mode == 'add' and spare >= 0 then nl = known + 1 end
-  local ks, stride = {}, nl
-  for l = 1, nl do
-    ks[l] = tonumber(ARGV[ab + 4 + 2 * l])
-  end
-  local first = ab + 6 + 2 * nl
-  local next_arg = first + stride * nitems
-  if guard then
-    local refusal = guard(next_key, next_arg, nitems)
-    if refusal ~= nil then return {BLOOM_REFUSED, count, layers, refusal}, next_key, next_arg, nitems end
-  end
-  if layers ~= known then
-    return {BLOOM_STALE, count, layers}, next_key, next_arg, nitems
-  end
-  local bound = tonumber(ARGV[ab + 4])
-  if mode == 'add' then
-    -- Bits are only ever written into segments allocated whole: a bitmap
-    -- grown bit by bit ends up with up to twice its size in memory.
-    local need = layers
-    if count + nitems > bound then
-      if nl == known then return {BLOOM_NEXT_LAYER, count, layers}, next_key, next_arg, nitems end
-      need = layers + 1
-    end
-    if allocated < need then
-      return {BLOOM_ALLOCATE, count, layers, need}, next_key, next_arg, nitems
-    end
-  end
+-- bloom_layout reads a call's layout (the arguments above) and the
+-- filter's state: a table of both.
+local function bloom_layout(kb, ab)
+  local state = redis.call('HMGET', KEYS[kb], 'layers', 'count', 'allocated')
+  local c = {meta = KEYS[kb], kb = kb, mode = ARGV[ab], known = tonumber(ARGV[ab + 1]),
+    layers = tonumber(state[1] or '0'), count = tonumber(state[2] or '0'), allocated = tonumber(state[3] or '0'),
+    nitems = tonumber(ARGV[ab + 2]), next_key = kb + 1 + tonumber(ARGV[ab + 3]),
+    spare = tonumber(ARGV[ab + 5]), bound = tonumber(ARGV[ab + 4]), ks = {}}
+  c.nl = c.known -- the layers whose places each item carries
+  if c.mode == 'add' and c.spare >= 0 then c.nl = c.known + 1 end
+  for l = 1, c.nl do c.ks[l] = tonumber(ARGV[ab + 4 + 2 * l]) end
+  c.first = ab + 6 + 2 * c.nl
+  c.next_arg = c.first + c.nl * c.nitems
+  return c
+end
 
-  -- has(p, l, fn): are all of the item's bits in layer l set? (bloom_set
-  -- also sets them, and answers whether they all were set before.)
-  local function has(p, l, fn)
-    local packed = ARGV[p + l - 1]
-    local hi, lo = bloom_byte(packed, 1, 2)
-    return fn(KEYS[kb + 1 + hi * 256 + lo], packed, ks[l])
+-- bloom_retry is the retry status that stops a call laid out as c before
+-- any write (nil: none): the client's layer count is stale, the batch may
+-- fill the last layer without the next one's places, or a layer is not
+-- allocated yet.
+local function bloom_retry(c)
+  if c.layers ~= c.known then return {BLOOM_STALE, c.count, c.layers} end
+  if c.mode ~= 'add' then return nil end
+  -- Bits are only ever written into segments allocated whole: a bitmap
+  -- grown bit by bit ends up with up to twice its size in memory.
+  local need = c.layers
+  if c.count + c.nitems > c.bound then
+    if c.nl == c.known then return {BLOOM_NEXT_LAYER, c.count, c.layers} end
+    need = c.layers + 1
   end
+  if c.allocated < need then return {BLOOM_ALLOCATE, c.count, c.layers, need} end
+  return nil
+end
 
+-- bloom_has: are all of the bits of the item whose places start at ARGV[p]
+-- set in layer l? (With fn bloom_set it also sets them, and answers
+-- whether they all were set before.)
+local function bloom_has(c, p, l, fn)
+  local packed = ARGV[p + l - 1]
+  local hi, lo = bloom_byte(packed, 1, 2)
+  return fn(KEYS[c.kb + 1 + hi * 256 + lo], packed, c.ks[l])
+end
+
+-- bloom_items tests (or tests and sets) each item of the batch, and
+-- returns the reply.
+local function bloom_items(c)
   local reply = {BLOOM_OK, 0, 0}
-  local active = layers
-  for i = 0, nitems - 1 do
-    local p = first + i * stride
-    if mode == 'test' then
-      local present = false
+  local active, bound, count = c.layers, c.bound, c.count
+  for i = 0, c.nitems - 1 do
+    local p = c.first + i * c.nl
+    local present = false
+    if c.mode == 'test' then
       for l = 1, active do
-        if has(p, l, bloom_test) then present = true break end
+        if bloom_has(c, p, l, bloom_test) then present = true break end
       end
       reply[#reply + 1] = present and 1 or 0
     else
       if count >= bound then
         -- The last layer is full: new items go to the next one, whose
         -- positions the client sent along.
-        if active >= nl then
+        if active >= c.nl then
           return redis.error_reply('ERR bloom: batch overflows the next layer; send smaller batches')
         end
         active = active + 1
-        bound = bound + spare
+        bound = bound + c.spare
       end
-      local present = false
       for l = 1, active - 1 do
-        if has(p, l, bloom_test) then present = true break end
+        if bloom_has(c, p, l, bloom_test) then present = true break end
       end
       -- Test-and-set in the last layer: new unless all k bits were set.
-      if not present and not has(p, active, bloom_set) then
+      if not present and not bloom_has(c, p, active, bloom_set) then
         count = count + 1
         reply[#reply + 1] = 1
       else
@@ -177,10 +174,21 @@ local function bloom_run(kb, ab, guard)
       end
     end
   end
-  if mode == 'add' and nitems > 0 then
-    redis.call('HSET', meta, 'count', tostring(count), 'layers', tostring(active))
+  if c.mode == 'add' and c.nitems > 0 then
+    redis.call('HSET', c.meta, 'count', tostring(count), 'layers', tostring(active))
   end
   reply[2] = count
   reply[3] = active
-  return reply, next_key, next_arg, nitems
+  return reply
+end
+
+local function bloom_run(kb, ab, guard)
+  local c = bloom_layout(kb, ab)
+  if guard then
+    local refusal = guard(c.next_key, c.next_arg, c.nitems)
+    if refusal ~= nil then return {BLOOM_REFUSED, c.count, c.layers, refusal}, c.next_key, c.next_arg, c.nitems end
+  end
+  local retry = bloom_retry(c)
+  if retry then return retry, c.next_key, c.next_arg, c.nitems end
+  return bloom_items(c), c.next_key, c.next_arg, c.nitems
 end

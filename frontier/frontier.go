@@ -45,8 +45,10 @@ var (
 	enqueueBody   string
 	enqueueScript = dedup.Compose(lib + enqueueBody)
 	//go:embed exchange.lua
-	exchangeBody   string
-	exchangeScript = dedup.Compose(lib + politeness.TokensLua + exchangeBody)
+	exchangeBody string
+	//go:embed exchange_steps.lua
+	exchangeSteps  string
+	exchangeScript = dedup.Compose(lib + politeness.TokensLua + exchangeSteps + exchangeBody)
 	//go:embed defer.lua
 	deferSrc    string
 	deferScript = redis.NewScript(lib + deferSrc)
@@ -63,8 +65,10 @@ var (
 	renewSrc    string
 	renewScript = redis.NewScript(lib + renewSrc)
 	//go:embed schedule.lua
-	scheduleBody   string
-	scheduleScript = fence.NewScript(lib + scheduleBody)
+	scheduleBody string
+	//go:embed schedule_steps.lua
+	scheduleSteps  string
+	scheduleScript = fence.NewScript(lib + scheduleSteps + scheduleBody)
 	//go:embed allow.lua
 	allowBody   string
 	allowScript = fence.NewScript(allowBody)

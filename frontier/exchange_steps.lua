@@ -1,0 +1,694 @@
+-- exchange_steps.lua: the steps of an exchange (exchange.lua), one concern
+-- each, loaded after bloom.lua, lib.lua and tokens.lua and before
+-- exchange.lua's body, which calls them in order. They share one table,
+-- the exchange X: its keys by name (X.K), its arguments (X.A, exchange.go's
+-- exchangeArgs) and what the steps leave for those after them.
+
+-- EX_KEYS names exchange.lua's keys after the Bloom filter's, in the order
+-- exchange.go's exchangeKeys sends them, and the kind each holds (nil: a
+-- string, or a prefix): the first exchange of a process checks them.
+local EX_KEYS = {
+  {'queues'}, {'ready', 'zset'}, {'leases', 'zset'}, {'stats', 'hash'}, {'failed', 'list'},
+  {'results', 'stream'}, {'done'}, {'counter'}, {'config'}, {'hostpages', 'hash'},
+  {'lengths', 'hash'}, {'ended'}, {'buckets'}, {'slowed', 'hash'}, {'outbox', 'hash'},
+  {'due', 'zset'}, {'refill', 'zset'}, {'capped', 'hash'},
+}
+
+-- EX_PAGE names a finished page's numbers, by place (exchange.go's
+-- doneArgs; absent trailing ones are 0).
+local EX_PAGE = {'lease', 'stat', 'record', 'links', 'visit', 'due', 'flags', 'failed', 'ms', 'counted', 'grant'}
+
+local function ex_page(f)
+  local p = {}
+  for i, name in ipairs(EX_PAGE) do p[name] = f[i] or 0 end
+  return p
+end
+
+-- The flags of a finished page.
+local EX_FETCHED, EX_REFUND, EX_AWAY = 1, 2, 4
+local function ex_flag(p, flag) return math.floor(p.flags / flag) % 2 == 1 end
+
+local EX = {} -- the exchange, made by ex_guard
+
+-- ex_text is the exchange's text n (1-based: a field marked "text").
+local function ex_text(X, n) return ARGV[X.T + n] end
+
+-- ex_unsound is why the call cannot run to its end, found before its first
+-- write (nil: none): Redis does not undo a script's writes when it fails
+-- half-way, and a failure after the exchange counter's INCR and the Bloom
+-- filter's bits would lose the links and URLs written so far. It reads
+-- the numbers the crawl's end and budget rest on (the counter, stats'
+-- queued, pages, allow: a number set by hand is repaired by hand, not
+-- guessed), and, at a process's first exchange, that each of its keys
+-- is of its kind (or absent), and where Redis can say (7.0:
+-- redis.acl_check_cmd) whether the user may run every command an
+-- exchange may run, on its keys. (A key changed later, mid-crawl, fails
+-- the call where it is used: the worker stops then too, ErrScript.)
+local function ex_unsound(K, first)
+  local n = redis.call('GET', K.counter)
+  if n and not string.find(n, '^%d+$') then
+    return 'CORRUPT ' .. K.counter .. ' holds ' .. string.format('%q', string.sub(n, 1, 64)) .. ', not a whole number'
+  end
+  local why = fr_unsound_stats(K.stats)
+  if why then return why end
+  if not first then return nil end
+  for _, k in ipairs(EX_KEYS) do
+    if k[2] then
+      local t = redis.call('TYPE', K[k[1]])
+      if type(t) == 'table' then t = t.ok end
+      if t ~= 'none' and t ~= k[2] then
+        return 'CORRUPT ' .. K[k[1]] .. ' is a ' .. t .. ', not a ' .. k[2]
+      end
+    end
+  end
+  local q = K.queues .. 'x' -- a queue: the queues share their prefix
+  return fr_denied({
+    {'SETRANGE', KEYS[1], '0', 'x'}, {'INCR', K.counter}, {'PEXPIRE', K.counter, '1'},
+    {'HINCRBY', K.stats, 'x', '1'}, {'HSET', K.stats, 'x', '1'}, {'HDEL', K.lengths, 'x'},
+    {'LPOP', q, '1'}, {'LPUSH', q, 'x'}, {'RPUSH', q, 'x'}, {'LPUSHX', q, 'x'},
+    {'ZADD', K.ready, '1', 'x'}, {'ZADD', K.leases, '1', 'x'}, {'ZREM', K.leases, 'x'},
+    {'LPUSH', K.failed, 'x'}, {'LTRIM', K.failed, '0', '1'},
+    {'XADD', K.results, '*', 'x', 'x'}, {'SET', K.done, '1'}, {'SET', K.ended, 'x'},
+    {'HSET', K.outbox, 'x', 'x'}, {'ZADD', K.due, '1', 'x'},
+    {'PUBLISH', K.queues .. 'wake', '1'},
+  })
+end
+
+-- ex_guard decodes the arguments and refuses the call, before any write,
+-- when the crawl is gone ('gone'), a key is unsound (its reason), or Redis
+-- holds another count of the process's exchanges than the process (that
+-- count): bloom_run's guard.
+local function ex_guard(key0, link0, links)
+  local K = {}
+  for i, k in ipairs(EX_KEYS) do K[k[1]] = KEYS[key0 + i - 1] end
+  local A = cjson.decode(ARGV[link0 + links])
+  EX = {K = K, A = A, T = link0 + links, link0 = link0, links = links}
+  if not fr_ours(K.config, A.instance) then return 'gone' end
+  local why = ex_unsound(K, A.expect == 0)
+  if why then return why end
+  local held = tonumber(redis.call('GET', K.counter) or '0')
+  if held ~= A.expect then return held end
+end
+
+-- ex_begin counts the call as one more of the process's exchanges (the
+-- batch's last call does) and sets out what the steps share.
+local function ex_begin(reply)
+  local X, K, A = EX, EX.K, EX.A
+  if A.count then
+    redis.call('INCR', K.counter)
+    redis.call('PEXPIRE', K.counter, '86400000') -- a day: a process silent longer only forgets once more
+  end
+  X.reply = reply
+  X.Q = fr_keys(K.queues, K.ready, K.stats, K.lengths, K.refill)
+  X.Q.failed = K.failed -- a queue's elements not well formed go there (fr_set_aside)
+  X.now, X.nowus = fr_now(), tb_now()
+  X.rate, X.burst = A.rate or 0, A.burst or 1
+  X.bump = {}    -- stats field -> increment, written once each (ex_write_stats)
+  X.refunds = {} -- host -> the slots of its tokens that made no request (ex_refund)
+  X.answer = {}  -- a digit a finished lease (the reply's held)
+  X.parked = {}  -- records that wait in this call's outbox entry: {d, r, n}
+  X.acked = 0
+  X.got = {}     -- popped: host, json, host, json, ...
+  X.pages, X.done, X.wait = 0, 0, 0
+  return X
+end
+
+-- ex_add adds by to the stats field, written once at the end.
+local function ex_add(X, field, by) X.bump[field] = (X.bump[field] or 0) + by end
+
+-- 1. ex_queue_links: the links the Bloom filter found new are queued.
+local function ex_queue_links(X)
+  local fresh = {}
+  for i = 1, X.links do
+    if X.reply[3 + i] == 1 then fresh[#fresh + 1] = ARGV[X.link0 + i - 1] end
+  end
+  fr_push_back(X.Q, fresh, X.now)
+  if #fresh > 0 then ex_add(X, 'enqueued', #fresh) end
+  if X.links > 0 then ex_add(X, 'offered', X.links) end
+end
+
+-- ex_refund_later notes that the token of lease id made no request: it
+-- goes back to its host's bucket after the finished and given-back leases
+-- (ex_refund).
+local function ex_refund_later(X, id, grant)
+  if grant > 0 then
+    local host = fr_second(id)
+    local grants = X.refunds[host] or {}
+    grants[#grants + 1] = grant
+    X.refunds[host] = grants
+  end
+end
+
+-- ex_held tells which of the finished leases (ids, their members) are
+-- still held (one ZMSCORE), and of those not held, which this very
+-- exchange ended when it was sent before (its reply lost): a process's
+-- calls are one at a time, so that is its last exchange to end leases,
+-- whose ids it kept (ended). It returns held, again and the lease ids.
+local function ex_held(X, ids)
+  local held = redis.call('ZMSCORE', X.K.leases, unpack(ids))
+  local leaseIDs, again = {}, {}
+  for d = 1, #ids do leaseIDs[d] = fr_head(ids[d]) end
+  for d = 1, #ids do
+    if not held[d] then
+      local last = ' ' .. (redis.call('GET', X.K.ended) or '') .. ' '
+      for e = 1, #ids do again[e] = string.find(last, ' ' .. leaseIDs[e] .. ' ', 1, true) end
+      break
+    end
+  end
+  return held, again, leaseIDs
+end
+
+-- ex_record is what finished page p (the d-th, under lease id, its links
+-- the call's from to to) leaves, its lease still held: a page counted
+-- (and its host's, under a cap of pages a host), its record in the
+-- results stream or parked in the outbox, its failure, its next visit,
+-- its token's refund, its host's adaptive interval. The writes a page
+-- shares with the others are gathered in acc (ex_write_finished).
+local function ex_record(X, d, p, id, from, to, acc)
+  local A, K = X.A, X.K
+  acc.gone[#acc.gone + 1] = id
+  if p.stat > 0 then acc.stats[p.stat] = (acc.stats[p.stat] or 0) + 1 end
+  if ex_flag(p, EX_FETCHED) then
+    ex_add(X, 'pages', 1)
+    if (A.host_max or 0) > 0 then
+      local host = fr_second(id)
+      local n = redis.call('HINCRBY', K.hostpages, host, '1')
+      if n >= A.host_max then redis.call('HSET', K.capped, host, fr_int(n)) end
+    end
+  end
+  if p.record > 0 then
+    local record, new = ex_text(X, p.record), p.counted
+    for i = from, to do
+      if X.reply[3 + i] == 1 then new = new + 1 end
+    end
+    if ex_flag(p, EX_AWAY) and A.outbox_id then
+      X.parked[#X.parked + 1] = {d = d, r = record, n = new}
+    else
+      redis.call('XADD', K.results, 'MAXLEN', '~', fr_int(A.results_cap or 0), '*', 'rec', record, 'new_links', fr_int(new))
+      ex_add(X, 'records', 1) -- ever added: minus the stream's length, what trimming dropped
+    end
+  end
+  if p.failed > 0 then acc.failures[#acc.failures + 1] = ex_text(X, p.failed) end
+  if p.visit > 0 then -- the URL's state for its next fetch (frontier/visit.go)
+    acc.due[#acc.due + 1] = fr_int(X.now + p.due)
+    acc.due[#acc.due + 1] = ex_text(X, p.visit)
+  end
+  if ex_flag(p, EX_REFUND) then ex_refund_later(X, id, p.grant) end
+  if p.ms > 0 and A.factor then -- adaptive politeness: the host's last fetch sets its interval
+    acc.adapts[fr_second(id)] = math.min(math.floor(A.factor * p.ms), A.max_delay_ms or 60000)
+  end
+end
+
+-- ex_write_finished writes what the recorded pages share: their stats
+-- (a stat's text names fields, "ok,status:200"), their leases ended, the
+-- ids this call ended (for it sent again), their next visits, failures.
+local function ex_write_finished(X, acc)
+  local K = X.K
+  for text, n in pairs(acc.stats) do
+    for stat in string.gmatch(ex_text(X, text), '[^,]+') do ex_add(X, stat, n) end
+  end
+  if #acc.gone > 0 then redis.call('ZREM', K.leases, unpack(acc.gone)) end
+  if #acc.ended > 0 then redis.call('SET', K.ended, table.concat(acc.ended, ' '), 'PX', '86400000') end
+  if #acc.due > 0 then redis.call('ZADD', K.due, unpack(acc.due)) end
+  if #acc.failures > 0 then
+    redis.call('LPUSH', K.failed, unpack(acc.failures))
+    redis.call('LTRIM', K.failed, 0, string.format('%d', (X.A.failed_cap or 0) - 1))
+  end
+end
+
+-- ex_adapt: a host's adaptive interval counts from its last response, so
+-- its bucket has no token before then (its tat moves there, never back).
+local function ex_adapt(X, adapts)
+  local K, keep, later = X.K, X.A.pause_keep_ms or 0, {}
+  for host, ms in pairs(adapts) do
+    local key = K.buckets .. host
+    redis.call('HSET', key, 'adapt', fr_int(ms))
+    if redis.call('PTTL', key) < keep then redis.call('PEXPIRE', key, fr_int(keep)) end
+    redis.call('HSET', K.slowed, host, '1')
+    later[#later + 1] = fr_int(X.now + ms)
+    later[#later + 1] = host
+  end
+  if #later > 0 then redis.call('ZADD', K.ready, 'GT', unpack(later)) end
+end
+
+-- 2. ex_finish_pages ends the finished leases. A page whose lease is
+-- still held is recorded (ex_record), answered 1; one this exchange
+-- recorded when sent before, 2; one whose lease was lost (expired and
+-- reclaimed: its URL is queued again and will have its own record), 0,
+-- and it records and counts nothing.
+local function ex_finish_pages(X)
+  local finished = X.A.done or {}
+  if #finished == 0 then return end
+  local ids = {}
+  for d = 1, #finished do ids[d] = ex_text(X, finished[d][1]) end
+  local held, again, leaseIDs = ex_held(X, ids)
+  local acc = {gone = {}, failures = {}, ended = {}, adapts = {}, due = {}, stats = {}}
+  local link = 1 -- the first link of the next page among this call's
+  for d, f in ipairs(finished) do
+    local p = ex_page(f)
+    local from = link
+    link = link + p.links
+    if held[d] then
+      acc.ended[#acc.ended + 1] = leaseIDs[d]
+      ex_record(X, d, p, ids[d], from, link - 1, acc)
+      X.answer[d] = '1'
+    elseif again[d] then
+      acc.ended[#acc.ended + 1] = leaseIDs[d] -- for this call sent yet again
+      X.answer[d] = '2'
+    else
+      X.answer[d] = '0'
+    end
+  end
+  ex_write_finished(X, acc)
+  ex_adapt(X, acc.adapts)
+end
+
+-- 3. ex_outbox, the transactional outbox: a page's links to other shards'
+-- hosts are offered there by calls of their own, in the same pipeline but
+-- not in this atomic step, so its record waits here, with those links,
+-- until the worker acks the entry (the offers went through) or the
+-- scheduler offers the links again itself: a crash between the calls
+-- loses nothing. An acked entry's records go to the results stream, their
+-- new_links counting the offers' too; one gone already (acked by the
+-- scheduler) is skipped.
+local function ex_outbox(X)
+  local A, K = X.A, X.K
+  if #X.parked > 0 then
+    local links = '[]'
+    if A.outbox then links = ex_text(X, A.outbox) end
+    redis.call('HSET', K.outbox, A.outbox_id, string.format('%d', X.now) .. '\n' .. cjson.encode(X.parked) .. '\n' .. links)
+  end
+  for _, ack in ipairs(A.acks or {}) do
+    local entry = redis.call('HGET', K.outbox, ack.id)
+    if entry then
+      X.acked = X.acked + 1
+      local pages = cjson.decode(string.match(entry, '^%d+\n([^\n]*)'))
+      local extra = ack.extra or {}
+      for _, p in ipairs(pages) do
+        redis.call('XADD', K.results, 'MAXLEN', '~', fr_int(A.results_cap or 0), '*', 'rec', p.r,
+          'new_links', string.format('%d', p.n + (extra[p.d] or 0)))
+      end
+      ex_add(X, 'records', #pages)
+      redis.call('HDEL', K.outbox, ack.id)
+    end
+  end
+end
+
+-- 4. ex_give_back: leases given back unused (a stopping worker's
+-- prefetched URLs) go back to the front of their hosts' queues, and their
+-- tokens, unused, to their buckets (ex_refund).
+local function ex_give_back(X)
+  local given = X.A.back or {}
+  if #given == 0 then return end
+  local ids, grants = {}, X.A.back_grants or {}
+  for r = 1, #given do ids[r] = ex_text(X, given[r]) end
+  local held = redis.call('ZMSCORE', X.K.leases, unpack(ids))
+  local back, gone = {}, {}
+  for r = 1, #given do
+    if held[r] then
+      local _, entry = fr_split(ids[r])
+      back[#back + 1] = entry
+      gone[#gone + 1] = ids[r]
+      ex_refund_later(X, ids[r], grants[r] or 0)
+    end
+  end
+  if #gone > 0 then
+    redis.call('ZREM', X.K.leases, unpack(gone))
+    fr_push_front(X.Q, back, X.now)
+  end
+end
+
+-- EX_NONE is the bucket hash of a host not marked in slowed: nothing but
+-- the tat its ready score holds (tokens.lua).
+local EX_NONE = {delay = 0, adapt = 0, paused_until = 0, pauses = 0}
+
+-- ex_bucket reads host's bucket hash (tb_read); a field that is not a
+-- number is deleted (it reads as absent: the crawl's rate holds), and
+-- counted (stats 'corrupt').
+local function ex_bucket(X, host)
+  local b = tb_read(X.K.buckets .. host)
+  if b.bad then
+    redis.call('HDEL', X.K.buckets .. host, unpack(b.bad))
+    redis.call('HINCRBY', X.K.stats, 'corrupt', fr_int(#b.bad))
+  end
+  return b
+end
+
+-- ex_host_rate is a host's rate and burst by its bucket b: the crawl's, or
+-- the slower of its own delay (Crawl-delay) and its adaptive interval when
+-- that is slower (0: no limit).
+local function ex_host_rate(X, b)
+  local interval = math.max(b.delay, b.adapt)
+  if interval > 0 and (X.rate == 0 or 1000 / interval < X.rate) then return 1000 / interval, 1 end
+  return X.rate, X.burst
+end
+
+-- ex_paused_tat is the least tat bucket b may have: one whose first token
+-- comes when its pause ends (0: not paused).
+local function ex_paused_tat(b, r, size)
+  if b.paused_until == 0 then return 0 end
+  return math.ceil(b.paused_until / 1000) + (size - 1) * 1000 / r
+end
+
+-- 5. ex_refund: the tokens of URLs that made no request (disallowed by
+-- robots.txt, skipped, given back unused) go back to their hosts'
+-- buckets, so that such a URL does not cost its host an interval: its tat
+-- moves back an interval a token, never before a pause's end. Only a
+-- host's last token can go back: once a later one was taken (reserved
+-- ahead, its URL in some worker), the tat is that one's, and moving it
+-- back would give the host's next URL the later token's time too, two
+-- requests at once. The last, latest first: a grant whose interval
+-- reaches the tat. A host not in ready has a full bucket.
+local function ex_refund(X)
+  local K = X.K
+  for host, grants in pairs(X.refunds) do
+    local tat = redis.call('ZSCORE', K.ready, host)
+    if tat then
+      tat = tonumber(tat)
+      local b = EX_NONE
+      if redis.call('HEXISTS', K.slowed, host) == 1 then b = ex_bucket(X, host) end
+      local r, size = ex_host_rate(X, b)
+      if r > 0 then
+        local interval, was = 1000 / r, tat
+        table.sort(grants, function(x, y) return x > y end)
+        for _, g in ipairs(grants) do
+          if tat > g / 1000 + interval + 0.002 then break end -- µs to ms; the slots travel rounded to the µs
+          tat = tat - interval
+        end
+        tat = math.max(tat, ex_paused_tat(b, r, size))
+        if tat < was then redis.call('ZADD', K.ready, 'XX', fr_tat(tat), host) end
+      end
+    end
+  end
+end
+
+-- 6. ex_write_stats writes the counters the steps before bumped.
+local function ex_write_stats(X)
+  for field, by in pairs(X.bump) do
+    redis.call('HINCRBY', X.K.stats, field, fr_int(by))
+  end
+end
+
+-- 7. ex_budget: with a page budget, how many URLs the pop may hand out.
+-- The budget holds for the whole crawl, exactly: a URL in flight may still
+-- become a page, so it counts against the budget already. (A budget of
+-- -1 is this shard's share, stats' allow.)
+local function ex_budget(X)
+  local A, K = X.A, X.K
+  X.W = A.want or 0
+  X.budget = A.budget or 0
+  X.limited = X.budget ~= 0
+  if not X.limited then return end
+  if X.budget < 0 then X.budget = tonumber(redis.call('HGET', K.stats, 'allow') or '0') end
+  X.pages = tonumber(redis.call('HGET', K.stats, 'pages') or '0')
+  local room = X.budget - X.pages - redis.call('ZCARD', K.leases)
+  if room <= 0 and X.W > 0 then X.wait = -1 end -- nothing to pop until a page ends: back off
+  X.W = math.max(0, math.min(X.W, room))
+end
+
+-- ex_host_tokens is how many URLs host may have (at most q), given the tat
+-- its score holds: that many, its bucket, its rate and burst (rate 0: no
+-- limit), and its first token's slot; or 0 and the host's tat, raised
+-- when a pause holds it past its score. The slots come an interval apart
+-- from the tat (or now, when the bucket is full); the host has as many
+-- tokens as have windows that open by the horizon (tb_window).
+local function ex_host_tokens(X, host, q, tat)
+  local b = EX_NONE
+  if X.marks[host] then
+    b = ex_bucket(X, host)
+    if b.delay == 0 and b.adapt == 0 and X.nowus >= b.paused_until and (b.pauses == 0 or X.rate == 0) then
+      redis.call('HDEL', X.K.slowed, host) -- nothing left to read (without a rate no grant halves pauses)
+    end
+  end
+  local r, size = ex_host_rate(X, b)
+  if X.nowus < b.paused_until then
+    if r == 0 then return 0, math.max(tat, math.ceil(b.paused_until / 1000), X.horizon + 1) end
+    return 0, math.max(tat, math.ceil(ex_paused_tat(b, r, size)))
+  end
+  if r == 0 then return q, b, 0, 1, 0 end -- no limit: nothing to take
+  local first, early = math.max(tat, X.tnow), tb_window(r, size, X.least)
+  local n = math.floor((X.horizon + early - first) * r / 1000) + 1
+  if n < 1 then return 0, tat end
+  return math.min(q, n), b, r, size, first
+end
+
+-- ex_due is a round's due hosts (host, tat, host, tat, …: at most m, whose
+-- next token's window opens by the horizon), the longest queues first, and
+-- which of them reached the cap of pages a host. It notes in X.marks those
+-- marked in slowed, whose bucket hashes hold something to read: one HMGET
+-- of slowed a round, and none when slowed is empty.
+local function ex_due(X, m)
+  local K = X.K
+  local due = redis.call('ZRANGEBYSCORE', K.ready, '-inf', fr_tat(X.reach), 'WITHSCORES', 'LIMIT', '0', fr_int(m))
+  local capped = {}
+  if #due == 0 then return due, capped end
+  local hosts = {}
+  for i = 1, #due, 2 do hosts[#hosts + 1] = due[i] end
+  if X.anySlowed then
+    local v = redis.call('HMGET', K.slowed, unpack(hosts))
+    for i, host in ipairs(hosts) do X.marks[host] = v[i] end
+  end
+  if X.anyCapped then
+    local v = redis.call('HMGET', K.capped, unpack(hosts))
+    for i, host in ipairs(hosts) do capped[host] = v[i] and tonumber(v[i]) >= X.A.host_max end
+  end
+  if #hosts == 1 then return due, capped end
+  -- The longest queues go first: when fewer URLs are wanted than the
+  -- round's hosts could give, those that lose are the ones with the
+  -- least left, so that the hosts drain together rather than a few being
+  -- left, late in the crawl, with URLs that come one an interval while
+  -- loops wait. (Ties keep the tat order.)
+  local lens = redis.call('HMGET', K.lengths, unpack(hosts))
+  local order = {}
+  for i = 1, #hosts do order[i] = i end
+  table.sort(order, function(a, b)
+    local la, lb = tonumber(lens[a] or '0'), tonumber(lens[b] or '0')
+    if la ~= lb then return la > lb end
+    return a < b
+  end)
+  local sorted = {}
+  for _, i in ipairs(order) do
+    sorted[#sorted + 1] = due[2 * i - 1]
+    sorted[#sorted + 1] = due[2 * i]
+  end
+  return sorted, capped
+end
+
+-- ex_drop_capped: a host that had its pages has what is queued for it
+-- dropped and counted, a thousand elements a visit; its queue emptied, it
+-- leaves ready (dry). It reports whether anything moved.
+local function ex_drop_capped(X, host, dry)
+  local K = X.K
+  local els = redis.call('LPOP', K.queues .. host, '1000')
+  local n = 0
+  for _, el in ipairs(els or {}) do
+    if string.byte(el, 1) ~= FR_MARK then n = n + 1 end
+  end
+  if n > 0 then
+    redis.call('HINCRBY', K.stats, 'skipped_links:max_pages_per_host', fr_int(n))
+    X.taken = X.taken + n
+  end
+  if not els or #els < 1000 then
+    dry[#dry + 1] = host
+    redis.call('HDEL', K.lengths, host)
+  elseif n > 0 then
+    redis.call('HINCRBY', K.lengths, host, fr_int(-n))
+  end
+  return n > 0
+end
+
+-- ex_take_tokens gives the n URLs popped from a host of rate r and burst
+-- size, whose first token's slot is first, a token each: its slot, an
+-- interval after the last, and its window around it (tb_window), as µs
+-- from now. It returns the host's tat after them.
+local function ex_take_tokens(X, n, r, size, first)
+  local interval, early, width = 1000 / r, tb_window(r, size, X.least)
+  local tnow = X.tnow
+  for i = 0, n - 1 do
+    local slot = first + i * interval
+    X.slots[#X.slots + 1] = math.floor((slot - tnow) * 1000 + 0.5)
+    X.froms[#X.froms + 1] = math.ceil(math.max(0, slot - early - tnow) * 1000)
+    X.untils[#X.untils + 1] = math.floor((slot - early + width - tnow) * 1000)
+  end
+  X.tokened = true
+  return first + n * interval
+end
+
+-- ex_pop_host pops up to q URLs of a due host with a token each; a host
+-- with no token by the horizon (a pause, a delay of its own) is not
+-- looked at again this call, and its score says when it has one. A host
+-- popped moves behind the others: its score becomes its tat after the
+-- tokens taken (without a limit, now). One whose queue ran dry leaves
+-- ready (dry), for refill while its bucket is still filling (a URL queued
+-- for it brings it back with that tat), or for good when it is full.
+-- It reports whether anything moved.
+local function ex_pop_host(X, host, tat, q, dry)
+  local k, b, r, size, first = ex_host_tokens(X, host, q, tat)
+  if k == 0 then
+    X.visited[host] = true
+    if b ~= tat then
+      X.readyAdd[#X.readyAdd + 1] = fr_tat(b)
+      X.readyAdd[#X.readyAdd + 1] = host
+    end
+    return false
+  end
+  local n, gone = fr_pop(X.Q, host, k, X.got)
+  X.taken = X.taken + n
+  if n > 0 then
+    local tat2 = X.tnow -- no limit: its turn moves behind the others'
+    if r > 0 then
+      tat2 = ex_take_tokens(X, n, r, size, first)
+      if b.pauses > 0 then -- a grant halves the count of pauses (pause.lua)
+        redis.call('HSET', X.K.buckets .. host, 'pauses', fr_int(math.floor(b.pauses / 2)))
+      end
+    else
+      for _ = 1, n do
+        X.slots[#X.slots + 1], X.froms[#X.froms + 1], X.untils[#X.untils + 1] = 0, 0, -1
+      end
+    end
+    if b.delay > 0 then
+      X.delays[host] = b.delay
+    elseif tat <= X.tnow then -- its bucket was full: no grant before this pop
+      X.firsts[host] = fr_tat(tat2)
+    end
+    tat = tat2
+  end
+  if gone then
+    dry[#dry + 1] = host
+    if tat > X.tnow then
+      X.refillAdd[#X.refillAdd + 1] = fr_tat(tat)
+      X.refillAdd[#X.refillAdd + 1] = host
+    end
+  elseif n > 0 then
+    X.readyAdd[#X.readyAdd + 1] = fr_tat(tat)
+    X.readyAdd[#X.readyAdd + 1] = host
+  end
+  return n > 0
+end
+
+-- ex_pop_round pops from the hosts due now, shared out among them (at most
+-- per each), and moves their scores; it reports whether it found any due
+-- host and whether anything moved.
+local function ex_pop_round(X)
+  local m = X.W - #X.got / 2
+  local due, capped = ex_due(X, m)
+  if #due == 0 then return false, false end
+  local per = math.ceil(m / (#due / 2))
+  local dry, moved = {}, false
+  for i = 1, #due, 2 do
+    local host, tat = due[i], tonumber(due[i + 1])
+    local q = math.min(per, X.W - #X.got / 2)
+    if q <= 0 then break end
+    if X.visited[host] then
+      -- not due: looked at already by this call
+    elseif capped[host] then
+      moved = ex_drop_capped(X, host, dry) or moved
+    else
+      moved = ex_pop_host(X, host, tat, q, dry) or moved
+    end
+  end
+  if #dry > 0 then redis.call('ZREM', X.K.ready, unpack(dry)) end
+  if #X.readyAdd > 0 then
+    redis.call('ZADD', X.K.ready, unpack(X.readyAdd))
+    X.readyAdd = {}
+  end
+  return true, moved or #dry > 0
+end
+
+-- ex_lease puts the popped URLs under fresh leases, the i-th under the
+-- i-th lease id the call brought.
+local function ex_lease(X)
+  local M = #X.got / 2
+  if M == 0 then return end
+  local exp = {}
+  local untl = fr_int(X.now + (X.A.lease_ms or 0))
+  for i = 1, M do
+    exp[2 * i - 1] = untl
+    exp[2 * i] = ex_text(X, X.A.ids + i - 1) .. '\n' .. X.got[2 * i - 1] .. '\n' .. X.got[2 * i]
+  end
+  redis.call('ZADD', X.K.leases, unpack(exp))
+end
+
+-- ex_next_wait: when fewer URLs than wanted were popped, how long until a
+-- host is due (-1: nothing queued). A host whose queue ran dry stays in
+-- ready until its bucket is full; with nothing queued at all, nothing is
+-- coming due.
+local function ex_next_wait(X)
+  X.queued = X.queued or fr_queued(X.Q)
+  X.wait = -1
+  if X.queued > 0 then
+    local nxt = redis.call('ZRANGE', X.K.ready, 0, 0, 'WITHSCORES')
+    if #nxt == 2 then X.wait = math.max(0, math.ceil(tonumber(nxt[2]) - X.reach)) end
+  end
+end
+
+-- 8. ex_pop: up to W URLs of hosts that are due, each URL with a token of
+-- its host's bucket (tokens.lua), taken here: a host whose bucket is
+-- empty or paused is due when it next has a token, and is not offered
+-- before. A host's ready score is its bucket's tat: the time the bucket
+-- is full again, with a burst of 1 the time its next token comes; taking
+-- tokens is the ZADD that moves it, so a polite pop costs no call a host
+-- for its bucket. A token is a window of time (tb_window): a host whose
+-- next token's window opens by the horizon (ahead_ms from now) counts as
+-- due, its tokens are reserved, and the worker fetches each URL in its
+-- window, so that calls may be ahead_ms apart without a token coming too
+-- late. Only hosts marked in slowed (a pause, a Crawl-delay, an adaptive
+-- interval) have a bucket hash worth reading.
+local function ex_pop(X)
+  local A, K = X.A, X.K
+  X.delays, X.firsts = {}, {} -- the reply's delays and fresh
+  X.slots, X.froms, X.untils, X.tokened = {}, {}, {}, false
+  X.least, X.tnow = A.least_ms or 0, X.nowus / 1000 -- now, ms with a fraction: the tokens' clock
+  X.horizon = X.tnow + (A.ahead_ms or 0)
+  X.reach = X.horizon -- a host whose tat is by reach has a token whose window opens by the horizon
+  if X.rate > 0 then X.reach = X.horizon + tb_window(X.rate, X.burst, X.least) end
+  if X.W <= 0 then return end
+  X.anySlowed = redis.call('EXISTS', K.slowed) == 1
+  -- Hosts that reached the cap of pages are marked in capped when their
+  -- count crosses it: while none has, a round reads nothing for the cap.
+  X.anyCapped = (A.host_max or 0) > 0 and redis.call('EXISTS', K.capped) == 1
+  X.marks, X.visited, X.readyAdd, X.refillAdd, X.taken = {}, {}, {}, {}, 0
+  for _ = 1, 4 do
+    if X.W - #X.got / 2 <= 0 then break end
+    local found, moved = ex_pop_round(X)
+    if not found or not moved then break end
+  end
+  if #X.refillAdd > 0 then redis.call('ZADD', K.refill, unpack(X.refillAdd)) end
+  -- A bucket full again needs no entry: refill keeps only those filling.
+  redis.call('ZREMRANGEBYSCORE', K.refill, '-inf', fr_int(X.now))
+  if X.taken > 0 then X.queued = fr_count(X.Q, -X.taken) end
+  ex_lease(X)
+  if #X.got / 2 < X.W then ex_next_wait(X) end
+  if #X.got == 0 then X.done = redis.call('EXISTS', K.done) end
+end
+
+-- 9. ex_drained: with a budget, the crawl can end with URLs still queued,
+-- so its end is read; and when nothing is queued (or the budget spent),
+-- nothing held and no outbox entry waits, the crawl may be over: the
+-- scheduler is told, so that it need not sweep often to notice.
+local function ex_drained(X)
+  local K = X.K
+  if X.limited then X.done = redis.call('EXISTS', K.done) end
+  local ended = #(X.A.done or {}) > 0 or #(X.A.back or {}) > 0 or X.acked > 0
+  if ended and redis.call('EXISTS', K.leases) == 0
+      and ((X.queued or fr_queued(X.Q)) == 0 or (X.limited and X.pages >= X.budget))
+      and redis.call('EXISTS', K.outbox) == 0 then
+    redis.call('PUBLISH', K.queues .. 'wake', 'drained')
+  end
+end
+
+-- 10. ex_reply: the Bloom reply, then the exchange's object, then the
+-- popped items (unencoded: they are JSON already).
+local function ex_reply(X)
+  local reply = X.reply
+  local out = {held = table.concat(X.answer), pages = X.pages, done = X.done, wait = X.wait}
+  if X.delays and next(X.delays) then out.delays = X.delays end
+  if X.tokened then
+    out.slot, out.from, out['until'] = X.slots, X.froms, X.untils
+  end
+  if #X.got > 0 then out.now_us = string.format('%d', X.nowus) end
+  if X.firsts and next(X.firsts) then out.fresh = X.firsts end
+  reply[#reply + 1] = cjson.encode(out)
+  for _, v in ipairs(X.got) do reply[#reply + 1] = v end
+  return reply
+end

@@ -1,0 +1,361 @@
+-- schedule_steps.lua: the steps of the scheduler's sweep (schedule.lua),
+-- one concern each, loaded after lib.lua and before schedule.lua's body,
+-- which calls them in order. They share one table, the sweep S: its keys
+-- and arguments by name (S.K, S.A) and what the steps leave for those
+-- after them.
+
+-- SC_KEYS names schedule.lua's keys after the fence's KEYS[1], in the
+-- order sweep.go's queueSchedule sends them.
+local SC_KEYS = {'queues', 'ready', 'leases', 'deferred', 'failed', 'stats', 'done', 'workers', 'config',
+  'results', 'lengths', 'outbox', 'due', 'workerinfo', 'refill', 'sweeps'}
+
+-- sc_begin names the keys and arguments, and refuses the sweep before any
+-- write (the error's text, nil: none) when the crawl is gone, a number the
+-- crawl's end rests on is unsound, or Redis's user may not run a command
+-- the sweep may run.
+local function sc_begin()
+  local K = {}
+  for i, name in ipairs(SC_KEYS) do K[name] = KEYS[i + 1] end
+  local A = {epoch = ARGV[1], max_attempts = tonumber(ARGV[2]), limit = tonumber(ARGV[3]),
+    failed_cap = tonumber(ARGV[4]), budget = tonumber(ARGV[5]), forget_ms = tonumber(ARGV[6]),
+    results_cap = ARGV[7], mode = ARGV[8], outbox_age = tonumber(ARGV[9]), continuous = ARGV[10] == '1',
+    instance = ARGV[11]}
+  if not fr_ours(K.config, A.instance) then return nil, 'GONE the crawl is gone from Redis' end
+  local q = K.queues .. 'x' -- a queue: the queues share their prefix
+  local why = fr_unsound_stats(K.stats) or fr_denied({
+    {'XADD', K.sweeps, '*', 'x', 'x'}, {'XADD', K.results, '*', 'x', 'x'}, {'HINCRBY', K.stats, 'x', '1'},
+    {'HSET', K.stats, 'x', '1'}, {'ZREM', K.leases, 'x'}, {'ZREM', K.deferred, 'x'}, {'ZADD', K.ready, '1', 'x'},
+    {'LPUSH', K.failed, 'x'}, {'LTRIM', K.failed, '0', '1'}, {'LPUSH', q, 'x'}, {'LPOP', q, '1'}, {'DEL', q},
+    {'HDEL', K.lengths, 'x'}, {'SET', K.done, '1'}, {'PUBLISH', K.queues .. 'wake', '1'},
+  })
+  if why then return nil, why end
+  local S = {K = K, A = A, now = fr_now(), Q = fr_keys(K.queues, K.ready, K.stats, K.lengths, K.refill)}
+  S.Q.failed = K.failed -- what is not well formed goes there (fr_set_aside)
+  S.released, S.revisits, S.reclaimed, S.failed = 0, 0, 0, 0
+  S.written = {} -- the records this sweep adds to the results stream, for the scheduler's own --out
+  return S
+end
+
+-- sc_swept adds a record for a URL the sweep ends (frontier.SweptRecord).
+local function sc_swept(S, item, err)
+  local rec = cjson.encode({url = item.u, depth = item.d or 0, parent = item.p, attempt = tonumber(item.a) or 0,
+    outcome = 'failed', error = err})
+  redis.call('XADD', S.K.results, 'MAXLEN', '~', S.A.results_cap, '*', 'rec', rec, 'new_links', '0')
+  redis.call('HINCRBY', S.K.stats, 'records', 1)
+  S.written[#S.written + 1] = rec
+end
+
+-- 1. sc_budget reads the page budget (-1: this shard's share, stats'
+-- allow) and what it leaves room for. A retry goes back to the queue only
+-- while the budget has room for it beyond the URLs in flight (each may
+-- still become a page). Otherwise it stays deferred: fetched later if room
+-- opens, or ended with its failed record once the budget is spent (sc_last
+-- _records), never left queued without one.
+local function sc_budget(S)
+  local K, budget = S.K, S.A.budget
+  S.limited = budget ~= 0
+  if budget < 0 then budget = tonumber(redis.call('HGET', K.stats, 'allow') or '0') end
+  S.budget = budget
+  S.pages = tonumber(redis.call('HGET', K.stats, 'pages') or '0')
+  S.spent = S.limited and S.pages >= budget
+  S.release = S.A.limit
+  if S.limited then S.release = math.min(S.A.limit, budget - S.pages - redis.call('ZCARD', K.leases)) end
+end
+
+-- 2. sc_release: due deferred entries go back to the front of their
+-- hosts' queues.
+local function sc_release(S)
+  local due = {}
+  if S.release > 0 then due = redis.call('ZRANGEBYSCORE', S.K.deferred, '-inf', S.now, 'LIMIT', 0, S.release) end
+  if #due > 0 then
+    redis.call('ZREM', S.K.deferred, unpack(due))
+    fr_push_front(S.Q, due, S.now)
+    S.released = #due
+  end
+end
+
+-- sc_revisit_entry is a due member ("host\nelement\nvisit") as a queue
+-- entry for the front of its host's queue: an item that carries its visit
+-- (Item.V); a member not well formed is set aside, and nil returned.
+local function sc_revisit_entry(S, member)
+  local i = string.find(member, '\n', 1, true)
+  local j = i and string.find(member, '\n', i + 1, true)
+  local host, el, visit
+  if j then host, el, visit = string.sub(member, 1, i - 1), string.sub(member, i + 1, j - 1), string.sub(member, j + 1) end
+  if j and el ~= '' and string.byte(el, 1) ~= FR_MARK and fr_wellformed(el) then
+    local item = fr_json(host, el, nil)
+    return host .. '\n' .. string.sub(item, 1, -2) .. ',"v":' .. cjson.encode(visit) .. '}'
+  end
+  fr_set_aside(S.Q, host or '?', {member})
+  return nil
+end
+
+-- 3. sc_revisits: the URLs due for a revisit go to the front of their
+-- hosts' queues, and off the due set until the exchange that ends their
+-- fetch puts them back on it. Due: by now in a continuous crawl, and by a
+-- recrawl's time (stats' recrawl_at, recrawl.lua); within the budget's
+-- room, less the retries released.
+local function sc_revisits(S)
+  local K = S.K
+  if S.A.continuous then S.cutoff = S.now end
+  local recrawl = tonumber(redis.call('HGET', K.stats, 'recrawl_at') or '')
+  if recrawl and (not S.cutoff or recrawl > S.cutoff) then S.cutoff = recrawl end
+  if not S.cutoff then return end
+  local room = S.release - S.released
+  local urls = {}
+  if room > 0 then urls = redis.call('ZRANGEBYSCORE', K.due, '-inf', S.cutoff, 'LIMIT', 0, room) end
+  if #urls == 0 then return end
+  local entries = {}
+  for _, member in ipairs(urls) do
+    entries[#entries + 1] = sc_revisit_entry(S, member)
+  end
+  redis.call('ZREM', K.due, unpack(urls))
+  fr_push_front(S.Q, entries, S.now)
+  S.revisits = #entries
+end
+
+-- 4. sc_reclaim: entries whose lease expired go back to the front of
+-- their hosts' queues with attempts+1, or to the failed list, with a
+-- record, past the maximum attempts.
+local function sc_reclaim(S)
+  local K, A = S.K, S.A
+  local expired = redis.call('ZRANGEBYSCORE', K.leases, '-inf', S.now, 'LIMIT', 0, A.limit)
+  if #expired > 0 then redis.call('ZREM', K.leases, unpack(expired)) end
+  local back = {}
+  for _, lease in ipairs(expired) do
+    local _, entry = fr_split(lease) -- "id\nhost\nitem-json"
+    local host, json = fr_split(entry)
+    local ok, item = pcall(cjson.decode, json)
+    if not ok or type(item) ~= 'table' then
+      -- Not ours to read: park it with the reason, rather than fail every sweep.
+      item = {u = json, a = A.max_attempts}
+    end
+    item.a = (item.a or 0) + 1
+    if type(item.e) ~= 'table' then item.e = {} end
+    item.e[#item.e + 1] = 'lease expired (worker died or hung)'
+    if item.a >= A.max_attempts then
+      item.err = 'lease expired ' .. item.a .. ' times (worker died or hung)'
+      redis.call('LPUSH', K.failed, cjson.encode(item))
+      redis.call('LTRIM', K.failed, 0, A.failed_cap - 1)
+      redis.call('HINCRBY', K.stats, 'failed', 1)
+      if item.u then sc_swept(S, item, item.err) end -- its fetches (by workers that died) end with a record
+      S.failed = S.failed + 1
+    else
+      back[#back + 1] = host .. '\n' .. cjson.encode(item)
+      S.reclaimed = S.reclaimed + 1
+    end
+  end
+  fr_push_front(S.Q, back, S.now)
+end
+
+-- 5. sc_forget_workers: workers not alive for forget_ms leave the registry
+-- and their notes (at most 1000 a sweep).
+local function sc_forget_workers(S)
+  local K = S.K
+  local forgotten = redis.call('ZRANGEBYSCORE', K.workers, '-inf', S.now - S.A.forget_ms, 'LIMIT', 0, 1000)
+  if #forgotten > 0 then
+    redis.call('ZREM', K.workers, unpack(forgotten))
+    redis.call('HDEL', K.workerinfo, unpack(forgotten))
+  end
+end
+
+-- 6. sc_outbox (exchange.lua's outbox): entries no ack came for in
+-- outbox_age ms are returned (at most 100 a sweep) for the scheduler to
+-- offer their links and ack them itself; while any entry waits, the shard
+-- is not empty (its links may not be queued yet, its records are not
+-- written).
+local function sc_outbox(S)
+  S.waiting, S.stale = redis.call('HLEN', S.K.outbox), {}
+  if S.waiting == 0 then return end
+  local all = redis.call('HSCAN', S.K.outbox, 0, 'COUNT', 1000)[2]
+  for i = 1, #all, 2 do
+    local at = tonumber(string.match(all[i + 1], '^(%d+)'))
+    if at and S.now - at >= S.A.outbox_age and #S.stale < 200 then
+      S.stale[#S.stale + 1] = all[i]
+      S.stale[#S.stale + 1] = all[i + 1]
+    end
+  end
+end
+
+-- 7. sc_empty: nothing queued, leased, deferred or waiting in the outbox,
+-- and no URL due by a recrawl's time that is not queued yet (work still to
+-- do); a continuous crawl is never empty.
+local function sc_empty(S)
+  local K = S.K
+  S.dueLeft = 0
+  if S.cutoff then S.dueLeft = redis.call('ZCOUNT', K.due, '-inf', S.cutoff) end
+  S.empty = 0
+  if not S.A.continuous and S.dueLeft == 0 and redis.call('ZCARD', K.leases) == 0 and fr_queued(S.Q) == 0
+      and redis.call('ZCARD', K.deferred) == 0 and S.waiting == 0 then
+    S.empty = 1
+  end
+end
+
+-- sc_last_record ends a URL that was tried and will not be tried again,
+-- the page budget spent: a failed record, saying what its last try met.
+local function sc_last_record(S, item)
+  local last = 'a retry'
+  if type(item.e) == 'table' and #item.e > 0 then last = item.e[#item.e] end
+  local tried = {u = item.u, d = item.d, p = item.p, a = (tonumber(item.a) or 0) + 1}
+  sc_swept(S, tried, last .. ' (not retried: the page budget is spent)')
+  redis.call('HINCRBY', S.K.stats, 'failed', 1)
+end
+
+-- At the end of a budgeted crawl, a host's queue is scanned for URLs that
+-- were tried before (attempts > 0): a retry or a reclaimed lease goes back
+-- to the front of its host's queue as item JSON, so they are all in the
+-- queue's leading run of JSON elements (at most SC_END_RUN of it is read).
+-- Each gets its last record; the rest of the run stays, in order.
+-- SC_END_HOSTS hosts a sweep at most; the next sweep goes on.
+local SC_END_RUN, SC_END_HOSTS = 1000, 2000
+
+-- sc_leading_run is the leading run of JSON elements of host's queue, at
+-- most SC_END_RUN of them.
+local function sc_leading_run(key)
+  local run = {}
+  while #run < SC_END_RUN do
+    local els = redis.call('LRANGE', key, #run, #run + 99)
+    local more = #els == 100
+    for _, el in ipairs(els) do
+      if string.byte(el, 1) ~= FR_JSON or #run >= SC_END_RUN then
+        more = false
+        break
+      end
+      run[#run + 1] = el
+    end
+    if not more then break end
+  end
+  return run
+end
+
+-- sc_end_tried ends the URLs tried before at the front of host's queue
+-- (sc_last_record), and returns how many.
+local function sc_end_tried(S, host)
+  local Q = S.Q
+  local key = Q.queues .. host
+  local run = sc_leading_run(key)
+  local keep, n = {}, 0
+  for _, el in ipairs(run) do
+    local ok, item = pcall(cjson.decode, el)
+    if ok and type(item) == 'table' and item.u and (tonumber(item.a) or 0) > 0 then
+      sc_last_record(S, item)
+      n = n + 1
+    else
+      keep[#keep + 1] = el
+    end
+  end
+  if n == 0 then return 0 end
+  redis.call('LTRIM', key, #run, -1)
+  if #keep > 0 then
+    local rev = {}
+    for i = #keep, 1, -1 do rev[#rev + 1] = keep[i] end
+    redis.call('LPUSH', key, unpack(rev)) -- back at the front, in their order
+  end
+  if redis.call('HINCRBY', Q.lengths, host, -n) <= 0 then
+    redis.call('HDEL', Q.lengths, host)
+    redis.call('ZREM', Q.ready, host)
+    redis.call('DEL', key) -- what is left is a marker, no URL
+  end
+  fr_count(Q, -n)
+  return n
+end
+
+-- sc_last_records: with a page budget, a URL that was tried and waits for
+-- another try will never get it: each ends with a failed record, so that
+-- none goes without one — those deferred (limit a sweep), and those
+-- released to their host's queue (retries and reclaimed leases go to its
+-- front) that no pop took before the budget ran out (a scan of the
+-- queues, its cursor kept in stats' end_scan over sweeps). It reports
+-- whether all are written.
+local function sc_last_records(S)
+  local K = S.K
+  local waiting = redis.call('ZRANGE', K.deferred, 0, S.A.limit - 1)
+  for _, entry in ipairs(waiting) do
+    local _, json = fr_split(entry)
+    local ok, item = pcall(cjson.decode, json)
+    if ok and type(item) == 'table' and item.u then sc_last_record(S, item) end
+  end
+  if #waiting > 0 then redis.call('ZREM', K.deferred, unpack(waiting)) end
+  if redis.call('ZCARD', K.deferred) ~= 0 then return false end
+  local scan = redis.call('HGET', K.stats, 'end_scan') -- nil: not begun; a cursor; 'done'
+  if scan == 'done' then return true end
+  local cursor, hosts = scan or '0', 0
+  repeat
+    local r = redis.call('HSCAN', K.lengths, cursor, 'COUNT', 100)
+    cursor = r[1]
+    for i = 1, #r[2], 2 do
+      sc_end_tried(S, r[2][i])
+      hosts = hosts + 1
+    end
+  until cursor == '0' or hosts >= SC_END_HOSTS
+  if cursor == '0' then
+    redis.call('HSET', K.stats, 'end_scan', 'done')
+    return true
+  end
+  redis.call('HSET', K.stats, 'end_scan', cursor)
+  return false
+end
+
+-- 8. sc_end decides whether the crawl is over (S.done) and whether its
+-- last records are still being written (S.ending). Mode '0', a shard of
+-- several, only reads its flag; '1', the crawl's only shard, ends it when
+-- nothing is queued, in flight, deferred or due (or the budget is spent
+-- with nothing in flight), a continuous crawl never; 'end' and 'finish',
+-- Frontier.Schedule decided it is over. The done flag is set only once
+-- every last record is written, so the workers, which stop at the flag,
+-- see every record; 'finish' writes them without setting it (done 1:
+-- ready to end; Frontier.Schedule sets the flags once every shard is).
+local function sc_end(S)
+  local K, mode = S.K, S.A.mode
+  S.done, S.ending = 0, false
+  if mode == '0' then
+    S.done = redis.call('EXISTS', K.done)
+    return
+  end
+  if redis.call('EXISTS', K.done) == 1 then
+    S.done = 1
+    return
+  end
+  if mode == '1' then
+    if S.A.continuous then return end
+    local idle = fr_queued(S.Q) == 0 and redis.call('ZCARD', K.deferred) == 0 and S.dueLeft == 0
+    if redis.call('ZCARD', K.leases) ~= 0 or not (idle or S.spent) then return end
+  end
+  if S.limited and not sc_last_records(S) then
+    S.ending = true
+  elseif mode == 'finish' then
+    S.done = 1
+  else
+    -- The first time: wake the idle workers (they poll about once a second
+    -- otherwise), so that they learn at once that the crawl is over.
+    if redis.call('SET', K.done, '1', 'NX') then redis.call('PUBLISH', K.queues .. 'wake', 'done') end
+    S.done = 1
+  end
+end
+
+-- 9. sc_reply: the sweep's report (schedule.lua's header), with when the
+-- next deferred item or revisit is due, so that the scheduler sweeps again
+-- then rather than polling often.
+local function sc_reply(S)
+  local K = S.K
+  local nxt = redis.call('ZRANGE', K.deferred, 0, 0, 'WITHSCORES')
+  local dueIn = -1
+  if #nxt == 2 then dueIn = math.max(0, tonumber(nxt[2]) - S.now) end
+  if S.A.continuous then
+    local rv = redis.call('ZRANGE', K.due, 0, 0, 'WITHSCORES')
+    if #rv == 2 then
+      local d = math.max(0, tonumber(rv[2]) - S.now)
+      if dueIn < 0 or d < dueIn then dueIn = d end
+    end
+  end
+  if S.dueLeft > 0 then dueIn = 0 end -- more revisits due than one sweep moved
+  if S.ending then dueIn = 0 end -- more last records to write: sweep again soon
+  local out = {released = S.released, revisits = S.revisits, reclaimed = S.reclaimed, failed = S.failed,
+    done = S.done, due_in = dueIn, empty = S.empty,
+    enqueued = tonumber(redis.call('HGET', K.stats, 'enqueued') or '0'), pages = S.pages,
+    leases = redis.call('ZCARD', K.leases), budget = S.budget,
+    work = fr_queued(S.Q) + redis.call('ZCARD', K.deferred) + S.dueLeft}
+  if #S.stale > 0 then out.outbox = S.stale end -- (an empty table would encode as an object)
+  if #S.written > 0 then out.records = S.written end
+  return cjson.encode(out)
+end
