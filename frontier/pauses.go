@@ -15,19 +15,14 @@ import (
 // (politeness.Limiter.Pause: the server's Retry-After, or a back-off that
 // doubles with repeats), and no pop offers it before the pause ends. Why
 // ("a 429", "3 failed requests") is kept in the bucket, and the pause is
-// listed in its shard's Pauses for PausedHosts. It returns the pause.
+// listed in its shard's Pauses for PausedHosts, and the host marked in
+// Slowed, whose bucket hashes are the only ones the pops read: all in one
+// script, so that no failure can leave a pause the pops do not see. It
+// returns the pause.
 func (f *Frontier) PauseHost(ctx context.Context, host string, retryAfter time.Duration, why string) (time.Duration, error) {
 	sh := f.fs[ShardOf(host, len(f.fs))]
-	d, err := politeness.NewLimiter(f.c, politeness.Inf, 1).PauseWith(ctx, f.RateKey(host), retryAfter,
-		politeness.PauseNote{Why: why, Index: sh.keys.Pauses, Member: host})
-	if err != nil {
-		return d, err
-	}
-	// The pops read only the bucket hashes of marked hosts.
-	if err := f.c.HSet(ctx, sh.keys.Slowed, host, 1).Err(); err != nil {
-		return d, fmt.Errorf("frontier: pause: %w", err)
-	}
-	return d, nil
+	return politeness.NewLimiter(f.c, politeness.Inf, 1).PauseWith(ctx, f.RateKey(host), retryAfter,
+		politeness.PauseNote{Why: why, Index: sh.keys.Pauses, Member: host, Mark: sh.keys.Slowed})
 }
 
 // PausedHost is a host paused now, as PausedHosts reads it.

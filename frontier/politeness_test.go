@@ -2,12 +2,14 @@ package frontier_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
+	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
 )
 
@@ -122,6 +124,70 @@ func TestAPausedHostIsNotOffered(t *testing.T) {
 			t.Fatalf("host queues %+v (%v); want a due when its pause of an hour ends", top, err)
 		}
 	})
+}
+
+// A pause is one atomic step: a worker that dies (or loses Redis) right
+// after its first call to pause a host has paused it for every pop. Before,
+// the pause and the mark the pops read (slowed) were two calls, and a
+// failure between them left a pause no pop saw.
+func TestAPauseIsOneStep(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		e := setup(t, s)
+		e.enqueue(t, append(hostURLs("a", 2), hostURLs("b", 1)...))
+		c := s.NewClient(t)
+		lost := &firstCallOnly{}
+		c.AddHook(lost)
+		f, err := frontier.Open(ctx, c, "t", frontier.Options{Shards: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Ping(ctx).Err(); err != nil { // connected: the handshake is not the call that goes through
+			t.Fatal(err)
+		}
+		lost.armed = true
+		f.PauseHost(ctx, "a", time.Hour, "a test") // its error, if any, is the lost connection's
+		x := popN(t, e.f, 3)
+		if len(x.Popped) != 1 || x.Popped[0].Host != "b" {
+			t.Fatalf("popped %v; want only b's URL: a was paused by the call that went through", hosts(x.Popped))
+		}
+	})
+}
+
+// firstCallOnly lets through the calls up to the first that succeeds (a
+// script's EVALSHA answered NOSCRIPT is sent again as EVAL), and fails
+// every one after it, as a connection lost right after it would (once
+// armed).
+type firstCallOnly struct{ armed, done bool }
+
+func (h *firstCallOnly) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *firstCallOnly) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !h.armed {
+			return next(ctx, cmd)
+		}
+		if h.done {
+			return errors.New("connection lost")
+		}
+		err := next(ctx, cmd)
+		h.done = err == nil
+		return err
+	}
+}
+
+func (h *firstCallOnly) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if !h.armed {
+			return next(ctx, cmds)
+		}
+		if h.done {
+			return errors.New("connection lost")
+		}
+		err := next(ctx, cmds)
+		h.done = err == nil
+		return err
+	}
 }
 
 func hosts(ls []*frontier.Lease) []string {

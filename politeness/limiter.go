@@ -210,12 +210,22 @@ type PauseNote struct {
 	// that lists pauses: Member scored by when its pause ends (ms, Redis's
 	// clock). Each pause noted there removes the ended ones.
 	Index, Member string
+	// Mark, when not empty (with Index), is a hash in the same slot where
+	// Member is set to 1 in the same atomic step as the pause: for readers
+	// that read only the buckets of marked members (frontier's slowed
+	// hosts), to which a pause without its mark would not exist.
+	Mark string
 }
 
 // PauseWith is Pause, noting why and where the pause is listed.
 func (l *Limiter) PauseWith(ctx context.Context, key string, retryAfter time.Duration, n PauseNote) (time.Duration, error) {
 	keys := []string{key}
-	if n.Index != "" {
+	switch {
+	case n.Mark != "" && n.Index == "":
+		return 0, fmt.Errorf("politeness: pause %s: a mark needs an index (PauseNote)", key)
+	case n.Mark != "":
+		keys = append(keys, n.Index, n.Mark)
+	case n.Index != "":
 		keys = append(keys, n.Index)
 	}
 	ms, err := pauseScript.Run(ctx, l.c, keys, max(retryAfter, 0).Milliseconds(),

@@ -5,6 +5,10 @@
 -- KEYS[2] optional: an index of pauses in the bucket's slot (zset member
 --         -> when its pause ends, ms), for readers that list paused hosts
 --         without a scan; ended pauses leave it here
+-- KEYS[3] optional (with KEYS[2]): a mark, a hash in the bucket's slot
+--         where the member is set to 1 in the same step, for readers that
+--         read only the buckets of marked members (frontier's slowed):
+--         a pause they were not told of would not hold
 -- ARGV[1] the server's Retry-After in ms (0: none)
 -- ARGV[2] the first pause in ms   ARGV[3] the longest pause in ms
 -- ARGV[4] how long the count of pauses is kept past a pause, in ms
@@ -28,4 +32,5 @@ if KEYS[2] then
   redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', math.floor(now / 1000))
   redis.call('ZADD', KEYS[2], math.ceil(untl / 1000), ARGV[6])
 end
+if KEYS[3] then redis.call('HSET', KEYS[3], ARGV[6], '1') end
 return math.ceil((untl - now) / 1000)
