@@ -87,38 +87,79 @@ func runDemo(c *cli.Context) error {
 		len(site.Hosts()), strings.Join(site.Hosts(), " "), c.Int("pages"), len(truth))
 	fmt.Fprintf(out, "crawl %q: %d workers, %.4g requests/s per host (burst %d), shared through Redis\n\n", name, c.Int("workers"), s.Rate, s.Burst)
 
-	var mu sync.Mutex
-	var epochs []string
+	start := time.Now()
+	workers, epochs, err := startDemoWorkers(ctx, rdb, name, c.Int("workers"), out)
+	if err != nil {
+		return err
+	}
+	if err := superviseDemo(ctx, rdb, name, workers, int64(len(truth)/2), out); err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+	st, err := crawl.ReadStatus(ctx, rdb, name)
+	if err != nil {
+		return err
+	}
+	report(out, st, site, truth, epochs.list(), elapsed, s)
+	return nil
+}
+
+// demoWorker is a worker the demo runs in this process.
+type demoWorker struct {
+	id     string
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// demoEpochs lists the scheduler's epochs as the workers log them.
+type demoEpochs struct {
+	mu     sync.Mutex
+	epochs []string
+}
+
+func (e *demoEpochs) list() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.epochs...)
+}
+
+// startDemoWorkers starts n workers of crawl name, each saying when it
+// becomes the scheduler.
+func startDemoWorkers(ctx context.Context, rdb redis.UniversalClient, name string, n int, out io.Writer) ([]*demoWorker, *demoEpochs, error) {
+	epochs := &demoEpochs{}
 	onLeading := func(id string) *slog.Logger {
 		return slog.New(leadingHandler(func(epoch int64) {
-			mu.Lock()
-			epochs = append(epochs, fmt.Sprintf("epoch %d (%s)", epoch, id))
-			mu.Unlock()
+			epochs.mu.Lock()
+			epochs.epochs = append(epochs.epochs, fmt.Sprintf("epoch %d (%s)", epoch, id))
+			epochs.mu.Unlock()
 			fmt.Fprintf(out, "  leader: %s is the scheduler, epoch %d\n", id, epoch)
 		}))
 	}
-	type running struct {
-		id     string
-		cancel context.CancelFunc
-		done   chan struct{}
-	}
-	var workers []*running
-	start := time.Now()
-	for i := 1; i <= c.Int("workers"); i++ {
+	var workers []*demoWorker
+	for i := 1; i <= n; i++ {
 		id := fmt.Sprintf("worker-%d", i)
 		wctx, cancel := context.WithCancel(ctx)
 		w, err := crawl.NewWorker(wctx, rdb, name, crawl.Options{ID: id, Concurrency: 4, ExitWhenDone: true, Log: onLeading(id),
 			Leader: leader.ConfigForTTL(2 * time.Second), SweepInterval: 100 * time.Millisecond, Lease: 3 * time.Second})
 		if err != nil {
 			cancel()
-			return err
+			for _, r := range workers {
+				r.cancel()
+				<-r.done
+			}
+			return nil, nil, err
 		}
-		r := &running{id: id, cancel: cancel, done: make(chan struct{})}
+		r := &demoWorker{id: id, cancel: cancel, done: make(chan struct{})}
 		go func() { defer close(r.done); w.Run(wctx) }()
 		workers = append(workers, r)
 	}
+	return workers, epochs, nil
+}
 
-	// Halfway, stop whichever worker is the scheduler: another takes over.
+// superviseDemo waits for the workers to finish the crawl and, once half
+// pages are in, stops whichever worker is the scheduler: another takes
+// over.
+func superviseDemo(ctx context.Context, rdb redis.UniversalClient, name string, workers []*demoWorker, half int64, out io.Writer) error {
 	stopped := ""
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -136,25 +177,21 @@ func runDemo(c *cli.Context) error {
 				alive++
 			}
 		}
-		if stopped == "" && len(workers) > 1 {
-			st, err := crawl.ReadStatus(ctx, rdb, name)
-			if err == nil && st.Counters["pages"] >= int64(len(truth)/2) && st.Leader != nil {
-				for _, w := range workers {
-					if w.id == st.Leader.ID {
-						stopped = w.id
-						fmt.Fprintf(out, "  %d pages in: stopping %s, the scheduler (its URLs in flight finish first)\n", st.Counters["pages"], w.id)
-						w.cancel()
-					}
-				}
+		if stopped != "" || len(workers) == 1 {
+			continue
+		}
+		st, err := crawl.ReadStatus(ctx, rdb, name)
+		if err != nil || st.Counters["pages"] < half || st.Leader == nil {
+			continue
+		}
+		for _, w := range workers {
+			if w.id == st.Leader.ID {
+				stopped = w.id
+				fmt.Fprintf(out, "  %d pages in: stopping %s, the scheduler (its URLs in flight finish first)\n", st.Counters["pages"], w.id)
+				w.cancel()
 			}
 		}
 	}
-	elapsed := time.Since(start)
-	st, err := crawl.ReadStatus(ctx, rdb, name)
-	if err != nil {
-		return err
-	}
-	report(out, st, site, truth, epochs, elapsed, s)
 	return nil
 }
 
