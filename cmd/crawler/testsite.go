@@ -25,94 +25,112 @@ func testsiteCommand() *cli.Command {
 			"--named-hosts N --dns ADDR serves thousands of host names on one listener and answers DNS\n" +
 			"for them, as the web would (crawl with 'crawler work --dns ADDR').\n" +
 			"Crawl it with --allow-private.",
-		Flags: []cli.Flag{
-			&cli.IntFlag{Name: "hosts", Value: 4, Usage: "number of hosts"},
-			&cli.IntFlag{Name: "pages", Value: 100, Usage: "pages per host"},
-			&cli.DurationFlag{Name: "latency", Usage: "delay added to every response (e.g. 50ms)"},
-			&cli.StringFlag{Name: "listen-base", Value: "127.0.0.10", Usage: "first host's loopback address"},
-			&cli.IntFlag{Name: "port", Value: 8080, Usage: "port on every host (0: any free one); with --names, the port in the site's URLs"},
-			&cli.StringFlag{Name: "names", Usage: "serve these host names (comma-separated, e.g. a.site.test,b.site.test) on one listener instead"},
-			&cli.StringFlag{Name: "listen", Value: ":8080", Usage: "with --names, the address to listen on"},
-			&cli.IntFlag{Name: "named-hosts", Usage: "serve N named hosts, h1.site.test to hN.site.test, on one listener (as --names does): for thousands of hosts"},
-			&cli.StringFlag{Name: "dns", Usage: "with --names or --named-hosts, answer DNS for them on this address (e.g. 127.0.0.1:5353), each resolving to the listener's; " +
-				"crawl with 'crawler work --dns' at the same address"},
-			&cli.IntFlag{Name: "slow-every", Usage: "every Nth host answers ten times slower than --latency"},
-			&cli.IntFlag{Name: "fail-every", Usage: "every Nth host answers each page's first request with 503 and Retry-After: 1"},
-			&cli.BoolFlag{Name: "robots", Usage: "every host serves a robots.txt of its own (otherwise only the first does, and the others answer 404)"},
-			&cli.BoolFlag{Name: "versioned", Usage: "pages /p/N.html carry a version, an ETag and a Last-Modified, and answer If-None-Match and If-Modified-Since " +
-				"with 304 while unchanged; POST /_change?fraction=F changes that fraction of them, /_truth?versions lists every page's version (for recrawls)"},
-			&cli.DurationFlag{Name: "change-every", Usage: "pages change by themselves every period (implies --versioned): /p/N.html with N%10 == 0 every period, " +
-				"N%10 == 1 every fourth, the others never"},
-		},
-		Action: func(c *cli.Context) error {
-			if c.Int("pages") < 1 || c.Int("pages") > 1_000_000 {
-				return usage(fmt.Errorf("--pages %d: want 1 to 1000000", c.Int("pages")))
-			}
-			if c.Int("hosts") < 1 {
-				return usage(fmt.Errorf("--hosts %d: want 1 or more", c.Int("hosts")))
-			}
-			if c.Duration("latency") < 0 {
-				return usage(fmt.Errorf("--latency %v: want 0 or more", c.Duration("latency")))
-			}
-			if p := c.Int("port"); p < 0 || p > 65535 {
-				return usage(fmt.Errorf("--port %d: want 0 to 65535", p))
-			}
-			names := splitNames(c.String("names"))
-			if n := c.Int("named-hosts"); c.IsSet("named-hosts") {
-				if n < 1 || n > 1_000_000 || c.IsSet("names") {
-					return usage(fmt.Errorf("--named-hosts %d: want 1 to 1000000, and not with --names", n))
-				}
-				names = testsite.Numbered(n, "site.test")
-			}
-			named, namesFlag := len(names) > 0, "--names"
-			if c.IsSet("named-hosts") {
-				namesFlag = "--named-hosts"
-			}
-			if named && (c.IsSet("hosts") || c.IsSet("listen-base")) {
-				return usage(fmt.Errorf("%s with --hosts or --listen-base: named hosts share one listener (--listen); give one way", namesFlag))
-			}
-			if c.IsSet("listen") && !named {
-				return usage(fmt.Errorf("--listen is for --names; loopback hosts listen on --listen-base+i"))
-			}
-			if c.IsSet("dns") && !named {
-				return usage(fmt.Errorf("--dns is for --names or --named-hosts: loopback hosts are addresses, not names"))
-			}
-			if c.Duration("change-every") < 0 {
-				return usage(fmt.Errorf("--change-every %v: want a period above 0 (or none)", c.Duration("change-every")))
-			}
-			if c.Int("slow-every") < 0 || c.Int("fail-every") < 0 {
-				return usage(fmt.Errorf("--slow-every and --fail-every: want 0 (none) or more"))
-			}
-			if err := testsite.CheckNames(names); err != nil {
-				return usage(err)
-			}
-			port := c.Int("port")
-			if named && !c.IsSet("port") {
-				port = 0 // the listener's
-			}
-			site, err := testsite.Start(testsite.Config{Hosts: c.Int("hosts"), Pages: c.Int("pages"),
-				Latency: c.Duration("latency"), ListenBase: c.String("listen-base"), Port: port,
-				Names: names, Listen: c.String("listen"), DNS: c.String("dns"),
-				SlowEvery: c.Int("slow-every"), FailEvery: c.Int("fail-every"), Robots: c.Bool("robots"),
-				Versioned: c.Bool("versioned"), ChangeEvery: c.Duration("change-every")})
-			if err != nil {
-				return err
-			}
-			defer site.Close()
-			for _, r := range site.Roots() {
-				fmt.Fprintln(c.App.Writer, r)
-			}
-			if d := site.DNS(); d != nil {
-				fmt.Fprintf(c.App.ErrWriter, "crawler: DNS for the named hosts on %s (crawler work --dns %s)\n", d.Addr(), d.Addr())
-			}
-			fmt.Fprintf(c.App.ErrWriter, "crawler: test site up: %d hosts, %d URLs in /_truth; Ctrl-C stops it\n",
-				len(site.Hosts()), len(site.Truth()))
-			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			<-ctx.Done()
-			return nil
-		},
+		Flags:  testsiteFlags(),
+		Action: runTestsite,
 	}
+}
+
+// testsiteFlags are the testsite command's flags.
+func testsiteFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.IntFlag{Name: "hosts", Value: 4, Usage: "number of hosts"},
+		&cli.IntFlag{Name: "pages", Value: 100, Usage: "pages per host"},
+		&cli.DurationFlag{Name: "latency", Usage: "delay added to every response (e.g. 50ms)"},
+		&cli.StringFlag{Name: "listen-base", Value: "127.0.0.10", Usage: "first host's loopback address"},
+		&cli.IntFlag{Name: "port", Value: 8080, Usage: "port on every host (0: any free one); with --names, the port in the site's URLs"},
+		&cli.StringFlag{Name: "names", Usage: "serve these host names (comma-separated, e.g. a.site.test,b.site.test) on one listener instead"},
+		&cli.StringFlag{Name: "listen", Value: ":8080", Usage: "with --names, the address to listen on"},
+		&cli.IntFlag{Name: "named-hosts", Usage: "serve N named hosts, h1.site.test to hN.site.test, on one listener (as --names does): for thousands of hosts"},
+		&cli.StringFlag{Name: "dns", Usage: "with --names or --named-hosts, answer DNS for them on this address (e.g. 127.0.0.1:5353), each resolving to the listener's; " +
+			"crawl with 'crawler work --dns' at the same address"},
+		&cli.IntFlag{Name: "slow-every", Usage: "every Nth host answers ten times slower than --latency"},
+		&cli.IntFlag{Name: "fail-every", Usage: "every Nth host answers each page's first request with 503 and Retry-After: 1"},
+		&cli.BoolFlag{Name: "robots", Usage: "every host serves a robots.txt of its own (otherwise only the first does, and the others answer 404)"},
+		&cli.BoolFlag{Name: "versioned", Usage: "pages /p/N.html carry a version, an ETag and a Last-Modified, and answer If-None-Match and If-Modified-Since " +
+			"with 304 while unchanged; POST /_change?fraction=F changes that fraction of them, /_truth?versions lists every page's version (for recrawls)"},
+		&cli.DurationFlag{Name: "change-every", Usage: "pages change by themselves every period (implies --versioned): /p/N.html with N%10 == 0 every period, " +
+			"N%10 == 1 every fourth, the others never"},
+	}
+}
+
+// runTestsite serves the site until interrupted.
+func runTestsite(c *cli.Context) error {
+	cfg, err := testsiteConfig(c)
+	if err != nil {
+		return err
+	}
+	site, err := testsite.Start(cfg)
+	if err != nil {
+		return err
+	}
+	defer site.Close()
+	for _, r := range site.Roots() {
+		fmt.Fprintln(c.App.Writer, r)
+	}
+	if d := site.DNS(); d != nil {
+		fmt.Fprintf(c.App.ErrWriter, "crawler: DNS for the named hosts on %s (crawler work --dns %s)\n", d.Addr(), d.Addr())
+	}
+	fmt.Fprintf(c.App.ErrWriter, "crawler: test site up: %d hosts, %d URLs in /_truth; Ctrl-C stops it\n",
+		len(site.Hosts()), len(site.Truth()))
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	<-ctx.Done()
+	return nil
+}
+
+// testsiteConfig reads the flags into the site's config, refusing those
+// that do not go together.
+func testsiteConfig(c *cli.Context) (testsite.Config, error) {
+	if c.Int("pages") < 1 || c.Int("pages") > 1_000_000 {
+		return testsite.Config{}, usage(fmt.Errorf("--pages %d: want 1 to 1000000", c.Int("pages")))
+	}
+	if c.Int("hosts") < 1 {
+		return testsite.Config{}, usage(fmt.Errorf("--hosts %d: want 1 or more", c.Int("hosts")))
+	}
+	if c.Duration("latency") < 0 {
+		return testsite.Config{}, usage(fmt.Errorf("--latency %v: want 0 or more", c.Duration("latency")))
+	}
+	if p := c.Int("port"); p < 0 || p > 65535 {
+		return testsite.Config{}, usage(fmt.Errorf("--port %d: want 0 to 65535", p))
+	}
+	names := splitNames(c.String("names"))
+	if n := c.Int("named-hosts"); c.IsSet("named-hosts") {
+		if n < 1 || n > 1_000_000 || c.IsSet("names") {
+			return testsite.Config{}, usage(fmt.Errorf("--named-hosts %d: want 1 to 1000000, and not with --names", n))
+		}
+		names = testsite.Numbered(n, "site.test")
+	}
+	named, namesFlag := len(names) > 0, "--names"
+	if c.IsSet("named-hosts") {
+		namesFlag = "--named-hosts"
+	}
+	if named && (c.IsSet("hosts") || c.IsSet("listen-base")) {
+		return testsite.Config{}, usage(fmt.Errorf("%s with --hosts or --listen-base: named hosts share one listener (--listen); give one way", namesFlag))
+	}
+	if c.IsSet("listen") && !named {
+		return testsite.Config{}, usage(fmt.Errorf("--listen is for --names; loopback hosts listen on --listen-base+i"))
+	}
+	if c.IsSet("dns") && !named {
+		return testsite.Config{}, usage(fmt.Errorf("--dns is for --names or --named-hosts: loopback hosts are addresses, not names"))
+	}
+	if c.Duration("change-every") < 0 {
+		return testsite.Config{}, usage(fmt.Errorf("--change-every %v: want a period above 0 (or none)", c.Duration("change-every")))
+	}
+	if c.Int("slow-every") < 0 || c.Int("fail-every") < 0 {
+		return testsite.Config{}, usage(fmt.Errorf("--slow-every and --fail-every: want 0 (none) or more"))
+	}
+	if err := testsite.CheckNames(names); err != nil {
+		return testsite.Config{}, usage(err)
+	}
+	port := c.Int("port")
+	if named && !c.IsSet("port") {
+		port = 0 // the listener's
+	}
+	return testsite.Config{Hosts: c.Int("hosts"), Pages: c.Int("pages"),
+		Latency: c.Duration("latency"), ListenBase: c.String("listen-base"), Port: port,
+		Names: names, Listen: c.String("listen"), DNS: c.String("dns"),
+		SlowEvery: c.Int("slow-every"), FailEvery: c.Int("fail-every"), Robots: c.Bool("robots"),
+		Versioned: c.Bool("versioned"), ChangeEvery: c.Duration("change-every")}, nil
 }
 
 // splitNames reads --names: host names separated by commas (spaces allowed).
