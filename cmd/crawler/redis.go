@@ -48,8 +48,7 @@ func bareNodes(s string) bool {
 // and database), and its own words instead of the parser's, which repeat
 // whatever they could not read.
 func parseRedisURL(raw string) (redisURL, error) {
-	const want = "want redis://[[user]:password@]host:port[/db] or rediss://... for TLS; a cluster's nodes as host:port,host:port; " +
-		"redis-sentinel://[[user]:password@]host:port[,host:port]/MASTER[/db] for Sentinel"
+	const want = redisURLForms
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok && bareNodes(raw) {
 		return parseRedisURL("redis://" + raw) // host:port, or a cluster's host:port,host:port: no password, no TLS
@@ -57,31 +56,8 @@ func parseRedisURL(raw string) (redisURL, error) {
 	if !ok {
 		return redisURL{}, fmt.Errorf("--redis is not a URL (%s)", want)
 	}
-	var master string
 	if base, ok := strings.CutSuffix(scheme, "-sentinel"); ok && (base == "redis" || base == "rediss") {
-		// Sentinel: the path names the master; the rest reads as a redis:// URL.
-		auth, hosts := "", rest
-		if at := strings.LastIndex(rest, "@"); at >= 0 {
-			auth, hosts = rest[:at+1], rest[at+1:]
-		}
-		nodes, path, _ := strings.Cut(hosts, "/")
-		master, path, _ = strings.Cut(path, "/")
-		if master == "" || strings.ContainsAny(master, "?#") {
-			return redisURL{}, fmt.Errorf("--redis %s://%s: name the master Sentinel watches (%s)", scheme, nodes, want)
-		}
-		u, err := parseRedisURL(base + "://" + auth + nodes)
-		if err != nil {
-			return u, err
-		}
-		u.master = master
-		u.shown = scheme + "://" + strings.TrimPrefix(u.shown, base+"://") + "/" + master
-		if path != "" {
-			u.shown += "/" + path
-			if u.opt.DB, err = strconv.Atoi(path); err != nil || u.opt.DB < 0 {
-				return redisURL{}, fmt.Errorf("--redis %s: the database must be a number, 0 or more", u.shown)
-			}
-		}
-		return u, nil
+		return parseSentinelURL(scheme, base, rest)
 	}
 	if scheme != "redis" && scheme != "rediss" {
 		if strings.ContainsAny(scheme, ":@/?#") || len(scheme) > 10 {
@@ -101,19 +77,9 @@ func parseRedisURL(raw string) (redisURL, error) {
 		return redisURL{}, fmt.Errorf("--redis %s: cannot tell the host from the password (write / ? # @ in a password as %%2F %%3F %%23 %%40)", shown)
 	}
 	// A Redis Cluster's seed nodes: redis://[auth@]host:port,host:port,...
-	var more []string
-	if nodes, tail, _ := strings.Cut(hostPart, "/"); strings.Contains(nodes, ",") {
-		addrs := strings.Split(nodes, ",")
-		for _, a := range addrs[1:] {
-			if _, _, err := net.SplitHostPort(a); err != nil || strings.ContainsAny(a, "?#@") {
-				return redisURL{}, fmt.Errorf("--redis %s: node %q is not host:port (%s)", shown, a, want)
-			}
-		}
-		more = addrs[1:]
-		raw = raw[:len(raw)-len(hostPart)] + addrs[0]
-		if tail != "" {
-			raw += "/" + tail
-		}
+	raw, more, err := splitClusterNodes(raw, hostPart, shown)
+	if err != nil {
+		return redisURL{}, err
 	}
 	opt, err := redis.ParseURL(raw)
 	if err != nil {
@@ -136,6 +102,59 @@ func parseRedisURL(raw string) (redisURL, error) {
 		return redisURL{}, fmt.Errorf("--redis %s: a Redis Cluster has only database 0", shown)
 	}
 	return redisURL{opt: opt, addrs: append([]string{opt.Addr}, more...), shown: shown, tls: scheme == "rediss"}, nil
+}
+
+// redisURLForms is what --redis may be, for its errors.
+const redisURLForms = "want redis://[[user]:password@]host:port[/db] or rediss://... for TLS; a cluster's nodes as host:port,host:port; " +
+	"redis-sentinel://[[user]:password@]host:port[,host:port]/MASTER[/db] for Sentinel"
+
+// parseSentinelURL reads redis-sentinel://[auth@]sentinels/MASTER[/db]
+// (rest is what follows "://"): the path names the master; the rest
+// reads as a redis:// URL of scheme base.
+func parseSentinelURL(scheme, base, rest string) (redisURL, error) {
+	auth, hosts := "", rest
+	if at := strings.LastIndex(rest, "@"); at >= 0 {
+		auth, hosts = rest[:at+1], rest[at+1:]
+	}
+	nodes, path, _ := strings.Cut(hosts, "/")
+	master, path, _ := strings.Cut(path, "/")
+	if master == "" || strings.ContainsAny(master, "?#") {
+		return redisURL{}, fmt.Errorf("--redis %s://%s: name the master Sentinel watches (%s)", scheme, nodes, redisURLForms)
+	}
+	u, err := parseRedisURL(base + "://" + auth + nodes)
+	if err != nil {
+		return u, err
+	}
+	u.master = master
+	u.shown = scheme + "://" + strings.TrimPrefix(u.shown, base+"://") + "/" + master
+	if path != "" {
+		u.shown += "/" + path
+		if u.opt.DB, err = strconv.Atoi(path); err != nil || u.opt.DB < 0 {
+			return redisURL{}, fmt.Errorf("--redis %s: the database must be a number, 0 or more", u.shown)
+		}
+	}
+	return u, nil
+}
+
+// splitClusterNodes reads a Redis Cluster's seed nodes (host:port,
+// host:port, ... in hostPart, what follows the '@' of raw): raw with the
+// first node alone, for the URL parser, and the others.
+func splitClusterNodes(raw, hostPart, shown string) (string, []string, error) {
+	nodes, tail, _ := strings.Cut(hostPart, "/")
+	if !strings.Contains(nodes, ",") {
+		return raw, nil, nil
+	}
+	addrs := strings.Split(nodes, ",")
+	for _, a := range addrs[1:] {
+		if _, _, err := net.SplitHostPort(a); err != nil || strings.ContainsAny(a, "?#@") {
+			return "", nil, fmt.Errorf("--redis %s: node %q is not host:port (%s)", shown, a, redisURLForms)
+		}
+	}
+	raw = raw[:len(raw)-len(hostPart)] + addrs[0]
+	if tail != "" {
+		raw += "/" + tail
+	}
+	return raw, addrs[1:], nil
 }
 
 // client opens u: a Redis Cluster when u names several nodes, else one
