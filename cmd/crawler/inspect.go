@@ -106,74 +106,89 @@ func exportCommand() *cli.Command {
 			&cli.BoolFlag{Name: "wait-workers", Usage: "with --follow, once the crawl is done also wait (up to 2 minutes) until every worker " +
 				"has stopped, so their WARC and --out files are complete"},
 		},
-		Action: func(c *cli.Context) error {
-			if c.Bool("wait-workers") && !c.Bool("follow") {
-				return usage(errors.New("--wait-workers waits after --follow: give both"))
+		Action: runExport,
+	}
+}
+
+func runExport(c *cli.Context) error {
+	if c.Bool("wait-workers") && !c.Bool("follow") {
+		return usage(errors.New("--wait-workers waits after --follow: give both"))
+	}
+	rdb, err := connect(c)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	out, finish, err := exportOut(c.App.Writer, c.String("out"))
+	if err != nil {
+		return err
+	}
+	counted := &lineCounter{w: out}
+	if c.String("out") != "" && c.Bool("follow") {
+		pctx, stopProgress := context.WithCancel(ctx)
+		defer stopProgress()
+		go func() {
+			for sleep(pctx, 10*time.Second) {
+				fmt.Fprintf(c.App.ErrWriter, "crawler: export: %d records so far\n", counted.n.Load())
 			}
-			rdb, err := connect(c)
-			if err != nil {
-				return err
-			}
-			defer rdb.Close()
-			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			out, finish := c.App.Writer, func() error { return nil }
-			if name := c.String("out"); name != "" {
-				f, err := os.Create(name)
-				if err != nil {
-					return fmt.Errorf("--out: %v", err)
-				}
-				defer f.Close()
-				bw := bufio.NewWriterSize(f, 1<<16)
-				out = bw
-				finish = func() error {
-					if err := bw.Flush(); err != nil {
-						return fmt.Errorf("--out %s: %v", name, err)
-					}
-					if err := f.Sync(); err != nil {
-						return fmt.Errorf("--out %s: %v", name, err)
-					}
-					return f.Close()
-				}
-			}
-			counted := &lineCounter{w: out}
-			if c.String("out") != "" && c.Bool("follow") {
-				pctx, stopProgress := context.WithCancel(ctx)
-				defer stopProgress()
-				go func() {
-					for sleep(pctx, 10*time.Second) {
-						fmt.Fprintf(c.App.ErrWriter, "crawler: export: %d records so far\n", counted.n.Load())
-					}
-				}()
-			}
-			rep, err := crawl.Export(ctx, rdb, c.String("crawl"), counted, c.Bool("follow"))
-			if ferr := finish(); err == nil {
-				err = ferr
-			}
-			if rep.Trimmed > 0 {
-				fmt.Fprintf(c.App.ErrWriter, "crawler: export: %d records were trimmed from the results stream before they could be read "+
-					"(it keeps the newest million); %d exported; the workers' --out files have every record\n", rep.Trimmed, rep.Written)
-			}
-			if err != nil {
-				return err
-			}
-			switch line := rep.ChangeLine(); {
-			case c.String("out") != "" && line != "":
-				fmt.Fprintf(c.App.ErrWriter, "crawler: export: %d records written to %s (pages: %s)\n", rep.Written, c.String("out"), line)
-			case c.String("out") != "":
-				fmt.Fprintf(c.App.ErrWriter, "crawler: export: %d records written to %s\n", rep.Written, c.String("out"))
-			case rep.Changes[crawl.ChangeChanged]+rep.Changes[crawl.ChangeUnchanged]+rep.Changes[crawl.ChangeGone] > 0:
-				// A recrawl's counts; stdout holds only the records.
-				fmt.Fprintf(c.App.ErrWriter, "crawler: export: %d records (pages: %s)\n", rep.Written, line)
-			}
-			if c.Bool("follow") && !rep.Done {
-				return errors.New("export: stopped before the crawl was done")
-			}
-			if c.Bool("follow") && c.Bool("wait-workers") {
-				return awaitWorkers(ctx, c, rdb, 2*time.Minute)
-			}
-			return nil
-		},
+		}()
+	}
+	rep, err := crawl.Export(ctx, rdb, c.String("crawl"), counted, c.Bool("follow"))
+	if ferr := finish(); err == nil {
+		err = ferr
+	}
+	if rep.Trimmed > 0 {
+		fmt.Fprintf(c.App.ErrWriter, "crawler: export: %d records were trimmed from the results stream before they could be read "+
+			"(it keeps the newest million); %d exported; the workers' --out files have every record\n", rep.Trimmed, rep.Written)
+	}
+	if err != nil {
+		return err
+	}
+	exportSummary(c, rep)
+	if c.Bool("follow") && !rep.Done {
+		return errors.New("export: stopped before the crawl was done")
+	}
+	if c.Bool("follow") && c.Bool("wait-workers") {
+		return awaitWorkers(ctx, c, rdb, 2*time.Minute)
+	}
+	return nil
+}
+
+// exportOut is where export writes: stdout, or the file name (replaced),
+// buffered; finish flushes, syncs and closes it, and says what failed.
+func exportOut(stdout io.Writer, name string) (io.Writer, func() error, error) {
+	if name == "" {
+		return stdout, func() error { return nil }, nil
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--out: %v", err)
+	}
+	bw := bufio.NewWriterSize(f, 1<<16)
+	return bw, func() error {
+		defer f.Close()
+		if err := bw.Flush(); err != nil {
+			return fmt.Errorf("--out %s: %v", name, err)
+		}
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("--out %s: %v", name, err)
+		}
+		return f.Close()
+	}, nil
+}
+
+// exportSummary says on stderr how many records went where, and, of a
+// recrawl, how many pages changed (stdout holds only the records).
+func exportSummary(c *cli.Context, rep crawl.ExportReport) {
+	switch line := rep.ChangeLine(); {
+	case c.String("out") != "" && line != "":
+		fmt.Fprintf(c.App.ErrWriter, "crawler: export: %d records written to %s (pages: %s)\n", rep.Written, c.String("out"), line)
+	case c.String("out") != "":
+		fmt.Fprintf(c.App.ErrWriter, "crawler: export: %d records written to %s\n", rep.Written, c.String("out"))
+	case rep.Changes[crawl.ChangeChanged]+rep.Changes[crawl.ChangeUnchanged]+rep.Changes[crawl.ChangeGone] > 0:
+		fmt.Fprintf(c.App.ErrWriter, "crawler: export: %d records (pages: %s)\n", rep.Written, line)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -172,17 +173,7 @@ func runWork(c *cli.Context, rdb redis.UniversalClient, exitWhenDone bool) error
 	}
 	logger.Info("worker started", "worker", o.ID, "crawl", c.String("crawl"), "concurrency", o.Concurrency)
 	if metricsL != nil {
-		// Beyond loopback, the dashboard needs a token, as 'crawler
-		// dashboard' does; /metrics is served either way.
-		var dash *dashboard.Dashboard
-		page := "none: --metrics-addr reaches beyond loopback; give --dashboard-token to serve it"
-		if dashboard.CheckListen(c.String("metrics-addr"), c.String("dashboard-token")) == nil {
-			dash = dashboard.New(rdb, dashboard.Config{Crawl: c.String("crawl"), Token: c.String("dashboard-token")})
-			go dash.Run(ctx)
-			page = dashboardURL(metricsL.Addr(), c.String("dashboard-token") != "")
-		}
-		defer serveMetrics(metricsL, w, c.Bool("pprof"), dash)()
-		logger.Info("serving metrics", "url", "http://"+metricsL.Addr().String()+"/metrics", "dashboard", page)
+		defer serveWorkerMetrics(ctx, c, rdb, metricsL, w, logger)()
 	}
 	ran := make(chan struct{})
 	go func() {
@@ -212,14 +203,34 @@ func runWork(c *cli.Context, rdb redis.UniversalClient, exitWhenDone bool) error
 	if err != nil {
 		return err
 	}
-	n := &w.Counters
-	attrs := []any{"worker", o.ID, "ok", n.OK.Load(), "http_error", n.HTTPError.Load(), "failed", n.Failed.Load(),
+	logger.Info("worker exits", exitAttrs(o.ID, &w.Counters)...)
+	return nil
+}
+
+// exitAttrs is what a worker's last line says it did.
+func exitAttrs(id string, n *crawl.Counters) []any {
+	attrs := []any{"worker", id, "ok", n.OK.Load(), "http_error", n.HTTPError.Load(), "failed", n.Failed.Load(),
 		"skipped", n.Skipped.Load(), "requests", n.Requests.Load(), "put_back", n.PutBack.Load(), "late", n.Late.Load()}
 	if u := n.Unchanged.Load(); u > 0 { // refetches answered 304
 		attrs = append(attrs, "unchanged", u)
 	}
-	logger.Info("worker exits", attrs...)
-	return nil
+	return attrs
+}
+
+// serveWorkerMetrics serves /metrics on l, and the dashboard where it may
+// be (beyond loopback it needs a token, as 'crawler dashboard' does); it
+// returns what stops them.
+func serveWorkerMetrics(ctx context.Context, c *cli.Context, rdb redis.UniversalClient, l net.Listener, w *crawl.Worker, logger *slog.Logger) func() {
+	var dash *dashboard.Dashboard
+	page := "none: --metrics-addr reaches beyond loopback; give --dashboard-token to serve it"
+	if dashboard.CheckListen(c.String("metrics-addr"), c.String("dashboard-token")) == nil {
+		dash = dashboard.New(rdb, dashboard.Config{Crawl: c.String("crawl"), Token: c.String("dashboard-token")})
+		go dash.Run(ctx)
+		page = dashboardURL(l.Addr(), c.String("dashboard-token") != "")
+	}
+	stop := serveMetrics(l, w, c.Bool("pprof"), dash)
+	logger.Info("serving metrics", "url", "http://"+l.Addr().String()+"/metrics", "dashboard", page)
+	return stop
 }
 
 func crawlCommand() *cli.Command {
