@@ -187,6 +187,32 @@ func (st *Status) String() string {
 	}
 	fmt.Fprintf(&b, "  frontier    %d queued, %d in flight, %d deferred, %d on the failed list; %d URLs enqueued in all\n",
 		st.Frontier.Queued, st.Frontier.InFlight, st.Frontier.Deferred, st.Frontier.Failed, c["enqueued"])
+	st.writeCounters(&b)
+	st.writeHosts(&b)
+	if st.ResultsTrimmed > 0 {
+		fmt.Fprintf(&b, "  results     %d records trimmed from the stream before export (the workers' --out files have them)\n", st.ResultsTrimmed)
+	}
+	fmt.Fprintf(&b, "  dedup       %d URLs seen in %d layer(s), %.1f KiB of bitmaps, estimated false-positive rate %.4f%%\n",
+		st.Bloom.Count, len(st.Bloom.Layers), float64(st.Bloom.Bits)/8/1024, 100*st.Bloom.EstimatedFPRate)
+	st.writeCoordination(&b)
+	s := st.Settings
+	depth := "unlimited"
+	if s.MaxDepth >= 0 {
+		depth = strconv.Itoa(s.MaxDepth)
+	}
+	pages := "unlimited"
+	if s.MaxPages > 0 {
+		pages = strconv.FormatInt(s.MaxPages, 10)
+	}
+	fmt.Fprintf(&b, "  settings    scope %s, depth %s, max pages %s, %s req/s per host (burst %d), private addresses %v, robots.txt give-up %v, keep %s, %d shard(s)\n",
+		s.Scope, depth, pages, fmtRate(s.Rate), s.Burst, s.AllowPrivate, s.RobotsGiveUp, strings.Join(s.KeepTypes, ","), s.Shards)
+	return b.String()
+}
+
+// writeCounters writes the lines of the counters that are not always there:
+// statuses, links not followed, what was set aside or cut.
+func (st *Status) writeCounters(b *strings.Builder) {
+	c := st.Counters
 	var skipped, statuses []string
 	for name, n := range c {
 		if reason, ok := strings.CutPrefix(name, "skipped_links:"); ok && n > 0 {
@@ -198,35 +224,39 @@ func (st *Status) String() string {
 	}
 	if len(statuses) > 0 {
 		sort.Strings(statuses)
-		fmt.Fprintf(&b, "  statuses    HTTP status of each page: %s\n", strings.Join(statuses, ", "))
+		fmt.Fprintf(b, "  statuses    HTTP status of each page: %s\n", strings.Join(statuses, ", "))
 	}
 	if len(skipped) > 0 {
 		sort.Strings(skipped)
-		fmt.Fprintf(&b, "  not followed  links refused by filters and trap defences: %s\n", strings.Join(skipped, ", "))
+		fmt.Fprintf(b, "  not followed  links refused by filters and trap defences: %s\n", strings.Join(skipped, ", "))
 	}
 	if n := c[CounterCorrupt]; n > 0 {
-		fmt.Fprintf(&b, "  corrupt     %d corrupt queue elements and bucket fields set aside (elements on the failed list, fields deleted): written by hand or by a bug\n", n)
+		fmt.Fprintf(b, "  corrupt     %d corrupt queue elements and bucket fields set aside (elements on the failed list, fields deleted): written by hand or by a bug\n", n)
 	}
 	if n := c[CounterLinksCut]; n > 0 {
-		fmt.Fprintf(&b, "  links cut   %d pages had more links than max-links (%d): the rest of theirs were left out (records: links_cut)\n",
+		fmt.Fprintf(b, "  links cut   %d pages had more links than max-links (%d): the rest of theirs were left out (records: links_cut)\n",
 			n, st.Settings.MaxLinks)
 	}
 	if n := c[CounterDelayCapped]; n > 0 {
-		fmt.Fprintf(&b, "  robots.txt  %d asked for a Crawl-delay over %v: those hosts are held to one request every %v\n",
+		fmt.Fprintf(b, "  robots.txt  %d asked for a Crawl-delay over %v: those hosts are held to one request every %v\n",
 			n, politeness.MaxCrawlDelay, politeness.MaxCrawlDelay)
 	}
+}
+
+// writeHosts writes the paused hosts and the longest queues.
+func (st *Status) writeHosts(b *strings.Builder) {
 	if len(st.Paused) > 0 {
 		var hosts []string
 		for _, p := range st.Paused {
 			hosts = append(hosts, fmt.Sprintf("%s (%v more, after %s)", p.Host, p.Left.Round(time.Second), cmp.Or(p.Why, "a 429/503")))
 		}
-		fmt.Fprintf(&b, "  paused      %d hosts wait, for every worker: %s\n", len(hosts), strings.Join(hosts, ", "))
+		fmt.Fprintf(b, "  paused      %d hosts wait, for every worker: %s\n", len(hosts), strings.Join(hosts, ", "))
 	}
 	if len(st.TopHosts) > 0 {
 		if st.HostsQueued > frontier.HostScanLimit {
-			fmt.Fprintf(&b, "  hosts       %d with URLs queued; the longest queues of the %d due soonest:\n", st.HostsQueued, frontier.HostScanLimit)
+			fmt.Fprintf(b, "  hosts       %d with URLs queued; the longest queues of the %d due soonest:\n", st.HostsQueued, frontier.HostScanLimit)
 		} else {
-			fmt.Fprintf(&b, "  hosts       %d with URLs queued; the longest queues:\n", st.HostsQueued)
+			fmt.Fprintf(b, "  hosts       %d with URLs queued; the longest queues:\n", st.HostsQueued)
 		}
 		for _, h := range st.TopHosts {
 			state := "due now"
@@ -241,21 +271,21 @@ func (st *Status) String() string {
 			if h.Interval > 0 {
 				state += fmt.Sprintf("; %.3g requests/s (%s)", float64(time.Second)/float64(h.Interval), h.Why)
 			}
-			fmt.Fprintf(&b, "    %-32s %8d queued  %s\n", h.Host, h.Queued, state)
+			fmt.Fprintf(b, "    %-32s %8d queued  %s\n", h.Host, h.Queued, state)
 		}
 	}
-	if st.ResultsTrimmed > 0 {
-		fmt.Fprintf(&b, "  results     %d records trimmed from the stream before export (the workers' --out files have them)\n", st.ResultsTrimmed)
-	}
-	fmt.Fprintf(&b, "  dedup       %d URLs seen in %d layer(s), %.1f KiB of bitmaps, estimated false-positive rate %.4f%%\n",
-		st.Bloom.Count, len(st.Bloom.Layers), float64(st.Bloom.Bits)/8/1024, 100*st.Bloom.EstimatedFPRate)
+}
+
+// writeCoordination writes the scheduler, the workers alive, the last
+// events and Redis's memory warning.
+func (st *Status) writeCoordination(b *strings.Builder) {
 	if st.Leader != nil {
-		fmt.Fprintf(&b, "  scheduler   %s, epoch %d (lock expires in %v)\n", st.Leader.ID, st.Leader.Epoch, st.Leader.TTL.Round(time.Millisecond))
+		fmt.Fprintf(b, "  scheduler   %s, epoch %d (lock expires in %v)\n", st.Leader.ID, st.Leader.Epoch, st.Leader.TTL.Round(time.Millisecond))
 	} else {
-		fmt.Fprintf(&b, "  scheduler   none (last epoch %d)\n", st.Epoch)
+		fmt.Fprintf(b, "  scheduler   none (last epoch %d)\n", st.Epoch)
 	}
 	if len(st.Workers) == 0 {
-		fmt.Fprintf(&b, "  workers     none alive\n")
+		fmt.Fprintf(b, "  workers     none alive\n")
 	} else {
 		var alive []string
 		for _, w := range st.WorkerNotes {
@@ -268,34 +298,22 @@ func (st *Status) String() string {
 			}
 			alive = append(alive, fmt.Sprintf("%s (%d pages, %d leases, last heartbeat %v ago)", w.ID, w.Pages, w.Leases, w.Beat.Round(100*time.Millisecond)))
 		}
-		fmt.Fprintf(&b, "  workers     %d alive: %s\n", len(st.Workers), strings.Join(alive, ", "))
+		fmt.Fprintf(b, "  workers     %d alive: %s\n", len(st.Workers), strings.Join(alive, ", "))
 	}
 	for i, e := range st.Events[:min(len(st.Events), 5)] {
 		label := "            "
 		if i == 0 {
 			label = "events     "
 		}
-		fmt.Fprintf(&b, "  %s %s  %s\n", label, e.At.Format("15:04:05"), e.Text)
+		fmt.Fprintf(b, "  %s %s  %s\n", label, e.At.Format("15:04:05"), e.Text)
 	}
 	if st.RedisOutOfMemory {
-		fmt.Fprintf(&b, "  WARNING     %s\n", st.RedisMemoryLine)
+		fmt.Fprintf(b, "  WARNING     %s\n", st.RedisMemoryLine)
 		if len(st.WorkersUnknown) > 0 {
-			fmt.Fprintf(&b, "              so these workers may be alive although their registrations lapsed: %s\n",
+			fmt.Fprintf(b, "              so these workers may be alive although their registrations lapsed: %s\n",
 				strings.Join(st.WorkersUnknown, ", "))
 		}
 	}
-	s := st.Settings
-	depth := "unlimited"
-	if s.MaxDepth >= 0 {
-		depth = strconv.Itoa(s.MaxDepth)
-	}
-	pages := "unlimited"
-	if s.MaxPages > 0 {
-		pages = strconv.FormatInt(s.MaxPages, 10)
-	}
-	fmt.Fprintf(&b, "  settings    scope %s, depth %s, max pages %s, %s req/s per host (burst %d), private addresses %v, robots.txt give-up %v, keep %s, %d shard(s)\n",
-		s.Scope, depth, pages, fmtRate(s.Rate), s.Burst, s.AllowPrivate, s.RobotsGiveUp, strings.Join(s.KeepTypes, ","), s.Shards)
-	return b.String()
 }
 
 // Progress is the cheap part of a crawl's status, two round trips, for a
