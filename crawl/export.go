@@ -44,106 +44,120 @@ func (r ExportReport) ChangeLine() string {
 // follow, it then waits for new records and writes them as they come,
 // until the crawl is done (or ctx ends).
 func Export(ctx context.Context, c redis.UniversalClient, name string, out io.Writer, follow bool) (ExportReport, error) {
-	rep := ExportReport{Changes: map[string]int64{}}
+	x := &exporter{name: name, out: out, follow: follow, wait: exportRetryMin, rep: ExportReport{Changes: map[string]int64{}}}
 	fr, err := readFrontier(ctx, c, name)
 	if err != nil {
-		return rep, err
+		return x.rep, err
 	}
 	// Each shard has its stream; each is read in order, shard after shard.
-	cur := fr.NewCursor()
-	write := func(r frontier.StoredRecord) error {
-		var rec Record
-		if err := json.Unmarshal(r.Body, &rec); err != nil {
-			return fmt.Errorf("crawl: export: record %s: %w", r.ID, err)
-		}
-		rec.NewLinks = r.NewLinks
-		if rec.Change != "" {
-			rep.Changes[rec.Change]++
-		}
-		b, err := json.Marshal(rec)
-		if err == nil {
-			_, err = out.Write(append(b, '\n'))
-		}
-		if err != nil {
-			return outputError{err}
-		}
-		return nil
-	}
-	// Following, a Redis gone for a while (a restart, a failover) is
-	// waited for: the cursor moved only past records written, so reading
-	// on from it loses and repeats nothing.
-	var failing time.Time
-	wait := exportRetryMin
-	retry := func(err error) bool {
-		if !follow || errors.As(err, new(outputError)) || !RedisGoneForNow(err) || ctx.Err() != nil {
-			return false
-		}
-		if failing.IsZero() {
-			failing = time.Now()
-		}
-		if time.Since(failing) > ExportRetryFor {
-			return false
-		}
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		wait = min(2*wait, exportRetryMax)
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-			return true
-		}
-	}
+	x.fr, x.cur = fr, fr.NewCursor()
 	for {
-		n, err := fr.ReadRecords(ctx, cur, write)
-		rep.Written += n
-		if err != nil {
-			if retry(err) {
-				continue
-			}
-			return rep, err
-		}
-		// Caught up? The done flag first: records are all added before it
-		// is set, so if it was set, the newest ids read after it are the
-		// last ones.
-		done, err := fr.Done(ctx)
-		if err != nil {
-			if retry(err) {
-				continue
-			}
-			return rep, fmt.Errorf("crawl: export: %w", err)
-		}
-		caughtUp, added, err := fr.CaughtUp(ctx, cur)
-		if err != nil {
-			if retry(err) {
-				continue
-			}
-			return rep, err
-		}
-		failing, wait = time.Time{}, exportRetryMin
-		if !caughtUp {
+		over, err := x.round(ctx)
+		if err != nil && x.retry(ctx, err) {
 			continue
 		}
-		rep.Trimmed, rep.Done = max(added-rep.Written, 0), done
-		if !follow || done || ctx.Err() != nil {
-			return rep, nil
-		}
-		// A crawl gone (reset, or a Redis restarted without its data) will
-		// never be done: say so, as its workers do, rather than wait.
-		if exists, err := fr.Exists(ctx); err != nil {
-			if retry(err) {
-				continue
-			}
-			return rep, fmt.Errorf("crawl: export: %w", err)
-		} else if !exists {
-			return rep, goneError(name)
-		}
-		// Wait for the next record; the done flag is looked at again at
-		// least once a second.
-		if err := fr.AwaitRecord(ctx, cur, time.Second); err != nil && !retry(err) {
-			return rep, err
+		if over || err != nil {
+			return x.rep, err
 		}
 	}
+}
+
+// exporter is one export: where it reads from and writes to, and what it
+// counted.
+type exporter struct {
+	name   string
+	fr     *frontier.Frontier
+	cur    *frontier.Cursor
+	out    io.Writer
+	follow bool
+	rep    ExportReport
+	// failing is when Redis stopped answering (zero: it answers), and wait
+	// the next wait for it.
+	failing time.Time
+	wait    time.Duration
+}
+
+// write writes one record out, with its count of new links.
+func (x *exporter) write(r frontier.StoredRecord) error {
+	var rec Record
+	if err := json.Unmarshal(r.Body, &rec); err != nil {
+		return fmt.Errorf("crawl: export: record %s: %w", r.ID, err)
+	}
+	rec.NewLinks = r.NewLinks
+	if rec.Change != "" {
+		x.rep.Changes[rec.Change]++
+	}
+	b, err := json.Marshal(rec)
+	if err == nil {
+		_, err = x.out.Write(append(b, '\n'))
+	}
+	if err != nil {
+		return outputError{err}
+	}
+	return nil
+}
+
+// retry: following, a Redis gone for a while (a restart, a failover) is
+// waited for, with back-off, up to ExportRetryFor: the cursor moved only
+// past records written, so reading on from it loses and repeats nothing.
+func (x *exporter) retry(ctx context.Context, err error) bool {
+	if !x.follow || errors.As(err, new(outputError)) || !RedisGoneForNow(err) || ctx.Err() != nil {
+		return false
+	}
+	if x.failing.IsZero() {
+		x.failing = time.Now()
+	}
+	if time.Since(x.failing) > ExportRetryFor {
+		return false
+	}
+	t := time.NewTimer(x.wait)
+	defer t.Stop()
+	x.wait = min(2*x.wait, exportRetryMax)
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// round writes the records there are, and reports whether the export is
+// over: caught up, and not following or the crawl done. Following, it
+// waits for the next record (a second at most) before it returns.
+func (x *exporter) round(ctx context.Context) (bool, error) {
+	n, err := x.fr.ReadRecords(ctx, x.cur, x.write)
+	x.rep.Written += n
+	if err != nil {
+		return false, err
+	}
+	// Caught up? The done flag first: records are all added before it is
+	// set, so if it was set, the newest ids read after it are the last ones.
+	done, err := x.fr.Done(ctx)
+	if err != nil {
+		return false, fmt.Errorf("crawl: export: %w", err)
+	}
+	caughtUp, added, err := x.fr.CaughtUp(ctx, x.cur)
+	if err != nil {
+		return false, err
+	}
+	x.failing, x.wait = time.Time{}, exportRetryMin
+	if !caughtUp {
+		return false, nil
+	}
+	x.rep.Trimmed, x.rep.Done = max(added-x.rep.Written, 0), done
+	if !x.follow || done || ctx.Err() != nil {
+		return true, nil
+	}
+	// A crawl gone (reset, or a Redis restarted without its data) will
+	// never be done: say so, as its workers do, rather than wait.
+	if exists, err := x.fr.Exists(ctx); err != nil {
+		return false, fmt.Errorf("crawl: export: %w", err)
+	} else if !exists {
+		return true, goneError(x.name)
+	}
+	// Wait for the next record; the done flag is looked at again at least
+	// once a second.
+	return false, x.fr.AwaitRecord(ctx, x.cur, time.Second)
 }
 
 // outputError is an error writing the export out (a closed pipe: the

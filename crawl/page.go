@@ -75,32 +75,8 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 	item := l.Item
 	rec := Record{URL: item.URL, Depth: item.Depth, Worker: pl.worker, FetchedAt: time.Now().UTC(),
 		Parent: item.Parent, Attempt: item.Attempts + 1, PreviousErrors: item.Errors}
-	u, err := url.Parse(item.URL)
-	if err != nil || u.Host == "" {
-		rec.Error = fmt.Sprintf("not a URL: %v", err)
-		pl.finish(l, rec, frontier.Outcome{Stat: OutcomeFailed, Failed: rec.Error, Refund: true})
-		return
-	}
-	if pl.s.MaxPages > 0 && info.Pages >= pl.s.MaxPages {
-		pl.finish(l, Record{}, frontier.Outcome{Stat: OutcomeSkipped, Refund: true})
-		return
-	}
-	if pl.lapsed(l, "before the fetch: not fetched") {
-		return
-	}
-	if !pl.admit(ctx, l, u, &rec) {
-		return
-	}
-	if pl.lapsed(l, "before the fetch: not fetched") { // admit may have waited (robots.txt)
-		return
-	}
-	if pl.late(l, true) { // admit waited past the token's window: the host's robots.txt came slowly
-		return
-	}
-	if d := pl.pauses.left(u.Host); d > 0 {
-		// Paused since the pop (a 429 here or in another worker): the
-		// token was reserved before the host said "not now".
-		pl.requeue(ctx, l, d)
+	u, ok := pl.cleared(ctx, l, info, &rec)
+	if !ok {
 		return
 	}
 	start := time.Now()
@@ -109,21 +85,7 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 	r, err := pl.fetchOf(item, visit)(ctx, item.URL)
 	rec.FetchMS = time.Since(start).Milliseconds()
 	if err != nil {
-		if fetch.IsTransient(err) {
-			var after time.Duration
-			if pl.failing.fail(u.Host) >= timeoutRun {
-				// A run of failures (timeouts, resets): the host is struggling;
-				// pause it for every worker, as if it had answered 503.
-				var perr error
-				if after, perr = pl.pause(ctx, u.Host, 0, fmt.Sprintf("%d requests in a row failed", timeoutRun)); perr != nil {
-					pl.log.Warn("pausing a failing host failed; its URL waits its own back-off only", "host", u.Host, "err", perr)
-				}
-			}
-			pl.retry(ctx, l, rec, err.Error(), after)
-			return
-		}
-		rec.Error = err.Error()
-		pl.finish(l, rec, frontier.Outcome{Stat: OutcomeFailed, Failed: rec.Error})
+		pl.fetchFailed(ctx, l, u, rec, err)
 		return
 	}
 	pl.counters.Requests.Add(1)
@@ -150,19 +112,84 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 		rec.WARC, rec.PayloadDigest, archived = &loc, digest, ref
 	}
 	if fetch.TransientStatus(r.Status) {
-		after := r.RetryAfter
-		if r.Status == http.StatusTooManyRequests || r.Status == http.StatusServiceUnavailable {
-			// The server's "not now" holds for the whole host, and for every
-			// worker: no token for it until the pause ends.
-			d, err := pl.pause(ctx, u.Host, r.RetryAfter, fmt.Sprintf("a %d", r.Status))
-			if err != nil {
-				pl.log.Warn("pausing host failed", "host", u.Host, "err", err)
-			}
-			after = max(after, d)
-		}
-		pl.retry(ctx, l, rec, fmt.Sprintf("HTTP %d", r.Status), after)
+		pl.notNow(ctx, l, u, rec, r)
 		return
 	}
+	pl.finish(l, rec, pl.outcome(u, item, visit, r, &rec, archived))
+}
+
+// cleared reports whether the URL of l may be fetched now, with its URL:
+// a URL, within the page budget, its lease still held, allowed by its
+// host's robots.txt and filters, within its token's window and its host
+// not paused since the pop. When not, the lease was ended (finished,
+// given back or put back) here.
+func (pl *pipeline) cleared(ctx context.Context, l *frontier.Lease, info frontier.PopInfo, rec *Record) (*url.URL, bool) {
+	u, err := url.Parse(l.Item.URL)
+	if err != nil || u.Host == "" {
+		rec.Error = fmt.Sprintf("not a URL: %v", err)
+		pl.finish(l, *rec, frontier.Outcome{Stat: OutcomeFailed, Failed: rec.Error, Refund: true})
+		return nil, false
+	}
+	if pl.s.MaxPages > 0 && info.Pages >= pl.s.MaxPages {
+		pl.finish(l, Record{}, frontier.Outcome{Stat: OutcomeSkipped, Refund: true})
+		return nil, false
+	}
+	if pl.lapsed(l, "before the fetch: not fetched") || !pl.admit(ctx, l, u, rec) {
+		return nil, false
+	}
+	if pl.lapsed(l, "before the fetch: not fetched") { // admit may have waited (robots.txt)
+		return nil, false
+	}
+	if pl.late(l, true) { // admit waited past the token's window: the host's robots.txt came slowly
+		return nil, false
+	}
+	if d := pl.pauses.left(u.Host); d > 0 {
+		// Paused since the pop (a 429 here or in another worker): the
+		// token was reserved before the host said "not now".
+		pl.requeue(ctx, l, d)
+		return nil, false
+	}
+	return u, true
+}
+
+// fetchFailed ends a fetch that had no answer: a transient failure (a
+// timeout, a reset) is retried, and a run of them pauses the host for
+// every worker, as if it had answered 503; any other fails the URL.
+func (pl *pipeline) fetchFailed(ctx context.Context, l *frontier.Lease, u *url.URL, rec Record, err error) {
+	if !fetch.IsTransient(err) {
+		rec.Error = err.Error()
+		pl.finish(l, rec, frontier.Outcome{Stat: OutcomeFailed, Failed: rec.Error})
+		return
+	}
+	var after time.Duration
+	if pl.failing.fail(u.Host) >= timeoutRun {
+		var perr error
+		if after, perr = pl.pause(ctx, u.Host, 0, fmt.Sprintf("%d requests in a row failed", timeoutRun)); perr != nil {
+			pl.log.Warn("pausing a failing host failed; its URL waits its own back-off only", "host", u.Host, "err", perr)
+		}
+	}
+	pl.retry(ctx, l, rec, err.Error(), after)
+}
+
+// notNow retries a URL answered with a transient status; a 429 or 503,
+// the server's "not now", holds for the whole host and every worker: no
+// token for it until the pause ends.
+func (pl *pipeline) notNow(ctx context.Context, l *frontier.Lease, u *url.URL, rec Record, r *fetch.Result) {
+	after := r.RetryAfter
+	if r.Status == http.StatusTooManyRequests || r.Status == http.StatusServiceUnavailable {
+		d, err := pl.pause(ctx, u.Host, r.RetryAfter, fmt.Sprintf("a %d", r.Status))
+		if err != nil {
+			pl.log.Warn("pausing host failed", "host", u.Host, "err", err)
+		}
+		after = max(after, d)
+	}
+	pl.retry(ctx, l, rec, fmt.Sprintf("HTTP %d", r.Status), after)
+}
+
+// outcome is what an answered fetch leaves: its links (a page's, a
+// sitemap's; none for 304 Not Modified), its stat, and what the next
+// visit compares against.
+func (pl *pipeline) outcome(u *url.URL, item frontier.Item, visit *frontier.Visit, r *fetch.Result, rec *Record, archived *frontier.Visit) frontier.Outcome {
 	o := frontier.Outcome{Stat: OutcomeOK, Fetched: true, FetchTime: r.Duration}
 	digest := rec.PayloadDigest
 	switch {
@@ -171,9 +198,9 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 		o.Stat, digest = OutcomeUnchanged, visit.Digest
 		rec.PayloadDigest = digest
 	case item.Kind == frontier.KindSitemap:
-		o.Children = pl.sitemapLinks(item, r, &rec)
+		o.Children = pl.sitemapLinks(item, r, rec)
 	default:
-		o.Children = pl.links(u, item, r, &rec)
+		o.Children = pl.links(u, item, r, rec)
 	}
 	if r.Status >= 400 {
 		o.Stat = OutcomeHTTPError
@@ -185,10 +212,10 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 		if digest == "" && pl.s.KeepVisits { // compared at the next fetch: kept only with a visit
 			digest = answerDigest(r.Body, rec.Headers)
 		}
-		pl.s.revisitOutcome(visit, &rec, &o, digest, archived)
+		pl.s.revisitOutcome(visit, rec, &o, digest, archived)
 		o.Change = rec.Change
 	}
-	pl.finish(l, rec, o)
+	return o
 }
 
 // links are the URLs a response leads to, in scope and within the depth

@@ -153,27 +153,9 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 	if err != nil {
 		return nil, err
 	}
-	fcfg := fetch.DefaultConfig()
-	if o.Fetch != nil {
-		fcfg = *o.Fetch
-	}
-	fcfg.UserAgent, fcfg.AllowPrivate = s.UserAgent, s.AllowPrivate
-	fcfg.Capture = o.WARC != nil
-	fcfg.Keep = s.Keeps
-	fcfg.Cookies, fcfg.DNS = o.Cookies, o.DNS
-	if fcfg.Headers, err = s.HTTPHeaders(); err != nil {
+	fcfg, err := fetchConfig(s, o)
+	if err != nil {
 		return nil, err
-	}
-	switch {
-	case o.Proxy != nil:
-		fcfg.Proxy = http.ProxyURL(o.Proxy)
-	case os.Getenv("HTTP_PROXY")+os.Getenv("HTTPS_PROXY")+os.Getenv("http_proxy")+os.Getenv("https_proxy") != "":
-		fcfg.Proxy = http.ProxyFromEnvironment
-	}
-	if fcfg.Proxy != nil && fcfg.Capture {
-		// Through a proxy the wire carries the proxy's protocol (absolute
-		// URIs, CONNECT tunnels), not the exchange a WARC keeps.
-		return nil, fmt.Errorf("%w: WARC archiving through a proxy is not supported; drop --warc-dir or the proxy", ErrOptions)
 	}
 	w := &Worker{c: c, name: name, settings: s, opts: o, fetcher: fetch.New(fcfg), known: newKnown(o.KnownURLs),
 		log: o.Log.With("worker", o.ID)}
@@ -205,15 +187,8 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 	w.evictions.at = time.Now()
 	// The WARC directory is made (or found wanting) before the worker
 	// joins: a start that fails leaves no live worker behind.
-	if o.WARC != nil {
-		cfg := *o.WARC
-		cfg.Worker, cfg.Crawl, cfg.Agent, cfg.Software = o.ID, name, s.UserAgent, Software
-		if cfg.Log == nil {
-			cfg.Log = w.log
-		}
-		if w.warc, err = archive.Open(cfg); err != nil {
-			return nil, err
-		}
+	if err := w.openWARC(); err != nil {
+		return nil, err
 	}
 	// Registered before it can write anything else: a reset that starts
 	// now waits for this worker too.
@@ -227,6 +202,51 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 		w.closeOrphans(ctx, *o.WARC)
 	}
 	return w, nil
+}
+
+// fetchConfig is the fetcher's configuration for the crawl's settings s
+// and the worker's options o: its user agent, headers and guard, and a
+// proxy (--proxy, or the usual variables).
+func fetchConfig(s Settings, o Options) (fetch.Config, error) {
+	fcfg := fetch.DefaultConfig()
+	if o.Fetch != nil {
+		fcfg = *o.Fetch
+	}
+	fcfg.UserAgent, fcfg.AllowPrivate = s.UserAgent, s.AllowPrivate
+	fcfg.Capture = o.WARC != nil
+	fcfg.Keep = s.Keeps
+	fcfg.Cookies, fcfg.DNS = o.Cookies, o.DNS
+	var err error
+	if fcfg.Headers, err = s.HTTPHeaders(); err != nil {
+		return fcfg, err
+	}
+	switch {
+	case o.Proxy != nil:
+		fcfg.Proxy = http.ProxyURL(o.Proxy)
+	case os.Getenv("HTTP_PROXY")+os.Getenv("HTTPS_PROXY")+os.Getenv("http_proxy")+os.Getenv("https_proxy") != "":
+		fcfg.Proxy = http.ProxyFromEnvironment
+	}
+	if fcfg.Proxy != nil && fcfg.Capture {
+		// Through a proxy the wire carries the proxy's protocol (absolute
+		// URIs, CONNECT tunnels), not the exchange a WARC keeps.
+		return fcfg, fmt.Errorf("%w: WARC archiving through a proxy is not supported; drop --warc-dir or the proxy", ErrOptions)
+	}
+	return fcfg, nil
+}
+
+// openWARC opens the worker's WARC writer, with --warc-dir.
+func (w *Worker) openWARC() error {
+	if w.opts.WARC == nil {
+		return nil
+	}
+	cfg := *w.opts.WARC
+	cfg.Worker, cfg.Crawl, cfg.Agent, cfg.Software = w.opts.ID, w.name, w.settings.UserAgent, Software
+	if cfg.Log == nil {
+		cfg.Log = w.log
+	}
+	var err error
+	w.warc, err = archive.Open(cfg)
+	return err
 }
 
 // Settings are the crawl's settings as this worker read them.

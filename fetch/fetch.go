@@ -233,30 +233,11 @@ func (f *Fetcher) get(ctx context.Context, rawURL string, keepAny bool, maxBody 
 // request is a GET of rawURL with the configured headers, then extra's.
 func (f *Fetcher) request(ctx context.Context, rawURL string, keepAny bool, maxBody int64, extra http.Header) (*Result, error) {
 	start := f.now()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	req, err := f.newRequest(ctx, rawURL, extra)
 	if err != nil {
-		return nil, &Error{Err: fmt.Errorf("fetch: %w", err)}
+		return nil, err
 	}
-	for name, values := range f.cfg.Headers {
-		req.Header[name] = values
-	}
-	for name, values := range extra {
-		req.Header[name] = values
-	}
-	req.Header.Set("User-Agent", f.cfg.UserAgent)
-	if req.Header.Get("Accept") == "" {
-		req.Header.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.5")
-	}
-	if f.cfg.Proxy != nil {
-		pu, err := f.cfg.Proxy(req)
-		if err != nil {
-			return nil, &Error{Err: fmt.Errorf("%w for %s: %w", ErrProxy, req.URL.Redacted(), err)}
-		}
-		if pu != nil {
-			ctx = context.WithValue(ctx, proxyKey{}, pu)
-			req = req.WithContext(ctx)
-		}
-	}
+	ctx = req.Context()
 	var conn net.Conn
 	var ex *exchange
 	if f.cfg.Capture {
@@ -271,28 +252,7 @@ func (f *Fetcher) request(ctx context.Context, rawURL string, keepAny bool, maxB
 		return nil, classify(err)
 	}
 	defer resp.Body.Close()
-	res := &Result{Status: resp.StatusCode}
-	for _, h := range keptHeaders {
-		if v := resp.Header.Get(h); v != "" {
-			if res.Headers == nil {
-				res.Headers = map[string]string{}
-			}
-			res.Headers[strings.ToLower(h)] = v
-		}
-	}
-	if mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err == nil {
-		res.ContentType = strings.ToLower(mt)
-	}
-	res.HTML = res.ContentType == "text/html" || res.ContentType == "application/xhtml+xml" ||
-		(res.ContentType == "" && resp.StatusCode == http.StatusOK)
-	if loc := resp.Header.Get("Location"); loc != "" && resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		if u, err := req.URL.Parse(loc); err == nil {
-			res.Location = u.String()
-		}
-	}
-	if TransientStatus(resp.StatusCode) {
-		res.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), f.now())
-	}
+	res := f.head(req, resp)
 	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
 	if ok && !res.HTML && !keepAny && (f.cfg.Keep == nil || !f.cfg.Keep(res.ContentType)) {
 		// Not a type the crawl keeps: stop at the headers (closing the body
@@ -325,6 +285,67 @@ func (f *Fetcher) request(ctx context.Context, rawURL string, keepAny bool, maxB
 		res.Raw = ex.raw(conn)
 	}
 	return res, nil
+}
+
+// newRequest is the GET of rawURL with the crawl's headers, extra's, the
+// user agent and an Accept, and, through a proxy, the proxy it goes to in
+// its context (proxyKey: the dial guard checks the address the proxy
+// connects to).
+func (f *Fetcher) newRequest(ctx context.Context, rawURL string, extra http.Header) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return nil, &Error{Err: fmt.Errorf("fetch: %w", err)}
+	}
+	for name, values := range f.cfg.Headers {
+		req.Header[name] = values
+	}
+	for name, values := range extra {
+		req.Header[name] = values
+	}
+	req.Header.Set("User-Agent", f.cfg.UserAgent)
+	if req.Header.Get("Accept") == "" {
+		req.Header.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.5")
+	}
+	if f.cfg.Proxy == nil {
+		return req, nil
+	}
+	pu, err := f.cfg.Proxy(req)
+	if err != nil {
+		return nil, &Error{Err: fmt.Errorf("%w for %s: %w", ErrProxy, req.URL.Redacted(), err)}
+	}
+	if pu != nil {
+		req = req.WithContext(context.WithValue(ctx, proxyKey{}, pu))
+	}
+	return req, nil
+}
+
+// head is what a response's status and headers say: the headers kept, the
+// content type and whether it is HTML, a redirect's target and a
+// Retry-After.
+func (f *Fetcher) head(req *http.Request, resp *http.Response) *Result {
+	res := &Result{Status: resp.StatusCode}
+	for _, h := range keptHeaders {
+		if v := resp.Header.Get(h); v != "" {
+			if res.Headers == nil {
+				res.Headers = map[string]string{}
+			}
+			res.Headers[strings.ToLower(h)] = v
+		}
+	}
+	if mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err == nil {
+		res.ContentType = strings.ToLower(mt)
+	}
+	res.HTML = res.ContentType == "text/html" || res.ContentType == "application/xhtml+xml" ||
+		(res.ContentType == "" && resp.StatusCode == http.StatusOK)
+	if loc := resp.Header.Get("Location"); loc != "" && resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		if u, err := req.URL.Parse(loc); err == nil {
+			res.Location = u.String()
+		}
+	}
+	if TransientStatus(resp.StatusCode) {
+		res.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), f.now())
+	}
+	return res
 }
 
 func classify(err error) error {

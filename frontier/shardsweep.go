@@ -40,38 +40,15 @@ func (f *Frontier) Schedule(ctx context.Context, epochKey string, epoch int64, m
 	if pageBudget > 0 {
 		share = -1
 	}
-	var total Sweep
-	total.NextDeferred = -1
-	empty := true
-	var pages int64
-	enqueued := make([]int64, len(f.fs))
 	run := func(from, to int, mode string) ([]Sweep, error) {
 		return f.scheduleAll(ctx, from, to, epochKey, epoch, maxAttempts, limit, share, mode)
 	}
 	sweeps, err := run(0, len(f.fs), sweepReport)
 	if err != nil {
 		f.lastEmpty = false
-		return total, err
+		return Sweep{NextDeferred: -1}, err
 	}
-	for sh, sw := range sweeps {
-		total.Released += sw.Released
-		total.Revisits += sw.Revisits
-		total.Reclaimed += sw.Reclaimed
-		total.Failed += sw.Failed
-		total.Records = append(total.Records, sw.Records...)
-		if sh == 0 {
-			total.CrawlOver = sw.CrawlOver // the crawl's done flag is the first shard's, set last
-		}
-		if sw.NextDeferred >= 0 && (total.NextDeferred < 0 || sw.NextDeferred < total.NextDeferred) {
-			total.NextDeferred = sw.NextDeferred
-		}
-		empty = empty && sw.empty
-		if !sw.empty {
-			total.Busy = append(total.Busy, f.fs[sh].keys.Wake())
-		}
-		enqueued[sh] = sw.enqueued
-		pages += sw.pages
-	}
+	total, empty, enqueued, pages := f.addUp(sweeps)
 	for sh, sw := range sweeps {
 		// Outbox entries no ack came for: their workers died between the
 		// calls of a pipeline, or a call of theirs failed. Their links are
@@ -94,33 +71,9 @@ func (f *Frontier) Schedule(ctx context.Context, epochKey string, epoch int64, m
 	fencedAll := f.sweptEpoch == epoch // a whole sweep under this epoch came before this one
 	f.sweptEpoch = epoch
 	if over && !total.CrawlOver {
-		// First every shard writes its last records (with a budget, one for
-		// each URL tried and not tried again), over as many sweeps as that
-		// takes; then the done flags are set, the first shard's last: it is
-		// the one export --follow and status read, so it must not come
-		// before any other shard's records.
-		finishes, err := run(0, len(f.fs), sweepFinish)
-		if err != nil {
+		if err := f.finish(run, &total); err != nil {
 			return total, err
 		}
-		for _, sw := range finishes {
-			total.Records = append(total.Records, sw.Records...)
-		}
-		for _, sw := range finishes {
-			if !sw.CrawlOver {
-				total.NextDeferred = 0 // more to write: sweep again soon
-				return total, nil
-			}
-		}
-		// The other shards' flags in one pipeline, then the first's: on a
-		// Cluster a pipeline's calls to several masters run in parallel.
-		if _, err := run(1, len(f.fs), sweepEnd); err != nil {
-			return total, err
-		}
-		if _, err := run(0, 1, sweepEnd); err != nil {
-			return total, err
-		}
-		total.CrawlOver = true
 	}
 	if pageBudget > 0 && !over && fencedAll {
 		if err := f.rebalance(ctx, epochKey, epoch, pageBudget, sweeps); err != nil {
@@ -128,6 +81,65 @@ func (f *Frontier) Schedule(ctx context.Context, epochKey string, epoch int64, m
 		}
 	}
 	return total, nil
+}
+
+// addUp adds the shards' sweeps up: the sweep to report, whether every
+// shard is empty, each shard's count of URLs ever queued, and the pages.
+func (f *Frontier) addUp(sweeps []Sweep) (total Sweep, empty bool, enqueued []int64, pages int64) {
+	total.NextDeferred = -1
+	empty = true
+	enqueued = make([]int64, len(f.fs))
+	for sh, sw := range sweeps {
+		total.Released += sw.Released
+		total.Revisits += sw.Revisits
+		total.Reclaimed += sw.Reclaimed
+		total.Failed += sw.Failed
+		total.Records = append(total.Records, sw.Records...)
+		if sh == 0 {
+			total.CrawlOver = sw.CrawlOver // the crawl's done flag is the first shard's, set last
+		}
+		if sw.NextDeferred >= 0 && (total.NextDeferred < 0 || sw.NextDeferred < total.NextDeferred) {
+			total.NextDeferred = sw.NextDeferred
+		}
+		empty = empty && sw.empty
+		if !sw.empty {
+			total.Busy = append(total.Busy, f.fs[sh].keys.Wake())
+		}
+		enqueued[sh] = sw.enqueued
+		pages += sw.pages
+	}
+	return total, empty, enqueued, pages
+}
+
+// finish ends a crawl found over: first every shard writes its last
+// records (with a budget, one for each URL tried and not tried again),
+// over as many sweeps as that takes; then the done flags are set, the
+// first shard's last: it is the one export and status read, so it must
+// not come before any other shard's records.
+func (f *Frontier) finish(run func(from, to int, mode string) ([]Sweep, error), total *Sweep) error {
+	finishes, err := run(0, len(f.fs), sweepFinish)
+	if err != nil {
+		return err
+	}
+	for _, sw := range finishes {
+		total.Records = append(total.Records, sw.Records...)
+	}
+	for _, sw := range finishes {
+		if !sw.CrawlOver {
+			total.NextDeferred = 0 // more to write: sweep again soon
+			return nil
+		}
+	}
+	// The other shards' flags in one pipeline, then the first's: on a
+	// Cluster a pipeline's calls to several masters run in parallel.
+	if _, err := run(1, len(f.fs), sweepEnd); err != nil {
+		return err
+	}
+	if _, err := run(0, 1, sweepEnd); err != nil {
+		return err
+	}
+	total.CrawlOver = true
+	return nil
 }
 
 // scheduleAll sweeps shards [from, to) in mode, in one pipeline (one

@@ -211,26 +211,7 @@ func (s *Site) handler(hi int) http.Handler {
 			s.serveChange(w, r)
 			return
 		}
-		host := s.hosts[hi]
-		full := "http://" + host + r.URL.RequestURI()
-		s.mu.Lock()
-		s.total[host]++
-		s.perURL[full]++
-		if r.Header.Get("If-None-Match") != "" || r.Header.Get("If-Modified-Since") != "" {
-			s.conditional[full]++
-		}
-		if p != "/robots.txt" {
-			s.reqs[host] = append(s.reqs[host], time.Now())
-		}
-		if hi == 0 && strings.HasPrefix(p, "/private/") {
-			s.private = append(s.private, full)
-		}
-		failOnce := strings.HasPrefix(p, "/flaky/") && !s.flaky[full]
-		if failOnce {
-			s.flaky[full] = true
-		}
-		failFirst := s.cfg.FailEvery > 0 && hi%s.cfg.FailEvery == 1%s.cfg.FailEvery && p != "/robots.txt" && s.perURL[full] == 1
-		s.mu.Unlock()
+		failOnce, failFirst := s.count(hi, r)
 		if latency := s.cfg.Latency; latency > 0 {
 			if s.cfg.SlowEvery > 0 && hi%s.cfg.SlowEvery == 0 {
 				latency *= 10
@@ -255,54 +236,7 @@ func (s *Site) handler(hi int) http.Handler {
 				http.Error(w, "try again", http.StatusInternalServerError)
 				return
 			}
-			links, ok := s.pageLinks(hi, p)
-			if !ok {
-				http.NotFound(w, r)
-				return
-			}
-			n, numbered := pageNumber(p)
-			numbered = numbered && strings.HasPrefix(p, "/p/")
-			var ver *Version
-			if numbered && s.versioned() {
-				v := s.version(hi, n, time.Now())
-				ver = &v
-			}
-			var b strings.Builder
-			fmt.Fprintf(&b, "<!DOCTYPE html><html><head><title>%s %s</title>", host, p)
-			if numbered && n%60 == 11 {
-				fmt.Fprintf(&b, `<meta http-equiv="refresh" content="0; url=/p/%d.html">`, s.refreshTarget(n))
-			}
-			fmt.Fprint(&b, "</head><body>\n")
-			if ver != nil {
-				fmt.Fprintf(&b, "<p>version %d</p>\n", ver.Version)
-			}
-			for _, l := range links {
-				if l.href != "" {
-					fmt.Fprintf(&b, "<a href=\"%s\">link</a>\n", l.href)
-				}
-			}
-			fmt.Fprint(&b, "</body></html>\n")
-			if s.versioned() {
-				// Every page has validators, as a static server's do: a page
-				// that never changes has an ETag of its content.
-				if ver == nil {
-					ver = &Version{ETag: fmt.Sprintf(`"s-%08x"`, crc32.ChecksumIEEE([]byte(b.String()))), Modified: s.started}
-				}
-				w.Header().Set("ETag", ver.ETag)
-				w.Header().Set("Last-Modified", ver.Modified.UTC().Format(http.TimeFormat))
-				if notModified(r, *ver) {
-					s.mu.Lock()
-					s.notModified++
-					s.mu.Unlock()
-					w.WriteHeader(http.StatusNotModified)
-					return
-				}
-			}
-			w.Header().Set("Content-Type", "text/html; charset=utf-8")
-			s.mu.Lock()
-			s.bytes += int64(b.Len())
-			s.mu.Unlock()
-			io.WriteString(w, b.String())
+			s.servePage(w, r, hi)
 		case strings.HasPrefix(p, "/r/"):
 			n, err := strconv.Atoi(strings.TrimPrefix(p, "/r/"))
 			if err != nil || n < 0 || n >= s.cfg.Pages {
@@ -317,6 +251,89 @@ func (s *Site) handler(hi int) http.Handler {
 			http.NotFound(w, r)
 		}
 	})
+}
+
+// count counts request r to host hi (for /_stats), and says whether it
+// fails: a /flaky/ page's first request (failOnce), and with FailEvery
+// every page's first request to one host in so many (failFirst).
+func (s *Site) count(hi int, r *http.Request) (failOnce, failFirst bool) {
+	p := r.URL.Path
+	host := s.hosts[hi]
+	full := "http://" + host + r.URL.RequestURI()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.total[host]++
+	s.perURL[full]++
+	if r.Header.Get("If-None-Match") != "" || r.Header.Get("If-Modified-Since") != "" {
+		s.conditional[full]++
+	}
+	if p != "/robots.txt" {
+		s.reqs[host] = append(s.reqs[host], time.Now())
+	}
+	if hi == 0 && strings.HasPrefix(p, "/private/") {
+		s.private = append(s.private, full)
+	}
+	failOnce = strings.HasPrefix(p, "/flaky/") && !s.flaky[full]
+	if failOnce {
+		s.flaky[full] = true
+	}
+	failFirst = s.cfg.FailEvery > 0 && hi%s.cfg.FailEvery == 1%s.cfg.FailEvery && p != "/robots.txt" && s.perURL[full] == 1
+	return failOnce, failFirst
+}
+
+// servePage serves a page of host hi: its links, a version when the site
+// is versioned (with validators, answered 304 while unchanged), and on
+// some pages a meta refresh.
+func (s *Site) servePage(w http.ResponseWriter, r *http.Request, hi int) {
+	p, host := r.URL.Path, s.hosts[hi]
+	links, ok := s.pageLinks(hi, p)
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	n, numbered := pageNumber(p)
+	numbered = numbered && strings.HasPrefix(p, "/p/")
+	var ver *Version
+	if numbered && s.versioned() {
+		v := s.version(hi, n, time.Now())
+		ver = &v
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "<!DOCTYPE html><html><head><title>%s %s</title>", host, p)
+	if numbered && n%60 == 11 {
+		fmt.Fprintf(&b, `<meta http-equiv="refresh" content="0; url=/p/%d.html">`, s.refreshTarget(n))
+	}
+	fmt.Fprint(&b, "</head><body>\n")
+	if ver != nil {
+		fmt.Fprintf(&b, "<p>version %d</p>\n", ver.Version)
+	}
+	for _, l := range links {
+		if l.href != "" {
+			fmt.Fprintf(&b, "<a href=\"%s\">link</a>\n", l.href)
+		}
+	}
+	fmt.Fprint(&b, "</body></html>\n")
+	if s.versioned() {
+		// Every page has validators, as a static server's do: a page that
+		// never changes has an ETag of its content.
+		if ver == nil {
+			ver = &Version{ETag: fmt.Sprintf(`"s-%08x"`, crc32.ChecksumIEEE([]byte(b.String()))), Modified: s.started}
+		}
+		w.Header().Set("ETag", ver.ETag)
+		w.Header().Set("Last-Modified", ver.Modified.UTC().Format(http.TimeFormat))
+		if notModified(r, *ver) {
+			s.mu.Lock()
+			s.notModified++
+			s.mu.Unlock()
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	s.mu.Lock()
+	s.bytes += int64(b.Len())
+	s.mu.Unlock()
+	io.WriteString(w, b.String())
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
