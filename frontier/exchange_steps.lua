@@ -5,28 +5,25 @@
 -- exchangeArgs) and what the steps leave for those after them.
 
 -- EX_KEYS names exchange.lua's keys after the Bloom filter's, in the order
--- exchange.go's exchangeKeys sends them, and the kind each holds (nil: a
--- string, or a prefix): the first exchange of a process checks them.
-local EX_KEYS = {
-  {'queues'}, {'ready', 'zset'}, {'leases', 'zset'}, {'stats', 'hash'}, {'failed', 'list'},
-  {'results', 'stream'}, {'done'}, {'counter'}, {'config'}, {'hostpages', 'hash'},
-  {'lengths', 'hash'}, {'ended'}, {'buckets'}, {'slowed', 'hash'}, {'outbox', 'hash'},
-  {'due', 'zset'}, {'refill', 'zset'}, {'capped', 'hash'},
-}
+-- exchange.go's exchangeKeys sends them; EX_KINDS says what those with a
+-- kind hold (the others: a string, or a prefix), which the first exchange
+-- of a process checks. (Flat tables: a script's tables are made anew at
+-- each call, and each costs Redis its allocation and its collection.)
+local EX_KEYS = {'queues', 'ready', 'leases', 'stats', 'failed', 'results', 'done', 'counter', 'config',
+  'hostpages', 'lengths', 'ended', 'buckets', 'slowed', 'outbox', 'due', 'refill', 'capped'}
+local EX_KINDS = {ready = 'zset', leases = 'zset', stats = 'hash', failed = 'list', results = 'stream',
+  hostpages = 'hash', lengths = 'hash', slowed = 'hash', outbox = 'hash', due = 'zset', refill = 'zset', capped = 'hash'}
 
--- EX_PAGE names a finished page's numbers, by place (exchange.go's
--- doneArgs; absent trailing ones are 0).
-local EX_PAGE = {'lease', 'stat', 'record', 'links', 'visit', 'due', 'flags', 'failed', 'ms', 'counted', 'grant'}
+-- A finished page's numbers, by place (exchange.go's doneArgs; absent
+-- trailing ones are 0), named once here: read as f[EX_STAT] and so on, not
+-- copied into a table of names (a page's table would cost Redis more than
+-- the rest of its exchange's Lua).
+local EX_LEASE, EX_STAT, EX_RECORD, EX_LINKS, EX_VISIT, EX_DUE, EX_FLAGS, EX_FAILED, EX_MS, EX_COUNTED, EX_GRANT =
+  1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11
 
-local function ex_page(f)
-  local p = {}
-  for i, name in ipairs(EX_PAGE) do p[name] = f[i] or 0 end
-  return p
-end
-
--- The flags of a finished page.
+-- The flags of a finished page (f[EX_FLAGS]), each a power of two: flag
+-- is set in flags when flags % (2 * flag) >= flag.
 local EX_FETCHED, EX_REFUND, EX_AWAY = 1, 2, 4
-local function ex_flag(p, flag) return math.floor(p.flags / flag) % 2 == 1 end
 
 local EX = {} -- the exchange, made by ex_guard
 
@@ -52,12 +49,13 @@ local function ex_unsound(K, first)
   local why = fr_unsound_stats(K.stats)
   if why then return why end
   if not first then return nil end
-  for _, k in ipairs(EX_KEYS) do
-    if k[2] then
-      local t = redis.call('TYPE', K[k[1]])
+  for _, name in ipairs(EX_KEYS) do
+    local kind = EX_KINDS[name]
+    if kind then
+      local t = redis.call('TYPE', K[name])
       if type(t) == 'table' then t = t.ok end
-      if t ~= 'none' and t ~= k[2] then
-        return 'CORRUPT ' .. K[k[1]] .. ' is a ' .. t .. ', not a ' .. k[2]
+      if t ~= 'none' and t ~= kind then
+        return 'CORRUPT ' .. K[name] .. ' is a ' .. t .. ', not a ' .. kind
       end
     end
   end
@@ -80,9 +78,15 @@ end
 -- count): bloom_run's guard.
 local function ex_guard(key0, link0, links)
   local K = {}
-  for i, k in ipairs(EX_KEYS) do K[k[1]] = KEYS[key0 + i - 1] end
+  for i, name in ipairs(EX_KEYS) do K[name] = KEYS[key0 + i - 1] end
   local A = cjson.decode(ARGV[link0 + links])
-  EX = {K = K, A = A, T = link0 + links, link0 = link0, links = links}
+  -- Every field the steps set, in one constructor: the table is sized once.
+  EX = {K = K, A = A, T = link0 + links, link0 = link0, links = links, reply = false, Q = false,
+    now = 0, nowus = 0, rate = 0, burst = 1, bump = false, refunds = false, answer = false, parked = false,
+    acked = 0, got = false, pages = 0, done = 0, wait = 0, W = 0, budget = 0, limited = false, queued = false,
+    delays = false, firsts = false, slots = false, froms = false, untils = false, tokened = false, least = 0,
+    tnow = 0, horizon = 0, reach = 0, anySlowed = false, anyCapped = false, marks = false, visited = false,
+    readyAdd = false, refillAdd = false, taken = 0}
   if not fr_ours(K.config, A.instance) then return 'gone' end
   local why = ex_unsound(K, A.expect == 0)
   if why then return why end
@@ -158,44 +162,46 @@ local function ex_held(X, ids)
   return held, again, leaseIDs
 end
 
--- ex_record is what finished page p (the d-th, under lease id, its links
+-- ex_record is what finished page f (the d-th, under lease id, its links
 -- the call's from to to) leaves, its lease still held: a page counted
 -- (and its host's, under a cap of pages a host), its record in the
 -- results stream or parked in the outbox, its failure, its next visit,
 -- its token's refund, its host's adaptive interval. The writes a page
 -- shares with the others are gathered in acc (ex_write_finished).
-local function ex_record(X, d, p, id, from, to, acc)
-  local A, K = X.A, X.K
+local function ex_record(X, d, f, id, from, to, acc)
+  local A, K, T = X.A, X.K, X.T
+  local stat, record, visit, flags = f[EX_STAT] or 0, f[EX_RECORD] or 0, f[EX_VISIT] or 0, f[EX_FLAGS] or 0
   acc.gone[#acc.gone + 1] = id
-  if p.stat > 0 then acc.stats[p.stat] = (acc.stats[p.stat] or 0) + 1 end
-  if ex_flag(p, EX_FETCHED) then
-    ex_add(X, 'pages', 1)
+  if stat > 0 then acc.stats[stat] = (acc.stats[stat] or 0) + 1 end
+  if flags % (2 * EX_FETCHED) >= EX_FETCHED then
+    acc.pages = acc.pages + 1
     if (A.host_max or 0) > 0 then
       local host = fr_second(id)
       local n = redis.call('HINCRBY', K.hostpages, host, '1')
       if n >= A.host_max then redis.call('HSET', K.capped, host, fr_int(n)) end
     end
   end
-  if p.record > 0 then
-    local record, new = ex_text(X, p.record), p.counted
+  if record > 0 then
+    local new = f[EX_COUNTED] or 0
     for i = from, to do
       if X.reply[3 + i] == 1 then new = new + 1 end
     end
-    if ex_flag(p, EX_AWAY) and A.outbox_id then
-      X.parked[#X.parked + 1] = {d = d, r = record, n = new}
+    if flags % (2 * EX_AWAY) >= EX_AWAY and A.outbox_id then
+      X.parked[#X.parked + 1] = {d = d, r = ARGV[T + record], n = new}
     else
-      redis.call('XADD', K.results, 'MAXLEN', '~', fr_int(A.results_cap or 0), '*', 'rec', record, 'new_links', fr_int(new))
-      ex_add(X, 'records', 1) -- ever added: minus the stream's length, what trimming dropped
+      redis.call('XADD', K.results, 'MAXLEN', '~', acc.cap, '*', 'rec', ARGV[T + record], 'new_links', fr_int(new))
+      acc.records = acc.records + 1 -- ever added: minus the stream's length, what trimming dropped
     end
   end
-  if p.failed > 0 then acc.failures[#acc.failures + 1] = ex_text(X, p.failed) end
-  if p.visit > 0 then -- the URL's state for its next fetch (frontier/visit.go)
-    acc.due[#acc.due + 1] = fr_int(X.now + p.due)
-    acc.due[#acc.due + 1] = ex_text(X, p.visit)
+  if (f[EX_FAILED] or 0) > 0 then acc.failures[#acc.failures + 1] = ARGV[T + f[EX_FAILED]] end
+  if visit > 0 then -- the URL's state for its next fetch (frontier/visit.go)
+    acc.due[#acc.due + 1] = fr_int(X.now + (f[EX_DUE] or 0))
+    acc.due[#acc.due + 1] = ARGV[T + visit]
   end
-  if ex_flag(p, EX_REFUND) then ex_refund_later(X, id, p.grant) end
-  if p.ms > 0 and A.factor then -- adaptive politeness: the host's last fetch sets its interval
-    acc.adapts[fr_second(id)] = math.min(math.floor(A.factor * p.ms), A.max_delay_ms or 60000)
+  if flags % (2 * EX_REFUND) >= EX_REFUND then ex_refund_later(X, id, f[EX_GRANT] or 0) end
+  local ms = f[EX_MS] or 0
+  if ms > 0 and A.factor then -- adaptive politeness: the host's last fetch sets its interval
+    acc.adapts[fr_second(id)] = math.min(math.floor(A.factor * ms), A.max_delay_ms or 60000)
   end
 end
 
@@ -207,6 +213,8 @@ local function ex_write_finished(X, acc)
   for text, n in pairs(acc.stats) do
     for stat in string.gmatch(ex_text(X, text), '[^,]+') do ex_add(X, stat, n) end
   end
+  if acc.pages > 0 then ex_add(X, 'pages', acc.pages) end
+  if acc.records > 0 then ex_add(X, 'records', acc.records) end
   if #acc.gone > 0 then redis.call('ZREM', K.leases, unpack(acc.gone)) end
   if #acc.ended > 0 then redis.call('SET', K.ended, table.concat(acc.ended, ' '), 'PX', '86400000') end
   if #acc.due > 0 then redis.call('ZADD', K.due, unpack(acc.due)) end
@@ -239,18 +247,18 @@ end
 local function ex_finish_pages(X)
   local finished = X.A.done or {}
   if #finished == 0 then return end
-  local ids = {}
-  for d = 1, #finished do ids[d] = ex_text(X, finished[d][1]) end
+  local ids, T = {}, X.T
+  for d = 1, #finished do ids[d] = ARGV[T + finished[d][EX_LEASE]] end
   local held, again, leaseIDs = ex_held(X, ids)
-  local acc = {gone = {}, failures = {}, ended = {}, adapts = {}, due = {}, stats = {}}
+  local acc = {gone = {}, failures = {}, ended = {}, adapts = {}, due = {}, stats = {}, pages = 0, records = 0,
+    cap = fr_int(X.A.results_cap or 0)}
   local link = 1 -- the first link of the next page among this call's
   for d, f in ipairs(finished) do
-    local p = ex_page(f)
     local from = link
-    link = link + p.links
+    link = link + (f[EX_LINKS] or 0)
     if held[d] then
       acc.ended[#acc.ended + 1] = leaseIDs[d]
-      ex_record(X, d, p, ids[d], from, link - 1, acc)
+      ex_record(X, d, f, ids[d], from, link - 1, acc)
       X.answer[d] = '1'
     elseif again[d] then
       acc.ended[#acc.ended + 1] = leaseIDs[d] -- for this call sent yet again
@@ -503,12 +511,12 @@ end
 -- from now. It returns the host's tat after them.
 local function ex_take_tokens(X, n, r, size, first)
   local interval, early, width = 1000 / r, tb_window(r, size, X.least)
-  local tnow = X.tnow
+  local tnow, slots, froms, untils = X.tnow, X.slots, X.froms, X.untils
   for i = 0, n - 1 do
     local slot = first + i * interval
-    X.slots[#X.slots + 1] = math.floor((slot - tnow) * 1000 + 0.5)
-    X.froms[#X.froms + 1] = math.ceil(math.max(0, slot - early - tnow) * 1000)
-    X.untils[#X.untils + 1] = math.floor((slot - early + width - tnow) * 1000)
+    slots[#slots + 1] = math.floor((slot - tnow) * 1000 + 0.5)
+    froms[#froms + 1] = math.ceil(math.max(0, slot - early - tnow) * 1000)
+    untils[#untils + 1] = math.floor((slot - early + width - tnow) * 1000)
   end
   X.tokened = true
   return first + n * interval
