@@ -21,7 +21,7 @@ import (
 // it) and keeps the host's Crawl-delay. When the URL may not be fetched
 // (now), it has already been settled — finished, requeued or deferred —
 // and admit returns false.
-func (pl *pipeline) admit(ctx context.Context, l *frontier.Lease, u *url.URL, rec *Record) bool {
+func (pl *fetchLoops) admit(ctx context.Context, l *frontier.Lease, u *url.URL, rec *Record) bool {
 	verdict, err := pl.robots.Check(ctx, u)
 	var unavail *politeness.UnavailableError
 	switch {
@@ -55,7 +55,7 @@ func (pl *pipeline) admit(ctx context.Context, l *frontier.Lease, u *url.URL, re
 // bucket for every pop: told when a pop did not keep to it yet. With fetch,
 // a URL popped faster than that goes back until the bucket has a token at
 // the delay (false), unless its grant was the host's only one lately.
-func (pl *pipeline) keepDelay(ctx context.Context, l *frontier.Lease, crawlDelay time.Duration, fetch bool) bool {
+func (pl *fetchLoops) keepDelay(ctx context.Context, l *frontier.Lease, crawlDelay time.Duration, fetch bool) bool {
 	delay := time.Duration(0)
 	if crawlDelay > 0 && float64(politeness.Every(crawlDelay)) < pl.s.Rate {
 		delay = crawlDelay
@@ -75,7 +75,7 @@ func (pl *pipeline) keepDelay(ctx context.Context, l *frontier.Lease, crawlDelay
 // pause stops host for every worker (frontier.Frontier.PauseHost: its
 // bucket, which the pops read) and announces it, for the URLs already
 // popped with a token reserved ahead.
-func (pl *pipeline) pause(ctx context.Context, host string, retryAfter time.Duration, why string) (time.Duration, error) {
+func (pl *fetchLoops) pause(ctx context.Context, host string, retryAfter time.Duration, why string) (time.Duration, error) {
 	d, err := pl.fr.PauseHost(ctx, host, retryAfter, why)
 	if err != nil {
 		return 0, err
@@ -94,7 +94,7 @@ func (pl *pipeline) pause(ctx context.Context, host string, retryAfter time.Dura
 // token was good for. Its token goes back with it while that is its
 // host's last (exchange.lua's refunds): a worker that falls behind makes
 // fewer requests, never bunched ones.
-func (pl *pipeline) late(l *frontier.Lease, admitted bool) bool {
+func (pl *fetchLoops) late(l *frontier.Lease, admitted bool) bool {
 	now := time.Now()
 	if !pastWindow(l, now) {
 		return false

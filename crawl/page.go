@@ -22,7 +22,7 @@ import (
 	"github.com/redcrawl/crawler/politeness"
 )
 
-// pipeline takes a leased URL to its end, one page at a time in each of a
+// fetchLoops take a leased URL to its end, one page at a time in each of a
 // worker's fetch loops: admit (robots.txt, the host's Crawl-delay; the
 // URL came with its host's token, admit.go) → the token's time → fetch →
 // parse → an outcome handed to the exchanger. A URL that may not
@@ -30,7 +30,7 @@ import (
 // host's due time, or deferred); every other path ends in an outcome. An
 // error that prevents even that leaves the lease to expire, and the
 // scheduler's sweep queues the URL again.
-type pipeline struct {
+type fetchLoops struct {
 	s           Settings
 	worker      string // the worker's id, for records
 	maxAttempts int
@@ -55,7 +55,7 @@ type pipeline struct {
 }
 
 // loop is fetch goroutine i.
-func (pl *pipeline) loop(stop, work context.Context, i int) {
+func (pl *fetchLoops) loop(stop, work context.Context, i int) {
 	for {
 		l, ok := pl.ex.take(stop, i)
 		if !ok {
@@ -71,7 +71,7 @@ func (pl *pipeline) loop(stop, work context.Context, i int) {
 }
 
 // process takes one leased URL to its end.
-func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontier.PopInfo) {
+func (pl *fetchLoops) process(ctx context.Context, l *frontier.Lease, info frontier.PopInfo) {
 	item := l.Item
 	rec := Record{URL: item.URL, Depth: item.Depth, Worker: pl.worker, FetchedAt: time.Now().UTC(),
 		Parent: item.Parent, Attempt: item.Attempts + 1, PreviousErrors: item.Errors}
@@ -123,7 +123,7 @@ func (pl *pipeline) process(ctx context.Context, l *frontier.Lease, info frontie
 // host's robots.txt and filters, within its token's window and its host
 // not paused since the pop. When not, the lease was ended (finished,
 // given back or put back) here.
-func (pl *pipeline) cleared(ctx context.Context, l *frontier.Lease, info frontier.PopInfo, rec *Record) (*url.URL, bool) {
+func (pl *fetchLoops) cleared(ctx context.Context, l *frontier.Lease, info frontier.PopInfo, rec *Record) (*url.URL, bool) {
 	u, err := url.Parse(l.Item.URL)
 	if err != nil || u.Host == "" {
 		rec.Error = fmt.Sprintf("not a URL: %v", err)
@@ -155,7 +155,7 @@ func (pl *pipeline) cleared(ctx context.Context, l *frontier.Lease, info frontie
 // fetchFailed ends a fetch that had no answer: a transient failure (a
 // timeout, a reset) is retried, and a run of them pauses the host for
 // every worker, as if it had answered 503; any other fails the URL.
-func (pl *pipeline) fetchFailed(ctx context.Context, l *frontier.Lease, u *url.URL, rec Record, err error) {
+func (pl *fetchLoops) fetchFailed(ctx context.Context, l *frontier.Lease, u *url.URL, rec Record, err error) {
 	if !fetch.IsTransient(err) {
 		rec.Error = err.Error()
 		pl.finish(l, rec, frontier.Outcome{Stat: OutcomeFailed, Failed: rec.Error})
@@ -174,7 +174,7 @@ func (pl *pipeline) fetchFailed(ctx context.Context, l *frontier.Lease, u *url.U
 // notNow retries a URL answered with a transient status; a 429 or 503,
 // the server's "not now", holds for the whole host and every worker: no
 // token for it until the pause ends.
-func (pl *pipeline) notNow(ctx context.Context, l *frontier.Lease, u *url.URL, rec Record, r *fetch.Result) {
+func (pl *fetchLoops) notNow(ctx context.Context, l *frontier.Lease, u *url.URL, rec Record, r *fetch.Result) {
 	after := r.RetryAfter
 	if r.Status == http.StatusTooManyRequests || r.Status == http.StatusServiceUnavailable {
 		d, err := pl.pause(ctx, u.Host, r.RetryAfter, fmt.Sprintf("a %d", r.Status))
@@ -189,7 +189,7 @@ func (pl *pipeline) notNow(ctx context.Context, l *frontier.Lease, u *url.URL, r
 // outcome is what an answered fetch leaves: its links (a page's, a
 // sitemap's; none for 304 Not Modified), its stat, and what the next
 // visit compares against.
-func (pl *pipeline) outcome(u *url.URL, item frontier.Item, visit *frontier.Visit, r *fetch.Result, rec *Record, archived *frontier.Visit) frontier.Outcome {
+func (pl *fetchLoops) outcome(u *url.URL, item frontier.Item, visit *frontier.Visit, r *fetch.Result, rec *Record, archived *frontier.Visit) frontier.Outcome {
 	o := frontier.Outcome{Stat: OutcomeOK, Fetched: true, FetchTime: r.Duration}
 	digest := rec.PayloadDigest
 	switch {
@@ -221,7 +221,7 @@ func (pl *pipeline) outcome(u *url.URL, item frontier.Item, visit *frontier.Visi
 // links are the URLs a response leads to, in scope and within the depth
 // limit: a redirect's target (at the same depth: a redirect is not a step
 // further from the seed) and an HTML page's links.
-func (pl *pipeline) links(u *url.URL, item frontier.Item, r *fetch.Result, rec *Record) []frontier.Item {
+func (pl *fetchLoops) links(u *url.URL, item frontier.Item, r *fetch.Result, rec *Record) []frontier.Item {
 	var children []frontier.Item
 	scope := pl.scope.Load()
 	if r.Location != "" {
@@ -258,7 +258,7 @@ func (pl *pipeline) links(u *url.URL, item frontier.Item, r *fetch.Result, rec *
 // sitemapLinks are what a sitemap lists: page URLs (one step from the
 // sitemap, through scope, filters and dedup like links) and other
 // sitemaps (an index), read from the body, gunzipped when it is gzip.
-func (pl *pipeline) sitemapLinks(item frontier.Item, r *fetch.Result, rec *Record) []frontier.Item {
+func (pl *fetchLoops) sitemapLinks(item frontier.Item, r *fetch.Result, rec *Record) []frontier.Item {
 	if r.Status < 200 || r.Status >= 300 {
 		return nil
 	}
@@ -338,7 +338,7 @@ func (f *failing) ok(host string) {
 
 // follow applies the crawl's filters and trap defences to a discovered
 // URL, counting the reason of a refusal.
-func (pl *pipeline) follow(u *url.URL, canonical string) bool {
+func (pl *fetchLoops) follow(u *url.URL, canonical string) bool {
 	if reason := pl.rules.skip(u, canonical); reason != "" {
 		pl.skips.add(reason)
 		pl.metrics.skipped.WithLabelValues(reason).Inc()
@@ -350,7 +350,7 @@ func (pl *pipeline) follow(u *url.URL, canonical string) bool {
 // finish hands a page's outcome to the exchanger, which sends it with
 // others in one exchange; the lease stays held (the heartbeat renews it)
 // until then.
-func (pl *pipeline) finish(l *frontier.Lease, rec Record, o frontier.Outcome) {
+func (pl *fetchLoops) finish(l *frontier.Lease, rec Record, o frontier.Outcome) {
 	if o.Stat == OutcomeFailed && o.Visit == nil {
 		o.Visit, o.Due = keptVisit(l.Item) // tried again when next due
 	}

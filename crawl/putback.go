@@ -12,7 +12,7 @@ import (
 
 // retry defers a transient failure with exponential back-off (or the
 // server's Retry-After), and gives up after maxAttempts.
-func (pl *pipeline) retry(ctx context.Context, l *frontier.Lease, rec Record, reason string, after time.Duration) {
+func (pl *fetchLoops) retry(ctx context.Context, l *frontier.Lease, rec Record, reason string, after time.Duration) {
 	item := l.Item
 	item.Attempts++
 	if pl.s.MaxPages > 0 && pl.pages.Load() >= pl.s.MaxPages {
@@ -41,7 +41,7 @@ func (pl *pipeline) retry(ctx context.Context, l *frontier.Lease, rec Record, re
 // frozen VM) or cut off from Redis past it, and the scheduler may have
 // given the URL to another worker, who fetches, archives and records it.
 // Handed back, it returns to the queue only if Redis still holds it.
-func (pl *pipeline) lapsed(l *frontier.Lease, when string) bool {
+func (pl *fetchLoops) lapsed(l *frontier.Lease, when string) bool {
 	if l.Left() > 0 {
 		return false
 	}
@@ -55,7 +55,7 @@ func (pl *pipeline) lapsed(l *frontier.Lease, when string) bool {
 
 // requeue puts a leased URL back at the front of its host's queue and
 // keeps the host from being offered to any worker for wait.
-func (pl *pipeline) requeue(ctx context.Context, l *frontier.Lease, wait time.Duration) {
+func (pl *fetchLoops) requeue(ctx context.Context, l *frontier.Lease, wait time.Duration) {
 	defer pl.held.Delete(l.ID)
 	pl.counters.PutBack.Add(1)
 	if err := pl.fr.Requeue(ctx, l, wait); err != nil && !errors.Is(err, frontier.ErrLeaseLost) {
@@ -66,7 +66,7 @@ func (pl *pipeline) requeue(ctx context.Context, l *frontier.Lease, wait time.Du
 // slowDown keeps host's Crawl-delay in its bucket, for every pop, and
 // decides l, popped before that: true when it may go now, else it went
 // back, not offered again before the bucket has a token at the delay.
-func (pl *pipeline) slowDown(ctx context.Context, l *frontier.Lease, delay time.Duration) bool {
+func (pl *fetchLoops) slowDown(ctx context.Context, l *frontier.Lease, delay time.Duration) bool {
 	now, err := pl.fr.SetHostDelay(ctx, l.Host, delay, l)
 	switch {
 	case now:
@@ -83,7 +83,7 @@ func (pl *pipeline) slowDown(ctx context.Context, l *frontier.Lease, delay time.
 }
 
 // deferItem hands item back to be fetched again after d.
-func (pl *pipeline) deferItem(ctx context.Context, l *frontier.Lease, item frontier.Item, d time.Duration) {
+func (pl *fetchLoops) deferItem(ctx context.Context, l *frontier.Lease, item frontier.Item, d time.Duration) {
 	defer pl.held.Delete(l.ID) // handed back, or left to expire: no longer renewed
 	pl.counters.PutBack.Add(1)
 	if err := pl.fr.Defer(ctx, l, item, d); err != nil && !errors.Is(err, frontier.ErrLeaseLost) {

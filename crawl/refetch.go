@@ -18,7 +18,7 @@ import (
 
 // fetchOf is how item is fetched: a sitemap up to the protocol's size, a
 // revisit with its last validators (If-None-Match, If-Modified-Since).
-func (pl *pipeline) fetchOf(item frontier.Item, visit *frontier.Visit) func(context.Context, string) (*fetch.Result, error) {
+func (pl *fetchLoops) fetchOf(item frontier.Item, visit *frontier.Visit) func(context.Context, string) (*fetch.Result, error) {
 	switch {
 	case item.Kind == frontier.KindSitemap:
 		return func(ctx context.Context, u string) (*fetch.Result, error) {
@@ -41,7 +41,7 @@ func (pl *pipeline) fetchOf(item frontier.Item, visit *frontier.Visit) func(cont
 // response archived (frontier.ClaimPayloads). It returns the record's
 // place, the payload digest, and where the content the answer stands for
 // is archived whole (nil: nowhere).
-func (pl *pipeline) archive(ctx context.Context, url string, visit *frontier.Visit, r *fetch.Result, start time.Time) (archive.Location, string, *frontier.Visit, error) {
+func (pl *fetchLoops) archive(ctx context.Context, url string, visit *frontier.Visit, r *fetch.Result, start time.Time) (archive.Location, string, *frontier.Visit, error) {
 	var earlier *frontier.Archived // another response with this payload
 	d, claimed := "", ""           // its payload digest, when looked up; the digest this response claimed
 	if pl.claims != nil && r.Status >= 200 && r.Status < 300 && !r.Truncated && len(r.Body) > 0 {

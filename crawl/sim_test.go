@@ -324,7 +324,7 @@ func (s *simulation) exec(t simT, w *simWorker) {
 }
 
 // feed gives w's idle loops the URLs whose windows are open, as its fetch
-// loops take them (pipeline.loop): past its window, a URL goes back.
+// loops take them (fetchLoops.loop): past its window, a URL goes back.
 func (s *simulation) feed(w *simWorker) {
 	for i := range w.loops {
 		lp := &w.loops[i]

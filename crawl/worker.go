@@ -108,7 +108,7 @@ func (o Options) withDefaults() Options {
 }
 
 // Worker is one `crawler work` process: Concurrency fetch loops running the
-// page pipeline, one exchanger batching their work into frontier calls, a
+// fetch loops, one exchanger batching their work into frontier calls, a
 // heartbeat, and a campaign for the scheduler role (doc.go draws them).
 type Worker struct {
 	c         redis.UniversalClient
@@ -299,7 +299,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer end.release()
 	w.end = end
 	ex := w.newExchanger(end)
-	pages := w.newPipeline(ex, end)
+	pages := w.newFetchLoops(ex, end)
 	sched := w.newScheduler(end)
 	sched.out = ex.out
 	side, stopSide := context.WithCancel(end.work)
@@ -371,9 +371,9 @@ func (w *Worker) newExchanger(end *ending) *exchanger {
 	return ex
 }
 
-func (w *Worker) newPipeline(ex *exchanger, end *ending) *pipeline {
+func (w *Worker) newFetchLoops(ex *exchanger, end *ending) *fetchLoops {
 	warc, fail := w.warc, end.fail
-	return &pipeline{s: w.settings, worker: w.opts.ID, maxAttempts: w.opts.MaxAttempts,
+	return &fetchLoops{s: w.settings, worker: w.opts.ID, maxAttempts: w.opts.MaxAttempts,
 		fetcher: w.fetcher, robots: w.robots, pauses: w.pauses, fr: w.fr,
 		held: &w.held, scope: &w.scope, counters: &w.Counters, log: w.log, ex: ex, warc: warc, fail: fail,
 		fields: w.fields, rules: w.rules, skips: &w.skips, failing: &failing{}, pages: &w.pages, metrics: w.metrics,
