@@ -8,7 +8,7 @@
 --   response if the index has room (a digest twice in one call: the first
 --   notes it, the second finds it).
 -- unclaim: deletes each pair's entry if it is that pair's response's.
-if redis.call('EXISTS', KEYS[2]) == 0 then return redis.error_reply('GONE the crawl is gone from Redis') end
+if redis.call('EXISTS', KEYS[2]) == 0 then return redis.error_reply(FR_GONE) end
 local out, room = {}, nil
 for i = 3, #ARGV, 2 do
   local d, mine = ARGV[i], ARGV[i + 1]

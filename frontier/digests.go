@@ -28,7 +28,7 @@ const DigestIndexCap = 1_000_000
 var (
 	//go:embed digest.lua
 	digestSrc    string
-	digestScript = redis.NewScript(digestSrc)
+	digestScript = redis.NewScript(gone + digestSrc)
 )
 
 // digestsKey is the crawl's digest index.

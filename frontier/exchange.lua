@@ -132,7 +132,7 @@
 -- before it does), and says where this script's keys and links start.
 local reply, key0, link0, links = bloom_run(1, 1, ex_guard)
 if reply[1] == BLOOM_REFUSED and reply[4] == 'gone' then
-  return redis.error_reply('GONE the crawl is gone from Redis')
+  return redis.error_reply(FR_GONE)
 end
 if reply[1] == BLOOM_REFUSED and type(reply[4]) == 'string' then
   return redis.error_reply(reply[4]) -- CORRUPT, NOPERM: nothing written

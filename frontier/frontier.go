@@ -39,8 +39,11 @@ type Item struct {
 const KindSitemap = "sitemap"
 
 var (
+	//go:embed gone.lua
+	gone string
 	//go:embed lib.lua
-	lib string
+	libBody string
+	lib     = gone + libBody
 	//go:embed enqueue.lua
 	enqueueBody   string
 	enqueueScript = dedup.Compose(lib + enqueueBody)

@@ -8,7 +8,7 @@
 -- once the recrawl is asked for: its time in stats' 'recrawl_at' (the
 -- sweep moves what is due by it: schedule.lua), the done flag cleared,
 -- and due URLs due by it.
-if redis.call('EXISTS', KEYS[4]) == 0 then return redis.error_reply('GONE the crawl is gone from Redis') end
+if redis.call('EXISTS', KEYS[4]) == 0 then return redis.error_reply(FR_GONE) end
 local at = tonumber(ARGV[2])
 if ARGV[1] == 'all' then
   local later = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[2], '+inf', 'LIMIT', 0, tonumber(ARGV[3]))

@@ -1,4 +1,3 @@
-local GONE = 'GONE the crawl is gone from Redis' -- the one refusal of a gone crawl (frontier.ErrGone)
 -- register.lua: a worker joins the crawl's registry under its id, unless a
 -- live worker holds that id already.
 -- KEYS[1] workers (zset worker -> alive until, ms)
@@ -9,7 +8,7 @@ local GONE = 'GONE the crawl is gone from Redis' -- the one refusal of a gone cr
 -- GONE error, with nothing written, when the crawl is gone; or, with nothing written,
 -- the milliseconds (at least 1) until the live holder of the id lapses,
 -- unless it heartbeats again meanwhile.
-if not fr_ours(KEYS[2], ARGV[3]) then return redis.error_reply(GONE) end
+if not fr_ours(KEYS[2], ARGV[3]) then return redis.error_reply(FR_GONE) end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local until_ms = tonumber(redis.call('ZSCORE', KEYS[1], ARGV[1]))

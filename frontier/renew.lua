@@ -1,4 +1,3 @@
-local GONE = 'GONE the crawl is gone from Redis' -- the one refusal of a gone crawl (frontier.ErrGone)
 -- renew.lua: a worker's heartbeat; extends the leases it still holds.
 -- KEYS[1] leases   KEYS[2] workers (zset worker -> alive until, ms)
 -- KEYS[3] the crawl's config: while it is missing the crawl is gone (reset)
@@ -12,7 +11,7 @@ local GONE = 'GONE the crawl is gone from Redis' -- the one refusal of a gone cr
 -- error, with nothing written, when the crawl is gone.
 -- A worker is alive until its leases would lapse: one lease length after
 -- its last heartbeat.
-if not fr_ours(KEYS[3], ARGV[4]) then return redis.error_reply(GONE) end
+if not fr_ours(KEYS[3], ARGV[4]) then return redis.error_reply(FR_GONE) end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local until_ms = now + tonumber(ARGV[2])

@@ -20,7 +20,7 @@ local function sc_begin()
     failed_cap = tonumber(ARGV[4]), budget = tonumber(ARGV[5]), forget_ms = tonumber(ARGV[6]),
     results_cap = ARGV[7], mode = ARGV[8], outbox_age = tonumber(ARGV[9]), continuous = ARGV[10] == '1',
     instance = ARGV[11]}
-  if not fr_ours(K.config, A.instance) then return nil, 'GONE the crawl is gone from Redis' end
+  if not fr_ours(K.config, A.instance) then return nil, FR_GONE end
   local q = K.queues .. 'x' -- a queue: the queues share their prefix
   local why = fr_unsound_stats(K.stats) or fr_denied({
     {'XADD', K.sweeps, '*', 'x', 'x'}, {'XADD', K.results, '*', 'x', 'x'}, {'HINCRBY', K.stats, 'x', '1'},

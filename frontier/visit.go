@@ -129,7 +129,7 @@ func dueMember(l *Lease, o Outcome) string {
 var (
 	//go:embed recrawl.lua
 	recrawlSrc    string
-	recrawlScript = redis.NewScript(recrawlSrc)
+	recrawlScript = redis.NewScript(gone + recrawlSrc)
 )
 
 // Recrawl asks for the crawl's fetched URLs to be fetched again: those due
