@@ -19,10 +19,6 @@ import (
 // policy, unless told otherwise, and a worker watches evicted_keys while
 // it runs.
 
-// ErrEvictingRedis: Redis may evict keys (maxmemory set, a policy other
-// than noeviction).
-var ErrEvictingRedis = errors.New("crawl: Redis may evict the crawl's keys")
-
 // RedisMemory is what INFO says of one Redis server's memory policy.
 type RedisMemory struct {
 	Addr      string // the server ("" for a single client's only one)

@@ -13,9 +13,6 @@ import (
 // MaxNameLen bounds a crawl name.
 const MaxNameLen = frontier.MaxNameLen
 
-// ErrName: a crawl name outside the safe alphabet.
-var ErrName = frontier.ErrName
-
 // CheckName accepts 1 to MaxNameLen letters, digits, '-', '_' and '.',
 // starting with a letter or digit: the alphabet that keeps every crawl's
 // keys apart from every other's (frontier.CheckName).

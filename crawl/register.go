@@ -5,12 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/redcrawl/crawler/frontier"
 )
-
-// ErrIDInUse: another live worker of the crawl has this worker's id.
-var ErrIDInUse = errors.New("crawl: worker id in use")
 
 // oomRetry is how soon a worker tries again a write that Redis refused for
 // want of memory: soon, so its registration lives again soon after memory
@@ -40,12 +35,12 @@ func (w *Worker) register(ctx context.Context) error {
 			deadline = time.Now().Add(w.opts.Lease + w.opts.Lease/2)
 			continue
 		}
-		if !errors.Is(err, frontier.ErrIDInUse) {
+		if !errors.Is(err, ErrIDInUse) {
 			return err
 		}
 		if time.Now().Add(left).After(deadline) {
-			return fmt.Errorf("%w: a live worker is registered as %q in crawl %q; give each worker its own --id "+
-				"(the default, host:pid, is distinct unless hosts share a name)", ErrIDInUse, w.opts.ID, w.name)
+			return fmt.Errorf("crawl: worker %q of crawl %q: %w; give each worker its own --id "+
+				"(the default, host:pid, is distinct unless hosts share a name)", w.opts.ID, w.name, ErrIDInUse)
 		}
 		w.log.Warn("a worker with this id is registered as alive; waiting for that registration to lapse "+
 			"(an earlier run that was killed?)", "for", left.Round(time.Millisecond))

@@ -2,7 +2,6 @@ package crawl
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -10,9 +9,6 @@ import (
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redis/go-redis/v9"
 )
-
-// ErrWorkersAlive: reset was asked of a crawl that workers are working on.
-var ErrWorkersAlive = errors.New("crawl: workers are alive")
 
 // ResetReport says what Reset did.
 type ResetReport struct {

@@ -2,7 +2,6 @@ package crawl
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -118,9 +117,6 @@ const DefaultMaxLinks = 10_000
 // exchange.
 const maxMaxLinks = 1_000_000
 
-// ErrSettings: settings that cannot run a crawl.
-var ErrSettings = errors.New("crawl: invalid settings")
-
 // Validate checks every field.
 func (s Settings) Validate() error {
 	if _, err := parse.ParseScopeMode(string(s.Scope)); err != nil {
@@ -202,17 +198,6 @@ func ParseRate(s string) (float64, error) {
 	}
 	return r, nil
 }
-
-// ErrNoCrawl: no crawl of that name exists in Redis.
-var ErrNoCrawl = errors.New("crawl: no such crawl")
-
-// ErrGone: the crawl a worker was working on disappeared from Redis. It
-// is frontier.ErrGone, which the scripts' refusals are: one sentinel, so
-// errors.Is answers the same whichever package an error came through.
-var ErrGone = frontier.ErrGone
-
-// ErrConflict: the crawl exists with other settings.
-var ErrConflict = errors.New("crawl: settings conflict with the existing crawl")
 
 // StoreSettings writes s as the crawl's settings, or, when the crawl
 // exists, checks that s matches them: ErrConflict names each difference and

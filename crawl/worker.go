@@ -68,9 +68,6 @@ type Options struct {
 // a million goroutines starve the heartbeat and the scheduler's lock renewal.
 const MaxConcurrency = 512
 
-// ErrOptions: options a worker cannot run with.
-var ErrOptions = errors.New("crawl: invalid worker options")
-
 // Validate checks the options that have no sensible fallback.
 func (o Options) Validate() error {
 	if o.Concurrency < 0 || o.Concurrency > MaxConcurrency {

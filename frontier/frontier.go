@@ -92,10 +92,6 @@ func backEntries(items []Item) ([]string, []any, error) {
 	return urls, payload, nil
 }
 
-// ErrGone: the crawl's config is gone (reset, or Redis lost its data);
-// nothing was written.
-var ErrGone = errors.New("the crawl is gone from Redis")
-
 // worse is the error of two that asks more of the caller: the crawl gone,
 // a script that cannot run, then Redis gone back in time, then a lost
 // reply, then any other.
@@ -128,29 +124,6 @@ func isGone(err error) bool {
 	var reply redis.Error
 	return errors.As(err, &reply) && strings.HasPrefix(reply.Error(), "GONE")
 }
-
-// ErrIDInUse: a live worker is registered under the id already (two
-// processes given one --id, or an earlier run of this one that was killed
-// and whose registration has not lapsed yet). Nothing was written.
-var ErrIDInUse = errors.New("frontier: a live worker has this id")
-
-// ErrLeaseLost: the item's lease ran out and the scheduler took it back.
-var ErrLeaseLost = errors.New("frontier: lease lost")
-
-// ErrRolledBack: Redis does not hold all of this process's past exchanges
-// (it restarted from an older snapshot, failed over to a replica that
-// lagged, or the reply of an exchange it did apply was lost). Nothing was
-// written. What the process learned from its exchanges — which links are
-// already seen — can no longer be trusted; once it has forgotten that, it
-// sends the same exchange again, which Redis now accepts.
-var ErrRolledBack = errors.New("frontier: Redis no longer holds this worker's past exchanges (restored from an older state?)")
-
-// ErrReplyLost: Redis holds more of this process's exchanges than the
-// process knows of: one whose reply it never got (a timeout, a connection
-// cut) went through. Nothing was written by this call; sent again, the
-// same exchange records nothing twice (its pages' leases are found ended
-// by it, Keys.EndedBy), so there is nothing to forget.
-var ErrReplyLost = errors.New("frontier: an exchange whose reply was lost had gone through")
 
 // shard is one shard of a crawl's frontier: one set of the keys in the
 // package doc, under one hash tag, with its Bloom filter. Safe for

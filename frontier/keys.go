@@ -1,7 +1,6 @@
 package frontier
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 )
@@ -124,9 +123,6 @@ func keysUnder(p string) Keys {
 
 // MaxNameLen bounds a crawl name.
 const MaxNameLen = 64
-
-// ErrName: a crawl name outside the safe alphabet.
-var ErrName = errors.New("invalid crawl name")
 
 // CheckName accepts 1 to MaxNameLen letters, digits, '-', '_' and '.',
 // starting with a letter or digit. The alphabet is what makes the key

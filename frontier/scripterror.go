@@ -8,15 +8,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// ErrScript: a frontier script cannot do what it was asked, and trying
-// again would not change that: it refused before its first write, because
-// a number it rests on is not one (CORRUPT: set by hand, or by a bug) or
-// the Redis user may not run a command it needs (NOPERM), or it failed
-// half-way (a bug, or a key of the wrong kind). Never a lost reply: the
-// worker stops, saying which key and what, and the URLs it holds come back
-// when their leases expire.
-var ErrScript = errors.New("frontier: a script cannot run")
-
 // ScriptError is an ErrScript with what Redis said.
 type ScriptError struct {
 	Script string // which call: "exchange", "sweep"

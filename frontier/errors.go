@@ -1,0 +1,47 @@
+package frontier
+
+import "errors"
+
+// The frontier's errors, in one place. Those a user reads as they are
+// (ErrGone, ErrName: the CLI prints them after the flag or the crawl they
+// name) carry no package prefix; the others do.
+var (
+	// ErrGone: the crawl's config is gone (reset, or Redis lost its data);
+	// nothing was written.
+	ErrGone = errors.New("the crawl is gone from Redis")
+
+	// ErrIDInUse: a live worker is registered under the id already (two
+	// processes given one --id, or an earlier run of this one that was killed
+	// and whose registration has not lapsed yet). Nothing was written.
+	ErrIDInUse = errors.New("frontier: a live worker has this id")
+
+	// ErrLeaseLost: the item's lease ran out and the scheduler took it back.
+	ErrLeaseLost = errors.New("frontier: lease lost")
+
+	// ErrRolledBack: Redis does not hold all of this process's past exchanges
+	// (it restarted from an older snapshot, failed over to a replica that
+	// lagged, or the reply of an exchange it did apply was lost). Nothing was
+	// written. What the process learned from its exchanges — which links are
+	// already seen — can no longer be trusted; once it has forgotten that, it
+	// sends the same exchange again, which Redis now accepts.
+	ErrRolledBack = errors.New("frontier: Redis no longer holds this worker's past exchanges (restored from an older state?)")
+
+	// ErrReplyLost: Redis holds more of this process's exchanges than the
+	// process knows of: one whose reply it never got (a timeout, a connection
+	// cut) went through. Nothing was written by this call; sent again, the
+	// same exchange records nothing twice (its pages' leases are found ended
+	// by it, Keys.EndedBy), so there is nothing to forget.
+	ErrReplyLost = errors.New("frontier: an exchange whose reply was lost had gone through")
+
+	// ErrName: a crawl name outside the safe alphabet.
+	ErrName = errors.New("invalid crawl name")
+
+	// ErrScript: a frontier script cannot do what it was asked, and trying
+	// again would not change that: it refused before its first write, because
+	// a number it rests on is not one (CORRUPT: set by hand, or by a bug) or
+	// the Redis user may not run a command it needs (NOPERM), or it failed
+	// half-way (a bug, or a key of the wrong kind). Never a lost reply: the
+	// worker stops, saying which key and what, and the URLs it holds come back
+	// when their leases expire.
+	ErrScript = errors.New("frontier: a script cannot run")
+)
