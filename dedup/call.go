@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/redcrawl/crawler/internal/script"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -50,7 +51,7 @@ func (c *Call) Queue(ctx context.Context, pipe redis.Pipeliner) {
 // script: the caller may load it (Script.Load) and queue the call again,
 // rather than have Result make it again on its own.
 func (c *Call) NoScript() bool {
-	return c.cmd != nil && redis.HasErrorPrefix(c.cmd.Err(), "NOSCRIPT")
+	return c.cmd != nil && script.IsNoScript(c.cmd.Err())
 }
 
 // Result is the call's flags and the tail of its reply, as Exec and
@@ -60,7 +61,7 @@ func (c *Call) Result(ctx context.Context) ([]bool, []any, error) {
 		return nil, nil, errors.New("dedup: a call read before it was queued")
 	}
 	res, err := c.cmd.Slice()
-	if redis.HasErrorPrefix(err, "NOSCRIPT") {
+	if script.IsNoScript(err) {
 		return c.f.execChunk(ctx, c.s, true, c.items, c.perItem, c.keys, c.fixed)
 	}
 	if err != nil {

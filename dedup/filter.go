@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/redcrawl/crawler/internal/script"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -357,7 +358,7 @@ func (f *Filter) allocate(ctx context.Context, need int) error {
 			if err == nil {
 				continue
 			}
-			if !redis.HasErrorPrefix(err, "NOSCRIPT") {
+			if !script.IsNoScript(err) {
 				return fmt.Errorf("dedup: allocate: %w", err)
 			}
 			// The script cache was flushed meanwhile: this batch one by one.

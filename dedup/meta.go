@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/redcrawl/crawler/internal/script"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -47,18 +48,16 @@ func Attach(ctx context.Context, c redis.Scripter, key string) (*Filter, error) 
 // crawl's worker attaches to all its shards' filters at once.
 func AttachAll(ctx context.Context, c redis.UniversalClient, keys []string) ([]*Filter, error) {
 	pipe := c.Pipeline()
-	cmds := make([]*redis.Cmd, len(keys))
+	calls := make([]*script.Queued, len(keys))
 	args := []any{"", "", "", "", layout}
 	for i, k := range keys {
-		cmds[i] = initScript.EvalSha(ctx, pipe, []string{k}, args...)
+		calls[i] = script.Queue(ctx, pipe, initScript, []string{k}, args...)
 	}
 	pipe.Exec(ctx) // each reply is read below
 	out := make([]*Filter, len(keys))
 	for i, k := range keys {
-		res, err := cmds[i].Slice()
-		if redis.HasErrorPrefix(err, "NOSCRIPT") {
-			res, err = initScript.Run(ctx, c, []string{k}, args...).Slice()
-		}
+		calls[i].Result(ctx, c)
+		res, err := calls[i].Cmd().Slice()
 		p, layers, count, err := parseMeta(k, res, err)
 		if err == nil {
 			out[i], err = newFilter(ctx, c, k, p, layers, count)

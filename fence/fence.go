@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/redcrawl/crawler/internal/script"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -86,12 +87,7 @@ func fenceResult(res any, err error) (any, error) {
 // it once the pipeline ran, making the call again on its own if Redis did
 // not have the script.
 type Pending struct {
-	f     *Script
-	s     *redis.Script
-	cmd   *redis.Cmd
-	keys  []string
-	args  []any
-	epoch int64
+	call *script.Queued
 }
 
 // Queue adds to pipe the call Run (or, raising, RunRaising) would make.
@@ -100,32 +96,29 @@ func (f *Script) Queue(ctx context.Context, pipe redis.Pipeliner, raising bool, 
 	if raising {
 		s = f.raise
 	}
-	p := &Pending{f: f, s: s, keys: append([]string{key}, keys...), args: append([]any{epoch}, args...), epoch: epoch}
-	p.cmd = s.EvalSha(ctx, pipe, p.keys, p.args...)
-	return p
+	return &Pending{call: script.Queue(ctx, pipe, s, append([]string{key}, keys...), append([]any{epoch}, args...)...)}
 }
 
 // Requeue adds the call to pipe again after the pipeline it was in found
 // Redis without its script (NoScript), once Load put it there.
-func (p *Pending) Requeue(ctx context.Context, pipe redis.Pipeliner) {
-	p.cmd = p.s.EvalSha(ctx, pipe, p.keys, p.args...)
-}
+func (p *Pending) Requeue(ctx context.Context, pipe redis.Pipeliner) { p.call.Requeue(ctx, pipe) }
 
 // NoScript reports whether the pipeline found Redis without the script.
-func (p *Pending) NoScript() bool { return redis.HasErrorPrefix(p.cmd.Err(), "NOSCRIPT") }
+func (p *Pending) NoScript() bool { return p.call.NoScript() }
 
 // Load puts the scripts of calls in Redis (on every master of a
 // Cluster), each once.
 func Load(ctx context.Context, c redis.Scripter, calls []*Pending) error {
 	loaded := map[*redis.Script]bool{}
 	for _, p := range calls {
-		if loaded[p.s] {
+		s := p.call.Script()
+		if loaded[s] {
 			continue
 		}
-		if err := p.s.Load(ctx, c).Err(); err != nil {
+		if err := s.Load(ctx, c).Err(); err != nil {
 			return err
 		}
-		loaded[p.s] = true
+		loaded[s] = true
 	}
 	return nil
 }
@@ -133,8 +126,5 @@ func Load(ctx context.Context, c redis.Scripter, calls []*Pending) error {
 // Result is what Run would have returned, once the pipeline ran; c makes
 // the call again should Redis not have had the script.
 func (p *Pending) Result(ctx context.Context, c redis.Scripter) (any, error) {
-	if redis.HasErrorPrefix(p.cmd.Err(), "NOSCRIPT") {
-		return p.f.run(ctx, p.s, c, p.keys[0], p.epoch, p.keys[1:], p.args[1:])
-	}
-	return fenceResult(p.cmd.Result())
+	return fenceResult(p.call.Result(ctx, c))
 }

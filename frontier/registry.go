@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redcrawl/crawler/internal/script"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -38,12 +39,9 @@ func (f *shard) queueHeartbeat(ctx context.Context, pipe redis.Pipeliner, worker
 	}
 	keys := []string{f.keys.Leases, f.keys.Workers, f.keys.Config, f.keys.WorkerInfo}
 	sent := time.Now()
-	cmd := renewScript.EvalSha(ctx, pipe, keys, args...)
+	call := script.Queue(ctx, pipe, renewScript, keys, args...)
 	return func() (int, error) {
-		res, err := cmd.Result()
-		if redis.HasErrorPrefix(err, "NOSCRIPT") {
-			res, err = renewScript.Run(ctx, f.c, keys, args...).Result()
-		}
+		res, err := call.Result(ctx, f.c)
 		if isGone(err) {
 			return 0, ErrGone
 		}

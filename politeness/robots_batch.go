@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redcrawl/crawler/internal/script"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -107,12 +108,10 @@ func (p *pipelines) run() {
 // does not hold it (the first run since Redis started, or after SCRIPT
 // FLUSH), which loads it for the next.
 func (p *pipelines) script(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
-	var cmd *redis.Cmd
-	if err := p.do(ctx, func(pipe redis.Pipeliner) { cmd = s.EvalSha(ctx, pipe, keys, args...) }); err != nil {
+	var call *script.Queued
+	if err := p.do(ctx, func(pipe redis.Pipeliner) { call = script.Queue(ctx, pipe, s, keys, args...) }); err != nil {
 		return redis.NewCmdResult(nil, err)
 	}
-	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-		return s.Run(ctx, p.c, keys, args...)
-	}
-	return cmd
+	call.Result(ctx, p.c)
+	return call.Cmd()
 }
