@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // This file is the Go half of the queue's element encoding (lib.lua has
@@ -26,7 +27,14 @@ func entry(it Item) (string, error) {
 	return host + "\n" + string(b), nil
 }
 
+// hostOf is the host of an item's URL. A URL that is not valid UTF-8 is
+// refused: items travel as JSON, whose encoders (Go's, and the scripts'
+// cjson read back by Go) would give back U+FFFD for its bytes, another
+// URL. (Canonical URLs are ASCII: parse.Canonicalize percent-encodes.)
 func hostOf(raw string) (string, error) {
+	if !utf8.ValidString(raw) {
+		return "", fmt.Errorf("frontier: %q is not valid UTF-8", raw)
+	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
 		return "", fmt.Errorf("frontier: %q is not an absolute URL", raw)
@@ -43,6 +51,9 @@ func backEntry(it Item) (string, error) {
 	host, err := hostOf(it.URL)
 	if err != nil {
 		return "", err
+	}
+	if !utf8.ValidString(it.Parent) {
+		return "", fmt.Errorf("frontier: the parent of %q, %q, is not valid UTF-8", it.URL, it.Parent)
 	}
 	if el, ok := compact(it, host); ok {
 		return host + "\n" + it.Parent + "\n" + el, nil
