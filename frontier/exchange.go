@@ -291,7 +291,7 @@ func (f *shard) readReply(flags []bool, tail []any, offset []int, ids []string) 
 	for i := 0; i < m; i++ {
 		host, _ := popped[2*i].(string)
 		raw, _ := popped[2*i+1].(string)
-		l := &Lease{ID: ids[i], raw: raw, Host: host, HostDelay: time.Duration(r.Delays[host]) * time.Millisecond}
+		l := &Lease{ID: ids[i], raw: raw, Host: host, HostDelay: time.Duration(r.Delays[host]) * time.Millisecond, now: f.o.now}
 		l.freshAt = r.Fresh[host]
 		if i < len(r.Slot) && i < len(r.From) && i < len(r.Until) {
 			l.opens, l.closes = time.Duration(r.From[i])*time.Microsecond, time.Duration(r.Until[i])*time.Microsecond

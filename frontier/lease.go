@@ -16,6 +16,9 @@ type Lease struct {
 	Item Item
 	Host string
 	raw  string
+	// now is the clock Left reads (the frontier's Options.Clock; nil: the
+	// process's own, time.Now).
+	now func() time.Time
 	// HostDelay is the host's own least interval between requests
 	// (SetHostDelay) that its pop kept to; 0 when it had none, and the
 	// crawl's rate held.
@@ -81,7 +84,11 @@ func (l *Lease) Left() time.Duration {
 	if u == 0 {
 		return time.Duration(math.MaxInt64)
 	}
-	return time.Duration(u) - time.Since(clock0)
+	now := time.Now
+	if l.now != nil {
+		now = l.now
+	}
+	return time.Duration(u) - now().Sub(clock0)
 }
 
 // Member is the lease as the leases sorted set holds it: its id and its

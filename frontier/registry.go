@@ -38,7 +38,7 @@ func (f *shard) queueHeartbeat(ctx context.Context, pipe redis.Pipeliner, worker
 		args = append(args, l.Member())
 	}
 	keys := []string{f.keys.Leases, f.keys.Workers, f.keys.Config, f.keys.WorkerInfo}
-	sent := time.Now()
+	sent := f.o.now()
 	call := script.Queue(ctx, pipe, renewScript, keys, args...)
 	return func() (int, error) {
 		res, err := call.Result(ctx, f.c)

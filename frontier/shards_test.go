@@ -617,3 +617,33 @@ func TestQueueingReopensAFinishedCrawl(t *testing.T) {
 		}
 	})
 }
+
+// A lease's time left is read on the frontier's clock (Options.Clock), as
+// every decision of the frontier is: a test moves it, and no one sleeps.
+func TestALeasesTimeIsReadOnTheFrontiersClock(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		clock := time.Now()
+		s.Client.HSet(ctx, KeysFor("lc").Config, "scope", "host")
+		f, err := Create(ctx, s.Client, "lc", Options{Shards: 1, Lease: time.Minute, Clock: func() time.Time { return clock }},
+			dedup.Params{Capacity: 1000, FPRate: 0.01})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Enqueue(ctx, []Item{{URL: "http://h.example/"}}); err != nil {
+			t.Fatal(err)
+		}
+		x, err := f.Exchange(ctx, nil, nil, 1)
+		if err != nil || len(x.Popped) != 1 {
+			t.Fatalf("pop: %d, %v", len(x.Popped), err)
+		}
+		l := x.Popped[0]
+		if left := l.Left(); left <= 59*time.Second || left > time.Minute {
+			t.Fatalf("a fresh lease of a minute has %v left", left)
+		}
+		clock = clock.Add(time.Minute + time.Millisecond)
+		if left := l.Left(); left > 0 {
+			t.Fatalf("a minute and a millisecond later by the frontier's clock, the lease has %v left; want none", left)
+		}
+	})
+}
