@@ -10,17 +10,19 @@
 --   typed is never lost to a false positive; the filter still learns it)
 -- Reply: the Bloom reply (flag 1: the URL was new to the filter).
 local reply, key0, link0, links = bloom_run(1, 1)
+local queues, ready, stats, lengths, refill, done =
+  KEYS[key0], KEYS[key0 + 1], KEYS[key0 + 2], KEYS[key0 + 3], KEYS[key0 + 4], KEYS[key0 + 5]
 if reply[1] == BLOOM_OK then
   local all = ARGV[link0 + links] == 'all'
   local queue = {}
   for i = 1, links do
     if all or reply[3 + i] == 1 then queue[#queue + 1] = ARGV[link0 + i - 1] end
   end
-  fr_push_back(fr_keys(KEYS[key0], KEYS[key0 + 1], KEYS[key0 + 2], KEYS[key0 + 3], KEYS[key0 + 4]), queue, fr_now())
+  fr_push_back(fr_keys(queues, ready, stats, lengths, refill), queue, fr_now())
   if #queue > 0 then
-    redis.call('HINCRBY', KEYS[key0 + 2], 'enqueued', #queue)
-    redis.call('DEL', KEYS[key0 + 5])
+    redis.call('HINCRBY', stats, 'enqueued', #queue)
+    redis.call('DEL', done)
   end
-  redis.call('HINCRBY', KEYS[key0 + 2], 'offered', links)
+  redis.call('HINCRBY', stats, 'offered', links)
 end
 return reply
