@@ -37,8 +37,13 @@
 //	capped     hash: the hosts whose pages reached the cap -> their count
 //	           (read by pops only while it exists)
 //	seen       the shard's Bloom filter (package dedup), segments under seen:
-//	rate:<host>    hash: what else a host's bucket holds, a pause, its own
-//	           Crawl-delay, an adaptive interval (package politeness, RateKey)
+//	rate:<host>    hash: what else a host's bucket holds: a pause
+//	           (paused_until µs, pauses, why: politeness's pause.lua), and
+//	           the frontier's own fields beside it: delay, the host's least
+//	           interval, ms (robots.txt's Crawl-delay, hostdelay.lua); first,
+//	           the pop whose URL went as the host's first request when that
+//	           delay was learnt; adapt, its interval by adaptive politeness,
+//	           ms (exchange_steps.lua's ex_adapt) (RateKey)
 //	slowed     hash: the hosts whose rate:<host> holds any of those, the only
 //	           ones whose hash a pop reads
 //	robots:<scheme>://<host>  the origin's robots.txt cache (politeness.Robots, RobotsKey)

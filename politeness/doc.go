@@ -55,11 +55,11 @@
 //
 // # Keys
 //
-//	<key>   hash {tokens, last}; PEXPIRE = time until the bucket is full again
-//	        (the crawler keeps its tokens as the host's score in frontier's
-//	        ready set instead, and here paused_until, pauses: pause.lua;
-//	        delay, first: a host's own Crawl-delay, frontier/hostdelay.lua;
-//	        adapt: adaptive politeness)
+//	<key>   hash {tokens, last}; PEXPIRE = time until the bucket is full again;
+//	        a pause adds paused_until and pauses (pause.lua). A user may keep
+//	        fields of its own beside them: the crawler keeps its tokens as
+//	        the host's score in frontier's ready set instead, and its own
+//	        fields for the host here (frontier/doc.go says which)
 //
 // A bucket that would be full is the same as a missing one, so every key
 // expires once its host goes idle: the number of keys is bounded by the hosts
