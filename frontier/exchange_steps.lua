@@ -330,11 +330,17 @@ end
 -- the tat its ready score holds (tokens.lua).
 local EX_NONE = {delay = 0, adapt = 0, paused_until = 0, pauses = 0}
 
+-- The frontier's fields in a host's bucket hash beside the bucket's own
+-- (tokens.lua): the host's own least interval, ms (robots.txt's
+-- Crawl-delay: hostdelay.lua), and its interval by adaptive politeness, ms
+-- (ex_adapt); frontier/doc.go.
+local EX_BUCKET_FIELDS = {'delay', 'adapt'}
+
 -- ex_bucket reads host's bucket hash (tb_read); a field that is not a
 -- number is deleted (it reads as absent: the crawl's rate holds), and
 -- counted (stats 'corrupt').
 local function ex_bucket(X, host)
-  local b = tb_read(X.K.buckets .. host)
+  local b = tb_read(X.K.buckets .. host, EX_BUCKET_FIELDS)
   if b.bad then
     redis.call('HDEL', X.K.buckets .. host, unpack(b.bad))
     redis.call('HINCRBY', X.K.stats, 'corrupt', fr_int(#b.bad))
@@ -511,6 +517,7 @@ end
 -- from now. It returns the host's tat after them.
 local function ex_take_tokens(X, n, r, size, first)
   local interval, early, width = 1000 / r, tb_window(r, size, X.least)
+  local after = tb_take(first, X.tnow, interval, size, n)
   local tnow, slots, froms, untils = X.tnow, X.slots, X.froms, X.untils
   for i = 0, n - 1 do
     local slot = first + i * interval
@@ -519,7 +526,7 @@ local function ex_take_tokens(X, n, r, size, first)
     untils[#untils + 1] = math.floor((slot - early + width - tnow) * 1000)
   end
   X.tokened = true
-  return first + n * interval
+  return after
 end
 
 -- ex_pop_host pops up to q URLs of a due host with a token each; a host

@@ -1,6 +1,6 @@
 -- bucket.lua (tokens.lua, then this): take n tokens from a token bucket,
 -- or say how long to wait.
--- KEYS[1] the bucket (tokens.lua)
+-- KEYS[1] the bucket (tokens.lua: its tat, µs, and a pause)
 -- ARGV[1] rate r, tokens per second (> 0, finite)
 -- ARGV[2] burst b, the bucket's size (integer >= n)
 -- ARGV[3] n, tokens wanted
@@ -9,9 +9,7 @@
 -- Returns {ok, wait_ns}: ok = 1 when the tokens are taken (the caller may act
 -- after wait_ns), 0 when the wait would be longer than allowed (nothing changes).
 local now = tb_now()
-local rate = tonumber(ARGV[1])
-local burst = tonumber(ARGV[2])
-local n = tonumber(ARGV[3])
+local interval = 1000000 / tonumber(ARGV[1]) -- µs a token
 local max_wait = tonumber(ARGV[4])
 
 local b = tb_read(KEYS[1])
@@ -21,13 +19,10 @@ if now < b.paused_until then
   return {0, string.format('%.17g', (b.paused_until - now) * 1000)}
 end
 
-local tokens = tb_level(b, now, rate, burst) - n
-local wait = 0
-if tokens < 0 then
-  wait = math.floor((-tokens / rate) * 1e9)
-end
+local tat, wait = tb_take(b.tat or now, now, interval, tonumber(ARGV[2]), tonumber(ARGV[3]))
+wait = math.max(0, math.floor(wait * 1000)) -- µs to ns
 if max_wait >= 0 and wait > max_wait then
   return {0, string.format('%.17g', wait)}
 end
-tb_store(KEYS[1], b, tokens, now, rate, burst, tonumber(ARGV[5]), 0)
+tb_store(KEYS[1], b, tat, now, tonumber(ARGV[5]))
 return {1, string.format('%.17g', wait)}

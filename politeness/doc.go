@@ -10,34 +10,43 @@
 //
 // # Protocol
 //
-// bucket.lua is the whole decision: read the bucket (tokens, last refill
-// time), refill it for the time passed, take n tokens or compute the wait,
-// write it back, set its expiry: one atomic script, so N workers on M
-// machines share one bucket and together get r, not N·r.
+// A bucket is one number, its tat ("theoretical arrival time", GCRA): the
+// moment it is full again. At time t it holds b tokens when tat <= t, and
+// b - (tat - t)·r otherwise. Taking n tokens moves tat to max(tat, t) plus
+// n intervals (1/r each), and they may be used once the new tat less b
+// intervals has come: a full bucket lets b go at once, an empty one one an
+// interval. bucket.lua is the whole decision: read tat, take n tokens
+// (tb_take) or compute the wait, write tat back, set its expiry: one
+// atomic script, so N workers on M machines share one bucket and together
+// get r, not N·r.
 //
 // One clock: the time comes from Redis TIME inside the script, in
 // microseconds. A worker's clock never enters the decision, so workers with
 // skewed clocks cannot disagree, and refill is smooth rather than in
 // one-second steps.
 //
-// The arithmetic is golang.org/x/time/rate's, in the same float64 steps, so
-// AllowN and ReserveN decide exactly as a local rate.Limiter would on the
-// same clock (the oracle test checks this on random sequences). A refused
-// reservation changes nothing.
+// It is golang.org/x/time/rate's token bucket, counted in time rather than
+// in tokens: AllowN and ReserveN decide as a local rate.Limiter would on the
+// same clock, their delays equal to the microsecond (the oracle test checks
+// this on random sequences; the two roundings can differ only on a tie, the
+// tokens within a microsecond's refill of n). The arithmetic runs relative
+// to now, where a float64 keeps the fractions of a microsecond that an
+// absolute time would round away. A refused reservation changes nothing.
 //
 // # One arithmetic, two scripts
 //
 // tokens.lua holds the arithmetic as Lua functions (TokensLua), which
 // bucket.lua starts with, and so does the crawler's pop (frontier's
-// exchange.lua): there a host's token is taken in the same atomic call
-// that hands out its URL, and a host whose bucket is empty is not offered
-// until it has a token, so a fetch never asks for one (docs/design.md, "A
-// token per pop"). The pop keeps a bucket in its one-number form (GCRA's
-// theoretical arrival time, the moment the bucket is full again), as the
-// score that schedules the host; the Limiter keeps tokens and the time
-// they were counted. The two are the same bucket: at any moment the tat
-// is last + (burst - tokens) / rate. The Limiter is the primitive on its
-// own, for any key.
+// exchange.lua): there a host's token is taken (tb_take) in the same atomic
+// call that hands out its URL, and a host whose bucket is empty is not
+// offered until it has a token, so a fetch never asks for one
+// (docs/design.md, "A token per pop"). The Limiter keeps its tat in the
+// bucket's hash; the pop keeps a host's as the score that schedules the
+// host in its ready set, so that taking a token is the ZADD that moves it.
+// One bucket, one arithmetic: the Limiter is that primitive on its own,
+// for any key. What the crawler adds to it (a host's Crawl-delay, adaptive
+// politeness, a first request let go when a delay is learnt, pauses read
+// only for marked hosts) is frontier's, and documented there.
 //
 // # A token handed out ahead of its use
 //
@@ -55,7 +64,7 @@
 //
 // # Keys
 //
-//	<key>   hash {tokens, last}; PEXPIRE = time until the bucket is full again;
+//	<key>   hash {tat} (µs, Redis's clock); PEXPIRE = until the bucket is full again;
 //	        a pause adds paused_until and pauses (pause.lua). A user may keep
 //	        fields of its own beside them: the crawler keeps its tokens as
 //	        the host's score in frontier's ready set instead, and its own

@@ -1,7 +1,7 @@
 -- pause.lua: pause a host for every worker, in its token bucket's hash:
 -- the host answered 429 or 503 (the server's "not now"). bucket.lua gives
 -- no token before the pause ends.
--- KEYS[1] the bucket (hash: tokens, last, paused_until µs, pauses, why)
+-- KEYS[1] the bucket (hash: tat, paused_until µs, pauses, why: tokens.lua)
 -- KEYS[2] optional: an index of pauses in the bucket's slot (zset member
 --         -> when its pause ends, ms), for readers that list paused hosts
 --         without a scan; ended pauses leave it here

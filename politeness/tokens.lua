@@ -1,23 +1,21 @@
 -- tokens.lua: a token bucket's arithmetic, as functions other scripts start
 -- with: bucket.lua (the Limiter's script) and frontier's exchange.lua,
--- which takes a host's token in the same call that pops the host's URL
--- (in the one-number form below, with a window for each token: tb_window).
--- A bucket is a hash:
---   tokens, last          the tokens it held at time last (µs, server clock);
---                         frontier's pop keeps these as one number instead,
---                         the host's tat (below), its score in ready
---   paused_until, pauses  a pause (pause.lua: a 429 or 503) and the count of
---                         pauses not yet halved by granted tokens
---   delay                 the host's own least interval between requests,
---                         ms (robots.txt's Crawl-delay; frontier/hostdelay.lua)
---   first                 the pop whose URL went as the host's first request
---                         when its delay was learnt (hostdelay.lua)
---   adapt                 the host's interval by adaptive politeness, ms: a
---                         factor times its last response's time (exchange.lua)
--- A missing bucket is a full one. The arithmetic mirrors
--- golang.org/x/time/rate step for step, in the same float64 operations, so
--- both decide alike on the same clock; that clock is the server's (TIME),
+-- which takes a host's token in the same call that pops the host's URL.
+-- Both keep a bucket as one number, GCRA's tat ("theoretical arrival
+-- time"): the time at which the bucket is full again. At now it holds
+-- burst tokens when tat <= now, else burst - (tat - now) / interval; taking
+-- n tokens moves tat to max(tat, now) plus n intervals, and they may be
+-- used once the new tat less burst intervals has come (tb_take). That is
+-- golang.org/x/time/rate's token bucket counted in time rather than in
+-- tokens: the Limiter's oracle test checks its decisions against it. The
+-- Limiter keeps its tat in the bucket's hash (field tat, µs); the pop keeps
+-- a host's as the host's score in its ready set (ms), so that the ZADD that
+-- schedules the host takes its tokens. The clock is the server's (TIME),
 -- never a worker's.
+-- A bucket's hash may also hold a pause (pause.lua): paused_until (µs)
+-- and pauses, the count of pauses not yet halved by granted tokens; and
+-- fields its user keeps beside, read with the bucket (tb_read's extra:
+-- frontier's are in frontier/doc.go). A missing bucket is a full one.
 
 -- tb_now is the server's time in µs.
 local function tb_now()
@@ -25,61 +23,41 @@ local function tb_now()
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
--- tb_read is the bucket at key, as numbers (absent fields: nil, or 0 for
--- the pause and delay fields). A field that is not a number (a hand's
--- HSET, a bug) reads as absent, and is named in the bucket's bad (a list,
--- nil when none), for the caller to repair and count: no script fails
--- half-way on it.
-local TB_FIELDS = {'tokens', 'last', 'paused_until', 'pauses', 'delay', 'adapt'}
-local function tb_read(key)
-  local s = redis.call('HMGET', key, unpack(TB_FIELDS))
-  local v, bad = {}, nil
-  for i, f in ipairs(TB_FIELDS) do
-    if s[i] then
-      v[i] = tonumber(s[i])
-      if v[i] == nil then
-        bad = bad or {}
-        bad[#bad + 1] = f
-      end
+-- tb_read is the bucket at key, as numbers: tat (nil: full), paused_until
+-- and pauses (0 when absent), and the caller's own fields, extra (names,
+-- 0 when absent). A field that is not a number (a hand's HSET, a bug)
+-- reads as absent, and is named in the bucket's bad (a list, nil when
+-- none), for the caller to repair and count: no script fails half-way on
+-- it.
+local function tb_read(key, extra)
+  local fields = {'tat', 'paused_until', 'pauses'}
+  for _, f in ipairs(extra or {}) do fields[#fields + 1] = f end
+  local s = redis.call('HMGET', key, unpack(fields))
+  local b = {paused_until = 0, pauses = 0}
+  for i, f in ipairs(fields) do
+    local v = s[i] and tonumber(s[i])
+    if s[i] and v == nil then
+      b.bad = b.bad or {}
+      b.bad[#b.bad + 1] = f
     end
+    if v or f ~= 'tat' then b[f] = v or 0 end
   end
-  return {tokens = v[1], last = v[2], paused_until = v[3] or 0, pauses = v[4] or 0, delay = v[5] or 0,
-    adapt = v[6] or 0, bad = bad}
+  return b
 end
 
--- tb_level is what bucket b holds at now: refilled at rate since its last
--- change (elapsed.Seconds() * rate), capped at burst.
-local function tb_level(b, now, rate, burst)
-  local tokens, last = burst, now
-  if b.tokens then
-    tokens, last = b.tokens, b.last
-  end
-  if now < last then last = now end
-  local elapsed = now - last
-  local sec = math.floor(elapsed / 1000000)
-  local seconds = sec + ((elapsed - sec * 1000000) * 1000) / 1e9
-  tokens = tokens + seconds * rate
-  if tokens > burst then tokens = burst end
-  return tokens
+-- tb_take is the bucket's one step: a bucket whose tat is tat gives n
+-- tokens at now, an interval apart from its next slot (tat, or now when
+-- the bucket is full), and is full again n intervals after that. It
+-- returns the new tat, and how long after now the last of the n tokens
+-- may be used (0 or less: at once): the new tat less burst intervals, a
+-- full bucket letting burst go at once. Times in the caller's unit (µs for
+-- the Limiter, ms for the pop), interval too; the arithmetic is done
+-- relative to now, where a float64 keeps fractions of the unit that an
+-- absolute time (1.8e15 µs since 1970) would round away.
+local function tb_take(tat, now, interval, burst, n)
+  local after = math.max(tat - now, 0) + n * interval -- the new tat, from now
+  return now + after, after - burst * interval
 end
-
--- tb_until is how long, in ns, until a bucket that holds tokens has one
--- (0 when it has).
-local function tb_until(tokens, rate)
-  if tokens >= 1 then return 0 end
-  return math.floor(((1 - tokens) / rate) * 1e9)
-end
-
--- The same bucket kept as one number (GCRA, the "virtual scheduling" form
--- of a token bucket): its tat, the time (ms, server clock) at which it is
--- full again. At now it holds burst tokens when tat <= now, else burst -
--- (tat - now) * rate / 1000; taking n moves tat to max(tat, now) plus n
--- intervals. A missing tat is a full bucket: tat = now. Nothing else need
--- be stored, which is why frontier's pop keeps a host's bucket as the
--- host's score in its ready set: the ZADD that schedules the host takes
--- its tokens. A token taken there is handed out ahead of its use, with a
--- window of time for its request (tb_window): its slot is where the tat
--- stood when it was taken.
 
 -- tb_window is a token's window, for a host of rate requests a second and
 -- a bucket of burst, when tokens are handed out ahead of their use (a
@@ -100,21 +78,17 @@ local function tb_window(rate, burst, least)
   return math.max(0, width - late), width
 end
 
--- tb_store writes bucket b's tokens at now, after tokens were granted.
--- The key lives until the bucket would be full again; after that a missing
--- key means exactly the same thing, so idle hosts cost no memory. A bucket
--- that was paused keeps its count of pauses longer (pause_keep ms), halved
--- by each grant: pauses grow on repeats and decay on success. One with a
--- host's own delay keeps it delay_keep ms at least, and one with an
--- adaptive interval pause_keep ms.
-local function tb_store(key, b, tokens, now, rate, burst, pause_keep, delay_keep)
-  redis.call('HSET', key, 'tokens', string.format('%.17g', tokens), 'last', string.format('%.17g', now))
-  local ms = math.ceil((burst - tokens) / rate * 1000) + 1
+-- tb_store writes bucket b's new tat (µs) at now, after tokens were
+-- granted. The key lives until the bucket is full again; after that a
+-- missing key means exactly the same thing, so idle hosts cost no memory.
+-- A bucket that was paused keeps its count of pauses longer (pause_keep
+-- ms), halved by each grant: pauses grow on repeats and decay on success.
+local function tb_store(key, b, tat, now, pause_keep)
+  redis.call('HSET', key, 'tat', string.format('%.17g', tat))
+  local ms = math.ceil((tat - now) / 1000) + 1
   if b.pauses > 0 then
     redis.call('HSET', key, 'pauses', string.format('%d', math.floor(b.pauses / 2)))
     ms = math.max(ms, pause_keep)
   end
-  if b.delay > 0 then ms = math.max(ms, delay_keep) end
-  if b.adapt > 0 then ms = math.max(ms, pause_keep) end
   redis.call('PEXPIRE', key, string.format('%d', ms))
 end
