@@ -28,10 +28,14 @@ local FR_MARK, FR_JSON, FR_HTTPS = 80, 123, 115 -- 'P', '{', 's'
 
 -- fr_int is the whole number n as a command's argument. A Lua number handed
 -- to redis.call is written out with %.17g, a floating-point conversion
--- that costs Redis more than many commands do; %d costs less, and a number
--- a call writes again (a count, a due time) is written once.
+-- that costs Redis more than many commands do; %d costs less, and a time a
+-- call writes again (a due time, a lease's expiry) is written once. Only
+-- numbers of 2^26 and over are kept (times in ms are): a table keyed by a
+-- whole number below that is, in gopher-lua (miniredis), an array grown up
+-- to it, a million slots for a cap of a million, at every call.
 local fr_format, fr_ints = string.format, {}
 local function fr_int(n)
+  if n < 67108864 then return fr_format('%d', n) end
   local s = fr_ints[n]
   if not s then
     s = fr_format('%d', n)
