@@ -61,7 +61,7 @@ func NewSeeder(ctx context.Context, c redis.UniversalClient, name string, s Sett
 
 // Add queues a batch of canonical seed URLs, widens the scope to their
 // hosts, and reopens a finished crawl (the queueing does, in the script
-// that queues: see frontier's enqueue).
+// that queues; frontier.Reopen for the other shards of several).
 func (sd *Seeder) Add(ctx context.Context, seeds []*url.URL) error { return sd.add(ctx, seeds, "") }
 
 // AddSitemaps queues sitemaps to read (seed --sitemap), as Add queues pages.
@@ -100,6 +100,9 @@ func (sd *Seeder) add(ctx context.Context, seeds []*url.URL, kind string) error 
 	}
 	// Scope first: a worker must never see a seed whose host it would reject.
 	if err := sd.fr.AddSeedHosts(ctx, hosts); err != nil {
+		return fmt.Errorf("crawl: seed: %w", err)
+	}
+	if err := sd.fr.Reopen(ctx); err != nil { // a crawl of several shards; see Reopen
 		return fmt.Errorf("crawl: seed: %w", err)
 	}
 	enqueue := sd.fr.EnqueueAll

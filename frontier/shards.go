@@ -206,9 +206,6 @@ func (f *Frontier) enqueue(ctx context.Context, items []Item, fn func(*shard, co
 		sh := ShardOf(host, len(f.fs))
 		by[sh], at[sh] = append(by[sh], it), append(at[sh], i)
 	}
-	if err := f.reopen(ctx); err != nil {
-		return nil, fmt.Errorf("frontier: enqueue: %w", err)
-	}
 	out := make([]bool, len(items))
 	for sh, part := range by {
 		if len(part) == 0 {

@@ -118,14 +118,15 @@ func (f *Frontier) SeedHostCount(ctx context.Context) (int64, error) {
 	return f.c.SCard(ctx, f.hostsKey()).Result()
 }
 
-// reopen clears the done flags of a crawl of several shards before URLs
+// Reopen clears the done flags of a crawl of several shards before seeds
 // are queued into it: each shard's enqueue clears its own in the script
 // that queues, but the crawl's end is read from the first shard's flag,
 // and the sweep ends a crawl only while the first shard's is clear. Done
 // before the queueing, a failure between the two leaves a crawl open with
 // nothing new in it, which the next sweep ends again; never a crawl said
-// over with URLs queued. With one shard, the enqueue script alone does it.
-func (f *Frontier) reopen(ctx context.Context) error {
+// over with URLs queued. With one shard, the enqueue script alone does it,
+// and Reopen does nothing.
+func (f *Frontier) Reopen(ctx context.Context) error {
 	if len(f.fs) == 1 {
 		return nil
 	}
