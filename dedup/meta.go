@@ -56,8 +56,7 @@ func AttachAll(ctx context.Context, c redis.UniversalClient, keys []string) ([]*
 	pipe.Exec(ctx) // each reply is read below
 	out := make([]*Filter, len(keys))
 	for i, k := range keys {
-		calls[i].Result(ctx, c)
-		res, err := calls[i].Cmd().Slice()
+		res, err := calls[i].Cmd(ctx, c).Slice()
 		p, layers, count, err := parseMeta(k, res, err)
 		if err == nil {
 			out[i], err = newFilter(ctx, c, k, p, layers, count)

@@ -112,6 +112,5 @@ func (p *pipelines) script(ctx context.Context, s *redis.Script, keys []string, 
 	if err := p.do(ctx, func(pipe redis.Pipeliner) { call = script.Queue(ctx, pipe, s, keys, args...) }); err != nil {
 		return redis.NewCmdResult(nil, err)
 	}
-	call.Result(ctx, p.c)
-	return call.Cmd()
+	return call.Cmd(ctx, p.c)
 }

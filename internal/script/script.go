@@ -39,18 +39,20 @@ func (q *Queued) Requeue(ctx context.Context, pipe redis.Pipeliner) {
 	q.cmd = q.s.EvalSha(ctx, pipe, q.keys, q.args...)
 }
 
-// Result is the call's reply once its pipeline ran; when Redis did not
-// hold the script, the call is made again on its own through c.
-func (q *Queued) Result(ctx context.Context, c redis.Scripter) (any, error) {
+// Cmd is the call's command once its pipeline ran (for its typed readers:
+// Slice, Int64 …); when Redis did not hold the script, the call is made
+// again on its own through c.
+func (q *Queued) Cmd(ctx context.Context, c redis.Scripter) *redis.Cmd {
 	if q.NoScript() {
 		q.cmd = q.s.Run(ctx, c, q.keys, q.args...)
 	}
-	return q.cmd.Result()
+	return q.cmd
 }
 
-// Cmd is the call's command, as Result left it (for its typed readers:
-// Slice, Int64 …), once Result ran.
-func (q *Queued) Cmd() *redis.Cmd { return q.cmd }
+// Result is Cmd's reply.
+func (q *Queued) Result(ctx context.Context, c redis.Scripter) (any, error) {
+	return q.Cmd(ctx, c).Result()
+}
 
 // IsNoScript reports whether err is Redis's "no such script" (NOSCRIPT).
 func IsNoScript(err error) bool { return redis.HasErrorPrefix(err, "NOSCRIPT") }
