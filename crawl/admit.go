@@ -95,7 +95,7 @@ func (pl *fetchLoops) pause(ctx context.Context, host string, retryAfter time.Du
 // host's last (exchange.lua's refunds): a worker that falls behind makes
 // fewer requests, never bunched ones.
 func (pl *fetchLoops) late(l *frontier.Lease, admitted bool) bool {
-	now := time.Now()
+	now := pl.now()
 	if !pastWindow(l, now) {
 		return false
 	}

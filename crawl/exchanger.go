@@ -53,6 +53,7 @@ type exchanger struct {
 	times  loopTimes
 	since  []atomic.Int64
 	wakeCh <-chan *redis.Message
+	now    func() time.Time // the clock every decision reads (Options.Clock)
 }
 
 // leased is a URL under this process's lease, ready to be fetched.
@@ -78,8 +79,10 @@ func (e entry) lease() *frontier.Lease {
 	return e.page.Lease
 }
 
-func newExchanger(loops int) *exchanger {
-	x := &exchanger{s: newExState(prefetch * loops), ready: newReadyQueue(),
+// newExchanger is the exchanger of loops fetch loops, deciding on now:
+// the clock the frontier places its leases' windows on (Options.Clock).
+func newExchanger(loops int, now func() time.Time) *exchanger {
+	x := &exchanger{s: newExState(prefetch * loops), ready: newReadyQueue(now), now: now,
 		entries: make(chan entry, 2*loops+2), // a loop never waits long to hand in
 		bell:    make(chan struct{}, 1)}
 	x.s.p.loops = loops
@@ -96,7 +99,7 @@ func (x *exchanger) take(stop context.Context, i int) (leased, bool) {
 	if !ok {
 		return leased{}, false
 	}
-	x.since[i].Store(time.Now().UnixNano())
+	x.since[i].Store(x.now().UnixNano())
 	return x.started(stop, l)
 }
 
@@ -188,9 +191,9 @@ func (x *exchanger) run(stop, work context.Context) {
 			}
 			tick.ready = 0
 		}
-		for _, a := range x.s.step(tick, time.Now()) {
+		for _, a := range x.s.step(tick, x.now()) {
 			if a.kind == actSleep {
-				timer.Reset(max(time.Until(a.until), time.Millisecond))
+				timer.Reset(max(a.until.Sub(x.now()), time.Millisecond))
 				x.await(work, stopCh, timer)
 				timer.Stop()
 				continue
@@ -202,7 +205,7 @@ func (x *exchanger) run(stop, work context.Context) {
 
 // step has the state machine take ev now, and performs what it says.
 func (x *exchanger) step(work context.Context, ev event) {
-	for _, a := range x.s.step(ev, time.Now()) {
+	for _, a := range x.s.step(ev, x.now()) {
 		x.perform(work, a)
 	}
 }
@@ -343,9 +346,9 @@ func (x *exchanger) call(work context.Context, batch []entry, want int) {
 	// Never cancelled by the stop: an exchange cut off halfway could leave
 	// popped URLs leased to nobody until their lease expires.
 	ctx, cancel := context.WithTimeout(work, 30*time.Second)
-	start := time.Now()
+	start := x.now()
 	res, sent, err := x.exchange(ctx, batch, want)
-	took := time.Since(start)
+	took := x.now().Sub(start)
 	x.metrics.exchange.Observe(took.Seconds())
 	cancel()
 	x.step(work, event{kind: evReplied, reply: reply{batch: batch, want: want, took: took, res: res, sent: sent, err: err}})

@@ -217,7 +217,7 @@ func TestExchangerStateMachine(t *testing.T) {
 // entries and an always-ready case picks at random) sent pages a few to a
 // call instead of together.
 func TestDrainHearsEverythingHandedIn(t *testing.T) {
-	x := newExchanger(2)
+	x := newExchanger(2, time.Now)
 	n := cap(x.entries)
 	for i := 0; i < n; i++ {
 		x.entries <- entry{page: frontier.Finished{Lease: lease(fmt.Sprint("a", i), "a")}}

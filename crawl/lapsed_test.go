@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -312,4 +313,86 @@ func workerBackAfterLapse(t *testing.T, thawEarly bool) {
 	if len(responses) != 300 {
 		t.Errorf("WARC responses for %d URLs; want 300", len(responses))
 	}
+}
+
+// A lease that lapses during its fetch (by the worker's clock, Redis still
+// holding it) made a request all the same: its URL goes back as tried, and
+// after its last try it ends with a record. Before, it went back unused:
+// a URL whose lease lapsed at every fetch was fetched for ever, and one
+// given back when a page budget ran out ended without a record although
+// the site had seen it. Here the worker's clock jumps an hour each time
+// /jump is requested; the crawl ends, /jump requested MaxAttempts times,
+// its record saying why, and /a, whose lease a jump may lapse before its
+// fetch, requested once. On both Redis kinds.
+func TestALeaseLapsedDuringItsFetchCountsAsATry(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		var offset atomic.Int64 // the worker's clock, ahead of the wall's
+		const attempts = 2
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		var mu sync.Mutex
+		reqs := map[string]int{}
+		site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			reqs[r.URL.Path]++
+			n := reqs[r.URL.Path]
+			mu.Unlock()
+			w.Header().Set("Content-Type", "text/html")
+			switch r.URL.Path {
+			case "/robots.txt":
+				http.NotFound(w, r)
+			case "/":
+				fmt.Fprint(w, `<a href="/jump">j</a> <a href="/a">a</a>`)
+			case "/jump":
+				if n > attempts {
+					cancel() // fetched past its tries: it went back unused
+				}
+				offset.Add(int64(time.Hour))
+				fmt.Fprint(w, "<title>jump</title>")
+			default:
+				fmt.Fprint(w, "<title>a</title>")
+			}
+		}))
+		defer site.Close()
+		set := crawl.DefaultSettings()
+		set.Rate, set.AllowPrivate = math.Inf(1), true
+		seed, _ := url.Parse(site.URL + "/")
+		if _, err := crawl.Seed(context.Background(), s.Client, "lapse-try", set, []*url.URL{seed}); err != nil {
+			t.Fatal(err)
+		}
+		o := fastOptions("w")
+		o.MaxAttempts, o.Concurrency = attempts, 1 // one loop: /a is never in flight at a jump
+		o.Lease = time.Minute // by Redis's clock, never lapsed
+		o.Clock = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+		w, err := crawl.NewWorker(ctx, s.Client, "lapse-try", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Run(ctx); err != nil || ctx.Err() != nil {
+			mu.Lock()
+			defer mu.Unlock()
+			t.Fatalf("the crawl did not end (run: %v); requests %v", err, reqs)
+		}
+		var exported bytes.Buffer
+		if _, err := crawl.Export(ctx, s.Client, "lapse-try", &exported, false); err != nil {
+			t.Fatal(err)
+		}
+		recs := map[string]crawl.Record{}
+		for _, line := range strings.Split(strings.TrimSpace(exported.String()), "\n") {
+			var rec crawl.Record
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Fatal(err)
+			}
+			recs[strings.TrimPrefix(rec.URL, site.URL)] = rec
+		}
+		jump, ok := recs["/jump"]
+		if !ok || jump.Outcome != crawl.OutcomeFailed || jump.Attempt != attempts || !strings.Contains(jump.Error, "lease lapsed during the fetch") {
+			t.Fatalf("/jump's record %+v (found %v); want failed after %d attempts, its lease's lapse said", jump, ok, attempts)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if reqs["/jump"] != attempts || reqs["/a"] != 1 || len(recs) != 3 {
+			t.Fatalf("requests %v, records %d; want /jump %d times, /a once, 3 records", reqs, len(recs), attempts)
+		}
+	})
 }

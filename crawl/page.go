@@ -49,9 +49,10 @@ type fetchLoops struct {
 	failing     *failing      // hosts' runs of failed requests, in this worker
 	pages       *atomic.Int64 // the crawl's pages fetched so far (with a page budget)
 	metrics     *metrics
-	warc        *archive.Writer // nil: no archive
-	claims      *claims         // with warc: the payload digest claims, batched
-	fail        func(error)     // stops the worker for good (the archive cannot be written)
+	warc        *archive.Writer  // nil: no archive
+	claims      *claims          // with warc: the payload digest claims, batched
+	fail        func(error)      // stops the worker for good (the archive cannot be written)
+	now         func() time.Time // the clock the token windows and the loops' times are read on (Options.Clock)
 }
 
 // loop is fetch goroutine i.
@@ -61,12 +62,12 @@ func (pl *fetchLoops) loop(stop, work context.Context, i int) {
 		if !ok {
 			return
 		}
-		start := time.Now()
+		start := pl.now()
 		fetched := !pl.late(l.lease, false)
 		if fetched {
 			pl.process(work, l.lease, l.info)
 		}
-		pl.ex.worked(i, time.Since(start), fetched)
+		pl.ex.worked(i, pl.now().Sub(start), fetched)
 	}
 }
 
@@ -89,7 +90,7 @@ func (pl *fetchLoops) process(ctx context.Context, l *frontier.Lease, info front
 		return
 	}
 	pl.counters.Requests.Add(1)
-	if pl.lapsed(l, "during the fetch: neither archived nor recorded") {
+	if pl.lapsedDuringFetch(ctx, l, rec) {
 		return
 	}
 	pl.failing.ok(u.Host)

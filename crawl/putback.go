@@ -53,6 +53,25 @@ func (pl *fetchLoops) lapsed(l *frontier.Lease, when string) bool {
 	return true
 }
 
+// lapsedDuringFetch is lapsed for a lease whose request went out: the
+// site saw a try, so the URL goes back as one tried (its attempts up, the
+// lapse its error, by retry), not unused. A URL given back unused is not
+// one the end of a budgeted crawl records (only those tried are), and one
+// whose lease lapses at every fetch would be fetched for ever. Redis still
+// decides: a lease it no longer holds (the sweep queued the URL again, as
+// tried) defers nothing.
+func (pl *fetchLoops) lapsedDuringFetch(ctx context.Context, l *frontier.Lease, rec Record) bool {
+	if l.Left() > 0 {
+		return false
+	}
+	pl.counters.Lapsed.Add(1)
+	pl.metrics.lapsed.Inc()
+	const why = "its lease lapsed during the fetch (this worker was paused or cut off from Redis)"
+	pl.log.Warn("lease lapsed during the fetch: neither archived nor recorded; the URL goes back as tried", "url", l.Item.URL)
+	pl.retry(ctx, l, rec, why, 0)
+	return true
+}
+
 // requeue puts a leased URL back at the front of its host's queue and
 // keeps the host from being offered to any worker for wait.
 func (pl *fetchLoops) requeue(ctx context.Context, l *frontier.Lease, wait time.Duration) {

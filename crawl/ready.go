@@ -19,6 +19,7 @@ type readyQueue struct {
 	h       readyHeap
 	seq     uint64
 	changed chan struct{} // closed (and replaced) when a URL is added
+	now     func() time.Time
 }
 
 type readyItem struct {
@@ -45,8 +46,10 @@ func (h *readyHeap) Pop() any {
 	return it
 }
 
-func newReadyQueue() *readyQueue {
-	return &readyQueue{changed: make(chan struct{})}
+// newReadyQueue is an empty queue whose windows are read on now, the
+// clock the leases' windows were placed on (frontier.Options.Clock).
+func newReadyQueue(now func() time.Time) *readyQueue {
+	return &readyQueue{changed: make(chan struct{}), now: now}
 }
 
 // add queues popped URLs.
@@ -95,7 +98,8 @@ func (q *readyQueue) nextLocked(now time.Time) (leased, bool, time.Time) {
 func (q *readyQueue) take(stop context.Context, empty func()) (leased, bool) {
 	for {
 		q.mu.Lock()
-		l, ok, at := q.nextLocked(time.Now())
+		now := q.now()
+		l, ok, at := q.nextLocked(now)
 		changed := q.changed
 		q.mu.Unlock()
 		if ok {
@@ -106,7 +110,7 @@ func (q *readyQueue) take(stop context.Context, empty func()) (leased, bool) {
 		if at.IsZero() {
 			empty()
 		} else {
-			t = time.NewTimer(time.Until(at))
+			t = time.NewTimer(at.Sub(now))
 			fire = t.C
 		}
 		stopped := false

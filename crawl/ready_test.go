@@ -16,7 +16,7 @@ func readyAt(url string, at time.Time) leased {
 // has not opened: one reserved for later does not hold up one due now.
 func TestReadyQueueHandsOutByWindow(t *testing.T) {
 	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
-	q := newReadyQueue()
+	q := newReadyQueue(time.Now)
 	q.add(readyAt("later", t0.Add(300*time.Millisecond)), readyAt("now-1", t0), readyAt("soon", t0.Add(10*time.Millisecond)), readyAt("now-2", t0))
 	steps := []struct {
 		at   time.Duration
@@ -48,7 +48,7 @@ func TestReadyQueueHandsOutByWindow(t *testing.T) {
 // take waits for a URL added later, and gives up when the worker stops;
 // it says when it found nothing queued at all.
 func TestReadyQueueTakeWaits(t *testing.T) {
-	q := newReadyQueue()
+	q := newReadyQueue(time.Now)
 	empty := make(chan struct{}, 10)
 	got := make(chan string, 1)
 	go func() {
@@ -75,5 +75,20 @@ func TestReadyQueueTakeWaits(t *testing.T) {
 	}
 	if n := len(q.drain()); n != 1 || q.len() != 0 {
 		t.Fatalf("drained %d, %d left", n, q.len())
+	}
+}
+
+// take reads the clock the windows were placed on (the worker's
+// Options.Clock), not the process's: a window open by a clock an hour
+// ahead is open now. Read on time.Now, take waited the hour.
+func TestReadyQueueTakeReadsItsClock(t *testing.T) {
+	ahead := func() time.Time { return time.Now().Add(time.Hour) }
+	q := newReadyQueue(ahead)
+	q.add(readyAt("open", ahead()))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a guard against a hang, no measure
+	defer cancel()
+	l, ok := q.take(ctx, func() {})
+	if !ok || l.lease.Item.URL != "open" {
+		t.Fatalf("took %v %v; want the open URL at once", ok, l.lease)
 	}
 }

@@ -242,7 +242,7 @@ func runSim(t simT, p simParams, rules simRules, limit time.Duration) simResult 
 		if err != nil {
 			t.Fatal(err)
 		}
-		x := newExchanger(p.Loops)
+		x := newExchanger(p.Loops, func() time.Time { return s.now })
 		x.fr, x.known = fr, newKnown(1000)
 		x.s.p.forRate(st.Rate, st.Burst)
 		if rules.policy != nil {

@@ -61,6 +61,10 @@ type Options struct {
 	DNS string
 	// Cookies keeps the cookies hosts set, per host, for this worker's life.
 	Cookies bool
+	// Clock is the process's clock that leases and token windows are read
+	// on (frontier.Options.Clock); nil is time.Now. Tests move it to make a
+	// lease lapse in the middle of a fetch.
+	Clock func() time.Time
 }
 
 // MaxConcurrency bounds Options.Concurrency: past a few hundred fetches at
@@ -127,8 +131,9 @@ type Worker struct {
 	end       *ending      // how the current Run ends (set by Run)
 	pages     atomic.Int64 // the crawl's pages fetched, as the last exchange said (with a budget)
 	metrics   *metrics
-	warc      *archive.Writer // with Options.WARC: opened by NewWorker, closed by Run
-	log       *slog.Logger    // Options.Log with the worker's id
+	warc      *archive.Writer  // with Options.WARC: opened by NewWorker, closed by Run
+	log       *slog.Logger     // Options.Log with the worker's id
+	now       func() time.Time // Options.Clock, or time.Now: what every decision on a lease's time reads
 	// evictions watches Redis's evicted_keys (a heartbeat reads it every
 	// EvictionCheck); evicted counts what it saw.
 	evictions evictionWatch
@@ -155,9 +160,12 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 		return nil, err
 	}
 	w := &Worker{c: c, name: name, settings: s, opts: o, fetcher: fetch.New(fcfg), known: newKnown(o.KnownURLs),
-		log: o.Log.With("worker", o.ID)}
+		log: o.Log.With("worker", o.ID), now: o.Clock}
+	if w.now == nil {
+		w.now = time.Now
+	}
 	fo := s.frontierOptions()
-	fo.Lease = o.Lease
+	fo.Lease, fo.Clock = o.Lease, o.Clock
 	if w.fr, err = frontier.Open(ctx, c, name, fo); err != nil {
 		return nil, err
 	}
@@ -357,7 +365,7 @@ func goneError(name string) error {
 const Software = "RedCrawl/0.1"
 
 func (w *Worker) newExchanger(end *ending) *exchanger {
-	ex := newExchanger(w.opts.Concurrency)
+	ex := newExchanger(w.opts.Concurrency, w.now)
 	ex.s.p.forRate(w.settings.Rate, w.settings.Burst)
 	ex.c, ex.fr, ex.known, ex.held, ex.counters, ex.log = w.c, w.fr, w.known, &w.held, &w.Counters, w.log
 	ex.s.exitWhenDone, ex.s.budget, ex.end, ex.warc = w.opts.ExitWhenDone, w.settings.MaxPages > 0, end, w.warc
@@ -374,7 +382,7 @@ func (w *Worker) newFetchLoops(ex *exchanger, end *ending) *fetchLoops {
 		fetcher: w.fetcher, robots: w.robots, pauses: w.pauses, fr: w.fr,
 		held: &w.held, scope: &w.scope, counters: &w.Counters, log: w.log, ex: ex, warc: warc, fail: fail,
 		fields: w.fields, rules: w.rules, skips: &w.skips, failing: &failing{}, pages: &w.pages, metrics: w.metrics,
-		claims: w.claims()}
+		claims: w.claims(), now: w.now}
 }
 
 // claims batches the payload digest claims, with WARC on and
