@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"syscall"
 	"time"
+
+	"github.com/redcrawl/crawler/redisconn"
 
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redis/go-redis/v9"
@@ -179,14 +179,7 @@ const (
 // loading its data, a connection dropped or refused, a cluster or replica
 // between masters), not of the request, a wrong address or a password:
 // worth trying again.
-func RedisGoneForNow(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
-		redis.HasErrorPrefix(err, "LOADING") || redis.HasErrorPrefix(err, "MASTERDOWN") ||
-		redis.HasErrorPrefix(err, "CLUSTERDOWN") || redis.HasErrorPrefix(err, "TRYAGAIN") ||
-		redis.HasErrorPrefix(err, "READONLY") // a master demoted by a failover, until the client finds the new one
-}
+func RedisGoneForNow(err error) bool { return redisconn.GoneForNow(err) }
 
 // FirstErrors lists why the first records of a crawl were not fetched,
 // "URL: error", up to n, from the oldest records of each shard's stream.

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/redisconn"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/logging"
 	"github.com/urfave/cli/v2"
@@ -19,7 +20,7 @@ func main() {
 	redis.SetLogger(&logging.VoidLogger{})
 	if err := runArgs(newApp(), os.Args); err != nil {
 		var ec cli.ExitCoder
-		msg := strings.TrimSpace(hideSecret(err.Error(), redisFromArgs(os.Args)))
+		msg := strings.TrimSpace(redisconn.HideSecret(err.Error(), redisFromArgs(os.Args)))
 		if msg != "" {
 			fmt.Fprintln(os.Stderr, "crawler:", msg)
 		}
@@ -31,7 +32,7 @@ func main() {
 }
 
 // redisFromArgs is the --redis URL as given on the command line or in the
-// environment, for hideSecret.
+// environment, for redisconn.HideSecret.
 func redisFromArgs(args []string) string {
 	for i, a := range args {
 		if v, ok := strings.CutPrefix(a, "--redis="); ok {
@@ -53,7 +54,7 @@ func newApp() *cli.App {
 			"seen URLs, per-host token buckets and an elected scheduler.\n\n" +
 			"Try it on one machine, with an embedded Redis and a local test site: crawler demo",
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "redis", EnvVars: []string{"CRAWLER_REDIS"}, Value: defaultRedis,
+			&cli.StringFlag{Name: "redis", EnvVars: []string{"CRAWLER_REDIS"}, Value: redisconn.Default,
 				Usage: "Redis URL (redis:// or rediss://, password allowed; host:port alone for a server without password or TLS; a Redis Cluster: any node, or host:port,host:port,...; Sentinel: redis-sentinel://host:port[,host:port]/MASTER; 'crawl' and 'demo' embed one when this is not given)"},
 			&cli.StringFlag{Name: "redis-ca", EnvVars: []string{"CRAWLER_REDIS_CA"}, Usage: "PEM `FILE` of the CA certificates that signed " +
 				"the Redis server's certificate, for rediss:// (default: the system's)"},

@@ -22,6 +22,7 @@ import (
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
+	"github.com/redcrawl/crawler/redisconn"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/alicebob/miniredis/v2"
@@ -89,7 +90,7 @@ func TestRedisPasswordNeverPrinted(t *testing.T) {
 			t.Errorf("%s: no error", tc.url)
 			continue
 		}
-		for _, text := range []string{err.Error(), out, errOut, hideSecret(err.Error(), tc.url)} {
+		for _, text := range []string{err.Error(), out, errOut, redisconn.HideSecret(err.Error(), tc.url)} {
 			if strings.Contains(text, "hunter2") || strings.Contains(text, "xyzzy") {
 				t.Errorf("%s: output shows the password: %q", tc.url, text)
 			}
@@ -99,8 +100,8 @@ func TestRedisPasswordNeverPrinted(t *testing.T) {
 		}
 	}
 	// The last guard hides the user info even of a message it never saw built.
-	if got := hideSecret("dial redis://u:pa55word@h failed", "redis://u:pa55word@h/0"); strings.Contains(got, "pa55word") {
-		t.Errorf("hideSecret left the password in %q", got)
+	if got := redisconn.HideSecret("dial redis://u:pa55word@h failed", "redis://u:pa55word@h/0"); strings.Contains(got, "pa55word") {
+		t.Errorf("HideSecret left the password in %q", got)
 	}
 }
 

@@ -1,4 +1,4 @@
-package main
+package redisconn
 
 import (
 	"crypto/tls"
@@ -11,11 +11,11 @@ import (
 	"time"
 )
 
-// useTLSFiles applies --redis-ca (the CAs trusted for the server's
+// UseTLSFiles applies --redis-ca (the CAs trusted for the server's
 // certificate instead of the system's) and --redis-cert/--redis-key (a
 // client certificate) to a rediss:// URL. Errors name the flag and the
 // file, never what is in it.
-func (u *redisURL) useTLSFiles(ca, cert, key string) error {
+func (u *URL) UseTLSFiles(ca, cert, key string) error {
 	if ca == "" && cert == "" && key == "" {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package main
+package redisconn
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // replica took over.)
 func TestClusterClientFollowsAFailover(t *testing.T) {
 	cl := redistest.RealClusterWithReplicas(t, 3, 1)
-	c := newClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), ClusterStateReloadInterval: time.Hour, MaxRetries: 1})
+	c := NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), ClusterStateReloadInterval: time.Hour, MaxRetries: 1})
 	defer c.Close()
 	ctx := context.Background()
 	const key = "crawl:{failover}:probe"

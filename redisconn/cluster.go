@@ -1,4 +1,4 @@
-package main
+package redisconn
 
 import (
 	"context"
@@ -9,8 +9,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-func (u redisURL) cluster() *redis.ClusterClient {
-	return newClusterClient(&redis.ClusterOptions{Addrs: u.addrs, Username: u.opt.Username, Password: u.opt.Password,
+// Cluster opens u's nodes as a Redis Cluster.
+func (u URL) Cluster() *redis.ClusterClient {
+	return NewClusterClient(&redis.ClusterOptions{Addrs: u.addrs, Username: u.opt.Username, Password: u.opt.Password,
 		TLSConfig: u.opt.TLSConfig, MaxRetries: u.opt.MaxRetries, ClusterStateReloadInterval: clusterReloadEvery})
 }
 
@@ -18,7 +19,7 @@ func (u redisURL) cluster() *redis.ClusterClient {
 // without errors (go-redis's default is a minute).
 const clusterReloadEvery = 10 * time.Second
 
-// newClusterClient opens a Redis Cluster client that follows a failover
+// NewClusterClient opens a Redis Cluster client that follows a failover
 // within moments. go-redis reloads its slot map on MOVED and every
 // ClusterStateReloadInterval, but not when a master stops answering: it
 // retries the dead master until the interval ends (a worker dialled it for
@@ -26,7 +27,7 @@ const clusterReloadEvery = 10 * time.Second
 // timeout or CLUSTERDOWN now asks for a reload too (go-redis runs at most
 // one at a time, 200 ms apart), so once the replica is promoted the next
 // reload finds it.
-func newClusterClient(opt *redis.ClusterOptions) *redis.ClusterClient {
+func NewClusterClient(opt *redis.ClusterOptions) *redis.ClusterClient {
 	c := redis.NewClusterClient(opt)
 	c.AddHook(reloadOnNodeError{c})
 	return c
@@ -71,10 +72,10 @@ func (h reloadOnNodeError) check(ctx context.Context, err error) {
 	h.c.ReloadState(context.WithoutCancel(ctx))
 }
 
-// clusterEnabled asks one server whether it is a node of a Redis Cluster.
+// ClusterEnabled asks one server whether it is a node of a Redis Cluster.
 // A server that refuses the question (an embedded or compatible server
 // without the section) is not one.
-func clusterEnabled(ctx context.Context, c redis.UniversalClient) (bool, error) {
+func ClusterEnabled(ctx context.Context, c redis.UniversalClient) (bool, error) {
 	info, err := c.Info(ctx, "cluster").Result()
 	var refused redis.Error
 	if errors.As(err, &refused) {
