@@ -362,7 +362,7 @@ func TestALeaseLapsedDuringItsFetchCountsAsATry(t *testing.T) {
 		}
 		o := fastOptions("w")
 		o.MaxAttempts, o.Concurrency = attempts, 1 // one loop: /a is never in flight at a jump
-		o.Lease = time.Minute // by Redis's clock, never lapsed
+		o.Lease = time.Minute                      // by Redis's clock, never lapsed
 		o.Clock = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
 		w, err := crawl.NewWorker(ctx, s.Client, "lapse-try", o)
 		if err != nil {

@@ -19,7 +19,7 @@ func TestParseReadsEachForm(t *testing.T) {
 		{raw: "redis://127.0.0.1:6379/0", shown: "redis://127.0.0.1:6379/0", addrs: []string{"127.0.0.1:6379"}},
 		{raw: "redis://:s3cret@h:1/2", shown: "redis://xxxxx@h:1/2", addrs: []string{"h:1"}, db: 2},
 		{raw: "rediss://u:s3cret@h:1", shown: "rediss://xxxxx@h:1", addrs: []string{"h:1"}, tls: true},
-		{raw: "redis://:p%40ss@h:1/0", shown: "redis://xxxxx@h:1/0", addrs: []string{"h:1"}}, // an encoded '@' in the password
+		{raw: "redis://:p%40ss@h:1/0", shown: "redis://xxxxx@h:1/0", addrs: []string{"h:1"}},     // an encoded '@' in the password
 		{raw: "h:1", shown: "redis://h:1", addrs: []string{"h:1"}},                               // host:port alone
 		{raw: "a:1,b:2,c:3", shown: "redis://a:1,b:2,c:3", addrs: []string{"a:1", "b:2", "c:3"}}, // a Cluster's seed nodes
 		{raw: "redis://:s3cret@a:1,b:2/0", shown: "redis://xxxxx@a:1,b:2/0", addrs: []string{"a:1", "b:2"}},
