@@ -23,6 +23,7 @@ import (
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
 	"github.com/redcrawl/crawler/redisconn"
+	"github.com/redcrawl/crawler/seedlist"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/alicebob/miniredis/v2"
@@ -324,8 +325,8 @@ func TestSeedJunkFileIsSummed(t *testing.T) {
 		t.Fatalf("seed: %v; want a count of 100000 bad lines", err)
 	}
 	reported := strings.Split(strings.TrimSpace(errOut), "\n")
-	if len(reported) != maxBadLines || !strings.Contains(reported[0], "junk.txt:2:") || !strings.Contains(reported[9], "junk.txt:11:") {
-		t.Fatalf("stderr has %d lines, from %q; want the first %d bad lines with their numbers", len(reported), reported[0], maxBadLines)
+	if len(reported) != seedlist.MaxBadLines || !strings.Contains(reported[0], "junk.txt:2:") || !strings.Contains(reported[9], "junk.txt:11:") {
+		t.Fatalf("stderr has %d lines, from %q; want the first %d bad lines with their numbers", len(reported), reported[0], seedlist.MaxBadLines)
 	}
 	if !strings.Contains(out, "1 URLs queued") {
 		t.Fatalf("stdout %q", out)
@@ -350,7 +351,7 @@ func TestSeedFileStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 2*seedBatch; i++ {
+	for i := 0; i < 2*seedlist.Batch; i++ {
 		fmt.Fprintf(w, "http://h.example/%d\n", i)
 	}
 	// Still writing: the first batches must be queued already.
@@ -362,10 +363,10 @@ func TestSeedFileStreams(t *testing.T) {
 	}
 	queued := func() int64 { sz, _ := fr.Sizes(context.Background()); return sz.Queued }
 	deadline := time.Now().Add(time.Minute)
-	for queued() < seedBatch {
+	for queued() < seedlist.Batch {
 		if time.Now().After(deadline) {
 			w.Close()
-			t.Fatalf("after %d lines written, %d queued: the seed file is not streamed", 2*seedBatch, queued())
+			t.Fatalf("after %d lines written, %d queued: the seed file is not streamed", 2*seedlist.Batch, queued())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -374,8 +375,8 @@ func TestSeedFileStreams(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if n := queued(); n != 2*seedBatch+1 {
-		t.Fatalf("%d queued; want %d", n, 2*seedBatch+1)
+	if n := queued(); n != 2*seedlist.Batch+1 {
+		t.Fatalf("%d queued; want %d", n, 2*seedlist.Batch+1)
 	}
 }
 
@@ -605,7 +606,7 @@ func TestEvictingRedisRefusedBySeedAndWork(t *testing.T) {
 func TestSeedFileOverLongLineIsSkipped(t *testing.T) {
 	mr := miniredis.RunT(t)
 	file := filepath.Join(t.TempDir(), "seeds.txt")
-	os.WriteFile(file, []byte("http://a.example/\nhttp://b.example/"+strings.Repeat("x", maxSeedLine)+"\nhttp://c.example/\n"), 0o644)
+	os.WriteFile(file, []byte("http://a.example/\nhttp://b.example/"+strings.Repeat("x", seedlist.MaxLine)+"\nhttp://c.example/\n"), 0o644)
 	out, errOut, err := run(t, "--redis", "redis://"+mr.Addr()+"/0", "seed", "-f", file)
 	if !strings.Contains(out, "2 URLs queued") || !strings.Contains(errOut, "seeds.txt:2: a line over") ||
 		err == nil || !strings.Contains(err.Error(), "1 of 3 lines were not usable") {
@@ -786,7 +787,7 @@ func TestMetricsAddrBeyondLoopbackServesTheDashboardOnlyWithAToken(t *testing.T)
 	}
 }
 
-// seedThroughFifo starts `seed -f FIFO` with args, writes seedBatch lines
+// seedThroughFifo starts `seed -f FIFO` with args, writes seedlist.Batch lines
 // and waits until they are queued, then calls mid (Redis goes away), then
 // writes the rest (n lines in all) and closes the file. It returns the
 // seed's error and what it said on stderr.
@@ -813,19 +814,19 @@ func seedThroughFifoAt(t *testing.T, redisURL string, c *redis.Client, n int, mi
 		t.Fatal(err)
 	}
 	defer w.Close()
-	for i := 0; i < seedBatch; i++ {
+	for i := 0; i < seedlist.Batch; i++ {
 		fmt.Fprintf(w, "http://h%d.example/\n", i)
 	}
-	fmt.Fprintf(w, "http://h%d.example/\n", seedBatch) // the first batch goes when the next line comes
+	fmt.Fprintf(w, "http://h%d.example/\n", seedlist.Batch) // the first batch goes when the next line comes
 	deadline := time.Now().Add(time.Minute)
-	for c.HGet(context.Background(), "crawl:{big}:stats", "queued").Val() != fmt.Sprint(seedBatch) {
+	for c.HGet(context.Background(), "crawl:{big}:stats", "queued").Val() != fmt.Sprint(seedlist.Batch) {
 		if time.Now().After(deadline) {
 			t.Fatal("the first batch never went in")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	mid(stderr)
-	for i := seedBatch + 1; i < n; i++ {
+	for i := seedlist.Batch + 1; i < n; i++ {
 		fmt.Fprintf(w, "http://h%d.example/\n", i)
 	}
 	w.Close()
@@ -837,7 +838,7 @@ func seedThroughFifoAt(t *testing.T, redisURL string, c *redis.Client, n int, mi
 // Before, it stopped at the first failed batch with no word of where.
 func TestSeedRidesOutARedisThatStopsAnswering(t *testing.T) {
 	s := redistest.Real(t)
-	const n = 2*seedBatch + 500
+	const n = 2*seedlist.Batch + 500
 	err := seedThroughFifo(t, s, n, func(stderr <-chan string) {
 		s.Client.Save(context.Background()) // what comes back after the restart
 		s.Crash(t)
@@ -863,18 +864,18 @@ func TestSeedRidesOutARedisThatStopsAnswering(t *testing.T) {
 // goes in, and every line is queued once.
 func TestAStoppedSeedSaysWhereToGoOnFrom(t *testing.T) {
 	s := redistest.Real(t)
-	const n = 2*seedBatch + 500
+	const n = 2*seedlist.Batch + 500
 	err := seedThroughFifo(t, s, n, func(<-chan string) {
 		s.Client.Save(context.Background())
 		s.Crash(t)
 	}, "--redis-retry", "1s")
-	want := fmt.Sprintf("up to %d went in (%d URLs queued): to finish, run the same command with --from-line %d --skip-seen", seedBatch, seedBatch, seedBatch+1)
+	want := fmt.Sprintf("up to %d went in (%d URLs queued): to finish, run the same command with --from-line %d --skip-seen", seedlist.Batch, seedlist.Batch, seedlist.Batch+1)
 	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("seed: %v; want one line with %q", err, want)
 	}
 	s.Restart(t)
-	if q := s.Client.HGet(context.Background(), "crawl:{big}:stats", "queued").Val(); q != fmt.Sprint(seedBatch) {
-		t.Fatalf("%s queued after the stop; want the first batch, %d (the crawl kept, not reset)", q, seedBatch)
+	if q := s.Client.HGet(context.Background(), "crawl:{big}:stats", "queued").Val(); q != fmt.Sprint(seedlist.Batch) {
+		t.Fatalf("%s queued after the stop; want the first batch, %d (the crawl kept, not reset)", q, seedlist.Batch)
 	}
 	file := filepath.Join(t.TempDir(), "seeds.txt")
 	var b strings.Builder
@@ -882,7 +883,7 @@ func TestAStoppedSeedSaysWhereToGoOnFrom(t *testing.T) {
 		fmt.Fprintf(&b, "http://h%d.example/\n", i)
 	}
 	os.WriteFile(file, []byte(b.String()), 0o644)
-	if _, errOut, err := run(t, "--redis", s.URL(), "--crawl", "big", "seed", "--rate", "inf", "--from-line", fmt.Sprint(seedBatch+1), "--skip-seen", "-f", file); err != nil {
+	if _, errOut, err := run(t, "--redis", s.URL(), "--crawl", "big", "seed", "--rate", "inf", "--from-line", fmt.Sprint(seedlist.Batch+1), "--skip-seen", "-f", file); err != nil {
 		t.Fatalf("the seed that finishes: %v\n%s", err, errOut)
 	}
 	if q := s.Client.HGet(context.Background(), "crawl:{big}:stats", "queued").Val(); q != fmt.Sprint(n) {
@@ -897,7 +898,7 @@ func TestSeedFollowsASentinelFailover(t *testing.T) {
 	master := redistest.Real(t)
 	replica := redistest.Replica(t, master)
 	sentinel := redistest.Sentinel(t, master, "seedmaster")
-	const n = 2*seedBatch + 500
+	const n = 2*seedlist.Batch + 500
 	err := seedThroughFifoAt(t, "redis-sentinel://"+sentinel+"/seedmaster", master.Client, n, func(<-chan string) {
 		master.Client.Do(context.Background(), "WAIT", 1, 10000) // the first batch is on the replica
 		master.Crash(t)

@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
-	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/parse"
+	"github.com/redcrawl/crawler/seedlist"
 	"github.com/redis/go-redis/v9"
 	"github.com/urfave/cli/v2"
 )
@@ -186,15 +185,6 @@ func seedCommand() *cli.Command {
 	}
 }
 
-// seedBatch is how many seeds go to Redis at once: a seed file of any
-// length streams through a buffer of this size.
-const seedBatch = 10_000
-
-// maxBadLines is how many unusable lines are quoted; the rest are counted.
-const maxBadLines = 10
-
-// errSomeSeedsBad: some seed lines were not usable URLs; the rest were
-// seeded ('crawl' goes on with them, and exits 1 at the end).
 type errSomeSeedsBad struct{ msg string }
 
 func (e errSomeSeedsBad) Error() string { return e.msg }
@@ -209,8 +199,8 @@ func runSeed(c *cli.Context, rdb redis.UniversalClient) error {
 	fresh := errors.Is(err, crawl.ErrNoCrawl)
 	err = seedAll(c, rdb, name)
 	var some errSomeSeedsBad
-	var stopped stoppedSeed
-	if errors.As(err, &stopped) && stopped.queued > 0 {
+	var stopped *seedlist.Stopped
+	if errors.As(err, &stopped) && stopped.Queued > 0 {
 		return err // what went in stays: the message says how to finish
 	}
 	if err != nil && fresh && !errors.As(err, &some) && c.Context.Err() == nil {
@@ -228,51 +218,41 @@ func seedAll(c *cli.Context, rdb redis.UniversalClient, name string) error {
 	if err != nil {
 		return err
 	}
-	r := &seeding{c: c, rdb: rdb, name: name, s: s, warned: map[string]bool{}}
-	for i, a := range c.Args().Slice() {
-		if err := r.take(fmt.Sprintf("argument %d", i+1), 0, a); err != nil {
-			return err
-		}
-	}
-	if f := c.String("file"); f != "" {
-		if err := readSeedFile(f, c.Int("from-line"), r.take, r.refuse); err != nil {
-			return err
-		}
-	}
-	if err := r.flush(); err != nil {
+	res, err := seedlist.Run(c.Context, rdb, name, s, seedlist.Options{Args: c.Args().Slice(), File: c.String("file"),
+		FromLine: c.Int("from-line"), Sitemaps: c.StringSlice("sitemap"), SkipSeen: c.Bool("skip-seen"),
+		RedisRetry: c.Duration("redis-retry"), Say: c.App.ErrWriter})
+	switch {
+	case errors.Is(err, seedlist.ErrNoURLs):
+		return fmt.Errorf("no URLs to seed: give them as arguments, with -f FILE or --sitemap URL (see 'crawler seed --help')")
+	case errors.Is(err, seedlist.ErrNoneUsable):
+		return cli.Exit(fmt.Sprintf("seed: none of the %d URLs is usable; nothing seeded", res.Lines), 1)
+	case err != nil:
 		return err
 	}
-	if err := r.addSitemaps(); err != nil {
-		return err
-	}
-	return r.report()
+	return seedReport(c, name, res)
 }
 
-// stoppedSeed: a seed that could not go on (Redis gone for longer than
-// --redis-retry), saying how far it got and how to finish.
-type stoppedSeed struct {
-	err    error
-	file   string
-	line   int // the last line of the file whose batch went in (0: none)
-	queued int // seeds queued by then
-}
-
-func (e stoppedSeed) Error() string {
-	if e.file == "" || e.file == "-" {
-		return fmt.Sprintf("seed: stopped: %v; %d URLs were queued before; run it again with --skip-seen to add the rest once", e.err, e.queued)
+// seedReport says what the seed did, and exits 1 when some lines were
+// not usable.
+func seedReport(c *cli.Context, name string, res seedlist.Result) error {
+	rep := res.Seeded
+	msg := fmt.Sprintf("crawl %q: %d URLs queued", name, rep.Queued)
+	switch {
+	case rep.Seen > 0 && c.Bool("skip-seen"):
+		msg += fmt.Sprintf(", %d skipped as already seen", rep.Seen)
+	case rep.Seen > 0:
+		msg += fmt.Sprintf(" (%d of them already seen by the crawl: seeds are queued anyway; --skip-seen skips them)", rep.Seen)
 	}
-	return fmt.Sprintf("seed: stopped: %v; the lines of %s up to %d went in (%d URLs queued): to finish, run the same command "+
-		"with --from-line %d --skip-seen (--skip-seen: what the failed batch got in is not queued twice)", e.err, e.file, e.line, e.queued, e.line+1)
-}
-
-func (e stoppedSeed) Unwrap() error { return e.err }
-
-// privateHost: localhost, or an address the fetcher's SSRF guard refuses
-// (no DNS look-up here).
-func privateHost(host string) bool {
-	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
-		return true
+	if rep.Duplicates > 0 {
+		msg += fmt.Sprintf(", %d duplicates removed", rep.Duplicates)
 	}
-	ip := net.ParseIP(host)
-	return ip != nil && fetch.Blocked(ip)
+	fmt.Fprintln(c.App.Writer, msg)
+	if res.Bad == 0 {
+		return nil
+	}
+	more := " (see above)"
+	if res.Bad > seedlist.MaxBadLines {
+		more = fmt.Sprintf(" (the first %d are shown above)", seedlist.MaxBadLines)
+	}
+	return errSomeSeedsBad{fmt.Sprintf("seed: %d of %d lines were not usable URLs%s; the rest were seeded", res.Bad, res.Lines, more)}
 }

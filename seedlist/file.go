@@ -1,4 +1,4 @@
-package main
+package seedlist
 
 import (
 	"bufio"
@@ -9,15 +9,15 @@ import (
 	"strings"
 )
 
-// maxSeedLine is the longest line of a seed file read as a URL; a longer
+// MaxLine is the longest line of a seed file read as a URL; a longer
 // one is reported and skipped, not the end of the file.
-const maxSeedLine = 1 << 20
+const MaxLine = 1 << 20
 
-// readSeedFile hands each URL line of a file (or stdin, for "-") to take,
+// readFile hands each URL line of a file (or stdin, for "-") to take,
 // with its place ("urls.txt:14") and number, without holding the file in
 // memory; a line too long to be a URL goes to refuse. Lines before from
 // (counted from 1, as the places are) are passed over.
-func readSeedFile(name string, from int, take func(where string, line int, text string) error, refuse func(where string, err error)) error {
+func readFile(name string, from int, take func(where string, line int, text string) error, refuse func(where string, err error)) error {
 	var r io.Reader = os.Stdin
 	if name != "-" {
 		f, err := os.Open(name)
@@ -31,7 +31,7 @@ func readSeedFile(name string, from int, take func(where string, line int, text 
 	}
 	br := bufio.NewReaderSize(r, 64<<10)
 	for n := 1; ; n++ {
-		line, tooLong, err := nextLine(br, maxSeedLine)
+		line, tooLong, err := nextLine(br, MaxLine)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
@@ -43,7 +43,7 @@ func readSeedFile(name string, from int, take func(where string, line int, text 
 		}
 		where := fmt.Sprintf("%s:%d", name, n)
 		if tooLong {
-			refuse(where, fmt.Errorf("a line over %d bytes, not a URL; skipped", maxSeedLine))
+			refuse(where, fmt.Errorf("a line over %d bytes, not a URL; skipped", MaxLine))
 			continue
 		}
 		t := strings.TrimSpace(string(line))

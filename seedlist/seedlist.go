@@ -1,0 +1,263 @@
+// Package seedlist seeds a crawl from a list of URLs: arguments, a file of
+// any size (or stdin) read one line at a time, and sitemaps. It is what
+// `crawler seed` runs, apart from its flags and its last line.
+//
+// The URLs go to Redis in batches (Batch) through one crawl.Seeder, which
+// creates the crawl with its first batch. A Redis that stops answering
+// mid-way (a restart, a failover) is waited for, up to Options.RedisRetry,
+// and the batch sent again; past it the run stops with a *Stopped error
+// that says how far the file went in and how to finish (--from-line and
+// --skip-seen). A line that is no usable URL is counted and, for the first
+// MaxBadLines, quoted with its place; the rest still go in.
+package seedlist
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/fetch"
+	"github.com/redcrawl/crawler/parse"
+	"github.com/redis/go-redis/v9"
+)
+
+// Batch is how many seeds go to Redis at once: a seed file of any size
+// is read and queued in bounded memory.
+const Batch = 10_000
+
+// MaxBadLines is how many unusable lines are quoted; the rest are counted.
+const MaxBadLines = 10
+
+// Options say where a run's URLs come from and how it rides out Redis.
+type Options struct {
+	Args     []string // URLs given one by one ("argument N" in messages)
+	File     string   // a file of URLs, one a line ('#' starts a comment); "-" is stdin; "" none
+	FromLine int      // with File, the first line read (counted from 1): to finish a run that stopped
+	Sitemaps []string // sitemap URLs, queued for the workers to read
+	SkipSeen bool     // queue only URLs the crawl's Bloom filter has not seen (crawl.SeedOptions)
+	// RedisRetry is how long a Redis that stops answering is waited for,
+	// with back-off, before the run stops (*Stopped).
+	RedisRetry time.Duration
+	// Say receives a line for each of the first MaxBadLines unusable
+	// lines, each private host once (the workers refuse it without
+	// AllowPrivate), and each wait for Redis. Nil discards them.
+	Say io.Writer
+}
+
+// Result is what a run did.
+type Result struct {
+	Lines  int              // URL lines and arguments taken, usable or not, and sitemaps
+	Bad    int              // of Lines, those that were no usable URL
+	Seeded crawl.SeedReport // what went in (zero when nothing did)
+	Seeder bool             // a Seeder was made: the crawl exists and holds these settings
+}
+
+// ErrNoURLs: nothing was given to seed. ErrNoneUsable: lines were given,
+// but not one usable URL among them; nothing was seeded.
+var (
+	ErrNoURLs     = errors.New("seedlist: no URLs to seed")
+	ErrNoneUsable = errors.New("seedlist: none of the URLs is usable; nothing seeded")
+)
+
+// Stopped is a run that could not go on (Redis gone for longer than
+// RedisRetry): how far it got, and how to finish.
+type Stopped struct {
+	Err    error
+	File   string // Options.File
+	Line   int    // the last line of File whose batch went in (0: none)
+	Queued int    // seeds queued by then
+}
+
+func (e *Stopped) Error() string {
+	if e.File == "" || e.File == "-" {
+		return fmt.Sprintf("seed: stopped: %v; %d URLs were queued before; run it again with --skip-seen to add the rest once", e.Err, e.Queued)
+	}
+	return fmt.Sprintf("seed: stopped: %v; the lines of %s up to %d went in (%d URLs queued): to finish, run the same command "+
+		"with --from-line %d --skip-seen (--skip-seen: what the failed batch got in is not queued twice)", e.Err, e.File, e.Line, e.Queued, e.Line+1)
+}
+
+func (e *Stopped) Unwrap() error { return e.Err }
+
+// Run seeds crawl name of rdb with settings s (stored by the first batch,
+// as crawl.NewSeeder does) from what o lists. Its error is ErrNoURLs,
+// ErrNoneUsable, a *Stopped, a file's or a sitemap URL's, or the crawl's.
+// Lines that were not usable are no error: Result.Bad counts them.
+func Run(ctx context.Context, rdb redis.UniversalClient, name string, s crawl.Settings, o Options) (Result, error) {
+	if o.Say == nil {
+		o.Say = io.Discard
+	}
+	r := &run{ctx: ctx, rdb: rdb, name: name, s: s, o: o, warned: map[string]bool{}}
+	err := r.all()
+	res := Result{Lines: r.lines, Bad: r.bad, Seeder: r.sd != nil}
+	if r.sd != nil {
+		res.Seeded = r.sd.Report()
+	}
+	switch {
+	case err != nil:
+	case r.lines == 0:
+		err = ErrNoURLs
+	case r.sd == nil:
+		err = ErrNoneUsable
+	}
+	return res, err
+}
+
+// run is one Run: the lines taken, the batch that goes to Redis when
+// full, and the Seeder, made with the first usable line.
+type run struct {
+	ctx   context.Context
+	rdb   redis.UniversalClient
+	name  string
+	s     crawl.Settings
+	o     Options
+	sd    *crawl.Seeder
+	batch []*url.URL
+	// inLine is the last file line whose batch went in, batchLine the
+	// last line taken: where a run that stops says to go on from.
+	inLine, batchLine int
+	lines, bad        int
+	warned            map[string]bool
+}
+
+func (r *run) all() error {
+	for i, a := range r.o.Args {
+		if err := r.take(fmt.Sprintf("argument %d", i+1), 0, a); err != nil {
+			return err
+		}
+	}
+	if r.o.File != "" {
+		if err := readFile(r.o.File, r.o.FromLine, r.take, r.refuse); err != nil {
+			return err
+		}
+	}
+	if err := r.flush(); err != nil {
+		return err
+	}
+	return r.addSitemaps()
+}
+
+// retry runs what until it succeeds or fails for another reason than a
+// Redis that stopped answering (restarting, failing over), which is
+// waited for, as a worker waits, for up to RedisRetry; the batch then
+// goes again (with SkipSeen, what went in before is not queued twice).
+func (r *run) retry(what func() error) error {
+	var failing time.Time
+	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 5*time.Second) {
+		err := what()
+		if err == nil || !crawl.RedisGoneForNow(err) || r.ctx.Err() != nil {
+			return err
+		}
+		if failing.IsZero() {
+			failing = time.Now()
+		}
+		left := r.o.RedisRetry - time.Since(failing)
+		if left < delay {
+			return err
+		}
+		fmt.Fprintf(r.o.Say, "crawler: seed: Redis stopped answering: %v (retrying for up to %v more)\n", err, left.Round(time.Second))
+		select {
+		case <-r.ctx.Done():
+			return err
+		case <-time.After(delay):
+		}
+	}
+}
+
+// seeder is the run's Seeder, made (and the crawl created) the first time.
+func (r *run) seeder() error {
+	if r.sd != nil {
+		return nil
+	}
+	return r.retry(func() (err error) {
+		sd, err := crawl.NewSeeder(r.ctx, r.rdb, r.name, r.s, crawl.SeedOptions{SkipSeen: r.o.SkipSeen})
+		if err == nil {
+			r.sd = sd
+		}
+		return err
+	})
+}
+
+// flush sends the batch; one that cannot go stops the run with where to
+// go on from (*Stopped).
+func (r *run) flush() error {
+	if len(r.batch) == 0 {
+		return nil
+	}
+	if err := r.seeder(); err != nil {
+		return err
+	}
+	if err := r.retry(func() error { return r.sd.Add(r.ctx, r.batch) }); err != nil {
+		return &Stopped{Err: err, File: r.o.File, Line: r.inLine, Queued: r.sd.Report().Queued}
+	}
+	r.inLine = r.batchLine
+	r.batch = r.batch[:0]
+	return nil
+}
+
+// refuse counts a line that is not a usable URL, and quotes the first
+// MaxBadLines.
+func (r *run) refuse(where string, err error) {
+	r.lines++
+	if r.bad++; r.bad <= MaxBadLines {
+		fmt.Fprintf(r.o.Say, "crawler: seed: %s: %v\n", where, err)
+	}
+}
+
+// take adds the line's URL to the batch, and sends the batch when full.
+func (r *run) take(where string, line int, text string) error {
+	r.batchLine = line
+	u, err := parse.Canonicalize(nil, text)
+	if err != nil {
+		r.refuse(where, err)
+		return nil
+	}
+	r.lines++
+	if !r.s.AllowPrivate && privateHost(u.Hostname()) && !r.warned[u.Host] {
+		r.warned[u.Host] = true
+		fmt.Fprintf(r.o.Say, "crawler: seed: %s is a private or loopback address: workers refuse it "+
+			"unless the crawl is seeded with --allow-private\n", u.Host)
+	}
+	if r.batch = append(r.batch, u); len(r.batch) >= Batch {
+		return r.flush()
+	}
+	return nil
+}
+
+// addSitemaps queues the sitemap URLs, to be read by the workers.
+func (r *run) addSitemaps() error {
+	var sitemaps []*url.URL
+	for _, raw := range r.o.Sitemaps {
+		u, err := parse.Canonicalize(nil, raw)
+		if err != nil {
+			return fmt.Errorf("--sitemap %q: %v", raw, err)
+		}
+		sitemaps = append(sitemaps, u)
+	}
+	if len(sitemaps) == 0 {
+		return nil
+	}
+	if err := r.seeder(); err != nil {
+		return err
+	}
+	if err := r.sd.AddSitemaps(r.ctx, sitemaps); err != nil {
+		return err
+	}
+	r.lines += len(sitemaps)
+	return nil
+}
+
+// privateHost: localhost, or an address the fetcher's SSRF guard refuses
+// (no DNS look-up here).
+func privateHost(host string) bool {
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && fetch.Blocked(ip)
+}
