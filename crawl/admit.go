@@ -33,13 +33,13 @@ func (pl *fetchLoops) admit(ctx context.Context, l *frontier.Lease, u *url.URL, 
 		// RFC 9309: nothing of this host now. Its URLs wait in its queue,
 		// not offered to any worker until the shared back-off ends; no
 		// attempt is counted.
-		pl.requeue(ctx, l, unavail.Retry)
+		pl.requeue(l, unavail.Retry)
 		return false
 	case err != nil:
 		if !errors.Is(err, politeness.ErrRobotsPending) {
 			pl.log.Warn("robots.txt check failed; URL deferred", "host", u.Host, "err", err)
 		}
-		pl.deferItem(ctx, l, l.Item, 2*time.Second)
+		pl.deferItem(l, l.Item, 2*time.Second)
 		return false
 	case !verdict.Allowed:
 		pl.keepDelay(ctx, l, verdict.CrawlDelay, false) // its bucket learns it even so

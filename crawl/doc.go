@@ -23,11 +23,14 @@
 //	  scheduler (scheduler.go): campaigns; while elected, sweeps
 //
 // A fetch loop takes a leased URL from the exchanger's ready queue once
-// its host's token's window opens (ready.go) and takes it to its end: an entry handed back to the exchanger (the page's
-// record, links and counters), or the URL handed straight back to the
-// frontier when it may not be fetched now (its host busy, its robots.txt
+// its host's token's window opens (ready.go) and takes it to its end: an
+// entry handed back to the exchanger, which ends the lease in its next
+// call: the page's record, links and counters; or, when the URL may not
+// be fetched now, the URL put back (its host busy, its robots.txt
 // unavailable: requeued behind the host's due time; a transient error:
-// deferred; or its token's window closed first: given back). The
+// deferred, its attempts counted) or given back (its token's window
+// closed first). Only a Crawl-delay learnt after the pop, and a host's
+// pause, are calls of a loop's own (SetHostDelay, PauseHost). The
 // exchanger alone calls frontier.Exchange: it sends entries many to a call
 // and refills the ready queue in the same call, with no more URLs than
 // the loops will take within their windows (policy.go's target, from the

@@ -152,6 +152,13 @@ func (x *exchanger) giveBack(l *frontier.Lease) {
 	x.entries <- entry{back: l}
 }
 
+// putBack hands in a lease ended with no page, its URL put back as pb
+// says (a retry deferred, a busy host's URL requeued): the next call ends
+// it, as it ends a finished page's.
+func (x *exchanger) putBack(l *frontier.Lease, pb *frontier.PutBack) {
+	x.entries <- entry{page: frontier.Finished{Lease: l, Outcome: frontier.Outcome{PutBack: pb}}}
+}
+
 // missed hands in a lease whose token's window closed late ago, unused:
 // it goes back as giveBack's do, and the next pops keep more of their
 // windows (policy.margin).

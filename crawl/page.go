@@ -106,7 +106,7 @@ func (pl *fetchLoops) process(ctx context.Context, l *frontier.Lease, info front
 		if err != nil {
 			// Crawling on without the archive would lose what the user
 			// asked to keep: the page goes back, and the worker stops.
-			pl.requeue(ctx, l, 0)
+			pl.requeue(l, 0)
 			pl.fail(fmt.Errorf("cannot write the WARC archive, stopping: %w", err))
 			return
 		}
@@ -147,7 +147,7 @@ func (pl *fetchLoops) cleared(ctx context.Context, l *frontier.Lease, info front
 	if d := pl.pauses.left(u.Host); d > 0 {
 		// Paused since the pop (a 429 here or in another worker): the
 		// token was reserved before the host said "not now".
-		pl.requeue(ctx, l, d)
+		pl.requeue(l, d)
 		return nil, false
 	}
 	return u, true

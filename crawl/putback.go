@@ -33,7 +33,7 @@ func (pl *fetchLoops) retry(ctx context.Context, l *frontier.Lease, rec Record, 
 	// the step), so URLs that failed together do not all come back
 	// together; the server's Retry-After, when longer, wins.
 	step := time.Duration(1<<item.Attempts) * 500 * time.Millisecond
-	pl.deferItem(ctx, l, item, max(after, step/2+rand.N(step)))
+	pl.deferItem(l, item, max(after, step/2+rand.N(step)))
 }
 
 // lapsed hands l back and says so when this worker no longer surely holds
@@ -73,13 +73,11 @@ func (pl *fetchLoops) lapsedDuringFetch(ctx context.Context, l *frontier.Lease, 
 }
 
 // requeue puts a leased URL back at the front of its host's queue and
-// keeps the host from being offered to any worker for wait.
-func (pl *fetchLoops) requeue(ctx context.Context, l *frontier.Lease, wait time.Duration) {
-	defer pl.held.Delete(l.ID)
+// keeps the host from being offered to any worker for wait, in the
+// exchanger's next call, which ends the lease.
+func (pl *fetchLoops) requeue(l *frontier.Lease, wait time.Duration) {
 	pl.counters.PutBack.Add(1)
-	if err := pl.fr.Requeue(ctx, l, wait); err != nil && !errors.Is(err, frontier.ErrLeaseLost) {
-		pl.log.Warn("requeue failed; its lease will return it", "url", l.Item.URL, "err", err)
-	}
+	pl.ex.putBack(l, frontier.Requeue(wait))
 }
 
 // slowDown keeps host's Crawl-delay in its bucket, for every pop, and
@@ -101,11 +99,14 @@ func (pl *fetchLoops) slowDown(ctx context.Context, l *frontier.Lease, delay tim
 	return false
 }
 
-// deferItem hands item back to be fetched again after d.
-func (pl *fetchLoops) deferItem(ctx context.Context, l *frontier.Lease, item frontier.Item, d time.Duration) {
-	defer pl.held.Delete(l.ID) // handed back, or left to expire: no longer renewed
+// deferItem hands item back to be fetched again after d, in the
+// exchanger's next call, which ends the lease.
+func (pl *fetchLoops) deferItem(l *frontier.Lease, item frontier.Item, d time.Duration) {
 	pl.counters.PutBack.Add(1)
-	if err := pl.fr.Defer(ctx, l, item, d); err != nil && !errors.Is(err, frontier.ErrLeaseLost) {
-		pl.log.Warn("defer failed; its lease will return it", "url", item.URL, "err", err)
+	pb, err := frontier.Retry(item, d)
+	if err != nil { // an item the frontier handed out encodes: never here
+		pl.log.Warn("cannot defer a URL: it goes back as it was", "url", item.URL, "err", err)
+		pb = frontier.Requeue(d)
 	}
+	pl.ex.putBack(l, pb)
 }

@@ -23,8 +23,8 @@ func (x *exchanger) settle(work context.Context, r reply) {
 	}
 	for i, e := range r.batch {
 		x.held.Delete(e.lease().ID)
-		if e.back != nil {
-			continue
+		if e.back != nil || e.page.Outcome.PutBack != nil {
+			continue // no page: nothing to record (a lost lease's URL is queued again by the sweep)
 		}
 		if !r.res.Held[i] {
 			x.refused(e.rec)

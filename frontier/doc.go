@@ -90,9 +90,10 @@
 // script (enqueue.lua appended to dedup's bloom.lua): a URL is never marked
 // seen without being queued, so a crash between the two cannot lose it.
 //
-// Exchange is how a worker process talks to the frontier, and the way a
-// lease ends with its page's outcome (Requeue and Defer end a lease whose
-// URL goes back, the sweep those that expired): one atomic script call
+// Exchange is how a worker process talks to the frontier, and the one way
+// its leases end (the sweep ends those that expired): with a page's
+// outcome, given back unused, or put back with no page (Outcome.PutBack: a
+// retry deferred, a busy host's URL requeued): one atomic script call
 // (exchange.lua) that finishes many
 // leases (links deduplicated and queued, results recorded, leases ended),
 // gives some back to the front of their queues, and pops up to W new ones.
@@ -110,8 +111,9 @@
 // had to hold anyway, so taking a token costs a polite pop no call of its
 // own. A host's pause, its own Crawl-delay (SetHostDelay) and its adaptive
 // interval live in its rate:<host> hash, which the pop reads for the hosts
-// marked in slowed only. Requeue puts a URL back at the front of its host's queue (its
-// robots.txt is unavailable, say), and pushes the host's due time to then.
+// marked in slowed only. A Requeue put-back returns a URL to the front of
+// its host's queue (its robots.txt is unavailable, say), and pushes the
+// host's due time to then, before the same call's pop.
 // With a page
 // budget, a pop hands out no more URLs than pages fetched plus leases
 // leave room for: the budget holds exactly for the whole crawl.
@@ -127,8 +129,9 @@
 // late outcome for a reclaimed lease queues its links but records nothing;
 // at worst the page is fetched twice.
 //
-// Defer hands an item back to be fetched after a delay (a retry, or the
-// server said Retry-After): never dropped, never spun on.
+// A Retry put-back hands an item back to be fetched after a delay (a
+// retry, or the server said Retry-After), its attempts counted: never
+// dropped, never spun on.
 //
 // # Redis going back in time
 //

@@ -173,6 +173,17 @@ func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []
 		if x.Outcome.Failed != "" {
 			da[dFailed] = int64(a.text(x.Lease.failedEntry(x.Outcome.Failed)))
 		}
+		if pb := x.Outcome.PutBack; pb != nil {
+			flag := int64(doneRequeued)
+			if pb.Deferred {
+				flag = doneDeferred
+			}
+			da[dFlags] |= flag
+			if pb.entry != "" {
+				da[dPut] = int64(a.text(pb.entry))
+			}
+			da[dAfter] = max(pb.After.Milliseconds(), 1)
+		}
 		if m := dueMember(x.Lease, x.Outcome); m != "" {
 			da[dVisit], da[dDue] = int64(a.text(m)), x.Outcome.Due.Milliseconds()
 		}
@@ -200,7 +211,7 @@ func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []
 // exchangeKeys are exchange.lua's keys after the Bloom filter's.
 func (f *shard) exchangeKeys() []string {
 	return []string{f.keys.Queues, f.keys.Ready, f.keys.Leases, f.keys.Stats, f.keys.Failed, f.keys.Results, f.keys.DoneFlag,
-		f.keys.Counter(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Config, f.keys.HostPages, f.keys.Lengths, f.keys.EndedBy(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Buckets, f.keys.Slowed, f.keys.Outbox, f.keys.Due, f.keys.Refill, f.keys.Capped}
+		f.keys.Counter(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Config, f.keys.HostPages, f.keys.Lengths, f.keys.EndedBy(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Buckets, f.keys.Slowed, f.keys.Outbox, f.keys.Due, f.keys.Refill, f.keys.Capped, f.keys.Deferred}
 }
 
 // counted reads what exchange.lua's guard said of an exchange (f.xmu

@@ -36,7 +36,9 @@
 --   due (zset "host\nelement\nvisit" -> when the URL's revisit is due,
 --   ms: frontier/visit.go), refill (lib.lua), capped (hash: the hosts
 --   whose pages reached the cap -> their count, so that a pop reads the
---   cap's state only once some host reached it)
+--   cap's state only once some host reached it), deferred (zset
+--   "host\nitem-json" -> when it is due again, ms: a retry put back by
+--   done's flag 8, released by the sweep)
 -- ARGV: the Bloom filter's, then one entry ("host\nparent\nelement", lib.lua)
 --   per link, then one JSON object, exchangeArgs (exchange.go), by name,
 --   then the texts it names: a field marked "text" holds the place
@@ -80,7 +82,10 @@
 --                            links to other shards' hosts, offered there
 --                            in the same pipeline, and its record waits in
 --                            this call's outbox entry until those offers
---                            are acked
+--                            are acked; 8: no page, its URL deferred until
+--                            after (a retry); 16: no page, its URL back at
+--                            the front of its host's queue, the host not
+--                            offered again for after (a busy host)
 --                 8 failed   text: its failed-list entry
 --                 9 ms       its fetch's time (with a factor)
 --                10 counted  its new links that earlier calls of the
@@ -88,6 +93,10 @@
 --                11 grant    with flags 2: its token's slot (µs,
 --                            Redis's clock: the pop's now_us plus its
 --                            slot); 0, unknown: the token stays taken
+--                12 put      with flags 8 or 16: text, the entry that
+--                            goes back ("host\nitem-json": a retry's
+--                            attempts and errors); 0, the lease's own
+--                13 after    with flags 8 or 16: ms from now
 --   outbox_id   this call's outbox entry, written when a page with away
 --               links is recorded; outbox (text: those links, JSON, for
 --               the scheduler to offer again should no ack come)

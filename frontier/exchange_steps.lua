@@ -10,20 +10,21 @@
 -- of a process checks. (Flat tables: a script's tables are made anew at
 -- each call, and each costs Redis its allocation and its collection.)
 local EX_KEYS = {'queues', 'ready', 'leases', 'stats', 'failed', 'results', 'done', 'counter', 'config',
-  'hostpages', 'lengths', 'ended', 'buckets', 'slowed', 'outbox', 'due', 'refill', 'capped'}
+  'hostpages', 'lengths', 'ended', 'buckets', 'slowed', 'outbox', 'due', 'refill', 'capped', 'deferred'}
 local EX_KINDS = {ready = 'zset', leases = 'zset', stats = 'hash', failed = 'list', results = 'stream',
-  hostpages = 'hash', lengths = 'hash', slowed = 'hash', outbox = 'hash', due = 'zset', refill = 'zset', capped = 'hash'}
+  hostpages = 'hash', lengths = 'hash', slowed = 'hash', outbox = 'hash', due = 'zset', refill = 'zset', capped = 'hash',
+  deferred = 'zset'}
 
 -- A finished page's numbers, by place (exchange.go's doneArgs; absent
 -- trailing ones are 0), named once here: read as f[EX_STAT] and so on, not
 -- copied into a table of names (a page's table would cost Redis more than
 -- the rest of its exchange's Lua).
-local EX_LEASE, EX_STAT, EX_RECORD, EX_LINKS, EX_VISIT, EX_DUE, EX_FLAGS, EX_FAILED, EX_MS, EX_COUNTED, EX_GRANT =
-  1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11
+local EX_LEASE, EX_STAT, EX_RECORD, EX_LINKS, EX_VISIT, EX_DUE, EX_FLAGS, EX_FAILED, EX_MS, EX_COUNTED, EX_GRANT,
+  EX_PUT, EX_AFTER = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13
 
 -- The flags of a finished page (f[EX_FLAGS]), each a power of two: flag
 -- is set in flags when flags % (2 * flag) >= flag.
-local EX_FETCHED, EX_REFUND, EX_AWAY = 1, 2, 4
+local EX_FETCHED, EX_REFUND, EX_AWAY, EX_DEFERRED, EX_REQUEUED = 1, 2, 4, 8, 16
 
 local EX = {} -- the exchange, made by ex_guard
 
@@ -162,6 +163,30 @@ local function ex_held(X, ids)
   return held, again, leaseIDs
 end
 
+-- ex_put_later notes where lease id's URL goes back, its lease ended
+-- with no page (f's flags say which): deferred until after ms (a retry),
+-- or requeued at the front of its host's queue, the host held off for
+-- after ms (a busy host). It goes as f's put text, or as the lease's own
+-- entry (put 0).
+local function ex_put_later(X, f, id, flags, acc)
+  local put, entry = f[EX_PUT] or 0, nil
+  if put > 0 then
+    entry = ex_text(X, put)
+  else
+    local _, own = fr_split(id)
+    entry = own
+  end
+  local at = X.now + (f[EX_AFTER] or 0)
+  if flags % (2 * EX_DEFERRED) >= EX_DEFERRED then
+    acc.deferred[#acc.deferred + 1] = fr_int(at)
+    acc.deferred[#acc.deferred + 1] = entry
+    return
+  end
+  acc.requeued[#acc.requeued + 1] = entry
+  local host = fr_second(id)
+  acc.holds[host] = math.max(acc.holds[host] or 0, at)
+end
+
 -- ex_record is what finished page f (the d-th, under lease id, its links
 -- the call's from to to) leaves, its lease still held: a page counted
 -- (and its host's, under a cap of pages a host), its record in the
@@ -199,6 +224,7 @@ local function ex_record(X, d, f, id, from, to, acc)
     acc.due[#acc.due + 1] = ARGV[T + visit]
   end
   if flags % (2 * EX_REFUND) >= EX_REFUND then ex_refund_later(X, id, f[EX_GRANT] or 0) end
+  if flags >= EX_DEFERRED then ex_put_later(X, f, id, flags, acc) end
   local ms = f[EX_MS] or 0
   if ms > 0 and A.factor then -- adaptive politeness: the host's last fetch sets its interval
     acc.adapts[fr_second(id)] = math.min(math.floor(A.factor * ms), A.max_delay_ms or 60000)
@@ -218,6 +244,16 @@ local function ex_write_finished(X, acc)
   if #acc.gone > 0 then redis.call('ZREM', K.leases, unpack(acc.gone)) end
   if #acc.ended > 0 then redis.call('SET', K.ended, table.concat(acc.ended, ' '), 'PX', '86400000') end
   if #acc.due > 0 then redis.call('ZADD', K.due, unpack(acc.due)) end
+  if #acc.deferred > 0 then redis.call('ZADD', K.deferred, unpack(acc.deferred)) end
+  if #acc.requeued > 0 then
+    fr_push_front(X.Q, acc.requeued, X.now)
+    local holds = {}
+    for host, at in pairs(acc.holds) do
+      holds[#holds + 1] = fr_int(at)
+      holds[#holds + 1] = host
+    end
+    redis.call('ZADD', K.ready, 'GT', unpack(holds)) -- not offered again before then
+  end
   if #acc.failures > 0 then
     redis.call('LPUSH', K.failed, unpack(acc.failures))
     redis.call('LTRIM', K.failed, 0, string.format('%d', (X.A.failed_cap or 0) - 1))
@@ -251,7 +287,7 @@ local function ex_finish_pages(X)
   for d = 1, #finished do ids[d] = ARGV[T + finished[d][EX_LEASE]] end
   local held, again, leaseIDs = ex_held(X, ids)
   local acc = {gone = {}, failures = {}, ended = {}, adapts = {}, due = {}, stats = {}, pages = 0, records = 0,
-    cap = fr_int(X.A.results_cap or 0)}
+    cap = fr_int(X.A.results_cap or 0), deferred = {}, requeued = {}, holds = {}}
   local link = 1 -- the first link of the next page among this call's
   for d, f in ipairs(finished) do
     local from = link

@@ -81,6 +81,8 @@ const (
 	dMs             // its fetch's time, ms (adaptive politeness)
 	dCounted        // its new links that earlier calls of the batch counted
 	dGrant          // with doneRefund: its token's slot, µs by Redis's clock (0: unknown)
+	dPut            // with donePutBack: text, the entry that goes back (0: the lease's own)
+	dAfter          // with donePutBack: ms from now (PutBack.After)
 	doneFields
 )
 
@@ -91,6 +93,8 @@ const (
 	// doneAway: it has links to other shards' hosts, offered there in the
 	// same pipeline; its record waits in the call's outbox entry.
 	doneAway
+	doneDeferred // no page: its URL deferred (PutBack.Deferred)
+	doneRequeued // no page: its URL back at its queue's front, its host held off
 )
 
 // MarshalJSON writes the fields as an array without its trailing zeros.

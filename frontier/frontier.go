@@ -52,12 +52,6 @@ var (
 	//go:embed exchange_steps.lua
 	exchangeSteps  string
 	exchangeScript = dedup.Compose(lib + politeness.TokensLua + exchangeSteps + exchangeBody)
-	//go:embed defer.lua
-	deferSrc    string
-	deferScript = redis.NewScript(lib + deferSrc)
-	//go:embed requeue.lua
-	requeueSrc    string
-	requeueScript = redis.NewScript(lib + requeueSrc)
 	//go:embed hostdelay.lua
 	hostDelaySrc    string
 	hostDelayScript = redis.NewScript(lib + hostDelaySrc)

@@ -198,13 +198,10 @@ func TestHeartbeatKeepsLeases(t *testing.T) {
 
 func TestDeferReturnsWhenDue(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
-		ctx := context.Background()
 		e := setup(t, s)
 		e.enqueue(t, []frontier.Item{{URL: "http://h/a"}, {URL: "http://h/b"}})
 		l := pop(t, e.f)
-		if err := e.f.Defer(ctx, l, l.Item, 250*time.Millisecond); err != nil {
-			t.Fatal(err)
-		}
+		putBack(t, e.f, l, retryOf(t, l.Item, 250*time.Millisecond))
 		if sz := e.sizes(t); sz.Deferred != 1 || sz.InFlight != 0 || sz.Queued != 1 {
 			t.Fatalf("after defer %+v", sz)
 		}
@@ -339,6 +336,25 @@ func finish(t *testing.T, f *frontier.Frontier, l *frontier.Lease, o frontier.Ou
 	return x.Held[0], x.Queued[0]
 }
 
+// putBack ends l with no page, its URL put back as pb says, in an
+// exchange; the lease must have been held.
+func putBack(t *testing.T, f *frontier.Frontier, l *frontier.Lease, pb *frontier.PutBack) {
+	t.Helper()
+	if held, _ := finish(t, f, l, frontier.Outcome{PutBack: pb}); !held {
+		t.Fatalf("%s: its lease was not held", l.Item.URL)
+	}
+}
+
+// retryOf is frontier.Retry, failing the test on an error.
+func retryOf(t *testing.T, item frontier.Item, after time.Duration) *frontier.PutBack {
+	t.Helper()
+	pb, err := frontier.Retry(item, after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pb
+}
+
 func TestFinishingQueuesChildrenRecordsAndEndsTheLeaseInOneStep(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
@@ -409,7 +425,6 @@ func TestScheduleDetectsCompletionAndBudget(t *testing.T) {
 // host's URLs wait in its own queue instead of churning through pops.
 func TestPopIsHostAware(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
-		ctx := context.Background()
 		e := setup(t, s)
 		e.f.HostRate = 1
 		e.enqueue(t, []frontier.Item{{URL: "http://a/1"}, {URL: "http://a/2"}, {URL: "http://a/3"}, {URL: "http://b/1"}})
@@ -427,9 +442,7 @@ func TestPopIsHostAware(t *testing.T) {
 			a = second
 		}
 		// Host a turns out busy for 3 s: its URL goes back to the front of a's queue.
-		if err := e.f.Requeue(ctx, a, 3*time.Second); err != nil {
-			t.Fatal(err)
-		}
+		putBack(t, e.f, a, frontier.Requeue(3*time.Second))
 		e.advance(1100 * time.Millisecond)
 		if l := pop(t, e.f); l != nil && l.Host == "a" {
 			t.Fatalf("busy host a offered again after 1.1 s: %+v", l)
@@ -834,9 +847,7 @@ func TestDueRetryAfterTheBudgetGetsARecord(t *testing.T) {
 		la, lb := pop(t, e.f), pop(t, e.f)
 		retry := la.Item
 		retry.Attempts, retry.Errors = 1, []string{"timeout"}
-		if err := e.f.Defer(ctx, la, retry, 10*time.Millisecond); err != nil {
-			t.Fatal(err)
-		}
+		putBack(t, e.f, la, retryOf(t, retry, 10*time.Millisecond))
 		e.advance(50 * time.Millisecond) // the retry is due, while b, in flight, may still take the budget's one page
 		if sw := e.sweep(t, 3, 1); sw.Released != 0 || sw.CrawlOver {
 			t.Fatalf("sweep %+v; want the retry kept deferred while the budget has no room for it", sw)
@@ -947,6 +958,66 @@ func TestTriedURLInTheQueueGetsARecordWhenTheBudgetEnds(t *testing.T) {
 		}
 		if !found {
 			t.Fatal("no failed record for the reclaimed URL left in the queue")
+		}
+	})
+}
+
+// A lease ended with no page puts its URL back in the exchange itself:
+// a retry to the deferred set, with its attempts; a busy host's URL to
+// its queue's front, the host not offered by the very pop of that call.
+// Nothing is counted or recorded, and a put-back of a lease Redis no
+// longer holds (its URL queued again by the sweep) stores nothing.
+func TestAPutBackEndsItsLeaseInTheExchange(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		e := setup(t, s)
+		e.enqueue(t, []frontier.Item{{URL: "http://a/1"}, {URL: "http://b/1"}, {URL: "http://b/2"}, {URL: "http://c/1"}})
+		x := e.exchange(t, nil, nil, 3)
+		byHost := map[string]*frontier.Lease{}
+		for _, l := range x.Popped {
+			byHost[l.Host] = l
+		}
+		la, lb, lc := byHost["a"], byHost["b"], byHost["c"]
+		if la == nil || lb == nil || lc == nil {
+			t.Fatalf("popped %d URLs, not one of each host", len(x.Popped))
+		}
+		retry := la.Item
+		retry.Attempts, retry.Errors = 1, []string{"timeout"}
+		done := []frontier.Finished{
+			{Lease: la, Outcome: frontier.Outcome{PutBack: retryOf(t, retry, time.Hour)}},
+			{Lease: lb, Outcome: frontier.Outcome{PutBack: frontier.Requeue(time.Hour)}},
+		}
+		x = e.exchange(t, done, nil, 10)
+		if !x.Held[0] || !x.Held[1] {
+			t.Fatalf("held %v; want both", x.Held)
+		}
+		for _, l := range x.Popped {
+			if l.Host != "c" {
+				t.Errorf("the pop that requeued b's URL offered %s", l.Item.URL)
+			}
+		}
+		if sz := e.sizes(t); sz.Deferred != 1 || sz.Queued != 2 || sz.InFlight != 1 {
+			t.Fatalf("sizes %+v; want a deferred, b's two queued, c in flight", sz)
+		}
+		deferred := s.Client.ZRange(ctx, frontier.KeysFor("t").Deferred, 0, -1).Val()
+		if len(deferred) != 1 || !strings.Contains(deferred[0], `"timeout"`) {
+			t.Fatalf("deferred %q; want a's retry with its error", deferred)
+		}
+		stats := s.Client.HGetAll(ctx, frontier.KeysFor("t").Stats).Val()
+		if stats["pages"] != "" && stats["pages"] != "0" || s.Client.XLen(ctx, "crawl:{t}:results").Val() != 0 {
+			t.Fatalf("a put-back counted or recorded something: stats %v", stats)
+		}
+		// c's lease lapses and the sweep queues c's URL again: its put-back
+		// is refused and stores nothing.
+		e.advance(300 * time.Millisecond)
+		if sw := e.sweep(t, 3, 0); sw.Reclaimed != 1 {
+			t.Fatalf("sweep %+v; want c's lease reclaimed", sw)
+		}
+		if held, _ := finish(t, e.f, lc, frontier.Outcome{PutBack: frontier.Requeue(time.Hour)}); held {
+			t.Fatal("a put-back of a lost lease was taken")
+		}
+		if sz := e.sizes(t); sz.Queued != 3 || sz.Deferred != 1 {
+			t.Fatalf("sizes %+v; want c's URL queued once (by the sweep), a's retry deferred", sz)
 		}
 	})
 }

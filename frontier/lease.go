@@ -114,42 +114,6 @@ func (l *Lease) failedEntry(reason string) string {
 	return string(b)
 }
 
-// Defer returns a leased item to be fetched again after delay (a retry,
-// or the server's Retry-After). item replaces the stored one, so the caller
-// may count an attempt.
-func (f *shard) Defer(ctx context.Context, l *Lease, item Item, delay time.Duration) error {
-	e, err := entry(item)
-	if err != nil {
-		return err
-	}
-	n, err := deferScript.Run(ctx, f.c, []string{f.keys.Leases, f.keys.Deferred}, l.Member(), e, max(delay.Milliseconds(), 1)).Int()
-	if err != nil {
-		return fmt.Errorf("frontier: defer: %w", err)
-	}
-	if n == 0 {
-		return ErrLeaseLost
-	}
-	return nil
-}
-
-// Requeue puts a leased item back at the front of its host's queue because
-// the host is busy, and keeps the host from being offered again for wait.
-func (f *shard) Requeue(ctx context.Context, l *Lease, wait time.Duration) error {
-	e, err := entry(l.Item)
-	if err != nil {
-		return err
-	}
-	n, err := requeueScript.Run(ctx, f.c, []string{f.keys.Leases, f.keys.Queues, f.keys.Ready, f.keys.Stats, f.keys.Lengths, f.keys.Refill},
-		l.Member(), e, max(wait.Milliseconds(), 1)).Int()
-	if err != nil {
-		return fmt.Errorf("frontier: requeue: %w", err)
-	}
-	if n == 0 {
-		return ErrLeaseLost
-	}
-	return nil
-}
-
 // HostDelayKept is how long a host's bucket keeps its own delay
 // (SetHostDelay) after its last request: as long as a robots.txt is cached
 // (politeness.Robots's TTL), after which the next fetch of it says again.

@@ -54,7 +54,37 @@ type Outcome struct {
 	// Written with the record, in the same atomic step (visit.go).
 	Visit *Visit
 	Due   time.Duration
+	// PutBack, when set, ends the lease with no page: its URL goes back
+	// (a retry deferred, a busy host's URL requeued), in the exchange that
+	// ends the lease, so that the worker's fetch loops end every lease
+	// through the one call. The fields above are then zero.
+	PutBack *PutBack
 }
+
+// PutBack is how a lease ended with no page sends its URL back: to the
+// deferred set, due After from now (Retry), or to the front of its host's
+// queue, the host not offered to any worker for After (Requeue).
+type PutBack struct {
+	Deferred bool
+	After    time.Duration
+	entry    string // the element stored: a retry's item; "" for the lease's own
+}
+
+// Retry puts a leased URL back as item (its attempts and errors counted),
+// due after from now: a transient failure's back-off, or the server's
+// Retry-After. Never dropped, never busy-looped.
+func Retry(item Item, after time.Duration) (*PutBack, error) {
+	e, err := entry(item)
+	if err != nil {
+		return nil, err
+	}
+	return &PutBack{Deferred: true, After: after, entry: e}, nil
+}
+
+// Requeue puts a leased URL back at the front of its host's queue,
+// unchanged, and keeps the host from being offered for wait: the host is
+// busy (paused by a 429 or a 503, its Crawl-delay learnt after the pop).
+func Requeue(wait time.Duration) *PutBack { return &PutBack{After: wait} }
 
 // counters are the stats fields the outcome bumps, comma-separated.
 func (o Outcome) counters() string {

@@ -56,9 +56,7 @@ func TestQueueGivesBackEveryItemWholeAndInOrder(t *testing.T) {
 			model = model[len(x.Popped):]
 			for i, l := range x.Popped {
 				if i == 0 && n == 3 { // put back: it must come first next time, whole
-					if err := e.f.Requeue(ctx, l, 1); err != nil {
-						t.Fatal(err)
-					}
+					putBack(t, e.f, l, frontier.Requeue(time.Millisecond))
 					model = append([]frontier.Item{l.Item}, model...)
 					continue
 				}

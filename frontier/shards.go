@@ -222,16 +222,6 @@ func (f *Frontier) enqueue(ctx context.Context, items []Item, fn func(*shard, co
 	return out, nil
 }
 
-// Defer is Frontier.Defer in the lease's shard.
-func (f *Frontier) Defer(ctx context.Context, l *Lease, item Item, delay time.Duration) error {
-	return f.fs[f.Home(l)].Defer(ctx, l, item, delay)
-}
-
-// Requeue is Frontier.Requeue in the lease's shard.
-func (f *Frontier) Requeue(ctx context.Context, l *Lease, wait time.Duration) error {
-	return f.fs[f.Home(l)].Requeue(ctx, l, wait)
-}
-
 // SetHostDelay is Frontier.SetHostDelay in host's shard.
 func (f *Frontier) SetHostDelay(ctx context.Context, host string, delay time.Duration, back *Lease) (bool, error) {
 	return f.fs[ShardOf(host, len(f.fs))].SetHostDelay(ctx, host, delay, back)

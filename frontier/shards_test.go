@@ -318,8 +318,12 @@ func TestShardedBudgetEndSetsTheDoneFlagLast(t *testing.T) {
 				if l.Host == hosts[n-1] && !retried {
 					retry := l.Item
 					retry.Attempts, retry.Errors = 1, []string{"timeout"}
-					if err := sh.Defer(ctx, l, retry, time.Hour); err != nil {
+					pb, err := Retry(retry, time.Hour)
+					if err != nil {
 						t.Fatal(err)
+					}
+					if x, err := sh.Exchange(ctx, []Finished{{Lease: l, Outcome: Outcome{PutBack: pb}}}, nil, 0); err != nil || !x.Held[0] {
+						t.Fatalf("the retry's lease held %v, %v", x.Held, err)
 					}
 					retried = true
 					continue
