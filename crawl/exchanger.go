@@ -54,6 +54,8 @@ type exchanger struct {
 	since  []atomic.Int64
 	wakeCh <-chan *redis.Message
 	now    func() time.Time // the clock every decision reads (Options.Clock)
+	timer  *time.Timer      // a sleep's (run's)
+	stopCh <-chan struct{}  // the worker's stop, until it is heard (nil after)
 }
 
 // leased is a URL under this process's lease, ready to be fetched.
@@ -79,15 +81,13 @@ func (e entry) lease() *frontier.Lease {
 	return e.page.Lease
 }
 
-// newExchanger is the exchanger of loops fetch loops, deciding on now:
-// the clock the frontier places its leases' windows on (Options.Clock).
-func newExchanger(loops int, now func() time.Time) *exchanger {
-	x := &exchanger{s: newExState(prefetch * loops), ready: newReadyQueue(now), now: now,
-		entries: make(chan entry, 2*loops+2), // a loop never waits long to hand in
-		bell:    make(chan struct{}, 1)}
-	x.s.p.loops = loops
-	x.since = make([]atomic.Int64, loops)
-	return x
+// newExchanger is the exchanger of cfg.loops fetch loops, deciding on
+// now: the clock the frontier places its leases' windows on
+// (Options.Clock).
+func newExchanger(cfg exConfig, now func() time.Time) *exchanger {
+	return &exchanger{s: newExState(cfg), ready: newReadyQueue(now), now: now,
+		entries: make(chan entry, 2*cfg.loops+2), // a loop never waits long to hand in
+		bell:    make(chan struct{}, 1), since: make([]atomic.Int64, cfg.loops)}
 }
 
 // take gives fetch loop i its next URL once its token's window opens;
@@ -173,17 +173,17 @@ func (x *exchanger) close() { close(x.entries) }
 // in was sent (or, with Redis unreachable, given up on: the leases expire
 // and the scheduler queues those URLs again), or when the crawl is gone.
 func (x *exchanger) run(stop, work context.Context) {
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
+	x.timer = time.NewTimer(time.Hour)
+	defer x.timer.Stop()
 	sub := x.c.Subscribe(work, append(x.fr.Wakes(), x.fr.PauseChannel())...)
 	defer sub.Close()
 	x.wakeCh = sub.Channel()
-	stopCh := stop.Done()
+	x.stopCh = stop.Done()
 	for !x.s.ended {
 		select {
-		case <-stopCh:
+		case <-x.stopCh:
+			x.stopCh = nil
 			x.step(work, event{kind: evStop})
-			stopCh = nil
 		default:
 		}
 		if x.end.gone() {
@@ -198,22 +198,22 @@ func (x *exchanger) run(stop, work context.Context) {
 			}
 			tick.ready = 0
 		}
-		for _, a := range x.s.step(tick, x.now()) {
-			if a.kind == actSleep {
-				timer.Reset(max(a.until.Sub(x.now()), time.Millisecond))
-				x.await(work, stopCh, timer)
-				timer.Stop()
-				continue
-			}
-			x.perform(work, a)
-		}
+		x.step(work, tick)
 	}
 }
 
-// step has the state machine take ev now, and performs what it says.
+// step has the state machine take ev now and performs the actions it
+// returns, in order. An action that brings an event (a call's reply,
+// what a sleep waited for) has it taken after them, by this loop: the
+// state machine is never stepped from inside an action.
 func (x *exchanger) step(work context.Context, ev event) {
-	for _, a := range x.s.step(ev, x.now()) {
-		x.perform(work, a)
+	for pending := []event{ev}; len(pending) > 0; {
+		ev, pending = pending[0], pending[1:]
+		for _, a := range x.s.step(ev, x.now()) {
+			if next, ok := x.perform(work, a); ok {
+				pending = append(pending, next)
+			}
+		}
 	}
 }
 
@@ -227,14 +227,6 @@ func (x *exchanger) drain(work context.Context) {
 		if !ok {
 			return
 		}
-		x.step(work, ev)
-	}
-}
-
-// await waits for one event (the stop, while stopCh is not nil, and the
-// timer's end are events too) and steps it.
-func (x *exchanger) await(work context.Context, stopCh <-chan struct{}, timer *time.Timer) {
-	if ev, ok := x.next(stopCh, timer.C, true); ok {
 		x.step(work, ev)
 	}
 }
@@ -293,10 +285,10 @@ func (x *exchanger) woken(m *redis.Message) (event, bool) {
 }
 
 // perform does what the state machine said.
-func (x *exchanger) perform(work context.Context, a action) {
+func (x *exchanger) perform(work context.Context, a action) (event, bool) {
 	switch a.kind {
 	case actCall:
-		x.call(work, a.batch, a.want)
+		return x.call(work, a.batch, a.want), true
 	case actWoken:
 		x.fr.Woken(a.channel)
 	case actSettle:
@@ -334,7 +326,21 @@ func (x *exchanger) perform(work context.Context, a action) {
 	case actEnd:
 		x.flush(work)
 	case actSleep:
+		return x.sleep(a.until)
 	}
+	return event{}, false
+}
+
+// sleep waits for the next event until until (the stop, while it has not
+// come, is one; the timer's end is none: the next tick decides).
+func (x *exchanger) sleep(until time.Time) (event, bool) {
+	x.timer.Reset(max(until.Sub(x.now()), time.Millisecond))
+	defer x.timer.Stop()
+	ev, ok := x.next(x.stopCh, x.timer.C, true)
+	if ok && ev.kind == evStop {
+		x.stopCh = nil // heard once
+	}
+	return ev, ok
 }
 
 // flush acks the last exchange's outbox entries (over shards), so that
@@ -348,8 +354,8 @@ func (x *exchanger) flush(work context.Context) {
 	}
 }
 
-// call makes the exchange and steps its reply.
-func (x *exchanger) call(work context.Context, batch []entry, want int) {
+// call makes the exchange, and returns its reply as an event.
+func (x *exchanger) call(work context.Context, batch []entry, want int) event {
 	// Never cancelled by the stop: an exchange cut off halfway could leave
 	// popped URLs leased to nobody until their lease expires.
 	ctx, cancel := context.WithTimeout(work, 30*time.Second)
@@ -358,7 +364,7 @@ func (x *exchanger) call(work context.Context, batch []entry, want int) {
 	took := x.now().Sub(start)
 	x.metrics.exchange.Observe(took.Seconds())
 	cancel()
-	x.step(work, event{kind: evReplied, reply: reply{batch: batch, want: want, took: took, res: res, sent: sent, err: err}})
+	return event{kind: evReplied, reply: reply{batch: batch, want: want, took: took, res: res, sent: sent, err: err}}
 }
 
 // exchange sends a batch. Links this worker already knows are seen are

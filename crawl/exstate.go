@@ -35,8 +35,21 @@ type exState struct {
 	ended        bool
 }
 
-func newExState(capacity int) *exState {
-	return &exState{p: newPolicy(capacity)}
+// exConfig is what an exchanger's state machine is told once, when made:
+// nothing writes its state after.
+type exConfig struct {
+	loops        int     // fetch loops
+	rate         float64 // a host's requests a second (0 or Inf: no limit)
+	burst        int     // a host's burst
+	exitWhenDone bool    // ExitWhenDone: the crawl's end stops the worker
+	budget       bool    // the crawl has a page budget
+}
+
+func newExState(cfg exConfig) *exState {
+	p := newPolicy(prefetch * cfg.loops)
+	p.loops = max(cfg.loops, 1)
+	p.forRate(cfg.rate, cfg.burst)
+	return &exState{p: p, exitWhenDone: cfg.exitWhenDone, budget: cfg.budget}
 }
 
 // What happens to the exchanger.

@@ -205,8 +205,7 @@ func TestExchangerStateMachine(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newExState(capacity)
-			s.exitWhenDone, s.budget = tc.exitWhenDone, tc.budget
+			s := newExState(exConfig{loops: capacity / prefetch, exitWhenDone: tc.exitWhenDone, budget: tc.budget})
 			runMachine(t, s, tc.steps)
 		})
 	}
@@ -217,7 +216,7 @@ func TestExchangerStateMachine(t *testing.T) {
 // entries and an always-ready case picks at random) sent pages a few to a
 // call instead of together.
 func TestDrainHearsEverythingHandedIn(t *testing.T) {
-	x := newExchanger(2, time.Now)
+	x := newExchanger(exConfig{loops: 2}, time.Now)
 	n := cap(x.entries)
 	for i := 0; i < n; i++ {
 		x.entries <- entry{page: frontier.Finished{Lease: lease(fmt.Sprint("a", i), "a")}}

@@ -242,9 +242,8 @@ func runSim(t simT, p simParams, rules simRules, limit time.Duration) simResult 
 		if err != nil {
 			t.Fatal(err)
 		}
-		x := newExchanger(p.Loops, func() time.Time { return s.now })
+		x := newExchanger(exConfig{loops: p.Loops, rate: st.Rate, burst: st.Burst}, func() time.Time { return s.now })
 		x.fr, x.known = fr, newKnown(1000)
-		x.s.p.forRate(st.Rate, st.Burst)
 		if rules.policy != nil {
 			rules.policy(x.s.p)
 		}

@@ -365,10 +365,10 @@ func goneError(name string) error {
 const Software = "RedCrawl/0.1"
 
 func (w *Worker) newExchanger(end *ending) *exchanger {
-	ex := newExchanger(w.opts.Concurrency, w.now)
-	ex.s.p.forRate(w.settings.Rate, w.settings.Burst)
+	ex := newExchanger(exConfig{loops: w.opts.Concurrency, rate: w.settings.Rate, burst: w.settings.Burst,
+		exitWhenDone: w.opts.ExitWhenDone, budget: w.settings.MaxPages > 0}, w.now)
 	ex.c, ex.fr, ex.known, ex.held, ex.counters, ex.log = w.c, w.fr, w.known, &w.held, &w.Counters, w.log
-	ex.s.exitWhenDone, ex.s.budget, ex.end, ex.warc = w.opts.ExitWhenDone, w.settings.MaxPages > 0, end, w.warc
+	ex.end, ex.warc = end, w.warc
 	ex.pages, ex.metrics, ex.pauses, ex.id, ex.robots = &w.pages, w.metrics, w.pauses, w.opts.ID, w.robots
 	if w.opts.Out != nil {
 		ex.out = &recordWriter{w: w.opts.Out, log: w.log, fail: end.fail}
