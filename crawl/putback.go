@@ -81,21 +81,19 @@ func (pl *fetchLoops) requeue(l *frontier.Lease, wait time.Duration) {
 }
 
 // slowDown keeps host's Crawl-delay in its bucket, for every pop, and
-// decides l, popped before that: true when it may go now, else it went
-// back, not offered again before the bucket has a token at the delay.
+// decides l, popped before that: true when it may go now; else it goes
+// back through the exchanger (requeue), its host not offered again for
+// the delay. (Its lease lost, the put-back is refused: the sweep queued
+// the URL again. Redis away: the exchanger sends it once Redis is back.)
 func (pl *fetchLoops) slowDown(ctx context.Context, l *frontier.Lease, delay time.Duration) bool {
 	now, err := pl.fr.SetHostDelay(ctx, l.Host, delay, l)
-	switch {
-	case now:
+	if now {
 		return true
-	case err == nil, errors.Is(err, frontier.ErrLeaseLost):
-	default:
-		// Left to its lease: the URL is queued again when it expires, and
-		// the next try tells the delay again.
-		pl.log.Warn("keeping a host's Crawl-delay failed; its URL's lease will return it", "host", l.Host, "url", l.Item.URL, "err", err)
 	}
-	pl.held.Delete(l.ID)
-	pl.counters.PutBack.Add(1)
+	if err != nil && !errors.Is(err, frontier.ErrLeaseLost) {
+		pl.log.Warn("keeping a host's Crawl-delay failed; its URL goes back, and its next try tells the delay again", "host", l.Host, "url", l.Item.URL, "err", err)
+	}
+	pl.requeue(l, delay)
 	return false
 }
 

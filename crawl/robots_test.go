@@ -175,3 +175,53 @@ func TestASlowRobotsTxtBunchesNoRequests(t *testing.T) {
 		t.Errorf("%d requests reached the host within one second; rate + burst is 6", most)
 	}
 }
+
+// A Crawl-delay learnt after the pop holds for the URLs popped before it:
+// with no crawl rate, a pop hands a worker several URLs of the host at
+// once; its robots.txt then says one request a second, the first URL goes
+// and the others go back through the exchanger, each fetched once, a
+// second or more after the one before.
+func TestACrawlDelayLearntAfterThePopHoldsForItsURLs(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		s.FollowWallClock(t)
+		var mu sync.Mutex
+		var at []time.Time
+		reqs := map[string]int{}
+		site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/robots.txt" {
+				fmt.Fprint(w, "User-agent: *\nCrawl-delay: 1\n")
+				return
+			}
+			mu.Lock()
+			at = append(at, time.Now())
+			reqs[r.URL.Path]++
+			mu.Unlock()
+			w.Header().Set("Content-Type", "text/html")
+			if r.URL.Path == "/" {
+				fmt.Fprint(w, `<a href="/a">a</a> <a href="/b">b</a> <a href="/c">c</a>`)
+			}
+		}))
+		defer site.Close()
+		set := crawl.DefaultSettings()
+		set.Rate, set.AllowPrivate = math.Inf(1), true
+		seed, _ := url.Parse(site.URL + "/")
+		if _, err := crawl.Seed(context.Background(), s.Client, "delay-late", set, []*url.URL{seed}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		runWorkers(t, ctx, s, "delay-late", fastOptions("w"))
+		mu.Lock()
+		defer mu.Unlock()
+		if len(reqs) != 4 || reqs["/"] != 1 || reqs["/a"] != 1 || reqs["/b"] != 1 || reqs["/c"] != 1 {
+			t.Fatalf("requests %v; want each page once", reqs)
+		}
+		for i := 1; i < len(at); i++ {
+			// The site's clock, a request's arrival: never earlier than the
+			// bucket's token, whatever the load (10 ms for the clocks' grain).
+			if gap := at[i].Sub(at[i-1]); gap < time.Second-10*time.Millisecond {
+				t.Errorf("requests %d and %d %v apart; the host's Crawl-delay is 1 s", i, i+1, gap)
+			}
+		}
+	})
+}

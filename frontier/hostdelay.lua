@@ -5,21 +5,22 @@
 -- before the pop knew of it: it goes now when its grant was the only one
 -- the bucket remembers (a host not asked lately: the first request is due
 -- at any interval), and the host's next token then comes a delay later;
--- else it goes back to the front of the host's queue, not offered before
--- a delay from now.
--- KEYS[1] the bucket hash   KEYS[2] leases   KEYS[3] queues (the prefix, lib.lua)
--- KEYS[4] ready (host -> its bucket's tat, ms: tokens.lua)   KEYS[5] stats
--- KEYS[6] lengths   KEYS[7] slowed   KEYS[8] refill
+-- else it must go back (the caller's next exchange requeues it: the
+-- front of the host's queue, the host not offered before a delay from
+-- then). The lease is read, never ended: a worker's leases end in its
+-- exchanges.
+-- KEYS[1] the bucket hash   KEYS[2] leases
+-- KEYS[3] ready (host -> its bucket's tat, ms: tokens.lua)
+-- KEYS[4] slowed   KEYS[5] refill
 -- ARGV[1] the delay, ms (0: none of its own)
 -- ARGV[2] how long the bucket keeps a delay, ms
 -- ARGV[3] the lease ("id\nhost\nitem-json"), or '' for none
--- ARGV[4] its entry ("host\nitem-json")
--- ARGV[5] the tat its pop left when that pop found the bucket full
+-- ARGV[4] the tat its pop left when that pop found the bucket full
 --         (exchange.lua's fresh), else ''
--- ARGV[6] the host
--- Returns 2 when the URL may go now (or there is none), 1 when it went
+-- ARGV[5] the host
+-- Returns 2 when the URL may go now (or there is none), 1 when it must go
 -- back, 0 when its lease was lost.
-local key, delay, keep, host = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[6]
+local key, delay, keep, host = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[5]
 local function kept()
   if redis.call('PTTL', key) < keep then redis.call('PEXPIRE', key, fr_int(keep)) end
 end
@@ -29,26 +30,23 @@ if delay <= 0 then
 end
 if ARGV[3] ~= '' and not redis.call('ZSCORE', KEYS[2], ARGV[3]) then return 0 end
 redis.call('HSET', key, 'delay', fr_int(delay))
-redis.call('HSET', KEYS[7], host, '1')
+redis.call('HSET', KEYS[4], host, '1')
 kept()
 if ARGV[3] == '' then return 2 end
 local now = fr_now()
 -- The host's tat: in ready, or in refill when its queue ran dry.
-local where = KEYS[4]
+local where = KEYS[3]
 local tat = redis.call('ZSCORE', where, host)
 if not tat then
-  where = KEYS[8]
+  where = KEYS[5]
   tat = redis.call('ZSCORE', where, host)
 end
-if ARGV[5] ~= '' and tat and tonumber(tat) == tonumber(ARGV[5]) and redis.call('HGET', key, 'first') ~= ARGV[5] then
+if ARGV[4] ~= '' and tat and tonumber(tat) == tonumber(ARGV[4]) and redis.call('HGET', key, 'first') ~= ARGV[4] then
   -- The bucket was full at the pop, no grant came since (the tat is the
   -- one it left), and no other URL of that pop went as the first: the
   -- host's first request. Its next token, at the delay, comes a delay on.
-  redis.call('HSET', key, 'first', ARGV[5])
+  redis.call('HSET', key, 'first', ARGV[4])
   redis.call('ZADD', where, 'GT', fr_int(now + delay), host)
   return 2
 end
-redis.call('ZREM', KEYS[2], ARGV[3])
-fr_push_front(fr_keys(KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[8]), {ARGV[4]}, now)
-redis.call('ZADD', KEYS[4], 'GT', fr_int(now + delay), host)
 return 1

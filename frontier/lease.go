@@ -124,20 +124,16 @@ const HostDelayKept = 24 * time.Hour
 // reads from then on. With l, a URL of host popped before its pop kept to
 // that interval, it decides l: true when l may be fetched now (its bucket
 // has a token at the interval, taken; or l's grant was the only one the
-// bucket remembers), false when l went back to the front of the host's
-// queue, not offered before the bucket has a token (ErrLeaseLost: it was
-// no longer held).
+// bucket remembers), false when it must go back: the caller's next
+// exchange requeues it (Requeue, after the delay), for a lease ends only
+// in an exchange (ErrLeaseLost: it was no longer held).
 func (f *shard) SetHostDelay(ctx context.Context, host string, delay time.Duration, l *Lease) (bool, error) {
-	member, e, at := "", "", ""
+	member, at := "", ""
 	if l != nil {
-		var err error
-		if e, err = entry(l.Item); err != nil {
-			return false, err
-		}
 		member, at = l.Member(), l.freshAt
 	}
-	n, err := hostDelayScript.Run(ctx, f.c, []string{f.keys.Buckets + host, f.keys.Leases, f.keys.Queues, f.keys.Ready, f.keys.Stats,
-		f.keys.Lengths, f.keys.Slowed, f.keys.Refill}, delay.Milliseconds(), HostDelayKept.Milliseconds(), member, e, at, host).Int()
+	n, err := hostDelayScript.Run(ctx, f.c, []string{f.keys.Buckets + host, f.keys.Leases, f.keys.Ready, f.keys.Slowed, f.keys.Refill},
+		delay.Milliseconds(), HostDelayKept.Milliseconds(), member, at, host).Int()
 	switch {
 	case err != nil:
 		return false, fmt.Errorf("frontier: host delay: %w", err)

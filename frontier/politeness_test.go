@@ -201,8 +201,8 @@ func hosts(ls []*frontier.Lease) []string {
 // A host's own Crawl-delay, kept in its bucket, holds for every pop: one
 // URL, carrying the delay it was popped under, then none for the delay. A
 // URL popped before the delay was known: the host's first request goes
-// now; the next goes back to the front of its queue, due when the bucket
-// has a token at the delay.
+// now; the next must go back (its worker's next exchange puts it at the
+// front of its queue), due when the bucket has a token at the delay.
 func TestAHostsOwnDelayHoldsForEveryPop(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
@@ -221,6 +221,10 @@ func TestAHostsOwnDelayHoldsForEveryPop(t *testing.T) {
 		if err != nil || now {
 			t.Fatalf("the host's second URL: go now = %v (%v); want it back in its queue", now, err)
 		}
+		if sz := e.sizes(t); sz.InFlight != 2 {
+			t.Fatalf("%d in flight; want both: the decision ends no lease", sz.InFlight)
+		}
+		putBack(t, e.f, early[1], frontier.Requeue(time.Hour)) // as the crawl does: its next exchange
 		if x := popN(t, e.f, 4); len(x.Popped) != 0 || x.Info.NextDue < 59*time.Minute {
 			t.Fatalf("popped %d, next due in %v; want nothing of a for the hour", len(x.Popped), x.Info.NextDue)
 		}
