@@ -7,7 +7,7 @@ import (
 )
 
 // claims sends the fetch loops' payload digest claims (the crawl's digest
-// index, frontier.ClaimPayloads) in batches, as a group commit: one call
+// index, frontier.Digests.ClaimAll) in batches, as a group commit: one call
 // for every claim made while the last call was in flight, so that at many
 // pages a second the index costs a fraction of a call a page, and a loop
 // never waits for more than the call in flight and its own.
@@ -54,7 +54,7 @@ func (cl *claims) run(ctx context.Context) {
 				break more
 			}
 		}
-		got, found, err := cl.fr.ClaimPayloads(ctx, list)
+		got, found, err := cl.fr.Digests.ClaimAll(ctx, list)
 		for i, r := range batch {
 			if err != nil {
 				r.reply <- claimReply{err: err}

@@ -21,7 +21,7 @@ func logEvent(ctx context.Context, fr *frontier.Frontier, log *slog.Logger, e fr
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	if err := fr.AddEvent(ctx, e); err != nil {
+	if err := fr.Events.Add(ctx, e); err != nil {
 		log.Debug("event not logged", "text", e.Text, "err", err)
 	}
 }

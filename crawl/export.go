@@ -50,7 +50,7 @@ func Export(ctx context.Context, c redis.UniversalClient, name string, out io.Wr
 		return x.rep, err
 	}
 	// Each shard has its stream; each is read in order, shard after shard.
-	x.fr, x.cur = fr, fr.NewCursor()
+	x.fr, x.cur = fr, fr.Records.NewCursor()
 	for {
 		over, err := x.round(ctx)
 		if err != nil && x.retry(ctx, err) {
@@ -125,7 +125,7 @@ func (x *exporter) retry(ctx context.Context, err error) bool {
 // over: caught up, and not following or the crawl done. Following, it
 // waits for the next record (a second at most) before it returns.
 func (x *exporter) round(ctx context.Context) (bool, error) {
-	n, err := x.fr.ReadRecords(ctx, x.cur, x.write)
+	n, err := x.fr.Records.Read(ctx, x.cur, x.write)
 	x.rep.Written += n
 	if err != nil {
 		return false, err
@@ -136,7 +136,7 @@ func (x *exporter) round(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("crawl: export: %w", err)
 	}
-	caughtUp, added, err := x.fr.CaughtUp(ctx, x.cur)
+	caughtUp, added, err := x.fr.Records.CaughtUp(ctx, x.cur)
 	if err != nil {
 		return false, err
 	}
@@ -157,7 +157,7 @@ func (x *exporter) round(ctx context.Context) (bool, error) {
 	}
 	// Wait for the next record; the done flag is looked at again at least
 	// once a second.
-	return false, x.fr.AwaitRecord(ctx, x.cur, time.Second)
+	return false, x.fr.Records.Await(ctx, x.cur, time.Second)
 }
 
 // outputError is an error writing the export out (a closed pipe: the
@@ -189,7 +189,7 @@ func FirstErrors(ctx context.Context, c redis.UniversalClient, name string, n in
 		return nil, err
 	}
 	var why []string
-	err = fr.FirstRecords(ctx, n, func(r frontier.StoredRecord) bool {
+	err = fr.Records.First(ctx, n, func(r frontier.StoredRecord) bool {
 		var rec Record
 		if json.Unmarshal(r.Body, &rec) == nil && rec.Error != "" {
 			why = append(why, rec.URL+": "+rec.Error)

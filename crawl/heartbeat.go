@@ -41,7 +41,7 @@ func (w *Worker) heartbeat(ctx context.Context) {
 		w.flushSkips(ctx)
 		var leases []*frontier.Lease
 		w.held.Range(func(_, l any) bool { leases = append(leases, l.(*frontier.Lease)); return true })
-		_, err := w.fr.Heartbeat(ctx, w.opts.ID, w.Counters.Pages(), leases)
+		_, err := w.fr.Registry.Heartbeat(ctx, w.opts.ID, w.Counters.Pages(), leases)
 		w.noticeEvictions(ctx, errors.Is(err, frontier.ErrGone))
 		if errors.Is(err, frontier.ErrGone) {
 			w.end.markGone()

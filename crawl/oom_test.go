@@ -71,7 +71,7 @@ func TestOutOfMemoryRedisDoesNotMakeWorkersLookGone(t *testing.T) {
 	// Until w1's registration has lapsed in Redis, as heartbeats are refused.
 	fr := frontierOf(t, s.Client, "oom", 1)
 	for {
-		alive, err := fr.Workers(ctx)
+		alive, err := fr.Registry.Workers(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

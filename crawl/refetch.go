@@ -38,7 +38,7 @@ func (pl *fetchLoops) fetchOf(item frontier.Item, visit *frontier.Visit) func(co
 // record when its content is archived already: a 304 to the validators
 // the URL's last visit sent, the payload that visit archived, or (with
 // --dedup-payloads) a payload the crawl's digest index says another
-// response archived (frontier.ClaimPayloads). It returns the record's
+// response archived (frontier.Digests.ClaimAll). It returns the record's
 // place, the payload digest, and where the content the answer stands for
 // is archived whole (nil: nowhere).
 func (pl *fetchLoops) archive(ctx context.Context, url string, visit *frontier.Visit, r *fetch.Result, start time.Time) (archive.Location, string, *frontier.Visit, error) {
@@ -84,7 +84,7 @@ func (pl *fetchLoops) archive(ctx context.Context, url string, visit *frontier.V
 	switch {
 	case err != nil && claimed != "":
 		// Not archived after all: a later response with this payload is.
-		if uerr := pl.fr.UnclaimPayload(context.WithoutCancel(ctx), claimed, url, start); uerr != nil {
+		if uerr := pl.fr.Digests.Unclaim(context.WithoutCancel(ctx), claimed, url, start); uerr != nil {
 			pl.log.Warn("taking back a payload digest claim failed", "url", url, "err", uerr)
 		}
 	case err == nil && ref == nil && r.Status != http.StatusNotModified:

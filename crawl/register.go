@@ -22,7 +22,7 @@ const oomRetry = 500 * time.Millisecond
 func (w *Worker) register(ctx context.Context) error {
 	deadline := time.Now().Add(w.opts.Lease + w.opts.Lease/2)
 	for {
-		left, err := w.fr.Register(ctx, w.opts.ID)
+		left, err := w.fr.Registry.Register(ctx, w.opts.ID)
 		if IsOOM(err) {
 			// As a running worker does: wait until Redis has memory again.
 			w.log.Warn("Redis is out of memory and refuses writes; waiting for memory to free before joining "+

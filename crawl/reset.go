@@ -47,7 +47,7 @@ func Reset(ctx context.Context, c redis.UniversalClient, name string, force bool
 	if err != nil {
 		return rep, err
 	}
-	alive, err := fr.Workers(ctx)
+	alive, err := fr.Registry.Workers(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("crawl: reset: %w", err)
 	}
@@ -58,7 +58,7 @@ func Reset(ctx context.Context, c redis.UniversalClient, name string, force bool
 	if full, line := redisFull(ctx, c); full && !force {
 		// A lapsed registration is no sign of a stopped worker while
 		// Redis refuses the heartbeats that would renew it.
-		lapsed, err := fr.Lapsed(ctx)
+		lapsed, err := fr.Registry.Lapsed(ctx)
 		if err != nil {
 			return rep, fmt.Errorf("crawl: reset: %w", err)
 		}
@@ -82,13 +82,13 @@ func Reset(ctx context.Context, c redis.UniversalClient, name string, force bool
 				return rep, ctx.Err()
 			case <-t.C:
 			}
-			if alive, err = fr.Workers(ctx); err != nil {
+			if alive, err = fr.Registry.Workers(ctx); err != nil {
 				return rep, fmt.Errorf("crawl: reset: %w", err)
 			}
 		}
 		// A worker that stopped deregistered; one still in the registry,
 		// lapsed, only went silent.
-		lapsed, err := fr.Lapsed(ctx)
+		lapsed, err := fr.Registry.Lapsed(ctx)
 		if err != nil {
 			return rep, fmt.Errorf("crawl: reset: %w", err)
 		}

@@ -188,11 +188,11 @@ func Recrawl(ctx context.Context, c redis.UniversalClient, name string, all bool
 				name, s.MaxPages)
 		}
 	}
-	due, err := fr.Recrawl(ctx, all)
+	due, err := fr.Visits.Recrawl(ctx, all)
 	if err != nil {
 		return RecrawlReport{}, fmt.Errorf("crawl: recrawl: %w", err)
 	}
-	rv, err := fr.Revisits(ctx)
+	rv, err := fr.Visits.Read(ctx)
 	if err != nil {
 		return RecrawlReport{}, err
 	}

@@ -58,7 +58,7 @@ func (sc *scheduler) run(stop, work context.Context) {
 			continue
 		}
 		sc.log.Info(LogLeading, "epoch", l.Epoch())
-		recent, _ := sc.fr.Events(stop, 50)
+		recent, _ := sc.fr.Events.Read(stop, 50)
 		logEvent(stop, sc.fr, sc.log, frontier.Event{Kind: frontier.EventLead, Worker: sc.id, Epoch: l.Epoch(), Text: leadText(recent, sc.id, l.Epoch())})
 		sc.metrics.leader.Set(1)
 		sc.metrics.epoch.Set(float64(l.Epoch()))

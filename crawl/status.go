@@ -75,7 +75,7 @@ type RevisitStatus struct {
 
 // ReadRevisits reads the schedule of the crawl of fr, whose settings are s.
 func ReadRevisits(ctx context.Context, fr *frontier.Frontier, s Settings) (RevisitStatus, error) {
-	rv, err := fr.Revisits(ctx)
+	rv, err := fr.Visits.Read(ctx)
 	if err != nil {
 		return RevisitStatus{}, err
 	}
@@ -116,7 +116,7 @@ func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Sta
 	if st.Bloom, err = fr.BloomStats(ctx); err != nil {
 		return nil, err
 	}
-	if st.Events, err = fr.Events(ctx, StatusEvents); err != nil {
+	if st.Events, err = fr.Events.Read(ctx, StatusEvents); err != nil {
 		return nil, err
 	}
 	if st.Revisits, err = ReadRevisits(ctx, fr, s); err != nil {
@@ -133,7 +133,7 @@ func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Sta
 	if st.TopHosts, st.HostsQueued, err = fr.HostQueues(ctx, StatusTopHosts); err != nil {
 		return nil, err
 	}
-	if st.WorkerNotes, err = fr.WorkersNow(ctx); err != nil {
+	if st.WorkerNotes, err = fr.Registry.WorkersNow(ctx); err != nil {
 		return nil, err
 	}
 	st.Workers = []string{}
@@ -151,7 +151,7 @@ func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Sta
 	if st.Done, err = fr.Done(ctx); err != nil {
 		return nil, fmt.Errorf("crawl: status: %w", err)
 	}
-	kept, err := fr.RecordsKept(ctx)
+	kept, err := fr.Records.Kept(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +160,7 @@ func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Sta
 		return nil, fmt.Errorf("crawl: status: %w", err)
 	}
 	const window = 10 * time.Second
-	recent, err := fr.RecentRecords(ctx, window)
+	recent, err := fr.Records.Recent(ctx, window)
 	if err != nil {
 		return nil, err
 	}

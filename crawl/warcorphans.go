@@ -24,7 +24,7 @@ func (w *Worker) closeOrphans(ctx context.Context, cfg archive.Config) {
 		return
 	}
 	alive := map[string]bool{}
-	ids, err := w.fr.Workers(ctx)
+	ids, err := w.fr.Registry.Workers(ctx)
 	if err != nil {
 		w.log.Warn("reading the live workers failed: only this worker's own WARC files left open are closed", "err", err)
 	}

@@ -337,7 +337,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if !end.gone() {
 		w.flushSkips(dctx) // the last ones; a gone crawl has no counters left to add to
 	}
-	if err := w.fr.Deregister(dctx, w.opts.ID); err != nil {
+	if err := w.fr.Registry.Deregister(dctx, w.opts.ID); err != nil {
 		w.log.Warn("deregister failed; the registry forgets this worker by itself", "within", w.opts.Lease, "err", err)
 	}
 	if !end.gone() {

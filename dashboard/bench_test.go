@@ -94,12 +94,12 @@ func benchCrawl(b *testing.B, c *redis.Client, shards int) {
 		if i%10 == 0 {
 			kind = frontier.EventLead
 		}
-		fr.AddEvent(ctx, frontier.Event{Kind: kind, Text: "host host-0001.example.org paused 1s for every worker, after a 429"})
+		fr.Events.Add(ctx, frontier.Event{Kind: kind, Text: "host host-0001.example.org paused 1s for every worker, after a 429"})
 	}
 	for i := 1; i <= 3; i++ {
 		w := fmt.Sprintf("w%d", i)
-		fr.Register(ctx, w)
-		fr.Heartbeat(ctx, w, int64(100*i), nil)
+		fr.Registry.Register(ctx, w)
+		fr.Registry.Heartbeat(ctx, w, int64(100*i), nil)
 	}
 	for h := 0; h < 5; h++ {
 		fr.PauseHost(ctx, fmt.Sprintf("host-%04d.example.org", h), time.Hour, "a 429")

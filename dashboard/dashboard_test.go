@@ -168,7 +168,7 @@ func TestTheSchedulersTimelineIsTheLocksEvents(t *testing.T) {
 		for _, e := range []frontier.Event{{Kind: frontier.EventLead, Text: "epoch 1: w1 took the lock"},
 			{Kind: frontier.EventPause, Text: "host h paused"}, {Kind: frontier.EventFenced, Text: "a sweep under epoch 1 was refused"},
 			{Kind: frontier.EventResend, Text: "w2 resent its exchange"}} {
-			if err := fr.AddEvent(ctx, e); err != nil {
+			if err := fr.Events.Add(ctx, e); err != nil {
 				t.Fatal(err)
 			}
 		}

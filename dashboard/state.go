@@ -148,7 +148,7 @@ var panels = []panel{
 		return nil
 	}},
 	{name: "workers", read: func(ctx context.Context, v *view, st *State) (err error) {
-		st.Workers, err = v.fr.WorkersNow(ctx)
+		st.Workers, err = v.fr.Registry.WorkersNow(ctx)
 		return err
 	}},
 	{name: "host queues (scan)", slow: true, read: func(ctx context.Context, v *view, st *State) error {
@@ -183,7 +183,7 @@ var panels = []panel{
 		return err
 	}},
 	{name: "event log", read: func(ctx context.Context, v *view, st *State) error {
-		all, err := v.fr.Events(ctx, TimelineEvents)
+		all, err := v.fr.Events.Read(ctx, TimelineEvents)
 		if err != nil {
 			return err
 		}
@@ -270,7 +270,7 @@ func (rd *reader) read(ctx context.Context) (*State, error) {
 	rd.hist.add(now, st.Counters["pages"])
 	st.PagesPerSecond = rd.hist.rate()
 	if math.IsNaN(st.PagesPerSecond) { // no count 2 s old yet: the records of the last 10 s say
-		n, err := rd.v.fr.RecentRecords(ctx, 10*time.Second)
+		n, err := rd.v.fr.Records.Recent(ctx, 10*time.Second)
 		if err != nil {
 			return nil, err
 		}

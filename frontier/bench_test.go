@@ -242,7 +242,7 @@ func BenchmarkVisitMemory(b *testing.B) {
 		// The crawl's digest index, an entry a payload archived whole.
 		for n := 0; n < urls; n++ {
 			u := fmt.Sprintf("http://www.host-%03d.example.org/docs/section-%02d/page-%07d.html", n%1000, n%97, n)
-			if _, _, err := f.ClaimPayload(ctx, fmt.Sprintf("sha1:3I42H3S6NNFQ2MSVX7XZKY%010d", n), u, time.Now()); err != nil {
+			if _, _, err := f.Digests.Claim(ctx, fmt.Sprintf("sha1:3I42H3S6NNFQ2MSVX7XZKY%010d", n), u, time.Now()); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -22,6 +22,10 @@ import (
 // as without it (a digest costs about 180 bytes, BenchmarkVisitMemory:
 // 180 MB at the cap).
 
+// Digests is the index, the first shard's hash "digests":
+// Frontier.Digests.
+type Digests struct{ *store }
+
 // DigestIndexCap is the most payload digests the index keeps.
 const DigestIndexCap = 1_000_000
 
@@ -31,8 +35,8 @@ var (
 	digestScript = redis.NewScript(gone + digestSrc)
 )
 
-// digestsKey is the crawl's digest index.
-func (f *Frontier) digestsKey() string { return tag(f.name, 0) + "digests" }
+// key is the crawl's digest index.
+func (f Digests) key() string { return tag(f.name, 0) + "digests" }
 
 // Archived is a response archived whole: its URI and WARC-Date.
 type Archived struct {
@@ -40,7 +44,7 @@ type Archived struct {
 	Date time.Time
 }
 
-// Claim is one response's claim of its payload digest (ClaimPayloads).
+// Claim is one response's claim of its payload digest (ClaimAll).
 type Claim struct {
 	Digest string
 	URI    string
@@ -49,18 +53,18 @@ type Claim struct {
 
 func (c Claim) entry() string { return c.URI + "\t" + strconv.FormatInt(c.Date.UnixNano(), 10) }
 
-// ClaimPayloads looks each claim's payload digest up in the crawl's index,
+// ClaimAll looks each claim's payload digest up in the crawl's index,
 // in one call: the response archived with it before (found true), or, when
 // none was (found false), it notes the claim's response as the one that
 // archives it, if the index has room. A claim whose archive then fails is
-// taken back with UnclaimPayload.
-func (f *Frontier) ClaimPayloads(ctx context.Context, claims []Claim) ([]Archived, []bool, error) {
+// taken back with Unclaim.
+func (f Digests) ClaimAll(ctx context.Context, claims []Claim) ([]Archived, []bool, error) {
 	args := make([]any, 0, 2+2*len(claims))
 	args = append(args, "claim", DigestIndexCap)
 	for _, c := range claims {
 		args = append(args, c.Digest, c.entry())
 	}
-	res, err := digestScript.Run(ctx, f.c, []string{f.digestsKey(), f.fs[0].keys.Config}, args...).Slice()
+	res, err := digestScript.Run(ctx, f.c, []string{f.key(), f.fs[0].keys.Config}, args...).Slice()
 	switch {
 	case isGone(err):
 		return nil, nil, ErrGone
@@ -85,19 +89,19 @@ func (f *Frontier) ClaimPayloads(ctx context.Context, claims []Claim) ([]Archive
 	return got, found, nil
 }
 
-// ClaimPayload is ClaimPayloads of one claim.
-func (f *Frontier) ClaimPayload(ctx context.Context, digest, uri string, date time.Time) (Archived, bool, error) {
-	got, found, err := f.ClaimPayloads(ctx, []Claim{{digest, uri, date}})
+// Claim is ClaimAll of one claim.
+func (f Digests) Claim(ctx context.Context, digest, uri string, date time.Time) (Archived, bool, error) {
+	got, found, err := f.ClaimAll(ctx, []Claim{{digest, uri, date}})
 	if err != nil {
 		return Archived{}, false, err
 	}
 	return got[0], found[0], nil
 }
 
-// UnclaimPayload takes back a claim of ClaimPayloads if it is still that
+// Unclaim takes back a claim of ClaimAll if it is still that
 // response's: it was not archived after all.
-func (f *Frontier) UnclaimPayload(ctx context.Context, digest, uri string, date time.Time) error {
-	err := digestScript.Run(ctx, f.c, []string{f.digestsKey(), f.fs[0].keys.Config}, "unclaim", 0, digest, Claim{digest, uri, date}.entry()).Err()
+func (f Digests) Unclaim(ctx context.Context, digest, uri string, date time.Time) error {
+	err := digestScript.Run(ctx, f.c, []string{f.key(), f.fs[0].keys.Config}, "unclaim", 0, digest, Claim{digest, uri, date}.entry()).Err()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("frontier: payload digests: %w", err)
 	}

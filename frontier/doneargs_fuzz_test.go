@@ -91,7 +91,7 @@ func doneArgsRoundTrip(t *testing.T, s *redistest.Server, o Outcome) {
 		}
 	}
 	var recs []StoredRecord
-	fr.ReadRecords(ctx, fr.NewCursor(), func(r StoredRecord) error { recs = append(recs, r); return nil })
+	fr.Records.Read(ctx, fr.Records.NewCursor(), func(r StoredRecord) error { recs = append(recs, r); return nil })
 	switch {
 	case o.Record == nil && len(recs) != 0:
 		t.Fatalf("%s: %+v: %d records; want none", s.Kind, o, len(recs))

@@ -14,6 +14,9 @@ import (
 // out"). A capped stream in the first shard's slot (events), written by the
 // workers as it happens; status --json and the dashboard read it.
 
+// Events is the log, the first shard's stream "events": Frontier.Events.
+type Events struct{ *store }
+
 // EventsKept is about how many events the log keeps (XADD MAXLEN ~).
 const EventsKept = 1000
 
@@ -38,10 +41,10 @@ type Event struct {
 	Text   string    `json:"text"`
 }
 
-func (f *Frontier) eventsKey() string { return tag(f.name, 0) + "events" }
+func (f Events) key() string { return tag(f.name, 0) + "events" }
 
-// AddEvent appends e to the log (its ID and At are Redis's).
-func (f *Frontier) AddEvent(ctx context.Context, e Event) error {
+// Add appends e to the log (its ID and At are Redis's).
+func (f Events) Add(ctx context.Context, e Event) error {
 	vals := []any{"kind", e.Kind, "text", e.Text}
 	if e.Worker != "" {
 		vals = append(vals, "worker", e.Worker)
@@ -49,16 +52,16 @@ func (f *Frontier) AddEvent(ctx context.Context, e Event) error {
 	if e.Epoch != 0 {
 		vals = append(vals, "epoch", e.Epoch)
 	}
-	err := f.c.XAdd(ctx, &redis.XAddArgs{Stream: f.eventsKey(), MaxLen: EventsKept, Approx: true, Values: vals}).Err()
+	err := f.c.XAdd(ctx, &redis.XAddArgs{Stream: f.key(), MaxLen: EventsKept, Approx: true, Values: vals}).Err()
 	if err != nil {
 		return fmt.Errorf("frontier: event log: %w", err)
 	}
 	return nil
 }
 
-// Events are the newest n events, newest first.
-func (f *Frontier) Events(ctx context.Context, n int) ([]Event, error) {
-	msgs, err := f.c.XRevRangeN(ctx, f.eventsKey(), "+", "-", int64(n)).Result()
+// Read is the newest n events, newest first.
+func (f Events) Read(ctx context.Context, n int) ([]Event, error) {
+	msgs, err := f.c.XRevRangeN(ctx, f.key(), "+", "-", int64(n)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("frontier: event log: %w", err)
 	}

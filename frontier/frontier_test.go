@@ -180,7 +180,7 @@ func TestHeartbeatKeepsLeases(t *testing.T) {
 		}
 		e.f.Lease = time.Minute
 		gone := &frontier.Lease{ID: "no-such-lease", Host: "a"}
-		if n, err := e.f.Heartbeat(ctx, "w1", 0, []*frontier.Lease{l, gone}); err != nil || n != 1 {
+		if n, err := e.f.Registry.Heartbeat(ctx, "w1", 0, []*frontier.Lease{l, gone}); err != nil || n != 1 {
 			t.Fatalf("Heartbeat = %d, %v", n, err)
 		}
 		if l.Left() <= 200*time.Millisecond || gone.Left() > 0 {
@@ -484,7 +484,7 @@ func TestExchangeBatchesFinishesReturnsAndPops(t *testing.T) {
 		// d's lease is lost before the exchange (no heartbeat kept it):
 		// its page must not be recorded.
 		e.advance(300 * time.Millisecond)
-		if _, err := e.f.Heartbeat(ctx, "w", 0, []*frontier.Lease{byHost["a"], byHost["b"], byHost["c"]}); err != nil {
+		if _, err := e.f.Registry.Heartbeat(ctx, "w", 0, []*frontier.Lease{byHost["a"], byHost["b"], byHost["c"]}); err != nil {
 			t.Fatal(err)
 		}
 		if sw, err := e.f.Schedule(ctx, leader.EpochKey(e.lock), e.epoch, 5, 100, 0); err != nil || sw.Reclaimed != 1 {
@@ -730,10 +730,10 @@ func TestScriptsRefuseAGoneCrawl(t *testing.T) {
 		if err != nil || len(x.Popped) != 1 {
 			t.Fatal(x, err)
 		}
-		if _, err := e.f.Heartbeat(ctx, "w1", 0, x.Popped); err != nil {
+		if _, err := e.f.Registry.Heartbeat(ctx, "w1", 0, x.Popped); err != nil {
 			t.Fatal(err)
 		}
-		if alive, err := e.f.Workers(ctx); err != nil || len(alive) != 1 || alive[0] != "w1" {
+		if alive, err := e.f.Registry.Workers(ctx); err != nil || len(alive) != 1 || alive[0] != "w1" {
 			t.Fatalf("alive workers %v; want w1", alive)
 		}
 		s.Client.FlushAll(ctx) // reset: every key of the crawl is gone
@@ -741,7 +741,7 @@ func TestScriptsRefuseAGoneCrawl(t *testing.T) {
 		if _, err := e.f.Exchange(ctx, page, nil, 1); !errors.Is(err, frontier.ErrGone) {
 			t.Errorf("exchange: %v; want ErrGone", err)
 		}
-		if _, err := e.f.Heartbeat(ctx, "w1", 0, x.Popped); !errors.Is(err, frontier.ErrGone) {
+		if _, err := e.f.Registry.Heartbeat(ctx, "w1", 0, x.Popped); !errors.Is(err, frontier.ErrGone) {
 			t.Errorf("heartbeat: %v; want ErrGone", err)
 		}
 		// A scheduler that campaigned again after the reset passes the fence.
@@ -756,7 +756,7 @@ func TestScriptsRefuseAGoneCrawl(t *testing.T) {
 		if keys := s.Client.Keys(ctx, "*").Val(); len(keys) != 0 {
 			t.Fatalf("keys written for a gone crawl: %v", keys)
 		}
-		if err := e.f.Deregister(ctx, "w1"); err != nil || s.Client.Exists(ctx, frontier.KeysFor("t").Workers).Val() != 0 {
+		if err := e.f.Registry.Deregister(ctx, "w1"); err != nil || s.Client.Exists(ctx, frontier.KeysFor("t").Workers).Val() != 0 {
 			t.Fatalf("deregister: %v, or it created the registry", err)
 		}
 	})
@@ -884,31 +884,31 @@ func TestRegisterRefusesALiveID(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		e := setup(t, s)
-		if _, err := e.f.Register(ctx, "w1"); err != nil {
+		if _, err := e.f.Registry.Register(ctx, "w1"); err != nil {
 			t.Fatalf("first Register: %v", err)
 		}
-		left, err := e.f.Register(ctx, "w1")
+		left, err := e.f.Registry.Register(ctx, "w1")
 		if !errors.Is(err, frontier.ErrIDInUse) || left <= 0 || left > e.f.Lease {
 			t.Fatalf("Register of a live id = %v, %v; want ErrIDInUse and 0 < wait <= %v", left, err, e.f.Lease)
 		}
-		if _, err := e.f.Register(ctx, "w2"); err != nil {
+		if _, err := e.f.Registry.Register(ctx, "w2"); err != nil {
 			t.Fatalf("Register of another id: %v", err)
 		}
-		if ws, _ := e.f.Workers(ctx); strings.Join(ws, ",") != "w1,w2" {
+		if ws, _ := e.f.Registry.Workers(ctx); strings.Join(ws, ",") != "w1,w2" {
 			t.Fatalf("workers %v, want w1,w2 (the refused call wrote nothing)", ws)
 		}
 		e.advance(e.f.Lease + 20*time.Millisecond)
-		if _, err := e.f.Register(ctx, "w1"); err != nil {
+		if _, err := e.f.Registry.Register(ctx, "w1"); err != nil {
 			t.Fatalf("Register after the old registration lapsed: %v", err)
 		}
-		if err := e.f.Deregister(ctx, "w1"); err != nil {
+		if err := e.f.Registry.Deregister(ctx, "w1"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.f.Register(ctx, "w1"); err != nil {
+		if _, err := e.f.Registry.Register(ctx, "w1"); err != nil {
 			t.Fatalf("Register after Deregister: %v", err)
 		}
 		s.Client.Del(ctx, frontier.KeysFor("t").Config)
-		if _, err := e.f.Register(ctx, "w3"); !errors.Is(err, frontier.ErrGone) {
+		if _, err := e.f.Registry.Register(ctx, "w3"); !errors.Is(err, frontier.ErrGone) {
 			t.Fatalf("Register on a gone crawl: %v, want ErrGone", err)
 		}
 	})

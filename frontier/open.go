@@ -38,11 +38,17 @@ import (
 type Frontier struct {
 	// Options are read at each call: a test may change them between calls.
 	Options
+	*store
 
-	name string
-	c    redis.UniversalClient
-	fs   []*shard
-	now  func() time.Time
+	// The crawl's state beside the queue, each its own type (its doc
+	// says its keys), on the same shards.
+	Records  Records  // what the crawl found: each shard's results stream
+	Registry Registry // the workers: registrations, heartbeats, leases renewed
+	Events   Events   // the crawl's event log, for people
+	Digests  Digests  // the payload digests archived (--dedup-payloads)
+	Visits   Visits   // the recrawl schedule: each fetched URL's next visit
+
+	now func() time.Time
 
 	mu   sync.Mutex  // Exchange and Schedule serialize on it
 	turn int         // the shard the next pop starts from
@@ -144,12 +150,24 @@ func New(c redis.UniversalClient, name string, o Options) (*Frontier, error) {
 	if o.Lease == 0 {
 		o.Lease = 10 * time.Second
 	}
-	f := &Frontier{Options: o, name: name, c: c, now: time.Now, fs: make([]*shard, o.Shards),
+	f := &Frontier{Options: o, now: time.Now,
 		idle: make([]time.Time, o.Shards), lastEnqueued: make([]int64, o.Shards), acks: make([][]outboxAck, o.Shards)}
+	f.store = &store{name: name, c: c, fs: make([]*shard, o.Shards), o: &f.Options}
 	for i := range f.fs {
 		f.fs[i] = newShard(c, KeysForShard(name, i), &f.Options, o.Shards)
 	}
+	f.Records, f.Registry, f.Events, f.Digests, f.Visits = Records{f.store}, Registry{f.store}, Events{f.store}, Digests{f.store}, Visits{f.store}
 	return f, nil
+}
+
+// store is what every part of a crawl's Redis state shares: the crawl's
+// name, the client, the shards (hosts laid out by ShardOf) and the
+// options, read at each call.
+type store struct {
+	name string
+	c    redis.UniversalClient
+	fs   []*shard
+	o    *Options
 }
 
 // MaxShards bounds Options.Shards: each exchange may touch every shard.
@@ -208,7 +226,7 @@ func Create(ctx context.Context, c redis.UniversalClient, name string, o Options
 }
 
 // in names shard i in err, when there is more than one.
-func (f *Frontier) in(i int, err error) error {
+func (f *store) in(i int, err error) error {
 	if len(f.fs) == 1 || err == nil {
 		return err
 	}

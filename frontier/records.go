@@ -17,6 +17,10 @@ import (
 // opaque bytes to frontier (Outcome.Record), but for those the sweep
 // writes itself (SweptRecord).
 
+// Records reads the results streams (Keys.Results, one a shard):
+// Frontier.Records.
+type Records struct{ *store }
+
 // StoredRecord is one record as a results stream keeps it.
 type StoredRecord struct {
 	ID       string // the stream entry's id: Redis's millisecond time and a sequence
@@ -28,7 +32,7 @@ type StoredRecord struct {
 type Cursor struct{ last []string }
 
 // NewCursor starts before every shard's first record.
-func (f *Frontier) NewCursor() *Cursor {
+func (f Records) NewCursor() *Cursor {
 	c := &Cursor{last: make([]string, len(f.fs))}
 	for i := range c.last {
 		c.last[i] = "0"
@@ -39,10 +43,10 @@ func (f *Frontier) NewCursor() *Cursor {
 // readBatch is how many records one read asks a stream for.
 const readBatch = 1000
 
-// ReadRecords calls fn with every record after cur, shard after shard,
+// Read calls fn with every record after cur, shard after shard,
 // each shard's in order, moving cur on past each one fn accepted; it
 // returns how many it accepted.
-func (f *Frontier) ReadRecords(ctx context.Context, cur *Cursor, fn func(StoredRecord) error) (int64, error) {
+func (f Records) Read(ctx context.Context, cur *Cursor, fn func(StoredRecord) error) (int64, error) {
 	var n int64
 	for i, sh := range f.fs {
 		for {
@@ -74,7 +78,7 @@ func storedRecord(m redis.XMessage) StoredRecord {
 // CaughtUp reports whether cur is at every shard's newest record, and how
 // many records the shards added in all (kept or trimmed since), each
 // shard's two facts read together.
-func (f *Frontier) CaughtUp(ctx context.Context, cur *Cursor) (bool, int64, error) {
+func (f Records) CaughtUp(ctx context.Context, cur *Cursor) (bool, int64, error) {
 	caughtUp, added := true, int64(0)
 	for i, sh := range f.fs {
 		pipe := f.c.TxPipeline()
@@ -92,11 +96,11 @@ func (f *Frontier) CaughtUp(ctx context.Context, cur *Cursor) (bool, int64, erro
 	return caughtUp, added, nil
 }
 
-// AwaitRecord waits until the first shard's stream has a record after
+// Await waits until the first shard's stream has a record after
 // cur, or d passes, or ctx ends. One blocking read cannot span the
 // shards' slots: with several, the caller reads every shard again after
 // at most d anyway.
-func (f *Frontier) AwaitRecord(ctx context.Context, cur *Cursor, d time.Duration) error {
+func (f Records) Await(ctx context.Context, cur *Cursor, d time.Duration) error {
 	_, err := f.c.XRead(ctx, &redis.XReadArgs{Streams: []string{f.fs[0].keys.Results, cur.last[0]}, Count: 1, Block: d}).Result()
 	if err != nil && !errors.Is(err, redis.Nil) && ctx.Err() == nil {
 		return fmt.Errorf("frontier: wait for records: %w", err)
@@ -104,9 +108,9 @@ func (f *Frontier) AwaitRecord(ctx context.Context, cur *Cursor, d time.Duration
 	return nil
 }
 
-// FirstRecords calls fn with up to n of the oldest records of each shard,
+// First calls fn with up to n of the oldest records of each shard,
 // shard after shard, until fn returns false.
-func (f *Frontier) FirstRecords(ctx context.Context, n int, fn func(StoredRecord) bool) error {
+func (f Records) First(ctx context.Context, n int, fn func(StoredRecord) bool) error {
 	for i, sh := range f.fs {
 		msgs, err := f.c.XRangeN(ctx, sh.keys.Results, "-", "+", int64(n)).Result()
 		if err != nil {
@@ -121,8 +125,8 @@ func (f *Frontier) FirstRecords(ctx context.Context, n int, fn func(StoredRecord
 	return nil
 }
 
-// RecordsKept counts the records the streams hold now.
-func (f *Frontier) RecordsKept(ctx context.Context) (int64, error) {
+// Kept counts the records the streams hold now.
+func (f Records) Kept(ctx context.Context) (int64, error) {
 	pipe := f.c.Pipeline()
 	lens := make([]*redis.IntCmd, len(f.fs))
 	for i, sh := range f.fs {
@@ -138,9 +142,9 @@ func (f *Frontier) RecordsKept(ctx context.Context) (int64, error) {
 	return kept, nil
 }
 
-// RecentRecords counts the records added in the last window, by Redis's
+// Recent counts the records added in the last window, by Redis's
 // clock (stream ids carry its milliseconds), at most 100 000 a shard.
-func (f *Frontier) RecentRecords(ctx context.Context, window time.Duration) (int64, error) {
+func (f Records) Recent(ctx context.Context, window time.Duration) (int64, error) {
 	now, err := f.c.Time(ctx).Result()
 	if err != nil {
 		return 0, fmt.Errorf("frontier: recent records: %w", err)

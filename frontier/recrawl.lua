@@ -1,4 +1,4 @@
--- recrawl.lua: `crawler recrawl` in one shard (Frontier.Recrawl), a batch
+-- recrawl.lua: `crawler recrawl` in one shard (Frontier.Visits.Recrawl), a batch
 -- a call. KEYS[1] due (zset URL -> when due, ms)  KEYS[2] stats
 -- KEYS[3] done flag  KEYS[4] the crawl's config (missing: the crawl is gone)
 -- ARGV[1] 'due' (the URLs due by ARGV[2]) or 'all' (every URL on the

@@ -10,6 +10,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// Registry is the crawl's workers (the first shard's hash "workers":
+// worker -> when its registration lapses) and what keeps a worker's
+// leases held: Frontier.Registry. Register claims an id, Heartbeat keeps
+// it alive and renews its leases in every shard, Deregister ends it.
+type Registry struct{ *store }
+
 // Register adds worker to the crawl's registry, alive for one lease
 // length (Heartbeat keeps it so). If a live worker holds the id, it
 // returns ErrIDInUse and how long until that registration lapses, should
@@ -30,7 +36,7 @@ func (f *shard) Register(ctx context.Context, worker string) (time.Duration, err
 	return 0, nil
 }
 
-// queueHeartbeat adds the heartbeat to pipe (Frontier.Heartbeat sends
+// queueHeartbeat adds the heartbeat to pipe (Registry.Heartbeat sends
 // every shard's in one pipeline), and returns how to read it.
 func (f *shard) queueHeartbeat(ctx context.Context, pipe redis.Pipeliner, worker string, pages int64, leases []*Lease) func() (int, error) {
 	args := []any{worker, f.o.Lease.Milliseconds(), fmt.Sprintf("%d %d", pages, len(leases)), f.o.Instance}
@@ -84,7 +90,7 @@ const WorkerForgetAfter = time.Minute
 
 // Workers lists the workers alive now: each sent a heartbeat within its
 // lease length, and has not deregistered.
-func (f *Frontier) Workers(ctx context.Context) ([]string, error) {
+func (f Registry) Workers(ctx context.Context) ([]string, error) {
 	return f.workersWhere(ctx, true)
 }
 
@@ -92,11 +98,11 @@ func (f *Frontier) Workers(ctx context.Context) ([]string, error) {
 // last heartbeat is over a lease old) and that the registry has not
 // forgotten yet: stopped without deregistering, or alive but unable to
 // heartbeat, as when Redis refuses writes.
-func (f *Frontier) Lapsed(ctx context.Context) ([]string, error) {
+func (f Registry) Lapsed(ctx context.Context) ([]string, error) {
 	return f.workersWhere(ctx, false)
 }
 
-func (f *Frontier) workersWhere(ctx context.Context, alive bool) ([]string, error) {
+func (f Registry) workersWhere(ctx context.Context, alive bool) ([]string, error) {
 	all, err := f.WorkersNow(ctx)
 	if err != nil {
 		return nil, err
@@ -125,7 +131,7 @@ type WorkerNow struct {
 // WorkersNow lists the registered workers, alive or lapsed and not yet
 // forgotten (the registry is the first shard's), with what their last
 // heartbeats said: one round trip.
-func (f *Frontier) WorkersNow(ctx context.Context) ([]WorkerNow, error) {
+func (f Registry) WorkersNow(ctx context.Context) ([]WorkerNow, error) {
 	k := f.fs[0].keys
 	pipe := f.c.Pipeline()
 	now := pipe.Time(ctx)
@@ -145,4 +151,47 @@ func (f *Frontier) WorkersNow(ctx context.Context) ([]WorkerNow, error) {
 		out = append(out, w)
 	}
 	return out, nil
+}
+
+// Heartbeat records that worker is alive (in the first shard, where the
+// crawl's registry is) and extends its leases, each in its own shard: one
+// call a shard with leases, in one pipeline.
+func (f Registry) Heartbeat(ctx context.Context, worker string, pages int64, leases []*Lease) (int, error) {
+	by := make([][]*Lease, len(f.fs))
+	for _, l := range leases {
+		by[f.Home(l)] = append(by[f.Home(l)], l)
+	}
+	pipe := f.c.Pipeline()
+	reads := make([]func() (int, error), len(f.fs))
+	for sh, part := range f.fs {
+		switch {
+		case sh == 0:
+			reads[sh] = part.queueHeartbeat(ctx, pipe, worker, pages, by[0])
+		case len(by[sh]) > 0:
+			reads[sh] = part.queueHeartbeat(ctx, pipe, "", 0, by[sh])
+		}
+	}
+	pipe.Exec(ctx) // each call's error is read below
+	held := 0
+	for sh, read := range reads {
+		if read == nil {
+			continue
+		}
+		n, err := read()
+		if err != nil {
+			return held, f.in(sh, err)
+		}
+		held += n
+	}
+	return held, nil
+}
+
+// Register adds worker to the crawl's registry (in the first shard).
+func (f Registry) Register(ctx context.Context, worker string) (time.Duration, error) {
+	return f.fs[0].Register(ctx, worker)
+}
+
+// Deregister removes a stopped worker from the registry.
+func (f Registry) Deregister(ctx context.Context, worker string) error {
+	return f.fs[0].Deregister(ctx, worker)
 }

@@ -22,7 +22,7 @@ func ShardOf(host string, n int) int {
 }
 
 // Home is the shard of a lease: where it must end.
-func (f *Frontier) Home(l *Lease) int { return ShardOf(l.Host, len(f.fs)) }
+func (f *store) Home(l *Lease) int { return ShardOf(l.Host, len(f.fs)) }
 
 // Wakes are the shards' wake channels.
 func (f *Frontier) Wakes() []string {
@@ -148,39 +148,6 @@ func (f *Frontier) HostQueueNames(ctx context.Context, n int) ([]string, []int64
 	return names, each, nil
 }
 
-// Heartbeat records that worker is alive (in the first shard, where the
-// crawl's registry is) and extends its leases, each in its own shard: one
-// call a shard with leases, in one pipeline.
-func (f *Frontier) Heartbeat(ctx context.Context, worker string, pages int64, leases []*Lease) (int, error) {
-	by := make([][]*Lease, len(f.fs))
-	for _, l := range leases {
-		by[f.Home(l)] = append(by[f.Home(l)], l)
-	}
-	pipe := f.c.Pipeline()
-	reads := make([]func() (int, error), len(f.fs))
-	for sh, part := range f.fs {
-		switch {
-		case sh == 0:
-			reads[sh] = part.queueHeartbeat(ctx, pipe, worker, pages, by[0])
-		case len(by[sh]) > 0:
-			reads[sh] = part.queueHeartbeat(ctx, pipe, "", 0, by[sh])
-		}
-	}
-	pipe.Exec(ctx) // each call's error is read below
-	held := 0
-	for sh, read := range reads {
-		if read == nil {
-			continue
-		}
-		n, err := read()
-		if err != nil {
-			return held, f.in(sh, err)
-		}
-		held += n
-	}
-	return held, nil
-}
-
 // Enqueue is Frontier.Enqueue over the shards: each item to its host's
 // shard, one call a shard; the answers in the items' order.
 func (f *Frontier) Enqueue(ctx context.Context, items []Item) ([]bool, error) {
@@ -225,14 +192,4 @@ func (f *Frontier) enqueue(ctx context.Context, items []Item, fn func(*shard, co
 // SetHostDelay is Frontier.SetHostDelay in host's shard.
 func (f *Frontier) SetHostDelay(ctx context.Context, host string, delay time.Duration, back *Lease) (bool, error) {
 	return f.fs[ShardOf(host, len(f.fs))].SetHostDelay(ctx, host, delay, back)
-}
-
-// Register adds worker to the crawl's registry (in the first shard).
-func (f *Frontier) Register(ctx context.Context, worker string) (time.Duration, error) {
-	return f.fs[0].Register(ctx, worker)
-}
-
-// Deregister removes a stopped worker from the registry.
-func (f *Frontier) Deregister(ctx context.Context, worker string) error {
-	return f.fs[0].Deregister(ctx, worker)
 }

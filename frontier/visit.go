@@ -15,6 +15,8 @@ import (
 
 // Visits: what a URL's last fetch left for its next one, so that a crawl
 // can be run again (a recrawl) or keep running (a continuous crawl).
+// Frontier.Visits asks for a recrawl and reads the schedule; the
+// exchange and the sweep keep it.
 //
 // The exchange that ends a fetched URL's lease writes, in the same atomic
 // step as its record, the URL's Visit into the due set of its host's
@@ -32,6 +34,10 @@ import (
 // host, the URL and its depth as the queues' compact element (lib.lua),
 // and the Visit's fields separated by tabs, so that a URL costs Redis one
 // zset entry (its bytes are measured in docs/scale.md).
+
+// Visits is the schedule's side a reader and `crawler recrawl` use:
+// Frontier.Visits.
+type Visits struct{ *store }
 
 // Visit is one URL's state between fetches.
 type Visit struct {
@@ -138,7 +144,7 @@ var (
 // the scheduler's sweep reads it, and clears the done flags; the sweep
 // then moves them back to the queues under its fence, as workers run. It
 // returns the URLs due by the recrawl in each shard, summed.
-func (f *Frontier) Recrawl(ctx context.Context, all bool) (int64, error) {
+func (f Visits) Recrawl(ctx context.Context, all bool) (int64, error) {
 	at, err := f.c.Time(ctx).Result()
 	if err != nil {
 		return 0, fmt.Errorf("frontier: recrawl: %w", err)
@@ -178,8 +184,8 @@ type Revisits struct {
 	RecrawlAt time.Time
 }
 
-// Revisits reads the schedule, in two pipelines.
-func (f *Frontier) Revisits(ctx context.Context) (Revisits, error) {
+// Read reads the schedule, in two pipelines.
+func (f Visits) Read(ctx context.Context) (Revisits, error) {
 	now, err := f.c.Time(ctx).Result()
 	if err != nil {
 		return Revisits{}, fmt.Errorf("frontier: revisits: %w", err)
@@ -211,7 +217,7 @@ func (f *Frontier) Revisits(ctx context.Context) (Revisits, error) {
 	if !out.RecrawlAt.IsZero() {
 		cutoff = out.RecrawlAt.UnixMilli()
 	}
-	if f.Continuous {
+	if f.o.Continuous {
 		cutoff = max(cutoff, now.UnixMilli())
 	}
 	pipe = f.c.Pipeline()

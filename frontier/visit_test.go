@@ -33,7 +33,7 @@ func TestARecrawlHandsBackWhatWasFetchedWithItsVisit(t *testing.T) {
 		if sw := e.sweep(t, 3, 0); !sw.CrawlOver {
 			t.Fatal("the first crawl did not end")
 		}
-		rv, err := e.f.Revisits(ctx)
+		rv, err := e.f.Visits.Read(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,7 +41,7 @@ func TestARecrawlHandsBackWhatWasFetchedWithItsVisit(t *testing.T) {
 			t.Fatalf("revisits %+v; want 1 on the schedule, none due, the next in an hour", rv)
 		}
 		// Nothing is due by now: the recrawl moves nothing, and the crawl ends again.
-		if n, err := e.f.Recrawl(ctx, false); err != nil || n != 0 {
+		if n, err := e.f.Visits.Recrawl(ctx, false); err != nil || n != 0 {
 			t.Fatalf("recrawl = %d, %v; want 0 due", n, err)
 		}
 		if done, _ := e.f.Done(ctx); done {
@@ -51,7 +51,7 @@ func TestARecrawlHandsBackWhatWasFetchedWithItsVisit(t *testing.T) {
 			t.Fatalf("sweep %+v; want the crawl over, nothing revisited", sw)
 		}
 		e.advance(time.Millisecond) // the next recrawl's time is later
-		if n, err := e.f.Recrawl(ctx, true); err != nil || n != 1 {
+		if n, err := e.f.Visits.Recrawl(ctx, true); err != nil || n != 1 {
 			t.Fatalf("recrawl --all = %d, %v; want 1 due", n, err)
 		}
 		sw := e.sweep(t, 3, 0)
@@ -132,23 +132,23 @@ func TestTheDigestIndexNotesTheFirstResponseOfAPayload(t *testing.T) {
 		ctx := context.Background()
 		e := setup(t, s)
 		at := time.Unix(1796162337, 123456789)
-		if _, found, err := e.f.ClaimPayload(ctx, "sha1:X", "http://a/", at); err != nil || found {
+		if _, found, err := e.f.Digests.Claim(ctx, "sha1:X", "http://a/", at); err != nil || found {
 			t.Fatalf("first claim: found %v, %v", found, err)
 		}
-		got, found, err := e.f.ClaimPayload(ctx, "sha1:X", "http://b/", at.Add(time.Second))
+		got, found, err := e.f.Digests.Claim(ctx, "sha1:X", "http://b/", at.Add(time.Second))
 		if err != nil || !found || got.URI != "http://a/" || !got.Date.Equal(at) {
 			t.Fatalf("second claim: %+v %v %v; want http://a/ at %v", got, found, err, at)
 		}
-		if err := e.f.UnclaimPayload(ctx, "sha1:X", "http://b/", at.Add(time.Second)); err != nil {
+		if err := e.f.Digests.Unclaim(ctx, "sha1:X", "http://b/", at.Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
-		if _, found, _ := e.f.ClaimPayload(ctx, "sha1:X", "http://c/", at); !found {
+		if _, found, _ := e.f.Digests.Claim(ctx, "sha1:X", "http://c/", at); !found {
 			t.Fatal("another response's unclaim removed the entry")
 		}
-		if err := e.f.UnclaimPayload(ctx, "sha1:X", "http://a/", at); err != nil {
+		if err := e.f.Digests.Unclaim(ctx, "sha1:X", "http://a/", at); err != nil {
 			t.Fatal(err)
 		}
-		if _, found, _ := e.f.ClaimPayload(ctx, "sha1:X", "http://c/", at); found {
+		if _, found, _ := e.f.Digests.Claim(ctx, "sha1:X", "http://c/", at); found {
 			t.Fatal("the entry stayed after its own response took it back")
 		}
 	})

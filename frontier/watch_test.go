@@ -98,19 +98,19 @@ func TestWorkersNowSayWhatTheirLastHeartbeatSaid(t *testing.T) {
 		ctx := context.Background()
 		e := setup(t, s)
 		for _, w := range []string{"w1", "w2", "w3"} {
-			if _, err := e.f.Register(ctx, w); err != nil {
+			if _, err := e.f.Registry.Register(ctx, w); err != nil {
 				t.Fatal(err)
 			}
 		}
 		e.enqueue(t, hostURLs("a", 2))
 		x := popN(t, e.f, 2)
-		if _, err := e.f.Heartbeat(ctx, "w1", 7, x.Popped); err != nil {
+		if _, err := e.f.Registry.Heartbeat(ctx, "w1", 7, x.Popped); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.f.Heartbeat(ctx, "w3", 1, nil); err != nil {
+		if _, err := e.f.Registry.Heartbeat(ctx, "w3", 1, nil); err != nil {
 			t.Fatal(err)
 		}
-		got, err := e.f.WorkersNow(ctx)
+		got, err := e.f.Registry.WorkersNow(ctx)
 		if err != nil || len(got) != 3 {
 			t.Fatalf("WorkersNow = %+v, %v; want three", got, err)
 		}
@@ -124,7 +124,7 @@ func TestWorkersNowSayWhatTheirLastHeartbeatSaid(t *testing.T) {
 		if w := by["w2"]; !w.Alive || w.Beat != -1 {
 			t.Errorf("w2: %+v; want alive, no heartbeat yet", w)
 		}
-		if err := e.f.Deregister(ctx, "w1"); err != nil {
+		if err := e.f.Registry.Deregister(ctx, "w1"); err != nil {
 			t.Fatal(err)
 		}
 		info := frontier.KeysFor("t").WorkerInfo
@@ -137,7 +137,7 @@ func TestWorkersNowSayWhatTheirLastHeartbeatSaid(t *testing.T) {
 		if s.Client.HExists(ctx, info, "w3").Val() {
 			t.Error("the sweep forgot w3 but kept its note")
 		}
-		if got, _ := e.f.WorkersNow(ctx); len(got) != 1 || got[0].ID != "w2" {
+		if got, _ := e.f.Registry.WorkersNow(ctx); len(got) != 1 || got[0].ID != "w2" {
 			t.Errorf("WorkersNow = %+v; want only w2", got)
 		}
 	})
