@@ -5,7 +5,12 @@
 //
 // Every key of a crawl is built here, and nothing outside this package
 // reads one: package crawl, status, export and the command line use the
-// methods (Stats, Records.Read, Done, Delete …). A crawl named NAME (CheckName)
+// methods (Stats, Records.Read, Done, Delete …). A Frontier is the queue
+// (Enqueue, Exchange, Schedule: the URLs, their leases and their hosts'
+// buckets); beside it, on the same shards, each concern is a type of its
+// own, reached as a field: Records (the results streams), Registry (the
+// workers, their heartbeats and lease renewals), Events (the event log),
+// Digests (the payload digest index) and Visits (the recrawl schedule). A crawl named NAME (CheckName)
 // is split over Options.Shards shards; shard 0's keys are under the hash tag
 // crawl:{NAME}, shard s's under crawl:{NAME/s}, so a Redis Cluster may put
 // each shard on any master, while one script always sees one shard's keys.
