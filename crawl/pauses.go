@@ -20,24 +20,25 @@ import (
 type pauses struct {
 	c       redis.UniversalClient
 	channel string // the crawl's pause channel (frontier.Frontier.PauseChannel)
+	now     func() time.Time // the worker's clock (Options.Clock)
 	mu      sync.Mutex
-	m       map[string]time.Time // host -> end of its pause, local clock
+	m       map[string]time.Time // host -> end of its pause, on now
 }
 
 // maxPauses bounds the hosts remembered; expired ones go first.
 const maxPauses = 10000
 
-func newPauses(c redis.UniversalClient, channel string) *pauses {
-	return &pauses{c: c, channel: channel, m: map[string]time.Time{}}
+func newPauses(c redis.UniversalClient, channel string, now func() time.Time) *pauses {
+	return &pauses{c: c, channel: channel, now: now, m: map[string]time.Time{}}
 }
 
 // set records that host is paused for d from now.
 func (p *pauses) set(host string, d time.Duration) {
-	until := time.Now().Add(d)
+	now := p.now()
+	until := now.Add(d)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.m) >= maxPauses {
-		now := time.Now()
 		for h, t := range p.m {
 			if !t.After(now) {
 				delete(p.m, h)
@@ -60,7 +61,7 @@ func (p *pauses) left(host string) time.Duration {
 	if !ok {
 		return 0
 	}
-	d := time.Until(t)
+	d := t.Sub(p.now())
 	if d <= 0 {
 		delete(p.m, host)
 		return 0

@@ -175,7 +175,7 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 	if w.rules, err = newRules(s); err != nil {
 		return nil, err
 	}
-	w.pauses = newPauses(c, w.fr.PauseChannel())
+	w.pauses = newPauses(c, w.fr.PauseChannel(), w.now)
 	w.robots = politeness.NewRobots(c, "", s.AgentToken(), w.fetchRobots)
 	w.robots.KeyFor = w.fr.RobotsKey
 	w.metrics = newMetrics(w)
