@@ -19,7 +19,7 @@ import (
 // nothing reaches a host after it said "not now".
 type pauses struct {
 	c       redis.UniversalClient
-	channel string // the crawl's pause channel (frontier.Frontier.PauseChannel)
+	channel string           // the crawl's pause channel (frontier.Frontier.PauseChannel)
 	now     func() time.Time // the worker's clock (Options.Clock)
 	mu      sync.Mutex
 	m       map[string]time.Time // host -> end of its pause, on now
