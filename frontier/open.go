@@ -50,20 +50,13 @@ type Frontier struct {
 
 	now func() time.Time
 
-	mu   sync.Mutex  // Exchange and Schedule serialize on it
-	turn int         // the shard the next pop starts from
-	idle []time.Time // a shard that popped nothing is not asked before this
+	mu    sync.Mutex // Exchange and Schedule serialize on it
+	cross *crossing  // what an exchange over the shards keeps between calls
 	// The previous sweep: whether every shard was empty, and each shard's
 	// enqueued counter.
 	lastEmpty    bool
 	lastEnqueued []int64
 	sweptEpoch   int64 // the epoch of the last whole sweep
-	// acks are, per shard, the outbox entries whose offers went through,
-	// sent with the next exchange's call there (Exchange); spare are
-	// URLs popped by an exchange that failed in another shard, handed out
-	// with the next.
-	acks  [][]outboxAck
-	spare []*Lease
 }
 
 // Options are what a crawl's settings say of its frontier.
@@ -150,8 +143,7 @@ func New(c redis.UniversalClient, name string, o Options) (*Frontier, error) {
 	if o.Lease == 0 {
 		o.Lease = 10 * time.Second
 	}
-	f := &Frontier{Options: o, now: time.Now,
-		idle: make([]time.Time, o.Shards), lastEnqueued: make([]int64, o.Shards), acks: make([][]outboxAck, o.Shards)}
+	f := &Frontier{Options: o, now: time.Now, cross: newCrossing(o.Shards), lastEnqueued: make([]int64, o.Shards)}
 	f.store = &store{name: name, c: c, fs: make([]*shard, o.Shards), o: &f.Options}
 	for i := range f.fs {
 		f.fs[i] = newShard(c, KeysForShard(name, i), &f.Options, o.Shards)
@@ -226,12 +218,7 @@ func Create(ctx context.Context, c redis.UniversalClient, name string, o Options
 }
 
 // in names shard i in err, when there is more than one.
-func (f *store) in(i int, err error) error {
-	if len(f.fs) == 1 || err == nil {
-		return err
-	}
-	return fmt.Errorf("shard %d: %w", i, err)
-}
+func (f *store) in(i int, err error) error { return shardErr(len(f.fs), i, err) }
 
 // opened refuses a frontier without its Bloom filters.
 func (f *Frontier) opened() error {

@@ -32,47 +32,6 @@ type outboxAck struct {
 // maxAcks bounds the acks a shard that fails keeps in memory.
 const maxAcks = 1000
 
-// queueAcks records, for the next exchange, the outbox entries of this
-// one whose offers all went through, with what they found new, and says
-// whether it found any.
-func (f *Frontier) queueAcks(parts []*part) bool {
-	queued := false
-	for sh, p := range parts {
-		if p.err != nil || p.outboxID == "" {
-			continue
-		}
-		recorded := false
-		for j := range p.done {
-			recorded = recorded || p.away[j] && p.x.recordedNow[j]
-		}
-		if !recorded {
-			continue // no page was recorded now: no entry was written
-		}
-		ack := outboxAck{ID: p.outboxID, Extra: make([]int, len(p.done))}
-		delivered := true
-		for _, l := range p.outbox {
-			if parts[l.to].err != nil {
-				delivered = false
-				break
-			}
-		}
-		if !delivered {
-			continue // the scheduler delivers it
-		}
-		for _, l := range p.outbox {
-			to := parts[l.to]
-			for k, r := range to.offerAt {
-				if r == l.ref && to.offered[k] {
-					ack.Extra[l.D-1]++
-				}
-			}
-		}
-		f.acks[sh] = append(f.acks[sh], ack)
-		queued = true
-	}
-	return queued
-}
-
 // deliver is the sweep's part in the outbox (Frontier.Exchange): the
 // entries of shard sh no ack came for in time, in entries (id, entry …),
 // have their links offered again and are acked (f.mu held).

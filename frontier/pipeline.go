@@ -3,7 +3,6 @@ package frontier
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -45,92 +44,10 @@ func (f *Frontier) Exchange(ctx context.Context, done []Finished, back []*Lease,
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := Exchanged{Queued: make([][]bool, len(done)), Held: make([]bool, len(done))}
-	out.Info.NextDue = -1
-	wanted := want
-	// URLs popped by an exchange that failed: handed out first; those not
-	// wanted now go back.
-	n := min(want, len(f.spare))
-	out.Popped = append(out.Popped, f.spare[:n]...)
-	back = append(back[:len(back):len(back)], f.spare[n:]...)
-	f.spare = nil
-	want -= n
-
-	parts := f.split(done, back)
 	now := f.now()
-	f.sharePops(parts, want, now)
-	f.turn = (f.turn + 1) % len(f.fs)
+	parts, handed := f.cross.plan(done, back, want, now)
 	f.run(ctx, parts)
-
-	homeErr := f.collect(parts, done, &out, now)
-	if f.queueAcks(parts) && len(out.Popped) == 0 {
-		// An idle worker's records wait for its next exchange: it is due
-		// now, rather than when a shard has URLs again. (Only for acks new
-		// from this exchange: those of a shard that failed wait as long as
-		// its URLs would.)
-		out.Info.NextDue = 0
-	}
-	if homeErr != nil {
-		f.spare = out.Popped
-		return Exchanged{}, homeErr
-	}
-	if len(out.Popped) < wanted && out.Info.NextDue < 0 {
-		// Every shard asked was empty; those not asked are idle: the
-		// earliest of them is when to look again.
-		for sh, t := range f.idle {
-			if wait := max(t.Sub(now), 0); parts[sh].pop == 0 && (out.Info.NextDue < 0 || wait < out.Info.NextDue) {
-				out.Info.NextDue = wait
-			}
-		}
-	}
-	return out, nil
-}
-
-// collect adds what the parts' calls did to out, and returns the error of
-// a call that ended leases (the worst, should several fail): a call that
-// failed otherwise is reported in out (Unasked, Forget), its acks kept for
-// the next exchange.
-func (f *Frontier) collect(parts []*part, done []Finished, out *Exchanged, now time.Time) error {
-	var homeErr error
-	for sh, p := range parts {
-		switch {
-		case !p.used():
-		case p.err != nil && (len(p.done) > 0 || len(p.back) > 0):
-			homeErr = worse(homeErr, p.err)
-		case p.err != nil:
-			if errors.Is(p.err, ErrGone) {
-				homeErr = worse(homeErr, p.err)
-			}
-			out.Forget = out.Forget || errors.Is(p.err, ErrRolledBack)
-			out.Unasked = f.in(sh, p.err)
-		}
-		if p.err != nil {
-			// Sent again next time; beyond maxAcks, the oldest are left to
-			// the scheduler's sweep, which delivers them all the same.
-			f.acks[sh] = append(p.acks, f.acks[sh]...)
-			f.acks[sh] = f.acks[sh][max(0, len(f.acks[sh])-maxAcks):]
-			continue
-		}
-		for j, d := range p.at {
-			out.Held[d] = p.x.Held[j]
-			out.Queued[d] = make([]bool, len(done[d].Outcome.Children))
-			for k, i := range p.ownIdx[j] {
-				out.Queued[d][i] = p.x.Queued[j][k]
-			}
-		}
-		f.merge(out, sh, p.x, now, p.pop)
-	}
-	for _, p := range parts { // the offers' answers, once every page has its slice
-		if p.err != nil {
-			continue
-		}
-		for k, r := range p.offerAt {
-			if out.Queued[r.page] != nil { // (nil: its own shard's call failed)
-				out.Queued[r.page][r.link] = p.offered[k]
-			}
-		}
-	}
-	return homeErr
+	return f.cross.settle(parts, done, handed, want, now)
 }
 
 // Flush sends the acks of the last exchange's outbox entries (a stopping
@@ -176,78 +93,6 @@ type linkRef struct{ page, link int }
 
 func (p *part) used() bool {
 	return len(p.done) > 0 || len(p.back) > 0 || len(p.offers) > 0 || len(p.acks) > 0 || p.pop > 0
-}
-
-// split shares done, back and the acks due out among the shards.
-func (f *Frontier) split(done []Finished, back []*Lease) []*part {
-	parts := make([]*part, len(f.fs))
-	for sh := range parts {
-		parts[sh] = &part{acks: f.acks[sh]}
-		f.acks[sh] = nil
-	}
-	for d, fin := range done {
-		h := f.Home(fin.Lease)
-		p := parts[h]
-		own := fin
-		own.Outcome.Children = nil
-		var idx []int
-		away := false
-		for i, ch := range fin.Outcome.Children {
-			sh := h
-			if host, err := hostOf(ch.URL); err == nil {
-				sh = ShardOf(host, len(f.fs))
-			} // else: the home shard's call reports the bad URL
-			if sh == h {
-				own.Outcome.Children = append(own.Outcome.Children, ch)
-				idx = append(idx, i)
-				continue
-			}
-			away = true
-			parts[sh].offers = append(parts[sh].offers, ch)
-			parts[sh].offerAt = append(parts[sh].offerAt, linkRef{d, i})
-			p.outbox = append(p.outbox, awayLink{D: len(p.done) + 1, Item: ch, to: sh, ref: linkRef{d, i}})
-		}
-		p.done, p.at, p.ownIdx, p.away = append(p.done, own), append(p.at, d), append(p.ownIdx, idx), append(p.away, away)
-	}
-	for _, l := range back {
-		p := parts[f.Home(l)]
-		p.back = append(p.back, l)
-	}
-	return parts
-}
-
-// sharePops shares want out among the shards not idle: every shard the
-// exchange calls anyway (asking it costs no call), and more in turn from
-// f.turn while a shard's share would be above popShare.
-func (f *Frontier) sharePops(parts []*part, want int, now time.Time) {
-	if want <= 0 {
-		return
-	}
-	var called, others []int
-	for k := range f.fs {
-		sh := (f.turn + k) % len(f.fs)
-		switch {
-		case f.idle[sh].After(now):
-		case parts[sh].used():
-			called = append(called, sh)
-		default:
-			others = append(others, sh)
-		}
-	}
-	ask := append(called, others...)
-	k := (want + popShare - 1) / popShare
-	if len(called) == 0 {
-		// A call for URLs alone (the fetch loops wait): one shard more, so
-		// that one with nothing due now does not leave them waiting.
-		k++
-	}
-	k = min(len(ask), k)
-	for i, sh := range ask[:k] {
-		parts[sh].pop = want / k
-		if i < want%k {
-			parts[sh].pop++
-		}
-	}
 }
 
 // run makes the parts' calls, in one pipeline, and leaves in each what it

@@ -41,33 +41,6 @@ func (f *Frontier) Wakes() []string {
 // in every pipeline, every second.
 const idleFor = 5 * time.Second
 
-// merge adds shard sh's exchange x, asked for pop URLs, to out. A shard
-// not asked for any tells nothing of what it has queued.
-func (f *Frontier) merge(out *Exchanged, sh int, x Exchanged, now time.Time, pop int) {
-	out.Popped = append(out.Popped, x.Popped...)
-	out.Info.Pages += x.Info.Pages
-	out.Info.CrawlOver = out.Info.CrawlOver || x.Info.CrawlOver
-	if pop == 0 {
-		return
-	}
-	switch {
-	case len(f.fs) == 1:
-		// Nothing else to ask: the one shard is asked every time, and the
-		// caller waits for NextDue (or a wake) before it asks again.
-	case len(x.Popped) == 0:
-		wait := x.Info.NextDue
-		if wait < 0 {
-			wait = idleFor
-		}
-		f.idle[sh] = now.Add(wait)
-	default:
-		f.idle[sh] = time.Time{}
-	}
-	if x.Info.NextDue >= 0 && (out.Info.NextDue < 0 || x.Info.NextDue < out.Info.NextDue) {
-		out.Info.NextDue = x.Info.NextDue
-	}
-}
-
 // Woken forgets that the shard of wake channel ch had nothing: a message
 // there says it has URLs again.
 func (f *Frontier) Woken(ch string) {
@@ -75,7 +48,7 @@ func (f *Frontier) Woken(ch string) {
 	defer f.mu.Unlock()
 	for i, sh := range f.fs {
 		if sh.keys.Wake() == ch {
-			f.idle[i] = time.Time{}
+			f.cross.woken(i)
 		}
 	}
 }

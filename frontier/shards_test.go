@@ -218,10 +218,10 @@ func TestShardsForgetWhenAShardPoppedFromLostWrites(t *testing.T) {
 		if _, err := sh.Enqueue(ctx, []Item{{URL: "http://" + hostB + "/2"}}); err != nil {
 			t.Fatal(err)
 		}
-		for i := range sh.idle { // shard B is the one asked for URLs
-			sh.idle[i] = sh.now().Add(time.Hour)
+		for i := range sh.cross.idle { // shard B is the one asked for URLs
+			sh.cross.idle[i] = sh.now().Add(time.Hour)
 		}
-		sh.idle[b] = time.Time{}
+		sh.cross.idle[b] = time.Time{}
 		x, err := sh.Exchange(ctx, []Finished{{Lease: leaseA, Outcome: Outcome{Stat: "ok", Fetched: true, Record: []byte(`{}`)}}}, nil, 1)
 		if err != nil || !x.Forget || len(x.Held) != 1 || !x.Held[0] {
 			t.Fatalf("exchange: %+v, %v; want the page held and Forget", x, err)
@@ -426,10 +426,10 @@ func TestShardsOutboxDeliversWhatADeadWorkerOffered(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := range dying.idle { // it pops from shard A only
-			dying.idle[i] = time.Now().Add(time.Hour)
+		for i := range dying.cross.idle { // it pops from shard A only
+			dying.cross.idle[i] = time.Now().Add(time.Hour)
 		}
-		dying.idle[a] = time.Time{}
+		dying.cross.idle[a] = time.Time{}
 		l := popA(dying)
 		dying.fs[b].exchanges += 7 // as if Redis had lost seven of its exchanges in shard B
 		x, err = dying.Exchange(ctx, finish(l, "http://"+hostB+"/dead"), nil, 0)
