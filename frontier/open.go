@@ -52,11 +52,7 @@ type Frontier struct {
 
 	mu    sync.Mutex // Exchange and Schedule serialize on it
 	cross *crossing  // what an exchange over the shards keeps between calls
-	// The previous sweep: whether every shard was empty, and each shard's
-	// enqueued counter.
-	lastEmpty    bool
-	lastEnqueued []int64
-	sweptEpoch   int64 // the epoch of the last whole sweep
+	end   endWatch   // the scheduler's: whether the crawl over the shards is over
 }
 
 // Options are what a crawl's settings say of its frontier.
@@ -143,7 +139,7 @@ func New(c redis.UniversalClient, name string, o Options) (*Frontier, error) {
 	if o.Lease == 0 {
 		o.Lease = 10 * time.Second
 	}
-	f := &Frontier{Options: o, now: time.Now, cross: newCrossing(o.Shards), lastEnqueued: make([]int64, o.Shards)}
+	f := &Frontier{Options: o, now: time.Now, cross: newCrossing(o.Shards)}
 	f.store = &store{name: name, c: c, fs: make([]*shard, o.Shards), o: &f.Options}
 	for i := range f.fs {
 		f.fs[i] = newShard(c, KeysForShard(name, i), &f.Options, o.Shards)

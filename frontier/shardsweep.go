@@ -45,7 +45,7 @@ func (f *Frontier) Schedule(ctx context.Context, epochKey string, epoch int64, m
 	}
 	sweeps, err := run(0, len(f.fs), sweepReport)
 	if err != nil {
-		f.lastEmpty = false
+		f.end.failed()
 		return Sweep{NextDeferred: -1}, err
 	}
 	total, empty, enqueued, pages := f.addUp(sweeps)
@@ -55,21 +55,14 @@ func (f *Frontier) Schedule(ctx context.Context, epochKey string, epoch int64, m
 		// offered again, and the entries acked.
 		if len(sw.outbox) > 0 {
 			if err := f.deliver(ctx, sh, sw.outbox); err != nil {
-				f.lastEmpty = false
+				f.end.failed()
 				return total, err
 			}
 		}
 	}
-	same := true
-	for sh := range enqueued {
-		same = same && enqueued[sh] == f.lastEnqueued[sh]
-	}
-	over := empty && f.lastEmpty && same || pageBudget > 0 && pages >= pageBudget
+	over, fencedAll := f.end.swept(epoch, empty, enqueued, pages, pageBudget)
 	// One sweep more that finds the same ends the crawl: it is due now.
 	total.Again = empty && !over && !total.CrawlOver
-	f.lastEmpty, f.lastEnqueued = empty, enqueued
-	fencedAll := f.sweptEpoch == epoch // a whole sweep under this epoch came before this one
-	f.sweptEpoch = epoch
 	if over && !total.CrawlOver {
 		if err := f.finish(run, &total); err != nil {
 			return total, err
@@ -228,4 +221,39 @@ func Shares(budget int64, shards int) []int64 {
 		}
 	}
 	return out
+}
+
+// endWatch is how the scheduler of a crawl over several shards tells that
+// the crawl is over, with no I/O (Frontier.Schedule): no script sees every
+// shard, so it is over when two whole sweeps in a row found every shard
+// empty and no URL was queued at the back of any shard between them (a
+// shard's work comes back only through its enqueued counter), or when the
+// shards' pages reach the page budget. It also tells whether a whole
+// sweep under the current epoch came before this one (every shard fenced
+// against an older scheduler), which moving budget shares waits for. A
+// table test steps it (shardsweep_test.go).
+type endWatch struct {
+	lastEmpty    bool    // the last whole sweep found every shard empty
+	lastEnqueued []int64 // and each shard's enqueued counter then
+	sweptEpoch   int64   // the epoch of the last whole sweep
+}
+
+// failed: a sweep that did not finish leaves nothing to compare the next
+// one with.
+func (e *endWatch) failed() { e.lastEmpty = false }
+
+// swept takes a whole sweep under epoch: whether every shard was empty,
+// each shard's enqueued counter and the pages fetched, against the page
+// budget (0: none). It says whether the crawl is over, and whether a
+// whole sweep under epoch came before this one.
+func (e *endWatch) swept(epoch int64, empty bool, enqueued []int64, pages, budget int64) (over, fencedAll bool) {
+	same := len(enqueued) == len(e.lastEnqueued)
+	for sh := range enqueued {
+		same = same && enqueued[sh] == e.lastEnqueued[sh]
+	}
+	over = empty && e.lastEmpty && same || budget > 0 && pages >= budget
+	e.lastEmpty, e.lastEnqueued = empty, enqueued
+	fencedAll = e.sweptEpoch == epoch
+	e.sweptEpoch = epoch
+	return over, fencedAll
 }
