@@ -3,7 +3,6 @@ package crawl_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
@@ -62,18 +61,7 @@ func TestEveryURLTriedUnderABudgetHasARecord(t *testing.T) {
 					opts = append(opts, o)
 				}
 				runWorkers(t, ctx, s, "budget-tried", opts...)
-				var exported bytes.Buffer
-				if _, err := crawl.Export(ctx, s.Client, "budget-tried", &exported, false); err != nil {
-					t.Fatal(err)
-				}
-				recorded := map[string]crawl.Record{}
-				for _, line := range strings.Split(strings.TrimSpace(exported.String()), "\n") {
-					var rec crawl.Record
-					if err := json.Unmarshal([]byte(line), &rec); err != nil {
-						t.Fatal(err)
-					}
-					recorded[rec.URL] = rec
-				}
+				recorded := exportedByURL(t, ctx, s.Client, "budget-tried")
 				var missing []string
 				fetched := site.Stats().Fetched
 				for _, u := range fetched {
@@ -167,19 +155,8 @@ func TestAPageInFlightAtTheBudgetsEndHasARecord(t *testing.T) {
 				for i := range outs {
 					all.Write(outs[i].Bytes())
 				}
-				var exported bytes.Buffer
-				if _, err := crawl.Export(ctx, s.Client, "budget-inflight", &exported, false); err != nil {
-					t.Fatal(err)
-				}
-				for name, records := range map[string]string{"the --out files": all.String(), "the results stream": exported.String()} {
-					have := map[string]crawl.Record{}
-					for _, line := range strings.Split(strings.TrimSpace(records), "\n") {
-						var rec crawl.Record
-						if err := json.Unmarshal([]byte(line), &rec); err != nil {
-							t.Fatalf("%s: %q: %v", name, line, err)
-						}
-						have[rec.URL] = rec
-					}
+				for name, have := range map[string]map[string]crawl.Record{"the --out files": recordsByURL(t, all.String()),
+					"the results stream": exportedByURL(t, ctx, s.Client, "budget-inflight")} {
 					mu.Lock()
 					for u := range requested {
 						if _, ok := have[u]; !ok {

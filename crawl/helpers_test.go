@@ -1,10 +1,15 @@
 package crawl_test
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/nlnwa/gowarc/v3"
+	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redis/go-redis/v9"
 )
@@ -17,6 +22,31 @@ func frontierOf(t *testing.T, c redis.UniversalClient, name string, shards int) 
 		t.Fatal(err)
 	}
 	return fr
+}
+
+// recordsByURL reads JSON lines of records (export's, --out's), failing
+// the test on a line that is not one, by URL (the last of a URL wins).
+func recordsByURL(t *testing.T, lines string) map[string]crawl.Record {
+	t.Helper()
+	out := map[string]crawl.Record{}
+	for _, line := range strings.Split(strings.TrimSpace(lines), "\n") {
+		var rec crawl.Record
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		out[rec.URL] = rec
+	}
+	return out
+}
+
+// exportedByURL exports crawl name's records and reads them by URL.
+func exportedByURL(t *testing.T, ctx context.Context, c redis.UniversalClient, name string) map[string]crawl.Record {
+	t.Helper()
+	var exported bytes.Buffer
+	if _, err := crawl.Export(ctx, c, name, &exported, false); err != nil {
+		t.Fatal(err)
+	}
+	return recordsByURL(t, exported.String())
 }
 
 // eachWARCRecord reads every .warc.gz file in dir with nlnwa/gowarc's

@@ -373,19 +373,8 @@ func TestALeaseLapsedDuringItsFetchCountsAsATry(t *testing.T) {
 			defer mu.Unlock()
 			t.Fatalf("the crawl did not end (run: %v); requests %v", err, reqs)
 		}
-		var exported bytes.Buffer
-		if _, err := crawl.Export(ctx, s.Client, "lapse-try", &exported, false); err != nil {
-			t.Fatal(err)
-		}
-		recs := map[string]crawl.Record{}
-		for _, line := range strings.Split(strings.TrimSpace(exported.String()), "\n") {
-			var rec crawl.Record
-			if err := json.Unmarshal([]byte(line), &rec); err != nil {
-				t.Fatal(err)
-			}
-			recs[strings.TrimPrefix(rec.URL, site.URL)] = rec
-		}
-		jump, ok := recs["/jump"]
+		recs := exportedByURL(t, ctx, s.Client, "lapse-try")
+		jump, ok := recs[site.URL+"/jump"]
 		if !ok || jump.Outcome != crawl.OutcomeFailed || jump.Attempt != attempts || !strings.Contains(jump.Error, "lease lapsed during the fetch") {
 			t.Fatalf("/jump's record %+v (found %v); want failed after %d attempts, its lease's lapse said", jump, ok, attempts)
 		}
