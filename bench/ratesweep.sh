@@ -2,7 +2,9 @@
 # The rate sweep from the command line, as issue 32 measured it: the test
 # site (3 hosts x 400 pages, 5 ms a response) crawled by two `work -c 16`
 # on a redis-server of its own, at each rate/burst, RUNS times; prints a
-# line a crawl: seconds, URLs put back and late (both workers), pages.
+# line a crawl: seconds, URLs put back and late (both workers), pages,
+# requests beyond one a URL (a flaky page's one retry allowed: the site's
+# Stats.Extra) and truth URLs never requested.
 # Usage (from the repository): bench/ratesweep.sh [RATE/BURST ...]
 #   RUNS=3 bench/ratesweep.sh inf 100000/1000 2000/10
 # Needs redis-server and python3 (a free port). Everything it starts it
@@ -41,7 +43,7 @@ site() {
 	exit 1
 }
 cr() { "$tmp/crawler" --redis "redis://127.0.0.1:$rport" "$@"; }
-printf '%-14s %3s %8s %9s %5s %6s\n' rate/burst run seconds put_back late pages
+printf '%-14s %3s %8s %9s %5s %6s %5s %7s\n' rate/burst run seconds put_back late pages extra missing
 for rb in "${rates[@]}"; do
 	rate=${rb%/*} burst=1
 	[ "$rb" != "${rb#*/}" ] && burst=${rb#*/}
@@ -60,6 +62,15 @@ for rb in "${rates[@]}"; do
 		end=$(date +%s.%N)
 		sum() { grep -ho "$1=[0-9]*" "$tmp/a.log" "$tmp/b.log" | cut -d= -f2 | paste -sd+ | bc; }
 		pages=$(cr status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["counters"]["pages"])')
-		printf '%-14s %3d %8.2f %9s %5s %6s\n' "$rate/$burst" "$run" "$(echo "$end - $start" | bc)" "$(sum put_back)" "$(sum late)" "$pages"
+		read -r extra missing < <(python3 - "http://127.0.0.30:$sport" <<'PY'
+import json, sys, urllib.request
+base = sys.argv[1]
+st = json.load(urllib.request.urlopen(base + "/_stats"))
+truth = urllib.request.urlopen(base + "/_truth").read().decode().split()
+extra = sum(max(n - (2 if "/flaky/" in u else 1), 0) for u, n in (st.get("repeated") or {}).items())
+print(extra, len(set(truth) - set(st.get("fetched") or [])))
+PY
+)
+		printf '%-14s %3d %8.2f %9s %5s %6s %5s %7s\n' "$rate/$burst" "$run" "$(echo "$end - $start" | bc)" "$(sum put_back)" "$(sum late)" "$pages" "$extra" "$missing"
 	done
 done
