@@ -205,10 +205,10 @@ func (e *evictionWatch) check(ctx context.Context, c redis.UniversalClient) (int
 // Redis evicted keys since the last look, at most every EvictionCheck
 // (always when final: the crawl is gone, was it evicted?).
 func (w *Worker) noticeEvictions(ctx context.Context, final bool) {
-	if !final && time.Since(w.evictions.at) < w.opts.EvictionCheck {
+	if !final && w.now().Sub(w.evictions.at) < w.opts.EvictionCheck {
 		return
 	}
-	w.evictions.at = time.Now()
+	w.evictions.at = w.now()
 	more, err := w.evictions.check(ctx, w.c)
 	if err != nil {
 		if ctx.Err() == nil {

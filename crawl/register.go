@@ -20,7 +20,7 @@ const oomRetry = 500 * time.Millisecond
 // two workers under one id would share WARC file names and deregister
 // each other.
 func (w *Worker) register(ctx context.Context) error {
-	deadline := time.Now().Add(w.opts.Lease + w.opts.Lease/2)
+	deadline := w.now().Add(w.opts.Lease + w.opts.Lease/2)
 	for {
 		left, err := w.fr.Registry.Register(ctx, w.opts.ID)
 		if IsOOM(err) {
@@ -32,13 +32,13 @@ func (w *Worker) register(ctx context.Context) error {
 				return ctx.Err()
 			case <-time.After(oomRetry):
 			}
-			deadline = time.Now().Add(w.opts.Lease + w.opts.Lease/2)
+			deadline = w.now().Add(w.opts.Lease + w.opts.Lease/2)
 			continue
 		}
 		if !errors.Is(err, ErrIDInUse) {
 			return err
 		}
-		if time.Now().Add(left).After(deadline) {
+		if w.now().Add(left).After(deadline) {
 			return fmt.Errorf("crawl: worker %q of crawl %q: %w; give each worker its own --id "+
 				"(the default, host:pid, is distinct unless hosts share a name)", w.opts.ID, w.name, ErrIDInUse)
 		}

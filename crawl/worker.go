@@ -189,7 +189,7 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 	if w.evictions.last, err = evictedKeys(ctx, c); err != nil {
 		return nil, fmt.Errorf("crawl: reading Redis's evicted_keys: %w", err)
 	}
-	w.evictions.at = time.Now()
+	w.evictions.at = w.now()
 	// The WARC directory is made (or found wanting) before the worker
 	// joins: a start that fails leaves no live worker behind.
 	if err := w.openWARC(); err != nil {
