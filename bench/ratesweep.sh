@@ -66,7 +66,7 @@ for rb in "${rates[@]}"; do
 import json, sys, urllib.request
 base = sys.argv[1]
 st = json.load(urllib.request.urlopen(base + "/_stats"))
-truth = urllib.request.urlopen(base + "/_truth").read().decode().split()
+truth = json.load(urllib.request.urlopen(base + "/_truth"))
 extra = sum(max(n - (2 if "/flaky/" in u else 1), 0) for u, n in (st.get("repeated") or {}).items())
 print(extra, len(set(truth) - set(st.get("fetched") or [])))
 PY
