@@ -7,6 +7,8 @@
 # Stats.Extra) and truth URLs never requested.
 # Usage (from the repository): bench/ratesweep.sh [RATE/BURST ...]
 #   RUNS=3 bench/ratesweep.sh inf 100000/1000 2000/10
+#   LOGLEVEL=debug LOGDIR=/tmp/logs bench/ratesweep.sh 100000/1000  (each URL
+#   given back late says how late, and whether it waited for robots.txt)
 # Needs redis-server and python3 (a free port). Everything it starts it
 # stops by PID; its files go to a temporary directory it removes.
 set -euo pipefail
@@ -53,14 +55,19 @@ for rb in "${rates[@]}"; do
 		cr seed --rate "$rate" --burst "$burst" --allow-private \
 			"http://127.0.0.30:$sport/" "http://127.0.0.31:$sport/" "http://127.0.0.32:$sport/" >/dev/null 2>&1
 		start=$(date +%s.%N)
-		cr work -c 16 --exit-when-done --id a --progress-every 0 >"$tmp/a.log" 2>&1 &
+		cr ${LOGLEVEL:+--log-level $LOGLEVEL} work -c 16 --exit-when-done --id a --progress-every 0 >"$tmp/a.log" 2>&1 &
 		a=$!
-		cr work -c 16 --exit-when-done --id b --progress-every 0 >"$tmp/b.log" 2>&1 &
+		cr ${LOGLEVEL:+--log-level $LOGLEVEL} work -c 16 --exit-when-done --id b --progress-every 0 >"$tmp/b.log" 2>&1 &
 		b=$!
 		pids+=("$a" "$b")
 		wait "$a" "$b"
 		end=$(date +%s.%N)
-		sum() { grep -ho "$1=[0-9]*" "$tmp/a.log" "$tmp/b.log" | cut -d= -f2 | paste -sd+ | bc; }
+		if [ -n "${LOGDIR:-}" ]; then # LOGDIR=dir LOGLEVEL=debug: the workers' logs kept, a file each
+			cp "$tmp/a.log" "$LOGDIR/${rate}-${burst}-${run}-a.log"
+			cp "$tmp/b.log" "$LOGDIR/${rate}-${burst}-${run}-b.log"
+		fi
+		# From each worker's last line (its counters), not debug lines' durations.
+		sum() { grep -h 'put_back=' "$tmp/a.log" "$tmp/b.log" | grep -o " $1=[0-9]*" | cut -d= -f2 | paste -sd+ | bc; }
 		pages=$(cr status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["counters"]["pages"])')
 		read -r extra missing < <(python3 - "http://127.0.0.30:$sport" <<'PY'
 import json, sys, urllib.request
