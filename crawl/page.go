@@ -90,7 +90,7 @@ func (pl *fetchLoops) process(ctx context.Context, l *frontier.Lease, info front
 		return
 	}
 	pl.counters.Requests.Add(1)
-	if pl.lapsedDuringFetch(ctx, l, rec) {
+	if pl.lapsedDuringFetch(l, rec) {
 		return
 	}
 	pl.failing.ok(u.Host)
@@ -169,7 +169,7 @@ func (pl *fetchLoops) fetchFailed(ctx context.Context, l *frontier.Lease, u *url
 			pl.log.Warn("pausing a failing host failed; its URL waits its own back-off only", "host", u.Host, "err", perr)
 		}
 	}
-	pl.retry(ctx, l, rec, err.Error(), after)
+	pl.retry(l, rec, err.Error(), after)
 }
 
 // notNow retries a URL answered with a transient status; a 429 or 503,
@@ -184,7 +184,7 @@ func (pl *fetchLoops) notNow(ctx context.Context, l *frontier.Lease, u *url.URL,
 		}
 		after = max(after, d)
 	}
-	pl.retry(ctx, l, rec, fmt.Sprintf("HTTP %d", r.Status), after)
+	pl.retry(l, rec, fmt.Sprintf("HTTP %d", r.Status), after)
 }
 
 // outcome is what an answered fetch leaves: its links (a page's, a

@@ -12,7 +12,7 @@ import (
 
 // retry defers a transient failure with exponential back-off (or the
 // server's Retry-After), and gives up after maxAttempts.
-func (pl *fetchLoops) retry(ctx context.Context, l *frontier.Lease, rec Record, reason string, after time.Duration) {
+func (pl *fetchLoops) retry(l *frontier.Lease, rec Record, reason string, after time.Duration) {
 	item := l.Item
 	item.Attempts++
 	if pl.s.MaxPages > 0 && pl.pages.Load() >= pl.s.MaxPages {
@@ -60,7 +60,7 @@ func (pl *fetchLoops) lapsed(l *frontier.Lease, when string) bool {
 // whose lease lapses at every fetch would be fetched for ever. Redis still
 // decides: a lease it no longer holds (the sweep queued the URL again, as
 // tried) defers nothing.
-func (pl *fetchLoops) lapsedDuringFetch(ctx context.Context, l *frontier.Lease, rec Record) bool {
+func (pl *fetchLoops) lapsedDuringFetch(l *frontier.Lease, rec Record) bool {
 	if l.Left() > 0 {
 		return false
 	}
@@ -68,7 +68,7 @@ func (pl *fetchLoops) lapsedDuringFetch(ctx context.Context, l *frontier.Lease, 
 	pl.metrics.lapsed.Inc()
 	const why = "its lease lapsed during the fetch (this worker was paused or cut off from Redis)"
 	pl.log.Warn("lease lapsed during the fetch: neither archived nor recorded; the URL goes back as tried", "url", l.Item.URL)
-	pl.retry(ctx, l, rec, why, 0)
+	pl.retry(l, rec, why, 0)
 	return true
 }
 
