@@ -42,13 +42,9 @@ func (pl *fetchLoops) retry(l *frontier.Lease, rec Record, reason string, after 
 // given the URL to another worker, who fetches, archives and records it.
 // Handed back, it returns to the queue only if Redis still holds it.
 func (pl *fetchLoops) lapsed(l *frontier.Lease, when string) bool {
-	if l.Left() > 0 {
+	if !pl.noteLapse(l, "lease lapsed "+when+" (this worker was paused or cut off from Redis); another worker has the URL") {
 		return false
 	}
-	pl.counters.Lapsed.Add(1)
-	pl.metrics.lapsed.Inc()
-	pl.log.Warn("lease lapsed "+when+" (this worker was paused or cut off from Redis); another worker has the URL",
-		"url", l.Item.URL)
 	pl.ex.giveBack(l)
 	return true
 }
@@ -61,14 +57,22 @@ func (pl *fetchLoops) lapsed(l *frontier.Lease, when string) bool {
 // decides: a lease it no longer holds (the sweep queued the URL again, as
 // tried) defers nothing.
 func (pl *fetchLoops) lapsedDuringFetch(l *frontier.Lease, rec Record) bool {
+	if !pl.noteLapse(l, "lease lapsed during the fetch: neither archived nor recorded; the URL goes back as tried") {
+		return false
+	}
+	pl.retry(l, rec, "its lease lapsed during the fetch (this worker was paused or cut off from Redis)", 0)
+	return true
+}
+
+// noteLapse reports whether l may have lapsed by its local deadline, and
+// counts and says so (msg) when it has.
+func (pl *fetchLoops) noteLapse(l *frontier.Lease, msg string) bool {
 	if l.Left() > 0 {
 		return false
 	}
 	pl.counters.Lapsed.Add(1)
 	pl.metrics.lapsed.Inc()
-	const why = "its lease lapsed during the fetch (this worker was paused or cut off from Redis)"
-	pl.log.Warn("lease lapsed during the fetch: neither archived nor recorded; the URL goes back as tried", "url", l.Item.URL)
-	pl.retry(l, rec, why, 0)
+	pl.log.Warn(msg, "url", l.Item.URL)
 	return true
 }
 
