@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/redcrawl/crawler/politeness"
 )
 
 // Lease is a popped item held by one worker.
@@ -141,4 +143,39 @@ func (f *shard) SetHostDelay(ctx context.Context, host string, delay time.Durati
 		return false, ErrLeaseLost
 	}
 	return n == 2, nil
+}
+
+// Retoken asks l's host's bucket for a new token when l's window closed
+// before its request could go (it waited in its worker's buffer, or for
+// its host's robots.txt): l's own token goes back while it is its host's
+// last, and the host gives one now if the pop would (its next token's
+// window opens by now: retoken.lua). True: l's window and token are the
+// new one's, and its request may go now. False: the host has no token
+// now; l must go back (the caller's next exchange gives it back, its
+// token refunded there). ErrLeaseLost: l was no longer held.
+func (f *shard) Retoken(ctx context.Context, l *Lease) (bool, error) {
+	v, err := retokenScript.Run(ctx, f.c, f.exchangeKeys(), l.Member(), l.grant, f.o.HostRate, max(f.o.HostBurst, 1),
+		politeness.LeastWindow.Milliseconds()).Slice()
+	got := f.o.now() // after the call: Redis's now, in this process's clock, at the latest
+	if err != nil {
+		return false, fmt.Errorf("frontier: retoken: %w", err)
+	}
+	if n, _ := v[0].(int64); n != 2 || len(v) != 5 {
+		if n == 0 {
+			return false, ErrLeaseLost
+		}
+		return false, nil
+	}
+	now, _ := v[1].(string)
+	slot, _ := v[2].(int64)
+	from, _ := v[3].(int64)
+	until, _ := v[4].(int64)
+	l.opens, l.closes = time.Duration(from)*time.Microsecond, time.Duration(until)*time.Microsecond
+	l.grant, l.freshAt = 0, "" // the pop's tat is no longer the host's (hostdelay.lua)
+	if n, err := strconv.ParseInt(now, 10, 64); err == nil && until >= 0 {
+		l.grant = n + slot
+	}
+	l.NotBefore, l.Deadline = time.Time{}, time.Time{}
+	l.window(got)
+	return true, nil
 }
