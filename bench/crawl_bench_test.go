@@ -37,6 +37,7 @@ type result struct {
 	scripts     int64 // script calls Redis ran (EVAL, EVALSHA)
 	putBack     int64 // URLs the workers handed back for later (retries, robots.txt, windows missed)
 	late        int64 // of those, URLs whose token's window closed before a loop took them
+	retokened   int64 // URLs whose token's window closed and whose host gave them a new one: fetched, not put back
 }
 
 // crawlOnce crawls a fresh test site with `workers` workers (each with its
@@ -80,7 +81,7 @@ func crawlSharded(b *testing.B, shards int, site testsite.Config, rate float64, 
 	idleRate := float64(redistest.CPU(b, s.Client)-idle0) / float64(2*time.Second)
 	s.Client.ConfigResetStat(ctx)
 	cpu0, net0 := redistest.CPU(b, s.Client), netBytes(b, s)
-	var rt, putBack, late int64
+	var rt, putBack, late, retokened int64
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -110,12 +111,13 @@ func crawlSharded(b *testing.B, shards int, site testsite.Config, rate float64, 
 			rt += counter.Load()
 			putBack += w.Counters.PutBack.Load()
 			late += w.Counters.Late.Load()
+			retokened += w.Counters.Retokened.Load()
 			mu.Unlock()
 		}()
 	}
 	wg.Wait()
 	res := result{elapsed: time.Since(start), roundTrips: rt, redisCPU: redistest.CPU(b, s.Client) - cpu0, netBytes: netBytes(b, s) - net0,
-		putBack: putBack, late: late}
+		putBack: putBack, late: late, retokened: retokened}
 	res.idleCPU = time.Duration(idleRate * float64(res.elapsed))
 	stats := s.Client.Info(ctx, "commandstats").Val() // since the reset before the crawl
 	res.scripts = scriptCalls(stats)
@@ -158,6 +160,7 @@ func (r result) report(b *testing.B) {
 	b.ReportMetric(float64(r.netBytes)/float64(r.pages), "redis-bytes/page")
 	b.ReportMetric(float64(r.putBack)/float64(r.pages)*100, "%put-back")
 	b.ReportMetric(float64(r.late)/float64(r.pages)*100, "%late")
+	b.ReportMetric(float64(r.retokened)/float64(r.pages)*100, "%retokened")
 	b.ReportMetric(r.elapsed.Seconds(), "s")
 	b.ReportMetric(0, "ns/op")
 }
@@ -183,7 +186,9 @@ func BenchmarkScaling(b *testing.B) {
 // but 20/s (19 200 pages/s of hosts is past it). %put-back is the URLs
 // handed back for later (retries of the site's flaky pages included:
 // 0.9 % of the busy site) and %late those whose token's window closed
-// first; max-host-req/s must stay within rate + burst.
+// first and whose host had no token for them then; %retokened, those late
+// whose host gave them a new token (fetched, not put back);
+// max-host-req/s must stay within rate + burst.
 func BenchmarkRateSweep(b *testing.B) {
 	for _, shape := range []struct {
 		name         string

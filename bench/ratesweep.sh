@@ -2,7 +2,8 @@
 # The rate sweep from the command line, as issue 32 measured it: the test
 # site (3 hosts x 400 pages, 5 ms a response) crawled by two `work -c 16`
 # on a redis-server of its own, at each rate/burst, RUNS times; prints a
-# line a crawl: seconds, URLs put back and late (both workers), pages,
+# line a crawl: seconds, URLs put back and late (both workers), URLs
+# late whose host gave them a new token (fetched, not put back), pages,
 # requests beyond one a URL (a flaky page's one retry allowed: the site's
 # Stats.Extra) and truth URLs never requested.
 # Usage (from the repository): bench/ratesweep.sh [RATE/BURST ...]
@@ -45,7 +46,7 @@ site() {
 	exit 1
 }
 cr() { "$tmp/crawler" --redis "redis://127.0.0.1:$rport" "$@"; }
-printf '%-14s %3s %8s %9s %5s %6s %5s %7s\n' rate/burst run seconds put_back late pages extra missing
+printf '%-14s %3s %8s %9s %5s %9s %6s %5s %7s\n' rate/burst run seconds put_back late retokened pages extra missing
 for rb in "${rates[@]}"; do
 	rate=${rb%/*} burst=1
 	[ "$rb" != "${rb#*/}" ] && burst=${rb#*/}
@@ -78,6 +79,6 @@ extra = sum(max(n - (2 if "/flaky/" in u else 1), 0) for u, n in (st.get("repeat
 print(extra, len(set(truth) - set(st.get("fetched") or [])))
 PY
 )
-		printf '%-14s %3d %8.2f %9s %5s %6s %5s %7s\n' "$rate/$burst" "$run" "$(echo "$end - $start" | bc)" "$(sum put_back)" "$(sum late)" "$pages" "$extra" "$missing"
+		printf '%-14s %3d %8.2f %9s %5s %9s %6s %5s %7s\n' "$rate/$burst" "$run" "$(echo "$end - $start" | bc)" "$(sum put_back)" "$(sum late)" "$(sum retokened)" "$pages" "$extra" "$missing"
 	done
 done

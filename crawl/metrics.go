@@ -15,21 +15,22 @@ import (
 // (Worker.Metrics): what this process did, and — read from Redis when
 // scraped — the crawl's frontier and paused hosts.
 type metrics struct {
-	reg      *prometheus.Registry
-	pages    *prometheus.CounterVec // by outcome and status class
-	bytes    prometheus.Counter
-	fetch    prometheus.Histogram
-	exchange prometheus.Histogram
-	exErrors prometheus.Counter
-	epoch    prometheus.Gauge
-	leader   prometheus.Gauge
-	fenced   prometheus.Counter
-	evicted  prometheus.Counter
-	lapsed   prometheus.Counter
-	late     prometheus.Counter
-	refused  prometheus.Counter
-	skipped  *prometheus.CounterVec // discovered links not followed, by reason
-	changes  *prometheus.CounterVec // fetched pages by how they compare with their last fetch
+	reg       *prometheus.Registry
+	pages     *prometheus.CounterVec // by outcome and status class
+	bytes     prometheus.Counter
+	fetch     prometheus.Histogram
+	exchange  prometheus.Histogram
+	exErrors  prometheus.Counter
+	epoch     prometheus.Gauge
+	leader    prometheus.Gauge
+	fenced    prometheus.Counter
+	evicted   prometheus.Counter
+	lapsed    prometheus.Counter
+	late      prometheus.Counter
+	retokened prometheus.Counter
+	refused   prometheus.Counter
+	skipped   *prometheus.CounterVec // discovered links not followed, by reason
+	changes   *prometheus.CounterVec // fetched pages by how they compare with their last fetch
 }
 
 func newMetrics(w *Worker) *metrics {
@@ -56,6 +57,8 @@ func newMetrics(w *Worker) *metrics {
 			Help: "Keys Redis evicted while this worker ran (each may be a URL, a record or the lock lost): set maxmemory-policy noeviction."}),
 		late: prometheus.NewCounter(prometheus.CounterOpts{Name: "redcrawl_tokens_missed_total",
 			Help: "URLs given back unfetched because their host's token's window closed before a fetch loop could take them (a worker falling behind its pops)."}),
+		retokened: prometheus.NewCounter(prometheus.CounterOpts{Name: "redcrawl_tokens_retaken_total",
+			Help: "URLs whose host's token's window closed before a fetch loop could take them, and whose host gave a new token at once: fetched, not given back."}),
 		lapsed: prometheus.NewCounter(prometheus.CounterOpts{Name: "redcrawl_leases_lapsed_total",
 			Help: "URLs whose lease lapsed before this worker fetched or archived them (it was paused or cut off from Redis): handed back."}),
 		refused: prometheus.NewCounter(prometheus.CounterOpts{Name: "redcrawl_pages_refused_total",
@@ -66,7 +69,7 @@ func newMetrics(w *Worker) *metrics {
 			Help: "Pages this worker fetched, by how each compares with its last fetch: new (the first), changed, unchanged (304, or the same payload), gone (404 or 410 on a revisit)."},
 			[]string{"change"}),
 	}
-	m.reg.MustRegister(m.pages, m.bytes, m.fetch, m.exchange, m.exErrors, m.epoch, m.leader, m.fenced, m.evicted, m.lapsed, m.late, m.refused, m.skipped, m.changes,
+	m.reg.MustRegister(m.pages, m.bytes, m.fetch, m.exchange, m.exErrors, m.epoch, m.leader, m.fenced, m.evicted, m.lapsed, m.late, m.retokened, m.refused, m.skipped, m.changes,
 		collectors.NewGoCollector(), &crawlCollector{w: w})
 	for source, n := range map[string]*atomic.Int64{"local": &w.robots.Lookups.Local, "redis": &w.robots.Lookups.Shared,
 		"fetched": &w.robots.Lookups.Fetched} {

@@ -176,6 +176,66 @@ func TestASlowRobotsTxtBunchesNoRequests(t *testing.T) {
 	}
 }
 
+// At a high rate, the URLs a worker's loops took while their host's
+// robots.txt came (200 ms, against a token's window of 10 ms) missed their
+// windows; their host, far from spent, gives each a new token
+// (frontier.Frontier.Retoken) and they are fetched, not put back: before,
+// every one went back, and a worker's first URLs of each new host were
+// the most of a fast crawl's put-backs.
+func TestURLsThatWaitedForRobotsTxtGetNewTokens(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		var mu sync.Mutex
+		fetched := map[string]int{}
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/robots.txt" {
+				select {
+				case <-time.After(200 * time.Millisecond):
+				case <-r.Context().Done():
+				}
+				http.NotFound(w, r)
+				return
+			}
+			mu.Lock()
+			fetched[r.URL.Path]++
+			mu.Unlock()
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, "<p>a page</p>")
+		}))
+		defer srv.Close()
+		set := crawl.DefaultSettings()
+		set.Rate, set.Burst, set.AllowPrivate = 100_000, 1000, true
+		var seeds []*url.URL
+		for i := range 24 {
+			u, _ := url.Parse(fmt.Sprintf("%s/p/%d", srv.URL, i))
+			seeds = append(seeds, u)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := crawl.Seed(ctx, s.Client, "robotswait", set, seeds); err != nil {
+			t.Fatal(err)
+		}
+		o := fastOptions("w1")
+		o.Concurrency = 8
+		w, err := crawl.NewWorker(ctx, s.Client, "robotswait", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, u := range seeds {
+			if n := fetched[u.Path]; n != 1 {
+				t.Errorf("%s fetched %d times; want once", u.Path, n)
+			}
+		}
+		if late, re, back := w.Counters.Late.Load(), w.Counters.Retokened.Load(), w.Counters.PutBack.Load(); late != 0 || back != 0 || re == 0 {
+			t.Errorf("%d URLs went back late, %d put back in all, %d given new tokens; want none back, and the URLs that waited for robots.txt given new tokens", late, back, re)
+		}
+	})
+}
+
 // A Crawl-delay learnt after the pop holds for the URLs popped before it:
 // with no crawl rate, a pop hands a worker several URLs of the host at
 // once; its robots.txt then says one request a second, the first URL goes

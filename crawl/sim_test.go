@@ -62,12 +62,20 @@ type simRules struct {
 	// policy adjusts each worker's policy after forRate (nil: as a worker
 	// sets it).
 	policy func(p *policy)
+	// noRetoken: a late URL goes back at once, without asking its host for
+	// a new token (the worker's rule before frontier.Retoken).
+	noRetoken bool
+	// stall, when set, is how long a loop waits after taking a URL before
+	// its request may go (admit waiting for its host's robots.txt).
+	stall func(*rand.Rand) time.Duration
 }
 
 type simResult struct {
 	requests map[string][]time.Time // host -> its requests' times, in order
 	lateOf   map[string]int         // URL -> how often it went back late
 	late     int
+	missed   int // URLs that missed their token's window: given a new one (retokened) or put back (late)
+	retoken  int
 	fetched  int            // distinct URLs fetched
 	starts   []time.Time    // when each was first fetched, in order
 	fetches  [][2]time.Time // every fetch's start and end
@@ -125,6 +133,9 @@ const (
 	simDone                      // a loop's fetch ends
 	simDue                       // a queued URL's window opens
 	simWake                      // a state machine's sleep ends
+	simAsk                       // Redis runs a loop's Retoken
+	simAnswer                    // its reply arrives
+	simStalled                   // a loop's wait before its request ends
 )
 
 type simEvent struct {
@@ -154,9 +165,11 @@ func (q *simQueue) Pop() any {
 }
 
 type simLoop struct {
-	busy  bool
-	since time.Time
-	l     leased
+	busy   bool
+	asking bool // waiting for Retoken's answer, not fetching
+	ok     bool // its answer
+	since  time.Time
+	l      leased
 }
 
 type simWorker struct {
@@ -289,6 +302,32 @@ func runSim(t simT, p simParams, rules simRules, limit time.Duration) simResult 
 				entry: entry{page: frontier.Finished{Lease: lp.l.lease, Outcome: frontier.Outcome{Stat: OutcomeOK, Fetched: true}}}})
 			s.feed(w)
 			s.wake(w)
+		case simAsk:
+			s.m.SetTime(s.now)
+			s.clock = s.now.Add(s.p.RTT / 2)
+			lp := &w.loops[ev.loop]
+			ok, err := w.x.fr.Retoken(context.Background(), lp.l.lease)
+			if err != nil {
+				t.Fatalf("%v: retoken: %v", p, err)
+			}
+			s.res.calls++
+			lp.ok = ok
+			s.at(s.clock, simAnswer, w, ev.loop)
+		case simAnswer:
+			lp := &w.loops[ev.loop]
+			lp.busy, lp.asking = false, false
+			if lp.ok {
+				s.res.retoken++
+				s.start(w, ev.loop, lp.l)
+			} else {
+				s.goBack(w, lp.l)
+			}
+			s.feed(w)
+			s.wake(w)
+		case simStalled:
+			s.take(w, ev.loop, w.loops[ev.loop].l)
+			s.feed(w)
+			s.wake(w)
 		case simDue:
 			if !w.dueAt.After(s.now) {
 				w.dueAt = time.Time{}
@@ -341,33 +380,65 @@ func (s *simulation) feed(w *simWorker) {
 				}
 				return
 			}
-			if s.rules.late(l.lease, s.now) {
-				if simDebug != nil {
-					simDebug("%v: loop %d late %s (window %v..%v)", s.now.Sub(s.res.start), i, l.lease.Item.URL, l.lease.NotBefore.Sub(s.res.start), l.lease.Deadline.Sub(s.res.start))
-				}
-				s.res.late++
-				s.res.lateOf[l.lease.Item.URL]++
-				w.events = append(w.events, event{kind: evHandedIn, entry: entry{back: l.lease, late: s.now.Sub(l.lease.Deadline)}})
-				continue
-			}
-			lp.busy, lp.l, lp.since = true, l, s.now
-			if simDebug != nil {
-				simDebug("%v: loop %d starts %s (window %v..%v)", s.now.Sub(s.res.start), i, l.lease.Item.URL, l.lease.NotBefore.Sub(s.res.start), l.lease.Deadline.Sub(s.res.start))
-			}
-			host := l.lease.Host
-			s.res.requests[host] = append(s.res.requests[host], s.now)
-			if !s.fetchd[l.lease.Item.URL] {
-				s.fetchd[l.lease.Item.URL] = true
-				s.res.fetched++
-				s.res.starts = append(s.res.starts, s.now)
-				if s.res.fetched == s.total {
-					s.res.end = s.now.Add(s.p.Latency) // about: the run goes on to it
+			if s.rules.stall != nil {
+				if d := s.rules.stall(s.rnd); d > 0 { // waits (robots.txt) before its request
+					lp.busy, lp.l, lp.since = true, l, s.now
+					s.at(s.now.Add(d), simStalled, w, i)
+					continue
 				}
 			}
-			latency := time.Duration(float64(s.p.Latency) * (1 + s.p.Jitter*(2*s.rnd.Float64()-1)))
-			s.at(s.now.Add(max(latency, time.Microsecond)), simDone, w, i)
+			s.take(w, i, l)
 		}
 	}
+}
+
+// take is loop i of w about to send l's request now: past its token's
+// window, it asks the host for a new one (or, without Retoken, goes back).
+func (s *simulation) take(w *simWorker, i int, l leased) {
+	lp := &w.loops[i]
+	if !s.rules.late(l.lease, s.now) {
+		s.start(w, i, l)
+		return
+	}
+	if simDebug != nil {
+		simDebug("%v: loop %d late %s (window %v..%v)", s.now.Sub(s.res.start), i, l.lease.Item.URL, l.lease.NotBefore.Sub(s.res.start), l.lease.Deadline.Sub(s.res.start))
+	}
+	s.res.missed++
+	if s.rules.noRetoken {
+		lp.busy = false
+		s.goBack(w, l)
+		return
+	}
+	lp.busy, lp.asking, lp.l, lp.since = true, true, l, s.now // asks its host for a new token (fetchLoops.late)
+	s.at(s.now.Add(s.p.RTT/2), simAsk, w, i)
+}
+
+// goBack is a late URL given back, in its worker's next exchange.
+func (s *simulation) goBack(w *simWorker, l leased) {
+	s.res.late++
+	s.res.lateOf[l.lease.Item.URL]++
+	w.events = append(w.events, event{kind: evHandedIn, entry: entry{back: l.lease, late: s.now.Sub(l.lease.Deadline)}})
+}
+
+// start is loop i of w fetching l's URL now.
+func (s *simulation) start(w *simWorker, i int, l leased) {
+	lp := &w.loops[i]
+	lp.busy, lp.l, lp.since = true, l, s.now
+	if simDebug != nil {
+		simDebug("%v: loop %d starts %s (window %v..%v)", s.now.Sub(s.res.start), i, l.lease.Item.URL, l.lease.NotBefore.Sub(s.res.start), l.lease.Deadline.Sub(s.res.start))
+	}
+	host := l.lease.Host
+	s.res.requests[host] = append(s.res.requests[host], s.now)
+	if !s.fetchd[l.lease.Item.URL] {
+		s.fetchd[l.lease.Item.URL] = true
+		s.res.fetched++
+		s.res.starts = append(s.res.starts, s.now)
+		if s.res.fetched == s.total {
+			s.res.end = s.now.Add(s.p.Latency) // about: the run goes on to it
+		}
+	}
+	latency := time.Duration(float64(s.p.Latency) * (1 + s.p.Jitter*(2*s.rnd.Float64()-1)))
+	s.at(s.now.Add(max(latency, time.Microsecond)), simDone, w, i)
 }
 
 // wake is w's exchanger loop once something happened: it hears what was

@@ -116,7 +116,10 @@
 // had to hold anyway, so taking a token costs a polite pop no call of its
 // own. A host's pause, its own Crawl-delay (SetHostDelay) and its adaptive
 // interval live in its rate:<host> hash, which the pop reads for the hosts
-// marked in slowed only. A Requeue put-back returns a URL to the front of
+// marked in slowed only. A URL whose token's window closed before its
+// request could go asks its host again (Retoken, retoken.lua): the pop's
+// own functions at Redis's now, its old token refunded while it is the
+// host's last. A Requeue put-back returns a URL to the front of
 // its host's queue (its robots.txt is unavailable, say), and pushes the
 // host's due time to then, before the same call's pop.
 // With a page

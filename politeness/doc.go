@@ -60,7 +60,9 @@
 // nearest whole request: in any span W, at most ⌈(W + width)·rate⌉. The
 // rule is decided once, where the token is taken; the worker reads the
 // window off the reply and checks it with a clock, nothing more
-// (frontier.Lease.NotBefore, Deadline).
+// (frontier.Lease.NotBefore, Deadline). A request that missed its window
+// asks the bucket again by the same rule at the server's now
+// (frontier.Frontier.Retoken), never by a second rule of its own.
 //
 // # Keys
 //

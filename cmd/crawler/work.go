@@ -210,7 +210,8 @@ func runWork(c *cli.Context, rdb redis.UniversalClient, exitWhenDone bool) error
 // exitAttrs is what a worker's last line says it did.
 func exitAttrs(id string, n *crawl.Counters) []any {
 	attrs := []any{"worker", id, "ok", n.OK.Load(), "http_error", n.HTTPError.Load(), "failed", n.Failed.Load(),
-		"skipped", n.Skipped.Load(), "requests", n.Requests.Load(), "put_back", n.PutBack.Load(), "late", n.Late.Load()}
+		"skipped", n.Skipped.Load(), "requests", n.Requests.Load(), "put_back", n.PutBack.Load(), "late", n.Late.Load(),
+		"retokened", n.Retokened.Load()}
 	if u := n.Unchanged.Load(); u > 0 { // refetches answered 304
 		attrs = append(attrs, "unchanged", u)
 	}
