@@ -128,14 +128,14 @@ func (r simResult) pagesPerSecond(loopBound bool) float64 {
 type simEventKind int
 
 const (
-	simExec  simEventKind = iota // Redis runs a worker's call
-	simReply                     // its reply arrives
-	simDone                      // a loop's fetch ends
-	simDue                       // a queued URL's window opens
-	simWake                      // a state machine's sleep ends
-	simAsk                       // Redis runs a loop's Retoken
-	simAnswer                    // its reply arrives
-	simStalled                   // a loop's wait before its request ends
+	simExec    simEventKind = iota // Redis runs a worker's call
+	simReply                       // its reply arrives
+	simDone                        // a loop's fetch ends
+	simDue                         // a queued URL's window opens
+	simWake                        // a state machine's sleep ends
+	simAsk                         // Redis runs a loop's Retoken
+	simAnswer                      // its reply arrives
+	simStalled                     // a loop's wait before its request ends
 )
 
 type simEvent struct {
