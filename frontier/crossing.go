@@ -212,6 +212,7 @@ func (c *crossing) merge(out *Exchanged, sh int, x Exchanged, now time.Time, pop
 	out.Popped = append(out.Popped, x.Popped...)
 	out.Info.Pages += x.Info.Pages
 	out.Info.CrawlOver = out.Info.CrawlOver || x.Info.CrawlOver
+	out.Info.Paused = out.Info.Paused || x.Info.Paused
 	if pop == 0 {
 		return
 	}

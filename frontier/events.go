@@ -29,6 +29,8 @@ const (
 	EventPause   = "pause"   // a host was paused (429, 503, failures)
 	EventResend  = "resend"  // an exchange was sent again (a lost reply, lost writes)
 	EventRecrawl = "recrawl" // a recrawl was asked for
+	EventHold    = "hold"    // the crawl was paused (Pause)
+	EventResume  = "resume"  // the crawl was resumed (Resume)
 )
 
 // Event is one entry of the log.

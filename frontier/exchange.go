@@ -18,8 +18,12 @@ type PopInfo struct {
 	Pages     int64 // pages fetched so far in the whole crawl (with PageBudget)
 	CrawlOver bool  // the scheduler declared the crawl finished (reported when nothing was popped, or with PageBudget)
 	// NextDue is, when nothing was due, how long until some host is
-	// (-1: nothing queued at all): an idle worker sleeps that long.
+	// (-1: nothing queued at all, or the crawl paused): an idle worker
+	// sleeps that long.
 	NextDue time.Duration
+	// Paused: the crawl is paused (Frontier.Pause), in some shard asked:
+	// nothing is popped there until it is resumed.
+	Paused bool
 }
 
 // Exchanged is what one Exchange did.
@@ -81,6 +85,8 @@ type exchangeReply struct {
 	Pages int64  `json:"pages"`
 	Done  int64  `json:"done"`
 	Wait  int64  `json:"wait"`
+	// Paused: 1 while the crawl is paused (hold.lua): nothing popped.
+	Paused int64 `json:"paused"`
 	// Delays: the popped hosts that have a delay of their own (ms), which
 	// their pop kept to.
 	Delays map[string]int64 `json:"delays"`
@@ -211,7 +217,7 @@ func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []
 // exchangeKeys are exchange.lua's keys after the Bloom filter's.
 func (f *shard) exchangeKeys() []string {
 	return []string{f.keys.Queues, f.keys.Ready, f.keys.Leases, f.keys.Stats, f.keys.Failed, f.keys.Results, f.keys.DoneFlag,
-		f.keys.Counter(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Config, f.keys.HostPages, f.keys.Lengths, f.keys.EndedBy(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Buckets, f.keys.Slowed, f.keys.Outbox, f.keys.Due, f.keys.Refill, f.keys.Capped, f.keys.Deferred}
+		f.keys.Counter(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Config, f.keys.HostPages, f.keys.Lengths, f.keys.EndedBy(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Buckets, f.keys.Slowed, f.keys.Outbox, f.keys.Due, f.keys.Refill, f.keys.Capped, f.keys.Deferred, f.keys.Paused}
 }
 
 // counted reads what exchange.lua's guard said of an exchange (f.xmu
@@ -297,7 +303,7 @@ func (f *shard) readReply(flags []bool, tail []any, offset []int, ids []string) 
 		x.Held[d] = r.Held[d] == '1' || r.Held[d] == '2' // 2: recorded by this exchange sent before
 		x.recordedNow[d] = r.Held[d] == '1'
 	}
-	x.Info = PopInfo{Pages: r.Pages, CrawlOver: r.Done == 1, NextDue: time.Duration(r.Wait) * time.Millisecond}
+	x.Info = PopInfo{Pages: r.Pages, CrawlOver: r.Done == 1, NextDue: time.Duration(r.Wait) * time.Millisecond, Paused: r.Paused == 1}
 	var bad []Finished
 	for i := 0; i < m; i++ {
 		host, _ := popped[2*i].(string)

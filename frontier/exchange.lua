@@ -38,7 +38,8 @@
 --   whose pages reached the cap -> their count, so that a pop reads the
 --   cap's state only once some host reached it), deferred (zset
 --   "host\nitem-json" -> when it is due again, ms: a retry put back by
---   done's flag 8, released by the sweep)
+--   done's flag 8, released by the sweep), paused (exists while the crawl
+--   is paused: hold.lua; the pop hands out nothing)
 -- ARGV: the Bloom filter's, then one entry ("host\nparent\nelement", lib.lua)
 --   per link, then one JSON object, exchangeArgs (exchange.go), by name,
 --   then the texts it names: a field marked "text" holds the place
@@ -120,7 +121,8 @@
 --           0, the lease was lost
 --   pages   pages fetched (with a budget), done (1: the crawl is over),
 --   wait    ms until some host is due within the window when fewer than
---           want were popped (-1: nothing queued)
+--           want were popped (-1: nothing queued, or the crawl paused)
+--   paused  1 while the crawl is paused (absent otherwise): nothing popped
 --   now_us  Redis's time of the pop (µs, a string; absent when nothing
 --           was popped), from which the three lists below count
 --   slot    per popped URL, in order, µs from now_us to its token's slot

@@ -10,7 +10,7 @@
 -- of a process checks. (Flat tables: a script's tables are made anew at
 -- each call, and each costs Redis its allocation and its collection.)
 local EX_KEYS = {'queues', 'ready', 'leases', 'stats', 'failed', 'results', 'done', 'counter', 'config',
-  'hostpages', 'lengths', 'ended', 'buckets', 'slowed', 'outbox', 'due', 'refill', 'capped', 'deferred'}
+  'hostpages', 'lengths', 'ended', 'buckets', 'slowed', 'outbox', 'due', 'refill', 'capped', 'deferred', 'paused'}
 local EX_KINDS = {ready = 'zset', leases = 'zset', stats = 'hash', failed = 'list', results = 'stream',
   hostpages = 'hash', lengths = 'hash', slowed = 'hash', outbox = 'hash', due = 'zset', refill = 'zset', capped = 'hash',
   deferred = 'zset'}
@@ -87,7 +87,7 @@ local function ex_guard(key0, link0, links)
     acked = 0, got = false, pages = 0, done = 0, wait = 0, W = 0, budget = 0, limited = false, queued = false,
     delays = false, firsts = false, slots = false, froms = false, untils = false, tokened = false, least = 0,
     tnow = 0, horizon = 0, reach = 0, anySlowed = false, anyCapped = false, marks = false, visited = false,
-    readyAdd = false, refillAdd = false, taken = 0}
+    readyAdd = false, refillAdd = false, taken = 0, paused = false}
   if not fr_ours(K.config, A.instance) then return 'gone' end
   local why = ex_unsound(K, A.expect == 0)
   if why then return why end
@@ -694,6 +694,10 @@ local function ex_pop(X)
   X.reach = X.horizon -- a host whose tat is by reach has a token whose window opens by the horizon
   if X.rate > 0 then X.reach = X.horizon + tb_window(X.rate, X.burst, X.least) end
   if X.W <= 0 then return end
+  if redis.call('EXISTS', K.paused) == 1 then -- the crawl is paused (hold.lua): nothing is handed out
+    X.paused, X.wait = true, -1
+    return
+  end
   X.anySlowed = redis.call('EXISTS', K.slowed) == 1
   -- Hosts that reached the cap of pages are marked in capped when their
   -- count crosses it: while none has, a round reads nothing for the cap.
@@ -738,6 +742,7 @@ local function ex_reply(X)
     out.slot, out.from, out['until'] = X.slots, X.froms, X.untils
   end
   if #X.got > 0 then out.now_us = string.format('%d', X.nowus) end
+  if X.paused then out.paused = 1 end
   if X.firsts and next(X.firsts) then out.fresh = X.firsts end
   reply[#reply + 1] = cjson.encode(out)
   for _, v in ipairs(X.got) do reply[#reply + 1] = v end

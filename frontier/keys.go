@@ -61,6 +61,9 @@ type Keys struct {
 	// heartbeat said of it ("pages leases": pages it finished, leases it
 	// held), dropped with the worker from the registry.
 	WorkerInfo string
+	// Paused exists while the crawl is paused (hold.lua, Frontier.Pause):
+	// "ms\nwho", in every shard, read by that shard's pops.
+	Paused string
 	// Counters is the prefix of the processes' exchange counters (Counter).
 	Counters string
 	// Fence, for a shard other than the first, keeps the highest epoch of
@@ -118,7 +121,7 @@ func keysUnder(p string) Keys {
 	return Keys{Queues: p + "queue:", Lengths: p + "lengths", Counters: p + "counter:", Ready: p + "ready", Leases: p + "leases", Deferred: p + "deferred",
 		Failed: p + "failed", Workers: p + "workers", Stats: p + "stats", Results: p + "results", DoneFlag: p + "done",
 		Config: p + "config", HostPages: p + "hostpages", Capped: p + "capped", Ended: p + "ended:", Buckets: p + "rate:", Slowed: p + "slowed", Outbox: p + "outbox",
-		Due: p + "due", Refill: p + "refill", Pauses: p + "pauses", WorkerInfo: p + "workerinfo", Sweeps: p + "sweeps"}
+		Due: p + "due", Refill: p + "refill", Paused: p + "paused", Pauses: p + "pauses", WorkerInfo: p + "workerinfo", Sweeps: p + "sweeps"}
 }
 
 // MaxNameLen bounds a crawl name.
