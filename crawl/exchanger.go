@@ -192,7 +192,7 @@ func (x *exchanger) run(stop, work context.Context) {
 		x.drain(work)
 		tick := event{kind: evTick, ready: x.ready.len(), idle: int(x.waiting.Load()), busySince: x.busySince()}
 		tick.slow, tick.fast, tick.most, tick.samples = x.times.read(2 * len(x.since))
-		if x.s.stopping {
+		if x.s.stopping || x.s.paused {
 			for _, l := range x.ready.drain() {
 				tick.unstarted = append(tick.unstarted, l.lease)
 			}

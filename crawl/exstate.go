@@ -31,8 +31,13 @@ type exState struct {
 	exitWhenDone bool    // ExitWhenDone: the crawl's end stops the worker
 	budget       bool    // the crawl has a page budget
 	stopping     bool
-	gone         bool
-	ended        bool
+	// paused: the crawl is paused (crawler pause), by the last reply that
+	// asked for URLs, or by the message hold.lua sends, which the next
+	// reply confirms: the URLs waiting in the buffer go back unstarted,
+	// as a stopping worker's do.
+	paused bool
+	gone   bool
+	ended  bool
 }
 
 // exConfig is what an exchanger's state machine is told once, when made:
@@ -69,7 +74,7 @@ const (
 type event struct {
 	kind      evKind
 	ready     int               // evTick: leased URLs in the ready buffer
-	unstarted []*frontier.Lease // evTick while stopping: those URLs, taken back from the buffer
+	unstarted []*frontier.Lease // evTick while stopping or paused: those URLs, taken back from the buffer
 	idle      int               // evTick: fetch loops waiting for a URL
 	busySince []time.Time       // evTick: when each busy loop took its URL
 	slow      time.Duration     // evTick: the slowest and fastest of the recent URLs' time in a loop (loopTimes)
@@ -136,6 +141,9 @@ func (s *exState) step(ev event, now time.Time) []action {
 	case evBell:
 		s.p.bell()
 	case evWake:
+		if ev.payload == frontier.WakePaused {
+			s.paused = true
+		}
 		s.p.wake(ev.payload, ev.waiting)
 		return []action{{kind: actWoken, channel: ev.channel}}
 	case evStop:
@@ -207,6 +215,9 @@ func (s *exState) replied(r reply, now time.Time) []action {
 			return []action{{kind: actGiveUp, err: r.err}}
 		}
 		return []action{{kind: actRetry, err: r.err}}
+	}
+	if r.want > 0 { // a call that wanted no URL did not read the pause
+		s.paused = r.res.Info.Paused
 	}
 	s.p.succeeded(now, call{send: len(r.batch), want: r.want}, len(r.res.Popped), r.res.Info.NextDue, r.took)
 	s.pending = without(s.pending, r.batch)

@@ -227,3 +227,31 @@ func TestDrainHearsEverythingHandedIn(t *testing.T) {
 		t.Fatalf("drain heard %d of %d entries (bell heard: %v)", len(x.s.pending), n, x.s.p.hungry)
 	}
 }
+
+// The pause, as the state machine knows it: the message a pause sends
+// marks the worker paused at once (its exchanger gives back the URLs
+// waiting in its buffer), a reply that asked for URLs says what Redis
+// holds (the message may be stale, or lost), and a call that wanted none
+// did not read the pause and changes nothing.
+func TestThePauseIsWhatTheLastPopSaid(t *testing.T) {
+	s := newExState(exConfig{loops: 4})
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	paused := func(e event) event { e.reply.res.Info.Paused = true; return e }
+	for i, c := range []struct {
+		ev   event
+		want bool
+	}{
+		{event{kind: evWake, channel: "crawl:{c}:queue:wake", payload: frontier.WakePaused}, true},
+		{replied(0, 0, nil), true},         // wanted nothing: the pause unread
+		{replied(8, 0, nil), false},        // Redis says: not paused (a resume came first)
+		{paused(replied(8, 0, nil)), true}, // the message was lost: the pop says so
+		{replied(0, 0, nil), true},         // unread again
+		{event{kind: evWake, channel: "crawl:{c}:queue:wake", payload: "resumed"}, true}, // the next pop decides
+		{replied(8, 3, nil), false},
+	} {
+		s.step(c.ev, t0.Add(time.Duration(i)*time.Second))
+		if s.paused != c.want {
+			t.Fatalf("step %d: paused %v; want %v", i, s.paused, c.want)
+		}
+	}
+}

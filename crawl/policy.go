@@ -347,11 +347,12 @@ func (p *policy) bell() {
 // wake: a message on the crawl's wake channel. "1": the empty queue has
 // URLs again — ask now if a loop waits (the other workers' buffers still
 // hold work: not every worker need rush at the same few URLs), else
-// remember it for the next bell. "done": ask now, to learn it is over.
-// ("drained" is for the scheduler.)
+// remember it for the next bell. "done": ask now, to learn it is over;
+// "resumed": the crawl's pause ended, ask now. ("drained" is for the
+// scheduler; "paused" for the state machine.)
 func (p *policy) wake(payload string, waiting int) {
 	switch {
-	case p.failures == 0 && (payload == "done" || payload == "1" && waiting > 0):
+	case p.failures == 0 && (payload == "done" || payload == "resumed" || payload == "1" && waiting > 0):
 		p.pollAt = time.Time{}
 	case payload == "1":
 		p.refilled = true

@@ -58,7 +58,10 @@ type Status struct {
 	// them), newest first: lock handovers, fenced sweeps, paused hosts,
 	// resent exchanges.
 	Events []frontier.Event `json:"events"`
-	Done   bool             `json:"done"`
+	// Hold is the crawl's pause (crawler pause), nil when it is not
+	// paused: nothing is handed out while it holds.
+	Hold *frontier.Hold `json:"hold,omitempty"`
+	Done bool           `json:"done"`
 }
 
 // StatusEvents is how many events Status reads.
@@ -159,6 +162,9 @@ func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Sta
 	if st.Paused, err = fr.PausedHosts(ctx); err != nil {
 		return nil, fmt.Errorf("crawl: status: %w", err)
 	}
+	if st.Hold, err = fr.Paused(ctx); err != nil {
+		return nil, fmt.Errorf("crawl: status: %w", err)
+	}
 	const window = 10 * time.Second
 	recent, err := fr.Records.Recent(ctx, window)
 	if err != nil {
@@ -172,8 +178,15 @@ func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Sta
 func (st *Status) String() string {
 	var b strings.Builder
 	state := "running"
-	if st.Done {
+	switch h := st.Hold; {
+	case st.Done:
 		state = "done"
+	case h != nil:
+		state = fmt.Sprintf("paused since %s (%v ago) by %s: no URL is handed out until 'crawler resume'",
+			h.Since.UTC().Format(time.RFC3339), time.Since(h.Since).Round(time.Second), h.By)
+		if h.Shards < h.Of {
+			state += fmt.Sprintf(" (in %d of %d shards: a pause or resume failed half-way; run it again)", h.Shards, h.Of)
+		}
 	}
 	fmt.Fprintf(&b, "crawl %q: %s\n", st.Crawl, state)
 	c := st.Counters

@@ -16,9 +16,12 @@ import (
 
 // State is what the page shows, read from Redis at one moment.
 type State struct {
-	Crawl          string           `json:"crawl"`
-	At             time.Time        `json:"at"`
-	Done           bool             `json:"done"`
+	Crawl string    `json:"crawl"`
+	At    time.Time `json:"at"`
+	Done  bool      `json:"done"`
+	// Hold is the crawl's pause ('crawler pause'), absent when it is not
+	// paused.
+	Hold           *frontier.Hold   `json:"hold,omitempty"`
 	Counters       map[string]int64 `json:"counters"`
 	PagesPerSecond float64          `json:"pages_per_second"` // over the last 10 s
 	// History is pages/s over the last minutes ([unix ms, pages/s], oldest
@@ -115,7 +118,10 @@ var panels = []panel{
 			}
 			st.Shards[i].Pages = m["pages"]
 		}
-		st.Done, err = v.fr.Done(ctx)
+		if st.Done, err = v.fr.Done(ctx); err != nil {
+			return err
+		}
+		st.Hold, err = v.fr.Paused(ctx)
 		return err
 	}},
 	{name: "frontier", read: func(ctx context.Context, v *view, st *State) error {

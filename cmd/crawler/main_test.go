@@ -913,3 +913,36 @@ func TestSeedFollowsASentinelFailover(t *testing.T) {
 		t.Fatalf("%s queued on the new master; want every one of the %d lines once", q, n)
 	}
 }
+
+// pause and resume say what they did, once each, and what was so already;
+// status says the crawl is paused and by whom; a crawl that does not
+// exist, or an argument, is one clear line.
+func TestPauseAndResumeSayWhatTheyDid(t *testing.T) {
+	mr := miniredis.RunT(t)
+	r := "redis://" + mr.Addr() + "/0"
+	if _, _, err := run(t, "--redis", r, "pause"); err == nil || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("pause of a crawl never seeded: %v; want one line of error", err)
+	}
+	if _, _, err := run(t, "--redis", r, "seed", "http://a.example/"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"pause", "--by", "alice"}, `crawl "default" paused`},
+		{[]string{"pause", "--by", "bob"}, `crawl "default" was paused already`},
+		{[]string{"status"}, "paused since"},
+		{[]string{"status"}, "by alice"},
+		{[]string{"resume"}, `crawl "default" resumed`},
+		{[]string{"resume"}, `crawl "default" was not paused`},
+	} {
+		out, _, err := run(t, append([]string{"--redis", r}, c.args...)...)
+		if err != nil || !strings.Contains(out, c.want) {
+			t.Errorf("crawler %s: %q, %v; want %q", strings.Join(c.args, " "), out, err, c.want)
+		}
+	}
+	if _, _, err := run(t, "--redis", r, "pause", "now"); err == nil || !strings.Contains(err.Error(), "takes no arguments") {
+		t.Errorf("pause with an argument: %v; want it refused", err)
+	}
+}

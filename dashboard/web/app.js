@@ -45,8 +45,10 @@ function dur(ns) {
 function draw(st) {
   text($("crawl"), "“" + st.crawl + "”");
   const badge = $("state");
-  badge.className = "badge " + (st.done ? "done" : "running");
-  text(badge, st.done ? "done" : "running");
+  const state = st.done ? "done" : st.hold ? "paused" : "running";
+  badge.className = "badge " + state;
+  text(badge, state);
+  badge.title = st.hold && !st.done ? "paused by " + st.hold.by + " since " + new Date(st.hold.since).toLocaleString() : "";
   text($("updated"), "Updated " + new Date(st.at).toLocaleTimeString() + ".");
   const c = st.counters || {};
   text($("pages"), c.pages || 0);

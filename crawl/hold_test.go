@@ -1,0 +1,116 @@
+package crawl_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/internal/redistest"
+)
+
+// A crawl paused mid-way (crawler pause, from within the site's fifth
+// request): once the pages in flight are finished, the site sees no
+// request while it stays paused, status says so and who, the two
+// --exit-when-done workers keep running; resumed, the crawl finishes with
+// every page fetched once, and the event log has both.
+func TestAPausedCrawlFetchesNothingUntilResumed(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		const pages = 40
+		var mu sync.Mutex
+		fetched := map[string]int{}
+		var requests atomic.Int64
+		pauseErr := make(chan error, 1)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/robots.txt" {
+				http.NotFound(w, r)
+				return
+			}
+			if requests.Add(1) == 5 {
+				_, err := crawl.Pause(ctx, s.Client, "held", "alice")
+				pauseErr <- err
+			}
+			mu.Lock()
+			fetched[r.URL.Path]++
+			mu.Unlock()
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, "<p>a page</p>")
+		}))
+		defer srv.Close()
+		set := crawl.DefaultSettings()
+		set.AllowPrivate = true
+		var seeds []*url.URL
+		for i := range pages {
+			u, _ := url.Parse(fmt.Sprintf("%s/p/%d", srv.URL, i))
+			seeds = append(seeds, u)
+		}
+		if _, err := crawl.Seed(ctx, s.Client, "held", set, seeds); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			runWorkers(t, ctx, s, "held", fastOptions("w1"), fastOptions("w2"))
+		}()
+		if err := <-pauseErr; err != nil {
+			t.Fatal(err)
+		}
+		// The pages in flight at the pause finish, and the URLs waiting in
+		// the workers' buffers go back: nothing is held any more.
+		var st *crawl.Status
+		for {
+			var err error
+			if st, err = crawl.ReadStatus(ctx, s.Client, "held"); err != nil {
+				t.Fatal(err)
+			}
+			if st.Frontier.InFlight == 0 || ctx.Err() != nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if st.Hold == nil || st.Hold.By != "alice" || !strings.Contains(st.String(), "paused since") {
+			t.Fatalf("status while paused: hold %+v\n%s", st.Hold, st)
+		}
+		before := requests.Load()
+		time.Sleep(time.Second) // a window in which nothing may happen
+		if n := requests.Load(); n != before {
+			t.Fatalf("%d requests reached the site while the crawl was paused", n-before)
+		}
+		select {
+		case <-done:
+			t.Fatal("the --exit-when-done workers ended while the crawl was paused")
+		default:
+		}
+		if _, err := crawl.Resume(ctx, s.Client, "held", "bob"); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, u := range seeds {
+			if n := fetched[u.Path]; n != 1 {
+				t.Errorf("%s fetched %d times; want once", u.Path, n)
+			}
+		}
+		st, err := crawl.ReadStatus(ctx, s.Client, "held")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kinds []string
+		for _, e := range st.Events {
+			kinds = append(kinds, e.Kind)
+		}
+		if got := strings.Join(kinds, " "); !strings.Contains(got, "resume") || !strings.Contains(got, "hold") || st.Hold != nil {
+			t.Errorf("events %q, hold %+v; want the pause and the resume logged, and no pause left", got, st.Hold)
+		}
+	})
+}
