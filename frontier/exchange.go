@@ -87,6 +87,9 @@ type exchangeReply struct {
 	Wait  int64  `json:"wait"`
 	// Paused: 1 while the crawl is paused (hold.lua): nothing popped.
 	Paused int64 `json:"paused"`
+	// Rates: the popped hosts with a rate of their own (hostrules), which
+	// their pop kept to (0: no limit).
+	Rates map[string]float64 `json:"rates"`
 	// Delays: the popped hosts that have a delay of their own (ms), which
 	// their pop kept to.
 	Delays map[string]int64 `json:"delays"`
@@ -217,7 +220,7 @@ func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []
 // exchangeKeys are exchange.lua's keys after the Bloom filter's.
 func (f *shard) exchangeKeys() []string {
 	return []string{f.keys.Queues, f.keys.Ready, f.keys.Leases, f.keys.Stats, f.keys.Failed, f.keys.Results, f.keys.DoneFlag,
-		f.keys.Counter(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Config, f.keys.HostPages, f.keys.Lengths, f.keys.EndedBy(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Buckets, f.keys.Slowed, f.keys.Outbox, f.keys.Due, f.keys.Refill, f.keys.Capped, f.keys.Deferred, f.keys.Paused}
+		f.keys.Counter(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Config, f.keys.HostPages, f.keys.Lengths, f.keys.EndedBy(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Buckets, f.keys.Slowed, f.keys.Outbox, f.keys.Due, f.keys.Refill, f.keys.Capped, f.keys.Deferred, f.keys.Paused, f.keys.HostRules}
 }
 
 // counted reads what exchange.lua's guard said of an exchange (f.xmu
@@ -310,6 +313,7 @@ func (f *shard) readReply(flags []bool, tail []any, offset []int, ids []string) 
 		raw, _ := popped[2*i+1].(string)
 		l := &Lease{ID: ids[i], raw: raw, Host: host, HostDelay: time.Duration(r.Delays[host]) * time.Millisecond, now: f.o.now}
 		l.freshAt = r.Fresh[host]
+		l.OwnRate, l.HasOwnRate = r.Rates[host]
 		if i < len(r.Slot) && i < len(r.From) && i < len(r.Until) {
 			l.opens, l.closes = time.Duration(r.From[i])*time.Microsecond, time.Duration(r.Until[i])*time.Microsecond
 			if now, err := strconv.ParseInt(r.NowUs, 10, 64); err == nil && r.Until[i] >= 0 {

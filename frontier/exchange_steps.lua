@@ -10,9 +10,10 @@
 -- of a process checks. (Flat tables: a script's tables are made anew at
 -- each call, and each costs Redis its allocation and its collection.)
 local EX_KEYS = {'queues', 'ready', 'leases', 'stats', 'failed', 'results', 'done', 'counter', 'config',
-  'hostpages', 'lengths', 'ended', 'buckets', 'slowed', 'outbox', 'due', 'refill', 'capped', 'deferred', 'paused'}
+  'hostpages', 'lengths', 'ended', 'buckets', 'slowed', 'outbox', 'due', 'refill', 'capped', 'deferred', 'paused',
+  'hostrules'}
 local EX_KINDS = {ready = 'zset', leases = 'zset', stats = 'hash', failed = 'list', results = 'stream',
-  hostpages = 'hash', lengths = 'hash', slowed = 'hash', outbox = 'hash', due = 'zset', refill = 'zset', capped = 'hash',
+  hostpages = 'hash', hostrules = 'hash', lengths = 'hash', slowed = 'hash', outbox = 'hash', due = 'zset', refill = 'zset', capped = 'hash',
   deferred = 'zset'}
 
 -- A finished page's numbers, by place (exchange.go's doneArgs; absent
@@ -87,7 +88,7 @@ local function ex_guard(key0, link0, links)
     acked = 0, got = false, pages = 0, done = 0, wait = 0, W = 0, budget = 0, limited = false, queued = false,
     delays = false, firsts = false, slots = false, froms = false, untils = false, tokened = false, least = 0,
     tnow = 0, horizon = 0, reach = 0, anySlowed = false, anyCapped = false, marks = false, visited = false,
-    readyAdd = false, refillAdd = false, taken = 0, paused = false}
+    readyAdd = false, refillAdd = false, taken = 0, paused = false, rules = false, rates = false}
   if not fr_ours(K.config, A.instance) then return 'gone' end
   local why = ex_unsound(K, A.expect == 0)
   if why then return why end
@@ -384,13 +385,42 @@ local function ex_bucket(X, host)
   return b
 end
 
--- ex_host_rate is a host's rate and burst by its bucket b: the crawl's, or
--- the slower of its own delay (Crawl-delay) and its adaptive interval when
--- that is slower (0: no limit).
-local function ex_host_rate(X, b)
+-- ex_parse_rule reads a hostrules value, "rate burst" ({rate, burst}), or
+-- false for none (or one not well formed: the crawl's rate holds).
+local function ex_parse_rule(v)
+  local r, b = string.match(v or '', '^(%S+) (%d+)$')
+  r, b = tonumber(r), tonumber(b)
+  if r and b and r >= 0 and b >= 1 then return {r, b} end
+  return false
+end
+
+-- ex_rules are the shard's hosts with a rate of their own, set by hand
+-- (crawler host HOST --rate: hostrules, host -> "rate burst", rate 0 for
+-- no limit): host -> {rate, burst}. Read whole, once a call, and not at
+-- all while no host has one: rules are set by a person, a few hosts'.
+local function ex_rules(X)
+  if X.rules then return X.rules end
+  X.rules = {}
+  if redis.call('EXISTS', X.K.hostrules) == 1 then
+    local all = redis.call('HGETALL', X.K.hostrules)
+    for i = 1, #all, 2 do X.rules[all[i]] = ex_parse_rule(all[i + 1]) end
+  end
+  return X.rules
+end
+
+-- ex_rule is host's own rule (ex_rules), or false.
+local function ex_rule(X, host) return ex_rules(X)[host] or false end
+
+-- ex_host_rate is host's rate and burst by its bucket b: its own rule's
+-- (ex_rule) or the crawl's, or the slower of its own delay (Crawl-delay)
+-- and its adaptive interval when that is slower (0: no limit).
+local function ex_host_rate(X, b, host)
+  local rate, burst = X.rate, X.burst
+  local rule = ex_rule(X, host)
+  if rule then rate, burst = rule[1], rule[2] end
   local interval = math.max(b.delay, b.adapt)
-  if interval > 0 and (X.rate == 0 or 1000 / interval < X.rate) then return 1000 / interval, 1 end
-  return X.rate, X.burst
+  if interval > 0 and (rate == 0 or 1000 / interval < rate) then return 1000 / interval, 1 end
+  return rate, burst
 end
 
 -- ex_paused_tat is the least tat bucket b may have: one whose first token
@@ -417,7 +447,7 @@ local function ex_refund(X)
       tat = tonumber(tat)
       local b = EX_NONE
       if redis.call('HEXISTS', K.slowed, host) == 1 then b = ex_bucket(X, host) end
-      local r, size = ex_host_rate(X, b)
+      local r, size = ex_host_rate(X, b, host)
       if r > 0 then
         local interval, was = 1000 / r, tat
         table.sort(grants, function(x, y) return x > y end)
@@ -470,7 +500,7 @@ local function ex_host_tokens(X, host, q, tat)
       redis.call('HDEL', X.K.slowed, host) -- nothing left to read (without a rate no grant halves pauses)
     end
   end
-  local r, size = ex_host_rate(X, b)
+  local r, size = ex_host_rate(X, b, host)
   if X.nowus < b.paused_until then
     if r == 0 then return 0, math.max(tat, math.ceil(b.paused_until / 1000), X.horizon + 1) end
     return 0, math.max(tat, math.ceil(ex_paused_tat(b, r, size)))
@@ -597,6 +627,8 @@ local function ex_pop_host(X, host, tat, q, dry)
         X.slots[#X.slots + 1], X.froms[#X.froms + 1], X.untils[#X.untils + 1] = 0, 0, -1
       end
     end
+    local rule = ex_rule(X, host)
+    if rule then X.rates[host] = rule[1] end -- the worker weighs a Crawl-delay against it
     if b.delay > 0 then
       X.delays[host] = b.delay
     elseif tat <= X.tnow then -- its bucket was full: no grant before this pop
@@ -687,7 +719,7 @@ end
 -- interval) have a bucket hash worth reading.
 local function ex_pop(X)
   local A, K = X.A, X.K
-  X.delays, X.firsts = {}, {} -- the reply's delays and fresh
+  X.delays, X.firsts, X.rates = {}, {}, {} -- the reply's delays, fresh and rates
   X.slots, X.froms, X.untils, X.tokened = {}, {}, {}, false
   X.least, X.tnow = A.least_ms or 0, X.nowus / 1000 -- now, ms with a fraction: the tokens' clock
   X.horizon = X.tnow + (A.ahead_ms or 0)
@@ -699,6 +731,11 @@ local function ex_pop(X)
     return
   end
   X.anySlowed = redis.call('EXISTS', K.slowed) == 1
+  -- A host of its own rate may have tokens whose windows open earlier
+  -- than the crawl's reach says: the reach is the widest.
+  for _, rule in pairs(ex_rules(X)) do
+    if rule and rule[1] > 0 then X.reach = math.max(X.reach, X.horizon + tb_window(rule[1], rule[2], X.least)) end
+  end
   -- Hosts that reached the cap of pages are marked in capped when their
   -- count crosses it: while none has, a round reads nothing for the cap.
   X.anyCapped = (A.host_max or 0) > 0 and redis.call('EXISTS', K.capped) == 1
@@ -743,6 +780,7 @@ local function ex_reply(X)
   end
   if #X.got > 0 then out.now_us = string.format('%d', X.nowus) end
   if X.paused then out.paused = 1 end
+  if X.rates and next(X.rates) then out.rates = X.rates end
   if X.firsts and next(X.firsts) then out.fresh = X.firsts end
   reply[#reply + 1] = cjson.encode(out)
   for _, v in ipairs(X.got) do reply[#reply + 1] = v end

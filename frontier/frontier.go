@@ -305,11 +305,13 @@ func (f *Frontier) HostsNow(ctx context.Context, hosts []string) ([]HostQueue, e
 		due    *redis.FloatCmd
 		refill *redis.FloatCmd
 		bucket *redis.SliceCmd
+		rule   *redis.StringCmd
 	}
 	rs := make([]reads, len(hosts))
 	for i, h := range hosts {
 		k := f.fs[ShardOf(h, len(f.fs))].keys
-		rs[i] = reads{pipe.HGet(ctx, k.Lengths, h), pipe.ZScore(ctx, k.Ready, h), pipe.ZScore(ctx, k.Refill, h), pipe.HMGet(ctx, k.Buckets+h, "delay", "adapt")}
+		rs[i] = reads{pipe.HGet(ctx, k.Lengths, h), pipe.ZScore(ctx, k.Ready, h), pipe.ZScore(ctx, k.Refill, h), pipe.HMGet(ctx, k.Buckets+h, "delay", "adapt"),
+			pipe.HGet(ctx, k.HostRules, h)}
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("frontier: host queues: %w", err)
@@ -320,8 +322,17 @@ func (f *Frontier) HostsNow(ctx context.Context, hosts []string) ([]HostQueue, e
 		q, _ := rs[i].queued.Int64() // absent: none
 		hq := HostQueue{Host: h, Queued: q}
 		v := rs[i].bucket.Val()
-		if f.HostRate > 0 {
-			hq.Interval, hq.Why = time.Duration(float64(time.Second)/f.HostRate), "rate"
+		base, baseBurst, baseWhy := f.HostRate, max(f.HostBurst, 1), "rate"
+		if rule, err := rs[i].rule.Result(); err == nil { // its own rate (SetHostRule)
+			rs, bs, _ := strings.Cut(rule, " ")
+			if r, err := strconv.ParseFloat(rs, 64); err == nil && r >= 0 {
+				if b, err := strconv.Atoi(bs); err == nil && b >= 1 {
+					base, baseBurst, baseWhy = r, b, "its own rate"
+				}
+			}
+		}
+		if base > 0 {
+			hq.Interval, hq.Why = time.Duration(float64(time.Second)/base), baseWhy
 		}
 		for j, why := range []string{"crawl-delay", "adaptive"} {
 			ms, _ := strconv.ParseInt(fmt.Sprint(v[j]), 10, 64) // nil: none
@@ -329,8 +340,8 @@ func (f *Frontier) HostsNow(ctx context.Context, hosts []string) ([]HostQueue, e
 				hq.Interval, hq.Why = d, why
 			}
 		}
-		rate, burst := f.HostRate, max(f.HostBurst, 1)
-		if hq.Why != "rate" && hq.Interval > 0 { // its own delay is slower: a token per interval
+		rate, burst := base, baseBurst
+		if hq.Why != baseWhy && hq.Interval > 0 { // its own delay is slower: a token per interval
 			rate, burst = float64(time.Second)/float64(hq.Interval), 1
 		}
 		tat, err := rs[i].due.Result() // its bucket's tat: in ready, else in refill, else full

@@ -25,6 +25,11 @@ type Lease struct {
 	// (SetHostDelay) that its pop kept to; 0 when it had none, and the
 	// crawl's rate held.
 	HostDelay time.Duration
+	// OwnRate is the host's own rate (requests a second, 0: no limit) that
+	// its pop kept to instead of the crawl's, when HasOwnRate
+	// (SetHostRule).
+	OwnRate    float64
+	HasOwnRate bool
 	// freshAt: the tat its pop left the host's bucket (ms, Redis's clock,
 	// as the reply said) when the bucket was full before it (hostdelay.lua).
 	freshAt string

@@ -42,7 +42,7 @@ end
 tat = tonumber(tat or '0')
 local b = EX_NONE
 if X.marks[host] then b = ex_bucket(X, host) end
-local r, size = ex_host_rate(X, b)
+local r, size = ex_host_rate(X, b, host)
 if r == 0 then return {2, string.format('%d', X.nowus), 0, 0, -1} end -- no limit now: nothing to take
 if grant > 0 and tat > 0 and tat <= grant / 1000 + 1000 / r + 0.002 then
   -- Its token is the host's last: it goes back before one is taken (µs

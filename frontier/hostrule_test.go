@@ -1,0 +1,108 @@
+package frontier_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/internal/redistest"
+	"golang.org/x/time/rate"
+)
+
+// A host given its own rate and burst is popped as x/time/rate allows at
+// those, over a run of pops at chosen moments, while a host without one
+// keeps the crawl's (one token an hour); a lease of the host says its pop
+// kept to its own rate.
+func TestAHostsOwnRateHoldsAsTheOracleAllows(t *testing.T) {
+	s := redistest.Mini(t)
+	ctx := context.Background()
+	e := setup(t, s)
+	e.f.HostRate, e.f.HostBurst = 1.0/3600, 1
+	if err := e.f.SetHostRule(ctx, "a", 2, 3); err != nil {
+		t.Fatal(err)
+	}
+	e.enqueue(t, append(hostURLs("a", 60), hostURLs("b", 60)...))
+	oracle := rate.NewLimiter(2, 3)
+	at := e.clock
+	for i, step := range []time.Duration{0, 0, 100, 400, 499, 1, 250, 2000, 0, 300, 700, 10} {
+		e.advance(step * time.Millisecond)
+		at = at.Add(step * time.Millisecond)
+		want := 0
+		for oracle.AllowN(at, 1) {
+			want++
+		}
+		var a, b int
+		for _, l := range popN(t, e.f, 10).Popped {
+			switch l.Host {
+			case "a":
+				a++
+				if !l.HasOwnRate || l.OwnRate != 2 {
+					t.Fatalf("a's lease says own rate %v (%v); want 2", l.OwnRate, l.HasOwnRate)
+				}
+			case "b":
+				b++
+				if l.HasOwnRate {
+					t.Fatal("b's lease says it has a rate of its own")
+				}
+			}
+		}
+		if a != want {
+			t.Fatalf("pop %d (+%dms): %d of a's URLs; its own rate allows %d", i, step, a, want)
+		}
+		if wantB := map[bool]int{true: 1, false: 0}[i == 0]; b != wantB {
+			t.Fatalf("pop %d: %d of b's URLs; the crawl's rate (one an hour) allows %d", i, b, wantB)
+		}
+	}
+}
+
+// Set, listed and cleared, on both Redis kinds: a host's own rate lets it
+// go faster than the crawl's; cleared, the crawl's holds again; clearing
+// also lifts the host's pause.
+func TestAHostsOwnRuleIsSetListedAndCleared(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		e := setup(t, s)
+		e.f.HostRate, e.f.HostBurst, e.f.PopAhead = 1.0/3600, 1, 0
+		if err := e.f.SetHostRule(ctx, "a", 1.0/3600, 5); err != nil {
+			t.Fatal(err)
+		}
+		e.enqueue(t, append(hostURLs("a", 20), hostURLs("b", 20)...))
+		count := func() map[string]int {
+			n := map[string]int{}
+			for _, l := range popN(t, e.f, 20).Popped {
+				n[l.Host]++
+			}
+			return n
+		}
+		if n := count(); n["a"] != 5 || n["b"] != 1 {
+			t.Fatalf("popped %v; want a's burst of 5 and b's 1", n)
+		}
+		rules, err := e.f.HostRules(ctx)
+		if err != nil || fmt.Sprint(rules) != fmt.Sprint([]frontier.HostRule{{Host: "a", Rate: 1.0 / 3600, Burst: 5}}) {
+			t.Fatalf("HostRules = %v, %v; want a's", rules, err)
+		}
+		if err := e.f.SetHostRule(ctx, "b", 0, 1); err != nil { // no limit for b
+			t.Fatal(err)
+		}
+		if n := count(); n["a"] != 0 || n["b"] != 19 {
+			t.Fatalf("popped %v; want b's 19 left (no limit), none of a's (its burst spent)", n)
+		}
+		if _, err := e.f.PauseHost(ctx, "a", time.Hour, "a test"); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.f.ClearHostRule(ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+		if rules, _ := e.f.HostRules(ctx); len(rules) != 1 || rules[0].Host != "b" {
+			t.Fatalf("HostRules after clearing a = %v; want b's only", rules)
+		}
+		if n := count(); n["a"] != 1 {
+			t.Fatalf("popped %v; want one of a's: its pause lifted, the crawl's rate again (a burst of 1)", n)
+		}
+		if err := e.f.SetHostRule(ctx, "a", -1, 1); err == nil {
+			t.Error("a negative rate was taken")
+		}
+	})
+}
