@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"time"
 
@@ -51,13 +52,25 @@ func (pl *fetchLoops) admit(ctx context.Context, l *frontier.Lease, u *url.URL, 
 }
 
 // keepDelay: the URL of l came with its host's token (the pop took it). A
-// Crawl-delay slower than the crawl's rate is the host's own, kept in its
+// Crawl-delay slower than the crawl's rate (or the host's own, when that
+// is faster) is the host's own, kept in its
 // bucket for every pop: told when a pop did not keep to it yet. With fetch,
 // a URL popped faster than that goes back until the bucket has a token at
 // the delay (false), unless its grant was the host's only one lately.
 func (pl *fetchLoops) keepDelay(ctx context.Context, l *frontier.Lease, crawlDelay time.Duration, fetch bool) bool {
+	// Weighed against the faster of the crawl's rate and the host's own
+	// (crawler host), so that the delay holds whichever rate the host has
+	// later (its own rule cleared, or set).
+	rate := pl.s.Rate
+	if l.HasOwnRate {
+		own := l.OwnRate
+		if own == 0 {
+			own = math.Inf(1)
+		}
+		rate = max(rate, own)
+	}
 	delay := time.Duration(0)
-	if crawlDelay > 0 && float64(politeness.Every(crawlDelay)) < pl.s.Rate {
+	if crawlDelay > 0 && float64(politeness.Every(crawlDelay)) < rate {
 		delay = crawlDelay
 	}
 	switch {

@@ -58,6 +58,9 @@ type Status struct {
 	// them), newest first: lock handovers, fenced sweeps, paused hosts,
 	// resent exchanges.
 	Events []frontier.Event `json:"events"`
+	// HostRules are the hosts with a rate of their own (crawler host), by
+	// name.
+	HostRules []frontier.HostRule `json:"host_rules,omitempty"`
 	// Hold is the crawl's pause (crawler pause), nil when it is not
 	// paused: nothing is handed out while it holds.
 	Hold *frontier.Hold `json:"hold,omitempty"`
@@ -165,6 +168,9 @@ func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Sta
 	if st.Hold, err = fr.Paused(ctx); err != nil {
 		return nil, fmt.Errorf("crawl: status: %w", err)
 	}
+	if st.HostRules, err = fr.HostRules(ctx); err != nil {
+		return nil, fmt.Errorf("crawl: status: %w", err)
+	}
 	const window = 10 * time.Second
 	recent, err := fr.Records.Recent(ctx, window)
 	if err != nil {
@@ -264,6 +270,13 @@ func (st *Status) writeHosts(b *strings.Builder) {
 			hosts = append(hosts, fmt.Sprintf("%s (%v more, after %s)", p.Host, p.Left.Round(time.Second), cmp.Or(p.Why, "a 429/503")))
 		}
 		fmt.Fprintf(b, "  paused      %d hosts wait, for every worker: %s\n", len(hosts), strings.Join(hosts, ", "))
+	}
+	if len(st.HostRules) > 0 {
+		var rules []string
+		for _, r := range st.HostRules {
+			rules = append(rules, fmt.Sprintf("%s %s req/s (burst %d)", r.Host, fmtRuleRate(r.Rate), r.Burst))
+		}
+		fmt.Fprintf(b, "  own rates   %d hosts keep a rate of their own (crawler host): %s\n", len(rules), strings.Join(rules, ", "))
 	}
 	if len(st.TopHosts) > 0 {
 		if st.HostsQueued > frontier.HostScanLimit {

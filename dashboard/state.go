@@ -33,6 +33,7 @@ type State struct {
 	TopHosts    []frontier.HostQueue  `json:"top_hosts"`
 	HostsQueued int64                 `json:"hosts_queued"`
 	Paused      []frontier.PausedHost `json:"paused_hosts"`
+	HostRules   []frontier.HostRule   `json:"host_rules"` // hosts with a rate of their own (crawler host)
 	Workers     []frontier.WorkerNow  `json:"workers"`
 	Leader      *leader.Info          `json:"leader,omitempty"`
 	Epoch       int64                 `json:"epoch"` // the newest minted
@@ -175,7 +176,10 @@ var panels = []panel{
 		if st.TopHosts, err = v.fr.HostsNow(ctx, v.top); err != nil {
 			return err
 		}
-		st.Paused, err = v.fr.PausedHosts(ctx)
+		if st.Paused, err = v.fr.PausedHosts(ctx); err != nil {
+			return err
+		}
+		st.HostRules, err = v.fr.HostRules(ctx)
 		return err
 	}},
 	{name: "bloom filter", slow: true, read: func(ctx context.Context, v *view, st *State) error {

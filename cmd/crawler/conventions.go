@@ -73,6 +73,26 @@ func hoistGlobalFlags(args []string, commands map[string]bool) []string {
 	return append(before, after...)
 }
 
+// subjectLast moves the argument right after command cmd (its subject:
+// crawler host example.org --rate 1) behind the command's flags, where
+// the flag parser, which stops at the first argument, leaves it.
+func subjectLast(args []string, cmd string) []string {
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		if strings.HasPrefix(a, "-") && a != "--" {
+			if name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "="); globalFlags[name] && !hasValue {
+				i++ // its value
+			}
+			continue
+		}
+		if a == cmd && i+2 < len(args) && !strings.HasPrefix(args[i+1], "-") && strings.HasPrefix(args[i+2], "-") {
+			return append(append(append([]string{}, args[:i+1]...), args[i+2:]...), args[i+1])
+		}
+		break // the command, or an argument: not cmd's subject
+	}
+	return args
+}
+
 // version is the module's version and VCS revision, from the build info.
 func version() string {
 	info, ok := debug.ReadBuildInfo()
@@ -125,7 +145,7 @@ func runArgs(app *cli.App, args []string) error {
 	for _, c := range app.Commands {
 		commands[c.Name] = true
 	}
-	all := hoistGlobalFlags(args, commands)
+	all := subjectLast(hoistGlobalFlags(args, commands), "host")
 	app.Metadata = map[string]any{"args": all}
 	return app.Run(all)
 }

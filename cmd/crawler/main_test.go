@@ -946,3 +946,40 @@ func TestPauseAndResumeSayWhatTheyDid(t *testing.T) {
 		t.Errorf("pause with an argument: %v; want it refused", err)
 	}
 }
+
+// crawler host: a rate and a pause said back, the rule listed by status;
+// wrong input is one line naming the problem.
+func TestHostCommandSaysWhatItSet(t *testing.T) {
+	mr := miniredis.RunT(t)
+	r := "redis://" + mr.Addr() + "/0"
+	if _, _, err := run(t, "--redis", r, "seed", "--rate", "5", "http://a.example/"); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := run(t, "--redis", r, "host", "HTTP://A.example:80/x", "--rate", "0.5", "--burst", "2", "--by", "alice")
+	if err != nil || !strings.Contains(out, "host a.example: its own rate 0.5 req/s, burst 2 (the crawl's: 5, burst 1)") {
+		t.Fatalf("host --rate: %q, %v", out, err)
+	}
+	if out, _, err := run(t, "--redis", r, "status"); err != nil || !strings.Contains(out, "a.example 0.5 req/s (burst 2)") {
+		t.Errorf("status: %q, %v; want the rule listed", out, err)
+	}
+	if out, _, err := run(t, "--redis", r, "host", "a.example", "--clear", "--pause", "1h"); err != nil ||
+		!strings.Contains(out, "its own rules cleared") || !strings.Contains(out, "paused for 1h0m0s") {
+		t.Errorf("host --clear --pause: %q, %v", out, err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"host"}, "one HOST"},
+		{[]string{"host", "a.example"}, "say what to change"},
+		{[]string{"host", "a b", "--clear"}, "not a host"},
+		{[]string{"host", "a.example", "--rate", "fast"}, "--rate"},
+		{[]string{"host", "a.example", "--burst", "3"}, "--burst goes with --rate"},
+		{[]string{"host", "a.example", "--pause", "-1s"}, "--pause must be a positive duration"},
+	} {
+		_, _, err := run(t, append([]string{"--redis", r}, c.args...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("crawler %s: %v; want one line with %q", strings.Join(c.args, " "), err, c.want)
+		}
+	}
+}
