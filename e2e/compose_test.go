@@ -503,6 +503,43 @@ func TestComposeWorkerKilled(t *testing.T) {
 	p.finish("docker kill of a worker", 1, time.Since(killed))
 }
 
+// The whole crawl paused mid-way ('crawler pause', from the host, against
+// the cluster's Redis): once the pages in flight at the pause are done,
+// the test site sees no request for 10 s while status says paused and by
+// whom, and the three --exit-when-done workers stay alive; resumed, the
+// crawl finishes with every truth URL and no URL fetched twice.
+func TestComposePausedAndResumed(t *testing.T) {
+	requireEngine(t)
+	t.Parallel()
+	p := upCompose(t, pickTool(t), composeConfig{seedFlags: faultSeed})
+	p.midCrawl(3)
+	p.h.run("pause", "--by", "e2e")
+	st := p.h.waitFor("the pause held and nothing in flight", func(st status) bool {
+		return st.Hold != nil && st.Frontier.InFlight == 0
+	})
+	if st.Hold.By != "e2e" {
+		t.Errorf("status says paused by %q; want e2e", st.Hold.By)
+	}
+	requests := func() int {
+		n := 0
+		for _, h := range p.stats().Hosts {
+			n += h.Requests
+		}
+		return n
+	}
+	before, at := requests(), st.Counters["pages"]
+	time.Sleep(10 * time.Second) // the window in which the site must hear nothing
+	if n := requests(); n != before {
+		t.Errorf("%d requests reached the site in the 10 s the crawl was paused", n-before)
+	}
+	if st = p.h.status(); st.Hold == nil || len(st.Workers) != 3 || st.Done {
+		t.Errorf("after 10 s paused: hold %v, workers %v, done %v; want still paused, three workers alive, not done", st.Hold, st.Workers, st.Done)
+	}
+	t.Logf("paused at %d pages: no request for 10 s, %d workers alive", at, len(st.Workers))
+	p.h.run("resume", "--by", "e2e")
+	p.finish("crawler pause for 10 s, then resume", 0, 0)
+}
+
 // The scheduler's container paused (SIGSTOP for every process in it) for
 // twice the lock's TTL: another worker leads under a higher epoch; when it
 // is unpaused, its late sweep is refused by the fence — in its log and in

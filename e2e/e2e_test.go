@@ -139,6 +139,12 @@ type status struct {
 	} `json:"leader"`
 	Done    bool     `json:"done"`
 	Workers []string `json:"workers"`
+	Hold    *struct {
+		By string `json:"by"`
+	} `json:"hold"`
+	Frontier struct {
+		InFlight int64 `json:"in_flight"`
+	} `json:"frontier"`
 }
 
 func (h *harness) status() status {

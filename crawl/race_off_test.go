@@ -1,0 +1,5 @@
+//go:build !race
+
+package crawl
+
+const raceOn = false
