@@ -17,19 +17,7 @@ cd "$(dirname "$0")/.."
 rates=("$@")
 [ ${#rates[@]} -gt 0 ] || rates=(inf 100000/1000 2000/10 200/1 20/1)
 runs=${RUNS:-1}
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-go build -o "$tmp/crawler" ./cmd/crawler
-rport=$(free_port)
-redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no >"$tmp/redis.log" 2>&1 &
-pids+=($!)
+. bench/setup.sh
 # The site starts anew for each crawl: its flaky pages fail their first
 # request (a retry every crawl makes), and its counts start at 0.
 site() {
@@ -45,7 +33,6 @@ site() {
 	echo "the test site or redis-server did not start" >&2
 	exit 1
 }
-cr() { "$tmp/crawler" --redis "redis://127.0.0.1:$rport" "$@"; }
 printf '%-14s %3s %8s %9s %5s %9s %6s %5s %7s\n' rate/burst run seconds put_back late retokened pages extra missing
 for rb in "${rates[@]}"; do
 	rate=${rb%/*} burst=1

@@ -20,19 +20,7 @@ runs=${RUNS:-1}
 docs=/usr/share/doc/python3-doc/html
 [ -e "$docs/index.html" ] || { echo "no $docs: apt-get install python3-doc" >&2; exit 1; }
 command -v nginx >/dev/null || { echo "no nginx: apt-get install nginx" >&2; exit 1; }
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-go build -o "$tmp/crawler" ./cmd/crawler
-rport=$(free_port)
-redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no >"$tmp/redis.log" 2>&1 &
-pids+=($!)
+. bench/setup.sh
 sport=$(free_port)
 hosts=(127.0.0.41 127.0.0.42 127.0.0.43 127.0.0.44)
 mkdir -p "$tmp/nginx/logs"
@@ -55,7 +43,6 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 curl -sf "http://${hosts[0]}:$sport/index.html" >/dev/null || { echo "nginx did not start: $(cat "$tmp/nginx/out.log" "$tmp/nginx/logs/error.log")" >&2; exit 1; }
-cr() { "$tmp/crawler" --redis "redis://127.0.0.1:$rport" "$@"; }
 seeds=()
 for h in "${hosts[@]}"; do seeds+=("http://$h:$sport/index.html"); done
 printf '%-14s %3s %8s %6s %9s %5s %9s %6s %7s\n' rate/burst run seconds pages put_back late retokened extra missing

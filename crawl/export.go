@@ -205,9 +205,16 @@ func FirstErrors(ctx context.Context, c redis.UniversalClient, name string, n in
 // readFrontier is crawl name's frontier, to read: laid out as its settings
 // say, without its Bloom filters.
 func readFrontier(ctx context.Context, c redis.UniversalClient, name string) (*frontier.Frontier, error) {
+	_, fr, err := loadFrontier(ctx, c, name)
+	return fr, err
+}
+
+// loadFrontier is readFrontier with the settings it was laid out by.
+func loadFrontier(ctx context.Context, c redis.UniversalClient, name string) (Settings, *frontier.Frontier, error) {
 	s, err := LoadSettings(ctx, c, name)
 	if err != nil {
-		return nil, err
+		return s, nil, err
 	}
-	return frontier.New(c, name, s.frontierOptions())
+	fr, err := frontier.New(c, name, s.frontierOptions())
+	return s, fr, err
 }

@@ -4,9 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/nlnwa/gowarc/v3"
 	"github.com/redcrawl/crawler/crawl"
@@ -68,5 +75,65 @@ func eachWARCRecord(t *testing.T, dir string, fn func(gowarc.Record)) {
 			rec.Close()
 		}
 		r.Close()
+	}
+}
+
+// pageSite is a one-host site for a crawl's timing: every path but
+// /robots.txt is a page with no links, its requests counted and stamped;
+// /robots.txt answers 404 after robotsDelay; onPage, when set, hears the
+// n-th page request before it is answered.
+type pageSite struct {
+	*httptest.Server
+	mu       sync.Mutex
+	fetched  map[string]int
+	arrivals []time.Time
+	requests atomic.Int64
+}
+
+func newPageSite(t *testing.T, robotsDelay time.Duration, onPage func(n int64)) *pageSite {
+	t.Helper()
+	p := &pageSite{fetched: map[string]int{}}
+	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			select {
+			case <-time.After(robotsDelay):
+			case <-r.Context().Done():
+			}
+			http.NotFound(w, r)
+			return
+		}
+		if n := p.requests.Add(1); onPage != nil {
+			onPage(n)
+		}
+		p.mu.Lock()
+		p.arrivals = append(p.arrivals, time.Now())
+		p.fetched[r.URL.Path]++
+		p.mu.Unlock()
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, "<p>a page</p>")
+	}))
+	t.Cleanup(p.Close)
+	return p
+}
+
+// seeds are n pages of the site, /p/0 on.
+func (p *pageSite) seeds(n int) []*url.URL {
+	var out []*url.URL
+	for i := range n {
+		u, _ := url.Parse(fmt.Sprintf("%s/p/%d", p.URL, i))
+		out = append(out, u)
+	}
+	return out
+}
+
+// onceEach reports each seed not fetched exactly once.
+func (p *pageSite) onceEach(t *testing.T, seeds []*url.URL) {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, u := range seeds {
+		if n := p.fetched[u.Path]; n != 1 {
+			t.Errorf("%s fetched %d times; want once", u.Path, n)
+		}
 	}
 }

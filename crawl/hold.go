@@ -30,11 +30,7 @@ func Resume(ctx context.Context, c redis.UniversalClient, name, who string) (cha
 }
 
 func hold(ctx context.Context, c redis.UniversalClient, name, who string, pause bool) (bool, error) {
-	s, err := LoadSettings(ctx, c, name)
-	if err != nil {
-		return false, err
-	}
-	fr, err := frontier.New(c, name, s.frontierOptions())
+	fr, err := readFrontier(ctx, c, name)
 	if err != nil {
 		return false, err
 	}

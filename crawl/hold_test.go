@@ -2,13 +2,7 @@ package crawl_test
 
 import (
 	"context"
-	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,34 +19,16 @@ func TestAPausedCrawlFetchesNothingUntilResumed(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		const pages = 40
-		var mu sync.Mutex
-		fetched := map[string]int{}
-		var requests atomic.Int64
 		pauseErr := make(chan error, 1)
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == "/robots.txt" {
-				http.NotFound(w, r)
-				return
-			}
-			if requests.Add(1) == 5 {
+		site := newPageSite(t, 0, func(n int64) {
+			if n == 5 {
 				_, err := crawl.Pause(ctx, s.Client, "held", "alice")
 				pauseErr <- err
 			}
-			mu.Lock()
-			fetched[r.URL.Path]++
-			mu.Unlock()
-			w.Header().Set("Content-Type", "text/html")
-			fmt.Fprint(w, "<p>a page</p>")
-		}))
-		defer srv.Close()
+		})
 		set := crawl.DefaultSettings()
 		set.AllowPrivate = true
-		var seeds []*url.URL
-		for i := range pages {
-			u, _ := url.Parse(fmt.Sprintf("%s/p/%d", srv.URL, i))
-			seeds = append(seeds, u)
-		}
+		seeds := site.seeds(40)
 		if _, err := crawl.Seed(ctx, s.Client, "held", set, seeds); err != nil {
 			t.Fatal(err)
 		}
@@ -80,9 +56,9 @@ func TestAPausedCrawlFetchesNothingUntilResumed(t *testing.T) {
 		if st.Hold == nil || st.Hold.By != "alice" || !strings.Contains(st.String(), "paused since") {
 			t.Fatalf("status while paused: hold %+v\n%s", st.Hold, st)
 		}
-		before := requests.Load()
+		before := site.requests.Load()
 		time.Sleep(time.Second) // a window in which nothing may happen
-		if n := requests.Load(); n != before {
+		if n := site.requests.Load(); n != before {
 			t.Fatalf("%d requests reached the site while the crawl was paused", n-before)
 		}
 		select {
@@ -94,13 +70,7 @@ func TestAPausedCrawlFetchesNothingUntilResumed(t *testing.T) {
 			t.Fatal(err)
 		}
 		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		for _, u := range seeds {
-			if n := fetched[u.Path]; n != 1 {
-				t.Errorf("%s fetched %d times; want once", u.Path, n)
-			}
-		}
+		site.onceEach(t, seeds)
 		st, err := crawl.ReadStatus(ctx, s.Client, "held")
 		if err != nil {
 			t.Fatal(err)

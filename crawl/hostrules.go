@@ -61,11 +61,7 @@ func NormalizeHost(s string) (string, error) {
 // ChangeHost applies ch to host in crawl name, and logs each change as an
 // event; it says what it did, a sentence a change.
 func ChangeHost(ctx context.Context, c redis.UniversalClient, name, host string, ch HostChange) ([]string, error) {
-	s, err := LoadSettings(ctx, c, name)
-	if err != nil {
-		return nil, err
-	}
-	fr, err := frontier.New(c, name, s.frontierOptions())
+	s, fr, err := loadFrontier(ctx, c, name)
 	if err != nil {
 		return nil, err
 	}

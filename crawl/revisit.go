@@ -167,11 +167,7 @@ type RecrawlReport struct {
 // last validators; the crawl keeps its settings, Bloom filter and records,
 // and ends again once they are fetched.
 func Recrawl(ctx context.Context, c redis.UniversalClient, name string, all bool) (RecrawlReport, error) {
-	s, err := LoadSettings(ctx, c, name)
-	if err != nil {
-		return RecrawlReport{}, err
-	}
-	fr, err := frontier.New(c, name, s.frontierOptions())
+	s, fr, err := loadFrontier(ctx, c, name)
 	if err != nil {
 		return RecrawlReport{}, err
 	}

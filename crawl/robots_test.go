@@ -135,41 +135,15 @@ func TestRobotsTxtReadAsTheRFCDoes(t *testing.T) {
 // than rate + burst, and every URL is fetched once.
 func TestASlowRobotsTxtBunchesNoRequests(t *testing.T) {
 	s := redistest.Real(t)
-	var mu sync.Mutex
-	var arrivals []time.Time
-	fetched := map[string]int{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/robots.txt" {
-			select { // a slow server: its robots.txt takes 1.5 s
-			case <-time.After(1500 * time.Millisecond):
-			case <-r.Context().Done():
-			}
-			http.NotFound(w, r)
-			return
-		}
-		mu.Lock()
-		arrivals = append(arrivals, time.Now())
-		fetched[r.URL.Path]++
-		mu.Unlock()
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprint(w, "<p>a page</p>")
-	}))
-	defer srv.Close()
+	site := newPageSite(t, 1500*time.Millisecond, nil) // a slow server: its robots.txt takes 1.5 s
 	set := crawl.DefaultSettings()
 	set.Rate, set.Burst, set.AllowPrivate = 5, 1, true
-	var seeds []*url.URL
-	for i := range 24 {
-		u, _ := url.Parse(fmt.Sprintf("%s/p/%d", srv.URL, i))
-		seeds = append(seeds, u)
-	}
+	seeds := site.seeds(24)
 	seedAndCrawl(t, s, "slowrobots", set, seeds...)
-	mu.Lock()
-	defer mu.Unlock()
-	for _, u := range seeds {
-		if n := fetched[u.Path]; n != 1 {
-			t.Errorf("%s fetched %d times; want once", u.Path, n)
-		}
-	}
+	site.onceEach(t, seeds)
+	site.mu.Lock()
+	defer site.mu.Unlock()
+	arrivals := site.arrivals
 	sort.Slice(arrivals, func(i, j int) bool { return arrivals[i].Before(arrivals[j]) })
 	if most := testsite.MaxInWindow(arrivals, time.Second); most > 6 {
 		t.Errorf("%d requests reached the host within one second; rate + burst is 6", most)
@@ -184,31 +158,10 @@ func TestASlowRobotsTxtBunchesNoRequests(t *testing.T) {
 // the most of a fast crawl's put-backs.
 func TestURLsThatWaitedForRobotsTxtGetNewTokens(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
-		var mu sync.Mutex
-		fetched := map[string]int{}
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == "/robots.txt" {
-				select {
-				case <-time.After(200 * time.Millisecond):
-				case <-r.Context().Done():
-				}
-				http.NotFound(w, r)
-				return
-			}
-			mu.Lock()
-			fetched[r.URL.Path]++
-			mu.Unlock()
-			w.Header().Set("Content-Type", "text/html")
-			fmt.Fprint(w, "<p>a page</p>")
-		}))
-		defer srv.Close()
+		site := newPageSite(t, 200*time.Millisecond, nil)
 		set := crawl.DefaultSettings()
 		set.Rate, set.Burst, set.AllowPrivate = 100_000, 1000, true
-		var seeds []*url.URL
-		for i := range 24 {
-			u, _ := url.Parse(fmt.Sprintf("%s/p/%d", srv.URL, i))
-			seeds = append(seeds, u)
-		}
+		seeds := site.seeds(24)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if _, err := crawl.Seed(ctx, s.Client, "robotswait", set, seeds); err != nil {
@@ -223,13 +176,7 @@ func TestURLsThatWaitedForRobotsTxtGetNewTokens(t *testing.T) {
 		if err := w.Run(ctx); err != nil {
 			t.Fatal(err)
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		for _, u := range seeds {
-			if n := fetched[u.Path]; n != 1 {
-				t.Errorf("%s fetched %d times; want once", u.Path, n)
-			}
-		}
+		site.onceEach(t, seeds)
 		if late, re, back := w.Counters.Late.Load(), w.Counters.Retokened.Load(), w.Counters.PutBack.Load(); late != 0 || back != 0 || re == 0 {
 			t.Errorf("%d URLs went back late, %d put back in all, %d given new tokens; want none back, and the URLs that waited for robots.txt given new tokens", late, back, re)
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -315,10 +314,7 @@ func (f *shard) readReply(flags []bool, tail []any, offset []int, ids []string) 
 		l.freshAt = r.Fresh[host]
 		l.OwnRate, l.HasOwnRate = r.Rates[host]
 		if i < len(r.Slot) && i < len(r.From) && i < len(r.Until) {
-			l.opens, l.closes = time.Duration(r.From[i])*time.Microsecond, time.Duration(r.Until[i])*time.Microsecond
-			if now, err := strconv.ParseInt(r.NowUs, 10, 64); err == nil && r.Until[i] >= 0 {
-				l.grant = now + r.Slot[i]
-			}
+			l.token(r.NowUs, r.Slot[i], r.From[i], r.Until[i])
 		} else {
 			l.closes = -1
 		}

@@ -323,13 +323,8 @@ func (f *Frontier) HostsNow(ctx context.Context, hosts []string) ([]HostQueue, e
 		hq := HostQueue{Host: h, Queued: q}
 		v := rs[i].bucket.Val()
 		base, baseBurst, baseWhy := f.HostRate, max(f.HostBurst, 1), "rate"
-		if rule, err := rs[i].rule.Result(); err == nil { // its own rate (SetHostRule)
-			rs, bs, _ := strings.Cut(rule, " ")
-			if r, err := strconv.ParseFloat(rs, 64); err == nil && r >= 0 {
-				if b, err := strconv.Atoi(bs); err == nil && b >= 1 {
-					base, baseBurst, baseWhy = r, b, "its own rate"
-				}
-			}
+		if r, b, ok := parseHostRule(rs[i].rule.Val()); ok { // its own rate (SetHostRule)
+			base, baseBurst, baseWhy = r, b, "its own rate"
 		}
 		if base > 0 {
 			hq.Interval, hq.Why = time.Duration(float64(time.Second)/base), baseWhy

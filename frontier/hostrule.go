@@ -73,15 +73,23 @@ func (f *Frontier) HostRules(ctx context.Context) ([]HostRule, error) {
 	var out []HostRule
 	for _, c := range cmds {
 		for host, v := range c.Val() {
-			rs, bs, _ := strings.Cut(v, " ")
-			r, err1 := strconv.ParseFloat(rs, 64)
-			b, err2 := strconv.Atoi(bs)
-			if err1 != nil || err2 != nil || r < 0 || b < 1 {
-				continue // not well formed: the pops ignore it too
+			if r, b, ok := parseHostRule(v); ok { // one not well formed: the pops ignore it too
+				out = append(out, HostRule{Host: host, Rate: r, Burst: b})
 			}
-			out = append(out, HostRule{Host: host, Rate: r, Burst: b})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Host < out[j].Host })
 	return out, nil
+}
+
+// parseHostRule reads a hostrules value, "rate burst" (exchange_steps.lua's
+// ex_parse_rule): ok is false for one not well formed.
+func parseHostRule(v string) (rate float64, burst int, ok bool) {
+	rs, bs, _ := strings.Cut(v, " ")
+	r, err1 := strconv.ParseFloat(rs, 64)
+	b, err2 := strconv.Atoi(bs)
+	if err1 != nil || err2 != nil || r < 0 || b < 1 {
+		return 0, 0, false
+	}
+	return r, b, true
 }

@@ -56,6 +56,17 @@ type Lease struct {
 	lost  atomic.Bool
 }
 
+// token sets the lease's token as a reply gives it: µs from Redis's now
+// (nowUs, a string) to its slot and to when its window opens and closes
+// (until < 0: no token, the host has no limit).
+func (l *Lease) token(nowUs string, slot, from, until int64) {
+	l.opens, l.closes = time.Duration(from)*time.Microsecond, time.Duration(until)*time.Microsecond
+	l.grant = 0
+	if now, err := strconv.ParseInt(nowUs, 10, 64); err == nil && until >= 0 {
+		l.grant = now + slot
+	}
+}
+
 // window sets the token's window, from the reply's arrival at got.
 func (l *Lease) window(got time.Time) {
 	l.NotBefore = got.Add(l.opens)
@@ -175,11 +186,8 @@ func (f *shard) Retoken(ctx context.Context, l *Lease) (bool, error) {
 	slot, _ := v[2].(int64)
 	from, _ := v[3].(int64)
 	until, _ := v[4].(int64)
-	l.opens, l.closes = time.Duration(from)*time.Microsecond, time.Duration(until)*time.Microsecond
-	l.grant, l.freshAt = 0, "" // the pop's tat is no longer the host's (hostdelay.lua)
-	if n, err := strconv.ParseInt(now, 10, 64); err == nil && until >= 0 {
-		l.grant = n + slot
-	}
+	l.token(now, slot, from, until)
+	l.freshAt = "" // the pop's tat is no longer the host's (hostdelay.lua)
 	l.NotBefore, l.Deadline = time.Time{}, time.Time{}
 	l.window(got)
 	return true, nil
