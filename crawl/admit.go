@@ -101,40 +101,24 @@ func (pl *fetchLoops) pause(ctx context.Context, host string, retryAfter time.Du
 	return d, nil
 }
 
-// late gives l back unused when its token's window has closed
-// (frontier.Lease.Deadline: politeness.TokenWindow) and its host has no
-// token for it now: it waited in this worker's ready buffer, or for its
-// host's robots.txt, past the time its token was good for. It first asks
-// the host's bucket again (frontier.Frontier.Retoken: the pop's own rule
-// at Redis's now, its old token given back while that is the host's
-// last): a host with room for a request now takes it, under the new
-// token, and the URL goes. One without goes back, its token with it while
-// that is its host's last (exchange.lua's refunds): a worker that falls
-// behind makes fewer requests, never bunched ones.
-func (pl *fetchLoops) late(ctx context.Context, l *frontier.Lease, admitted bool) bool {
+// late hands l to the exchanger when its token's window has closed
+// (frontier.Lease.Deadline: politeness.TokenWindow): it waited in this
+// worker's ready buffer, or for its host's robots.txt, past the time its
+// token was good for. The next exchange pops it again first (the pop's
+// own rule and horizon, exchange_steps.lua's ex_again; the old token
+// given back while that is the host's last): a host with a token for it
+// gives one and the URL comes back to the ready buffer, one of the URLs
+// that call wanted; one without takes it back to its queue, its token
+// with it while that is its host's last. A worker that falls behind
+// makes fewer requests, never bunched ones, and a late URL costs no call
+// of its own.
+func (pl *fetchLoops) late(l *frontier.Lease, admitted bool) bool {
 	now := pl.now()
 	if !pastWindow(l, now) {
 		return false
 	}
-	window, waited := l.Deadline.Sub(l.NotBefore), now.Sub(l.NotBefore)
-	ok, err := pl.fr.Retoken(ctx, l)
-	switch {
-	case ok:
-		pl.log.Debug("token's window closed: the host gave a new one", "url", l.Item.URL, "late", now.Sub(l.Deadline), "window", window, "waited", waited, "admitted", admitted)
-		pl.counters.Retokened.Add(1)
-		pl.metrics.retokened.Inc()
-		return false
-	case errors.Is(err, frontier.ErrLeaseLost):
-		pl.log.Warn("lease lost before the fetch (another worker has the URL): not fetched", "url", l.Item.URL)
-		pl.ex.giveBack(l) // Redis no longer holds it: its exchange ends nothing
-		return true
-	case err != nil:
-		pl.log.Warn("asking a host for a late URL's token failed: the URL goes back", "url", l.Item.URL, "err", err)
-	}
-	pl.log.Debug("token's window closed: URL given back", "url", l.Item.URL, "late", now.Sub(l.Deadline), "window", window, "waited", waited, "admitted", admitted)
-	pl.counters.PutBack.Add(1)
-	pl.counters.Late.Add(1)
-	pl.metrics.late.Inc()
+	pl.log.Debug("token's window closed: URL handed back to ask its host again", "url", l.Item.URL, "late", now.Sub(l.Deadline),
+		"window", l.Deadline.Sub(l.NotBefore), "waited", now.Sub(l.NotBefore), "admitted", admitted)
 	pl.ex.missed(l, now.Sub(l.Deadline))
 	return true
 }

@@ -14,8 +14,8 @@ type Counters struct {
 	// before a loop could fetch them (counted in PutBack too).
 	Late atomic.Int64
 	// Retokened counts URLs whose token's window closed before a loop
-	// could fetch them, and that their host gave a new token (Retoken):
-	// fetched, not given back.
+	// could fetch them, and that their host gave a new token in the next
+	// exchange (frontier.Lease.Late): fetched, not given back.
 	Retokened atomic.Int64
 	// Lapsed counts URLs whose lease this worker no longer surely held
 	// when it was about to fetch or archive them (it was paused, or cut off

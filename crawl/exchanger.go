@@ -160,8 +160,10 @@ func (x *exchanger) putBack(l *frontier.Lease, pb *frontier.PutBack) {
 }
 
 // missed hands in a lease whose token's window closed late ago, unused:
-// it goes back as giveBack's do, and the next pops keep more of their
-// windows (policy.margin).
+// the next call asks its host for a new token (frontier.Lease.Late), and
+// with one the URL comes back to the ready buffer; without, it goes back
+// as giveBack's do. Either way the next pops keep more of their windows
+// (policy.margin).
 func (x *exchanger) missed(l *frontier.Lease, late time.Duration) {
 	x.entries <- entry{back: l, late: late}
 }
@@ -221,7 +223,7 @@ func (x *exchanger) step(work context.Context, ev event) {
 func (x *exchanger) perform(work context.Context, a action) (event, bool) {
 	switch a.kind {
 	case actCall:
-		return x.call(work, a.batch, a.want), true
+		return x.call(work, a.batch, a.want, a.again), true
 	case actWoken:
 		x.fr.Woken(a.channel)
 	case actSettle:
@@ -276,12 +278,12 @@ func (x *exchanger) flush(work context.Context) {
 }
 
 // call makes the exchange, and returns its reply as an event.
-func (x *exchanger) call(work context.Context, batch []entry, want int) event {
+func (x *exchanger) call(work context.Context, batch []entry, want int, again bool) event {
 	// Never cancelled by the stop: an exchange cut off halfway could leave
 	// popped URLs leased to nobody until their lease expires.
 	ctx, cancel := context.WithTimeout(work, 30*time.Second)
 	start := x.now()
-	res, sent, err := x.exchange(ctx, batch, want)
+	res, sent, err := x.exchange(ctx, batch, want, again)
 	took := x.now().Sub(start)
 	x.metrics.exchange.Observe(took.Seconds())
 	cancel()
@@ -293,12 +295,15 @@ func (x *exchanger) call(work context.Context, batch []entry, want int) event {
 // so that a batch refused because Redis went back in time goes again with
 // every link once the worker has forgotten what it knew. It returns, per
 // entry of the batch, the links sent; res.Queued is indexed the same way.
-func (x *exchanger) exchange(ctx context.Context, batch []entry, want int) (frontier.Exchanged, [][]frontier.Item, error) {
+// With again, a URL given back because its token's window closed asks its
+// host for a new token in the same call (frontier.Lease.Late).
+func (x *exchanger) exchange(ctx context.Context, batch []entry, want int, again bool) (frontier.Exchanged, [][]frontier.Item, error) {
 	var pages []frontier.Finished
 	var back []*frontier.Lease
 	sent := make([][]frontier.Item, len(batch))
 	for i, e := range batch {
 		if e.back != nil {
+			e.back.Late = again && e.late > 0
 			back = append(back, e.back)
 			continue
 		}

@@ -122,6 +122,7 @@ type action struct {
 	kind    actKind
 	batch   []entry   // actCall
 	want    int       // actCall
+	again   bool      // actCall: late URLs given back ask their hosts for new tokens (not while stopping or paused)
 	until   time.Time // actSleep
 	reply   reply     // actSettle
 	err     error     // actRetry, actWarn, actForget (why), actFail
@@ -179,7 +180,7 @@ func (s *exState) tick(ev event, now time.Time) []action {
 	c, ok, until := s.p.decide(now, world{ready: ev.ready, pending: len(s.pending), stopping: s.stopping, idle: ev.idle, busySince: ev.busySince})
 	if ok {
 		batch := s.pending[:min(c.send, len(s.pending)):min(c.send, len(s.pending))]
-		return []action{{kind: actCall, batch: batch, want: c.want}}
+		return []action{{kind: actCall, batch: batch, want: c.want, again: !s.stopping && !s.paused}}
 	}
 	if s.p.done(len(s.pending)) {
 		s.ended = true
@@ -219,7 +220,8 @@ func (s *exState) replied(r reply, now time.Time) []action {
 	if r.want > 0 { // a call that wanted no URL did not read the pause
 		s.paused = r.res.Info.Paused
 	}
-	s.p.succeeded(now, call{send: len(r.batch), want: r.want}, len(r.res.Popped), r.res.Info.NextDue, r.took)
+	got := len(r.res.Popped) + len(r.res.Again) // a late URL kept is one of those wanted
+	s.p.succeeded(now, call{send: len(r.batch), want: r.want}, got, r.res.Info.NextDue, r.took)
 	s.pending = without(s.pending, r.batch)
 	acts := []action{{kind: actSettle, reply: r}}
 	if r.res.Unasked != nil && !errors.Is(r.res.Unasked, frontier.ErrRolledBack) {
@@ -228,7 +230,7 @@ func (s *exState) replied(r reply, now time.Time) []action {
 	if r.res.Forget {
 		acts = append(acts, action{kind: actForget, err: r.res.Unasked})
 	}
-	if r.res.Info.CrawlOver && s.exitWhenDone && (len(r.res.Popped) == 0 || s.budget) {
+	if r.res.Info.CrawlOver && s.exitWhenDone && (got == 0 || s.budget) {
 		// Finished (or the page budget spent: what was popped goes back).
 		acts = append(acts, action{kind: actCrawlDone})
 	}

@@ -255,3 +255,41 @@ func TestThePauseIsWhatTheLastPopSaid(t *testing.T) {
 		}
 	}
 }
+
+// A late URL handed in asks its host for a new token in the call that
+// carries it, unless the worker stops or the crawl is paused: then it
+// goes back, as the buffer's URLs do (a new token would come back to a
+// buffer nothing takes from).
+func TestLateURLsAskAgainOnlyWhileTheWorkerGoesOn(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name string
+		ev   *event
+		want bool
+	}{
+		{"running", nil, true},
+		{"stopping", &event{kind: evStop}, false},
+		{"paused", &event{kind: evWake, channel: "crawl:{c}:queue:wake", payload: frontier.WakePaused}, false},
+	} {
+		s := newExState(exConfig{loops: 4})
+		s.step(event{kind: evHandedIn, entry: entry{back: lease("late", "a"), late: time.Millisecond}}, t0)
+		s.step(event{kind: evBell}, t0)
+		if c.ev != nil {
+			s.step(*c.ev, t0)
+		}
+		var call *action
+		for now := t0; call == nil && now.Before(t0.Add(10*time.Second)); now = now.Add(100 * time.Millisecond) {
+			for _, a := range s.step(event{kind: evTick, idle: 4}, now) {
+				if a.kind == actCall {
+					call = &a
+				}
+			}
+		}
+		switch {
+		case call == nil || len(call.batch) != 1:
+			t.Errorf("%s: no call sent the late URL", c.name)
+		case call.again != c.want:
+			t.Errorf("%s: the call asks again: %v; want %v", c.name, call.again, c.want)
+		}
+	}
+}

@@ -63,7 +63,7 @@ func (pl *fetchLoops) loop(stop, work context.Context, i int) {
 			return
 		}
 		start := pl.now()
-		fetched := !pl.late(work, l.lease, false)
+		fetched := !pl.late(l.lease, false)
 		if fetched {
 			pl.process(work, l.lease, l.info)
 		}
@@ -141,7 +141,7 @@ func (pl *fetchLoops) cleared(ctx context.Context, l *frontier.Lease, info front
 	if pl.lapsed(l, "before the fetch: not fetched") { // admit may have waited (robots.txt)
 		return nil, false
 	}
-	if pl.late(ctx, l, true) { // admit waited past the token's window: the host's robots.txt came slowly
+	if pl.late(l, true) { // admit waited past the token's window: the host's robots.txt came slowly
 		return nil, false
 	}
 	if d := pl.pauses.left(u.Host); d > 0 {

@@ -152,8 +152,9 @@ func TestASlowRobotsTxtBunchesNoRequests(t *testing.T) {
 
 // At a high rate, the URLs a worker's loops took while their host's
 // robots.txt came (200 ms, against a token's window of 10 ms) missed their
-// windows; their host, far from spent, gives each a new token
-// (frontier.Frontier.Retoken) and they are fetched, not put back: before,
+// windows; their host, far from spent, gives each a new token in the
+// worker's next exchange (frontier.Lease.Late) and they are fetched, not
+// put back: before,
 // every one went back, and a worker's first URLs of each new host were
 // the most of a fast crawl's put-backs.
 func TestURLsThatWaitedForRobotsTxtGetNewTokens(t *testing.T) {

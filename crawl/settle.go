@@ -18,9 +18,10 @@ func (x *exchanger) settle(work context.Context, r reply) {
 	}
 	x.counters.Exchanges.Add(1)
 	x.counters.Sent.Add(int64(len(r.batch)))
-	if r.want > 0 && len(r.res.Popped) == 0 && len(r.batch) == 0 {
+	if r.want > 0 && len(r.res.Popped)+len(r.res.Again) == 0 && len(r.batch) == 0 {
 		x.counters.EmptyPops.Add(1) // a call for nothing
 	}
+	x.late(r)
 	for i, e := range r.batch {
 		x.held.Delete(e.lease().ID)
 		if e.back != nil || e.page.Outcome.PutBack != nil {
@@ -40,13 +41,39 @@ func (x *exchanger) settle(work context.Context, r reply) {
 		// time: what Redis holds for these hosts is read here, together.
 		x.robots.Warm(work, urls)
 	}
-	ready := make([]leased, len(r.res.Popped))
-	for i, l := range r.res.Popped {
+	ready := make([]leased, 0, len(r.res.Again)+len(r.res.Popped))
+	for _, l := range r.res.Again { // still held, under a new token
+		x.held.Store(l.ID, l)
+		ready = append(ready, leased{l, r.res.Info})
+	}
+	for _, l := range r.res.Popped {
 		x.held.Store(l.ID, l)
 		x.known.add(l.Item.URL) // a URL handed out is seen: links to it need no Redis work
-		ready[i] = leased{l, r.res.Info}
+		ready = append(ready, leased{l, r.res.Info})
 	}
 	x.ready.add(ready...)
+}
+
+// late counts what became of the URLs of r's batch that missed their
+// tokens' windows: given a new token by their hosts (retokened, back in
+// the ready buffer) or put back (late).
+func (x *exchanger) late(r reply) {
+	kept := make(map[*frontier.Lease]bool, len(r.res.Again))
+	for _, l := range r.res.Again {
+		kept[l] = true
+	}
+	for _, e := range r.batch {
+		switch {
+		case e.late <= 0:
+		case kept[e.back]:
+			x.counters.Retokened.Add(1)
+			x.metrics.retokened.Inc()
+		default:
+			x.counters.PutBack.Add(1)
+			x.counters.Late.Add(1)
+			x.metrics.late.Inc()
+		}
+	}
 }
 
 // refused: Redis no longer held the lease of a finished page (it lapsed

@@ -62,8 +62,8 @@ type simRules struct {
 	// policy adjusts each worker's policy after forRate (nil: as a worker
 	// sets it).
 	policy func(p *policy)
-	// noRetoken: a late URL goes back at once, without asking its host for
-	// a new token (the worker's rule before frontier.Retoken).
+	// noRetoken: a late URL goes back, without asking its host for a new
+	// token (the worker's rule before exchange.lua's ex_again).
 	noRetoken bool
 	// stall, when set, is how long a loop waits after taking a URL before
 	// its request may go (admit waiting for its host's robots.txt).
@@ -133,8 +133,6 @@ const (
 	simDone                        // a loop's fetch ends
 	simDue                         // a queued URL's window opens
 	simWake                        // a state machine's sleep ends
-	simAsk                         // Redis runs a loop's Retoken
-	simAnswer                      // its reply arrives
 	simStalled                     // a loop's wait before its request ends
 )
 
@@ -165,11 +163,9 @@ func (q *simQueue) Pop() any {
 }
 
 type simLoop struct {
-	busy   bool
-	asking bool // waiting for Retoken's answer, not fetching
-	ok     bool // its answer
-	since  time.Time
-	l      leased
+	busy  bool
+	since time.Time
+	l     leased
 }
 
 type simWorker struct {
@@ -189,17 +185,18 @@ type simWorker struct {
 }
 
 type simulation struct {
-	p      simParams
-	rules  simRules
-	m      *miniredis.Miniredis
-	now    time.Time
-	clock  time.Time // what the frontiers read as their process's clock (a reply's arrival)
-	evq    simQueue
-	seq    int
-	res    simResult
-	total  int
-	fetchd map[string]bool
-	rnd    *rand.Rand
+	p       simParams
+	rules   simRules
+	m       *miniredis.Miniredis
+	now     time.Time
+	clock   time.Time // what the frontiers read as their process's clock (a reply's arrival)
+	evq     simQueue
+	seq     int
+	res     simResult
+	total   int
+	fetchd  map[string]bool
+	stalled map[string]bool // URLs a loop waited with before their requests (simRules.stall)
+	rnd     *rand.Rand
 }
 
 func (s *simulation) at(t time.Time, kind simEventKind, w *simWorker, loop int) {
@@ -219,7 +216,7 @@ func runSim(t simT, p simParams, rules simRules, limit time.Duration) simResult 
 		t.Fatal(err)
 	}
 	defer m.Close()
-	s := &simulation{p: p, rules: rules, m: m, now: time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC), fetchd: map[string]bool{},
+	s := &simulation{p: p, rules: rules, m: m, now: time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC), fetchd: map[string]bool{}, stalled: map[string]bool{},
 		rnd: rand.New(rand.NewPCG(p.Seed, 1))}
 	s.clock = s.now
 	m.SetTime(s.now)
@@ -281,9 +278,10 @@ func runSim(t simT, p simParams, rules simRules, limit time.Duration) simResult 
 			for _, a := range w.s.step(event{kind: evReplied, reply: w.res}, s.now) {
 				switch a.kind {
 				case actSettle:
-					ready := make([]leased, len(a.reply.res.Popped))
-					for i, l := range a.reply.res.Popped {
-						ready[i] = leased{l, a.reply.res.Info}
+					s.settleLate(a.reply)
+					var ready []leased
+					for _, l := range append(a.reply.res.Again, a.reply.res.Popped...) {
+						ready = append(ready, leased{l, a.reply.res.Info})
 					}
 					w.q.add(ready...)
 				case actRetry, actGiveUp, actForget, actResend, actMarkGone:
@@ -300,28 +298,6 @@ func runSim(t simT, p simParams, rules simRules, limit time.Duration) simResult 
 			w.times.add(s.now.Sub(lp.since))
 			w.events = append(w.events, event{kind: evHandedIn,
 				entry: entry{page: frontier.Finished{Lease: lp.l.lease, Outcome: frontier.Outcome{Stat: OutcomeOK, Fetched: true}}}})
-			s.feed(w)
-			s.wake(w)
-		case simAsk:
-			s.m.SetTime(s.now)
-			s.clock = s.now.Add(s.p.RTT / 2)
-			lp := &w.loops[ev.loop]
-			ok, err := w.x.fr.Retoken(context.Background(), lp.l.lease)
-			if err != nil {
-				t.Fatalf("%v: retoken: %v", p, err)
-			}
-			s.res.calls++
-			lp.ok = ok
-			s.at(s.clock, simAnswer, w, ev.loop)
-		case simAnswer:
-			lp := &w.loops[ev.loop]
-			lp.busy, lp.asking = false, false
-			if lp.ok {
-				s.res.retoken++
-				s.start(w, ev.loop, lp.l)
-			} else {
-				s.goBack(w, lp.l)
-			}
 			s.feed(w)
 			s.wake(w)
 		case simStalled:
@@ -352,7 +328,7 @@ func runSim(t simT, p simParams, rules simRules, limit time.Duration) simResult 
 func (s *simulation) exec(t simT, w *simWorker) {
 	s.m.SetTime(s.now)
 	s.clock = s.now.Add(s.p.RTT / 2)
-	res, sent, err := w.x.exchange(context.Background(), w.call.batch, w.call.want)
+	res, sent, err := w.x.exchange(context.Background(), w.call.batch, w.call.want, w.call.again && !s.rules.noRetoken)
 	if err != nil {
 		t.Fatalf("%v: exchange: %v", s.p, err)
 	}
@@ -380,7 +356,8 @@ func (s *simulation) feed(w *simWorker) {
 				}
 				return
 			}
-			if s.rules.stall != nil {
+			if s.rules.stall != nil && !s.stalled[l.lease.Item.URL] {
+				s.stalled[l.lease.Item.URL] = true    // robots.txt is waited for once
 				if d := s.rules.stall(s.rnd); d > 0 { // waits (robots.txt) before its request
 					lp.busy, lp.l, lp.since = true, l, s.now
 					s.at(s.now.Add(d), simStalled, w, i)
@@ -393,7 +370,8 @@ func (s *simulation) feed(w *simWorker) {
 }
 
 // take is loop i of w about to send l's request now: past its token's
-// window, it asks the host for a new one (or, without Retoken, goes back).
+// window, it goes back to its worker, whose next exchange asks the host
+// for a new one (with noRetoken: gives it back).
 func (s *simulation) take(w *simWorker, i int, l leased) {
 	lp := &w.loops[i]
 	if !s.rules.late(l.lease, s.now) {
@@ -404,20 +382,27 @@ func (s *simulation) take(w *simWorker, i int, l leased) {
 		simDebug("%v: loop %d late %s (window %v..%v)", s.now.Sub(s.res.start), i, l.lease.Item.URL, l.lease.NotBefore.Sub(s.res.start), l.lease.Deadline.Sub(s.res.start))
 	}
 	s.res.missed++
-	if s.rules.noRetoken {
-		lp.busy = false
-		s.goBack(w, l)
-		return
-	}
-	lp.busy, lp.asking, lp.l, lp.since = true, true, l, s.now // asks its host for a new token (fetchLoops.late)
-	s.at(s.now.Add(s.p.RTT/2), simAsk, w, i)
+	lp.busy = false // handed back: its worker's next exchange asks its host again (fetchLoops.late)
+	w.events = append(w.events, event{kind: evHandedIn, entry: entry{back: l.lease, late: s.now.Sub(l.lease.Deadline)}})
 }
 
-// goBack is a late URL given back, in its worker's next exchange.
-func (s *simulation) goBack(w *simWorker, l leased) {
-	s.res.late++
-	s.res.lateOf[l.lease.Item.URL]++
-	w.events = append(w.events, event{kind: evHandedIn, entry: entry{back: l.lease, late: s.now.Sub(l.lease.Deadline)}})
+// settleLate counts what became of the late URLs of r's batch: given a
+// new token (back in the ready buffer) or put back (exchanger.late).
+func (s *simulation) settleLate(r reply) {
+	kept := map[*frontier.Lease]bool{}
+	for _, l := range r.res.Again {
+		kept[l] = true
+	}
+	for _, e := range r.batch {
+		switch {
+		case e.late <= 0:
+		case kept[e.back]:
+			s.res.retoken++
+		default:
+			s.res.late++
+			s.res.lateOf[e.back.Item.URL]++
+		}
+	}
 }
 
 // start is loop i of w fetching l's URL now.

@@ -210,6 +210,7 @@ func (c *crossing) collect(parts []*part, done []Finished, out *Exchanged, now t
 // not asked for any tells nothing of what it has queued.
 func (c *crossing) merge(out *Exchanged, sh int, x Exchanged, now time.Time, pop int) {
 	out.Popped = append(out.Popped, x.Popped...)
+	out.Again = append(out.Again, x.Again...)
 	out.Info.Pages += x.Info.Pages
 	out.Info.CrawlOver = out.Info.CrawlOver || x.Info.CrawlOver
 	out.Info.Paused = out.Info.Paused || x.Info.Paused

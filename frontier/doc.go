@@ -117,9 +117,11 @@
 // own. A host's pause, its own Crawl-delay (SetHostDelay) and its adaptive
 // interval live in its rate:<host> hash, which the pop reads for the hosts
 // marked in slowed only. A URL whose token's window closed before its
-// request could go asks its host again (Retoken, retoken.lua): the pop's
-// own functions at Redis's now, its old token refunded while it is the
-// host's last. A Requeue put-back returns a URL to the front of
+// request could go is given back late (Lease.Late) and popped again first
+// in the same exchange (exchange_steps.lua's ex_again): the pop's own
+// functions and horizon, its old token refunded while it is the host's
+// last, its lease kept (Exchanged.Again) and counted among the URLs
+// wanted. A Requeue put-back returns a URL to the front of
 // its host's queue (its robots.txt is unavailable, say), and pushes the
 // host's due time to then, before the same call's pop.
 // With a page

@@ -30,7 +30,10 @@ type Exchanged struct {
 	Queued [][]bool // per Finished: which of its children were queued (new to the crawl)
 	Held   []bool   // per Finished: its lease was still held, so its outcome was recorded
 	Popped []*Lease // the new leases, at most the number wanted
-	Info   PopInfo
+	// Again: the late leases given back (Lease.Late) that their hosts gave
+	// a new token: still held, with the new token's window, to be fetched.
+	Again []*Lease
+	Info  PopInfo
 	// Forget: a shard asked only for URLs refused because Redis lost this
 	// process's exchanges there (ErrRolledBack), after the rest of the
 	// exchange went through (with several shards). What the lost writes taught the
@@ -58,7 +61,9 @@ const failedCap = 10000
 // (exchange.lua): each Finished lease's links are marked seen and the new ones
 // queued, its result recorded and counters bumped, its lease ended (if it
 // was lost meanwhile, the links are still queued but nothing is recorded);
-// the leases in back return to the front of their hosts' queues; and up to
+// the leases in back return to the front of their hosts' queues (a late
+// one, Lease.Late, kept instead if its host has a new token for it now:
+// Exchanged.Again); and up to
 // want new URLs are popped under fresh leases. Batching is what keeps a
 // crawl cheap for Redis: a lone call costs Redis more than a page's work.
 // Links beyond one Bloom batch go in calls before the last, which only
@@ -105,6 +110,9 @@ type exchangeReply struct {
 	Slot  []int64 `json:"slot"`
 	From  []int64 `json:"from"`
 	Until []int64 `json:"until"`
+	// Again: per late lease given back that its host gave a new token,
+	// {its place in back (1-based), slot, from, until}, as above.
+	Again [][4]int64 `json:"again"`
 }
 
 // exchange makes the calls of one Exchange (f.xmu held) and returns the
@@ -141,12 +149,9 @@ func (f *shard) exchange(ctx context.Context, done []Finished, back []*Lease, wa
 	if err = f.counted(tail, err); err != nil {
 		return Exchanged{}, nil, err
 	}
-	x, bad, err := f.readReply(flags, tail, offset, ids)
+	x, bad, err := f.readReply(flags, tail, offset, ids, back)
 	got := f.o.now() // after the call: Redis's now, in this process's clock, at the latest
-	for _, l := range x.Popped {
-		l.granted(sent, f.o.Lease)
-		l.window(got)
-	}
+	x.windows(sent, got, f.o.Lease)
 	return x, bad, err
 }
 
@@ -202,9 +207,12 @@ func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []
 		}
 		a.Done = append(a.Done, da)
 	}
-	for _, l := range back {
+	for i, l := range back {
 		a.Back = append(a.Back, a.text(l.Member()))
 		a.BackGrants = append(a.BackGrants, l.grant)
+		if l.Late {
+			a.BackAgain = append(a.BackAgain, i+1)
+		}
 	}
 	for i, id := range ids {
 		if i == 0 {
@@ -285,10 +293,23 @@ func (f *shard) offer(ctx context.Context, urls []string, payload []any, acks []
 	return flags, nil
 }
 
+// windows sets the popped and kept leases' windows, by a call sent at
+// sent whose reply arrived at got: a popped lease is held until sent +
+// lease at least; a kept one as long as before.
+func (x Exchanged) windows(sent, got time.Time, lease time.Duration) {
+	for _, l := range x.Popped {
+		l.granted(sent, lease)
+		l.window(got)
+	}
+	for _, l := range x.Again {
+		l.window(got)
+	}
+}
+
 // readReply reads exchange.lua's reply after the links' flags: one JSON
 // object (exchangeReply), then the popped items (host, item-json …) under
-// the new lease ids in order.
-func (f *shard) readReply(flags []bool, tail []any, offset []int, ids []string) (Exchanged, []Finished, error) {
+// the new lease ids in order. back is the leases the call gave back.
+func (f *shard) readReply(flags []bool, tail []any, offset []int, ids []string, back []*Lease) (Exchanged, []Finished, error) {
 	nd := len(offset) - 1
 	var r exchangeReply
 	if raw, ok := tail[0].(string); len(tail) == 0 || !ok || json.Unmarshal([]byte(raw), &r) != nil {
@@ -306,6 +327,14 @@ func (f *shard) readReply(flags []bool, tail []any, offset []int, ids []string) 
 		x.recordedNow[d] = r.Held[d] == '1'
 	}
 	x.Info = PopInfo{Pages: r.Pages, CrawlOver: r.Done == 1, NextDue: time.Duration(r.Wait) * time.Millisecond, Paused: r.Paused == 1}
+	for _, a := range r.Again {
+		if a[0] < 1 || a[0] > int64(len(back)) {
+			return Exchanged{}, nil, fmt.Errorf("frontier: exchange: reply %v keeps lease %d of %d given back", tail, a[0], len(back))
+		}
+		l := back[a[0]-1]
+		l.retoken(r.NowUs, a[1], a[2], a[3])
+		x.Again = append(x.Again, l)
+	}
 	var bad []Finished
 	for i := 0; i < m; i++ {
 		host, _ := popped[2*i].(string)

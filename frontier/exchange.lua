@@ -3,7 +3,8 @@
 -- call:
 --   1. the links of the pages it finished: marked seen, the new ones queued;
 --   2. those pages' leases ended: results recorded, counters bumped;
---   3. leases it gives back unused (a stopping worker's prefetched URLs);
+--   3. leases it gives back unused (a stopping worker's prefetched URLs),
+--      a late one first asking its host for a new token;
 --   4. up to W new URLs popped under fresh leases, each with a token of its
 --      host's bucket.
 -- Links are queued in the same step as their page's lease ends, so a crash
@@ -110,6 +111,10 @@
 --   back        texts: the members of the leases given back
 --   back_grants the slots of their tokens, by place (µs, Redis's clock;
 --               0: unknown, the token stays taken), as done's grant
+--   back_again  the places (1-based) in back of late URLs: their tokens'
+--               windows closed before their requests could go; each asks
+--               its host for a new token first (ex_again); each kept is
+--               one of the URLs wanted
 --   ids         text: the first of want lease ids, one for each URL that
 --               may be popped, the others in the texts after it
 --   (an absent list is empty)
@@ -124,7 +129,9 @@
 --           want were popped (-1: nothing queued, or the crawl paused)
 --   paused  1 while the crawl is paused (absent otherwise): nothing popped
 --   now_us  Redis's time of the pop (µs, a string; absent when nothing
---           was popped), from which the three lists below count
+--           was popped or kept), from which the lists below count
+--   again   per late URL given back that its host gave a new token, its
+--           lease kept: {place in back, slot, from, until}, as below
 --   slot    per popped URL, in order, µs from now_us to its token's slot
 --           (absent: no URL popped has a token, the host having no limit)
 --   from, until  per popped URL, µs from now_us to when its token's
@@ -153,10 +160,11 @@ local X = ex_begin(reply) -- counted, and what the steps share
 ex_queue_links(X)         -- 1. the new links queued
 ex_finish_pages(X)        -- 2. finished leases ended, their pages recorded
 ex_outbox(X)              -- 3. records parked for away links, or acked
-ex_give_back(X)           -- 4. leases given back to their queues' fronts
-ex_refund(X)              -- 5. unused tokens back to their buckets
-ex_write_stats(X)         -- 6. the counters, once each
-ex_budget(X)              -- 7. how many URLs a page budget leaves room for
-ex_pop(X)                 -- 8. URLs popped, each with its host's token
-ex_drained(X)             -- 9. the crawl's end, or the scheduler told
-return ex_reply(X)        -- 10.
+ex_again(X)               -- 4. late URLs given back ask their hosts again
+ex_give_back(X)           -- 5. leases given back to their queues' fronts
+ex_refund(X)              -- 6. unused tokens back to their buckets
+ex_write_stats(X)         -- 7. the counters, once each
+ex_budget(X)              -- 8. how many URLs a page budget leaves room for
+ex_pop(X)                 -- 9. URLs popped, each with its host's token
+ex_drained(X)             -- 10. the crawl's end, or the scheduler told
+return ex_reply(X)        -- 11.

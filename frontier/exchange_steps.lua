@@ -88,7 +88,8 @@ local function ex_guard(key0, link0, links)
     acked = 0, got = false, pages = 0, done = 0, wait = 0, W = 0, budget = 0, limited = false, queued = false,
     delays = false, firsts = false, slots = false, froms = false, untils = false, tokened = false, least = 0,
     tnow = 0, horizon = 0, reach = 0, anySlowed = false, anyCapped = false, marks = false, visited = false,
-    readyAdd = false, refillAdd = false, taken = 0, paused = false, rules = false, rates = false}
+    readyAdd = false, refillAdd = false, taken = 0, paused = false, rules = false, rates = false, kept = false,
+    again = false}
   if not fr_ours(K.config, A.instance) then return 'gone' end
   local why = ex_unsound(K, A.expect == 0)
   if why then return why end
@@ -339,18 +340,19 @@ local function ex_outbox(X)
   end
 end
 
--- 4. ex_give_back: leases given back unused (a stopping worker's
--- prefetched URLs) go back to the front of their hosts' queues, and their
--- tokens, unused, to their buckets (ex_refund).
+-- 5. ex_give_back: leases given back unused (a stopping worker's
+-- prefetched URLs, a late URL whose host had no new token: ex_again) go
+-- back to the front of their hosts' queues, and their tokens, unused, to
+-- their buckets (ex_refund).
 local function ex_give_back(X)
   local given = X.A.back or {}
   if #given == 0 then return end
   local ids, grants = {}, X.A.back_grants or {}
   for r = 1, #given do ids[r] = ex_text(X, given[r]) end
   local held = redis.call('ZMSCORE', X.K.leases, unpack(ids))
-  local back, gone = {}, {}
+  local back, gone, kept = {}, {}, X.kept or {}
   for r = 1, #given do
-    if held[r] then
+    if held[r] and not kept[r] then
       local _, entry = fr_split(ids[r])
       back[#back + 1] = entry
       gone[#gone + 1] = ids[r]
@@ -430,7 +432,7 @@ local function ex_paused_tat(b, r, size)
   return math.ceil(b.paused_until / 1000) + (size - 1) * 1000 / r
 end
 
--- 5. ex_refund: the tokens of URLs that made no request (disallowed by
+-- 6. ex_refund: the tokens of URLs that made no request (disallowed by
 -- robots.txt, skipped, given back unused) go back to their hosts'
 -- buckets, so that such a URL does not cost its host an interval: its tat
 -- moves back an interval a token, never before a pause's end. Only a
@@ -462,20 +464,20 @@ local function ex_refund(X)
   end
 end
 
--- 6. ex_write_stats writes the counters the steps before bumped.
+-- 7. ex_write_stats writes the counters the steps before bumped.
 local function ex_write_stats(X)
   for field, by in pairs(X.bump) do
     redis.call('HINCRBY', X.K.stats, field, fr_int(by))
   end
 end
 
--- 7. ex_budget: with a page budget, how many URLs the pop may hand out.
+-- 8. ex_budget: with a page budget, how many URLs the pop may hand out.
 -- The budget holds for the whole crawl, exactly: a URL in flight may still
 -- become a page, so it counts against the budget already. (A budget of
 -- -1 is this shard's share, stats' allow.)
 local function ex_budget(X)
   local A, K = X.A, X.K
-  X.W = A.want or 0
+  X.W = math.max(0, (A.want or 0) - #X.again) -- a late URL kept is one of the URLs wanted (ex_again)
   X.budget = A.budget or 0
   X.limited = X.budget ~= 0
   if not X.limited then return end
@@ -595,6 +597,70 @@ local function ex_take_tokens(X, n, r, size, first)
   return after
 end
 
+-- 4. ex_again: a late URL given back (its token's window closed before
+-- its request could go: it waited in its worker's buffer, or for its
+-- host's robots.txt) is popped again first, by the pop's own rule: its
+-- old token goes back while it is the host's last (ex_refund's rule), and
+-- the host gives it a new one if its next token's window opens by the
+-- pop's horizon (ex_host_tokens). Its lease is kept and the URL goes back
+-- to its worker under the new token (the reply's again), one of the URLs
+-- the call wanted (ex_budget); the host's bound holds as for any popped
+-- URL: the late token is no longer counted, or stays counted and wasted.
+-- A host with no token by then (its bucket spent by others' requests, a
+-- pause, a Crawl-delay), or a paused crawl, leaves the lease to
+-- ex_give_back, as any given back. Asked in the call the worker makes
+-- anyway: a late URL costs no call of its own.
+local function ex_again(X)
+  local A, K = X.A, X.K
+  local late = A.back_again or {}
+  X.kept, X.again = {}, {}
+  if #late == 0 or redis.call('EXISTS', K.paused) == 1 then return end
+  local grants = A.back_grants or {}
+  -- The pop's context (ex_pop), with its horizon: its slots count from
+  -- the pop's now.
+  local T = {K = K, A = A, rate = X.rate, burst = X.burst, least = A.least_ms or 0, nowus = X.nowus,
+    tnow = X.nowus / 1000, marks = {}, slots = {}, froms = {}, untils = {}, tokened = false, rules = false}
+  T.horizon = T.tnow + (A.ahead_ms or 0)
+  for _, r in ipairs(late) do
+    local member = ex_text(X, A.back[r])
+    if redis.call('ZSCORE', K.leases, member) then
+      local host, grant = fr_second(member), grants[r] or 0
+      T.marks[host] = redis.call('HGET', K.slowed, host)
+      -- The host's tat: in ready, or in refill when its queue ran dry; in
+      -- neither, its bucket is full.
+      local where = K.ready
+      local tat = redis.call('ZSCORE', where, host)
+      if not tat then
+        where = K.refill
+        tat = redis.call('ZSCORE', where, host)
+      end
+      tat = tonumber(tat or '0')
+      local b = EX_NONE
+      if T.marks[host] then b = ex_bucket(T, host) end
+      local rate, size = ex_host_rate(T, b, host)
+      if rate > 0 and grant > 0 and tat > 0 and tat <= grant / 1000 + 1000 / rate + 0.002 then
+        -- Its token is the host's last: it goes back before one is taken
+        -- (µs to ms; the slots travel rounded to the µs), never before a
+        -- pause's end.
+        tat = math.max(tat - 1000 / rate, ex_paused_tat(b, rate, size))
+      end
+      local k, _, r2, size2, first = ex_host_tokens(T, host, 1, tat)
+      if k > 0 and r2 == 0 then -- no limit now: nothing to take
+        X.kept[r] = true
+        X.again[#X.again + 1] = {r, 0, 0, -1}
+      elseif k > 0 then
+        redis.call('ZADD', where, fr_tat(ex_take_tokens(T, 1, r2, size2, first)), host)
+        if b.pauses > 0 then -- a grant halves the count of pauses (pause.lua)
+          redis.call('HSET', K.buckets .. host, 'pauses', fr_int(math.floor(b.pauses / 2)))
+        end
+        X.kept[r] = true
+        X.again[#X.again + 1] = {r, T.slots[#T.slots], T.froms[#T.froms], T.untils[#T.untils]}
+      end
+    end
+  end
+  X.rules = T.rules
+end
+
 -- ex_pop_host pops up to q URLs of a due host with a token each; a host
 -- with no token by the horizon (a pause, a delay of its own) is not
 -- looked at again this call, and its score says when it has one. A host
@@ -705,7 +771,7 @@ local function ex_next_wait(X)
   end
 end
 
--- 8. ex_pop: up to W URLs of hosts that are due, each URL with a token of
+-- 9. ex_pop: up to W URLs of hosts that are due, each URL with a token of
 -- its host's bucket (tokens.lua), taken here: a host whose bucket is
 -- empty or paused is due when it next has a token, and is not offered
 -- before. A host's ready score is its bucket's tat: the time the bucket
@@ -754,7 +820,7 @@ local function ex_pop(X)
   if #X.got == 0 then X.done = redis.call('EXISTS', K.done) end
 end
 
--- 9. ex_drained: with a budget, the crawl can end with URLs still queued,
+-- 10. ex_drained: with a budget, the crawl can end with URLs still queued,
 -- so its end is read; and when nothing is queued (or the budget spent),
 -- nothing held and no outbox entry waits, the crawl may be over: the
 -- scheduler is told, so that it need not sweep often to notice.
@@ -769,7 +835,7 @@ local function ex_drained(X)
   end
 end
 
--- 10. ex_reply: the Bloom reply, then the exchange's object, then the
+-- 11. ex_reply: the Bloom reply, then the exchange's object, then the
 -- popped items (unencoded: they are JSON already).
 local function ex_reply(X)
   local reply = X.reply
@@ -778,7 +844,8 @@ local function ex_reply(X)
   if X.tokened then
     out.slot, out.from, out['until'] = X.slots, X.froms, X.untils
   end
-  if #X.got > 0 then out.now_us = string.format('%d', X.nowus) end
+  if #X.got > 0 or #X.again > 0 then out.now_us = string.format('%d', X.nowus) end
+  if #X.again > 0 then out.again = X.again end
   if X.paused then out.paused = 1 end
   if X.rates and next(X.rates) then out.rates = X.rates end
   if X.firsts and next(X.firsts) then out.fresh = X.firsts end

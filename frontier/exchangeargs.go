@@ -33,6 +33,7 @@ type exchangeArgs struct {
 	Done       []doneArgs `json:"done,omitempty"`
 	Back       []int      `json:"back,omitempty"`        // texts: the members of the leases given back
 	BackGrants []int64    `json:"back_grants,omitempty"` // their tokens' slots (µs, Redis's clock), which go back
+	BackAgain  []int      `json:"back_again,omitempty"`  // the places in Back (1-based) of late leases, which ask their hosts again
 	IDs        int        `json:"ids,omitempty"`         // text: the first of want lease ids, the rest after it
 	// The outbox (Frontier.Exchange over shards): this call's entry, the
 	// text of its away links, and the entries acked.

@@ -55,9 +55,6 @@ var (
 	//go:embed hostdelay.lua
 	hostDelaySrc    string
 	hostDelayScript = redis.NewScript(lib + hostDelaySrc)
-	//go:embed retoken.lua
-	retokenSrc    string
-	retokenScript = redis.NewScript(lib + politeness.TokensLua + exchangeSteps + retokenSrc)
 	//go:embed register.lua
 	registerSrc    string
 	registerScript = redis.NewScript(lib + registerSrc)

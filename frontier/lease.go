@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
-
-	"github.com/redcrawl/crawler/politeness"
 )
 
 // Lease is a popped item held by one worker.
@@ -45,6 +43,13 @@ type Lease struct {
 	// token): a refund gives the token back only while it is its host's
 	// last.
 	grant int64
+	// Late, set on a lease given back (Exchange's back) because its
+	// token's window closed before its request could go: the exchange
+	// asks its host for a new token first, by the pop's own rule at
+	// Redis's now. With one, the lease is kept and comes back in
+	// Exchanged.Again under the new token's window; without, it goes back
+	// as any lease given back.
+	Late bool
 
 	// until is the local deadline of the lease, on this process's
 	// monotonic clock (nanoseconds since clock0): the moment the call that
@@ -161,34 +166,11 @@ func (f *shard) SetHostDelay(ctx context.Context, host string, delay time.Durati
 	return n == 2, nil
 }
 
-// Retoken asks l's host's bucket for a new token when l's window closed
-// before its request could go (it waited in its worker's buffer, or for
-// its host's robots.txt): l's own token goes back while it is its host's
-// last, and the host gives one now if the pop would (its next token's
-// window opens by now: retoken.lua). True: l's window and token are the
-// new one's, and its request may go now. False: the host has no token
-// now; l must go back (the caller's next exchange gives it back, its
-// token refunded there). ErrLeaseLost: l was no longer held.
-func (f *shard) Retoken(ctx context.Context, l *Lease) (bool, error) {
-	v, err := retokenScript.Run(ctx, f.c, f.exchangeKeys(), l.Member(), l.grant, f.o.HostRate, max(f.o.HostBurst, 1),
-		politeness.LeastWindow.Milliseconds()).Slice()
-	got := f.o.now() // after the call: Redis's now, in this process's clock, at the latest
-	if err != nil {
-		return false, fmt.Errorf("frontier: retoken: %w", err)
-	}
-	if n, _ := v[0].(int64); n != 2 || len(v) != 5 {
-		if n == 0 {
-			return false, ErrLeaseLost
-		}
-		return false, nil
-	}
-	now, _ := v[1].(string)
-	slot, _ := v[2].(int64)
-	from, _ := v[3].(int64)
-	until, _ := v[4].(int64)
-	l.token(now, slot, from, until)
+// retoken sets l's window and token to the new one its host gave it in
+// an exchange (exchange.lua's again): µs from Redis's now (nowUs) to its
+// slot and its window's ends.
+func (l *Lease) retoken(nowUs string, slot, from, until int64) {
+	l.token(nowUs, slot, from, until)
 	l.freshAt = "" // the pop's tat is no longer the host's (hostdelay.lua)
 	l.NotBefore, l.Deadline = time.Time{}, time.Time{}
-	l.window(got)
-	return true, nil
 }

@@ -210,15 +210,12 @@ func (f *shard) finish(ctx context.Context, p *part, sent, got time.Time) error 
 	if p.pre != nil {
 		flags = p.pre
 	}
-	x, bad, err := f.readReply(flags, tail, p.offset, p.ids)
+	x, bad, err := f.readReply(flags, tail, p.offset, p.ids, p.back)
 	if err != nil {
 		return err
 	}
 	p.offered = flags[p.offset[len(p.done)]:]
-	for _, l := range x.Popped {
-		l.granted(sent, f.o.Lease)
-		l.window(got)
-	}
+	x.windows(sent, got, f.o.Lease)
 	p.x = x
 	if len(bad) > 0 {
 		// Popped items that are not ours to read: parked on the failed list.

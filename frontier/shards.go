@@ -166,8 +166,3 @@ func (f *Frontier) enqueue(ctx context.Context, items []Item, fn func(*shard, co
 func (f *Frontier) SetHostDelay(ctx context.Context, host string, delay time.Duration, back *Lease) (bool, error) {
 	return f.fs[ShardOf(host, len(f.fs))].SetHostDelay(ctx, host, delay, back)
 }
-
-// Retoken is Frontier.Retoken in l's host's shard.
-func (f *Frontier) Retoken(ctx context.Context, l *Lease) (bool, error) {
-	return f.fs[ShardOf(l.Host, len(f.fs))].Retoken(ctx, l)
-}

@@ -61,8 +61,9 @@
 // rule is decided once, where the token is taken; the worker reads the
 // window off the reply and checks it with a clock, nothing more
 // (frontier.Lease.NotBefore, Deadline). A request that missed its window
-// asks the bucket again by the same rule at the server's now
-// (frontier.Frontier.Retoken), never by a second rule of its own.
+// asks the bucket again by the same rule, popped again first in its
+// worker's next exchange (frontier.Lease.Late), never by a second rule of
+// its own.
 //
 // # Keys
 //
