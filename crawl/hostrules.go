@@ -1,6 +1,7 @@
 package crawl
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,7 +19,9 @@ import (
 // A host's own rules, set by hand (crawler host): its own rate and burst
 // (frontier.Frontier.SetHostRule: kept in its shard, read by the pops
 // from their next call), a pause of its own (the same pause a 429 sets,
-// announced to the workers holding its URLs), or both cleared.
+// announced to the workers holding its URLs), a block (its URLs end
+// with records, none fetched from the moment the command returns), or
+// all cleared.
 
 // HostChange is what crawler host asks of one host.
 type HostChange struct {
@@ -26,8 +29,22 @@ type HostChange struct {
 	Burst int           // with Rate (0: 1)
 	Pause time.Duration // 0: none
 	Clear bool          // drop its own rate and lift its pause (before Rate and Pause)
-	By    string        // who asked, for the event log
+	Block bool          // no request to it again: see blockHost
+	// Wait bounds how long a block waits for the workers to give back the
+	// host's URLs they hold (0: BlockWait).
+	Wait time.Duration
+	By   string // who asked, for the event log
 }
+
+// BlockWait is how long a block waits, by default, for the workers to
+// give back the URLs of the host they hold: far more than a worker takes
+// to reach a URL it popped, less than a lease.
+const BlockWait = time.Minute
+
+// ErrStillLeased: a block's wait ended with URLs of the host still leased
+// to workers (one paused, or cut off from Redis): those may yet be
+// fetched, until their leases end.
+var ErrStillLeased = errors.New("URLs of the host are still leased to workers")
 
 // ErrHost: a host argument that names no host.
 var ErrHost = errors.New("not a host")
@@ -83,6 +100,16 @@ func ChangeHost(ctx context.Context, c redis.UniversalClient, name, host string,
 		}
 		say(fmt.Sprintf("host %s: its own rate %s req/s, burst %d (the crawl's: %s, burst %d)", host, fmtRate(ch.Rate), burst, fmtRate(s.Rate), s.Burst))
 	}
+	if ch.Block {
+		n, err := blockHost(ctx, c, fr, host, cmp.Or(ch.Wait, BlockWait))
+		if err != nil && !errors.Is(err, ErrStillLeased) {
+			return did, fmt.Errorf("crawl %q: %w", name, err)
+		}
+		say(fmt.Sprintf("host %s: blocked; %d of its queued URLs ended with records, and no link to it will be queued", host, n))
+		if err != nil {
+			return did, fmt.Errorf("crawl %q: host %s: %w", name, host, err)
+		}
+	}
 	if ch.Pause > 0 {
 		d, err := fr.PauseHost(ctx, host, ch.Pause, "paused by "+ch.By)
 		if err != nil {
@@ -105,3 +132,46 @@ func fmtRuleRate(r float64) string {
 	}
 	return fmtRate(r)
 }
+
+// blockHost blocks host (frontier.Frontier.BlockHost: no pop hands out its
+// URLs, no link to it is queued, its queued URLs end with records) and
+// returns once no worker holds a URL of it, so that no request reaches it
+// after: it tells the workers, as a pause, to give back those they hold
+// unfetched (a fetch under way ends first), waits up to wait for their
+// leases to end, and ends with records the URLs they gave back. It
+// returns how many URLs it ended; ErrStillLeased when the wait ended
+// first.
+func blockHost(ctx context.Context, c redis.UniversalClient, fr *frontier.Frontier, host string, wait time.Duration) (int64, error) {
+	n, err := fr.BlockHost(ctx, host)
+	if err != nil {
+		return n, err
+	}
+	if err := newPauses(c, fr.PauseChannel(), time.Now).announce(ctx, host, blockAnnounced); err != nil {
+		return n, fmt.Errorf("the host is blocked for every pop, but telling the workers failed (URLs they hold may still go until their leases end): %w", err)
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		held, err := fr.HostLeases(ctx, host)
+		if err != nil {
+			return n, err
+		}
+		if held == 0 {
+			break
+		}
+		if !time.Now().Before(deadline) {
+			return n, fmt.Errorf("%w: %d after %v (a worker paused or cut off from Redis): they may be fetched until their leases end", ErrStillLeased, held, wait)
+		}
+		select {
+		case <-ctx.Done():
+			return n, ctx.Err()
+		case <-time.After(blockPoll):
+		}
+	}
+	m, err := fr.BlockHost(ctx, host) // the URLs the workers gave back
+	return n + m, err
+}
+
+// blockAnnounced is how long the workers take a blocked host for paused:
+// they give back its URLs they hold (the pops hand out none after the
+// block); blockPoll, how often a block looks for the host's leases.
+const blockAnnounced, blockPoll = 10 * time.Minute, 100 * time.Millisecond

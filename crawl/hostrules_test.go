@@ -2,11 +2,13 @@ package crawl_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
 )
@@ -59,6 +61,85 @@ func TestAHostKeepsItsOwnRateWhileOthersKeepTheCrawls(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("no event says alice set %s's rate: %+v", slow, st.Events)
+		}
+	})
+}
+
+// A host blocked mid-crawl (crawler host HOST --block) gets no request
+// once the command returns, though workers held its URLs with tokens
+// reserved ahead; each of its URLs has a record, fetched before the block
+// or ended by it ("skipped", saying so); the other host is crawled whole;
+// and status lists the block.
+func TestAHostBlockedMidCrawlGetsNoRequestAfterAndEveryURLARecord(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		started := make(chan struct{}, 1)
+		blocked := newPageSite(t, 0, func(n int64) {
+			if n == 5 {
+				started <- struct{}{}
+			}
+		})
+		other := newPageSite(t, 0, nil)
+		set := crawl.DefaultSettings()
+		set.Rate, set.Burst, set.AllowPrivate = 20, 2, true
+		seeds := append(blocked.seeds(40), other.seeds(40)...)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		s.FollowWallClock(t)
+		if _, err := crawl.Seed(ctx, s.Client, "block", set, seeds); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			runWorkers(t, ctx, s, "block", fastOptions("w1"), fastOptions("w2"))
+		}()
+		select {
+		case <-started:
+		case <-done:
+			t.Fatal("the crawl ended before the host's fifth request")
+		}
+		host := strings.TrimPrefix(blocked.URL, "http://")
+		did, err := crawl.ChangeHost(ctx, s.Client, "block", host, crawl.HostChange{Block: true, By: "alice"})
+		returned := time.Now()
+		if err != nil || len(did) != 1 || !strings.Contains(did[0], "blocked") {
+			t.Fatalf("ChangeHost = %v, %v", did, err)
+		}
+		st, err := crawl.ReadStatus(ctx, s.Client, "block")
+		if err != nil || len(st.HostRules) != 1 || !st.HostRules[0].Blocked || !strings.Contains(st.String(), host+" blocked") {
+			t.Errorf("status lists %+v (%v):\n%s", st.HostRules, err, st)
+		}
+		<-done
+		blocked.mu.Lock()
+		var after int
+		for _, at := range blocked.arrivals {
+			if at.After(returned) {
+				after++
+			}
+		}
+		fetched := len(blocked.fetched)
+		blocked.mu.Unlock()
+		if after > 0 {
+			t.Errorf("%d requests reached the blocked host after the command returned", after)
+		}
+		other.onceEach(t, seeds[40:])
+		fetchedRecs, skipped := 0, 0
+		for _, m := range s.Client.XRange(ctx, frontier.KeysFor("block").Results, "-", "+").Val() {
+			raw, _ := m.Values["rec"].(string)
+			var rec crawl.Record
+			if err := json.Unmarshal([]byte(raw), &rec); err != nil || !strings.HasPrefix(rec.URL, blocked.URL) {
+				continue
+			}
+			switch {
+			case rec.Outcome == crawl.OutcomeSkipped && strings.Contains(rec.Error, "--block"):
+				skipped++
+			case rec.Outcome == crawl.OutcomeOK:
+				fetchedRecs++
+			default:
+				t.Errorf("a record of the blocked host: %s", raw)
+			}
+		}
+		if fetchedRecs != fetched || fetchedRecs+skipped != 40 || skipped == 0 {
+			t.Errorf("the blocked host's 40 URLs: %d fetched (%d records), %d ended by the block; want every one a record", fetched, fetchedRecs, skipped)
 		}
 	})
 }

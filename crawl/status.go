@@ -58,8 +58,8 @@ type Status struct {
 	// them), newest first: lock handovers, fenced sweeps, paused hosts,
 	// resent exchanges.
 	Events []frontier.Event `json:"events"`
-	// HostRules are the hosts with a rate of their own (crawler host), by
-	// name.
+	// HostRules are the hosts with rules of their own (crawler host): a
+	// rate, or a block; by name.
 	HostRules []frontier.HostRule `json:"host_rules,omitempty"`
 	// Hold is the crawl's pause (crawler pause), nil when it is not
 	// paused: nothing is handed out while it holds.
@@ -274,9 +274,13 @@ func (st *Status) writeHosts(b *strings.Builder) {
 	if len(st.HostRules) > 0 {
 		var rules []string
 		for _, r := range st.HostRules {
-			rules = append(rules, fmt.Sprintf("%s %s req/s (burst %d)", r.Host, fmtRuleRate(r.Rate), r.Burst))
+			if r.Blocked {
+				rules = append(rules, r.Host+" blocked")
+			} else {
+				rules = append(rules, fmt.Sprintf("%s %s req/s (burst %d)", r.Host, fmtRuleRate(r.Rate), r.Burst))
+			}
 		}
-		fmt.Fprintf(b, "  own rates   %d hosts keep a rate of their own (crawler host): %s\n", len(rules), strings.Join(rules, ", "))
+		fmt.Fprintf(b, "  own rules   %d hosts keep rules of their own (crawler host): %s\n", len(rules), strings.Join(rules, ", "))
 	}
 	if len(st.TopHosts) > 0 {
 		if st.HostsQueued > frontier.HostScanLimit {

@@ -106,7 +106,7 @@ local function ex_begin(reply)
     redis.call('PEXPIRE', K.counter, '86400000') -- a day: a process silent longer only forgets once more
   end
   X.reply = reply
-  X.Q = fr_keys(K.queues, K.ready, K.stats, K.lengths, K.refill)
+  X.Q = fr_keys(K.queues, K.ready, K.stats, K.lengths, K.refill, K.hostrules)
   X.Q.failed = K.failed -- a queue's elements not well formed go there (fr_set_aside)
   X.now, X.nowus = fr_now(), tb_now()
   X.rate, X.burst = A.rate or 0, A.burst or 1
@@ -129,8 +129,8 @@ local function ex_queue_links(X)
   for i = 1, X.links do
     if X.reply[3 + i] == 1 then fresh[#fresh + 1] = ARGV[X.link0 + i - 1] end
   end
-  fr_push_back(X.Q, fresh, X.now)
-  if #fresh > 0 then ex_add(X, 'enqueued', #fresh) end
+  local queued = fr_push_back(X.Q, fresh, X.now)
+  if queued > 0 then ex_add(X, 'enqueued', queued) end
   if X.links > 0 then ex_add(X, 'offered', X.links) end
 end
 
@@ -387,9 +387,12 @@ local function ex_bucket(X, host)
   return b
 end
 
--- ex_parse_rule reads a hostrules value, "rate burst" ({rate, burst}), or
--- false for none (or one not well formed: the crawl's rate holds).
+-- ex_parse_rule reads a hostrules value, "rate burst" ({rate, burst}) or
+-- "block" ({0, 1, true}: nothing popped, its queue ended with records:
+-- ex_drop_blocked), or false for none (or one not well formed: the
+-- crawl's rate holds).
 local function ex_parse_rule(v)
+  if v == FR_BLOCKED then return {0, 1, true} end
   local r, b = string.match(v or '', '^(%S+) (%d+)$')
   r, b = tonumber(r), tonumber(b)
   if r and b and r >= 0 and b >= 1 then return {r, b} end
@@ -556,6 +559,22 @@ local function ex_due(X, m)
   return sorted, capped
 end
 
+-- ex_blocked: host is blocked (crawler host --block).
+local function ex_blocked(X, host)
+  local rule = ex_rule(X, host)
+  return rule and rule[3] or false
+end
+
+-- ex_drop_blocked: a blocked host's queued URLs end with their records, a
+-- thousand a visit (fr_drop_blocked); its queue emptied, it leaves ready
+-- (dry), else it stays due for the next. It reports whether anything
+-- moved.
+local function ex_drop_blocked(X, host, dry)
+  local n, gone = fr_drop_blocked(X.Q, host, X.K.results, X.A.results_cap or 0, 1000)
+  if gone then dry[#dry + 1] = host end
+  return n > 0
+end
+
 -- ex_drop_capped: a host that had its pages has what is queued for it
 -- dropped and counted, a thousand elements a visit; its queue emptied, it
 -- leaves ready (dry). It reports whether anything moved.
@@ -645,6 +664,9 @@ local function ex_again(X)
         tat = math.max(tat - 1000 / rate, ex_paused_tat(b, rate, size))
       end
       local k, _, r2, size2, first = ex_host_tokens(T, host, 1, tat)
+      if ex_blocked(T, host) then -- blocked: back to its queue, which the pops end
+        k = 0
+      end
       if k > 0 and r2 == 0 then -- no limit now: nothing to take
         X.kept[r] = true
         X.again[#X.again + 1] = {r, 0, 0, -1}
@@ -732,6 +754,8 @@ local function ex_pop_round(X)
       -- not due: looked at already by this call
     elseif capped[host] then
       moved = ex_drop_capped(X, host, dry) or moved
+    elseif ex_blocked(X, host) then
+      moved = ex_drop_blocked(X, host, dry) or moved
     else
       moved = ex_pop_host(X, host, tat, q, dry) or moved
     end

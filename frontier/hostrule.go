@@ -25,6 +25,8 @@ type HostRule struct {
 	Host  string  `json:"host"`
 	Rate  float64 `json:"rate"` // requests a second; 0: no limit (as Options.HostRate)
 	Burst int     `json:"burst"`
+	// Blocked: the host is blocked (BlockHost); Rate and Burst are 0.
+	Blocked bool `json:"blocked,omitempty"`
 }
 
 // SetHostRule gives host its own rate (requests a second; 0 or +Inf: no
@@ -45,17 +47,48 @@ func (f *Frontier) ClearHostRule(ctx context.Context, host string) error {
 	return f.hostRule(ctx, "clear", host, "", "")
 }
 
-func (f *Frontier) hostRule(ctx context.Context, mode, host, rate, burst string) error {
-	sh := f.fs[ShardOf(host, len(f.fs))]
-	err := hostRuleScript.Run(ctx, sh.c, []string{sh.keys.Config, sh.keys.HostRules, f.RateKey(host), sh.keys.Pauses, sh.keys.Ready, sh.keys.Refill},
-		f.o.Instance, mode, host, rate, burst).Err()
-	switch {
-	case isGone(err):
-		return ErrGone
-	case err != nil:
-		return fmt.Errorf("frontier: host %s: %w", host, err)
+// BlockHost blocks host: from now on no pop hands out its URLs and no
+// link to it is queued (counted as skipped_links:blocked), and every URL
+// queued for it ends with a record (outcome skipped, its error saying
+// so), blockBatch a call until its queue is empty; it returns how many.
+// URLs of the host already popped are the workers' to give back (they
+// come back to its queue, and the pops end them too). A rate set after
+// (SetHostRule) or ClearHostRule unblocks it.
+func (f *Frontier) BlockHost(ctx context.Context, host string) (int64, error) {
+	var ended int64
+	for {
+		v, err := f.hostRuleRun(ctx, "block", host, strconv.Itoa(blockBatch), strconv.FormatInt(f.fs[ShardOf(host, len(f.fs))].resultsCap, 10)).Int64Slice()
+		if err != nil {
+			return ended, err
+		}
+		if len(v) != 2 {
+			return ended, fmt.Errorf("frontier: host %s: block: reply %v", host, v)
+		}
+		if ended += v[0]; v[1] == 1 {
+			return ended, nil
+		}
 	}
-	return nil
+}
+
+// blockBatch is how many of a blocked host's URLs one call ends: a few
+// milliseconds of Redis's time.
+const blockBatch = 1000
+
+func (f *Frontier) hostRule(ctx context.Context, mode, host, rate, burst string) error {
+	return f.hostRuleRun(ctx, mode, host, rate, burst).Err()
+}
+
+func (f *Frontier) hostRuleRun(ctx context.Context, mode, host, a, b string) *redis.Cmd {
+	sh := f.fs[ShardOf(host, len(f.fs))]
+	cmd := hostRuleScript.Run(ctx, sh.c, []string{sh.keys.Config, sh.keys.HostRules, f.RateKey(host), sh.keys.Pauses, sh.keys.Ready, sh.keys.Refill,
+		sh.keys.Queues, sh.keys.Stats, sh.keys.Lengths, sh.keys.Results}, f.o.Instance, mode, host, a, b)
+	switch err := cmd.Err(); {
+	case isGone(err):
+		cmd.SetErr(ErrGone)
+	case err != nil:
+		cmd.SetErr(fmt.Errorf("frontier: host %s: %w", host, err))
+	}
+	return cmd
 }
 
 // HostRules lists the hosts with a rate of their own, by name.
@@ -73,7 +106,9 @@ func (f *Frontier) HostRules(ctx context.Context) ([]HostRule, error) {
 	var out []HostRule
 	for _, c := range cmds {
 		for host, v := range c.Val() {
-			if r, b, ok := parseHostRule(v); ok { // one not well formed: the pops ignore it too
+			if v == blocked {
+				out = append(out, HostRule{Host: host, Blocked: true})
+			} else if r, b, ok := parseHostRule(v); ok { // one not well formed: the pops ignore it too
 				out = append(out, HostRule{Host: host, Rate: r, Burst: b})
 			}
 		}
@@ -81,6 +116,9 @@ func (f *Frontier) HostRules(ctx context.Context) ([]HostRule, error) {
 	sort.Slice(out, func(i, j int) bool { return out[i].Host < out[j].Host })
 	return out, nil
 }
+
+// blocked is a blocked host's hostrules value (lib.lua's FR_BLOCKED).
+const blocked = "block"
 
 // parseHostRule reads a hostrules value, "rate burst" (exchange_steps.lua's
 // ex_parse_rule): ok is false for one not well formed.
@@ -92,4 +130,33 @@ func parseHostRule(v string) (rate float64, burst int, ok bool) {
 		return 0, 0, false
 	}
 	return r, b, true
+}
+
+// HostLeases is how many of host's URLs are leased to workers now (popped,
+// not yet finished or given back), by a scan of its shard's leases.
+func (f *Frontier) HostLeases(ctx context.Context, host string) (int, error) {
+	sh := f.fs[ShardOf(host, len(f.fs))]
+	n := 0
+	iter := sh.c.ZScan(ctx, sh.keys.Leases, 0, "*\n"+globEscape(host)+"\n*", 1000).Iterator()
+	for i := 0; iter.Next(ctx); i++ {
+		if i%2 == 0 { // member, score, member, …
+			n++
+		}
+	}
+	if err := iter.Err(); err != nil {
+		return 0, fmt.Errorf("frontier: leases of %s: %w", host, err)
+	}
+	return n, nil
+}
+
+// globEscape escapes s for a Redis MATCH pattern.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\^-`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

@@ -7,15 +7,36 @@
 -- at once (with no limit, the host is due now), a slower one from the
 -- tokens already taken on; or all of them cleared, its pause too (one a
 -- 429 or a hand set): the host is due again at once. A Crawl-delay or an
--- adaptive interval slower than its rate still holds. One atomic step.
+-- adaptive interval slower than its rate still holds. Or the host
+-- blocked ('block', FR_BLOCKED): no pop hands out its URLs, links to it
+-- are not queued (fr_push_back), and its queued URLs end with records
+-- (fr_drop_blocked), up to ARGV[4] of them a call (the caller calls
+-- again while some are left; the pops end any that come back later, a
+-- thousand a visit). One atomic step each.
 -- KEYS[1] the shard's config (fr_ours)   KEYS[2] hostrules
 -- KEYS[3] the host's bucket hash   KEYS[4] pauses   KEYS[5] ready
--- KEYS[6] refill
--- ARGV[1] the crawl instance the caller read   ARGV[2] 'set' or 'clear'
--- ARGV[3] the host   ARGV[4] rate   ARGV[5] burst (with 'set')
--- Returns 1, or the GONE error with nothing written when the crawl is gone.
+-- KEYS[6] refill   KEYS[7] queues (the prefix)   KEYS[8] stats
+-- KEYS[9] lengths   KEYS[10] results
+-- ARGV[1] the crawl instance the caller read   ARGV[2] 'set', 'clear' or
+-- 'block'   ARGV[3] the host   ARGV[4] rate (with 'set'), the most URLs
+-- to end (with 'block')   ARGV[5] burst (with 'set'), the results
+-- stream's cap (with 'block')
+-- Returns 1 ('set', 'clear'), or {URLs ended, 1 if its queue is empty}
+-- ('block'); or the GONE error with nothing written when the crawl is
+-- gone.
 if not fr_ours(KEYS[1], ARGV[1]) then return redis.error_reply(FR_GONE) end
 local host = ARGV[3]
+if ARGV[2] == 'block' then
+  redis.call('HSET', KEYS[2], host, FR_BLOCKED)
+  local Q = fr_keys(KEYS[7], KEYS[5], KEYS[8], KEYS[9], KEYS[6], KEYS[2])
+  local n, dry = fr_drop_blocked(Q, host, KEYS[10], tonumber(ARGV[5]), tonumber(ARGV[4]))
+  if dry then
+    redis.call('ZREM', KEYS[5], host)
+    redis.call('ZREM', KEYS[6], host)
+    return {n, 1}
+  end
+  return {n, 0}
+end
 if ARGV[2] == 'set' then
   redis.call('HSET', KEYS[2], host, ARGV[4] .. ' ' .. ARGV[5])
   local rate, burst, now = tonumber(ARGV[4]), tonumber(ARGV[5]), fr_now()

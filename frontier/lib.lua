@@ -26,6 +26,10 @@
 
 local FR_MARK, FR_JSON, FR_HTTPS = 80, 123, 115 -- 'P', '{', 's'
 
+-- FR_BLOCKED is a blocked host's rule in hostrules (crawler host --block),
+-- and FR_BLOCKED_WHY the error of the records its queued URLs end with.
+local FR_BLOCKED, FR_BLOCKED_WHY = 'block', 'not fetched: its host was blocked by hand (crawler host --block)'
+
 -- fr_int is the whole number n as a command's argument. A Lua number handed
 -- to redis.call is written out with %.17g, a floating-point conversion
 -- that costs Redis more than many commands do; %d costs less, and a time a
@@ -72,8 +76,8 @@ local function fr_second(entry)
   return string.sub(entry, i + 1, string.find(entry, '\n', i + 1, true) - 1)
 end
 
-local function fr_keys(queues, ready, stats, lengths, refill)
-  return {queues = queues, ready = ready, stats = stats, lengths = lengths, refill = refill}
+local function fr_keys(queues, ready, stats, lengths, refill, hostrules)
+  return {queues = queues, ready = ready, stats = stats, lengths = lengths, refill = refill, hostrules = hostrules}
 end
 
 -- fr_ours: the crawl exists and is the instance the caller read (its id,
@@ -209,8 +213,11 @@ end
 -- hosts' queues, a marker before each run of compact elements of a new
 -- parent: one RPUSH a host, however many entries (inside a script each
 -- redis.call costs about as much as the work it does; bench/README.md).
+-- With Q.hostrules, the entries of blocked hosts (crawler host --block)
+-- are dropped, counted in stats as skipped_links:blocked. It returns how
+-- many it queued.
 local function fr_push_back(Q, entries, now)
-  if #entries == 0 then return end
+  if #entries == 0 then return 0 end
   local lists, order, last, n = {}, {}, {}, {}
   for _, e in ipairs(entries) do
     local i = string.find(e, '\n', 1, true)
@@ -230,12 +237,24 @@ local function fr_push_back(Q, entries, now)
     end
     l[#l + 1] = el
   end
+  local queued = #entries
+  if Q.hostrules and redis.call('EXISTS', Q.hostrules) == 1 then
+    local rules, kept, dropped = redis.call('HMGET', Q.hostrules, unpack(order)), {}, 0
+    for i, host in ipairs(order) do
+      if rules[i] == FR_BLOCKED then dropped = dropped + n[host] else kept[#kept + 1] = host end
+    end
+    if dropped > 0 then
+      redis.call('HINCRBY', Q.stats, 'skipped_links:blocked', fr_int(dropped))
+      order, queued = kept, queued - dropped
+    end
+  end
   for _, host in ipairs(order) do
     redis.call('RPUSH', Q.queues .. host, unpack(lists[host]))
     redis.call('HINCRBY', Q.lengths, host, fr_int(n[host]))
   end
   fr_ready(Q, order, now)
-  fr_count(Q, #entries)
+  if queued > 0 then fr_count(Q, queued) end
+  return queued
 end
 
 -- fr_push_front puts entries "host\nitem-json" back at the front of their
@@ -325,4 +344,25 @@ local function fr_pop(Q, host, q, out)
     redis.call('HINCRBY', Q.lengths, host, fr_int(-got))
   end
   return got, dry
+end
+
+-- fr_drop_blocked ends up to q of blocked host's queued URLs, each with a
+-- record (outcome skipped, FR_BLOCKED_WHY) in the results stream (capped at
+-- cap, XADD MAXLEN ~), counted in stats (skipped, records) and no longer
+-- queued. It returns how many, and whether the queue is now empty.
+local function fr_drop_blocked(Q, host, results, cap, q)
+  local got = {}
+  local n, dry = fr_pop(Q, host, q, got)
+  for i = 2, #got, 2 do
+    local item = cjson.decode(got[i])
+    local rec = cjson.encode({url = item.u, depth = item.d or 0, parent = item.p, attempt = tonumber(item.a) or 0,
+      outcome = 'skipped', error = FR_BLOCKED_WHY})
+    redis.call('XADD', results, 'MAXLEN', '~', fr_int(cap), '*', 'rec', rec, 'new_links', '0')
+  end
+  if n > 0 then
+    redis.call('HINCRBY', Q.stats, 'skipped', fr_int(n))
+    redis.call('HINCRBY', Q.stats, 'records', fr_int(n))
+    fr_count(Q, -n)
+  end
+  return n, dry
 end

@@ -966,6 +966,13 @@ func TestHostCommandSaysWhatItSet(t *testing.T) {
 		!strings.Contains(out, "its own rules cleared") || !strings.Contains(out, "paused for 1h0m0s") {
 		t.Errorf("host --clear --pause: %q, %v", out, err)
 	}
+	if out, _, err := run(t, "--redis", r, "host", "a.example", "--clear", "--block", "--wait", "1s"); err != nil ||
+		!strings.Contains(out, "host a.example: blocked; 1 of its queued URLs ended with records") {
+		t.Errorf("host --block: %q, %v; want its one queued URL ended", out, err)
+	}
+	if out, _, err := run(t, "--redis", r, "status"); err != nil || !strings.Contains(out, "a.example blocked") {
+		t.Errorf("status: %q, %v; want the block listed", out, err)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
@@ -976,6 +983,8 @@ func TestHostCommandSaysWhatItSet(t *testing.T) {
 		{[]string{"host", "a.example", "--rate", "fast"}, "--rate"},
 		{[]string{"host", "a.example", "--burst", "3"}, "--burst goes with --rate"},
 		{[]string{"host", "a.example", "--pause", "-1s"}, "--pause must be a positive duration"},
+		{[]string{"host", "a.example", "--block", "--rate", "1"}, "--block goes without --rate and --pause"},
+		{[]string{"host", "a.example", "--wait", "5s"}, "--wait goes with --block"},
 	} {
 		_, _, err := run(t, append([]string{"--redis", r}, c.args...)...)
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {

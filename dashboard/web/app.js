@@ -89,7 +89,7 @@ function draw(st) {
   const limit = st.rate === null ? "no limit: a bucket holds only pauses and hosts' own delays" : st.rate + " requests/s a host, burst " + st.burst;
   text($("hosts-note"), (st.hosts_queued || 0) + " hosts with URLs queued (the longest queues, re-read every 10 s); the crawl's pace: " + limit + ".");
   table($("paused-table"), ["host", "for", "after"], paused.map((p) => [p.host, dur(p.left_ns), p.why || "a 429/503"]));
-  table($("rules-table"), ["host", "rate", "burst"], (st.host_rules || []).map((r) => [r.host, r.rate ? r.rate + "/s" : "no limit", r.burst]));
+  table($("rules-table"), ["host", "rate", "burst"], (st.host_rules || []).map((r) => [r.host, r.blocked ? "blocked" : r.rate ? r.rate + "/s" : "no limit", r.blocked ? "—" : r.burst]));
   const shards = st.shards || [];
   const pages = shards.reduce((n, x) => n + x.pages, 0) || 1;
   table($("shard-table"), ["shard", "hosts", "queued", "in flight", "pages", "share"], shards.map((x) =>
