@@ -24,7 +24,7 @@ func hostCommand() *cli.Command {
 			"  crawler host example.org --clear                back to the crawl's rate, its pause or block lifted\n" +
 			"A Crawl-delay in the host's robots.txt slower than its own rate still holds. HOST is\n" +
 			"the host as its URLs name it (with its port, unless the scheme's default), or a URL.\n" +
-			"'crawler status' lists the hosts with a rate of their own; the event log says who set what.",
+			"'crawler status' lists the hosts with rules of their own; the event log says who set what.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "rate", Usage: "the host's own requests a second: a positive `NUMBER`, or inf"},
 			&cli.IntFlag{Name: "burst", Value: 1, Usage: "with --rate, the host's bucket size"},
