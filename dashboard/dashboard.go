@@ -10,7 +10,8 @@
 // The page polls nothing itself: /api/stream is a server-sent event
 // stream of the crawl's state, one a second (/api/state gives one), read
 // panel by panel (state.go; docs/dashboard.md has what each costs). It
-// writes nothing to Redis, and shows nothing secret: no Redis address or
+// writes nothing to Redis (but with its controls: control.go, opt-in
+// and behind the token), and shows nothing secret: no Redis address or
 // password, and of the settings none of the request headers, which may
 // hold credentials.
 package dashboard
@@ -44,6 +45,10 @@ type Config struct {
 	// nothing of the crawl) need none, so that a browser that loads them
 	// the way HTML says, without the page's query, gets them.
 	Token string
+	// Control adds the controls (control.go): pause and resume the crawl,
+	// pause or block a host. Only with a Token; without one the dashboard
+	// stays read-only whatever Control says.
+	Control bool
 	// Every is how often the stream sends the state (default 1 s).
 	Every time.Duration
 	Log   *slog.Logger
@@ -78,6 +83,10 @@ func New(c redis.UniversalClient, cfg Config) *Dashboard {
 		json.NewEncoder(w).Encode(st)
 	})
 	mux.HandleFunc("GET /api/stream", func(w http.ResponseWriter, r *http.Request) { stream(w, r, rd, cfg) })
+	if cfg.Control && cfg.Token != "" {
+		controls(mux, c, cfg)
+		rd.control = true
+	}
 	return &Dashboard{h: guard(cfg.Token, mux), rd: rd}
 }
 
@@ -109,7 +118,7 @@ func guard(token string, next http.Handler) http.Handler {
 			if h := r.Header.Get("Authorization"); len(h) > 7 && h[:7] == "Bearer " {
 				got = h[7:]
 			}
-			if subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+			if !sameSecret(got, token) {
 				http.Error(w, "this dashboard needs its token: open the page as /?token=SECRET, with the dashboard's --token (or the worker's --dashboard-token)", http.StatusUnauthorized)
 				return
 			}
@@ -119,6 +128,11 @@ func guard(token string, next http.Handler) http.Handler {
 		w.Header().Set("Referrer-Policy", "no-referrer")
 		next.ServeHTTP(w, r)
 	})
+}
+
+// sameSecret compares a secret given with the token, in constant time.
+func sameSecret(got, token string) bool {
+	return subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
 }
 
 // stream sends the state every cfg.Every as a server-sent event, until the

@@ -19,6 +19,9 @@ type State struct {
 	Crawl string    `json:"crawl"`
 	At    time.Time `json:"at"`
 	Done  bool      `json:"done"`
+	// Control: the dashboard serves its controls (Config.Control), so the
+	// page shows their buttons.
+	Control bool `json:"control,omitempty"`
 	// Hold is the crawl's pause ('crawler pause'), absent when it is not
 	// paused.
 	Hold           *frontier.Hold   `json:"hold,omitempty"`
@@ -229,8 +232,9 @@ func open(ctx context.Context, c redis.UniversalClient, name string) (*view, err
 // does), the slow panels every SlowEvery, and the history of the pages
 // counter for the chart.
 type reader struct {
-	c    redis.UniversalClient
-	name string
+	c       redis.UniversalClient
+	name    string
+	control bool // the page may show its controls (Config.Control)
 
 	mu     sync.Mutex
 	v      *view
@@ -264,7 +268,7 @@ func (rd *reader) read(ctx context.Context) (*State, error) {
 	}
 	st := rd.last // the slow panels' parts stay until read again
 	st.Shards = append([]ShardView(nil), rd.last.Shards...)
-	st.Crawl, st.At, st.History = rd.name, now.UTC(), nil
+	st.Crawl, st.At, st.History, st.Control = rd.name, now.UTC(), nil, rd.control
 	st.Rate, st.Burst = rateOf(rd.v.s), rd.v.s.Burst
 	for _, p := range panels {
 		if p.slow && !slow {

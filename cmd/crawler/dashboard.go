@@ -18,7 +18,7 @@ import (
 func dashboardCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "dashboard",
-		Usage: "serve a live web page of the crawl and its coordination (read-only)",
+		Usage: "serve a live web page of the crawl and its coordination (read-only, or with --control)",
 		Description: "Shows, live: progress and pages/s, the frontier and each shard's share, workers with their\n" +
 			"pages and last heartbeats, the scheduler's lock, epoch and handovers, the busiest hosts' token\n" +
 			"buckets, paused hosts and why, the Bloom filter, and the event log (lock handovers, fenced\n" +
@@ -26,10 +26,14 @@ func dashboardCommand() *cli.Command {
 			"The page is served from the binary and loads nothing from elsewhere; it writes nothing, and\n" +
 			"shows no Redis address, password or request header. One state a second is read for all open\n" +
 			"pages, about half a millisecond of Redis CPU (docs/dashboard.md).\n" +
-			"It listens on loopback; to listen beyond it, give --token: the URL printed then carries it.",
+			"It listens on loopback; to listen beyond it, give --token: the URL printed then carries it.\n" +
+			"With --control (which needs --token) the page also has buttons to pause and resume the crawl\n" +
+			"and to pause (10 minutes) or block a host: each a POST carrying the token in its header, from\n" +
+			"the page's own origin, and an event in the log naming the dashboard and the caller's address.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8090", EnvVars: []string{"CRAWLER_DASHBOARD_LISTEN"}, Usage: "address to serve the page on"},
 			&cli.StringFlag{Name: "token", EnvVars: []string{"CRAWLER_DASHBOARD_TOKEN"}, Usage: "a secret every request must carry (?token=); needed beyond loopback"},
+			&cli.BoolFlag{Name: "control", Usage: "add buttons to pause and resume the crawl and to pause or block a host (needs --token)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -37,6 +41,9 @@ func dashboardCommand() *cli.Command {
 			}
 			if err := dashboard.CheckListen(c.String("listen"), c.String("token")); err != nil {
 				return usage(err)
+			}
+			if c.Bool("control") && c.String("token") == "" {
+				return usage(fmt.Errorf("--control needs --token SECRET: the controls change the crawl, and only the token's holder may"))
 			}
 			rdb, err := connect(c)
 			if err != nil {
@@ -49,7 +56,7 @@ func dashboardCommand() *cli.Command {
 			}
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			wait := serveDashboard(ctx, ln, rdb, dashboard.Config{Crawl: c.String("crawl"), Token: c.String("token")})
+			wait := serveDashboard(ctx, ln, rdb, dashboard.Config{Crawl: c.String("crawl"), Token: c.String("token"), Control: c.Bool("control")})
 			fmt.Fprintf(c.App.ErrWriter, "crawler: dashboard of crawl %q at %s (Ctrl-C stops it)\n", c.String("crawl"), dashboardURL(ln.Addr(), c.String("token") != ""))
 			return wait()
 		},

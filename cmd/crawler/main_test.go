@@ -992,3 +992,12 @@ func TestHostCommandSaysWhatItSet(t *testing.T) {
 		}
 	}
 }
+
+// The dashboard's controls need its token: asked for without one, the
+// command refuses in one line, before it reaches Redis.
+func TestDashboardControlNeedsAToken(t *testing.T) {
+	_, _, err := run(t, "--redis", "redis://127.0.0.1:1/0", "dashboard", "--control")
+	if err == nil || !strings.Contains(err.Error(), "--control needs --token") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("dashboard --control: %v; want one line saying it needs --token", err)
+	}
+}

@@ -42,8 +42,32 @@ function dur(ns) {
   return s < 10 ? s.toFixed(1) + " s" : s < 120 ? Math.round(s) + " s" : Math.round(s / 60) + " min";
 }
 
+// control sends one of the dashboard's controls (crawler dashboard
+// --control): a POST carrying the token in its header, never in the URL.
+async function control(path, body) {
+  const said = $("ctl-said");
+  said.textContent = "…";
+  try {
+    const r = await fetch("api/control/" + path, { method: "POST", body: body ? JSON.stringify(body) : "",
+      headers: { "Authorization": "Bearer " + token, "Content-Type": "application/json" } });
+    const t = (await r.text()).trim();
+    said.textContent = r.ok ? JSON.parse(t).did : "refused: " + t;
+  } catch (e) {
+    said.textContent = "failed: " + e;
+  }
+}
+$("pause-crawl").addEventListener("click", () => control("pause"));
+$("resume-crawl").addEventListener("click", () => control("resume"));
+$("pause-host").addEventListener("click", () => control("host", { host: $("ctl-host").value, action: "pause" }));
+$("block-host").addEventListener("click", () => {
+  const host = $("ctl-host").value;
+  if (confirm("Block " + host + "? No request will go to it again, and its queued URLs end with records.")) control("host", { host, action: "block" });
+});
+
 function draw(st) {
   text($("crawl"), "“" + st.crawl + "”");
+  $("controls").hidden = !(st.control && token);
+  text($("mode"), st.control && token ? "Live from Redis; its controls change the crawl, each an event in the log." : "Live from Redis, read-only.");
   const badge = $("state");
   const state = st.done ? "done" : st.hold ? "paused" : "running";
   badge.className = "badge " + state;
