@@ -52,7 +52,7 @@ func TestTheDashboardInABrowserFollowsTheCrawlAndAHandover(t *testing.T) {
 	// files load without it (the browser asks for them as the HTML names
 	// them), its state only with it. The line printed names no secret.
 	const token = "e2e-t0k3n"
-	dash := exec.Command(h.bin, "--redis", h.redis, "--crawl", "e2e", "dashboard", "--listen", "127.0.0.1:0", "--token", token)
+	dash := exec.Command(h.bin, "--redis", h.redis, "--crawl", "e2e", "dashboard", "--listen", "127.0.0.1:0", "--token", token, "--control")
 	stderr, err := dash.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -146,6 +146,26 @@ func TestTheDashboardInABrowserFollowsTheCrawlAndAHandover(t *testing.T) {
 		t.Errorf("the page shows %d pages; status said %d before and %d after", shown, before, after)
 	}
 	await("the count rising", func() bool { return number("#pages") > shown })
+
+	// The controls (--control): the crawl paused and resumed through the
+	// page, which sends the token it was opened with (the refusals without
+	// it, or from another origin: dashboard's control_test.go).
+	click := func(sel string) {
+		t.Helper()
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel))); err != nil {
+			t.Fatalf("clicking %s: %v", sel, err)
+		}
+	}
+	await("the controls", func() bool { return strings.Contains(text("#mode"), "controls") })
+	click("#pause-crawl")
+	await("the crawl paused, by the page and by status", func() bool {
+		return text("#state") == "paused" && h.status().Hold != nil && strings.Contains(text("#ctl-said"), "the crawl is paused")
+	})
+	if by := h.status().Hold.By; !strings.HasPrefix(by, "the dashboard (127.0.0.1)") {
+		t.Errorf("the pause says it was made by %q; want the dashboard and its caller", by)
+	}
+	click("#resume-crawl")
+	await("the crawl running again", func() bool { return text("#state") == "running" && h.status().Hold == nil })
 
 	st := h.status()
 	if st.Leader == nil {
