@@ -23,9 +23,10 @@ func dashboardCommand() *cli.Command {
 			"pages and last heartbeats, the scheduler's lock, epoch and handovers, the busiest hosts' token\n" +
 			"buckets, paused hosts and why, the Bloom filter, and the event log (lock handovers, fenced\n" +
 			"sweeps, paused hosts). It needs only Redis: run it on any machine that reaches the crawl's.\n" +
-			"The page is served from the binary and loads nothing from elsewhere; it writes nothing, and\n" +
-			"shows no Redis address, password or request header. One state a second is read for all open\n" +
-			"pages, about half a millisecond of Redis CPU (docs/dashboard.md).\n" +
+			"The page is served from the binary and loads nothing from elsewhere; it writes nothing (but\n" +
+			"its controls, with --control), and shows no Redis address, password or request header. One\n" +
+			"state a second is read for all open pages, about half a millisecond of Redis CPU\n" +
+			"(docs/dashboard.md).\n" +
 			"It listens on loopback; to listen beyond it, give --token: the URL printed then carries it.\n" +
 			"With --control (which needs --token) the page also has buttons to pause and resume the crawl\n" +
 			"and to pause (10 minutes) or block a host: each a POST carrying the token in its header, from\n" +
