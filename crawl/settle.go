@@ -58,20 +58,29 @@ func (x *exchanger) settle(work context.Context, r reply) {
 // tokens' windows: given a new token by their hosts (retokened, back in
 // the ready buffer) or put back (late).
 func (x *exchanger) late(r reply) {
+	eachLate(r, func(_ *frontier.Lease, kept bool) {
+		if kept {
+			x.counters.Retokened.Add(1)
+			x.metrics.retokened.Inc()
+			return
+		}
+		x.counters.PutBack.Add(1)
+		x.counters.Late.Add(1)
+		x.metrics.late.Inc()
+	})
+}
+
+// eachLate calls f with each lease of r's batch handed back because its
+// token's window closed, and whether its host gave it a new token (kept,
+// in r's Again) or took it back.
+func eachLate(r reply, f func(l *frontier.Lease, kept bool)) {
 	kept := make(map[*frontier.Lease]bool, len(r.res.Again))
 	for _, l := range r.res.Again {
 		kept[l] = true
 	}
 	for _, e := range r.batch {
-		switch {
-		case e.late <= 0:
-		case kept[e.back]:
-			x.counters.Retokened.Add(1)
-			x.metrics.retokened.Inc()
-		default:
-			x.counters.PutBack.Add(1)
-			x.counters.Late.Add(1)
-			x.metrics.late.Inc()
+		if e.late > 0 {
+			f(e.back, kept[e.back])
 		}
 	}
 }

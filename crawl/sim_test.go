@@ -389,20 +389,14 @@ func (s *simulation) take(w *simWorker, i int, l leased) {
 // settleLate counts what became of the late URLs of r's batch: given a
 // new token (back in the ready buffer) or put back (exchanger.late).
 func (s *simulation) settleLate(r reply) {
-	kept := map[*frontier.Lease]bool{}
-	for _, l := range r.res.Again {
-		kept[l] = true
-	}
-	for _, e := range r.batch {
-		switch {
-		case e.late <= 0:
-		case kept[e.back]:
+	eachLate(r, func(l *frontier.Lease, kept bool) {
+		if kept {
 			s.res.retoken++
-		default:
-			s.res.late++
-			s.res.lateOf[e.back.Item.URL]++
+			return
 		}
-	}
+		s.res.late++
+		s.res.lateOf[l.Item.URL]++
+	})
 }
 
 // start is loop i of w fetching l's URL now.

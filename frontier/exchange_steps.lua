@@ -428,6 +428,19 @@ local function ex_host_rate(X, b, host)
   return rate, burst
 end
 
+-- ex_last: a token of slot grant (µs, as the slots travel, rounded) is
+-- its host's last taken when its interval (ms) reaches the host's tat
+-- (ms): only such a token may go back (ex_refund).
+local function ex_last(tat, grant, interval) return tat <= grant / 1000 + interval + 0.002 end
+
+-- ex_granted: host's bucket b gave a grant; a grant halves its count of
+-- pauses (pause.lua).
+local function ex_granted(X, host, b)
+  if b.pauses > 0 then
+    redis.call('HSET', X.K.buckets .. host, 'pauses', fr_int(math.floor(b.pauses / 2)))
+  end
+end
+
 -- ex_paused_tat is the least tat bucket b may have: one whose first token
 -- comes when its pause ends (0: not paused).
 local function ex_paused_tat(b, r, size)
@@ -457,7 +470,7 @@ local function ex_refund(X)
         local interval, was = 1000 / r, tat
         table.sort(grants, function(x, y) return x > y end)
         for _, g in ipairs(grants) do
-          if tat > g / 1000 + interval + 0.002 then break end -- µs to ms; the slots travel rounded to the µs
+          if not ex_last(tat, g, interval) then break end
           tat = tat - interval
         end
         tat = math.max(tat, ex_paused_tat(b, r, size))
@@ -657,10 +670,9 @@ local function ex_again(X)
       local b = EX_NONE
       if T.marks[host] then b = ex_bucket(T, host) end
       local rate, size = ex_host_rate(T, b, host)
-      if rate > 0 and grant > 0 and tat > 0 and tat <= grant / 1000 + 1000 / rate + 0.002 then
-        -- Its token is the host's last: it goes back before one is taken
-        -- (µs to ms; the slots travel rounded to the µs), never before a
-        -- pause's end.
+      if rate > 0 and grant > 0 and tat > 0 and ex_last(tat, grant, 1000 / rate) then
+        -- Its token is the host's last: it goes back before one is taken,
+        -- never before a pause's end.
         tat = math.max(tat - 1000 / rate, ex_paused_tat(b, rate, size))
       end
       local k, _, r2, size2, first = ex_host_tokens(T, host, 1, tat)
@@ -672,9 +684,7 @@ local function ex_again(X)
         X.again[#X.again + 1] = {r, 0, 0, -1}
       elseif k > 0 then
         redis.call('ZADD', where, fr_tat(ex_take_tokens(T, 1, r2, size2, first)), host)
-        if b.pauses > 0 then -- a grant halves the count of pauses (pause.lua)
-          redis.call('HSET', K.buckets .. host, 'pauses', fr_int(math.floor(b.pauses / 2)))
-        end
+        ex_granted(X, host, b)
         X.kept[r] = true
         X.again[#X.again + 1] = {r, T.slots[#T.slots], T.froms[#T.froms], T.untils[#T.untils]}
       end
@@ -707,9 +717,7 @@ local function ex_pop_host(X, host, tat, q, dry)
     local tat2 = X.tnow -- no limit: its turn moves behind the others'
     if r > 0 then
       tat2 = ex_take_tokens(X, n, r, size, first)
-      if b.pauses > 0 then -- a grant halves the count of pauses (pause.lua)
-        redis.call('HSET', X.K.buckets .. host, 'pauses', fr_int(math.floor(b.pauses / 2)))
-      end
+      ex_granted(X, host, b)
     else
       for _ = 1, n do
         X.slots[#X.slots + 1], X.froms[#X.froms + 1], X.untils[#X.untils + 1] = 0, 0, -1

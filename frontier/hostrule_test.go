@@ -161,14 +161,14 @@ func TestABlockedHostsURLsEndWithRecordsAndNoneIsQueued(t *testing.T) {
 		if st["skipped_links:blocked"] != 1 || st["skipped"] != 5 {
 			t.Errorf("stats %v; want 1 link to a skipped as blocked, 5 URLs skipped", st)
 		}
-		if n, _ := s.Client.HGet(ctx, frontier.KeysFor("t").Lengths, "a").Int64(); n != 0 {
+		if n := queued(t, s, "a"); n != 0 {
 			t.Errorf("a's queue holds %d URLs; want none", n)
 		}
 		if err := e.f.ClearHostRule(ctx, "a"); err != nil {
 			t.Fatal(err)
 		}
 		finish(t, e.f, x.Popped[1], frontier.Outcome{Stat: "ok", Fetched: true, Children: []frontier.Item{{URL: "http://a/after", Depth: 1}}})
-		if n, _ := s.Client.HGet(ctx, frontier.KeysFor("t").Lengths, "a").Int64(); n != 1 {
+		if n := queued(t, s, "a"); n != 1 {
 			t.Errorf("after the clear, a's queue holds %d URLs; want the new link", n)
 		}
 	})

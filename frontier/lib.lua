@@ -346,6 +346,17 @@ local function fr_pop(Q, host, q, out)
   return got, dry
 end
 
+-- fr_end_record adds to the results stream (capped at cap, XADD MAXLEN ~)
+-- the record of a URL ended without a page of its own: its queue item
+-- (decoded), the outcome and its error (frontier.SweptRecord's shape); it
+-- returns the record.
+local function fr_end_record(results, cap, item, outcome, err)
+  local rec = cjson.encode({url = item.u, depth = item.d or 0, parent = item.p, attempt = tonumber(item.a) or 0,
+    outcome = outcome, error = err})
+  redis.call('XADD', results, 'MAXLEN', '~', fr_int(cap), '*', 'rec', rec, 'new_links', '0')
+  return rec
+end
+
 -- fr_drop_blocked ends up to q of blocked host's queued URLs, each with a
 -- record (outcome skipped, FR_BLOCKED_WHY) in the results stream (capped at
 -- cap, XADD MAXLEN ~), counted in stats (skipped, records) and no longer
@@ -354,10 +365,7 @@ local function fr_drop_blocked(Q, host, results, cap, q)
   local got = {}
   local n, dry = fr_pop(Q, host, q, got)
   for i = 2, #got, 2 do
-    local item = cjson.decode(got[i])
-    local rec = cjson.encode({url = item.u, depth = item.d or 0, parent = item.p, attempt = tonumber(item.a) or 0,
-      outcome = 'skipped', error = FR_BLOCKED_WHY})
-    redis.call('XADD', results, 'MAXLEN', '~', fr_int(cap), '*', 'rec', rec, 'new_links', '0')
+    fr_end_record(results, cap, cjson.decode(got[i]), 'skipped', FR_BLOCKED_WHY)
   end
   if n > 0 then
     redis.call('HINCRBY', Q.stats, 'skipped', fr_int(n))

@@ -38,11 +38,8 @@ end
 
 -- sc_swept adds a record for a URL the sweep ends (frontier.SweptRecord).
 local function sc_swept(S, item, err)
-  local rec = cjson.encode({url = item.u, depth = item.d or 0, parent = item.p, attempt = tonumber(item.a) or 0,
-    outcome = 'failed', error = err})
-  redis.call('XADD', S.K.results, 'MAXLEN', '~', S.A.results_cap, '*', 'rec', rec, 'new_links', '0')
+  S.written[#S.written + 1] = fr_end_record(S.K.results, tonumber(S.A.results_cap), item, 'failed', err)
   redis.call('HINCRBY', S.K.stats, 'records', 1)
-  S.written[#S.written + 1] = rec
 end
 
 -- 1. sc_budget reads the page budget (-1: this shard's share, stats'
