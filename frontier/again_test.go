@@ -148,7 +148,7 @@ func TestLateURLsAskTheirHostsInEveryShard(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		s.Client.HSet(ctx, frontier.KeysFor("sh").Config, "scope", "host")
-		f, err := frontier.Create(ctx, s.Client, "sh", frontier.Options{Shards: 3, HostRate: 1.0 / 3600, HostBurst: 1},
+		f, err := frontier.Create(ctx, s.Client, "sh", frontier.Options{Shards: 3, Policy: frontier.Policy{HostRate: 1.0 / 3600, HostBurst: 1}},
 			dedup.Params{Capacity: 1000, FPRate: 0.01})
 		if err != nil {
 			t.Fatal(err)

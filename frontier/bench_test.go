@@ -43,7 +43,7 @@ func benchExchange(b *testing.B, sh exchangeShape) {
 	ctx := context.Background()
 	s.Client.FlushAll(ctx)
 	s.Client.HSet(ctx, frontier.KeysFor("b").Config, "scope", "host") // the crawl exists
-	o := frontier.Options{Shards: 1, HostRate: sh.rate, HostBurst: 1}
+	o := frontier.Options{Shards: 1, Policy: frontier.Policy{HostRate: sh.rate, HostBurst: 1}}
 	f, err := frontier.Create(ctx, s.Client, "b", o, dedup.Params{Capacity: 1_000_000, FPRate: 0.001})
 	if err != nil {
 		b.Fatal(err)

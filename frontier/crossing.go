@@ -214,6 +214,7 @@ func (c *crossing) merge(out *Exchanged, sh int, x Exchanged, now time.Time, pop
 	out.Info.Pages += x.Info.Pages
 	out.Info.CrawlOver = out.Info.CrawlOver || x.Info.CrawlOver
 	out.Info.Paused = out.Info.Paused || x.Info.Paused
+	out.Info.Settings = max(out.Info.Settings, x.Info.Settings)
 	if pop == 0 {
 		return
 	}

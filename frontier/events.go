@@ -22,16 +22,17 @@ const EventsKept = 1000
 
 // Event kinds.
 const (
-	EventLead     = "lead"    // a worker took the scheduler's lock
-	EventResign   = "resign"  // the scheduler handed the lock over
-	EventLost     = "lost"    // the scheduler's leadership ended without a handover
-	EventFenced   = "fenced"  // a stale scheduler's sweep was refused
-	EventPause    = "pause"   // a host was paused (429, 503, failures)
-	EventResend   = "resend"  // an exchange was sent again (a lost reply, lost writes)
-	EventRecrawl  = "recrawl" // a recrawl was asked for
-	EventHold     = "hold"    // the crawl was paused (Pause)
-	EventResume   = "resume"  // the crawl was resumed (Resume)
-	EventHostRule = "host"    // a host's own rules were set or cleared by hand
+	EventLead     = "lead"     // a worker took the scheduler's lock
+	EventResign   = "resign"   // the scheduler handed the lock over
+	EventLost     = "lost"     // the scheduler's leadership ended without a handover
+	EventFenced   = "fenced"   // a stale scheduler's sweep was refused
+	EventPause    = "pause"    // a host was paused (429, 503, failures)
+	EventResend   = "resend"   // an exchange was sent again (a lost reply, lost writes)
+	EventRecrawl  = "recrawl"  // a recrawl was asked for
+	EventHold     = "hold"     // the crawl was paused (Pause)
+	EventResume   = "resume"   // the crawl was resumed (Resume)
+	EventHostRule = "host"     // a host's own rules were set or cleared by hand
+	EventSettings = "settings" // the crawl's settings were changed (crawler set)
 )
 
 // Event is one entry of the log.

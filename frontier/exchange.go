@@ -23,6 +23,11 @@ type PopInfo struct {
 	// Paused: the crawl is paused (Frontier.Pause), in some shard asked:
 	// nothing is popped there until it is resumed.
 	Paused bool
+	// Settings is the newest settings version in force in the shards
+	// asked (Keys.Settings): a process acting on an older one (its
+	// Policy.Version) reads the settings again; until it has, those
+	// shards pop nothing for it.
+	Settings int64
 }
 
 // Exchanged is what one Exchange did.
@@ -91,6 +96,8 @@ type exchangeReply struct {
 	Wait  int64  `json:"wait"`
 	// Paused: 1 while the crawl is paused (hold.lua): nothing popped.
 	Paused int64 `json:"paused"`
+	// Settings: the settings version in force in the shard.
+	Settings int64 `json:"settings"`
 	// Rates: the popped hosts with a rate of their own (hostrules), which
 	// their pop kept to (0: no limit).
 	Rates map[string]float64 `json:"rates"`
@@ -162,9 +169,10 @@ func (f *shard) exchange(ctx context.Context, done []Finished, back []*Lease, wa
 func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []bool, back []*Lease, want int, ids []string) exchangeArgs {
 	a := exchangeArgs{Expect: f.exchanges, ResultsCap: f.resultsCap, Instance: f.o.Instance}
 	a.Count, a.Want = true, want
-	a.LeaseMs, a.Budget, a.HostMax = f.o.Lease.Milliseconds(), f.pageBudget(), f.o.HostPageCap
-	a.Rate, a.Burst, a.PauseKeep, a.DelayKeep = f.o.HostRate, max(f.o.HostBurst, 1), politeness.PauseMemory.Milliseconds(), HostDelayKept.Milliseconds()
-	a.AheadMs, a.Factor, a.MaxDelayMs = f.o.PopAhead.Milliseconds(), f.o.DelayFactor, f.o.MaxDelay.Milliseconds()
+	p := f.policy()
+	a.LeaseMs, a.Budget, a.HostMax, a.Settings = f.o.Lease.Milliseconds(), f.pageBudget(p), p.HostPageCap, p.Version
+	a.Rate, a.Burst, a.PauseKeep, a.DelayKeep = p.HostRate, max(p.HostBurst, 1), politeness.PauseMemory.Milliseconds(), HostDelayKept.Milliseconds()
+	a.AheadMs, a.Factor, a.MaxDelayMs = p.PopAhead.Milliseconds(), p.DelayFactor, p.MaxDelay.Milliseconds()
 	a.LeastMs = politeness.LeastWindow.Milliseconds()
 	for d, x := range done {
 		lo, hi := max(offset[d], start), min(offset[d+1], end)
@@ -180,7 +188,7 @@ func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []
 		if x.Outcome.Record != nil {
 			da[dRecord] = int64(a.text(string(x.Outcome.Record)))
 		}
-		if f.o.DelayFactor > 0 {
+		if p.DelayFactor > 0 {
 			da[dMs] = x.Outcome.FetchTime.Milliseconds()
 		}
 		if x.Outcome.Failed != "" {
@@ -227,7 +235,7 @@ func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []
 // exchangeKeys are exchange.lua's keys after the Bloom filter's.
 func (f *shard) exchangeKeys() []string {
 	return []string{f.keys.Queues, f.keys.Ready, f.keys.Leases, f.keys.Stats, f.keys.Failed, f.keys.Results, f.keys.DoneFlag,
-		f.keys.Counter(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Config, f.keys.HostPages, f.keys.Lengths, f.keys.EndedBy(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Buckets, f.keys.Slowed, f.keys.Outbox, f.keys.Due, f.keys.Refill, f.keys.Capped, f.keys.Deferred, f.keys.Paused, f.keys.HostRules}
+		f.keys.Counter(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Config, f.keys.HostPages, f.keys.Lengths, f.keys.EndedBy(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Buckets, f.keys.Slowed, f.keys.Outbox, f.keys.Due, f.keys.Refill, f.keys.Capped, f.keys.Deferred, f.keys.Paused, f.keys.HostRules, f.keys.Settings}
 }
 
 // counted reads what exchange.lua's guard said of an exchange (f.xmu
@@ -326,7 +334,8 @@ func (f *shard) readReply(flags []bool, tail []any, offset []int, ids []string, 
 		x.Held[d] = r.Held[d] == '1' || r.Held[d] == '2' // 2: recorded by this exchange sent before
 		x.recordedNow[d] = r.Held[d] == '1'
 	}
-	x.Info = PopInfo{Pages: r.Pages, CrawlOver: r.Done == 1, NextDue: time.Duration(r.Wait) * time.Millisecond, Paused: r.Paused == 1}
+	x.Info = PopInfo{Pages: r.Pages, CrawlOver: r.Done == 1, NextDue: time.Duration(r.Wait) * time.Millisecond, Paused: r.Paused == 1,
+		Settings: r.Settings}
 	for _, a := range r.Again {
 		if a[0] < 1 || a[0] > int64(len(back)) {
 			return Exchanged{}, nil, fmt.Errorf("frontier: exchange: reply %v keeps lease %d of %d given back", tail, a[0], len(back))

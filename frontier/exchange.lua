@@ -40,7 +40,9 @@
 --   cap's state only once some host reached it), deferred (zset
 --   "host\nitem-json" -> when it is due again, ms: a retry put back by
 --   done's flag 8, released by the sweep), paused (exists while the crawl
---   is paused: hold.lua; the pop hands out nothing)
+--   is paused: hold.lua; the pop hands out nothing), hostrules (hash:
+--   host -> its own rate and burst, or block), settings (the settings
+--   version in force here: settings.lua)
 -- ARGV: the Bloom filter's, then one entry ("host\nparent\nelement", lib.lua)
 --   per link, then one JSON object, exchangeArgs (exchange.go), by name,
 --   then the texts it names: a field marked "text" holds the place
@@ -63,6 +65,10 @@
 --   budget      pages for the whole crawl (0: none; -1: this shard's share,
 --               the field 'allow' of its stats; pops stop where pages
 --               fetched + URLs in flight reach it, and pages are reported)
+--   settings    the settings version the caller's rate, burst, budget and
+--               caps come from (0: as seeded): older than the shard's,
+--               the call pops nothing and gives late URLs back (wait 0:
+--               the caller reads the new settings and asks again)
 --   host_max    pages per host (0: none): a host that reached it has its
 --               queued URLs dropped when it comes up for a pop, and counted
 --               in stats as skipped_links:max_pages_per_host
@@ -128,6 +134,7 @@
 --   wait    ms until some host is due within the window when fewer than
 --           want were popped (-1: nothing queued, or the crawl paused)
 --   paused  1 while the crawl is paused (absent otherwise): nothing popped
+--   settings  the settings version in force in the shard (absent: 0)
 --   now_us  Redis's time of the pop (µs, a string; absent when nothing
 --           was popped or kept), from which the lists below count
 --   again   per late URL given back that its host gave a new token, its

@@ -11,8 +11,8 @@
 -- each call, and each costs Redis its allocation and its collection.)
 local EX_KEYS = {'queues', 'ready', 'leases', 'stats', 'failed', 'results', 'done', 'counter', 'config',
   'hostpages', 'lengths', 'ended', 'buckets', 'slowed', 'outbox', 'due', 'refill', 'capped', 'deferred', 'paused',
-  'hostrules'}
-local EX_KINDS = {ready = 'zset', leases = 'zset', stats = 'hash', failed = 'list', results = 'stream',
+  'hostrules', 'settings'}
+local EX_KINDS = {settings = 'string', ready = 'zset', leases = 'zset', stats = 'hash', failed = 'list', results = 'stream',
   hostpages = 'hash', hostrules = 'hash', lengths = 'hash', slowed = 'hash', outbox = 'hash', due = 'zset', refill = 'zset', capped = 'hash',
   deferred = 'zset'}
 
@@ -89,7 +89,7 @@ local function ex_guard(key0, link0, links)
     delays = false, firsts = false, slots = false, froms = false, untils = false, tokened = false, least = 0,
     tnow = 0, horizon = 0, reach = 0, anySlowed = false, anyCapped = false, marks = false, visited = false,
     readyAdd = false, refillAdd = false, taken = 0, paused = false, rules = false, rates = false, kept = false,
-    again = false}
+    again = false, settings = 0, stale = false}
   if not fr_ours(K.config, A.instance) then return 'gone' end
   local why = ex_unsound(K, A.expect == 0)
   if why then return why end
@@ -110,6 +110,12 @@ local function ex_begin(reply)
   X.Q.failed = K.failed -- a queue's elements not well formed go there (fr_set_aside)
   X.now, X.nowus = fr_now(), tb_now()
   X.rate, X.burst = A.rate or 0, A.burst or 1
+  -- The settings version in force here ('crawler set', settings.lua): a
+  -- caller on older settings pops nothing (ex_again, ex_pop), and learns
+  -- the version from the reply, so that no URL is handed out under
+  -- settings older than the shard's.
+  X.settings = tonumber(redis.call('GET', K.settings) or '0') or 0
+  X.stale = (A.settings or 0) < X.settings
   X.bump = {}    -- stats field -> increment, written once each (ex_write_stats)
   X.refunds = {} -- host -> the slots of its tokens that made no request (ex_refund)
   X.answer = {}  -- a digit a finished lease (the reply's held)
@@ -646,7 +652,7 @@ local function ex_again(X)
   local A, K = X.A, X.K
   local late = A.back_again or {}
   X.kept, X.again = {}, {}
-  if #late == 0 or redis.call('EXISTS', K.paused) == 1 then return end
+  if #late == 0 or X.stale or redis.call('EXISTS', K.paused) == 1 then return end
   local grants = A.back_grants or {}
   -- The pop's context (ex_pop), with its horizon: its slots count from
   -- the pop's now.
@@ -824,6 +830,7 @@ local function ex_pop(X)
   X.reach = X.horizon -- a host whose tat is by reach has a token whose window opens by the horizon
   if X.rate > 0 then X.reach = X.horizon + tb_window(X.rate, X.burst, X.least) end
   if X.W <= 0 then return end
+  if X.stale then return end -- the caller reads the new settings, and asks again at once (wait 0)
   if redis.call('EXISTS', K.paused) == 1 then -- the crawl is paused (hold.lua): nothing is handed out
     X.paused, X.wait = true, -1
     return
@@ -879,6 +886,7 @@ local function ex_reply(X)
   if #X.got > 0 or #X.again > 0 then out.now_us = string.format('%d', X.nowus) end
   if #X.again > 0 then out.again = X.again end
   if X.paused then out.paused = 1 end
+  if X.settings > 0 then out.settings = X.settings end
   if X.rates and next(X.rates) then out.rates = X.rates end
   if X.firsts and next(X.firsts) then out.fresh = X.firsts end
   reply[#reply + 1] = cjson.encode(out)

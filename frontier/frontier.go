@@ -126,8 +126,10 @@ type shard struct {
 	c    redis.UniversalClient
 	keys Keys
 	seen *dedup.Filter // nil until the frontier is opened (Open, Create)
-	// o is the frontier's Options, read at each call.
-	o *Options
+	// o is the frontier's Options, read at each call; pm guards its
+	// Policy (store.SetPolicy).
+	o  *Options
+	pm *sync.RWMutex
 	// sharded: one of several shards, which with a page budget pops
 	// within its own share of it (Frontier.Schedule) rather than the
 	// whole budget.
@@ -143,20 +145,27 @@ type shard struct {
 	exchanges int64
 }
 
-func newShard(c redis.UniversalClient, keys Keys, o *Options, shards int) *shard {
+func newShard(c redis.UniversalClient, keys Keys, o *Options, pm *sync.RWMutex, shards int) *shard {
 	var b [9]byte
 	rand.Read(b[:])
-	return &shard{c: c, keys: keys, o: o, sharded: shards > 1, resultsCap: ResultsKept / int64(shards),
+	return &shard{c: c, keys: keys, o: o, pm: pm, sharded: shards > 1, resultsCap: ResultsKept / int64(shards),
 		idPrefix: hex.EncodeToString(b[:]) + "-"}
 }
 
 // pageBudget is the budget argument of this shard's scripts: the whole
 // crawl's, or -1 for the shard's own share of it.
-func (f *shard) pageBudget() int64 {
-	if f.sharded && f.o.PageBudget > 0 {
+func (f *shard) pageBudget(p Policy) int64 {
+	if f.sharded && p.PageBudget > 0 {
 		return -1
 	}
-	return f.o.PageBudget
+	return p.PageBudget
+}
+
+// policy is the pops' policy in force (store.SetPolicy).
+func (f *shard) policy() Policy {
+	f.pm.RLock()
+	defer f.pm.RUnlock()
+	return f.o.Policy
 }
 
 // errNotOpen: a frontier made by New, without its Bloom filters, was asked
@@ -319,7 +328,8 @@ func (f *Frontier) HostsNow(ctx context.Context, hosts []string) ([]HostQueue, e
 		q, _ := rs[i].queued.Int64() // absent: none
 		hq := HostQueue{Host: h, Queued: q}
 		v := rs[i].bucket.Val()
-		base, baseBurst, baseWhy := f.HostRate, max(f.HostBurst, 1), "rate"
+		p := f.PolicyNow()
+		base, baseBurst, baseWhy := p.HostRate, max(p.HostBurst, 1), "rate"
 		if r, b, ok := parseHostRule(rs[i].rule.Val()); ok { // its own rate (SetHostRule)
 			base, baseBurst, baseWhy = r, b, "its own rate"
 		}

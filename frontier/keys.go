@@ -68,6 +68,11 @@ type Keys struct {
 	// rate 0 for no limit), set by hand (Frontier.SetHostRule), which the
 	// pops keep to instead of the crawl's; read only while it exists.
 	HostRules string
+	// Settings is the crawl's settings version in force in this shard (a
+	// number; absent: 0, as seeded), raised by 'crawler set'
+	// (settings.lua): an exchange carrying an older version pops nothing
+	// there, and every exchange's reply says it (Frontier.SetSettings).
+	Settings string
 	// Counters is the prefix of the processes' exchange counters (Counter).
 	Counters string
 	// Fence, for a shard other than the first, keeps the highest epoch of
@@ -125,7 +130,7 @@ func keysUnder(p string) Keys {
 	return Keys{Queues: p + "queue:", Lengths: p + "lengths", Counters: p + "counter:", Ready: p + "ready", Leases: p + "leases", Deferred: p + "deferred",
 		Failed: p + "failed", Workers: p + "workers", Stats: p + "stats", Results: p + "results", DoneFlag: p + "done",
 		Config: p + "config", HostPages: p + "hostpages", Capped: p + "capped", Ended: p + "ended:", Buckets: p + "rate:", Slowed: p + "slowed", Outbox: p + "outbox",
-		Due: p + "due", Refill: p + "refill", Paused: p + "paused", HostRules: p + "hostrules", Pauses: p + "pauses", WorkerInfo: p + "workerinfo", Sweeps: p + "sweeps"}
+		Due: p + "due", Refill: p + "refill", Paused: p + "paused", HostRules: p + "hostrules", Settings: p + "settings", Pauses: p + "pauses", WorkerInfo: p + "workerinfo", Sweeps: p + "sweeps"}
 }
 
 // MaxNameLen bounds a crawl name.

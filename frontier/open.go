@@ -70,6 +70,32 @@ type Options struct {
 	// Lease is how long a popped item is held without a heartbeat (10 s
 	// when 0).
 	Lease time.Duration
+	// Policy is what the settings say of the pops, which may change
+	// while the crawl runs (SetPolicy).
+	Policy
+	// Continuous: the crawl never ends on its own; the sweep moves each
+	// URL back to its host's queue when its revisit is due (visit.go).
+	Continuous bool
+	// Clock is this process's clock (time.Now when nil), which a reply's
+	// arrival is read on: the popped URLs' token windows
+	// (Lease.NotBefore, Lease.Deadline) are placed on it. Tests of the
+	// crawl's timing give a simulated one, with Redis's (miniredis's) set
+	// to match.
+	Clock func() time.Time
+	// OutboxAge is how long an outbox entry waits for its worker's ack
+	// before the scheduler's sweep offers its links again and acks it
+	// itself (30 s when 0): only a worker that died between the calls of
+	// one pipeline, or whose calls to another shard failed, leaves one
+	// that long (Frontier.Exchange).
+	OutboxAge time.Duration
+}
+
+// Policy is what a crawl's settings say of its pops that may change while
+// it runs ('crawler set'): the rate, the budget, the caps. Every exchange
+// carries the Version its values come from, and a shard whose settings
+// are newer (Keys.Settings) pops nothing for it: no URL is handed out
+// under settings older than the shard's (exchange.lua's ex_settings).
+type Policy struct {
 	// HostRate is each host's requests a second (0: no limit) and
 	// HostBurst its bucket's size (1 when 0): a URL is popped only with a
 	// token of its host's bucket, taken in the same call, and a host
@@ -100,21 +126,9 @@ type Options struct {
 	// when it comes up for a pop. URLs of it in flight then may still add
 	// a few.
 	HostPageCap int64
-	// Continuous: the crawl never ends on its own; the sweep moves each
-	// URL back to its host's queue when its revisit is due (visit.go).
-	Continuous bool
-	// Clock is this process's clock (time.Now when nil), which a reply's
-	// arrival is read on: the popped URLs' token windows
-	// (Lease.NotBefore, Lease.Deadline) are placed on it. Tests of the
-	// crawl's timing give a simulated one, with Redis's (miniredis's) set
-	// to match.
-	Clock func() time.Time
-	// OutboxAge is how long an outbox entry waits for its worker's ack
-	// before the scheduler's sweep offers its links again and acks it
-	// itself (30 s when 0): only a worker that died between the calls of
-	// one pipeline, or whose calls to another shard failed, leaves one
-	// that long (Frontier.Exchange).
-	OutboxAge time.Duration
+	// Version is the crawl's settings version these come from (0: as
+	// seeded, never changed).
+	Version int64
 }
 
 // outboxAge is OutboxAge, or its default.
@@ -140,9 +154,9 @@ func New(c redis.UniversalClient, name string, o Options) (*Frontier, error) {
 		o.Lease = 10 * time.Second
 	}
 	f := &Frontier{Options: o, now: time.Now, cross: newCrossing(o.Shards)}
-	f.store = &store{name: name, c: c, fs: make([]*shard, o.Shards), o: &f.Options}
+	f.store = &store{name: name, c: c, fs: make([]*shard, o.Shards), o: &f.Options, pm: &sync.RWMutex{}}
 	for i := range f.fs {
-		f.fs[i] = newShard(c, KeysForShard(name, i), &f.Options, o.Shards)
+		f.fs[i] = newShard(c, KeysForShard(name, i), &f.Options, f.pm, o.Shards)
 	}
 	f.Records, f.Registry, f.Events, f.Digests, f.Visits = Records{f.store}, Registry{f.store}, Events{f.store}, Digests{f.store}, Visits{f.store}
 	return f, nil
@@ -156,6 +170,22 @@ type store struct {
 	c    redis.UniversalClient
 	fs   []*shard
 	o    *Options
+	pm   *sync.RWMutex // guards o.Policy, which SetPolicy changes while calls read it
+}
+
+// SetPolicy replaces the pops' policy (the settings changed: 'crawler
+// set'); calls made from now on carry it.
+func (f *store) SetPolicy(p Policy) {
+	f.pm.Lock()
+	defer f.pm.Unlock()
+	f.o.Policy = p
+}
+
+// PolicyNow is the pops' policy in force.
+func (f *store) PolicyNow() Policy {
+	f.pm.RLock()
+	defer f.pm.RUnlock()
+	return f.o.Policy
 }
 
 // MaxShards bounds Options.Shards: each exchange may touch every shard.

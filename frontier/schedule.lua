@@ -23,6 +23,7 @@
 --   [16] refill     (lib.lua)
 --   [17] sweeps     the fence's log (stream): this sweep's epoch, ARGV[1],
 --                   added once the fence let it through (frontier.Keys.Sweeps)
+--   [18] settings   the settings version in force here (settings.lua)
 -- ARGV (after the fence's ARGV[1], the epoch; named in sc_begin):
 --   [2] max attempts   [3] most entries per sweep   [4] failed list cap
 --   [5] page budget (0: none; -1: this shard's share, stats' 'allow')
@@ -41,6 +42,8 @@
 --       recrawl's time (stats' 'recrawl_at', recrawl.lua), and the crawl
 --       ends when they are fetched
 --   [11] the crawl's instance id as the scheduler read it (lib.lua's fr_ours)
+--   [12] the settings version the scheduler acts on: older than the
+--        shard's, the sweep ends no crawl (its budget may be another now)
 -- Returns one JSON object (frontier.sweepReply reads it by name):
 --   released    due deferred entries put back in the queues
 --   revisits    URLs due for a revisit put back in the queues
@@ -62,6 +65,7 @@
 --   pages       pages fetched in this shard
 --   leases      URLs in flight in this shard
 --   budget      this shard's share of the page budget (or the budget)
+--   settings    the settings version in force in the shard
 --   work        URLs queued or deferred in this shard
 --   records     the records this sweep wrote (absent: none), which the
 --                scheduler writes to its own --out too

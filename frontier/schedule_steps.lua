@@ -7,7 +7,7 @@
 -- SC_KEYS names schedule.lua's keys after the fence's KEYS[1], in the
 -- order sweep.go's queueSchedule sends them.
 local SC_KEYS = {'queues', 'ready', 'leases', 'deferred', 'failed', 'stats', 'done', 'workers', 'config',
-  'results', 'lengths', 'outbox', 'due', 'workerinfo', 'refill', 'sweeps'}
+  'results', 'lengths', 'outbox', 'due', 'workerinfo', 'refill', 'sweeps', 'settings'}
 
 -- sc_begin names the keys and arguments, and refuses the sweep before any
 -- write (the error's text, nil: none) when the crawl is gone, a number the
@@ -19,7 +19,7 @@ local function sc_begin()
   local A = {epoch = ARGV[1], max_attempts = tonumber(ARGV[2]), limit = tonumber(ARGV[3]),
     failed_cap = tonumber(ARGV[4]), budget = tonumber(ARGV[5]), forget_ms = tonumber(ARGV[6]),
     results_cap = ARGV[7], mode = ARGV[8], outbox_age = tonumber(ARGV[9]), continuous = ARGV[10] == '1',
-    instance = ARGV[11]}
+    instance = ARGV[11], settings = tonumber(ARGV[12]) or 0}
   if not fr_ours(K.config, A.instance) then return nil, FR_GONE end
   local q = K.queues .. 'x' -- a queue: the queues share their prefix
   local why = fr_unsound_stats(K.stats) or fr_denied({
@@ -33,6 +33,10 @@ local function sc_begin()
   S.Q.failed = K.failed -- what is not well formed goes there (fr_set_aside)
   S.released, S.revisits, S.reclaimed, S.failed = 0, 0, 0, 0
   S.written = {} -- the records this sweep adds to the results stream, for the scheduler's own --out
+  -- The settings version in force here ('crawler set'): a scheduler on
+  -- older settings (a page budget since raised) ends no crawl (sc_end).
+  S.settings = tonumber(redis.call('GET', K.settings) or '0') or 0
+  S.oldSettings = S.A.settings < S.settings
   return S
 end
 
@@ -313,6 +317,7 @@ local function sc_end(S)
     S.done = 1
     return
   end
+  if S.oldSettings then return end -- its budget may be another now: the next sweep decides
   if mode == '1' then
     if S.A.continuous then return end
     local idle = fr_queued(S.Q) == 0 and redis.call('ZCARD', K.deferred) == 0 and S.dueLeft == 0
@@ -350,7 +355,7 @@ local function sc_reply(S)
   local out = {released = S.released, revisits = S.revisits, reclaimed = S.reclaimed, failed = S.failed,
     done = S.done, due_in = dueIn, empty = S.empty,
     enqueued = tonumber(redis.call('HGET', K.stats, 'enqueued') or '0'), pages = S.pages,
-    leases = redis.call('ZCARD', K.leases), budget = S.budget,
+    leases = redis.call('ZCARD', K.leases), budget = S.budget, settings = S.settings,
     work = fr_queued(S.Q) + redis.call('ZCARD', K.deferred) + S.dueLeft}
   if #S.stale > 0 then out.outbox = S.stale end -- (an empty table would encode as an object)
   if #S.written > 0 then out.records = S.written end

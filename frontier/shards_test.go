@@ -21,7 +21,7 @@ func openShards(t *testing.T, c redis.UniversalClient, name string, n int, budge
 	if err := c.HSet(ctx, KeysFor(name).Config, "scope", "host").Err(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := Create(ctx, c, name, Options{Shards: n, PageBudget: budget}, dedup.Params{Capacity: 10000 * int64(n), FPRate: 0.001})
+	f, err := Create(ctx, c, name, Options{Shards: n, Policy: Policy{PageBudget: budget}}, dedup.Params{Capacity: 10000 * int64(n), FPRate: 0.001})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,6 +61,9 @@ func (f *Frontier) Schedule(ctx context.Context, epochKey string, epoch int64, m
 		}
 	}
 	over, fencedAll := f.end.swept(epoch, empty, enqueued, pages, pageBudget)
+	if total.Settings > f.PolicyNow().Version {
+		over = false // its budget may be another now: once the scheduler read the settings, a sweep decides
+	}
 	// One sweep more that finds the same ends the crawl: it is due now.
 	total.Again = empty && !over && !total.CrawlOver
 	if over && !total.CrawlOver {
@@ -88,6 +91,7 @@ func (f *Frontier) addUp(sweeps []Sweep) (total Sweep, empty bool, enqueued []in
 		total.Reclaimed += sw.Reclaimed
 		total.Failed += sw.Failed
 		total.Records = append(total.Records, sw.Records...)
+		total.Settings = max(total.Settings, sw.Settings)
 		if sh == 0 {
 			total.CrawlOver = sw.CrawlOver // the crawl's done flag is the first shard's, set last
 		}
@@ -116,6 +120,7 @@ func (f *Frontier) finish(run func(from, to int, mode string) ([]Sweep, error), 
 	}
 	for _, sw := range finishes {
 		total.Records = append(total.Records, sw.Records...)
+		total.Settings = max(total.Settings, sw.Settings)
 	}
 	for _, sw := range finishes {
 		if !sw.CrawlOver {
@@ -171,8 +176,9 @@ func (f *Frontier) scheduleAll(ctx context.Context, from, to int, epochKey strin
 }
 
 // rebalance moves the page budget's shares towards the shards with work:
-// first what the shares fall short of the budget (a move a crash cut in
-// two), then the shares of shards with nothing queued that they leave
+// first, when the budget was lowered, what shares hold unused beyond it;
+// then what the shares fall short of the budget (a move a crash cut in
+// two, or a budget raised), then the shares of shards with nothing queued that they leave
 // unused, taken back before they are given.
 func (f *Frontier) rebalance(ctx context.Context, epochKey string, epoch, budget int64, sw []Sweep) error {
 	var working []int
@@ -183,8 +189,21 @@ func (f *Frontier) rebalance(ctx context.Context, epochKey string, epoch, budget
 			working = append(working, sh)
 		}
 	}
-	pool := budget - shares // what a move cut short lost
-	if len(working) == 0 {  // nothing to pop anywhere: only restore what was lost
+	pool := budget - shares // what a move cut short lost, or a budget raised
+	// A budget lowered ('crawler set'): the shares give back what they
+	// hold unused, any shard's, until their sum is within it again.
+	for sh, w := range sw {
+		unused := w.allow - w.pages - w.leases
+		if pool >= 0 || unused <= 0 {
+			continue
+		}
+		taken, err := f.fs[sh].moveAllowance(ctx, epochKey, epoch, -min(unused, -pool))
+		if err != nil {
+			return f.in(sh, err)
+		}
+		pool -= taken // taken is negative
+	}
+	if len(working) == 0 { // nothing to pop anywhere: only restore what was lost
 		working = []int{0}
 	} else {
 		for sh, w := range sw {

@@ -28,7 +28,11 @@ type Sweep struct {
 	Again bool
 	// Records are the records this sweep wrote to the results stream
 	// (SweptRecord, JSON), for the scheduler to keep with its own.
-	Records  []string
+	Records []string
+	// Settings is the newest settings version in force in the shards
+	// swept: newer than the scheduler's (Policy.Version), it reads the
+	// settings again, and until it has, no sweep ends the crawl.
+	Settings int64
 	empty    bool  // nothing queued, leased or deferred in this shard
 	enqueued int64 // URLs ever queued at the back of this shard's queues
 	// With a page budget over shards: this shard's pages fetched, URLs in
@@ -77,8 +81,9 @@ func (f *shard) queueSchedule(ctx context.Context, pipe redis.Pipeliner, epochKe
 	}
 	return scheduleScript.Queue(ctx, pipe, raising, key, epoch,
 		[]string{f.keys.Queues, f.keys.Ready, f.keys.Leases, f.keys.Deferred, f.keys.Failed, f.keys.Stats, f.keys.DoneFlag, f.keys.Workers,
-			f.keys.Config, f.keys.Results, f.keys.Lengths, f.keys.Outbox, f.keys.Due, f.keys.WorkerInfo, f.keys.Refill, f.keys.Sweeps},
-		maxAttempts, limit, failedCap, pageBudget, WorkerForgetAfter.Milliseconds(), f.resultsCap, mode, f.o.outboxAge().Milliseconds(), continuous(f.o.Continuous), f.o.Instance)
+			f.keys.Config, f.keys.Results, f.keys.Lengths, f.keys.Outbox, f.keys.Due, f.keys.WorkerInfo, f.keys.Refill, f.keys.Sweeps, f.keys.Settings},
+		maxAttempts, limit, failedCap, pageBudget, WorkerForgetAfter.Milliseconds(), f.resultsCap, mode, f.o.outboxAge().Milliseconds(), continuous(f.o.Continuous), f.o.Instance,
+		f.policy().Version)
 }
 
 func (f *shard) readSchedule(ctx context.Context, p *fence.Pending) (Sweep, error) {
@@ -96,7 +101,7 @@ func (f *shard) readSchedule(ctx context.Context, p *fence.Pending) (Sweep, erro
 	if raw, ok := res.(string); !ok || json.Unmarshal([]byte(raw), &r) != nil {
 		return Sweep{}, fmt.Errorf("frontier: schedule: unexpected reply %v", res)
 	}
-	return Sweep{Released: r.Released, Revisits: r.Revisits, Reclaimed: r.Reclaimed, Failed: r.Failed, CrawlOver: r.Done == 1,
+	return Sweep{Released: r.Released, Revisits: r.Revisits, Reclaimed: r.Reclaimed, Failed: r.Failed, CrawlOver: r.Done == 1, Settings: r.Settings,
 		NextDeferred: time.Duration(r.DueIn) * time.Millisecond, empty: r.Empty == 1, enqueued: r.Enqueued,
 		pages: r.Pages, leases: r.Leases, allow: r.Budget, work: r.Work, outbox: r.Outbox, Records: r.Records}, nil
 }
@@ -111,6 +116,7 @@ type sweepReply struct {
 	Empty                       int
 	Enqueued, Pages, Leases     int64
 	Budget, Work                int64
+	Settings                    int64
 	Outbox                      []string
 	Records                     []string
 }

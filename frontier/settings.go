@@ -1,0 +1,120 @@
+package frontier
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A crawl's settings change while it runs ('crawler set') in two places:
+// the settings hash (the first shard's config), which workers read, and
+// each shard's settings version (Keys.Settings), which its pops read, so
+// that no shard hands out a URL to a worker still acting on older
+// settings (exchange.lua). Every exchange's reply carries the version
+// (PopInfo.Settings), and each change is said on the wake channels: a
+// worker that missed the message learns it at its next exchange.
+
+var (
+	//go:embed settings.lua
+	settingsSrc    string
+	settingsScript = redis.NewScript(lib + settingsSrc)
+)
+
+// VersionField is the settings hash's field that counts its changes (absent: 0).
+const VersionField = "version"
+
+// WakeSettings begins the message a change of the settings sends on every
+// shard's wake channel: "settings N", N the new version.
+const WakeSettings = "settings "
+
+// ErrSettingsMoved: the settings changed since the caller read them (another
+// change at the same time); read them again, and change those.
+var ErrSettingsMoved = errors.New("frontier: the crawl's settings changed meanwhile")
+
+// SetSettings writes fields (config field -> stored text) into the crawl's
+// settings, if their version is still read (else ErrSettingsMoved, nothing
+// written), and makes the new version the one in force in every shard;
+// reopen also clears the crawl's done flags (a page budget raised or
+// lifted), the first shard's last. With no fields it changes nothing and
+// spreads the version in force again: a change that stopped half-way
+// (a shard unreachable) is completed by running it again. It returns the
+// version in force.
+func (f *Frontier) SetSettings(ctx context.Context, read int64, fields map[string]string, reopen bool) (int64, error) {
+	names := make([]string, 0, len(fields))
+	for k := range fields {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	args := []any{f.o.Instance, strconv.FormatInt(read, 10), flag(reopen), f.fs[0].keys.Wake(), ""}
+	for _, k := range names {
+		args = append(args, k, fields[k])
+	}
+	v, err := f.fs[0].setSettings(ctx, args, reopen)
+	if err != nil {
+		return 0, err
+	}
+	for i, sh := range f.fs[1:] {
+		if _, err := sh.setSettings(ctx, []any{f.o.Instance, "", flag(reopen), sh.keys.Wake(), v}, reopen); err != nil {
+			return v, f.in(i+1, fmt.Errorf("%w (the settings are changed; run the same command again to finish)", err))
+		}
+	}
+	return v, nil
+}
+
+func (sh *shard) setSettings(ctx context.Context, args []any, reopen bool) (int64, error) {
+	res, err := settingsScript.Run(ctx, sh.c, []string{sh.keys.Config, sh.keys.Settings, sh.keys.DoneFlag, sh.keys.Stats}, args...).Int64Slice()
+	switch {
+	case isGone(err):
+		return 0, ErrGone
+	case err != nil:
+		return 0, fmt.Errorf("frontier: change the settings: %w", err)
+	case len(res) != 2:
+		return 0, fmt.Errorf("frontier: change the settings: reply %v", res)
+	case res[0] == 0:
+		return res[1], fmt.Errorf("%w (now version %d)", ErrSettingsMoved, res[1])
+	}
+	return res[1], nil
+}
+
+// SettingsVersions reads each shard's settings version in force.
+func (f *Frontier) SettingsVersions(ctx context.Context) ([]int64, error) {
+	cmds := make([]*redis.StringCmd, len(f.fs))
+	_, err := f.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, sh := range f.fs {
+			cmds[i] = p.Get(ctx, sh.keys.Settings)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("frontier: reading the settings versions: %w", err)
+	}
+	out := make([]int64, len(f.fs))
+	for i, c := range cmds {
+		out[i], _ = strconv.ParseInt(c.Val(), 10, 64) // absent: 0
+	}
+	return out, nil
+}
+
+// SettingsMessage reads a wake channel's message: the version a change of
+// the settings made, or false when it is another message.
+func SettingsMessage(payload string) (int64, bool) {
+	v, ok := strings.CutPrefix(payload, WakeSettings)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	return n, err == nil
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
