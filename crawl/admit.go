@@ -26,8 +26,8 @@ func (pl *fetchLoops) admit(ctx context.Context, l *frontier.Lease, u *url.URL, 
 	verdict, err := pl.robots.Check(ctx, u)
 	var unavail *politeness.UnavailableError
 	switch {
-	case errors.As(err, &unavail) && unavail.Since >= pl.s.RobotsGiveUp:
-		rec.Error = fmt.Sprintf("robots.txt unreachable: %v (gave up after %v)", unavail, pl.s.RobotsGiveUp)
+	case errors.As(err, &unavail) && unavail.Since >= pl.cur.Load().s.RobotsGiveUp:
+		rec.Error = fmt.Sprintf("robots.txt unreachable: %v (gave up after %v)", unavail, pl.cur.Load().s.RobotsGiveUp)
 		pl.finish(l, *rec, frontier.Outcome{Stat: OutcomeFailed, Failed: rec.Error, Refund: true})
 		return false
 	case errors.As(err, &unavail):
@@ -61,7 +61,7 @@ func (pl *fetchLoops) keepDelay(ctx context.Context, l *frontier.Lease, crawlDel
 	// Weighed against the faster of the crawl's rate and the host's own
 	// (crawler host), so that the delay holds whichever rate the host has
 	// later (its own rule cleared, or set).
-	rate := pl.s.Rate
+	rate := pl.cur.Load().s.Rate
 	if l.HasOwnRate {
 		own := l.OwnRate
 		if own == 0 {

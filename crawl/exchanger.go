@@ -42,6 +42,9 @@ type exchanger struct {
 	end      *ending            // how the run ends: told when the crawl is over, or gone
 	pauses   *pauses            // hosts paused, as announced on the crawl's pause channel
 	robots   *politeness.Robots // nil: none warmed (tests)
+	// reload reads the crawl's settings when a newer version is in force
+	// (Worker.reload); nil: never (tests of the exchanger alone).
+	reload func(context.Context) (*live, error)
 
 	s       *exState
 	ready   *readyQueue   // leased URLs waiting for a fetch loop, earliest window first
@@ -262,8 +265,28 @@ func (x *exchanger) perform(work context.Context, a action) (event, bool) {
 		x.flush(work)
 	case actSleep:
 		return x.sleep(a.until)
+	case actReload:
+		return x.reloaded(work)
 	}
 	return event{}, false
+}
+
+// reloaded reads the newer settings in force (actReload), and tells the
+// state machine what of them it keeps to; a read that failed is tried
+// again at the next reply, which still says a newer version is in force.
+func (x *exchanger) reloaded(work context.Context) (event, bool) {
+	if x.reload == nil {
+		return event{}, false
+	}
+	ctx, cancel := context.WithTimeout(work, 10*time.Second)
+	defer cancel()
+	l, err := x.reload(ctx)
+	if err != nil {
+		x.log.Warn("reading the crawl's new settings failed; will retry", "err", err)
+		return event{}, false
+	}
+	s := l.s
+	return event{kind: evReloaded, cfg: exConfig{rate: s.Rate, burst: s.Burst, budget: s.MaxPages > 0, version: s.Version}}, true
 }
 
 // flush acks the last exchange's outbox entries (over shards), so that

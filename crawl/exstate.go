@@ -30,7 +30,10 @@ type exState struct {
 	pending      []entry // handed in, not sent yet, oldest first
 	exitWhenDone bool    // ExitWhenDone: the crawl's end stops the worker
 	budget       bool    // the crawl has a page budget
-	stopping     bool
+	// version is the settings version the worker acts on; a reply or a
+	// message that says a newer one is in force brings actReload.
+	version  int64
+	stopping bool
 	// paused: the crawl is paused (crawler pause), by the last reply that
 	// asked for URLs, or by the message hold.lua sends, which the next
 	// reply confirms: the URLs waiting in the buffer go back unstarted,
@@ -48,13 +51,14 @@ type exConfig struct {
 	burst        int     // a host's burst
 	exitWhenDone bool    // ExitWhenDone: the crawl's end stops the worker
 	budget       bool    // the crawl has a page budget
+	version      int64   // the settings version these come from
 }
 
 func newExState(cfg exConfig) *exState {
 	p := newPolicy(prefetch * cfg.loops)
 	p.loops = max(cfg.loops, 1)
 	p.forRate(cfg.rate, cfg.burst)
-	return &exState{p: p, exitWhenDone: cfg.exitWhenDone, budget: cfg.budget}
+	return &exState{p: p, exitWhenDone: cfg.exitWhenDone, budget: cfg.budget, version: cfg.version}
 }
 
 // What happens to the exchanger.
@@ -69,6 +73,7 @@ const (
 	evStop                      // the worker stops
 	evGone                      // the crawl is gone from Redis (another goroutine saw it)
 	evReplied                   // the call the last actCall asked for returned
+	evReloaded                  // the worker acts on newer settings (actReload): cfg says what of them
 )
 
 type event struct {
@@ -86,6 +91,7 @@ type event struct {
 	payload   string
 	waiting   int // and how many fetch loops wait for a URL
 	reply     reply
+	cfg       exConfig // evReloaded: the new settings' rate, burst, budget and version
 }
 
 // reply is how the call of an actCall went.
@@ -116,6 +122,7 @@ const (
 	actDiscard                  // the crawl is gone: take what the loops hand in until they are all gone, and end
 	actFail                     // a script cannot run (err): the worker stops with it
 	actEnd                      // everything was sent: end
+	actReload                   // newer settings are in force: read them (then evReloaded)
 )
 
 type action struct {
@@ -145,6 +152,9 @@ func (s *exState) step(ev event, now time.Time) []action {
 		if ev.payload == frontier.WakePaused {
 			s.paused = true
 		}
+		if v, ok := frontier.SettingsMessage(ev.payload); ok && v > s.version {
+			return []action{{kind: actReload}, {kind: actWoken, channel: ev.channel}}
+		}
 		s.p.wake(ev.payload, ev.waiting)
 		return []action{{kind: actWoken, channel: ev.channel}}
 	case evStop:
@@ -152,7 +162,17 @@ func (s *exState) step(ev event, now time.Time) []action {
 	case evGone:
 		s.gone = true
 	case evReplied:
-		return s.replied(ev.reply, now)
+		acts := s.replied(ev.reply, now)
+		if ev.reply.err == nil && ev.reply.res.Info.Settings > s.version && !s.ended {
+			acts = append(acts, action{kind: actReload}) // until it has read them, the shards pop nothing for it
+		}
+		return acts
+	case evReloaded:
+		if ev.cfg.version > s.version {
+			s.version, s.budget = ev.cfg.version, ev.cfg.budget
+			s.p.forRate(ev.cfg.rate, ev.cfg.burst)
+			s.p.pollAt = time.Time{} // ask now, under them
+		}
 	case evTick:
 		return s.tick(ev, now)
 	}

@@ -27,12 +27,19 @@ func OpenFrontier(ctx context.Context, c redis.UniversalClient, name string, s S
 
 // frontierOptions are what the settings say of the crawl's frontier.
 func (s Settings) frontierOptions() frontier.Options {
-	o := frontier.Options{Shards: s.Shards, PageBudget: s.MaxPages, HostPageCap: s.MaxPagesPerHost, Instance: s.Instance}
-	if s.Rate > 0 && !math.IsInf(s.Rate, 1) {
-		o.HostRate, o.HostBurst = s.Rate, s.Burst
-		o.PopAhead, _ = popTiming(s.Rate, s.Burst)
-	}
-	o.DelayFactor, o.MaxDelay = s.DelayFactor, s.MaxDelay
+	o := frontier.Options{Shards: s.Shards, Instance: s.Instance, Policy: s.policy()}
 	o.Continuous = s.Revisit > 0
 	return o
+}
+
+// policy is what the settings say of the pops, which a live change of
+// them (SetSettings) replaces in every worker.
+func (s Settings) policy() frontier.Policy {
+	p := frontier.Policy{PageBudget: s.MaxPages, HostPageCap: s.MaxPagesPerHost, Version: s.Version}
+	if s.Rate > 0 && !math.IsInf(s.Rate, 1) {
+		p.HostRate, p.HostBurst = s.Rate, s.Burst
+		p.PopAhead, _ = popTiming(s.Rate, s.Burst)
+	}
+	p.DelayFactor, p.MaxDelay = s.DelayFactor, s.MaxDelay
+	return p
 }

@@ -31,8 +31,8 @@ import (
 // error that prevents even that leaves the lease to expire, and the
 // scheduler's sweep queues the URL again.
 type fetchLoops struct {
-	s           Settings
-	worker      string // the worker's id, for records
+	cur         *atomic.Pointer[live] // the settings acted on now (Worker.reload)
+	worker      string                // the worker's id, for records
 	maxAttempts int
 	fetcher     *fetch.Fetcher
 	robots      *politeness.Robots
@@ -43,8 +43,6 @@ type fetchLoops struct {
 	counters    *Counters
 	log         *slog.Logger
 	ex          *exchanger
-	fields      []parse.Field // the crawl's extract rules
-	rules       *rules        // filters and trap defences for discovered URLs
 	skips       *skips        // discovered URLs not followed, by reason
 	failing     *failing      // hosts' runs of failed requests, in this worker
 	pages       *atomic.Int64 // the crawl's pages fetched so far (with a page budget)
@@ -101,7 +99,7 @@ func (pl *fetchLoops) process(ctx context.Context, l *frontier.Lease, info front
 	// Archived: every response whose body was read, but HTML only when the
 	// crawl keeps HTML (it is always read, for its links).
 	var archived *frontier.Visit // where the content this answer stands for is archived whole
-	if pl.warc != nil && r.Raw != nil && !r.DroppedBody && (!r.HTML || pl.s.Keeps(r.ContentType) || r.Status == http.StatusNotModified && visit != nil && visit.RefDate != 0) {
+	if pl.warc != nil && r.Raw != nil && !r.DroppedBody && (!r.HTML || pl.cur.Load().s.Keeps(r.ContentType) || r.Status == http.StatusNotModified && visit != nil && visit.RefDate != 0) {
 		loc, digest, ref, err := pl.archive(ctx, item.URL, visit, r, start)
 		if err != nil {
 			// Crawling on without the archive would lose what the user
@@ -131,7 +129,7 @@ func (pl *fetchLoops) cleared(ctx context.Context, l *frontier.Lease, info front
 		pl.finish(l, *rec, frontier.Outcome{Stat: OutcomeFailed, Failed: rec.Error, Refund: true})
 		return nil, false
 	}
-	if pl.s.MaxPages > 0 && info.Pages >= pl.s.MaxPages {
+	if pl.cur.Load().s.MaxPages > 0 && info.Pages >= pl.cur.Load().s.MaxPages {
 		pl.finish(l, Record{}, frontier.Outcome{Stat: OutcomeSkipped, Refund: true})
 		return nil, false
 	}
@@ -210,10 +208,10 @@ func (pl *fetchLoops) outcome(u *url.URL, item frontier.Item, visit *frontier.Vi
 		o.Also = append(o.Also, CounterLinksCut)
 	}
 	if item.Kind != frontier.KindSitemap {
-		if digest == "" && pl.s.KeepVisits { // compared at the next fetch: kept only with a visit
+		if digest == "" && pl.cur.Load().s.KeepVisits { // compared at the next fetch: kept only with a visit
 			digest = answerDigest(r.Body, rec.Headers)
 		}
-		pl.s.revisitOutcome(visit, rec, &o, digest, archived)
+		pl.cur.Load().s.revisitOutcome(visit, rec, &o, digest, archived)
 		o.Change = rec.Change
 	}
 	return o
@@ -226,7 +224,7 @@ func (pl *fetchLoops) links(u *url.URL, item frontier.Item, r *fetch.Result, rec
 	var children []frontier.Item
 	scope := pl.scope.Load()
 	if r.Location != "" {
-		if t, err := parse.CanonicalizeKeeping(nil, r.Location, pl.s.KeepTrackingParams); err == nil {
+		if t, err := parse.CanonicalizeKeeping(nil, r.Location, pl.cur.Load().s.KeepTrackingParams); err == nil {
 			rec.Redirect = t.String()
 			if scope.Allows(t) && pl.follow(t, rec.Redirect) {
 				children = append(children, frontier.Item{URL: rec.Redirect, Depth: item.Depth, Parent: item.URL})
@@ -236,7 +234,7 @@ func (pl *fetchLoops) links(u *url.URL, item frontier.Item, r *fetch.Result, rec
 	if !r.HTML || r.Status < 200 || r.Status >= 300 {
 		return children
 	}
-	page, err := parse.Extract(u, bytes.NewReader(r.Body), parse.Limits{KeepTracking: pl.s.KeepTrackingParams, MaxLinks: pl.s.MaxLinks}, pl.fields...)
+	page, err := parse.Extract(u, bytes.NewReader(r.Body), parse.Limits{KeepTracking: pl.cur.Load().s.KeepTrackingParams, MaxLinks: pl.cur.Load().s.MaxLinks}, pl.cur.Load().fields...)
 	if err != nil {
 		rec.Error = fmt.Sprintf("parse: %v", err)
 		return children
@@ -245,7 +243,7 @@ func (pl *fetchLoops) links(u *url.URL, item frontier.Item, r *fetch.Result, rec
 	if page.Truncated {
 		rec.LinksCut = page.Cut // counted with the record (page's Outcome.Also)
 	}
-	if pl.s.MaxDepth >= 0 && item.Depth >= pl.s.MaxDepth {
+	if pl.cur.Load().s.MaxDepth >= 0 && item.Depth >= pl.cur.Load().s.MaxDepth {
 		return children
 	}
 	for _, link := range page.Links {
@@ -291,7 +289,7 @@ func (pl *fetchLoops) sitemapLinks(item frontier.Item, r *fetch.Result, rec *Rec
 	scope := pl.scope.Load()
 	var children []frontier.Item
 	for _, loc := range sm.URLs {
-		u, err := parse.CanonicalizeKeeping(base, loc, pl.s.KeepTrackingParams)
+		u, err := parse.CanonicalizeKeeping(base, loc, pl.cur.Load().s.KeepTrackingParams)
 		if err != nil || !scope.Allows(u) {
 			continue
 		}
@@ -340,7 +338,7 @@ func (f *failing) ok(host string) {
 // follow applies the crawl's filters and trap defences to a discovered
 // URL, counting the reason of a refusal.
 func (pl *fetchLoops) follow(u *url.URL, canonical string) bool {
-	if reason := pl.rules.skip(u, canonical); reason != "" {
+	if reason := pl.cur.Load().rules.skip(u, canonical); reason != "" {
 		pl.skips.add(reason)
 		pl.metrics.skipped.WithLabelValues(reason).Inc()
 		return false

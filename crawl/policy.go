@@ -110,6 +110,7 @@ func popTiming(rate float64, burst int) (ahead, gap time.Duration) {
 // forRate sets the policy for a crawl whose hosts get rate requests a
 // second with a bucket of burst (0 or +Inf: no limit, no tokens).
 func (p *policy) forRate(rate float64, burst int) {
+	p.gap, p.late = 0, 0
 	if rate <= 0 || math.IsInf(rate, 1) {
 		return
 	}

@@ -15,7 +15,7 @@ import (
 func (pl *fetchLoops) retry(l *frontier.Lease, rec Record, reason string, after time.Duration) {
 	item := l.Item
 	item.Attempts++
-	if pl.s.MaxPages > 0 && pl.pages.Load() >= pl.s.MaxPages {
+	if pl.cur.Load().s.MaxPages > 0 && pl.pages.Load() >= pl.cur.Load().s.MaxPages {
 		// The budget is spent: no retry would be fetched, and the URL would
 		// wait in vain, without a record. It ends here.
 		rec.Error = fmt.Sprintf("%s (not retried: the page budget is spent)", reason)

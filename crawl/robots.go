@@ -31,13 +31,13 @@ func (w *Worker) fetchRobots(ctx context.Context, u string) (politeness.RobotsRe
 // sitemaps it lists are queued (with Settings.Sitemaps; the Bloom filter
 // makes each one queued once).
 func (w *Worker) robotsFetched(ctx context.Context, robots string, rt *politeness.RobotsTxt) {
-	if _, capped := rt.CrawlDelay(w.settings.AgentToken()); capped {
+	if _, capped := rt.CrawlDelay(w.settings().AgentToken()); capped {
 		w.log.Info("robots.txt asks for a Crawl-delay over the cap: held to it", "robots", robots, "cap", politeness.MaxCrawlDelay)
 		if err := w.fr.AddCounts(ctx, map[string]int64{CounterDelayCapped: 1}); err != nil {
 			w.log.Warn("counting a capped Crawl-delay failed", "err", err)
 		}
 	}
-	if !w.settings.Sitemaps {
+	if !w.settings().Sitemaps {
 		return
 	}
 	var items []frontier.Item

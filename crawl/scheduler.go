@@ -25,7 +25,8 @@ type scheduler struct {
 	cfg         leader.Config
 	every       time.Duration // sweep at least this often
 	maxAttempts int
-	budget      int64
+	settings    func() Settings                      // the settings the worker acts on (its page budget)
+	reload      func(context.Context) (*live, error) // reads newer settings (Worker.reload)
 	log         *slog.Logger
 	markGone    func()
 	fail        func(error) // the worker stops with this error
@@ -92,7 +93,7 @@ func (sc *scheduler) lead(stop context.Context, l *leader.Leadership) {
 		// its own deadline, and it is the fence in the script, not the
 		// local clock, that keeps that late write out.
 		sctx, cancel := context.WithTimeout(stop, sc.cfg.TTL)
-		sw, err := sc.fr.Schedule(sctx, leader.EpochKey(l.Key()), l.Epoch(), sc.maxAttempts, 1000, sc.budget)
+		sw, err := sc.fr.Schedule(sctx, leader.EpochKey(l.Key()), l.Epoch(), sc.maxAttempts, 1000, sc.settings().MaxPages)
 		cancel()
 		switch {
 		case errors.Is(err, fence.ErrFenced):
@@ -121,6 +122,14 @@ func (sc *scheduler) lead(stop context.Context, l *leader.Leadership) {
 			}
 		}
 		next := sc.every
+		if err == nil && sw.Settings > sc.settings().Version {
+			// The settings changed ('crawler set'): read them, and sweep
+			// under them (until then no sweep ends the crawl).
+			if _, err := sc.reload(stop); err != nil {
+				sc.log.Warn("reading the crawl's new settings failed; will retry", "err", err)
+			}
+			next = min(next, 50*time.Millisecond)
+		}
 		if err == nil && sw.NextDeferred >= 0 {
 			// Retries come due one by one; a quarter second's grace lets
 			// one sweep release several.

@@ -86,6 +86,10 @@ type Settings struct {
 	// same name made since (a reset and a new seed, another Redis) refuses
 	// them as a gone crawl's. "" for a crawl seeded before ids existed.
 	Instance string
+	// Version counts the live changes of the settings ('crawler set',
+	// SetSettings; not a setting: never given, never compared): 0 as
+	// seeded. Workers carry the version they act on in every exchange.
+	Version int64
 	// MaxLinks is the most links kept of one page (parse.Limits); a page
 	// with more has the rest left out, its record says how many
 	// (links_cut), and the crawl counts it (CounterLinksCut).

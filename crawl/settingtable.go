@@ -30,7 +30,11 @@ type Setting struct {
 	// DefaultText replaces the default in seed's help (a default that
 	// depends on where the crawl is).
 	DefaultText string
-	ptr         func(*Settings) any // a pointer to the struct field
+	// Live: 'crawler set' may change it while the crawl runs (workers
+	// act on the new value from their next page or pop); the others fix
+	// what was queued or stored under them.
+	Live bool
+	ptr  func(*Settings) any // a pointer to the struct field
 }
 
 // Kind says how a setting is written in Redis, read from a flag and shown.
@@ -58,21 +62,21 @@ const ClusterShards = 16
 var SettingTable = []Setting{
 	{Field: "scope", Flag: "scope", Kind: KindScope, ptr: func(s *Settings) any { return &s.Scope },
 		Usage: "which hosts to enter: host (the seeds' hosts), domain (their registrable domains), any"},
-	{Field: "max_depth", Flag: "max-depth", Kind: KindInt, ptr: func(s *Settings) any { return &s.MaxDepth },
+	{Field: "max_depth", Live: true, Flag: "max-depth", Kind: KindInt, ptr: func(s *Settings) any { return &s.MaxDepth },
 		Usage: "links to follow from a seed; -1 for no limit"},
-	{Field: "max_pages", Flag: "max-pages", Kind: KindInt64, ptr: func(s *Settings) any { return &s.MaxPages },
+	{Field: "max_pages", Live: true, Flag: "max-pages", Kind: KindInt64, ptr: func(s *Settings) any { return &s.MaxPages },
 		Usage: "pages to fetch in the whole crawl; 0 for no limit"},
-	{Field: "rate", Flag: "rate", Kind: KindRate, ptr: func(s *Settings) any { return &s.Rate },
+	{Field: "rate", Live: true, Flag: "rate", Kind: KindRate, ptr: func(s *Settings) any { return &s.Rate },
 		Usage: "requests per second per host, shared by all workers; 'inf' for no limit"},
-	{Field: "burst", Flag: "burst", Kind: KindInt, ptr: func(s *Settings) any { return &s.Burst },
+	{Field: "burst", Live: true, Flag: "burst", Kind: KindInt, ptr: func(s *Settings) any { return &s.Burst },
 		Usage: "requests a host may get at once (time is kept to 10 ms: past 50 requests a second a host may get rate x 10 ms at once, whatever this says)"},
-	{Field: "delay_factor", Flag: "delay-factor", Kind: KindFloat, Before: "0", ptr: func(s *Settings) any { return &s.DelayFactor },
+	{Field: "delay_factor", Live: true, Flag: "delay-factor", Kind: KindFloat, Before: "0", ptr: func(s *Settings) any { return &s.DelayFactor },
 		Usage: "adaptive politeness: a host's time between requests becomes this many times its last response's time " +
 			"(e.g. 5: a server that takes 1 s gets one request every 5 s), for every worker, within --rate and --max-delay; 0: off"},
-	{Field: "max_delay", Flag: "max-delay", Kind: KindDuration, Before: "1m0s", JSON: "max_delay_seconds",
+	{Field: "max_delay", Live: true, Flag: "max-delay", Kind: KindDuration, Before: "1m0s", JSON: "max_delay_seconds",
 		ptr:   func(s *Settings) any { return &s.MaxDelay },
 		Usage: "the longest time between requests to a host that --delay-factor sets"},
-	{Field: "user_agent", Flag: "user-agent", Kind: KindString, ptr: func(s *Settings) any { return &s.UserAgent },
+	{Field: "user_agent", Live: true, Flag: "user-agent", Kind: KindString, ptr: func(s *Settings) any { return &s.UserAgent },
 		Usage: "User-Agent header; its first word is matched against robots.txt"},
 	{Field: "expected_urls", Flag: "expected-urls", Kind: KindInt64, ptr: func(s *Settings) any { return &s.ExpectedURLs },
 		Usage: "URLs the Bloom filter is sized for (it grows past this)"},
@@ -80,7 +84,7 @@ var SettingTable = []Setting{
 		Usage: "Bloom filter false-positive rate (a false positive skips a URL)"},
 	{Field: "allow_private", Flag: "allow-private", Kind: KindBool, ptr: func(s *Settings) any { return &s.AllowPrivate },
 		Usage: "allow loopback and private addresses (needed for the test site and intranets)"},
-	{Field: "robots_give_up", Flag: "robots-give-up", Kind: KindDuration, Before: "30m0s", JSON: "robots_give_up_seconds",
+	{Field: "robots_give_up", Live: true, Flag: "robots-give-up", Kind: KindDuration, Before: "30m0s", JSON: "robots_give_up_seconds",
 		ptr: func(s *Settings) any { return &s.RobotsGiveUp },
 		Usage: "a host whose robots.txt gives no answer (or 5xx, 429) has its URLs held back, retried with back-off; " +
 			"after this long they go to the failed list"},
@@ -88,26 +92,26 @@ var SettingTable = []Setting{
 		ptr: func(s *Settings) any { return &s.KeepTypes },
 		Usage: "media types whose bodies are downloaded and archived (comma-separated: type/subtype, type/* or *); " +
 			"other 2xx bodies stop at their headers, and HTML is always read for its links"},
-	{Field: "extract", Flag: "extract", Kind: KindList, Before: "", ptr: func(s *Settings) any { return &s.Extract },
+	{Field: "extract", Live: true, Flag: "extract", Kind: KindList, Before: "", ptr: func(s *Settings) any { return &s.Extract },
 		Usage: "NAME=CSS (repeatable): the text of the selector's first match on each HTML page goes into its record under extract.NAME"},
-	{Field: "allow", Flag: "allow", Kind: KindList, Before: "", ptr: func(s *Settings) any { return &s.Allow },
+	{Field: "allow", Live: true, Flag: "allow", Kind: KindList, Before: "", ptr: func(s *Settings) any { return &s.Allow },
 		Usage: "REGEX (repeatable, RE2, on the canonical URL): follow only URLs that match one"},
-	{Field: "deny", Flag: "deny", Kind: KindList, Before: "", ptr: func(s *Settings) any { return &s.Deny },
+	{Field: "deny", Live: true, Flag: "deny", Kind: KindList, Before: "", ptr: func(s *Settings) any { return &s.Deny },
 		Usage: "REGEX (repeatable): never follow URLs that match one (deny wins over allow)"},
-	{Field: "max_path_repeat", Flag: "max-path-repeat", Kind: KindInt, Before: "3", ptr: func(s *Settings) any { return &s.MaxPathRepeat },
+	{Field: "max_path_repeat", Live: true, Flag: "max-path-repeat", Kind: KindInt, Before: "3", ptr: func(s *Settings) any { return &s.MaxPathRepeat },
 		Usage: "trap defence: skip URLs whose path repeats a segment more than this"},
-	{Field: "max_path_depth", Flag: "max-path-depth", Kind: KindInt, Before: "16", ptr: func(s *Settings) any { return &s.MaxPathDepth },
+	{Field: "max_path_depth", Live: true, Flag: "max-path-depth", Kind: KindInt, Before: "16", ptr: func(s *Settings) any { return &s.MaxPathDepth },
 		Usage: "trap defence: skip URLs whose path has more segments than this"},
-	{Field: "max_query_params", Flag: "max-query-params", Kind: KindInt, Before: "4", ptr: func(s *Settings) any { return &s.MaxQueryParams },
+	{Field: "max_query_params", Live: true, Flag: "max-query-params", Kind: KindInt, Before: "4", ptr: func(s *Settings) any { return &s.MaxQueryParams },
 		Usage: "trap defence: skip URLs with more query parameters than this"},
-	{Field: "max_url_length", Flag: "max-url-length", Kind: KindInt, Before: "1024", ptr: func(s *Settings) any { return &s.MaxURLLength },
+	{Field: "max_url_length", Live: true, Flag: "max-url-length", Kind: KindInt, Before: "1024", ptr: func(s *Settings) any { return &s.MaxURLLength },
 		Usage: "trap defence: skip URLs longer than this many bytes"},
 	{Field: "sitemaps", Flag: "sitemaps", Kind: KindBool, Before: "true", ptr: func(s *Settings) any { return &s.Sitemaps },
 		Usage: "read the sitemaps robots.txt lists and crawl their URLs (--sitemaps=false: do not)"},
-	{Field: "headers", Flag: "header", Kind: KindList, Before: "", ptr: func(s *Settings) any { return &s.Headers },
+	{Field: "headers", Live: true, Flag: "header", Kind: KindList, Before: "", ptr: func(s *Settings) any { return &s.Headers },
 		Usage: "'Name: value' sent with every request (repeatable)"},
 	// Crawls seeded before the cap read as uncapped, as they ran.
-	{Field: "max_pages_per_host", Flag: "max-pages-per-host", Kind: KindInt64, Before: "0",
+	{Field: "max_pages_per_host", Live: true, Flag: "max-pages-per-host", Kind: KindInt64, Before: "0",
 		ptr:   func(s *Settings) any { return &s.MaxPagesPerHost },
 		Usage: "trap defence: fetch at most this many pages of one host (0: no limit)"},
 	{Field: "keep_tracking_params", Flag: "keep-tracking-params", Kind: KindBool, Before: "false",
@@ -132,7 +136,7 @@ var SettingTable = []Setting{
 		ptr: func(s *Settings) any { return &s.RevisitMax }, DefaultText: "30 times --revisit; 720h0m0s without it",
 		Usage: "the longest time between fetches of a page that never changes"},
 	// Crawls seeded before the setting kept 1 000 links a page.
-	{Field: "max_links", Flag: "max-links", Kind: KindInt, Before: "1000", ptr: func(s *Settings) any { return &s.MaxLinks },
+	{Field: "max_links", Live: true, Flag: "max-links", Kind: KindInt, Before: "1000", ptr: func(s *Settings) any { return &s.MaxLinks },
 		Usage: "links kept of one page; past it the rest are left out, the page's record says how many (links_cut) and status counts the page"},
 	{Field: "shards", Flag: "shards", Kind: KindInt, Before: "1", ptr: func(s *Settings) any { return &s.Shards },
 		DefaultText: fmt.Sprintf("%d on a Redis Cluster, else 1", ClusterShards),
@@ -299,6 +303,13 @@ func settingsFrom(m map[string]string) (Settings, error) {
 		return Settings{}, err
 	}
 	s.Instance = m[frontier.InstanceField]
+	if v, ok := m[frontier.VersionField]; ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return Settings{}, fmt.Errorf("%s %q: not a version", frontier.VersionField, v)
+		}
+		s.Version = n
+	}
 	return s, s.Validate()
 }
 

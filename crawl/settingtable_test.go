@@ -27,11 +27,13 @@ func TestSettingTableDeclaresEverySettingOnce(t *testing.T) {
 		}
 		flags[st.Flag] = true
 	}
-	if _, ok := reflect.TypeOf(s).FieldByName("Instance"); !ok {
-		t.Fatal("Settings has no Instance: the count below is off by one")
+	for _, f := range []string{"Instance", "Version"} {
+		if _, ok := reflect.TypeOf(s).FieldByName(f); !ok {
+			t.Fatalf("Settings has no %s: the count below is off by one", f)
+		}
 	}
-	if n := reflect.TypeOf(s).NumField() - 1; len(fields) != n {
-		t.Fatalf("the table declares %d of Settings' %d fields (Instance aside)", len(fields), n)
+	if n := reflect.TypeOf(s).NumField() - 2; len(fields) != n {
+		t.Fatalf("the table declares %d of Settings' %d fields (Instance and Version aside)", len(fields), n)
 	}
 }
 

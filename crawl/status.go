@@ -19,16 +19,18 @@ import (
 
 // Status is a crawl at one moment, as `crawler status` shows it.
 type Status struct {
-	Crawl          string           `json:"crawl"`
-	Settings       Settings         `json:"-"`
-	SettingsJSON   map[string]any   `json:"settings"` // typed: numbers, booleans, lists; rate null for no limit
-	Frontier       frontier.Sizes   `json:"frontier"`
-	Counters       map[string]int64 `json:"counters"` // pages, ok, http_error, failed, skipped, unchanged, change:WORD, enqueued, offered, records
-	PagesPerSecond float64          `json:"pages_per_second"`
-	Bloom          dedup.Stats      `json:"bloom"`
-	Leader         *leader.Info     `json:"leader,omitempty"`
-	Epoch          int64            `json:"epoch"`   // newest epoch minted
-	Workers        []string         `json:"workers"` // alive now
+	Crawl        string         `json:"crawl"`
+	Settings     Settings       `json:"-"`
+	SettingsJSON map[string]any `json:"settings"` // typed: numbers, booleans, lists; rate null for no limit
+	// SettingsVersion counts the changes 'crawler set' made (0: as seeded).
+	SettingsVersion int64            `json:"settings_version"`
+	Frontier        frontier.Sizes   `json:"frontier"`
+	Counters        map[string]int64 `json:"counters"` // pages, ok, http_error, failed, skipped, unchanged, change:WORD, enqueued, offered, records
+	PagesPerSecond  float64          `json:"pages_per_second"`
+	Bloom           dedup.Stats      `json:"bloom"`
+	Leader          *leader.Info     `json:"leader,omitempty"`
+	Epoch           int64            `json:"epoch"`   // newest epoch minted
+	Workers         []string         `json:"workers"` // alive now
 	// WorkerNotes are the registered workers, alive or lapsed, with what
 	// their last heartbeats said: pages finished, leases held, how long ago.
 	WorkerNotes []frontier.WorkerNow `json:"worker_notes"`
@@ -108,7 +110,7 @@ func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Sta
 	if err != nil {
 		return nil, err
 	}
-	st := &Status{Crawl: name, Settings: s, SettingsJSON: s.typed()}
+	st := &Status{Crawl: name, Settings: s, SettingsJSON: s.typed(), SettingsVersion: s.Version}
 	fr, err := frontier.Open(ctx, c, name, s.frontierOptions())
 	if err != nil {
 		return nil, err
@@ -223,8 +225,12 @@ func (st *Status) String() string {
 	if s.MaxPages > 0 {
 		pages = strconv.FormatInt(s.MaxPages, 10)
 	}
-	fmt.Fprintf(&b, "  settings    scope %s, depth %s, max pages %s, %s req/s per host (burst %d), private addresses %v, robots.txt give-up %v, keep %s, %d shard(s)\n",
-		s.Scope, depth, pages, fmtRate(s.Rate), s.Burst, s.AllowPrivate, s.RobotsGiveUp, strings.Join(s.KeepTypes, ","), s.Shards)
+	changed := ""
+	if s.Version > 0 {
+		changed = fmt.Sprintf(" (version %d: changed by 'crawler set', see the events)", s.Version)
+	}
+	fmt.Fprintf(&b, "  settings    scope %s, depth %s, max pages %s, %s req/s per host (burst %d), private addresses %v, robots.txt give-up %v, keep %s, %d shard(s)%s\n",
+		s.Scope, depth, pages, fmtRate(s.Rate), s.Burst, s.AllowPrivate, s.RobotsGiveUp, strings.Join(s.KeepTypes, ","), s.Shards, changed)
 	return b.String()
 }
 

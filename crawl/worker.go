@@ -113,8 +113,9 @@ func (o Options) withDefaults() Options {
 // heartbeat, and a campaign for the scheduler role (doc.go draws them).
 type Worker struct {
 	c         redis.UniversalClient
-	name      string // the crawl's
-	settings  Settings
+	name      string               // the crawl's
+	cur       atomic.Pointer[live] // the settings acted on now (reload)
+	reloadMu  sync.Mutex
 	opts      Options
 	fr        *frontier.Frontier
 	fetcher   *fetch.Fetcher
@@ -125,8 +126,6 @@ type Worker struct {
 	scope     atomic.Pointer[parse.Scope]
 	seedHosts atomic.Int64 // the seed hosts the scope was made of (rereadScope)
 	known     *known
-	fields    []parse.Field // the crawl's extract rules, compiled
-	rules     *rules
 	skips     skips
 	end       *ending      // how the current Run ends (set by Run)
 	pages     atomic.Int64 // the crawl's pages fetched, as the last exchange said (with a budget)
@@ -159,20 +158,19 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 	if err != nil {
 		return nil, err
 	}
-	w := &Worker{c: c, name: name, settings: s, opts: o, fetcher: fetch.New(fcfg), known: newKnown(o.KnownURLs),
+	l, err := newLive(s)
+	if err != nil {
+		return nil, err
+	}
+	w := &Worker{c: c, name: name, opts: o, fetcher: fetch.New(fcfg), known: newKnown(o.KnownURLs),
 		log: o.Log.With("worker", o.ID), now: o.Clock}
+	w.cur.Store(l)
 	if w.now == nil {
 		w.now = time.Now
 	}
 	fo := s.frontierOptions()
 	fo.Lease, fo.Clock = o.Lease, o.Clock
 	if w.fr, err = frontier.Open(ctx, c, name, fo); err != nil {
-		return nil, err
-	}
-	if w.fields, err = s.Fields(); err != nil {
-		return nil, err
-	}
-	if w.rules, err = newRules(s); err != nil {
 		return nil, err
 	}
 	w.pauses = newPauses(c, w.fr.PauseChannel(), w.now)
@@ -245,7 +243,7 @@ func (w *Worker) openWARC() error {
 		return nil
 	}
 	cfg := *w.opts.WARC
-	cfg.Worker, cfg.Crawl, cfg.Agent, cfg.Software = w.opts.ID, w.name, w.settings.UserAgent, Software
+	cfg.Worker, cfg.Crawl, cfg.Agent, cfg.Software = w.opts.ID, w.name, w.settings().UserAgent, Software
 	if cfg.Log == nil {
 		cfg.Log = w.log
 	}
@@ -255,7 +253,7 @@ func (w *Worker) openWARC() error {
 }
 
 // Settings are the crawl's settings as this worker read them.
-func (w *Worker) Settings() Settings { return w.settings }
+func (w *Worker) Settings() Settings { return w.settings() }
 
 func (w *Worker) refreshScope(ctx context.Context) error {
 	hosts, err := w.fr.SeedHosts(ctx)
@@ -279,7 +277,7 @@ func (w *Worker) rereadScope(ctx context.Context) error {
 
 // setScope takes the crawl's seed hosts as read from Redis.
 func (w *Worker) setScope(hosts []string) {
-	w.scope.Store(parse.NewScope(w.settings.Scope, hosts))
+	w.scope.Store(parse.NewScope(w.settings().Scope, hosts))
 	w.seedHosts.Store(int64(len(hosts)))
 }
 
@@ -343,7 +341,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if !end.gone() {
 		return end.err()
 	}
-	if now, err := frontier.Instance(dctx, w.c, w.name); err == nil && now != "" && now != w.settings.Instance {
+	if now, err := frontier.Instance(dctx, w.c, w.name); err == nil && now != "" && now != w.settings().Instance {
 		return fmt.Errorf("%w (%q in Redis is another crawl now, seeded since this worker started: a reset and a new seed, "+
 			"or another Redis; nothing of this worker's went into it); stopped", ErrGone, w.name)
 	}
@@ -365,8 +363,10 @@ func goneError(name string) error {
 const Software = "RedCrawl/0.1"
 
 func (w *Worker) newExchanger(end *ending) *exchanger {
-	ex := newExchanger(exConfig{loops: w.opts.Concurrency, rate: w.settings.Rate, burst: w.settings.Burst,
-		exitWhenDone: w.opts.ExitWhenDone, budget: w.settings.MaxPages > 0}, w.now)
+	s := w.settings()
+	ex := newExchanger(exConfig{loops: w.opts.Concurrency, rate: s.Rate, burst: s.Burst,
+		exitWhenDone: w.opts.ExitWhenDone, budget: s.MaxPages > 0, version: s.Version}, w.now)
+	ex.reload = w.reload
 	ex.c, ex.fr, ex.known, ex.held, ex.counters, ex.log = w.c, w.fr, w.known, &w.held, &w.Counters, w.log
 	ex.end, ex.warc = end, w.warc
 	ex.pages, ex.metrics, ex.pauses, ex.id, ex.robots = &w.pages, w.metrics, w.pauses, w.opts.ID, w.robots
@@ -378,17 +378,17 @@ func (w *Worker) newExchanger(end *ending) *exchanger {
 
 func (w *Worker) newFetchLoops(ex *exchanger, end *ending) *fetchLoops {
 	warc, fail := w.warc, end.fail
-	return &fetchLoops{s: w.settings, worker: w.opts.ID, maxAttempts: w.opts.MaxAttempts,
+	return &fetchLoops{cur: &w.cur, worker: w.opts.ID, maxAttempts: w.opts.MaxAttempts,
 		fetcher: w.fetcher, robots: w.robots, pauses: w.pauses, fr: w.fr,
 		held: &w.held, scope: &w.scope, counters: &w.Counters, log: w.log, ex: ex, warc: warc, fail: fail,
-		fields: w.fields, rules: w.rules, skips: &w.skips, failing: &failing{}, pages: &w.pages, metrics: w.metrics,
+		skips: &w.skips, failing: &failing{}, pages: &w.pages, metrics: w.metrics,
 		claims: w.claims(), now: w.now}
 }
 
 // claims batches the payload digest claims, with WARC on and
 // --dedup-payloads.
 func (w *Worker) claims() *claims {
-	if w.warc == nil || !w.settings.DedupPayloads {
+	if w.warc == nil || !w.settings().DedupPayloads {
 		return nil
 	}
 	return newClaims(w.fr)
@@ -396,5 +396,5 @@ func (w *Worker) claims() *claims {
 
 func (w *Worker) newScheduler(end *ending) *scheduler {
 	return &scheduler{id: w.opts.ID, c: w.c, fr: w.fr, elector: w.elector, cfg: w.opts.Leader, every: w.opts.SweepInterval,
-		maxAttempts: w.opts.MaxAttempts, budget: w.settings.MaxPages, log: w.log, markGone: end.markGone, fail: end.fail, metrics: w.metrics}
+		maxAttempts: w.opts.MaxAttempts, settings: w.settings, reload: w.reload, log: w.log, markGone: end.markGone, fail: end.fail, metrics: w.metrics}
 }

@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/publicsuffix"
@@ -138,6 +139,7 @@ type Fetcher struct {
 	cfg    Config
 	client *http.Client
 	now    func() time.Time
+	ident  atomic.Pointer[identity] // cfg's UserAgent and Headers, or what SetIdentity set since
 }
 
 // New builds a Fetcher with one shared transport.
@@ -170,7 +172,9 @@ func New(cfg Config) *Fetcher {
 	if cfg.Cookies {
 		client.Jar, _ = cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List}) // never fails
 	}
-	return &Fetcher{cfg: cfg, now: time.Now, client: client}
+	f := &Fetcher{cfg: cfg, now: time.Now, client: client}
+	f.SetIdentity(cfg.UserAgent, cfg.Headers)
+	return f
 }
 
 // CheckHeader refuses headers a crawl may not set: the User-Agent has a
@@ -296,13 +300,14 @@ func (f *Fetcher) newRequest(ctx context.Context, rawURL string, extra http.Head
 	if err != nil {
 		return nil, &Error{Err: fmt.Errorf("fetch: %w", err)}
 	}
-	for name, values := range f.cfg.Headers {
+	id := f.ident.Load()
+	for name, values := range id.headers {
 		req.Header[name] = values
 	}
 	for name, values := range extra {
 		req.Header[name] = values
 	}
-	req.Header.Set("User-Agent", f.cfg.UserAgent)
+	req.Header.Set("User-Agent", id.userAgent)
 	if req.Header.Get("Accept") == "" {
 		req.Header.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.5")
 	}

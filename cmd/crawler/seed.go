@@ -21,29 +21,61 @@ func seedFlags() []cli.Flag {
 	d := crawl.DefaultSettings()
 	var flags []cli.Flag
 	for _, st := range crawl.SettingTable {
-		def := st.Value(&d)
-		switch st.Kind {
-		case crawl.KindInt:
-			f := &cli.IntFlag{Name: st.Flag, Usage: st.Usage, DefaultText: st.DefaultText}
-			if st.DefaultText == "" {
-				f.Value = def.(int)
-			}
-			flags = append(flags, f)
-		case crawl.KindInt64:
-			flags = append(flags, &cli.Int64Flag{Name: st.Flag, Value: def.(int64), Usage: st.Usage})
-		case crawl.KindFloat:
-			flags = append(flags, &cli.Float64Flag{Name: st.Flag, Value: def.(float64), Usage: st.Usage})
-		case crawl.KindBool:
-			flags = append(flags, &cli.BoolFlag{Name: st.Flag, Value: def.(bool), Usage: st.Usage})
-		case crawl.KindDuration:
-			flags = append(flags, &cli.DurationFlag{Name: st.Flag, Value: def.(time.Duration), Usage: st.Usage, DefaultText: st.DefaultText})
-		case crawl.KindList:
-			flags = append(flags, &cli.StringSliceFlag{Name: st.Flag, Usage: st.Usage})
-		default: // rate, string, scope, media types: text
-			flags = append(flags, &cli.StringFlag{Name: st.Flag, Value: st.Format(&d), Usage: st.Usage})
-		}
+		flags = append(flags, settingFlag(st, &d))
 	}
 	return flags
+}
+
+// settingFlag is setting st's flag, with d's value as its default (nil: no
+// default, as 'set' has: a flag not given leaves the setting as it is).
+func settingFlag(st crawl.Setting, d *crawl.Settings) cli.Flag {
+	var def any
+	dt := st.DefaultText
+	if d != nil {
+		def = st.Value(d)
+	} else {
+		dt = "as it is"
+	}
+	switch st.Kind {
+	case crawl.KindInt:
+		f := &cli.IntFlag{Name: st.Flag, Usage: st.Usage, DefaultText: dt}
+		if st.DefaultText == "" && def != nil {
+			f.Value = def.(int)
+		}
+		return f
+	case crawl.KindInt64:
+		f := &cli.Int64Flag{Name: st.Flag, Usage: st.Usage, DefaultText: dt}
+		if def != nil {
+			f.Value = def.(int64)
+		}
+		return f
+	case crawl.KindFloat:
+		f := &cli.Float64Flag{Name: st.Flag, Usage: st.Usage, DefaultText: dt}
+		if def != nil {
+			f.Value = def.(float64)
+		}
+		return f
+	case crawl.KindBool:
+		f := &cli.BoolFlag{Name: st.Flag, Usage: st.Usage, DefaultText: dt}
+		if def != nil {
+			f.Value = def.(bool)
+		}
+		return f
+	case crawl.KindDuration:
+		f := &cli.DurationFlag{Name: st.Flag, Usage: st.Usage, DefaultText: dt}
+		if def != nil {
+			f.Value = def.(time.Duration)
+		}
+		return f
+	case crawl.KindList:
+		return &cli.StringSliceFlag{Name: st.Flag, Usage: st.Usage}
+	default: // rate, string, scope, media types: text
+		f := &cli.StringFlag{Name: st.Flag, Usage: st.Usage}
+		if d != nil {
+			f.Value = st.Format(d)
+		}
+		return f
+	}
 }
 
 func sitemapFlag() cli.Flag {
@@ -76,7 +108,19 @@ func checkSeedFlags(c *cli.Context) error {
 			return fmt.Errorf("--sitemap %q: %v", raw, strings.TrimPrefix(err.Error(), "parse: "))
 		}
 	}
-	// The flags whose values have checks of their own name themselves.
+	if err := checkFlagValues(c, s); err != nil {
+		return err
+	}
+	// The rest, checked together (burst, depth, rate, filters, Bloom size …).
+	if err := s.Validate(); err != nil {
+		return fmt.Errorf("%s (see 'crawler help seed')", strings.TrimPrefix(err.Error(), "crawl: "))
+	}
+	return nil
+}
+
+// checkFlagValues checks the given flags whose values have checks of their
+// own (media types, headers, extract rules), each error naming its flag.
+func checkFlagValues(c *cli.Context, s crawl.Settings) error {
 	for _, check := range []struct {
 		flag string
 		err  func() error
@@ -94,10 +138,6 @@ func checkSeedFlags(c *cli.Context) error {
 				return fmt.Errorf("--%s: %s", check.flag, msg)
 			}
 		}
-	}
-	// The rest, checked together (burst, depth, rate, filters, Bloom size …).
-	if err := s.Validate(); err != nil {
-		return fmt.Errorf("%s (see 'crawler help seed')", strings.TrimPrefix(err.Error(), "crawl: "))
 	}
 	return nil
 }
@@ -126,23 +166,7 @@ func applySeedFlags(c *cli.Context, s *crawl.Settings) error {
 		if !c.IsSet(st.Flag) {
 			continue
 		}
-		var v string
-		switch st.Kind {
-		case crawl.KindInt:
-			v = strconv.Itoa(c.Int(st.Flag))
-		case crawl.KindInt64:
-			v = strconv.FormatInt(c.Int64(st.Flag), 10)
-		case crawl.KindFloat:
-			v = strconv.FormatFloat(c.Float64(st.Flag), 'g', -1, 64)
-		case crawl.KindBool:
-			v = strconv.FormatBool(c.Bool(st.Flag))
-		case crawl.KindDuration:
-			v = c.Duration(st.Flag).String()
-		case crawl.KindList:
-			v = strings.Join(c.StringSlice(st.Flag), "\n")
-		default:
-			v = c.String(st.Flag)
-		}
+		v := flagText(c, st)
 		if err := st.Parse(s, v); err != nil {
 			switch st.Kind {
 			case crawl.KindScope:
@@ -155,6 +179,25 @@ func applySeedFlags(c *cli.Context, s *crawl.Settings) error {
 		}
 	}
 	return nil
+}
+
+// flagText is setting st's flag's value as the settings hash stores it.
+func flagText(c *cli.Context, st crawl.Setting) string {
+	switch st.Kind {
+	case crawl.KindInt:
+		return strconv.Itoa(c.Int(st.Flag))
+	case crawl.KindInt64:
+		return strconv.FormatInt(c.Int64(st.Flag), 10)
+	case crawl.KindFloat:
+		return strconv.FormatFloat(c.Float64(st.Flag), 'g', -1, 64)
+	case crawl.KindBool:
+		return strconv.FormatBool(c.Bool(st.Flag))
+	case crawl.KindDuration:
+		return c.Duration(st.Flag).String()
+	case crawl.KindList:
+		return strings.Join(c.StringSlice(st.Flag), "\n")
+	}
+	return c.String(st.Flag)
 }
 
 func seedCommand() *cli.Command {

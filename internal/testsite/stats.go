@@ -147,3 +147,11 @@ func Missing(truth []string, st Stats) []string {
 	}
 	return missing
 }
+
+// Times are the times of the page requests (robots.txt excluded) host got
+// so far, in arrival order.
+func (s *Site) Times(host string) []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Time(nil), s.reqs[host]...)
+}

@@ -1,0 +1,221 @@
+package crawl_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/internal/redistest"
+	"github.com/redcrawl/crawler/internal/testsite"
+)
+
+// awaitTrue polls cond until it holds (the crawl's own state is the
+// event; the bound only stops a broken test).
+func awaitTrue(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within a minute", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// since are the times at or after from and before to.
+func since(times []time.Time, from, to time.Time) []time.Time {
+	var out []time.Time
+	for _, at := range times {
+		if !at.Before(from) && at.Before(to) {
+			out = append(out, at)
+		}
+	}
+	return out
+}
+
+// A rate lowered mid-crawl ('crawler set --rate') holds for both workers
+// within 2 s of the change's return, by the site's own clock: from then
+// on no second holds more of the host's requests than the new rate and
+// burst allow. Raised again, the host speeds up past the slow rate. Every
+// page is fetched, both workers end on the last version, and the event
+// log says what changed, from what, to what, and who asked.
+func TestARateChangedMidCrawlHoldsForEveryWorker(t *testing.T) {
+	s := redistest.Real(t)
+	site, err := testsite.Start(testsite.Config{Hosts: 1, Pages: 120, ListenBase: "127.0.0.110"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer site.Close()
+	set := crawl.DefaultSettings()
+	set.Rate, set.Burst, set.AllowPrivate, set.ExpectedURLs = 20, 1, true, 10000
+	seedSite(t, s, site, "live", set)
+	host := site.Hosts()[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	var workers []*crawl.Worker
+	for _, id := range []string{"w1", "w2"} {
+		w, err := crawl.NewWorker(ctx, s.Client, "live", fastOptions(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		workers = append(workers, w)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.Run(ctx); err != nil {
+				t.Errorf("worker %s: %v", id, err)
+			}
+		}()
+	}
+	awaitTrue(t, "20 requests at 20/s", func() bool { return len(site.Times(host)) >= 20 })
+
+	rep, err := crawl.SetSettings(ctx, s.Client, "live", map[string]string{"rate": "2"}, "alice")
+	if err != nil || rep.Version != 1 || len(rep.Changes) != 1 {
+		t.Fatalf("SetSettings(rate 2) = %+v, %v", rep, err)
+	}
+	slowed := time.Now()
+	awaitTrue(t, "5 requests at 2/s", func() bool { return len(since(site.Times(host), slowed.Add(2*time.Second), time.Now())) >= 5 })
+
+	if _, err := crawl.SetSettings(ctx, s.Client, "live", map[string]string{"rate": "50", "burst": "5"}, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	raised := time.Now()
+	wg.Wait()
+	if ctx.Err() != nil {
+		t.Fatal("the workers did not finish in time")
+	}
+	for _, u := range site.Missing() {
+		t.Errorf("not fetched: %s", u)
+	}
+	times := site.Times(host)
+	// The change's effect: the last request after it that came closer to
+	// the one before than the old spacing allows under the new rate.
+	effect := time.Duration(0)
+	after := since(times, slowed, raised)
+	for i := 1; i < len(after); i++ {
+		if after[i].Sub(after[i-1]) < 250*time.Millisecond {
+			effect = after[i].Sub(slowed)
+		}
+	}
+	t.Logf("lowered to 2/s: the last request at the old spacing came %v after the command returned", effect.Round(time.Millisecond))
+	if effect > 2*time.Second {
+		t.Errorf("requests at the old spacing went on %v after the rate was lowered; want within 2s", effect)
+	}
+	if n := testsite.MaxInWindow(since(times, slowed.Add(2*time.Second), raised), time.Second); n > 3 {
+		t.Errorf("from 2 s after the rate was lowered to 2/s (burst 1), %d requests in one second; want at most 3", n)
+	}
+	if n := testsite.MaxInWindow(since(times, raised.Add(time.Second), time.Now()), time.Second); n <= 3 {
+		t.Errorf("raised to 50/s, at most %d requests in a second; want more than the slow rate's 3", n)
+	}
+	for _, w := range workers {
+		if v := w.Settings().Version; v != 2 {
+			t.Errorf("a worker acts on settings version %d; want 2", v)
+		}
+	}
+	st, err := crawl.ReadStatus(context.Background(), s.Client, "live")
+	if err != nil {
+		t.Fatal(err)
+	}
+	said := 0
+	for _, e := range st.Events {
+		if e.Kind == "settings" && strings.Contains(e.Text, "by alice") &&
+			(strings.Contains(e.Text, "--rate 20 → 2") || strings.Contains(e.Text, "--rate 2 → 50") && strings.Contains(e.Text, "--burst 1 → 5")) {
+			said++
+		}
+	}
+	if said != 2 {
+		t.Errorf("the event log says %d of the 2 changes:\n%+v", said, st.Events)
+	}
+}
+
+// set refuses what seed would refuse, with seed's words; a setting fixed
+// when the crawl was seeded, a new product token in the user agent, and a
+// crawl that does not exist, each with its own error; nothing is written.
+func TestSetRefusesWhatCannotChange(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		set := crawl.DefaultSettings()
+		if _, err := crawl.StoreSettings(ctx, s.Client, "fixed", set); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			given map[string]string
+			is    error
+			says  string
+		}{
+			{map[string]string{"burst": "0"}, crawl.ErrSettings, "burst 0 must be at least 1"},
+			{map[string]string{"deny": "("}, crawl.ErrSettings, "--deny"},
+			{map[string]string{"scope": "any"}, crawl.ErrNotLive, "--scope"},
+			{map[string]string{"shards": "4"}, crawl.ErrNotLive, "--shards"},
+			{map[string]string{"user-agent": "Other/1.0"}, crawl.ErrSettings, "product token"},
+			{map[string]string{"nonsense": "1"}, crawl.ErrSettings, "not a setting"},
+		} {
+			_, err := crawl.SetSettings(ctx, s.Client, "fixed", c.given, "bob")
+			if !errors.Is(err, c.is) || !strings.Contains(err.Error(), c.says) {
+				t.Errorf("SetSettings(%v) = %v; want %v saying %q", c.given, err, c.is, c.says)
+			}
+		}
+		if got, _ := crawl.LoadSettings(ctx, s.Client, "fixed"); got.Version != 0 || got.Burst != 1 {
+			t.Fatalf("after refused changes: version %d, burst %d; want nothing written", got.Version, got.Burst)
+		}
+		if _, err := crawl.SetSettings(ctx, s.Client, "none", map[string]string{"rate": "2"}, "bob"); !errors.Is(err, crawl.ErrNoCrawl) {
+			t.Fatalf("a crawl that does not exist: %v; want ErrNoCrawl", err)
+		}
+	})
+}
+
+// A crawl that ended on its page budget goes on when the budget is raised
+// ('crawler set --max-pages'): the workers, started again, fetch exactly
+// the new budget's pages more, none of the first run's again (a flaky
+// page's retry aside). On one shard and on three, where the budget's
+// shares are moved to the shards with work.
+func TestARaisedBudgetReopensAnEndedCrawl(t *testing.T) {
+	for _, shards := range []int{1, 3} {
+		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) {
+			redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+				site, err := testsite.Start(testsite.Config{Hosts: 3, Pages: 100, ListenBase: "127.0.0.120"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer site.Close()
+				set := crawl.DefaultSettings()
+				set.Rate, set.AllowPrivate, set.MaxPages, set.Shards, set.ExpectedURLs = math.Inf(1), true, 30, shards, 10000
+				seedSite(t, s, site, "more", set)
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				runWorkers(t, ctx, s, "more", fastOptions("w1"), fastOptions("w2"))
+				st, err := crawl.ReadStatus(ctx, s.Client, "more")
+				if err != nil || st.Counters["pages"] != 30 || !st.Done {
+					t.Fatalf("first run: pages %d, done %v (%v); want 30, ended", st.Counters["pages"], st.Done, err)
+				}
+				first := len(site.Stats().Fetched)
+
+				rep, err := crawl.SetSettings(ctx, s.Client, "more", map[string]string{"max-pages": "75"}, "carol")
+				if err != nil || !rep.Reopened || !strings.Contains(rep.Sentence(), "--max-pages 30 → 75") {
+					t.Fatalf("SetSettings = %+v (%s), %v; want the crawl reopened", rep, rep.Sentence(), err)
+				}
+				if st, _ := crawl.ReadStatus(ctx, s.Client, "more"); st.Done {
+					t.Fatal("still said done after the budget was raised")
+				}
+				runWorkers(t, ctx, s, "more", fastOptions("w3"), fastOptions("w4"))
+				st, err = crawl.ReadStatus(ctx, s.Client, "more")
+				if err != nil || st.Counters["pages"] != 75 || !st.Done {
+					t.Fatalf("second run: pages %d, done %v (%v); want 75, ended", st.Counters["pages"], st.Done, err)
+				}
+				if got := len(site.Stats().Fetched) - first; got < 45 {
+					t.Errorf("the second run asked the site for %d new URLs; want the 45 pages more at least", got)
+				}
+				if over := site.Overfetched(0); len(over) > 0 {
+					t.Errorf("fetched again after the reopening: %v", over)
+				}
+			})
+		})
+	}
+}
