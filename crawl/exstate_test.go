@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redcrawl/crawler/frontier"
+	"pgregory.net/rapid"
 )
 
 // The exchanger's state machine, step by step on a fake clock: each step is
@@ -292,4 +294,71 @@ func TestLateURLsAskAgainOnlyWhileTheWorkerGoesOn(t *testing.T) {
 			t.Errorf("%s: the call asks again: %v; want %v", c.name, call.again, c.want)
 		}
 	}
+}
+
+// Newer settings, as the state machine learns of them: a reply or a wake
+// message that says a newer version is in force brings actReload (an
+// older or the same one does not, nor a failed call's); the reload's
+// event takes the version, the budget and the pacing, and asks at once.
+func TestNewerSettingsAreReadOnceSaid(t *testing.T) {
+	t0 := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	reloads := func(acts []action) bool {
+		for _, a := range acts {
+			if a.kind == actReload {
+				return true
+			}
+		}
+		return false
+	}
+	settings := func(e event, v int64) event { e.reply.res.Info.Settings = v; return e }
+	s := newExState(exConfig{loops: 4, rate: 20, burst: 1, version: 2})
+	for i, c := range []struct {
+		ev   event
+		want bool
+	}{
+		{settings(replied(8, 3, nil), 2), false},
+		{settings(replied(8, 3, nil), 1), false},
+		{settings(replied(8, 0, errors.New("timeout")), 3), false},
+		{settings(replied(8, 0, nil), 3), true},
+		{event{kind: evWake, channel: "crawl:{c}:queue:wake", payload: "settings 2"}, false},
+		{event{kind: evWake, channel: "crawl:{c}:queue:wake", payload: "settings 3"}, true},
+		{event{kind: evWake, channel: "crawl:{c}:queue:wake", payload: "settings x"}, false},
+	} {
+		if got := reloads(s.step(c.ev, t0.Add(time.Duration(i)*time.Second))); got != c.want {
+			t.Fatalf("step %d: reload %v; want %v", i, got, c.want)
+		}
+	}
+	s.p.pollAt = t0.Add(time.Hour)
+	s.step(event{kind: evReloaded, cfg: exConfig{rate: 2, burst: 1, budget: true, version: 3}}, t0)
+	if s.version != 3 || !s.budget || !s.p.pollAt.IsZero() {
+		t.Fatalf("after the reload: version %d, budget %v, poll at %v; want 3, true, now", s.version, s.budget, s.p.pollAt)
+	}
+	if s.step(settings(replied(8, 0, nil), 3), t0); s.version != 3 {
+		t.Fatal("the version went back")
+	}
+	s.step(event{kind: evReloaded, cfg: exConfig{rate: 50, version: 2}}, t0) // an older read, late: ignored
+	if s.version != 3 {
+		t.Fatalf("an older version's reload took: %d", s.version)
+	}
+}
+
+// The pacing after a change of rate is a fresh worker's at that rate,
+// whatever the rate was: from any rate and burst (0.1/s to inf) to any.
+func TestThePacingAfterAChangeIsTheNewRates(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		rate := func(name string) float64 {
+			if rapid.IntRange(0, 5).Draw(t, name+"Inf") == 0 {
+				return math.Inf(1)
+			}
+			return rapid.Float64Range(0.1, 100_000).Draw(t, name)
+		}
+		r1, r2 := rate("from"), rate("to")
+		b1, b2 := rapid.IntRange(1, 1000).Draw(t, "burst1"), rapid.IntRange(1, 1000).Draw(t, "burst2")
+		s := newExState(exConfig{loops: 8, rate: r1, burst: b1})
+		s.step(event{kind: evReloaded, cfg: exConfig{rate: r2, burst: b2, version: 1}}, time.Now())
+		fresh := newExState(exConfig{loops: 8, rate: r2, burst: b2})
+		if s.p.gap != fresh.p.gap || s.p.late != fresh.p.late {
+			t.Fatalf("%v/%d → %v/%d: gap %v late %v; a fresh worker's: gap %v late %v", r1, b1, r2, b2, s.p.gap, s.p.late, fresh.p.gap, fresh.p.late)
+		}
+	})
 }

@@ -218,17 +218,37 @@ func StoreSettings(ctx context.Context, c redis.UniversalClient, name string, s 
 	}
 	s.Instance = have[frontier.InstanceField]
 	withBefore(have)
-	var diffs []string
+	var diffs, live []string
+	fixed := 0
 	for _, st := range SettingTable {
 		if f := st.Field; have[f] != want[f] {
-			diffs = append(diffs, fmt.Sprintf("--%s is %s, not %s", st.Flag, have[f], want[f]))
+			diffs = append(diffs, fmt.Sprintf("--%s is %s, not %s", st.Flag, strings.ReplaceAll(have[f], "\n", ", "), strings.ReplaceAll(want[f], "\n", ", ")))
+			if !st.Live {
+				fixed++
+			} else {
+				for _, v := range strings.Split(want[f], "\n") { // a list: its flag repeated
+					live = append(live, "--"+st.Flag+" "+shellWord(v))
+				}
+			}
 		}
 	}
 	if len(diffs) > 0 {
-		return Settings{}, fmt.Errorf("%w %q: %s; seed with the same settings (or none) to add URLs, or run 'crawler reset' first, or pick another --crawl name",
-			ErrConflict, name, strings.Join(diffs, "; "))
+		how := "seed with the same settings (or none) to add URLs, or run 'crawler reset' first, or pick another --crawl name"
+		if fixed == 0 {
+			how = "to change them in the running crawl: crawler set " + strings.Join(live, " ") + "; to add URLs, seed with the same settings (or none)"
+		}
+		return Settings{}, fmt.Errorf("%w %q: %s; %s", ErrConflict, name, strings.Join(diffs, "; "), how)
 	}
 	return s, nil
+}
+
+// shellWord is v as a shell reads it back: bare when it can be, else in
+// single quotes.
+func shellWord(v string) string {
+	if v != "" && strings.Trim(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/:=+-") == "" {
+		return v
+	}
+	return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
 }
 
 // LoadSettings reads the crawl's settings.

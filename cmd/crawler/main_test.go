@@ -993,6 +993,56 @@ func TestHostCommandSaysWhatItSet(t *testing.T) {
 	}
 }
 
+// crawler set: each change said back, from what to what; status shows
+// the settings in force and their version; a seed that contradicts a live
+// setting says how to change it; wrong input is one line naming the
+// problem, and changes nothing.
+func TestSetCommandSaysWhatChanged(t *testing.T) {
+	mr := miniredis.RunT(t)
+	r := "redis://" + mr.Addr() + "/0"
+	if _, _, err := run(t, "--redis", r, "seed", "--rate", "5", "--max-pages", "10", "http://a.example/"); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := run(t, "--redis", r, "set", "--rate", "0.5", "--deny", "/private/", "--max-pages", "20", "--by", "alice")
+	if err != nil || !strings.Contains(out, "settings version 1: --max-pages 10 → 20; --rate 5 → 0.5; --deny none → /private/") {
+		t.Fatalf("set: %q, %v", out, err)
+	}
+	if out, _, err := run(t, "--redis", r, "status"); err != nil || !strings.Contains(out, "0.5 req/s per host") ||
+		!strings.Contains(out, "version 1: changed by 'crawler set'") || !strings.Contains(out, "(by alice)") {
+		t.Errorf("status: %q, %v; want the new rate, the version and the event", out, err)
+	}
+	if _, _, err := run(t, "--redis", r, "seed", "--rate", "2", "http://a.example/b"); err == nil ||
+		!strings.Contains(err.Error(), "crawler set --rate 2") {
+		t.Errorf("seed with another rate: %v; want it to say 'crawler set --rate 2'", err)
+	}
+	if out, _, err := run(t, "--redis", r, "set", "--rate", "0.5"); err != nil || !strings.Contains(out, "nothing to change") {
+		t.Errorf("set to what it is: %q, %v", out, err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"set"}, "say what to change: --max-depth"},
+		{[]string{"set", "x"}, "takes no arguments"},
+		{[]string{"set", "--rate", "fast"}, "--rate"},
+		{[]string{"set", "--burst", "0"}, "burst 0 must be at least 1"},
+		{[]string{"set", "--scope", "any"}, "--scope cannot change in a running crawl"},
+		{[]string{"set", "--shards", "4"}, "--shards cannot change"},
+		{[]string{"set", "--deny", "("}, "--deny"},
+		{[]string{"set", "--header", "Host: x"}, "--header"},
+		{[]string{"set", "--user-agent", "Other/1"}, "product token"},
+		{[]string{"set", "--crawl", "nope", "--rate", "1"}, "no such crawl"},
+	} {
+		_, _, err := run(t, append([]string{"--redis", r}, c.args...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("crawler %s: %v; want one line with %q", strings.Join(c.args, " "), err, c.want)
+		}
+	}
+	if v := mr.HGet("crawl:{default}:config", "version"); v != "1" {
+		t.Errorf("version %q after the refused changes; want 1", v)
+	}
+}
+
 // The dashboard's controls need its token: asked for without one, the
 // command refuses in one line, before it reaches Redis.
 func TestDashboardControlNeedsAToken(t *testing.T) {
