@@ -35,7 +35,7 @@ func (s Settings) frontierOptions() frontier.Options {
 // policy is what the settings say of the pops, which a live change of
 // them (SetSettings) replaces in every worker.
 func (s Settings) policy() frontier.Policy {
-	p := frontier.Policy{PageBudget: s.MaxPages, HostPageCap: s.MaxPagesPerHost, Version: s.Version}
+	p := frontier.Policy{PageBudget: s.MaxPages, HostPageCap: s.MaxPagesPerHost, Version: s.Version, Depth: s.Order == OrderDepth}
 	if s.Rate > 0 && !math.IsInf(s.Rate, 1) {
 		p.HostRate, p.HostBurst = s.Rate, s.Burst
 		p.PopAhead, _ = popTiming(s.Rate, s.Burst)

@@ -25,6 +25,9 @@ type SeedOptions struct {
 	// SkipSeen queues only seeds the filter does not hold, for users who
 	// re-seed big lists; a Bloom false positive then skips a seed.
 	SkipSeen bool
+	// Priority is the seeds' priority among their hosts' URLs
+	// (frontier.MinPriority to MaxPriority; 0, as links, by default).
+	Priority int
 }
 
 // Seeder adds seeds to a crawl, batch by batch, so that a seed list of any
@@ -96,7 +99,7 @@ func (sd *Seeder) add(ctx context.Context, seeds []*url.URL, kind string) error 
 			newHosts[u.Host] = struct{}{}
 			hosts = append(hosts, u.Host)
 		}
-		items = append(items, frontier.Item{URL: s, Kind: kind})
+		items = append(items, frontier.Item{URL: s, Kind: kind, Priority: sd.o.Priority})
 	}
 	// Scope first: a worker must never see a seed whose host it would reject.
 	if err := sd.fr.AddSeedHosts(ctx, hosts); err != nil {

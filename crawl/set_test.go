@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -217,5 +221,71 @@ func TestARaisedBudgetReopensAnEndedCrawl(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// URLs seeded at a high priority are all fetched before their host's URLs
+// of a lower one, though seeded after them, with two workers at the
+// host's rate: the order is the site's own, by arrival. (Across hosts the
+// order stays the tokens': frontier TestAHostsURLsArePoppedHighestPriorityFirst
+// checks the pops at every priority.)
+func TestHighPrioritySeedsAreFetchedFirst(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		var mu sync.Mutex
+		var order []string
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/robots.txt" {
+				http.NotFound(w, r)
+				return
+			}
+			mu.Lock()
+			order = append(order, r.URL.Path)
+			mu.Unlock()
+			w.Header().Set("Content-Type", "text/html")
+			io.WriteString(w, "<html><body>a page</body></html>")
+		}))
+		defer srv.Close()
+		s.FollowWallClock(t)
+		set := crawl.DefaultSettings()
+		set.Rate, set.Burst, set.AllowPrivate, set.MaxDepth = 20, 1, true, 0
+		seed := func(prefix string, n, priority int) {
+			var urls []*url.URL
+			for i := range n {
+				u, _ := url.Parse(fmt.Sprintf("%s/%s/%d", srv.URL, prefix, i))
+				urls = append(urls, u)
+			}
+			sd, err := crawl.NewSeeder(context.Background(), s.Client, "prio", set, crawl.SeedOptions{Priority: priority})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := sd.Add(context.Background(), urls); err != nil {
+				t.Fatal(err)
+			}
+		}
+		seed("low", 20, -2)
+		seed("high", 10, 5)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		runWorkers(t, ctx, s, "prio", fastOptions("w1"), fastOptions("w2"))
+		mu.Lock()
+		defer mu.Unlock()
+		if len(order) != 30 {
+			t.Fatalf("%d requests; want the 30 seeds: %v", len(order), order)
+		}
+		for i, p := range order[:10] {
+			if !strings.HasPrefix(p, "/high/") {
+				t.Fatalf("request %d was %s, before every high-priority URL was fetched: %v", i, p, order)
+			}
+		}
+	})
+}
+
+// A sitemap's priorities map onto a host's levels: 0.5, the default, is
+// 0; each tenth above or below is a level, up to 5 and down to -5.
+func TestSitemapPriorityLevels(t *testing.T) {
+	for p, want := range map[float64]int{0: -5, 0.1: -4, 0.44: -1, 0.5: 0, 0.55: 1, 0.8: 3, 1: 5} {
+		if got := crawl.SitemapPriority(p); got != want {
+			t.Errorf("SitemapPriority(%v) = %d; want %d", p, got, want)
+		}
 	}
 }

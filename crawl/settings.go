@@ -94,18 +94,28 @@ type Settings struct {
 	// with more has the rest left out, its record says how many
 	// (links_cut), and the crawl counts it (CounterLinksCut).
 	MaxLinks int
+	// Order is the order of each host's URLs of one priority: "breadth"
+	// (new URLs at the back: first in, first out) or "depth" (at the
+	// front: the host's queue a stack, the crawl depth-first).
+	Order string
 	// Shards splits the frontier by host over this many hash tags
 	// (frontier.Frontier), so that a Redis Cluster spreads it over its
 	// masters; 1 keeps it in one, as on a single Redis.
 	Shards int
 }
 
+// The crawl's orders (Settings.Order).
+const (
+	OrderBreadth = "breadth"
+	OrderDepth   = "depth"
+)
+
 // MaxShards bounds Settings.Shards: each exchange may touch every shard.
 const MaxShards = frontier.MaxShards
 
 // DefaultSettings: polite (1 request/s per host), host scope, no depth limit.
 func DefaultSettings() Settings {
-	return Settings{Scope: parse.ScopeHost, MaxDepth: -1, Rate: 1, Burst: 1, MaxDelay: time.Minute,
+	return Settings{Scope: parse.ScopeHost, MaxDepth: -1, Rate: 1, Burst: 1, MaxDelay: time.Minute, Order: OrderBreadth,
 		UserAgent: "RedCrawl/0.1 (+https://github.com/redcrawl/crawler)", ExpectedURLs: 1_000_000, FPRate: 0.001,
 		RobotsGiveUp: 30 * time.Minute, KeepTypes: []string{"text/html", "application/xhtml+xml"},
 		MaxPathRepeat: 3, MaxPathDepth: 16, MaxQueryParams: 4, MaxURLLength: 1024, Sitemaps: true,
@@ -147,6 +157,8 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("%w: max links %d: want 1 to %d", ErrSettings, s.MaxLinks, maxMaxLinks)
 	case s.Shards < 1 || s.Shards > MaxShards:
 		return fmt.Errorf("%w: shards %d: want 1 to %d", ErrSettings, s.Shards, MaxShards)
+	case s.Order != OrderBreadth && s.Order != OrderDepth:
+		return fmt.Errorf("%w: order %q: want %s or %s", ErrSettings, s.Order, OrderBreadth, OrderDepth)
 	}
 	if err := s.checkRevisit(); err != nil {
 		return fmt.Errorf("%w: %v", ErrSettings, err)

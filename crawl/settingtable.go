@@ -138,6 +138,9 @@ var SettingTable = []Setting{
 	// Crawls seeded before the setting kept 1 000 links a page.
 	{Field: "max_links", Live: true, Flag: "max-links", Kind: KindInt, Before: "1000", ptr: func(s *Settings) any { return &s.MaxLinks },
 		Usage: "links kept of one page; past it the rest are left out, the page's record says how many (links_cut) and status counts the page"},
+	{Field: "order", Flag: "order", Kind: KindString, Before: OrderBreadth, Live: true, ptr: func(s *Settings) any { return &s.Order },
+		Usage: "the order of each host's URLs of one priority: breadth (first found, first fetched) or depth (last found, first fetched: " +
+			"depth-first); across hosts the order is always their tokens'"},
 	{Field: "shards", Flag: "shards", Kind: KindInt, Before: "1", ptr: func(s *Settings) any { return &s.Shards },
 		DefaultText: fmt.Sprintf("%d on a Redis Cluster, else 1", ClusterShards),
 		Usage:       fmt.Sprintf("split the frontier by host over N hash tags (1 to %d), so that a Redis Cluster spreads it over its masters", MaxShards)},

@@ -55,6 +55,9 @@ func backEntry(it Item) (string, error) {
 	if !utf8.ValidString(it.Parent) {
 		return "", fmt.Errorf("frontier: the parent of %q, %q, is not valid UTF-8", it.URL, it.Parent)
 	}
+	if it.Priority < MinPriority || it.Priority > MaxPriority {
+		return "", fmt.Errorf("frontier: %q has priority %d: want %d to %d", it.URL, it.Priority, MinPriority, MaxPriority)
+	}
 	if el, ok := compact(it, host); ok {
 		return host + "\n" + it.Parent + "\n" + el, nil
 	}
@@ -67,7 +70,7 @@ func backEntry(it Item) (string, error) {
 
 // compact is the element of it, when it has one.
 func compact(it Item, host string) (string, bool) {
-	if it.Kind != "" || it.Attempts != 0 || len(it.Errors) > 0 || it.Err != "" || it.Depth < 0 ||
+	if it.Kind != "" || it.Attempts != 0 || len(it.Errors) > 0 || it.Err != "" || it.Depth < 0 || it.Priority != 0 ||
 		strings.ContainsAny(it.Parent, "\n") {
 		return "", false
 	}

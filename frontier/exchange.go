@@ -146,7 +146,7 @@ func (f *shard) exchange(ctx context.Context, done []Finished, back []*Lease, wa
 	// the links before start.
 	args := func(start, end int, flags []bool, last bool) []any {
 		if !last { // an earlier call of a big batch only queues links
-			return exchangeArgs{Expect: f.exchanges, ResultsCap: f.resultsCap, Instance: f.o.Instance}.encode()
+			return f.baseArgs().encode()
 		}
 		a := f.lastArgs(done, offset, start, end, flags, back, want, ids)
 		return a.encode()
@@ -162,12 +162,18 @@ func (f *shard) exchange(ctx context.Context, done []Finished, back []*Lease, wa
 	return x, bad, err
 }
 
+// baseArgs are the arguments of every call of an exchange: who calls,
+// and where its links go.
+func (f *shard) baseArgs() exchangeArgs {
+	return exchangeArgs{Expect: f.exchanges, ResultsCap: f.resultsCap, Instance: f.o.Instance, Lifo: f.policy().Depth}
+}
+
 // lastArgs are the arguments of an exchange's last call (the one that
 // ends its leases and pops), which takes links [start, end) of done's
 // (offset[d]: where done[d]'s begin), flags being the answers for those
 // before start.
 func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []bool, back []*Lease, want int, ids []string) exchangeArgs {
-	a := exchangeArgs{Expect: f.exchanges, ResultsCap: f.resultsCap, Instance: f.o.Instance}
+	a := f.baseArgs()
 	a.Count, a.Want = true, want
 	p := f.policy()
 	a.LeaseMs, a.Budget, a.HostMax, a.Settings = f.o.Lease.Milliseconds(), f.pageBudget(p), p.HostPageCap, p.Version
@@ -288,7 +294,8 @@ func (f *shard) Offer(ctx context.Context, links []Item) ([]bool, error) {
 // lease to end and nothing to pop.
 func (f *shard) offer(ctx context.Context, urls []string, payload []any, acks []outboxAck) ([]bool, error) {
 	args := func(_, _ int, _ []bool, last bool) []any {
-		a := exchangeArgs{Expect: f.exchanges, Count: last, ResultsCap: f.resultsCap, Instance: f.o.Instance}
+		a := f.baseArgs()
+		a.Count = last
 		if last {
 			a.Acks = acks
 		}

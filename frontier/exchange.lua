@@ -69,6 +69,8 @@
 --               caps come from (0: as seeded): older than the shard's,
 --               the call pops nothing and gives late URLs back (wait 0:
 --               the caller reads the new settings and asks again)
+--   lifo        true: new links go to the front of their hosts' lists
+--               (seed --order depth: lib.lua), not the back
 --   host_max    pages per host (0: none): a host that reached it has its
 --               queued URLs dropped when it comes up for a pop, and counted
 --               in stats as skipped_links:max_pages_per_host

@@ -107,6 +107,7 @@ local function ex_begin(reply)
   end
   X.reply = reply
   X.Q = fr_keys(K.queues, K.ready, K.stats, K.lengths, K.refill, K.hostrules)
+  X.Q.lifo = A.lifo == true
   X.Q.failed = K.failed -- a queue's elements not well formed go there (fr_set_aside)
   X.now, X.nowus = fr_now(), tb_now()
   X.rate, X.burst = A.rate or 0, A.burst or 1
@@ -595,25 +596,16 @@ local function ex_drop_blocked(X, host, dry)
 end
 
 -- ex_drop_capped: a host that had its pages has what is queued for it
--- dropped and counted, a thousand elements a visit; its queue emptied, it
--- leaves ready (dry). It reports whether anything moved.
+-- dropped and counted, a thousand URLs a visit, its highest levels first;
+-- its queue emptied, it leaves ready (dry). It reports whether anything
+-- moved.
 local function ex_drop_capped(X, host, dry)
-  local K = X.K
-  local els = redis.call('LPOP', K.queues .. host, '1000')
-  local n = 0
-  for _, el in ipairs(els or {}) do
-    if string.byte(el, 1) ~= FR_MARK then n = n + 1 end
-  end
+  local n, gone = fr_pop(X.Q, host, 1000, {})
   if n > 0 then
-    redis.call('HINCRBY', K.stats, 'skipped_links:max_pages_per_host', fr_int(n))
+    redis.call('HINCRBY', X.K.stats, 'skipped_links:max_pages_per_host', fr_int(n))
     X.taken = X.taken + n
   end
-  if not els or #els < 1000 then
-    dry[#dry + 1] = host
-    redis.call('HDEL', K.lengths, host)
-  elseif n > 0 then
-    redis.call('HINCRBY', K.lengths, host, fr_int(-n))
-  end
+  if gone then dry[#dry + 1] = host end
   return n > 0
 end
 

@@ -33,7 +33,15 @@ type Item struct {
 	// V is what the URL's last fetch left for this one (Visit.Encode): set
 	// on a revisit, absent on a first fetch.
 	V string `json:"v,omitempty"`
+	// Priority orders the URLs of one host: a higher one is popped first
+	// (MinPriority to MaxPriority; 0 for most). Across hosts the order
+	// stays the tokens': an urgent URL never jumps its host's token.
+	Priority int `json:"pr,omitempty"`
 }
+
+// The priorities a URL may have (Item.Priority): each level of a host is a
+// list of its own (lib.lua).
+const MinPriority, MaxPriority = -9, 9
 
 // KindSitemap marks an Item that is a sitemap to read, not a page.
 const KindSitemap = "sitemap"
@@ -194,7 +202,7 @@ func (f *shard) enqueue(ctx context.Context, items []Item, mode string) ([]bool,
 	if err != nil {
 		return nil, err
 	}
-	fresh, err := f.seen.Exec(ctx, enqueueScript, urls, payload, []string{f.keys.Queues, f.keys.Ready, f.keys.Stats, f.keys.Lengths, f.keys.Refill, f.keys.DoneFlag}, []any{mode})
+	fresh, err := f.seen.Exec(ctx, enqueueScript, urls, payload, []string{f.keys.Queues, f.keys.Ready, f.keys.Stats, f.keys.Lengths, f.keys.Refill, f.keys.DoneFlag}, []any{mode, flag(f.policy().Depth)})
 	if err != nil {
 		return nil, fmt.Errorf("frontier: enqueue: %w", err)
 	}

@@ -12,6 +12,16 @@
 -- so the host, the scheme and a parent shared by a page's links are stored
 -- once, not per URL. A pop that takes compact elements puts their marker
 -- back at the head, so a compact element always has one before it.
+-- A URL of another priority than 0 (frontier.Item.Priority: -9 to 9, its
+-- item JSON's "pr") waits in its host's list of that level,
+--   queues .. host .. ' ' .. level   (no host holds a space)
+-- and the hash queues .. ' levels' says which levels other than 0 a host
+-- has URLs in ("5 2 -3", highest first; absent: none). A host's URLs are
+-- popped from its highest level down, level 0 among them; a crawl without
+-- priorities reads nothing more than whether that hash exists.
+-- With Q.lifo (seed --order depth) new URLs go to the front of their
+-- list instead of the back: each host's queue is then a stack, and the
+-- crawl goes depth-first within a host.
 --   ready  sorted set: the hosts with URLs queued -> their token bucket's
 --          tat (ms to the µs, server clock; politeness/tokens.lua): when the bucket
 --          is full again, with a burst of 1 when the next URL may be popped.
@@ -77,7 +87,69 @@ local function fr_second(entry)
 end
 
 local function fr_keys(queues, ready, stats, lengths, refill, hostrules)
-  return {queues = queues, ready = ready, stats = stats, lengths = lengths, refill = refill, hostrules = hostrules}
+  return {queues = queues, ready = ready, stats = stats, lengths = lengths, refill = refill, hostrules = hostrules,
+    levels = queues .. ' levels', anyLevels = nil, lifo = false}
+end
+
+-- fr_level is the priority of a queue element: its item JSON's "pr" (a
+-- compact element or a marker: 0).
+local function fr_level(el)
+  if string.byte(el, 1) ~= 123 then return 0 end -- '{'
+  local pr = string.match(el, '"pr":(%-?%d+)')
+  return tonumber(pr) or 0
+end
+
+-- fr_qkey is the key of host's list of the given level.
+local function fr_qkey(Q, host, level)
+  if level == 0 then return Q.queues .. host end
+  return Q.queues .. host .. ' ' .. level
+end
+
+-- fr_levels are the levels other than 0 host has URLs in, highest first
+-- (read once a call whether any host has any).
+local function fr_levels(Q, host)
+  if Q.anyLevels == nil then Q.anyLevels = redis.call('EXISTS', Q.levels) == 1 end
+  if not Q.anyLevels then return {} end
+  local out = {}
+  for l in string.gmatch(redis.call('HGET', Q.levels, host) or '', '%S+') do out[#out + 1] = tonumber(l) end
+  return out
+end
+
+-- fr_set_levels writes host's levels other than 0 (any order).
+local function fr_set_levels(Q, host, levels)
+  if #levels == 0 then
+    redis.call('HDEL', Q.levels, host)
+    return
+  end
+  table.sort(levels, function(a, b) return a > b end)
+  redis.call('HSET', Q.levels, host, table.concat(levels, ' '))
+  Q.anyLevels = true
+end
+
+-- fr_add_levels adds the levels in set (level -> true) to host's.
+local function fr_add_levels(Q, host, set)
+  local have, changed = fr_levels(Q, host), false
+  for _, l in ipairs(have) do set[l] = nil end
+  for l in pairs(set) do
+    have[#have + 1] = l
+    changed = true
+  end
+  if changed then fr_set_levels(Q, host, have) end
+end
+
+-- fr_level_order is the order host's lists are popped in: its levels
+-- above 0, then 0, then those below.
+local function fr_level_order(Q, host)
+  local levels, order, zero = fr_levels(Q, host), {}, false
+  for _, l in ipairs(levels) do
+    if l < 0 and not zero then
+      order[#order + 1] = 0
+      zero = true
+    end
+    order[#order + 1] = l
+  end
+  if not zero then order[#order + 1] = 0 end
+  return order, levels
 end
 
 -- fr_ours: the crawl exists and is the instance the caller read (its id,
@@ -218,17 +290,23 @@ end
 -- many it queued.
 local function fr_push_back(Q, entries, now)
   if #entries == 0 then return 0 end
-  local lists, order, last, n = {}, {}, {}, {}
+  local lists, order, last, n, levels = {}, {}, {}, {}, {}
   for _, e in ipairs(entries) do
     local i = string.find(e, '\n', 1, true)
     local j = string.find(e, '\n', i + 1, true)
     local host, parent, el = string.sub(e, 1, i - 1), string.sub(e, i + 1, j - 1), string.sub(e, j + 1)
-    local l = lists[host]
+    local level = fr_level(el)
+    local lk = host
+    if level ~= 0 then lk = host .. ' ' .. level end
+    if not n[host] then
+      order[#order + 1] = host
+      n[host], levels[host] = 0, {}
+    end
+    local l = lists[lk]
     if not l then
       l = {}
-      lists[host] = l
-      order[#order + 1] = host
-      n[host] = 0
+      lists[lk] = l
+      levels[host][#levels[host] + 1] = level
     end
     n[host] = n[host] + 1
     if string.byte(el, 1) ~= FR_JSON and last[host] ~= parent then
@@ -249,7 +327,20 @@ local function fr_push_back(Q, entries, now)
     end
   end
   for _, host in ipairs(order) do
-    redis.call('RPUSH', Q.queues .. host, unpack(lists[host]))
+    local added = {}
+    for _, level in ipairs(levels[host]) do
+      local l = lists[fr_qkey({queues = ''}, host, level)]
+      if Q.lifo then
+        -- The front, in their order: pushed last first.
+        local rev = {}
+        for k = #l, 1, -1 do rev[#rev + 1] = l[k] end
+        redis.call('LPUSH', fr_qkey(Q, host, level), unpack(rev))
+      else
+        redis.call('RPUSH', fr_qkey(Q, host, level), unpack(l))
+      end
+      if level ~= 0 then added[level] = true end
+    end
+    if next(added) then fr_add_levels(Q, host, added) end
     redis.call('HINCRBY', Q.lengths, host, fr_int(n[host]))
   end
   fr_ready(Q, order, now)
@@ -261,34 +352,45 @@ end
 -- hosts' queues, in order (the first entry of a host ends up first).
 local function fr_push_front(Q, entries, now)
   if #entries == 0 then return end
-  local lists, order = {}, {}
+  local lists, order, byHost = {}, {}, {}
   for k = #entries, 1, -1 do
     local host, json = fr_split(entries[k])
-    local l = lists[host]
+    local level = fr_level(json)
+    local lk = fr_qkey({queues = ''}, host, level)
+    local l = lists[lk]
     if not l then
       l = {}
-      lists[host] = l
-      order[#order + 1] = host
+      lists[lk] = l
+      if not byHost[host] then
+        byHost[host] = {}
+        order[#order + 1] = host
+      end
+      byHost[host][#byHost[host] + 1] = level
     end
     l[#l + 1] = json
   end
   for _, host in ipairs(order) do
-    redis.call('LPUSH', Q.queues .. host, unpack(lists[host]))
-    redis.call('HINCRBY', Q.lengths, host, fr_int(#lists[host]))
+    local added, n = {}, 0
+    for _, level in ipairs(byHost[host]) do
+      local l = lists[fr_qkey({queues = ''}, host, level)]
+      redis.call('LPUSH', fr_qkey(Q, host, level), unpack(l))
+      n = n + #l
+      if level ~= 0 then added[level] = true end
+    end
+    if next(added) then fr_add_levels(Q, host, added) end
+    redis.call('HINCRBY', Q.lengths, host, fr_int(n))
   end
   fr_ready(Q, order, now)
   fr_count(Q, #entries)
 end
 
--- fr_pop takes up to q URLs off the front of host's queue and appends
--- host, item-json for each to out. Returns how many it took, and whether
--- the queue ran dry (the list is then gone). The caller counts them off
--- the total (fr_count), once for all its pops.
-local function fr_pop(Q, host, q, out)
-  local key = Q.queues .. host
+-- fr_list_pop takes up to q URLs off the front of host's list key and
+-- appends host, item-json for each to out, and the elements not well
+-- formed to bad. Returns how many it took, and whether the list ran dry
+-- (it is then gone).
+local function fr_list_pop(key, host, q, out, bad)
   local parent, mark -- the last marker passed: its parent, and itself
   local rest = {}    -- elements popped past the q-th URL, to go back
-  local bad = {}     -- elements not well formed: set aside
   -- Two more than wanted: the head is usually a marker, and the element
   -- after the last URL taken says whether the new head needs one.
   local got, need, dry = 0, q + 2, false
@@ -336,6 +438,36 @@ local function fr_pop(Q, host, q, out)
     else
       dry = redis.call('EXISTS', key) == 0
     end
+  end
+  return got, dry
+end
+
+-- fr_pop takes up to q URLs off the front of host's queue, its highest
+-- level first, and appends host, item-json for each to out. Returns how
+-- many it took, and whether the queue ran dry (its lists are then gone).
+-- The caller counts them off the total (fr_count), once for all its pops.
+local function fr_pop(Q, host, q, out)
+  local bad, got, dry = {}, 0, true
+  local order, levels = fr_level_order(Q, host)
+  if #levels == 0 then
+    got, dry = fr_list_pop(Q.queues .. host, host, q, out, bad)
+  else
+    local left, zeroDry = {}, nil
+    for _, level in ipairs(order) do
+      local g, d = 0, false
+      if got < q then
+        g, d = fr_list_pop(fr_qkey(Q, host, level), host, q - got, out, bad)
+        got = got + g
+      end
+      if level == 0 then
+        zeroDry = d
+        if got >= q and g == 0 and not d then zeroDry = redis.call('EXISTS', Q.queues .. host) == 0 end
+      elseif not d then
+        left[#left + 1] = level
+      end
+    end
+    if #left ~= #levels then fr_set_levels(Q, host, left) end
+    dry = #left == 0 and zeroDry
   end
   fr_set_aside(Q, host, bad)
   if dry then

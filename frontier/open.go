@@ -126,6 +126,10 @@ type Policy struct {
 	// when it comes up for a pop. URLs of it in flight then may still add
 	// a few.
 	HostPageCap int64
+	// Depth: new URLs go to the front of their hosts' lists (seed --order
+	// depth: each host's queue a stack, the crawl depth-first within a
+	// host), not the back (breadth-first).
+	Depth bool
 	// Version is the crawl's settings version these come from (0: as
 	// seeded, never changed).
 	Version int64

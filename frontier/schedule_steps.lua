@@ -229,33 +229,42 @@ local function sc_leading_run(key)
   return run
 end
 
--- sc_end_tried ends the URLs tried before at the front of host's queue
--- (sc_last_record), and returns how many.
+-- sc_end_tried ends the URLs tried before at the front of host's lists
+-- (sc_last_record), each level's, and returns how many.
 local function sc_end_tried(S, host)
   local Q = S.Q
-  local key = Q.queues .. host
-  local run = sc_leading_run(key)
-  local keep, n = {}, 0
-  for _, el in ipairs(run) do
-    local ok, item = pcall(cjson.decode, el)
-    if ok and type(item) == 'table' and item.u and (tonumber(item.a) or 0) > 0 then
-      sc_last_record(S, item)
-      n = n + 1
-    else
-      keep[#keep + 1] = el
+  local order, levels = fr_level_order(Q, host)
+  local n, left = 0, {}
+  for _, level in ipairs(order) do
+    local key = fr_qkey(Q, host, level)
+    local run = sc_leading_run(key)
+    local keep, ended = {}, 0
+    for _, el in ipairs(run) do
+      local ok, item = pcall(cjson.decode, el)
+      if ok and type(item) == 'table' and item.u and (tonumber(item.a) or 0) > 0 then
+        sc_last_record(S, item)
+        ended = ended + 1
+      else
+        keep[#keep + 1] = el
+      end
     end
+    if ended > 0 then
+      redis.call('LTRIM', key, #run, -1)
+      if #keep > 0 then
+        local rev = {}
+        for i = #keep, 1, -1 do rev[#rev + 1] = keep[i] end
+        redis.call('LPUSH', key, unpack(rev)) -- back at the front, in their order
+      end
+      n = n + ended
+    end
+    if level ~= 0 and redis.call('EXISTS', key) == 1 then left[#left + 1] = level end
   end
   if n == 0 then return 0 end
-  redis.call('LTRIM', key, #run, -1)
-  if #keep > 0 then
-    local rev = {}
-    for i = #keep, 1, -1 do rev[#rev + 1] = keep[i] end
-    redis.call('LPUSH', key, unpack(rev)) -- back at the front, in their order
-  end
+  if #left ~= #levels then fr_set_levels(Q, host, left) end
   if redis.call('HINCRBY', Q.lengths, host, -n) <= 0 then
     redis.call('HDEL', Q.lengths, host)
     redis.call('ZREM', Q.ready, host)
-    redis.call('DEL', key) -- what is left is a marker, no URL
+    redis.call('DEL', Q.queues .. host) -- what is left is a marker, no URL
   end
   fr_count(Q, -n)
   return n

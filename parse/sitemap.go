@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"golang.org/x/net/html/charset"
@@ -27,7 +28,31 @@ const sitemapNS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 // as written.
 type Sitemap struct {
 	URLs, Sitemaps []string
-	Truncated      bool // more entries than MaxSitemapURLs; the rest left out
+	// Priorities are the URLs' <priority> (0.0 to 1.0), by place in URLs;
+	// -1 where none was given (sitemaps.org: 0.5 then). Nil when the file
+	// gave none.
+	Priorities []float64
+	Truncated  bool // more entries than MaxSitemapURLs; the rest left out
+}
+
+// Priority is the priority URLs[i] was given, or 0.5 (the protocol's
+// default) when none or one out of range was.
+func (sm *Sitemap) Priority(i int) float64 {
+	if i < len(sm.Priorities) && sm.Priorities[i] >= 0 && sm.Priorities[i] <= 1 {
+		return sm.Priorities[i]
+	}
+	return 0.5
+}
+
+// setPriority gives URLs[i] priority p.
+func (sm *Sitemap) setPriority(i int, p float64) {
+	if i < 0 || i >= len(sm.URLs) {
+		return
+	}
+	for len(sm.Priorities) < len(sm.URLs) {
+		sm.Priorities = append(sm.Priorities, -1)
+	}
+	sm.Priorities[i] = p
 }
 
 // add keeps loc (an index's sitemap when index), and reports whether
@@ -67,6 +92,8 @@ func ParseSitemap(r io.Reader) (*Sitemap, error) {
 	d.CharsetReader = charset.NewReaderLabel
 	sm := &Sitemap{}
 	var path []xml.Name // the open elements
+	// A <url>'s <priority> may come before its <loc> or after it.
+	at, pending := -1, -1.0 // the current <url>'s place in URLs (-1: no <loc> yet), and its priority read before it
 	for {
 		tok, err := d.Token()
 		if errors.Is(err, io.EOF) {
@@ -86,12 +113,30 @@ func ParseSitemap(r io.Reader) (*Sitemap, error) {
 				parent = path[len(path)-1].Local
 			}
 			switch {
+			case t.Name.Local == "url" && inSitemapNS(t.Name):
+				at, pending = -1, -1
 			case t.Name.Local == "loc" && inSitemapNS(t.Name) && (parent == "url" || parent == "sitemap"):
 				var loc string
+				n := len(sm.URLs)
 				if d.DecodeElement(&loc, &t) == nil && !sm.add(loc, parent == "sitemap") {
 					return sm, nil
 				}
+				if parent == "url" && len(sm.URLs) > n {
+					at = n
+					if pending >= 0 {
+						sm.setPriority(at, pending)
+					}
+				}
 				continue // DecodeElement read its end
+			case t.Name.Local == "priority" && inSitemapNS(t.Name) && parent == "url":
+				var v string
+				if d.DecodeElement(&v, &t) == nil {
+					if p, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && p >= 0 && p <= 1 {
+						pending = p
+						sm.setPriority(at, p)
+					}
+				}
+				continue
 			case t.Name.Local == "link" && parent == "item" && t.Name.Space == "": // RSS 2.0
 				var link string
 				if d.DecodeElement(&link, &t) == nil && !sm.add(link, false) {

@@ -66,3 +66,34 @@ func TestParseSitemapFormats(t *testing.T) {
 		}
 	}
 }
+
+// A <url>'s <priority> is read whether it comes before its <loc> or
+// after it; one out of range, unreadable or absent reads as the
+// protocol's default, 0.5; a sitemap index's entries have none.
+func TestSitemapPriorities(t *testing.T) {
+	sm, err := ParseSitemap(strings.NewReader(`<?xml version="1.0"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+  <url><loc>https://a/1</loc><priority>0.9</priority></url>
+  <url><priority>0.1</priority><loc>https://a/2</loc></url>
+  <url><loc>https://a/3</loc></url>
+  <url><loc>https://a/4</loc><priority>1.5</priority></url>
+  <url><loc>https://a/5</loc><priority>high</priority></url>
+  <url><loc>https://a/6</loc><priority> 1.0 </priority></url>
+</urlset>`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []float64{0.9, 0.1, 0.5, 0.5, 0.5, 1}
+	if len(sm.URLs) != len(want) {
+		t.Fatalf("URLs %v", sm.URLs)
+	}
+	for i, p := range want {
+		if got := sm.Priority(i); got != p {
+			t.Errorf("%s: priority %v; want %v", sm.URLs[i], got, p)
+		}
+	}
+	plain, err := ParseSitemap(strings.NewReader("https://a/1\nhttps://a/2\n"))
+	if err != nil || plain.Priority(1) != 0.5 || plain.Priorities != nil {
+		t.Fatalf("a text sitemap: %v, %v", plain, err)
+	}
+}

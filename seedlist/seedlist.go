@@ -41,6 +41,7 @@ type Options struct {
 	FromLine int      // with File, the first line read (counted from 1): to finish a run that stopped
 	Sitemaps []string // sitemap URLs, queued for the workers to read
 	SkipSeen bool     // queue only URLs the crawl's Bloom filter has not seen (crawl.SeedOptions)
+	Priority int      // the URLs' priority among their hosts' (crawl.SeedOptions)
 	// RedisRetry is how long a Redis that stops answering is waited for,
 	// with back-off, before the run stops (*Stopped).
 	RedisRetry time.Duration
@@ -175,7 +176,7 @@ func (r *run) seeder() error {
 		return nil
 	}
 	return r.retry(func() (err error) {
-		sd, err := crawl.NewSeeder(r.ctx, r.rdb, r.name, r.s, crawl.SeedOptions{SkipSeen: r.o.SkipSeen})
+		sd, err := crawl.NewSeeder(r.ctx, r.rdb, r.name, r.s, crawl.SeedOptions{SkipSeen: r.o.SkipSeen, Priority: r.o.Priority})
 		if err == nil {
 			r.sd = sd
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/parse"
 	"github.com/redcrawl/crawler/seedlist"
 	"github.com/redis/go-redis/v9"
@@ -82,6 +83,12 @@ func sitemapFlag() cli.Flag {
 	return &cli.StringSliceFlag{Name: "sitemap", Usage: "URL of a sitemap whose URLs to crawl (repeatable): XML, a sitemap index, text (one URL a line) or an RSS/Atom feed, gzip'd or not; it lists URLs under its own directory (sitemaps.org)"}
 }
 
+func priorityFlag() cli.Flag {
+	return &cli.IntFlag{Name: "priority", Usage: fmt.Sprintf("these URLs' priority among their hosts' (%d to %d; links and sitemap URLs "+
+		"get 0, or the sitemap's <priority>): a host's URLs of a higher one are fetched first, each at its host's rate; "+
+		"across hosts the order stays the tokens'", frontier.MinPriority, frontier.MaxPriority)}
+}
+
 func skipSeenFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "skip-seen", Usage: "queue only seeds the crawl has not seen yet (for re-seeding big lists; " +
 		"a Bloom false positive may then skip one). Without it every seed is queued"}
@@ -99,6 +106,9 @@ func checkSeedFlags(c *cli.Context) error {
 	}
 	if n := s.MaxURLLength; c.IsSet("max-url-length") && (n < 16 || n > parse.MaxURLLength) {
 		return fmt.Errorf("--max-url-length %d: want 16 to %d", n, parse.MaxURLLength)
+	}
+	if p := c.Int("priority"); c.IsSet("priority") && (p < frontier.MinPriority || p > frontier.MaxPriority) {
+		return fmt.Errorf("--priority %d: want %d to %d", p, frontier.MinPriority, frontier.MaxPriority)
 	}
 	if c.NArg() == 0 && c.String("file") == "" && len(c.StringSlice("sitemap")) == 0 {
 		return errors.New("no URLs: give them as arguments, with -f FILE, or with --sitemap URL")
@@ -213,7 +223,7 @@ func seedCommand() *cli.Command {
 				"to finish a seed that stopped, with the line it said"},
 			&cli.DurationFlag{Name: "redis-retry", Value: time.Minute, Usage: "how long a seed rides out a Redis that stops answering " +
 				"mid-way (a restart, a Sentinel or Cluster failover), retrying with back-off; past it, it stops and says where to go on from"},
-			skipSeenFlag(), sitemapFlag(), redisWaitFlag(0), allowEvictionFlag()),
+			skipSeenFlag(), priorityFlag(), sitemapFlag(), redisWaitFlag(0), allowEvictionFlag()),
 		Action: func(c *cli.Context) error {
 			if err := checkSeedFlags(c); err != nil {
 				return usage(err)
@@ -263,7 +273,7 @@ func seedAll(c *cli.Context, rdb redis.UniversalClient, name string) error {
 	}
 	res, err := seedlist.Run(c.Context, rdb, name, s, seedlist.Options{Args: c.Args().Slice(), File: c.String("file"),
 		FromLine: c.Int("from-line"), Sitemaps: c.StringSlice("sitemap"), SkipSeen: c.Bool("skip-seen"),
-		RedisRetry: c.Duration("redis-retry"), Say: c.App.ErrWriter})
+		Priority: c.Int("priority"), RedisRetry: c.Duration("redis-retry"), Say: c.App.ErrWriter})
 	switch {
 	case errors.Is(err, seedlist.ErrNoURLs):
 		return fmt.Errorf("no URLs to seed: give them as arguments, with -f FILE or --sitemap URL (see 'crawler seed --help')")
