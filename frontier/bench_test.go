@@ -113,13 +113,21 @@ func benchExchange(b *testing.B, sh exchangeShape) {
 // million, as seed sizes it. Run with -benchtime 1x.
 // A third case spreads the million over 100 000 hosts, 10 URLs each: what
 // a host's own keys cost.
+// The priority cases queue every URL at priority 5 (each an item's JSON
+// in a list of its level), or every other page's links at 5 (a host's
+// URLs in two lists): what a priority costs a queued URL.
 func BenchmarkQueuedURLMemory(b *testing.B) {
-	for _, c := range []struct{ hosts, perPage int }{{1000, 25}, {1000, 1}, {100_000, 10}} {
-		b.Run(fmt.Sprintf("hosts=%d/new-links-a-page=%d", c.hosts, c.perPage), func(b *testing.B) { queuedURLMemory(b, c.hosts, c.perPage) })
+	for _, c := range []struct{ hosts, perPage, priority, every int }{{1000, 25, 0, 1}, {1000, 1, 0, 1}, {100_000, 10, 0, 1},
+		{1000, 25, 5, 1}, {1000, 25, 5, 2}} {
+		name := fmt.Sprintf("hosts=%d/new-links-a-page=%d", c.hosts, c.perPage)
+		if c.priority != 0 {
+			name += fmt.Sprintf("/priority=%d-every-%d-pages", c.priority, c.every)
+		}
+		b.Run(name, func(b *testing.B) { queuedURLMemory(b, c.hosts, c.perPage, c.priority, c.every) })
 	}
 }
 
-func queuedURLMemory(b *testing.B, hosts, perPage int) {
+func queuedURLMemory(b *testing.B, hosts, perPage, priority, every int) {
 	const urls, batch = 1_000_000, 500
 	for i := 0; i < b.N; i++ {
 		s := redistest.Real(b)
@@ -140,6 +148,9 @@ func queuedURLMemory(b *testing.B, hosts, perPage int) {
 			items = append(items, frontier.Item{URL: fmt.Sprintf("http://www.host-%03d.example.org/docs/section-%02d/page-%07d.html",
 				host, n%97, n), Depth: 3, Parent: fmt.Sprintf("http://www.host-%03d.example.org/docs/section-%02d/page-%07d.html",
 				host, page%97, page)})
+			if page%every == 0 {
+				items[len(items)-1].Priority = priority
+			}
 			if hosts > 1000 { // the same length: two more digits of host, two fewer of page
 				items[len(items)-1].URL = fmt.Sprintf("http://www.host-%05d.example.org/docs/section-%02d/page-%05d.html", host, n%97, n%100000)
 			}
