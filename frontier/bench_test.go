@@ -118,7 +118,7 @@ func benchExchange(b *testing.B, sh exchangeShape) {
 // URLs in two lists): what a priority costs a queued URL.
 func BenchmarkQueuedURLMemory(b *testing.B) {
 	for _, c := range []struct{ hosts, perPage, priority, every int }{{1000, 25, 0, 1}, {1000, 1, 0, 1}, {100_000, 10, 0, 1},
-		{1000, 25, 5, 1}, {1000, 25, 5, 2}} {
+		{1000, 25, 5, 1}, {1000, 25, 5, 2}, {100_000, 10, 5, 2}} {
 		name := fmt.Sprintf("hosts=%d/new-links-a-page=%d", c.hosts, c.perPage)
 		if c.priority != 0 {
 			name += fmt.Sprintf("/priority=%d-every-%d-pages", c.priority, c.every)

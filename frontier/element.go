@@ -43,7 +43,8 @@ func hostOf(raw string) (string, error) {
 }
 
 // backEntry is an item as it goes to the back of its host's queue:
-// "host\nparent\nelement", element compact ('s'/'h' depth ' ' rest) for a
+// "host\nparent\nelement" ("host level\n…" for a compact element of
+// another priority than 0, which its level's list holds), element compact ('s'/'h' depth ' ' rest) for a
 // plain page link of http(s)://host — nearly every link — and the item's
 // JSON otherwise (a retry's attempts and errors, a sitemap, another
 // scheme, a URL with user info), parent then empty.
@@ -59,6 +60,9 @@ func backEntry(it Item) (string, error) {
 		return "", fmt.Errorf("frontier: %q has priority %d: want %d to %d", it.URL, it.Priority, MinPriority, MaxPriority)
 	}
 	if el, ok := compact(it, host); ok {
+		if it.Priority != 0 { // the level after the host: the element goes to that level's list, compact
+			return host + " " + strconv.Itoa(it.Priority) + "\n" + it.Parent + "\n" + el, nil
+		}
 		return host + "\n" + it.Parent + "\n" + el, nil
 	}
 	b, err := json.Marshal(it)
@@ -70,7 +74,7 @@ func backEntry(it Item) (string, error) {
 
 // compact is the element of it, when it has one.
 func compact(it Item, host string) (string, bool) {
-	if it.Kind != "" || it.Attempts != 0 || len(it.Errors) > 0 || it.Err != "" || it.Depth < 0 || it.Priority != 0 ||
+	if it.Kind != "" || it.Attempts != 0 || len(it.Errors) > 0 || it.Err != "" || it.Depth < 0 ||
 		strings.ContainsAny(it.Parent, "\n") {
 		return "", false
 	}

@@ -12,9 +12,12 @@
 -- so the host, the scheme and a parent shared by a page's links are stored
 -- once, not per URL. A pop that takes compact elements puts their marker
 -- back at the head, so a compact element always has one before it.
--- A URL of another priority than 0 (frontier.Item.Priority: -9 to 9, its
--- item JSON's "pr") waits in its host's list of that level,
+-- A URL of another priority than 0 (frontier.Item.Priority: -9 to 9)
+-- waits in its host's list of that level,
 --   queues .. host .. ' ' .. level   (no host holds a space)
+-- compact as at level 0 (its entry names the level after the host:
+-- "host level\nparent\nelement"; the pop adds it to the item as "pr"),
+-- or as item JSON that says it ("pr").
 -- and the hash queues .. ' levels' says which levels other than 0 a host
 -- has URLs in ("5 2 -3", highest first; absent: none). A host's URLs are
 -- popped from its highest level down, level 0 among them; a crawl without
@@ -231,7 +234,7 @@ end
 -- fr_json is a queue element (not a marker) of host as item JSON: put
 -- together as text when nothing in it needs escaping (a canonical URL
 -- seldom holds a backslash or a double quote), else by cjson.
-local function fr_json(host, el, parent)
+local function fr_json(host, el, parent, level)
   local b = string.byte(el, 1)
   if b == FR_JSON then return el end
   local sp = string.find(el, ' ', 2, true)
@@ -239,11 +242,15 @@ local function fr_json(host, el, parent)
   if b == FR_HTTPS then scheme = 'https://' end
   local u, d = scheme .. host .. string.sub(el, sp + 1), string.sub(el, 2, sp - 1)
   if parent == '' then parent = nil end
+  local pr = ''
+  if level and level ~= 0 then pr = ',"pr":' .. level end -- a compact element of a level's list
   if string.find(u, '["\\%c]') or (parent and string.find(parent, '["\\%c]')) then
-    return cjson.encode({u = u, d = tonumber(d), p = parent})
+    local it = {u = u, d = tonumber(d), p = parent}
+    if pr ~= '' then it.pr = level end
+    return cjson.encode(it)
   end
-  if parent then return '{"u":"' .. u .. '","d":' .. d .. ',"p":"' .. parent .. '"}' end
-  return '{"u":"' .. u .. '","d":' .. d .. '}'
+  if parent then return '{"u":"' .. u .. '","d":' .. d .. ',"p":"' .. parent .. '"' .. pr .. '}' end
+  return '{"u":"' .. u .. '","d":' .. d .. pr .. '}'
 end
 
 -- fr_count adds n to the URLs queued. When the queues were empty, a
@@ -295,8 +302,13 @@ local function fr_push_back(Q, entries, now)
     local i = string.find(e, '\n', 1, true)
     local j = string.find(e, '\n', i + 1, true)
     local host, parent, el = string.sub(e, 1, i - 1), string.sub(e, i + 1, j - 1), string.sub(e, j + 1)
-    local level = fr_level(el)
-    local lk = host
+    local level, lk = 0, host
+    local sp = string.find(host, ' ', 1, true)
+    if sp then -- "host level": a compact element of that level's list
+      level, host = tonumber(string.sub(host, sp + 1)) or 0, string.sub(host, 1, sp - 1)
+    elseif string.byte(el, 1) == FR_JSON then
+      level = fr_level(el)
+    end
     if level ~= 0 then lk = host .. ' ' .. level end
     if not n[host] then
       order[#order + 1] = host
@@ -309,9 +321,9 @@ local function fr_push_back(Q, entries, now)
       levels[host][#levels[host] + 1] = level
     end
     n[host] = n[host] + 1
-    if string.byte(el, 1) ~= FR_JSON and last[host] ~= parent then
+    if string.byte(el, 1) ~= FR_JSON and last[lk] ~= parent then
       l[#l + 1] = 'P' .. parent
-      last[host] = parent
+      last[lk] = parent
     end
     l[#l + 1] = el
   end
@@ -388,7 +400,7 @@ end
 -- appends host, item-json for each to out, and the elements not well
 -- formed to bad. Returns how many it took, and whether the list ran dry
 -- (it is then gone).
-local function fr_list_pop(key, host, q, out, bad)
+local function fr_list_pop(key, host, q, out, bad, level)
   local parent, mark -- the last marker passed: its parent, and itself
   local rest = {}    -- elements popped past the q-th URL, to go back
   -- Two more than wanted: the head is usually a marker, and the element
@@ -410,7 +422,7 @@ local function fr_list_pop(key, host, q, out, bad)
       else
         got = got + 1
         out[#out + 1] = host
-        out[#out + 1] = fr_json(host, el, parent)
+        out[#out + 1] = fr_json(host, el, parent, level)
       end
     end
     if #els < need then
@@ -456,7 +468,7 @@ local function fr_pop(Q, host, q, out)
     for _, level in ipairs(order) do
       local g, d = 0, false
       if got < q then
-        g, d = fr_list_pop(fr_qkey(Q, host, level), host, q - got, out, bad)
+        g, d = fr_list_pop(fr_qkey(Q, host, level), host, q - got, out, bad, level)
         got = got + g
       end
       if level == 0 then
