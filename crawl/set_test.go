@@ -289,3 +289,85 @@ func TestSitemapPriorityLevels(t *testing.T) {
 		}
 	}
 }
+
+// What a worker does itself follows a change too: from a second after
+// 'crawler set' returned, every request carries the new user agent and
+// header, and a link found since that a new --deny matches is not
+// followed (links queued before it still are: a filter judges a link when
+// it is found). Two workers, both Redis kinds.
+func TestAWorkersOwnSettingsFollowAChange(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		type hit struct {
+			path, agent, run string
+			at               time.Time
+		}
+		var mu sync.Mutex
+		var hits []hit
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/robots.txt" {
+				http.NotFound(w, r)
+				return
+			}
+			mu.Lock()
+			hits = append(hits, hit{r.URL.Path, r.UserAgent(), r.Header.Get("X-Run"), time.Now()})
+			mu.Unlock()
+			w.Header().Set("Content-Type", "text/html")
+			switch {
+			case r.URL.Path == "/":
+				for i := range 40 {
+					fmt.Fprintf(w, `<a href="/a/%d">a</a>`, i)
+				}
+			case strings.HasPrefix(r.URL.Path, "/a/"):
+				fmt.Fprintf(w, `<a href="/skip%s">skip</a>`, strings.TrimPrefix(r.URL.Path, "/a"))
+			}
+		}))
+		defer srv.Close()
+		s.FollowWallClock(t)
+		set := crawl.DefaultSettings()
+		set.Rate, set.Burst, set.AllowPrivate, set.Headers = 20, 1, true, []string{"X-Run: 1"}
+		root, _ := url.Parse(srv.URL + "/")
+		if _, err := crawl.Seed(context.Background(), s.Client, "own", set, []*url.URL{root}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		var changed time.Time
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			awaitTrue(t, "10 requests", func() bool { mu.Lock(); defer mu.Unlock(); return len(hits) >= 10 })
+			if _, err := crawl.SetSettings(ctx, s.Client, "own", map[string]string{"header": "X-Run: 2",
+				"user-agent": "RedCrawl/9.9 (+mailto:test@example.org)", "deny": "/skip/"}, "dave"); err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			changed = time.Now()
+			mu.Unlock()
+		}()
+		runWorkers(t, ctx, s, "own", fastOptions("w1"), fastOptions("w2"))
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		after, fetchedAfter := 0, map[string]bool{}
+		for _, h := range hits {
+			if h.at.Before(changed.Add(time.Second)) {
+				continue
+			}
+			after++
+			if h.run != "2" || !strings.HasPrefix(h.agent, "RedCrawl/9.9") {
+				t.Errorf("%s, a second after the change: X-Run %q, User-Agent %q", h.path, h.run, h.agent)
+			}
+			if strings.HasPrefix(h.path, "/a/") {
+				fetchedAfter[strings.TrimPrefix(h.path, "/a/")] = true
+			}
+		}
+		for _, h := range hits {
+			if n, ok := strings.CutPrefix(h.path, "/skip/"); ok && fetchedAfter[n] {
+				t.Errorf("%s was followed though found after --deny /skip/", h.path)
+			}
+		}
+		if after < 5 || len(fetchedAfter) < 5 {
+			t.Fatalf("%d requests (%d pages of /a/) a second after the change; want enough to judge", after, len(fetchedAfter))
+		}
+	})
+}

@@ -31,11 +31,27 @@ func BenchmarkExchangePolite(b *testing.B) {
 	benchExchange(b, exchangeShape{batch: 46, hosts: 1000, seeds: 20, rate: 100, visits: true})
 }
 
+// BenchmarkExchangePriorities is BenchmarkExchangePolite with every host's
+// URLs at three priorities (-3, 0 and 3: seeds and new links alike), each
+// level a list of its own: what priorities cost an exchange.
+func BenchmarkExchangePriorities(b *testing.B) {
+	benchExchange(b, exchangeShape{batch: 46, hosts: 1000, seeds: 20, rate: 100, visits: true, priorities: true})
+}
+
 // exchangeShape is what a BenchmarkExchange op carries.
 type exchangeShape struct {
 	batch, hosts, seeds int     // pages a call; hosts, and URLs seeded each
 	rate                float64 // each host's (0: no limit)
 	visits              bool    // each page leaves a visit for its revisit
+	priorities          bool    // URLs at priorities -3, 0 and 3, by turns
+}
+
+// level is the priority of the n-th URL of a shape with priorities.
+func (sh exchangeShape) level(n int) int {
+	if !sh.priorities {
+		return 0
+	}
+	return 3 * (n%3 - 1)
 }
 
 func benchExchange(b *testing.B, sh exchangeShape) {
@@ -50,7 +66,7 @@ func benchExchange(b *testing.B, sh exchangeShape) {
 	}
 	var seeds []frontier.Item
 	for i := 0; i < sh.seeds*sh.hosts; i++ {
-		seeds = append(seeds, frontier.Item{URL: fmt.Sprintf("http://h%d.example/seed/%d", i%sh.hosts, i)})
+		seeds = append(seeds, frontier.Item{URL: fmt.Sprintf("http://h%d.example/seed/%d", i%sh.hosts, i), Priority: sh.level(i / sh.hosts)})
 	}
 	if _, err := f.Enqueue(ctx, seeds); err != nil {
 		b.Fatal(err)
@@ -77,9 +93,9 @@ func benchExchange(b *testing.B, sh exchangeShape) {
 			host := "http://" + l.Host
 			done[j] = frontier.Finished{Lease: l, Outcome: frontier.Outcome{Stat: "ok", Fetched: true, Record: record, Visit: visit, Due: 24 * time.Hour,
 				Children: []frontier.Item{
-					{URL: fmt.Sprintf("%s/page/%d/%d", host, i, j), Depth: 3},   // new
-					{URL: fmt.Sprintf("%s/page/%d/%d", host, i/2, j), Depth: 3}, // seen (half the time)
-					{URL: host + "/seed/0", Depth: 1},                           // seen
+					{URL: fmt.Sprintf("%s/page/%d/%d", host, i, j), Depth: 3, Priority: sh.level(i + j)},   // new
+					{URL: fmt.Sprintf("%s/page/%d/%d", host, i/2, j), Depth: 3, Priority: sh.level(i + j)}, // seen (half the time)
+					{URL: host + "/seed/0", Depth: 1}, // seen
 				}}}
 		}
 		if x, err = f.Exchange(ctx, done, nil, sh.batch); err != nil {

@@ -288,6 +288,18 @@ local function fr_ready(Q, hosts, now)
   if #back > 0 then redis.call('ZREM', Q.refill, unpack(back)) end
 end
 
+-- fr_push_list queues the elements l at the back of list key, in order,
+-- or with Q.lifo at its front, in order.
+local function fr_push_list(Q, key, l)
+  if not Q.lifo then
+    redis.call('RPUSH', key, unpack(l))
+    return
+  end
+  local rev = {}
+  for k = #l, 1, -1 do rev[#rev + 1] = l[k] end
+  redis.call('LPUSH', key, unpack(rev))
+end
+
 -- fr_push_back queues entries "host\nparent\nelement" at the back of their
 -- hosts' queues, a marker before each run of compact elements of a new
 -- parent: one RPUSH a host, however many entries (inside a script each
@@ -297,6 +309,9 @@ end
 -- many it queued.
 local function fr_push_back(Q, entries, now)
   if #entries == 0 then return 0 end
+  -- lists: list key's suffix (host, or "host level") -> its elements;
+  -- levels: host -> the levels it got, only once it got one other than 0
+  -- (nil: level 0 alone, nearly always: no table a host).
   local lists, order, last, n, levels = {}, {}, {}, {}, {}
   for _, e in ipairs(entries) do
     local i = string.find(e, '\n', 1, true)
@@ -312,13 +327,19 @@ local function fr_push_back(Q, entries, now)
     if level ~= 0 then lk = host .. ' ' .. level end
     if not n[host] then
       order[#order + 1] = host
-      n[host], levels[host] = 0, {}
+      n[host] = 0
     end
     local l = lists[lk]
     if not l then
       l = {}
       lists[lk] = l
-      levels[host][#levels[host] + 1] = level
+      local lv = levels[host]
+      if level ~= 0 and not lv then
+        lv = {}
+        if lists[host] then lv[1] = 0 end
+        levels[host] = lv
+      end
+      if lv then lv[#lv + 1] = level end
     end
     n[host] = n[host] + 1
     if string.byte(el, 1) ~= FR_JSON and last[lk] ~= parent then
@@ -339,20 +360,21 @@ local function fr_push_back(Q, entries, now)
     end
   end
   for _, host in ipairs(order) do
-    local added = {}
-    for _, level in ipairs(levels[host]) do
-      local l = lists[fr_qkey({queues = ''}, host, level)]
-      if Q.lifo then
-        -- The front, in their order: pushed last first.
-        local rev = {}
-        for k = #l, 1, -1 do rev[#rev + 1] = l[k] end
-        redis.call('LPUSH', fr_qkey(Q, host, level), unpack(rev))
-      else
-        redis.call('RPUSH', fr_qkey(Q, host, level), unpack(l))
+    local lv = levels[host]
+    if not lv then
+      fr_push_list(Q, Q.queues .. host, lists[host])
+    else
+      local added = {}
+      for _, level in ipairs(lv) do
+        if level == 0 then
+          fr_push_list(Q, Q.queues .. host, lists[host])
+        else
+          fr_push_list(Q, Q.queues .. host .. ' ' .. level, lists[host .. ' ' .. level])
+          added[level] = true
+        end
       end
-      if level ~= 0 then added[level] = true end
+      fr_add_levels(Q, host, added)
     end
-    if next(added) then fr_add_levels(Q, host, added) end
     redis.call('HINCRBY', Q.lengths, host, fr_int(n[host]))
   end
   fr_ready(Q, order, now)
@@ -364,32 +386,47 @@ end
 -- hosts' queues, in order (the first entry of a host ends up first).
 local function fr_push_front(Q, entries, now)
   if #entries == 0 then return end
-  local lists, order, byHost = {}, {}, {}
+  local lists, order, levels, met = {}, {}, {}, {} -- lists and levels as fr_push_back's
   for k = #entries, 1, -1 do
     local host, json = fr_split(entries[k])
-    local level = fr_level(json)
-    local lk = fr_qkey({queues = ''}, host, level)
+    local level, lk = fr_level(json), host
+    if level ~= 0 then lk = host .. ' ' .. level end
+    if not met[host] then
+      met[host] = true
+      order[#order + 1] = host
+    end
     local l = lists[lk]
     if not l then
       l = {}
       lists[lk] = l
-      if not byHost[host] then
-        byHost[host] = {}
-        order[#order + 1] = host
+      local lv = levels[host]
+      if level ~= 0 and not lv then
+        lv = {}
+        if lists[host] then lv[1] = 0 end
+        levels[host] = lv
       end
-      byHost[host][#byHost[host] + 1] = level
+      if lv then lv[#lv + 1] = level end
     end
     l[#l + 1] = json
   end
   for _, host in ipairs(order) do
-    local added, n = {}, 0
-    for _, level in ipairs(byHost[host]) do
-      local l = lists[fr_qkey({queues = ''}, host, level)]
-      redis.call('LPUSH', fr_qkey(Q, host, level), unpack(l))
-      n = n + #l
-      if level ~= 0 then added[level] = true end
+    local lv, n = levels[host], 0
+    if not lv then
+      redis.call('LPUSH', Q.queues .. host, unpack(lists[host]))
+      n = #lists[host]
+    else
+      local added = {}
+      for _, level in ipairs(lv) do
+        local l = lists[host]
+        if level ~= 0 then
+          l = lists[host .. ' ' .. level]
+          added[level] = true
+        end
+        redis.call('LPUSH', fr_qkey(Q, host, level), unpack(l))
+        n = n + #l
+      end
+      fr_add_levels(Q, host, added)
     end
-    if next(added) then fr_add_levels(Q, host, added) end
     redis.call('HINCRBY', Q.lengths, host, fr_int(n))
   end
   fr_ready(Q, order, now)
@@ -460,8 +497,10 @@ end
 -- The caller counts them off the total (fr_count), once for all its pops.
 local function fr_pop(Q, host, q, out)
   local bad, got, dry = {}, 0, true
-  local order, levels = fr_level_order(Q, host)
-  if #levels == 0 then
+  if Q.anyLevels == nil then Q.anyLevels = redis.call('EXISTS', Q.levels) == 1 end
+  local order, levels
+  if Q.anyLevels then order, levels = fr_level_order(Q, host) end
+  if not levels or #levels == 0 then -- level 0 alone: the crawl's every host, without priorities
     got, dry = fr_list_pop(Q.queues .. host, host, q, out, bad)
   else
     local left, zeroDry = {}, nil
