@@ -110,13 +110,20 @@ func setOnce(ctx context.Context, c redis.UniversalClient, name string, given ma
 		}
 	}
 	raised := old.MaxPages > 0 && (s.MaxPages == 0 || s.MaxPages > old.MaxPages)
+	budget := frontier.BudgetKept
+	switch {
+	case raised:
+		budget = frontier.BudgetRaised
+	case s.MaxPages > 0 && (old.MaxPages == 0 || s.MaxPages < old.MaxPages):
+		budget = frontier.BudgetLowered
+	}
 	wasDone := false
 	if raised {
 		if wasDone, err = fr.Done(ctx); err != nil {
 			return rep, fmt.Errorf("crawl %q: %w", name, err)
 		}
 	}
-	if rep.Version, err = fr.SetSettings(ctx, old.Version, fields, raised); err != nil {
+	if rep.Version, err = fr.SetSettings(ctx, old.Version, fields, budget); err != nil {
 		if errors.Is(err, frontier.ErrGone) {
 			return rep, fmt.Errorf("%w %q (reset meanwhile)", ErrNoCrawl, name)
 		}

@@ -37,38 +37,46 @@ const WakeSettings = "settings "
 // change at the same time); read them again, and change those.
 var ErrSettingsMoved = errors.New("frontier: the crawl's settings changed meanwhile")
 
+// Budget is what a change does to the page budget (SetSettings).
+type Budget int
+
+const (
+	BudgetKept    Budget = iota
+	BudgetRaised         // raised or lifted: the crawl's done flags go (a crawl that ended on it goes on)
+	BudgetLowered        // lowered: each shard's share takes back what it leaves unused
+)
+
 // SetSettings writes fields (config field -> stored text) into the crawl's
 // settings, if their version is still read (else ErrSettingsMoved, nothing
-// written), and makes the new version the one in force in every shard;
-// reopen also clears the crawl's done flags (a page budget raised or
-// lifted), the first shard's last. With no fields it changes nothing and
+// written), and makes the new version the one in force in every shard,
+// doing to the budget what b says. With no fields it changes nothing and
 // spreads the version in force again: a change that stopped half-way
 // (a shard unreachable) is completed by running it again. It returns the
 // version in force.
-func (f *Frontier) SetSettings(ctx context.Context, read int64, fields map[string]string, reopen bool) (int64, error) {
+func (f *Frontier) SetSettings(ctx context.Context, read int64, fields map[string]string, b Budget) (int64, error) {
 	names := make([]string, 0, len(fields))
 	for k := range fields {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	args := []any{f.o.Instance, strconv.FormatInt(read, 10), flag(reopen), f.fs[0].keys.Wake(), ""}
+	args := []any{f.o.Instance, strconv.FormatInt(read, 10), int(b), f.fs[0].keys.Wake(), ""}
 	for _, k := range names {
 		args = append(args, k, fields[k])
 	}
-	v, err := f.fs[0].setSettings(ctx, args, reopen)
+	v, err := f.fs[0].setSettings(ctx, args)
 	if err != nil {
 		return 0, err
 	}
 	for i, sh := range f.fs[1:] {
-		if _, err := sh.setSettings(ctx, []any{f.o.Instance, "", flag(reopen), sh.keys.Wake(), v}, reopen); err != nil {
+		if _, err := sh.setSettings(ctx, []any{f.o.Instance, "", int(b), sh.keys.Wake(), v}); err != nil {
 			return v, f.in(i+1, fmt.Errorf("%w (the settings are changed; run the same command again to finish)", err))
 		}
 	}
 	return v, nil
 }
 
-func (sh *shard) setSettings(ctx context.Context, args []any, reopen bool) (int64, error) {
-	res, err := settingsScript.Run(ctx, sh.c, []string{sh.keys.Config, sh.keys.Settings, sh.keys.DoneFlag, sh.keys.Stats}, args...).Int64Slice()
+func (sh *shard) setSettings(ctx context.Context, args []any) (int64, error) {
+	res, err := settingsScript.Run(ctx, sh.c, []string{sh.keys.Config, sh.keys.Settings, sh.keys.DoneFlag, sh.keys.Stats, sh.keys.Leases}, args...).Int64Slice()
 	switch {
 	case isGone(err):
 		return 0, ErrGone
@@ -112,6 +120,7 @@ func SettingsMessage(payload string) (int64, bool) {
 	return n, err == nil
 }
 
+// flag is a script's boolean argument.
 func flag(b bool) string {
 	if b {
 		return "1"

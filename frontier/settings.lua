@@ -10,8 +10,13 @@
 -- settings at once. With reopen (a page budget raised or lifted), the
 -- shard's done flag goes, and the budget's end-of-crawl scan is begun
 -- anew when it next ends: a crawl that had ended on its budget goes on.
+-- With a budget lowered over several shards, each shard's share takes
+-- back what it leaves unused (allow down to pages fetched + URLs in
+-- flight): no shard pops past the new budget from this step on, and the
+-- scheduler, once it read the new settings, shares out what room is left
+-- (allow.lua gives nothing under older settings).
 -- KEYS[1] the shard's config (lib.lua's fr_ours)   KEYS[2] settings
--- KEYS[3] done   KEYS[4] stats
+-- KEYS[3] done   KEYS[4] stats   KEYS[5] leases
 -- ARGV[1] the crawl instance the caller read   ARGV[2] the first shard:
 -- the version the caller read; another: '' (ARGV[5] then gives the
 -- version)   ARGV[3] '1' to reopen   ARGV[4] the shard's wake channel
@@ -37,6 +42,11 @@ if (tonumber(redis.call('GET', KEYS[2]) or '0') or 0) < v then redis.call('SET',
 if ARGV[3] == '1' then
   redis.call('DEL', KEYS[3])
   redis.call('HDEL', KEYS[4], 'end_scan')
+end
+if ARGV[3] == '2' then
+  local allow = tonumber(redis.call('HGET', KEYS[4], 'allow') or '')
+  local used = tonumber(redis.call('HGET', KEYS[4], 'pages') or '0') + redis.call('ZCARD', KEYS[5])
+  if allow and allow > used then redis.call('HSET', KEYS[4], 'allow', used) end
 end
 redis.call('PUBLISH', ARGV[4], 'settings ' .. v)
 return {1, v}

@@ -36,13 +36,13 @@ func TestAnExchangeOnOlderSettingsPopsNothing(t *testing.T) {
 				}
 				held := popSome(t, f, 1)[0]
 
-				if _, err := f.SetSettings(ctx, 3, map[string]string{"rate": "2"}, false); !errors.Is(err, frontier.ErrSettingsMoved) {
+				if _, err := f.SetSettings(ctx, 3, map[string]string{"rate": "2"}, frontier.BudgetKept); !errors.Is(err, frontier.ErrSettingsMoved) {
 					t.Fatalf("a change from version 3 of a crawl at 0: %v; want ErrSettingsMoved", err)
 				}
 				if v := s.Client.HGet(ctx, frontier.KeysFor("st").Config, "rate").Val(); v != "" {
 					t.Fatalf("a refused change wrote rate %q", v)
 				}
-				v, err := f.SetSettings(ctx, 0, map[string]string{"rate": "2", "burst": "3"}, false)
+				v, err := f.SetSettings(ctx, 0, map[string]string{"rate": "2", "burst": "3"}, frontier.BudgetKept)
 				if err != nil || v != 1 {
 					t.Fatalf("SetSettings = %d, %v; want version 1", v, err)
 				}
@@ -79,7 +79,7 @@ func TestAnExchangeOnOlderSettingsPopsNothing(t *testing.T) {
 					t.Fatalf("on version 1: popped %d; want the 12 queued", n)
 				}
 				// Spread again with nothing changed: the version stays.
-				if v, err := f.SetSettings(ctx, 1, nil, false); err != nil || v != 1 {
+				if v, err := f.SetSettings(ctx, 1, nil, frontier.BudgetKept); err != nil || v != 1 {
 					t.Fatalf("SetSettings with nothing = %d, %v; want version 1 kept", v, err)
 				}
 			})
@@ -112,7 +112,7 @@ func TestALateURLOnOlderSettingsGoesBack(t *testing.T) {
 		e := setup(t, s)
 		e.enqueue(t, hostURLs("a", 2))
 		l := pop(t, e.f)
-		if _, err := e.f.SetSettings(ctx, 0, map[string]string{"max_depth": "2"}, false); err != nil {
+		if _, err := e.f.SetSettings(ctx, 0, map[string]string{"max_depth": "2"}, frontier.BudgetKept); err != nil {
 			t.Fatal(err)
 		}
 		l.Late = true
@@ -146,7 +146,7 @@ func TestARaisedBudgetReopensTheCrawl(t *testing.T) {
 			s.Client.Set(ctx, k.DoneFlag, "1", 0)
 			s.Client.HSet(ctx, k.Stats, "end_scan", "done")
 		}
-		if _, err := f.SetSettings(ctx, 0, map[string]string{"max_pages": "20"}, true); err != nil {
+		if _, err := f.SetSettings(ctx, 0, map[string]string{"max_pages": "20"}, frontier.BudgetRaised); err != nil {
 			t.Fatal(err)
 		}
 		for i := range 2 {
@@ -156,7 +156,7 @@ func TestARaisedBudgetReopensTheCrawl(t *testing.T) {
 			}
 		}
 		s.Client.HSet(ctx, frontier.KeysFor("rb").Config, frontier.InstanceField, "another")
-		if _, err := f.SetSettings(ctx, 1, map[string]string{"max_pages": "30"}, true); !errors.Is(err, frontier.ErrGone) {
+		if _, err := f.SetSettings(ctx, 1, map[string]string{"max_pages": "30"}, frontier.BudgetRaised); !errors.Is(err, frontier.ErrGone) {
 			t.Fatalf("a change of a crawl made anew: %v; want ErrGone", err)
 		}
 		if v := s.Client.HGet(ctx, frontier.KeysFor("rb").Config, "max_pages").Val(); v != "20" {

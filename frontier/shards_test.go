@@ -655,3 +655,69 @@ func TestALeasesTimeIsReadOnTheFrontiersClock(t *testing.T) {
 		}
 	})
 }
+
+// A budget lowered over three shards ('crawler set --max-pages') holds
+// exactly: the change takes back every share's unused part in the step
+// that raises the shard's version, a worker on the older settings pops
+// nothing, and the scheduler on the new ones shares out the room left;
+// of 150, lowered to 20 after 5 pages, exactly 20 pages are fetched.
+func TestShardsKeepALoweredBudgetExactly(t *testing.T) {
+	run := func(t *testing.T, c redis.UniversalClient) {
+		ctx := context.Background()
+		sh := openShards(t, c, "sh", 3, 150)
+		sh.now = func() time.Time { return time.Unix(1_800_000_000, 0) }
+		for h := 0; h < graphHosts; h++ {
+			if _, err := sh.Enqueue(ctx, []Item{{URL: graphURL(h, 0)}, {URL: graphURL(h, 1)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		done := 0
+		for i := 0; i < 20 && done < 5; i++ {
+			x, err := sh.Exchange(ctx, nil, nil, 5-done)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var fin []Finished
+			for _, l := range x.Popped {
+				fin = append(fin, Finished{Lease: l, Outcome: Outcome{Stat: "ok", Fetched: true}})
+			}
+			for _, f := range fin { // one shard a call
+				if _, err := sh.Exchange(ctx, []Finished{f}, nil, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			done += len(fin)
+		}
+		if done != 5 {
+			t.Fatalf("%d pages before the change; want 5", done)
+		}
+		if _, err := sh.SetSettings(ctx, 0, map[string]string{"max_pages": "20"}, BudgetLowered); err != nil {
+			t.Fatal(err)
+		}
+		var shares int64
+		for _, f := range sh.fs {
+			a, _ := c.HGet(ctx, f.keys.Stats, "allow").Int64()
+			shares += a
+		}
+		if shares != 5 {
+			t.Fatalf("shares add up to %d after the change; want the 5 pages fetched, the rest taken back", shares)
+		}
+		if x, err := sh.Exchange(ctx, nil, nil, 10); err != nil || len(x.Popped) != 0 || x.Info.Settings != 1 {
+			t.Fatalf("on the older settings: popped %d, settings %d, %v; want nothing popped and version 1 said", len(x.Popped), x.Info.Settings, err)
+		}
+		p := sh.PolicyNow()
+		p.PageBudget, p.Version = 20, 1
+		sh.SetPolicy(p)
+		fetched, _ := crawlGraph(t, c, sh, 20)
+		var pages int64
+		for _, f := range sh.fs {
+			n, _ := c.HGet(ctx, f.keys.Stats, "pages").Int64()
+			pages += n
+		}
+		if pages != 20 || len(fetched) != 15 {
+			t.Fatalf("%d pages in all, %d after the change; want 20 and 15", pages, len(fetched))
+		}
+	}
+	t.Run("miniredis", func(t *testing.T) { run(t, redistest.Mini(t).Client) })
+	t.Run("redis-server", func(t *testing.T) { run(t, redistest.Real(t).Client) })
+}

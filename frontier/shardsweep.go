@@ -61,7 +61,8 @@ func (f *Frontier) Schedule(ctx context.Context, epochKey string, epoch int64, m
 		}
 	}
 	over, fencedAll := f.end.swept(epoch, empty, enqueued, pages, pageBudget)
-	if total.Settings > f.PolicyNow().Version {
+	stale := total.Settings > f.PolicyNow().Version
+	if stale {
 		over = false // its budget may be another now: once the scheduler read the settings, a sweep decides
 	}
 	// One sweep more that finds the same ends the crawl: it is due now.
@@ -71,7 +72,7 @@ func (f *Frontier) Schedule(ctx context.Context, epochKey string, epoch int64, m
 			return total, err
 		}
 	}
-	if pageBudget > 0 && !over && fencedAll {
+	if pageBudget > 0 && !over && fencedAll && !stale {
 		if err := f.rebalance(ctx, epochKey, epoch, pageBudget, sweeps); err != nil {
 			return total, err
 		}

@@ -82,7 +82,7 @@ func (f *shard) queueSchedule(ctx context.Context, pipe redis.Pipeliner, epochKe
 	return scheduleScript.Queue(ctx, pipe, raising, key, epoch,
 		[]string{f.keys.Queues, f.keys.Ready, f.keys.Leases, f.keys.Deferred, f.keys.Failed, f.keys.Stats, f.keys.DoneFlag, f.keys.Workers,
 			f.keys.Config, f.keys.Results, f.keys.Lengths, f.keys.Outbox, f.keys.Due, f.keys.WorkerInfo, f.keys.Refill, f.keys.Sweeps, f.keys.Settings},
-		maxAttempts, limit, failedCap, pageBudget, WorkerForgetAfter.Milliseconds(), f.resultsCap, mode, f.o.outboxAge().Milliseconds(), continuous(f.o.Continuous), f.o.Instance,
+		maxAttempts, limit, failedCap, pageBudget, WorkerForgetAfter.Milliseconds(), f.resultsCap, mode, f.o.outboxAge().Milliseconds(), flag(f.o.Continuous), f.o.Instance,
 		f.policy().Version)
 }
 
@@ -125,18 +125,10 @@ type sweepReply struct {
 // negative d takes back at most what the shard leaves unused), as the
 // scheduler of epoch, and returns the change made (allow.lua).
 func (f *shard) moveAllowance(ctx context.Context, epochKey string, epoch, d int64) (int64, error) {
-	res, err := f.fenced(ctx, allowScript, epochKey, epoch, []string{f.keys.Stats, f.keys.Leases}, d, f.keys.Wake())
+	res, err := f.fenced(ctx, allowScript, epochKey, epoch, []string{f.keys.Stats, f.keys.Leases, f.keys.Settings}, d, f.keys.Wake(), f.policy().Version)
 	if err != nil {
 		return 0, fmt.Errorf("frontier: move the page budget: %w", err)
 	}
 	moved, _ := res.(int64)
 	return moved, nil
-}
-
-// continuous is schedule.lua's ARGV[10].
-func continuous(on bool) string {
-	if on {
-		return "1"
-	}
-	return "0"
 }
