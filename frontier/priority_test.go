@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/frontier"
@@ -215,6 +216,30 @@ func TestABlockOrACapEndsEveryPriority(t *testing.T) {
 		st, _ := e.f.Stats(ctx)
 		if st["skipped_links:max_pages_per_host"] != 5 || st["skipped"] != 5 {
 			t.Errorf("stats %v; want 5 dropped at the cap and 5 blocked", st)
+		}
+	})
+}
+
+// A revisit keeps its URL's priority: due again, a URL of priority 5
+// goes back to its level's list, before its host's URLs of 0.
+func TestARevisitKeepsItsPriority(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		e := setup(t, s)
+		e.f.Continuous = true
+		e.enqueue(t, []frontier.Item{{URL: "http://a/urgent", Priority: 5}})
+		l := pop(t, e.f)
+		if l == nil || l.Item.Priority != 5 {
+			t.Fatalf("popped %+v; want the URL of priority 5", l)
+		}
+		finish(t, e.f, l, frontier.Outcome{Stat: "ok", Fetched: true, Visit: &frontier.Visit{Interval: 1}, Due: time.Second})
+		e.enqueue(t, []frontier.Item{{URL: "http://a/plain"}, {URL: "http://a/plain2"}})
+		e.advance(1100 * time.Millisecond)
+		if sw := e.sweep(t, 3, 0); sw.Revisits != 1 {
+			t.Fatalf("sweep %+v; want the URL due again", sw)
+		}
+		x := e.exchange(t, nil, nil, 3)
+		if len(x.Popped) == 0 || x.Popped[0].Item.URL != "http://a/urgent" || x.Popped[0].Item.Priority != 5 {
+			t.Fatalf("popped %v first; want http://a/urgent, at priority 5", x.Popped)
 		}
 	})
 }

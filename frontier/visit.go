@@ -123,10 +123,10 @@ func dueMember(l *Lease, o Outcome) string {
 	if o.Visit == nil || o.Due < 0 {
 		return ""
 	}
-	it := Item{URL: l.Item.URL, Depth: l.Item.Depth}
+	it := Item{URL: l.Item.URL, Depth: l.Item.Depth, Priority: l.Item.Priority}
 	el, ok := compact(it, l.Host)
-	if !ok {
-		b, _ := json.Marshal(it) // a string and a number: cannot fail
+	if !ok || it.Priority != 0 { // the priority rides in the item's JSON: the revisit keeps its level
+		b, _ := json.Marshal(it) // strings and numbers: cannot fail
 		el = string(b)
 	}
 	return l.Host + "\n" + el + "\n" + o.Visit.Encode()
