@@ -45,6 +45,9 @@ func testsiteFlags() []cli.Flag {
 			"crawl with 'crawler work --dns' at the same address"},
 		&cli.IntFlag{Name: "slow-every", Usage: "every Nth host answers ten times slower than --latency"},
 		&cli.IntFlag{Name: "fail-every", Usage: "every Nth host answers each page's first request with 503 and Retry-After: 1"},
+		&cli.IntFlag{Name: "scripted", Usage: "the last N hosts are application shells: their links are built by a script from a JSON " +
+			"endpoint, so only a browser finds them (/_truth lists every page, /_truth?plain what a crawl that does not render finds); " +
+			"the first such host's home page also reaches for two URLs outside the scope, which /_stats reports as trapped if they are requested"},
 		&cli.BoolFlag{Name: "robots", Usage: "every host serves a robots.txt of its own (otherwise only the first does, and the others answer 404)"},
 		&cli.BoolFlag{Name: "versioned", Usage: "pages /p/N.html carry a version, an ETag and a Last-Modified, and answer If-None-Match and If-Modified-Since " +
 			"with 304 while unchanged; POST /_change?fraction=F changes that fraction of them, /_truth?versions lists every page's version (for recrawls)"},
@@ -70,8 +73,12 @@ func runTestsite(c *cli.Context) error {
 	if d := site.DNS(); d != nil {
 		fmt.Fprintf(c.App.ErrWriter, "crawler: DNS for the named hosts on %s (crawler work --dns %s)\n", d.Addr(), d.Addr())
 	}
-	fmt.Fprintf(c.App.ErrWriter, "crawler: test site up: %d hosts, %d URLs in /_truth; Ctrl-C stops it\n",
-		len(site.Hosts()), len(site.Truth()))
+	browserOnly := ""
+	if cfg.Scripted > 0 {
+		browserOnly = fmt.Sprintf(" (%d of them only a browser finds)", len(site.Truth())-len(site.PlainTruth()))
+	}
+	fmt.Fprintf(c.App.ErrWriter, "crawler: test site up: %d hosts, %d URLs in /_truth%s; Ctrl-C stops it\n",
+		len(site.Hosts()), len(site.Truth()), browserOnly)
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	<-ctx.Done()
@@ -122,6 +129,9 @@ func testsiteConfig(c *cli.Context) (testsite.Config, error) {
 	if err := testsite.CheckNames(names); err != nil {
 		return testsite.Config{}, usage(err)
 	}
+	if n := c.Int("scripted"); n < 0 || !named && n > c.Int("hosts") {
+		return testsite.Config{}, usage(fmt.Errorf("--scripted %d: want 0 to the number of hosts (%d)", n, c.Int("hosts")))
+	}
 	port := c.Int("port")
 	if named && !c.IsSet("port") {
 		port = 0 // the listener's
@@ -130,7 +140,7 @@ func testsiteConfig(c *cli.Context) (testsite.Config, error) {
 		Latency: c.Duration("latency"), ListenBase: c.String("listen-base"), Port: port,
 		Names: names, Listen: c.String("listen"), DNS: c.String("dns"),
 		SlowEvery: c.Int("slow-every"), FailEvery: c.Int("fail-every"), Robots: c.Bool("robots"),
-		Versioned: c.Bool("versioned"), ChangeEvery: c.Duration("change-every")}, nil
+		Versioned: c.Bool("versioned"), ChangeEvery: c.Duration("change-every"), Scripted: c.Int("scripted")}, nil
 }
 
 // splitNames reads --names: host names separated by commas (spaces allowed).

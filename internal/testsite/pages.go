@@ -3,6 +3,7 @@ package testsite
 import (
 	"fmt"
 	"math/rand/v2"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -95,3 +96,75 @@ func (s *Site) pageLinks(hi int, p string) ([]link, bool) {
 
 // refreshTarget is where page n's meta refresh points (pages with n%60 == 11).
 func (s *Site) refreshTarget(n int) int { return (n*7 + 3) % s.cfg.Pages }
+
+// Truth is every in-scope HTML URL a correct crawl seeded with Roots must
+// fetch (canonical form, sorted): what the pages link to, transitively,
+// minus robots-disallowed, non-HTML, redirect and missing URLs.
+func (s *Site) Truth() []string { truth, _ := s.walkAs(false); return truth }
+
+// Fetchable is every URL a correct crawl seeded with Roots requests, once
+// each (robots.txt aside; sorted): the truth, and the redirects, missing
+// pages and files it links to. A page budget of len(Fetchable) is exactly
+// enough for the whole site.
+func (s *Site) Fetchable() []string { _, all := s.walkAs(false); return all }
+
+// walkAs walks the site from its roots as a crawl does; plain, as one
+// that does not render (scripted hosts' pages give no link).
+func (s *Site) walkAs(plain bool) (truth, fetchable []string) {
+	seen := map[string]bool{}
+	var queue []string
+	for _, r := range s.Roots() {
+		seen[r] = true
+		queue = append(queue, r)
+	}
+	add := func(u string) {
+		if u != "" && !seen[u] {
+			seen[u] = true
+			queue = append(queue, u)
+		}
+	}
+	for len(queue) > 0 {
+		u := queue[0]
+		queue = queue[1:]
+		hi, p := s.hostOf(u)
+		if hi < 0 {
+			continue
+		}
+		if hi == 0 && strings.HasPrefix(p, "/private/") {
+			continue
+		}
+		fetchable = append(fetchable, u)
+		if strings.HasPrefix(p, "/r/") { // a redirect: its target counts, not itself
+			if n, err := strconv.Atoi(strings.TrimPrefix(p, "/r/")); err == nil && n < s.cfg.Pages {
+				add("http://" + s.hosts[hi] + fmt.Sprintf("/p/%d.html", n))
+			}
+			continue
+		}
+		links, ok := s.scriptedPageLinks(hi, p, plain)
+		if !ok {
+			continue // 404 or a file
+		}
+		truth = append(truth, u)
+		for _, l := range links {
+			add(l.means)
+		}
+	}
+	sort.Strings(truth)
+	sort.Strings(fetchable)
+	return truth, fetchable
+}
+
+// hostOf splits a URL the site wrote into its host's index (-1 for none
+// of the site's) and its path.
+func (s *Site) hostOf(u string) (int, string) {
+	rest, ok := strings.CutPrefix(u, "http://")
+	if !ok {
+		return -1, ""
+	}
+	for i, h := range s.hosts {
+		if p, ok := strings.CutPrefix(rest, h); ok && strings.HasPrefix(p, "/") {
+			return i, p
+		}
+	}
+	return -1, ""
+}

@@ -30,7 +30,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,6 +68,10 @@ type Config struct {
 	// change by themselves, hot ones every period, warm ones every fourth.
 	Versioned   bool
 	ChangeEvery time.Duration
+	// Scripted makes the last Scripted hosts application shells whose
+	// links only a browser finds (scripted.go); their home page's script
+	// also reaches for two traps outside the scope (loopback mode only).
+	Scripted int
 }
 
 // Site is a running test site.
@@ -93,6 +96,9 @@ type Site struct {
 	notModified int
 	bytes       int64
 	conditional map[string]int // URL -> requests with a validator
+	// Scripted hosts (scripted.go): the traps' URLs, what reached them,
+	// and the URLs requested with a browser's User-Agent.
+	traps, trapped, browser []string
 }
 
 func newSite(cfg Config) *Site {
@@ -121,10 +127,12 @@ func Start(cfg Config) (*Site, error) {
 	if base == nil || !base.IsLoopback() {
 		return nil, fmt.Errorf("testsite: --listen-base %q must be an IPv4 loopback address (127.x.y.z)", cfg.ListenBase)
 	}
-	addrs, err := hostAddresses(base, cfg.Hosts)
+	addrs, err := hostAddresses(base, cfg.Hosts+1) // the last: a trap's (Scripted)
 	if err != nil {
 		return nil, err
 	}
+	next := addrs[cfg.Hosts].String()
+	addrs = addrs[:cfg.Hosts]
 	s := newSite(cfg)
 	var listeners []net.Listener
 	for _, ip := range addrs {
@@ -146,6 +154,10 @@ func Start(cfg Config) (*Site, error) {
 		srv := &http.Server{Handler: s.handler(i), ReadHeaderTimeout: 10 * time.Second}
 		s.servers = append(s.servers, srv)
 		go srv.Serve(l)
+	}
+	if err := s.startTraps(next); err != nil {
+		s.Close()
+		return nil, err
 	}
 	return s, nil
 }
@@ -199,6 +211,10 @@ func (s *Site) handler(hi int) http.Handler {
 				writeJSON(w, s.Versions())
 				return
 			}
+			if _, ok := r.URL.Query()["plain"]; ok {
+				writeJSON(w, s.PlainTruth())
+				return
+			}
 			writeJSON(w, s.Truth())
 			return
 		case "/_fetchable":
@@ -221,6 +237,9 @@ func (s *Site) handler(hi int) http.Handler {
 		if failFirst {
 			w.Header().Set("Retry-After", "1")
 			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		if s.scripted(hi) && s.serveScripted(w, r, hi) {
 			return
 		}
 		switch {
@@ -270,6 +289,9 @@ func (s *Site) count(hi int, r *http.Request) (failOnce, failFirst bool) {
 	if p != "/robots.txt" {
 		s.reqs[host] = append(s.reqs[host], time.Now())
 	}
+	if browserAgent(r.UserAgent()) {
+		s.browser = append(s.browser, full)
+	}
 	if hi == 0 && strings.HasPrefix(p, "/private/") {
 		s.private = append(s.private, full)
 	}
@@ -307,8 +329,11 @@ func (s *Site) servePage(w http.ResponseWriter, r *http.Request, hi int) {
 	if ver != nil {
 		fmt.Fprintf(&b, "<p>version %d</p>\n", ver.Version)
 	}
+	if s.scripted(hi) {
+		s.writeShell(&b, hi, p)
+	}
 	for _, l := range links {
-		if l.href != "" {
+		if l.href != "" && !s.scripted(hi) {
 			fmt.Fprintf(&b, "<a href=\"%s\">link</a>\n", l.href)
 		}
 	}
@@ -341,74 +366,4 @@ func writeJSON(w http.ResponseWriter, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.Encode(v)
-}
-
-// Truth is every in-scope HTML URL a correct crawl seeded with Roots must
-// fetch (canonical form, sorted): what the pages link to, transitively,
-// minus robots-disallowed, non-HTML, redirect and missing URLs.
-func (s *Site) Truth() []string { truth, _ := s.walk(); return truth }
-
-// Fetchable is every URL a correct crawl seeded with Roots requests, once
-// each (robots.txt aside; sorted): the truth, and the redirects, missing
-// pages and files it links to. A page budget of len(Fetchable) is exactly
-// enough for the whole site.
-func (s *Site) Fetchable() []string { _, all := s.walk(); return all }
-
-func (s *Site) walk() (truth, fetchable []string) {
-	seen := map[string]bool{}
-	var queue []string
-	for _, r := range s.Roots() {
-		seen[r] = true
-		queue = append(queue, r)
-	}
-	add := func(u string) {
-		if u != "" && !seen[u] {
-			seen[u] = true
-			queue = append(queue, u)
-		}
-	}
-	for len(queue) > 0 {
-		u := queue[0]
-		queue = queue[1:]
-		hi, p := s.hostOf(u)
-		if hi < 0 {
-			continue
-		}
-		if hi == 0 && strings.HasPrefix(p, "/private/") {
-			continue
-		}
-		fetchable = append(fetchable, u)
-		if strings.HasPrefix(p, "/r/") { // a redirect: its target counts, not itself
-			if n, err := strconv.Atoi(strings.TrimPrefix(p, "/r/")); err == nil && n < s.cfg.Pages {
-				add("http://" + s.hosts[hi] + fmt.Sprintf("/p/%d.html", n))
-			}
-			continue
-		}
-		links, ok := s.pageLinks(hi, p)
-		if !ok {
-			continue // 404 or a file
-		}
-		truth = append(truth, u)
-		for _, l := range links {
-			add(l.means)
-		}
-	}
-	sort.Strings(truth)
-	sort.Strings(fetchable)
-	return truth, fetchable
-}
-
-// hostOf splits a URL the site wrote into its host's index (-1 for none
-// of the site's) and its path.
-func (s *Site) hostOf(u string) (int, string) {
-	rest, ok := strings.CutPrefix(u, "http://")
-	if !ok {
-		return -1, ""
-	}
-	for i, h := range s.hosts {
-		if p, ok := strings.CutPrefix(rest, h); ok && strings.HasPrefix(p, "/") {
-			return i, p
-		}
-	}
-	return -1, ""
 }

@@ -35,6 +35,11 @@ type Stats struct {
 	// Conditional lists the URLs requested with a validator
 	// (If-None-Match or If-Modified-Since) at least once.
 	Conditional []string `json:"conditional"`
+	// Trapped are the requests that reached a trap outside the scope, and
+	// Browser the URLs requested with a browser's User-Agent (scripted.go):
+	// both empty for a crawler whose fetcher makes every request.
+	Trapped []string `json:"trapped"`
+	Browser []string `json:"browser"`
 }
 
 // Stats reports what the site saw so far.
@@ -42,7 +47,8 @@ func (s *Site) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := Stats{Hosts: map[string]HostStats{}, Disallowed: append([]string{}, s.private...), FetchedMoreThanTwice: []string{},
-		Repeated: map[string]int{}, NotModified: s.notModified, Bytes: s.bytes}
+		Repeated: map[string]int{}, NotModified: s.notModified, Bytes: s.bytes,
+		Trapped: append([]string{}, s.trapped...), Browser: append([]string{}, s.browser...)}
 	for _, h := range s.hosts {
 		st.Hosts[h] = HostStats{Requests: s.total[h], MaxPerSecond: MaxInWindow(s.reqs[h], time.Second)}
 	}
