@@ -10,7 +10,10 @@ import (
 
 // live is what a worker acts on of the crawl's settings: one version of
 // them, with what is compiled from them, swapped whole when they change
-// (SetSettings), so that a page is handled under one version throughout.
+// (SetSettings). A response is read under one version (its links, extract
+// rules, filters, depth), which its record names (Record.SettingsVersion);
+// the checks before a fetch (the budget, robots.txt's give-up, the rate)
+// read the newest.
 type live struct {
 	s       Settings
 	fields  []parse.Field // the extract rules, compiled

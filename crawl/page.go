@@ -115,7 +115,9 @@ func (pl *fetchLoops) process(ctx context.Context, l *frontier.Lease, info front
 		pl.notNow(ctx, l, u, rec, r)
 		return
 	}
-	pl.finish(l, rec, pl.outcome(u, item, visit, r, &rec, archived))
+	lv := pl.cur.Load() // what the response yields is read under one version of the settings
+	rec.SettingsVersion = lv.s.Version
+	pl.finish(l, rec, pl.outcome(lv, u, item, visit, r, &rec, archived))
 }
 
 // cleared reports whether the URL of l may be fetched now, with its URL:
@@ -189,7 +191,7 @@ func (pl *fetchLoops) notNow(ctx context.Context, l *frontier.Lease, u *url.URL,
 // outcome is what an answered fetch leaves: its links (a page's, a
 // sitemap's; none for 304 Not Modified), its stat, and what the next
 // visit compares against.
-func (pl *fetchLoops) outcome(u *url.URL, item frontier.Item, visit *frontier.Visit, r *fetch.Result, rec *Record, archived *frontier.Visit) frontier.Outcome {
+func (pl *fetchLoops) outcome(lv *live, u *url.URL, item frontier.Item, visit *frontier.Visit, r *fetch.Result, rec *Record, archived *frontier.Visit) frontier.Outcome {
 	o := frontier.Outcome{Stat: OutcomeOK, Fetched: true, FetchTime: r.Duration}
 	digest := rec.PayloadDigest
 	switch {
@@ -198,9 +200,9 @@ func (pl *fetchLoops) outcome(u *url.URL, item frontier.Item, visit *frontier.Vi
 		o.Stat, digest = OutcomeUnchanged, visit.Digest
 		rec.PayloadDigest = digest
 	case item.Kind == frontier.KindSitemap:
-		o.Children = pl.sitemapLinks(item, r, rec)
+		o.Children = pl.sitemapLinks(lv, item, r, rec)
 	default:
-		o.Children = pl.links(u, item, r, rec)
+		o.Children = pl.links(lv, u, item, r, rec)
 	}
 	if r.Status >= 400 {
 		o.Stat = OutcomeHTTPError
@@ -209,10 +211,10 @@ func (pl *fetchLoops) outcome(u *url.URL, item frontier.Item, visit *frontier.Vi
 		o.Also = append(o.Also, CounterLinksCut)
 	}
 	if item.Kind != frontier.KindSitemap {
-		if digest == "" && pl.cur.Load().s.KeepVisits { // compared at the next fetch: kept only with a visit
+		if digest == "" && lv.s.KeepVisits { // compared at the next fetch: kept only with a visit
 			digest = answerDigest(r.Body, rec.Headers)
 		}
-		pl.cur.Load().s.revisitOutcome(visit, rec, &o, digest, archived)
+		lv.s.revisitOutcome(visit, rec, &o, digest, archived)
 		o.Change = rec.Change
 	}
 	return o
@@ -221,13 +223,13 @@ func (pl *fetchLoops) outcome(u *url.URL, item frontier.Item, visit *frontier.Vi
 // links are the URLs a response leads to, in scope and within the depth
 // limit: a redirect's target (at the same depth: a redirect is not a step
 // further from the seed) and an HTML page's links.
-func (pl *fetchLoops) links(u *url.URL, item frontier.Item, r *fetch.Result, rec *Record) []frontier.Item {
+func (pl *fetchLoops) links(lv *live, u *url.URL, item frontier.Item, r *fetch.Result, rec *Record) []frontier.Item {
 	var children []frontier.Item
 	scope := pl.scope.Load()
 	if r.Location != "" {
-		if t, err := parse.CanonicalizeKeeping(nil, r.Location, pl.cur.Load().s.KeepTrackingParams); err == nil {
+		if t, err := parse.CanonicalizeKeeping(nil, r.Location, lv.s.KeepTrackingParams); err == nil {
 			rec.Redirect = t.String()
-			if scope.Allows(t) && pl.follow(t, rec.Redirect) {
+			if scope.Allows(t) && pl.follow(lv, t, rec.Redirect) {
 				children = append(children, frontier.Item{URL: rec.Redirect, Depth: item.Depth, Parent: item.URL})
 			}
 		}
@@ -235,7 +237,7 @@ func (pl *fetchLoops) links(u *url.URL, item frontier.Item, r *fetch.Result, rec
 	if !r.HTML || r.Status < 200 || r.Status >= 300 {
 		return children
 	}
-	page, err := parse.Extract(u, bytes.NewReader(r.Body), parse.Limits{KeepTracking: pl.cur.Load().s.KeepTrackingParams, MaxLinks: pl.cur.Load().s.MaxLinks}, pl.cur.Load().fields...)
+	page, err := parse.Extract(u, bytes.NewReader(r.Body), parse.Limits{KeepTracking: lv.s.KeepTrackingParams, MaxLinks: lv.s.MaxLinks}, lv.fields...)
 	if err != nil {
 		rec.Error = fmt.Sprintf("parse: %v", err)
 		return children
@@ -244,11 +246,11 @@ func (pl *fetchLoops) links(u *url.URL, item frontier.Item, r *fetch.Result, rec
 	if page.Truncated {
 		rec.LinksCut = page.Cut // counted with the record (page's Outcome.Also)
 	}
-	if pl.cur.Load().s.MaxDepth >= 0 && item.Depth >= pl.cur.Load().s.MaxDepth {
+	if lv.s.MaxDepth >= 0 && item.Depth >= lv.s.MaxDepth {
 		return children
 	}
 	for _, link := range page.Links {
-		if lu, err := url.Parse(link); err == nil && scope.Allows(lu) && pl.follow(lu, link) {
+		if lu, err := url.Parse(link); err == nil && scope.Allows(lu) && pl.follow(lv, lu, link) {
 			children = append(children, frontier.Item{URL: link, Depth: item.Depth + 1, Parent: item.URL})
 		}
 	}
@@ -258,7 +260,7 @@ func (pl *fetchLoops) links(u *url.URL, item frontier.Item, r *fetch.Result, rec
 // sitemapLinks are what a sitemap lists: page URLs (one step from the
 // sitemap, through scope, filters and dedup like links) and other
 // sitemaps (an index), read from the body, gunzipped when it is gzip.
-func (pl *fetchLoops) sitemapLinks(item frontier.Item, r *fetch.Result, rec *Record) []frontier.Item {
+func (pl *fetchLoops) sitemapLinks(lv *live, item frontier.Item, r *fetch.Result, rec *Record) []frontier.Item {
 	if r.Status < 200 || r.Status >= 300 {
 		return nil
 	}
@@ -290,13 +292,13 @@ func (pl *fetchLoops) sitemapLinks(item frontier.Item, r *fetch.Result, rec *Rec
 	scope := pl.scope.Load()
 	var children []frontier.Item
 	for i, loc := range sm.URLs {
-		u, err := parse.CanonicalizeKeeping(base, loc, pl.cur.Load().s.KeepTrackingParams)
+		u, err := parse.CanonicalizeKeeping(base, loc, lv.s.KeepTrackingParams)
 		if err != nil || !scope.Allows(u) {
 			continue
 		}
 		if s := u.String(); !strings.HasPrefix(s, dir) {
 			pl.skips.add("sitemap_location")
-		} else if pl.follow(u, s) {
+		} else if pl.follow(lv, u, s) {
 			children = append(children, frontier.Item{URL: s, Depth: item.Depth + 1, Parent: item.URL, Priority: SitemapPriority(sm.Priority(i))})
 		}
 	}
@@ -347,8 +349,8 @@ func (f *failing) ok(host string) {
 
 // follow applies the crawl's filters and trap defences to a discovered
 // URL, counting the reason of a refusal.
-func (pl *fetchLoops) follow(u *url.URL, canonical string) bool {
-	if reason := pl.cur.Load().rules.skip(u, canonical); reason != "" {
+func (pl *fetchLoops) follow(lv *live, u *url.URL, canonical string) bool {
+	if reason := lv.rules.skip(u, canonical); reason != "" {
 		pl.skips.add(reason)
 		pl.metrics.skipped.WithLabelValues(reason).Inc()
 		return false

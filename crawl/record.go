@@ -28,13 +28,17 @@ type Record struct {
 	Links       int    `json:"links"`
 	// LinksCut: the page had more links than the crawl's max-links; this
 	// many past it were left out (CounterLinksCut counts such pages).
-	LinksCut  int       `json:"links_cut,omitempty"`
-	NewLinks  int       `json:"new_links"`
-	FetchMS   int64     `json:"fetch_ms"`
-	Redirect  string    `json:"redirect,omitempty"`
-	Error     string    `json:"error,omitempty"`
-	Worker    string    `json:"worker"`
-	FetchedAt time.Time `json:"fetched_at"` // when the request went out (after politeness waits)
+	LinksCut int    `json:"links_cut,omitempty"`
+	NewLinks int    `json:"new_links"`
+	FetchMS  int64  `json:"fetch_ms"`
+	Redirect string `json:"redirect,omitempty"`
+	Error    string `json:"error,omitempty"`
+	Worker   string `json:"worker"`
+	// SettingsVersion is the version of the crawl's settings ('crawler
+	// set') the response was read under: its links, extract rules,
+	// filters and depth (0, as seeded, is left out).
+	SettingsVersion int64     `json:"settings_version,omitempty"`
+	FetchedAt       time.Time `json:"fetched_at"` // when the request went out (after politeness waits)
 	// Outcome is how the URL ended: OutcomeOK, OutcomeHTTPError,
 	// OutcomeFailed or OutcomeSkipped (the same words as the crawl's
 	// counters and a worker's exit line).

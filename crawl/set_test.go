@@ -369,5 +369,17 @@ func TestAWorkersOwnSettingsFollowAChange(t *testing.T) {
 		if after < 5 || len(fetchedAfter) < 5 {
 			t.Fatalf("%d requests (%d pages of /a/) a second after the change; want enough to judge", after, len(fetchedAfter))
 		}
+		// Each record names the settings its response was read under.
+		recs := exportedByURL(t, context.Background(), s.Client, "own")
+		for _, h := range hits {
+			rec, ok := recs[srv.URL+h.path]
+			switch {
+			case !ok:
+				t.Errorf("%s has no record", h.path)
+			case h.at.Before(changed.Add(-time.Second)) && rec.SettingsVersion != 0,
+				h.at.After(changed.Add(time.Second)) && rec.SettingsVersion != 1:
+				t.Errorf("%s, requested %v from the change, says settings version %d", h.path, h.at.Sub(changed), rec.SettingsVersion)
+			}
+		}
 	})
 }
