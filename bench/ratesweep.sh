@@ -43,9 +43,9 @@ for rb in "${rates[@]}"; do
 		cr seed --rate "$rate" --burst "$burst" --allow-private \
 			"http://127.0.0.30:$sport/" "http://127.0.0.31:$sport/" "http://127.0.0.32:$sport/" >/dev/null 2>&1
 		start=$(date +%s.%N)
-		cr ${LOGLEVEL:+--log-level $LOGLEVEL} work -c 16 --exit-when-done --id a --progress-every 0 >"$tmp/a.log" 2>&1 &
+		crbg ${LOGLEVEL:+--log-level $LOGLEVEL} work -c 16 --exit-when-done --id a --progress-every 0 >"$tmp/a.log" 2>&1 &
 		a=$!
-		cr ${LOGLEVEL:+--log-level $LOGLEVEL} work -c 16 --exit-when-done --id b --progress-every 0 >"$tmp/b.log" 2>&1 &
+		crbg ${LOGLEVEL:+--log-level $LOGLEVEL} work -c 16 --exit-when-done --id b --progress-every 0 >"$tmp/b.log" 2>&1 &
 		b=$!
 		pids+=("$a" "$b")
 		wait "$a" "$b"

@@ -55,9 +55,9 @@ for rb in "${rates[@]}"; do
 		redis-cli -p "$rport" flushall >/dev/null
 		cr seed --rate "$rate" --burst "$burst" --allow-private "${seeds[@]}" >/dev/null 2>&1
 		start=$(date +%s.%N)
-		cr work -c 16 --exit-when-done --id a --progress-every 0 >"$tmp/a.log" 2>&1 &
+		crbg work -c 16 --exit-when-done --id a --progress-every 0 >"$tmp/a.log" 2>&1 &
 		a=$!
-		cr work -c 16 --exit-when-done --id b --progress-every 0 >"$tmp/b.log" 2>&1 &
+		crbg work -c 16 --exit-when-done --id b --progress-every 0 >"$tmp/b.log" 2>&1 &
 		b=$!
 		pids+=("$a" "$b")
 		wait "$a" "$b"

@@ -25,9 +25,7 @@ for _ in $(seq 100); do
 done
 cr seed --rate 20 --allow-private "http://127.0.0.50:$sport/" "http://127.0.0.51:$sport/" >/dev/null
 for i in $(seq "$workers"); do
-	# The binary itself in the background, not the cr function: a function
-	# runs in a subshell, and its PID is not the worker's to stop.
-	"$tmp/crawler" --redis "redis://127.0.0.1:$rport" --log-format json work -c 8 --id "w$i" --progress-every 0 >"$tmp/w$i.log" 2>&1 &
+	crbg --log-format json work -c 8 --id "w$i" --progress-every 0 >"$tmp/w$i.log" 2>&1 &
 	pids+=($!)
 done
 sleep 2

@@ -2,7 +2,7 @@
 # repository's root): a temporary directory ($tmp) removed at exit with
 # every process listed in pids stopped by PID, free_port, the crawler
 # built as $tmp/crawler, a redis-server of its own on $rport, and cr, the
-# crawler pointed at it.
+# crawler pointed at it (crbg in the background).
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
@@ -17,3 +17,7 @@ rport=$(free_port)
 redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no >"$tmp/redis.log" 2>&1 &
 pids+=($!)
 cr() { "$tmp/crawler" --redis "redis://127.0.0.1:$rport" "$@"; }
+# crbg is cr for the background (crbg work … &): the subshell a function
+# runs in becomes the crawler (exec), so $! is the crawler's PID, which
+# the cleanup stops.
+crbg() { exec "$tmp/crawler" --redis "redis://127.0.0.1:$rport" "$@"; }
