@@ -231,20 +231,7 @@ func TestARaisedBudgetReopensAnEndedCrawl(t *testing.T) {
 // checks the pops at every priority.)
 func TestHighPrioritySeedsAreFetchedFirst(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
-		var mu sync.Mutex
-		var order []string
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == "/robots.txt" {
-				http.NotFound(w, r)
-				return
-			}
-			mu.Lock()
-			order = append(order, r.URL.Path)
-			mu.Unlock()
-			w.Header().Set("Content-Type", "text/html")
-			io.WriteString(w, "<html><body>a page</body></html>")
-		}))
-		defer srv.Close()
+		srv, hits := recordingSite(t, func(w io.Writer, _ string) { io.WriteString(w, "<html><body>a page</body></html>") })
 		s.FollowWallClock(t)
 		set := crawl.DefaultSettings()
 		set.Rate, set.Burst, set.AllowPrivate, set.MaxDepth = 20, 1, true, 0
@@ -267,8 +254,10 @@ func TestHighPrioritySeedsAreFetchedFirst(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		runWorkers(t, ctx, s, "prio", fastOptions("w1"), fastOptions("w2"))
-		mu.Lock()
-		defer mu.Unlock()
+		var order []string
+		for _, h := range hits() {
+			order = append(order, h.path)
+		}
 		if len(order) != 30 {
 			t.Fatalf("%d requests; want the 30 seeds: %v", len(order), order)
 		}
@@ -297,31 +286,16 @@ func TestSitemapPriorityLevels(t *testing.T) {
 // it is found). Two workers, both Redis kinds.
 func TestAWorkersOwnSettingsFollowAChange(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
-		type hit struct {
-			path, agent, run string
-			at               time.Time
-		}
-		var mu sync.Mutex
-		var hits []hit
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == "/robots.txt" {
-				http.NotFound(w, r)
-				return
-			}
-			mu.Lock()
-			hits = append(hits, hit{r.URL.Path, r.UserAgent(), r.Header.Get("X-Run"), time.Now()})
-			mu.Unlock()
-			w.Header().Set("Content-Type", "text/html")
+		srv, hits := recordingSite(t, func(w io.Writer, path string) {
 			switch {
-			case r.URL.Path == "/":
+			case path == "/":
 				for i := range 40 {
 					fmt.Fprintf(w, `<a href="/a/%d">a</a>`, i)
 				}
-			case strings.HasPrefix(r.URL.Path, "/a/"):
-				fmt.Fprintf(w, `<a href="/skip%s">skip</a>`, strings.TrimPrefix(r.URL.Path, "/a"))
+			case strings.HasPrefix(path, "/a/"):
+				fmt.Fprintf(w, `<a href="/skip%s">skip</a>`, strings.TrimPrefix(path, "/a"))
 			}
-		}))
-		defer srv.Close()
+		})
 		s.FollowWallClock(t)
 		set := crawl.DefaultSettings()
 		set.Rate, set.Burst, set.AllowPrivate, set.Headers = 20, 1, true, []string{"X-Run: 1"}
@@ -335,21 +309,18 @@ func TestAWorkersOwnSettingsFollowAChange(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			awaitTrue(t, "10 requests", func() bool { mu.Lock(); defer mu.Unlock(); return len(hits) >= 10 })
+			awaitTrue(t, "10 requests", func() bool { return len(hits()) >= 10 })
 			if _, err := crawl.SetSettings(ctx, s.Client, "own", map[string]string{"header": "X-Run: 2",
 				"user-agent": "RedCrawl/9.9 (+mailto:test@example.org)", "deny": "/skip/"}, "dave"); err != nil {
 				t.Error(err)
 			}
-			mu.Lock()
-			changed = time.Now()
-			mu.Unlock()
+			changed = time.Now() // read after done is closed
 		}()
 		runWorkers(t, ctx, s, "own", fastOptions("w1"), fastOptions("w2"))
 		<-done
-		mu.Lock()
-		defer mu.Unlock()
+		seen := hits()
 		after, fetchedAfter := 0, map[string]bool{}
-		for _, h := range hits {
+		for _, h := range seen {
 			if h.at.Before(changed.Add(time.Second)) {
 				continue
 			}
@@ -361,7 +332,7 @@ func TestAWorkersOwnSettingsFollowAChange(t *testing.T) {
 				fetchedAfter[strings.TrimPrefix(h.path, "/a/")] = true
 			}
 		}
-		for _, h := range hits {
+		for _, h := range seen {
 			if n, ok := strings.CutPrefix(h.path, "/skip/"); ok && fetchedAfter[n] {
 				t.Errorf("%s was followed though found after --deny /skip/", h.path)
 			}
@@ -371,7 +342,7 @@ func TestAWorkersOwnSettingsFollowAChange(t *testing.T) {
 		}
 		// Each record names the settings its response was read under.
 		recs := exportedByURL(t, context.Background(), s.Client, "own")
-		for _, h := range hits {
+		for _, h := range seen {
 			rec, ok := recs[srv.URL+h.path]
 			switch {
 			case !ok:
@@ -382,4 +353,35 @@ func TestAWorkersOwnSettingsFollowAChange(t *testing.T) {
 			}
 		}
 	})
+}
+
+// hit is one request a recording site saw: its path, User-Agent, X-Run
+// header, and when.
+type hit struct {
+	path, agent, run string
+	at               time.Time
+}
+
+// recordingSite serves HTML pages written by page (no robots.txt) and
+// records every request, in the order they came; hits reads them.
+func recordingSite(t *testing.T, page func(w io.Writer, path string)) (srv *httptest.Server, hits func() []hit) {
+	var mu sync.Mutex
+	var seen []hit
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		mu.Lock()
+		seen = append(seen, hit{r.URL.Path, r.UserAgent(), r.Header.Get("X-Run"), time.Now()})
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/html")
+		page(w, r.URL.Path)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() []hit {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]hit(nil), seen...)
+	}
 }

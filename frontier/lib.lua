@@ -288,6 +288,25 @@ local function fr_ready(Q, hosts, now)
   if #back > 0 then redis.call('ZREM', Q.refill, unpack(back)) end
 end
 
+-- fr_group is the list of host's elements of level (lists[lk]) that a
+-- push gathers, made when new; levels[host] notes the levels it made,
+-- once the host has one other than 0 (nil until then: a table a host only
+-- for a crawl with priorities).
+local function fr_group(lists, levels, host, level, lk)
+  local l = lists[lk]
+  if l then return l end
+  l = {}
+  lists[lk] = l
+  local lv = levels[host]
+  if level ~= 0 and not lv then
+    lv = {}
+    if lists[host] then lv[1] = 0 end
+    levels[host] = lv
+  end
+  if lv then lv[#lv + 1] = level end
+  return l
+end
+
 -- fr_push_list queues the elements l at the back of list key, in order,
 -- or with Q.lifo at its front, in order.
 local function fr_push_list(Q, key, l)
@@ -298,6 +317,34 @@ local function fr_push_list(Q, key, l)
   local rev = {}
   for k = #l, 1, -1 do rev[#rev + 1] = l[k] end
   redis.call('LPUSH', key, unpack(rev))
+end
+
+-- fr_push_group pushes the elements l onto list queues .. lk (a host, or
+-- "host level"): as fr_push_list does, or with front at its front as
+-- they are (gathered last first); it returns how many.
+local function fr_push_group(Q, lk, l, front)
+  if front then redis.call('LPUSH', Q.queues .. lk, unpack(l)) else fr_push_list(Q, Q.queues .. lk, l) end
+  return #l
+end
+
+-- fr_push_groups pushes the lists a push gathered for host (fr_group),
+-- each onto its level's list: as fr_push_list does, or with front at the
+-- front as they are (gathered last first). It notes the host's new levels
+-- and returns how many elements it pushed.
+local function fr_push_groups(Q, host, lists, levels, front)
+  local lv = levels[host]
+  if not lv then return fr_push_group(Q, host, lists[host], front) end
+  local added, n = {}, 0
+  for _, level in ipairs(lv) do
+    local lk = host
+    if level ~= 0 then
+      lk = host .. ' ' .. level
+      added[level] = true
+    end
+    n = n + fr_push_group(Q, lk, lists[lk], front)
+  end
+  fr_add_levels(Q, host, added)
+  return n
 end
 
 -- fr_push_back queues entries "host\nparent\nelement" at the back of their
@@ -329,18 +376,7 @@ local function fr_push_back(Q, entries, now)
       order[#order + 1] = host
       n[host] = 0
     end
-    local l = lists[lk]
-    if not l then
-      l = {}
-      lists[lk] = l
-      local lv = levels[host]
-      if level ~= 0 and not lv then
-        lv = {}
-        if lists[host] then lv[1] = 0 end
-        levels[host] = lv
-      end
-      if lv then lv[#lv + 1] = level end
-    end
+    local l = fr_group(lists, levels, host, level, lk)
     n[host] = n[host] + 1
     if string.byte(el, 1) ~= FR_JSON and last[lk] ~= parent then
       l[#l + 1] = 'P' .. parent
@@ -360,21 +396,7 @@ local function fr_push_back(Q, entries, now)
     end
   end
   for _, host in ipairs(order) do
-    local lv = levels[host]
-    if not lv then
-      fr_push_list(Q, Q.queues .. host, lists[host])
-    else
-      local added = {}
-      for _, level in ipairs(lv) do
-        if level == 0 then
-          fr_push_list(Q, Q.queues .. host, lists[host])
-        else
-          fr_push_list(Q, Q.queues .. host .. ' ' .. level, lists[host .. ' ' .. level])
-          added[level] = true
-        end
-      end
-      fr_add_levels(Q, host, added)
-    end
+    fr_push_groups(Q, host, lists, levels, false)
     redis.call('HINCRBY', Q.lengths, host, fr_int(n[host]))
   end
   fr_ready(Q, order, now)
@@ -395,39 +417,11 @@ local function fr_push_front(Q, entries, now)
       met[host] = true
       order[#order + 1] = host
     end
-    local l = lists[lk]
-    if not l then
-      l = {}
-      lists[lk] = l
-      local lv = levels[host]
-      if level ~= 0 and not lv then
-        lv = {}
-        if lists[host] then lv[1] = 0 end
-        levels[host] = lv
-      end
-      if lv then lv[#lv + 1] = level end
-    end
+    local l = fr_group(lists, levels, host, level, lk)
     l[#l + 1] = json
   end
   for _, host in ipairs(order) do
-    local lv, n = levels[host], 0
-    if not lv then
-      redis.call('LPUSH', Q.queues .. host, unpack(lists[host]))
-      n = #lists[host]
-    else
-      local added = {}
-      for _, level in ipairs(lv) do
-        local l = lists[host]
-        if level ~= 0 then
-          l = lists[host .. ' ' .. level]
-          added[level] = true
-        end
-        redis.call('LPUSH', fr_qkey(Q, host, level), unpack(l))
-        n = n + #l
-      end
-      fr_add_levels(Q, host, added)
-    end
-    redis.call('HINCRBY', Q.lengths, host, fr_int(n))
+    redis.call('HINCRBY', Q.lengths, host, fr_int(fr_push_groups(Q, host, lists, levels, true)))
   end
   fr_ready(Q, order, now)
   fr_count(Q, #entries)
