@@ -127,8 +127,9 @@ func (sc *scheduler) lead(stop context.Context, l *leader.Leadership) {
 			// under them (until then no sweep ends the crawl).
 			if _, err := sc.reload(stop); err != nil {
 				sc.log.Warn("reading the crawl's new settings failed; will retry", "err", err)
+			} else if sc.settings().Version >= sw.Settings {
+				next = time.Nanosecond // the sweep the last one could not decide
 			}
-			next = min(next, 50*time.Millisecond)
 		}
 		if err == nil && sw.NextDeferred >= 0 {
 			// Retries come due one by one; a quarter second's grace lets

@@ -189,6 +189,25 @@ func (s Settings) bloom() dedup.Params {
 	return dedup.Params{Capacity: s.ExpectedURLs, FPRate: s.FPRate}
 }
 
+// summary is the settings as status's line says them: the ones that shape
+// a crawl most, and the version when 'crawler set' changed them.
+func (s Settings) summary() string {
+	depth := "unlimited"
+	if s.MaxDepth >= 0 {
+		depth = strconv.Itoa(s.MaxDepth)
+	}
+	pages := "unlimited"
+	if s.MaxPages > 0 {
+		pages = strconv.FormatInt(s.MaxPages, 10)
+	}
+	changed := ""
+	if s.Version > 0 {
+		changed = fmt.Sprintf(" (version %d: changed by 'crawler set', see the events)", s.Version)
+	}
+	return fmt.Sprintf("scope %s, depth %s, max pages %s, %s req/s per host (burst %d), private addresses %v, robots.txt give-up %v, keep %s, %d shard(s)%s",
+		s.Scope, depth, pages, fmtRate(s.Rate), s.Burst, s.AllowPrivate, s.RobotsGiveUp, strings.Join(s.KeepTypes, ","), s.Shards, changed)
+}
+
 // AgentToken is the product token matched against robots.txt User-agent lines.
 func (s Settings) AgentToken() string {
 	tok, _, _ := strings.Cut(strings.TrimSpace(s.UserAgent), "/")

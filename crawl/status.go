@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -216,21 +215,7 @@ func (st *Status) String() string {
 	fmt.Fprintf(&b, "  dedup       %d URLs seen in %d layer(s), %.1f KiB of bitmaps, estimated false-positive rate %.4f%%\n",
 		st.Bloom.Count, len(st.Bloom.Layers), float64(st.Bloom.Bits)/8/1024, 100*st.Bloom.EstimatedFPRate)
 	st.writeCoordination(&b)
-	s := st.Settings
-	depth := "unlimited"
-	if s.MaxDepth >= 0 {
-		depth = strconv.Itoa(s.MaxDepth)
-	}
-	pages := "unlimited"
-	if s.MaxPages > 0 {
-		pages = strconv.FormatInt(s.MaxPages, 10)
-	}
-	changed := ""
-	if s.Version > 0 {
-		changed = fmt.Sprintf(" (version %d: changed by 'crawler set', see the events)", s.Version)
-	}
-	fmt.Fprintf(&b, "  settings    scope %s, depth %s, max pages %s, %s req/s per host (burst %d), private addresses %v, robots.txt give-up %v, keep %s, %d shard(s)%s\n",
-		s.Scope, depth, pages, fmtRate(s.Rate), s.Burst, s.AllowPrivate, s.RobotsGiveUp, strings.Join(s.KeepTypes, ","), s.Shards, changed)
+	fmt.Fprintf(&b, "  settings    %s\n", st.Settings.summary())
 	return b.String()
 }
 

@@ -291,39 +291,6 @@ func (f *Fetcher) request(ctx context.Context, rawURL string, keepAny bool, maxB
 	return res, nil
 }
 
-// newRequest is the GET of rawURL with the crawl's headers, extra's, the
-// user agent and an Accept, and, through a proxy, the proxy it goes to in
-// its context (proxyKey: the dial guard checks the address the proxy
-// connects to).
-func (f *Fetcher) newRequest(ctx context.Context, rawURL string, extra http.Header) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
-	if err != nil {
-		return nil, &Error{Err: fmt.Errorf("fetch: %w", err)}
-	}
-	id := f.ident.Load()
-	for name, values := range id.headers {
-		req.Header[name] = values
-	}
-	for name, values := range extra {
-		req.Header[name] = values
-	}
-	req.Header.Set("User-Agent", id.userAgent)
-	if req.Header.Get("Accept") == "" {
-		req.Header.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.5")
-	}
-	if f.cfg.Proxy == nil {
-		return req, nil
-	}
-	pu, err := f.cfg.Proxy(req)
-	if err != nil {
-		return nil, &Error{Err: fmt.Errorf("%w for %s: %w", ErrProxy, req.URL.Redacted(), err)}
-	}
-	if pu != nil {
-		req = req.WithContext(context.WithValue(ctx, proxyKey{}, pu))
-	}
-	return req, nil
-}
-
 // head is what a response's status and headers say: the headers kept, the
 // content type and whether it is HTML, a redirect's target and a
 // Retry-After.

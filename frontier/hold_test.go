@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
@@ -79,18 +78,7 @@ func TestPausingAGoneCrawlIsRefused(t *testing.T) {
 func TestAPauseHoldsInEveryShard(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
-		s.Client.HSet(ctx, frontier.KeysFor("sh").Config, "scope", "host")
-		f, err := frontier.Create(ctx, s.Client, "sh", frontier.Options{Shards: 3}, dedup.Params{Capacity: 1000, FPRate: 0.01})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var items []frontier.Item
-		for _, h := range []string{"a", "b", "c", "d", "e", "f"} {
-			items = append(items, hostURLs(h, 2)...)
-		}
-		if _, err := f.Enqueue(ctx, items); err != nil {
-			t.Fatal(err)
-		}
+		f := sixHosts(t, s, "sh", 3)
 		if _, err := f.Pause(ctx, "alice"); err != nil {
 			t.Fatal(err)
 		}

@@ -22,18 +22,7 @@ func TestAnExchangeOnOlderSettingsPopsNothing(t *testing.T) {
 		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) {
 			redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 				ctx := context.Background()
-				s.Client.HSet(ctx, frontier.KeysFor("st").Config, "scope", "host")
-				f, err := frontier.Create(ctx, s.Client, "st", frontier.Options{Shards: shards}, dedup.Params{Capacity: 1000, FPRate: 0.01})
-				if err != nil {
-					t.Fatal(err)
-				}
-				var items []frontier.Item
-				for _, h := range []string{"a", "b", "c", "d", "e", "f"} {
-					items = append(items, hostURLs(h, 2)...)
-				}
-				if _, err := f.Enqueue(ctx, items); err != nil {
-					t.Fatal(err)
-				}
+				f := sixHosts(t, s, "st", shards)
 				held := popSome(t, f, 1)[0]
 
 				if _, err := f.SetSettings(ctx, 3, map[string]string{"rate": "2"}, frontier.BudgetKept); !errors.Is(err, frontier.ErrSettingsMoved) {
@@ -163,4 +152,24 @@ func TestARaisedBudgetReopensTheCrawl(t *testing.T) {
 			t.Fatalf("max_pages %q after a refused change; want 20", v)
 		}
 	})
+}
+
+// sixHosts makes crawl name over shards and queues two URLs of each of six
+// hosts, a to f (spread over the shards).
+func sixHosts(t *testing.T, s *redistest.Server, name string, shards int) *frontier.Frontier {
+	t.Helper()
+	ctx := context.Background()
+	s.Client.HSet(ctx, frontier.KeysFor(name).Config, "scope", "host")
+	f, err := frontier.Create(ctx, s.Client, name, frontier.Options{Shards: shards}, dedup.Params{Capacity: 1000, FPRate: 0.01})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var items []frontier.Item
+	for _, h := range []string{"a", "b", "c", "d", "e", "f"} {
+		items = append(items, hostURLs(h, 2)...)
+	}
+	if _, err := f.Enqueue(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
