@@ -178,7 +178,7 @@ func TestSetRefusesWhatCannotChange(t *testing.T) {
 // A crawl that ended on its page budget goes on when the budget is raised
 // ('crawler set --max-pages'): the workers, started again, fetch exactly
 // the new budget's pages more, none of the first run's again (a flaky
-// page's retry aside). On one shard and on three, where the budget's
+// page's retry aside); lifted (0), the crawl goes on to the site's end. On one shard and on three, where the budget's
 // shares are moved to the shards with work.
 func TestARaisedBudgetReopensAnEndedCrawl(t *testing.T) {
 	for _, shards := range []int{1, 3} {
@@ -218,6 +218,18 @@ func TestARaisedBudgetReopensAnEndedCrawl(t *testing.T) {
 				}
 				if over := site.Overfetched(0); len(over) > 0 {
 					t.Errorf("fetched again after the reopening: %v", over)
+				}
+
+				// Lifted (0: no budget), the crawl goes on to the end of the site.
+				if rep, err := crawl.SetSettings(ctx, s.Client, "more", map[string]string{"max-pages": "0"}, "carol"); err != nil || !rep.Reopened {
+					t.Fatalf("lifting the budget: %+v, %v; want the crawl reopened", rep, err)
+				}
+				runWorkers(t, ctx, s, "more", fastOptions("w5"), fastOptions("w6"))
+				if missing := site.Missing(); len(missing) > 0 {
+					t.Errorf("the budget lifted, %d truth URLs never fetched: %v", len(missing), missing)
+				}
+				if over := site.Overfetched(0); len(over) > 0 {
+					t.Errorf("fetched again after the budget was lifted: %v", over)
 				}
 			})
 		})
