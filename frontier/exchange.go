@@ -165,7 +165,7 @@ func (f *shard) exchange(ctx context.Context, done []Finished, back []*Lease, wa
 // baseArgs are the arguments of every call of an exchange: who calls,
 // and where its links go.
 func (f *shard) baseArgs() exchangeArgs {
-	return exchangeArgs{Expect: f.exchanges, ResultsCap: f.resultsCap, Instance: f.o.Instance, Lifo: f.policy().Depth}
+	return exchangeArgs{Expect: f.exchanges, ResultsCap: f.resultsCap, Instance: f.o.Instance, Lifo: f.policy().Depth, Lane: f.o.Lane}
 }
 
 // lastArgs are the arguments of an exchange's last call (the one that

@@ -107,6 +107,7 @@ local function ex_begin(reply)
   end
   X.reply = reply
   X.Q = fr_keys(K.queues, K.ready, K.stats, K.lengths, K.refill, K.hostrules)
+  X.pready = fr_ready_of(X.Q, X.A.lane) -- the pops' lane's ready set (lane: 'render' for a worker with a browser)
   X.Q.lifo = A.lifo == true
   X.Q.failed = K.failed -- a queue's elements not well formed go there (fr_set_aside)
   X.now, X.nowus = fr_now(), tb_now()
@@ -261,7 +262,7 @@ local function ex_write_finished(X, acc)
       holds[#holds + 1] = fr_int(at)
       holds[#holds + 1] = host
     end
-    redis.call('ZADD', K.ready, 'GT', unpack(holds)) -- not offered again before then
+    fr_zadd_ready(X.Q, 'GT', holds) -- not offered again before then
   end
   if #acc.failures > 0 then
     redis.call('LPUSH', K.failed, unpack(acc.failures))
@@ -281,7 +282,7 @@ local function ex_adapt(X, adapts)
     later[#later + 1] = fr_int(X.now + ms)
     later[#later + 1] = host
   end
-  if #later > 0 then redis.call('ZADD', K.ready, 'GT', unpack(later)) end
+  fr_zadd_ready(X.Q, 'GT', later)
 end
 
 -- 2. ex_finish_pages ends the finished leases. A page whose lease is
@@ -467,7 +468,8 @@ end
 local function ex_refund(X)
   local K = X.K
   for host, grants in pairs(X.refunds) do
-    local tat = redis.call('ZSCORE', K.ready, host)
+    local ready = fr_rkey(X.Q, host)
+    local tat = redis.call('ZSCORE', ready, host)
     if tat then
       tat = tonumber(tat)
       local b = EX_NONE
@@ -481,7 +483,7 @@ local function ex_refund(X)
           tat = tat - interval
         end
         tat = math.max(tat, ex_paused_tat(b, r, size))
-        if tat < was then redis.call('ZADD', K.ready, 'XX', fr_tat(tat), host) end
+        if tat < was then redis.call('ZADD', ready, 'XX', fr_tat(tat), host) end
       end
     end
   end
@@ -544,7 +546,7 @@ end
 -- of slowed a round, and none when slowed is empty.
 local function ex_due(X, m)
   local K = X.K
-  local due = redis.call('ZRANGEBYSCORE', K.ready, '-inf', fr_tat(X.reach), 'WITHSCORES', 'LIMIT', '0', fr_int(m))
+  local due = redis.call('ZRANGEBYSCORE', X.pready, '-inf', fr_tat(X.reach), 'WITHSCORES', 'LIMIT', '0', fr_int(m))
   local capped = {}
   if #due == 0 then return due, capped end
   local hosts = {}
@@ -658,7 +660,7 @@ local function ex_again(X)
       T.marks[host] = redis.call('HGET', K.slowed, host)
       -- The host's tat: in ready, or in refill when its queue ran dry; in
       -- neither, its bucket is full.
-      local where = K.ready
+      local where = fr_rkey(X.Q, host)
       local tat = redis.call('ZSCORE', where, host)
       if not tat then
         where = K.refill
@@ -766,9 +768,9 @@ local function ex_pop_round(X)
       moved = ex_pop_host(X, host, tat, q, dry) or moved
     end
   end
-  if #dry > 0 then redis.call('ZREM', X.K.ready, unpack(dry)) end
+  if #dry > 0 then redis.call('ZREM', X.pready, unpack(dry)) end
   if #X.readyAdd > 0 then
-    redis.call('ZADD', X.K.ready, unpack(X.readyAdd))
+    redis.call('ZADD', X.pready, unpack(X.readyAdd))
     X.readyAdd = {}
   end
   return true, moved or #dry > 0
@@ -796,7 +798,7 @@ local function ex_next_wait(X)
   X.queued = X.queued or fr_queued(X.Q)
   X.wait = -1
   if X.queued > 0 then
-    local nxt = redis.call('ZRANGE', X.K.ready, 0, 0, 'WITHSCORES')
+    local nxt = redis.call('ZRANGE', X.pready, 0, 0, 'WITHSCORES')
     if #nxt == 2 then X.wait = math.max(0, math.ceil(tonumber(nxt[2]) - X.reach)) end
   end
 end

@@ -32,6 +32,7 @@ type exchangeArgs struct {
 	HostMax    int64      `json:"host_max,omitempty"`
 	Settings   int64      `json:"settings,omitempty"` // the settings version the policy's values come from (Policy.Version)
 	Lifo       bool       `json:"lifo,omitempty"`     // new links go to the front of their hosts' lists (Policy.Depth)
+	Lane       string     `json:"lane,omitempty"`     // the lane popped from (Options.Lane)
 	Done       []doneArgs `json:"done,omitempty"`
 	Back       []int      `json:"back,omitempty"`        // texts: the members of the leases given back
 	BackGrants []int64    `json:"back_grants,omitempty"` // their tokens' slots (µs, Redis's clock), which go back

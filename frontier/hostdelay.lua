@@ -11,7 +11,8 @@
 -- exchanges.
 -- KEYS[1] the bucket hash   KEYS[2] leases
 -- KEYS[3] ready (host -> its bucket's tat, ms: tokens.lua)
--- KEYS[4] slowed   KEYS[5] refill
+-- KEYS[4] slowed   KEYS[5] refill   KEYS[6] queues (the prefix: the
+-- host's lane, whose ready set it waits in, lib.lua)
 -- ARGV[1] the delay, ms (0: none of its own)
 -- ARGV[2] how long the bucket keeps a delay, ms
 -- ARGV[3] the lease ("id\nhost\nitem-json"), or '' for none
@@ -35,7 +36,7 @@ kept()
 if ARGV[3] == '' then return 2 end
 local now = fr_now()
 -- The host's tat: in ready, or in refill when its queue ran dry.
-local where = KEYS[3]
+local where = fr_rkey(fr_keys(KEYS[6], KEYS[3]), host)
 local tat = redis.call('ZSCORE', where, host)
 if not tat then
   where = KEYS[5]

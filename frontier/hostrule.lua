@@ -31,7 +31,7 @@ if ARGV[2] == 'block' then
   local Q = fr_keys(KEYS[7], KEYS[5], KEYS[8], KEYS[9], KEYS[6], KEYS[2])
   local n, dry = fr_drop_blocked(Q, host, KEYS[10], tonumber(ARGV[5]), tonumber(ARGV[4]))
   if dry then
-    redis.call('ZREM', KEYS[5], host)
+    redis.call('ZREM', fr_rkey(Q, host), host)
     redis.call('ZREM', KEYS[6], host)
     return {n, 1}
   end
@@ -42,7 +42,8 @@ if ARGV[2] == 'set' then
   local rate, burst, now = tonumber(ARGV[4]), tonumber(ARGV[5]), fr_now()
   local most = now
   if rate > 0 then most = now + burst * 1000 / rate end
-  for _, key in ipairs({KEYS[5], KEYS[6]}) do
+  local Q = fr_keys(KEYS[7], KEYS[5], KEYS[8], KEYS[9], KEYS[6], KEYS[2])
+  for _, key in ipairs({fr_rkey(Q, host), KEYS[6]}) do
     local tat = redis.call('ZSCORE', key, host)
     if tat and tonumber(tat) > most then redis.call('ZADD', key, 'XX', fr_tat(most), host) end
   end
@@ -53,7 +54,8 @@ if redis.call('HDEL', KEYS[3], 'paused_until', 'pauses', 'why') > 0 then
   redis.call('ZREM', KEYS[4], host)
   -- A pause raised the host's tat to its end: due now instead.
   local now = fr_now()
-  local tat = redis.call('ZSCORE', KEYS[5], host)
-  if tat and tonumber(tat) > now then redis.call('ZADD', KEYS[5], 'XX', fr_int(now), host) end
+  local ready = fr_rkey(fr_keys(KEYS[7], KEYS[5], KEYS[8], KEYS[9], KEYS[6], KEYS[2]), host)
+  local tat = redis.call('ZSCORE', ready, host)
+  if tat and tonumber(tat) > now then redis.call('ZADD', ready, 'XX', fr_int(now), host) end
 end
 return 1

@@ -102,6 +102,18 @@ func (k Keys) EndedBy(token string) string { return k.Ended + token }
 // Queue is the key of host's queue.
 func (k Keys) Queue(host string) string { return k.Queues + host }
 
+// Lanes is the hash of the hosts' lanes (lib.lua): host -> LaneRender or
+// LanePlain, and field "*" the lane of a host not in it.
+func (k Keys) Lanes() string { return k.Queues + " lanes" }
+
+// ReadyIn is the ready set of lane: Ready for the plain lane.
+func (k Keys) ReadyIn(lane string) string {
+	if lane == LaneRender {
+		return k.Ready + " " + LaneRender
+	}
+	return k.Ready
+}
+
 // Wake is the pub/sub channel on which a message says that the queues,
 // which were empty, have URLs again (lib.lua's fr_count): idle workers
 // wait on it instead of polling. (A channel is not a key: no host's queue

@@ -155,7 +155,7 @@ func (f *shard) SetHostDelay(ctx context.Context, host string, delay time.Durati
 	if l != nil {
 		member, at = l.Member(), l.freshAt
 	}
-	n, err := hostDelayScript.Run(ctx, f.c, []string{f.keys.Buckets + host, f.keys.Leases, f.keys.Ready, f.keys.Slowed, f.keys.Refill},
+	n, err := hostDelayScript.Run(ctx, f.c, []string{f.keys.Buckets + host, f.keys.Leases, f.keys.Ready, f.keys.Slowed, f.keys.Refill, f.keys.Queues},
 		delay.Milliseconds(), HostDelayKept.Milliseconds(), member, at, host).Int()
 	switch {
 	case err != nil:

@@ -32,6 +32,13 @@
 --          still filling -> that bucket's tat. A URL queued for such a host
 --          brings it back to ready with it; a host in neither has a full
 --          bucket (ready's score now).
+--   lanes  hash queues .. ' lanes': host -> 'render' for a host whose pages
+--          need a browser (seed --render, crawl/render.go), 'plain' for one
+--          that does not; field '*' the lane of a host not in it (absent:
+--          plain). A host of the render lane waits in ready .. ' render'
+--          instead of ready, so that only the pops of workers with a
+--          browser (exchange.lua's lane) see it, and its tat, its
+--          politeness, is the same one number whichever lane it is in.
 --   stats  field 'queued': the number of URLs in all the queues;
 --   lengths  hash host -> the number of URLs in its queue (not markers).
 -- The helpers below take these five keys as one table Q (fr_keys).
@@ -91,8 +98,34 @@ end
 
 local function fr_keys(queues, ready, stats, lengths, refill, hostrules)
   return {queues = queues, ready = ready, stats = stats, lengths = lengths, refill = refill, hostrules = hostrules,
-    levels = queues .. ' levels', anyLevels = nil, lifo = false}
+    levels = queues .. ' levels', anyLevels = nil, lifo = false, lanes = queues .. ' lanes', anyLanes = nil, laneOf = {}}
 end
+
+-- FR_RENDER is the render lane's name, and the suffix of its ready set.
+local FR_RENDER = 'render'
+
+-- fr_lane is host's lane, 'render' or 'plain' (the lanes hash, read once a
+-- call whether it exists, then once a host).
+local function fr_lane(Q, host)
+  if Q.anyLanes == nil then Q.anyLanes = redis.call('EXISTS', Q.lanes) == 1 end
+  if not Q.anyLanes then return 'plain' end
+  local l = Q.laneOf[host]
+  if l == nil then
+    local v = redis.call('HMGET', Q.lanes, host, '*')
+    l = v[1] or v[2] or 'plain'
+    Q.laneOf[host] = l
+  end
+  return l
+end
+
+-- fr_ready_of is the ready set of a lane.
+local function fr_ready_of(Q, lane)
+  if lane == FR_RENDER then return Q.ready .. ' ' .. FR_RENDER end
+  return Q.ready
+end
+
+-- fr_rkey is the ready set host waits in: its lane's.
+local function fr_rkey(Q, host) return fr_ready_of(Q, fr_lane(Q, host)) end
 
 -- fr_level is the priority of a queue element: its item JSON's "pr" (a
 -- compact element or a marker: 0).
@@ -267,6 +300,29 @@ local function fr_queued(Q)
   return tonumber(redis.call('HGET', Q.stats, 'queued') or '0')
 end
 
+-- fr_zadd_ready adds args (score, host, score, host, …) to each host's
+-- ready set (fr_rkey), with flag (NX, GT, XX).
+local function fr_zadd_ready(Q, flag, args)
+  if #args == 0 then return end
+  if Q.anyLanes == nil then Q.anyLanes = redis.call('EXISTS', Q.lanes) == 1 end
+  if not Q.anyLanes then
+    redis.call('ZADD', Q.ready, flag, unpack(args))
+    return
+  end
+  local byKey = {}
+  for i = 1, #args, 2 do
+    local key = fr_rkey(Q, args[i + 1])
+    local a = byKey[key]
+    if not a then
+      a = {}
+      byKey[key] = a
+    end
+    a[#a + 1] = args[i]
+    a[#a + 1] = args[i + 1]
+  end
+  for key, a in pairs(byKey) do redis.call('ZADD', key, flag, unpack(a)) end
+end
+
 -- fr_ready makes hosts that have URLs queued known to the scheduler of
 -- pops: a host already in ready keeps its tat; one in refill comes back
 -- with the tat it left with, while that is still ahead; any other has a
@@ -284,7 +340,7 @@ local function fr_ready(Q, hosts, now)
       back[#back + 1] = host
     end
   end
-  redis.call('ZADD', Q.ready, 'NX', unpack(args))
+  fr_zadd_ready(Q, 'NX', args)
   if #back > 0 then redis.call('ZREM', Q.refill, unpack(back)) end
 end
 

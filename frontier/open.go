@@ -88,6 +88,11 @@ type Options struct {
 	// one pipeline, or whose calls to another shard failed, leaves one
 	// that long (Frontier.Exchange).
 	OutboxAge time.Duration
+	// Lane is the lane this process's pops take URLs from: "" (LanePlain)
+	// or LaneRender, for a worker with a browser. A host is in one lane
+	// (SetLane), and a pop sees only its lane's hosts; their politeness is
+	// the same whichever lane takes their tokens.
+	Lane string
 }
 
 // Policy is what a crawl's settings say of its pops that may change while

@@ -263,7 +263,7 @@ local function sc_end_tried(S, host)
   if #left ~= #levels then fr_set_levels(Q, host, left) end
   if redis.call('HINCRBY', Q.lengths, host, -n) <= 0 then
     redis.call('HDEL', Q.lengths, host)
-    redis.call('ZREM', Q.ready, host)
+    redis.call('ZREM', fr_rkey(Q, host), host)
     redis.call('DEL', Q.queues .. host) -- what is left is a marker, no URL
   end
   fr_count(Q, -n)
