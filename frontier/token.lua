@@ -1,0 +1,52 @@
+-- token.lua (lib.lua, politeness's tokens.lua, exchange_steps.lua, then
+-- this): one token of a host's bucket for a request that is no popped
+-- URL's: a subresource a rendered page loads (crawl/render.go). It is
+-- taken by the pop's own rule (ex_host_tokens, ex_take_tokens): the
+-- host's own rate, Crawl-delay, adaptive interval and pause all hold, and
+-- the host's tat moves as a pop's would, in its lane's ready set, or in
+-- refill when nothing of it is queued. So a host's rate holds over its
+-- pages and their subresources together, whichever worker fetches them.
+-- KEYS[1] the shard's config (fr_ours)   KEYS[2] queues (the prefix)
+-- KEYS[3] ready   KEYS[4] refill   KEYS[5] slowed   KEYS[6] buckets (the
+-- prefix)   KEYS[7] hostrules   KEYS[8] paused
+-- ARGV[1] the crawl instance the caller read   ARGV[2] the host
+-- ARGV[3] the crawl's rate (0: no limit)   ARGV[4] its burst
+-- ARGV[5] a token's least window, ms   ARGV[6] the horizon, ms: how far
+-- ahead a token may be taken
+-- Returns {1, slot, from, until} (µs from now: the request may go from
+-- from until before until; until -1: no limit, no end), or {0, ms} when
+-- the host has no token within the horizon (paused, blocked, or its
+-- bucket spent): ask again in ms; or the GONE error.
+if not fr_ours(KEYS[1], ARGV[1]) then return redis.error_reply(FR_GONE) end
+local host = ARGV[2]
+local X = {K = {slowed = KEYS[5], buckets = KEYS[6], hostrules = KEYS[7]}, rate = tonumber(ARGV[3]),
+  burst = tonumber(ARGV[4]), least = tonumber(ARGV[5]), nowus = tb_now(), marks = {}, rules = false,
+  slots = {}, froms = {}, untils = {}}
+X.tnow = X.nowus / 1000
+X.horizon = X.tnow + tonumber(ARGV[6])
+if redis.call('EXISTS', KEYS[8]) == 1 then return {0, 1000} end -- the crawl is paused
+if ex_blocked(X, host) then return {0, tonumber(ARGV[6])} end
+local Q = fr_keys(KEYS[2], KEYS[3], nil, nil, KEYS[4])
+local where = fr_rkey(Q, host)
+local tat = redis.call('ZSCORE', where, host)
+if not tat then
+  where = KEYS[4]
+  tat = redis.call('ZSCORE', where, host)
+end
+tat = tonumber(tat or '0')
+X.marks[host] = redis.call('HGET', KEYS[5], host)
+local k, b, r, size, first = ex_host_tokens(X, host, 1, tat)
+if k == 0 then
+  -- b is the tat: the next token's slot is burst - 1 intervals before
+  -- it, and it may be taken once its window opens within the horizon.
+  local next = b
+  local bk = EX_NONE
+  if X.marks[host] then bk = ex_bucket(X, host) end
+  local r2, size2 = ex_host_rate(X, bk, host)
+  if r2 > 0 then next = b - (size2 - 1) * 1000 / r2 - tb_window(r2, size2, X.least) end
+  return {0, math.max(1, math.ceil(next - X.horizon))}
+end
+if r == 0 then return {1, 0, 0, -1} end
+redis.call('ZADD', where, fr_tat(ex_take_tokens(X, 1, r, size, first)), host)
+ex_granted(X, host, b)
+return {1, X.slots[1], X.froms[1], X.untils[1]}
