@@ -278,6 +278,38 @@ func (w *Writer) MarkDuplicate(loc Location, url, why string) error {
 	return err
 }
 
+// Conversion writes a conversion record of url: body (of contentType),
+// what the response at loc became once converted — a page's DOM after a
+// browser ran its scripts — referring to that response record
+// (WARC-Refers-To). It returns where the record is.
+func (w *Writer) Conversion(loc Location, url string, date time.Time, contentType string, body []byte) (Location, error) {
+	if loc.RecordID == "" {
+		return Location{}, errors.New("archive: no record id to refer to")
+	}
+	var id string
+	res, err := w.write(func() ([]gowarc.WarcRecord, error) {
+		rb := gowarc.NewRecordBuilder(gowarc.Conversion, recordOptions...)
+		if _, err := rb.Write(body); err != nil {
+			return nil, fmt.Errorf("archive: %w", err)
+		}
+		rb.AddWarcHeader(gowarc.WarcTargetURI, url)
+		rb.AddWarcHeaderTime(gowarc.WarcDate, date)
+		rb.AddWarcHeader(gowarc.ContentType, contentType)
+		rb.AddWarcHeader(gowarc.WarcRefersTo, loc.RecordID)
+		r, _, err := rb.Build()
+		if err != nil {
+			return nil, fmt.Errorf("archive: conversion record for %s: %w", url, err)
+		}
+		id = r.WarcHeader().Get(gowarc.WarcRecordID)
+		return []gowarc.WarcRecord{r}, nil
+	})
+	if err != nil {
+		return Location{}, err
+	}
+	return Location{File: strings.TrimSuffix(filepath.Base(res[0].FileName), ".open"), Offset: res[0].FileOffset,
+		RecordID: id}, nil
+}
+
 // libMu is held while records are built and written, by every Writer of
 // the process: gowarc's record builder sets a package-level flag of
 // github.com/google/uuid each time one is made, and reads it for each

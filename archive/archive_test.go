@@ -284,3 +284,60 @@ func TestFullDiskCutsTheTornFileBack(t *testing.T) {
 		}
 	}
 }
+
+// A conversion record holds the rendered DOM as given, refers to the
+// response it came from, and reads back valid under strict validation.
+func TestAConversionRecordRefersToItsResponse(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<html><body><div id=app></div><script src=/app.js></script></body></html>`)
+	}))
+	defer srv.Close()
+	cfg := fetch.DefaultConfig()
+	cfg.AllowPrivate, cfg.Capture = true, true
+	dir := t.TempDir()
+	w, err := archive.Open(archive.Config{Dir: dir, Worker: "w", Software: "RedCrawl test", Crawl: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, start := capture(t, fetch.New(cfg), srv.URL+"/")
+	loc, _, err := w.Write(archive.Exchange{URL: srv.URL + "/", Started: start, Raw: res.Raw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dom := []byte(`<html><body><div id="app"><a href="/p/1">one</a></div></body></html>`)
+	conv, err := w.Conversion(loc, srv.URL+"/", time.Now(), "text/html", dom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Conversion(archive.Location{}, srv.URL+"/", time.Now(), "text/html", dom); err == nil {
+		t.Error("a conversion record with no response to refer to was written")
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := gowarc.NewWarcFileReader(filepath.Join(dir, conv.File), conv.Offset, gowarc.WithStrictValidation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rec, err := r.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	h := rec.WarcRecord.WarcHeader()
+	raw, err := rec.WarcRecord.Block().RawBytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := io.ReadAll(raw)
+	switch {
+	case rec.WarcRecord.Type() != gowarc.Conversion || len(rec.Validation) > 0:
+		t.Fatalf("record %s at the location: %v", rec.WarcRecord.Type(), rec.Validation)
+	case h.Get(gowarc.WarcRefersTo) != loc.RecordID || h.Get(gowarc.WarcRecordID) != conv.RecordID:
+		t.Errorf("refers to %q (the response is %q); its id %q, Conversion said %q", h.Get(gowarc.WarcRefersTo), loc.RecordID, h.Get(gowarc.WarcRecordID), conv.RecordID)
+	case !bytes.Equal(block, dom) || h.Get(gowarc.ContentType) != "text/html" || h.Get(gowarc.WarcTargetURI) != srv.URL+"/":
+		t.Errorf("block %q, type %q, target %q", block, h.Get(gowarc.ContentType), h.Get(gowarc.WarcTargetURI))
+	}
+}
