@@ -88,7 +88,13 @@ type Keys struct {
 	// applied them, so that a history can be checked: no sweep of an
 	// older epoch after one of a newer.
 	Sweeps string
-	Config string
+	// Samples is a sorted set, in the first shard: pages a render worker
+	// is to render and compare with their plain fetch (seed --render auto:
+	// samples.go) -> when they may be claimed (ms; a claim moves it a
+	// lease ahead). Learn is a hash, in the first shard: host -> what the
+	// samples taught of it (samples.lua).
+	Samples, Learn string
+	Config         string
 }
 
 // Counter is the key in which Redis counts the exchanges of the process
@@ -142,7 +148,8 @@ func keysUnder(p string) Keys {
 	return Keys{Queues: p + "queue:", Lengths: p + "lengths", Counters: p + "counter:", Ready: p + "ready", Leases: p + "leases", Deferred: p + "deferred",
 		Failed: p + "failed", Workers: p + "workers", Stats: p + "stats", Results: p + "results", DoneFlag: p + "done",
 		Config: p + "config", HostPages: p + "hostpages", Capped: p + "capped", Ended: p + "ended:", Buckets: p + "rate:", Slowed: p + "slowed", Outbox: p + "outbox",
-		Due: p + "due", Refill: p + "refill", Paused: p + "paused", HostRules: p + "hostrules", Settings: p + "settings", Pauses: p + "pauses", WorkerInfo: p + "workerinfo", Sweeps: p + "sweeps"}
+		Due: p + "due", Refill: p + "refill", Paused: p + "paused", HostRules: p + "hostrules", Settings: p + "settings", Pauses: p + "pauses", WorkerInfo: p + "workerinfo", Sweeps: p + "sweeps",
+		Samples: p + "samples", Learn: p + "learn"}
 }
 
 // MaxNameLen bounds a crawl name.

@@ -1,0 +1,137 @@
+package frontier
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed samples.lua
+	samplesSrc    string
+	samplesScript = redis.NewScript(lib + samplesSrc)
+)
+
+// What the samples of a host taught (Learned): a verdict, or still
+// learning.
+const (
+	VerdictLearning = "?"
+	VerdictRender   = LaneRender
+	VerdictPlain    = LanePlain
+)
+
+// Sample is a page a plain worker fetched, for a render worker to render
+// and compare with its plain HTML (seed --render auto).
+type Sample struct {
+	URL    string `json:"url"`
+	Host   string `json:"host"`
+	Depth  int    `json:"depth"`
+	Parent string `json:"parent,omitempty"`
+}
+
+// OfferSample queues s unless its host has its verdict, has had most
+// samples offered, or waiting samples number waitMost already. It returns
+// whether s was queued and the host's verdict (VerdictLearning while
+// there is none).
+func (f *Frontier) OfferSample(ctx context.Context, s Sample, most, waitMost int) (bool, string, error) {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return false, "", err
+	}
+	v, err := f.samples(ctx, "offer", s.Host, string(b), most, waitMost).Slice()
+	if err != nil {
+		return false, "", err
+	}
+	if len(v) != 2 {
+		return false, "", fmt.Errorf("frontier: offer sample: reply %v", v)
+	}
+	queued, _ := v[0].(int64)
+	verdict, _ := v[1].(string)
+	return queued == 1, verdict, nil
+}
+
+// ClaimSample takes the oldest waiting sample for lease: until then no
+// other worker claims it, after it (its worker died) the next does. ok is
+// false when none waits.
+func (f *Frontier) ClaimSample(ctx context.Context, lease time.Duration) (s Sample, raw string, ok bool, err error) {
+	raw, err = f.samples(ctx, "claim", lease.Milliseconds()).Text()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return Sample{}, "", false, nil
+	case err != nil:
+		return Sample{}, "", false, err
+	}
+	if err := json.Unmarshal([]byte(raw), &s); err != nil || s.Host == "" {
+		// Not one of ours: told as finding nothing, so it goes.
+		f.samples(ctx, "tell", "", raw, 0, 1<<30)
+		return Sample{}, "", false, fmt.Errorf("frontier: a sample not well formed, dropped: %q", raw)
+	}
+	return s, raw, true, nil
+}
+
+// TellSample says what rendering the claimed sample raw (ClaimSample)
+// found: whether it found links or text its plain fetch missed. It
+// returns the host's verdict: VerdictRender at the first sample that
+// found something, VerdictPlain once most samples found nothing,
+// VerdictLearning until then.
+func (f *Frontier) TellSample(ctx context.Context, s Sample, raw string, found bool, most int) (string, error) {
+	v, err := f.samples(ctx, "tell", s.Host, raw, flag(found), most).Text()
+	if err != nil {
+		return "", err
+	}
+	if v == "" {
+		return VerdictLearning, nil
+	}
+	return v, nil
+}
+
+// Learned is what the samples taught: host -> its verdict, and how many
+// samples of it were offered and told.
+type Learned struct {
+	Verdict       string `json:"verdict"`
+	Offered, Told int    `json:"-"`
+}
+
+// LearnedHosts reads what the samples taught of every host, and how many
+// samples wait.
+func (f *Frontier) LearnedHosts(ctx context.Context) (map[string]Learned, int64, error) {
+	sh := f.fs[0]
+	all, err := sh.c.HGetAll(ctx, sh.keys.Learn).Result()
+	if err != nil {
+		return nil, 0, fmt.Errorf("frontier: learnt hosts: %w", err)
+	}
+	waiting, err := sh.c.ZCard(ctx, sh.keys.Samples).Result()
+	if err != nil {
+		return nil, 0, fmt.Errorf("frontier: samples: %w", err)
+	}
+	out := make(map[string]Learned, len(all))
+	for h, v := range all {
+		f := strings.Fields(v)
+		if len(f) != 3 {
+			continue
+		}
+		o, _ := strconv.Atoi(f[0])
+		t, _ := strconv.Atoi(f[1])
+		out[h] = Learned{Verdict: f[2], Offered: o, Told: t}
+	}
+	return out, waiting, nil
+}
+
+func (f *Frontier) samples(ctx context.Context, step string, args ...any) *redis.Cmd {
+	sh := f.fs[0]
+	cmd := samplesScript.Run(ctx, sh.c, []string{sh.keys.Config, sh.keys.Learn, sh.keys.Samples}, append([]any{f.o.Instance, step}, args...)...)
+	switch err := cmd.Err(); {
+	case isGone(err):
+		cmd.SetErr(ErrGone)
+	case err != nil && !errors.Is(err, redis.Nil):
+		cmd.SetErr(fmt.Errorf("frontier: samples: %s: %w", step, err))
+	}
+	return cmd
+}

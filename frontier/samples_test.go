@@ -1,0 +1,114 @@
+package frontier_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/internal/redistest"
+	"pgregory.net/rapid"
+)
+
+// What a crawl learns of its hosts' need of a browser, over random runs of
+// offers, claims and tells on three hosts: no host has more samples
+// offered than its most, none waits past the cap, a claimed sample is
+// not claimed again while its lease holds, the first sample that found
+// something decides render and most that found nothing decide plain, a
+// verdict never changes, and a host with a verdict gets no more samples.
+func TestSamplesDecideAHostsLane(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		rapid.Check(t, func(rt *rapid.T) {
+			ctx := context.Background()
+			f, _ := openLanes(rt, s, frontier.Policy{})
+			most := rapid.IntRange(1, 4).Draw(rt, "most")
+			waitMost := rapid.IntRange(1, 6).Draw(rt, "waitMost")
+			hosts := []string{"a", "b", "c"}
+			offered, told, verdict := map[string]int{}, map[string]int{}, map[string]string{}
+			type claim struct {
+				s   frontier.Sample
+				raw string
+			}
+			var held []claim
+			waiting, seq := 0, 0
+			for range rapid.IntRange(1, 50).Draw(rt, "steps") {
+				switch rapid.IntRange(0, 2).Draw(rt, "op") {
+				case 0:
+					h := rapid.SampledFrom(hosts).Draw(rt, "host")
+					seq++
+					q, v, err := f.OfferSample(ctx, frontier.Sample{URL: fmt.Sprintf("http://%s/%d", h, seq), Host: h}, most, waitMost)
+					if err != nil {
+						rt.Fatal(err)
+					}
+					want := verdict[h] == "" && offered[h] < most && waiting < waitMost
+					if q != want {
+						rt.Fatalf("offer of %s queued %v; want %v (offered %d of %d, %d waiting of %d, verdict %q)", h, q, want, offered[h], most, waiting, waitMost, verdict[h])
+					}
+					if wantV := verdict[h]; (wantV == "" && v != frontier.VerdictLearning) || (wantV != "" && v != wantV) {
+						rt.Fatalf("offer of %s says verdict %q; want %q", h, v, wantV)
+					}
+					if q {
+						offered[h]++
+						waiting++
+					}
+				case 1:
+					s, raw, ok, err := f.ClaimSample(ctx, time.Hour)
+					if err != nil {
+						rt.Fatal(err)
+					}
+					if ok != (waiting > len(held)) {
+						rt.Fatalf("claim: got one %v with %d waiting and %d held", ok, waiting, len(held))
+					}
+					for _, c := range held {
+						if ok && c.raw == raw {
+							rt.Fatalf("sample %s claimed twice within its lease", raw)
+						}
+					}
+					if ok {
+						held = append(held, claim{s, raw})
+					}
+				case 2:
+					if len(held) == 0 {
+						continue
+					}
+					i := rapid.IntRange(0, len(held)-1).Draw(rt, "tell")
+					c := held[i]
+					held = append(held[:i], held[i+1:]...)
+					found := rapid.Bool().Draw(rt, "found")
+					v, err := f.TellSample(ctx, c.s, c.raw, found, most)
+					if err != nil {
+						rt.Fatal(err)
+					}
+					waiting--
+					told[c.s.Host]++
+					h := c.s.Host
+					if verdict[h] == "" && found {
+						verdict[h] = frontier.VerdictRender
+					} else if verdict[h] == "" && told[h] >= most {
+						verdict[h] = frontier.VerdictPlain
+					}
+					want := verdict[h]
+					if want == "" {
+						want = frontier.VerdictLearning
+					}
+					if v != want {
+						rt.Fatalf("tell of %s (found %v, told %d of %d): verdict %q; want %q", h, found, told[h], most, v, want)
+					}
+				}
+			}
+			learned, n, err := f.LearnedHosts(ctx)
+			if err != nil {
+				rt.Fatal(err)
+			}
+			if n != int64(waiting) {
+				rt.Fatalf("%d samples wait; the model has %d", n, waiting)
+			}
+			for h, v := range verdict {
+				if learned[h].Verdict != v {
+					rt.Fatalf("host %s learned %q; want %q", h, learned[h].Verdict, v)
+				}
+			}
+		})
+	})
+}
