@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
+	"github.com/redcrawl/crawler/leader"
 	"pgregory.net/rapid"
 )
 
@@ -110,5 +112,54 @@ func TestSamplesDecideAHostsLane(t *testing.T) {
 				}
 			}
 		})
+	})
+}
+
+// A sample waiting for a render worker holds the crawl's end (its links
+// may be queued yet): the sweeps find the crawl not over while one waits
+// or is claimed, and over once it is told, alone and over shards.
+func TestAWaitingSampleHoldsTheCrawlsEnd(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		for _, shards := range []int{1, 3} {
+			ctx := context.Background()
+			s.Client.FlushDB(ctx)
+			name := fmt.Sprintf("sm%d", shards)
+			s.Client.HSet(ctx, frontier.KeysFor(name).Config, "scope", "host")
+			f, err := frontier.Create(ctx, s.Client, name, frontier.Options{Shards: shards}, dedup.Params{Capacity: 1000, FPRate: 0.01})
+			if err != nil {
+				t.Fatal(err)
+			}
+			lock := "sm-lock"
+			epoch := s.Client.Incr(ctx, leader.EpochKey(lock)).Val()
+			sweep := func() frontier.Sweep {
+				var sw frontier.Sweep
+				for range 3 { // over shards the end takes two whole sweeps that agree
+					if sw, err = f.Schedule(ctx, leader.EpochKey(lock), epoch, 3, 100, 0); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return sw
+			}
+			smp := frontier.Sample{URL: "http://a/", Host: "a"}
+			if q, _, err := f.OfferSample(ctx, smp, 2, 10); err != nil || !q {
+				t.Fatalf("offer: %v %v", q, err)
+			}
+			if sw := sweep(); sw.CrawlOver {
+				t.Fatalf("%d shards: over with a sample waiting", shards)
+			}
+			got, raw, ok, err := f.ClaimSample(ctx, time.Minute)
+			if err != nil || !ok || got != smp {
+				t.Fatalf("claim: %+v %v %v", got, ok, err)
+			}
+			if sw := sweep(); sw.CrawlOver {
+				t.Fatalf("%d shards: over with a sample claimed", shards)
+			}
+			if _, err := f.TellSample(ctx, got, raw, false, 2); err != nil {
+				t.Fatal(err)
+			}
+			if sw := sweep(); !sw.CrawlOver {
+				t.Fatalf("%d shards: not over once the sample was told", shards)
+			}
+		}
 	})
 }

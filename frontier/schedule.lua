@@ -24,6 +24,9 @@
 --   [17] sweeps     the fence's log (stream): this sweep's epoch, ARGV[1],
 --                   added once the fence let it through (frontier.Keys.Sweeps)
 --   [18] settings   the settings version in force here (settings.lua)
+--   [19] samples    pages waiting for a render worker (samples.lua; the
+--                   first shard's only): while any waits, the crawl is
+--                   not over
 -- ARGV (after the fence's ARGV[1], the epoch; named in sc_begin):
 --   [2] max attempts   [3] most entries per sweep   [4] failed list cap
 --   [5] page budget (0: none; -1: this shard's share, stats' 'allow')

@@ -7,7 +7,7 @@
 -- SC_KEYS names schedule.lua's keys after the fence's KEYS[1], in the
 -- order sweep.go's queueSchedule sends them.
 local SC_KEYS = {'queues', 'ready', 'leases', 'deferred', 'failed', 'stats', 'done', 'workers', 'config',
-  'results', 'lengths', 'outbox', 'due', 'workerinfo', 'refill', 'sweeps', 'settings'}
+  'results', 'lengths', 'outbox', 'due', 'workerinfo', 'refill', 'sweeps', 'settings', 'samples'}
 
 -- sc_begin names the keys and arguments, and refuses the sweep before any
 -- write (the error's text, nil: none) when the crawl is gone, a number the
@@ -179,15 +179,16 @@ local function sc_outbox(S)
 end
 
 -- 7. sc_empty: nothing queued, leased, deferred or waiting in the outbox,
--- and no URL due by a recrawl's time that is not queued yet (work still to
--- do); a continuous crawl is never empty.
+-- no sample waiting for a render worker (its links may be queued yet:
+-- frontier/samples.go), and no URL due by a recrawl's time that is not
+-- queued yet (work still to do); a continuous crawl is never empty.
 local function sc_empty(S)
   local K = S.K
   S.dueLeft = 0
   if S.cutoff then S.dueLeft = redis.call('ZCOUNT', K.due, '-inf', S.cutoff) end
   S.empty = 0
   if not S.A.continuous and S.dueLeft == 0 and redis.call('ZCARD', K.leases) == 0 and fr_queued(S.Q) == 0
-      and redis.call('ZCARD', K.deferred) == 0 and S.waiting == 0 then
+      and redis.call('ZCARD', K.deferred) == 0 and S.waiting == 0 and redis.call('ZCARD', K.samples) == 0 then
     S.empty = 1
   end
 end
@@ -330,6 +331,7 @@ local function sc_end(S)
   if mode == '1' then
     if S.A.continuous then return end
     local idle = fr_queued(S.Q) == 0 and redis.call('ZCARD', K.deferred) == 0 and S.dueLeft == 0
+      and redis.call('ZCARD', K.samples) == 0
     if redis.call('ZCARD', K.leases) ~= 0 or not (idle or S.spent) then return end
   end
   if S.limited and not sc_last_records(S) then
@@ -365,7 +367,7 @@ local function sc_reply(S)
     done = S.done, due_in = dueIn, empty = S.empty,
     enqueued = tonumber(redis.call('HGET', K.stats, 'enqueued') or '0'), pages = S.pages,
     leases = redis.call('ZCARD', K.leases), budget = S.budget, settings = S.settings,
-    work = fr_queued(S.Q) + redis.call('ZCARD', K.deferred) + S.dueLeft}
+    work = fr_queued(S.Q) + redis.call('ZCARD', K.deferred) + S.dueLeft + redis.call('ZCARD', K.samples)}
   if #S.stale > 0 then out.outbox = S.stale end -- (an empty table would encode as an object)
   if #S.written > 0 then out.records = S.written end
   return cjson.encode(out)
