@@ -27,6 +27,10 @@ type Counters struct {
 	// Exchanges counts calls to the frontier, EmptyPops those that only
 	// wanted URLs and got none, Sent the pages they carried.
 	Exchanges, EmptyPops, Sent atomic.Int64
+	// Rendered counts pages rendered in a browser, Subresources the
+	// requests their pages made (counted in Requests too), SubresourceHits
+	// those the cache answered without a request.
+	Rendered, Subresources, SubresourceHits atomic.Int64
 }
 
 // Pages is how many pages this process finished, by any outcome.

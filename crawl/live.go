@@ -19,6 +19,7 @@ type live struct {
 	fields  []parse.Field // the extract rules, compiled
 	rules   *rules        // filters and trap defences for discovered URLs
 	headers http.Header
+	render  *renderRules
 }
 
 func newLive(s Settings) (*live, error) {
@@ -31,6 +32,9 @@ func newLive(s Settings) (*live, error) {
 		return nil, err
 	}
 	if l.headers, err = s.HTTPHeaders(); err != nil {
+		return nil, err
+	}
+	if l.render, err = newRenderRules(s); err != nil {
 		return nil, err
 	}
 	return l, nil

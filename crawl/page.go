@@ -21,6 +21,7 @@ import (
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/parse"
 	"github.com/redcrawl/crawler/politeness"
+	"github.com/redcrawl/crawler/render"
 )
 
 // fetchLoops take a leased URL to its end, one page at a time in each of a
@@ -52,6 +53,15 @@ type fetchLoops struct {
 	claims      *claims          // with warc: the payload digest claims, batched
 	fail        func(error)      // stops the worker for good (the archive cannot be written)
 	now         func() time.Time // the clock the token windows and the loops' times are read on (Options.Clock)
+	// A render worker's (Options.Render): its browser's tabs, and the
+	// cache of their pages' subresources; a plain worker's: the hosts it
+	// offered samples of (offerSample). Both: the hosts it put in the
+	// render lane for a --render-match.
+	render     *render.Pool
+	renderOpts RenderOptions
+	subs       *subCache
+	sampled    *laned
+	laned      *laned
 }
 
 // loop is fetch goroutine i.
@@ -117,7 +127,21 @@ func (pl *fetchLoops) process(ctx context.Context, l *frontier.Lease, info front
 	}
 	lv := pl.cur.Load() // what the response yields is read under one version of the settings
 	rec.SettingsVersion = lv.s.Version
-	pl.finish(l, rec, pl.outcome(lv, u, item, visit, r, &rec, archived))
+	plain := r
+	if pl.render != nil && lv.render.renders(item, r) {
+		if r, ok = pl.renderPage(ctx, l, u, r, &rec); !ok {
+			return
+		}
+	}
+	o := pl.outcome(lv, u, item, visit, r, &rec, archived)
+	if err := pl.laneMatches(ctx, lv, o.Children); err != nil {
+		// Queued now, a link could be popped by a plain worker: the page
+		// is retried once Redis answers.
+		pl.retry(l, rec, fmt.Sprintf("putting a host in the render lane: %v", err), 0)
+		return
+	}
+	pl.finish(l, rec, o)
+	pl.offerSample(ctx, lv, item, u, plain)
 }
 
 // cleared reports whether the URL of l may be fetched now, with its URL:

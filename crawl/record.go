@@ -60,6 +60,9 @@ type Record struct {
 	// in its place: warc.revisit names its profile), and its payload digest.
 	WARC          *archive.Location `json:"warc,omitempty"`
 	PayloadDigest string            `json:"payload_digest,omitempty"`
+	// Render: the page was rendered in a browser, and its links are the
+	// rendered DOM's (render.go).
+	Render *RenderInfo `json:"render,omitempty"`
 }
 
 // Outcomes: one word for how a URL ended, the same in records, in the

@@ -42,6 +42,8 @@ type Seeder struct {
 	given  map[[16]byte]struct{}
 	hosts  map[string]struct{} // already in the scope set
 	report SeedReport
+	render *renderRules
+	laned  laned // the hosts put in the render lane for a --render-match
 }
 
 // NewSeeder stores s as the crawl's settings (creating the crawl when it
@@ -58,7 +60,17 @@ func NewSeeder(ctx context.Context, c redis.UniversalClient, name string, s Sett
 	if err != nil {
 		return nil, err
 	}
-	return &Seeder{fr: fr, o: o,
+	rr, err := newRenderRules(s)
+	if err != nil {
+		return nil, err
+	}
+	if s.Render == RenderAlways {
+		// Before any URL is queued: every host is the render lane's.
+		if err := fr.SetDefaultLane(ctx, frontier.LaneRender); err != nil {
+			return nil, fmt.Errorf("crawl: seed: %w", err)
+		}
+	}
+	return &Seeder{fr: fr, o: o, render: rr,
 		given: map[[16]byte]struct{}{}, hosts: map[string]struct{}{}}, nil
 }
 
@@ -107,6 +119,16 @@ func (sd *Seeder) add(ctx context.Context, seeds []*url.URL, kind string) error 
 	}
 	if err := sd.fr.Reopen(ctx); err != nil { // a crawl of several shards; see Reopen
 		return fmt.Errorf("crawl: seed: %w", err)
+	}
+	// A seed that matches --render-match: its host is the render lane's
+	// before the seed is queued.
+	for _, it := range items {
+		if u, err := url.Parse(it.URL); err == nil && !sd.laned.has(u.Host) && sd.render.matches(it.URL) {
+			if _, err := sd.fr.SetLane(ctx, u.Host, frontier.LaneRender); err != nil {
+				return fmt.Errorf("crawl: seed: %w", err)
+			}
+			sd.laned.add(u.Host)
+		}
 	}
 	enqueue := sd.fr.EnqueueAll
 	if sd.o.SkipSeen {

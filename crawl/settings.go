@@ -98,11 +98,29 @@ type Settings struct {
 	// (new URLs at the back: first in, first out) or "depth" (at the
 	// front: the host's queue a stack, the crawl depth-first).
 	Order string
+	// Render says which pages a browser renders (render.go): RenderNever,
+	// RenderAlways (every host's HTML pages go to the render lane), or
+	// RenderAuto (the crawl learns, host by host, whether rendering finds
+	// what the plain fetch missed). RenderMatch are RE2 patterns: a URL
+	// that matches one is rendered, its host put in the render lane.
+	Render      string
+	RenderMatch []string
+	// RenderThirdParty lets a rendered page's requests go to hosts
+	// outside the crawl's scope (each still through robots.txt, the
+	// address guard and its host's tokens); off, they are refused.
+	RenderThirdParty bool
 	// Shards splits the frontier by host over this many hash tags
 	// (frontier.Frontier), so that a Redis Cluster spreads it over its
 	// masters; 1 keeps it in one, as on a single Redis.
 	Shards int
 }
+
+// The crawl's render modes (Settings.Render).
+const (
+	RenderNever  = "never"
+	RenderAlways = "always"
+	RenderAuto   = "auto"
+)
 
 // The crawl's orders (Settings.Order).
 const (
@@ -119,7 +137,7 @@ func DefaultSettings() Settings {
 		UserAgent: "RedCrawl/0.1 (+https://github.com/redcrawl/crawler)", ExpectedURLs: 1_000_000, FPRate: 0.001,
 		RobotsGiveUp: 30 * time.Minute, KeepTypes: []string{"text/html", "application/xhtml+xml"},
 		MaxPathRepeat: 3, MaxPathDepth: 16, MaxQueryParams: 4, MaxURLLength: 1024, Sitemaps: true,
-		MaxPagesPerHost: 100_000, Shards: 1, KeepVisits: true, MaxLinks: DefaultMaxLinks}
+		MaxPagesPerHost: 100_000, Shards: 1, KeepVisits: true, MaxLinks: DefaultMaxLinks, Render: RenderNever}
 }
 
 // DefaultMaxLinks is a new crawl's Settings.MaxLinks: a hub page of a
@@ -159,6 +177,11 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("%w: shards %d: want 1 to %d", ErrSettings, s.Shards, MaxShards)
 	case s.Order != OrderBreadth && s.Order != OrderDepth:
 		return fmt.Errorf("%w: order %q: want %s or %s", ErrSettings, s.Order, OrderBreadth, OrderDepth)
+	case s.Render != RenderNever && s.Render != RenderAlways && s.Render != RenderAuto:
+		return fmt.Errorf("%w: render %q: want %s, %s or %s", ErrSettings, s.Render, RenderNever, RenderAlways, RenderAuto)
+	}
+	if _, err := compileAll(s.RenderMatch, "--render-match"); err != nil {
+		return fmt.Errorf("%w: %v", ErrSettings, err)
 	}
 	if err := s.checkRevisit(); err != nil {
 		return fmt.Errorf("%w: %v", ErrSettings, err)

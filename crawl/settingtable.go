@@ -141,6 +141,15 @@ var SettingTable = []Setting{
 	{Field: "order", Flag: "order", Kind: KindString, Before: OrderBreadth, Live: true, ptr: func(s *Settings) any { return &s.Order },
 		Usage: "the order of each host's URLs of one priority: breadth (first found, first fetched) or depth (last found, first fetched: " +
 			"depth-first); across hosts the order is always their tokens'"},
+	{Field: "render", Flag: "render", Kind: KindString, Before: RenderNever, ptr: func(s *Settings) any { return &s.Render },
+		Usage: "which pages a browser renders (workers started with --render): never; always (every HTML page); or auto: the crawl " +
+			"renders a few pages of each host that were also fetched plainly, and sends the hosts where rendering finds links or text " +
+			"the plain fetch missed to the render lane"},
+	{Field: "render_match", Flag: "render-match", Kind: KindList, Before: "", ptr: func(s *Settings) any { return &s.RenderMatch },
+		Usage: "REGEX (repeatable, RE2, on the canonical URL): render the URLs that match, whatever --render says"},
+	{Field: "render_third_party", Flag: "render-third-party", Kind: KindBool, Before: "false",
+		ptr:   func(s *Settings) any { return &s.RenderThirdParty },
+		Usage: "let a rendered page's scripts and styles come from hosts outside the crawl's scope (each through robots.txt and its host's tokens)"},
 	{Field: "shards", Flag: "shards", Kind: KindInt, Before: "1", ptr: func(s *Settings) any { return &s.Shards },
 		DefaultText: fmt.Sprintf("%d on a Redis Cluster, else 1", ClusterShards),
 		Usage:       fmt.Sprintf("split the frontier by host over N hash tags (1 to %d), so that a Redis Cluster spreads it over its masters", MaxShards)},

@@ -65,7 +65,27 @@ type Status struct {
 	// Hold is the crawl's pause (crawler pause), nil when it is not
 	// paused: nothing is handed out while it holds.
 	Hold *frontier.Hold `json:"hold,omitempty"`
-	Done bool           `json:"done"`
+	// Render is what rendering does (seed --render, --render-match); nil
+	// for a crawl that renders nothing.
+	Render *RenderStatus `json:"render,omitempty"`
+	Done   bool          `json:"done"`
+}
+
+// RenderStatus is status's word on rendering.
+type RenderStatus struct {
+	Mode string `json:"mode"`
+	// LaneQueued counts the hosts with URLs queued in the render lane,
+	// which only render workers pop; Hosts are those put there one by one
+	// (a --render-match, the samples' verdict).
+	LaneQueued int64    `json:"lane_hosts_queued"`
+	Hosts      []string `json:"hosts,omitempty"`
+	// Learned: host -> what its samples taught (render, plain, or ? while
+	// learning), with --render auto; SamplesWaiting, those not rendered yet.
+	Learned        map[string]string `json:"learned,omitempty"`
+	SamplesWaiting int64             `json:"samples_waiting"`
+	// Workers are the render workers alive (work --render).
+	Workers int    `json:"render_workers"`
+	Line    string `json:"-"`
 }
 
 // StatusEvents is how many events Status reads.
@@ -172,6 +192,11 @@ func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Sta
 	if st.HostRules, err = fr.HostRules(ctx); err != nil {
 		return nil, fmt.Errorf("crawl: status: %w", err)
 	}
+	if s.Render != RenderNever || len(s.RenderMatch) > 0 {
+		if st.Render, err = readRender(ctx, fr, s, st.Workers); err != nil {
+			return nil, fmt.Errorf("crawl: status: %w", err)
+		}
+	}
 	const window = 10 * time.Second
 	recent, err := fr.Records.Recent(ctx, window)
 	if err != nil {
@@ -207,6 +232,9 @@ func (st *Status) String() string {
 	}
 	fmt.Fprintf(&b, "  frontier    %d queued, %d in flight, %d deferred, %d on the failed list; %d URLs enqueued in all\n",
 		st.Frontier.Queued, st.Frontier.InFlight, st.Frontier.Deferred, st.Frontier.Failed, c["enqueued"])
+	if st.Render != nil {
+		fmt.Fprintf(&b, "  render      %s\n", st.Render.Line)
+	}
 	st.writeCounters(&b)
 	st.writeHosts(&b)
 	if st.ResultsTrimmed > 0 {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/redcrawl/crawler/leader"
 	"github.com/redcrawl/crawler/parse"
 	"github.com/redcrawl/crawler/politeness"
+	"github.com/redcrawl/crawler/render"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -65,6 +67,11 @@ type Options struct {
 	// on (frontier.Options.Clock); nil is time.Now. Tests move it to make a
 	// lease lapse in the middle of a fetch.
 	Clock func() time.Time
+	// Render, when set, makes this a render worker: it pops the render
+	// lane only, its fetch loops are Render.Tabs browser tabs (Concurrency
+	// is Render.Tabs), and it renders the samples of a crawl with
+	// --render auto (render.go).
+	Render *RenderOptions
 }
 
 // MaxConcurrency bounds Options.Concurrency: past a few hundred fetches at
@@ -72,10 +79,16 @@ type Options struct {
 // a million goroutines starve the heartbeat and the scheduler's lock renewal.
 const MaxConcurrency = 512
 
+// MaxTabs bounds RenderOptions.Tabs: a tab holds tens of megabytes.
+const MaxTabs = 64
+
 // Validate checks the options that have no sensible fallback.
 func (o Options) Validate() error {
 	if o.Concurrency < 0 || o.Concurrency > MaxConcurrency {
 		return fmt.Errorf("%w: concurrency %d: want 1 to %d (run more processes for more)", ErrOptions, o.Concurrency, MaxConcurrency)
+	}
+	if o.Render != nil && (o.Render.Tabs < 1 || o.Render.Tabs > MaxTabs) {
+		return fmt.Errorf("%w: --render %d: want 1 to %d browser tabs (each holds a page's memory; run more workers for more)", ErrOptions, o.Render.Tabs, MaxTabs)
 	}
 	return nil
 }
@@ -105,6 +118,17 @@ func (o Options) withDefaults() Options {
 	if o.Lease <= 0 {
 		o.Lease = 10 * time.Second
 	}
+	if o.Render != nil {
+		r := *o.Render
+		r.Tabs = max(r.Tabs, 1)
+		if r.PageTimeout <= 0 {
+			r.PageTimeout = 30 * time.Second
+		}
+		if r.CacheBytes <= 0 {
+			r.CacheBytes = 64 << 20
+		}
+		o.Render, o.Concurrency = &r, r.Tabs
+	}
 	return o
 }
 
@@ -131,6 +155,8 @@ type Worker struct {
 	pages     atomic.Int64 // the crawl's pages fetched, as the last exchange said (with a budget)
 	metrics   *metrics
 	warc      *archive.Writer  // with Options.WARC: opened by NewWorker, closed by Run
+	render    *render.Pool     // with Options.Render: the browser, closed by Run
+	subs      *subCache        // with Options.Render: its pages' subresources
 	log       *slog.Logger     // Options.Log with the worker's id
 	now       func() time.Time // Options.Clock, or time.Now: what every decision on a lease's time reads
 	// evictions watches Redis's evicted_keys (a heartbeat reads it every
@@ -150,6 +176,9 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 		return nil, err
 	}
 	o = o.withDefaults()
+	if o.Render != nil && !strings.HasSuffix(o.ID, RenderWorkerSuffix) {
+		o.ID += RenderWorkerSuffix // status counts the render workers by it
+	}
 	s, err := LoadSettings(ctx, c, name)
 	if err != nil {
 		return nil, err
@@ -170,6 +199,19 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 	}
 	fo := s.frontierOptions()
 	fo.Lease, fo.Clock = o.Lease, o.Clock
+	if o.Render != nil {
+		// No browser, no worker: found now, in one line.
+		if w.render, err = render.New(render.Options{Exec: o.Render.Exec, Tabs: o.Render.Tabs, PagesPerBrowser: o.Render.PagesPerBrowser,
+			MaxRSS: o.Render.MaxRSS, PageTimeout: o.Render.PageTimeout, Log: w.log}); err != nil {
+			return nil, fmt.Errorf("%w: --render: %v", ErrOptions, err)
+		}
+		if err := w.render.Warm(); err != nil {
+			w.render.Close()
+			return nil, fmt.Errorf("%w: --render: %v", ErrOptions, err)
+		}
+		w.subs = newSubCache(o.Render.CacheBytes)
+		fo.Lane = frontier.LaneRender
+	}
 	if w.fr, err = frontier.Open(ctx, c, name, fo); err != nil {
 		return nil, err
 	}
@@ -323,7 +365,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	// The scheduler resigns under work, not side: side ends as soon as the
 	// fetch loops do, which can be before the resignation is sent.
 	sides.goRun(func() { sched.run(end.stop, end.work) })
+	if w.render != nil {
+		sides.goRun(func() { pages.sampleLoop(end.stop) })
+	}
 	c.wait()
+	if w.render != nil {
+		w.render.Close() // every tab is done
+	}
 
 	if w.warc != nil {
 		if err := w.warc.Close(); err != nil { // every loop has returned: the last file is complete
@@ -382,7 +430,15 @@ func (w *Worker) newFetchLoops(ex *exchanger, end *ending) *fetchLoops {
 		fetcher: w.fetcher, robots: w.robots, pauses: w.pauses, fr: w.fr,
 		held: &w.held, scope: &w.scope, counters: &w.Counters, log: w.log, ex: ex, warc: warc, fail: fail,
 		skips: &w.skips, failing: &failing{}, pages: &w.pages, metrics: w.metrics,
-		claims: w.claims(), now: w.now}
+		claims: w.claims(), now: w.now, render: w.render, subs: w.subs, sampled: &laned{}, laned: &laned{}, renderOpts: w.renderOpts()}
+}
+
+// renderOpts are the render worker's options (zero for a plain worker).
+func (w *Worker) renderOpts() RenderOptions {
+	if w.opts.Render == nil {
+		return RenderOptions{}
+	}
+	return *w.opts.Render
 }
 
 // claims batches the payload digest claims, with WARC on and

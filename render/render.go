@@ -151,6 +151,22 @@ func New(o Options) (*Pool, error) {
 	return &Pool{o: o, tabs: make(chan struct{}, o.Tabs)}, nil
 }
 
+// Warm starts the pool's browser now, rather than at its first page, so
+// that a browser that cannot start is found at once.
+func (p *Pool) Warm() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cur != nil || p.closed {
+		return nil
+	}
+	b, err := p.start()
+	if err != nil {
+		return err
+	}
+	p.cur = b
+	return nil
+}
+
 // PeakRSS is the most memory (bytes) a browser of the pool was seen to
 // hold, its processes together, measured after each page.
 func (p *Pool) PeakRSS() int64 { return p.peak.Load() }

@@ -10,7 +10,9 @@ import (
 )
 
 // rss is the memory the browser's processes hold together (bytes): the
-// browser and every process under it (renderers, GPU, network), read
+// browser and every process under it (renderers, GPU, network), each its
+// proportional share (Pss: a page shared by n processes counts 1/n in
+// each, so that shared libraries are not counted once a process), read
 // from /proc; 0 where there is none to read.
 func (b *browser) rss() int64 {
 	c := chromedp.FromContext(b.ctx)
@@ -50,14 +52,15 @@ func treeRSS(pid int) int64 {
 	return sum
 }
 
-// processRSS is one process's resident memory (bytes), from its status.
+// processRSS is one process's proportional resident memory (bytes), from
+// its smaps_rollup.
 func processRSS(pid int) int64 {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/smaps_rollup")
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(line, "Pss:"); ok {
 			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			return kb << 10
 		}

@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -50,6 +51,13 @@ func workFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "pprof", Usage: "with --metrics-addr, also serve Go's /debug/pprof/"},
 		&cli.DurationFlag{Name: "progress-every", Value: 30 * time.Second, Usage: "off a terminal, log the crawl's progress this often " +
 			"(on a terminal a progress line is redrawn every second); 0 shows no progress"},
+		&cli.IntFlag{Name: "render", Usage: fmt.Sprintf("also run a render worker of N headless Chromium tabs (1 to %d) beside the plain fetch loops: "+
+			"it takes the hosts whose pages need a browser (seed --render, --render-match), and every request their pages make goes through "+
+			"this worker's fetcher (robots.txt, scope, the host's tokens, the WARC files); needs Debian's chromium", crawl.MaxTabs)},
+		&cli.StringFlag{Name: "chromium", Usage: "with --render, the browser to run (default: chromium on the PATH)"},
+		&cli.IntFlag{Name: "render-pages", Value: 200, Usage: "with --render, restart the browser after this many pages (bounds its memory)"},
+		&cli.StringFlag{Name: "render-max-rss", Value: "1GiB", Usage: "with --render, restart the browser once its processes hold more memory than this"},
+		&cli.DurationFlag{Name: "render-timeout", Value: 30 * time.Second, Usage: "with --render, a page that has not settled by then fails and is retried"},
 	})
 }
 
@@ -101,6 +109,18 @@ func checkWorkFlags(c *cli.Context) error {
 	}
 	if n := c.Int("concurrency"); n < 1 || n > crawl.MaxConcurrency {
 		return fmt.Errorf("--concurrency %d: want 1 to %d (for more, run more processes)", n, crawl.MaxConcurrency)
+	}
+	if n := c.Int("render"); n < 0 || n > crawl.MaxTabs {
+		return fmt.Errorf("--render %d: want 1 to %d browser tabs (0: none)", n, crawl.MaxTabs)
+	}
+	if _, err := parseSize(c.String("render-max-rss")); err != nil {
+		return fmt.Errorf("--render-max-rss: %v", err)
+	}
+	if n := c.Int("render-pages"); n < 1 {
+		return fmt.Errorf("--render-pages %d: want 1 or more", n)
+	}
+	if d := c.Duration("render-timeout"); d < time.Second {
+		return fmt.Errorf("--render-timeout %v: want 1s or more", d)
 	}
 	return nil
 }
@@ -157,7 +177,7 @@ func runWork(c *cli.Context, rdb redis.UniversalClient, exitWhenDone bool) error
 			return fmt.Errorf("--out: %v", err)
 		}
 		defer f.Close()
-		o.Out = f
+		o.Out = &lockedWriter{w: f} // the render worker (--render) writes its records there too
 	}
 	var metricsL net.Listener
 	if addr := c.String("metrics-addr"); addr != "" {
@@ -172,6 +192,10 @@ func runWork(c *cli.Context, rdb redis.UniversalClient, exitWhenDone bool) error
 		return err
 	}
 	logger.Info("worker started", "worker", o.ID, "crawl", c.String("crawl"), "concurrency", o.Concurrency)
+	rw, err := renderWorker(ctx, c, rdb, o)
+	if err != nil {
+		return err
+	}
 	if metricsL != nil {
 		defer serveWorkerMetrics(ctx, c, rdb, metricsL, w, logger)()
 	}
@@ -195,7 +219,7 @@ func runWork(c *cli.Context, rdb redis.UniversalClient, exitWhenDone bool) error
 	pctx, stopProgress := context.WithCancel(ctx)
 	progressDone := make(chan struct{})
 	go func() { defer close(progressDone); prog.report(pctx, w, logger, c.Duration("progress-every")) }()
-	err = w.Run(ctx)
+	err = runBoth(ctx, w, rw, logger)
 	stopProgress()
 	<-progressDone
 	prog.clear()
@@ -205,6 +229,49 @@ func runWork(c *cli.Context, rdb redis.UniversalClient, exitWhenDone bool) error
 	}
 	logger.Info("worker exits", exitAttrs(o.ID, &w.Counters)...)
 	return nil
+}
+
+// renderWorker is the render worker --render N asks for, beside the plain
+// one (o), under the same name and crawl.RenderWorkerSuffix; nil without.
+func renderWorker(ctx context.Context, c *cli.Context, rdb redis.UniversalClient, o crawl.Options) (*crawl.Worker, error) {
+	n := c.Int("render")
+	if n == 0 {
+		return nil, nil
+	}
+	rss, _ := parseSize(c.String("render-max-rss")) // checked by checkWorkFlags
+	o.Render = &crawl.RenderOptions{Tabs: n, Exec: c.String("chromium"), PagesPerBrowser: c.Int("render-pages"), MaxRSS: rss,
+		PageTimeout: c.Duration("render-timeout")}
+	rw, err := crawl.NewWorker(ctx, rdb, c.String("crawl"), o)
+	if err != nil {
+		return nil, err
+	}
+	o.Log.Info("render worker started", "worker", o.ID+crawl.RenderWorkerSuffix, "tabs", n)
+	return rw, nil
+}
+
+// runBoth runs the plain worker and the render worker (nil: none) until
+// both end; one that fails stops the other.
+func runBoth(ctx context.Context, w, rw *crawl.Worker, logger *slog.Logger) error {
+	if rw == nil {
+		return w.Run(ctx)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	rerr := make(chan error, 1)
+	go func() {
+		err := rw.Run(ctx)
+		if err != nil {
+			cancel()
+		}
+		logger.Info("render worker exits", "rendered", rw.Counters.Rendered.Load(), "subresources", rw.Counters.Subresources.Load(),
+			"subresource_cache_hits", rw.Counters.SubresourceHits.Load())
+		rerr <- err
+	}()
+	err := w.Run(ctx)
+	if err != nil {
+		cancel()
+	}
+	return errors.Join(err, <-rerr)
 }
 
 // exitAttrs is what a worker's last line says it did.
@@ -325,4 +392,16 @@ func serveMetrics(l net.Listener, w *crawl.Worker, withPprof bool, dash *dashboa
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(l)
 	return func() { srv.Close() }
+}
+
+// lockedWriter makes one writer's lines whole when two workers write.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
