@@ -30,7 +30,8 @@ type Counters struct {
 	// Rendered counts pages rendered in a browser, Subresources the
 	// requests their pages made (counted in Requests too), SubresourceHits
 	// those the cache answered without a request.
-	Rendered, Subresources, SubresourceHits atomic.Int64
+	// SubresourcesRefused, those refused for leaving the crawl's scope.
+	Rendered, Subresources, SubresourceHits, SubresourcesRefused atomic.Int64
 }
 
 // Pages is how many pages this process finished, by any outcome.

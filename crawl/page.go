@@ -60,8 +60,11 @@ type fetchLoops struct {
 	render     *render.Pool
 	renderOpts RenderOptions
 	subs       *subCache
-	sampled    *laned
-	laned      *laned
+	sampled    *boundedSet
+	laned      *boundedSet
+	// refusedHosts: the pairs "page-host target-host" of out-of-scope
+	// requests said in the log, once each.
+	refusedHosts *boundedSet
 }
 
 // loop is fetch goroutine i.

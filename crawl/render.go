@@ -47,13 +47,20 @@ type RenderOptions struct {
 	CacheBytes int64
 }
 
-// Samples: a plain worker offers up to samplesPerHost pages of a host;
-// no more wait than samplesWaiting in all (a crawl without a render
-// worker keeps no more than that).
+// Samples: samplesPerHost that found nothing decide that a host needs no
+// browser (one that found what the plain fetch missed decides it does).
+// A plain worker offers every page it fetched of a host being learnt, up
+// to samplesReserve (each such page's script-built links are found only
+// if the host turns out to need a browser, by rendering it then), and
+// every one of a host that needs one; no more wait than samplesWaiting
+// in all (a crawl without a render worker keeps no more than that). A
+// render worker claims one for two of its page timeouts (the page, and
+// its document's wait for a token): killed, its sample goes to another
+// after that.
 const (
 	samplesPerHost = 3
+	samplesReserve = 100
 	samplesWaiting = 10_000
-	sampleLease    = 2 * time.Minute
 )
 
 // RenderInfo is what a record says of a rendered page.
@@ -99,24 +106,25 @@ func (r *renderRules) renders(item frontier.Item, res *fetch.Result) bool {
 		(r.mode != RenderNever || r.matches(item.URL))
 }
 
-// laned remembers the hosts this process put in the render lane for a
-// --render-match, so that each costs one call; bounded, it forgets all
-// at laneMemory hosts (a host told twice moves nothing).
-type laned struct {
+// boundedSet remembers strings (the hosts this process put in the render
+// lane for a --render-match, so that each costs one call; those it
+// offered samples of), up to laneMemory, then forgets all and begins
+// again: forgetting costs one call more, never a wrong answer.
+type boundedSet struct {
 	mu    sync.Mutex
 	hosts map[string]struct{}
 }
 
 const laneMemory = 100_000
 
-func (l *laned) has(host string) bool {
+func (l *boundedSet) has(host string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	_, ok := l.hosts[host]
 	return ok
 }
 
-func (l *laned) add(host string) {
+func (l *boundedSet) add(host string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.hosts == nil || len(l.hosts) >= laneMemory {
@@ -193,6 +201,11 @@ func (pl *fetchLoops) subresources(page *url.URL, lv *live, deadline time.Time) 
 		u.Fragment = ""
 		key := u.String()
 		if u.Host != page.Host && !lv.s.RenderThirdParty && !pl.scope.Load().Allows(u) {
+			pl.counters.SubresourcesRefused.Add(1)
+			if pair := page.Host + " " + u.Host; !pl.refusedHosts.has(pair) {
+				pl.refusedHosts.add(pair)
+				pl.log.Info("a rendered page's request outside the crawl's scope refused (once a host)", "page", page.String(), "url", key)
+			}
 			return nil, errOutOfScope
 		}
 		if resp, ok := pl.subs.get(key); ok {
@@ -337,12 +350,15 @@ func (pl *fetchLoops) offerSample(ctx context.Context, lv *live, item frontier.I
 		return
 	}
 	queued, verdict, err := pl.fr.OfferSample(ctx, frontier.Sample{URL: item.URL, Host: u.Host, Depth: item.Depth, Parent: item.Parent},
-		samplesPerHost, samplesWaiting)
+		samplesReserve, samplesWaiting)
 	switch {
 	case err != nil:
 		pl.log.Warn("offering a sample of a host to the render workers failed", "host", u.Host, "err", err)
-	case !queued || verdict != frontier.VerdictLearning:
-		pl.sampled.add(u.Host)
+	case verdict == frontier.VerdictPlain || !queued && verdict == frontier.VerdictLearning:
+		pl.sampled.add(u.Host) // no more of it: it needs no browser, or has its reserve
+	case !queued:
+		pl.log.Warn("a page of a host that needs a browser was fetched plainly, and too many samples wait to render it: "+
+			"links its scripts make are missed (start more render workers)", "url", item.URL)
 	}
 }
 
@@ -354,13 +370,15 @@ func (pl *fetchLoops) sampleLoop(ctx context.Context) {
 			sleep(ctx, time.Second)
 			continue
 		}
-		s, raw, ok, err := pl.fr.ClaimSample(ctx, sampleLease)
+		s, raw, verdict, ok, err := pl.fr.ClaimSample(ctx, 2*pl.renderOpts.PageTimeout)
 		switch {
 		case err != nil:
 			pl.log.Warn("claiming a sample failed", "err", err)
 			sleep(ctx, time.Second)
 		case !ok:
 			sleep(ctx, 250*time.Millisecond)
+		case verdict == frontier.VerdictPlain: // learnt since it was offered: nothing to render
+			pl.tell(ctx, s, raw, false, nil)
 		default:
 			pl.sample(ctx, s, raw)
 		}

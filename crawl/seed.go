@@ -43,7 +43,7 @@ type Seeder struct {
 	hosts  map[string]struct{} // already in the scope set
 	report SeedReport
 	render *renderRules
-	laned  laned // the hosts put in the render lane for a --render-match
+	laned  boundedSet // the hosts put in the render lane for a --render-match
 }
 
 // NewSeeder stores s as the crawl's settings (creating the crawl when it

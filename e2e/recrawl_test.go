@@ -91,13 +91,16 @@ type recrawlRecord struct {
 	} `json:"warc"`
 }
 
-func (h *harness) records() []recrawlRecord {
+func (h *harness) records() []recrawlRecord { return exported[recrawlRecord](h) }
+
+// exported is the crawl's records as export gives them, each read as a T.
+func exported[T any](h *harness) []T {
 	h.t.Helper()
 	sc := bufio.NewScanner(bytes.NewReader(h.run("export")))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	var out []recrawlRecord
+	var out []T
 	for sc.Scan() {
-		var r recrawlRecord
+		var r T
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			h.t.Fatal(err)
 		}

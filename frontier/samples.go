@@ -36,16 +36,19 @@ type Sample struct {
 	Parent string `json:"parent,omitempty"`
 }
 
-// OfferSample queues s unless its host has its verdict, has had most
-// samples offered, or waiting samples number waitMost already. It returns
-// whether s was queued and the host's verdict (VerdictLearning while
-// there is none).
-func (f *Frontier) OfferSample(ctx context.Context, s Sample, most, waitMost int) (bool, string, error) {
+// OfferSample queues s, a page fetched plainly, unless its host needs no
+// browser (VerdictPlain), is being learnt and has had reserve samples
+// offered, or waiting samples number waitMost already. A page of a host
+// that needs a browser is always queued (a plain worker popped it before
+// the host moved to the render lane: only its rendering finds its
+// links). It returns whether s was queued and the host's verdict
+// (VerdictLearning while there is none).
+func (f *Frontier) OfferSample(ctx context.Context, s Sample, reserve, waitMost int) (bool, string, error) {
 	b, err := json.Marshal(s)
 	if err != nil {
 		return false, "", err
 	}
-	v, err := f.samples(ctx, "offer", s.Host, string(b), most, waitMost).Slice()
+	v, err := f.samples(ctx, "offer", s.Host, string(b), reserve, waitMost).Slice()
 	if err != nil {
 		return false, "", err
 	}
@@ -58,22 +61,28 @@ func (f *Frontier) OfferSample(ctx context.Context, s Sample, most, waitMost int
 }
 
 // ClaimSample takes the oldest waiting sample for lease: until then no
-// other worker claims it, after it (its worker died) the next does. ok is
-// false when none waits.
-func (f *Frontier) ClaimSample(ctx context.Context, lease time.Duration) (s Sample, raw string, ok bool, err error) {
-	raw, err = f.samples(ctx, "claim", lease.Milliseconds()).Text()
+// other worker claims it, after it (its worker died) the next does; with
+// its host's verdict now (a sample of a host found to need no browser
+// since it was offered is told at once, unrendered). ok is false when
+// none waits.
+func (f *Frontier) ClaimSample(ctx context.Context, lease time.Duration) (s Sample, raw, verdict string, ok bool, err error) {
+	v, err := f.samples(ctx, "claim", lease.Milliseconds()).Slice()
 	switch {
 	case errors.Is(err, redis.Nil):
-		return Sample{}, "", false, nil
+		return Sample{}, "", "", false, nil
 	case err != nil:
-		return Sample{}, "", false, err
+		return Sample{}, "", "", false, err
+	case len(v) != 2:
+		return Sample{}, "", "", false, fmt.Errorf("frontier: claim sample: reply %v", v)
 	}
+	raw, _ = v[0].(string)
+	verdict, _ = v[1].(string)
 	if err := json.Unmarshal([]byte(raw), &s); err != nil || s.Host == "" {
 		// Not one of ours: told as finding nothing, so it goes.
 		f.samples(ctx, "tell", "", raw, 0, 1<<30)
-		return Sample{}, "", false, fmt.Errorf("frontier: a sample not well formed, dropped: %q", raw)
+		return Sample{}, "", "", false, fmt.Errorf("frontier: a sample not well formed, dropped: %q", raw)
 	}
-	return s, raw, true, nil
+	return s, raw, verdict, true, nil
 }
 
 // TellSample says what rendering the claimed sample raw (ClaimSample)

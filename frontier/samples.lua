@@ -1,21 +1,26 @@
 -- samples.lua (lib.lua, then this): what a crawl learns of its hosts'
 -- need of a browser (seed --render auto), in the first shard. A plain
--- worker offers a few pages of each host as samples; a render worker
--- claims one, renders it, compares the DOM with the plain HTML, and
--- tells what it found; the first sample that found what the plain fetch
--- missed decides 'render', enough samples that found nothing 'plain'.
+-- worker offers the pages it fetched of a host as samples; a render
+-- worker claims one, renders it, compares the DOM with the plain HTML,
+-- and tells what it found; the first sample that found what the plain
+-- fetch missed decides 'render', enough samples that found nothing
+-- 'plain'. Every page fetched plainly before the verdict is offered (up
+-- to a reserve a host), and every one of a host found to need a browser
+-- (fetched by a plain worker that had popped it before the host moved):
+-- each such page's links are only found by its rendering.
 -- learn (hash): host -> "offered told verdict", verdict '?' (learning),
 -- 'render' or 'plain': some 40 bytes a host.
 -- samples (zset): sample JSON -> when it may be claimed (ms).
 -- KEYS[1] the crawl's config (fr_ours)   KEYS[2] learn   KEYS[3] samples
 -- ARGV[1] the crawl instance the caller read   ARGV[2] the step:
 --   'offer'  ARGV[3] host, ARGV[4] the sample, ARGV[5] the most samples a
---            host, ARGV[6] the most samples waiting: queued unless the
---            host has its verdict, its samples, or too many wait.
+--            host while it is learnt, ARGV[6] the most samples waiting:
+--            queued unless the host needs no browser, has had its reserve
+--            of samples while learning, or too many wait.
 --            Returns {1 queued or 0, the host's verdict}.
 --   'claim'  ARGV[3] the lease, ms: the oldest sample due is the caller's
 --            until then (a render worker killed leaves it to the next).
---            Returns the sample, or false.
+--            Returns {the sample, its host's verdict}, or false.
 --   'tell'   ARGV[3] host, ARGV[4] the sample, ARGV[5] 1 when rendering
 --            found what the plain fetch missed, ARGV[6] the most samples
 --            a host. Returns the host's verdict ('' while learning).
@@ -31,7 +36,9 @@ local step = ARGV[2]
 if step == 'offer' then
   local host = ARGV[3]
   local o, t, v = read(host)
-  if v ~= '?' or o >= tonumber(ARGV[5]) or redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[6]) then return {0, v} end
+  if v == 'plain' or (v == '?' and o >= tonumber(ARGV[5])) or redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[6]) then
+    return {0, v}
+  end
   if redis.call('ZADD', KEYS[3], 'NX', '0', ARGV[4]) == 1 then write(host, o + 1, t, v) end
   return {1, v}
 end
@@ -40,7 +47,11 @@ if step == 'claim' then
   local due = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', fr_int(now), 'LIMIT', '0', '1')
   if #due == 0 then return false end
   redis.call('ZADD', KEYS[3], 'XX', fr_int(now + tonumber(ARGV[3])), due[1])
-  return due[1]
+  local ok, s = pcall(cjson.decode, due[1])
+  local host = ''
+  if ok and type(s) == 'table' and type(s.host) == 'string' then host = s.host end
+  local _, _, v = read(host)
+  return {due[1], v}
 end
 -- tell
 local host = ARGV[3]

@@ -25,6 +25,7 @@ func TestSamplesDecideAHostsLane(t *testing.T) {
 			ctx := context.Background()
 			f, _ := openLanes(rt, s, frontier.Policy{})
 			most := rapid.IntRange(1, 4).Draw(rt, "most")
+			reserve := most + rapid.IntRange(0, 3).Draw(rt, "reserve")
 			waitMost := rapid.IntRange(1, 6).Draw(rt, "waitMost")
 			hosts := []string{"a", "b", "c"}
 			offered, told, verdict := map[string]int{}, map[string]int{}, map[string]string{}
@@ -39,13 +40,13 @@ func TestSamplesDecideAHostsLane(t *testing.T) {
 				case 0:
 					h := rapid.SampledFrom(hosts).Draw(rt, "host")
 					seq++
-					q, v, err := f.OfferSample(ctx, frontier.Sample{URL: fmt.Sprintf("http://%s/%d", h, seq), Host: h}, most, waitMost)
+					q, v, err := f.OfferSample(ctx, frontier.Sample{URL: fmt.Sprintf("http://%s/%d", h, seq), Host: h}, reserve, waitMost)
 					if err != nil {
 						rt.Fatal(err)
 					}
-					want := verdict[h] == "" && offered[h] < most && waiting < waitMost
+					want := waiting < waitMost && (verdict[h] == frontier.VerdictRender || verdict[h] == "" && offered[h] < reserve)
 					if q != want {
-						rt.Fatalf("offer of %s queued %v; want %v (offered %d of %d, %d waiting of %d, verdict %q)", h, q, want, offered[h], most, waiting, waitMost, verdict[h])
+						rt.Fatalf("offer of %s queued %v; want %v (offered %d of %d, %d waiting of %d, verdict %q)", h, q, want, offered[h], reserve, waiting, waitMost, verdict[h])
 					}
 					if wantV := verdict[h]; (wantV == "" && v != frontier.VerdictLearning) || (wantV != "" && v != wantV) {
 						rt.Fatalf("offer of %s says verdict %q; want %q", h, v, wantV)
@@ -55,9 +56,12 @@ func TestSamplesDecideAHostsLane(t *testing.T) {
 						waiting++
 					}
 				case 1:
-					s, raw, ok, err := f.ClaimSample(ctx, time.Hour)
+					s, raw, v, ok, err := f.ClaimSample(ctx, time.Hour)
 					if err != nil {
 						rt.Fatal(err)
+					}
+					if want := verdict[s.Host]; ok && (want == "" && v != frontier.VerdictLearning || want != "" && v != want) {
+						rt.Fatalf("claim of a sample of %s says verdict %q; want %q", s.Host, v, want)
 					}
 					if ok != (waiting > len(held)) {
 						rt.Fatalf("claim: got one %v with %d waiting and %d held", ok, waiting, len(held))
@@ -147,7 +151,7 @@ func TestAWaitingSampleHoldsTheCrawlsEnd(t *testing.T) {
 			if sw := sweep(); sw.CrawlOver {
 				t.Fatalf("%d shards: over with a sample waiting", shards)
 			}
-			got, raw, ok, err := f.ClaimSample(ctx, time.Minute)
+			got, raw, _, ok, err := f.ClaimSample(ctx, time.Minute)
 			if err != nil || !ok || got != smp {
 				t.Fatalf("claim: %+v %v %v", got, ok, err)
 			}

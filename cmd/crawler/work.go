@@ -264,7 +264,7 @@ func runBoth(ctx context.Context, w, rw *crawl.Worker, logger *slog.Logger) erro
 			cancel()
 		}
 		logger.Info("render worker exits", "rendered", rw.Counters.Rendered.Load(), "subresources", rw.Counters.Subresources.Load(),
-			"subresource_cache_hits", rw.Counters.SubresourceHits.Load())
+			"subresource_cache_hits", rw.Counters.SubresourceHits.Load(), "refused_out_of_scope", rw.Counters.SubresourcesRefused.Load())
 		rerr <- err
 	}()
 	err := w.Run(ctx)
