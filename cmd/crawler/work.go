@@ -22,6 +22,7 @@ import (
 	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/dashboard"
+	"github.com/redcrawl/crawler/render"
 	"github.com/redis/go-redis/v9"
 	"github.com/urfave/cli/v2"
 )
@@ -112,6 +113,8 @@ func checkWorkFlags(c *cli.Context) error {
 	}
 	if n := c.Int("render"); n < 0 || n > crawl.MaxTabs {
 		return fmt.Errorf("--render %d: want 1 to %d browser tabs (0: none)", n, crawl.MaxTabs)
+	} else if _, err := render.Find(c.String("chromium")); n > 0 && err != nil {
+		return fmt.Errorf("--render: %v", err)
 	}
 	if _, err := parseSize(c.String("render-max-rss")); err != nil {
 		return fmt.Errorf("--render-max-rss: %v", err)
@@ -187,15 +190,17 @@ func runWork(c *cli.Context, rdb redis.UniversalClient, exitWhenDone bool) error
 		}
 		defer metricsL.Close()
 	}
+	// The render worker first: a browser that cannot start fails the
+	// command before the plain worker joins.
+	rw, err := renderWorker(ctx, c, rdb, o)
+	if err != nil {
+		return err
+	}
 	w, err := crawl.NewWorker(ctx, rdb, c.String("crawl"), o)
 	if err != nil {
 		return err
 	}
 	logger.Info("worker started", "worker", o.ID, "crawl", c.String("crawl"), "concurrency", o.Concurrency)
-	rw, err := renderWorker(ctx, c, rdb, o)
-	if err != nil {
-		return err
-	}
 	if metricsL != nil {
 		defer serveWorkerMetrics(ctx, c, rdb, metricsL, w, logger)()
 	}
