@@ -489,14 +489,18 @@ func (pl *fetchLoops) tell(ctx context.Context, s frontier.Sample, raw string, f
 	}
 }
 
+// Renders: the crawl renders pages (seed --render always or auto, or a
+// --render-match).
+func (s Settings) Renders() bool { return s.Render != RenderNever || len(s.RenderMatch) > 0 }
+
 // RenderWorkerSuffix ends a render worker's id (work --render runs one
 // beside the plain worker, under the same name and this), which status
 // counts.
 const RenderWorkerSuffix = "+render"
 
-// readRender is status's word on rendering, for a crawl whose settings s
-// render, with the workers alive.
-func readRender(ctx context.Context, fr *frontier.Frontier, s Settings, workers []string) (*RenderStatus, error) {
+// ReadRender is status's word on rendering (the dashboard's too), for a
+// crawl whose settings s render (Renders), with the workers alive.
+func ReadRender(ctx context.Context, fr *frontier.Frontier, s Settings, workers []string) (*RenderStatus, error) {
 	lanes, err := fr.Lanes(ctx)
 	if err != nil {
 		return nil, err

@@ -85,7 +85,7 @@ type RenderStatus struct {
 	SamplesWaiting int64             `json:"samples_waiting"`
 	// Workers are the render workers alive (work --render).
 	Workers int    `json:"render_workers"`
-	Line    string `json:"-"`
+	Line    string `json:"line"` // what status says of it
 }
 
 // StatusEvents is how many events Status reads.
@@ -192,8 +192,8 @@ func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Sta
 	if st.HostRules, err = fr.HostRules(ctx); err != nil {
 		return nil, fmt.Errorf("crawl: status: %w", err)
 	}
-	if s.Render != RenderNever || len(s.RenderMatch) > 0 {
-		if st.Render, err = readRender(ctx, fr, s, st.Workers); err != nil {
+	if s.Renders() {
+		if st.Render, err = ReadRender(ctx, fr, s, st.Workers); err != nil {
 			return nil, fmt.Errorf("crawl: status: %w", err)
 		}
 	}

@@ -188,3 +188,61 @@ func TestTheSchedulersTimelineIsTheLocksEvents(t *testing.T) {
 		}
 	})
 }
+
+// A crawl that renders shows its rendering: the lane's hosts queued, a
+// render lane with no render worker to take it, and what the samples
+// taught; one that renders nothing shows no rendering at all.
+func TestTheDashboardShowsRendering(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		for _, mode := range []string{crawl.RenderNever, crawl.RenderAuto, crawl.RenderAlways} {
+			s.Client.FlushDB(ctx)
+			set := crawl.DefaultSettings()
+			set.Render = mode
+			seed, _ := url.Parse("http://app.example.test/")
+			if _, err := crawl.Seed(ctx, s.Client, "r", set, []*url.URL{seed}); err != nil {
+				t.Fatal(err)
+			}
+			if mode == crawl.RenderAuto {
+				stored, err := crawl.LoadSettings(ctx, s.Client, "r")
+				if err != nil {
+					t.Fatal(err)
+				}
+				fr, err := crawl.OpenFrontier(ctx, s.Client, "r", stored)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, _, err := fr.OfferSample(ctx, frontier.Sample{URL: "http://app.example.test/", Host: "app.example.test"}, 3, 10); err != nil {
+					t.Fatal(err)
+				}
+			}
+			srv := httptest.NewServer(dashboard.New(s.Client, dashboard.Config{Crawl: "r", Every: 10 * time.Millisecond}))
+			res, err := http.Get(srv.URL + "/api/state")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var st dashboard.State
+			err = json.NewDecoder(res.Body).Decode(&st)
+			res.Body.Close()
+			srv.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := st.Render
+			switch mode {
+			case crawl.RenderNever:
+				if r != nil {
+					t.Errorf("--render never: the state shows rendering %+v", r)
+				}
+			case crawl.RenderAlways:
+				if r == nil || r.LaneQueued != 1 || r.Workers != 0 || !strings.Contains(r.Line, "waits for one") {
+					t.Errorf("--render always, no render worker: %+v; want the seed's host queued in the render lane, and said to wait", r)
+				}
+			case crawl.RenderAuto:
+				if r == nil || r.LaneQueued != 0 || r.SamplesWaiting != 1 || r.Learned["app.example.test"] != frontier.VerdictLearning {
+					t.Errorf("--render auto, a sample offered: %+v; want it waiting and the host learning", r)
+				}
+			}
+		}
+	})
+}

@@ -48,6 +48,10 @@ type State struct {
 	Timeline []frontier.Event `json:"timeline"`
 	Rate     any              `json:"rate"` // requests a second a host; null: no limit
 	Burst    int              `json:"burst"`
+	// Render is what rendering does (seed --render): the render lane,
+	// what the samples taught, the render workers; absent for a crawl
+	// that renders nothing.
+	Render *crawl.RenderStatus `json:"render,omitempty"`
 }
 
 // ShardView is one shard's share of the crawl.
@@ -183,6 +187,20 @@ var panels = []panel{
 			return err
 		}
 		st.HostRules, err = v.fr.HostRules(ctx)
+		return err
+	}},
+	{name: "rendering", slow: true, read: func(ctx context.Context, v *view, st *State) (err error) {
+		if !v.s.Renders() {
+			st.Render = nil
+			return nil
+		}
+		var alive []string
+		for _, w := range st.Workers {
+			if w.Alive {
+				alive = append(alive, w.ID)
+			}
+		}
+		st.Render, err = crawl.ReadRender(ctx, v.fr, v.s, alive)
 		return err
 	}},
 	{name: "bloom filter", slow: true, read: func(ctx context.Context, v *view, st *State) error {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
 
@@ -188,11 +189,57 @@ func (p *Pool) Close() {
 type browser struct {
 	ctx      context.Context // the browser's chromedp context
 	cancel   func()
-	pages    int // pages begun in it
-	open     int // pages open now
+	pages    int    // pages begun in it
+	open     int    // pages open now
+	free     []*tab // tabs between pages, for the next
+	rssAt    time.Time
+	lastRSS  int64 // its memory when read at rssAt
 	retiring bool
 	mu       sync.Mutex
 	done     func()
+}
+
+// tab is a browser tab, kept from page to page (opening one costs about
+// as much as the page), its requests paused for the caller's Fetcher.
+type tab struct {
+	ctx   context.Context
+	close func()
+}
+
+// tab is a free tab of the browser, or a new one.
+func (b *browser) tab() (*tab, error) {
+	b.mu.Lock()
+	if n := len(b.free); n > 0 {
+		t := b.free[n-1]
+		b.free = b.free[:n-1]
+		b.mu.Unlock()
+		return t, nil
+	}
+	b.mu.Unlock()
+	ctx, cancel := chromedp.NewContext(b.ctx)
+	if _, err := chromedp.Call(ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*"}}}); err != nil {
+		cancel()
+		return nil, err
+	}
+	return &tab{ctx: ctx, close: cancel}, nil
+}
+
+// done gives a tab back for the next page (a page that failed closes its
+// tab instead: it may be hung).
+func (b *browser) done1(t *tab) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.free = append(b.free, t)
+}
+
+// measured is the browser's memory, read again when rssEvery has passed.
+func (b *browser) measured() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if time.Since(b.rssAt) >= rssEvery {
+		b.lastRSS, b.rssAt = b.rss(), time.Now()
+	}
+	return b.lastRSS
 }
 
 // retire closes the browser once its last page is done.
@@ -243,9 +290,13 @@ func (p *Pool) begin() (*browser, error) {
 	return b, nil
 }
 
+// rssEvery: a browser's memory is read at most this often (a read walks
+// /proc, a few milliseconds on a busy machine), after a page.
+const rssEvery = time.Second
+
 // end closes a page slot; a retiring browser closes with its last page.
 func (p *Pool) end(b *browser, broken bool) {
-	rss := b.rss()
+	rss := b.measured()
 	if rss > p.peak.Load() {
 		p.peak.Store(rss)
 	}
@@ -309,20 +360,26 @@ func (p *Pool) Render(ctx context.Context, url string, doc *Response, fetch Fetc
 	return page, err
 }
 
-func (p *Pool) render(ctx context.Context, b *browser, url string, doc *Response, fetcher Fetcher) (*Page, error) {
+func (p *Pool) render(ctx context.Context, b *browser, url string, doc *Response, fetcher Fetcher) (_ *Page, err error) {
 	start := time.Now()
-	tab, closeTab := chromedp.NewContext(b.ctx)
-	defer closeTab()
-	// The caller's end (a stopping worker) ends the page too.
-	stop := context.AfterFunc(ctx, closeTab)
-	defer stop()
-	tctx, cancel := context.WithTimeout(tab, p.o.PageTimeout)
+	t, err := b.tab()
+	if err != nil {
+		return nil, fmt.Errorf("render: %s: opening a tab: %w", url, err)
+	}
+	defer func() {
+		if err != nil {
+			t.close()
+		} else {
+			b.done1(t)
+		}
+	}()
+	tctx, cancel := context.WithTimeout(t.ctx, p.o.PageTimeout)
 	defer cancel()
+	// The caller's end (a stopping worker) ends the page too.
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
 	in := &interceptor{url: url, doc: doc, fetch: fetcher, ctx: tctx}
 	in.touch()
-	if _, err := chromedp.Call(tctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*"}}}); err != nil {
-		return nil, p.failed(ctx, tctx, url, "intercepting requests", err)
-	}
 	go in.serve(chromedp.Events(tctx, fetch.RequestPaused))
 	if err := chromedp.Do(tctx, chromedp.Navigate(url)); err != nil {
 		return nil, p.failed(ctx, tctx, url, "loading", err)
@@ -333,6 +390,11 @@ func (p *Pool) render(ctx context.Context, b *browser, url string, doc *Response
 	dom, err := chromedp.Run(tctx, chromedp.Evaluate[string](`document.documentElement ? document.documentElement.outerHTML : ""`))
 	if err != nil {
 		return nil, p.failed(ctx, tctx, url, "reading the DOM", err)
+	}
+	// The page's scripts end here, before the tab's next page: it goes to
+	// about:blank (which makes no request), not waited for.
+	if _, err := chromedp.Call(tctx, page.Navigate, page.NavigateParams{URL: "about:blank"}); err != nil {
+		return nil, p.failed(ctx, tctx, url, "leaving the page", err)
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -396,7 +458,13 @@ func (in *interceptor) answer(ev fetch.EventRequestPaused) {
 	defer func() {
 		in.mu.Lock()
 		in.inflight--
-		in.last = time.Now()
+		if made[ev.ResourceType] {
+			// The page's scripts may act on what came (or failed): the page
+			// is quiet a while after. An image or the favicon refused runs
+			// none of its code worth waiting for (the favicon comes after
+			// the load event, and would cost every page the wait again).
+			in.last = time.Now()
+		}
 		in.mu.Unlock()
 	}()
 	r := ev.Request
@@ -444,19 +512,24 @@ func (in *interceptor) answer(ev fetch.EventRequestPaused) {
 		ResponseHeaders: headers, Body: resp.Body})
 }
 
-// quiet waits until no request of the page has been in flight for q.
+// quiet waits until no request of the page has been in flight for q:
+// until q after the last one ended, checked again then (while one is in
+// flight, every q/8).
 func (in *interceptor) quiet(ctx context.Context, q time.Duration) error {
-	t := time.NewTicker(q / 4)
-	defer t.Stop()
 	for {
 		in.mu.Lock()
-		idle := in.inflight == 0 && time.Since(in.last) >= q
+		wait := q / 8
+		if in.inflight == 0 {
+			wait = q - time.Since(in.last)
+		}
 		in.mu.Unlock()
-		if idle {
+		if wait <= 0 {
 			return nil
 		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return ctx.Err()
 		case <-t.C:
 		}

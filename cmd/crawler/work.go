@@ -269,7 +269,8 @@ func runBoth(ctx context.Context, w, rw *crawl.Worker, logger *slog.Logger) erro
 			cancel()
 		}
 		logger.Info("render worker exits", "rendered", rw.Counters.Rendered.Load(), "subresources", rw.Counters.Subresources.Load(),
-			"subresource_cache_hits", rw.Counters.SubresourceHits.Load(), "refused_out_of_scope", rw.Counters.SubresourcesRefused.Load())
+			"subresource_cache_hits", rw.Counters.SubresourceHits.Load(), "refused_out_of_scope", rw.Counters.SubresourcesRefused.Load(),
+			"browser_peak_mib", rw.BrowserPeak()>>20)
 		rerr <- err
 	}()
 	err := w.Run(ctx)

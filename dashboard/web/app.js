@@ -114,6 +114,15 @@ function draw(st) {
   text($("hosts-note"), (st.hosts_queued || 0) + " hosts with URLs queued (the longest queues, re-read every 10 s); the crawl's pace: " + limit + ".");
   table($("paused-table"), ["host", "for", "after"], paused.map((p) => [p.host, dur(p.left_ns), p.why || "a 429/503"]));
   table($("rules-table"), ["host", "rate", "burst"], (st.host_rules || []).map((r) => [r.host, r.blocked ? "blocked" : r.rate ? r.rate + "/s" : "no limit", r.blocked ? "—" : r.burst]));
+  const r = st.render;
+  $("render").hidden = !r;
+  if (r) {
+    text($("render-text"), r.line);
+    const verdict = { render: "needs a browser", plain: "plain is enough", "?": "learning" };
+    const learned = Object.entries(r.learned || {}).sort((a, b) => a[0].localeCompare(b[0]));
+    const laned = (r.hosts || []).filter((h) => !(r.learned || {})[h]).map((h) => [h, "put in the render lane (--render-match)"]);
+    table($("render-table"), ["host", "verdict"], learned.map(([h, v]) => [h, verdict[v] || v]).concat(laned).slice(0, 20));
+  }
   const shards = st.shards || [];
   const pages = shards.reduce((n, x) => n + x.pages, 0) || 1;
   table($("shard-table"), ["shard", "hosts", "queued", "in flight", "pages", "share"], shards.map((x) =>
