@@ -6,12 +6,14 @@
 # host (100 by default) on 2 hosts, 5 ms a response, no rate limit. Then
 # the site crawled plainly and rendered, and the shells rendered, at one
 # pace (1 request a second a host, 15 pages a host), so that what the
-# processes do by the second (heartbeats, sweeps, idle polls) is the same
-# and the difference in Redis commands a page is the rendering's. For
-# each it prints pages/s (from the records' fetch times: the
+# processes do by the second (heartbeats, sweeps, idle polls) is alike
+# and the difference in Redis commands a page is the rendering's and the
+# render worker's own (its heartbeats and idle polls: a worker of its own
+# beside the plain one). For each it prints pages/s (from the records' fetch times: the
 # crawl's own pace, not the process's start and end), pages/s per loop or
 # tab, Redis commands a page (INFO's total_commands_processed over the
-# crawl), requests a page, subresources and cache hits, the worker
+# crawl; and the calls rendering made, counted by the render worker),
+# requests a page, subresources and cache hits, the worker
 # process's peak RSS (VmHWM) and its browser's peak (its processes'
 # proportional shares, Pss, together).
 # Usage (from the repository): bench/render.sh;  PAGES=300 bench/render.sh
@@ -79,7 +81,7 @@ for l in open(f"{tmp}/{name}.log"):
     if e.get("msg") == "render worker exits":
         line = e
 ms = sorted(r["render"]["ms"] for r in rendered)
-med = f"  render {ms[len(ms) // 2]} ms a page (median)" if ms else ""
+med = f"  render {ms[len(ms) // 2]} ms a page (median), {line.get('render_redis_calls', 0) / len(rendered):.2f} rendering's Redis calls a page" if ms else ""
 subs = sum(r["render"]["subresources"] for r in rendered)
 hits = sum(r["render"].get("cached", 0) for r in rendered)
 print(f"{name:<22} {len(fetched):5d} pages {rate:7.1f} pages/s {rate / loops:6.1f} a {'tab' if rendered else 'loop'}"

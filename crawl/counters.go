@@ -30,8 +30,10 @@ type Counters struct {
 	// Rendered counts pages rendered in a browser, Subresources the
 	// requests their pages made (counted in Requests too), SubresourceHits
 	// those the cache answered without a request.
-	// SubresourcesRefused, those refused for leaving the crawl's scope.
-	Rendered, Subresources, SubresourceHits, SubresourcesRefused atomic.Int64
+	// SubresourcesRefused, those refused for leaving the crawl's scope;
+	// RenderCalls, the Redis calls rendering made (tokens, samples, lanes,
+	// prefixes), beyond the exchanges every page shares.
+	Rendered, Subresources, SubresourceHits, SubresourcesRefused, RenderCalls atomic.Int64
 }
 
 // Pages is how many pages this process finished, by any outcome.

@@ -65,6 +65,7 @@ type fetchLoops struct {
 	// refusedHosts: the pairs "page-host target-host" of out-of-scope
 	// requests said in the log, once each.
 	refusedHosts *boundedSet
+	prefixes     *verdicts // a render worker's: what path prefixes taught (byPrefix)
 }
 
 // loop is fetch goroutine i.
@@ -132,8 +133,13 @@ func (pl *fetchLoops) process(ctx context.Context, l *frontier.Lease, info front
 	rec.SettingsVersion = lv.s.Version
 	plain := r
 	if pl.render != nil && lv.render.renders(item, r) {
-		if r, ok = pl.renderPage(ctx, l, u, r, &rec); !ok {
-			return
+		if render, learn := pl.byPrefix(ctx, lv, u); render {
+			if r, ok = pl.renderPage(ctx, l, u, r, &rec); !ok {
+				return
+			}
+			if learn {
+				pl.learnPrefix(ctx, lv, u, item, plain, r)
+			}
 		}
 	}
 	o := pl.outcome(lv, u, item, visit, r, &rec, archived)

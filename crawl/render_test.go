@@ -2,6 +2,7 @@ package crawl
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -111,5 +112,28 @@ func TestWhichPagesARenderWorkerRenders(t *testing.T) {
 	s.Render = "sometimes"
 	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "render") {
 		t.Errorf("--render sometimes: %v; want an error", err)
+	}
+}
+
+// A page's path prefix is its path's first directory, or "/" at the root.
+func TestPathPrefix(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://a/":               "/",
+		"http://a":                "/",
+		"http://a/index.html":     "/",
+		"http://a/app/":           "/app/",
+		"http://a/app/x/y.html":   "/app/",
+		"http://a/app?x=/y/":      "/",
+		"http://a/a%2Fb/c":        "/a%2Fb/",
+		"http://a//double/slash":  "//",
+		"http://a/docs/page.html": "/docs/",
+	} {
+		u, err := url.Parse(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := pathPrefix(u); got != want {
+			t.Errorf("pathPrefix(%s) = %q; want %q", in, got, want)
+		}
 	}
 }

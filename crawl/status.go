@@ -83,6 +83,10 @@ type RenderStatus struct {
 	// learning), with --render auto; SamplesWaiting, those not rendered yet.
 	Learned        map[string]string `json:"learned,omitempty"`
 	SamplesWaiting int64             `json:"samples_waiting"`
+	// Prefixes: host+prefix -> what the pages under a path prefix of a
+	// host that needs a browser taught (a prefix that needs none has its
+	// pages fetched plainly).
+	Prefixes map[string]string `json:"prefixes,omitempty"`
 	// Workers are the render workers alive (work --render).
 	Workers int    `json:"render_workers"`
 	Line    string `json:"line"` // what status says of it

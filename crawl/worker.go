@@ -430,7 +430,7 @@ func (w *Worker) newFetchLoops(ex *exchanger, end *ending) *fetchLoops {
 		fetcher: w.fetcher, robots: w.robots, pauses: w.pauses, fr: w.fr,
 		held: &w.held, scope: &w.scope, counters: &w.Counters, log: w.log, ex: ex, warc: warc, fail: fail,
 		skips: &w.skips, failing: &failing{}, pages: &w.pages, metrics: w.metrics,
-		claims: w.claims(), now: w.now, render: w.render, subs: w.subs, sampled: &boundedSet{}, laned: &boundedSet{}, refusedHosts: &boundedSet{}, renderOpts: w.renderOpts()}
+		claims: w.claims(), now: w.now, render: w.render, subs: w.subs, sampled: &boundedSet{}, laned: &boundedSet{}, refusedHosts: &boundedSet{}, prefixes: &verdicts{}, renderOpts: w.renderOpts()}
 }
 
 // BrowserPeak is the most memory a render worker's browser held, its

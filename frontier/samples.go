@@ -101,6 +101,40 @@ func (f *Frontier) TellSample(ctx context.Context, s Sample, raw string, found b
 	return v, nil
 }
 
+// LearnPrefix says what rendering a page under a path prefix of a host
+// that needs a browser found (a render worker renders such a page and
+// compares it with its own HTML, no sample needed): where hosts mix, a
+// prefix whose most pages found nothing needs no browser (VerdictPlain),
+// and its pages are fetched plainly. It returns the prefix's verdict, by
+// the rule of a host's (TellSample).
+func (f *Frontier) LearnPrefix(ctx context.Context, host, prefix string, found bool, most int) (string, error) {
+	v, err := f.samples(ctx, "learn", host+" "+prefix, flag(found), most).Text()
+	if err != nil {
+		return "", err
+	}
+	if v == "" {
+		return VerdictLearning, nil
+	}
+	return v, nil
+}
+
+// PrefixVerdict is what the pages under a path prefix of host taught
+// (LearnPrefix): VerdictLearning until a verdict.
+func (f *Frontier) PrefixVerdict(ctx context.Context, host, prefix string) (string, error) {
+	sh := f.fs[0]
+	v, err := sh.c.HGet(ctx, sh.keys.Learn, host+" "+prefix).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return VerdictLearning, nil
+	case err != nil:
+		return "", fmt.Errorf("frontier: a prefix's verdict: %w", err)
+	}
+	if f := strings.Fields(v); len(f) == 3 {
+		return f[2], nil
+	}
+	return VerdictLearning, nil
+}
+
 // Learned is what the samples taught: host -> its verdict, and how many
 // samples of it were offered and told.
 type Learned struct {
@@ -108,8 +142,9 @@ type Learned struct {
 	Offered, Told int    `json:"-"`
 }
 
-// LearnedHosts reads what the samples taught of every host, and how many
-// samples wait.
+// LearnedHosts reads what the samples taught of every host (and, as
+// "host prefix", of the path prefixes of hosts that need a browser:
+// LearnPrefix), and how many samples wait.
 func (f *Frontier) LearnedHosts(ctx context.Context) (map[string]Learned, int64, error) {
 	sh := f.fs[0]
 	all, err := sh.c.HGetAll(ctx, sh.keys.Learn).Result()

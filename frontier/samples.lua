@@ -24,6 +24,11 @@
 --   'tell'   ARGV[3] host, ARGV[4] the sample, ARGV[5] 1 when rendering
 --            found what the plain fetch missed, ARGV[6] the most samples
 --            a host. Returns the host's verdict ('' while learning).
+--   'learn'  ARGV[3] "host prefix" (a path prefix of a host that needs a
+--            browser, whose pages a render worker renders and compares
+--            itself), ARGV[4] 1 when rendering found something, ARGV[5]
+--            the most pages: the same rule as a host's, its verdict
+--            returned; nothing to claim or remove.
 if not fr_ours(KEYS[1], ARGV[1]) then return redis.error_reply(FR_GONE) end
 local function read(host)
   local o, t, v = string.match(redis.call('HGET', KEYS[2], host) or '', '^(%d+) (%d+) (%S+)$')
@@ -52,6 +57,19 @@ if step == 'claim' then
   if ok and type(s) == 'table' and type(s.host) == 'string' then host = s.host end
   local _, _, v = read(host)
   return {due[1], v}
+end
+if step == 'learn' then
+  local key = ARGV[3]
+  local o, t, v = read(key)
+  t = t + 1
+  if v == '?' and ARGV[4] == '1' then
+    v = 'render'
+  elseif v == '?' and t >= tonumber(ARGV[5]) then
+    v = 'plain'
+  end
+  write(key, math.max(o, t), t, v)
+  if v == '?' then return '' end
+  return v
 end
 -- tell
 local host = ARGV[3]

@@ -167,3 +167,41 @@ func TestAWaitingSampleHoldsTheCrawlsEnd(t *testing.T) {
 		}
 	})
 }
+
+// A path prefix of a host is learnt by the rule of a host: the first page
+// that found something decides render, most that found nothing plain; a
+// verdict is final; prefixes and hosts are apart, and what no page taught
+// reads as learning.
+func TestAPathPrefixIsLearntByTheRuleOfAHost(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		f, _ := openLanes(t, s, frontier.Policy{})
+		learn := func(prefix string, found bool, want string) {
+			t.Helper()
+			v, err := f.LearnPrefix(ctx, "a", prefix, found, 3)
+			if err != nil || v != want {
+				t.Fatalf("learn %s found %v: %q, %v; want %q", prefix, found, v, err, want)
+			}
+			if got, err := f.PrefixVerdict(ctx, "a", prefix); err != nil || got != want {
+				t.Fatalf("the verdict of %s read back: %q, %v; want %q", prefix, got, err, want)
+			}
+		}
+		if v, err := f.PrefixVerdict(ctx, "a", "/new/"); err != nil || v != frontier.VerdictLearning {
+			t.Fatalf("a prefix no page taught: %q, %v", v, err)
+		}
+		learn("/docs/", false, frontier.VerdictLearning)
+		learn("/docs/", false, frontier.VerdictLearning)
+		learn("/docs/", false, frontier.VerdictPlain)
+		learn("/docs/", true, frontier.VerdictPlain) // final
+		learn("/app/", false, frontier.VerdictLearning)
+		learn("/app/", true, frontier.VerdictRender)
+		learn("/app/", false, frontier.VerdictRender)
+		learned, _, err := f.LearnedHosts(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if learned["a /docs/"].Verdict != frontier.VerdictPlain || learned["a /app/"].Verdict != frontier.VerdictRender || learned["a"].Verdict != "" {
+			t.Fatalf("learned %+v; want the two prefixes apart from the host, which no sample taught", learned)
+		}
+	})
+}

@@ -270,7 +270,7 @@ func runBoth(ctx context.Context, w, rw *crawl.Worker, logger *slog.Logger) erro
 		}
 		logger.Info("render worker exits", "rendered", rw.Counters.Rendered.Load(), "subresources", rw.Counters.Subresources.Load(),
 			"subresource_cache_hits", rw.Counters.SubresourceHits.Load(), "refused_out_of_scope", rw.Counters.SubresourcesRefused.Load(),
-			"browser_peak_mib", rw.BrowserPeak()>>20)
+			"browser_peak_mib", rw.BrowserPeak()>>20, "render_redis_calls", rw.Counters.RenderCalls.Load())
 		rerr <- err
 	}()
 	err := w.Run(ctx)
