@@ -26,7 +26,6 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/fetch"
-	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
 
@@ -390,11 +389,12 @@ func (p *Pool) render(ctx context.Context, b *browser, url string, doc *Response
 	if err != nil {
 		return nil, p.failed(ctx, tctx, url, "reading the DOM", err)
 	}
-	// The page's scripts end here, before the tab's next page: it goes to
-	// about:blank (which makes no request), not waited for.
-	if _, err := chromedp.Call(tctx, page.Navigate, page.NavigateParams{URL: "about:blank"}); err != nil {
-		return nil, p.failed(ctx, tctx, url, "leaving the page", err)
-	}
+	// The page stays until the tab's next navigation unloads it: a request
+	// it makes meanwhile waits paused, unanswered, and goes with it, or,
+	// made once the next page's requests are listened to, is answered as
+	// one of that page's, by the same rules. (A navigation to about:blank
+	// here, not waited for, could commit after the next page's and leave
+	// the tab blank; waited for, it costs a page a fifth of its time.)
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return &Page{DOM: []byte(dom), Requests: in.requests, Cached: in.cached, Refused: in.refused, Took: time.Since(start)}, nil

@@ -1,0 +1,90 @@
+package crawl_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/internal/redistest"
+	"github.com/redcrawl/crawler/render"
+)
+
+// needChromium skips where there is no browser, and fails where CI says
+// there must be one (CRAWLER_REQUIRE_CHROMIUM=1).
+func needChromium(t *testing.T) {
+	t.Helper()
+	if _, err := render.Find(""); errors.Is(err, render.ErrNoBrowser) {
+		if os.Getenv("CRAWLER_REQUIRE_CHROMIUM") == "1" {
+			t.Fatal("no chromium on PATH; CRAWLER_REQUIRE_CHROMIUM=1 makes this a failure (apt-get install chromium)")
+		}
+		t.Skip("no chromium on PATH (apt-get install chromium)")
+	}
+}
+
+// A page that never settles in the browser (its script's request never
+// ends) loses no URL: it is tried again, then ends with a failed record
+// that says why; a page of the same host that settles is rendered, and
+// its record says so. Nothing waits past the render timeout.
+func TestAPageThatNeverSettlesFailsWithARecordThatSaysSo(t *testing.T) {
+	needChromium(t)
+	s := redistest.Real(t)
+	hang := make(chan struct{})
+	var hung atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/hang":
+			hung.Add(1)
+			select {
+			case <-hang:
+			case <-r.Context().Done():
+			}
+		case "/stuck.html":
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, `<html><body><script>fetch('/hang')</script></body></html>`)
+		case "/":
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, `<html><body><div id=app></div><script>document.getElementById('app').innerHTML = '<a href="/stuck.html">s</a>'</script></body></html>`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer func() { close(hang); srv.Close() }()
+	set := crawl.DefaultSettings()
+	set.Rate, set.AllowPrivate, set.Render = 1000, true, crawl.RenderAlways
+	seed, _ := url.Parse(srv.URL + "/")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := crawl.Seed(ctx, s.Client, "stuck", set, []*url.URL{seed}); err != nil {
+		t.Fatal(err)
+	}
+	o := fastOptions("r1")
+	o.MaxAttempts = 2
+	o.Render = &crawl.RenderOptions{Tabs: 1, PageTimeout: 2 * time.Second}
+	w, err := crawl.NewWorker(ctx, s.Client, "stuck", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Run(ctx); err != nil || ctx.Err() != nil {
+		t.Fatalf("Run: %v (context: %v)", err, ctx.Err())
+	}
+	recs := exportedByURL(t, ctx, s.Client, "stuck")
+	root, stuck := recs[srv.URL+"/"], recs[srv.URL+"/stuck.html"]
+	if root.Render == nil || root.Outcome != crawl.OutcomeOK {
+		t.Errorf("the page that settles: %+v; want it rendered, ok (its only link is made by its script)", root)
+	}
+	if stuck.Outcome != crawl.OutcomeFailed || !strings.Contains(stuck.Error, "did not settle") || !strings.Contains(stuck.Error, "gave up after 2 attempts") {
+		t.Errorf("the page that never settles: outcome %q, error %q (%+v); want failed, saying it did not settle, after 2 attempts", stuck.Outcome, stuck.Error, stuck.Render)
+	}
+	if hung.Load() != 2 {
+		t.Errorf("the hanging request was made %d times; want once a try", hung.Load())
+	}
+}
