@@ -197,6 +197,18 @@ func requireTruth(t *testing.T, site *testsite.Site) {
 	t.Logf("%d of %d truth URLs fetched; %d URLs requested in all", truth-len(missing), truth, len(site.Stats().Fetched))
 }
 
+// requirePace fails the test for each host of the site that got more
+// than rate + burst requests in one second.
+func requirePace(t *testing.T, ss testsite.Stats, rate, burst int) {
+	t.Helper()
+	for host, hs := range ss.Hosts {
+		t.Logf("%s: %d requests, at most %d in one second (limit %d + %d)", host, hs.Requests, hs.MaxPerSecond, rate, burst)
+		if hs.MaxPerSecond > rate+burst {
+			t.Errorf("%s saw %d requests in one second, over rate+burst = %d", host, hs.MaxPerSecond, rate+burst)
+		}
+	}
+}
+
 var leadingRE = regexp.MustCompile(`time=(\S+) level=INFO msg="leading as scheduler" worker=\S+ epoch=(\d+)`)
 
 // The whole promise: seed once, three workers, SIGKILL one worker and then
@@ -265,12 +277,7 @@ func TestCrawlSurvivesSIGKILL(t *testing.T) {
 	if ss.Extra() > bound {
 		t.Errorf("%d pages fetched again; two kills of workers of 8 loops cost at most %d", ss.Extra(), bound)
 	}
-	for host, hs := range ss.Hosts {
-		t.Logf("%s: %d requests, at most %d in one second (limit %d + %d)", host, hs.Requests, hs.MaxPerSecond, rate, burst)
-		if hs.MaxPerSecond > rate+burst {
-			t.Errorf("%s saw %d requests in one second, over rate+burst = %d", host, hs.MaxPerSecond, rate+burst)
-		}
-	}
+	requirePace(t, ss, rate, burst)
 	// Nothing out of scope: every record's host is one of the site's.
 	inSite := map[string]bool{}
 	for _, hst := range site.Hosts() {

@@ -147,12 +147,7 @@ func TestRenderWorkersCrawlTheScriptBuiltHost(t *testing.T) {
 			t.Errorf("no render worker says it refused %s, outside the scope", trap)
 		}
 	}
-	for host, hs := range ss.Hosts {
-		t.Logf("%s: %d requests, at most %d in one second (limit %d + %d)", host, hs.Requests, hs.MaxPerSecond, rate, burst)
-		if hs.MaxPerSecond > rate+burst {
-			t.Errorf("%s saw %d requests in one second, over rate+burst = %d", host, hs.MaxPerSecond, rate+burst)
-		}
-	}
+	requirePace(t, ss, rate, burst) // the pages' scripts and JSON among the requests
 	plain := map[string]bool{}
 	for _, u := range site.PlainTruth() {
 		plain[u] = true

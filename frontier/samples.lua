@@ -58,32 +58,27 @@ if step == 'claim' then
   local _, _, v = read(host)
   return {due[1], v}
 end
-if step == 'learn' then
-  local key = ARGV[3]
+-- told: one more sample (or page) of key told, found or not, by the
+-- rule in the header (most: how many that found nothing decide 'plain');
+-- its verdict, '' while learning.
+local function told(key, found, most)
   local o, t, v = read(key)
   t = t + 1
-  if v == '?' and ARGV[4] == '1' then
+  if v == '?' and found then
     v = 'render'
-  elseif v == '?' and t >= tonumber(ARGV[5]) then
+  elseif v == '?' and t >= most then
     v = 'plain'
   end
   write(key, math.max(o, t), t, v)
   if v == '?' then return '' end
   return v
 end
+if step == 'learn' then return told(ARGV[3], ARGV[4] == '1', tonumber(ARGV[5])) end
 -- tell
 local host = ARGV[3]
-local o, t, v = read(host)
 if redis.call('ZREM', KEYS[3], ARGV[4]) == 0 then -- told already (its claim lapsed, and another told it)
+  local _, _, v = read(host)
   if v == '?' then return '' end
   return v
 end
-t = t + 1
-if v == '?' and ARGV[5] == '1' then
-  v = 'render'
-elseif v == '?' and t >= tonumber(ARGV[6]) then
-  v = 'plain'
-end
-write(host, math.max(o, t), t, v)
-if v == '?' then return '' end
-return v
+return told(host, ARGV[5] == '1', tonumber(ARGV[6]))
