@@ -45,6 +45,9 @@ func (pl *fetchLoops) subresources(page *url.URL, lv *live, deadline time.Time) 
 			if resp, ok := pl.subs.get(key); ok { // fetched while this call waited its turn
 				return resp, nil
 			}
+			if resp, ok := pl.sharedSub(ctx, key); ok { // another render worker fetched it
+				return resp, nil
+			}
 			return pl.subresource(ctx, u, key, deadline)
 		})
 		if err != nil {
@@ -54,10 +57,29 @@ func (pl *fetchLoops) subresources(page *url.URL, lv *live, deadline time.Time) 
 	}
 }
 
+// sharedSub is key's answer in the crawl's shared cache (another render
+// worker fetched it: frontier.GetSub), kept in this worker's too. A cache
+// that cannot be read is a miss.
+func (pl *fetchLoops) sharedSub(ctx context.Context, key string) (*render.Response, bool) {
+	s, ok, err := pl.renderCall().GetSub(ctx, key)
+	if err != nil {
+		pl.log.Warn("reading the shared subresource cache failed: fetched instead", "url", key, "err", err)
+	}
+	if !ok {
+		return nil, false
+	}
+	pl.counters.SubresourceHits.Add(1)
+	resp := &render.Response{Status: s.Status, ContentType: s.ContentType, Location: s.Location, Body: s.Body}
+	pl.subs.put(key, resp)
+	r := *resp
+	r.Cached = true
+	return &r, true
+}
+
 // subresource fetches one subresource as the crawl fetches anything:
 // robots.txt, a token of its host's bucket (waited for, until the page's
 // deadline), the fetcher (and its address guard), the archive; a 2xx
-// answer is cached.
+// answer is cached, in this worker and in the crawl's shared cache.
 func (pl *fetchLoops) subresource(ctx context.Context, u *url.URL, key string, deadline time.Time) (*render.Response, error) {
 	if v, err := pl.robots.Check(ctx, u); err != nil {
 		return nil, fmt.Errorf("robots.txt of %s: %w", u.Host, err)
@@ -83,6 +105,9 @@ func (pl *fetchLoops) subresource(ctx context.Context, u *url.URL, key string, d
 	resp := &render.Response{Status: res.Status, ContentType: res.ContentType, Body: res.Body, Location: res.Location}
 	if res.Status >= 200 && res.Status < 300 && !res.Truncated {
 		pl.subs.put(key, resp)
+		if _, err := pl.renderCall().PutSub(ctx, key, frontier.Sub{Status: res.Status, ContentType: res.ContentType, Body: res.Body}); err != nil {
+			pl.log.Warn("keeping a subresource in the shared cache failed: other workers fetch it again", "url", key, "err", err)
+		}
 	}
 	return resp, nil
 }

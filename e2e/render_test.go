@@ -148,6 +148,12 @@ func TestRenderWorkersCrawlTheScriptBuiltHost(t *testing.T) {
 		}
 	}
 	requirePace(t, ss, rate, burst) // the pages' scripts and JSON among the requests
+	// The shells' one script, asked for by every page of two render
+	// workers (one killed) and the samples: fetched once in the crawl.
+	app := "http://" + site.Hosts()[len(site.Hosts())-1] + "/app.js"
+	if n := ss.Repeated[app]; n > 0 {
+		t.Errorf("%s was fetched %d times; the crawl's shared cache should have fetched it once", app, n)
+	}
 	plain := map[string]bool{}
 	for _, u := range site.PlainTruth() {
 		plain[u] = true

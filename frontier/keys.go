@@ -94,7 +94,10 @@ type Keys struct {
 	// lease ahead). Learn is a hash, in the first shard: host -> what the
 	// samples taught of it (samples.lua).
 	Samples, Learn string
-	Config         string
+	// Subs is the prefix of the subresource cache's slots, in the first
+	// shard (subcache.go).
+	Subs   string
+	Config string
 }
 
 // Counter is the key in which Redis counts the exchanges of the process
@@ -149,7 +152,7 @@ func keysUnder(p string) Keys {
 		Failed: p + "failed", Workers: p + "workers", Stats: p + "stats", Results: p + "results", DoneFlag: p + "done",
 		Config: p + "config", HostPages: p + "hostpages", Capped: p + "capped", Ended: p + "ended:", Buckets: p + "rate:", Slowed: p + "slowed", Outbox: p + "outbox",
 		Due: p + "due", Refill: p + "refill", Paused: p + "paused", HostRules: p + "hostrules", Settings: p + "settings", Pauses: p + "pauses", WorkerInfo: p + "workerinfo", Sweeps: p + "sweeps",
-		Samples: p + "samples", Learn: p + "learn"}
+		Samples: p + "samples", Learn: p + "learn", Subs: p + "sub:"}
 }
 
 // MaxNameLen bounds a crawl name.

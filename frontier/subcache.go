@@ -1,0 +1,84 @@
+package frontier
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The crawl's shared cache of rendered pages' subresources (a script, a
+// stylesheet, a JSON answer), so that one is fetched once a crawl however
+// many render workers run: SubSlots keys in the first shard, each holding
+// one answer of at most SubMaxBody bytes for SubKeep. A URL has one slot
+// (by its hash): a newer answer of another URL in it takes the older's
+// place. Its memory is bounded by construction, SubSlots × SubMaxBody (64
+// MiB) at most, whatever the crawl renders.
+const (
+	SubSlots   = 256
+	SubMaxBody = 256 << 10
+	SubKeep    = time.Hour
+)
+
+// Sub is a cached subresource's answer.
+type Sub struct {
+	Status      int
+	ContentType string
+	Location    string
+	Body        []byte
+}
+
+// subKey is url's slot.
+func (k Keys) subKey(url string) string {
+	h := fnv.New32a()
+	h.Write([]byte(url))
+	return k.Subs + strconv.Itoa(int(h.Sum32()%SubSlots))
+}
+
+// GetSub is url's answer in the shared cache; ok is false when its slot
+// holds none, or another URL's.
+func (f *Frontier) GetSub(ctx context.Context, url string) (Sub, bool, error) {
+	sh := f.fs[0]
+	b, err := sh.c.Get(ctx, sh.keys.subKey(url)).Bytes()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return Sub{}, false, nil
+	case err != nil:
+		return Sub{}, false, fmt.Errorf("frontier: subresource cache: %w", err)
+	}
+	// "url \n status \n content-type \n location \n" body
+	var head [4][]byte
+	for i := range head {
+		j := bytes.IndexByte(b, '\n')
+		if j < 0 {
+			return Sub{}, false, nil // not one of ours: a miss
+		}
+		head[i], b = b[:j], b[j+1:]
+	}
+	status, err := strconv.Atoi(string(head[1]))
+	if string(head[0]) != url || err != nil {
+		return Sub{}, false, nil
+	}
+	return Sub{Status: status, ContentType: string(head[2]), Location: string(head[3]), Body: b}, true, nil
+}
+
+// PutSub keeps url's answer in the shared cache (a body past SubMaxBody,
+// or a name with a newline, is not kept). It reports whether it was.
+func (f *Frontier) PutSub(ctx context.Context, url string, s Sub) (bool, error) {
+	if len(s.Body) > SubMaxBody || bytes.ContainsAny([]byte(url+s.ContentType+s.Location), "\n") {
+		return false, nil
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%s\n%d\n%s\n%s\n", url, s.Status, s.ContentType, s.Location)
+	b.Write(s.Body)
+	sh := f.fs[0]
+	if err := sh.c.Set(ctx, sh.keys.subKey(url), b.Bytes(), SubKeep).Err(); err != nil {
+		return false, fmt.Errorf("frontier: subresource cache: %w", err)
+	}
+	return true, nil
+}
