@@ -143,8 +143,8 @@ var SettingTable = []Setting{
 			"depth-first); across hosts the order is always their tokens'"},
 	{Field: "render", Flag: "render", Kind: KindString, Before: RenderNever, ptr: func(s *Settings) any { return &s.Render },
 		Usage: "which pages a browser renders (workers started with --render): never; always (every HTML page); or auto: the crawl " +
-			"renders a few pages of each host that were also fetched plainly, and sends the hosts where rendering finds links or text " +
-			"the plain fetch missed to the render lane"},
+			"renders a few pages of each host that were also fetched plainly, and sends the hosts where rendering finds links " +
+			"the plain fetch missed to the render lane (and, where a host's pages mix, fetches plainly the path prefixes that need no browser)"},
 	{Field: "render_match", Flag: "render-match", Kind: KindList, Before: "", ptr: func(s *Settings) any { return &s.RenderMatch },
 		Usage: "REGEX (repeatable, RE2, on the canonical URL): render the URLs that match, whatever --render says"},
 	{Field: "render_third_party", Flag: "render-third-party", Kind: KindBool, Before: "false",

@@ -431,9 +431,14 @@ func TestVersionAndHelpCommand(t *testing.T) {
 	if err != nil || !strings.HasPrefix(out, "crawler version ") {
 		t.Fatalf("--version: %q, %v", out, err)
 	}
-	out, _, err = run(t, "help", "work")
-	if err != nil || !strings.Contains(out, "crawler work - ") {
-		t.Fatalf("help work: %q, %v", out, err)
+	// Every command's help: each builds its flags, none defined twice (a
+	// command made of others' flags, as crawl is of seed's and work's,
+	// would panic at its first use).
+	for _, cmd := range newApp().Commands {
+		out, _, err = run(t, "help", cmd.Name)
+		if err != nil || !strings.Contains(out, "crawler "+cmd.Name+" - ") {
+			t.Errorf("help %s: %q, %v", cmd.Name, out, err)
+		}
 	}
 }
 

@@ -52,7 +52,7 @@ func workFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "pprof", Usage: "with --metrics-addr, also serve Go's /debug/pprof/"},
 		&cli.DurationFlag{Name: "progress-every", Value: 30 * time.Second, Usage: "off a terminal, log the crawl's progress this often " +
 			"(on a terminal a progress line is redrawn every second); 0 shows no progress"},
-		&cli.IntFlag{Name: "render", Usage: fmt.Sprintf("also run a render worker of N headless Chromium tabs (1 to %d) beside the plain fetch loops: "+
+		&cli.IntFlag{Name: renderTabsFlag, Usage: fmt.Sprintf("also run a render worker of N headless Chromium tabs (1 to %d) beside the plain fetch loops: "+
 			"it takes the hosts whose pages need a browser (seed --render, --render-match), and every request their pages make goes through "+
 			"this worker's fetcher (robots.txt, scope, the host's tokens, the WARC files); needs Debian's chromium", crawl.MaxTabs)},
 		&cli.StringFlag{Name: "chromium", Usage: "with --render, the browser to run (default: chromium on the PATH)"},
@@ -84,6 +84,31 @@ func workCommand() *cli.Command {
 	}
 }
 
+// renderTabsFlag is work's flag for a render worker's tabs; crawl, whose
+// --render is seed's (which pages), calls it --render-tabs.
+const renderTabsFlag = "render"
+
+// crawlWorkFlags are work's flags as crawl takes them beside seed's.
+func crawlWorkFlags() []cli.Flag {
+	flags := workFlags()
+	for i, f := range flags {
+		if f.Names()[0] == renderTabsFlag {
+			tabs := *f.(*cli.IntFlag)
+			tabs.Name, tabs.EnvVars = "render-tabs", []string{"CRAWLER_RENDER_TABS"}
+			flags[i] = &tabs
+		}
+	}
+	return flags
+}
+
+// renderTabs is the render worker's tabs the command asks for (0: none).
+func renderTabs(c *cli.Context) int {
+	if c.Command.Name == "crawl" {
+		return c.Int("render-tabs")
+	}
+	return c.Int(renderTabsFlag)
+}
+
 // checkWorkFlags validates the work flags that need no Redis.
 func checkWorkFlags(c *cli.Context) error {
 	if p := c.String("proxy"); p != "" {
@@ -111,10 +136,14 @@ func checkWorkFlags(c *cli.Context) error {
 	if n := c.Int("concurrency"); n < 1 || n > crawl.MaxConcurrency {
 		return fmt.Errorf("--concurrency %d: want 1 to %d (for more, run more processes)", n, crawl.MaxConcurrency)
 	}
-	if n := c.Int("render"); n < 0 || n > crawl.MaxTabs {
-		return fmt.Errorf("--render %d: want 1 to %d browser tabs (0: none)", n, crawl.MaxTabs)
+	name := renderTabsFlag
+	if c.Command.Name == "crawl" {
+		name = "render-tabs"
+	}
+	if n := renderTabs(c); n < 0 || n > crawl.MaxTabs {
+		return fmt.Errorf("--%s %d: want 1 to %d browser tabs (0: none)", name, n, crawl.MaxTabs)
 	} else if _, err := render.Find(c.String("chromium")); n > 0 && err != nil {
-		return fmt.Errorf("--render: %v", err)
+		return fmt.Errorf("--%s: %v", name, err)
 	}
 	if _, err := parseSize(c.String("render-max-rss")); err != nil {
 		return fmt.Errorf("--render-max-rss: %v", err)
@@ -239,7 +268,7 @@ func runWork(c *cli.Context, rdb redis.UniversalClient, exitWhenDone bool) error
 // renderWorker is the render worker --render N asks for, beside the plain
 // one (o), under the same name and crawl.RenderWorkerSuffix; nil without.
 func renderWorker(ctx context.Context, c *cli.Context, rdb redis.UniversalClient, o crawl.Options) (*crawl.Worker, error) {
-	n := c.Int("render")
+	n := renderTabs(c)
 	if n == 0 {
 		return nil, nil
 	}
@@ -312,7 +341,7 @@ func crawlCommand() *cli.Command {
 		Name:      "crawl",
 		Usage:     "seed and crawl in one process until done (embedded Redis unless --redis is given)",
 		ArgsUsage: "URL...",
-		Flags: append(append(seedFlags(), workFlags()...), &cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "read URLs from FILE ('-' for stdin)"},
+		Flags: append(append(seedFlags(), crawlWorkFlags()...), &cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "read URLs from FILE ('-' for stdin)"},
 			skipSeenFlag(), sitemapFlag()),
 		Action: func(c *cli.Context) error {
 			if err := errors.Join(checkSeedFlags(c), checkWorkFlags(c)); err != nil {
