@@ -1056,3 +1056,25 @@ func TestDashboardControlNeedsAToken(t *testing.T) {
 		t.Errorf("dashboard --control: %v; want one line saying it needs --token", err)
 	}
 }
+
+// --render without a browser, or a wrong number of tabs, is one usage
+// line before Redis is asked anything (work's --render, crawl's
+// --render-tabs); seed's --render takes only its three words.
+func TestRenderFlagsAreCheckedFirst(t *testing.T) {
+	t.Setenv("PATH", t.TempDir()) // no chromium anywhere
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--redis", "redis://127.0.0.1:1/0", "work", "--render", "2"}, "--render: render: no chromium found"},
+		{[]string{"--redis", "redis://127.0.0.1:1/0", "work", "--render", "99"}, "--render 99: want 1 to 64"},
+		{[]string{"--redis", "redis://127.0.0.1:1/0", "work", "--render", "1", "--chromium", "/nonexistent/chromium"}, "/nonexistent/chromium cannot be run"},
+		{[]string{"--redis", "redis://127.0.0.1:1/0", "crawl", "--render-tabs", "1", "http://a.example/"}, "--render-tabs: render: no chromium found"},
+		{[]string{"--redis", "redis://127.0.0.1:1/0", "seed", "--render", "sometimes", "http://a.example/"}, `render "sometimes": want never, always or auto`},
+	} {
+		_, _, err := run(t, c.args...)
+		if !isUsage(err) || !strings.Contains(err.Error(), c.want) || strings.Count(err.Error(), "\n") > 0 {
+			t.Errorf("%v: %v; want one usage line saying %q", c.args, err, c.want)
+		}
+	}
+}
