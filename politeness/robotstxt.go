@@ -20,7 +20,8 @@ import (
 // What it does, by the RFC:
 //   - a line it does not understand is skipped, never the file: a rule or
 //     Crawl-delay before any User-agent, an unknown key, a line without a
-//     colon, a bad Crawl-delay;
+//     colon (but for one of exactly two words, "disallow /", read as
+//     Google's parser reads it: the colon forgotten), a bad Crawl-delay;
 //   - '#' starts a comment wherever it stands;
 //   - a group is one or more User-agent lines and the rules after them;
 //     the groups naming the crawler's product token (compared without
@@ -104,7 +105,11 @@ func ParseRobotsTxt(body []byte) *RobotsTxt {
 		}
 		key, value, ok := bytes.Cut(line, []byte(":"))
 		if !ok {
-			continue
+			// As Google reads it: a line of exactly two words, the colon
+			// forgotten ("disallow /"), is a key and its value.
+			if key, value, ok = cutTwoWords(line); !ok {
+				continue
+			}
 		}
 		k := strings.ToLower(string(bytes.TrimSpace(key)))
 		v := string(bytes.TrimSpace(value))
@@ -141,6 +146,21 @@ func ParseRobotsTxt(body []byte) *RobotsTxt {
 		}
 	}
 	return r
+}
+
+// cutTwoWords splits a line of exactly two runs of non-blank characters
+// (spaces, tabs) into them; ok is false for any other line.
+func cutTwoWords(line []byte) (key, value []byte, ok bool) {
+	t := bytes.Trim(line, " \t")
+	i := bytes.IndexAny(t, " \t")
+	if i < 0 {
+		return nil, nil, false
+	}
+	key, value = t[:i], bytes.TrimLeft(t[i:], " \t")
+	if bytes.ContainsAny(value, " \t") {
+		return nil, nil, false
+	}
+	return key, value, true
 }
 
 // productToken is a User-agent line's value as RFC 9309 matches it: "*",

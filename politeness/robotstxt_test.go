@@ -32,8 +32,9 @@ type robotsCase struct {
 
 // Google's reference tests (github.com/google/robotstxt, robots_test.cc,
 // Apache License 2.0), translated: the cases of the behaviours RFC 9309
-// shares. Left out, being Google's own: a missing colon taken as one
-// ("disallow /"), index.html meaning its directory, lines cut at 16 664
+// shares, and Google's own reading of a line of two words whose colon was
+// forgotten ("disallow /": the line is its author's rule). Left out, being
+// Google's own: index.html meaning its directory, lines cut at 16 664
 // bytes. Kept apart (TestRobotsDeviationsFromGoogle): where this crawler's
 // canonical URLs make it compare otherwise.
 var googleRobotsCases = func() []robotsCase {
@@ -45,6 +46,11 @@ var googleRobotsCases = func() []robotsCase {
 	// ID_LineSyntax_Line
 	add("line syntax", "user-agent: FooBot\ndisallow: /\n", "FooBot", "http://foo.bar/x/y", false)
 	add("line syntax, unknown keys", "foo: FooBot\nbar: /\n", "FooBot", "http://foo.bar/x/y", true)
+	add("line syntax, no colon", "user-agent FooBot\ndisallow /\n", "FooBot", "http://foo.bar/x/y", false)
+	// Not Google's case, its rule: three words without a colon are no line.
+	add("line syntax, no colon, three words", "user-agent FooBot\ndisallow / x\n", "FooBot", "http://foo.bar/x/y", true)
+	add("line syntax, no colon, tabs", "user-agent\tFooBot\n\tdisallow\t /x \n", "FooBot", "http://foo.bar/x/y", false)
+	add("line syntax, one word", "user-agent FooBot\ndisallow\n", "FooBot", "http://foo.bar/x/y", true)
 	// ID_LineSyntax_Groups
 	for _, c := range []struct {
 		agent, u string
