@@ -259,6 +259,10 @@ func (pl *fetchLoops) outcome(lv *live, u *url.URL, item frontier.Item, visit *f
 func (pl *fetchLoops) links(lv *live, u *url.URL, item frontier.Item, r *fetch.Result, rec *Record) []frontier.Item {
 	var children []frontier.Item
 	scope := pl.scope.Load()
+	// What the page's owner says of it, in its headers (any response: a
+	// PDF can say it nowhere else) and, below, its robots meta tags.
+	robots := parse.XRobotsTag(r.RobotsTags, lv.s.AgentToken())
+	rec.Robots = robots.Words()
 	if r.Location != "" {
 		if t, err := parse.CanonicalizeKeeping(nil, r.Location, lv.s.KeepTrackingParams); err == nil {
 			rec.Redirect = t.String()
@@ -270,10 +274,17 @@ func (pl *fetchLoops) links(lv *live, u *url.URL, item frontier.Item, r *fetch.R
 	if !r.HTML || r.Status < 200 || r.Status >= 300 {
 		return children
 	}
-	page, err := parse.Extract(u, bytes.NewReader(r.Body), parse.Limits{KeepTracking: lv.s.KeepTrackingParams, MaxLinks: lv.s.MaxLinks}, lv.fields...)
+	page, err := parse.Extract(u, bytes.NewReader(r.Body), parse.Limits{KeepTracking: lv.s.KeepTrackingParams, MaxLinks: lv.s.MaxLinks,
+		Agent: lv.s.AgentToken()}, lv.fields...)
 	if err != nil {
 		rec.Error = fmt.Sprintf("parse: %v", err)
 		return children
+	}
+	header := robots.NoFollow
+	robots.Merge(page.Robots)
+	rec.Robots = robots.Words()
+	if header { // X-Robots-Tag: nofollow (a meta tag's is parse's already)
+		page.Links, page.Truncated, page.Cut = nil, false, 0
 	}
 	rec.Title, rec.Links, rec.Extract = page.Title, len(page.Links), page.Fields
 	if page.Truncated {

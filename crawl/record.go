@@ -60,6 +60,12 @@ type Record struct {
 	// in its place: warc.revisit names its profile), and its payload digest.
 	WARC          *archive.Location `json:"warc,omitempty"`
 	PayloadDigest string            `json:"payload_digest,omitempty"`
+	// Robots are what the page's owner said of it for crawlers, in
+	// X-Robots-Tag headers and robots meta tags addressed to every crawler
+	// or to this one: noindex, nofollow, noarchive, nosnippet,
+	// unavailable_after=DATE (for a search or archive downstream to honour;
+	// nofollow is honoured here: no link of the page is followed).
+	Robots []string `json:"robots,omitempty"`
 	// Render: the page was rendered in a browser, and its links are the
 	// rendered DOM's (render.go).
 	Render *RenderInfo `json:"render,omitempty"`

@@ -111,7 +111,13 @@ type Result struct {
 	// Headers are the response headers a record keeps: content-length,
 	// last-modified, etag and location, when present.
 	Headers map[string]string
+	// RobotsTags are the response's X-Robots-Tag headers, as sent
+	// (parse.XRobotsTag reads them).
+	RobotsTags []string
 }
+
+// maxRobotsTags bounds the X-Robots-Tag headers kept of one response.
+const maxRobotsTags = 32
 
 // keptHeaders are the response headers a Result keeps.
 var keptHeaders = []string{"Content-Length", "Last-Modified", "Etag", "Location"}
@@ -303,6 +309,9 @@ func (f *Fetcher) head(req *http.Request, resp *http.Response) *Result {
 			}
 			res.Headers[strings.ToLower(h)] = v
 		}
+	}
+	if v := resp.Header.Values("X-Robots-Tag"); len(v) > 0 {
+		res.RobotsTags = append([]string(nil), v[:min(len(v), maxRobotsTags)]...)
 	}
 	if mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err == nil {
 		res.ContentType = strings.ToLower(mt)

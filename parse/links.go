@@ -16,6 +16,9 @@ type Limits struct {
 	KeepTracking bool
 	MaxLinks     int // links kept per page (default 1000); Page.Truncated tells
 	MaxTitle     int // bytes of title kept (default 512)
+	// Agent is the crawler's product token: <meta name="AGENT"> is read
+	// as <meta name="robots"> is (Page.Robots).
+	Agent string
 }
 
 func (l Limits) withDefaults() Limits {
@@ -37,8 +40,11 @@ type Page struct {
 	Links []string
 	// Canonical is the page's <link rel="canonical">, if any (also in Links).
 	Canonical string
-	// NoFollow is set by <meta name="robots" content="nofollow|none">.
+	// NoFollow is set by <meta name="robots" content="nofollow|none"> (or
+	// the crawler's own name: Limits.Agent).
 	NoFollow bool
+	// Robots are what the page's robots meta tags say (its NoFollow too).
+	Robots Robots
 	// Truncated is set when the page had more links than Limits.MaxLinks;
 	// Cut counts the links left out past the cap (a link repeated past
 	// it counts each time: keeping the cut ones apart would cost memory a
@@ -84,9 +90,7 @@ func Extract(pageURL *url.URL, body io.Reader, lim Limits, fs ...Field) (*Page, 
 	p := &Page{Fields: fields(doc, fs)}
 	p.Title = clipTitle(doc.Find("title").First().Text(), lim)
 	doc.Find("meta[name]").Each(func(_ int, s *goquery.Selection) {
-		if robotsNoFollow(s.AttrOr("name", ""), s.AttrOr("content", "")) {
-			p.NoFollow = true
-		}
+		p.meta(s.AttrOr("name", ""), s.AttrOr("content", ""), lim.Agent)
 	})
 	ls := &linkSet{p: p, base: base, lim: lim, seen: map[string]bool{}}
 	doc.Find("a[href], area[href], iframe[src], frame[src], link[rel][href], meta[http-equiv][content]").Each(func(_ int, s *goquery.Selection) {
@@ -169,17 +173,13 @@ func clipTitle(text string, lim Limits) string {
 	return title
 }
 
-// robotsNoFollow: <meta name="robots" content="nofollow|none">.
-func robotsNoFollow(name, content string) bool {
-	if !strings.EqualFold(strings.TrimSpace(name), "robots") {
-		return false
+// meta reads a <meta name content>: a robots meta tag's directives, for
+// every crawler or agent's own.
+func (p *Page) meta(name, content, agent string) {
+	if r, ok := metaRobots(name, content, agent); ok {
+		p.Robots.Merge(r)
+		p.NoFollow = p.Robots.NoFollow
 	}
-	for _, d := range strings.FieldsFunc(strings.ToLower(content), func(r rune) bool { return r == ',' || r == ' ' }) {
-		if d == "nofollow" || d == "none" {
-			return true
-		}
-	}
-	return false
 }
 
 // linkTags are the tags whose attributes extractTokens reads.
@@ -281,9 +281,7 @@ func extractTokens(pageURL *url.URL, body io.Reader, lim Limits) (*Page, error) 
 					ls.base, haveBase = baseFor(pageURL, href), true
 				}
 			case "meta":
-				if robotsNoFollow(attr("name", ""), attr("content", "")) {
-					p.NoFollow = true
-				}
+				p.meta(attr("name", ""), attr("content", ""), lim.Agent)
 				ls.element(tag, attr)
 			default:
 				ls.element(tag, attr)
