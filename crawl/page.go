@@ -114,7 +114,9 @@ func (pl *fetchLoops) process(ctx context.Context, l *frontier.Lease, info front
 	// Archived: every response whose body was read, but HTML only when the
 	// crawl keeps HTML (it is always read, for its links).
 	var archived *frontier.Visit // where the content this answer stands for is archived whole
-	if pl.warc != nil && r.Raw != nil && !r.DroppedBody && (!r.HTML || pl.cur.Load().s.Keeps(r.ContentType) || r.Status == http.StatusNotModified && visit != nil && visit.RefDate != 0) {
+	archivable := pl.warc != nil && r.Raw != nil && !r.DroppedBody &&
+		(!r.HTML || pl.cur.Load().s.Keeps(r.ContentType) || r.Status == http.StatusNotModified && visit != nil && visit.RefDate != 0)
+	if archivable && !pl.noArchive(r, &rec) { // with --obey-noarchive, what its owner said not to archive is recorded only
 		loc, digest, ref, err := pl.archive(ctx, item.URL, visit, r, start)
 		if err != nil {
 			// Crawling on without the archive would lose what the user
@@ -151,6 +153,25 @@ func (pl *fetchLoops) process(ctx context.Context, l *frontier.Lease, info front
 	}
 	pl.finish(l, rec, o)
 	pl.offerSample(ctx, lv, item, u, plain)
+}
+
+// noArchive: with seed --obey-noarchive, r's owner said noarchive, in
+// an X-Robots-Tag header or an HTML page's robots meta tag (read before
+// the page is parsed whole); rec says so.
+func (pl *fetchLoops) noArchive(r *fetch.Result, rec *Record) bool {
+	s := pl.cur.Load().s
+	if !s.ObeyNoArchive {
+		return false
+	}
+	switch {
+	case parse.XRobotsTag(r.RobotsTags, s.AgentToken()).NoArchive:
+		rec.NotArchived = "noarchive (X-Robots-Tag)"
+	case r.HTML && parse.MetaRobotsOf(r.Body, s.AgentToken()).NoArchive:
+		rec.NotArchived = "noarchive (robots meta tag)"
+	default:
+		return false
+	}
+	return true
 }
 
 // cleared reports whether the URL of l may be fetched now, with its URL:

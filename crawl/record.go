@@ -66,6 +66,9 @@ type Record struct {
 	// unavailable_after=DATE (for a search or archive downstream to honour;
 	// nofollow is honoured here: no link of the page is followed).
 	Robots []string `json:"robots,omitempty"`
+	// NotArchived says why a response read whole was not archived (seed
+	// --obey-noarchive: its owner said noarchive).
+	NotArchived string `json:"not_archived,omitempty"`
 	// Render: the page was rendered in a browser, and its links are the
 	// rendered DOM's (render.go).
 	Render *RenderInfo `json:"render,omitempty"`

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nlnwa/gowarc/v3"
+	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
@@ -82,6 +84,66 @@ func TestRobotsDirectivesInHeadersAndMetaTags(t *testing.T) {
 			"/other-header-child": true, "/other-meta-child": true, "/both-child": true} {
 			if _, ok := recs[srv.URL+path]; ok != followed {
 				t.Errorf("%s fetched: %v; want %v", path, ok, followed)
+			}
+		}
+	})
+}
+
+// With --obey-noarchive, a response whose owner says noarchive (a PDF in
+// its header, a page in its meta tag) is not in the WARC files and its
+// record says why; the others are archived; without it, all are.
+func TestObeyNoArchiveKeepsThemOutOfTheWARC(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		s.FollowWallClock(t)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path {
+			case "/":
+				w.Header().Set("Content-Type", "text/html")
+				fmt.Fprint(w, `<a href="/doc.pdf">1</a><a href="/private.html">2</a><a href="/open.pdf">3</a>`)
+			case "/doc.pdf", "/open.pdf":
+				w.Header().Set("Content-Type", "application/pdf")
+				if r.URL.Path == "/doc.pdf" {
+					w.Header().Set("X-Robots-Tag", "noarchive")
+				}
+				fmt.Fprint(w, "%PDF-1.4")
+			case "/private.html":
+				w.Header().Set("Content-Type", "text/html")
+				fmt.Fprint(w, `<html><head><meta name="robots" content="noarchive"></head><body>p</body></html>`)
+			default:
+				http.NotFound(w, r)
+			}
+		}))
+		defer srv.Close()
+		for _, obey := range []bool{true, false} {
+			name := fmt.Sprintf("noarch-%v", obey)
+			set := crawl.DefaultSettings()
+			set.Rate, set.AllowPrivate, set.ObeyNoArchive = math.Inf(1), true, obey
+			set.KeepTypes = []string{"text/html", "application/pdf"}
+			seed, _ := url.Parse(srv.URL + "/")
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			if _, err := crawl.Seed(ctx, s.Client, name, set, []*url.URL{seed}); err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			o := fastOptions("w-" + name)
+			o.WARC = &archive.Config{Dir: dir}
+			runWorkers(t, ctx, s, name, o)
+			archived := map[string]bool{}
+			eachWARCRecord(t, dir, func(r gowarc.Record) {
+				if r.WarcRecord.Type() == gowarc.Response {
+					archived[r.WarcRecord.WarcHeader().Get(gowarc.WarcTargetURI)] = true
+				}
+			})
+			recs := exportedByURL(t, ctx, s.Client, name)
+			cancel()
+			for path, why := range map[string]string{"/doc.pdf": "noarchive (X-Robots-Tag)", "/private.html": "noarchive (robots meta tag)", "/open.pdf": "", "/": ""} {
+				if !obey {
+					why = ""
+				}
+				u := srv.URL + path
+				if archived[u] != (why == "") || recs[u].NotArchived != why || (why == "") != (recs[u].WARC != nil) {
+					t.Errorf("obey %v, %s: archived %v, record says %q (warc %v); want not archived %q", obey, path, archived[u], recs[u].NotArchived, recs[u].WARC, why)
+				}
 			}
 		}
 	})

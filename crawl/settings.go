@@ -105,6 +105,10 @@ type Settings struct {
 	// that matches one is rendered, its host put in the render lane.
 	Render      string
 	RenderMatch []string
+	// ObeyNoArchive: a response whose owner says noarchive (X-Robots-Tag,
+	// or an HTML page's robots meta tag) is not written to the WARC
+	// files; its record says why (Record.NotArchived).
+	ObeyNoArchive bool
 	// RenderThirdParty lets a rendered page's requests go to hosts
 	// outside the crawl's scope (each still through robots.txt, the
 	// address guard and its host's tokens); off, they are refused.

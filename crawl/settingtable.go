@@ -141,6 +141,9 @@ var SettingTable = []Setting{
 	{Field: "order", Flag: "order", Kind: KindString, Before: OrderBreadth, Live: true, ptr: func(s *Settings) any { return &s.Order },
 		Usage: "the order of each host's URLs of one priority: breadth (first found, first fetched) or depth (last found, first fetched: " +
 			"depth-first); across hosts the order is always their tokens'"},
+	{Field: "obey_noarchive", Flag: "obey-noarchive", Kind: KindBool, Before: "false", ptr: func(s *Settings) any { return &s.ObeyNoArchive },
+		Usage: "with --warc-dir: do not archive a response whose owner says noarchive (X-Robots-Tag, or an HTML page's robots meta tag " +
+			"naming every crawler or this one); its record says why. Off, noarchive is only recorded, in the record's robots"},
 	{Field: "render", Flag: "render", Kind: KindString, Before: RenderNever, ptr: func(s *Settings) any { return &s.Render },
 		Usage: "which pages a browser renders (workers started with --render): never; always (every HTML page); or auto: the crawl " +
 			"renders a few pages of each host that were also fetched plainly, and sends the hosts where rendering finds links " +
