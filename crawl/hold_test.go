@@ -70,7 +70,7 @@ func TestAPausedCrawlFetchesNothingUntilResumed(t *testing.T) {
 			t.Fatal(err)
 		}
 		<-done
-		site.onceEach(t, seeds)
+		site.onceEach(t, exportedByURL(t, ctx, s.Client, "held"), seeds)
 		st, err := crawl.ReadStatus(ctx, s.Client, "held")
 		if err != nil {
 			t.Fatal(err)

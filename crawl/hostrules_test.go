@@ -121,7 +121,7 @@ func TestAHostBlockedMidCrawlGetsNoRequestAfterAndEveryURLARecord(t *testing.T) 
 		if after > 0 {
 			t.Errorf("%d requests reached the blocked host after the command returned", after)
 		}
-		other.onceEach(t, seeds[40:])
+		other.onceEach(t, exportedByURL(t, ctx, s.Client, "block"), seeds[40:])
 		fetchedRecs, skipped := 0, 0
 		for _, m := range s.Client.XRange(ctx, frontier.KeysFor("block").Results, "-", "+").Val() {
 			raw, _ := m.Values["rec"].(string)

@@ -140,7 +140,7 @@ func TestASlowRobotsTxtBunchesNoRequests(t *testing.T) {
 	set.Rate, set.Burst, set.AllowPrivate = 5, 1, true
 	seeds := site.seeds(24)
 	seedAndCrawl(t, s, "slowrobots", set, seeds...)
-	site.onceEach(t, seeds)
+	site.onceEach(t, exportedByURL(t, context.Background(), s.Client, "slowrobots"), seeds)
 	site.mu.Lock()
 	defer site.mu.Unlock()
 	arrivals := site.arrivals
@@ -177,7 +177,7 @@ func TestURLsThatWaitedForRobotsTxtGetNewTokens(t *testing.T) {
 		if err := w.Run(ctx); err != nil {
 			t.Fatal(err)
 		}
-		site.onceEach(t, seeds)
+		site.onceEach(t, exportedByURL(t, ctx, s.Client, "robotswait"), seeds)
 		if late, re, back := w.Counters.Late.Load(), w.Counters.Retokened.Load(), w.Counters.PutBack.Load(); late != 0 || back != 0 || re == 0 {
 			t.Errorf("%d URLs went back late, %d put back in all, %d given new tokens; want none back, and the URLs that waited for robots.txt given new tokens", late, back, re)
 		}
