@@ -111,12 +111,16 @@ func (pl *fetchLoops) process(ctx context.Context, l *frontier.Lease, info front
 	pl.metrics.fetch.Observe(r.Duration.Seconds())
 	rec.Status, rec.ContentType, rec.Bytes, rec.Truncated, rec.Headers = r.Status, r.ContentType, r.Bytes, r.Truncated, r.Headers
 	rec.DroppedBody = r.DroppedBody
+	lv := pl.cur.Load() // what the response yields is read under one version of the settings
+	rec.SettingsVersion = lv.s.Version
+	head := declared(r, lv.s.AgentToken())
+	canon, dup := pl.canonical(lv, item, r, head, &rec) // with --canonical skip, a duplicate is not archived
 	// Archived: every response whose body was read, but HTML only when the
 	// crawl keeps HTML (it is always read, for its links).
 	var archived *frontier.Visit // where the content this answer stands for is archived whole
-	archivable := pl.warc != nil && r.Raw != nil && !r.DroppedBody &&
-		(!r.HTML || pl.cur.Load().s.Keeps(r.ContentType) || r.Status == http.StatusNotModified && visit != nil && visit.RefDate != 0)
-	if archivable && !pl.noArchive(r, &rec) { // with --obey-noarchive, what its owner said not to archive is recorded only
+	archivable := pl.warc != nil && r.Raw != nil && !r.DroppedBody && !dup &&
+		(!r.HTML || lv.s.Keeps(r.ContentType) || r.Status == http.StatusNotModified && visit != nil && visit.RefDate != 0)
+	if archivable && !pl.noArchive(lv, r, head, &rec) { // with --obey-noarchive, what its owner said not to archive is recorded only
 		loc, digest, ref, err := pl.archive(ctx, item.URL, visit, r, start)
 		if err != nil {
 			// Crawling on without the archive would lose what the user
@@ -131,10 +135,8 @@ func (pl *fetchLoops) process(ctx context.Context, l *frontier.Lease, info front
 		pl.notNow(ctx, l, u, rec, r)
 		return
 	}
-	lv := pl.cur.Load() // what the response yields is read under one version of the settings
-	rec.SettingsVersion = lv.s.Version
 	plain := r
-	if pl.render != nil && lv.render.renders(item, r) {
+	if pl.render != nil && !dup && lv.render.renders(item, r) {
 		if render, learn := pl.byPrefix(ctx, lv, u); render {
 			if r, ok = pl.renderPage(ctx, l, u, r, &rec); !ok {
 				return
@@ -145,6 +147,7 @@ func (pl *fetchLoops) process(ctx context.Context, l *frontier.Lease, info front
 		}
 	}
 	o := pl.outcome(lv, u, item, visit, r, &rec, archived)
+	canonicalOutcome(&o, canon, dup)
 	if err := pl.laneMatches(ctx, lv, o.Children); err != nil {
 		// Queued now, a link could be popped by a plain worker: the page
 		// is retried once Redis answers.

@@ -69,6 +69,13 @@ type Record struct {
 	// NotArchived says why a response read whole was not archived (seed
 	// --obey-noarchive: its owner said noarchive).
 	NotArchived string `json:"not_archived,omitempty"`
+	// Canonical is the other URL of the crawl's scope the page names its
+	// canonical (rel=canonical, in its head or a Link header), and
+	// DuplicateOf the same when the crawl took the page for a duplicate of
+	// it (seed --canonical skip): not archived, its canonical queued in
+	// its stead (canonical.go).
+	Canonical   string `json:"canonical,omitempty"`
+	DuplicateOf string `json:"duplicate_of,omitempty"`
 	// Render: the page was rendered in a browser, and its links are the
 	// rendered DOM's (render.go).
 	Render *RenderInfo `json:"render,omitempty"`

@@ -109,6 +109,11 @@ type Settings struct {
 	// or an HTML page's robots meta tag) is not written to the WARC
 	// files; its record says why (Record.NotArchived).
 	ObeyNoArchive bool
+	// Canonical is what a page whose rel=canonical names another URL of
+	// the crawl leaves (canonical.go): CanonicalRecord, a page of its own
+	// whose record names its canonical, or CanonicalSkip, a duplicate:
+	// its canonical queued instead, and it not archived.
+	Canonical string
 	// RenderThirdParty lets a rendered page's requests go to hosts
 	// outside the crawl's scope (each still through robots.txt, the
 	// address guard and its host's tokens); off, they are refused.
@@ -126,6 +131,13 @@ const (
 	RenderAuto   = "auto"
 )
 
+// What a crawl does with a page whose canonical is another URL
+// (Settings.Canonical).
+const (
+	CanonicalRecord = "record"
+	CanonicalSkip   = "skip"
+)
+
 // The crawl's orders (Settings.Order).
 const (
 	OrderBreadth = "breadth"
@@ -141,7 +153,7 @@ func DefaultSettings() Settings {
 		UserAgent: "RedCrawl/0.1 (+https://github.com/redcrawl/crawler)", ExpectedURLs: 1_000_000, FPRate: 0.001,
 		RobotsGiveUp: 30 * time.Minute, KeepTypes: []string{"text/html", "application/xhtml+xml"},
 		MaxPathRepeat: 3, MaxPathDepth: 16, MaxQueryParams: 4, MaxURLLength: 1024, Sitemaps: true,
-		MaxPagesPerHost: 100_000, Shards: 1, KeepVisits: true, MaxLinks: DefaultMaxLinks, Render: RenderNever}
+		MaxPagesPerHost: 100_000, Shards: 1, KeepVisits: true, MaxLinks: DefaultMaxLinks, Render: RenderNever, Canonical: CanonicalRecord}
 }
 
 // DefaultMaxLinks is a new crawl's Settings.MaxLinks: a hub page of a
@@ -181,6 +193,8 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("%w: shards %d: want 1 to %d", ErrSettings, s.Shards, MaxShards)
 	case s.Order != OrderBreadth && s.Order != OrderDepth:
 		return fmt.Errorf("%w: order %q: want %s or %s", ErrSettings, s.Order, OrderBreadth, OrderDepth)
+	case s.Canonical != CanonicalRecord && s.Canonical != CanonicalSkip:
+		return fmt.Errorf("%w: canonical %q: want %s or %s", ErrSettings, s.Canonical, CanonicalRecord, CanonicalSkip)
 	case s.Render != RenderNever && s.Render != RenderAlways && s.Render != RenderAuto:
 		return fmt.Errorf("%w: render %q: want %s, %s or %s", ErrSettings, s.Render, RenderNever, RenderAlways, RenderAuto)
 	}

@@ -144,6 +144,10 @@ var SettingTable = []Setting{
 	{Field: "obey_noarchive", Flag: "obey-noarchive", Kind: KindBool, Before: "false", ptr: func(s *Settings) any { return &s.ObeyNoArchive },
 		Usage: "with --warc-dir: do not archive a response whose owner says noarchive (X-Robots-Tag, or an HTML page's robots meta tag " +
 			"naming every crawler or this one); its record says why. Off, noarchive is only recorded, in the record's robots"},
+	{Field: "canonical", Flag: "canonical", Kind: KindString, Before: CanonicalRecord, Live: true, ptr: func(s *Settings) any { return &s.Canonical },
+		Usage: "a page whose rel=canonical (a <link> in its head, or a Link header) names another URL the crawl would follow: " +
+			"record (its record says canonical, it is archived and its links followed as any page's) or skip (its canonical URL is " +
+			"queued instead, it is not archived, and its record says duplicate_of)"},
 	{Field: "render", Flag: "render", Kind: KindString, Before: RenderNever, ptr: func(s *Settings) any { return &s.Render },
 		Usage: "which pages a browser renders (workers started with --render): never; always (every HTML page); or auto: the crawl " +
 			"renders a few pages of each host that were also fetched plainly, and sends the hosts where rendering finds links " +

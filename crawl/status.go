@@ -279,6 +279,9 @@ func (st *Status) writeCounters(b *strings.Builder) {
 		fmt.Fprintf(b, "  links cut   %d pages had more links than max-links (%d): the rest of theirs were left out (records: links_cut)\n",
 			n, st.Settings.MaxLinks)
 	}
+	if n := c[CounterDuplicates]; n > 0 {
+		fmt.Fprintf(b, "  duplicates  %d pages named another URL their canonical: not archived, their canonical queued instead (--canonical skip; records: duplicate_of)\n", n)
+	}
 	if n := c[CounterDelayCapped]; n > 0 {
 		fmt.Fprintf(b, "  robots.txt  %d asked for a Crawl-delay over %v: those hosts are held to one request every %v\n",
 			n, politeness.MaxCrawlDelay, politeness.MaxCrawlDelay)

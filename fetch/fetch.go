@@ -114,9 +114,13 @@ type Result struct {
 	// RobotsTags are the response's X-Robots-Tag headers, as sent
 	// (parse.XRobotsTag reads them).
 	RobotsTags []string
+	// LinkHeaders are the response's Link headers (RFC 8288), as sent
+	// (parse.LinkTargets reads them: a canonical for any type).
+	LinkHeaders []string
 }
 
-// maxRobotsTags bounds the X-Robots-Tag headers kept of one response.
+// maxRobotsTags bounds the X-Robots-Tag headers, and the Link headers,
+// kept of one response.
 const maxRobotsTags = 32
 
 // keptHeaders are the response headers a Result keeps.
@@ -312,6 +316,9 @@ func (f *Fetcher) head(req *http.Request, resp *http.Response) *Result {
 	}
 	if v := resp.Header.Values("X-Robots-Tag"); len(v) > 0 {
 		res.RobotsTags = append([]string(nil), v[:min(len(v), maxRobotsTags)]...)
+	}
+	if v := resp.Header.Values("Link"); len(v) > 0 {
+		res.LinkHeaders = append([]string(nil), v[:min(len(v), maxRobotsTags)]...)
 	}
 	if mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err == nil {
 		res.ContentType = strings.ToLower(mt)

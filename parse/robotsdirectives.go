@@ -1,11 +1,8 @@
 package parse
 
 import (
-	"bytes"
 	"strings"
 	"time"
-
-	"golang.org/x/net/html"
 )
 
 // Robots are what a page's owner says of it for crawlers, in X-Robots-Tag
@@ -157,39 +154,4 @@ func metaRobots(name, content, agent string) (Robots, bool) {
 		return Robots{}, false
 	}
 	return Directives(content), true
-}
-
-// MetaRobotsOf reads only the robots meta tags of an HTML document (up to
-// its body, where they belong), for a decision before the page is parsed
-// whole (whether to archive it: seed --obey-noarchive).
-func MetaRobotsOf(body []byte, agent string) Robots {
-	var r Robots
-	z := html.NewTokenizer(bytes.NewReader(body))
-	for {
-		switch z.Next() {
-		case html.ErrorToken:
-			return r
-		case html.StartTagToken, html.SelfClosingTagToken:
-			name, more := z.TagName()
-			switch string(name) {
-			case "body":
-				return r
-			case "meta":
-				var n, c string
-				for more {
-					var k, v []byte
-					k, v, more = z.TagAttr()
-					switch string(k) {
-					case "name":
-						n = string(v)
-					case "content":
-						c = string(v)
-					}
-				}
-				if m, ok := metaRobots(n, c, agent); ok {
-					r.Merge(m)
-				}
-			}
-		}
-	}
 }

@@ -104,19 +104,3 @@ func TestDirectivesReadAsTheirSet(t *testing.T) {
 		}
 	})
 }
-
-// MetaRobotsOf reads the head's robots meta tags alone, this crawler's and
-// every crawler's, and stops at the body.
-func TestMetaRobotsOf(t *testing.T) {
-	for body, want := range map[string]string{
-		`<html><head><meta name="robots" content="noarchive"></head><body>x</body></html>`:                "noarchive",
-		`<meta name=redcrawl content="noindex,noarchive"><meta name=otherbot content=nofollow>`:           "noindex noarchive",
-		`<html><head><title>t</title></head><body><meta name="robots" content="noarchive"></body></html>`: "",
-		`<html><head><meta name="description" content="noarchive"></head></html>`:                         "",
-		``: "",
-	} {
-		if got := strings.Join(MetaRobotsOf([]byte(body), "redcrawl").Words(), " "); got != want {
-			t.Errorf("%s: %q; want %q", body, got, want)
-		}
-	}
-}
