@@ -215,6 +215,7 @@ func (c *crossing) merge(out *Exchanged, sh int, x Exchanged, now time.Time, pop
 	out.Info.CrawlOver = out.Info.CrawlOver || x.Info.CrawlOver
 	out.Info.Paused = out.Info.Paused || x.Info.Paused
 	out.Info.Settings = max(out.Info.Settings, x.Info.Settings)
+	out.Info.Resolve = append(out.Info.Resolve, x.Info.Resolve...)
 	if pop == 0 {
 		return
 	}

@@ -28,6 +28,10 @@ type PopInfo struct {
 	// Policy.Version) reads the settings again; until it has, those
 	// shards pop nothing for it.
 	Settings int64
+	// Resolve are hosts due whose address the pops need first (Policy.
+	// PerAddress): the worker resolves them and stores the answers
+	// (SetAddresses) before it asks again.
+	Resolve []string
 }
 
 // Exchanged is what one Exchange did.
@@ -108,6 +112,9 @@ type exchangeReply struct {
 	// no grant) before this pop, each with the tat the pop left it (ms,
 	// Redis's clock, as text: hostdelay.lua compares it with the score).
 	Fresh map[string]string `json:"fresh"`
+	// Resolve: due hosts not popped, their address not known (Policy.
+	// PerAddress): the worker resolves them (SetAddresses).
+	Resolve []string `json:"resolve"`
 	// NowUs: Redis's time of the pop, µs (with URLs popped), from which
 	// the lists below count.
 	NowUs string `json:"now_us"`
@@ -180,6 +187,7 @@ func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []
 	a.Rate, a.Burst, a.PauseKeep, a.DelayKeep = p.HostRate, max(p.HostBurst, 1), politeness.PauseMemory.Milliseconds(), HostDelayKept.Milliseconds()
 	a.AheadMs, a.Factor, a.MaxDelayMs = p.PopAhead.Milliseconds(), p.DelayFactor, p.MaxDelay.Milliseconds()
 	a.LeastMs = politeness.LeastWindow.Milliseconds()
+	a.IP, a.IPShard, a.IPShards = p.PerAddress, f.index, f.shards
 	for d, x := range done {
 		lo, hi := max(offset[d], start), min(offset[d+1], end)
 		var da doneArgs
@@ -342,7 +350,7 @@ func (f *shard) readReply(flags []bool, tail []any, offset []int, ids []string, 
 		x.recordedNow[d] = r.Held[d] == '1'
 	}
 	x.Info = PopInfo{Pages: r.Pages, CrawlOver: r.Done == 1, NextDue: time.Duration(r.Wait) * time.Millisecond, Paused: r.Paused == 1,
-		Settings: r.Settings}
+		Settings: r.Settings, Resolve: r.Resolve}
 	for _, a := range r.Again {
 		if a[0] < 1 || a[0] > int64(len(back)) {
 			return Exchanged{}, nil, fmt.Errorf("frontier: exchange: reply %v keeps lease %d of %d given back", tail, a[0], len(back))

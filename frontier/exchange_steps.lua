@@ -89,7 +89,8 @@ local function ex_guard(key0, link0, links)
     delays = false, firsts = false, slots = false, froms = false, untils = false, tokened = false, least = 0,
     tnow = 0, horizon = 0, reach = 0, anySlowed = false, anyCapped = false, marks = false, visited = false,
     readyAdd = false, refillAdd = false, taken = 0, paused = false, rules = false, rates = false, kept = false,
-    again = false, settings = 0, stale = false}
+    again = false, settings = 0, stale = false, ip = false, ipk = false, ipS = 1, ipShard = 0, aT = 0, aEarly = 0,
+    aWidth = 0, addrOf = false, atat = false, adirty = false, resolve = false}
   if not fr_ours(K.config, A.instance) then return 'gone' end
   local why = ex_unsound(K, A.expect == 0)
   if why then return why end
@@ -634,8 +635,8 @@ end
 -- host's robots.txt) is popped again first, by the pop's own rule: its
 -- old token goes back while it is the host's last (ex_refund's rule), and
 -- the host gives it a new one if its next token's window opens by the
--- pop's horizon (ex_host_tokens). Its lease is kept and the URL goes back
--- to its worker under the new token (the reply's again), one of the URLs
+-- pop's horizon (ex_host_tokens; not with politeness per address). Its
+-- lease is kept and the URL goes back to its worker under the new token (the reply's again), one of the URLs
 -- the call wanted (ex_budget); the host's bound holds as for any popped
 -- URL: the late token is no longer counted, or stays counted and wasted.
 -- A host with no token by then (its bucket spent by others' requests, a
@@ -646,7 +647,9 @@ local function ex_again(X)
   local A, K = X.A, X.K
   local late = A.back_again or {}
   X.kept, X.again = {}, {}
-  if #late == 0 or X.stale or redis.call('EXISTS', K.paused) == 1 then return end
+  -- With politeness per address (addrs.lua) a late URL goes back to its
+  -- queue as any given back: a new token would need its address's too.
+  if #late == 0 or X.stale or (A.ip and X.rate > 0) or redis.call('EXISTS', K.paused) == 1 then return end
   local grants = A.back_grants or {}
   -- The pop's context (ex_pop), with its horizon: its slots count from
   -- the pop's now.
@@ -703,6 +706,17 @@ end
 -- It reports whether anything moved.
 local function ex_pop_host(X, host, tat, q, dry)
   local k, b, r, size, first = ex_host_tokens(X, host, q, tat)
+  local slots, early, late, anext
+  if k > 0 and X.ip and r > 0 and not ex_rule(X, host) then
+    -- Its address's bucket too (addrs.lua): a host of a rule of its own
+    -- keeps to that alone.
+    if not X.addrOf[host] then k, b = 0, tat -- no address known yet: the worker resolves it first
+    else
+      slots, early, late, anext = ip_slots(X, host, k, r, size, tat)
+      k = #slots
+      if k == 0 then b = math.max(tat, anext) end -- due again when its address has a token
+    end
+  end
   if k == 0 then
     X.visited[host] = true
     if b ~= tat then
@@ -715,7 +729,9 @@ local function ex_pop_host(X, host, tat, q, dry)
   X.taken = X.taken + n
   if n > 0 then
     local tat2 = X.tnow -- no limit: its turn moves behind the others'
-    if r > 0 then
+    if slots then
+      tat2 = ip_take(X, host, slots, n, early, late, r)
+    elseif r > 0 then
       tat2 = ex_take_tokens(X, n, r, size, first)
       ex_granted(X, host, b)
     else
@@ -754,6 +770,11 @@ local function ex_pop_round(X)
   if #due == 0 then return false, false end
   local per = math.ceil(m / (#due / 2))
   local dry, moved = {}, false
+  if X.ip then
+    local hosts = {}
+    for i = 1, #due, 2 do hosts[#hosts + 1] = due[i] end
+    ip_addresses(X, hosts)
+  end
   for i = 1, #due, 2 do
     local host, tat = due[i], tonumber(due[i + 1])
     local q = math.min(per, X.W - #X.got / 2)
@@ -821,6 +842,7 @@ local function ex_pop(X)
   X.slots, X.froms, X.untils, X.tokened = {}, {}, {}, false
   X.least, X.tnow = A.least_ms or 0, X.nowus / 1000 -- now, ms with a fraction: the tokens' clock
   X.horizon = X.tnow + (A.ahead_ms or 0)
+  ip_begin(X, A)
   X.reach = X.horizon -- a host whose tat is by reach has a token whose window opens by the horizon
   if X.rate > 0 then X.reach = X.horizon + tb_window(X.rate, X.burst, X.least) end
   if X.W <= 0 then return end
@@ -844,6 +866,7 @@ local function ex_pop(X)
     local found, moved = ex_pop_round(X)
     if not found or not moved then break end
   end
+  if X.ip then ip_write(X) end
   if #X.refillAdd > 0 then redis.call('ZADD', K.refill, unpack(X.refillAdd)) end
   -- A bucket full again needs no entry: refill keeps only those filling.
   redis.call('ZREMRANGEBYSCORE', K.refill, '-inf', fr_int(X.now))
@@ -883,6 +906,7 @@ local function ex_reply(X)
   if X.settings > 0 then out.settings = X.settings end
   if X.rates and next(X.rates) then out.rates = X.rates end
   if X.firsts and next(X.firsts) then out.fresh = X.firsts end
+  if X.resolve and #X.resolve > 0 then out.resolve = X.resolve end
   reply[#reply + 1] = cjson.encode(out)
   for _, v in ipairs(X.got) do reply[#reply + 1] = v end
   return reply

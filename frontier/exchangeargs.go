@@ -33,6 +33,9 @@ type exchangeArgs struct {
 	Settings   int64      `json:"settings,omitempty"` // the settings version the policy's values come from (Policy.Version)
 	Lifo       bool       `json:"lifo,omitempty"`     // new links go to the front of their hosts' lists (Policy.Depth)
 	Lane       string     `json:"lane,omitempty"`     // the lane popped from (Options.Lane)
+	IP         bool       `json:"ip,omitempty"`       // politeness per address (Policy.PerAddress)
+	IPShard    int        `json:"ip_shard,omitempty"` // this shard's place, and their count: which of an address's slots it takes
+	IPShards   int        `json:"ip_shards,omitempty"`
 	Done       []doneArgs `json:"done,omitempty"`
 	Back       []int      `json:"back,omitempty"`        // texts: the members of the leases given back
 	BackGrants []int64    `json:"back_grants,omitempty"` // their tokens' slots (µs, Redis's clock), which go back

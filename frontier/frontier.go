@@ -59,7 +59,7 @@ var (
 	exchangeBody string
 	//go:embed exchange_steps.lua
 	exchangeSteps  string
-	exchangeScript = dedup.Compose(lib + politeness.TokensLua + exchangeSteps + exchangeBody)
+	exchangeScript = dedup.Compose(lib + politeness.TokensLua + addrsLua + exchangeSteps + exchangeBody)
 	//go:embed hostdelay.lua
 	hostDelaySrc    string
 	hostDelayScript = redis.NewScript(lib + hostDelaySrc)
@@ -142,6 +142,10 @@ type shard struct {
 	// within its own share of it (Frontier.Schedule) rather than the
 	// whole budget.
 	sharded bool
+	// index is this shard's place among the crawl's shards: with
+	// politeness per address, which slots of an address's schedule its
+	// pops may take (addrs.lua).
+	index, shards int
 	// resultsCap bounds this shard's results stream: its share of
 	// ResultsKept.
 	resultsCap int64
@@ -153,10 +157,10 @@ type shard struct {
 	exchanges int64
 }
 
-func newShard(c redis.UniversalClient, keys Keys, o *Options, pm *sync.RWMutex, shards int) *shard {
+func newShard(c redis.UniversalClient, keys Keys, o *Options, pm *sync.RWMutex, index, shards int) *shard {
 	var b [9]byte
 	rand.Read(b[:])
-	return &shard{c: c, keys: keys, o: o, pm: pm, sharded: shards > 1, resultsCap: ResultsKept / int64(shards),
+	return &shard{c: c, keys: keys, o: o, pm: pm, sharded: shards > 1, index: index, shards: shards, resultsCap: ResultsKept / int64(shards),
 		idPrefix: hex.EncodeToString(b[:]) + "-"}
 }
 

@@ -138,6 +138,12 @@ type Policy struct {
 	// Version is the crawl's settings version these come from (0: as
 	// seeded, never changed).
 	Version int64
+	// PerAddress: hosts that resolve to one address also share its
+	// bucket, of HostRate and HostBurst (seed --politeness ip): a pop
+	// takes a token of each (addrs.lua). A host whose address is not
+	// known is not popped; the reply asks the worker to resolve it
+	// (PopInfo.Resolve, SetAddresses).
+	PerAddress bool
 }
 
 // outboxAge is OutboxAge, or its default.
@@ -162,10 +168,10 @@ func New(c redis.UniversalClient, name string, o Options) (*Frontier, error) {
 	if o.Lease == 0 {
 		o.Lease = 10 * time.Second
 	}
-	f := &Frontier{Options: o, now: time.Now, cross: newCrossing(o.Shards)}
+	f := &Frontier{Options: o, now: o.now, cross: newCrossing(o.Shards)} // the process's clock (Options.Clock), as the leases' windows
 	f.store = &store{name: name, c: c, fs: make([]*shard, o.Shards), o: &f.Options, pm: &sync.RWMutex{}}
 	for i := range f.fs {
-		f.fs[i] = newShard(c, KeysForShard(name, i), &f.Options, f.pm, o.Shards)
+		f.fs[i] = newShard(c, KeysForShard(name, i), &f.Options, f.pm, i, o.Shards)
 	}
 	f.Records, f.Registry, f.Events, f.Digests, f.Visits = Records{f.store}, Registry{f.store}, Events{f.store}, Digests{f.store}, Visits{f.store}
 	return f, nil

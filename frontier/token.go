@@ -14,7 +14,7 @@ import (
 var (
 	//go:embed token.lua
 	tokenSrc    string
-	tokenScript = redis.NewScript(lib + politeness.TokensLua + exchangeSteps + tokenSrc)
+	tokenScript = redis.NewScript(lib + politeness.TokensLua + addrsLua + exchangeSteps + tokenSrc)
 )
 
 // Token is one token of a host's bucket taken outside a pop (TakeToken):

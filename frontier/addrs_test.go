@@ -1,0 +1,170 @@
+package frontier_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/redcrawl/crawler/dedup"
+	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/internal/redistest"
+)
+
+// addrCrawl is a frontier of shards shards over s whose leases' windows
+// are read on the server's clock (miniredis's, which the test moves), and
+// the clock's mover.
+func addrCrawl(t *testing.T, s *redistest.Server, name string, shards int, p frontier.Policy) (*frontier.Frontier, func() time.Time, func(time.Duration)) {
+	t.Helper()
+	ctx := context.Background()
+	clock := time.Now()
+	now := func() time.Time { return clock }
+	advance := func(d time.Duration) { clock = clock.Add(d); s.Mini.SetTime(clock) }
+	if s.Mini == nil {
+		now, advance = time.Now, time.Sleep
+	} else {
+		s.Mini.SetTime(clock)
+	}
+	for i := range shards {
+		s.Client.HSet(ctx, frontier.KeysForShard(name, i).Config, "scope", "host")
+	}
+	f, err := frontier.Create(ctx, s.Client, name, frontier.Options{Shards: shards, Lease: time.Hour, Policy: p, Clock: now},
+		dedup.Params{Capacity: 10000, FPRate: 0.01})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, now, advance
+}
+
+// mostInSpan is the most requests that URLs with windows ws ([from,
+// until)) can make in any span of w, each request anywhere in its window:
+// the count of windows a span meets, greatest just after a window opens
+// into it.
+func mostInSpan(ws [][2]time.Time, w time.Duration) int {
+	most := 0
+	for _, a := range ws {
+		s := a[0].Add(-w + time.Nanosecond)
+		n := 0
+		for _, b := range ws {
+			if b[0].Before(s.Add(w)) && b[1].After(s) {
+				n++
+			}
+		}
+		most = max(most, n)
+	}
+	return most
+}
+
+// popWindows pops from f at random moments (steps up to most apart)
+// until every one of total URLs is popped or limit passed, and returns
+// their windows, on the frontier's clock.
+func popWindows(t *testing.T, f *frontier.Frontier, now func() time.Time, advance func(time.Duration), total int, most, limit time.Duration, seed uint64) [][2]time.Time {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 1))
+	var ws [][2]time.Time
+	for start := now(); len(ws) < total && now().Sub(start) < limit; advance(time.Duration(r.Int64N(int64(most))) + time.Millisecond) {
+		x, err := f.Exchange(context.Background(), nil, nil, 1+r.IntN(20))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(x.Info.Resolve) > 0 {
+			t.Fatalf("the pop asks to resolve %v, whose addresses were stored", x.Info.Resolve)
+		}
+		for _, l := range x.Popped {
+			ws = append(ws, [2]time.Time{l.NotBefore, l.Deadline})
+		}
+	}
+	if len(ws) < total {
+		t.Fatalf("%d of %d URLs popped in %v", len(ws), total, limit)
+	}
+	return ws
+}
+
+// Ten hosts that resolve to one address, at --rate 2: with politeness
+// per address their URLs' windows allow at most 2 + burst requests in any
+// second together (each host alone would allow its own 2 + burst); and
+// every URL is still popped, the address's tokens shared among its hosts.
+// On one shard, and on three (each host's queue and the address's share
+// of slots in the host's shard: addrs.lua's grid), for bursts of 1 and 3,
+// at random pop moments; per host, the same pops give ten times more.
+func TestHostsOfOneAddressShareItsBucket(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		for _, c := range []struct {
+			shards, burst int
+			perAddress    bool
+		}{{1, 1, true}, {1, 3, true}, {3, 1, true}, {3, 3, true}, {1, 1, false}} {
+			if s.Mini == nil && (c.burst == 3 || !c.perAddress) {
+				continue // on a real server the clock is waited for: the cases that matter most
+			}
+			name := fmt.Sprintf("ip%d-%d-%v", c.shards, c.burst, c.perAddress)
+			f, now, advance := addrCrawl(t, s, name, c.shards, frontier.Policy{HostRate: 2, HostBurst: c.burst, PerAddress: c.perAddress})
+			var answers []frontier.Address
+			each := 2
+			if s.Mini == nil {
+				each = 1 // ten at once would be ten in a second
+			}
+			for h := range 10 {
+				host := fmt.Sprintf("h%d.test", h)
+				if _, err := f.Enqueue(context.Background(), hostURLs(host, each)); err != nil {
+					t.Fatal(err)
+				}
+				answers = append(answers, frontier.Address{Host: host, Addr: "192.0.2.7", TTL: time.Hour})
+			}
+			if err := f.SetAddresses(context.Background(), answers); err != nil {
+				t.Fatal(err)
+			}
+			limit, most := 40*time.Second, 400*time.Millisecond
+			if s.Mini == nil {
+				limit, most = 25*time.Second, 150*time.Millisecond
+			}
+			ws := popWindows(t, f, now, advance, 10*each, most, limit, uint64(c.shards*10+c.burst))
+			got, bound := mostInSpan(ws, time.Second), 2+c.burst
+			if c.perAddress && got > bound {
+				t.Errorf("%s: %d requests could reach the address in one second; want at most %d (rate 2 + burst %d)", name, got, bound, c.burst)
+			}
+			if !c.perAddress && got <= bound {
+				t.Errorf("%s: per host, %d requests in one second; the check cannot tell ten buckets from one", name, got)
+			}
+		}
+	})
+}
+
+// A pop does not hand out a host whose address it does not know: it asks
+// for it (PopInfo.Resolve), and pops it once the answer is stored; hosts
+// that are addresses (an IPv4 one with a port, an IPv6 one) need none,
+// and share their address's bucket across ports.
+func TestAPopAsksForTheAddressesItNeeds(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		f, _, _ := addrCrawl(t, s, "resolve", 1, frontier.Policy{HostRate: 1, HostBurst: 1, PerAddress: true})
+		for _, h := range []string{"named.test", "127.0.0.1:8001", "127.0.0.1:8002", "[::1]:8003"} {
+			if _, err := f.Enqueue(ctx, hostURLs(h, 1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		x, err := f.Exchange(ctx, nil, nil, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := hosts(x.Popped)
+		slices.Sort(got)
+		// One of the two ports of 127.0.0.1: a burst of 1 is one token.
+		if len(got) != 2 || got[0] != "127.0.0.1:8001" && got[0] != "127.0.0.1:8002" || got[1] != "[::1]:8003" ||
+			!slices.Equal(x.Info.Resolve, []string{"named.test"}) {
+			t.Fatalf("popped %v, asked to resolve %v; want one of 127.0.0.1's ports and [::1], and named.test resolved first", got, x.Info.Resolve)
+		}
+		if err := f.SetAddresses(ctx, []frontier.Address{{Host: "named.test", Addr: "192.0.2.9", TTL: time.Minute}}); err != nil {
+			t.Fatal(err)
+		}
+		if x = popN(t, f, 10); len(x.Popped) != 1 || x.Popped[0].Host != "named.test" || len(x.Info.Resolve) != 0 {
+			t.Fatalf("popped %v, asked %v; want named.test, under its stored address", hosts(x.Popped), x.Info.Resolve)
+		}
+		loads, err := f.BusiestAddresses(ctx, 5)
+		i := slices.IndexFunc(loads, func(l frontier.AddressLoad) bool { return l.Addr == "192.0.2.9" })
+		if err != nil || len(loads) != 3 || loads[0].Tokens != 1 || i < 0 || loads[i].Hosts != 1 || !slices.Equal(loads[i].Named, []string{"named.test"}) {
+			t.Fatalf("busiest addresses %+v, %v; want three of a token each, 192.0.2.9 naming its host", loads, err)
+		}
+	})
+}
