@@ -42,6 +42,7 @@ type exchanger struct {
 	end      *ending            // how the run ends: told when the crawl is over, or gone
 	pauses   *pauses            // hosts paused, as announced on the crawl's pause channel
 	robots   *politeness.Robots // nil: none warmed (tests)
+	addrs    *addresses         // nil: no lookups (tests); with --politeness ip, the hosts a pop asks for (addresses.go)
 	// reload reads the crawl's settings when a newer version is in force
 	// (Worker.reload); nil: never (tests of the exchanger alone).
 	reload func(context.Context) (*live, error)
@@ -343,6 +344,11 @@ func (x *exchanger) exchange(ctx context.Context, batch []entry, want int, again
 	res, err := x.fr.Exchange(ctx, pages, back, want)
 	if err != nil {
 		return res, nil, err
+	}
+	if len(res.Info.Resolve) > 0 && x.addrs != nil {
+		if err := x.addrs.store(ctx, res.Info.Resolve); err != nil {
+			x.log.Warn("storing the addresses of hosts failed; the next pop asks again", "hosts", len(res.Info.Resolve), "err", err)
+		}
 	}
 	queued, held := make([][]bool, len(batch)), make([]bool, len(batch))
 	d := 0

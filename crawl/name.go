@@ -39,6 +39,7 @@ func (s Settings) policy() frontier.Policy {
 	if s.Rate > 0 && !math.IsInf(s.Rate, 1) {
 		p.HostRate, p.HostBurst = s.Rate, s.Burst
 		p.PopAhead, _ = popTiming(s.Rate, s.Burst)
+		p.PerAddress = s.Politeness == PolitenessIP
 	}
 	p.DelayFactor, p.MaxDelay = s.DelayFactor, s.MaxDelay
 	return p

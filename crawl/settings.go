@@ -114,6 +114,10 @@ type Settings struct {
 	// whose record names its canonical, or CanonicalSkip, a duplicate:
 	// its canonical queued instead, and it not archived.
 	Canonical string
+	// Politeness is what the rate and burst hold: PolitenessHost, each
+	// host, or PolitenessIP, each host and each server address too
+	// (frontier.Policy.PerAddress).
+	Politeness string
 	// RenderThirdParty lets a rendered page's requests go to hosts
 	// outside the crawl's scope (each still through robots.txt, the
 	// address guard and its host's tokens); off, they are refused.
@@ -129,6 +133,13 @@ const (
 	RenderNever  = "never"
 	RenderAlways = "always"
 	RenderAuto   = "auto"
+)
+
+// What a crawl's rate holds (Settings.Politeness): each host, or each
+// host and each server address.
+const (
+	PolitenessHost = "host"
+	PolitenessIP   = "ip"
 )
 
 // What a crawl does with a page whose canonical is another URL
@@ -153,7 +164,7 @@ func DefaultSettings() Settings {
 		UserAgent: "RedCrawl/0.1 (+https://github.com/redcrawl/crawler)", ExpectedURLs: 1_000_000, FPRate: 0.001,
 		RobotsGiveUp: 30 * time.Minute, KeepTypes: []string{"text/html", "application/xhtml+xml"},
 		MaxPathRepeat: 3, MaxPathDepth: 16, MaxQueryParams: 4, MaxURLLength: 1024, Sitemaps: true,
-		MaxPagesPerHost: 100_000, Shards: 1, KeepVisits: true, MaxLinks: DefaultMaxLinks, Render: RenderNever, Canonical: CanonicalRecord}
+		MaxPagesPerHost: 100_000, Shards: 1, KeepVisits: true, MaxLinks: DefaultMaxLinks, Render: RenderNever, Canonical: CanonicalRecord, Politeness: PolitenessHost}
 }
 
 // DefaultMaxLinks is a new crawl's Settings.MaxLinks: a hub page of a
@@ -193,6 +204,8 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("%w: shards %d: want 1 to %d", ErrSettings, s.Shards, MaxShards)
 	case s.Order != OrderBreadth && s.Order != OrderDepth:
 		return fmt.Errorf("%w: order %q: want %s or %s", ErrSettings, s.Order, OrderBreadth, OrderDepth)
+	case s.Politeness != PolitenessHost && s.Politeness != PolitenessIP:
+		return fmt.Errorf("%w: politeness %q: want %s or %s", ErrSettings, s.Politeness, PolitenessHost, PolitenessIP)
 	case s.Canonical != CanonicalRecord && s.Canonical != CanonicalSkip:
 		return fmt.Errorf("%w: canonical %q: want %s or %s", ErrSettings, s.Canonical, CanonicalRecord, CanonicalSkip)
 	case s.Render != RenderNever && s.Render != RenderAlways && s.Render != RenderAuto:

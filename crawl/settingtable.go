@@ -144,6 +144,9 @@ var SettingTable = []Setting{
 	{Field: "obey_noarchive", Flag: "obey-noarchive", Kind: KindBool, Before: "false", ptr: func(s *Settings) any { return &s.ObeyNoArchive },
 		Usage: "with --warc-dir: do not archive a response whose owner says noarchive (X-Robots-Tag, or an HTML page's robots meta tag " +
 			"naming every crawler or this one); its record says why. Off, noarchive is only recorded, in the record's robots"},
+	{Field: "politeness", Flag: "politeness", Kind: KindString, Before: PolitenessHost, Live: true, ptr: func(s *Settings) any { return &s.Politeness },
+		Usage: "what the rate and burst hold: each host (host), or also each server address (ip: hosts that resolve to one address, " +
+			"virtual hosts on one server, share its rate too; the workers resolve each host and keep the answer in Redis as long as its TTL says)"},
 	{Field: "canonical", Flag: "canonical", Kind: KindString, Before: CanonicalRecord, Live: true, ptr: func(s *Settings) any { return &s.Canonical },
 		Usage: "a page whose rel=canonical (a <link> in its head, or a Link header) names another URL the crawl would follow: " +
 			"record (its record says canonical, it is archived and its links followed as any page's) or skip (its canonical URL is " +

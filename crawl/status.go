@@ -62,6 +62,10 @@ type Status struct {
 	// HostRules are the hosts with rules of their own (crawler host): a
 	// rate, or a block; by name.
 	HostRules []frontier.HostRule `json:"host_rules,omitempty"`
+	// Addresses are the busiest server addresses, with politeness per
+	// address (seed --politeness ip): the requests each gave, and its
+	// hosts (addresses.go).
+	Addresses []frontier.AddressLoad `json:"addresses,omitempty"`
 	// Hold is the crawl's pause (crawler pause), nil when it is not
 	// paused: nothing is handed out while it holds.
 	Hold *frontier.Hold `json:"hold,omitempty"`
@@ -196,6 +200,11 @@ func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Sta
 	if st.HostRules, err = fr.HostRules(ctx); err != nil {
 		return nil, fmt.Errorf("crawl: status: %w", err)
 	}
+	if s.Politeness == PolitenessIP {
+		if st.Addresses, err = fr.BusiestAddresses(ctx, busiestAddresses); err != nil {
+			return nil, fmt.Errorf("crawl: status: %w", err)
+		}
+	}
 	if s.Renders() {
 		if st.Render, err = ReadRender(ctx, fr, s, st.Workers); err != nil {
 			return nil, fmt.Errorf("crawl: status: %w", err)
@@ -290,6 +299,7 @@ func (st *Status) writeCounters(b *strings.Builder) {
 
 // writeHosts writes the paused hosts and the longest queues.
 func (st *Status) writeHosts(b *strings.Builder) {
+	st.writeAddresses(b)
 	if len(st.Paused) > 0 {
 		var hosts []string
 		for _, p := range st.Paused {

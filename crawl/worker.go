@@ -417,6 +417,7 @@ func (w *Worker) newExchanger(end *ending) *exchanger {
 	ex.reload = w.reload
 	ex.c, ex.fr, ex.known, ex.held, ex.counters, ex.log = w.c, w.fr, w.known, &w.held, &w.Counters, w.log
 	ex.end, ex.warc = end, w.warc
+	ex.addrs = &addresses{dns: fetch.NewAddresser(w.opts.DNS), fr: w.fr}
 	ex.pages, ex.metrics, ex.pauses, ex.id, ex.robots = &w.pages, w.metrics, w.pauses, w.opts.ID, w.robots
 	if w.opts.Out != nil {
 		ex.out = &recordWriter{w: w.opts.Out, log: w.log, fail: end.fail}
