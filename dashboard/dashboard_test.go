@@ -246,3 +246,60 @@ func TestTheDashboardShowsRendering(t *testing.T) {
 		}
 	})
 }
+
+// A crawl polite per server address shows its busiest addresses with
+// their hosts, once a pop took their tokens; one polite per host shows
+// none.
+func TestTheDashboardShowsTheBusiestServers(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		for _, mode := range []string{crawl.PolitenessHost, crawl.PolitenessIP} {
+			s.Client.FlushDB(ctx)
+			set := crawl.DefaultSettings()
+			set.Politeness = mode
+			var seeds []*url.URL
+			for _, h := range []string{"a.example.test", "b.example.test"} {
+				u, _ := url.Parse("http://" + h + "/")
+				seeds = append(seeds, u)
+			}
+			if _, err := crawl.Seed(ctx, s.Client, "ip", set, seeds); err != nil {
+				t.Fatal(err)
+			}
+			stored, err := crawl.LoadSettings(ctx, s.Client, "ip")
+			if err != nil {
+				t.Fatal(err)
+			}
+			fr, err := crawl.OpenFrontier(ctx, s.Client, "ip", stored)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := fr.SetAddresses(ctx, []frontier.Address{{Host: "a.example.test", Addr: "192.0.2.1", TTL: time.Hour},
+				{Host: "b.example.test", Addr: "192.0.2.1", TTL: time.Hour}}); err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]int{crawl.PolitenessHost: 2, crawl.PolitenessIP: 1}[mode] // a token a host, or the server's one
+			if x, err := fr.Exchange(ctx, nil, nil, 2); err != nil || len(x.Popped) != want {
+				t.Fatalf("%s: popped %d, %v; want %d", mode, len(x.Popped), err, want)
+			}
+			srv := httptest.NewServer(dashboard.New(s.Client, dashboard.Config{Crawl: "ip", Every: 10 * time.Millisecond}))
+			res, err := http.Get(srv.URL + "/api/state")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var st dashboard.State
+			err = json.NewDecoder(res.Body).Decode(&st)
+			res.Body.Close()
+			srv.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = 0
+			if mode == crawl.PolitenessIP {
+				want = 1
+			}
+			if len(st.Addresses) != want || want == 1 && (st.Addresses[0].Addr != "192.0.2.1" || st.Addresses[0].Tokens != 1 || st.Addresses[0].Hosts != 2) {
+				t.Errorf("%s: the state's addresses %+v; want %d (192.0.2.1: a request, two hosts)", mode, st.Addresses, want)
+			}
+		}
+	})
+}

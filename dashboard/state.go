@@ -52,6 +52,9 @@ type State struct {
 	// what the samples taught, the render workers; absent for a crawl
 	// that renders nothing.
 	Render *crawl.RenderStatus `json:"render,omitempty"`
+	// Addresses are the busiest server addresses and their hosts, with
+	// politeness per address (seed --politeness ip); absent otherwise.
+	Addresses []frontier.AddressLoad `json:"addresses,omitempty"`
 }
 
 // ShardView is one shard's share of the crawl.
@@ -187,6 +190,14 @@ var panels = []panel{
 			return err
 		}
 		st.HostRules, err = v.fr.HostRules(ctx)
+		return err
+	}},
+	{name: "server addresses", slow: true, read: func(ctx context.Context, v *view, st *State) (err error) {
+		st.Addresses = nil
+		if v.s.Politeness != crawl.PolitenessIP {
+			return nil
+		}
+		st.Addresses, err = v.fr.BusiestAddresses(ctx, 10)
 		return err
 	}},
 	{name: "rendering", slow: true, read: func(ctx context.Context, v *view, st *State) (err error) {

@@ -114,6 +114,10 @@ function draw(st) {
   text($("hosts-note"), (st.hosts_queued || 0) + " hosts with URLs queued (the longest queues, re-read every 10 s); the crawl's pace: " + limit + ".");
   table($("paused-table"), ["host", "for", "after"], paused.map((p) => [p.host, dur(p.left_ns), p.why || "a 429/503"]));
   table($("rules-table"), ["host", "rate", "burst"], (st.host_rules || []).map((r) => [r.host, r.blocked ? "blocked" : r.rate ? r.rate + "/s" : "no limit", r.blocked ? "—" : r.burst]));
+  const addrs = st.addresses || [];
+  $("addresses").hidden = addrs.length === 0;
+  table($("address-table"), ["address", "requests", "hosts", "some of them"], addrs.map((a) =>
+    [a.addr, a.tokens, a.hosts, (a.named || []).join(" ") + (a.hosts > (a.named || []).length ? " …" : "")]));
   const r = st.render;
   $("render").hidden = !r;
   if (r) {
