@@ -31,6 +31,15 @@ func BenchmarkExchangePolite(b *testing.B) {
 	benchExchange(b, exchangeShape{batch: 46, hosts: 1000, seeds: 20, rate: 100, visits: true})
 }
 
+// BenchmarkExchangePoliteIP is BenchmarkExchangePolite with politeness
+// per server address (Policy.PerAddress), each host at an address of its
+// own (stored before, as the workers do): what taking an address's token
+// beside the host's costs a pop (addrs.lua), without its limit changing a
+// pop's URLs.
+func BenchmarkExchangePoliteIP(b *testing.B) {
+	benchExchange(b, exchangeShape{batch: 46, hosts: 1000, seeds: 20, rate: 100, visits: true, ip: true})
+}
+
 // BenchmarkExchangePriorities is BenchmarkExchangePolite with every host's
 // URLs at three priorities (-3, 0 and 3: seeds and new links alike), each
 // level a list of its own: what priorities cost an exchange.
@@ -44,6 +53,7 @@ type exchangeShape struct {
 	rate                float64 // each host's (0: no limit)
 	visits              bool    // each page leaves a visit for its revisit
 	priorities          bool    // URLs at priorities -3, 0 and 3, by turns
+	ip                  bool    // politeness per address, an address a host
 }
 
 // level is the priority of the n-th URL of a shape with priorities.
@@ -59,7 +69,7 @@ func benchExchange(b *testing.B, sh exchangeShape) {
 	ctx := context.Background()
 	s.Client.FlushAll(ctx)
 	s.Client.HSet(ctx, frontier.KeysFor("b").Config, "scope", "host") // the crawl exists
-	o := frontier.Options{Shards: 1, Policy: frontier.Policy{HostRate: sh.rate, HostBurst: 1}}
+	o := frontier.Options{Shards: 1, Policy: frontier.Policy{HostRate: sh.rate, HostBurst: 1, PerAddress: sh.ip}}
 	f, err := frontier.Create(ctx, s.Client, "b", o, dedup.Params{Capacity: 1_000_000, FPRate: 0.001})
 	if err != nil {
 		b.Fatal(err)
@@ -70,6 +80,15 @@ func benchExchange(b *testing.B, sh exchangeShape) {
 	}
 	if _, err := f.Enqueue(ctx, seeds); err != nil {
 		b.Fatal(err)
+	}
+	if sh.ip {
+		var answers []frontier.Address
+		for i := range sh.hosts {
+			answers = append(answers, frontier.Address{Host: fmt.Sprintf("h%d.example", i), Addr: fmt.Sprintf("10.0.%d.%d", i/256, i%256), TTL: time.Hour})
+		}
+		if err := f.SetAddresses(ctx, answers); err != nil {
+			b.Fatal(err)
+		}
 	}
 	x, err := f.Exchange(ctx, nil, nil, sh.batch)
 	if err != nil {
