@@ -126,6 +126,7 @@ local function ip_take(X, host, slots, n, early, late, r)
   end
   X.tokened = true
   local a = X.addrOf[host]
+  X.addrOut[host] = a
   X.atat[a] = slots[n] + X.aT
   X.adirty[a] = (X.adirty[a] or 0) + n
   return slots[n] + 1000 / r
@@ -143,6 +144,36 @@ local function ip_write(X)
   if #tats > 0 then redis.call('HSET', X.ipk.addr, unpack(tats)) end
 end
 
+-- ip_refund gives the tokens of URLs that made no request back to their
+-- addresses' buckets (address -> their slots, µs), by the hosts' rule
+-- (ex_refund): only an address's last token, latest first, while its
+-- interval (aT ms) reaches the tat. On the grid the slot given back is
+-- the shard's own, and the next pop takes it again.
+local function ip_refund(X, grants, aT)
+  local P = ip_keys(X.Q.queues)
+  local addrs = {}
+  for a in pairs(grants) do addrs[#addrs + 1] = a end
+  local v = redis.call('HMGET', P.addr, unpack(addrs))
+  local out = {}
+  for i, a in ipairs(addrs) do
+    local tat = tonumber(v[i] or '')
+    if tat then
+      local was = tat
+      local gs = grants[a]
+      table.sort(gs, function(x, y) return x > y end)
+      for _, g in ipairs(gs) do
+        if tat > g / 1000 + aT + 0.002 then break end
+        tat = tat - aT
+      end
+      if tat < was then
+        out[#out + 1] = a
+        out[#out + 1] = fr_tat(tat)
+      end
+    end
+  end
+  if #out > 0 then redis.call('HSET', P.addr, unpack(out)) end
+end
+
 -- ip_begin sets out the pop's address state: on with an ip politeness
 -- and a rate (without one there are no tokens to share).
 local function ip_begin(X, A)
@@ -152,5 +183,5 @@ local function ip_begin(X, A)
   X.ipS, X.ipShard = math.max(A.ip_shards or 1, 1), A.ip_shard or 0
   X.aT = 1000 / X.rate
   X.aEarly, X.aWidth = tb_window(X.rate, X.burst, X.least)
-  X.addrOf, X.atat, X.adirty, X.resolve = {}, {}, {}, {}
+  X.addrOf, X.atat, X.adirty, X.resolve, X.addrOut = {}, {}, {}, {}, {}
 end

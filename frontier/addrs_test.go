@@ -58,77 +58,114 @@ func mostInSpan(ws [][2]time.Time, w time.Duration) int {
 }
 
 // popWindows pops from f at random moments (steps up to most apart)
-// until every one of total URLs is popped or limit passed, and returns
-// their windows, on the frontier's clock.
+// until all total URLs ended or limit passed, and returns the windows of
+// those used, on the frontier's clock. Of the URLs each pop gives, at
+// random, some are used (finished as fetched in the next call), some
+// make no request (finished with their tokens given back, as robots.txt
+// refusals are) and some are given back unused (as a stopping worker's):
+// their tokens go back to their hosts' and addresses' buckets, and only
+// the used ones' windows count.
 func popWindows(t *testing.T, f *frontier.Frontier, now func() time.Time, advance func(time.Duration), total int, most, limit time.Duration, seed uint64) [][2]time.Time {
 	t.Helper()
 	r := rand.New(rand.NewPCG(seed, 1))
 	var ws [][2]time.Time
-	for start := now(); len(ws) < total && now().Sub(start) < limit; advance(time.Duration(r.Int64N(int64(most))) + time.Millisecond) {
-		x, err := f.Exchange(context.Background(), nil, nil, 1+r.IntN(20))
+	var done []frontier.Finished
+	var back []*frontier.Lease
+	ended := 0
+	for start := now(); ended < total && now().Sub(start) < limit; advance(time.Duration(r.Int64N(int64(most))) + time.Millisecond) {
+		x, err := f.Exchange(context.Background(), done, back, 1+r.IntN(20))
 		if err != nil {
 			t.Fatal(err)
 		}
+		done, back = nil, nil
 		if len(x.Info.Resolve) > 0 {
 			t.Fatalf("the pop asks to resolve %v, whose addresses were stored", x.Info.Resolve)
 		}
 		for _, l := range x.Popped {
-			ws = append(ws, [2]time.Time{l.NotBefore, l.Deadline})
+			switch r.IntN(4) {
+			case 0:
+				ended++
+				done = append(done, frontier.Finished{Lease: l, Outcome: frontier.Outcome{Stat: frontier.OutcomeSkipped, Refund: true}})
+			case 1:
+				back = append(back, l)
+			default:
+				ended++
+				ws = append(ws, [2]time.Time{l.NotBefore, l.Deadline})
+				done = append(done, frontier.Finished{Lease: l, Outcome: frontier.Outcome{Stat: frontier.OutcomeOK, Fetched: true}})
+			}
 		}
 	}
-	if len(ws) < total {
-		t.Fatalf("%d of %d URLs popped in %v", len(ws), total, limit)
+	if ended < total {
+		t.Fatalf("seed %d: %d of %d URLs ended in %v", seed, ended, total, limit)
 	}
 	return ws
 }
 
 // Ten hosts that resolve to one address, at --rate 2: with politeness
-// per address their URLs' windows allow at most 2 + burst requests in any
-// second together (each host alone would allow its own 2 + burst); and
-// every URL is still popped, the address's tokens shared among its hosts.
-// On one shard, and on three (each host's queue and the address's share
-// of slots in the host's shard: addrs.lua's grid), for bursts of 1 and 3,
-// at random pop moments; per host, the same pops give ten times more.
+// per address the windows of the URLs used allow at most 2 + burst
+// requests in any second together (each host alone would allow its own
+// 2 + burst), with some URLs giving their tokens back, finished without a
+// request or given back unused; and every URL still ends, the address's
+// tokens shared among its hosts. On one shard, and on three (each host's
+// queue and the address's share of slots in the host's shard: addrs.lua's
+// grid), for bursts of 1 and 3, twelve random schedules a case on the
+// simulated clock; per host, the same pops give ten times more.
 func TestHostsOfOneAddressShareItsBucket(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		for _, c := range []struct {
 			shards, burst int
 			perAddress    bool
 		}{{1, 1, true}, {1, 3, true}, {3, 1, true}, {3, 3, true}, {1, 1, false}} {
-			if s.Mini == nil && (c.burst == 3 || !c.perAddress) {
-				continue // on a real server the clock is waited for: the cases that matter most
-			}
-			name := fmt.Sprintf("ip%d-%d-%v", c.shards, c.burst, c.perAddress)
-			f, now, advance := addrCrawl(t, s, name, c.shards, frontier.Policy{HostRate: 2, HostBurst: c.burst, PerAddress: c.perAddress})
-			var answers []frontier.Address
-			each := 2
+			runs := 12 // random schedules a case, on the simulated clock
 			if s.Mini == nil {
-				each = 1 // ten at once would be ten in a second
-			}
-			for h := range 10 {
-				host := fmt.Sprintf("h%d.test", h)
-				if _, err := f.Enqueue(context.Background(), hostURLs(host, each)); err != nil {
-					t.Fatal(err)
+				if c.burst == 3 || !c.perAddress {
+					continue // on a real server the clock is waited for: the cases that matter most
 				}
-				answers = append(answers, frontier.Address{Host: host, Addr: "192.0.2.7", TTL: time.Hour})
+				runs = 1
 			}
-			if err := f.SetAddresses(context.Background(), answers); err != nil {
-				t.Fatal(err)
-			}
-			limit, most := 40*time.Second, 400*time.Millisecond
-			if s.Mini == nil {
-				limit, most = 25*time.Second, 150*time.Millisecond
-			}
-			ws := popWindows(t, f, now, advance, 10*each, most, limit, uint64(c.shards*10+c.burst))
-			got, bound := mostInSpan(ws, time.Second), 2+c.burst
-			if c.perAddress && got > bound {
-				t.Errorf("%s: %d requests could reach the address in one second; want at most %d (rate 2 + burst %d)", name, got, bound, c.burst)
-			}
-			if !c.perAddress && got <= bound {
-				t.Errorf("%s: per host, %d requests in one second; the check cannot tell ten buckets from one", name, got)
+			for run := range runs {
+				shareOneAddress(t, s, c.shards, c.burst, c.perAddress, uint64(run))
 			}
 		}
 	})
+}
+
+// shareOneAddress is one run of TestHostsOfOneAddressShareItsBucket: ten
+// hosts of one address, rate 2, burst burst, over shards shards, pops at
+// moments drawn from seed.
+func shareOneAddress(t *testing.T, s *redistest.Server, shards, burst int, perAddress bool, seed uint64) {
+	t.Helper()
+	name := fmt.Sprintf("ip%d-%d-%v-%d", shards, burst, perAddress, seed)
+	f, now, advance := addrCrawl(t, s, name, shards, frontier.Policy{HostRate: 2, HostBurst: burst, PerAddress: perAddress})
+	var answers []frontier.Address
+	each := 2
+	if s.Mini == nil {
+		each = 1 // ten at once would be ten in a second
+	}
+	for h := range 10 {
+		host := fmt.Sprintf("h%d.test", h)
+		if _, err := f.Enqueue(context.Background(), hostURLs(host, each)); err != nil {
+			t.Fatal(err)
+		}
+		answers = append(answers, frontier.Address{Host: host, Addr: "192.0.2.7", TTL: time.Hour})
+	}
+	if err := f.SetAddresses(context.Background(), answers); err != nil {
+		t.Fatal(err)
+	}
+	// Three shards give a shard a third of the rate, and a pop that comes
+	// well after a slot misses it: the simulated run may take long.
+	limit, most := 120*time.Second, 400*time.Millisecond
+	if s.Mini == nil {
+		limit, most = 25*time.Second, 150*time.Millisecond
+	}
+	ws := popWindows(t, f, now, advance, 10*each, most, limit, seed*100+uint64(shards*10+burst))
+	got, bound := mostInSpan(ws, time.Second), 2+burst
+	if perAddress && got > bound {
+		t.Errorf("%s: %d requests could reach the address in one second; want at most %d (rate 2 + burst %d)", name, got, bound, burst)
+	}
+	if !perAddress && got <= bound {
+		t.Errorf("%s: per host, %d requests in one second; the check cannot tell ten buckets from one", name, got)
+	}
 }
 
 // A pop does not hand out a host whose address it does not know: it asks
@@ -165,6 +202,62 @@ func TestAPopAsksForTheAddressesItNeeds(t *testing.T) {
 		i := slices.IndexFunc(loads, func(l frontier.AddressLoad) bool { return l.Addr == "192.0.2.9" })
 		if err != nil || len(loads) != 3 || loads[0].Tokens != 1 || i < 0 || loads[i].Hosts != 1 || !slices.Equal(loads[i].Named, []string{"named.test"}) {
 			t.Fatalf("busiest addresses %+v, %v; want three of a token each, 192.0.2.9 naming its host", loads, err)
+		}
+	})
+}
+
+// A URL given back unused, or finished without a request, returns its
+// address's token with its host's: its host's next URL is popped at once
+// (at one token an hour), on one shard; and on the three-shard grid (at
+// one a second, the clock on one of a.test's shard's slots: miniredis),
+// where the slot given back is taken again.
+func TestAnUnusedTokenGoesBackToItsAddress(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		for _, shards := range []int{1, 3} {
+			if shards > 1 && s.Mini == nil {
+				continue // the clock is set to a slot
+			}
+			ctx := context.Background()
+			name := fmt.Sprintf("refund%d", shards)
+			rate := 1.0 / 3600
+			if shards > 1 {
+				rate = 1
+			}
+			f, now, advance := addrCrawl(t, s, name, shards, frontier.Policy{HostRate: rate, HostBurst: 1, PerAddress: true})
+			if shards > 1 { // onto the next second k with k mod 3 the shard of a.test
+				k := now().UnixMilli()/1000 + 1
+				for int(k%3) != frontier.ShardOf("a.test", 3) {
+					k++
+				}
+				advance(time.UnixMilli(k * 1000).Sub(now()))
+			}
+			if _, err := f.Enqueue(ctx, append(hostURLs("a.test", 2), hostURLs("b.test", 1)...)); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.SetAddresses(ctx, []frontier.Address{{Host: "a.test", Addr: "192.0.2.5", TTL: time.Hour},
+				{Host: "b.test", Addr: "192.0.2.5", TTL: time.Hour}}); err != nil {
+				t.Fatal(err)
+			}
+			first := popN(t, f, 3)
+			if len(first.Popped) != 1 || first.Popped[0].Host != "a.test" {
+				t.Fatalf("%d shards: popped %v; want one URL of a.test (the longer queue): one server, one token an hour", shards, hosts(first.Popped))
+			}
+			// Finished without a request (robots.txt said no): its tokens go back.
+			x, err := f.Exchange(ctx, []frontier.Finished{{Lease: first.Popped[0], Outcome: frontier.Outcome{Stat: frontier.OutcomeSkipped, Refund: true}}}, nil, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(x.Popped) != 1 || x.Popped[0].Host != "a.test" {
+				t.Fatalf("%d shards: after a.test's tokens went back, popped %v; want its next URL at once", shards, hosts(x.Popped))
+			}
+			// Given back unused: the same.
+			again, err := f.Exchange(ctx, nil, x.Popped, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(again.Popped) != 1 || again.Popped[0].Item.URL != x.Popped[0].Item.URL {
+				t.Fatalf("%d shards: after %s was given back, popped %v; want it again at once", shards, x.Popped[0].Item.URL, hosts(again.Popped))
+			}
 		}
 	})
 }

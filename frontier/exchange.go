@@ -115,6 +115,9 @@ type exchangeReply struct {
 	// Resolve: due hosts not popped, their address not known (Policy.
 	// PerAddress): the worker resolves them (SetAddresses).
 	Resolve []string `json:"resolve"`
+	// Addrs: the popped hosts whose tokens came from their address's
+	// bucket too, with the address (its refund goes back there).
+	Addrs map[string]string `json:"addrs"`
 	// NowUs: Redis's time of the pop, µs (with URLs popped), from which
 	// the lists below count.
 	NowUs string `json:"now_us"`
@@ -198,6 +201,9 @@ func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []
 		if x.Outcome.Refund {
 			da[dFlags] |= doneRefund
 			da[dGrant] = x.Lease.grant
+			if x.Lease.addr != "" {
+				da[dAddr] = int64(a.text(x.Lease.addr))
+			}
 		}
 		if x.Outcome.Record != nil {
 			da[dRecord] = int64(a.text(string(x.Outcome.Record)))
@@ -232,6 +238,12 @@ func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []
 	for i, l := range back {
 		a.Back = append(a.Back, a.text(l.Member()))
 		a.BackGrants = append(a.BackGrants, l.grant)
+		if l.addr != "" {
+			if a.BackAddrs == nil {
+				a.BackAddrs = make([]int, len(back))
+			}
+			a.BackAddrs[i] = a.text(l.addr)
+		}
 		if l.Late {
 			a.BackAgain = append(a.BackAgain, i+1)
 		}
@@ -364,7 +376,7 @@ func (f *shard) readReply(flags []bool, tail []any, offset []int, ids []string, 
 		host, _ := popped[2*i].(string)
 		raw, _ := popped[2*i+1].(string)
 		l := &Lease{ID: ids[i], raw: raw, Host: host, HostDelay: time.Duration(r.Delays[host]) * time.Millisecond, now: f.o.now}
-		l.freshAt = r.Fresh[host]
+		l.freshAt, l.addr = r.Fresh[host], r.Addrs[host]
 		l.OwnRate, l.HasOwnRate = r.Rates[host]
 		if i < len(r.Slot) && i < len(r.From) && i < len(r.Until) {
 			l.token(r.NowUs, r.Slot[i], r.From[i], r.Until[i])

@@ -21,7 +21,7 @@ local EX_KINDS = {settings = 'string', ready = 'zset', leases = 'zset', stats = 
 -- copied into a table of names (a page's table would cost Redis more than
 -- the rest of its exchange's Lua).
 local EX_LEASE, EX_STAT, EX_RECORD, EX_LINKS, EX_VISIT, EX_DUE, EX_FLAGS, EX_FAILED, EX_MS, EX_COUNTED, EX_GRANT,
-  EX_PUT, EX_AFTER = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13
+  EX_PUT, EX_AFTER, EX_ADDR = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14
 
 -- The flags of a finished page (f[EX_FLAGS]), each a power of two: flag
 -- is set in flags when flags % (2 * flag) >= flag.
@@ -90,7 +90,7 @@ local function ex_guard(key0, link0, links)
     tnow = 0, horizon = 0, reach = 0, anySlowed = false, anyCapped = false, marks = false, visited = false,
     readyAdd = false, refillAdd = false, taken = 0, paused = false, rules = false, rates = false, kept = false,
     again = false, settings = 0, stale = false, ip = false, ipk = false, ipS = 1, ipShard = 0, aT = 0, aEarly = 0,
-    aWidth = 0, addrOf = false, atat = false, adirty = false, resolve = false}
+    aWidth = 0, addrOf = false, atat = false, adirty = false, resolve = false, arefunds = false, addrOut = false}
   if not fr_ours(K.config, A.instance) then return 'gone' end
   local why = ex_unsound(K, A.expect == 0)
   if why then return why end
@@ -121,6 +121,7 @@ local function ex_begin(reply)
   X.stale = (A.settings or 0) < X.settings
   X.bump = {}    -- stats field -> increment, written once each (ex_write_stats)
   X.refunds = {} -- host -> the slots of its tokens that made no request (ex_refund)
+  X.arefunds = {} -- address -> the same, for tokens of an address's bucket too (addrs.lua)
   X.answer = {}  -- a digit a finished lease (the reply's held)
   X.parked = {}  -- records that wait in this call's outbox entry: {d, r, n}
   X.acked = 0
@@ -145,13 +146,20 @@ end
 
 -- ex_refund_later notes that the token of lease id made no request: it
 -- goes back to its host's bucket after the finished and given-back leases
--- (ex_refund).
-local function ex_refund_later(X, id, grant)
+-- (ex_refund), and to its address's (the text at place addr, 0 for none:
+-- politeness per address, addrs.lua).
+local function ex_refund_later(X, id, grant, addr)
   if grant > 0 then
     local host = fr_second(id)
     local grants = X.refunds[host] or {}
     grants[#grants + 1] = grant
     X.refunds[host] = grants
+    if (addr or 0) > 0 then
+      local a = ex_text(X, addr)
+      local ag = X.arefunds[a] or {}
+      ag[#ag + 1] = grant
+      X.arefunds[a] = ag
+    end
   end
 end
 
@@ -234,7 +242,7 @@ local function ex_record(X, d, f, id, from, to, acc)
     acc.due[#acc.due + 1] = fr_int(X.now + (f[EX_DUE] or 0))
     acc.due[#acc.due + 1] = ARGV[T + visit]
   end
-  if flags % (2 * EX_REFUND) >= EX_REFUND then ex_refund_later(X, id, f[EX_GRANT] or 0) end
+  if flags % (2 * EX_REFUND) >= EX_REFUND then ex_refund_later(X, id, f[EX_GRANT] or 0, f[EX_ADDR]) end
   if flags >= EX_DEFERRED then ex_put_later(X, f, id, flags, acc) end
   local ms = f[EX_MS] or 0
   if ms > 0 and A.factor then -- adaptive politeness: the host's last fetch sets its interval
@@ -356,7 +364,7 @@ end
 local function ex_give_back(X)
   local given = X.A.back or {}
   if #given == 0 then return end
-  local ids, grants = {}, X.A.back_grants or {}
+  local ids, grants, addrs = {}, X.A.back_grants or {}, X.A.back_addrs or {}
   for r = 1, #given do ids[r] = ex_text(X, given[r]) end
   local held = redis.call('ZMSCORE', X.K.leases, unpack(ids))
   local back, gone, kept = {}, {}, X.kept or {}
@@ -365,7 +373,7 @@ local function ex_give_back(X)
       local _, entry = fr_split(ids[r])
       back[#back + 1] = entry
       gone[#gone + 1] = ids[r]
-      ex_refund_later(X, ids[r], grants[r] or 0)
+      ex_refund_later(X, ids[r], grants[r] or 0, addrs[r])
     end
   end
   if #gone > 0 then
@@ -488,6 +496,7 @@ local function ex_refund(X)
       end
     end
   end
+  if next(X.arefunds) and X.rate > 0 then ip_refund(X, X.arefunds, 1000 / X.rate) end
 end
 
 -- 7. ex_write_stats writes the counters the steps before bumped.
@@ -907,6 +916,7 @@ local function ex_reply(X)
   if X.rates and next(X.rates) then out.rates = X.rates end
   if X.firsts and next(X.firsts) then out.fresh = X.firsts end
   if X.resolve and #X.resolve > 0 then out.resolve = X.resolve end
+  if X.addrOut and next(X.addrOut) then out.addrs = X.addrOut end
   reply[#reply + 1] = cjson.encode(out)
   for _, v in ipairs(X.got) do reply[#reply + 1] = v end
   return reply

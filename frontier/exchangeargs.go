@@ -40,6 +40,7 @@ type exchangeArgs struct {
 	Back       []int      `json:"back,omitempty"`        // texts: the members of the leases given back
 	BackGrants []int64    `json:"back_grants,omitempty"` // their tokens' slots (µs, Redis's clock), which go back
 	BackAgain  []int      `json:"back_again,omitempty"`  // the places in Back (1-based) of late leases, which ask their hosts again
+	BackAddrs  []int      `json:"back_addrs,omitempty"`  // texts: the addresses whose tokens go back too, by place (0: none)
 	IDs        int        `json:"ids,omitempty"`         // text: the first of want lease ids, the rest after it
 	// The outbox (Frontier.Exchange over shards): this call's entry, the
 	// text of its away links, and the entries acked.
@@ -90,6 +91,7 @@ const (
 	dGrant          // with doneRefund: its token's slot, µs by Redis's clock (0: unknown)
 	dPut            // with donePutBack: text, the entry that goes back (0: the lease's own)
 	dAfter          // with donePutBack: ms from now (PutBack.After)
+	dAddr           // with doneRefund: text, the address whose token goes back too (0: none)
 	doneFields
 )
 

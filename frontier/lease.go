@@ -43,6 +43,10 @@ type Lease struct {
 	// token): a refund gives the token back only while it is its host's
 	// last.
 	grant int64
+	// addr is the server address whose bucket gave its token too
+	// (Policy.PerAddress; "" for none): a refund gives that token back
+	// as well, by the same rule.
+	addr string
 	// Late, set on a lease given back (Exchange's back) because its
 	// token's window closed before its request could go: the exchange
 	// asks its host for a new token first, by the pop's own rule at
