@@ -77,7 +77,11 @@ func (st *Status) writeAddresses(b *strings.Builder) {
 		if more := a.Hosts - int64(len(a.Named)); more > 0 {
 			hosts += fmt.Sprintf(" and %d more", more)
 		}
-		parts = append(parts, fmt.Sprintf("%s (%d requests; %d hosts: %s)", a.Addr, a.Tokens, a.Hosts, hosts))
+		noun := "hosts"
+		if a.Hosts == 1 {
+			noun = "host"
+		}
+		parts = append(parts, fmt.Sprintf("%s (%d tokens given; %d %s: %s)", a.Addr, a.Tokens, a.Hosts, noun, hosts))
 	}
-	fmt.Fprintf(b, "  servers     busiest addresses, each held to the crawl's rate (--politeness ip): %s\n", strings.Join(parts, ", "))
+	fmt.Fprintf(b, "  servers     busiest addresses, each held to the crawl's rate (--politeness ip), by the tokens their buckets gave: %s\n", strings.Join(parts, ", "))
 }

@@ -258,8 +258,12 @@ func (s Settings) summary() string {
 	if s.Version > 0 {
 		changed = fmt.Sprintf(" (version %d: changed by 'crawler set', see the events)", s.Version)
 	}
-	return fmt.Sprintf("scope %s, depth %s, max pages %s, %s req/s per host (burst %d), private addresses %v, robots.txt give-up %v, keep %s, %d shard(s)%s",
-		s.Scope, depth, pages, fmtRate(s.Rate), s.Burst, s.AllowPrivate, s.RobotsGiveUp, strings.Join(s.KeepTypes, ","), s.Shards, changed)
+	per := "host"
+	if s.Politeness == PolitenessIP {
+		per = "host and per server address"
+	}
+	return fmt.Sprintf("scope %s, depth %s, max pages %s, %s req/s per %s (burst %d), private addresses %v, robots.txt give-up %v, keep %s, %d shard(s)%s",
+		s.Scope, depth, pages, fmtRate(s.Rate), per, s.Burst, s.AllowPrivate, s.RobotsGiveUp, strings.Join(s.KeepTypes, ","), s.Shards, changed)
 }
 
 // AgentToken is the product token matched against robots.txt User-agent lines.

@@ -116,7 +116,7 @@ function draw(st) {
   table($("rules-table"), ["host", "rate", "burst"], (st.host_rules || []).map((r) => [r.host, r.blocked ? "blocked" : r.rate ? r.rate + "/s" : "no limit", r.blocked ? "—" : r.burst]));
   const addrs = st.addresses || [];
   $("addresses").hidden = addrs.length === 0;
-  table($("address-table"), ["address", "requests", "hosts", "some of them"], addrs.map((a) =>
+  table($("address-table"), ["address", "tokens given", "hosts", "some of them"], addrs.map((a) =>
     [a.addr, a.tokens, a.hosts, (a.named || []).join(" ") + (a.hosts > (a.named || []).length ? " …" : "")]));
   const r = st.render;
   $("render").hidden = !r;
