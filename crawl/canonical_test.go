@@ -10,10 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/nlnwa/gowarc/v3"
-	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
@@ -73,23 +70,8 @@ func TestCanonicalSkipFetchesAndArchivesEachCanonicalOnce(t *testing.T) {
 			set := crawl.DefaultSettings()
 			set.Rate, set.AllowPrivate, set.Canonical = math.Inf(1), true, mode
 			set.KeepTypes = []string{"text/html", "application/pdf"}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			if _, err := crawl.Seed(ctx, s.Client, name, set, seeds); err != nil {
-				t.Fatal(err)
-			}
-			dir := t.TempDir()
-			o := fastOptions("w-" + name)
-			o.WARC = &archive.Config{Dir: dir}
-			runWorkers(t, ctx, s, name, o)
-			archived := map[string]int{}
-			eachWARCRecord(t, dir, func(r gowarc.Record) {
-				if r.WarcRecord.Type() == gowarc.Response {
-					archived[r.WarcRecord.WarcHeader().Get(gowarc.WarcTargetURI)]++
-				}
-			})
-			recs := exportedByURL(t, ctx, s.Client, name)
-			st, err := crawl.ReadStatus(ctx, s.Client, name)
-			cancel()
+			archived, recs := archivedCrawl(t, s, name, set, seeds)
+			st, err := crawl.ReadStatus(context.Background(), s.Client, name)
 			if err != nil {
 				t.Fatal(err)
 			}

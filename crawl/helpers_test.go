@@ -16,8 +16,10 @@ import (
 	"time"
 
 	"github.com/nlnwa/gowarc/v3"
+	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -146,4 +148,28 @@ func (p *pageSite) onceEach(t *testing.T, recs map[string]crawl.Record, seeds []
 			t.Errorf("%s fetched %d times; its record says attempt %d (want once, or once per attempt)", u.Path, n, rec.Attempt)
 		}
 	}
+}
+
+// archivedCrawl seeds crawl name with set and seeds, runs one worker that
+// archives into a WARC directory of its own to the crawl's end, within a
+// minute, and returns how many response records each URL has there and
+// the crawl's exported records by URL.
+func archivedCrawl(t *testing.T, s *redistest.Server, name string, set crawl.Settings, seeds []*url.URL) (map[string]int, map[string]crawl.Record) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := crawl.Seed(ctx, s.Client, name, set, seeds); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	o := fastOptions("w-" + name)
+	o.WARC = &archive.Config{Dir: dir}
+	runWorkers(t, ctx, s, name, o)
+	archived := map[string]int{}
+	eachWARCRecord(t, dir, func(r gowarc.Record) {
+		if r.WarcRecord.Type() == gowarc.Response {
+			archived[r.WarcRecord.WarcHeader().Get(gowarc.WarcTargetURI)]++
+		}
+	})
+	return archived, exportedByURL(t, ctx, s.Client, name)
 }

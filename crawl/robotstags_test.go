@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nlnwa/gowarc/v3"
-	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
@@ -120,28 +118,13 @@ func TestObeyNoArchiveKeepsThemOutOfTheWARC(t *testing.T) {
 			set.Rate, set.AllowPrivate, set.ObeyNoArchive = math.Inf(1), true, obey
 			set.KeepTypes = []string{"text/html", "application/pdf"}
 			seed, _ := url.Parse(srv.URL + "/")
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			if _, err := crawl.Seed(ctx, s.Client, name, set, []*url.URL{seed}); err != nil {
-				t.Fatal(err)
-			}
-			dir := t.TempDir()
-			o := fastOptions("w-" + name)
-			o.WARC = &archive.Config{Dir: dir}
-			runWorkers(t, ctx, s, name, o)
-			archived := map[string]bool{}
-			eachWARCRecord(t, dir, func(r gowarc.Record) {
-				if r.WarcRecord.Type() == gowarc.Response {
-					archived[r.WarcRecord.WarcHeader().Get(gowarc.WarcTargetURI)] = true
-				}
-			})
-			recs := exportedByURL(t, ctx, s.Client, name)
-			cancel()
+			archived, recs := archivedCrawl(t, s, name, set, []*url.URL{seed})
 			for path, why := range map[string]string{"/doc.pdf": "noarchive (X-Robots-Tag)", "/private.html": "noarchive (robots meta tag)", "/open.pdf": "", "/": ""} {
 				if !obey {
 					why = ""
 				}
 				u := srv.URL + path
-				if archived[u] != (why == "") || recs[u].NotArchived != why || (why == "") != (recs[u].WARC != nil) {
+				if (archived[u] == 1) != (why == "") || recs[u].NotArchived != why || (why == "") != (recs[u].WARC != nil) {
 					t.Errorf("obey %v, %s: archived %v, record says %q (warc %v); want not archived %q", obey, path, archived[u], recs[u].NotArchived, recs[u].WARC, why)
 				}
 			}

@@ -216,19 +216,7 @@ func TestTheDashboardShowsRendering(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			srv := httptest.NewServer(dashboard.New(s.Client, dashboard.Config{Crawl: "r", Every: 10 * time.Millisecond}))
-			res, err := http.Get(srv.URL + "/api/state")
-			if err != nil {
-				t.Fatal(err)
-			}
-			var st dashboard.State
-			err = json.NewDecoder(res.Body).Decode(&st)
-			res.Body.Close()
-			srv.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := st.Render
+			r := stateOf(t, s, "r").Render
 			switch mode {
 			case crawl.RenderNever:
 				if r != nil {
@@ -281,18 +269,7 @@ func TestTheDashboardShowsTheBusiestServers(t *testing.T) {
 			if x, err := fr.Exchange(ctx, nil, nil, 2); err != nil || len(x.Popped) != want {
 				t.Fatalf("%s: popped %d, %v; want %d", mode, len(x.Popped), err, want)
 			}
-			srv := httptest.NewServer(dashboard.New(s.Client, dashboard.Config{Crawl: "ip", Every: 10 * time.Millisecond}))
-			res, err := http.Get(srv.URL + "/api/state")
-			if err != nil {
-				t.Fatal(err)
-			}
-			var st dashboard.State
-			err = json.NewDecoder(res.Body).Decode(&st)
-			res.Body.Close()
-			srv.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
+			st := stateOf(t, s, "ip")
 			want = 0
 			if mode == crawl.PolitenessIP {
 				want = 1
@@ -302,4 +279,21 @@ func TestTheDashboardShowsTheBusiestServers(t *testing.T) {
 			}
 		}
 	})
+}
+
+// stateOf is what a dashboard of crawl name serves at /api/state.
+func stateOf(t *testing.T, s *redistest.Server, name string) dashboard.State {
+	t.Helper()
+	srv := httptest.NewServer(dashboard.New(s.Client, dashboard.Config{Crawl: name, Every: 10 * time.Millisecond}))
+	defer srv.Close()
+	res, err := http.Get(srv.URL + "/api/state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var st dashboard.State
+	if err := json.NewDecoder(res.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
