@@ -68,6 +68,10 @@
 //	due        zset "host\nelement\nvisit" -> when due (ms): each fetched URL
 //	           and what its last fetch left for the next one (Visit), for
 //	           recrawls and continuous crawls; about 280 bytes a URL (visit.go)
+//	queue: dns, queue: addr, queue: addr busy, queue: addr hosts  with
+//	           Policy.PerAddress (addrs.lua): host -> "address expiry-ms"
+//	           (SetAddresses); address -> its bucket's tat; address -> the
+//	           tokens it gave; address -> "n host …" (BusiestAddresses)
 //
 // Shard 0 also holds what the crawl has once:
 //
