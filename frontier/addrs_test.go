@@ -261,3 +261,39 @@ func TestAnUnusedTokenGoesBackToItsAddress(t *testing.T) {
 		}
 	})
 }
+
+// What a long crawl stores for its servers stays about the hosts and
+// servers it crawls now: each store prunes answers expired a day ago and
+// address buckets full again, a few a call.
+func TestStoredAnswersAndIdleBucketsArePruned(t *testing.T) {
+	s := redistest.Mini(t)
+	ctx := context.Background()
+	f, _, advance := addrCrawl(t, s, "prune", 1, frontier.Policy{HostRate: 1, HostBurst: 1, PerAddress: true})
+	var old []frontier.Address
+	for i := range 40 {
+		h := fmt.Sprintf("old%d.test", i)
+		if _, err := f.Enqueue(ctx, hostURLs(h, 1)); err != nil {
+			t.Fatal(err)
+		}
+		old = append(old, frontier.Address{Host: h, Addr: fmt.Sprintf("192.0.2.%d", i), TTL: time.Minute})
+	}
+	if err := f.SetAddresses(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	if x := popN(t, f, 40); len(x.Popped) != 40 {
+		t.Fatalf("popped %d of the 40 hosts' URLs", len(x.Popped))
+	}
+	k := frontier.KeysFor("prune").Queues
+	if n := s.Client.HLen(ctx, k+" dns").Val() + s.Client.HLen(ctx, k+" addr").Val(); n != 80 {
+		t.Fatalf("%d answers and tats stored; want 40 of each", n)
+	}
+	advance(25 * time.Hour)
+	for i := range 4 { // a few stores, as new hosts come
+		if err := f.SetAddresses(ctx, []frontier.Address{{Host: fmt.Sprintf("new%d.test", i), Addr: "198.51.100.1", TTL: time.Minute}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if dns, tats := s.Client.HLen(ctx, k+" dns").Val(), s.Client.HLen(ctx, k+" addr").Val(); dns != 4 || tats != 0 {
+		t.Errorf("after a day, %d answers and %d tats left; want the 4 new answers alone", dns, tats)
+	}
+}
