@@ -297,3 +297,31 @@ func TestStoredAnswersAndIdleBucketsArePruned(t *testing.T) {
 		t.Errorf("after a day, %d answers and %d tats left; want the 4 new answers alone", dns, tats)
 	}
 }
+
+// A grant through the address's bucket halves the host's count of pauses,
+// as any grant does (back-offs decay on success).
+func TestAGrantUnderAnAddressHalvesThePauses(t *testing.T) {
+	s := redistest.Mini(t)
+	ctx := context.Background()
+	f, _, advance := addrCrawl(t, s, "halve", 1, frontier.Policy{HostRate: 1, HostBurst: 1, PerAddress: true})
+	if _, err := f.Enqueue(ctx, hostURLs("a.test", 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.SetAddresses(ctx, []frontier.Address{{Host: "a.test", Addr: "192.0.2.3", TTL: 100 * time.Hour}}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := f.PauseHost(ctx, "a.test", time.Second, "a test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, _ := s.Client.HGet(ctx, f.RateKey("a.test"), "pauses").Int()
+	advance(time.Hour)
+	if x := popN(t, f, 1); len(x.Popped) != 1 {
+		t.Fatalf("popped %d after the pauses ended; want a.test's URL", len(x.Popped))
+	}
+	after, _ := s.Client.HGet(ctx, f.RateKey("a.test"), "pauses").Int()
+	if before < 2 || after != before/2 {
+		t.Errorf("pauses %d before the grant, %d after; want halved", before, after)
+	}
+}

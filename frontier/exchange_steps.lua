@@ -645,9 +645,10 @@ end
 -- old token goes back while it is the host's last (ex_refund's rule), and
 -- the host gives it a new one if its next token's window opens by the
 -- pop's horizon (ex_host_tokens; not with politeness per address). Its
--- lease is kept and the URL goes back to its worker under the new token (the reply's again), one of the URLs
--- the call wanted (ex_budget); the host's bound holds as for any popped
--- URL: the late token is no longer counted, or stays counted and wasted.
+-- lease is kept and the URL goes back to its worker under the new token
+-- (the reply's again), one of the URLs the call wanted (ex_budget); the
+-- host's bound holds as for any popped URL: the late token is no longer
+-- counted, or stays counted and wasted.
 -- A host with no token by then (its bucket spent by others' requests, a
 -- pause, a Crawl-delay), or a paused crawl, leaves the lease to
 -- ex_give_back, as any given back. Asked in the call the worker makes
@@ -740,6 +741,7 @@ local function ex_pop_host(X, host, tat, q, dry)
     local tat2 = X.tnow -- no limit: its turn moves behind the others'
     if slots then
       tat2 = ip_take(X, host, slots, n, early, late, r)
+      ex_granted(X, host, b)
     elseif r > 0 then
       tat2 = ex_take_tokens(X, n, r, size, first)
       ex_granted(X, host, b)
