@@ -2,6 +2,7 @@ package frontier_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -324,4 +325,35 @@ func TestAGrantUnderAnAddressHalvesThePauses(t *testing.T) {
 	if before < 2 || after != before/2 {
 		t.Errorf("pauses %d before the grant, %d after; want halved", before, after)
 	}
+}
+
+// A rendered page's subresource token (TakeToken) takes its host's
+// address's token too once the address is known: a pop then finds the
+// address spent, for every host of it; a host whose address no pop asked
+// for keeps to its own bucket.
+func TestATakenTokenTakesItsAddresssToo(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		f, _, _ := addrCrawl(t, s, "take", 1, frontier.Policy{HostRate: 1.0 / 3600, HostBurst: 1, PerAddress: true})
+		if _, err := f.Enqueue(ctx, hostURLs("b.test", 1)); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.SetAddresses(ctx, []frontier.Address{{Host: "a.test", Addr: "192.0.2.4", TTL: time.Hour},
+			{Host: "b.test", Addr: "192.0.2.4", TTL: time.Hour}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.TakeToken(ctx, "a.test", time.Second); err != nil {
+			t.Fatalf("a.test's first token: %v", err)
+		}
+		if x := popN(t, f, 1); len(x.Popped) != 0 {
+			t.Fatalf("popped %v; want nothing: b.test's server gave its token to a.test's subresource", hosts(x.Popped))
+		}
+		var no *frontier.NoTokenError
+		if _, err := f.TakeToken(ctx, "a.test", time.Second); !errors.As(err, &no) {
+			t.Fatalf("a.test's second token: %v; want none within the hour", err)
+		}
+		if _, err := f.TakeToken(ctx, "third.test", time.Second); err != nil {
+			t.Fatalf("a host of no known address: %v; want its own bucket's token", err)
+		}
+	})
 }

@@ -48,7 +48,7 @@ func (f *Frontier) TakeToken(ctx context.Context, host string, horizon time.Dura
 	sent := f.o.now()
 	v, err := tokenScript.Run(ctx, sh.c, []string{k.Config, k.Queues, k.Ready, k.Refill, k.Slowed, k.Buckets, k.HostRules, k.Paused},
 		f.o.Instance, host, strconv.FormatFloat(p.HostRate, 'g', -1, 64), max(p.HostBurst, 1),
-		politeness.LeastWindow.Milliseconds(), horizon.Milliseconds()).Int64Slice()
+		politeness.LeastWindow.Milliseconds(), horizon.Milliseconds(), boolArg(p.PerAddress), sh.index, sh.shards).Int64Slice()
 	switch {
 	case isGone(err):
 		return Token{}, ErrGone
@@ -67,4 +67,12 @@ func (f *Frontier) TakeToken(ctx context.Context, host string, horizon time.Dura
 		t.Deadline = sent.Add(time.Duration(v[3]) * time.Microsecond)
 	}
 	return t, nil
+}
+
+// boolArg is a flag as a script's argument: "1" or "0".
+func boolArg(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }
