@@ -1,0 +1,244 @@
+package wacz
+
+import (
+	"archive/zip"
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path"
+	"time"
+)
+
+// Version is the WACZ specification the packages follow.
+const Version = "1.1.1"
+
+// Source is one WARC file to package: its name under archive/ and how to
+// read it, once, from its start.
+type Source struct {
+	Name string
+	Open func() (io.ReadCloser, error)
+}
+
+// Options shape a package.
+type Options struct {
+	Title, Description string
+	// Software names what made the package (datapackage.json).
+	Software string
+	// TempDir holds the index's sorted runs and the pages while they are
+	// collected ("": the system's).
+	TempDir string
+	// SortMemory bounds the index lines held in memory before they are
+	// sorted into a run on disk (0: 32 MiB).
+	SortMemory int
+	// Now is the package's creation time (nil: time.Now).
+	Now func() time.Time
+}
+
+// Summary is what a package holds.
+type Summary struct {
+	Files    int   // WARC files
+	Bytes    int64 // of WARC files
+	Records  int   // WARC records read
+	Captures int   // index lines: responses, revisits, resources
+	Pages    int   // lines of pages.jsonl
+	// Unindexed says, per file whose index stops early (a torn or damaged
+	// record: a worker killed mid-write), why; the file is packaged whole
+	// and its records before that point are indexed.
+	Unindexed []error
+}
+
+// resource is one file of the package, as datapackage.json lists it.
+type resource struct {
+	Name  string `json:"name"`
+	Path  string `json:"path"`
+	Hash  string `json:"hash"`
+	Bytes int64  `json:"bytes"`
+}
+
+// Pack writes a WACZ of sources to w, streaming: each WARC file is copied
+// into archive/ once, stored as it is (its gzip members are what replay
+// reads by offset), and indexed as it passes; the index is sorted in
+// bounded memory (Options.SortMemory, then runs on disk), and pages are
+// collected in a temporary file. Then come indexes/index.cdxj,
+// pages/pages.jsonl, datapackage.json (every file with its sha256 and
+// size) and datapackage-digest.json.
+func Pack(w io.Writer, sources []Source, o Options) (Summary, error) {
+	var sum Summary
+	if len(sources) == 0 {
+		return sum, errors.New("wacz: no WARC files to package")
+	}
+	now := time.Now
+	if o.Now != nil {
+		now = o.Now
+	}
+	created := now().UTC()
+	limit := o.SortMemory
+	if limit <= 0 {
+		limit = 32 << 20
+	}
+	idx := newSorter(o.TempDir, limit)
+	defer idx.remove()
+	pagesFile, err := os.CreateTemp(o.TempDir, "redcrawl-wacz-pages-*")
+	if err != nil {
+		return sum, fmt.Errorf("wacz: %w", err)
+	}
+	defer os.Remove(pagesFile.Name())
+	defer pagesFile.Close()
+	pagesOut := bufio.NewWriter(pagesFile)
+	writePage := func(p page) error {
+		b, err := json.Marshal(p)
+		if err != nil {
+			return err
+		}
+		pagesOut.Write(b)
+		return pagesOut.WriteByte('\n')
+	}
+
+	zw := zip.NewWriter(w)
+	var resources []resource
+	var first *page
+	seen := map[string]bool{}
+	for _, src := range sources {
+		name := path.Base(src.Name)
+		if seen[name] {
+			return sum, fmt.Errorf("wacz: two WARC files named %s: a package holds one of each name", name)
+		}
+		seen[name] = true
+		res, got, err := addWARC(zw, src, name, created, idx, writePage)
+		if err != nil {
+			return sum, err
+		}
+		resources = append(resources, res)
+		sum.Files++
+		sum.Bytes += res.Bytes
+		sum.Records += got.records
+		sum.Captures += got.captures
+		sum.Pages += got.pages
+		if got.err != nil {
+			sum.Unindexed = append(sum.Unindexed, got.err)
+		}
+		if first == nil && got.firstPage != nil {
+			first = got.firstPage
+		}
+	}
+
+	res, err := addFile(zw, "indexes/index.cdxj", created, zip.Deflate, func(w io.Writer) error {
+		_, err := idx.writeTo(w)
+		return err
+	})
+	if err != nil {
+		return sum, err
+	}
+	resources = append(resources, res)
+
+	if err := pagesOut.Flush(); err != nil {
+		return sum, fmt.Errorf("wacz: pages: %w", err)
+	}
+	if _, err := pagesFile.Seek(0, io.SeekStart); err != nil {
+		return sum, fmt.Errorf("wacz: pages: %w", err)
+	}
+	res, err = addFile(zw, "pages/pages.jsonl", created, zip.Deflate, func(w io.Writer) error {
+		if _, err := io.WriteString(w, `{"format": "json-pages-1.0", "id": "pages", "title": "All Pages"}`+"\n"); err != nil {
+			return err
+		}
+		_, err := io.Copy(w, pagesFile)
+		return err
+	})
+	if err != nil {
+		return sum, err
+	}
+	resources = append(resources, res)
+
+	dp := map[string]any{
+		"profile": "data-package", "wacz_version": Version, "resources": resources,
+		"created": created.Format(time.RFC3339), "modified": created.Format(time.RFC3339),
+	}
+	for k, v := range map[string]string{"title": o.Title, "description": o.Description, "software": o.Software} {
+		if v != "" {
+			dp[k] = v
+		}
+	}
+	if first != nil {
+		dp["mainPageUrl"], dp["mainPageDate"] = first.URL, first.TS
+	}
+	manifest, err := json.MarshalIndent(dp, "", "  ")
+	if err != nil {
+		return sum, fmt.Errorf("wacz: datapackage.json: %w", err)
+	}
+	res, err = addFile(zw, "datapackage.json", created, zip.Deflate, func(w io.Writer) error {
+		_, err := w.Write(manifest)
+		return err
+	})
+	if err != nil {
+		return sum, err
+	}
+	digest, _ := json.MarshalIndent(map[string]string{"path": "datapackage.json", "hash": res.Hash}, "", "  ")
+	if _, err := addFile(zw, "datapackage-digest.json", created, zip.Deflate, func(w io.Writer) error {
+		_, err := w.Write(digest)
+		return err
+	}); err != nil {
+		return sum, err
+	}
+	if err := zw.Close(); err != nil {
+		return sum, fmt.Errorf("wacz: %w", err)
+	}
+	return sum, nil
+}
+
+// addWARC copies one WARC file into archive/, stored, hashing it and
+// indexing it as it passes.
+func addWARC(zw *zip.Writer, src Source, name string, created time.Time, idx *sorter, pages func(page) error) (resource, indexed, error) {
+	var got indexed
+	rc, err := src.Open()
+	if err != nil {
+		return resource{}, got, fmt.Errorf("wacz: %s: %w", src.Name, err)
+	}
+	defer rc.Close()
+	res, err := addFile(zw, "archive/"+name, created, zip.Store, func(w io.Writer) error {
+		tee := io.TeeReader(rc, w)
+		got = indexWARC(tee, name, idx, pages)
+		// The index may stop before the file's end (a damaged record):
+		// the rest is packaged all the same.
+		_, err := io.Copy(io.Discard, tee)
+		return err
+	})
+	if err != nil {
+		return resource{}, got, fmt.Errorf("wacz: %s: %w", src.Name, err)
+	}
+	if got.fatal != nil {
+		return resource{}, got, got.fatal
+	}
+	return res, got, nil
+}
+
+// addFile adds one file to the package, written by fill, and says what
+// datapackage.json lists of it.
+func addFile(zw *zip.Writer, name string, created time.Time, method uint16, fill func(io.Writer) error) (resource, error) {
+	fw, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: method, Modified: created})
+	if err != nil {
+		return resource{}, fmt.Errorf("wacz: %s: %w", name, err)
+	}
+	h := &hashCount{h: sha256.New()}
+	if err := fill(io.MultiWriter(fw, h)); err != nil {
+		return resource{}, fmt.Errorf("wacz: %s: %w", name, err)
+	}
+	return resource{Name: path.Base(name), Path: name, Hash: "sha256:" + hex.EncodeToString(h.h.Sum(nil)), Bytes: h.n}, nil
+}
+
+// hashCount hashes and counts what is written to it.
+type hashCount struct {
+	h hash.Hash
+	n int64
+}
+
+func (c *hashCount) Write(p []byte) (int, error) {
+	c.h.Write(p)
+	c.n += int64(len(p))
+	return len(p), nil
+}

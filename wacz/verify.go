@@ -1,0 +1,215 @@
+package wacz
+
+import (
+	"archive/zip"
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/nlnwa/gowarc/v3"
+)
+
+// Checked is what Verify read of a package.
+type Checked struct {
+	Files, Lines, Pages int
+}
+
+// Verify reads a WACZ whole and checks what replay relies on: every file
+// datapackage.json lists is there with its size and sha256, and
+// datapackage-digest.json holds the manifest's; every line of
+// indexes/index.cdxj is in order and its offset and length hold exactly
+// one whole gzip member of its WARC file, a record of the line's URL and
+// date; every page of pages/pages.jsonl has a line. It returns the first
+// fault found.
+func Verify(r io.ReaderAt, size int64) (Checked, error) {
+	var ck Checked
+	zr, err := zip.NewReader(r, size)
+	if err != nil {
+		return ck, fmt.Errorf("wacz: not a ZIP file: %w", err)
+	}
+	files := map[string]*zip.File{}
+	for _, f := range zr.File {
+		files[f.Name] = f
+	}
+	manifest, err := readAll(files, "datapackage.json")
+	if err != nil {
+		return ck, err
+	}
+	var dp struct {
+		Profile   string     `json:"profile"`
+		Version   string     `json:"wacz_version"`
+		Resources []resource `json:"resources"`
+	}
+	if err := json.Unmarshal(manifest, &dp); err != nil || dp.Profile != "data-package" || dp.Version == "" {
+		return ck, fmt.Errorf("wacz: datapackage.json: profile %q, wacz_version %q (%v)", dp.Profile, dp.Version, err)
+	}
+	digest, err := readAll(files, "datapackage-digest.json")
+	if err != nil {
+		return ck, err
+	}
+	var dd struct{ Path, Hash string }
+	sum := sha256.Sum256(manifest)
+	if json.Unmarshal(digest, &dd) != nil || dd.Path != "datapackage.json" || dd.Hash != "sha256:"+hex.EncodeToString(sum[:]) {
+		return ck, fmt.Errorf("wacz: datapackage-digest.json does not hold datapackage.json's sha256")
+	}
+	for _, res := range dp.Resources {
+		f := files[res.Path]
+		if f == nil {
+			return ck, fmt.Errorf("wacz: %s is listed but not in the package", res.Path)
+		}
+		rc, err := f.Open()
+		if err != nil {
+			return ck, fmt.Errorf("wacz: %s: %w", res.Path, err)
+		}
+		h := &hashCount{h: sha256.New()}
+		_, err = io.Copy(h, rc)
+		rc.Close()
+		if err != nil {
+			return ck, fmt.Errorf("wacz: %s: %w", res.Path, err)
+		}
+		if got := "sha256:" + hex.EncodeToString(h.h.Sum(nil)); got != res.Hash || h.n != res.Bytes {
+			return ck, fmt.Errorf("wacz: %s: %d bytes, %s; datapackage.json says %d, %s", res.Path, h.n, got, res.Bytes, res.Hash)
+		}
+		if strings.HasPrefix(res.Path, "archive/") && f.Method != zip.Store {
+			return ck, fmt.Errorf("wacz: %s is compressed in the ZIP; a WARC file must be stored", res.Path)
+		}
+		ck.Files++
+	}
+	indexed, err := verifyIndex(files, r)
+	if err != nil {
+		return ck, err
+	}
+	ck.Lines = len(indexed)
+	pages, err := openFile(files, "pages/pages.jsonl")
+	if err != nil {
+		return ck, err
+	}
+	defer pages.Close()
+	sc := bufio.NewScanner(pages)
+	sc.Buffer(make([]byte, 1<<16), maxLine)
+	for n := 1; sc.Scan(); n++ {
+		var p page
+		if err := json.Unmarshal(sc.Bytes(), &p); err != nil {
+			return ck, fmt.Errorf("wacz: pages.jsonl line %d: %w", n, err)
+		}
+		if n == 1 && p.URL == "" {
+			continue // the header line
+		}
+		if !indexed[strings.ReplaceAll(SURT(p.URL), " ", "%20")] {
+			return ck, fmt.Errorf("wacz: page %s has no index line", p.URL)
+		}
+		ck.Pages++
+	}
+	return ck, sc.Err()
+}
+
+// verifyIndex checks every index line against the record it points at,
+// and returns the keys it holds.
+func verifyIndex(files map[string]*zip.File, r io.ReaderAt) (map[string]bool, error) {
+	idx, err := openFile(files, "indexes/index.cdxj")
+	if err != nil {
+		return nil, err
+	}
+	defer idx.Close()
+	keys := map[string]bool{}
+	sc := bufio.NewScanner(idx)
+	sc.Buffer(make([]byte, 1<<16), maxLine)
+	prev := ""
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		if line < prev {
+			return nil, fmt.Errorf("wacz: index line %d is out of order", n)
+		}
+		prev = line
+		key, rest, _ := strings.Cut(line, " ")
+		ts, js, _ := strings.Cut(rest, " ")
+		var c capture
+		if err := json.Unmarshal([]byte(js), &c); err != nil || len(ts) != 14 {
+			return nil, fmt.Errorf("wacz: index line %d: %q", n, line)
+		}
+		if err := verifyCapture(files, r, c, ts); err != nil {
+			return nil, fmt.Errorf("wacz: index line %d (%s): %w", n, c.URL, err)
+		}
+		keys[key] = true
+	}
+	return keys, sc.Err()
+}
+
+// verifyCapture checks that c's offset and length in its WARC file hold
+// one whole gzip member, a record of c's URL dated ts, read where replay
+// reads it: at the stored file's data in the package r.
+func verifyCapture(files map[string]*zip.File, r io.ReaderAt, c capture, ts string) error {
+	f := files["archive/"+c.Filename]
+	if f == nil {
+		return fmt.Errorf("its file %s is not in archive/", c.Filename)
+	}
+	off, err1 := strconv.ParseInt(c.Offset, 10, 64)
+	length, err2 := strconv.ParseInt(c.Length, 10, 64)
+	if err1 != nil || err2 != nil || off < 0 || length <= 0 || off+length > int64(f.UncompressedSize64) {
+		return fmt.Errorf("offset %s and length %s outside its file's %d bytes", c.Offset, c.Length, f.UncompressedSize64)
+	}
+	dataAt, err := f.DataOffset()
+	if err != nil {
+		return err
+	}
+	member := make([]byte, length)
+	if _, err := r.ReadAt(member, dataAt+off); err != nil {
+		return err
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(member))
+	if err != nil {
+		return fmt.Errorf("no gzip member at offset %d: %w", off, err)
+	}
+	zr.Multistream(false)
+	if _, err := io.Copy(io.Discard, zr); err != nil {
+		return fmt.Errorf("the gzip member at offset %d is not whole: %w", off, err)
+	}
+	wr, err := gowarc.NewWarcFileReaderFromStream(bytes.NewReader(member), 0, gowarc.WithNoValidation())
+	if err != nil {
+		return err
+	}
+	defer wr.Close()
+	rec, err := wr.Next()
+	if err != nil {
+		return fmt.Errorf("no WARC record at offset %d: %w", off, err)
+	}
+	defer rec.Close()
+	date, err := rec.WarcRecord.Date()
+	if err != nil || rec.WarcRecord.WarcHeader().Get(gowarc.WarcTargetURI) != c.URL || date.UTC().Format("20060102150405") != ts {
+		return fmt.Errorf("the record at offset %d is of %s at %v, not of the line's URL at %s", off, rec.WarcRecord.WarcHeader().Get(gowarc.WarcTargetURI), date, ts)
+	}
+	if rec.Size != length {
+		return fmt.Errorf("the record at offset %d takes %d bytes, the line says %d", off, rec.Size, length)
+	}
+	return nil
+}
+
+// readAll reads one file of the package whole (a manifest).
+func readAll(files map[string]*zip.File, name string) ([]byte, error) {
+	rc, err := openFile(files, name)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return io.ReadAll(io.LimitReader(rc, 64<<20))
+}
+
+// openFile opens one file of the package.
+func openFile(files map[string]*zip.File, name string) (io.ReadCloser, error) {
+	f := files[name]
+	if f == nil {
+		return nil, fmt.Errorf("wacz: no %s in the package", name)
+	}
+	rc, err := f.Open()
+	if err != nil {
+		return nil, fmt.Errorf("wacz: %s: %w", name, err)
+	}
+	return rc, nil
+}
