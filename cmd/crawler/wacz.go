@@ -1,0 +1,159 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/wacz"
+	"github.com/urfave/cli/v2"
+)
+
+// The wacz command: a crawl's WARC files, from any number of workers'
+// folders, packaged for replay (package wacz).
+
+func waczCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "wacz",
+		Usage:     "package WARC files (any number of workers' --warc-dir folders, or files) into one WACZ for replay (ReplayWeb.page, pywb)",
+		ArgsUsage: "DIR|FILE…",
+		Description: "Writes a WACZ 1.1.1 file: the WARC files as they are (archive/), a CDXJ index sorted by SURT with each\n" +
+			"record's offset and length (indexes/index.cdxj), the HTML pages answered 200 with their titles (pages/pages.jsonl),\n" +
+			"and datapackage.json with every file's sha256 and size. A folder gives its *.warc.gz and *.warc files (not a\n" +
+			"running worker's *.open ones). Streaming: the index is sorted in bounded memory (--sort-memory, then runs in\n" +
+			"--temp-dir), so an archive of tens of gigabytes is packaged in a few tens of megabytes.\n" +
+			"--verify FILE checks a WACZ instead: hashes, every index line against the record it points at, every page indexed.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "the WACZ `FILE` to write (it must end in .wacz)"},
+			&cli.StringFlag{Name: "title", Usage: "the collection's title (datapackage.json)"},
+			&cli.StringFlag{Name: "description", Usage: "the collection's description, Markdown (datapackage.json)"},
+			&cli.StringFlag{Name: "temp-dir", Usage: "`DIR` for the index's sorted runs and the pages while they are collected (default: the system's)"},
+			&cli.IntFlag{Name: "sort-memory", Value: 32, Usage: "`MiB` of index lines held in memory before they are sorted into a run on disk"},
+			&cli.StringFlag{Name: "verify", Usage: "check the WACZ `FILE` and say what it holds, instead of writing one"},
+		},
+		Action: func(c *cli.Context) error {
+			if v := c.String("verify"); v != "" {
+				return verifyWACZ(c.App.Writer, v)
+			}
+			out := c.String("out")
+			switch {
+			case out == "":
+				return usage(errors.New("wacz: --out FILE.wacz is required"))
+			case !strings.HasSuffix(out, ".wacz"):
+				return usage(fmt.Errorf("wacz: --out %s: a WACZ file's name ends in .wacz", out))
+			case c.NArg() == 0:
+				return usage(errors.New("wacz: name the WARC files or the folders that hold them"))
+			case c.Int("sort-memory") < 1:
+				return usage(fmt.Errorf("wacz: --sort-memory %d: want 1 MiB or more", c.Int("sort-memory")))
+			}
+			files, err := warcFiles(c.Args().Slice())
+			if err != nil {
+				return err
+			}
+			return writeWACZ(c, out, files)
+		},
+	}
+}
+
+// warcFiles are the WARC files args name: files as given, folders' *.warc.gz
+// and *.warc (by name, each folder's in order).
+func warcFiles(args []string) ([]string, error) {
+	var files []string
+	for _, a := range args {
+		fi, err := os.Stat(a)
+		if err != nil {
+			return nil, fmt.Errorf("wacz: %w", err)
+		}
+		if !fi.IsDir() {
+			files = append(files, a)
+			continue
+		}
+		var in []string
+		for _, pat := range []string{"*.warc.gz", "*.warc"} {
+			m, _ := filepath.Glob(filepath.Join(a, pat))
+			in = append(in, m...)
+		}
+		if len(in) == 0 {
+			return nil, fmt.Errorf("wacz: %s holds no WARC file (*.warc.gz, *.warc)", a)
+		}
+		sort.Strings(in)
+		files = append(files, in...)
+	}
+	return files, nil
+}
+
+// writeWACZ packages files into out, written beside it first and renamed
+// once whole, so that a failed run leaves no half a package.
+func writeWACZ(c *cli.Context, out string, files []string) error {
+	var srcs []wacz.Source
+	for _, f := range files {
+		srcs = append(srcs, wacz.Source{Name: f, Open: func() (io.ReadCloser, error) { return os.Open(f) }})
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(out), filepath.Base(out)+".*.partial")
+	if err != nil {
+		return fmt.Errorf("wacz: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	sum, err := wacz.Pack(tmp, srcs, wacz.Options{Title: c.String("title"), Description: c.String("description"),
+		Software: crawl.Software, TempDir: c.String("temp-dir"), SortMemory: c.Int("sort-memory") << 20})
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), out)
+	}
+	if err != nil {
+		return fmt.Errorf("wacz: %w", err)
+	}
+	for _, u := range sum.Unindexed {
+		fmt.Fprintf(c.App.ErrWriter, "crawler: wacz: packaged whole, indexed only up to a damaged record: %v\n", u)
+	}
+	noun := "WARC files"
+	if sum.Files == 1 {
+		noun = "WARC file"
+	}
+	fmt.Fprintf(c.App.Writer, "%s: %d %s (%s), %d records, %d index lines, %d pages\n",
+		out, sum.Files, noun, byteSize(sum.Bytes), sum.Records, sum.Captures, sum.Pages)
+	return nil
+}
+
+// verifyWACZ checks a package and says what it holds.
+func verifyWACZ(w io.Writer, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("wacz: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("wacz: %w", err)
+	}
+	ck, err := wacz.Verify(f, fi.Size())
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	fmt.Fprintf(w, "%s: verified: %d files as datapackage.json lists them, %d index lines each at its record, %d pages indexed\n",
+		path, ck.Files, ck.Lines, ck.Pages)
+	return nil
+}
+
+// byteSize is n bytes for a person.
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
