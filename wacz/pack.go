@@ -38,6 +38,9 @@ type Options struct {
 	SortMemory int
 	// Now is the package's creation time (nil: time.Now).
 	Now func() time.Time
+	// Index is the kind of index written: IndexAuto (the default),
+	// IndexCDXJ or IndexCompressed.
+	Index string
 }
 
 // Summary is what a package holds.
@@ -72,6 +75,9 @@ func Pack(w io.Writer, sources []Source, o Options) (Summary, error) {
 	var sum Summary
 	if len(sources) == 0 {
 		return sum, errors.New("wacz: no WARC files to package")
+	}
+	if o.Index != IndexAuto && o.Index != IndexCDXJ && o.Index != IndexCompressed {
+		return sum, fmt.Errorf("wacz: index %q: want %s or %s (or none: %s past %d lines)", o.Index, IndexCDXJ, IndexCompressed, IndexCompressed, CompressAbove)
 	}
 	now := time.Now
 	if o.Now != nil {
@@ -128,14 +134,34 @@ func Pack(w io.Writer, sources []Source, o Options) (Summary, error) {
 		}
 	}
 
-	res, err := addFile(zw, "indexes/index.cdxj", created, zip.Deflate, func(w io.Writer) error {
-		_, err := idx.writeTo(w)
-		return err
-	})
-	if err != nil {
-		return sum, err
+	compressed := o.Index == IndexCompressed || o.Index == IndexAuto && sum.Captures > CompressAbove
+	if compressed {
+		z := &zipNum{}
+		res, err := addFile(zw, "indexes/index.cdx.gz", created, zip.Store, func(w io.Writer) error {
+			z.w = w
+			if _, err := idx.each(z.add); err != nil {
+				return err
+			}
+			return z.flush()
+		})
+		if err != nil {
+			return sum, err
+		}
+		resources = append(resources, res)
+		if res, err = addFile(zw, "indexes/index.idx", created, zip.Deflate, z.writeIdx); err != nil {
+			return sum, err
+		}
+		resources = append(resources, res)
+	} else {
+		res, err := addFile(zw, "indexes/index.cdxj", created, zip.Deflate, func(w io.Writer) error {
+			_, err := idx.writeTo(w)
+			return err
+		})
+		if err != nil {
+			return sum, err
+		}
+		resources = append(resources, res)
 	}
-	resources = append(resources, res)
 
 	if err := pagesOut.Flush(); err != nil {
 		return sum, fmt.Errorf("wacz: pages: %w", err)
@@ -143,7 +169,7 @@ func Pack(w io.Writer, sources []Source, o Options) (Summary, error) {
 	if _, err := pagesFile.Seek(0, io.SeekStart); err != nil {
 		return sum, fmt.Errorf("wacz: pages: %w", err)
 	}
-	res, err = addFile(zw, "pages/pages.jsonl", created, zip.Deflate, func(w io.Writer) error {
+	res, err := addFile(zw, "pages/pages.jsonl", created, zip.Deflate, func(w io.Writer) error {
 		if _, err := io.WriteString(w, `{"format": "json-pages-1.0", "id": "pages", "title": "All Pages"}`+"\n"); err != nil {
 			return err
 		}

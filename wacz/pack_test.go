@@ -59,7 +59,9 @@ func sources(files []string) []wacz.Source {
 // and pointing at a whole gzip member holding its URL's record at its
 // date, every HTML page answered 200 in pages.jsonl with its title and an
 // index line; the rest (a PDF, a 404) indexed but no page. With an index
-// sorted through runs on disk (a few hundred bytes of memory), the same.
+// sorted through runs on disk (a few hundred bytes of memory), the same;
+// and with the compressed index (blocks of lines, each a gzip member, and
+// index.idx saying where each starts), the same lines.
 func TestTwoWorkersWARCsPackIntoAWACZThatVerifies(t *testing.T) {
 	at := time.Date(2026, 12, 4, 8, 0, 0, 0, time.UTC)
 	var one, two []archive.Exchange
@@ -76,9 +78,17 @@ func TestTwoWorkersWARCsPackIntoAWACZThatVerifies(t *testing.T) {
 	one = append(one, archive.Exchange{URL: "http://site0.test/doc.pdf", Started: at, Raw: raw("http://site0.test/doc.pdf", "200 OK", "application/pdf", "%PDF-1.4")})
 	two = append(two, archive.Exchange{URL: "http://site1.test/gone", Started: at, Raw: raw("http://site1.test/gone", "404 Not Found", "text/html", "<title>no</title>")})
 	files := append(warcDir(t, "w1", one), warcDir(t, "w2", two)...)
-	for _, memory := range []int{0, 300} {
+	for _, c := range []struct {
+		memory int
+		index  string
+	}{{0, ""}, {300, ""}, {300, wacz.IndexCompressed}, {0, "blocks of 4"}} {
+		memory := c.memory
+		if c.index == "blocks of 4" { // four blocks: 4, 4, 4 and 2 lines
+			defer wacz.SetBlockLines(4)()
+			c.index = wacz.IndexCompressed
+		}
 		var out bytes.Buffer
-		sum, err := wacz.Pack(&out, sources(files), wacz.Options{Title: "a test", Software: "RedCrawl test", TempDir: t.TempDir(), SortMemory: memory})
+		sum, err := wacz.Pack(&out, sources(files), wacz.Options{Title: "a test", Software: "RedCrawl test", TempDir: t.TempDir(), SortMemory: memory, Index: c.index})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,11 +99,20 @@ func TestTwoWorkersWARCsPackIntoAWACZThatVerifies(t *testing.T) {
 		if err != nil {
 			t.Fatalf("memory %d: %v", memory, err)
 		}
-		if ck.Files != 4 || ck.Lines != 14 || ck.Pages != 12 {
-			t.Errorf("memory %d: verified %+v; want 4 files listed (2 WARC, the index, the pages), 14 lines, 12 pages", memory, ck)
+		files := map[string]int{"": 4, wacz.IndexCompressed: 5}[c.index] // the compressed index is two files
+		if ck.Files != files || ck.Lines != 14 || ck.Pages != 12 {
+			t.Errorf("memory %d, index %q: verified %+v; want %d files listed (2 WARC, the index, the pages), 14 lines, 12 pages", memory, c.index, ck, files)
 		}
 		if !strings.Contains(unzipped(t, out.Bytes(), "pages/pages.jsonl"), `"title":"Page 3"`) {
 			t.Errorf("memory %d: pages.jsonl lacks the page's title:\n%s", memory, unzipped(t, out.Bytes(), "pages/pages.jsonl"))
+		}
+		if c.index == wacz.IndexCompressed {
+			idx := unzipped(t, out.Bytes(), "indexes/index.idx")
+			if !strings.HasPrefix(idx, `!meta 0 {"format": "cdxj-gzip-1.0", "filename": "index.cdx.gz"}`+"\n"+"test,site0)/doc.pdf 20261204080000 {") ||
+				strings.Count(idx, "\n") != 1+map[int]int{0: 4, 300: 1}[memory] {
+				t.Errorf("memory %d: index.idx:\n%s", memory, idx)
+			}
+			continue
 		}
 		idx := unzipped(t, out.Bytes(), "indexes/index.cdxj")
 		if !strings.Contains(idx, "test,site1:8080)/p/1?a=1&b=2 20261204080001 ") {

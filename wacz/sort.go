@@ -61,15 +61,29 @@ func (s *sorter) spill() error {
 // writeTo writes every line, sorted, each with its newline, and removes
 // the runs; it returns how many lines it wrote.
 func (s *sorter) writeTo(w io.Writer) (int64, error) {
-	defer s.remove()
 	bw := bufio.NewWriterSize(w, 1<<16)
+	n, err := s.each(func(l string) error {
+		bw.WriteString(l)
+		return bw.WriteByte('\n')
+	})
+	if err != nil {
+		return n, err
+	}
+	return n, bw.Flush()
+}
+
+// each hands every line, sorted, to fn, and removes the runs; it returns
+// how many lines it handed.
+func (s *sorter) each(fn func(line string) error) (int64, error) {
+	defer s.remove()
 	if len(s.runs) == 0 {
 		slices.Sort(s.lines)
-		for _, l := range s.lines {
-			bw.WriteString(l)
-			bw.WriteByte('\n')
+		for i, l := range s.lines {
+			if err := fn(l); err != nil {
+				return int64(i), err
+			}
 		}
-		return int64(len(s.lines)), bw.Flush()
+		return int64(len(s.lines)), nil
 	}
 	if len(s.lines) > 0 {
 		if err := s.spill(); err != nil {
@@ -94,8 +108,9 @@ func (s *sorter) writeTo(w io.Writer) (int64, error) {
 	var n int64
 	for h.Len() > 0 {
 		r := (*h)[0]
-		bw.WriteString(r.line)
-		bw.WriteByte('\n')
+		if err := fn(r.line); err != nil {
+			return n, err
+		}
 		n++
 		if r.next() {
 			heap.Fix(h, 0)
@@ -106,7 +121,7 @@ func (s *sorter) writeTo(w io.Writer) (int64, error) {
 			heap.Pop(h)
 		}
 	}
-	return n, bw.Flush()
+	return n, nil
 }
 
 // remove deletes the runs.

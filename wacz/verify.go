@@ -111,35 +111,99 @@ func Verify(r io.ReaderAt, size int64) (Checked, error) {
 }
 
 // verifyIndex checks every index line against the record it points at,
-// and returns the keys it holds.
+// and returns the keys it holds: the lines of indexes/index.cdxj, or of
+// the compressed index's blocks, each block where index.idx says and
+// starting with the key it says.
 func verifyIndex(files map[string]*zip.File, r io.ReaderAt) (map[string]bool, error) {
-	idx, err := openFile(files, "indexes/index.cdxj")
-	if err != nil {
-		return nil, err
-	}
-	defer idx.Close()
 	keys := map[string]bool{}
-	sc := bufio.NewScanner(idx)
-	sc.Buffer(make([]byte, 1<<16), maxLine)
-	prev := ""
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
+	prev, n := "", 0
+	check := func(line string) error {
+		n++
 		if line < prev {
-			return nil, fmt.Errorf("wacz: index line %d is out of order", n)
+			return fmt.Errorf("wacz: index line %d is out of order", n)
 		}
 		prev = line
 		key, rest, _ := strings.Cut(line, " ")
 		ts, js, _ := strings.Cut(rest, " ")
 		var c capture
 		if err := json.Unmarshal([]byte(js), &c); err != nil || len(ts) != 14 {
-			return nil, fmt.Errorf("wacz: index line %d: %q", n, line)
+			return fmt.Errorf("wacz: index line %d: %q", n, line)
 		}
 		if err := verifyCapture(files, r, c, ts); err != nil {
-			return nil, fmt.Errorf("wacz: index line %d (%s): %w", n, c.URL, err)
+			return fmt.Errorf("wacz: index line %d (%s): %w", n, c.URL, err)
 		}
 		keys[key] = true
+		return nil
 	}
-	return keys, sc.Err()
+	if files["indexes/index.idx"] == nil {
+		idx, err := openFile(files, "indexes/index.cdxj")
+		if err != nil {
+			return nil, err
+		}
+		defer idx.Close()
+		return keys, eachLine(idx, check)
+	}
+	blocks, err := openFile(files, "indexes/index.idx")
+	if err != nil {
+		return nil, err
+	}
+	defer blocks.Close()
+	cdx := files["indexes/index.cdx.gz"]
+	if cdx == nil || cdx.Method != zip.Store {
+		return nil, fmt.Errorf("wacz: index.idx without a stored indexes/index.cdx.gz")
+	}
+	at, err := cdx.DataOffset()
+	if err != nil {
+		return nil, err
+	}
+	err = eachLine(blocks, func(entry string) error {
+		if strings.HasPrefix(entry, "!meta ") {
+			return nil
+		}
+		first, js, ok := cutLast(entry, " ")
+		var b struct{ Offset, Length int64 }
+		if !ok || json.Unmarshal([]byte(js), &b) != nil || b.Offset < 0 || b.Length <= 0 || b.Offset+b.Length > int64(cdx.UncompressedSize64) {
+			return fmt.Errorf("wacz: index.idx line %q", entry)
+		}
+		block := make([]byte, b.Length)
+		if _, err := r.ReadAt(block, at+b.Offset); err != nil {
+			return err
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(block))
+		if err != nil {
+			return fmt.Errorf("wacz: no gzip member at offset %d of index.cdx.gz: %w", b.Offset, err)
+		}
+		zr.Multistream(false)
+		head := true
+		return eachLine(zr, func(line string) error {
+			if head && !strings.HasPrefix(line, first+" ") {
+				return fmt.Errorf("wacz: the block at offset %d of index.cdx.gz starts %q; index.idx says %q", b.Offset, line, first)
+			}
+			head = false
+			return check(line)
+		})
+	})
+	return keys, err
+}
+
+// cutLast cuts s around the last sep.
+func cutLast(s, sep string) (before, after string, found bool) {
+	if i := strings.LastIndex(s, sep); i >= 0 {
+		return s[:i], s[i+len(sep):], true
+	}
+	return s, "", false
+}
+
+// eachLine hands every line of r to fn.
+func eachLine(r io.Reader, fn func(string) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<16), maxLine)
+	for sc.Scan() {
+		if err := fn(sc.Text()); err != nil {
+			return err
+		}
+	}
+	return sc.Err()
 }
 
 // verifyCapture checks that c's offset and length in its WARC file hold

@@ -23,7 +23,7 @@ func waczCommand() *cli.Command {
 		Usage:     "package WARC files (any number of workers' --warc-dir folders, or files) into one WACZ for replay (ReplayWeb.page, pywb)",
 		ArgsUsage: "DIR|FILE…",
 		Description: "Writes a WACZ 1.1.1 file: the WARC files as they are (archive/), a CDXJ index sorted by SURT with each\n" +
-			"record's offset and length (indexes/index.cdxj), the HTML pages answered 200 with their titles (pages/pages.jsonl),\n" +
+			"record's offset and length (indexes/index.cdxj, or compressed past 100 000 lines: --index), the HTML pages answered 200 with their titles (pages/pages.jsonl),\n" +
 			"and datapackage.json with every file's sha256 and size. A folder gives its *.warc.gz and *.warc files (not a\n" +
 			"running worker's *.open ones). Streaming: the index is sorted in bounded memory (--sort-memory, then runs in\n" +
 			"--temp-dir), so an archive of tens of gigabytes is packaged in a few tens of megabytes.\n" +
@@ -34,6 +34,8 @@ func waczCommand() *cli.Command {
 			&cli.StringFlag{Name: "description", Usage: "the collection's description, Markdown (datapackage.json)"},
 			&cli.StringFlag{Name: "temp-dir", Usage: "`DIR` for the index's sorted runs and the pages while they are collected (default: the system's)"},
 			&cli.IntFlag{Name: "sort-memory", Value: 32, Usage: "`MiB` of index lines held in memory before they are sorted into a run on disk"},
+			&cli.StringFlag{Name: "index", Usage: "the index: cdxj (indexes/index.cdxj) or compressed (indexes/index.cdx.gz in gzip blocks " +
+				"and indexes/index.idx, for large collections); default: compressed past 100 000 lines"},
 			&cli.StringFlag{Name: "verify", Usage: "check the WACZ `FILE` and say what it holds, instead of writing one"},
 		},
 		Action: func(c *cli.Context) error {
@@ -50,6 +52,8 @@ func waczCommand() *cli.Command {
 				return usage(errors.New("wacz: name the WARC files or the folders that hold them"))
 			case c.Int("sort-memory") < 1:
 				return usage(fmt.Errorf("wacz: --sort-memory %d: want 1 MiB or more", c.Int("sort-memory")))
+			case c.IsSet("index") && c.String("index") != wacz.IndexCDXJ && c.String("index") != wacz.IndexCompressed:
+				return usage(fmt.Errorf("wacz: --index %q: want %s or %s", c.String("index"), wacz.IndexCDXJ, wacz.IndexCompressed))
 			}
 			files, err := warcFiles(c.Args().Slice())
 			if err != nil {
@@ -100,7 +104,7 @@ func writeWACZ(c *cli.Context, out string, files []string) error {
 	}
 	defer os.Remove(tmp.Name())
 	sum, err := wacz.Pack(tmp, srcs, wacz.Options{Title: c.String("title"), Description: c.String("description"),
-		Software: crawl.Software, TempDir: c.String("temp-dir"), SortMemory: c.Int("sort-memory") << 20})
+		Software: crawl.Software, TempDir: c.String("temp-dir"), SortMemory: c.Int("sort-memory") << 20, Index: c.String("index")})
 	if err == nil {
 		err = tmp.Sync()
 	}

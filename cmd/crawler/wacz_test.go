@@ -46,8 +46,15 @@ func TestWaczPackagesWorkersFoldersAndVerifies(t *testing.T) {
 	if stdout, _, err = run(t, "wacz", "--verify", out); err != nil || !strings.Contains(stdout, "verified") || !strings.Contains(stdout, "6 index lines") {
 		t.Fatalf("wacz --verify: %q %v", stdout, err)
 	}
+	compressed := filepath.Join(t.TempDir(), "c.wacz")
+	if _, _, err := run(t, append([]string{"wacz", "--index", "compressed", "--out", compressed}, dirs...)...); err != nil {
+		t.Fatal(err)
+	}
+	if stdout, _, err = run(t, "wacz", "--verify", compressed); err != nil || !strings.Contains(stdout, "6 index lines") {
+		t.Fatalf("wacz --verify of a compressed index: %q %v", stdout, err)
+	}
 	empty := t.TempDir()
-	for _, args := range [][]string{{"wacz", dirs[0]}, {"wacz", "--out", "x.zip", dirs[0]}, {"wacz", "--out", filepath.Join(empty, "e.wacz"), empty},
+	for _, args := range [][]string{{"wacz", dirs[0]}, {"wacz", "--out", "x.zip", dirs[0]}, {"wacz", "--index", "zipnum", "--out", "x.wacz", dirs[0]}, {"wacz", "--out", filepath.Join(empty, "e.wacz"), empty},
 		{"wacz", "--verify", filepath.Join(dirs[0], "nothing.wacz")}} {
 		_, _, err := run(t, args...)
 		if err == nil || strings.Count(err.Error(), "\n") > 0 {
