@@ -430,6 +430,7 @@ func TestComposeDemo(t *testing.T) {
 			if responses != requests {
 				t.Errorf("%d WARC response records for %d requests the site answered (files aside)", responses, requests)
 			}
+			packDemo(t, p.h, filepath.Join(p.out, "warc"), files, responses)
 			t.Logf("compose %s: %d pages, %d missing, %d extra fetches, %d records, %d WARC files (%d responses), %v from up to exit",
 				tool.name, v.pages, v.missing, v.extra, final.Counters["records"], len(files), responses, time.Since(p.started).Round(time.Second))
 		})

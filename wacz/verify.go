@@ -82,11 +82,11 @@ func Verify(r io.ReaderAt, size int64) (Checked, error) {
 		}
 		ck.Files++
 	}
-	indexed, err := verifyIndex(files, r)
+	indexed, lines, err := verifyIndex(files, r)
 	if err != nil {
 		return ck, err
 	}
-	ck.Lines = len(indexed)
+	ck.Lines = lines
 	pages, err := openFile(files, "pages/pages.jsonl")
 	if err != nil {
 		return ck, err
@@ -111,10 +111,10 @@ func Verify(r io.ReaderAt, size int64) (Checked, error) {
 }
 
 // verifyIndex checks every index line against the record it points at,
-// and returns the keys it holds: the lines of indexes/index.cdxj, or of
-// the compressed index's blocks, each block where index.idx says and
-// starting with the key it says.
-func verifyIndex(files map[string]*zip.File, r io.ReaderAt) (map[string]bool, error) {
+// and returns the keys it holds and its lines: the lines of
+// indexes/index.cdxj, or of the compressed index's blocks, each block
+// where index.idx says and starting with the key it says.
+func verifyIndex(files map[string]*zip.File, r io.ReaderAt) (map[string]bool, int, error) {
 	keys := map[string]bool{}
 	prev, n := "", 0
 	check := func(line string) error {
@@ -138,23 +138,24 @@ func verifyIndex(files map[string]*zip.File, r io.ReaderAt) (map[string]bool, er
 	if files["indexes/index.idx"] == nil {
 		idx, err := openFile(files, "indexes/index.cdxj")
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		defer idx.Close()
-		return keys, eachLine(idx, check)
+		err = eachLine(idx, check)
+		return keys, n, err
 	}
 	blocks, err := openFile(files, "indexes/index.idx")
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer blocks.Close()
 	cdx := files["indexes/index.cdx.gz"]
 	if cdx == nil || cdx.Method != zip.Store {
-		return nil, fmt.Errorf("wacz: index.idx without a stored indexes/index.cdx.gz")
+		return nil, 0, fmt.Errorf("wacz: index.idx without a stored indexes/index.cdx.gz")
 	}
 	at, err := cdx.DataOffset()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	err = eachLine(blocks, func(entry string) error {
 		if strings.HasPrefix(entry, "!meta ") {
@@ -183,7 +184,7 @@ func verifyIndex(files map[string]*zip.File, r io.ReaderAt) (map[string]bool, er
 			return check(line)
 		})
 	})
-	return keys, err
+	return keys, n, err
 }
 
 // cutLast cuts s around the last sep.
