@@ -49,6 +49,10 @@ type Config struct {
 	Crawl    string       // the crawl's name, for the warcinfo record
 	Agent    string       // the User-Agent sent, for the warcinfo record
 	Log      *slog.Logger // where a torn file's cut is said (default slog.Default())
+	// Closed, when set, is told each file once it is closed, renamed and
+	// whole (a torn one cut back): a file no write will touch again, to
+	// upload (package upload).
+	Closed func(path string)
 }
 
 // Location is where a response record starts: its file (name only) and the
@@ -86,6 +90,8 @@ type Writer struct {
 	// Write holding mu rotates files.
 	cutMu sync.Mutex
 	cut   map[string]int64 // a file torn by a failed write → where its failed exchange began
+
+	onClosed func(path string) // Config.Closed
 }
 
 // ErrClosed: Write after Close.
@@ -134,7 +140,7 @@ func Open(cfg Config) (*Writer, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	a := &Writer{log: cfg.Log, cut: map[string]int64{}}
+	a := &Writer{log: cfg.Log, cut: map[string]int64{}, onClosed: cfg.Closed}
 	w := gowarc.NewWarcFileWriter(
 		gowarc.WithFileNameGenerator(names),
 		gowarc.WithMaxFileSize(cfg.MaxSize),
@@ -164,6 +170,7 @@ func (w *Writer) closed1(path string, whole int64, _ string) error {
 	at = min(at, whole)
 	fi, err := os.Stat(path)
 	if err != nil || fi.Size() <= at {
+		w.done(path, err == nil)
 		return nil
 	}
 	if at == 0 { // not even its warcinfo record is whole
@@ -180,7 +187,15 @@ func (w *Writer) closed1(path string, whole int64, _ string) error {
 	}
 	w.log.Warn("WARC file torn by a failed write: cut back to its last whole record",
 		"file", path, "bytes", at, "dropped_bytes", fi.Size()-at)
+	w.done(path, true)
 	return nil
+}
+
+// done tells Config.Closed of a closed file that exists.
+func (w *Writer) done(path string, exists bool) {
+	if exists && w.onClosed != nil {
+		w.onClosed(path)
+	}
 }
 
 // FileSafe keeps a worker id usable in a file name on any system.

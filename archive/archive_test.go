@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -339,5 +340,33 @@ func TestAConversionRecordRefersToItsResponse(t *testing.T) {
 		t.Errorf("refers to %q (the response is %q); its id %q, Conversion said %q", h.Get(gowarc.WarcRefersTo), loc.RecordID, h.Get(gowarc.WarcRecordID), conv.RecordID)
 	case !bytes.Equal(block, dom) || h.Get(gowarc.ContentType) != "text/html" || h.Get(gowarc.WarcTargetURI) != srv.URL+"/":
 		t.Errorf("block %q, type %q, target %q", block, h.Get(gowarc.ContentType), h.Get(gowarc.WarcTargetURI))
+	}
+}
+
+// Config.Closed is told each file once, when it is closed and renamed:
+// every file on disk after Close, by its final name, none twice.
+func TestClosedIsToldEachFileOnce(t *testing.T) {
+	dir := t.TempDir()
+	var told []string
+	w, err := archive.Open(archive.Config{Dir: dir, Worker: "w1", MaxSize: 2000, Closed: func(p string) { told = append(told, p) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		body := strings.Repeat("x", 900)
+		raw := &fetch.Raw{Request: []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
+			Response: []byte(fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body))}
+		if _, _, err := w.Write(archive.Exchange{URL: fmt.Sprintf("http://x.test/%d", i), Started: time.Now(), Raw: raw}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*"))
+	sort.Strings(files)
+	sort.Strings(told)
+	if len(files) < 2 || strings.Join(files, " ") != strings.Join(told, " ") {
+		t.Errorf("told %v; files on disk %v: want each file once, by its final name", told, files)
 	}
 }

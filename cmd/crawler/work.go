@@ -28,7 +28,7 @@ import (
 )
 
 func workFlags() []cli.Flag {
-	return withEnv([]cli.Flag{
+	return withEnv(append([]cli.Flag{
 		&cli.IntFlag{Name: "concurrency", Aliases: []string{"c"}, Value: 8,
 			Usage: fmt.Sprintf("pages fetched at once by this process (1 to %d; for more, run more processes)", crawl.MaxConcurrency)},
 		&cli.StringFlag{Name: "out", Usage: "also append result records to FILE as JSON lines, every one; {id} in FILE is the worker's id " +
@@ -59,7 +59,7 @@ func workFlags() []cli.Flag {
 		&cli.IntFlag{Name: "render-pages", Value: 200, Usage: "with --render, restart the browser after this many pages (bounds its memory)"},
 		&cli.StringFlag{Name: "render-max-rss", Value: "1GiB", Usage: "with --render, restart the browser once its processes hold more memory than this"},
 		&cli.DurationFlag{Name: "render-timeout", Value: 30 * time.Second, Usage: "with --render, a page that has not settled by then fails and is retried"},
-	})
+	}, warcUploadFlags()...))
 }
 
 func workCommand() *cli.Command {
@@ -107,6 +107,9 @@ func checkWorkFlags(c *cli.Context) error {
 	}
 	if _, err := parseSize(c.String("warc-max-size")); err != nil {
 		return fmt.Errorf("--warc-max-size: %v", err)
+	}
+	if err := checkUploadFlags(c); err != nil {
+		return err
 	}
 	if n := c.Int("concurrency"); n < 1 || n > crawl.MaxConcurrency {
 		return fmt.Errorf("--concurrency %d: want 1 to %d (for more, run more processes)", n, crawl.MaxConcurrency)
@@ -194,6 +197,10 @@ func runWork(c *cli.Context, rdb redis.UniversalClient, exitWhenDone bool) error
 		}
 		defer metricsL.Close()
 	}
+	finishUploads, err := startUploads(ctx, c, &o, logger)
+	if err != nil {
+		return err
+	}
 	// The render worker first: a browser that cannot start fails the
 	// command before the plain worker joins.
 	rw, err := renderWorker(ctx, c, rdb, o)
@@ -233,6 +240,9 @@ func runWork(c *cli.Context, rdb redis.UniversalClient, exitWhenDone bool) error
 	<-progressDone
 	prog.clear()
 	close(ran)
+	if uerr := finishUploads(); err == nil {
+		err = uerr // the files closed last, uploaded (or named) after the workers closed them
+	}
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/redcrawl/crawler/internal/testsite"
+)
+
+// A crawl with --warc-upload: every WARC file it wrote (small ones, so
+// several) is in the store under the prefix, byte for byte a WARC file,
+// and none is left in --warc-dir; 'crawler wacz' of the objects'
+// downloads verifies. The store is gofakes3 in this process, on a
+// loopback port.
+func TestACrawlsWARCFilesAreUploaded(t *testing.T) {
+	be := s3mem.New()
+	if err := be.CreateBucket("warcs"); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: gofakes3.New(be).Server()}
+	go srv.Serve(l)
+	defer srv.Close()
+	t.Setenv("AWS_ACCESS_KEY_ID", "key")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	site, err := testsite.Start(testsite.Config{Hosts: 1, Pages: 30, ListenBase: "127.0.0.84"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer site.Close()
+	t.Chdir(t.TempDir())
+	args := []string{"--crawl", "up", "crawl", "--allow-private", "--rate", "inf", "--warc-dir", "warcs", "--warc-max-size", "20KB",
+		"--warc-upload", "s3://warcs/crawls/up", "--s3-endpoint", "http://" + l.Addr().String()}
+	if _, errOut, err := run(t, append(args, site.Roots()...)...); err != nil {
+		t.Fatalf("crawl: %v\n%s", err, errOut)
+	}
+	if left, _ := filepath.Glob("warcs/*"); len(left) != 0 {
+		t.Errorf("files left in --warc-dir after their upload: %v", left)
+	}
+	c, err := minio.New(l.Addr().String(), &minio.Options{Creds: credentials.NewStaticV4("key", "secret", "")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var got []string
+	if err := os.Mkdir("down", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for o := range c.ListObjects(ctx, "warcs", minio.ListObjectsOptions{Prefix: "crawls/up/", Recursive: true}) {
+		if o.Err != nil {
+			t.Fatal(o.Err)
+		}
+		got = append(got, o.Key)
+		obj, err := c.GetObject(ctx, "warcs", o.Key, minio.GetObjectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(obj)
+		obj.Close()
+		if err != nil || !strings.HasSuffix(o.Key, ".warc.gz") {
+			t.Fatalf("%s: %v", o.Key, err)
+		}
+		if err := os.WriteFile(filepath.Join("down", filepath.Base(o.Key)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got) < 2 {
+		t.Fatalf("objects %v; want the crawl's several WARC files", got)
+	}
+	if _, _, err := run(t, "wacz", "--out", "up.wacz", "down"); err != nil {
+		t.Fatal(err)
+	}
+	if out, _, err := run(t, "wacz", "--verify", "up.wacz"); err != nil || !strings.Contains(out, "verified") {
+		t.Fatalf("the uploaded files' WACZ: %q %v", out, err)
+	}
+}
