@@ -262,3 +262,27 @@ func cmpOr(vs ...string) string {
 	}
 	return ""
 }
+
+// Objects are the WARC files (*.warc.gz, *.warc) under the target's
+// prefix, by key, in order.
+func (u *Uploader) Objects(ctx context.Context) ([]string, error) {
+	var keys []string
+	for o := range u.client.ListObjects(ctx, u.bucket, minio.ListObjectsOptions{Prefix: u.prefix, Recursive: true}) {
+		if o.Err != nil {
+			return nil, fmt.Errorf("upload: listing s3://%s/%s: %w", u.bucket, u.prefix, o.Err)
+		}
+		if strings.HasSuffix(o.Key, ".warc.gz") || strings.HasSuffix(o.Key, ".warc") {
+			keys = append(keys, o.Key)
+		}
+	}
+	return keys, nil
+}
+
+// Open reads one object.
+func (u *Uploader) Open(ctx context.Context, key string) (io.ReadCloser, error) {
+	o, err := u.client.GetObject(ctx, u.bucket, key, minio.GetObjectOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("upload: s3://%s/%s: %w", u.bucket, key, err)
+	}
+	return o, nil
+}

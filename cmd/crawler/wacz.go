@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/upload"
 	"github.com/redcrawl/crawler/wacz"
 	"github.com/urfave/cli/v2"
 )
@@ -21,11 +22,12 @@ func waczCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "wacz",
 		Usage:     "package WARC files (any number of workers' --warc-dir folders, or files) into one WACZ for replay (ReplayWeb.page, pywb)",
-		ArgsUsage: "DIR|FILE…",
+		ArgsUsage: "DIR|FILE|s3://BUCKET/PREFIX…",
 		Description: "Writes a WACZ 1.1.1 file: the WARC files as they are (archive/), a CDXJ index sorted by SURT with each\n" +
 			"record's offset and length (indexes/index.cdxj, or compressed past 100 000 lines: --index), the HTML pages answered 200 with their titles (pages/pages.jsonl),\n" +
 			"and datapackage.json with every file's sha256 and size. A folder gives its *.warc.gz and *.warc files (not a\n" +
-			"running worker's *.open ones). Streaming: the index is sorted in bounded memory (--sort-memory, then runs in\n" +
+			"running worker's *.open ones); s3://BUCKET/PREFIX, the objects 'work --warc-upload' put there (--s3-endpoint and\n" +
+			"the AWS_* variables as for work), read as they stream. Streaming: the index is sorted in bounded memory (--sort-memory, then runs in\n" +
 			"--temp-dir), so an archive of tens of gigabytes is packaged in a few tens of megabytes.\n" +
 			"--verify FILE checks a WACZ instead: hashes, every index line against the record it points at, every page indexed.",
 		Flags: []cli.Flag{
@@ -36,6 +38,8 @@ func waczCommand() *cli.Command {
 			&cli.IntFlag{Name: "sort-memory", Value: 32, Usage: "`MiB` of index lines held in memory before they are sorted into a run on disk"},
 			&cli.StringFlag{Name: "index", Usage: "the index: cdxj (indexes/index.cdxj) or compressed (indexes/index.cdx.gz in gzip blocks " +
 				"and indexes/index.idx, for large collections); default: compressed past 100 000 lines"},
+			&cli.StringFlag{Name: "s3-endpoint", Usage: "for s3:// sources: the object store's `URL` (default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, or https://s3.amazonaws.com)"},
+			&cli.StringFlag{Name: "s3-region", Usage: "for s3:// sources: the bucket's region (default: AWS_REGION)"},
 			&cli.StringFlag{Name: "verify", Usage: "check the WACZ `FILE` and say what it holds, instead of writing one"},
 		},
 		Action: func(c *cli.Context) error {
@@ -55,11 +59,11 @@ func waczCommand() *cli.Command {
 			case c.IsSet("index") && c.String("index") != wacz.IndexCDXJ && c.String("index") != wacz.IndexCompressed:
 				return usage(fmt.Errorf("wacz: --index %q: want %s or %s", c.String("index"), wacz.IndexCDXJ, wacz.IndexCompressed))
 			}
-			files, err := warcFiles(c.Args().Slice())
+			srcs, err := waczSources(c)
 			if err != nil {
 				return err
 			}
-			return writeWACZ(c, out, files)
+			return writeWACZ(c, out, srcs)
 		},
 	}
 }
@@ -91,13 +95,42 @@ func warcFiles(args []string) ([]string, error) {
 	return files, nil
 }
 
-// writeWACZ packages files into out, written beside it first and renamed
-// once whole, so that a failed run leaves no half a package.
-func writeWACZ(c *cli.Context, out string, files []string) error {
+// waczSources are the WARC files the arguments name: local files and
+// folders (warcFiles), and s3:// prefixes' objects.
+func waczSources(c *cli.Context) ([]wacz.Source, error) {
 	var srcs []wacz.Source
-	for _, f := range files {
-		srcs = append(srcs, wacz.Source{Name: f, Open: func() (io.ReadCloser, error) { return os.Open(f) }})
+	for _, a := range c.Args().Slice() {
+		if !strings.HasPrefix(a, "s3://") {
+			files, err := warcFiles([]string{a})
+			if err != nil {
+				return nil, err
+			}
+			for _, f := range files {
+				srcs = append(srcs, wacz.Source{Name: f, Open: func() (io.ReadCloser, error) { return os.Open(f) }})
+			}
+			continue
+		}
+		up, err := upload.New(upload.Config{Target: a, Endpoint: c.String("s3-endpoint"), Region: c.String("s3-region")})
+		if err != nil {
+			return nil, usage(fmt.Errorf("wacz: %v", strings.TrimPrefix(err.Error(), "upload: ")))
+		}
+		keys, err := up.Objects(c.Context)
+		if err != nil {
+			return nil, fmt.Errorf("wacz: %w", err)
+		}
+		if len(keys) == 0 {
+			return nil, fmt.Errorf("wacz: %s holds no WARC file (*.warc.gz, *.warc)", a)
+		}
+		for _, k := range keys {
+			srcs = append(srcs, wacz.Source{Name: k, Open: func() (io.ReadCloser, error) { return up.Open(c.Context, k) }})
+		}
 	}
+	return srcs, nil
+}
+
+// writeWACZ packages srcs into out, written beside it first and renamed
+// once whole, so that a failed run leaves no half a package.
+func writeWACZ(c *cli.Context, out string, srcs []wacz.Source) error {
 	tmp, err := os.CreateTemp(filepath.Dir(out), filepath.Base(out)+".*.partial")
 	if err != nil {
 		return fmt.Errorf("wacz: %w", err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -20,7 +21,8 @@ import (
 // A crawl with --warc-upload: every WARC file it wrote (small ones, so
 // several) is in the store under the prefix, byte for byte a WARC file,
 // and none is left in --warc-dir; 'crawler wacz' of the objects'
-// downloads verifies. The store is gofakes3 in this process, on a
+// downloads verifies, and so does 'crawler wacz s3://…' of the prefix
+// itself, read as the objects stream. The store is gofakes3 in this process, on a
 // loopback port.
 func TestACrawlsWARCFilesAreUploaded(t *testing.T) {
 	be := s3mem.New()
@@ -85,5 +87,15 @@ func TestACrawlsWARCFilesAreUploaded(t *testing.T) {
 	}
 	if out, _, err := run(t, "wacz", "--verify", "up.wacz"); err != nil || !strings.Contains(out, "verified") {
 		t.Fatalf("the uploaded files' WACZ: %q %v", out, err)
+	}
+	said, _, err := run(t, "wacz", "--out", "s3.wacz", "--s3-endpoint", "http://"+l.Addr().String(), "s3://warcs/crawls/up")
+	if err != nil || !strings.Contains(said, fmt.Sprintf("%d WARC files", len(got))) {
+		t.Fatalf("wacz s3://: %q %v; want the %d objects", said, err, len(got))
+	}
+	if out, _, err := run(t, "wacz", "--verify", "s3.wacz"); err != nil || !strings.Contains(out, "verified") {
+		t.Fatalf("the prefix's WACZ: %q %v", out, err)
+	}
+	if _, _, err := run(t, "wacz", "--out", "none.wacz", "--s3-endpoint", "http://"+l.Addr().String(), "s3://warcs/nothing-here"); err == nil {
+		t.Error("a prefix with no WARC file packaged")
 	}
 }
