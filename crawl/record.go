@@ -79,6 +79,11 @@ type Record struct {
 	// Render: the page was rendered in a browser, and its links are the
 	// rendered DOM's (render.go).
 	Render *RenderInfo `json:"render,omitempty"`
+	// StreamID, written by export --group only, is the record's place in
+	// the results streams ("shard-entry"): the same at every delivery, so
+	// that a sink given a record twice (its reader killed between writing
+	// and acknowledging) can drop the repeat.
+	StreamID string `json:"stream_id,omitempty"`
 }
 
 // Outcomes: one word for how a URL ended, the same in records, in the

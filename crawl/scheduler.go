@@ -32,6 +32,7 @@ type scheduler struct {
 	fail        func(error) // the worker stops with this error
 	metrics     *metrics
 	out         *recordWriter // the worker's --out (nil: none), shared with its exchanger
+	lagSaid     time.Time     // when a lagging export group was last said (groups.go)
 }
 
 // LogLeading is the message a worker logs, at info level with the
@@ -115,6 +116,9 @@ func (sc *scheduler) lead(stop context.Context, l *leader.Leadership) {
 			sc.log.Warn("sweep failed", "err", err)
 		case sw.Reclaimed+sw.Failed > 0:
 			sc.log.Info("sweep: expired leases back on the queue", "reclaimed", sw.Reclaimed, "failed_for_good", sw.Failed)
+		}
+		if err == nil {
+			sc.trimResults(stop)
 		}
 		if sc.out != nil {
 			for _, rec := range sw.Records { // the URLs it ended: in this worker's --out as in the results stream

@@ -66,6 +66,10 @@ type Status struct {
 	// address (seed --politeness ip): the requests each gave, and its
 	// hosts (addresses.go).
 	Addresses []frontier.AddressLoad `json:"addresses,omitempty"`
+	// Groups are the export groups reading the results (export --follow
+	// --group), what each has not acknowledged, and whether it lags
+	// (groups.go).
+	Groups []frontier.GroupState `json:"export_groups,omitempty"`
 	// Hold is the crawl's pause (crawler pause), nil when it is not
 	// paused: nothing is handed out while it holds.
 	Hold *frontier.Hold `json:"hold,omitempty"`
@@ -200,6 +204,9 @@ func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Sta
 	if st.HostRules, err = fr.HostRules(ctx); err != nil {
 		return nil, fmt.Errorf("crawl: status: %w", err)
 	}
+	if st.Groups, err = fr.Records.Groups(ctx); err != nil {
+		return nil, fmt.Errorf("crawl: status: %w", err)
+	}
 	if s.Politeness == PolitenessIP {
 		if st.Addresses, err = fr.BusiestAddresses(ctx, busiestAddresses); err != nil {
 			return nil, fmt.Errorf("crawl: status: %w", err)
@@ -300,6 +307,7 @@ func (st *Status) writeCounters(b *strings.Builder) {
 // writeHosts writes the paused hosts and the longest queues.
 func (st *Status) writeHosts(b *strings.Builder) {
 	st.writeAddresses(b)
+	st.writeGroups(b)
 	if len(st.Paused) > 0 {
 		var hosts []string
 		for _, p := range st.Paused {

@@ -33,6 +33,7 @@ const (
 	EventResume   = "resume"   // the crawl was resumed (Resume)
 	EventHostRule = "host"     // a host's own rules were set or cleared by hand
 	EventSettings = "settings" // the crawl's settings were changed (crawler set)
+	EventLagging  = "lagging"  // an export group is near the results streams' cap
 )
 
 // Event is one entry of the log.

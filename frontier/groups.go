@@ -74,6 +74,27 @@ func (f Records) ReadGroup(ctx context.Context, group, consumer string, pending 
 	return out, nil
 }
 
+// ClaimIdle gives consumer up to n records a shard that another reader of
+// group was given and has left unacknowledged for minIdle or longer (a
+// reader that vanished under another name): they are its pending records
+// now, delivered again.
+func (f Records) ClaimIdle(ctx context.Context, group, consumer string, minIdle time.Duration, n int64) ([]Delivery, error) {
+	var out []Delivery
+	for i, sh := range f.fs {
+		msgs, _, err := f.c.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: sh.keys.Results, Group: group, Consumer: consumer,
+			MinIdle: minIdle, Start: "0", Count: n}).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return out, f.in(i, fmt.Errorf("frontier: claiming group %s's idle records: %w", group, err))
+		}
+		for _, m := range msgs {
+			if m.Values != nil {
+				out = append(out, Delivery{Shard: i, Record: storedRecord(m)})
+			}
+		}
+	}
+	return out, nil
+}
+
 // Ack acknowledges records group's reader wrote.
 func (f Records) Ack(ctx context.Context, group string, ds []Delivery) error {
 	by := map[int][]string{}

@@ -105,6 +105,11 @@ func exportCommand() *cli.Command {
 				"with --follow, say on stderr every 10 s how many so far"},
 			&cli.BoolFlag{Name: "wait-workers", Usage: "with --follow, once the crawl is done also wait (up to 2 minutes) until every worker " +
 				"has stopped, so their WARC and --out files are complete"},
+			&cli.StringFlag{Name: "group", Usage: "with --follow, read through the consumer group `NAME`: each record is acknowledged once written " +
+				"(--out is then appended to, unbuffered), a restarted export of the same --consumer is given again what it had not acknowledged " +
+				"(each record carries its stream_id, to drop a repeat), exports of one group share the records, and the results are trimmed " +
+				"only below what every group acknowledged (status says when a group lags toward the million the streams keep)"},
+			&cli.StringFlag{Name: "consumer", Usage: "with --group, this reader's `NAME` in the group, the same across its restarts (default: the host's name)"},
 		},
 		Action: runExport,
 	}
@@ -113,6 +118,9 @@ func exportCommand() *cli.Command {
 func runExport(c *cli.Context) error {
 	if c.Bool("wait-workers") && !c.Bool("follow") {
 		return usage(errors.New("--wait-workers waits after --follow: give both"))
+	}
+	if c.String("group") != "" || c.IsSet("consumer") {
+		return runExportGroup(c)
 	}
 	rdb, err := connect(c)
 	if err != nil {

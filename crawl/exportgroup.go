@@ -1,0 +1,110 @@
+package crawl
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/redcrawl/crawler/frontier"
+	"github.com/redis/go-redis/v9"
+)
+
+// ExportGroup follows the crawl's records through the results streams'
+// consumer group group, as its reader consumer: first the records this
+// reader was given before and did not acknowledge (it was killed between
+// writing and acknowledging: at least once), then records no reader of
+// the group was given, each acknowledged once it is written out, until
+// the crawl is done and every record given (or ctx ends). Records another
+// reader of the group left unacknowledged for ClaimAfter (one that
+// vanished, under another name) are taken over and written too. Readers of one
+// group share the records; each record carries its stream_id, the same at
+// every delivery, so that a sink can drop a repeat. A record is
+// acknowledged before the next is written: one round trip a record, and
+// a reader killed anywhere repeats at most one. While any group
+// exists, the scheduler trims the streams only below what every group
+// acknowledged (frontier.Records.TrimAcked).
+func ExportGroup(ctx context.Context, c redis.UniversalClient, name, group, consumer string, out io.Writer) (ExportReport, error) {
+	rep := ExportReport{Changes: map[string]int64{}}
+	fr, err := readFrontier(ctx, c, name)
+	if err != nil {
+		return rep, err
+	}
+	if err := fr.Records.JoinGroup(ctx, group); err != nil {
+		return rep, err
+	}
+	pending := true // this reader's own unacknowledged records first
+	for {
+		ds, err := fr.Records.ReadGroup(ctx, group, consumer, pending, 500)
+		if err != nil {
+			return rep, err
+		}
+		if len(ds) == 0 && !pending {
+			if ds, err = fr.Records.ClaimIdle(ctx, group, consumer, ClaimAfter, 500); err != nil {
+				return rep, err
+			}
+		}
+		// Each record acknowledged as soon as it is written, before the
+		// next: a reader killed anywhere has written at most one record it
+		// did not acknowledge, which its restart writes again.
+		for _, d := range ds {
+			if err := writeDelivery(out, d, &rep); err != nil {
+				return rep, err
+			}
+			if err := fr.Records.Ack(ctx, group, []frontier.Delivery{d}); err != nil {
+				return rep, err
+			}
+			rep.Written++
+		}
+		if len(ds) > 0 {
+			continue
+		}
+		if pending {
+			pending = false
+			continue
+		}
+		done, err := fr.Done(ctx)
+		if err != nil {
+			return rep, fmt.Errorf("crawl: export: %w", err)
+		}
+		if done { // every record was added before the flag: one more read, and it is over
+			if ds, err = fr.Records.ReadGroup(ctx, group, consumer, false, 1); err == nil && len(ds) == 0 {
+				rep.Done = true
+				return rep, nil
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return rep, nil
+		case <-time.After(frontier.GroupPoll()):
+		}
+	}
+}
+
+// ClaimAfter is how long a record may wait unacknowledged by the reader
+// it was given to before another reader of its group takes it over.
+const ClaimAfter = time.Minute
+
+// writeDelivery writes one record given to a group's reader, with its
+// count of new links and its stream_id (shard and entry id).
+func writeDelivery(out io.Writer, d frontier.Delivery, rep *ExportReport) error {
+	var rec Record
+	if err := json.Unmarshal(d.Record.Body, &rec); err != nil {
+		return fmt.Errorf("crawl: export: record %s: %w", d.Record.ID, err)
+	}
+	rec.NewLinks = d.Record.NewLinks
+	rec.StreamID = fmt.Sprintf("%d-%s", d.Shard, d.Record.ID)
+	if rec.Change != "" {
+		rep.Changes[rec.Change]++
+	}
+	b, err := json.Marshal(rec)
+	if err == nil {
+		_, err = out.Write(append(b, '\n'))
+	}
+	if err != nil {
+		return outputError{err}
+	}
+	return nil
+}

@@ -1,0 +1,128 @@
+package crawl_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/internal/redistest"
+	"github.com/redcrawl/crawler/internal/testsite"
+)
+
+// failAfter writes n records, then fails, as a sink killed mid-batch.
+type failAfter struct {
+	n   int
+	buf bytes.Buffer
+}
+
+func (f *failAfter) Write(p []byte) (int, error) {
+	if f.n == 0 {
+		return 0, errors.New("killed")
+	}
+	f.n--
+	return f.buf.Write(p)
+}
+
+// streamIDs reads export lines by stream_id, counting repeats.
+func streamIDs(t *testing.T, lines string, into map[string]int) {
+	t.Helper()
+	for _, l := range strings.Split(strings.TrimSpace(lines), "\n") {
+		if l == "" {
+			continue
+		}
+		var rec crawl.Record
+		if err := json.Unmarshal([]byte(l), &rec); err != nil || rec.StreamID == "" {
+			t.Fatalf("%q: %v (want a stream_id)", l, err)
+		}
+		into[rec.StreamID]++
+	}
+}
+
+// Records through export groups: a reader killed three times mid-batch
+// and restarted under its name is given again what it had not
+// acknowledged, so the union of its output holds every record, none more
+// than twice; two readers of another group split the records, none to
+// both; status lists both groups, caught up.
+func TestExportGroupsDeliverEveryRecordAtLeastOnce(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		site, err := testsite.Start(testsite.Config{Hosts: 2, Pages: 40, ListenBase: "127.0.0.92"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer site.Close()
+		set := crawl.DefaultSettings()
+		set.Rate, set.AllowPrivate = math.Inf(1), true
+		seedSite(t, s, site, "grp", set)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		runWorkers(t, ctx, s, "grp", fastOptions("w1"))
+		st, err := crawl.ReadStatus(ctx, s.Client, "grp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		total := int(st.Counters["records"])
+
+		got := map[string]int{}
+		for kill := range 3 {
+			f := &failAfter{n: 7 + kill}
+			if _, err := crawl.ExportGroup(ctx, s.Client, "grp", "sink", "a", f); err == nil {
+				t.Fatal("a sink that failed was not told")
+			}
+			streamIDs(t, f.buf.String(), got)
+		}
+		var rest bytes.Buffer
+		rep, err := crawl.ExportGroup(ctx, s.Client, "grp", "sink", "a", &rest)
+		if err != nil || !rep.Done {
+			t.Fatalf("the last export: %+v, %v", rep, err)
+		}
+		streamIDs(t, rest.String(), got)
+		if len(got) != total {
+			t.Errorf("the killed reader's output holds %d records of %d", len(got), total)
+		}
+		for id, n := range got {
+			if n > 2 {
+				t.Errorf("%s written %d times; want at most twice", id, n)
+			}
+		}
+
+		var mu sync.Mutex
+		by := map[string]string{}
+		var wg sync.WaitGroup
+		for _, reader := range []string{"b", "c"} {
+			wg.Go(func() {
+				var out bytes.Buffer
+				if _, err := crawl.ExportGroup(ctx, s.Client, "grp", "two", reader, &out); err != nil {
+					t.Error(err)
+				}
+				ids := map[string]int{}
+				streamIDs(t, out.String(), ids)
+				mu.Lock()
+				defer mu.Unlock()
+				for id := range ids {
+					if other, ok := by[id]; ok {
+						t.Errorf("%s given to %s and %s", id, other, reader)
+					}
+					by[id] = reader
+				}
+			})
+		}
+		wg.Wait()
+		if len(by) != total {
+			t.Errorf("the two readers wrote %d records of %d", len(by), total)
+		}
+		st, err = crawl.ReadStatus(ctx, s.Client, "grp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(st.Groups) != 2 || st.Groups[0].Behind() != 0 || st.Groups[1].Behind() != 0 || !strings.Contains(st.String(), "export      groups: sink") {
+			t.Errorf("status's groups %+v:\n%s", st.Groups, st)
+		}
+	})
+}

@@ -1,0 +1,71 @@
+package crawl
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redcrawl/crawler/frontier"
+)
+
+// Export groups (export --follow --group): the scheduler trims the results
+// streams below what every group acknowledged, after each sweep, and says
+// when a group lags toward the streams' cap, past which the oldest records
+// it has not read are dropped; status lists the groups.
+
+// LagWarnAt is the share of the results streams' cap (frontier.
+// ResultsKept) a group may be behind before the crawl says it lags.
+const LagWarnAt = 0.8
+
+// trimResults trims what every group acknowledged, and says a lagging
+// group, once a minute at most.
+func (sc *scheduler) trimResults(ctx context.Context) {
+	if _, err := sc.fr.Records.TrimAcked(ctx); err != nil {
+		sc.log.Warn("trimming the results below what every export group acknowledged failed; the streams keep them", "err", err)
+		return
+	}
+	if time.Since(sc.lagSaid) < time.Minute {
+		return
+	}
+	gs, err := sc.fr.Records.Groups(ctx)
+	if err != nil {
+		return
+	}
+	for _, g := range gs {
+		if lagging(g) {
+			sc.lagSaid = time.Now()
+			sc.log.Warn("an export group lags: past the results streams' cap its oldest unread records are dropped",
+				"group", g.Name, "behind", g.Behind(), "cap", frontier.ResultsKept)
+			logEvent(ctx, sc.fr, sc.log, frontier.Event{Kind: frontier.EventLagging, Worker: sc.id,
+				Text: fmt.Sprintf("export group %s is %d records behind (the streams keep %d): read it, or its oldest unread records are dropped", g.Name, g.Behind(), frontier.ResultsKept)})
+		}
+	}
+}
+
+// lagging: g is behind by LagWarnAt of the streams' cap or more.
+func lagging(g frontier.GroupState) bool {
+	return float64(g.Behind()) >= LagWarnAt*float64(frontier.ResultsKept)
+}
+
+// writeGroups writes status's line of export groups.
+func (st *Status) writeGroups(b *strings.Builder) {
+	if len(st.Groups) == 0 {
+		return
+	}
+	var parts []string
+	lag := false
+	for _, g := range st.Groups {
+		s := fmt.Sprintf("%s (%d readers, %d behind)", g.Name, g.Consumers, g.Behind())
+		if lagging(g) {
+			s += " LAGS"
+			lag = true
+		}
+		parts = append(parts, s)
+	}
+	note := "the results are trimmed only below what every group acknowledged"
+	if lag {
+		note = fmt.Sprintf("a group %d records behind or more lags: past %d the oldest records it has not read are dropped", int64(LagWarnAt*float64(frontier.ResultsKept)), frontier.ResultsKept)
+	}
+	fmt.Fprintf(b, "  export      groups: %s; %s\n", strings.Join(parts, ", "), note)
+}
