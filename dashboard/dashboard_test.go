@@ -19,6 +19,7 @@ import (
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/leader"
+	"github.com/redis/go-redis/v9"
 )
 
 // The dashboard serves its page from the binary, the crawl's state as JSON
@@ -296,4 +297,36 @@ func stateOf(t *testing.T, s *redistest.Server, name string) dashboard.State {
 		t.Fatal(err)
 	}
 	return st
+}
+
+// A crawl read through export groups shows them, each with what it has
+// not acknowledged.
+func TestTheDashboardShowsExportGroups(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		set := crawl.DefaultSettings()
+		seed, _ := url.Parse("http://a.example.test/")
+		if _, err := crawl.Seed(ctx, s.Client, "g", set, []*url.URL{seed}); err != nil {
+			t.Fatal(err)
+		}
+		if st := stateOf(t, s, "g"); len(st.Groups) != 0 {
+			t.Fatalf("groups %+v before any", st.Groups)
+		}
+		stored, err := crawl.LoadSettings(ctx, s.Client, "g")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fr, err := crawl.OpenFrontier(ctx, s.Client, "g", stored)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Client.XAdd(ctx, &redis.XAddArgs{Stream: frontier.KeysFor("g").Results, Values: []string{"rec", `{"url":"http://a.example.test/"}`, "new_links", "0"}})
+		if err := fr.Records.JoinGroup(ctx, "sink"); err != nil {
+			t.Fatal(err)
+		}
+		st := stateOf(t, s, "g")
+		if len(st.Groups) != 1 || st.Groups[0].Name != "sink" || st.Groups[0].Behind() != 1 || st.LagAt <= 0 {
+			t.Errorf("groups %+v, lag at %d; want sink, one record behind", st.Groups, st.LagAt)
+		}
+	})
 }

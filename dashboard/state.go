@@ -55,6 +55,10 @@ type State struct {
 	// Addresses are the busiest server addresses and their hosts, with
 	// politeness per address (seed --politeness ip); absent otherwise.
 	Addresses []frontier.AddressLoad `json:"addresses,omitempty"`
+	// Groups are the export groups reading the results (export --group),
+	// and LagAt the records behind at which one is said to lag.
+	Groups []frontier.GroupState `json:"export_groups,omitempty"`
+	LagAt  int64                 `json:"lag_at"`
 }
 
 // ShardView is one shard's share of the crawl.
@@ -190,6 +194,11 @@ var panels = []panel{
 			return err
 		}
 		st.HostRules, err = v.fr.HostRules(ctx)
+		return err
+	}},
+	{name: "export groups", slow: true, read: func(ctx context.Context, v *view, st *State) (err error) {
+		st.LagAt = int64(crawl.LagWarnAt * float64(frontier.ResultsKept))
+		st.Groups, err = v.fr.Records.Groups(ctx)
 		return err
 	}},
 	{name: "server addresses", slow: true, read: func(ctx context.Context, v *view, st *State) (err error) {

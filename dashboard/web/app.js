@@ -114,6 +114,10 @@ function draw(st) {
   text($("hosts-note"), (st.hosts_queued || 0) + " hosts with URLs queued (the longest queues, re-read every 10 s); the crawl's pace: " + limit + ".");
   table($("paused-table"), ["host", "for", "after"], paused.map((p) => [p.host, dur(p.left_ns), p.why || "a 429/503"]));
   table($("rules-table"), ["host", "rate", "burst"], (st.host_rules || []).map((r) => [r.host, r.blocked ? "blocked" : r.rate ? r.rate + "/s" : "no limit", r.blocked ? "—" : r.burst]));
+  const groups = st.export_groups || [];
+  $("groups").hidden = groups.length === 0;
+  table($("group-table"), ["group", "readers", "given, not acknowledged", "not given yet", "state"], groups.map((g) =>
+    [g.name, g.consumers, g.pending, g.lag, g.pending + g.lag >= st.lag_at ? "LAGS: its oldest unread records may be dropped" : "keeping up"]));
   const addrs = st.addresses || [];
   $("addresses").hidden = addrs.length === 0;
   table($("address-table"), ["address", "tokens given", "hosts", "some of them"], addrs.map((a) =>
