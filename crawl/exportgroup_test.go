@@ -126,3 +126,41 @@ func TestExportGroupsDeliverEveryRecordAtLeastOnce(t *testing.T) {
 		}
 	})
 }
+
+// A group that stops reading while the crawl goes on is said to lag
+// once it is 80 % of --results-kept behind: status marks it and says
+// what past the bound costs it.
+func TestAGroupThatStopsReadingIsSaidToLag(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		site, err := testsite.Start(testsite.Config{Hosts: 2, Pages: 70, ListenBase: "127.0.0.96"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer site.Close()
+		set := crawl.DefaultSettings()
+		set.Rate, set.AllowPrivate, set.ResultsKept = math.Inf(1), true, 100
+		seedSite(t, s, site, "lag", set)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		stored, err := crawl.LoadSettings(ctx, s.Client, "lag")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fr, err := crawl.OpenFrontier(ctx, s.Client, "lag", stored)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := fr.Records.JoinGroup(ctx, "lazy"); err != nil {
+			t.Fatal(err)
+		}
+		runWorkers(t, ctx, s, "lag", fastOptions("w1"))
+		st, err := crawl.ReadStatus(ctx, s.Client, "lag")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(st.Groups) != 1 || !crawl.Lagging(st.Groups[0], 100) || !strings.Contains(st.String(), "lazy (0 readers") ||
+			!strings.Contains(st.String(), "LAGS") || !strings.Contains(st.String(), "--results-kept") {
+			t.Errorf("a group that read nothing of %d records, the bound 100: %+v\n%s", st.Counters["records"], st.Groups, st)
+		}
+	})
+}

@@ -14,8 +14,8 @@ import (
 // when a group lags toward the streams' cap, past which the oldest records
 // it has not read are dropped; status lists the groups.
 
-// LagWarnAt is the share of the results streams' cap (frontier.
-// ResultsKept) a group may be behind before the crawl says it lags.
+// LagWarnAt is the share of the results streams' cap (seed
+// --results-kept) a group may be behind before the crawl says it lags.
 const LagWarnAt = 0.8
 
 // trimResults trims what every group acknowledged, and says a lagging
@@ -32,20 +32,21 @@ func (sc *scheduler) trimResults(ctx context.Context) {
 	if err != nil {
 		return
 	}
+	kept := sc.settings().ResultsKept
 	for _, g := range gs {
-		if lagging(g) {
+		if Lagging(g, kept) {
 			sc.lagSaid = time.Now()
 			sc.log.Warn("an export group lags: past the results streams' cap its oldest unread records are dropped",
-				"group", g.Name, "behind", g.Behind(), "cap", frontier.ResultsKept)
+				"group", g.Name, "behind", g.Behind(), "cap", kept)
 			logEvent(ctx, sc.fr, sc.log, frontier.Event{Kind: frontier.EventLagging, Worker: sc.id,
-				Text: fmt.Sprintf("export group %s is %d records behind (the streams keep %d): read it, or its oldest unread records are dropped", g.Name, g.Behind(), frontier.ResultsKept)})
+				Text: fmt.Sprintf("export group %s is %d records behind (the streams keep %d: seed --results-kept): read it, or its oldest unread records are dropped", g.Name, g.Behind(), kept)})
 		}
 	}
 }
 
-// lagging: g is behind by LagWarnAt of the streams' cap or more.
-func lagging(g frontier.GroupState) bool {
-	return float64(g.Behind()) >= LagWarnAt*float64(frontier.ResultsKept)
+// Lagging: g is behind by LagWarnAt of the streams' cap (kept) or more.
+func Lagging(g frontier.GroupState, kept int64) bool {
+	return float64(g.Behind()) >= LagWarnAt*float64(kept)
 }
 
 // writeGroups writes status's line of export groups.
@@ -57,7 +58,7 @@ func (st *Status) writeGroups(b *strings.Builder) {
 	lag := false
 	for _, g := range st.Groups {
 		s := fmt.Sprintf("%s (%d readers, %d behind)", g.Name, g.Consumers, g.Behind())
-		if lagging(g) {
+		if Lagging(g, st.Settings.ResultsKept) {
 			s += " LAGS"
 			lag = true
 		}
@@ -65,7 +66,8 @@ func (st *Status) writeGroups(b *strings.Builder) {
 	}
 	note := "the results are trimmed only below what every group acknowledged"
 	if lag {
-		note = fmt.Sprintf("a group %d records behind or more lags: past %d the oldest records it has not read are dropped", int64(LagWarnAt*float64(frontier.ResultsKept)), frontier.ResultsKept)
+		note = fmt.Sprintf("a group %d records behind or more lags: past %d (seed --results-kept) the oldest records it has not read are dropped",
+			int64(LagWarnAt*float64(st.Settings.ResultsKept)), st.Settings.ResultsKept)
 	}
 	fmt.Fprintf(b, "  export      groups: %s; %s\n", strings.Join(parts, ", "), note)
 }

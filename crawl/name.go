@@ -29,6 +29,7 @@ func OpenFrontier(ctx context.Context, c redis.UniversalClient, name string, s S
 func (s Settings) frontierOptions() frontier.Options {
 	o := frontier.Options{Shards: s.Shards, Instance: s.Instance, Policy: s.policy()}
 	o.Continuous = s.Revisit > 0
+	o.ResultsKept = s.ResultsKept
 	return o
 }
 

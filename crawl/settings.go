@@ -118,6 +118,9 @@ type Settings struct {
 	// host, or PolitenessIP, each host and each server address too
 	// (frontier.Policy.PerAddress).
 	Politeness string
+	// ResultsKept bounds the results streams (frontier.Options.
+	// ResultsKept): the memory bound of export groups (groups.go).
+	ResultsKept int64
 	// RenderThirdParty lets a rendered page's requests go to hosts
 	// outside the crawl's scope (each still through robots.txt, the
 	// address guard and its host's tokens); off, they are refused.
@@ -164,7 +167,8 @@ func DefaultSettings() Settings {
 		UserAgent: "RedCrawl/0.1 (+https://github.com/redcrawl/crawler)", ExpectedURLs: 1_000_000, FPRate: 0.001,
 		RobotsGiveUp: 30 * time.Minute, KeepTypes: []string{"text/html", "application/xhtml+xml"},
 		MaxPathRepeat: 3, MaxPathDepth: 16, MaxQueryParams: 4, MaxURLLength: 1024, Sitemaps: true,
-		MaxPagesPerHost: 100_000, Shards: 1, KeepVisits: true, MaxLinks: DefaultMaxLinks, Render: RenderNever, Canonical: CanonicalRecord, Politeness: PolitenessHost}
+		MaxPagesPerHost: 100_000, Shards: 1, KeepVisits: true, MaxLinks: DefaultMaxLinks, Render: RenderNever, Canonical: CanonicalRecord, Politeness: PolitenessHost,
+		ResultsKept: frontier.ResultsKept}
 }
 
 // DefaultMaxLinks is a new crawl's Settings.MaxLinks: a hub page of a
@@ -204,6 +208,8 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("%w: shards %d: want 1 to %d", ErrSettings, s.Shards, MaxShards)
 	case s.Order != OrderBreadth && s.Order != OrderDepth:
 		return fmt.Errorf("%w: order %q: want %s or %s", ErrSettings, s.Order, OrderBreadth, OrderDepth)
+	case s.ResultsKept < 100 || s.ResultsKept > 1_000_000_000:
+		return fmt.Errorf("%w: results kept %d: want 100 to 1000000000", ErrSettings, s.ResultsKept)
 	case s.Politeness != PolitenessHost && s.Politeness != PolitenessIP:
 		return fmt.Errorf("%w: politeness %q: want %s or %s", ErrSettings, s.Politeness, PolitenessHost, PolitenessIP)
 	case s.Canonical != CanonicalRecord && s.Canonical != CanonicalSkip:

@@ -144,6 +144,10 @@ var SettingTable = []Setting{
 	{Field: "obey_noarchive", Flag: "obey-noarchive", Kind: KindBool, Before: "false", ptr: func(s *Settings) any { return &s.ObeyNoArchive },
 		Usage: "with --warc-dir: do not archive a response whose owner says noarchive (X-Robots-Tag, or an HTML page's robots meta tag " +
 			"naming every crawler or this one); its record says why. Off, noarchive is only recorded, in the record's robots"},
+	{Field: "results_kept", Flag: "results-kept", Kind: KindInt64, Before: "1000000", ptr: func(s *Settings) any { return &s.ResultsKept },
+		Usage: "records the results streams in Redis keep (about 600 bytes each): with export groups (export --group) the streams are " +
+			"trimmed below what every group acknowledged, and a group this far behind loses its oldest unread records (status says so " +
+			"from 80 % of it); the workers' --out files keep every record whatever this is"},
 	{Field: "politeness", Flag: "politeness", Kind: KindString, Before: PolitenessHost, Live: true, ptr: func(s *Settings) any { return &s.Politeness },
 		Usage: "what the rate and burst hold: each host (host), or also each server address (ip: hosts that resolve to one address, " +
 			"virtual hosts on one server, share its rate too; the workers resolve each host and keep the answer in Redis as long as its TTL says)"},

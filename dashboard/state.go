@@ -197,7 +197,7 @@ var panels = []panel{
 		return err
 	}},
 	{name: "export groups", slow: true, read: func(ctx context.Context, v *view, st *State) (err error) {
-		st.LagAt = int64(crawl.LagWarnAt * float64(frontier.ResultsKept))
+		st.LagAt = int64(crawl.LagWarnAt * float64(v.s.ResultsKept))
 		st.Groups, err = v.fr.Records.Groups(ctx)
 		return err
 	}},

@@ -1,6 +1,7 @@
 package frontier
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	_ "embed"
@@ -160,7 +161,7 @@ type shard struct {
 func newShard(c redis.UniversalClient, keys Keys, o *Options, pm *sync.RWMutex, index, shards int) *shard {
 	var b [9]byte
 	rand.Read(b[:])
-	return &shard{c: c, keys: keys, o: o, pm: pm, sharded: shards > 1, index: index, shards: shards, resultsCap: ResultsKept / int64(shards),
+	return &shard{c: c, keys: keys, o: o, pm: pm, sharded: shards > 1, index: index, shards: shards, resultsCap: cmp.Or(o.ResultsKept, ResultsKept) / int64(shards),
 		idPrefix: hex.EncodeToString(b[:]) + "-"}
 }
 

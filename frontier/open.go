@@ -76,6 +76,10 @@ type Options struct {
 	// Continuous: the crawl never ends on its own; the sweep moves each
 	// URL back to its host's queue when its revisit is due (visit.go).
 	Continuous bool
+	// ResultsKept bounds the results streams together (ResultsKept when
+	// 0), shared out among the shards: the memory bound past which a
+	// lagging export group's oldest unread records are dropped.
+	ResultsKept int64
 	// Clock is this process's clock (time.Now when nil), which a reply's
 	// arrival is read on: the popped URLs' token windows
 	// (Lease.NotBefore, Lease.Deadline) are placed on it. Tests of the
