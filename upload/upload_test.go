@@ -5,85 +5,14 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
-	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/redcrawl/crawler/internal/s3test"
 	"github.com/redcrawl/crawler/upload"
 )
-
-// store is an S3-compatible server in this process (gofakes3, its memory
-// backend) on a loopback port of its own, which can be stopped and
-// started again on the same port, with a bucket "warcs".
-type store struct {
-	t    *testing.T
-	addr string
-	h    http.Handler
-	srv  *http.Server
-	be   *s3mem.Backend
-}
-
-func newStore(t *testing.T) *store {
-	t.Helper()
-	be := s3mem.New()
-	if err := be.CreateBucket("warcs"); err != nil {
-		t.Fatal(err)
-	}
-	s := &store{t: t, be: be, h: gofakes3.New(be).Server()}
-	s.start()
-	t.Cleanup(s.stop)
-	return s
-}
-
-func (s *store) start() {
-	addr := s.addr
-	if addr == "" {
-		addr = "127.0.0.1:0"
-	}
-	var l net.Listener
-	var err error
-	for range 50 { // the port just closed may take a moment to be free again
-		if l, err = net.Listen("tcp", addr); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	s.addr = l.Addr().String()
-	s.srv = &http.Server{Handler: s.h}
-	go s.srv.Serve(l)
-}
-
-func (s *store) stop() {
-	if s.srv != nil {
-		s.srv.Close()
-		s.srv = nil
-	}
-}
-
-// object is one object's bytes, read back through the S3 API.
-func (s *store) object(key string) ([]byte, error) {
-	c, err := minio.New(s.addr, &minio.Options{Creds: credentials.NewStaticV4("key", "secret", "")})
-	if err != nil {
-		return nil, err
-	}
-	o, err := c.GetObject(context.Background(), "warcs", key, minio.GetObjectOptions{})
-	if err != nil {
-		return nil, err
-	}
-	defer o.Close()
-	return io.ReadAll(o)
-}
 
 // files writes n files of random bytes (a few hundred KB each), as a
 // worker's closed WARC files would be.
@@ -110,9 +39,9 @@ func files(t *testing.T, n int) ([]string, map[string][]byte) {
 // for a while, the files closed meanwhile stay on disk and are uploaded
 // once it is back: none lost, none removed before it arrived.
 func TestClosedFilesAreUploadedVerifiedAndOnlyThenRemoved(t *testing.T) {
-	s := newStore(t)
-	u, err := upload.New(upload.Config{Target: "s3://warcs/crawl/one", Endpoint: "http://" + s.addr,
-		AccessKey: "key", SecretKey: "secret", Retry: 20 * time.Millisecond})
+	s := s3test.Start(t)
+	u, err := upload.New(upload.Config{Target: "s3://warcs/crawl/one", Endpoint: s.URL(),
+		AccessKey: s3test.Key, SecretKey: s3test.Secret, Retry: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +55,7 @@ func TestClosedFilesAreUploadedVerifiedAndOnlyThenRemoved(t *testing.T) {
 	for len(u.Pending()) > 0 { // an event: the queue empties
 		time.Sleep(10 * time.Millisecond)
 	}
-	s.stop()
+	s.Stop()
 	for _, f := range fs[3:] {
 		u.Add(f)
 	}
@@ -138,7 +67,7 @@ func TestClosedFilesAreUploadedVerifiedAndOnlyThenRemoved(t *testing.T) {
 			t.Fatalf("%s is gone while the store was down: %v", f, err)
 		}
 	}
-	s.start()
+	s.Start()
 	fctx, fcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer fcancel()
 	if left := u.Finish(fctx); len(left) > 0 {
@@ -148,7 +77,7 @@ func TestClosedFilesAreUploadedVerifiedAndOnlyThenRemoved(t *testing.T) {
 		if _, err := os.Stat(f); !os.IsNotExist(err) {
 			t.Errorf("%s still on disk after its upload: %v", f, err)
 		}
-		got, err := s.object("crawl/one/" + filepath.Base(f))
+		got, err := s.Object("crawl/one/" + filepath.Base(f))
 		if err != nil || !bytes.Equal(got, body[filepath.Base(f)]) {
 			t.Errorf("%s in the store: %d bytes, %v; want the file's %d", filepath.Base(f), len(got), err, len(body[filepath.Base(f)]))
 		}
@@ -161,9 +90,9 @@ func TestClosedFilesAreUploadedVerifiedAndOnlyThenRemoved(t *testing.T) {
 // A worker that stops while the store is down says which files are left,
 // and leaves them on disk.
 func TestFilesNotUploadedAtTheEndAreLeftAndNamed(t *testing.T) {
-	s := newStore(t)
-	s.stop()
-	u, err := upload.New(upload.Config{Target: "s3://warcs/", Endpoint: "http://" + s.addr, AccessKey: "key", SecretKey: "secret",
+	s := s3test.Start(t)
+	s.Stop()
+	u, err := upload.New(upload.Config{Target: "s3://warcs/", Endpoint: s.URL(), AccessKey: s3test.Key, SecretKey: s3test.Secret,
 		Retry: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -1,13 +1,8 @@
 package main
 
 import (
-	"cmp"
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,11 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
-	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/redcrawl/crawler/internal/redistest"
+	"github.com/redcrawl/crawler/internal/s3test"
 	"github.com/redcrawl/crawler/internal/testsite"
 )
 
@@ -30,19 +22,9 @@ import (
 // itself, read as the objects stream. The store is gofakes3 in this process, on a
 // loopback port.
 func TestACrawlsWARCFilesAreUploaded(t *testing.T) {
-	be := s3mem.New()
-	if err := be.CreateBucket("warcs"); err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: gofakes3.New(be).Server()}
-	go srv.Serve(l)
-	defer srv.Close()
-	t.Setenv("AWS_ACCESS_KEY_ID", "key")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	store := s3test.Start(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", s3test.Key)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", s3test.Secret)
 	site, err := testsite.Start(testsite.Config{Hosts: 1, Pages: 30, ListenBase: "127.0.0.84"})
 	if err != nil {
 		t.Fatal(err)
@@ -50,37 +32,23 @@ func TestACrawlsWARCFilesAreUploaded(t *testing.T) {
 	defer site.Close()
 	t.Chdir(t.TempDir())
 	args := []string{"--crawl", "up", "crawl", "--allow-private", "--rate", "inf", "--warc-dir", "warcs", "--warc-max-size", "20KB",
-		"--warc-upload", "s3://warcs/crawls/up", "--s3-endpoint", "http://" + l.Addr().String()}
+		"--warc-upload", "s3://warcs/crawls/up", "--s3-endpoint", store.URL()}
 	if _, errOut, err := run(t, append(args, site.Roots()...)...); err != nil {
 		t.Fatalf("crawl: %v\n%s", err, errOut)
 	}
 	if left, _ := filepath.Glob("warcs/*"); len(left) != 0 {
 		t.Errorf("files left in --warc-dir after their upload: %v", left)
 	}
-	c, err := minio.New(l.Addr().String(), &minio.Options{Creds: credentials.NewStaticV4("key", "secret", "")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	var got []string
 	if err := os.Mkdir("down", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for o := range c.ListObjects(ctx, "warcs", minio.ListObjectsOptions{Prefix: "crawls/up/", Recursive: true}) {
-		if o.Err != nil {
-			t.Fatal(o.Err)
+	got := store.Keys("crawls/up/")
+	for _, k := range got {
+		b, err := store.Object(k)
+		if err != nil || !strings.HasSuffix(k, ".warc.gz") {
+			t.Fatalf("%s: %v", k, err)
 		}
-		got = append(got, o.Key)
-		obj, err := c.GetObject(ctx, "warcs", o.Key, minio.GetObjectOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(obj)
-		obj.Close()
-		if err != nil || !strings.HasSuffix(o.Key, ".warc.gz") {
-			t.Fatalf("%s: %v", o.Key, err)
-		}
-		if err := os.WriteFile(filepath.Join("down", filepath.Base(o.Key)), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join("down", filepath.Base(k)), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -93,78 +61,16 @@ func TestACrawlsWARCFilesAreUploaded(t *testing.T) {
 	if out, _, err := run(t, "wacz", "--verify", "up.wacz"); err != nil || !strings.Contains(out, "verified") {
 		t.Fatalf("the uploaded files' WACZ: %q %v", out, err)
 	}
-	said, _, err := run(t, "wacz", "--out", "s3.wacz", "--s3-endpoint", "http://"+l.Addr().String(), "s3://warcs/crawls/up")
+	said, _, err := run(t, "wacz", "--out", "s3.wacz", "--s3-endpoint", store.URL(), "s3://warcs/crawls/up")
 	if err != nil || !strings.Contains(said, fmt.Sprintf("%d WARC files", len(got))) {
 		t.Fatalf("wacz s3://: %q %v; want the %d objects", said, err, len(got))
 	}
 	if out, _, err := run(t, "wacz", "--verify", "s3.wacz"); err != nil || !strings.Contains(out, "verified") {
 		t.Fatalf("the prefix's WACZ: %q %v", out, err)
 	}
-	if _, _, err := run(t, "wacz", "--out", "none.wacz", "--s3-endpoint", "http://"+l.Addr().String(), "s3://warcs/nothing-here"); err == nil {
+	if _, _, err := run(t, "wacz", "--out", "none.wacz", "--s3-endpoint", store.URL(), "s3://warcs/nothing-here"); err == nil {
 		t.Error("a prefix with no WARC file packaged")
 	}
-}
-
-// s3Store is gofakes3 in this process with a bucket "warcs", on a
-// loopback port it keeps across a stop and a start.
-type s3Store struct {
-	t    *testing.T
-	addr string
-	h    http.Handler
-	srv  *http.Server
-}
-
-func newS3Store(t *testing.T) *s3Store {
-	t.Helper()
-	be := s3mem.New()
-	if err := be.CreateBucket("warcs"); err != nil {
-		t.Fatal(err)
-	}
-	s := &s3Store{t: t, h: gofakes3.New(be).Server()}
-	s.start()
-	t.Cleanup(s.stop)
-	return s
-}
-
-func (s *s3Store) start() {
-	addr := cmp.Or(s.addr, "127.0.0.1:0")
-	var l net.Listener
-	var err error
-	for range 100 { // the port just closed may take a moment to be free again
-		if l, err = net.Listen("tcp", addr); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	s.addr = l.Addr().String()
-	s.srv = &http.Server{Handler: s.h}
-	go s.srv.Serve(l)
-}
-
-func (s *s3Store) stop() {
-	if s.srv != nil {
-		s.srv.Close()
-		s.srv = nil
-	}
-}
-
-// keys are the objects under prefix.
-func (s *s3Store) keys(prefix string) []string {
-	c, err := minio.New(s.addr, &minio.Options{Creds: credentials.NewStaticV4("key", "secret", "")})
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	var out []string
-	for o := range c.ListObjects(context.Background(), "warcs", minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
-		if o.Err != nil {
-			s.t.Fatal(o.Err)
-		}
-		out = append(out, o.Key)
-	}
-	return out
 }
 
 // Three workers crawl with --warc-upload while the store is stopped for
@@ -176,9 +82,9 @@ func TestThreeWorkersUploadThroughAStoreOutage(t *testing.T) {
 		t.Skip("a crawl of half a minute: skipped with -short")
 	}
 	r := redistest.Real(t)
-	s3 := newS3Store(t)
-	t.Setenv("AWS_ACCESS_KEY_ID", "key")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	s3 := s3test.Start(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", s3test.Key)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", s3test.Secret)
 	site, err := testsite.Start(testsite.Config{Hosts: 3, Pages: 80, ListenBase: "127.0.0.88"})
 	if err != nil {
 		t.Fatal(err)
@@ -194,18 +100,18 @@ func TestThreeWorkersUploadThroughAStoreOutage(t *testing.T) {
 		wg.Go(func() {
 			_, errOut, err := run(t, "--redis", r.URL(), "--crawl", "three", "work", "--id", fmt.Sprint("w", i), "--exit-when-done",
 				"--warc-dir", fmt.Sprint("warcs", i), "--warc-max-size", "20KB", "--out", fmt.Sprint("records", i, ".jsonl"),
-				"--warc-upload", "s3://warcs/three", "--s3-endpoint", "http://"+s3.addr, "--warc-upload-wait", "1m")
+				"--warc-upload", "s3://warcs/three", "--s3-endpoint", s3.URL(), "--warc-upload-wait", "1m")
 			if err != nil {
 				errs[i] = fmt.Errorf("worker %d: %v\n%s", i, err, errOut)
 			}
 		})
 	}
-	for len(s3.keys("three/")) == 0 { // an event: the first upload arrived
+	for len(s3.Keys("three/")) == 0 { // an event: the first upload arrived
 		time.Sleep(50 * time.Millisecond)
 	}
-	s3.stop()
+	s3.Stop()
 	time.Sleep(20 * time.Second) // the outage itself: its length is what is tested
-	s3.start()
+	s3.Start()
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
@@ -213,7 +119,7 @@ func TestThreeWorkersUploadThroughAStoreOutage(t *testing.T) {
 		}
 	}
 	arrived := map[string]bool{}
-	for _, k := range s3.keys("three/") {
+	for _, k := range s3.Keys("three/") {
 		arrived[filepath.Base(k)] = true
 	}
 	named := map[string]bool{}
@@ -242,7 +148,7 @@ func TestThreeWorkersUploadThroughAStoreOutage(t *testing.T) {
 	if len(named) < 6 {
 		t.Fatalf("records name %d WARC files; want many (small files, three workers)", len(named))
 	}
-	if _, _, err := run(t, "wacz", "--out", "three.wacz", "--s3-endpoint", "http://"+s3.addr, "s3://warcs/three"); err != nil {
+	if _, _, err := run(t, "wacz", "--out", "three.wacz", "--s3-endpoint", s3.URL(), "s3://warcs/three"); err != nil {
 		t.Fatal(err)
 	}
 	out, _, err := run(t, "wacz", "--verify", "three.wacz")
