@@ -172,7 +172,18 @@ func (u *Uploader) Run(ctx context.Context) {
 				return
 			}
 		}
-		if err := u.upload(ctx, file); err != nil {
+		err := u.upload(ctx, file)
+		if errors.Is(err, os.ErrNotExist) {
+			// Gone from the folder: another worker sharing it uploaded it
+			// (files a past run left are queued by every worker), or it
+			// was moved away by hand. Nothing of it to lose here.
+			u.log.Info("a queued WARC file is no longer there: another worker uploaded it, or it was moved", "file", file)
+			u.mu.Lock()
+			u.pending = u.pending[1:]
+			u.mu.Unlock()
+			continue
+		}
+		if err != nil {
 			u.mu.Lock()
 			u.failed++
 			u.mu.Unlock()

@@ -128,3 +128,24 @@ func TestTargetsAndEndpointsAreChecked(t *testing.T) {
 		t.Errorf("ParseTarget = %q %q %v", b, p, err)
 	}
 }
+
+// A queued file that is gone from the folder (another worker sharing it
+// uploaded it first) is dropped from the queue, not tried for ever.
+func TestAFileGoneFromTheFolderIsDropped(t *testing.T) {
+	s := s3test.Start(t)
+	u, err := upload.New(upload.Config{Target: "s3://warcs/p", Endpoint: s.URL(), AccessKey: s3test.Key, SecretKey: s3test.Secret,
+		Retry: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go u.Run(context.Background())
+	fs, _ := files(t, 2)
+	os.Remove(fs[0])
+	u.Add(fs[0])
+	u.Add(fs[1])
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if left := u.Finish(ctx); len(left) != 0 || u.Uploaded() != 1 || u.Failures() != 0 {
+		t.Fatalf("left %v, uploaded %d, failures %d; want the gone file dropped and the other uploaded", left, u.Uploaded(), u.Failures())
+	}
+}
