@@ -78,7 +78,7 @@ func ExportGroup(ctx context.Context, c redis.UniversalClient, name, group, cons
 		select {
 		case <-ctx.Done():
 			return rep, nil
-		case <-time.After(frontier.GroupPoll()):
+		case <-time.After(frontier.GroupPoll):
 		}
 	}
 }

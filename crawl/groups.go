@@ -18,9 +18,17 @@ import (
 // --results-kept) a group may be behind before the crawl says it lags.
 const LagWarnAt = 0.8
 
-// trimResults trims what every group acknowledged, and says a lagging
-// group, once a minute at most.
+// trimEvery spaces the trims: each reads every shard's groups (a round
+// trip a shard), which a sweep a second need not pay each time.
+const trimEvery = 10 * time.Second
+
+// trimResults trims what every group acknowledged, every trimEvery at
+// most, and says a lagging group, once a minute at most.
 func (sc *scheduler) trimResults(ctx context.Context) {
+	if time.Since(sc.trimmed) < trimEvery {
+		return
+	}
+	sc.trimmed = time.Now()
 	if _, err := sc.fr.Records.TrimAcked(ctx); err != nil {
 		sc.log.Warn("trimming the results below what every export group acknowledged failed; the streams keep them", "err", err)
 		return

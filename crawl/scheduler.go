@@ -33,6 +33,7 @@ type scheduler struct {
 	metrics     *metrics
 	out         *recordWriter // the worker's --out (nil: none), shared with its exchanger
 	lagSaid     time.Time     // when a lagging export group was last said (groups.go)
+	trimmed     time.Time     // when the results were last trimmed by the groups (groups.go)
 }
 
 // LogLeading is the message a worker logs, at info level with the

@@ -223,9 +223,6 @@ func nextID(id string) string {
 	return fmt.Sprintf("%d-%d", ms, seq+1)
 }
 
-// groupPoll is how long a reader that found nothing waits before it
-// looks again.
-const groupPoll = 200 * time.Millisecond
-
-// GroupPoll is groupPoll, for readers outside the package.
-func GroupPoll() time.Duration { return groupPoll }
+// GroupPoll is how long a group's reader that found nothing waits before
+// it looks again.
+const GroupPoll = 200 * time.Millisecond
