@@ -5,13 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
 )
@@ -158,9 +161,108 @@ func TestAGroupThatStopsReadingIsSaidToLag(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(st.Groups) != 1 || !crawl.Lagging(st.Groups[0], 100) || !strings.Contains(st.String(), "lazy (0 readers") ||
+		if len(st.Groups) != 1 || !crawl.Lagging(st.Groups[0]) || !strings.Contains(st.String(), "lazy (0 readers") ||
 			!strings.Contains(st.String(), "LAGS") || !strings.Contains(st.String(), "--results-kept") {
 			t.Errorf("a group that read nothing of %d records, the bound 100: %+v\n%s", st.Counters["records"], st.Groups, st)
 		}
 	})
+}
+
+// The bound (seed --results-kept), held at its edge: a crawl whose
+// streams reach exactly their cap (the fullest shard its share), with a
+// group that read nothing during it and one that read everything, trims
+// no record the first has not acknowledged: status says it lags (it is
+// the whole cap behind); it reads a third, dies, the scheduler's trim
+// takes only the third both acknowledged, and its restart reads every
+// other record. One shard and three; miniredis and redis-server.
+func TestNoRecordAGroupHasNotAcknowledgedIsTrimmedWithinTheBound(t *testing.T) {
+	for _, shards := range []int{1, 3} {
+		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) { groupAtTheBound(t, shards) })
+	}
+}
+
+func groupAtTheBound(t *testing.T, shards int) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		site, err := testsite.Start(testsite.Config{Hosts: 5, Pages: 40, ListenBase: "127.0.0.97"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer site.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		set := crawl.DefaultSettings()
+		set.Rate, set.AllowPrivate, set.Shards = math.Inf(1), true, shards
+		// A first crawl of the site says how many records each shard's
+		// stream gets; the second's cap is the fullest one's exactly.
+		perShard := crawlPerShard(t, ctx, s, site, "measure", set)
+		set.ResultsKept = int64(shards) * slices.Max(perShard)
+		seedSite(t, s, site, "edge", set)
+		fr := openFrontier(t, ctx, s, "edge")
+		for _, g := range []string{"eager", "lazy"} {
+			if err := fr.Records.JoinGroup(ctx, g); err != nil {
+				t.Fatal(err)
+			}
+		}
+		runWorkers(t, ctx, s, "edge", fastOptions("w1"))
+		st, err := crawl.ReadStatus(ctx, s.Client, "edge")
+		if err != nil {
+			t.Fatal(err)
+		}
+		total := int(st.Counters["records"])
+		if len(st.Groups) != 2 || st.Groups[1].Fill != 1 || !crawl.Lagging(st.Groups[1]) || !strings.Contains(st.String(), "lazy (0 readers") {
+			t.Errorf("a group the whole cap behind (%v records a shard): %+v\n%s", perShard, st.Groups, st)
+		}
+		eager := map[string]int{}
+		var all bytes.Buffer
+		if _, err := crawl.ExportGroup(ctx, s.Client, "edge", "eager", "e", &all); err != nil {
+			t.Fatal(err)
+		}
+		streamIDs(t, all.String(), eager)
+		lazy := map[string]int{}
+		dies := &failAfter{n: total / 3}
+		if _, err := crawl.ExportGroup(ctx, s.Client, "edge", "lazy", "l", dies); err == nil {
+			t.Fatal("a sink that failed was not told")
+		}
+		streamIDs(t, dies.buf.String(), lazy)
+		trimmed, err := fr.Records.TrimAcked(ctx) // the scheduler's next trim
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rest bytes.Buffer
+		if _, err := crawl.ExportGroup(ctx, s.Client, "edge", "lazy", "l", &rest); err != nil {
+			t.Fatal(err)
+		}
+		streamIDs(t, rest.String(), lazy)
+		if len(eager) != total || len(lazy) != total || trimmed != int64(total/3) {
+			t.Errorf("cap %d (%v records a shard): eager read %d, lazy %d of %d records; %d trimmed, want the %d both acknowledged",
+				set.ResultsKept, perShard, len(eager), len(lazy), total, trimmed, total/3)
+		}
+	})
+}
+
+// crawlPerShard crawls the site to the end and counts the records each
+// shard's results stream got.
+func crawlPerShard(t *testing.T, ctx context.Context, s *redistest.Server, site *testsite.Site, name string, set crawl.Settings) []int64 {
+	t.Helper()
+	seedSite(t, s, site, name, set)
+	runWorkers(t, ctx, s, name, fastOptions("m1"))
+	fr := openFrontier(t, ctx, s, name)
+	n, err := fr.Records.Lengths(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func openFrontier(t *testing.T, ctx context.Context, s *redistest.Server, name string) *frontier.Frontier {
+	t.Helper()
+	stored, err := crawl.LoadSettings(ctx, s.Client, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr, err := crawl.OpenFrontier(ctx, s.Client, name, stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fr
 }

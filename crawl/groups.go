@@ -15,7 +15,8 @@ import (
 // it has not read are dropped; status lists the groups.
 
 // LagWarnAt is the share of the results streams' cap (seed
-// --results-kept) a group may be behind before the crawl says it lags.
+// --results-kept; each shard's share of it, with shards) a group may be
+// behind before the crawl says it lags.
 const LagWarnAt = 0.8
 
 // trimEvery spaces the trims: each reads every shard's groups (a round
@@ -42,7 +43,7 @@ func (sc *scheduler) trimResults(ctx context.Context) {
 	}
 	kept := sc.settings().ResultsKept
 	for _, g := range gs {
-		if Lagging(g, kept) {
+		if Lagging(g) {
 			sc.lagSaid = time.Now()
 			sc.log.Warn("an export group lags: past the results streams' cap its oldest unread records are dropped",
 				"group", g.Name, "behind", g.Behind(), "cap", kept)
@@ -52,9 +53,10 @@ func (sc *scheduler) trimResults(ctx context.Context) {
 	}
 }
 
-// Lagging: g is behind by LagWarnAt of the streams' cap (kept) or more.
-func Lagging(g frontier.GroupState, kept int64) bool {
-	return float64(g.Behind()) >= LagWarnAt*float64(kept)
+// Lagging: g is behind by LagWarnAt of a shard's cap or more, in some
+// shard.
+func Lagging(g frontier.GroupState) bool {
+	return g.Fill >= LagWarnAt
 }
 
 // writeGroups writes status's line of export groups.
@@ -66,7 +68,7 @@ func (st *Status) writeGroups(b *strings.Builder) {
 	lag := false
 	for _, g := range st.Groups {
 		s := fmt.Sprintf("%s (%d readers, %d behind)", g.Name, g.Consumers, g.Behind())
-		if Lagging(g, st.Settings.ResultsKept) {
+		if Lagging(g) {
 			s += " LAGS"
 			lag = true
 		}
@@ -74,8 +76,12 @@ func (st *Status) writeGroups(b *strings.Builder) {
 	}
 	note := "the results are trimmed only below what every group acknowledged"
 	if lag {
-		note = fmt.Sprintf("a group %d records behind or more lags: past %d (seed --results-kept) the oldest records it has not read are dropped",
-			int64(LagWarnAt*float64(st.Settings.ResultsKept)), st.Settings.ResultsKept)
+		share := ""
+		if st.Settings.Shards > 1 {
+			share = fmt.Sprintf(", a shard's share of them with %d shards", st.Settings.Shards)
+		}
+		note = fmt.Sprintf("a group %.0f %% of %d records behind lags: past them (seed --results-kept%s) the oldest records it has not read are dropped",
+			100*LagWarnAt, st.Settings.ResultsKept, share)
 	}
 	fmt.Fprintf(b, "  export      groups: %s; %s\n", strings.Join(parts, ", "), note)
 }

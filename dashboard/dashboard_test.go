@@ -325,8 +325,8 @@ func TestTheDashboardShowsExportGroups(t *testing.T) {
 			t.Fatal(err)
 		}
 		st := stateOf(t, s, "g")
-		if len(st.Groups) != 1 || st.Groups[0].Name != "sink" || st.Groups[0].Behind() != 1 || st.LagAt <= 0 {
-			t.Errorf("groups %+v, lag at %d; want sink, one record behind", st.Groups, st.LagAt)
+		if len(st.Groups) != 1 || st.Groups[0].Name != "sink" || st.Groups[0].Behind() != 1 || st.Groups[0].Fill <= 0 || st.LagFill <= 0 {
+			t.Errorf("groups %+v, lag at %v; want sink, one record behind", st.Groups, st.LagFill)
 		}
 	})
 }

@@ -56,9 +56,10 @@ type State struct {
 	// politeness per address (seed --politeness ip); absent otherwise.
 	Addresses []frontier.AddressLoad `json:"addresses,omitempty"`
 	// Groups are the export groups reading the results (export --group),
-	// and LagAt the records behind at which one is said to lag.
-	Groups []frontier.GroupState `json:"export_groups,omitempty"`
-	LagAt  int64                 `json:"lag_at"`
+	// and LagFill the share of a shard's cap behind (GroupState.Fill) at
+	// which one is said to lag.
+	Groups  []frontier.GroupState `json:"export_groups,omitempty"`
+	LagFill float64               `json:"lag_fill"`
 }
 
 // ShardView is one shard's share of the crawl.
@@ -197,7 +198,7 @@ var panels = []panel{
 		return err
 	}},
 	{name: "export groups", slow: true, read: func(ctx context.Context, v *view, st *State) (err error) {
-		st.LagAt = int64(crawl.LagWarnAt * float64(v.s.ResultsKept))
+		st.LagFill = crawl.LagWarnAt
 		st.Groups, err = v.fr.Records.Groups(ctx)
 		return err
 	}},

@@ -110,12 +110,18 @@ func (f Records) Ack(ctx context.Context, group string, ds []Delivery) error {
 }
 
 // GroupState is one group over every shard: its readers, the records
-// given to them and not acknowledged, and those no reader was given yet.
+// given to them and not acknowledged, and those no reader was given yet;
+// Fill is the most it is behind in any shard, as a share of that shard's
+// cap (its share of Options.ResultsKept): past 1 the shard's length cap
+// drops records the group has not read. Shards fill unevenly (by their
+// hosts), so a group behind by less than the whole cap may already be
+// near one shard's.
 type GroupState struct {
-	Name      string `json:"name"`
-	Consumers int64  `json:"consumers"`
-	Pending   int64  `json:"pending"`
-	Lag       int64  `json:"lag"`
+	Name      string  `json:"name"`
+	Consumers int64   `json:"consumers"`
+	Pending   int64   `json:"pending"`
+	Lag       int64   `json:"lag"`
+	Fill      float64 `json:"fill"`
 }
 
 // Behind is what the group has not acknowledged.
@@ -138,9 +144,11 @@ func (f Records) Groups(ctx context.Context) ([]GroupState, error) {
 				s = &GroupState{Name: g.Name}
 				by[g.Name] = s
 			}
+			lag := f.lag(ctx, sh.keys.Results, g)
 			s.Consumers += g.Consumers
 			s.Pending += g.Pending
-			s.Lag += f.lag(ctx, sh.keys.Results, g)
+			s.Lag += lag
+			s.Fill = max(s.Fill, float64(g.Pending+lag)/float64(sh.resultsCap))
 		}
 	}
 	var out []GroupState
@@ -226,3 +234,16 @@ func nextID(id string) string {
 // GroupPoll is how long a group's reader that found nothing waits before
 // it looks again.
 const GroupPoll = 200 * time.Millisecond
+
+// Lengths are the records each shard's results stream holds.
+func (f Records) Lengths(ctx context.Context) ([]int64, error) {
+	out := make([]int64, len(f.fs))
+	for i, sh := range f.fs {
+		n, err := f.c.XLen(ctx, sh.keys.Results).Result()
+		if err != nil {
+			return nil, f.in(i, fmt.Errorf("frontier: results' length: %w", err))
+		}
+		out[i] = n
+	}
+	return out, nil
+}

@@ -117,7 +117,7 @@ function draw(st) {
   const groups = st.export_groups || [];
   $("groups").hidden = groups.length === 0;
   table($("group-table"), ["group", "readers", "given, not acknowledged", "not given yet", "state"], groups.map((g) =>
-    [g.name, g.consumers, g.pending, g.lag, g.pending + g.lag >= st.lag_at ? "LAGS: its oldest unread records may be dropped" : "keeping up"]));
+    [g.name, g.consumers, g.pending, g.lag, g.fill >= st.lag_fill ? "LAGS: its oldest unread records may be dropped" : "keeping up"]));
   const addrs = st.addresses || [];
   $("addresses").hidden = addrs.length === 0;
   table($("address-table"), ["address", "tokens given", "hosts", "some of them"], addrs.map((a) =>
