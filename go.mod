@@ -18,6 +18,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/spaolacci/murmur3 v1.1.0
+	github.com/spf13/afero v1.15.0
 	github.com/urfave/cli/v2 v2.27.7
 	golang.org/x/net v0.62.0
 	golang.org/x/sync v0.25.0

@@ -66,7 +66,7 @@ func newApp() *cli.App {
 		}, logFlags()...),
 		Commands: []*cli.Command{
 			seedCommand(), workCommand(), statusCommand(), pauseCommand(), resumeCommand(), setCommand(), hostCommand(), exportCommand(), recrawlCommand(), dashboardCommand(), resetCommand(),
-			crawlCommand(), waczCommand(), testsiteCommand(), demoCommand(),
+			crawlCommand(), waczCommand(), testsiteCommand(), teststoreCommand(), demoCommand(),
 		},
 		Version: version(),
 		// --extract takes CSS selectors, which have commas of their own.
