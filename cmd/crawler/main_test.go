@@ -298,6 +298,9 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 		{[]string{"work", "--dns", "nope"}, `--dns "nope": want HOST:PORT`},
 		{[]string{"testsite", "--names", "a.test,a b"}, `host name "a b"`},
 		{[]string{"testsite", "--listen", ":0"}, "--listen is for --names"},
+		{[]string{"teststore", "--bucket", "Bad_Name"}, `--bucket "Bad_Name"`},
+		{[]string{"teststore", "--bucket", ","}, "--bucket: name one bucket"},
+		{[]string{"teststore", "crawl"}, "teststore takes no arguments"},
 	} {
 		_, _, err := run(t, tc.args...)
 		if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), tc.want) {

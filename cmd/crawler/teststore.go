@@ -43,20 +43,27 @@ func teststoreCommand() *cli.Command {
 
 func runTeststore(c *cli.Context) error {
 	if c.NArg() > 0 {
-		return fmt.Errorf("teststore takes no arguments (got %q): the buckets are --bucket", c.Args().First())
+		return usage(fmt.Errorf("teststore takes no arguments (got %q): the buckets are --bucket", c.Args().First()))
+	}
+	var buckets []string
+	for _, b := range strings.Split(c.String("bucket"), ",") {
+		if b = strings.TrimSpace(b); b == "" {
+			continue
+		}
+		if err := gofakes3.ValidateBucketName(b); err != nil {
+			return usage(fmt.Errorf("--bucket %q: %v", b, err))
+		}
+		buckets = append(buckets, b)
+	}
+	if len(buckets) == 0 {
+		return usage(errors.New("--bucket: name one bucket at least"))
 	}
 	be, err := storeBackend(c.String("dir"))
 	if err != nil {
 		return err
 	}
 	var made []string
-	for _, b := range strings.Split(c.String("bucket"), ",") {
-		if b = strings.TrimSpace(b); b == "" {
-			continue
-		}
-		if err := gofakes3.ValidateBucketName(b); err != nil {
-			return fmt.Errorf("--bucket %q: %v", b, err)
-		}
+	for _, b := range buckets {
 		if ok, err := be.BucketExists(b); err != nil {
 			return err
 		} else if !ok {
