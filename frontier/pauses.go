@@ -48,17 +48,17 @@ func (f *Frontier) PausedHosts(ctx context.Context) ([]PausedHost, error) {
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("frontier: paused hosts: %w", err)
 	}
-	nowMs := now.Val().UnixMilli()
+	nowMs := float64(now.Val().UnixMicro()) / 1000 // the index's scores are ms to the µs
 	var out []PausedHost
 	why := f.c.Pipeline()
 	var whys []*redis.StringCmd
 	for _, l := range lists {
 		for _, z := range l.Val() {
-			if int64(z.Score) <= nowMs {
+			if z.Score <= nowMs {
 				break // the rest ended before
 			}
 			host := z.Member.(string)
-			out = append(out, PausedHost{Host: host, Left: time.Duration(int64(z.Score)-nowMs) * time.Millisecond})
+			out = append(out, PausedHost{Host: host, Left: time.Duration((z.Score - nowMs) * float64(time.Millisecond)).Truncate(time.Microsecond)})
 			whys = append(whys, why.HGet(ctx, f.RateKey(host), "why"))
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redis/go-redis/v9"
+	"pgregory.net/rapid"
 )
 
 // What status and the dashboard read of the hosts and workers: the hosts
@@ -44,6 +45,46 @@ func TestPausedHostsSayHowLongAndWhy(t *testing.T) {
 		if n := s.Client.ZCard(ctx, pauses).Val(); n != 2 {
 			t.Errorf("the index of pauses holds %d; want the ended one dropped", n)
 		}
+	})
+}
+
+// The pause PausedHosts lists is never longer than the pause set, nor
+// shorter by more than the time that passed between the two (Redis's
+// clock, to the µs): any Retry-After from a millisecond to a week, read at
+// once. (The index kept ends rounded up to the ms, and the reader's now
+// rounded down: a pause of 3 s read within its first millisecond said
+// 3.001 s.)
+func TestAListedPauseIsNeverLongerThanThePause(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		e := setup(t, s)
+		redisNow := func() time.Time { return s.Client.Time(ctx).Val() }
+		n := 0
+		rapid.Check(t, func(rt *rapid.T) {
+			n++
+			host := fmt.Sprintf("h%d.example", n) // a host's first pause: its Retry-After, or the first back-off
+			retry := time.Duration(rapid.Int64Range(1, 7*24*3600*1000).Draw(rt, "retry ms")) * time.Millisecond
+			before := redisNow()
+			pause, err := e.f.PauseHost(ctx, host, retry, "a 429")
+			if err != nil {
+				rt.Fatal(err)
+			}
+			got, err := e.f.PausedHosts(ctx)
+			passed := redisNow().Sub(before)
+			if err != nil {
+				rt.Fatal(err)
+			}
+			for _, p := range got {
+				if p.Host != host {
+					continue
+				}
+				if pause < retry || p.Left > pause || p.Left < pause-passed-time.Microsecond {
+					rt.Fatalf("Retry-After %v: paused %v, listed with %v left, %v after", retry, pause, p.Left, passed)
+				}
+				return
+			}
+			rt.Fatalf("Retry-After %v: %s not listed (%d listed)", retry, host, len(got))
+		})
 	})
 }
 

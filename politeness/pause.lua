@@ -3,8 +3,9 @@
 -- no token before the pause ends.
 -- KEYS[1] the bucket (hash: tat, paused_until µs, pauses, why: tokens.lua)
 -- KEYS[2] optional: an index of pauses in the bucket's slot (zset member
---         -> when its pause ends, ms), for readers that list paused hosts
---         without a scan; ended pauses leave it here
+--         -> when its pause ends, ms to the µs: a score rounded up would
+--         say a pause lasts longer than it does), for readers that list
+--         paused hosts without a scan; ended pauses leave it here
 -- KEYS[3] optional (with KEYS[2]): a mark, a hash in the bucket's slot
 --         where the member is set to 1 in the same step, for readers that
 --         read only the buckets of marked members (frontier's slowed):
@@ -30,7 +31,7 @@ local ttl = redis.call('PTTL', KEYS[1])
 redis.call('PEXPIRE', KEYS[1], math.max(ttl, math.ceil((untl - now) / 1000) + tonumber(ARGV[4])))
 if KEYS[2] then
   redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', math.floor(now / 1000))
-  redis.call('ZADD', KEYS[2], math.ceil(untl / 1000), ARGV[6])
+  redis.call('ZADD', KEYS[2], string.format('%.17g', untl / 1000), ARGV[6])
 end
 if KEYS[3] then redis.call('HSET', KEYS[3], ARGV[6], '1') end
 return math.ceil((untl - now) / 1000)
