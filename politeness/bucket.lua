@@ -6,8 +6,9 @@
 -- ARGV[3] n, tokens wanted
 -- ARGV[4] the longest wait the caller accepts, in ns (-1: any)
 -- ARGV[5] how long a paused host's count of pauses is kept, in ms
--- Returns {ok, wait_ns}: ok = 1 when the tokens are taken (the caller may act
--- after wait_ns), 0 when the wait would be longer than allowed (nothing changes).
+-- Returns {ok, wait_ns, now_µs}: ok = 1 when the tokens are taken (the caller
+-- may act after wait_ns), 0 when the wait would be longer than allowed
+-- (nothing changes); now is the server's clock when it decided.
 local now = tb_now()
 local interval = 1000000 / tonumber(ARGV[1]) -- µs a token
 local max_wait = tonumber(ARGV[4])
@@ -16,13 +17,13 @@ local b = tb_read(KEYS[1])
 -- A paused host (pause.lua: it answered 429 or 503) gives no token before
 -- the pause ends, whatever the caller accepts to wait; nothing changes.
 if now < b.paused_until then
-  return {0, string.format('%.17g', (b.paused_until - now) * 1000)}
+  return {0, string.format('%.17g', (b.paused_until - now) * 1000), string.format('%d', now)}
 end
 
 local tat, wait = tb_take(b.tat or now, now, interval, tonumber(ARGV[2]), tonumber(ARGV[3]))
 wait = math.max(0, math.floor(wait * 1000)) -- µs to ns
 if max_wait >= 0 and wait > max_wait then
-  return {0, string.format('%.17g', wait)}
+  return {0, string.format('%.17g', wait), string.format('%d', now)}
 end
 tb_store(KEYS[1], b, tat, now, tonumber(ARGV[5]))
-return {1, string.format('%.17g', wait)}
+return {1, string.format('%.17g', wait), string.format('%d', now)}

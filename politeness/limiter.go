@@ -88,6 +88,10 @@ type Reservation struct {
 	// have had to wait (not OK; InfDuration when never). With r = 2/s and
 	// an empty bucket, ReserveN(1) gives Delay = 500ms.
 	Delay time.Duration
+	// At is when the bucket decided, by Redis's clock (zero where Redis
+	// was not asked: rate Inf or 0, n <= 0): the tokens may be used from
+	// At + Delay.
+	At time.Time
 }
 
 // Allow is AllowN(ctx, key, 1).
@@ -126,7 +130,7 @@ func (l *Limiter) ReserveN(ctx context.Context, key string, n int, maxWait time.
 	if err != nil {
 		return Reservation{}, fmt.Errorf("politeness: bucket %s: %w", key, err)
 	}
-	if len(res) != 2 {
+	if len(res) != 3 {
 		return Reservation{}, fmt.Errorf("politeness: bucket %s: unexpected reply %v", key, res)
 	}
 	ok, _ := res[0].(int64)
@@ -139,7 +143,12 @@ func (l *Limiter) ReserveN(ctx context.Context, key string, n int, maxWait time.
 	if wait < float64(math.MaxInt64) {
 		d = time.Duration(wait)
 	}
-	return Reservation{OK: ok == 1, Delay: d}, nil
+	at, _ := res[2].(string)
+	us, err := strconv.ParseInt(at, 10, 64)
+	if err != nil {
+		return Reservation{}, fmt.Errorf("politeness: bucket %s: bad time %q", key, at)
+	}
+	return Reservation{OK: ok == 1, Delay: d, At: time.UnixMicro(us)}, nil
 }
 
 // Wait is WaitN(ctx, key, 1).

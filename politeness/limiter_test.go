@@ -116,9 +116,14 @@ func TestBurstThenRefuseAndMaxWait(t *testing.T) {
 			t.Fatalf("ReserveN with a short maxWait = %+v, %v; want refused with a delay of about 1000s", r, err)
 		}
 		// The refused reservation changed nothing: a longer wait is still ~1000 s, not 2000 s.
+		before := s.Client.Time(ctx).Val()
 		r, err = lim.ReserveN(ctx, "t:{b}:host", 1, -1)
+		after := s.Client.Time(ctx).Val()
 		if err != nil || !r.OK || r.Delay > 1000*time.Second {
 			t.Fatalf("ReserveN without bound = %+v, %v", r, err)
+		}
+		if r.At.Before(before) || r.At.After(after) { // the decision's time is Redis's
+			t.Errorf("decided at %v; Redis's clock said %v before and %v after", r.At, before, after)
 		}
 		// Other keys are independent.
 		if ok, err := lim.Allow(ctx, "t:{b}:other"); err != nil || !ok {
