@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/redcrawl/crawler/alternatives"
 	"github.com/redcrawl/crawler/internal/redistest"
+	"github.com/redcrawl/crawler/leader"
 )
 
 // The Redis time a limiter's call costs (INFO commandstats: µs inside
@@ -33,6 +35,50 @@ func BenchmarkLimiter(b *testing.B) {
 				b.Fatalf("%d EVALSHA calls for %d takes", st.Calls, b.N)
 			}
 			b.ReportMetric(float64(st.Usec)/float64(st.Calls), "redis-µs/call")
+		})
+	}
+}
+
+// How long taking the lock takes (and releasing it, not counted): one
+// lock on one redis-server (leader.Obtain, as the scheduler's election
+// takes it) against Redlock over 3 and 5 (all on this machine's loopback:
+// a real deployment's masters are a network apart, and Redlock waits for
+// the slowest of a majority).
+//
+//	go test -run '^$' -bench Acquire -benchtime 3000x ./alternatives
+func BenchmarkAcquire(b *testing.B) {
+	ctx := context.Background()
+	b.Run("one lock", func(b *testing.B) {
+		s := redistest.Real(b)
+		var took time.Duration
+		for i := range b.N {
+			start := time.Now()
+			l, err := leader.Obtain(ctx, s.Client, fmt.Sprint("res", i%10), "b", time.Minute)
+			took += time.Since(start)
+			if err != nil {
+				b.Fatal(err)
+			}
+			l.Release(ctx)
+		}
+		b.ReportMetric(float64(took.Microseconds())/float64(b.N), "acquire-µs")
+	})
+	for _, n := range []int{3, 5} {
+		b.Run(fmt.Sprintf("redlock over %d", n), func(b *testing.B) {
+			rl := &alternatives.Redlock{}
+			for range n {
+				rl.Masters = append(rl.Masters, redistest.Real(b).Client)
+			}
+			var took time.Duration
+			for i := range b.N {
+				start := time.Now()
+				g, err := rl.Lock(ctx, fmt.Sprint("res", i%10), time.Minute)
+				took += time.Since(start)
+				if err != nil {
+					b.Fatal(err)
+				}
+				rl.Unlock(ctx, g)
+			}
+			b.ReportMetric(float64(took.Microseconds())/float64(b.N), "acquire-µs")
 		})
 	}
 }
