@@ -7,10 +7,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/redcrawl/crawler/alternatives"
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/internal/redistest"
-	"github.com/redis/go-redis/v9"
-	"github.com/spaolacci/murmur3"
 )
 
 // fetchAll has `workers` workers meet the same `urls` links at the same
@@ -102,60 +101,33 @@ func TestBloomTestAndSetFetchesOnce(t *testing.T) {
 	}
 }
 
-// naiveBloom is a plain Bloom filter of m bits in one Redis bitmap, k
-// positions by double hashing: the textbook filter, to measure sizing
-// mistakes on.
-type naiveBloom struct {
-	key  string
-	m, k uint64
-}
-
-func (b naiveBloom) positions(item string) []int64 {
-	h1, h2 := murmur3.Sum128([]byte(item))
-	pos := make([]int64, b.k)
-	for i := range pos {
-		pos[i] = int64((h1 + uint64(i)*h2) % b.m)
-	}
-	return pos
-}
-
-// falsePositives adds n items and returns the share of n*10 others the
-// filter says it holds.
-func (b naiveBloom) falsePositives(t *testing.T, s *redistest.Server, n int) float64 {
+// falsePositives adds n items to the plain filter b (the seeds' SETBIT
+// filter, alternatives.PlainBloom) and returns the share of n*10 others
+// it says it holds.
+func falsePositives(t *testing.T, s *redistest.Server, b alternatives.PlainBloom, n int) float64 {
 	t.Helper()
 	ctx := context.Background()
-	pipe := s.Client.Pipeline()
+	var added, others []string
 	for i := 0; i < n; i++ {
-		for _, p := range b.positions(fmt.Sprintf("https://docs.example.org/added/%d", i)) {
-			pipe.SetBit(ctx, b.key, p, 1)
-		}
+		added = append(added, fmt.Sprintf("https://docs.example.org/added/%d", i))
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	if err := b.Add(ctx, s.Client, added); err != nil {
 		t.Fatal(err)
 	}
-	tests := 10 * n
-	var cmds [][]*redis.IntCmd
-	for i := 0; i < tests; i++ {
-		var bits []*redis.IntCmd
-		for _, p := range b.positions(fmt.Sprintf("https://docs.example.org/other/%d", i)) {
-			bits = append(bits, pipe.GetBit(ctx, b.key, p))
-		}
-		cmds = append(cmds, bits)
+	for i := 0; i < 10*n; i++ {
+		others = append(others, fmt.Sprintf("https://docs.example.org/other/%d", i))
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	seen, err := b.Contains(ctx, s.Client, others)
+	if err != nil {
 		t.Fatal(err)
 	}
 	fp := 0
-	for _, bits := range cmds {
-		all := true
-		for _, c := range bits {
-			all = all && c.Val() == 1
-		}
-		if all {
+	for _, yes := range seen {
+		if yes {
 			fp++
 		}
 	}
-	return float64(fp) / float64(tests)
+	return float64(fp) / float64(len(others))
 }
 
 // A filter sized with 2^16 bits, as a post wrote it: in Go (and C, Java,
@@ -166,8 +138,8 @@ func (b naiveBloom) falsePositives(t *testing.T, s *redistest.Server, n int) flo
 func TestNaiveBloomSizedWithCaretIsEighteenBits(t *testing.T) {
 	s := redistest.Real(t)
 	const written = 2 ^ 16 // what the post wrote: 18
-	naive := naiveBloom{key: "naive:bloom", m: written, k: 7}.falsePositives(t, s, 1000)
-	meant := naiveBloom{key: "meant:bloom", m: 1 << 16, k: 7}.falsePositives(t, s, 1000)
+	naive := falsePositives(t, s, alternatives.PlainBloom{Key: "naive:bloom", M: written, K: 7}, 1000)
+	meant := falsePositives(t, s, alternatives.PlainBloom{Key: "meant:bloom", M: 1 << 16, K: 7}, 1000)
 	if written != 18 || naive < 0.99 || meant > 0.001 {
 		t.Fatalf("m = 2^16 = %d bits: false-positive rate %.4f; m = 1<<16: %.4f", written, naive, meant)
 	}
