@@ -128,7 +128,8 @@ func TestALateWriteAfterAPause(t *testing.T) {
 					t.Fatalf("A: %q", line)
 				}
 				a.Process.Signal(syscall.SIGSTOP)
-				fmt.Fprintln(stdin, "write") // A is told to write, and stopped before it can
+				awaitStopped(t, a.Process.Pid) // a signal is delivered when the kernel next schedules A
+				fmt.Fprintln(stdin, "write")   // A is told to write, and stopped before it can
 				b := &holder{mode: mode, fenced: fenced, store: store.Client}
 				for _, u := range masters {
 					c := client(u)
@@ -187,6 +188,27 @@ func startHolder(t *testing.T, mode string, fenced bool, store string, masters [
 		cmd.Wait()
 	})
 	return cmd, stdin, bufio.NewReader(out)
+}
+
+// awaitStopped waits until the kernel says the process is stopped (state
+// T in /proc/PID/stat).
+func awaitStopped(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// pid (comm) state ...: the state follows the last ')'
+		if i := strings.LastIndexByte(string(b), ')'); i > 0 && len(b) > i+2 && b[i+2] == 'T' {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d not stopped after SIGSTOP: %s", pid, b)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func readLine(t *testing.T, r *bufio.Reader) string {
