@@ -9,6 +9,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redcrawl/crawler/alternatives"
 	"github.com/redcrawl/crawler/internal/redistest"
+	"github.com/redcrawl/crawler/internal/testsite"
 	"github.com/redis/go-redis/v9"
 	"pgregory.net/rapid"
 )
@@ -36,10 +37,10 @@ func TestFourLimitersOnOneTrace(t *testing.T) {
 	}
 	for _, l := range ls {
 		ts := let[l.Name()]
-		most := alternatives.MostIn(ts, time.Second)
+		most := testsite.MaxInWindow(ts, time.Second)
 		least, cv := alternatives.Gaps(ts)
 		t.Logf("%-26s let %3d through; most in any second %2d, in any 100 ms %2d; gaps: least %v, cv %.2f",
-			l.Name(), len(ts), most, alternatives.MostIn(ts, 100*time.Millisecond), least.Round(time.Microsecond), cv)
+			l.Name(), len(ts), most, testsite.MaxInWindow(ts, 100*time.Millisecond), least.Round(time.Microsecond), cv)
 		switch l.Name() {
 		case "token bucket (RedCrawl's)", "leaky bucket (meter)":
 			if most > rate+burst {
@@ -104,7 +105,7 @@ func TestLimitersBoundsOverTheRange(t *testing.T) {
 			switch l.Name() {
 			case "token bucket (RedCrawl's)", "leaky bucket (meter)":
 				for _, w := range []time.Duration{window / 10, window, 10 * window} {
-					if got, most := alternatives.MostIn(ts, w), float64(b)+r*w.Seconds(); float64(got) > most+1e-9 {
+					if got, most := testsite.MaxInWindow(ts, w), float64(b)+r*w.Seconds(); float64(got) > most+1e-9 {
 						rt.Fatalf("%s: %d in a span of %v; at most burst %d + %.4g/s × it = %.4g", l.Name(), got, w, b, r, most)
 					}
 				}
@@ -113,11 +114,11 @@ func TestLimitersBoundsOverTheRange(t *testing.T) {
 					rt.Fatalf("%s: two departures %v apart; the interval is %v", l.Name(), least, time.Duration(float64(time.Second)/r))
 				}
 			case "sliding-window log":
-				if got := alternatives.MostIn(ts, window); got > limit {
+				if got := testsite.MaxInWindow(ts, window); got > limit {
 					rt.Fatalf("%s: %d in a window of %v; the limit is %d", l.Name(), got, window, limit)
 				}
 			case "fixed window":
-				if got := alternatives.MostIn(ts, window); got > 2*limit {
+				if got := testsite.MaxInWindow(ts, window); got > 2*limit {
 					rt.Fatalf("%s: %d in a span of %v; at most twice the limit, %d", l.Name(), got, window, 2*limit)
 				}
 			}

@@ -75,18 +75,6 @@ func Replay(ctx context.Context, tr Trace, start time.Time, host string, ls []Li
 	return let, nil
 }
 
-// MostIn is the most of ts (sorted) in any span of length d, half open.
-func MostIn(ts []time.Time, d time.Duration) int {
-	most, j := 0, 0
-	for i := range ts {
-		for ts[i].Sub(ts[j]) >= d {
-			j++
-		}
-		most = max(most, i-j+1)
-	}
-	return most
-}
-
 // Gaps says how evenly ts (sorted) are spaced: the shortest gap, and the
 // gaps' coefficient of variation (0: perfectly even).
 func Gaps(ts []time.Time) (least time.Duration, cv float64) {

@@ -25,18 +25,39 @@ func packDemo(t *testing.T, h *harness, dir string, files []string, responses in
 	if !strings.Contains(verified, "verified") {
 		t.Fatalf("wacz --verify: %s", verified)
 	}
-	zr, err := zip.OpenReader(out)
+	packed := unpackWARCs(t, out)
+	for name, b := range packed {
+		orig, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil || string(orig) != string(b) {
+			t.Errorf("archive/%s in the package is not the file as written (%v)", name, err)
+		}
+	}
+	if len(packed) != len(files) {
+		t.Errorf("the package holds %d WARC files; the demo wrote %d", len(packed), len(files))
+	}
+	if want := "verified: "; !strings.Contains(verified, want) || !strings.Contains(verified, fmt.Sprintf(" %d index lines", responses)) {
+		t.Errorf("wacz --verify says %q; want %d index lines, one a response", verified, responses)
+	}
+	t.Logf("%s%s", said, verified)
+}
+
+// unpackWARCs reads a WACZ's WARC files (archive/), has the Internet
+// Archive's reader read every record of each as packed (or the test
+// fails), and returns them by name.
+func unpackWARCs(t *testing.T, wacz string) map[string][]byte {
+	t.Helper()
+	zr, err := zip.OpenReader(wacz)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer zr.Close()
-	packed := t.TempDir()
-	n := 0
+	dir := t.TempDir()
+	out := map[string][]byte{}
 	for _, f := range zr.File {
-		if !strings.HasPrefix(f.Name, "archive/") {
+		name, ok := strings.CutPrefix(f.Name, "archive/")
+		if !ok {
 			continue
 		}
-		n++
 		rc, err := f.Open()
 		if err != nil {
 			t.Fatal(err)
@@ -46,21 +67,12 @@ func packDemo(t *testing.T, h *harness, dir string, files []string, responses in
 		if err != nil {
 			t.Fatal(err)
 		}
-		orig, err := os.ReadFile(filepath.Join(dir, filepath.Base(f.Name)))
-		if err != nil || string(orig) != string(b) {
-			t.Errorf("%s in the package is not the file as written (%v)", f.Name, err)
-		}
-		path := filepath.Join(packed, filepath.Base(f.Name))
+		path := filepath.Join(dir, name)
 		if err := os.WriteFile(path, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		readWithInternetArchive(t, path) // every record, or the test fails
+		readWithInternetArchive(t, path)
+		out[name] = b
 	}
-	if n != len(files) {
-		t.Errorf("the package holds %d WARC files; the demo wrote %d", n, len(files))
-	}
-	if want := "verified: "; !strings.Contains(verified, want) || !strings.Contains(verified, fmt.Sprintf(" %d index lines", responses)) {
-		t.Errorf("wacz --verify says %q; want %d index lines, one a response", verified, responses)
-	}
-	t.Logf("%s%s", said, verified)
+	return out
 }
