@@ -111,6 +111,9 @@ type project struct {
 // every crawl of the site needs.
 type composeConfig struct {
 	seedFlags []string
+	files     []string // more of the repository's compose files, after docker-compose.yml
+	publish   string   // more of the test's override, under services: (loopback ports)
+	services  []string // the services 'up' starts (default: all)
 }
 
 // upCompose starts the project in the background and waits until its
@@ -140,15 +143,15 @@ services:
     command: `+string(quoted)+`
   worker:
     ports: ["127.0.0.1::9090"]
-`), 0o644); err != nil {
+`+cfg.publish), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p.files = []string{"../docker-compose.yml", override}
+	p.files = append(append([]string{"../docker-compose.yml"}, cfg.files...), override)
 	p.env = append(os.Environ(), "REDIS_IMAGE=redcrawl/redis:local", "CRAWLER_IMAGE=redcrawl/crawler:local",
 		"CRAWL_OUTPUT="+p.out, fmt.Sprintf("CRAWLER_USER=%d:%d", os.Getuid(), os.Getgid()))
 	t.Cleanup(p.down)
 	p.started = time.Now()
-	p.compose("up", "-d")
+	p.compose(append([]string{"up", "-d"}, cfg.services...)...)
 	p.h = &harness{t: t, bin: build(t), redis: "redis://" + p.port("redis", 6379, 1), crawl: composeCrawl, procs: map[string]*proc{}}
 	p.site = "http://" + p.port("site", 8080, 1)
 	return p
@@ -207,6 +210,13 @@ func (p *project) containers(service string) []string {
 	return strings.Fields(p.compose("ps", "-q", service))
 }
 
+// everContainers are the ids of the service's containers, exited ones
+// too ('ps' of Compose v2 lists only running ones without --all).
+func (p *project) everContainers(service string) []string {
+	p.t.Helper()
+	return strings.Fields(p.compose("ps", "-a", "-q", service))
+}
+
 // containerOf is the container running the worker with this id (its
 // host name is the container's short id, the worker id host:pid).
 func (p *project) containerOf(workerID string) string {
@@ -246,7 +256,7 @@ func docker(t *testing.T, args ...string) string {
 // exit status: 0 once the crawl is done and every worker has stopped.
 func (p *project) awaitResults(limit time.Duration) int {
 	p.t.Helper()
-	cs := p.containers("results")
+	cs := p.everContainers("results")
 	if len(cs) != 1 {
 		p.t.Fatalf("results containers: %v", cs)
 	}
@@ -418,16 +428,7 @@ func TestComposeDemo(t *testing.T) {
 			if int64(perWorker) != final.Counters["records"] {
 				t.Errorf("the workers' records files hold %d records; the crawl counted %d", perWorker, final.Counters["records"])
 			}
-			// Every response is archived but the files (PDF), whose type the
-			// crawl does not keep (--keep-types).
-			site := p.stats()
-			requests := 0
-			for _, u := range site.Fetched {
-				if !strings.Contains(u, "/files/") {
-					requests += max(site.Repeated[u], 1)
-				}
-			}
-			if responses != requests {
+			if requests := p.archivable(); responses != requests {
 				t.Errorf("%d WARC response records for %d requests the site answered (files aside)", responses, requests)
 			}
 			packDemo(t, p.h, filepath.Join(p.out, "warc"), files, responses)
@@ -435,6 +436,21 @@ func TestComposeDemo(t *testing.T) {
 				tool.name, v.pages, v.missing, v.extra, final.Counters["records"], len(files), responses, time.Since(p.started).Round(time.Second))
 		})
 	}
+}
+
+// archivable is how many responses of the site's the crawl archives:
+// every one but the files' (PDF), whose type the crawl does not keep
+// (--keep-types).
+func (p *project) archivable() int {
+	p.t.Helper()
+	site := p.stats()
+	requests := 0
+	for _, u := range site.Fetched {
+		if !strings.Contains(u, "/files/") {
+			requests += max(site.Repeated[u], 1)
+		}
+	}
+	return requests
 }
 
 // faultSeed: 4 hosts × 500 pages at 10 requests a second per host, so the

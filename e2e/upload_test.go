@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -56,17 +54,8 @@ func TestThreeWorkersUploadThroughAStoreOutage(t *testing.T) {
 		if left, _ := filepath.Glob(filepath.Join(dir, fmt.Sprint("warcs", i), "*")); len(left) > 0 {
 			t.Errorf("worker %d left %v on disk", i, left)
 		}
-		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprint("records", i, ".jsonl")))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-			var rec struct {
-				WARC *struct{ File string } `json:"warc"`
-			}
-			if json.Unmarshal([]byte(line), &rec) == nil && rec.WARC != nil {
-				named[rec.WARC.File] = true
-			}
+		for f := range namedWARCFiles(t, filepath.Join(dir, fmt.Sprint("records", i, ".jsonl"))) {
+			named[f] = true
 		}
 	}
 	for f := range named {
