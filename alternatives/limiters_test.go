@@ -86,7 +86,7 @@ func TestLimitersBoundsOverTheRange(t *testing.T) {
 		ls := alternatives.WindowLimiters(c, "p:", r, b, limit, window)
 		now := time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC)
 		let := alternatives.Let{}
-		for range rapid.IntRange(1, 250).Draw(rt, "requests") {
+		for range rapid.IntRange(1, 150).Draw(rt, "requests") {
 			// gaps from nothing to three windows, most of them short
 			now = now.Add(time.Duration(rapid.Float64Range(0, 1).Draw(rt, "gap") * rapid.Float64Range(0, 1).Draw(rt, "gap") * 3 * float64(window)))
 			m.SetTime(now)

@@ -27,7 +27,7 @@ func TestComposeDemoUploadsToObjectStorage(t *testing.T) {
 	requireEngine(t)
 	t.Parallel()
 	p := upCompose(t, pickTool(t), composeConfig{
-		seedFlags: faultSeed,
+		seedFlags: []string{"--rate", "20", "--burst", "2"}, // the demo's: the crawl lasts about 30 s, the outage 20 of them
 		files:     []string{"../compose.s3.yml"},
 		publish:   "  s3:\n    ports: [\"127.0.0.1::9000\"]\n",
 		// 'wacz' waits for the workers to exit, which 'up -d' would wait for.
