@@ -17,6 +17,7 @@ import (
 	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
+	"github.com/redcrawl/crawler/internal/tcpproxy"
 	"github.com/redcrawl/crawler/internal/testsite"
 	"github.com/redcrawl/crawler/leader"
 	"github.com/redis/go-redis/v9"
@@ -178,6 +179,57 @@ func TestStoppedSchedulerResigns(t *testing.T) {
 		}()
 		first := awaitLeader(t, s, "")
 		cancels[first]()
+		<-done[first]
+		if next := awaitLeader(t, s, first); next == first {
+			t.Fatalf("%s still leads after stopping", first)
+		}
+	})
+}
+
+// A stopping scheduler whose Redis answers slowly still hands the role
+// over: its resignation goes through a proxy held for 300 ms, six times
+// the followers' retry interval (50 ms), and the other worker leads long
+// before the lock's minute is out. (The resignation was bounded by the
+// retry interval: a loaded Redis made it give up, and nobody led for a
+// TTL.) miniredis and redis-server.
+func TestAStoppingSchedulerResignsThroughASlowRedis(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		if _, err := crawl.Seed(context.Background(), s.Client, "resign", crawl.DefaultSettings(), nil); err != nil {
+			t.Fatal(err)
+		}
+		proxy := tcpproxy.Start(t, s.Addr)
+		ctx := context.Background()
+		ids := []string{"w1", "w2"}
+		cancels := map[string]context.CancelFunc{}
+		done := map[string]chan struct{}{}
+		for _, id := range ids {
+			c := redis.NewClient(&redis.Options{Addr: proxy.Addr(), MaxRetries: -1})
+			defer c.Close()
+			o := fastOptions(id)
+			o.ExitWhenDone = false
+			o.Leader = leader.ConfigForTTL(time.Minute)
+			o.Leader.RetryInterval = 50 * time.Millisecond
+			wctx, cancel := context.WithCancel(ctx)
+			cancels[id], done[id] = cancel, make(chan struct{})
+			w, err := crawl.NewWorker(wctx, c, "resign", o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ch := done[id]
+			go func() { defer close(ch); w.Run(wctx) }()
+		}
+		defer func() {
+			proxy.Resume()
+			for _, id := range ids {
+				cancels[id]()
+				<-done[id]
+			}
+		}()
+		first := awaitLeader(t, s, "")
+		proxy.Pause()
+		cancels[first]()
+		time.Sleep(300 * time.Millisecond) // the slow Redis itself: its length is what is tested
+		proxy.Resume()
 		<-done[first]
 		if next := awaitLeader(t, s, first); next == first {
 			t.Fatalf("%s still leads after stopping", first)

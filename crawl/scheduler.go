@@ -67,7 +67,11 @@ func (sc *scheduler) run(stop, work context.Context) {
 		sc.metrics.epoch.Set(float64(l.Epoch()))
 		sc.lead(stop, l)
 		sc.metrics.leader.Set(0)
-		rctx, cancel := context.WithTimeout(work, sc.cfg.RetryInterval)
+		// The resignation may take as long as the lock would hold anyway:
+		// given up sooner (it was the retry interval, 50 ms in a test, and
+		// a loaded Redis took longer), the lock stays a whole TTL with
+		// nobody leading.
+		rctx, cancel := context.WithTimeout(work, sc.cfg.TTL)
 		if stop.Err() != nil && l.Err() == nil {
 			logEvent(work, sc.fr, sc.log, frontier.Event{Kind: frontier.EventResign, Worker: sc.id, Epoch: l.Epoch(),
 				Text: fmt.Sprintf("epoch %d: %s handed the lock over (it is stopping)", l.Epoch(), sc.id)})
