@@ -52,7 +52,9 @@ func (e *Elector) Campaign(ctx context.Context) (*Leadership, error) {
 			if !e.clock.Now().Before(deadline) {
 				// The answer came so late that the lock may already be gone
 				// by our own reckoning: never report a phantom leadership.
-				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.RetryInterval)
+				// Its release may take as long as it would hold (a TTL): a
+				// release given up leaves the lock with nobody leading.
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.TTL)
 				lock.Release(rctx)
 				cancel()
 				continue
