@@ -141,6 +141,9 @@ func writeWACZ(c *cli.Context, out string, srcs []wacz.Source) error {
 	if err == nil {
 		err = tmp.Sync()
 	}
+	if err == nil { // a package is for others to replay: not CreateTemp's 0600
+		err = tmp.Chmod(0o644)
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}

@@ -43,6 +43,9 @@ func TestWaczPackagesWorkersFoldersAndVerifies(t *testing.T) {
 	if err != nil || !strings.Contains(stdout, "2 WARC files") || !strings.Contains(stdout, "6 pages") {
 		t.Fatalf("wacz: %q %q %v", stdout, stderr, err)
 	}
+	if fi, err := os.Stat(out); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("the package's mode: %v, %v; want 0644, readable by whoever replays it", fi.Mode(), err)
+	}
 	if stdout, _, err = run(t, "wacz", "--verify", out); err != nil || !strings.Contains(stdout, "verified") || !strings.Contains(stdout, "6 index lines") {
 		t.Fatalf("wacz --verify: %q %v", stdout, err)
 	}
