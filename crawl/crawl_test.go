@@ -147,39 +147,9 @@ func twoWorkersCrawlTheSite(t *testing.T, shards int) {
 // waits: only a resignation can explain the takeover).
 func TestStoppedSchedulerResigns(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
-		// No seeds: the workers sit idle, so a stopped worker's fetch loops
-		// end at once and only the resignation is left to do.
-		set := crawl.DefaultSettings()
-		if _, err := crawl.Seed(context.Background(), s.Client, "resign", set, nil); err != nil {
-			t.Fatal(err)
-		}
-		ctx := context.Background()
-		ids := []string{"w1", "w2"}
-		cancels := map[string]context.CancelFunc{}
-		done := map[string]chan struct{}{}
-		for _, id := range ids {
-			o := fastOptions(id)
-			o.ExitWhenDone = false
-			o.Leader = leader.ConfigForTTL(time.Minute)
-			o.Leader.RetryInterval = 50 * time.Millisecond
-			wctx, cancel := context.WithCancel(ctx)
-			cancels[id], done[id] = cancel, make(chan struct{})
-			w, err := crawl.NewWorker(wctx, s.Client, "resign", o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ch := done[id]
-			go func() { defer close(ch); w.Run(wctx) }()
-		}
-		defer func() {
-			for _, id := range ids {
-				cancels[id]()
-				<-done[id]
-			}
-		}()
+		stop := candidates(t, s, s.Client)
 		first := awaitLeader(t, s, "")
-		cancels[first]()
-		<-done[first]
+		stop(first)
 		if next := awaitLeader(t, s, first); next == first {
 			t.Fatalf("%s still leads after stopping", first)
 		}
@@ -194,47 +164,72 @@ func TestStoppedSchedulerResigns(t *testing.T) {
 // TTL.) miniredis and redis-server.
 func TestAStoppingSchedulerResignsThroughASlowRedis(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
-		if _, err := crawl.Seed(context.Background(), s.Client, "resign", crawl.DefaultSettings(), nil); err != nil {
-			t.Fatal(err)
-		}
 		proxy := tcpproxy.Start(t, s.Addr)
-		ctx := context.Background()
-		ids := []string{"w1", "w2"}
-		cancels := map[string]context.CancelFunc{}
-		done := map[string]chan struct{}{}
-		for _, id := range ids {
-			c := redis.NewClient(&redis.Options{Addr: proxy.Addr(), MaxRetries: -1})
-			defer c.Close()
-			o := fastOptions(id)
-			o.ExitWhenDone = false
-			o.Leader = leader.ConfigForTTL(time.Minute)
-			o.Leader.RetryInterval = 50 * time.Millisecond
-			wctx, cancel := context.WithCancel(ctx)
-			cancels[id], done[id] = cancel, make(chan struct{})
-			w, err := crawl.NewWorker(wctx, c, "resign", o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ch := done[id]
-			go func() { defer close(ch); w.Run(wctx) }()
-		}
-		defer func() {
-			proxy.Resume()
-			for _, id := range ids {
-				cancels[id]()
-				<-done[id]
-			}
-		}()
+		c := redis.NewClient(&redis.Options{Addr: proxy.Addr(), MaxRetries: -1})
+		t.Cleanup(func() { c.Close() }) // after the workers stop (cleanups run last first)
+		stop := candidates(t, s, c)
 		first := awaitLeader(t, s, "")
 		proxy.Pause()
-		cancels[first]()
-		time.Sleep(300 * time.Millisecond) // the slow Redis itself: its length is what is tested
-		proxy.Resume()
-		<-done[first]
+		go func() {
+			time.Sleep(300 * time.Millisecond) // the slow Redis itself: its length is what is tested
+			proxy.Resume()
+		}()
+		stop(first)
 		if next := awaitLeader(t, s, first); next == first {
 			t.Fatalf("%s still leads after stopping", first)
 		}
 	})
+}
+
+// A scheduler whose client is closed under it (its subscription's
+// channel closes) goes on pacing its sweeps by its timer until stopped:
+// it read the closed channel's nil message and panicked.
+func TestASchedulerWhoseClientIsClosedDoesNotPanic(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+		stop := candidates(t, s, c)
+		first := awaitLeader(t, s, "")
+		c.Close()
+		stop(first) // returns: the worker ended, without a panic
+	})
+}
+
+// candidates seeds an empty crawl and starts two idle workers on c, w1
+// and w2, whose lock lasts a minute and whose followers retry every
+// 50 ms; stop(id) stops one and waits for it to end, and the test's end
+// stops the rest. No seeds: a stopped worker's fetch loops end at once,
+// and only the resignation is left to do.
+func candidates(t *testing.T, s *redistest.Server, c redis.UniversalClient) (stop func(id string)) {
+	t.Helper()
+	if _, err := crawl.Seed(context.Background(), s.Client, "resign", crawl.DefaultSettings(), nil); err != nil {
+		t.Fatal(err)
+	}
+	cancels := map[string]context.CancelFunc{}
+	done := map[string]chan struct{}{}
+	for _, id := range []string{"w1", "w2"} {
+		o := fastOptions(id)
+		o.ExitWhenDone = false
+		o.Leader = leader.ConfigForTTL(time.Minute)
+		o.Leader.RetryInterval = 50 * time.Millisecond
+		wctx, cancel := context.WithCancel(context.Background())
+		cancels[id], done[id] = cancel, make(chan struct{})
+		w, err := crawl.NewWorker(wctx, c, "resign", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch := done[id]
+		go func() { defer close(ch); w.Run(wctx) }()
+	}
+	stop = func(id string) {
+		cancels[id]()
+		<-done[id]
+	}
+	t.Cleanup(func() {
+		for id := range cancels {
+			stop(id)
+		}
+	})
+	return stop
 }
 
 // awaitLeader polls until someone other than not leads (the crawl's own

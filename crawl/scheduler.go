@@ -187,7 +187,11 @@ func (sc *scheduler) await(stop context.Context, l *leader.Leadership, timer *ti
 			return false
 		case <-timer.C:
 			return true
-		case m := <-msgs:
+		case m, ok := <-msgs:
+			if !ok { // the subscription ended (its client was closed): the timer alone paces the sweeps
+				msgs = nil
+				continue
+			}
 			if m.Payload != "drained" {
 				continue
 			}
