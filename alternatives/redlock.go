@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -117,9 +116,5 @@ func WriteFencedEach(ctx context.Context, store redis.Scripter, key, value strin
 		keys = append(keys, fmt.Sprintf("%s:fence:%d", key, i+1))
 		args = append(args, e)
 	}
-	err := fenceEach.Run(ctx, store, keys, args...).Err()
-	if err != nil && strings.HasPrefix(err.Error(), "FENCED ") {
-		return fmt.Errorf("%w: %s", fence.ErrFenced, strings.TrimPrefix(err.Error(), "FENCED "))
-	}
-	return err
+	return fence.Refusal(fenceEach.Run(ctx, store, keys, args...).Err())
 }

@@ -75,12 +75,22 @@ func (f *Script) run(ctx context.Context, s *redis.Script, c redis.Scripter, key
 // fenceResult is a fenced call's reply, its refusal as ErrFenced.
 func fenceResult(res any, err error) (any, error) {
 	if err != nil && !errors.Is(err, redis.Nil) {
-		if msg, ok := strings.CutPrefix(err.Error(), "FENCED "); ok {
-			return nil, fmt.Errorf("%w: %s", ErrFenced, msg)
-		}
-		return nil, err
+		return nil, Refusal(err)
 	}
 	return res, err
+}
+
+// Refusal is err as ErrFenced when it is a fenced script's refusal (a
+// reply starting "FENCED "), for stores that apply the fence's rule in a
+// script of their own; any other error is returned as it is.
+func Refusal(err error) error {
+	if err == nil {
+		return nil
+	}
+	if msg, ok := strings.CutPrefix(err.Error(), "FENCED "); ok {
+		return fmt.Errorf("%w: %s", ErrFenced, msg)
+	}
+	return err
 }
 
 // A Pending is a fenced call queued in a pipeline (Queue): Result reads
