@@ -2,6 +2,7 @@ package crawl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -39,6 +40,9 @@ type RenderOptions struct {
 	PagesPerBrowser int           // a browser is restarted after this many pages (render's default when 0)
 	MaxRSS          int64         // or once its processes hold this much memory, bytes
 	PageTimeout     time.Duration // a page that does not settle by then fails, and is retried (30 s)
+	// Isolation keeps the browser off the network (render.IsolateAuto
+	// when ""): a namespace of its own where the machine allows one.
+	Isolation render.Isolation
 	// CacheBytes bounds the subresource cache (64 MiB when 0).
 	CacheBytes int64
 }
@@ -52,6 +56,11 @@ type RenderInfo struct {
 	Subresources int `json:"subresources"`
 	Cached       int `json:"cached,omitempty"`
 	Refused      int `json:"refused,omitempty"`
+	// Dialogs counts the JavaScript dialogs the page opened (alert,
+	// confirm, prompt), each accepted; Popups the windows it opened,
+	// each closed at once.
+	Dialogs int `json:"dialogs,omitempty"`
+	Popups  int `json:"popups,omitempty"`
 	// WARC is where the conversion record of the DOM is.
 	WARC *archive.Location `json:"warc,omitempty"`
 }
@@ -143,7 +152,15 @@ func (pl *fetchLoops) renderPage(ctx context.Context, l *frontier.Lease, u *url.
 	deadline := time.Now().Add(pl.renderOpts.PageTimeout)
 	page, err := pl.render.Render(ctx, l.Item.URL, &render.Response{Status: r.Status, ContentType: "text/html", Body: r.Body},
 		pl.subresources(u, lv, deadline))
-	if err != nil {
+	var memory *render.MemoryError
+	switch {
+	case errors.As(err, &memory) && memory.Open == 1:
+		// It alone was open when the browser passed its cap: another
+		// attempt would only stop another browser.
+		rec.Error = err.Error() + " (not retried)"
+		pl.finish(l, *rec, frontier.Outcome{Stat: OutcomeFailed, Failed: rec.Error, Fetched: true})
+		return nil, false
+	case err != nil:
 		pl.retry(l, *rec, err.Error(), 0)
 		return nil, false
 	}
@@ -151,7 +168,8 @@ func (pl *fetchLoops) renderPage(ctx context.Context, l *frontier.Lease, u *url.
 		return nil, false
 	}
 	pl.counters.Rendered.Add(1)
-	rec.Render = &RenderInfo{MS: page.Took.Milliseconds(), Subresources: page.Requests, Cached: page.Cached, Refused: page.Refused}
+	rec.Render = &RenderInfo{MS: page.Took.Milliseconds(), Subresources: page.Requests, Cached: page.Cached, Refused: page.Refused,
+		Dialogs: page.Dialogs, Popups: page.Popups}
 	if pl.warc != nil && rec.WARC != nil && rec.WARC.RecordID != "" {
 		loc, err := pl.warc.Conversion(*rec.WARC, l.Item.URL, time.Now(), "text/html", page.DOM)
 		if err != nil {

@@ -88,3 +88,66 @@ func TestAPageThatNeverSettlesFailsWithARecordThatSaysSo(t *testing.T) {
 		t.Errorf("the hanging request was made %d times; want once a try", hung.Load())
 	}
 }
+
+// Pages made to hurt a browser, crawled with --render always: one that
+// fills 2 GB under a 1 GiB cap is stopped while it renders and ends at
+// once with a record that says why (another attempt would only stop
+// another browser); one that waits on alert and confirm before it builds
+// its links is rendered, its dialogs counted, and its links followed. The
+// worker goes on to the end.
+func TestAHostilePageEndsWithARecordAndTheCrawlGoesOn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fills a gigabyte in a browser: skipped with -short")
+	}
+	needChromium(t)
+	s := redistest.Real(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		switch r.URL.Path {
+		case "/":
+			fmt.Fprint(w, `<html><body><a href="/hog.html">h</a> <a href="/dialogs.html">d</a></body></html>`)
+		case "/hog.html":
+			fmt.Fprint(w, `<html><body><script>window.keep = [];
+for (let i = 0; i < 20; i++) { const a = new Float64Array(100e6 / 8); a.fill(i + 1); window.keep.push(a) }</script></body></html>`)
+		case "/dialogs.html":
+			fmt.Fprint(w, `<html><body><div id=app></div><script>alert('hi'); if (confirm('go?')) {
+document.getElementById('app').innerHTML = '<a href="/after.html">a</a>' }</script></body></html>`)
+		case "/after.html":
+			fmt.Fprint(w, `<html><body>the end</body></html>`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	set := crawl.DefaultSettings()
+	set.Rate, set.AllowPrivate, set.Render = 1000, true, crawl.RenderAlways
+	seed, _ := url.Parse(srv.URL + "/")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := crawl.Seed(ctx, s.Client, "hostile", set, []*url.URL{seed}); err != nil {
+		t.Fatal(err)
+	}
+	o := fastOptions("r1")
+	o.Render = &crawl.RenderOptions{Tabs: 1, PageTimeout: 20 * time.Second, MaxRSS: 1 << 30}
+	w, err := crawl.NewWorker(ctx, s.Client, "hostile", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Run(ctx); err != nil || ctx.Err() != nil {
+		t.Fatalf("Run: %v (context: %v)", err, ctx.Err())
+	}
+	recs := exportedByURL(t, ctx, s.Client, "hostile")
+	hog, dialogs, after := recs[srv.URL+"/hog.html"], recs[srv.URL+"/dialogs.html"], recs[srv.URL+"/after.html"]
+	if hog.Outcome != crawl.OutcomeFailed || !strings.Contains(hog.Error, "memory passed its cap") || !strings.Contains(hog.Error, "not retried") {
+		t.Errorf("the page of 2 GB: outcome %q, error %q; want failed at once, saying the browser passed its memory cap", hog.Outcome, hog.Error)
+	}
+	if dialogs.Render == nil || dialogs.Render.Dialogs != 2 {
+		t.Errorf("the page with dialogs: %+v; want rendered, 2 dialogs counted", dialogs.Render)
+	}
+	if after.Outcome != crawl.OutcomeOK {
+		t.Errorf("the link built after the dialogs: %+v; want it fetched", after)
+	}
+	if peak := w.BrowserPeak(); peak >= 3<<29 {
+		t.Errorf("the browser's peak %d MiB; want under 1.5 GiB", peak>>20)
+	}
+}

@@ -202,7 +202,7 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 	if o.Render != nil {
 		// No browser, no worker: found now, in one line.
 		if w.render, err = render.New(render.Options{Exec: o.Render.Exec, Tabs: o.Render.Tabs, PagesPerBrowser: o.Render.PagesPerBrowser,
-			MaxRSS: o.Render.MaxRSS, PageTimeout: o.Render.PageTimeout, Log: w.log}); err != nil {
+			MaxRSS: o.Render.MaxRSS, PageTimeout: o.Render.PageTimeout, Isolation: o.Render.Isolation, Log: w.log}); err != nil {
 			return nil, fmt.Errorf("%w: --render: %v", ErrOptions, err)
 		}
 		if err := w.render.Warm(); err != nil {
@@ -441,6 +441,15 @@ func (w *Worker) BrowserPeak() int64 {
 		return 0
 	}
 	return w.render.PeakRSS()
+}
+
+// RenderIsolation is how a render worker's browser is kept off the
+// network ("" for a plain worker).
+func (w *Worker) RenderIsolation() render.Isolation {
+	if w.render == nil {
+		return ""
+	}
+	return w.render.Isolation()
 }
 
 // renderOpts are the render worker's options (zero for a plain worker).

@@ -3,13 +3,23 @@
 // styles, XHR) is paused by the DevTools protocol's Fetch domain and made
 // by the caller's Fetcher, which keeps the crawl's rules (robots.txt, the
 // private-address guard, scope, the host's tokens, the archive), and the
-// answer is handed to the page. As a second wall the browser is started
-// with a proxy that does not exist, loopback included, so a request the
-// Fetch domain did not pause (a worker's, a prefetch) goes nowhere.
+// answer is handed to the page.
+//
+// What is not HTTP never reaches the Fetch domain (WebRTC's STUN and TURN,
+// QUIC, DNS prefetch, a popup's requests), so the browser is given no
+// network at all where the machine allows it: it starts in a network
+// namespace of its own with no interface up, and the pool talks to it over
+// a pipe (Isolation). Where it cannot, flags, a proxy that does not exist
+// and a script that removes WebRTC close what they can. Either way the
+// browser runs with HTTPS-Upgrades, HTTPS-First, prefetch and prerender
+// off, so that the URL a page is asked for is the URL the crawl fetched;
+// a window a page opens is closed as it appears, and a JavaScript dialog
+// (alert, confirm, prompt) is accepted so that the page goes on.
 //
 // A Pool keeps one browser with up to Tabs pages open at once, a new tab a
-// page. A browser is retired after PagesPerBrowser pages or once its
-// processes' memory passes MaxRSS, and a new one started; it is closed
+// page. Its memory is sampled while pages render: past MaxRSS the browser
+// is stopped at once, its pages failing with ErrMemory. A browser is
+// retired after PagesPerBrowser pages, and a new one started; it is closed
 // once its last page is done. A page that does not settle within
 // PageTimeout fails (the caller retries it: its lease is the crawl's
 // record), and a browser that died is replaced at the next page.
@@ -59,9 +69,13 @@ type Options struct {
 	Tabs int
 	// PagesPerBrowser: a browser is retired after this many pages (200).
 	PagesPerBrowser int
-	// MaxRSS: a browser whose processes hold more memory (bytes) is
-	// retired after the page that found it (1 GiB).
+	// MaxRSS bounds a browser's memory (bytes, its processes together;
+	// 1 GiB): it is sampled while pages render, and a browser past it is
+	// stopped at once, its pages failing with ErrMemory. One that passes
+	// three quarters of it is retired after the page that found it.
 	MaxRSS int64
+	// Isolation is how the browser is kept off the network (IsolateAuto).
+	Isolation Isolation
 	// PageTimeout bounds a page, from its navigation until its DOM is read
 	// (30 s).
 	PageTimeout time.Duration
@@ -90,6 +104,9 @@ func (o *Options) defaults() {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
+	if o.Isolation == "" {
+		o.Isolation = IsolateAuto
+	}
 }
 
 // Page is a rendered page.
@@ -101,11 +118,21 @@ type Page struct {
 	// Refused those it refused or the pool does not make (images, media,
 	// fonts, the favicon, and every method but GET).
 	Requests, Cached, Refused int
-	Took                      time.Duration
+	// Dialogs counts the JavaScript dialogs it opened (alert, confirm,
+	// prompt, beforeunload), each accepted so that it went on; Popups the
+	// windows it opened, each closed as it appeared.
+	Dialogs, Popups int
+	Took            time.Duration
 }
 
-// ErrNoBrowser: no Chromium to run.
-var ErrNoBrowser = errors.New("render: no chromium found (install Debian's chromium package, or give the browser's path)")
+var (
+	// ErrNoBrowser: no Chromium to run.
+	ErrNoBrowser = errors.New("render: no chromium found (install Debian's chromium package, or give the browser's path)")
+	// ErrMemory: the browser's memory passed MaxRSS while the page
+	// rendered; the browser was stopped.
+	ErrMemory = errors.New("render: the browser's memory passed its cap")
+	errClosed = errors.New("render: the pool is closed")
+)
 
 // Find is the browser's path: exec when given and runnable, else chromium
 // (or chromium-browser, google-chrome) on the PATH, else ErrNoBrowser.
@@ -136,19 +163,42 @@ type Pool struct {
 	Started, Retired atomic.Int64
 	peak             atomic.Int64 // the most RSS a browser was seen to hold
 	closed           bool
+	iso              Isolation // IsolateNetns or IsolateFlags
 }
 
 // New makes a Pool; its first browser starts with its first page. It
-// fails only when there is no browser to run (Find).
+// fails when there is no browser to run (Find), or when o.Isolation is
+// IsolateNetns and the machine allows no network namespace for it (with
+// IsolateAuto the pool then falls back to IsolateFlags, and logs it).
 func New(o Options) (*Pool, error) {
 	o.defaults()
-	p, err := Find(o.Exec)
+	path, err := Find(o.Exec)
 	if err != nil {
 		return nil, err
 	}
-	o.Exec = p
-	return &Pool{o: o, tabs: make(chan struct{}, o.Tabs)}, nil
+	o.Exec = path
+	if _, err := ParseIsolation(string(o.Isolation)); err != nil {
+		return nil, err
+	}
+	p := &Pool{o: o, tabs: make(chan struct{}, o.Tabs), iso: o.Isolation}
+	if p.iso != IsolateFlags {
+		err := probeNetns(o.Exec)
+		switch {
+		case err == nil:
+			p.iso = IsolateNetns
+		case p.iso == IsolateNetns:
+			return nil, err
+		default:
+			p.iso = IsolateFlags
+			o.Log.Warn("the browser shares this machine's network, kept off it by flags only", "why", err)
+		}
+	}
+	return p, nil
 }
+
+// Isolation is how the pool's browsers are kept off the network:
+// IsolateNetns or IsolateFlags, never IsolateAuto.
+func (p *Pool) Isolation() Isolation { return p.iso }
 
 // Warm starts the pool's browser now, rather than at its first page, so
 // that a browser that cannot start is found at once.
@@ -167,7 +217,7 @@ func (p *Pool) Warm() error {
 }
 
 // PeakRSS is the most memory (bytes) a browser of the pool was seen to
-// hold, its processes together, measured after each page.
+// hold, its processes together, sampled while its pages rendered.
 func (p *Pool) PeakRSS() int64 { return p.peak.Load() }
 
 // Close retires the browser and waits for its pages to end.
@@ -181,162 +231,6 @@ func (p *Pool) Close() {
 		b.retire()
 	}
 	p.all.Wait()
-}
-
-// browser is one Chromium process and its pages.
-type browser struct {
-	ctx      context.Context // the browser's chromedp context
-	cancel   func()
-	pages    int    // pages begun in it
-	open     int    // pages open now
-	free     []*tab // tabs between pages, for the next
-	rssAt    time.Time
-	lastRSS  int64 // its memory when read at rssAt
-	retiring bool
-	mu       sync.Mutex
-	done     func()
-}
-
-// tab is a browser tab, kept from page to page (opening one costs about
-// as much as the page), its requests paused for the caller's Fetcher.
-type tab struct {
-	ctx   context.Context
-	close func()
-}
-
-// tab is a free tab of the browser, or a new one.
-func (b *browser) tab() (*tab, error) {
-	b.mu.Lock()
-	if n := len(b.free); n > 0 {
-		t := b.free[n-1]
-		b.free = b.free[:n-1]
-		b.mu.Unlock()
-		return t, nil
-	}
-	b.mu.Unlock()
-	ctx, cancel := chromedp.NewContext(b.ctx)
-	if _, err := chromedp.Call(ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*"}}}); err != nil {
-		cancel()
-		return nil, err
-	}
-	return &tab{ctx: ctx, close: cancel}, nil
-}
-
-// done gives a tab back for the next page (a page that failed closes its
-// tab instead: it may be hung).
-func (b *browser) done1(t *tab) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.free = append(b.free, t)
-}
-
-// measured is the browser's memory, read again when rssEvery has passed.
-func (b *browser) measured() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if time.Since(b.rssAt) >= rssEvery {
-		b.lastRSS, b.rssAt = b.rss(), time.Now()
-	}
-	return b.lastRSS
-}
-
-// retire closes the browser once its last page is done.
-func (b *browser) retire() {
-	b.mu.Lock()
-	b.retiring = true
-	last := b.open == 0
-	b.mu.Unlock()
-	if last {
-		b.close()
-	}
-}
-
-var closeOnce sync.Map // *browser -> struct{}: each browser is closed once
-
-func (b *browser) close() {
-	if _, dup := closeOnce.LoadOrStore(b, struct{}{}); dup {
-		return
-	}
-	b.cancel()
-	b.done()
-}
-
-// begin opens a page slot in the current browser, starting one when there
-// is none (or it is retiring), and says which.
-func (p *Pool) begin() (*browser, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return nil, errors.New("render: the pool is closed")
-	}
-	if p.cur == nil {
-		b, err := p.start()
-		if err != nil {
-			return nil, err
-		}
-		p.cur = b
-	}
-	b := p.cur
-	b.mu.Lock()
-	b.pages++
-	b.open++
-	if b.pages >= p.o.PagesPerBrowser {
-		b.retiring = true
-		p.cur = nil
-	}
-	b.mu.Unlock()
-	return b, nil
-}
-
-// rssEvery: a browser's memory is read at most this often (a read walks
-// /proc, a few milliseconds on a busy machine), after a page.
-const rssEvery = time.Second
-
-// end closes a page slot; a retiring browser closes with its last page.
-func (p *Pool) end(b *browser, broken bool) {
-	rss := b.measured()
-	if rss > p.peak.Load() {
-		p.peak.Store(rss)
-	}
-	p.mu.Lock()
-	if p.cur == b && (broken || rss > p.o.MaxRSS) {
-		p.cur = nil
-		b.mu.Lock()
-		b.retiring = true
-		b.mu.Unlock()
-		p.o.Log.Info("retiring the browser", "rss_mib", rss>>20, "broken", broken)
-	}
-	p.mu.Unlock()
-	b.mu.Lock()
-	b.open--
-	last := b.retiring && b.open == 0
-	b.mu.Unlock()
-	if last {
-		p.Retired.Add(1)
-		b.close()
-	}
-}
-
-// start launches a browser: headless, no sandbox (a worker is often root
-// in a container), and a proxy that does not exist, loopback included.
-func (p *Pool) start() (*browser, error) {
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(p.o.Exec), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.ProxyServer("http://127.0.0.1:9"), chromedp.Flag("proxy-bypass-list", "<-loopback>"),
-		chromedp.Flag("dns-prefetch-disable", true), chromedp.Flag("blink-settings", "imagesEnabled=false"))
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelCtx := chromedp.NewContext(alloc)
-	// The browser starts now, with a blank first tab, so that a browser
-	// that cannot start fails here, once. (Under ctx itself: chromedp
-	// binds a browser's life to the context of its first run.)
-	if err := chromedp.Do(ctx); err != nil {
-		cancelCtx()
-		cancelAlloc()
-		return nil, fmt.Errorf("render: starting %s: %w", p.o.Exec, err)
-	}
-	p.Started.Add(1)
-	p.all.Add(1)
-	return &browser{ctx: ctx, cancel: func() { cancelCtx(); cancelAlloc() }, done: p.all.Done}, nil
 }
 
 // Render opens url in a new tab, answers the page's document with doc
@@ -362,8 +256,9 @@ func (p *Pool) render(ctx context.Context, b *browser, url string, doc *Response
 	start := time.Now()
 	t, err := b.tab()
 	if err != nil {
-		return nil, fmt.Errorf("render: %s: opening a tab: %w", url, err)
+		return nil, p.failed(ctx, b.ctx, b, url, "opening a tab", err)
 	}
+	dialogs, popups := t.dialogs.Load(), t.popups.Load()
 	defer func() {
 		if err != nil {
 			t.close()
@@ -380,14 +275,14 @@ func (p *Pool) render(ctx context.Context, b *browser, url string, doc *Response
 	in.touch()
 	go in.serve(chromedp.Events(tctx, fetch.RequestPaused))
 	if err := chromedp.Do(tctx, chromedp.Navigate(url)); err != nil {
-		return nil, p.failed(ctx, tctx, url, "loading", err)
+		return nil, p.failed(ctx, tctx, b, url, "loading", err)
 	}
 	if err := in.quiet(tctx, p.o.Quiet); err != nil {
-		return nil, p.failed(ctx, tctx, url, "waiting for its requests", err)
+		return nil, p.failed(ctx, tctx, b, url, "waiting for its requests", err)
 	}
 	dom, err := chromedp.Run(tctx, chromedp.Evaluate[string](`document.documentElement ? document.documentElement.outerHTML : ""`))
 	if err != nil {
-		return nil, p.failed(ctx, tctx, url, "reading the DOM", err)
+		return nil, p.failed(ctx, tctx, b, url, "reading the DOM", err)
 	}
 	// The page stays until the tab's next navigation unloads it: a request
 	// it makes meanwhile waits paused, unanswered, and goes with it, or,
@@ -397,14 +292,17 @@ func (p *Pool) render(ctx context.Context, b *browser, url string, doc *Response
 	// the tab blank; waited for, it costs a page a fifth of its time.)
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	return &Page{DOM: []byte(dom), Requests: in.requests, Cached: in.cached, Refused: in.refused, Took: time.Since(start)}, nil
+	return &Page{DOM: []byte(dom), Requests: in.requests, Cached: in.cached, Refused: in.refused,
+		Dialogs: int(t.dialogs.Load() - dialogs), Popups: int(t.popups.Load() - popups), Took: time.Since(start)}, nil
 }
 
 // failed is the error of a page that did not render.
-func (p *Pool) failed(ctx, tctx context.Context, url, doing string, err error) error {
-	switch {
+func (p *Pool) failed(ctx, tctx context.Context, b *browser, url, doing string, err error) error {
+	switch over := b.over.Load(); {
 	case ctx.Err() != nil:
 		return ctx.Err()
+	case over > 0:
+		return &MemoryError{URL: url, doing: doing, Over: over, Max: p.o.MaxRSS, Open: int(b.openAtKill.Load())}
 	case errors.Is(tctx.Err(), context.DeadlineExceeded):
 		return fmt.Errorf("render: %s: %s: the page did not settle within %v", url, doing, p.o.PageTimeout)
 	case tctx.Err() != nil:
@@ -412,3 +310,20 @@ func (p *Pool) failed(ctx, tctx context.Context, url, doing string, err error) e
 	}
 	return fmt.Errorf("render: %s: %s: %w", url, doing, err)
 }
+
+// MemoryError is ErrMemory for one page: the browser passed Max while it
+// rendered, at Over bytes, with Open pages open (1: this page alone, which
+// then surely caused it).
+type MemoryError struct {
+	URL       string
+	Over, Max int64
+	Open      int
+	doing     string
+}
+
+func (e *MemoryError) Error() string {
+	return fmt.Sprintf("render: %s: %s: stopped: the browser's memory passed its cap (%d MiB > %d MiB; %d pages open), and the browser was retired",
+		e.URL, e.doing, e.Over>>20, e.Max>>20, e.Open)
+}
+
+func (e *MemoryError) Is(target error) bool { return target == ErrMemory }

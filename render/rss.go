@@ -5,27 +5,61 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-
-	"github.com/chromedp/chromedp"
 )
 
-// rss is the memory the browser's processes hold together (bytes): the
-// browser and every process under it (renderers, GPU, network), each its
-// proportional share (Pss: a page shared by n processes counts 1/n in
-// each, so that shared libraries are not counted once a process), read
-// from /proc; 0 where there is none to read.
-func (b *browser) rss() int64 {
-	c := chromedp.FromContext(b.ctx)
-	if c == nil || c.Browser == nil || c.Browser.Process() == nil {
-		return 0
+// A browser's memory is the memory its processes hold together: the
+// browser and every process under it (zygote, renderers, GPU, utility),
+// each its proportional share (Pss: a page shared by n processes counts
+// 1/n in each, so that shared libraries are not counted once a process),
+// read from /proc.
+
+// tree is pid and its descendants, pid first; nil for pid 0. It reads
+// each process's children from /proc/PID/task/TID/children, or, where the
+// kernel has no such file, every process's parent.
+func tree(pid int) []int {
+	if pid == 0 {
+		return nil
 	}
-	return treeRSS(c.Browser.Process().Pid)
+	var parents map[int][]int
+	out := []int{pid}
+	for i := 0; i < len(out); i++ {
+		kids, ok := children(out[i])
+		if !ok {
+			if parents == nil {
+				parents = byParent()
+			}
+			kids = parents[out[i]]
+		}
+		out = append(out, kids...)
+	}
+	return out
 }
 
-// treeRSS sums the resident memory of pid and its descendants.
-func treeRSS(pid int) int64 {
+// children are pid's child processes, from its threads' children files.
+func children(pid int) ([]int, bool) {
+	files, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/children")
+	if len(files) == 0 {
+		return nil, false
+	}
+	var out []int
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, s := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(s); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out, true
+}
+
+// byParent maps each process to its children, from every /proc/PID/stat.
+func byParent() map[int][]int {
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	children := map[int][]int{}
+	out := map[int][]int{}
 	for _, s := range stats {
 		b, err := os.ReadFile(s)
 		if err != nil {
@@ -39,22 +73,48 @@ func treeRSS(pid int) int64 {
 		}
 		ppid, _ := strconv.Atoi(f[1])
 		p, _ := strconv.Atoi(filepath.Base(filepath.Dir(s)))
-		children[ppid] = append(children[ppid], p)
+		out[ppid] = append(out[ppid], p)
 	}
-	var sum int64
-	todo := []int{pid}
-	for len(todo) > 0 {
-		p := todo[len(todo)-1]
-		todo = todo[:len(todo)-1]
-		sum += processRSS(p)
-		todo = append(todo, children[p]...)
-	}
-	return sum
+	return out
 }
 
-// processRSS is one process's proportional resident memory (bytes), from
-// its smaps_rollup.
-func processRSS(pid int) int64 {
+// treePss is the processes' memory together (bytes). Their resident sum
+// (statm, cheap) bounds it from above: only when that passes limit is each
+// one's Pss read (smaps_rollup, which walks the process's pages).
+func treePss(procs []int, limit int64) int64 {
+	var rss int64
+	for _, p := range procs {
+		rss += resident(p)
+	}
+	if rss <= limit {
+		return rss
+	}
+	var pss int64
+	for _, p := range procs {
+		pss += proportional(p)
+	}
+	return pss
+}
+
+var pageSize = int64(os.Getpagesize())
+
+// resident is one process's resident memory (bytes), from its statm.
+func resident(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	n, _ := strconv.ParseInt(f[1], 10, 64)
+	return n * pageSize
+}
+
+// proportional is one process's proportional resident memory (bytes),
+// from its smaps_rollup.
+func proportional(pid int) int64 {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/smaps_rollup")
 	if err != nil {
 		return 0

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/render"
 	"github.com/redis/go-redis/v9"
 	"github.com/urfave/cli/v2"
 )
@@ -42,14 +43,15 @@ func renderWorker(ctx context.Context, c *cli.Context, rdb redis.UniversalClient
 	if n == 0 {
 		return nil, nil
 	}
-	rss, _ := parseSize(c.String("render-max-rss")) // checked by checkWorkFlags
+	rss, _ := parseSize(c.String("render-max-rss"))               // checked by checkWorkFlags
+	iso, _ := render.ParseIsolation(c.String("render-isolation")) // and this
 	o.Render = &crawl.RenderOptions{Tabs: n, Exec: c.String("chromium"), PagesPerBrowser: c.Int("render-pages"), MaxRSS: rss,
-		PageTimeout: c.Duration("render-timeout")}
+		PageTimeout: c.Duration("render-timeout"), Isolation: iso}
 	rw, err := crawl.NewWorker(ctx, rdb, c.String("crawl"), o)
 	if err != nil {
 		return nil, err
 	}
-	o.Log.Info("render worker started", "worker", o.ID+crawl.RenderWorkerSuffix, "tabs", n)
+	o.Log.Info("render worker started", "worker", o.ID+crawl.RenderWorkerSuffix, "tabs", n, "isolation", rw.RenderIsolation())
 	return rw, nil
 }
 

@@ -57,7 +57,11 @@ func workFlags() []cli.Flag {
 			"this worker's fetcher (robots.txt, scope, the host's tokens, the WARC files); needs Debian's chromium", crawl.MaxTabs)},
 		&cli.StringFlag{Name: "chromium", Usage: "with --render, the browser to run (default: chromium on the PATH)"},
 		&cli.IntFlag{Name: "render-pages", Value: 200, Usage: "with --render, restart the browser after this many pages (bounds its memory)"},
-		&cli.StringFlag{Name: "render-max-rss", Value: "1GiB", Usage: "with --render, restart the browser once its processes hold more memory than this"},
+		&cli.StringFlag{Name: "render-max-rss", Value: "1GiB", Usage: "with --render, the most memory the browser's processes may hold together: " +
+			"sampled while pages render, a browser past it is stopped at once (its page's record says so) and another started"},
+		&cli.StringFlag{Name: "render-isolation", Value: "auto", Usage: "with --render, how the browser is kept off the network: " +
+			"netns (a network namespace of its own with no interface: nothing can leave it; needs Linux and root or user namespaces), " +
+			"flags (browser flags and a script that removes WebRTC: the fall-back), or auto (netns where the machine allows it, else flags, said in the log)"},
 		&cli.DurationFlag{Name: "render-timeout", Value: 30 * time.Second, Usage: "with --render, a page that has not settled by then fails and is retried"},
 	}, warcUploadFlags()...))
 }
@@ -122,6 +126,9 @@ func checkWorkFlags(c *cli.Context) error {
 		return fmt.Errorf("--%s %d: want 1 to %d browser tabs (0: none)", name, n, crawl.MaxTabs)
 	} else if _, err := render.Find(c.String("chromium")); n > 0 && err != nil {
 		return fmt.Errorf("--%s: %v", name, err)
+	}
+	if _, err := render.ParseIsolation(c.String("render-isolation")); err != nil {
+		return fmt.Errorf("--render-isolation: %v", err)
 	}
 	if _, err := parseSize(c.String("render-max-rss")); err != nil {
 		return fmt.Errorf("--render-max-rss: %v", err)
