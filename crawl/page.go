@@ -109,7 +109,7 @@ func (pl *fetchLoops) process(ctx context.Context, l *frontier.Lease, info front
 	pl.failing.ok(u.Host)
 	pl.metrics.bytes.Add(float64(r.Bytes))
 	pl.metrics.fetch.Observe(r.Duration.Seconds())
-	rec.Status, rec.ContentType, rec.Bytes, rec.Truncated, rec.Headers = r.Status, r.ContentType, r.Bytes, r.Truncated, r.Headers
+	rec.Status, rec.Proto, rec.ContentType, rec.Bytes, rec.Truncated, rec.Headers = r.Status, r.Proto, r.ContentType, r.Bytes, r.Truncated, r.Headers
 	rec.DroppedBody = r.DroppedBody
 	lv := pl.cur.Load() // what the response yields is read under one version of the settings
 	rec.SettingsVersion = lv.s.Version

@@ -15,8 +15,12 @@ import (
 // Record is one fetched (or skipped) URL, as the results stream, export and
 // --out give it.
 type Record struct {
-	URL         string `json:"url"`
-	Status      int    `json:"status"`
+	URL    string `json:"url"`
+	Status int    `json:"status"`
+	// Proto is the HTTP version the answer came in ("HTTP/1.1",
+	// "HTTP/2.0", "HTTP/1.0"); with WARC files it is never HTTP/2, which
+	// capture turns off (docs/design.md, the archive).
+	Proto       string `json:"proto,omitempty"`
 	ContentType string `json:"content_type,omitempty"`
 	Bytes       int64  `json:"bytes"`
 	Truncated   bool   `json:"truncated,omitempty"`

@@ -94,7 +94,11 @@ var ErrBlockedAddress = errors.New("fetch: address not allowed (not globally rea
 
 // Result is one HTTP exchange.
 type Result struct {
-	Status      int
+	Status int
+	// Proto is the HTTP version the answer came in: "HTTP/1.0", "HTTP/1.1"
+	// or "HTTP/2.0" (with Config.Capture, never 2: the WARC record keeps
+	// the exchange as HTTP/1.1 sent it).
+	Proto       string
 	ContentType string // media type only, lower case
 	HTML        bool
 	Body        []byte // kept for HTML only
@@ -305,7 +309,7 @@ func (f *Fetcher) request(ctx context.Context, rawURL string, keepAny bool, maxB
 // content type and whether it is HTML, a redirect's target and a
 // Retry-After.
 func (f *Fetcher) head(req *http.Request, resp *http.Response) *Result {
-	res := &Result{Status: resp.StatusCode}
+	res := &Result{Status: resp.StatusCode, Proto: resp.Proto}
 	for _, h := range keptHeaders {
 		if v := resp.Header.Get(h); v != "" {
 			if res.Headers == nil {

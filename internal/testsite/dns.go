@@ -25,12 +25,21 @@ type DNS struct {
 // StartDNS serves names (without a port) on addr ("127.0.0.1:0" picks a
 // port), each resolving to ip, with a TTL of ttl seconds.
 func StartDNS(addr string, names []string, ip net.IP, ttl uint32) (*DNS, error) {
+	m := make(map[string]net.IP, len(names))
+	for _, n := range names {
+		m[n] = ip
+	}
+	return StartDNSFor(addr, m, ttl)
+}
+
+// StartDNSFor serves names on addr, each resolving to its own address.
+func StartDNSFor(addr string, names map[string]net.IP, ttl uint32) (*DNS, error) {
 	conn, err := net.ListenPacket("udp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("testsite: dns: %w", err)
 	}
 	d := &DNS{conn: conn, ttl: ttl, names: map[string]net.IP{}, done: make(chan struct{})}
-	for _, n := range names {
+	for n, ip := range names {
 		d.names[strings.ToLower(strings.TrimSuffix(n, "."))+"."] = ip.To4()
 	}
 	go d.serve()
