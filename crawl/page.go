@@ -154,8 +154,12 @@ func (pl *fetchLoops) process(ctx context.Context, l *frontier.Lease, info front
 		pl.retry(l, rec, fmt.Sprintf("putting a host in the render lane: %v", err), 0)
 		return
 	}
-	pl.finish(l, rec, o)
+	// The sample is offered before the page's lease ends: a crawl whose
+	// only page so far is this one would otherwise be found over (nothing
+	// queued, leased or sampled) in between, its scripts' links never
+	// rendered.
 	pl.offerSample(ctx, lv, item, u, plain)
+	pl.finish(l, rec, o)
 }
 
 // cleared reports whether the URL of l may be fetched now, with its URL:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -260,4 +261,27 @@ func descendants(pid int) []int {
 		todo = append(todo, kids[c]...)
 	}
 	return out
+}
+
+// A browser that cannot start in a namespace: asked for one (netns), the
+// pool is refused with one line that says what to do; with auto it falls
+// back to the flags and says so in the log.
+func TestWithoutANamespaceNetnsFailsAndAutoFallsBack(t *testing.T) {
+	noNamespace := "/bin/false" // exits 1 wherever it runs: as a browser that cannot start in a namespace
+	_, err := render.New(render.Options{Exec: noNamespace, Isolation: render.IsolateNetns})
+	if err == nil || !strings.Contains(err.Error(), "--render-isolation flags") {
+		t.Fatalf("netns where none can be made: %v; want an error that names --render-isolation flags", err)
+	}
+	var log strings.Builder
+	p, err := render.New(render.Options{Exec: noNamespace, Isolation: render.IsolateAuto, Log: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if p.Isolation() != render.IsolateFlags || !strings.Contains(log.String(), "flags only") {
+		t.Errorf("auto where no namespace can be made: %s, log %q; want flags, said in the log", p.Isolation(), log.String())
+	}
+	if _, err := render.ParseIsolation("sandbox"); err == nil {
+		t.Error("ParseIsolation took sandbox")
+	}
 }
