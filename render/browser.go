@@ -238,9 +238,14 @@ func (p *Pool) start() (*browser, error) {
 // watchEvery is how often the watch samples a browser's memory while it
 // has a page open. A page can fill memory at gigabytes a second: a
 // sample every 50 ms lets it pass the cap by a few hundred megabytes at
-// most before it is stopped. A sample reads each process's statm (a few
-// µs), and Pss only once the resident sum passes the cap.
-const watchEvery = 50 * time.Millisecond
+// most before it is stopped. A sample sums each process's resident memory
+// from its statm (a few µs each), which bounds its Pss from above; only
+// past the cap, and once every measureEvery for the peak and the retiring
+// rule, is the Pss itself read (smaps_rollup walks a process's pages).
+const (
+	watchEvery   = 50 * time.Millisecond
+	measureEvery = time.Second
+)
 
 // watch samples b's memory while it has pages open, until it closes; past
 // the pool's MaxRSS it kills the browser's processes, which ends its pages
@@ -248,6 +253,7 @@ const watchEvery = 50 * time.Millisecond
 func (p *Pool) watch(b *browser) {
 	t := time.NewTicker(watchEvery)
 	defer t.Stop()
+	var measured time.Time
 	for {
 		select {
 		case <-b.ctx.Done():
@@ -261,16 +267,21 @@ func (p *Pool) watch(b *browser) {
 			continue
 		}
 		procs := tree(b.pid())
-		rss := treePss(procs, p.o.MaxRSS)
-		b.last.Store(rss)
-		for peak := p.peak.Load(); rss > peak && !p.peak.CompareAndSwap(peak, rss); peak = p.peak.Load() {
+		over := residentSum(procs) > p.o.MaxRSS
+		if !over && time.Since(measured) < measureEvery {
+			continue
 		}
-		if rss > p.o.MaxRSS {
+		pss := treePss(procs)
+		measured = time.Now()
+		b.last.Store(pss)
+		for peak := p.peak.Load(); pss > peak && !p.peak.CompareAndSwap(peak, pss); peak = p.peak.Load() {
+		}
+		if pss > p.o.MaxRSS {
 			b.mu.Lock()
 			b.openAtKill.Store(int64(b.open))
 			b.mu.Unlock()
-			b.over.Store(rss)
-			p.o.Log.Warn("the browser passed its memory cap while rendering: stopping it", "rss_mib", rss>>20, "max_rss_mib", p.o.MaxRSS>>20)
+			b.over.Store(pss)
+			p.o.Log.Warn("the browser passed its memory cap while rendering: stopping it", "pss_mib", pss>>20, "max_rss_mib", p.o.MaxRSS>>20)
 			kill(procs)
 			b.cancel()
 			return

@@ -78,22 +78,23 @@ func byParent() map[int][]int {
 	return out
 }
 
-// treePss is the processes' memory together (bytes). Their resident sum
-// (statm, cheap) bounds it from above: only when that passes limit is each
-// one's Pss read (smaps_rollup, which walks the process's pages).
-func treePss(procs []int, limit int64) int64 {
-	var rss int64
+// residentSum is the processes' resident memory together (bytes), from
+// their statm: cheap, and never less than their Pss together.
+func residentSum(procs []int) int64 {
+	var sum int64
 	for _, p := range procs {
-		rss += resident(p)
+		sum += resident(p)
 	}
-	if rss <= limit {
-		return rss
-	}
-	var pss int64
+	return sum
+}
+
+// treePss is the processes' proportional memory together (bytes).
+func treePss(procs []int) int64 {
+	var sum int64
 	for _, p := range procs {
-		pss += proportional(p)
+		sum += proportional(p)
 	}
-	return pss
+	return sum
 }
 
 var pageSize = int64(os.Getpagesize())
