@@ -91,6 +91,11 @@ func ChangeHost(ctx context.Context, c redis.UniversalClient, name, host string,
 		if err := fr.ClearHostRule(ctx, host); err != nil {
 			return did, fmt.Errorf("crawl %q: %w", name, err)
 		}
+		// The workers hold the pause too (a URL popped before it waits it
+		// out): they forget it now.
+		if err := newPauses(c, fr.PauseChannel(), time.Now).announce(ctx, host, 0); err != nil {
+			return did, fmt.Errorf("crawl %q: the pause is lifted for every pop, but announcing it failed (workers lift it when it ends): %w", name, err)
+		}
 		say(fmt.Sprintf("host %s: its own rules cleared, its pause lifted; the crawl's rate holds (%s req/s, burst %d)", host, fmtRate(s.Rate), s.Burst))
 	}
 	if ch.Rate != 0 {

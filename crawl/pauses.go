@@ -69,19 +69,37 @@ func (p *pauses) left(host string) time.Duration {
 	return d
 }
 
-// announce tells the other workers that host is paused for d.
+// lift forgets host's pause: it was cleared.
+func (p *pauses) lift(host string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.m, host)
+}
+
+// announce tells the other workers that host is paused for d; a d of 0
+// lifts its pause (crawler host --clear).
 func (p *pauses) announce(ctx context.Context, host string, d time.Duration) error {
-	p.set(host, d)
+	if d <= 0 {
+		p.lift(host)
+		d = 0
+	} else {
+		p.set(host, d)
+	}
 	return p.c.Publish(ctx, p.channel, host+" "+strconv.FormatInt(d.Milliseconds(), 10)).Err()
 }
 
-// heard records an announcement ("host ms"); false when it is not one.
+// heard records an announcement ("host ms", "host 0" for a lift); false
+// when it is not one.
 func (p *pauses) heard(payload string) bool {
 	host, ms, ok := strings.Cut(payload, " ")
 	n, err := strconv.ParseInt(ms, 10, 64)
-	if !ok || err != nil || host == "" || n <= 0 {
+	switch {
+	case !ok || err != nil || host == "" || n < 0:
 		return false
+	case n == 0:
+		p.lift(host)
+	default:
+		p.set(host, time.Duration(n)*time.Millisecond)
 	}
-	p.set(host, time.Duration(n)*time.Millisecond)
 	return true
 }

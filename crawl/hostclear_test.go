@@ -1,0 +1,81 @@
+package crawl_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/internal/redistest"
+)
+
+// crawler host H --clear while two workers crawl H at 5/s lifts its pause
+// at once for every worker: after --pause 60s, and after --block, the
+// host's next request comes within 2 s of the command's return (a URL
+// queued again after the block, as new links would be).
+func TestAPauseOrABlockClearedWhileWorkersRunLiftsAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a crawl paused and cleared twice: skipped with -short")
+	}
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		arrived := make(chan struct{}, 1000)
+		site := newPageSite(t, 0, func(int64) { arrived <- struct{}{} })
+		set := crawl.DefaultSettings()
+		set.Rate, set.Burst, set.AllowPrivate = 5, 1, true
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		s.FollowWallClock(t)
+		if _, err := crawl.Seed(ctx, s.Client, "clear", set, site.seeds(300)); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			runWorkers(t, ctx, s, "clear", fastOptions("w1"), fastOptions("w2"))
+		}()
+		host := strings.TrimPrefix(site.URL, "http://")
+		await := func(what string, within time.Duration) {
+			t.Helper()
+			select {
+			case <-arrived:
+			case <-time.After(within):
+				t.Fatalf("%s: no request reached the host within %v", what, within)
+			}
+		}
+		drain := func() {
+			for {
+				select {
+				case <-arrived:
+				default:
+					return
+				}
+			}
+		}
+		change := func(ch crawl.HostChange) time.Time {
+			t.Helper()
+			ch.By = "alice"
+			if _, err := crawl.ChangeHost(ctx, s.Client, "clear", host, ch); err != nil {
+				t.Fatalf("ChangeHost(%+v): %v", ch, err)
+			}
+			return time.Now()
+		}
+		await("the crawl's start", 30*time.Second)
+		change(crawl.HostChange{Pause: time.Minute})
+		drain() // a fetch under way when the pause came
+		cleared := change(crawl.HostChange{Clear: true})
+		drain()
+		await("after --pause 60s then --clear", 2*time.Second+time.Until(cleared))
+
+		change(crawl.HostChange{Block: true, Wait: 10 * time.Second})
+		cleared = change(crawl.HostChange{Clear: true})
+		drain()
+		more := site.seeds(310)[300:]
+		if _, err := crawl.Seed(ctx, s.Client, "clear", set, more); err != nil {
+			t.Fatal(err)
+		}
+		await("after --block then --clear", 2*time.Second+time.Until(cleared))
+		change(crawl.HostChange{Block: true, Wait: 10 * time.Second}) // the rest ends with records: the crawl is over
+		<-done
+	})
+}
