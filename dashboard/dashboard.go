@@ -49,6 +49,11 @@ type Config struct {
 	// pause or block a host. Only with a Token; without one the dashboard
 	// stays read-only whatever Control says.
 	Control bool
+	// Hosts are the names, besides IP addresses and localhost, that a
+	// request's Host header may carry (the name of a proxy in front, say):
+	// a page of another name reaching the dashboard is a DNS-rebinding
+	// page in the operator's browser, and is refused.
+	Hosts []string
 	// Every is how often the stream sends the state (default 1 s).
 	Every time.Duration
 	Log   *slog.Logger
@@ -87,7 +92,7 @@ func New(c redis.UniversalClient, cfg Config) *Dashboard {
 		controls(mux, c, cfg)
 		rd.control = true
 	}
-	return &Dashboard{h: guard(cfg.Token, mux), rd: rd}
+	return &Dashboard{h: guard(cfg.Token, cfg.Hosts, mux), rd: rd}
 }
 
 func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) { d.h.ServeHTTP(w, r) }
@@ -109,10 +114,20 @@ func (d *Dashboard) Run(ctx context.Context) {
 	}
 }
 
-// guard refuses requests for the crawl's state without the token (when
-// there is one), and asks browsers to load nothing from elsewhere.
-func guard(token string, next http.Handler) http.Handler {
+// guard refuses a request whose Host is a name the dashboard was not
+// given (DNS rebinding: a page of the attacker's name, resolved to this
+// address, read by the operator's browser), and requests for the crawl's
+// state without the token (when there is one); it asks browsers to load
+// nothing from elsewhere and never to show the page in a frame (a page
+// opened with its token, framed, could have its controls clicked).
+func guard(token string, hosts []string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !AllowedHost(r.Host, hosts) {
+			http.Error(w, fmt.Sprintf("this dashboard does not answer for the name %q: open it by its address, or give its name with --allow-host", r.Host),
+				http.StatusMisdirectedRequest)
+			return
+		}
+		w.Header().Set("X-Frame-Options", "DENY")
 		if token != "" && strings.HasPrefix(r.URL.Path, "/api/") {
 			got := r.URL.Query().Get("token")
 			if h := r.Header.Get("Authorization"); len(h) > 7 && h[:7] == "Bearer " {
@@ -123,11 +138,32 @@ func guard(token string, next http.Handler) http.Handler {
 				return
 			}
 		}
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; connect-src 'self'; img-src 'self' data:")
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Referrer-Policy", "no-referrer")
 		next.ServeHTTP(w, r)
 	})
+}
+
+// AllowedHost reports whether a request's Host header (host or host:port)
+// names the dashboard: an IP address (a rebinding page's Host is its own
+// name, never an address), localhost or a name under .localhost, or one
+// of names.
+func AllowedHost(hostport string, names []string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	if host == "" || net.ParseIP(host) != nil || host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return host != ""
+	}
+	for _, n := range names {
+		if strings.EqualFold(strings.TrimSuffix(n, "."), host) {
+			return true
+		}
+	}
+	return false
 }
 
 // sameSecret compares a secret given with the token, in constant time.

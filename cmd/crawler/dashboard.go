@@ -35,6 +35,8 @@ func dashboardCommand() *cli.Command {
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8090", EnvVars: []string{"CRAWLER_DASHBOARD_LISTEN"}, Usage: "address to serve the page on"},
 			&cli.StringFlag{Name: "token", EnvVars: []string{"CRAWLER_DASHBOARD_TOKEN"}, Usage: "a secret every request must carry (?token=); needed beyond loopback"},
 			&cli.BoolFlag{Name: "control", Usage: "add buttons to pause and resume the crawl and to pause or block a host (needs --token)"},
+			&cli.StringSliceFlag{Name: "allow-host", Usage: "a `NAME` the page may be opened by besides its IP address and localhost " +
+				"(a proxy's in front of it; repeatable): a request for any other name is refused, as a DNS-rebinding page's would be"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -57,7 +59,8 @@ func dashboardCommand() *cli.Command {
 			}
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			wait := serveDashboard(ctx, ln, rdb, dashboard.Config{Crawl: c.String("crawl"), Token: c.String("token"), Control: c.Bool("control")})
+			wait := serveDashboard(ctx, ln, rdb, dashboard.Config{Crawl: c.String("crawl"), Token: c.String("token"), Control: c.Bool("control"),
+				Hosts: c.StringSlice("allow-host")})
 			fmt.Fprintf(c.App.ErrWriter, "crawler: dashboard of crawl %q at %s (Ctrl-C stops it)\n", c.String("crawl"), dashboardURL(ln.Addr(), c.String("token") != ""))
 			return wait()
 		},

@@ -49,6 +49,8 @@ func workFlags() []cli.Flag {
 			"read-only dashboard at / (as 'crawler dashboard': hosts, workers and the event log, no secrets) where HOST is loopback " +
 			"or --dashboard-token is given; beyond loopback without a token, no dashboard"},
 		&cli.StringFlag{Name: "dashboard-token", EnvVars: []string{"CRAWLER_DASHBOARD_TOKEN"}, Usage: "with --metrics-addr, a secret the dashboard's requests must carry (open it as /?token=SECRET); needed beyond loopback"},
+		&cli.StringSliceFlag{Name: "dashboard-allow-host", Usage: "with --metrics-addr, a `NAME` the dashboard may be opened by besides " +
+			"the address and localhost (repeatable); other names are refused, as a DNS-rebinding page's would be"},
 		&cli.BoolFlag{Name: "pprof", Usage: "with --metrics-addr, also serve Go's /debug/pprof/"},
 		&cli.DurationFlag{Name: "progress-every", Value: 30 * time.Second, Usage: "off a terminal, log the crawl's progress this often " +
 			"(on a terminal a progress line is redrawn every second); 0 shows no progress"},
@@ -275,7 +277,8 @@ func serveWorkerMetrics(ctx context.Context, c *cli.Context, rdb redis.Universal
 	var dash *dashboard.Dashboard
 	page := "none: --metrics-addr reaches beyond loopback; give --dashboard-token to serve it"
 	if dashboard.CheckListen(c.String("metrics-addr"), c.String("dashboard-token")) == nil {
-		dash = dashboard.New(rdb, dashboard.Config{Crawl: c.String("crawl"), Token: c.String("dashboard-token")})
+		dash = dashboard.New(rdb, dashboard.Config{Crawl: c.String("crawl"), Token: c.String("dashboard-token"),
+			Hosts: c.StringSlice("dashboard-allow-host")})
 		go dash.Run(ctx)
 		page = dashboardURL(l.Addr(), c.String("dashboard-token") != "")
 	}
