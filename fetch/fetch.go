@@ -367,13 +367,33 @@ func retryAfter(v string, now time.Time) time.Duration {
 	if v == "" {
 		return 0
 	}
-	var d time.Duration
-	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
-		d = time.Duration(n) * time.Second
-	} else if t, err := http.ParseTime(v); err == nil {
-		d = t.Sub(now)
+	if digits(v) {
+		// Compared before it is multiplied: seconds past the cap (or
+		// past int64 altogether) are the cap, never an overflow to 0.
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || n >= uint64(maxRetryAfter/time.Second) {
+			return maxRetryAfter
+		}
+		return time.Duration(n) * time.Second
 	}
-	return min(max(d, 0), time.Hour)
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0
+	}
+	return min(max(t.Sub(now), 0), maxRetryAfter) // Sub saturates: a date however far is the cap
+}
+
+// maxRetryAfter is the longest a Retry-After pauses a host.
+const maxRetryAfter = time.Hour
+
+// digits: s is delay-seconds (RFC 9110: one digit or more, nothing else).
+func digits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // readBody reads r whole into a buffer sized by the Content-Length the

@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"pgregory.net/rapid"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -304,4 +306,51 @@ func TestFetchIfAsksWhetherThePageChanged(t *testing.T) {
 	if none, err := f.FetchIf(ctx, u, Validators{}); err != nil || none.Status != 200 {
 		t.Errorf("FetchIf with no validators: %+v, %v; want a plain 200", none, err)
 	}
+}
+
+// Retry-After over its whole range: seconds from 0 to past int64 (the
+// cap, never an overflow to 0, as 9300000000, 9223372037 and 18446744073
+// once gave), and dates from year 1 to 9999 (the time until them, from 0
+// to the cap). The pause is always in [0, cap] and never shorter than a
+// smaller header's.
+func TestRetryAfterOverTheWholeRange(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	for in, want := range map[string]time.Duration{
+		"9300000000": maxRetryAfter, "9223372037": maxRetryAfter, "18446744073": maxRetryAfter,
+		"99999999999999999999999": maxRetryAfter, "3599": 3599 * time.Second, "3600": maxRetryAfter, "0": 0,
+		"+5": 0, "5s": 0, "1e3": 0,
+	} {
+		if got := retryAfter(in, now); got != want {
+			t.Errorf("retryAfter(%q) = %v, want %v", in, got, want)
+		}
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		var a, b time.Duration
+		if rapid.Bool().Draw(t, "seconds") {
+			// Digits of every length: a number, or one past int64.
+			x := rapid.Uint64().Draw(t, "x")
+			y := rapid.Uint64Range(0, x).Draw(t, "y")
+			extra := rapid.StringMatching(`[0-9]{0,12}`).Draw(t, "more digits")
+			a, b = retryAfter(strconv.FormatUint(y, 10), now), retryAfter(strconv.FormatUint(x, 10)+extra, now)
+			want := time.Duration(min(y, uint64(maxRetryAfter/time.Second))) * time.Second
+			if y >= uint64(maxRetryAfter/time.Second) {
+				want = maxRetryAfter
+			}
+			if a != want {
+				t.Fatalf("retryAfter(%d) = %v; want %v", y, a, want)
+			}
+		} else {
+			lo := rapid.Int64Range(time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC).Unix(), time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC).Unix()).Draw(t, "lo")
+			hi := rapid.Int64Range(lo, time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC).Unix()).Draw(t, "hi")
+			a = retryAfter(time.Unix(lo, 0).UTC().Format(http.TimeFormat), now)
+			b = retryAfter(time.Unix(hi, 0).UTC().Format(http.TimeFormat), now)
+			want := min(max(time.Unix(lo, 0).Sub(now), 0), maxRetryAfter)
+			if a != want {
+				t.Fatalf("retryAfter(%s) = %v; want %v", time.Unix(lo, 0).UTC().Format(http.TimeFormat), a, want)
+			}
+		}
+		if a < 0 || b > maxRetryAfter || b < a {
+			t.Fatalf("pauses %v then %v for a later header: want 0 ≤ first ≤ second ≤ %v", a, b, maxRetryAfter)
+		}
+	})
 }
