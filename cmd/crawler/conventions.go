@@ -73,24 +73,66 @@ func hoistGlobalFlags(args []string, commands map[string]bool) []string {
 	return append(before, after...)
 }
 
-// subjectLast moves the argument right after command cmd (its subject:
-// crawler host example.org --rate 1) behind the command's flags, where
-// the flag parser, which stops at the first argument, leaves it.
-func subjectLast(args []string, cmd string) []string {
+// flagsFirst moves the flags written after a command's arguments ('crawler
+// seed URL --rate 5') before them, where the flag parser, which stops at
+// the first argument, reads them: one rule for every command, as users of
+// other command lines expect. A flag keeps its value (the next argument,
+// unless the flag is a boolean or written --flag=value); everything after
+// "--" stays an argument, and "-" alone is one.
+func flagsFirst(args []string, commands []*cli.Command) []string {
+	byName := map[string]*cli.Command{}
+	for _, c := range commands {
+		for _, n := range c.Names() {
+			byName[n] = c
+		}
+	}
+	cmd := -1
 	for i := 1; i < len(args); i++ {
 		a := args[i]
-		if strings.HasPrefix(a, "-") && a != "--" {
+		if a == "--" {
+			return args
+		}
+		if strings.HasPrefix(a, "-") && a != "-" {
 			if name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "="); globalFlags[name] && !hasValue {
 				i++ // its value
 			}
 			continue
 		}
-		if a == cmd && i+2 < len(args) && !strings.HasPrefix(args[i+1], "-") && strings.HasPrefix(args[i+2], "-") {
-			return append(append(append([]string{}, args[:i+1]...), args[i+2:]...), args[i+1])
+		if byName[a] != nil {
+			cmd = i
 		}
-		break // the command, or an argument: not cmd's subject
+		break
 	}
-	return args
+	if cmd < 0 {
+		return args
+	}
+	boolean := map[string]bool{"help": true, "h": true}
+	for _, f := range byName[args[cmd]].Flags {
+		if _, ok := f.(*cli.BoolFlag); ok {
+			for _, n := range f.Names() {
+				boolean[n] = true
+			}
+		}
+	}
+	flags := append([]string{}, args[:cmd+1]...)
+	var positional []string
+	for i := cmd + 1; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			positional = append(positional, args[i:]...)
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			positional = append(positional, a)
+			continue
+		}
+		flags = append(flags, a)
+		if name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "="); !hasValue && !boolean[name] && i+1 < len(args) {
+			flags = append(flags, args[i+1])
+			i++
+		}
+	}
+	return append(flags, positional...)
 }
 
 // version is the module's version and VCS revision, from the build info.
@@ -145,7 +187,7 @@ func runArgs(app *cli.App, args []string) error {
 	for _, c := range app.Commands {
 		commands[c.Name] = true
 	}
-	all := subjectLast(hoistGlobalFlags(args, commands), "host")
+	all := flagsFirst(hoistGlobalFlags(args, commands), app.Commands)
 	app.Metadata = map[string]any{"args": all}
 	return app.Run(all)
 }
