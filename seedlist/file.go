@@ -17,7 +17,7 @@ const MaxLine = 1 << 20
 // with its place ("urls.txt:14") and number, without holding the file in
 // memory; a line too long to be a URL goes to refuse. Lines before from
 // (counted from 1, as the places are) are passed over.
-func readFile(name string, from int, take func(where string, line int, text string) error, refuse func(where string, err error)) error {
+func readFile(name string, from int, take func(where string, line int, text string) error, refuse func(where string, line int, err error) error) error {
 	var r io.Reader = os.Stdin
 	if name != "-" {
 		f, err := os.Open(name)
@@ -43,7 +43,9 @@ func readFile(name string, from int, take func(where string, line int, text stri
 		}
 		where := fmt.Sprintf("%s:%d", name, n)
 		if tooLong {
-			refuse(where, fmt.Errorf("a line over %d bytes, not a URL; skipped", MaxLine))
+			if err := refuse(where, n, fmt.Errorf("a line over %d bytes, not a URL", MaxLine)); err != nil {
+				return err
+			}
 			continue
 		}
 		t := strings.TrimSpace(string(line))

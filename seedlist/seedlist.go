@@ -7,8 +7,14 @@
 // mid-way (a restart, a failover) is waited for, up to Options.RedisRetry,
 // and the batch sent again; past it the run stops with a *Stopped error
 // that says how far the file went in and how to finish (--from-line and
-// --skip-seen). A line that is no usable URL is counted and, for the first
-// MaxBadLines, quoted with its place; the rest still go in.
+// --skip-seen). A seed is all or nothing: the arguments and a file are read
+// once before anything goes in, and a line that is no usable URL (or a
+// sitemap URL that is none) is counted and, for the first MaxBadLines,
+// quoted with its place, and then nothing is seeded (*BadLines). Stdin or
+// a FIFO cannot be read twice and may never end: it is streamed, and its
+// first bad line stops the run as a Redis outage does, with what went in
+// and where to go on from (*Stopped). Options.SkipBad seeds the usable
+// lines of either, counting the others.
 package seedlist
 
 import (
@@ -18,6 +24,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -42,6 +49,8 @@ type Options struct {
 	Sitemaps []string // sitemap URLs, queued for the workers to read
 	SkipSeen bool     // queue only URLs the crawl's Bloom filter has not seen (crawl.SeedOptions)
 	Priority int      // the URLs' priority among their hosts' (crawl.SeedOptions)
+	// SkipBad seeds the usable lines when some are not, rather than none.
+	SkipBad bool
 	// RedisRetry is how long a Redis that stops answering is waited for,
 	// with back-off, before the run stops (*Stopped).
 	RedisRetry time.Duration
@@ -66,6 +75,15 @@ var (
 	ErrNoneUsable = errors.New("seedlist: none of the URLs is usable; nothing seeded")
 )
 
+// BadLines: some lines were no usable URL, and so nothing was seeded (a
+// seed is all or nothing, unless Options.SkipBad).
+type BadLines struct{ Bad, Lines int }
+
+func (e *BadLines) Error() string {
+	return fmt.Sprintf("seed: %d of %d lines are not usable URLs; nothing was seeded: fix or remove them and seed again, "+
+		"or give --skip-bad to seed the rest", e.Bad, e.Lines)
+}
+
 // Stopped is a run that could not go on (Redis gone for longer than
 // RedisRetry): how far it got, and how to finish.
 type Stopped struct {
@@ -87,13 +105,29 @@ func (e *Stopped) Unwrap() error { return e.Err }
 
 // Run seeds crawl name of rdb with settings s (stored by the first batch,
 // as crawl.NewSeeder does) from what o lists. Its error is ErrNoURLs,
-// ErrNoneUsable, a *Stopped, a file's or a sitemap URL's, or the crawl's.
-// Lines that were not usable are no error: Result.Bad counts them.
+// ErrNoneUsable, a *BadLines (nothing seeded), a *Stopped, a file's or a
+// sitemap URL's, or the crawl's. With SkipBad, lines that were not usable
+// are no error: Result.Bad counts them.
 func Run(ctx context.Context, rdb redis.UniversalClient, name string, s crawl.Settings, o Options) (Result, error) {
 	if o.Say == nil {
 		o.Say = io.Discard
 	}
-	r := &run{ctx: ctx, rdb: rdb, name: name, s: s, o: o, warned: map[string]bool{}}
+	stream := o.File == "-" || o.File != "" && !regular(o.File)
+	if !o.SkipBad {
+		check := &run{o: o, warned: map[string]bool{}, checking: true}
+		if err := check.all(); err != nil {
+			return Result{}, err
+		}
+		switch {
+		case check.lines == 0 && !stream && len(o.Sitemaps) == 0:
+			return Result{}, ErrNoURLs
+		case check.bad > 0 && check.bad == check.lines:
+			return Result{Lines: check.lines, Bad: check.bad}, ErrNoneUsable
+		case check.bad > 0:
+			return Result{Lines: check.lines, Bad: check.bad}, &BadLines{Bad: check.bad, Lines: check.lines}
+		}
+	}
+	r := &run{ctx: ctx, rdb: rdb, name: name, s: s, o: o, warned: map[string]bool{}, stopAtBad: stream && !o.SkipBad}
 	err := r.all()
 	res := Result{Lines: r.lines, Bad: r.bad, Seeder: r.sd != nil}
 	if r.sd != nil {
@@ -124,6 +158,9 @@ type run struct {
 	inLine, batchLine int
 	lines, bad        int
 	warned            map[string]bool
+	// checking: the first reading, which parses every line and sitemap
+	// URL and sends nothing; stopAtBad: a stream's bad line stops the run.
+	checking, stopAtBad bool
 }
 
 func (r *run) all() error {
@@ -132,10 +169,19 @@ func (r *run) all() error {
 			return err
 		}
 	}
-	if r.o.File != "" {
+	stream := r.o.File == "-" || r.o.File != "" && !regular(r.o.File)
+	if r.o.File != "" && !(r.checking && stream) {
 		if err := readFile(r.o.File, r.o.FromLine, r.take, r.refuse); err != nil {
 			return err
 		}
+	}
+	if r.checking {
+		for _, raw := range r.o.Sitemaps {
+			if _, err := parse.Canonicalize(nil, raw); err != nil {
+				return fmt.Errorf("--sitemap %q: %v; nothing was seeded", raw, err)
+			}
+		}
+		return nil
 	}
 	if err := r.flush(); err != nil {
 		return err
@@ -202,12 +248,24 @@ func (r *run) flush() error {
 }
 
 // refuse counts a line that is not a usable URL, and quotes the first
-// MaxBadLines.
-func (r *run) refuse(where string, err error) {
+// MaxBadLines; a stream's stops the run, what came before it sent.
+func (r *run) refuse(where string, line int, err error) error {
 	r.lines++
 	if r.bad++; r.bad <= MaxBadLines {
 		fmt.Fprintf(r.o.Say, "crawler: seed: %s: %v\n", where, err)
 	}
+	if !r.stopAtBad {
+		return nil
+	}
+	r.batchLine = line - 1
+	if ferr := r.flush(); ferr != nil {
+		return ferr
+	}
+	queued := 0
+	if r.sd != nil {
+		queued = r.sd.Report().Queued
+	}
+	return &Stopped{Err: fmt.Errorf("%s is not a usable URL (%v)", where, err), File: r.o.File, Line: line - 1, Queued: queued}
 }
 
 // take adds the line's URL to the batch, and sends the batch when full.
@@ -215,10 +273,12 @@ func (r *run) take(where string, line int, text string) error {
 	r.batchLine = line
 	u, err := parse.Canonicalize(nil, text)
 	if err != nil {
-		r.refuse(where, err)
-		return nil
+		return r.refuse(where, line, err)
 	}
 	r.lines++
+	if r.checking {
+		return nil
+	}
 	if !r.s.AllowPrivate && privateHost(u.Hostname()) && !r.warned[u.Host] {
 		r.warned[u.Host] = true
 		fmt.Fprintf(r.o.Say, "crawler: seed: %s is a private or loopback address: workers refuse it "+
@@ -261,4 +321,11 @@ func privateHost(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && fetch.Blocked(ip)
+}
+
+// regular: name is a regular file (a file that can be read twice), not a
+// FIFO or a device.
+func regular(name string) bool {
+	fi, err := os.Stat(name)
+	return err == nil && fi.Mode().IsRegular()
 }

@@ -27,7 +27,7 @@ func writeFile(t *testing.T, lines []string) string {
 	return path
 }
 
-// Every usable line goes in, from arguments and the file, past comments,
+// With SkipBad, every usable line goes in, from arguments and the file, past comments,
 // blank lines, the lines before FromLine and lines that are no URL; the
 // first MaxBadLines bad lines are quoted with their places, the rest only
 // counted; a private host is said once.
@@ -39,8 +39,20 @@ func TestRunTakesEveryUsableLine(t *testing.T) {
 		}
 		lines = append(lines, "http://127.0.0.1/a", "http://127.0.0.1/b", strings.Repeat("x", seedlist.MaxLine+1))
 		var said strings.Builder
+		file := writeFile(t, lines)
+		// All or nothing: the same lines without SkipBad seed nothing.
+		var checked strings.Builder
 		res, err := seedlist.Run(context.Background(), s.Client, "list", crawl.DefaultSettings(), seedlist.Options{
-			Args: []string{"http://arg.example/", "not a url"}, File: writeFile(t, lines), FromLine: 2, Say: &said})
+			Args: []string{"http://arg.example/", "not a url"}, File: file, FromLine: 2, Say: &checked})
+		var bad *seedlist.BadLines
+		if !errors.As(err, &bad) || bad.Bad != 32 || bad.Lines != 65 || res.Seeder || res.Seeded.Queued != 0 {
+			t.Fatalf("%+v, %v; want *BadLines of 32 in 65, and no crawl", res, err)
+		}
+		if n := s.Client.DBSize(context.Background()).Val(); n != 0 {
+			t.Fatalf("a seed that seeded nothing left %d keys", n)
+		}
+		res, err = seedlist.Run(context.Background(), s.Client, "list", crawl.DefaultSettings(), seedlist.Options{
+			Args: []string{"http://arg.example/", "not a url"}, File: file, FromLine: 2, Say: &said, SkipBad: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,4 +151,33 @@ func TestAStoppedRunSaysWhereToGoOnFrom(t *testing.T) {
 			t.Fatalf("%d queued in all; want %d", total, n)
 		}
 	})
+}
+
+// A stream (a FIFO, stdin) cannot be read twice: its first bad line stops
+// the run, the lines before it sent, and the error says where to go on
+// from; a bad argument stops it before anything is read.
+func TestAStreamStopsAtItsFirstBadLine(t *testing.T) {
+	s := redistest.Mini(t)
+	fifo := filepath.Join(t.TempDir(), "seeds.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			return
+		}
+		defer w.Close()
+		fmt.Fprint(w, "http://a.example/1\nhttp://a.example/2\nnot a url\nhttp://a.example/4\n")
+	}()
+	res, err := seedlist.Run(context.Background(), s.Client, "fifo", crawl.DefaultSettings(), seedlist.Options{File: fifo})
+	var stopped *seedlist.Stopped
+	if !errors.As(err, &stopped) || stopped.Line != 2 || stopped.Queued != 2 || !strings.Contains(err.Error(), "--from-line 3") ||
+		!strings.Contains(err.Error(), "seeds.fifo:3 is not a usable URL") {
+		t.Fatalf("%+v, %v; want stopped at line 3, lines 1-2 queued, saying to go on from line 3", res, err)
+	}
+	_, err = seedlist.Run(context.Background(), s.Client, "fifo2", crawl.DefaultSettings(), seedlist.Options{Args: []string{"::"}, File: fifo})
+	if !errors.Is(err, seedlist.ErrNoneUsable) {
+		t.Fatalf("a bad argument before a stream: %v; want nothing read, nothing seeded", err)
+	}
 }

@@ -236,12 +236,24 @@ func TestNoWaitFailsAtOnce(t *testing.T) {
 		t.Fatalf("%v (stderr %q); want one error and no waiting", err, errOut)
 	}
 }
-func TestSeedReportsBadLinesAndSeedsTheRest(t *testing.T) {
+
+// A seed is all or nothing: a file with bad lines seeds nothing (each bad
+// line quoted, the count the error) and creates no crawl; with --skip-bad
+// the good lines go in and the error counts the rest.
+func TestSeedWithBadLinesSeedsNothingUnlessSkipBad(t *testing.T) {
 	mr := miniredis.RunT(t)
 	file := filepath.Join(t.TempDir(), "seeds.txt")
 	os.WriteFile(file, []byte("http://a.example/\n# a comment\n\nnot a url\nftp://b.example/\nhttps://c.example/x\n"), 0o644)
+	out, errOut, err := run(t, "--redis", "redis://"+mr.Addr()+"/0", "seed", "-f", file, "http://z.example/")
+	if err == nil || !strings.Contains(err.Error(), "2 of 5 lines are not usable URLs; nothing was seeded") || out != "" ||
+		!strings.Contains(errOut, "seeds.txt:4:") || !strings.Contains(errOut, "seeds.txt:5:") {
+		t.Fatalf("seed of a file with 2 bad lines: %v\nstdout %q\nstderr %q; want nothing seeded, both lines quoted", err, out, errOut)
+	}
+	if keys := mr.Keys(); len(keys) != 0 {
+		t.Fatalf("a seed that seeded nothing left keys %v", keys)
+	}
 	// The per-line reports go to stderr; the summary is the error.
-	out, _, err := run(t, "--redis", "redis://"+mr.Addr()+"/0", "seed", "-f", file)
+	out, _, err = run(t, "--redis", "redis://"+mr.Addr()+"/0", "seed", "--skip-bad", "-f", file)
 	if err == nil || !strings.Contains(err.Error(), "2 of 4 lines") {
 		t.Fatalf("seed error %v; want a summary of 2 bad lines of 4", err)
 	}
@@ -323,7 +335,7 @@ func TestSeedJunkFileIsSummed(t *testing.T) {
 		b.WriteString("junk line\n")
 	}
 	os.WriteFile(file, []byte(b.String()), 0o644)
-	out, errOut, err := run(t, "--redis", "redis://"+mr.Addr()+"/0", "seed", "-f", file)
+	out, errOut, err := run(t, "--redis", "redis://"+mr.Addr()+"/0", "seed", "--skip-bad", "-f", file)
 	if err == nil || !strings.Contains(err.Error(), "100000 of 100001 lines") {
 		t.Fatalf("seed: %v; want a count of 100000 bad lines", err)
 	}
@@ -615,7 +627,7 @@ func TestSeedFileOverLongLineIsSkipped(t *testing.T) {
 	mr := miniredis.RunT(t)
 	file := filepath.Join(t.TempDir(), "seeds.txt")
 	os.WriteFile(file, []byte("http://a.example/\nhttp://b.example/"+strings.Repeat("x", seedlist.MaxLine)+"\nhttp://c.example/\n"), 0o644)
-	out, errOut, err := run(t, "--redis", "redis://"+mr.Addr()+"/0", "seed", "-f", file)
+	out, errOut, err := run(t, "--redis", "redis://"+mr.Addr()+"/0", "seed", "--skip-bad", "-f", file)
 	if !strings.Contains(out, "2 URLs queued") || !strings.Contains(errOut, "seeds.txt:2: a line over") ||
 		err == nil || !strings.Contains(err.Error(), "1 of 3 lines were not usable") {
 		t.Fatalf("seed of a file with one over-long line: %v\nstdout %q\nstderr %q; want lines 1 and 3 queued and line 2 reported", err, out, errOut)
@@ -663,8 +675,9 @@ func TestFailedStartLeavesNoLiveWorker(t *testing.T) {
 	}
 }
 
-// crawl with a seed file some of whose lines are bad crawls the good ones
-// and then exits 1 saying so; it does not stop before crawling.
+// crawl with a seed file some of whose lines are bad stops before it
+// seeds anything; with --skip-bad it crawls the good ones and then exits 1
+// saying so.
 func TestCrawlGoesOnPastBadSeedLines(t *testing.T) {
 	site, err := testsite.Start(testsite.Config{Hosts: 1, Pages: 5, ListenBase: "127.0.0.160"})
 	if err != nil {
@@ -675,6 +688,10 @@ func TestCrawlGoesOnPastBadSeedLines(t *testing.T) {
 	file := filepath.Join(dir, "seeds.txt")
 	os.WriteFile(file, []byte(site.Roots()[0]+"\nnot a url\n"), 0o644)
 	_, errOut, err := run(t, "crawl", "--allow-private", "--rate", "inf", "--crawl", "partial", "--out", filepath.Join(dir, "out.jsonl"), "-f", file)
+	if err == nil || !strings.Contains(err.Error(), "nothing was seeded") || len(site.Stats().Fetched) != 0 {
+		t.Fatalf("crawl without --skip-bad: %v; want it stopped before seeding\n%s", err, errOut)
+	}
+	_, errOut, err = run(t, "crawl", "--allow-private", "--rate", "inf", "--crawl", "partial", "--skip-bad", "--out", filepath.Join(dir, "out.jsonl"), "-f", file)
 	if err == nil || !strings.Contains(err.Error(), "the crawl is done, but 1 of 2 lines were not usable") {
 		t.Fatalf("crawl: %v; want exit 1 after the crawl, naming the bad line count\n%s", err, errOut)
 	}

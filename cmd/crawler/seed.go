@@ -94,6 +94,11 @@ func skipSeenFlag() cli.Flag {
 		"a Bloom false positive may then skip one). Without it every seed is queued"}
 }
 
+func skipBadFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "skip-bad", Usage: "seed the usable URLs when some lines are not (the first ten quoted, the rest counted). " +
+		"Without it a seed is all or nothing: one unusable line, and nothing is seeded"}
+}
+
 // checkSeedFlags validates the flags that need no Redis, so a typo is
 // reported as such even when Redis is not there.
 func checkSeedFlags(c *cli.Context) error {
@@ -218,12 +223,13 @@ func seedCommand() *cli.Command {
 		Description: "Seeds are canonicalized and their hosts define the scope. The settings are stored in\n" +
 			"Redis and every worker uses them; seeding an existing crawl adds URLs, and a flag\n" +
 			"that contradicts the stored settings is refused.",
-		Flags: append(seedFlags(), &cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "read URLs from FILE, one per line ('-' for stdin; # starts a comment)"},
+		Flags: append(seedFlags(), &cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "read URLs from FILE, one per line ('-' for stdin; # starts a comment). " +
+			"A file is read whole before anything is seeded; stdin or a FIFO is streamed, and its first unusable line stops the seed, saying where to go on from"},
 			&cli.IntFlag{Name: "from-line", Usage: "with -f, start at this line of the file (counted from 1, as the messages count): " +
 				"to finish a seed that stopped, with the line it said"},
 			&cli.DurationFlag{Name: "redis-retry", Value: time.Minute, Usage: "how long a seed rides out a Redis that stops answering " +
 				"mid-way (a restart, a Sentinel or Cluster failover), retrying with back-off; past it, it stops and says where to go on from"},
-			skipSeenFlag(), priorityFlag(), sitemapFlag(), redisWaitFlag(0), allowEvictionFlag()),
+			skipSeenFlag(), skipBadFlag(), priorityFlag(), sitemapFlag(), redisWaitFlag(0), allowEvictionFlag()),
 		Action: func(c *cli.Context) error {
 			if err := checkSeedFlags(c); err != nil {
 				return usage(err)
@@ -272,7 +278,7 @@ func seedAll(c *cli.Context, rdb redis.UniversalClient, name string) error {
 		return err
 	}
 	res, err := seedlist.Run(c.Context, rdb, name, s, seedlist.Options{Args: c.Args().Slice(), File: c.String("file"),
-		FromLine: c.Int("from-line"), Sitemaps: c.StringSlice("sitemap"), SkipSeen: c.Bool("skip-seen"),
+		FromLine: c.Int("from-line"), Sitemaps: c.StringSlice("sitemap"), SkipSeen: c.Bool("skip-seen"), SkipBad: c.Bool("skip-bad"),
 		Priority: c.Int("priority"), RedisRetry: c.Duration("redis-retry"), Say: c.App.ErrWriter})
 	switch {
 	case errors.Is(err, seedlist.ErrNoURLs):

@@ -293,7 +293,7 @@ func crawlCommand() *cli.Command {
 		Usage:     "seed and crawl in one process until done (embedded Redis unless --redis is given)",
 		ArgsUsage: "URL...",
 		Flags: append(append(seedFlags(), crawlWorkFlags()...), &cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "read URLs from FILE ('-' for stdin)"},
-			skipSeenFlag(), sitemapFlag()),
+			skipSeenFlag(), skipBadFlag(), sitemapFlag()),
 		Action: func(c *cli.Context) error {
 			if err := errors.Join(checkSeedFlags(c), checkWorkFlags(c)); err != nil {
 				return usage(err)
