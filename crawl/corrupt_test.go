@@ -3,6 +3,7 @@ package crawl_test
 import (
 	"context"
 	"errors"
+	"math"
 	"sort"
 	"strings"
 	"testing"
@@ -160,4 +161,44 @@ func flat(m map[string]string) string {
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, ",")
+}
+
+// A queued URL whose element is corrupted in place (counted when it was
+// queued, then overwritten) is set aside by every path that takes URLs off
+// a queue, and the crawl's count of queued URLs goes down with it: a pop,
+// a block, and a host's page cap each end with nothing counted queued,
+// and a worker's crawl ends.
+func TestACorruptedQueuedURLLeavesNoCountBehind(t *testing.T) {
+	for _, path := range []string{"pop", "block", "page cap"} {
+		t.Run(path, func(t *testing.T) {
+			redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+				site := newPageSite(t, 0, nil)
+				set := crawl.DefaultSettings()
+				set.Rate, set.AllowPrivate = math.Inf(1), true
+				if path == "page cap" {
+					set.MaxPagesPerHost = 2
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				if _, err := crawl.Seed(ctx, s.Client, "bent", set, site.seeds(6)); err != nil {
+					t.Fatal(err)
+				}
+				k := frontier.KeysFor("bent")
+				host := strings.TrimPrefix(site.URL, "http://")
+				if err := s.Client.LSet(ctx, k.Queues+host, 3, "garbage!!").Err(); err != nil {
+					t.Fatal(err)
+				}
+				if path == "block" {
+					if _, err := crawl.ChangeHost(ctx, s.Client, "bent", host, crawl.HostChange{Block: true, By: "test", Wait: time.Second}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				runWorkers(t, ctx, s, "bent", fastOptions("w1"))
+				st, err := crawl.ReadStatus(ctx, s.Client, "bent")
+				if err != nil || !st.Done || st.Counters["corrupt"] != 1 || st.Frontier.Queued != 0 {
+					t.Fatalf("status: %v\n%s; want done, 1 corrupt, 0 queued", err, st)
+				}
+			})
+		})
+	}
 }

@@ -544,7 +544,8 @@ end
 -- fr_pop takes up to q URLs off the front of host's queue, its highest
 -- level first, and appends host, item-json for each to out. Returns how
 -- many it took, and whether the queue ran dry (its lists are then gone).
--- The caller counts them off the total (fr_count), once for all its pops.
+-- The caller counts them off the total (fr_count), once for all its pops;
+-- a queue run dry settles the rest of its length here.
 local function fr_pop(Q, host, q, out)
   local bad, got, dry = {}, 0, true
   if Q.anyLevels == nil then Q.anyLevels = redis.call('EXISTS', Q.levels) == 1 end
@@ -572,6 +573,11 @@ local function fr_pop(Q, host, q, out)
   end
   fr_set_aside(Q, host, bad)
   if dry then
+    -- What the host's length counted past the URLs taken was counted in the
+    -- total too, and is no URL (an element corrupted in place, set aside):
+    -- it comes off the total here, the URLs taken by the caller.
+    local counted = tonumber(redis.call('HGET', Q.lengths, host) or '0') or 0
+    if counted > got then fr_count(Q, got - counted) end
     redis.call('HDEL', Q.lengths, host)
   elseif got > 0 then
     redis.call('HINCRBY', Q.lengths, host, fr_int(-got))
