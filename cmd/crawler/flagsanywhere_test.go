@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/urfave/cli/v2"
 )
@@ -66,5 +69,31 @@ func TestSeedWithItsFlagsAfterTheURLs(t *testing.T) {
 	out, _, err := run(t, "--redis", s.URL(), "status")
 	if err != nil || !strings.Contains(out, "5 req/s") || !strings.Contains(out, "2 queued") {
 		t.Fatalf("status after seed URL --rate 5 URL --burst 3: %v\n%s", err, out)
+	}
+}
+
+// When records are gone before a plain export reads them, export says
+// why: with export groups, their acknowledgements trimmed them, and a
+// group of one's own keeps them; without, the stream's bound, as set.
+func TestExportSaysWhyRecordsWereTrimmed(t *testing.T) {
+	s := redistest.Mini(t)
+	ctx := context.Background()
+	if out, errOut, err := run(t, "--redis", s.URL(), "--crawl", "t", "seed", "--results-kept", "5000", "http://a.example/"); err != nil {
+		t.Fatalf("seed: %v %s %s", err, out, errOut)
+	}
+	rep := crawl.ExportReport{Trimmed: 204, Written: 10}
+	if why := trimmedWhy(ctx, s.Client, "t", rep); !strings.Contains(why, "204 records were trimmed") || !strings.Contains(why, "newest 5000") {
+		t.Errorf("without groups: %q; want the stream's bound, 5000", why)
+	}
+	fr, err := frontier.New(s.Client, "t", frontier.Options{Shards: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fr.Records.JoinGroup(ctx, "archive"); err != nil {
+		t.Fatal(err)
+	}
+	why := trimmedWhy(ctx, s.Client, "t", rep)
+	if !strings.Contains(why, "export groups read this crawl (archive)") || !strings.Contains(why, "--group NAME") || strings.Contains(why, "newest") {
+		t.Errorf("with a group: %q; want the group's acknowledgements named, and how to read every record", why)
 	}
 }

@@ -148,8 +148,7 @@ func runExport(c *cli.Context) error {
 		err = ferr
 	}
 	if rep.Trimmed > 0 {
-		fmt.Fprintf(c.App.ErrWriter, "crawler: export: %d records were trimmed from the results stream before they could be read "+
-			"(it keeps the newest million); %d exported; the workers' --out files have every record\n", rep.Trimmed, rep.Written)
+		fmt.Fprintf(c.App.ErrWriter, "crawler: export: %s\n", trimmedWhy(context.WithoutCancel(ctx), rdb, c.String("crawl"), rep))
 	}
 	if err != nil {
 		return err
@@ -322,4 +321,28 @@ func recrawlCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// trimmedWhy says why records were gone before an export read them, and
+// where they are: with export groups, the groups' acknowledgements trimmed
+// them (the stream keeps what a group still has to read); without, the
+// stream's bound (seed --results-kept).
+func trimmedWhy(ctx context.Context, rdb redis.UniversalClient, name string, rep crawl.ExportReport) string {
+	kept := "--results-kept"
+	if s, err := crawl.LoadSettings(ctx, rdb, name); err == nil {
+		kept = fmt.Sprintf("%d, seed --results-kept", s.ResultsKept)
+	}
+	st, err := crawl.ReadStatus(ctx, rdb, name)
+	if err == nil && len(st.Groups) > 0 {
+		names := make([]string, len(st.Groups))
+		for i, g := range st.Groups {
+			names[i] = g.Name
+		}
+		return fmt.Sprintf("%d records were gone from the results stream before this export read them: export groups read this crawl "+
+			"(%s), and a record every group has acknowledged is trimmed. %d exported. Every record is in the workers' --out files; "+
+			"from now on, read them through a group of your own (crawler export --follow --group NAME), which keeps them until it has read them",
+			rep.Trimmed, strings.Join(names, ", "), rep.Written)
+	}
+	return fmt.Sprintf("%d records were trimmed from the results stream before they could be read (it keeps the newest %s); "+
+		"%d exported; the workers' --out files have every record", rep.Trimmed, kept, rep.Written)
 }
