@@ -39,7 +39,6 @@ type page struct {
 // indexed is what indexing one WARC file found.
 type indexed struct {
 	records, captures, pages int
-	firstPage                *page
 	// err is why the file's index stops early (a torn or damaged record):
 	// the file is packaged whole all the same, its records before it
 	// indexed.
@@ -102,10 +101,6 @@ func indexWARC(r io.Reader, name string, idx *sorter, pages func(page) error) in
 		}
 		if p != nil {
 			out.pages++
-			if out.firstPage == nil {
-				first := *p
-				out.firstPage = &first
-			}
 			if err := pages(*p); err != nil {
 				out.fatal = fmt.Errorf("wacz: pages: %w", err)
 				return out

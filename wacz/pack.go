@@ -41,6 +41,10 @@ type Options struct {
 	// Index is the kind of index written: IndexAuto (the default),
 	// IndexCDXJ or IndexCompressed.
 	Index string
+	// MainPage is the URL replay opens first (datapackage.json's
+	// mainPageUrl), a page of the package: its earliest capture. "" takes
+	// the package's earliest capture, a crawl's first seed fetched.
+	MainPage string
 }
 
 // Summary is what a package holds.
@@ -97,7 +101,17 @@ func Pack(w io.Writer, sources []Source, o Options) (Summary, error) {
 	defer os.Remove(pagesFile.Name())
 	defer pagesFile.Close()
 	pagesOut := bufio.NewWriter(pagesFile)
+	// The main page: the earliest capture of o.MainPage, or without one
+	// the earliest capture of all (a crawl's first seed fetched: the
+	// first file's first page is any worker's).
+	var first *page
+	var firstAt time.Time
 	writePage := func(p page) error {
+		if at, err := time.Parse(time.RFC3339Nano, p.TS); err == nil && (o.MainPage == "" || p.URL == o.MainPage) &&
+			(first == nil || at.Before(firstAt)) {
+			q := p
+			first, firstAt = &q, at
+		}
 		b, err := json.Marshal(p)
 		if err != nil {
 			return err
@@ -108,7 +122,6 @@ func Pack(w io.Writer, sources []Source, o Options) (Summary, error) {
 
 	zw := zip.NewWriter(w)
 	var resources []resource
-	var first *page
 	seen := map[string]bool{}
 	for _, src := range sources {
 		name := path.Base(src.Name)
@@ -128,9 +141,6 @@ func Pack(w io.Writer, sources []Source, o Options) (Summary, error) {
 		sum.Pages += got.pages
 		if got.err != nil {
 			sum.Unindexed = append(sum.Unindexed, got.err)
-		}
-		if first == nil && got.firstPage != nil {
-			first = got.firstPage
 		}
 	}
 
@@ -190,8 +200,11 @@ func Pack(w io.Writer, sources []Source, o Options) (Summary, error) {
 			dp[k] = v
 		}
 	}
-	if first != nil {
+	switch {
+	case first != nil:
 		dp["mainPageUrl"], dp["mainPageDate"] = first.URL, first.TS
+	case o.MainPage != "":
+		return sum, fmt.Errorf("wacz: --main-page %s: the package has no page of that URL", o.MainPage)
 	}
 	manifest, err := json.MarshalIndent(dp, "", "  ")
 	if err != nil {

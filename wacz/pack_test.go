@@ -2,6 +2,7 @@ package wacz_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -162,4 +163,32 @@ func unzipped(t *testing.T, pkg []byte, name string) string {
 	}
 	t.Fatalf("no %s in the package", name)
 	return ""
+}
+
+// The page replay opens first is the package's earliest capture (the
+// crawl's first seed fetched), whichever worker's file holds it and
+// whatever order the files come in; --main-page names another, and one
+// the package does not hold is an error.
+func TestTheMainPageIsTheEarliestCaptureOrTheOneNamed(t *testing.T) {
+	at := time.Date(2026, 12, 4, 8, 0, 0, 0, time.UTC)
+	ex := func(u string, s int) archive.Exchange {
+		return archive.Exchange{URL: u, Started: at.Add(time.Duration(s) * time.Second), Raw: raw(u, "200 OK", "text/html", "<title>t</title>")}
+	}
+	a := warcDir(t, "a-first-by-name", []archive.Exchange{ex("http://site.test/p/39.html", 5), ex("http://site.test/p/2.html", 9)})
+	b := warcDir(t, "b-second", []archive.Exchange{ex("http://site.test/", 1), ex("http://site.test/p/1.html", 3)})
+	for _, c := range []struct{ named, want string }{{"", "http://site.test/"}, {"http://site.test/p/2.html", "http://site.test/p/2.html"}} {
+		var out bytes.Buffer
+		if _, err := wacz.Pack(&out, sources(append(a, b...)), wacz.Options{MainPage: c.named, TempDir: t.TempDir()}); err != nil {
+			t.Fatal(err)
+		}
+		var dp struct {
+			Main string `json:"mainPageUrl"`
+		}
+		if err := json.Unmarshal([]byte(unzipped(t, out.Bytes(), "datapackage.json")), &dp); err != nil || dp.Main != c.want {
+			t.Errorf("main page named %q: mainPageUrl %q (%v); want %q", c.named, dp.Main, err, c.want)
+		}
+	}
+	if _, err := wacz.Pack(io.Discard, sources(a), wacz.Options{MainPage: "http://elsewhere.test/", TempDir: t.TempDir()}); err == nil {
+		t.Error("a main page the package does not hold was taken")
+	}
 }

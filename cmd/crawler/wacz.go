@@ -34,6 +34,8 @@ func waczCommand() *cli.Command {
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "the WACZ `FILE` to write (it must end in .wacz)"},
 			&cli.StringFlag{Name: "title", Usage: "the collection's title (datapackage.json)"},
 			&cli.StringFlag{Name: "description", Usage: "the collection's description, Markdown (datapackage.json)"},
+			&cli.StringFlag{Name: "main-page", Usage: "the `URL` replay opens first (datapackage.json's mainPageUrl), a page the package holds " +
+				"(default: its earliest capture, the crawl's first seed fetched)"},
 			&cli.StringFlag{Name: "temp-dir", Usage: "`DIR` for the index's sorted runs and the pages while they are collected (default: the system's)"},
 			&cli.IntFlag{Name: "sort-memory", Value: 32, Usage: "`MiB` of index lines held in memory before they are sorted into a run on disk"},
 			&cli.StringFlag{Name: "index", Usage: "the index: cdxj (indexes/index.cdxj) or compressed (indexes/index.cdx.gz in gzip blocks " +
@@ -137,7 +139,8 @@ func writeWACZ(c *cli.Context, out string, srcs []wacz.Source) error {
 	}
 	defer os.Remove(tmp.Name())
 	sum, err := wacz.Pack(tmp, srcs, wacz.Options{Title: c.String("title"), Description: c.String("description"),
-		Software: crawl.Software, TempDir: c.String("temp-dir"), SortMemory: c.Int("sort-memory") << 20, Index: c.String("index")})
+		Software: crawl.Software, TempDir: c.String("temp-dir"), SortMemory: c.Int("sort-memory") << 20, Index: c.String("index"),
+		MainPage: c.String("main-page")})
 	if err == nil {
 		err = tmp.Sync()
 	}
