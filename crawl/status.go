@@ -231,6 +231,9 @@ func (st *Status) String() string {
 	var b strings.Builder
 	state := "running"
 	switch h := st.Hold; {
+	case st.Done && st.Frontier.Queued > 0 && st.Settings.MaxPages > 0 && st.Counters["pages"] >= st.Settings.MaxPages:
+		state = fmt.Sprintf("done: its page budget is spent (%d pages, seed or set --max-pages); the %d URLs still queued were not fetched "+
+			"('crawler set --max-pages N' raises it, and the crawl goes on)", st.Settings.MaxPages, st.Frontier.Queued)
 	case st.Done:
 		state = "done"
 	case h != nil:
@@ -247,7 +250,10 @@ func (st *Status) String() string {
 	if n := c[OutcomeUnchanged]; n > 0 {
 		fmt.Fprintf(&b, "  unchanged   %d refetches answered 304 Not Modified (counted in pages, not in ok)\n", n)
 	}
-	if rv := st.Revisits; rv.Scheduled > 0 || c["change:"+ChangeChanged]+c["change:"+ChangeUnchanged]+c["change:"+ChangeGone] > 0 {
+	// A one-off crawl keeps a schedule for 'crawler recrawl', but says
+	// nothing of it until it is recrawled.
+	recrawled := c["change:"+ChangeChanged]+c["change:"+ChangeUnchanged]+c["change:"+ChangeGone] > 0
+	if rv := st.Revisits; rv.Continuous || rv.RecrawlAt != nil || recrawled {
 		fmt.Fprintf(&b, "  revisits    %s\n", rv.line(c))
 	}
 	fmt.Fprintf(&b, "  frontier    %d queued, %d in flight, %d deferred, %d on the failed list; %d URLs enqueued in all\n",
