@@ -54,8 +54,9 @@ type Record struct {
 	// Headers are the response headers that matter downstream:
 	// content-length, last-modified, etag, location.
 	Headers map[string]string `json:"headers,omitempty"`
-	// Extract holds the text the crawl's extract rules found, by name.
-	Extract map[string]string `json:"extract,omitempty"`
+	// Extract holds what the crawl's extract rules found, by name: a
+	// string, or a list of strings for a rule of every match (NAME[]=…).
+	Extract map[string]any `json:"extract,omitempty"`
 	// Change is how the page compares with its last fetch: ChangeNew,
 	// ChangeChanged, ChangeUnchanged or ChangeGone (revisit.go); "" for a
 	// URL not fetched.

@@ -390,11 +390,7 @@ func (s Settings) Keeps(t string) bool {
 func (s Settings) Fields() ([]parse.Field, error) {
 	var out []parse.Field
 	for _, rule := range s.Extract {
-		name, css, ok := strings.Cut(rule, "=")
-		if !ok {
-			return nil, fmt.Errorf("extract rule %q: want NAME=CSS", rule)
-		}
-		f, err := parse.CompileField(strings.TrimSpace(name), strings.TrimSpace(css))
+		f, err := parse.ParseField(rule)
 		if err != nil {
 			return nil, err
 		}

@@ -93,7 +93,9 @@ var SettingTable = []Setting{
 		Usage: "media types whose bodies are downloaded and archived (comma-separated: type/subtype, type/* or *); " +
 			"other 2xx bodies stop at their headers, and HTML is always read for its links"},
 	{Field: "extract", Live: true, Flag: "extract", Kind: KindList, Before: "", ptr: func(s *Settings) any { return &s.Extract },
-		Usage: "NAME=CSS (repeatable): the text of the selector's first match on each HTML page goes into its record under extract.NAME"},
+		Usage: "NAME=CSS (repeatable): the text of the selector's first match on each HTML page goes into its record under extract.NAME; " +
+			"NAME=CSS@ATTR takes its attribute instead (a[href]@href: the link as written), and NAME[]=CSS or NAME[]=CSS@ATTR every match's, " +
+			"a list (at most 100)"},
 	{Field: "allow", Live: true, Flag: "allow", Kind: KindList, Before: "", ptr: func(s *Settings) any { return &s.Allow },
 		Usage: "REGEX (repeatable, RE2, on the canonical URL): follow only URLs that match one"},
 	{Field: "deny", Live: true, Flag: "deny", Kind: KindList, Before: "", ptr: func(s *Settings) any { return &s.Deny },

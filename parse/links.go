@@ -53,8 +53,9 @@ type Page struct {
 	Cut       int
 	// Dropped counts hrefs that were not usable URLs (bad syntax, mailto:, …).
 	Dropped int
-	// Fields are the text of the fields asked for, by name.
-	Fields map[string]string
+	// Fields are the values of the fields asked for, by name: a string
+	// (a field's first match), or a list of strings (Field.All).
+	Fields map[string]any
 }
 
 // Extract parses an HTML document fetched from pageURL and returns its title
