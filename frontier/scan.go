@@ -2,6 +2,8 @@ package frontier
 
 import (
 	"context"
+	"sort"
+	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -58,4 +60,25 @@ func unlink(ctx context.Context, c redis.UniversalClient, keys []string) (int, e
 		n += int(cmd.Val())
 	}
 	return n, nil
+}
+
+// Crawls are the names of the crawls c holds (each has its settings in
+// its first shard's config hash), sorted; a SCAN of every master.
+func Crawls(ctx context.Context, c redis.UniversalClient) ([]string, error) {
+	seen := map[string]bool{}
+	err := scanKeys(ctx, c, "crawl:{*}:config", func(keys []string) error {
+		for _, k := range keys {
+			name := strings.TrimSuffix(strings.TrimPrefix(k, "crawl:{"), "}:config")
+			if name != "" && !strings.ContainsAny(name, "/{}:") {
+				seen[name] = true
+			}
+		}
+		return nil
+	})
+	names := make([]string, 0, len(seen))
+	for n := range seen {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names, err
 }

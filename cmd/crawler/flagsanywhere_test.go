@@ -97,3 +97,31 @@ func TestExportSaysWhyRecordsWereTrimmed(t *testing.T) {
 		t.Errorf("with a group: %q; want the group's acknowledgements named, and how to read every record", why)
 	}
 }
+
+// crawler list names every crawl of a Redis with its state: none, then
+// one running (seeded, no worker yet) and one paused, sorted by name.
+func TestListNamesEveryCrawlWithItsState(t *testing.T) {
+	s := redistest.Mini(t)
+	out, _, err := run(t, "--redis", s.URL(), "list")
+	if err != nil || !strings.Contains(out, "no crawl in this Redis") {
+		t.Fatalf("list of an empty Redis: %v %q", err, out)
+	}
+	for _, name := range []string{"zeta", "alpha"} {
+		if _, errOut, err := run(t, "--redis", s.URL(), "--crawl", name, "seed", "http://a.example/", "http://b.example/"); err != nil {
+			t.Fatalf("seed %s: %v %s", name, err, errOut)
+		}
+	}
+	if _, errOut, err := run(t, "--redis", s.URL(), "--crawl", "zeta", "pause"); err != nil {
+		t.Fatalf("pause: %v %s", err, errOut)
+	}
+	out, _, err = run(t, "--redis", s.URL(), "list")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if err != nil || len(lines) != 3 || !strings.HasPrefix(lines[1], "alpha") || !strings.Contains(lines[1], "running") ||
+		!strings.HasPrefix(lines[2], "zeta") || !strings.Contains(lines[2], "paused") || !strings.Contains(lines[1], " 2 ") {
+		t.Fatalf("list: %v\n%s; want alpha running and zeta paused, 2 queued each", err, out)
+	}
+	out, _, err = run(t, "--redis", s.URL(), "list", "--json")
+	if err != nil || strings.Count(out, "\n") != 2 || !strings.Contains(out, `{"name":"alpha","state":"running","pages":0,"queued":2`) {
+		t.Fatalf("list --json: %v\n%s", err, out)
+	}
+}

@@ -65,7 +65,7 @@ func newApp() *cli.App {
 				Usage: "crawl name (letters, digits, - _ .; at most 64); every key of the crawl starts crawl:{NAME}: or crawl:{NAME/"},
 		}, logFlags()...),
 		Commands: []*cli.Command{
-			seedCommand(), workCommand(), statusCommand(), pauseCommand(), resumeCommand(), setCommand(), hostCommand(), exportCommand(), recrawlCommand(), dashboardCommand(), resetCommand(),
+			seedCommand(), workCommand(), statusCommand(), listCommand(), pauseCommand(), resumeCommand(), setCommand(), hostCommand(), exportCommand(), recrawlCommand(), dashboardCommand(), resetCommand(),
 			crawlCommand(), waczCommand(), testsiteCommand(), teststoreCommand(), demoCommand(),
 		},
 		Version: version(),
