@@ -313,6 +313,9 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 		{[]string{"teststore", "--bucket", "Bad_Name"}, `--bucket "Bad_Name"`},
 		{[]string{"teststore", "--bucket", ","}, "--bucket: name one bucket"},
 		{[]string{"teststore", "crawl"}, "teststore takes no arguments"},
+		{[]string{"teststore", "--listen", "0.0.0.0:0"}, "--listen 0.0.0.0:0 reaches beyond this machine"},
+		{[]string{"teststore", "--listen", ":9000"}, "--listen :9000 reaches beyond this machine"},
+		{[]string{"teststore", "--access-key", "k"}, "--access-key and --secret-key go together"},
 	} {
 		_, _, err := run(t, tc.args...)
 		if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), tc.want) {

@@ -15,6 +15,7 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3afero"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
+	"github.com/redcrawl/crawler/internal/sigv4"
 	"github.com/spf13/afero"
 	"github.com/urfave/cli/v2"
 )
@@ -29,13 +30,18 @@ func teststoreCommand() *cli.Command {
 		Usage: "serve an S3-compatible object store, for trying --warc-upload and 'wacz s3://…' without a cloud account",
 		Description: "An in-process store (gofakes3) on --listen, path-style (http://HOST:PORT/BUCKET/KEY), with the\n" +
 			"--bucket buckets made at start. With --dir its objects are files under DIR/buckets (and kept\n" +
-			"across restarts); without, in memory. It checks no credentials and no TLS: for trying and\n" +
-			"testing on a private network, never for keeping a crawl. Point a worker at it with\n" +
+			"across restarts); without, in memory. With --access-key and --secret-key (or AWS_ACCESS_KEY_ID\n" +
+			"and AWS_SECRET_ACCESS_KEY) every request must be signed with them, and it may listen beyond\n" +
+			"loopback; without, it listens on loopback only and serves anyone who reaches it. No TLS: for\n" +
+			"trying and testing, never for keeping a crawl. Point a worker at it with\n" +
 			"'crawler work --warc-dir D --warc-upload s3://BUCKET/PREFIX --s3-endpoint http://HOST:PORT'.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9000", Usage: "the `ADDRESS` to serve on"},
 			&cli.StringFlag{Name: "dir", Usage: "keep the objects as files under `DIR` (default: in memory, lost when the store stops)"},
 			&cli.StringFlag{Name: "bucket", Value: "crawl", Usage: "the buckets to make at start, comma-separated"},
+			&cli.StringFlag{Name: "access-key", EnvVars: []string{"AWS_ACCESS_KEY_ID"}, Usage: "with --secret-key, the `KEY` every request " +
+				"must be signed with (AWS Signature V4); needed to listen beyond loopback. Without them, on loopback, any request is served"},
+			&cli.StringFlag{Name: "secret-key", EnvVars: []string{"AWS_SECRET_ACCESS_KEY"}, Usage: "the `SECRET` of --access-key"},
 		},
 		Action: runTeststore,
 	}
@@ -58,6 +64,13 @@ func runTeststore(c *cli.Context) error {
 	if len(buckets) == 0 {
 		return usage(errors.New("--bucket: name one bucket at least"))
 	}
+	key, secret := c.String("access-key"), c.String("secret-key")
+	if (key == "") != (secret == "") {
+		return usage(errors.New("--access-key and --secret-key go together: give both, or neither"))
+	}
+	if err := checkStoreListen(c.String("listen"), key != ""); err != nil {
+		return usage(err)
+	}
 	be, err := storeBackend(c.String("dir"))
 	if err != nil {
 		return err
@@ -77,13 +90,18 @@ func runTeststore(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("--listen: %v", err)
 	}
-	srv := &http.Server{Handler: gofakes3.New(be, gofakes3.WithAutoBucket(false)).Server(), ReadHeaderTimeout: 10 * time.Second}
+	var h http.Handler = gofakes3.New(be, gofakes3.WithAutoBucket(false)).Server()
+	signed := "anyone on this machine may read and write"
+	if key != "" {
+		h, signed = sigv4.Require(key, secret, time.Now, h), "requests signed with --access-key "+key+" only"
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	kept := "in memory"
 	if d := c.String("dir"); d != "" {
 		kept = "under " + d
 	}
-	fmt.Fprintf(c.App.ErrWriter, "crawler: test object store on http://%s, buckets %s, objects %s; Ctrl-C stops it\n",
-		l.Addr(), strings.Join(made, ", "), kept)
+	fmt.Fprintf(c.App.ErrWriter, "crawler: test object store on http://%s, buckets %s, objects %s, %s; Ctrl-C stops it\n",
+		l.Addr(), strings.Join(made, ", "), kept, signed)
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {
@@ -111,4 +129,18 @@ func storeBackend(dir string) (gofakes3.Backend, error) {
 		return nil, fmt.Errorf("--dir %s: %v", dir, err)
 	}
 	return be, nil
+}
+
+// checkStoreListen refuses an address beyond loopback for a store that
+// checks no credentials: anyone who reaches it could read, write and delete.
+func checkStoreListen(addr string, signed bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--listen %q: want host:port (e.g. 127.0.0.1:9000)", addr)
+	}
+	if ip := net.ParseIP(host); signed || host == "localhost" || ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("--listen %s reaches beyond this machine, and the store would take anyone's requests: give --access-key and "+
+		"--secret-key (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), which every request must then be signed with, or listen on 127.0.0.1", addr)
 }
