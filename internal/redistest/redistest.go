@@ -258,29 +258,17 @@ func Self(t testing.TB) string {
 
 // FollowWallClock makes a miniredis expire keys as real time passes (it
 // otherwise only moves on FastForward), so TTL tests read the same on both
-// servers. A no-op for redis-server. Stops at test cleanup.
+// servers: miniredis's ClockTTL, which moves every TTL by the time elapsed
+// on each access, to the nanosecond. (A ticker that fast-forwarded every
+// 5 ms let a TTL lag the wall clock by a step, more under load, so that a
+// token bucket's key outlived its time.) A no-op for redis-server; ends at
+// test cleanup.
 func (s *Server) FollowWallClock(t testing.TB) {
 	if s.Mini == nil {
 		return
 	}
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	t.Cleanup(func() { close(done); <-stopped })
-	go func() {
-		defer close(stopped)
-		last := time.Now()
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case now := <-tick.C:
-				s.Mini.FastForward(now.Sub(last))
-				last = now
-			}
-		}
-	}()
+	s.Mini.ClockTTL(true)
+	t.Cleanup(func() { s.Mini.ClockTTL(false) })
 }
 
 // RoundTrips counts the commands and pipelines c sends: one per network
