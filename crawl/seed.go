@@ -18,6 +18,9 @@ type SeedReport struct {
 	// unless SeedOptions.SkipSeen, which skips them.
 	Seen       int
 	Duplicates int // seeds repeated within this seeding, removed
+	// Moved counts seeds that were queued already: each was moved to its
+	// priority (counted in Queued and Seen), never queued twice.
+	Moved int
 }
 
 // SeedOptions tune a seeding.
@@ -131,14 +134,30 @@ func (sd *Seeder) add(ctx context.Context, seeds []*url.URL, kind string) error 
 		}
 	}
 	enqueue := sd.fr.EnqueueAll
+	moved := 0
 	if sd.o.SkipSeen {
 		enqueue = sd.fr.Enqueue
+	} else {
+		// A seed already queued is moved to its priority, not queued twice.
+		was, err := sd.fr.Requeue(ctx, items)
+		if err != nil {
+			return fmt.Errorf("crawl: seed: %w", err)
+		}
+		rest := items[:0:0]
+		for i, it := range items {
+			if was[i] {
+				moved++
+			} else {
+				rest = append(rest, it)
+			}
+		}
+		items = rest
 	}
 	fresh, err := enqueue(ctx, items)
 	if err != nil {
 		return err
 	}
-	queued, seen := 0, 0
+	queued, seen := moved, moved
 	for _, f := range fresh {
 		if !f {
 			seen++
@@ -150,6 +169,7 @@ func (sd *Seeder) add(ctx context.Context, seeds []*url.URL, kind string) error 
 	// The batch went in: remember it.
 	sd.report.Queued += queued
 	sd.report.Seen += seen
+	sd.report.Moved += moved
 	sd.report.Duplicates += dups
 	for _, id := range ids {
 		sd.given[id] = struct{}{}

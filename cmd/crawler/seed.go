@@ -299,8 +299,11 @@ func seedReport(c *cli.Context, name string, res seedlist.Result) error {
 	switch {
 	case rep.Seen > 0 && c.Bool("skip-seen"):
 		msg += fmt.Sprintf(", %d skipped as already seen", rep.Seen)
-	case rep.Seen > 0:
-		msg += fmt.Sprintf(" (%d of them already seen by the crawl: seeds are queued anyway; --skip-seen skips them)", rep.Seen)
+	case rep.Seen > rep.Moved:
+		msg += fmt.Sprintf(" (%d of them already seen by the crawl: seeds are queued anyway; --skip-seen skips them)", rep.Seen-rep.Moved)
+	}
+	if rep.Moved > 0 {
+		msg += fmt.Sprintf("; %d of them were queued already, and were moved to this seed's priority, not queued twice", rep.Moved)
 	}
 	if rep.Duplicates > 0 {
 		msg += fmt.Sprintf(", %d duplicates removed", rep.Duplicates)
