@@ -23,6 +23,7 @@ import (
 // host (the default) the same crawl sends each host its own rate, ten
 // times as many. Status names the address and its hosts.
 func TestHostsOfOneServerShareItsRate(t *testing.T) {
+	wholeCrawl(t)
 	s := redistest.Real(t)
 	oneServer(t, s.Client, crawl.PolitenessIP, 1)
 	oneServer(t, s.Client, crawl.PolitenessHost, 1)

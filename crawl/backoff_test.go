@@ -20,6 +20,7 @@ import (
 // A host that answers 429 with Retry-After: 3 is paused for every worker:
 // after that answer, no request reaches it for 3 s, from either worker.
 func TestA429PausesTheHostForEveryWorker(t *testing.T) {
+	wholeCrawl(t)
 	s := redistest.Real(t)
 	var mu sync.Mutex
 	var arrivals []time.Time
@@ -150,6 +151,7 @@ func TestARunOfTimeoutsPausesTheHost(t *testing.T) {
 // at a factor of 5, gets a request a second at most — though the crawl's
 // rate allows a hundred — from both workers together.
 func TestASlowHostIsAskedLessOften(t *testing.T) {
+	wholeCrawl(t)
 	s := redistest.Real(t)
 	var mu sync.Mutex
 	var arrivals []time.Time

@@ -28,6 +28,7 @@ import (
 // with a failed record saying the budget is spent. On one shard and on
 // three. (Before: 3 of about 1 350 requested URLs had no record.)
 func TestEveryURLTriedUnderABudgetHasARecord(t *testing.T) {
+	wholeCrawl(t)
 	for _, shards := range []int{1, 3} {
 		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) {
 			redistest.Both(t, func(t *testing.T, s *redistest.Server) {
@@ -96,6 +97,7 @@ func TestEveryURLTriedUnderABudgetHasARecord(t *testing.T) {
 // the file had 3 000 records of 3 001 pages requested. On one worker and
 // on three, both Redis kinds.
 func TestAPageInFlightAtTheBudgetsEndHasARecord(t *testing.T) {
+	wholeCrawl(t)
 	for _, workers := range []int{1, 3} {
 		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {
 			redistest.Both(t, func(t *testing.T, s *redistest.Server) {

@@ -176,6 +176,7 @@ func TestAGroupThatStopsReadingIsSaidToLag(t *testing.T) {
 // takes only the third both acknowledged, and its restart reads every
 // other record. One shard and three; miniredis and redis-server.
 func TestNoRecordAGroupHasNotAcknowledgedIsTrimmedWithinTheBound(t *testing.T) {
+	wholeCrawl(t)
 	for _, shards := range []int{1, 3} {
 		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) { groupAtTheBound(t, shards) })
 	}

@@ -173,3 +173,13 @@ func archivedCrawl(t *testing.T, s *redistest.Server, name string, set crawl.Set
 	})
 	return archived, exportedByURL(t, ctx, s.Client, name)
 }
+
+// wholeCrawl skips, with -short, a test that crawls for seconds (a whole
+// site, a rate held over time, a pause waited out): go test ./... and CI
+// run it, -short gives quick feedback without it.
+func wholeCrawl(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("a crawl of several seconds: skipped with -short (go test ./... runs it)")
+	}
+}

@@ -16,6 +16,7 @@ import (
 // --exit-when-done workers keep running; resumed, the crawl finishes with
 // every page fetched once, and the event log has both.
 func TestAPausedCrawlFetchesNothingUntilResumed(t *testing.T) {
+	wholeCrawl(t)
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

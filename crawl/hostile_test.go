@@ -107,6 +107,7 @@ func hostile() *httptest.Server {
 // 64 KiB header is read, and a page nested too deep for the tree builder
 // still gives its links.
 func TestHostilePagesEachGetARecord(t *testing.T) {
+	wholeCrawl(t)
 	s := redistest.Real(t)
 	srv := hostile()
 	defer srv.Close()

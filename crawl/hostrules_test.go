@@ -20,6 +20,7 @@ import (
 // lists the rule, the event log says who set it, and every page is
 // fetched.
 func TestAHostKeepsItsOwnRateWhileOthersKeepTheCrawls(t *testing.T) {
+	wholeCrawl(t)
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		site, err := testsite.Start(testsite.Config{Hosts: 2, Pages: 12, ListenBase: "127.0.0.20"})
 		if err != nil {

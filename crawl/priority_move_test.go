@@ -20,6 +20,7 @@ import (
 // crawl ends); seeded again at the same priority, it is not queued twice
 // either.
 func TestAQueuedURLGivenAPriorityIsMovedNotQueuedTwice(t *testing.T) {
+	wholeCrawl(t)
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		var mu sync.Mutex
 		var order []string

@@ -35,6 +35,7 @@ func needChromium(t *testing.T) {
 // that says why; a page of the same host that settles is rendered, and
 // its record says so. Nothing waits past the render timeout.
 func TestAPageThatNeverSettlesFailsWithARecordThatSaysSo(t *testing.T) {
+	wholeCrawl(t)
 	needChromium(t)
 	s := redistest.Real(t)
 	hang := make(chan struct{})

@@ -134,6 +134,7 @@ func TestRobotsTxtReadAsTheRFCDoes(t *testing.T) {
 // late go back rather than all go at once: no second holds more requests
 // than rate + burst, and every URL is fetched once.
 func TestASlowRobotsTxtBunchesNoRequests(t *testing.T) {
+	wholeCrawl(t)
 	s := redistest.Real(t)
 	site := newPageSite(t, 1500*time.Millisecond, nil) // a slow server: its robots.txt takes 1.5 s
 	set := crawl.DefaultSettings()
@@ -190,6 +191,7 @@ func TestURLsThatWaitedForRobotsTxtGetNewTokens(t *testing.T) {
 // and the others go back through the exchanger, each fetched once, a
 // second or more after the one before.
 func TestACrawlDelayLearntAfterThePopHoldsForItsURLs(t *testing.T) {
+	wholeCrawl(t)
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		s.FollowWallClock(t)
 		var mu sync.Mutex

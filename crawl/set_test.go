@@ -50,6 +50,7 @@ func since(times []time.Time, from, to time.Time) []time.Time {
 // page is fetched, both workers end on the last version, and the event
 // log says what changed, from what, to what, and who asked.
 func TestARateChangedMidCrawlHoldsForEveryWorker(t *testing.T) {
+	wholeCrawl(t)
 	s := redistest.Real(t)
 	site, err := testsite.Start(testsite.Config{Hosts: 1, Pages: 120, ListenBase: "127.0.0.110"})
 	if err != nil {
@@ -181,6 +182,7 @@ func TestSetRefusesWhatCannotChange(t *testing.T) {
 // page's retry aside); lifted (0), the crawl goes on to the site's end. On one shard and on three, where the budget's
 // shares are moved to the shards with work.
 func TestARaisedBudgetReopensAnEndedCrawl(t *testing.T) {
+	wholeCrawl(t)
 	for _, shards := range []int{1, 3} {
 		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) {
 			redistest.Both(t, func(t *testing.T, s *redistest.Server) {

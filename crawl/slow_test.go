@@ -36,6 +36,7 @@ func (h slowHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 // A Redis a second away makes a crawl slower, never stops it: every call
 // takes over a second, and the worker still sends what it finished.
 func TestSlowRedisSlowsTheCrawlDown(t *testing.T) {
+	wholeCrawl(t)
 	t.Parallel() // most of it is waiting
 	s := redistest.Real(t)
 	site, err := testsite.Start(testsite.Config{Hosts: 1, Pages: 12, ListenBase: "127.0.0.150"})

@@ -72,6 +72,9 @@ func idealRate(p simParams) float64 {
 // crawl keeps 90 % of the pace of its hosts' rates or of its loops,
 // whichever is lower.
 func TestTimingHoldsAtEveryRate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("rates held over seconds: skipped with -short (go test ./... runs it)")
+	}
 	rapid.Check(t, func(t *rapid.T) {
 		p := drawSim(t)
 		r := runSim(t, p, simRules{}, simLimit(p))
