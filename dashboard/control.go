@@ -44,7 +44,7 @@ func controls(mux *http.ServeMux, c redis.UniversalClient, cfg Config) {
 		var b controlBody
 		if r.ContentLength != 0 {
 			if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&b); err != nil {
-				http.Error(w, "a control's body is JSON: {\"host\": \"example.org\", \"action\": \"pause\"|\"block\"}", http.StatusBadRequest)
+				http.Error(w, "a control's body is JSON: {\"host\": \"example.org\", \"action\": \"pause\"|\"block\"|\"clear\"}", http.StatusBadRequest)
 				return
 			}
 		}
@@ -86,8 +86,10 @@ func controls(mux *http.ServeMux, c redis.UniversalClient, cfg Config) {
 				ch.Pause = controlPause
 			case "block":
 				ch.Block = true
+			case "clear":
+				ch.Clear = true // its pause or block lifted, its own rate dropped
 			default:
-				return "", fmt.Errorf("%w %q: pause or block", errAction, b.Action)
+				return "", fmt.Errorf("%w %q: pause, block or clear", errAction, b.Action)
 			}
 			did, err := crawl.ChangeHost(ctx, c, cfg.Crawl, host, ch)
 			return strings.Join(did, "; "), err

@@ -108,6 +108,12 @@ func TestTheDashboardsControlsNeedTheTokenAndItsOwnOrigin(t *testing.T) {
 		if len(st.HostRules) != 1 || !st.HostRules[0].Blocked {
 			t.Errorf("host rules %+v; want a.example blocked", st.HostRules)
 		}
+		if code, body := post(t, srv, "/api/control/host", own, "tok", `{"host": "a.example", "action": "clear"}`); code != http.StatusOK || !strings.Contains(body, "its pause lifted") {
+			t.Errorf("clear: %d %q", code, body)
+		}
+		if st, err := crawl.ReadStatus(ctx, s.Client, "c"); err != nil || len(st.HostRules) != 0 {
+			t.Errorf("after clear: rules %+v (%v); want the block gone", st.HostRules, err)
+		}
 		for _, cfg := range []dashboard.Config{{Crawl: "c", Token: "tok"}, {Crawl: "c", Control: true}} {
 			ro := httptest.NewServer(dashboard.New(s.Client, cfg))
 			if code, _ := post(t, ro, "/api/control/pause", ro.URL, "tok", ""); code == http.StatusOK || paused() {

@@ -166,6 +166,22 @@ func TestTheDashboardInABrowserFollowsTheCrawlAndAHandover(t *testing.T) {
 	}
 	click("#resume-crawl")
 	await("the crawl running again", func() bool { return text("#state") == "running" && h.status().Hold == nil })
+	// A host picked from the table, paused, then resumed from the paused
+	// hosts' table.
+	await("the hosts as buttons", func() bool { return strings.Contains(text("#host-table"), ".") })
+	click("#host-table button.pick")
+	picked, err := chromedp.Run(ctx, chromedp.Value(chromedp.CSS("#ctl-host")))
+	if err != nil || picked == "" {
+		t.Fatalf("a host clicked in the table was not picked for the controls: %q, %v", picked, err)
+	}
+	click("#pause-host")
+	await("the picked host paused", func() bool {
+		return strings.Contains(text("#paused-table"), picked) && strings.Contains(text("#ctl-said"), "paused")
+	})
+	click("#paused-table button.clear")
+	await("the picked host resumed", func() bool {
+		return !strings.Contains(text("#paused-table"), picked) && strings.Contains(text("#ctl-said"), "pause lifted")
+	})
 
 	st := h.status()
 	if st.Leader == nil {

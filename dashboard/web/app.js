@@ -59,6 +59,24 @@ async function control(path, body) {
 $("pause-crawl").addEventListener("click", () => control("pause"));
 $("resume-crawl").addEventListener("click", () => control("resume"));
 $("pause-host").addEventListener("click", () => control("host", { host: $("ctl-host").value, action: "pause" }));
+$("clear-host").addEventListener("click", () => control("host", { host: $("ctl-host").value, action: "clear" }));
+// hostCell is a host's name in a table: with the controls, a button that
+// picks it for them.
+function hostCell(st, host) {
+  if (!(st.control && token)) return host;
+  const b = document.createElement("button");
+  b.className = "pick"; b.textContent = host; b.title = "pick " + host + " for the controls above";
+  b.addEventListener("click", () => { $("ctl-host").value = host; $("ctl-host").focus(); });
+  return b;
+}
+// clearCell is a button that clears host (its pause, block and own rate).
+function clearCell(st, host, label) {
+  if (!(st.control && token)) return "";
+  const b = document.createElement("button");
+  b.className = "clear"; b.textContent = label; b.dataset.host = host;
+  b.addEventListener("click", () => control("host", { host, action: "clear" }));
+  return b;
+}
 $("block-host").addEventListener("click", () => {
   const host = $("ctl-host").value;
   if (confirm("Block " + host + "? No request will go to it again, and its queued URLs end with records.")) control("host", { host, action: "block" });
@@ -106,14 +124,15 @@ function draw(st) {
     const b = h.bucket || {};
     const p = pausedOf.get(h.host);
     const rate = b.rate ? (b.rate >= 1 ? b.rate.toFixed(1) : b.rate.toPrecision(2)) + "/s" : "no limit";
-    return [h.host, h.queued, p ? "paused " + dur(p.left_ns) : h.due_in_ns ? dur(h.due_in_ns) : "now",
+    return [hostCell(st, h.host), h.queued, p ? "paused " + dur(p.left_ns) : h.due_in_ns ? dur(h.due_in_ns) : "now",
       !b.rate ? "—" : b.tokens >= 0 ? meter(b.tokens / b.burst, b.tokens.toFixed(2) + " of " + b.burst)
         : meter(0, "0 of " + b.burst + ", " + (-b.tokens).toFixed(2) + " promised ahead"), rate, h.interval_why || (b.rate ? "" : "—")];
   }));
   const limit = st.rate === null ? "no limit: a bucket holds only pauses and hosts' own delays" : st.rate + " requests/s a host, burst " + st.burst;
   text($("hosts-note"), (st.hosts_queued || 0) + " hosts with URLs queued (the longest queues, re-read every 10 s); the crawl's pace: " + limit + ".");
-  table($("paused-table"), ["host", "for", "after"], paused.map((p) => [p.host, dur(p.left_ns), p.why || "a 429/503"]));
-  table($("rules-table"), ["host", "rate", "burst"], (st.host_rules || []).map((r) => [r.host, r.blocked ? "blocked" : r.rate ? r.rate + "/s" : "no limit", r.blocked ? "—" : r.burst]));
+  table($("paused-table"), ["host", "for", "after", ""], paused.map((p) => [hostCell(st, p.host), dur(p.left_ns), p.why || "a 429/503", clearCell(st, p.host, "Resume")]));
+  table($("rules-table"), ["host", "rate", "burst", ""], (st.host_rules || []).map((r) => [hostCell(st, r.host), r.blocked ? "blocked" : r.rate ? r.rate + "/s" : "no limit",
+    r.blocked ? "—" : r.burst, clearCell(st, r.host, "Clear")]));
   const groups = st.export_groups || [];
   $("groups").hidden = groups.length === 0;
   table($("group-table"), ["group", "readers", "given, not acknowledged", "not given yet", "state"], groups.map((g) =>
