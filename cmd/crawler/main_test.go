@@ -346,7 +346,7 @@ func TestSeedJunkFileIsSummed(t *testing.T) {
 	if len(reported) != seedlist.MaxBadLines || !strings.Contains(reported[0], "junk.txt:2:") || !strings.Contains(reported[9], "junk.txt:11:") {
 		t.Fatalf("stderr has %d lines, from %q; want the first %d bad lines with their numbers", len(reported), reported[0], seedlist.MaxBadLines)
 	}
-	if !strings.Contains(out, "1 URLs queued") {
+	if !strings.Contains(out, "1 URL queued") {
 		t.Fatalf("stdout %q", out)
 	}
 }

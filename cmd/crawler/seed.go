@@ -295,7 +295,7 @@ func seedAll(c *cli.Context, rdb redis.UniversalClient, name string) error {
 // not usable.
 func seedReport(c *cli.Context, name string, res seedlist.Result) error {
 	rep := res.Seeded
-	msg := fmt.Sprintf("crawl %q: %d URLs queued", name, rep.Queued)
+	msg := fmt.Sprintf("crawl %q: %s queued", name, plural(rep.Queued, "URL"))
 	switch {
 	case rep.Seen > 0 && c.Bool("skip-seen"):
 		msg += fmt.Sprintf(", %d skipped as already seen", rep.Seen)
@@ -303,7 +303,7 @@ func seedReport(c *cli.Context, name string, res seedlist.Result) error {
 		msg += fmt.Sprintf(" (%d of them already seen by the crawl: seeds are queued anyway; --skip-seen skips them)", rep.Seen-rep.Moved)
 	}
 	if rep.Moved > 0 {
-		msg += fmt.Sprintf("; %d of them were queued already, and were moved to this seed's priority, not queued twice", rep.Moved)
+		msg += fmt.Sprintf("; %d of them queued already: moved to this seed's priority, not queued twice", rep.Moved)
 	}
 	if rep.Duplicates > 0 {
 		msg += fmt.Sprintf(", %d duplicates removed", rep.Duplicates)
@@ -317,4 +317,12 @@ func seedReport(c *cli.Context, name string, res seedlist.Result) error {
 		more = fmt.Sprintf(" (the first %d are shown above)", seedlist.MaxBadLines)
 	}
 	return errSomeSeedsBad{fmt.Sprintf("seed: %d of %d lines were not usable URLs%s; the rest were seeded", res.Bad, res.Lines, more)}
+}
+
+// plural is n and noun, the noun with an s but for one.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
