@@ -41,6 +41,10 @@ type HostChange struct {
 // to reach a URL it popped, less than a lease.
 const BlockWait = time.Minute
 
+// MaxHostPause is the longest a host is paused by hand (crawler host
+// --pause); a longer one is a block.
+const MaxHostPause = 30 * 24 * time.Hour
+
 // ErrStillLeased: a block's wait ended with URLs of the host still leased
 // to workers (one paused, or cut off from Redis): those may yet be
 // fetched, until their leases end.
@@ -78,6 +82,14 @@ func NormalizeHost(s string) (string, error) {
 // ChangeHost applies ch to host in crawl name, and logs each change as an
 // event; it says what it did, a sentence a change.
 func ChangeHost(ctx context.Context, c redis.UniversalClient, name, host string, ch HostChange) ([]string, error) {
+	switch {
+	case ch.Rate != 0 && !(ch.Rate >= MinRate*(1-1e-9)):
+		return nil, fmt.Errorf("%w: host %s: rate %v: want one request a day (1/86400) or more", ErrSettings, host, ch.Rate)
+	case ch.Burst < 0 || ch.Burst > MaxBurst:
+		return nil, fmt.Errorf("%w: host %s: burst %d: want 1 to %d", ErrSettings, host, ch.Burst, MaxBurst)
+	case ch.Pause < 0 || ch.Pause > MaxHostPause:
+		return nil, fmt.Errorf("%w: host %s: pause %v: want up to %v", ErrSettings, host, ch.Pause, MaxHostPause)
+	}
 	s, fr, err := loadFrontier(ctx, c, name)
 	if err != nil {
 		return nil, err

@@ -190,10 +190,10 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("%w: max depth %d (use -1 for no limit)", ErrSettings, s.MaxDepth)
 	case s.MaxPages < 0:
 		return fmt.Errorf("%w: max pages %d", ErrSettings, s.MaxPages)
-	case !(s.Rate > 0) || math.IsNaN(s.Rate):
-		return fmt.Errorf("%w: rate %v must be above 0 requests/s (inf for no limit)", ErrSettings, s.Rate)
-	case s.Burst < 1:
-		return fmt.Errorf("%w: burst %d must be at least 1", ErrSettings, s.Burst)
+	case !(s.Rate >= MinRate*(1-1e-9)) || math.IsNaN(s.Rate):
+		return fmt.Errorf("%w: rate %v: want one request a day (1/86400) or more (inf for no limit)", ErrSettings, s.Rate)
+	case s.Burst < 1 || s.Burst > MaxBurst:
+		return fmt.Errorf("%w: burst %d: want 1 to %d", ErrSettings, s.Burst, MaxBurst)
 	case !(s.DelayFactor >= 0 && s.DelayFactor <= 100):
 		return fmt.Errorf("%w: delay factor %v: want 0 (off) to 100", ErrSettings, s.DelayFactor)
 	case s.MaxDelay < time.Second || s.MaxDelay > time.Hour:
@@ -286,14 +286,35 @@ func fmtRate(r float64) string {
 	return strconv.FormatFloat(r, 'g', -1, 64)
 }
 
-// ParseRate reads a rate: a positive number, or "inf".
+// MinRate is the smallest rate a crawl or a host may have: one request a
+// day. A slower one is no rate anyone means, and its bucket's times (a
+// burst of MaxBurst at it is 2.7 years, 8.6e13 µs) stay below 1e14, past
+// which Redis's cjson writes a number in exponent form. MaxBurst bounds a
+// burst, for the same reason.
+const (
+	MinRate  = 1.0 / 86400
+	MaxBurst = 1000
+)
+
+// ParseRate reads a rate: a number of requests per second from MinRate
+// (one a day: 0.0000116, or 1/86400) up, or "inf".
 func ParseRate(s string) (float64, error) {
 	if strings.EqualFold(s, "inf") {
 		return math.Inf(1), nil
 	}
 	r, err := strconv.ParseFloat(s, 64)
+	if n, d, ok := strings.Cut(s, "/"); ok && err != nil { // 1/86400
+		num, e1 := strconv.ParseFloat(n, 64)
+		den, e2 := strconv.ParseFloat(d, 64)
+		if e1 == nil && e2 == nil && den > 0 {
+			r, err = num/den, nil
+		}
+	}
 	if err != nil || !(r > 0) || math.IsInf(r, 0) {
-		return 0, fmt.Errorf("rate %q: want a number of requests per second above 0, or inf", s)
+		return 0, fmt.Errorf("rate %q: want a number of requests per second (1/86400, one a day, or more), or inf", s)
+	}
+	if r < MinRate*(1-1e-9) {
+		return 0, fmt.Errorf("rate %q: below one request a day (1/86400 = %.3g requests/s), the slowest a crawl or a host may go", s, MinRate)
 	}
 	return r, nil
 }

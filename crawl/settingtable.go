@@ -67,9 +67,9 @@ var SettingTable = []Setting{
 	{Field: "max_pages", Live: true, Flag: "max-pages", Kind: KindInt64, ptr: func(s *Settings) any { return &s.MaxPages },
 		Usage: "pages to fetch in the whole crawl; 0 for no limit"},
 	{Field: "rate", Live: true, Flag: "rate", Kind: KindRate, ptr: func(s *Settings) any { return &s.Rate },
-		Usage: "requests per second per host, shared by all workers; 'inf' for no limit"},
+		Usage: "requests per second per host, shared by all workers, from one a day (1/86400) up; 'inf' for no limit"},
 	{Field: "burst", Live: true, Flag: "burst", Kind: KindInt, ptr: func(s *Settings) any { return &s.Burst },
-		Usage: "requests a host may get at once (time is kept to 10 ms: past 50 requests a second a host may get rate x 10 ms at once, whatever this says)"},
+		Usage: "requests a host may get at once, 1 to 1000 (time is kept to 10 ms: past 50 requests a second a host may get rate x 10 ms at once, whatever this says)"},
 	{Field: "delay_factor", Live: true, Flag: "delay-factor", Kind: KindFloat, Before: "0", ptr: func(s *Settings) any { return &s.DelayFactor },
 		Usage: "adaptive politeness: a host's time between requests becomes this many times its last response's time " +
 			"(e.g. 5: a server that takes 1 s gets one request every 5 s), for every worker, within --rate and --max-delay; 0: off"},

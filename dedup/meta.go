@@ -80,7 +80,7 @@ func (p Params) String() string {
 		p.Capacity, fmtFloat(p.FPRate), p.Growth, fmtFloat(p.Tightening))
 }
 
-func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) } // no exponent: gopher-lua's tonumber reads none
 
 // layout names the bit layout this code reads and writes (hash.go): one
 // written in another layout would be misread, so it is refused.

@@ -347,7 +347,7 @@ func (x Exchanged) windows(sent, got time.Time, lease time.Duration) {
 func (f *shard) readReply(flags []bool, tail []any, offset []int, ids []string, back []*Lease) (Exchanged, []Finished, error) {
 	nd := len(offset) - 1
 	var r exchangeReply
-	if raw, ok := tail[0].(string); len(tail) == 0 || !ok || json.Unmarshal([]byte(raw), &r) != nil {
+	if raw, ok := tail[0].(string); len(tail) == 0 || !ok || decodeReply([]byte(raw), &r) != nil {
 		return Exchanged{}, nil, fmt.Errorf("frontier: exchange: malformed reply %v", tail)
 	}
 	popped := tail[1:]

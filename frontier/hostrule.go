@@ -38,7 +38,7 @@ func (f *Frontier) SetHostRule(ctx context.Context, host string, rate float64, b
 	if rate < 0 || math.IsNaN(rate) || burst < 1 {
 		return fmt.Errorf("frontier: a host's rate must be 0 (no limit) or above, and its burst at least 1 (got %v, %d)", rate, burst)
 	}
-	return f.hostRule(ctx, "set", host, strconv.FormatFloat(rate, 'g', -1, 64), strconv.Itoa(burst))
+	return f.hostRule(ctx, "set", host, strconv.FormatFloat(rate, 'f', -1, 64), strconv.Itoa(burst)) // no exponent: gopher-lua's tonumber reads none
 }
 
 // ClearHostRule drops host's own rate and lifts its pause: the crawl's

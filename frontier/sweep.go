@@ -2,7 +2,6 @@ package frontier
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -99,7 +98,7 @@ func (f *shard) readSchedule(ctx context.Context, p *fence.Pending) (Sweep, erro
 		return Sweep{}, fmt.Errorf("frontier: schedule: %w", err)
 	}
 	var r sweepReply
-	if raw, ok := res.(string); !ok || json.Unmarshal([]byte(raw), &r) != nil {
+	if raw, ok := res.(string); !ok || decodeReply([]byte(raw), &r) != nil {
 		return Sweep{}, fmt.Errorf("frontier: schedule: unexpected reply %v", res)
 	}
 	return Sweep{Released: r.Released, Revisits: r.Revisits, Reclaimed: r.Reclaimed, Failed: r.Failed, CrawlOver: r.Done == 1, Settings: r.Settings,

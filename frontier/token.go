@@ -47,7 +47,7 @@ func (f *Frontier) TakeToken(ctx context.Context, host string, horizon time.Dura
 	k := sh.keys
 	sent := f.o.now()
 	v, err := tokenScript.Run(ctx, sh.c, []string{k.Config, k.Queues, k.Ready, k.Refill, k.Slowed, k.Buckets, k.HostRules, k.Paused},
-		f.o.Instance, host, strconv.FormatFloat(p.HostRate, 'g', -1, 64), max(p.HostBurst, 1),
+		f.o.Instance, host, strconv.FormatFloat(p.HostRate, 'f', -1, 64), max(p.HostBurst, 1),
 		politeness.LeastWindow.Milliseconds(), horizon.Milliseconds(), boolArg(p.PerAddress), sh.index, sh.shards).Int64Slice()
 	switch {
 	case isGone(err):

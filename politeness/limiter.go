@@ -126,7 +126,7 @@ func (l *Limiter) ReserveN(ctx context.Context, key string, n int, maxWait time.
 		mw = int64(maxWait)
 	}
 	res, err := bucketScript.Run(ctx, l.c, []string{key},
-		strconv.FormatFloat(float64(l.limit), 'g', -1, 64), l.burst, n, mw, PauseMemory.Milliseconds()).Slice()
+		strconv.FormatFloat(float64(l.limit), 'f', -1, 64), l.burst, n, mw, PauseMemory.Milliseconds()).Slice()
 	if err != nil {
 		return Reservation{}, fmt.Errorf("politeness: bucket %s: %w", key, err)
 	}

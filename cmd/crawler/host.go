@@ -28,7 +28,7 @@ func hostCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "rate", Usage: "the host's own requests a second: a positive `NUMBER`, or inf"},
 			&cli.IntFlag{Name: "burst", Value: 1, Usage: "with --rate, the host's bucket size"},
-			&cli.DurationFlag{Name: "pause", Usage: "no request to the host for this long (a 429 pauses the same way)"},
+			&cli.DurationFlag{Name: "pause", Usage: "no request to the host for this long, up to 30 days (a 429 pauses the same way)"},
 			&cli.BoolFlag{Name: "block", Usage: "no request to the host again (its queued URLs end with records 'skipped')"},
 			&cli.DurationFlag{Name: "wait", Value: crawl.BlockWait, Usage: "with --block, how long to wait for the workers to give back the host's URLs they hold"},
 			&cli.BoolFlag{Name: "clear", Usage: "drop the host's own rate and lift its pause or block (first, when given with others)"},
@@ -48,14 +48,14 @@ func hostCommand() *cli.Command {
 					return usage(fmt.Errorf("--rate: %v", err))
 				}
 				ch.Burst = c.Int("burst")
-				if ch.Burst < 1 {
-					return usage(errors.New("--burst must be at least 1"))
+				if ch.Burst < 1 || ch.Burst > crawl.MaxBurst {
+					return usage(fmt.Errorf("--burst %d: want 1 to %d", ch.Burst, crawl.MaxBurst))
 				}
 			} else if c.IsSet("burst") {
 				return usage(errors.New("--burst goes with --rate"))
 			}
-			if c.IsSet("pause") && ch.Pause <= 0 {
-				return usage(errors.New("--pause must be a positive duration, such as 10m"))
+			if c.IsSet("pause") && (ch.Pause <= 0 || ch.Pause > crawl.MaxHostPause) {
+				return usage(fmt.Errorf("--pause %v: want a positive duration up to %v, such as 10m (for longer, --block)", ch.Pause, crawl.MaxHostPause))
 			}
 			if ch.Block && (ch.Rate != 0 || ch.Pause != 0) {
 				return usage(errors.New("--block goes without --rate and --pause: a blocked host gets no request at all"))
