@@ -3,13 +3,13 @@ package wacz
 import (
 	"archive/zip"
 	"bufio"
-	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"path"
 	"strconv"
 	"strings"
 
@@ -36,6 +36,12 @@ func Verify(r io.ReaderAt, size int64) (Checked, error) {
 	}
 	files := map[string]*zip.File{}
 	for _, f := range zr.File {
+		if err := entryName(f.Name); err != nil {
+			return ck, err
+		}
+		if err := within(f, size); err != nil {
+			return ck, err
+		}
 		files[f.Name] = f
 	}
 	manifest, err := readAll(files, "datapackage.json")
@@ -163,14 +169,10 @@ func verifyIndex(files map[string]*zip.File, r io.ReaderAt) (map[string]bool, in
 		}
 		first, js, ok := cutLast(entry, " ")
 		var b struct{ Offset, Length int64 }
-		if !ok || json.Unmarshal([]byte(js), &b) != nil || b.Offset < 0 || b.Length <= 0 || b.Offset+b.Length > int64(cdx.UncompressedSize64) {
-			return fmt.Errorf("wacz: index.idx line %q", entry)
+		if !ok || json.Unmarshal([]byte(js), &b) != nil || !inside(b.Offset, b.Length, int64(cdx.CompressedSize64)) {
+			return fmt.Errorf("wacz: index.idx line %q: its block is not inside index.cdx.gz (%d bytes)", clip(entry), cdx.CompressedSize64)
 		}
-		block := make([]byte, b.Length)
-		if _, err := r.ReadAt(block, at+b.Offset); err != nil {
-			return err
-		}
-		zr, err := gzip.NewReader(bytes.NewReader(block))
+		zr, err := gzip.NewReader(io.NewSectionReader(r, at+b.Offset, b.Length))
 		if err != nil {
 			return fmt.Errorf("wacz: no gzip member at offset %d of index.cdx.gz: %w", b.Offset, err)
 		}
@@ -215,20 +217,22 @@ func verifyCapture(files map[string]*zip.File, r io.ReaderAt, c capture, ts stri
 	if f == nil {
 		return fmt.Errorf("its file %s is not in archive/", c.Filename)
 	}
+	if f.Method != zip.Store {
+		return fmt.Errorf("its file %s is compressed in the ZIP; a WARC file must be stored", c.Filename)
+	}
 	off, err1 := strconv.ParseInt(c.Offset, 10, 64)
 	length, err2 := strconv.ParseInt(c.Length, 10, 64)
-	if err1 != nil || err2 != nil || off < 0 || length <= 0 || off+length > int64(f.UncompressedSize64) {
-		return fmt.Errorf("offset %s and length %s outside its file's %d bytes", c.Offset, c.Length, f.UncompressedSize64)
+	if err1 != nil || err2 != nil || !inside(off, length, int64(f.CompressedSize64)) {
+		return fmt.Errorf("offset %s and length %s outside its file's %d bytes", clip(c.Offset), clip(c.Length), f.CompressedSize64)
 	}
 	dataAt, err := f.DataOffset()
 	if err != nil {
 		return err
 	}
-	member := make([]byte, length)
-	if _, err := r.ReadAt(member, dataAt+off); err != nil {
-		return err
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(member))
+	// Read where it is, never copied whole: a line's length is the
+	// package's word, bounded only by the file (within the package).
+	member := io.NewSectionReader(r, dataAt+off, length)
+	zr, err := gzip.NewReader(member)
 	if err != nil {
 		return fmt.Errorf("no gzip member at offset %d: %w", off, err)
 	}
@@ -236,7 +240,7 @@ func verifyCapture(files map[string]*zip.File, r io.ReaderAt, c capture, ts stri
 	if _, err := io.Copy(io.Discard, zr); err != nil {
 		return fmt.Errorf("the gzip member at offset %d is not whole: %w", off, err)
 	}
-	wr, err := gowarc.NewWarcFileReaderFromStream(bytes.NewReader(member), 0, gowarc.WithNoValidation())
+	wr, err := gowarc.NewWarcFileReaderFromStream(io.NewSectionReader(r, dataAt+off, length), 0, gowarc.WithNoValidation())
 	if err != nil {
 		return err
 	}
@@ -277,4 +281,48 @@ func openFile(files map[string]*zip.File, name string) (io.ReadCloser, error) {
 		return nil, fmt.Errorf("wacz: %s: %w", name, err)
 	}
 	return rc, nil
+}
+
+// inside: [off, off+length) is a non-empty range within size bytes,
+// compared without adding the two (each may be the package's, near 2^63).
+func inside(off, length, size int64) bool {
+	return off >= 0 && length > 0 && size >= 0 && off <= size && length <= size-off
+}
+
+// within checks that an entry's data is inside the package of size bytes,
+// as its header says it is: a stored entry's sizes agree, and its
+// compressed bytes end before the package does. Every length read after
+// is bounded by these.
+func within(f *zip.File, size int64) error {
+	at, err := f.DataOffset()
+	if err != nil {
+		return fmt.Errorf("wacz: %s: %w", clip(f.Name), err)
+	}
+	if f.CompressedSize64 > uint64(size) || !inside(at, max(int64(f.CompressedSize64), 1), size+1) {
+		return fmt.Errorf("wacz: %s claims %d bytes, past the package's end (%d bytes)", clip(f.Name), f.CompressedSize64, size)
+	}
+	if f.Method == zip.Store && f.UncompressedSize64 != f.CompressedSize64 {
+		return fmt.Errorf("wacz: %s is stored, yet its header claims %d bytes unpacked and %d packed", clip(f.Name), f.UncompressedSize64, f.CompressedSize64)
+	}
+	return nil
+}
+
+// entryName refuses an entry whose name is not a relative path inside the
+// package (WACZ: archive/, indexes/, pages/ and the manifests), which an
+// unzip of it would write elsewhere.
+func entryName(name string) error {
+	clean := path.Clean(name)
+	if name == "" || strings.HasPrefix(name, "/") || strings.Contains(name, "\\") || clean == ".." || strings.HasPrefix(clean, "../") ||
+		strings.Contains("/"+name+"/", "/../") || len(name) > 1 && name[1] == ':' {
+		return fmt.Errorf("wacz: entry %q is not a relative path inside the package: the package does not conform", clip(name))
+	}
+	return nil
+}
+
+// clip is s, cut to 200 bytes for a message.
+func clip(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
 }

@@ -1,0 +1,117 @@
+package wacz_test
+
+import (
+	"archive/zip"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redcrawl/crawler/archive"
+	"github.com/redcrawl/crawler/wacz"
+)
+
+// craft rewrites a good package: edit changes its files (by name), and
+// extra entries are written raw, with the headers given; the manifest's
+// hashes and the digest are made to agree, as an attacker would.
+func craft(t *testing.T, good []byte, edit func(map[string][]byte), extra ...*zip.FileHeader) []byte {
+	t.Helper()
+	zr, err := zip.NewReader(bytes.NewReader(good), int64(len(good)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, order := map[string][]byte{}, []string{}
+	for _, f := range zr.File {
+		rc, _ := f.Open()
+		b, _ := io.ReadAll(rc)
+		rc.Close()
+		files[f.Name], order = b, append(order, f.Name)
+	}
+	edit(files)
+	var dp map[string]any
+	json.Unmarshal(files["datapackage.json"], &dp)
+	for _, r := range dp["resources"].([]any) {
+		r := r.(map[string]any)
+		sum := sha256.Sum256(files[r["path"].(string)])
+		r["hash"], r["bytes"] = "sha256:"+hex.EncodeToString(sum[:]), len(files[r["path"].(string)])
+	}
+	files["datapackage.json"], _ = json.Marshal(dp)
+	sum := sha256.Sum256(files["datapackage.json"])
+	files["datapackage-digest.json"], _ = json.Marshal(map[string]string{"path": "datapackage.json", "hash": "sha256:" + hex.EncodeToString(sum[:])})
+	var out bytes.Buffer
+	zw := zip.NewWriter(&out)
+	for _, name := range order {
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Store, Modified: time.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(files[name])
+	}
+	for _, h := range extra {
+		w, err := zw.CreateRaw(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write([]byte("\x1f\x8b not much of a gzip member"))
+	}
+	zw.Close()
+	return out.Bytes()
+}
+
+// Crafted packages fail --verify with one error naming what is wrong, and
+// never make it allocate what they claim: an entry whose header claims
+// 2^62 bytes with an index line pointing 2^61 bytes into it, a compressed
+// index's block of 2^61 bytes, and entries named ../../x or /etc/x.
+func TestACraftedWACZFailsVerifyWithoutAllocatingItsClaims(t *testing.T) {
+	u := "http://site.test/"
+	files := warcDir(t, "w1", []archive.Exchange{{URL: u, Started: time.Now(), Raw: raw(u, "200 OK", "text/html", "<title>t</title>")}})
+	var good bytes.Buffer
+	if _, err := wacz.Pack(&good, sources(files), wacz.Options{TempDir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	evilLine := `zzz,evil)/ 20261204000000 {"url":"http://evil/","length":"2305843009213693952","offset":"0","filename":"evil.warc.gz"}` + "\n"
+	addLine := func(m map[string][]byte) { m["indexes/index.cdxj"] = append(m["indexes/index.cdxj"], evilLine...) }
+	huge := &zip.FileHeader{Name: "archive/evil.warc.gz", Method: zip.Store, UncompressedSize64: 1 << 62, CompressedSize64: 1 << 62, CRC32: 0}
+	small := &zip.FileHeader{Name: "archive/evil.warc.gz", Method: zip.Store, UncompressedSize64: 1 << 62, CompressedSize64: 26, CRC32: 0}
+	var compressed bytes.Buffer
+	if _, err := wacz.Pack(&compressed, sources(files), wacz.Options{TempDir: t.TempDir(), Index: wacz.IndexCompressed}); err != nil {
+		t.Fatal(err)
+	}
+	hugeBlock := func(m map[string][]byte) {
+		idx := string(m["indexes/index.idx"])
+		i := strings.LastIndex(idx, `"length":`)
+		j := i + strings.IndexAny(idx[i:], ",}")
+		m["indexes/index.idx"] = []byte(idx[:i] + `"length": 2305843009213693952` + idx[j:])
+	}
+	for _, c := range []struct {
+		name string
+		pkg  []byte
+		says string
+	}{
+		{"a compressed index's block 2^61 bytes long", craft(t, compressed.Bytes(), hugeBlock), "its block is not inside index.cdx.gz"},
+		{"an entry claiming 2^62 bytes", craft(t, good.Bytes(), addLine, huge), "archive/evil.warc.gz claims"},
+		{"a stored entry whose sizes disagree", craft(t, good.Bytes(), addLine, small), "archive/evil.warc.gz is stored, yet its header claims"},
+		{"an index line 2^61 bytes long", craft(t, good.Bytes(), addLine, &zip.FileHeader{Name: "archive/evil.warc.gz", Method: zip.Store,
+			UncompressedSize64: 26, CompressedSize64: 26}), "outside its file's 26 bytes"},
+		{"an entry named ../../x", craft(t, good.Bytes(), func(map[string][]byte) {}, &zip.FileHeader{Name: "../../x", Method: zip.Store,
+			UncompressedSize64: 26, CompressedSize64: 26}), `entry "../../x" is not a relative path`},
+		{"an entry named /etc/x", craft(t, good.Bytes(), func(map[string][]byte) {}, &zip.FileHeader{Name: "/etc/x", Method: zip.Store,
+			UncompressedSize64: 26, CompressedSize64: 26}), `entry "/etc/x" is not a relative path`},
+	} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := wacz.Verify(bytes.NewReader(c.pkg), int64(len(c.pkg)))
+		runtime.ReadMemStats(&after)
+		if err == nil || !strings.Contains(err.Error(), c.says) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s (%d bytes): %v; want one line saying %q", c.name, len(c.pkg), err, c.says)
+		}
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+			t.Errorf("%s: verifying allocated %d MiB", c.name, grew>>20)
+		}
+	}
+}
