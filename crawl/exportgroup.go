@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/redcrawl/crawler/frontier"
@@ -26,6 +28,30 @@ import (
 // exists, the scheduler trims the streams only below what every group
 // acknowledged (frontier.Records.TrimAcked).
 func ExportGroup(ctx context.Context, c redis.UniversalClient, name, group, consumer string, out io.Writer) (ExportReport, error) {
+	return ExportGroupWith(ctx, c, name, group, consumer, out, GroupOptions{})
+}
+
+// GroupOptions tune ExportGroupWith.
+type GroupOptions struct {
+	// ClaimAfter: records another reader left unacknowledged this long
+	// are taken over (ClaimAfter when 0).
+	ClaimAfter time.Duration
+	// Say, when set, is told why the reader waits at the end: records of
+	// the group wait on other readers (it takes them over once they have
+	// waited ClaimAfter).
+	Say func(string)
+}
+
+// ExportGroupWith is ExportGroup with o. A reader does not finish while
+// records of its group wait on another reader, unacknowledged: one that
+// vanished (killed, or its name changed with its host's) left them; they
+// are taken over once idle for ClaimAfter, and only then is the export
+// done.
+func ExportGroupWith(ctx context.Context, c redis.UniversalClient, name, group, consumer string, out io.Writer, o GroupOptions) (ExportReport, error) {
+	if o.ClaimAfter <= 0 {
+		o.ClaimAfter = ClaimAfter
+	}
+	said := ""
 	rep := ExportReport{Changes: map[string]int64{}}
 	fr, err := readFrontier(ctx, c, name)
 	if err != nil {
@@ -41,7 +67,7 @@ func ExportGroup(ctx context.Context, c redis.UniversalClient, name, group, cons
 			return rep, err
 		}
 		if len(ds) == 0 && !pending {
-			if ds, err = fr.Records.ClaimIdle(ctx, group, consumer, ClaimAfter, 500); err != nil {
+			if ds, err = fr.Records.ClaimIdle(ctx, group, consumer, o.ClaimAfter, 500); err != nil {
 				return rep, err
 			}
 		}
@@ -69,11 +95,29 @@ func ExportGroup(ctx context.Context, c redis.UniversalClient, name, group, cons
 			return rep, fmt.Errorf("crawl: export: %w", err)
 		}
 		if done { // every record was added before the flag: one more read, and it is over
-			if ds, err = fr.Records.ReadGroup(ctx, group, consumer, false, 1); err == nil && len(ds) == 0 {
+			ds, err = fr.Records.ReadGroup(ctx, group, consumer, false, 1)
+			if err != nil {
+				return rep, err
+			}
+			// ... unless records wait on a reader, unacknowledged: this
+			// one's (the record just read) are written next, from its
+			// pending list; another's are waited for.
+			waiting, err := fr.Records.Pending(ctx, group)
+			if err != nil {
+				return rep, err
+			}
+			if len(ds) > 0 || waiting[consumer] > 0 {
+				pending = true
+				continue
+			}
+			if len(waiting) == 0 {
 				rep.Done = true
 				return rep, nil
 			}
-			continue
+			if why := waitingOn(waiting, o.ClaimAfter); why != said && o.Say != nil {
+				o.Say(why)
+				said = why
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -81,6 +125,19 @@ func ExportGroup(ctx context.Context, c redis.UniversalClient, name, group, cons
 		case <-time.After(frontier.GroupPoll):
 		}
 	}
+}
+
+// waitingOn says which readers hold records of the group unacknowledged.
+func waitingOn(by map[string]int64, after time.Duration) string {
+	names := make([]string, 0, len(by))
+	var n int64
+	for c, k := range by {
+		names = append(names, fmt.Sprintf("%s (%d)", c, k))
+		n += k
+	}
+	sort.Strings(names)
+	return fmt.Sprintf("the crawl is done, but %d records of the group were given to other readers and not acknowledged: %s; "+
+		"this reader takes them over once they have waited %v", n, strings.Join(names, ", "), after)
 }
 
 // ClaimAfter is how long a record may wait unacknowledged by the reader

@@ -267,3 +267,55 @@ func openFrontier(t *testing.T, ctx context.Context, s *redistest.Server, name s
 	}
 	return fr
 }
+
+// Reader A of a group killed with records given to it and not
+// acknowledged (37 of them, as the issue's), on a crawl that is done:
+// reader B of the group does not finish while they wait on A; it says on
+// whom they wait, takes them over once they have waited ClaimAfter, and
+// delivers every record of the crawl.
+func TestAReaderTakesOverWhatADeadReaderLeftBeforeItIsDone(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		site, err := testsite.Start(testsite.Config{Hosts: 2, Pages: 40, ListenBase: "127.0.0.94"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer site.Close()
+		set := crawl.DefaultSettings()
+		set.Rate, set.AllowPrivate = math.Inf(1), true
+		seedSite(t, s, site, "dead", set)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		runWorkers(t, ctx, s, "dead", fastOptions("w1"))
+		st, err := crawl.ReadStatus(ctx, s.Client, "dead")
+		if err != nil {
+			t.Fatal(err)
+		}
+		total := int(st.Counters["records"])
+		fr := openFrontier(t, ctx, s, "dead")
+		if err := fr.Records.JoinGroup(ctx, "g"); err != nil {
+			t.Fatal(err)
+		}
+		// A is given 37 records and dies before acknowledging any.
+		if ds, err := fr.Records.ReadGroup(ctx, "g", "A", false, 37); err != nil || len(ds) == 0 {
+			t.Fatalf("A's read: %d, %v", len(ds), err)
+		}
+		var said []string
+		var out bytes.Buffer
+		rep, err := crawl.ExportGroupWith(ctx, s.Client, "dead", "g", "B", &out, crawl.GroupOptions{ClaimAfter: 300 * time.Millisecond,
+			Say: func(why string) { said = append(said, why) }})
+		if err != nil || !rep.Done {
+			t.Fatalf("B: %+v, %v", rep, err)
+		}
+		got := map[string]int{}
+		streamIDs(t, out.String(), got)
+		if len(got) != total {
+			t.Errorf("B delivered %d of the crawl's %d records", len(got), total)
+		}
+		if len(said) == 0 || !strings.Contains(said[0], "not acknowledged: A (") {
+			t.Errorf("B said %q; want it to say the records wait on A", said)
+		}
+		if p, err := fr.Records.Pending(ctx, "g"); err != nil || len(p) != 0 {
+			t.Errorf("pending after B: %v, %v; want none", p, err)
+		}
+	})
+}

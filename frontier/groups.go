@@ -247,3 +247,21 @@ func (f Records) Lengths(ctx context.Context) ([]int64, error) {
 	}
 	return out, nil
 }
+
+// Pending are the records given to group's readers and not acknowledged,
+// by reader, over every shard (XPENDING's summary).
+func (f Records) Pending(ctx context.Context, group string) (map[string]int64, error) {
+	out := map[string]int64{}
+	for i, sh := range f.fs {
+		p, err := f.c.XPending(ctx, sh.keys.Results, group).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, f.in(i, fmt.Errorf("frontier: group %s's pending records: %w", group, err))
+		}
+		if p != nil {
+			for c, n := range p.Consumers {
+				out[c] += n
+			}
+		}
+	}
+	return out, nil
+}

@@ -49,7 +49,8 @@ func runExportGroup(c *cli.Context) error {
 		defer f.Close()
 		out = f
 	}
-	rep, err := crawl.ExportGroup(ctx, rdb, c.String("crawl"), group, consumer, out)
+	rep, err := crawl.ExportGroupWith(ctx, rdb, c.String("crawl"), group, consumer, out, crawl.GroupOptions{
+		Say: func(why string) { fmt.Fprintf(c.App.ErrWriter, "crawler: export: %s\n", why) }})
 	if err != nil {
 		return err
 	}

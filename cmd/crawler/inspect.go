@@ -109,7 +109,9 @@ func exportCommand() *cli.Command {
 				"(--out is then appended to, unbuffered), a restarted export of the same --consumer is given again what it had not acknowledged " +
 				"(each record carries its stream_id, to drop a repeat), exports of one group share the records, and the results are trimmed " +
 				"only below what every group acknowledged (status says when a group lags toward the million the streams keep)"},
-			&cli.StringFlag{Name: "consumer", Usage: "with --group, this reader's `NAME` in the group, the same across its restarts (default: the host's name)"},
+			&cli.StringFlag{Name: "consumer", Usage: "with --group, this reader's `NAME` in the group, the same across its restarts (default: the host's name; " +
+				"in a container give one: its host name changes when it restarts). Records another reader left unacknowledged " +
+				"are taken over once they have waited a minute, and a reader is not done while any wait"},
 		},
 		Action: runExport,
 	}
