@@ -133,13 +133,69 @@ end
 -- ex_add adds by to the stats field, written once at the end.
 local function ex_add(X, field, by) X.bump[field] = (X.bump[field] or 0) + by end
 
--- 1. ex_queue_links: the links the Bloom filter found new are queued.
+-- ex_entry_host is the host of a back-of-queue entry ("host[ level]\n…").
+local function ex_entry_host(e)
+  local h = string.sub(e, 1, string.find(e, '\n', 1, true) - 1)
+  local sp = string.find(h, ' ', 1, true)
+  return sp and string.sub(h, 1, sp - 1) or h
+end
+
+-- ex_room is, per host of the entries, how many more it may have queued
+-- under a cap of host_max pages a host: twice the cap (a queued URL may
+-- fail, or redirect), less its pages and what it has queued.
+local function ex_room(X, entries)
+  local hosts, room = {}, {}
+  for _, e in ipairs(entries) do
+    local h = ex_entry_host(e)
+    if not room[h] then room[h], hosts[#hosts + 1] = 0, h end
+  end
+  for at = 1, #hosts, 1000 do -- HMGET in parts: unpack's stack is bounded
+    local part = {unpack(hosts, at, math.min(at + 999, #hosts))}
+    local pages, lens = redis.call('HMGET', X.K.hostpages, unpack(part)), redis.call('HMGET', X.K.lengths, unpack(part))
+    for i, h in ipairs(part) do room[h] = 2 * X.A.host_max - (tonumber(pages[i]) or 0) - (tonumber(lens[i]) or 0) end
+  end
+  return room
+end
+
+-- ex_cap_links keeps of the new links what the caps leave room for: with a
+-- page cap a host, a host's queue stays under twice it; with a budget,
+-- the crawl's under twice what is left of it (a sitemap index of millions
+-- of URLs fills nothing past them). The rest are counted, as the pop
+-- counts a capped host's (skipped_links:…).
+local function ex_cap_links(X, fresh)
+  local hostMax, budget = X.A.host_max or 0, X.A.budget or 0
+  if #fresh == 0 or hostMax <= 0 and budget == 0 then return fresh end
+  local room, left = hostMax > 0 and ex_room(X, fresh), nil
+  if budget < 0 then budget = tonumber(redis.call('HGET', X.K.stats, 'allow') or '0') end
+  if budget ~= 0 then
+    left = 2 * budget - tonumber(redis.call('HGET', X.K.stats, 'pages') or '0') - redis.call('ZCARD', X.K.leases) - fr_queued(X.Q)
+  end
+  local kept, byHost, byBudget = {}, 0, 0
+  for _, e in ipairs(fresh) do
+    local h = room and ex_entry_host(e)
+    if room and room[h] <= 0 then
+      byHost = byHost + 1
+    elseif left and left <= 0 then
+      byBudget = byBudget + 1
+    else
+      kept[#kept + 1] = e
+      if room then room[h] = room[h] - 1 end
+      if left then left = left - 1 end
+    end
+  end
+  if byHost > 0 then ex_add(X, 'skipped_links:max_pages_per_host', byHost) end
+  if byBudget > 0 then ex_add(X, 'skipped_links:max_pages', byBudget) end
+  return kept
+end
+
+-- 1. ex_queue_links: the links the Bloom filter found new are queued, as
+-- far as the caps leave room.
 local function ex_queue_links(X)
   local fresh = {}
   for i = 1, X.links do
     if X.reply[3 + i] == 1 then fresh[#fresh + 1] = ARGV[X.link0 + i - 1] end
   end
-  local queued = fr_push_back(X.Q, fresh, X.now)
+  local queued = fr_push_back(X.Q, ex_cap_links(X, fresh), X.now)
   if queued > 0 then ex_add(X, 'enqueued', queued) end
   if X.links > 0 then ex_add(X, 'offered', X.links) end
 end

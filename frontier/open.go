@@ -128,12 +128,15 @@ type Policy struct {
 	// PageBudget, when not 0, is the most pages the whole crawl fetches:
 	// a pop hands out no more URLs than pages fetched plus URLs in flight
 	// leave room for, and reports the page count (PopInfo.Pages). With
-	// several shards, each pops within its share (Schedule).
+	// several shards, each pops within its share (Schedule). New links
+	// past twice what is left of it are not queued (counted).
 	PageBudget int64
 	// HostPageCap, when not 0, is the most pages fetched from one host:
 	// once a host has them, its queued URLs are dropped (and counted)
 	// when it comes up for a pop. URLs of it in flight then may still add
-	// a few.
+	// a few. New links of a host past twice its cap, less its pages, are
+	// not queued (counted): its queue stays bounded whatever its pages
+	// and sitemaps offer.
 	HostPageCap int64
 	// Depth: new URLs go to the front of their hosts' lists (seed --order
 	// depth: each host's queue a stack, the crawl depth-first within a
