@@ -3,6 +3,7 @@ package crawl
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"net/url"
 
@@ -54,6 +55,14 @@ type Seeder struct {
 func NewSeeder(ctx context.Context, c redis.UniversalClient, name string, s Settings, o SeedOptions) (*Seeder, error) {
 	if err := CheckName(name); err != nil {
 		return nil, err
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	if _, err := LoadSettings(ctx, c, name); errors.Is(err, ErrNoCrawl) {
+		if err := fitsRedis(ctx, c, name, s); err != nil { // a new crawl's filter is allocated whole
+			return nil, err
+		}
 	}
 	s, err := StoreSettings(ctx, c, name, s)
 	if err != nil {

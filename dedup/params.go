@@ -145,3 +145,10 @@ func blockedRate(c float64, k int) float64 {
 	}
 	return sum
 }
+
+// FirstLayerBytes is what a filter of p allocates when it is made (its
+// layer 0, whole): the memory its Redis must have to spare.
+func (p Params) FirstLayerBytes() int64 {
+	l := p.layerAt(0)
+	return l.segments * (l.segBits/8 + sdsOverhead)
+}
