@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/archive"
+	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/wacz"
 )
 
@@ -113,5 +114,40 @@ func TestACraftedWACZFailsVerifyWithoutAllocatingItsClaims(t *testing.T) {
 		if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
 			t.Errorf("%s: verifying allocated %d MiB", c.name, grew>>20)
 		}
+	}
+}
+
+// A response whose HTTP head is one line of 64 MB (gzip makes it a few
+// hundred kilobytes of WARC) is indexed without its status and type, as a
+// head past the bound is, and packaging it holds nothing like its size:
+// the head is read in bounded pieces, never whole.
+func TestAHugeHTTPHeadIsIndexedInBoundedMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a 64 MB header: skipped with -short")
+	}
+	u, v := "http://site.test/huge", "http://site.test/"
+	res := "HTTP/1.1 200 OK\r\nX-Huge: " + strings.Repeat("a", 64<<20) + "\r\nContent-Type: text/html\r\n\r\n<title>huge</title>"
+	huge := &fetch.Raw{Request: []byte("GET /huge HTTP/1.1\r\nHost: site.test\r\n\r\n"), Response: []byte(res), RemoteIP: "127.0.0.1"}
+	files := warcDir(t, "w1", []archive.Exchange{{URL: u, Started: time.Now(), Raw: huge},
+		{URL: v, Started: time.Now(), Raw: raw(v, "200 OK", "text/html", "<title>fine</title>")}})
+	huge, res = nil, ""
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var out bytes.Buffer
+	sum, err := wacz.Pack(&out, sources(files), wacz.Options{TempDir: t.TempDir()})
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 32<<20 {
+		t.Errorf("packaging a 64 MB head allocated %d MiB", grew>>20)
+	}
+	if sum.Captures != 2 || sum.Pages != 1 {
+		t.Errorf("%+v; want both captures indexed, the page of the fine one", sum)
+	}
+	idx := unzipped(t, out.Bytes(), "indexes/index.cdxj")
+	if !strings.Contains(idx, `"url":"http://site.test/huge"`) || strings.Contains(idx, `"url":"http://site.test/huge","mime"`) {
+		t.Errorf("the huge head's line: %s; want it indexed, without its type", idx)
 	}
 }

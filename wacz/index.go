@@ -1,6 +1,7 @@
 package wacz
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -63,8 +64,13 @@ func indexWARC(r io.Reader, name string, idx *sorter, pages func(page) error) in
 	wr, err := gowarc.NewWarcFileReaderFromStream(r, 0, gowarc.WithBufferMaxMemBytes(bufferMem),
 		// Lenient, as a replay tool reads, but with the HTTP blocks parsed
 		// (WithNoValidation would skip that): status, type, title.
-		gowarc.WithSyntaxErrorPolicy(gowarc.ErrIgnore), gowarc.WithSpecViolationPolicy(gowarc.ErrIgnore),
-		gowarc.WithUnknownRecordTypePolicy(gowarc.ErrIgnore), gowarc.WithBlockErrorPolicy(gowarc.ErrIgnore))
+		gowarc.WithSyntaxErrorPolicy(gowarc.ErrIgnore), gowarc.WithUnknownRecordTypePolicy(gowarc.ErrIgnore),
+		gowarc.WithBlockErrorPolicy(gowarc.ErrIgnore),
+		// The HTTP head is read here, bounded (httpHead): gowarc's own
+		// parse holds a head whole, however long its lines. Its spec
+		// checks only warn (nothing fails), and keep each record's block
+		// (in memory up to bufferMem, then on disk) for describe to read.
+		gowarc.WithSkipParseBlock(), gowarc.WithSpecViolationPolicy(gowarc.ErrWarn))
 	if err != nil {
 		out.err = err
 		return out
@@ -126,20 +132,19 @@ func describe(rec gowarc.Record, name string) (*capture, *page, error) {
 		return nil, nil, nil
 	}
 	var p *page
-	switch b := w.Block().(type) {
-	case gowarc.HttpResponseBlock:
-		c.Status = strconv.Itoa(b.HttpStatusCode())
-		c.Mime = mediaType(b.HttpHeader().Get("Content-Type"))
-		if w.Type() == gowarc.Response && b.HttpStatusCode() == 200 && (c.Mime == "text/html" || c.Mime == "application/xhtml+xml") {
-			p = &page{URL: c.URL}
-			if body, err := b.PayloadBytes(); err == nil {
-				p.Title = titleOf(io.LimitReader(body, titleBytes))
+	if strings.HasPrefix(strings.ToLower(h.Get(gowarc.ContentType)), "application/http") {
+		raw, err := w.Block().RawBytes()
+		if err != nil {
+			return nil, nil, err
+		}
+		if status, ct, body, ok := httpHead(raw); ok {
+			c.Status, c.Mime = strconv.Itoa(status), mediaType(ct)
+			if w.Type() == gowarc.Response && status == 200 && (c.Mime == "text/html" || c.Mime == "application/xhtml+xml") {
+				p = &page{URL: c.URL, Title: titleOf(io.LimitReader(body, titleBytes))}
 			}
 		}
-	default:
-		if w.Type() == gowarc.Resource {
-			c.Mime = mediaType(h.Get(gowarc.ContentType))
-		}
+	} else if w.Type() == gowarc.Resource {
+		c.Mime = mediaType(h.Get(gowarc.ContentType))
 	}
 	if w.Type() == gowarc.Revisit {
 		c.Mime = "warc/revisit"
@@ -197,6 +202,49 @@ func titleOf(r io.Reader) string {
 					return strings.Join(strings.Fields(string(z.Text())), " ")
 				}
 				return ""
+			}
+		}
+	}
+}
+
+// maxHTTPHead bounds what is read of a record's HTTP head for its status
+// and Content-Type: a head past it (one header line of 300 MB once took
+// 1.5 GB to index) is indexed without them, its page without a title.
+const maxHTTPHead = 64 << 10
+
+// httpHead reads an HTTP response's head from r, at most maxHTTPHead
+// bytes, without holding any line whole: its status, its Content-Type,
+// and the reader at its body; false when it is no head within the bound.
+func httpHead(r io.Reader) (status int, contentType string, body io.Reader, ok bool) {
+	br := bufio.NewReaderSize(r, 4096)
+	read := 0
+	for n := 0; ; n++ {
+		line, err := br.ReadSlice('\n')
+		read += len(line)
+		long := err == bufio.ErrBufferFull
+		for err == bufio.ErrBufferFull && read <= maxHTTPHead { // a line past the buffer: skipped, counted
+			var more []byte
+			more, err = br.ReadSlice('\n')
+			read += len(more)
+		}
+		if err != nil || read > maxHTTPHead {
+			return 0, "", nil, false
+		}
+		text := strings.TrimRight(string(line), "\r\n")
+		switch {
+		case n == 0:
+			f := strings.Fields(text)
+			if len(f) < 2 || !strings.HasPrefix(f[0], "HTTP/") || long {
+				return 0, "", nil, false
+			}
+			if status, err = strconv.Atoi(f[1]); err != nil {
+				return 0, "", nil, false
+			}
+		case text == "":
+			return status, contentType, br, true
+		case !long:
+			if k, v, found := strings.Cut(text, ":"); found && strings.EqualFold(strings.TrimSpace(k), "Content-Type") {
+				contentType = strings.TrimSpace(v)
 			}
 		}
 	}
