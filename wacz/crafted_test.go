@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -149,5 +151,31 @@ func TestAHugeHTTPHeadIsIndexedInBoundedMemory(t *testing.T) {
 	idx := unzipped(t, out.Bytes(), "indexes/index.cdxj")
 	if !strings.Contains(idx, `"url":"http://site.test/huge"`) || strings.Contains(idx, `"url":"http://site.test/huge","mime"`) {
 		t.Errorf("the huge head's line: %s; want it indexed, without its type", idx)
+	}
+}
+
+// A capture whose URI is so long that its index line would pass the
+// bound every reader of the index keeps (1 MiB) is left out of the index
+// and counted: the package verifies, with any sort memory; an empty file
+// among the inputs is said, as damage is.
+func TestACaptureOfAHugeURIIsLeftOutAndSaid(t *testing.T) {
+	long := "http://site.test/" + strings.Repeat("x", 1<<20)
+	ok := "http://site.test/"
+	files := warcDir(t, "w1", []archive.Exchange{{URL: long, Started: time.Now(), Raw: raw(long, "200 OK", "text/html", "<title>t</title>")},
+		{URL: ok, Started: time.Now(), Raw: raw(ok, "200 OK", "text/html", "<title>t</title>")}})
+	empty := filepath.Join(t.TempDir(), "empty.warc.gz")
+	os.WriteFile(empty, nil, 0o644)
+	for _, memory := range []int{0, 1} {
+		var out bytes.Buffer
+		sum, err := wacz.Pack(&out, sources(append(files, empty)), wacz.Options{TempDir: t.TempDir(), SortMemory: memory})
+		if err != nil {
+			t.Fatalf("sort memory %d: %v", memory, err)
+		}
+		if sum.TooLong != 1 || sum.Captures != 1 || len(sum.Unindexed) != 1 || !strings.Contains(sum.Unindexed[0].Error(), "holds no WARC record") {
+			t.Errorf("sort memory %d: %+v; want the long one left out, the other indexed, the empty file said", memory, sum)
+		}
+		if _, err := wacz.Verify(bytes.NewReader(out.Bytes()), int64(out.Len())); err != nil {
+			t.Errorf("sort memory %d: the package does not verify: %v", memory, err)
+		}
 	}
 }

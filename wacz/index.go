@@ -40,6 +40,9 @@ type page struct {
 // indexed is what indexing one WARC file found.
 type indexed struct {
 	records, captures, pages int
+	// tooLong counts the captures left out of the index: their line would
+	// pass maxLine (a URI of half a megabyte), which no reader takes.
+	tooLong int
 	// err is why the file's index stops early (a torn or damaged record):
 	// the file is packaged whole all the same, its records before it
 	// indexed.
@@ -95,12 +98,16 @@ func indexWARC(r io.Reader, name string, idx *sorter, pages func(page) error) in
 		if c == nil {
 			continue
 		}
-		out.captures++
 		line, err := cdxjLine(*c, rec.WarcRecord)
 		if err != nil {
 			out.err = fmt.Errorf("%s at offset %d: %w", name, rec.Offset, err)
 			return out
 		}
+		if len(line) >= maxLine { // no reader of the index would take it
+			out.tooLong++
+			continue
+		}
+		out.captures++
 		if err := idx.add(line); err != nil {
 			out.fatal = err
 			return out

@@ -58,6 +58,10 @@ type Summary struct {
 	// record: a worker killed mid-write), why; the file is packaged whole
 	// and its records before that point are indexed.
 	Unindexed []error
+	// TooLong counts the captures left out of the index (their records are
+	// in the package): a URI so long that the index line would pass 1 MiB,
+	// the bound of every reader of the index, this package's --verify too.
+	TooLong int
 }
 
 // resource is one file of the package, as datapackage.json lists it.
@@ -139,9 +143,13 @@ func Pack(w io.Writer, sources []Source, o Options) (Summary, error) {
 		sum.Records += got.records
 		sum.Captures += got.captures
 		sum.Pages += got.pages
-		if got.err != nil {
+		switch {
+		case got.err != nil:
 			sum.Unindexed = append(sum.Unindexed, got.err)
+		case got.records == 0:
+			sum.Unindexed = append(sum.Unindexed, fmt.Errorf("%s holds no WARC record (empty, or not a WARC file)", name))
 		}
+		sum.TooLong += got.tooLong
 	}
 
 	compressed := o.Index == IndexCompressed || o.Index == IndexAuto && sum.Captures > CompressAbove

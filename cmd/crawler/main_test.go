@@ -715,12 +715,14 @@ func TestFailedSeedLeavesNoCrawl(t *testing.T) {
 	if !isUsage(err) || !strings.Contains(err.Error(), "--sitemap") {
 		t.Fatalf("seed with a bad --sitemap: %v; want a usage error naming it", err)
 	}
-	// Room for the settings, not for the Bloom filter's 1.9 MiB.
+	// Room for the settings, not for the Bloom filter's 1.9 MiB: refused
+	// before anything is written (or, had Redis filled meanwhile, on its
+	// OOM, the crawl taken back).
 	s.Client.ConfigSet(ctx, "maxmemory", fmt.Sprint(s.UsedMemory(t)+512<<10))
 	s.Client.ConfigSet(ctx, "maxmemory-policy", "noeviction")
 	_, _, err = run(t, "--redis", s.URL(), "seed", "http://a.example/")
-	if err == nil || !strings.Contains(err.Error(), "OOM") || !strings.Contains(err.Error(), "was not created") {
-		t.Fatalf("seed on a full Redis: %v; want the OOM error and that the crawl was not created", err)
+	if err == nil || !strings.Contains(err.Error(), "needs a Bloom filter of 1.9 MiB") || !strings.Contains(err.Error(), "was not created") {
+		t.Fatalf("seed on a full Redis: %v; want it refused, the filter's size named, and no crawl", err)
 	}
 	if keys := s.Client.Keys(ctx, "crawl*").Val(); len(keys) != 0 {
 		t.Fatalf("a failed seed left keys: %v", keys)

@@ -157,7 +157,11 @@ func writeWACZ(c *cli.Context, out string, srcs []wacz.Source) error {
 		return fmt.Errorf("wacz: %w", err)
 	}
 	for _, u := range sum.Unindexed {
-		fmt.Fprintf(c.App.ErrWriter, "crawler: wacz: packaged whole, indexed only up to a damaged record: %v\n", u)
+		fmt.Fprintf(c.App.ErrWriter, "crawler: wacz: %v: packaged whole, indexed only up to there\n", u)
+	}
+	if sum.TooLong > 0 {
+		fmt.Fprintf(c.App.ErrWriter, "crawler: wacz: %d captures left out of the index (their records are packaged): a URI so long "+
+			"that its index line would pass 1 MiB, the bound of every index reader\n", sum.TooLong)
 	}
 	noun := "WARC files"
 	if sum.Files == 1 {
@@ -165,6 +169,14 @@ func writeWACZ(c *cli.Context, out string, srcs []wacz.Source) error {
 	}
 	fmt.Fprintf(c.App.Writer, "%s: %d %s (%s), %d records, %d index lines, %d pages\n",
 		out, sum.Files, noun, byteSize(sum.Bytes), sum.Records, sum.Captures, sum.Pages)
+	switch {
+	case len(sum.Unindexed) > 0:
+		return fmt.Errorf("wacz: %d of the WARC files were damaged or held no record: what follows the damage is in the package but not indexed (see above)", len(sum.Unindexed))
+	case sum.Records == 0:
+		return errors.New("wacz: the input holds no WARC record: the package is empty")
+	case sum.TooLong > 0:
+		return fmt.Errorf("wacz: %d captures were left out of the index (see above)", sum.TooLong)
+	}
 	return nil
 }
 
