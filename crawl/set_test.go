@@ -155,7 +155,7 @@ func TestSetRefusesWhatCannotChange(t *testing.T) {
 			is    error
 			says  string
 		}{
-			{map[string]string{"burst": "0"}, crawl.ErrSettings, "burst 0 must be at least 1"},
+			{map[string]string{"burst": "0"}, crawl.ErrSettings, "burst 0: want 1 to 1000"},
 			{map[string]string{"deny": "("}, crawl.ErrSettings, "--deny"},
 			{map[string]string{"scope": "any"}, crawl.ErrNotLive, "--scope"},
 			{map[string]string{"shards": "4"}, crawl.ErrNotLive, "--shards"},

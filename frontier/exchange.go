@@ -173,11 +173,12 @@ func (f *shard) exchange(ctx context.Context, done []Finished, back []*Lease, wa
 }
 
 // baseArgs are the arguments of every call of an exchange: who calls,
-// where its links go, and the caps that bound how many are queued.
+// where its links go, and the host's page cap that bounds how many are
+// queued.
 func (f *shard) baseArgs() exchangeArgs {
 	p := f.policy()
 	return exchangeArgs{Expect: f.exchanges, ResultsCap: f.resultsCap, Instance: f.o.Instance, Lifo: p.Depth, Lane: f.o.Lane,
-		Budget: f.pageBudget(p), HostMax: p.HostPageCap}
+		HostMax: p.HostPageCap}
 }
 
 // lastArgs are the arguments of an exchange's last call (the one that
@@ -188,7 +189,7 @@ func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []
 	a := f.baseArgs()
 	a.Count, a.Want = true, want
 	p := f.policy()
-	a.LeaseMs, a.Settings = f.o.Lease.Milliseconds(), p.Version
+	a.LeaseMs, a.Budget, a.Settings = f.o.Lease.Milliseconds(), f.pageBudget(p), p.Version
 	a.Rate, a.Burst, a.PauseKeep, a.DelayKeep = p.HostRate, max(p.HostBurst, 1), politeness.PauseMemory.Milliseconds(), HostDelayKept.Milliseconds()
 	a.AheadMs, a.Factor, a.MaxDelayMs = p.PopAhead.Milliseconds(), p.DelayFactor, p.MaxDelay.Milliseconds()
 	a.LeastMs = politeness.LeastWindow.Milliseconds()

@@ -157,39 +157,30 @@ local function ex_room(X, entries)
   return room
 end
 
--- ex_cap_links keeps of the new links what the caps leave room for: with a
--- page cap a host, a host's queue stays under twice it; with a budget,
--- the crawl's under twice what is left of it (a sitemap index of millions
--- of URLs fills nothing past them). The rest are counted, as the pop
--- counts a capped host's (skipped_links:…).
+-- ex_cap_links keeps of the new links what a host's page cap leaves room
+-- for: its queue stays under twice the cap (a sitemap index of millions of
+-- URLs fills nothing past it). The rest are counted, as the pop counts a
+-- capped host's (skipped_links:max_pages_per_host). (The crawl's budget
+-- bounds nothing here: a raised budget reopens an ended crawl, with the
+-- URLs it left queued.)
 local function ex_cap_links(X, fresh)
-  local hostMax, budget = X.A.host_max or 0, X.A.budget or 0
-  if #fresh == 0 or hostMax <= 0 and budget == 0 then return fresh end
-  local room, left = hostMax > 0 and ex_room(X, fresh), nil
-  if budget < 0 then budget = tonumber(redis.call('HGET', X.K.stats, 'allow') or '0') end
-  if budget ~= 0 then
-    left = 2 * budget - tonumber(redis.call('HGET', X.K.stats, 'pages') or '0') - redis.call('ZCARD', X.K.leases) - fr_queued(X.Q)
-  end
-  local kept, byHost, byBudget = {}, 0, 0
+  if #fresh == 0 or (X.A.host_max or 0) <= 0 then return fresh end
+  local room, kept, dropped = ex_room(X, fresh), {}, 0
   for _, e in ipairs(fresh) do
-    local h = room and ex_entry_host(e)
-    if room and room[h] <= 0 then
-      byHost = byHost + 1
-    elseif left and left <= 0 then
-      byBudget = byBudget + 1
+    local h = ex_entry_host(e)
+    if room[h] <= 0 then
+      dropped = dropped + 1
     else
       kept[#kept + 1] = e
-      if room then room[h] = room[h] - 1 end
-      if left then left = left - 1 end
+      room[h] = room[h] - 1
     end
   end
-  if byHost > 0 then ex_add(X, 'skipped_links:max_pages_per_host', byHost) end
-  if byBudget > 0 then ex_add(X, 'skipped_links:max_pages', byBudget) end
+  if dropped > 0 then ex_add(X, 'skipped_links:max_pages_per_host', dropped) end
   return kept
 end
 
 -- 1. ex_queue_links: the links the Bloom filter found new are queued, as
--- far as the caps leave room.
+-- far as a host's page cap leaves room.
 local function ex_queue_links(X)
   local fresh = {}
   for i = 1, X.links do

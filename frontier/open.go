@@ -128,8 +128,7 @@ type Policy struct {
 	// PageBudget, when not 0, is the most pages the whole crawl fetches:
 	// a pop hands out no more URLs than pages fetched plus URLs in flight
 	// leave room for, and reports the page count (PopInfo.Pages). With
-	// several shards, each pops within its share (Schedule). New links
-	// past twice what is left of it are not queued (counted).
+	// several shards, each pops within its share (Schedule).
 	PageBudget int64
 	// HostPageCap, when not 0, is the most pages fetched from one host:
 	// once a host has them, its queued URLs are dropped (and counted)
