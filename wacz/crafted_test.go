@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -178,4 +179,47 @@ func TestACaptureOfAHugeURIIsLeftOutAndSaid(t *testing.T) {
 			t.Errorf("sort memory %d: the package does not verify: %v", memory, err)
 		}
 	}
+}
+
+// A WARC file with a gzip member cut short in its middle (a torn write):
+// the records after the damage are indexed all the same, as a replay
+// tool reads past it, the damage is said, and the package verifies.
+func TestTheRecordsAfterADamagedMemberAreIndexed(t *testing.T) {
+	var ex []archive.Exchange
+	for i := range 100 {
+		u := fmt.Sprintf("http://site.test/p/%d", i)
+		ex = append(ex, archive.Exchange{URL: u, Started: time.Now(), Raw: raw(u, "200 OK", "text/html", fmt.Sprintf("<title>%d</title>", i))})
+	}
+	files := warcDir(t, "w1", ex)
+	whole, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Cut 40 bytes out of the member that starts at the 50th gzip magic.
+	at, n := 0, 0
+	for i := 0; i+2 < len(whole); i++ {
+		if whole[i] == 0x1f && whole[i+1] == 0x8b && whole[i+2] == 0x08 {
+			if n++; n == 50 {
+				at = i
+				break
+			}
+		}
+	}
+	damaged := append(append([]byte{}, whole[:at+30]...), whole[at+70:]...)
+	bad := filepath.Join(t.TempDir(), "torn.warc.gz")
+	if err := os.WriteFile(bad, damaged, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	sum, err := wacz.Pack(&out, sources([]string{bad}), wacz.Options{TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Unindexed) != 1 || sum.Captures < 95 {
+		t.Errorf("%+v; want the damage said and the records after it indexed (at least 95 of 100 responses)", sum)
+	}
+	if _, err := wacz.Verify(bytes.NewReader(out.Bytes()), int64(out.Len())); err != nil {
+		t.Errorf("the package does not verify: %v", err)
+	}
+	t.Logf("%d of 100 responses indexed past the damage: %v", sum.Captures, sum.Unindexed)
 }

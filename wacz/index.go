@@ -43,6 +43,9 @@ type indexed struct {
 	// tooLong counts the captures left out of the index: their line would
 	// pass maxLine (a URI of half a megabyte), which no reader takes.
 	tooLong int
+	// damaged counts the damaged stretches the reader passed over, to the
+	// next record it could read (err says the first).
+	damaged int
 	// err is why the file's index stops early (a torn or damaged record):
 	// the file is packaged whole all the same, its records before it
 	// indexed.
@@ -64,6 +67,8 @@ const bufferMem = 1 << 20
 // for each HTML response answered 200 to pages.
 func indexWARC(r io.Reader, name string, idx *sorter, pages func(page) error) indexed {
 	var out indexed
+	read := &countingReader{r: r}
+	r = read
 	wr, err := gowarc.NewWarcFileReaderFromStream(r, 0, gowarc.WithBufferMaxMemBytes(bufferMem),
 		// Lenient, as a replay tool reads, but with the HTTP blocks parsed
 		// (WithNoValidation would skip that): status, type, title.
@@ -79,14 +84,28 @@ func indexWARC(r io.Reader, name string, idx *sorter, pages func(page) error) in
 		return out
 	}
 	defer wr.Close()
+	// The stream's place at the last damage, and the damages in a row found
+	// there (gowarc reads ahead: a few may come out of one buffer).
+	stuck, again := int64(-1), 0
 	for {
 		rec, err := wr.Next()
 		if err == io.EOF {
 			return out
 		}
 		if err != nil {
-			out.err = fmt.Errorf("%s: record %d: %w", name, out.records+1, err)
-			return out
+			// A damaged record (a gzip member cut or changed): said once,
+			// and the reader goes on to the next member's magic, as a
+			// replay tool's does, unless it made no progress since.
+			if out.err == nil {
+				out.err = fmt.Errorf("%s: record %d: %w", name, out.records+1, err)
+			}
+			out.damaged++
+			if read.n != stuck {
+				stuck, again = read.n, 0
+			} else if again++; again > maxDamagedInARow {
+				return out // no way past it
+			}
+			continue
 		}
 		out.records++
 		c, p, err := describe(rec, name)
@@ -255,4 +274,20 @@ func httpHead(r io.Reader) (status int, contentType string, body io.Reader, ok b
 			}
 		}
 	}
+}
+
+// maxDamagedInARow bounds the damaged records read from one buffer of the
+// stream before the index gives the rest of the file up.
+const maxDamagedInARow = 1000
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }

@@ -54,9 +54,10 @@ type Summary struct {
 	Records  int   // WARC records read
 	Captures int   // index lines: responses, revisits, resources
 	Pages    int   // lines of pages.jsonl
-	// Unindexed says, per file whose index stops early (a torn or damaged
-	// record: a worker killed mid-write), why; the file is packaged whole
-	// and its records before that point are indexed.
+	// Unindexed says, per file with a torn or damaged record (a worker
+	// killed mid-write) or none at all, what: the file is packaged whole,
+	// and the records the reader found past the damage (at the next gzip
+	// member) are indexed.
 	Unindexed []error
 	// TooLong counts the captures left out of the index (their records are
 	// in the package): a URI so long that the index line would pass 1 MiB,

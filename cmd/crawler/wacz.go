@@ -157,7 +157,7 @@ func writeWACZ(c *cli.Context, out string, srcs []wacz.Source) error {
 		return fmt.Errorf("wacz: %w", err)
 	}
 	for _, u := range sum.Unindexed {
-		fmt.Fprintf(c.App.ErrWriter, "crawler: wacz: %v: packaged whole, indexed only up to there\n", u)
+		fmt.Fprintf(c.App.ErrWriter, "crawler: wacz: %v: the file is packaged whole, what could be read past the damage indexed\n", u)
 	}
 	if sum.TooLong > 0 {
 		fmt.Fprintf(c.App.ErrWriter, "crawler: wacz: %d captures left out of the index (their records are packaged): a URI so long "+
@@ -171,7 +171,7 @@ func writeWACZ(c *cli.Context, out string, srcs []wacz.Source) error {
 		out, sum.Files, noun, byteSize(sum.Bytes), sum.Records, sum.Captures, sum.Pages)
 	switch {
 	case len(sum.Unindexed) > 0:
-		return fmt.Errorf("wacz: %d of the WARC files were damaged or held no record: what follows the damage is in the package but not indexed (see above)", len(sum.Unindexed))
+		return fmt.Errorf("wacz: %d of the WARC files were damaged or held no record: a damaged record is in the package but not indexed (see above)", len(sum.Unindexed))
 	case sum.Records == 0:
 		return errors.New("wacz: the input holds no WARC record: the package is empty")
 	case sum.TooLong > 0:
