@@ -26,7 +26,10 @@ func TestAPauseOrABlockClearedWhileWorkersRunLiftsAtOnce(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		s.FollowWallClock(t)
-		if _, err := crawl.Seed(ctx, s.Client, "clear", set, site.seeds(300)); err != nil {
+		// Another host's URLs keep the crawl going while the first is
+		// blocked (its queue ended), until the test has seen what it awaits.
+		other := newPageSite(t, 0, nil)
+		if _, err := crawl.Seed(ctx, s.Client, "clear", set, append(site.seeds(300), other.seeds(150)...)); err != nil {
 			t.Fatal(err)
 		}
 		done := make(chan struct{})
@@ -75,7 +78,12 @@ func TestAPauseOrABlockClearedWhileWorkersRunLiftsAtOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		await("after --block then --clear", 2*time.Second+time.Until(cleared))
-		change(crawl.HostChange{Block: true, Wait: 10 * time.Second}) // the rest ends with records: the crawl is over
+		// The rest ends with records, and so does the other host's: the
+		// crawl is over.
+		change(crawl.HostChange{Block: true, Wait: 10 * time.Second})
+		if _, err := crawl.ChangeHost(ctx, s.Client, "clear", strings.TrimPrefix(other.URL, "http://"), crawl.HostChange{Block: true, By: "test", Wait: 10 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
 		<-done
 	})
 }
