@@ -146,7 +146,7 @@ func (pl *fetchLoops) process(ctx context.Context, l *frontier.Lease, info front
 			}
 		}
 	}
-	o := pl.outcome(lv, u, item, visit, r, &rec, archived)
+	o := pl.outcome(ctx, lv, u, item, visit, r, &rec, archived)
 	canonicalOutcome(&o, canon, dup)
 	if err := pl.laneMatches(ctx, lv, o.Children); err != nil {
 		// Queued now, a link could be popped by a plain worker: the page
@@ -233,7 +233,7 @@ func (pl *fetchLoops) notNow(ctx context.Context, l *frontier.Lease, u *url.URL,
 // outcome is what an answered fetch leaves: its links (a page's, a
 // sitemap's; none for 304 Not Modified), its stat, and what the next
 // visit compares against.
-func (pl *fetchLoops) outcome(lv *live, u *url.URL, item frontier.Item, visit *frontier.Visit, r *fetch.Result, rec *Record, archived *frontier.Visit) frontier.Outcome {
+func (pl *fetchLoops) outcome(ctx context.Context, lv *live, u *url.URL, item frontier.Item, visit *frontier.Visit, r *fetch.Result, rec *Record, archived *frontier.Visit) frontier.Outcome {
 	o := frontier.Outcome{Stat: OutcomeOK, Fetched: true, FetchTime: r.Duration}
 	digest := rec.PayloadDigest
 	switch {
@@ -242,7 +242,7 @@ func (pl *fetchLoops) outcome(lv *live, u *url.URL, item frontier.Item, visit *f
 		o.Stat, digest = OutcomeUnchanged, visit.Digest
 		rec.PayloadDigest = digest
 	case item.Kind == frontier.KindSitemap:
-		o.Children = pl.sitemapLinks(lv, item, r, rec)
+		o.Children = pl.sitemapRoom(ctx, lv, u.Host, pl.sitemapLinks(lv, item, r, rec))
 	default:
 		o.Children = pl.links(lv, u, item, r, rec)
 	}
@@ -361,6 +361,23 @@ func (pl *fetchLoops) sitemapLinks(lv *live, item frontier.Item, r *fetch.Result
 		}
 	}
 	return children
+}
+
+// sitemapRoom keeps of a sitemap's children (its own site's: the location
+// rule) what its host's page cap leaves room for, read in one call; the
+// exchange would drop the rest, but mark each seen on the way, tens of
+// thousands a sitemap. The rest are counted as the exchange counts them.
+func (pl *fetchLoops) sitemapRoom(ctx context.Context, lv *live, host string, children []frontier.Item) []frontier.Item {
+	hostCap := lv.s.MaxPagesPerHost
+	if hostCap <= 0 || int64(len(children)) <= hostCap {
+		return children
+	}
+	room, err := pl.fr.HostRoom(ctx, host, hostCap)
+	if err != nil || room >= int64(len(children)) {
+		return children // the exchange holds the cap all the same
+	}
+	pl.skips.addN("max_pages_per_host", int64(len(children))-room)
+	return children[:room]
 }
 
 // SitemapPriority is the priority among its host's URLs (frontier.Item.

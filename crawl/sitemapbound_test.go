@@ -34,10 +34,10 @@ func TestASitemapIndexWithoutEndFillsNoQueue(t *testing.T) {
 			case p == "/index.xml":
 				b.WriteString("<sitemapindex>")
 				for i := range sitemaps {
-					fmt.Fprintf(&b, "<sitemap><loc>%s/sm/%d.xml</loc></sitemap>", srv.URL, i)
+					fmt.Fprintf(&b, "<sitemap><loc>%s/sm-%d.xml</loc></sitemap>", srv.URL, i)
 				}
 				b.WriteString("</sitemapindex>")
-			case strings.HasPrefix(p, "/sm/"):
+			case strings.HasPrefix(p, "/sm-"): // at the root: the location rule allows its URLs
 				b.WriteString("<urlset>")
 				for i := range perSitemap {
 					fmt.Fprintf(&b, "<url><loc>%s/p%s/%d</loc></url>", srv.URL, strings.TrimSuffix(p[4:], ".xml"), i)
