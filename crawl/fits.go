@@ -48,18 +48,20 @@ func fitsRedis(ctx context.Context, c redis.UniversalClient, name string, s Sett
 	if free := limit - used; need > free/2 {
 		return fmt.Errorf("%w: --expected-urls %d at --fp-rate %v needs a Bloom filter of %s, allocated now, and this Redis has %s to spare "+
 			"(%s, %s, less %s used; half is kept for the queues): give fewer expected URLs (the filter grows as the crawl does), "+
-			"or a Redis with more memory", ErrSettings, s.ExpectedURLs, s.FPRate, bytesOf(need), bytesOf(max(free, 0)), where, bytesOf(limit), bytesOf(used))
+			"or a Redis with more memory", ErrSettings, s.ExpectedURLs, s.FPRate, ByteSize(need), ByteSize(max(free, 0)), where, ByteSize(limit), ByteSize(used))
 	}
 	return nil
 }
 
-// bytesOf is n bytes for a person.
-func bytesOf(n int64) string {
+// ByteSize is n bytes for a person ("1.9 MiB").
+func ByteSize(n int64) string {
 	switch {
 	case n >= 1<<30:
 		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
 	case n >= 1<<20:
 		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
-	return fmt.Sprintf("%d KiB", n>>10)
+	return fmt.Sprintf("%d bytes", n)
 }

@@ -168,7 +168,7 @@ func writeWACZ(c *cli.Context, out string, srcs []wacz.Source) error {
 		noun = "WARC file"
 	}
 	fmt.Fprintf(c.App.Writer, "%s: %d %s (%s), %d records, %d index lines, %d pages\n",
-		out, sum.Files, noun, byteSize(sum.Bytes), sum.Records, sum.Captures, sum.Pages)
+		out, sum.Files, noun, crawl.ByteSize(sum.Bytes), sum.Records, sum.Captures, sum.Pages)
 	switch {
 	case len(sum.Unindexed) > 0:
 		return fmt.Errorf("wacz: %d of the WARC files were damaged or held no record: a damaged record is in the package but not indexed (see above)", len(sum.Unindexed))
@@ -198,17 +198,4 @@ func verifyWACZ(w io.Writer, path string) error {
 	fmt.Fprintf(w, "%s: verified: %d files as datapackage.json lists them, %d index lines each at its record, %d pages indexed\n",
 		path, ck.Files, ck.Lines, ck.Pages)
 	return nil
-}
-
-// byteSize is n bytes for a person.
-func byteSize(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d bytes", n)
 }
