@@ -18,7 +18,6 @@ package netlab
 
 import (
 	"bufio"
-	"fmt"
 	"io"
 	"net"
 	"os"
@@ -191,9 +190,6 @@ func Listen(t *testing.T, addr string) net.Listener {
 	t.Cleanup(func() { l.Close() })
 	return l
 }
-
-// String describes the lab, for a test's log.
-func (l *Lab) String() string { return fmt.Sprintf("netlab: DNS at %s, CA in %s", dnsAddr, l.CA.File) }
 
 // Inside reports whether the calling test runs in its namespace already.
 func Inside(t *testing.T) bool { return os.Getenv(insideEnv) == t.Name() }
