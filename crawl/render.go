@@ -192,3 +192,21 @@ func (pl *fetchLoops) renderCall() *frontier.Frontier {
 	pl.counters.RenderCalls.Add(1)
 	return pl.fr
 }
+
+// BrowserPeak is the most memory a render worker's browser held, its
+// processes' proportional shares together (bytes; 0 for a plain worker).
+func (w *Worker) BrowserPeak() int64 {
+	if w.render == nil {
+		return 0
+	}
+	return w.render.PeakRSS()
+}
+
+// RenderIsolation is how a render worker's browser is kept off the
+// network ("" for a plain worker).
+func (w *Worker) RenderIsolation() render.Isolation {
+	if w.render == nil {
+		return ""
+	}
+	return w.render.Isolation()
+}

@@ -434,24 +434,6 @@ func (w *Worker) newFetchLoops(ex *exchanger, end *ending) *fetchLoops {
 		claims: w.claims(), now: w.now, render: w.render, subs: w.subs, sampled: &boundedSet{}, laned: &boundedSet{}, refusedHosts: &boundedSet{}, prefixes: &verdicts{}, renderOpts: w.renderOpts()}
 }
 
-// BrowserPeak is the most memory a render worker's browser held, its
-// processes' proportional shares together (bytes; 0 for a plain worker).
-func (w *Worker) BrowserPeak() int64 {
-	if w.render == nil {
-		return 0
-	}
-	return w.render.PeakRSS()
-}
-
-// RenderIsolation is how a render worker's browser is kept off the
-// network ("" for a plain worker).
-func (w *Worker) RenderIsolation() render.Isolation {
-	if w.render == nil {
-		return ""
-	}
-	return w.render.Isolation()
-}
-
 // renderOpts are the render worker's options (zero for a plain worker).
 func (w *Worker) renderOpts() RenderOptions {
 	if w.opts.Render == nil {
