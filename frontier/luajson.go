@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
-	"strings"
 )
 
 // A script's reply is JSON made by Redis's cjson, which writes a number of
@@ -36,10 +35,11 @@ func decodeReply(raw []byte, v any) error {
 	return json.Unmarshal(whole, v)
 }
 
-// integral rewrites the numbers of a decoded tree of 1e14 or more written
-// with an exponent as whole numbers (rounded, held within int64); smaller
-// ones (a rate of 1.2e-05 for a float field), and strings, stay as they
-// are.
+// integral rewrites the numbers of a decoded tree of 1e14 or more that Go
+// cannot read as an int64 (written with an exponent, or past 2^63 as
+// gopher-lua writes them) as whole numbers, rounded and held within int64;
+// smaller ones (a rate of 1.2e-05 for a float field), and strings, stay as
+// they are.
 func integral(v any) any {
 	switch v := v.(type) {
 	case map[string]any:
@@ -51,7 +51,7 @@ func integral(v any) any {
 			v[i] = integral(x)
 		}
 	case json.Number:
-		if !strings.ContainsAny(string(v), "eE") {
+		if _, err := v.Int64(); err == nil {
 			return v
 		}
 		f, err := v.Float64()
