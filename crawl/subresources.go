@@ -45,10 +45,11 @@ func (pl *fetchLoops) subresources(page *url.URL, lv *live, deadline time.Time) 
 			if resp, ok := pl.subs.get(key); ok { // fetched while this call waited its turn
 				return resp, nil
 			}
-			if resp, ok := pl.sharedSub(ctx, key); ok { // another render worker fetched it
+			kind := subKind(r.Type)
+			if resp, ok := pl.sharedSub(ctx, key, kind); ok { // another render worker fetched it
 				return resp, nil
 			}
-			return pl.subresource(ctx, u, key, deadline)
+			return pl.subresource(ctx, u, key, kind, deadline)
 		})
 		if err != nil {
 			return nil, err
@@ -60,8 +61,8 @@ func (pl *fetchLoops) subresources(page *url.URL, lv *live, deadline time.Time) 
 // sharedSub is key's answer in the crawl's shared cache (another render
 // worker fetched it: frontier.GetSub), kept in this worker's too. A cache
 // that cannot be read is a miss.
-func (pl *fetchLoops) sharedSub(ctx context.Context, key string) (*render.Response, bool) {
-	s, ok, err := pl.renderCall().GetSub(ctx, key)
+func (pl *fetchLoops) sharedSub(ctx context.Context, key string, kind frontier.SubKind) (*render.Response, bool) {
+	s, ok, err := pl.renderCall().GetSub(ctx, key, kind)
 	if err != nil {
 		pl.log.Warn("reading the shared subresource cache failed: fetched instead", "url", key, "err", err)
 	}
@@ -80,7 +81,7 @@ func (pl *fetchLoops) sharedSub(ctx context.Context, key string) (*render.Respon
 // robots.txt, a token of its host's bucket (waited for, until the page's
 // deadline), the fetcher (and its address guard), the archive; a 2xx
 // answer is cached, in this worker and in the crawl's shared cache.
-func (pl *fetchLoops) subresource(ctx context.Context, u *url.URL, key string, deadline time.Time) (*render.Response, error) {
+func (pl *fetchLoops) subresource(ctx context.Context, u *url.URL, key string, kind frontier.SubKind, deadline time.Time) (*render.Response, error) {
 	if v, err := pl.robots.Check(ctx, u); err != nil {
 		return nil, fmt.Errorf("robots.txt of %s: %w", u.Host, err)
 	} else if !v.Allowed {
@@ -105,11 +106,22 @@ func (pl *fetchLoops) subresource(ctx context.Context, u *url.URL, key string, d
 	resp := &render.Response{Status: res.Status, ContentType: res.ContentType, Body: res.Body, Location: res.Location}
 	if res.Status >= 200 && res.Status < 300 && !res.Truncated {
 		pl.subs.put(key, resp)
-		if _, err := pl.renderCall().PutSub(ctx, key, frontier.Sub{Status: res.Status, ContentType: res.ContentType, Body: res.Body}); err != nil {
+		if _, err := pl.renderCall().PutSub(ctx, key, kind, frontier.Sub{Status: res.Status, ContentType: res.ContentType, Body: res.Body}); err != nil {
 			pl.log.Warn("keeping a subresource in the shared cache failed: other workers fetch it again", "url", key, "err", err)
 		}
 	}
 	return resp, nil
+}
+
+// subKind is the shared cache's kind of a subresource of the browser's
+// resource type (Chromium's names): what many pages share, or one page's
+// data.
+func subKind(resourceType string) frontier.SubKind {
+	switch resourceType {
+	case "Script", "Stylesheet", "Font", "Image", "Media", "TextTrack", "Manifest":
+		return frontier.SubAsset
+	}
+	return frontier.SubData
 }
 
 // token waits for a token of host's bucket, by deadline at the latest.

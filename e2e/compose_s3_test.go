@@ -34,7 +34,8 @@ func TestComposeDemoUploadsToObjectStorage(t *testing.T) {
 		services: []string{"redis", "site", "seed", "worker", "results", "s3"},
 	})
 	objects := func() []string { // its port is published anew each time the store starts
-		store, err := minio.New(p.port("s3", 9000, 1), &minio.Options{Creds: credentials.NewStaticV4("test", "test", "")})
+		// compose.s3.yml's AWS_* variables: the store serves only requests they sign
+		store, err := minio.New(p.port("s3", 9000, 1), &minio.Options{Creds: credentials.NewStaticV4("redcrawl", "redcrawl-demo", "")})
 		if err != nil {
 			t.Fatal(err)
 		}

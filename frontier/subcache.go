@@ -14,15 +14,30 @@ import (
 
 // The crawl's shared cache of rendered pages' subresources (a script, a
 // stylesheet, a JSON answer), so that one is fetched once a crawl however
-// many render workers run: SubSlots keys in the first shard, each holding
-// one answer of at most SubMaxBody bytes for SubKeep. A URL has one slot
-// (by its hash): a newer answer of another URL in it takes the older's
-// place. Its memory is bounded by construction, SubSlots × SubMaxBody (64
-// MiB) at most, whatever the crawl renders.
+// many render workers run: keys in the first shard, each holding one
+// answer of at most SubMaxBody bytes for SubKeep. A URL has one slot (by
+// its hash) among those of its kind: a newer answer of another URL in it
+// takes the older's place. The kinds have slots of their own, so that the
+// stream of answers one page each asks for (its XHR and fetch data) never
+// takes the place of a script or stylesheet every page of a site shares.
+// Its memory is bounded by construction, (SubAssetSlots + SubDataSlots) ×
+// SubMaxBody (64 MiB) at most, whatever the crawl renders.
 const (
-	SubSlots   = 256
-	SubMaxBody = 256 << 10
-	SubKeep    = time.Hour
+	SubAssetSlots = 192
+	SubDataSlots  = 64
+	SubMaxBody    = 256 << 10
+	SubKeep       = time.Hour
+)
+
+// SubKind is what a subresource is to the pages that ask for it.
+type SubKind uint8
+
+const (
+	// SubAsset is a script, stylesheet, font or image: many of a site's
+	// pages ask for the same one.
+	SubAsset SubKind = iota
+	// SubData is anything else (an XHR or fetch answer): one page's.
+	SubData
 )
 
 // Sub is a cached subresource's answer.
@@ -33,18 +48,21 @@ type Sub struct {
 	Body        []byte
 }
 
-// subKey is url's slot.
-func (k Keys) subKey(url string) string {
+// subKey is url's slot among its kind's.
+func (k Keys) subKey(url string, kind SubKind) string {
 	h := fnv.New32a()
 	h.Write([]byte(url))
-	return k.Subs + strconv.Itoa(int(h.Sum32()%SubSlots))
+	if kind == SubData {
+		return k.Subs + "d" + strconv.Itoa(int(h.Sum32()%SubDataSlots))
+	}
+	return k.Subs + "a" + strconv.Itoa(int(h.Sum32()%SubAssetSlots))
 }
 
-// GetSub is url's answer in the shared cache; ok is false when its slot
-// holds none, or another URL's.
-func (f *Frontier) GetSub(ctx context.Context, url string) (Sub, bool, error) {
+// GetSub is url's answer of that kind in the shared cache; ok is false
+// when its slot holds none, or another URL's.
+func (f *Frontier) GetSub(ctx context.Context, url string, kind SubKind) (Sub, bool, error) {
 	sh := f.fs[0]
-	b, err := sh.c.Get(ctx, sh.keys.subKey(url)).Bytes()
+	b, err := sh.c.Get(ctx, sh.keys.subKey(url, kind)).Bytes()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return Sub{}, false, nil
@@ -69,7 +87,7 @@ func (f *Frontier) GetSub(ctx context.Context, url string) (Sub, bool, error) {
 
 // PutSub keeps url's answer in the shared cache (a body past SubMaxBody,
 // or a name with a newline, is not kept). It reports whether it was.
-func (f *Frontier) PutSub(ctx context.Context, url string, s Sub) (bool, error) {
+func (f *Frontier) PutSub(ctx context.Context, url string, kind SubKind, s Sub) (bool, error) {
 	if len(s.Body) > SubMaxBody || bytes.ContainsAny([]byte(url+s.ContentType+s.Location), "\n") {
 		return false, nil
 	}
@@ -77,7 +95,7 @@ func (f *Frontier) PutSub(ctx context.Context, url string, s Sub) (bool, error) 
 	fmt.Fprintf(&b, "%s\n%d\n%s\n%s\n", url, s.Status, s.ContentType, s.Location)
 	b.Write(s.Body)
 	sh := f.fs[0]
-	if err := sh.c.Set(ctx, sh.keys.subKey(url), b.Bytes(), SubKeep).Err(); err != nil {
+	if err := sh.c.Set(ctx, sh.keys.subKey(url, kind), b.Bytes(), SubKeep).Err(); err != nil {
 		return false, fmt.Errorf("frontier: subresource cache: %w", err)
 	}
 	return true, nil

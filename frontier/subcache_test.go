@@ -12,41 +12,55 @@ import (
 )
 
 // The shared subresource cache gives back what was put, body bytes as
-// they were (newlines and zeros included), under its URL only: a URL
-// whose slot another took since is a miss, never the other's answer; a
-// body past the limit is not kept; every slot expires; and however many
-// URLs are put, no more than SubSlots keys hold them.
+// they were (newlines and zeros included), under its URL and kind only: a
+// URL whose slot another took since is a miss, never the other's answer; a
+// body past the limit is not kept; every slot expires; however many URLs
+// are put, no more keys hold them than the kinds have slots; and pages'
+// data, however much, never takes a shared script's place.
 func TestTheSubresourceCacheIsSharedAndBounded(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		f, _ := openLanes(t, s, frontier.Policy{})
 		body := []byte("line\n\x00binary\r\nend")
-		if ok, err := f.PutSub(ctx, "http://a/app.js", frontier.Sub{Status: 200, ContentType: "text/javascript", Body: body}); err != nil || !ok {
+		if ok, err := f.PutSub(ctx, "http://a/app.js", frontier.SubAsset, frontier.Sub{Status: 200, ContentType: "text/javascript", Body: body}); err != nil || !ok {
 			t.Fatalf("put: %v %v", ok, err)
 		}
-		got, ok, err := f.GetSub(ctx, "http://a/app.js")
+		got, ok, err := f.GetSub(ctx, "http://a/app.js", frontier.SubAsset)
 		if err != nil || !ok || got.Status != 200 || got.ContentType != "text/javascript" || !bytes.Equal(got.Body, body) {
 			t.Fatalf("get: %+v %v %v", got, ok, err)
 		}
-		if _, ok, _ := f.GetSub(ctx, "http://a/other.js"); ok {
+		if _, ok, _ := f.GetSub(ctx, "http://a/other.js", frontier.SubAsset); ok {
 			t.Fatal("a URL never put was a hit")
 		}
-		if ok, _ := f.PutSub(ctx, "http://a/big.js", frontier.Sub{Status: 200, Body: make([]byte, frontier.SubMaxBody+1)}); ok {
+		if _, ok, _ := f.GetSub(ctx, "http://a/app.js", frontier.SubData); ok {
+			t.Fatal("an asset was a hit as a page's data")
+		}
+		if ok, _ := f.PutSub(ctx, "http://a/big.js", frontier.SubAsset, frontier.Sub{Status: 200, Body: make([]byte, frontier.SubMaxBody+1)}); ok {
 			t.Fatal("a body past the limit was kept")
+		}
+		// Pages' data many times the slots: the script stays.
+		for i := range 8 * frontier.SubDataSlots {
+			u := fmt.Sprintf("http://a/api?page=%d", i)
+			if _, err := f.PutSub(ctx, u, frontier.SubData, frontier.Sub{Status: 200, Body: []byte(u)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, ok, err := f.GetSub(ctx, "http://a/app.js", frontier.SubAsset); err != nil || !ok || !bytes.Equal(got.Body, body) {
+			t.Fatalf("after %d pages' data, the script: %+v %v %v; want it still there", 8*frontier.SubDataSlots, got, ok, err)
 		}
 		// Fill every slot many times over: each URL reads back as itself or
 		// as a miss, the keys stay within the slots, each with its expiry.
-		n := 4 * frontier.SubSlots
+		n := 4 * frontier.SubAssetSlots
 		for i := range n {
 			u := fmt.Sprintf("http://a/%d.css", i)
-			if _, err := f.PutSub(ctx, u, frontier.Sub{Status: 200, Body: []byte(u)}); err != nil {
+			if _, err := f.PutSub(ctx, u, frontier.SubAsset, frontier.Sub{Status: 200, Body: []byte(u)}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		hits := 0
 		for i := range n {
 			u := fmt.Sprintf("http://a/%d.css", i)
-			got, ok, err := f.GetSub(ctx, u)
+			got, ok, err := f.GetSub(ctx, u, frontier.SubAsset)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -58,8 +72,8 @@ func TestTheSubresourceCacheIsSharedAndBounded(t *testing.T) {
 			}
 		}
 		keys := s.Client.Keys(ctx, frontier.KeysFor("ln").Subs+"*").Val()
-		if len(keys) > frontier.SubSlots || hits > frontier.SubSlots || hits == 0 {
-			t.Fatalf("%d keys, %d hits of %d URLs; want at most %d of each, and some hits", len(keys), hits, n, frontier.SubSlots)
+		if slots := frontier.SubAssetSlots + frontier.SubDataSlots; len(keys) > slots || hits > frontier.SubAssetSlots || hits == 0 {
+			t.Fatalf("%d keys, %d hits of %d URLs; want at most %d keys, %d hits, and some", len(keys), hits, n, slots, frontier.SubAssetSlots)
 		}
 		for _, k := range keys {
 			if ttl := s.Client.PTTL(ctx, k).Val(); ttl <= 0 || ttl > frontier.SubKeep+time.Second {
