@@ -114,7 +114,7 @@ var SettingTable = []Setting{
 		Usage: "'Name: value' sent with every request (repeatable)"},
 	// Crawls seeded before the cap read as uncapped, as they ran.
 	{Field: "max_pages_per_host", Live: true, Flag: "max-pages-per-host", Kind: KindInt64, Before: "0",
-		ptr:   func(s *Settings) any { return &s.MaxPagesPerHost },
+		ptr: func(s *Settings) any { return &s.MaxPagesPerHost },
 		Usage: "trap defence: stop taking a host's URLs once this many of its pages were fetched, and queue at most twice as many " +
 			"(0: no limit); URLs handed out before it is reached still go, a worker's buffer at most"},
 	{Field: "keep_tracking_params", Flag: "keep-tracking-params", Kind: KindBool, Before: "false",
