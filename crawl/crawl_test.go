@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/url"
 	"sort"
@@ -183,15 +184,63 @@ func TestAStoppingSchedulerResignsThroughASlowRedis(t *testing.T) {
 
 // A scheduler whose client is closed under it (its subscription's
 // channel closes) goes on pacing its sweeps by its timer until stopped:
-// it read the closed channel's nil message and panicked.
+// it read the closed channel's nil message and panicked. Three sweeps
+// are seen to fail after the close (each logs it), the worker still
+// running; stopped, it ends without an error.
 func TestASchedulerWhoseClientIsClosedDoesNotPanic(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		if _, err := crawl.Seed(context.Background(), s.Client, "closed", crawl.DefaultSettings(), nil); err != nil {
+			t.Fatal(err)
+		}
 		c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
-		stop := candidates(t, s, c)
-		first := awaitLeader(t, s, "")
+		sweeps := make(chan struct{}, 64)
+		o := fastOptions("w1")
+		o.ExitWhenDone = false
+		o.Log = slog.New(onMessage{"sweep failed", sweeps})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		w, err := crawl.NewWorker(ctx, c, "closed", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ended := make(chan error, 1)
+		go func() { ended <- w.Run(ctx) }()
+		awaitLeaderOf(t, s, "closed", "")
 		c.Close()
-		stop(first) // returns: the worker ended, without a panic
+		for i := range 3 {
+			select {
+			case <-sweeps:
+			case err := <-ended:
+				t.Fatalf("the worker ended after %d sweeps of a closed client: %v; want it sweeping until stopped", i, err)
+			case <-time.After(10 * time.Second): // bounds a broken test; the sweeps are the event
+				t.Fatalf("%d sweeps in 10 s after the client closed; want one every %v", i, o.SweepInterval)
+			}
+		}
+		cancel()
+		if err := <-ended; err != nil {
+			t.Fatalf("stopped, the worker said %v", err)
+		}
 	})
+}
+
+// onMessage is a log handler that signals on ch (without blocking) each
+// record whose message is msg.
+type onMessage struct {
+	msg string
+	ch  chan struct{}
+}
+
+func (h onMessage) Enabled(context.Context, slog.Level) bool { return true }
+func (h onMessage) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h onMessage) WithGroup(string) slog.Handler            { return h }
+func (h onMessage) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		select {
+		case h.ch <- struct{}{}:
+		default:
+		}
+	}
+	return nil
 }
 
 // candidates seeds an empty crawl and starts two idle workers on c, w1
@@ -236,15 +285,21 @@ func candidates(t *testing.T, s *redistest.Server, c redis.UniversalClient) (sto
 // state is the event; the bound only stops a broken test).
 func awaitLeader(t *testing.T, s *redistest.Server, not string) string {
 	t.Helper()
+	return awaitLeaderOf(t, s, "resign", not)
+}
+
+// awaitLeaderOf is awaitLeader for crawl name.
+func awaitLeaderOf(t *testing.T, s *redistest.Server, name, not string) string {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		info, _, err := leader.Current(context.Background(), s.Client, frontier.LeaderKey("resign"))
+		info, _, err := leader.Current(context.Background(), s.Client, frontier.LeaderKey(name))
 		if err == nil && info.ID != not {
 			return info.ID
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("no leader other than %q within 10s", not)
+	t.Fatalf("no leader of %s other than %q within 10s", name, not)
 	return ""
 }
 

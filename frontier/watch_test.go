@@ -199,13 +199,17 @@ func TestLengthsCountEachHostsQueue(t *testing.T) {
 			}
 		}
 		e.enqueue(t, seeds)
+		checkLengths(t, s, "t")
 		x := e.exchange(t, nil, nil, 10)
+		rounds, given := 0, 0
 		for round := 0; round < 12 && len(x.Popped) > 0; round++ {
+			rounds++
 			var done []frontier.Finished
 			var back []*frontier.Lease
 			for i, l := range x.Popped {
 				if i == len(x.Popped)-1 && round%3 == 1 {
 					back = append(back, l) // given back unused
+					given++
 					continue
 				}
 				var links []frontier.Item
@@ -216,6 +220,11 @@ func TestLengthsCountEachHostsQueue(t *testing.T) {
 			}
 			x = e.exchange(t, done, back, 10)
 			checkLengths(t, s, "t")
+		}
+		// What the test says it went through, it did.
+		dropped, _ := s.Client.HGet(context.Background(), frontier.KeysFor("t").Stats, "skipped_links:max_pages_per_host").Int64()
+		if rounds < 4 || given == 0 || dropped == 0 {
+			t.Fatalf("%d rounds of pops, %d leases given back, %d URLs dropped past a host's cap; want 4 or more, and some of each", rounds, given, dropped)
 		}
 	})
 }
