@@ -2,7 +2,6 @@ package alternatives
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"strconv"
 	"time"
@@ -19,22 +18,6 @@ type Limiter interface {
 	Take(ctx context.Context, host string) (ok bool, at time.Time, err error)
 }
 
-var (
-	//go:embed fixed_window.lua
-	fixedWindowSrc string
-	//go:embed sliding_log.lua
-	slidingLogSrc string
-	//go:embed leaky_meter.lua
-	leakyMeterSrc string
-	//go:embed leaky_queue.lua
-	leakyQueueSrc string
-
-	fixedWindowScript = redis.NewScript(fixedWindowSrc)
-	slidingLogScript  = redis.NewScript(slidingLogSrc)
-	leakyMeterScript  = redis.NewScript(leakyMeterSrc)
-	leakyQueueScript  = redis.NewScript(leakyQueueSrc)
-)
-
 // Limiters are the five, each allowing rate requests a second: the
 // crawl's token bucket and the leaky bucket (meter and queue) with burst
 // (the queue: burst requests waiting at most), the two windows with rate
@@ -48,10 +31,10 @@ func WindowLimiters(c redis.Scripter, prefix string, rate float64, burst, limit 
 	win := window.Milliseconds()
 	return []Limiter{
 		TokenBucket{politeness.NewLimiter(c, politeness.Limit(rate), burst), prefix + "tb:"},
-		script{"leaky bucket (meter)", c, leakyMeterScript, prefix + "lm:", []any{rate, burst}},
-		script{"leaky bucket (queue)", c, leakyQueueScript, prefix + "lq:", []any{rate, burst}},
-		script{"fixed window", c, fixedWindowScript, prefix + "fw:", []any{limit, win}},
-		script{"sliding-window log", c, slidingLogScript, prefix + "sl:", []any{limit, win}},
+		scripted{"leaky bucket (meter)", c, leakyMeterScript, prefix + "lm:", []any{rate, burst}},
+		scripted{"leaky bucket (queue)", c, leakyQueueScript, prefix + "lq:", []any{rate, burst}},
+		scripted{"fixed window", c, fixedWindowScript, prefix + "fw:", []any{limit, win}},
+		scripted{"sliding-window log", c, slidingLogScript, prefix + "sl:", []any{limit, win}},
 	}
 }
 
@@ -69,8 +52,8 @@ func (b TokenBucket) Take(ctx context.Context, host string) (bool, time.Time, er
 	return r.OK, r.At, err
 }
 
-// script is a limiter of this package's scripts: {ok, µs} replies.
-type script struct {
+// scripted is a limiter of this package's scripts: {ok, µs} replies.
+type scripted struct {
 	name   string
 	c      redis.Scripter
 	s      *redis.Script
@@ -78,9 +61,9 @@ type script struct {
 	args   []any
 }
 
-func (l script) Name() string { return l.name }
+func (l scripted) Name() string { return l.name }
 
-func (l script) Take(ctx context.Context, host string) (bool, time.Time, error) {
+func (l scripted) Take(ctx context.Context, host string) (bool, time.Time, error) {
 	res, err := l.s.Run(ctx, l.c, []string{l.prefix + host}, l.args...).Slice()
 	if err != nil {
 		return false, time.Time{}, fmt.Errorf("%s: %w", l.name, err)

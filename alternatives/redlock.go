@@ -3,7 +3,6 @@ package alternatives
 import (
 	"context"
 	"crypto/rand"
-	_ "embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -29,19 +28,6 @@ type Redlock struct {
 
 // ErrNotGranted: no majority granted the lock within its validity.
 var ErrNotGranted = errors.New("redlock: no majority granted the lock")
-
-var (
-	//go:embed redlock_acquire.lua
-	redlockAcquireSrc string
-	//go:embed redlock_release.lua
-	redlockReleaseSrc string
-	//go:embed fence_each.lua
-	fenceEachSrc string
-
-	redlockAcquire = redis.NewScript(redlockAcquireSrc)
-	redlockRelease = redis.NewScript(redlockReleaseSrc)
-	fenceEach      = redis.NewScript(fenceEachSrc)
-)
 
 // A Grant is a held Redlock: its value, until when it is surely held by
 // the local clock, and each master's epoch (0 where it did not grant).

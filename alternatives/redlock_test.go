@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 const ttl = 500 * time.Millisecond
 
 // setFenced writes ARGV[2] at KEYS[2] for the current epoch's holder only.
-var setFenced = fence.NewScript(`redis.call('SET', KEYS[2], ARGV[2]) return 1`)
+var setFenced = fence.NewScript("status", `redis.call('SET', KEYS[2], ARGV[2]) return 1`)
 
 // holder takes the lock (one Redis, or Redlock over masters) and writes
 // the store's data key, fenced or not.

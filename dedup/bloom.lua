@@ -1,5 +1,5 @@
 -- bloom.lua: the Bloom filter's test-and-set, as a library function that a
--- script embeds (dedup.Compose puts it in front of the script's body).
+-- script requires ("-- requires: bloom": internal/script joins it in front).
 --
 -- bloom_run(kb, ab, guard) reads its keys from KEYS[kb..] and arguments from ARGV[ab..]:
 --   KEYS[kb]      the filter's meta hash (fields layers, count, ...)

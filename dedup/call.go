@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A Call is one call of a script made by Compose, over at most one batch
+// A Call is one call of a script that requires the module bloom, over at most one batch
 // of items (MaxBatch), made ready to go in a pipeline with calls to other
 // keys: Queue adds it, Result reads its reply once the pipeline ran. A
 // reply that asks for the call again (another worker added a layer, a

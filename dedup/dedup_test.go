@@ -12,6 +12,7 @@ import (
 
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 func ctxFor(t *testing.T, d time.Duration) context.Context {
@@ -305,7 +306,7 @@ func TestAllocationIsPipelined(t *testing.T) {
 // first, which allocates the layers; a layer added by another client; a
 // script cache flushed) is made again on its own, and answers the same.
 func TestCallsInAPipelineAnswerAsAddNew(t *testing.T) {
-	addNew := dedup.Compose("local reply = bloom_run(1, 1)\nreturn reply")
+	addNew := redis.NewScript(dedup.Lua.Source("addnew"))
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := ctxFor(t, time.Minute)
 		c := s.NewClient(t)

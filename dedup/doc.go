@@ -54,8 +54,9 @@
 // more than the bit work. The price is a few percent of memory, which
 // layerAt pays so that the false-positive rate stays as planned.
 //
-// Other packages embed the same test-and-set in their own scripts through
-// Compose and Filter.Exec: frontier/ marks a URL seen and queues it in one
+// Other packages run the same test-and-set in their own scripts: a script
+// that requires the module bloom (Lua) runs through Filter.Exec, which is
+// how frontier/ marks a URL seen and queues it in one
 // step, so a URL is never marked seen without being queued.
 //
 // # Agreement

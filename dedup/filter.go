@@ -2,7 +2,7 @@ package dedup
 
 import (
 	"context"
-	_ "embed"
+	"embed"
 	"errors"
 	"fmt"
 	"strconv"
@@ -23,29 +23,22 @@ var (
 )
 
 var (
-	//go:embed bloom.lua
-	bloomLib string
-	//go:embed addnew.lua
-	addNewBody string
-	addScript  = Compose(addNewBody)
-	//go:embed init.lua
-	initSrc    string
-	initScript = redis.NewScript(initSrc)
-	//go:embed alloc.lua
-	allocSrc    string
-	allocScript = redis.NewScript(allocSrc)
+	//go:embed *.lua
+	luaFiles embed.FS
+	// Lua is the filter's Lua: its module bloom (bloom.lua), which a
+	// script that requires it calls as bloom_run(kb, ab), and the
+	// filter's own scripts. bloom_run returns the reply to pass back, the
+	// index of the first key and argument after the filter's, and B; with
+	// Exec, the filter's keys and arguments come first (kb = ab = 1), then
+	// one argument per item, then the caller's keys and fixed arguments.
+	// The script must return the reply it got (it may act on its flags
+	// first), which is how frontier/ marks a URL seen and queues it in one
+	// atomic step.
+	Lua         = script.NewLib("dedup", luaFiles)
+	addScript   = Lua.Script("addnew")
+	initScript  = Lua.Script("init")
+	allocScript = Lua.Script("alloc")
 )
-
-// Compose returns a script made of the Bloom library (bloom.lua) and body.
-// The body calls bloom_run(kb, ab), which returns the reply to pass back,
-// the index of the first key and argument after the filter's, and B;
-// with Exec, the filter's keys and arguments come first (kb = ab = 1), then
-// one argument per item, then the caller's keys and fixed arguments. The
-// body must return the reply it got (it may act on its flags first), which
-// is how frontier/ marks a URL seen and queues it in one atomic step.
-func Compose(body string) *redis.Script {
-	return redis.NewScript(bloomLib + "\n" + body)
-}
 
 // Filter is a scalable Bloom filter stored in Redis bitmaps. All state lives
 // in Redis; a Filter only caches the layer count, which the scripts check.
@@ -95,7 +88,7 @@ func (f *Filter) Contains(ctx context.Context, items []string) ([]bool, error) {
 	return flags, err
 }
 
-// Exec runs a script made by Compose in 'add' mode over items. perItem, if
+// Exec runs a script that requires the module bloom (Lua) in 'add' mode over items. perItem, if
 // not nil, holds one argument per item, passed right after the filter's;
 // keys and fixed follow. It returns the flags bloom_run computed.
 func (f *Filter) Exec(ctx context.Context, s *redis.Script, items []string, perItem []any, keys []string, fixed []any) ([]bool, error) {

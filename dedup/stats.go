@@ -2,18 +2,11 @@ package dedup
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"math"
-
-	"github.com/redis/go-redis/v9"
 )
 
-var (
-	//go:embed stats.lua
-	statsSrc    string
-	statsScript = redis.NewScript(statsSrc)
-)
+var statsScript = Lua.Script("stats")
 
 // LayerStats describes one layer.
 type LayerStats struct {

@@ -43,9 +43,10 @@ type Script struct {
 	s, raise *redis.Script
 }
 
-// NewScript wraps body with the fencing check.
-func NewScript(body string) *Script {
-	return &Script{s: redis.NewScript(fenceSrc + "\n" + body), raise: redis.NewScript(raiseSrc + "\n" + body)}
+// NewScript wraps body with the fencing check; name is the script's for
+// script.Scripts.
+func NewScript(name, body string) *Script {
+	return &Script{s: script.New(name, fenceSrc+"\n"+body), raise: script.New(name+"+raise", raiseSrc+"\n"+body)}
 }
 
 // Run runs the script as the writer with the given epoch, against the

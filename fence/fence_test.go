@@ -9,7 +9,7 @@ import (
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
-var write = fence.NewScript(`redis.call('SET', KEYS[2], ARGV[2]) return 'OK'`)
+var write = fence.NewScript("fence/test", `redis.call('SET', KEYS[2], ARGV[2]) return 'OK'`)
 
 // Only the writer whose epoch is the counter's value writes; an older
 // epoch, a newer one, and a missing counter are all refused before the

@@ -2,15 +2,11 @@ package frontier
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/redcrawl/crawler/politeness"
-	"github.com/redis/go-redis/v9"
 )
 
 // Politeness per server address (Policy.PerAddress, addrs.lua): hosts
@@ -20,13 +16,7 @@ import (
 // TTLs, in each host's shard, so that every worker's pops agree which
 // hosts share a server.
 
-var (
-	//go:embed addrs.lua
-	addrsLua string
-	//go:embed addrstore.lua
-	addrStoreSrc    string
-	addrStoreScript = redis.NewScript(lib + politeness.TokensLua + addrsLua + addrStoreSrc)
-)
+var addrStoreScript = lua.Script("addrstore")
 
 // Address is a DNS answer for a host: the address its requests go to
 // (the lowest of those the name has, so that every worker picks the same),

@@ -1,4 +1,5 @@
--- addrstore.lua (lib.lua, addrs.lua, then this): store DNS answers for the
+-- requires: addrs
+-- addrstore.lua: store DNS answers for the
 -- pops of politeness per address (addrs.lua), each kept as long as its
 -- TTL says; an address newly a host's counts the host among its own. Each
 -- call also prunes a few fields, from where the last call stopped

@@ -1,3 +1,4 @@
+-- requires: gone
 -- digest.lua: the crawl's payload digest index (frontier/digests.go).
 -- KEYS[1] the index (hash digest -> "uri\tdate-ns")  KEYS[2] the crawl's
 -- config (missing: the crawl is gone, nothing is written)

@@ -2,7 +2,6 @@ package frontier
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"strconv"
@@ -30,9 +29,7 @@ type Digests struct{ *store }
 const DigestIndexCap = 1_000_000
 
 var (
-	//go:embed digest.lua
-	digestSrc    string
-	digestScript = redis.NewScript(gone + digestSrc)
+	digestScript = lua.Script("digest")
 )
 
 // key is the crawl's digest index.

@@ -1,4 +1,5 @@
--- enqueue.lua (dedup's bloom.lua, then lib.lua, then this): mark a batch of
+-- requires: bloom lib
+-- enqueue.lua: mark a batch of
 -- URLs seen and queue them, in one atomic step, so a URL is never marked
 -- seen without being queued.
 -- KEYS: the Bloom filter's, then queues (the prefix, lib.lua), ready, stats,

@@ -1,6 +1,6 @@
--- exchange.lua (dedup's bloom.lua, lib.lua, politeness's tokens.lua,
--- exchange_steps.lua, then this): all a worker process has to say to the frontier, in one atomic
--- call:
+-- requires: bloom exchange_steps
+-- exchange.lua: all a worker process has to say to the frontier, in one
+-- atomic call:
 --   1. the links of the pages it finished: marked seen, the new ones queued;
 --   2. those pages' leases ended: results recorded, counters bumped;
 --   3. leases it gives back unused (a stopping worker's prefetched URLs),

@@ -1,6 +1,6 @@
+-- requires: lib tokens addrs
 -- exchange_steps.lua: the steps of an exchange (exchange.lua), one concern
--- each, loaded after bloom.lua, lib.lua and tokens.lua and before
--- exchange.lua's body, which calls them in order. They share one table,
+-- each, which exchange.lua's body calls in order. They share one table,
 -- the exchange X: its keys by name (X.K), its arguments (X.A, exchange.go's
 -- exchangeArgs) and what the steps leave for those after them.
 

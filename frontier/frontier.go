@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	_ "embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/fence"
-	"github.com/redcrawl/crawler/politeness"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -48,36 +46,13 @@ const MinPriority, MaxPriority = -9, 9
 const KindSitemap = "sitemap"
 
 var (
-	//go:embed gone.lua
-	gone string
-	//go:embed lib.lua
-	libBody string
-	lib     = gone + libBody
-	//go:embed enqueue.lua
-	enqueueBody   string
-	enqueueScript = dedup.Compose(lib + enqueueBody)
-	//go:embed exchange.lua
-	exchangeBody string
-	//go:embed exchange_steps.lua
-	exchangeSteps  string
-	exchangeScript = dedup.Compose(lib + politeness.TokensLua + addrsLua + exchangeSteps + exchangeBody)
-	//go:embed hostdelay.lua
-	hostDelaySrc    string
-	hostDelayScript = redis.NewScript(lib + hostDelaySrc)
-	//go:embed register.lua
-	registerSrc    string
-	registerScript = redis.NewScript(lib + registerSrc)
-	//go:embed renew.lua
-	renewSrc    string
-	renewScript = redis.NewScript(lib + renewSrc)
-	//go:embed schedule.lua
-	scheduleBody string
-	//go:embed schedule_steps.lua
-	scheduleSteps  string
-	scheduleScript = fence.NewScript(lib + scheduleSteps + scheduleBody)
-	//go:embed allow.lua
-	allowBody   string
-	allowScript = fence.NewScript(allowBody)
+	enqueueScript   = lua.Script("enqueue")
+	exchangeScript  = lua.Script("exchange")
+	hostDelayScript = lua.Script("hostdelay")
+	registerScript  = lua.Script("register")
+	renewScript     = lua.Script("renew")
+	scheduleScript  = fence.NewScript("frontier/schedule", lua.Source("schedule"))
+	allowScript     = fence.NewScript("frontier/allow", lua.Source("allow"))
 )
 
 // backEntries are items as enqueue.lua and exchange.lua take them: their

@@ -2,7 +2,6 @@ package frontier
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"strconv"
@@ -17,9 +16,7 @@ import (
 // worker that missed every message still pops nothing while it exists.
 
 var (
-	//go:embed hold.lua
-	holdSrc    string
-	holdScript = redis.NewScript(lib + holdSrc)
+	holdScript = lua.Script("hold")
 )
 
 // WakePaused is the message a pause sends on each shard's wake channel

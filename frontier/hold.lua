@@ -1,4 +1,5 @@
--- hold.lua (lib.lua, then this): pause or resume the whole crawl in one
+-- requires: lib
+-- hold.lua: pause or resume the whole crawl in one
 -- shard, one atomic step. While a shard's paused key exists its pops hand
 -- out nothing (exchange.lua's ex_pop reads it in the same call that would
 -- pop), whatever a worker remembers or missed hearing; everything else

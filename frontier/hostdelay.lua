@@ -1,5 +1,5 @@
--- hostdelay.lua (lib.lua, then this): keep a
--- host's own least interval between requests (its robots.txt's
+-- requires: lib
+-- hostdelay.lua: keep a host's own least interval between requests (its robots.txt's
 -- Crawl-delay) in its bucket hash, where every pop reads it (the host is
 -- marked in slowed: exchange.lua); and decide a URL of the host popped
 -- before the pop knew of it: it goes now when its grant was the only one

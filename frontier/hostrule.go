@@ -2,7 +2,6 @@ package frontier
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"math"
 	"sort"
@@ -13,9 +12,7 @@ import (
 )
 
 var (
-	//go:embed hostrule.lua
-	hostRuleSrc    string
-	hostRuleScript = redis.NewScript(lib + hostRuleSrc)
+	hostRuleScript = lua.Script("hostrule")
 )
 
 // HostRule is a host's own rate and burst, set by hand: the pops keep to

@@ -1,4 +1,5 @@
--- hostrule.lua (lib.lua, then this): a host's own rules, set by hand
+-- requires: lib
+-- hostrule.lua: a host's own rules, set by hand
 -- (crawler host): its own rate and burst, kept in its shard's hostrules
 -- ("rate burst", rate 0 for no limit), which every pop of the shard keeps
 -- to instead of the crawl's (exchange_steps.lua's ex_rule) from its next

@@ -2,7 +2,6 @@ package frontier
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"sort"
 
@@ -18,9 +17,7 @@ const (
 )
 
 var (
-	//go:embed lane.lua
-	laneSrc    string
-	laneScript = redis.NewScript(lib + laneSrc)
+	laneScript = lua.Script("lane")
 )
 
 // SetLane puts host in lane (LanePlain or LaneRender) from its shard's

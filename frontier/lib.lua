@@ -1,3 +1,4 @@
+-- requires: gone
 -- lib.lua: helpers every frontier script starts with.
 --
 -- Each host has its own queue, a list under the crawl's hash tag:

@@ -2,7 +2,6 @@ package frontier
 
 import (
 	"context"
-	_ "embed"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -12,9 +11,7 @@ import (
 )
 
 var (
-	//go:embed move.lua
-	moveSrc    string
-	moveScript = redis.NewScript(lib + moveSrc)
+	moveScript = lua.Script("move")
 )
 
 // moveScanMax bounds the elements of one host's lists a Requeue reads.

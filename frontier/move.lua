@@ -1,4 +1,5 @@
--- move.lua (lib.lua, then this): a URL already queued takes the place its
+-- requires: lib
+-- move.lua: a URL already queued takes the place its
 -- seed asks for: its old element off its list and the new entry pushed, in
 -- one step, so that the URL is queued once whatever runs between the
 -- caller's read of the list and this call (a pop that took it: nothing is

@@ -1,3 +1,4 @@
+-- requires: gone
 -- recrawl.lua: `crawler recrawl` in one shard (Frontier.Visits.Recrawl), a batch
 -- a call. KEYS[1] due (zset URL -> when due, ms)  KEYS[2] stats
 -- KEYS[3] done flag  KEYS[4] the crawl's config (missing: the crawl is gone)

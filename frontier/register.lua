@@ -1,3 +1,4 @@
+-- requires: lib
 -- register.lua: a worker joins the crawl's registry under its id, unless a
 -- live worker holds that id already.
 -- KEYS[1] workers (zset worker -> alive until, ms)

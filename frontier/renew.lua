@@ -1,3 +1,4 @@
+-- requires: lib
 -- renew.lua: a worker's heartbeat; extends the leases it still holds.
 -- KEYS[1] leases   KEYS[2] workers (zset worker -> alive until, ms)
 -- KEYS[3] the crawl's config: while it is missing the crawl is gone (reset)

@@ -2,7 +2,6 @@ package frontier
 
 import (
 	"context"
-	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,9 +13,7 @@ import (
 )
 
 var (
-	//go:embed samples.lua
-	samplesSrc    string
-	samplesScript = redis.NewScript(lib + samplesSrc)
+	samplesScript = lua.Script("samples")
 )
 
 // What the samples of a host taught (Learned): a verdict, or still

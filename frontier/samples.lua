@@ -1,4 +1,5 @@
--- samples.lua (lib.lua, then this): what a crawl learns of its hosts'
+-- requires: lib
+-- samples.lua: what a crawl learns of its hosts'
 -- need of a browser (seed --render auto), in the first shard. A plain
 -- worker offers the pages it fetched of a host as samples; a render
 -- worker claims one, renders it, compares the DOM with the plain HTML,

@@ -1,5 +1,5 @@
--- schedule.lua (lib.lua, schedule_steps.lua, then this; a FencedScript
--- body: KEYS[1]/ARGV[1] are the fence): the scheduler's sweep. Due
+-- requires: schedule_steps
+-- schedule.lua (a fence.Script body: KEYS[1]/ARGV[1] are the fence): the scheduler's sweep. Due
 -- deferred entries go back to the front of their host's queue; entries
 -- whose lease expired go back with attempts+1, or to the failed list past
 -- the maximum attempts. Refused as a whole for a stale leader.

@@ -1,6 +1,6 @@
+-- requires: lib
 -- schedule_steps.lua: the steps of the scheduler's sweep (schedule.lua),
--- one concern each, loaded after lib.lua and before schedule.lua's body,
--- which calls them in order. They share one table, the sweep S: its keys
+-- one concern each, which schedule.lua's body calls in order. They share one table, the sweep S: its keys
 -- and arguments by name (S.K, S.A) and what the steps leave for those
 -- after them.
 

@@ -2,7 +2,6 @@ package frontier
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"sort"
@@ -21,9 +20,7 @@ import (
 // worker that missed the message learns it at its next exchange.
 
 var (
-	//go:embed settings.lua
-	settingsSrc    string
-	settingsScript = redis.NewScript(lib + settingsSrc)
+	settingsScript = lua.Script("settings")
 )
 
 // VersionField is the settings hash's field that counts its changes (absent: 0).

@@ -1,4 +1,5 @@
--- settings.lua (lib.lua, then this): a live change of the crawl's settings
+-- requires: lib
+-- settings.lua: a live change of the crawl's settings
 -- ('crawler set') in one shard, one atomic step. In the first shard it
 -- writes the changed fields into the settings hash, only if no other
 -- change came since the caller read them (the hash's version is still

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/redcrawl/crawler/dedup"
+	"github.com/redcrawl/crawler/internal/script"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -16,7 +17,7 @@ import (
 // its counters, its done flag. To frontier they are opaque fields and
 // words; package crawl gives them their meaning.
 
-var storeConfig = redis.NewScript(`
+var storeConfig = script.New("frontier/store_config", `
 -- KEYS[1] the settings hash; ARGV: field, value, field, value, ...
 -- Reply: the hash, as HGETALL; written only when it did not exist.
 if redis.call('EXISTS', KEYS[1]) == 0 then

@@ -2,19 +2,15 @@ package frontier
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/redcrawl/crawler/politeness"
-	"github.com/redis/go-redis/v9"
 )
 
 var (
-	//go:embed token.lua
-	tokenSrc    string
-	tokenScript = redis.NewScript(lib + politeness.TokensLua + addrsLua + exchangeSteps + tokenSrc)
+	tokenScript = lua.Script("token")
 )
 
 // Token is one token of a host's bucket taken outside a pop (TakeToken):

@@ -1,5 +1,5 @@
--- token.lua (lib.lua, politeness's tokens.lua, exchange_steps.lua, then
--- this): one token of a host's bucket for a request that is no popped
+-- requires: exchange_steps
+-- token.lua: one token of a host's bucket for a request that is no popped
 -- URL's: a subresource a rendered page loads (crawl/render.go). It is
 -- taken by the pop's own rule (ex_host_tokens, ex_take_tokens): the
 -- host's own rate, Crawl-delay, adaptive interval and pause all hold, and

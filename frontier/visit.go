@@ -2,7 +2,6 @@ package frontier
 
 import (
 	"context"
-	_ "embed"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -133,9 +132,7 @@ func dueMember(l *Lease, o Outcome) string {
 }
 
 var (
-	//go:embed recrawl.lua
-	recrawlSrc    string
-	recrawlScript = redis.NewScript(gone + recrawlSrc)
+	recrawlScript = lua.Script("recrawl")
 )
 
 // Recrawl asks for the crawl's fetched URLs to be fetched again: those due

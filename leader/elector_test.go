@@ -74,7 +74,7 @@ func (p *pausable) Eval(ctx context.Context, src string, keys []string, args ...
 
 const writeBody = `redis.call('SET', KEYS[2], ARGV[2]) return 1`
 
-var fencedWrite = fence.NewScript(writeBody)
+var fencedWrite = fence.NewScript("leader/test-write", writeBody)
 
 // The election runs on a fake clock (clock_test.go): the steps below take
 // milliseconds, while the lock's TTL on the server is a real 10 s.

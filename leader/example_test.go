@@ -34,7 +34,7 @@ func Example() {
 	info, _ = w1.Leader(ctx)
 	fmt.Printf("leader %s, epoch %d\n", info.ID, info.Epoch)
 
-	setStatus := fence.NewScript(`redis.call('SET', KEYS[2], ARGV[2]) return 'OK'`)
+	setStatus := fence.NewScript("status", `redis.call('SET', KEYS[2], ARGV[2]) return 'OK'`)
 	_, err := setStatus.Run(ctx, rdb, leader.EpochKey(key), term1.Epoch(), []string{"crawl:{demo}:status"}, "written by worker-1")
 	fmt.Println("old term's write fenced:", errors.Is(err, fence.ErrFenced))
 	_, err = setStatus.Run(ctx, rdb, leader.EpochKey(key), term2.Epoch(), []string{"crawl:{demo}:status"}, "written by worker-2")

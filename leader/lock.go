@@ -3,7 +3,7 @@ package leader
 import (
 	"context"
 	"crypto/rand"
-	_ "embed"
+	"embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redcrawl/crawler/internal/script"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -24,18 +25,13 @@ var (
 )
 
 var (
-	//go:embed acquire.lua
-	acquireSrc    string
-	acquireScript = redis.NewScript(acquireSrc)
-	//go:embed refresh.lua
-	refreshSrc    string
-	refreshScript = redis.NewScript(refreshSrc)
-	//go:embed release.lua
-	releaseSrc    string
-	releaseScript = redis.NewScript(releaseSrc)
-	//go:embed info.lua
-	infoSrc    string
-	infoScript = redis.NewScript(infoSrc)
+	//go:embed *.lua
+	luaFiles      embed.FS
+	lua           = script.NewLib("leader", luaFiles)
+	acquireScript = lua.Script("acquire")
+	refreshScript = lua.Script("refresh")
+	releaseScript = lua.Script("release")
+	infoScript    = lua.Script("info")
 )
 
 // EpochKey is the fencing counter that belongs to lock key. It shares the

@@ -1,5 +1,5 @@
--- bucket.lua (tokens.lua, then this): take n tokens from a token bucket,
--- or say how long to wait.
+-- requires: tokens
+-- bucket.lua: take n tokens from a token bucket, or say how long to wait.
 -- KEYS[1] the bucket (tokens.lua: its tat, µs, and a pause)
 -- ARGV[1] rate r, tokens per second (> 0, finite)
 -- ARGV[2] burst b, the bucket's size (integer >= n)

@@ -2,13 +2,14 @@ package politeness
 
 import (
 	"context"
-	_ "embed"
+	"embed"
 	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"time"
 
+	"github.com/redcrawl/crawler/internal/script"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -39,15 +40,15 @@ var (
 )
 
 var (
-	// TokensLua is a token bucket's arithmetic as Lua functions, for a
-	// script to start with (tokens.lua): the Limiter's own script does,
-	// and so does the frontier's pop, which takes a host's token in the
-	// same call that hands out the host's URL.
-	//go:embed tokens.lua
-	TokensLua string
-	//go:embed bucket.lua
-	bucketSrc    string
-	bucketScript = redis.NewScript(TokensLua + bucketSrc)
+	//go:embed *.lua
+	luaFiles embed.FS
+	// Lua is the package's Lua: its module tokens (tokens.lua), a token
+	// bucket's arithmetic as Lua functions, which the Limiter's script
+	// requires, and so does the frontier's pop, which takes a host's
+	// token in the same call that hands out the host's URL; and the
+	// package's own scripts.
+	Lua          = script.NewLib("politeness", luaFiles)
+	bucketScript = Lua.Script("bucket")
 )
 
 // Limiter is a token bucket per key, kept in Redis and shared by every
@@ -197,9 +198,7 @@ const (
 	PauseMemory = 10 * time.Minute
 )
 
-//go:embed pause.lua
-var pauseSrc string
-var pauseScript = redis.NewScript(pauseSrc)
+var pauseScript = Lua.Script("pause")
 
 // Pause stops the host of the bucket at key for every worker: no token is
 // given before the pause ends (ReserveN answers not OK, with the delay).

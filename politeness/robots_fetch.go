@@ -3,25 +3,21 @@ package politeness
 import (
 	"bytes"
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/redcrawl/crawler/internal/script"
 )
 
 // The fetch of robots.txt by the one worker that holds its origin's lock,
 // and the store of its answer (or of its unavailability) that releases the
 // lock in the same script.
 
-//go:embed robots_store.lua
-var robotsStoreSrc string
-var robotsStoreScript = redis.NewScript(robotsStoreSrc)
-
-//go:embed robots_fail.lua
-var robotsFailSrc string
-var robotsFailScript = redis.NewScript(robotsFailSrc)
+var (
+	robotsStoreScript = Lua.Script("robots_store")
+	robotsFailScript  = Lua.Script("robots_fail")
+)
 
 const maxRobotsBody = 500 << 10 // RFC 9309 asks parsers to read at least 500 KiB
 
@@ -82,7 +78,7 @@ func (r *Robots) fetchFollowing(ctx context.Context, u string) (int, []byte, err
 	return 0, nil, errors.New("politeness: robots.txt redirects more than 5 times")
 }
 
-var unlockScript = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
+var unlockScript = script.New("politeness/unlock", `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
 
 func (r *Robots) unlock(ctx context.Context, key, token string) {
 	unlockScript.Run(context.WithoutCancel(ctx), r.c, []string{key + ":lock"}, token)

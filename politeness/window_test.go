@@ -58,7 +58,11 @@ func TestTokenWindowLeavesTheSlotInside(t *testing.T) {
 // the arithmetic the documentation and the timing test hold it to.
 func TestTokenWindowInLuaIsTheSame(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
-		script := redis.NewScript(politeness.TokensLua + `
+		tokens, err := politeness.Lua.Join("tokens")
+		if err != nil {
+			t.Fatal(err)
+		}
+		script := redis.NewScript(tokens + `
 local early, width = tb_window(tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]))
 return {string.format('%.6f', early), string.format('%.6f', width)}`)
 		rng := rand.New(rand.NewPCG(5, 6))

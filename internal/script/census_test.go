@@ -1,0 +1,37 @@
+package script_test
+
+import (
+	"sort"
+	"strings"
+	"testing"
+
+	_ "github.com/redcrawl/crawler/alternatives"
+	_ "github.com/redcrawl/crawler/dedup"
+	_ "github.com/redcrawl/crawler/fence"
+	_ "github.com/redcrawl/crawler/frontier"
+	_ "github.com/redcrawl/crawler/leader"
+	_ "github.com/redcrawl/crawler/politeness"
+	"github.com/redcrawl/crawler/internal/script"
+)
+
+// Every script the crawler sends Redis, as it is sent (its modules
+// joined): each function it calls is defined before the call, in what it
+// requires. Its length is logged (go test -v), largest first.
+func TestEveryScriptDefinesWhatItCalls(t *testing.T) {
+	all := script.Scripts()
+	if len(all) < 30 {
+		t.Fatalf("%d scripts made through internal/script; want every script of the crawler (30 and more)", len(all))
+	}
+	names := make([]string, 0, len(all))
+	for name := range all {
+		names = append(names, name)
+	}
+	lines := func(name string) int { return strings.Count(all[name], "\n") + 1 }
+	sort.Slice(names, func(i, j int) bool { return lines(names[i]) > lines(names[j]) || lines(names[i]) == lines(names[j]) && names[i] < names[j] })
+	for _, name := range names {
+		t.Logf("%5d lines  %s", lines(name), name)
+		if missing := script.Undefined(all[name]); len(missing) > 0 {
+			t.Errorf("%s calls %v, defined nowhere before the call in what it requires", name, missing)
+		}
+	}
+}

@@ -1,0 +1,73 @@
+package script_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/redcrawl/crawler/internal/script"
+)
+
+// A script is joined with what it requires, directly or not, each module
+// once and before the files that require it; a module is found in a used
+// library; a cycle or a missing module is an error naming the file.
+func TestAScriptIsJoinedWithWhatItRequires(t *testing.T) {
+	other := script.NewLib("other", fstest.MapFS{
+		"bucket.lua": {Data: []byte("-- bucket\nlocal function take() end\n")},
+	})
+	lib := script.NewLib("pkg", fstest.MapFS{
+		"keys.lua":  {Data: []byte("-- keys\nlocal function key() end\n")},
+		"queue.lua": {Data: []byte("-- queue\n-- requires: keys\nlocal function pop() key() end\n")},
+		"pop.lua":   {Data: []byte("-- pop: the script\n--\n-- requires: queue, bucket\n-- requires: keys\n\npop() take()\n")},
+		"loop.lua":  {Data: []byte("-- requires: loop2\n")},
+		"loop2.lua": {Data: []byte("-- requires: loop\n")},
+		"lost.lua":  {Data: []byte("-- requires: nowhere\n")},
+	}, other)
+	src, err := lib.Join("pop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, line := range strings.Split(src, "\n") {
+		if strings.HasPrefix(line, "-- ") && !strings.HasPrefix(line, "-- requires") && line != "-- " {
+			order = append(order, strings.Fields(line)[1])
+		}
+	}
+	if want := []string{"keys", "queue", "bucket", "pop:"}; !slices.Equal(order, want) {
+		t.Fatalf("joined in the order %v; want %v\n%s", order, want, src)
+	}
+	if u := script.Undefined(src); len(u) != 0 {
+		t.Fatalf("undefined in the joined script: %v", u)
+	}
+	if _, err := lib.Join("loop"); err == nil || !strings.Contains(err.Error(), "requires loop") {
+		t.Fatalf("a cycle: %v; want an error naming it", err)
+	}
+	if _, err := lib.Join("lost"); err == nil || !strings.Contains(err.Error(), "pkg/lost.lua requires nowhere") {
+		t.Fatalf("a missing module: %v; want an error naming the file", err)
+	}
+}
+
+// Undefined finds a call of a function declared nowhere before it, and
+// nothing else: locals, parameters, loop variables, methods, fields, Redis's
+// Lua, and names in comments and strings are not calls of a missing one.
+func TestUndefinedFindsTheCallsOfMissingFunctions(t *testing.T) {
+	for _, c := range []struct {
+		src  string
+		want []string
+	}{
+		{"local function a() b() end\nlocal function b() end", []string{"b"}},
+		{"local function b() end\nlocal function a() b() end", nil},
+		{"local f, g = 1, function() end\ng(f)", nil},
+		{"local function run(guard) guard(1) end", nil},
+		{"for i, fn in ipairs(t) do fn(i) end", nil},
+		{"local t = {}\nt.x(1) t:y(2) string.format('%d', 1) redis.call('GET', KEYS[1]) tonumber('1')", nil},
+		{"-- missing(1)\nlocal s = 'missing(2)' .. \"gone(3)\" .. [[nothere(4)]]\n--[[ absent(5) ]]", nil},
+		{"if x then return (y) end\nlocal v = tb_take(1) + tb_take(2)", []string{"tb_take"}},
+		{"function global_one() end\nglobal_one()", nil},
+	} {
+		if got := script.Undefined(c.src); !slices.Equal(got, c.want) {
+			t.Errorf("%q: %v; want %v", c.src, got, c.want)
+		}
+	}
+}
