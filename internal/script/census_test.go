@@ -9,9 +9,9 @@ import (
 	_ "github.com/redcrawl/crawler/dedup"
 	_ "github.com/redcrawl/crawler/fence"
 	_ "github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/internal/script"
 	_ "github.com/redcrawl/crawler/leader"
 	_ "github.com/redcrawl/crawler/politeness"
-	"github.com/redcrawl/crawler/internal/script"
 )
 
 // Every script the crawler sends Redis, as it is sent (its modules
@@ -27,7 +27,9 @@ func TestEveryScriptDefinesWhatItCalls(t *testing.T) {
 		names = append(names, name)
 	}
 	lines := func(name string) int { return strings.Count(all[name], "\n") + 1 }
-	sort.Slice(names, func(i, j int) bool { return lines(names[i]) > lines(names[j]) || lines(names[i]) == lines(names[j]) && names[i] < names[j] })
+	sort.Slice(names, func(i, j int) bool {
+		return lines(names[i]) > lines(names[j]) || lines(names[i]) == lines(names[j]) && names[i] < names[j]
+	})
 	for _, name := range names {
 		t.Logf("%5d lines  %s", lines(name), name)
 		if missing := script.Undefined(all[name]); len(missing) > 0 {
