@@ -1,4 +1,4 @@
--- requires: lib tokens
+-- requires: base tokens
 -- addrs.lua: politeness per server address (seed --politeness ip), the
 -- functions the pop (exchange_steps.lua) and the answers' store
 -- (addrstore.lua) share. Hosts that resolve to one address share one more

@@ -18,7 +18,7 @@
 //
 //	queue:<host>  list: the host's FIFO queue, in compact elements that store
 //	           the host, the scheme and a page's URL (as its links' parent)
-//	           once (lib.lua); about 45 bytes a queued URL of 60 characters
+//	           once (queue.lua); about 45 bytes a queued URL of 60 characters
 //	lengths    hash host -> URLs in its queue
 //	ready      sorted set: the hosts with URLs queued -> their token bucket,
 //	           kept as its tat (ms: politeness/tokens.lua), the time it is

@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 )
 
-// This file is the Go half of the queue's element encoding (lib.lua has
+// This file is the Go half of the queue's element encoding (queue.lua has
 // the other half and the format): a new link costs Redis its path, not
 // its host, scheme and parent again.
 

@@ -1,8 +1,8 @@
--- requires: bloom lib
+-- requires: bloom queue
 -- enqueue.lua: mark a batch of
 -- URLs seen and queue them, in one atomic step, so a URL is never marked
 -- seen without being queued.
--- KEYS: the Bloom filter's, then queues (the prefix, lib.lua), ready, stats,
+-- KEYS: the Bloom filter's, then queues (the prefix, queue.lua), ready, stats,
 --   lengths, refill, done flag (deleted when a URL is queued: a crawl with
 --   work queued is not over, and no call between the two can say it is)
 -- ARGV: the Bloom filter's, then one entry ("host\nparent\nelement") per URL,
@@ -10,7 +10,7 @@
 --   'all' queues every one, whatever the filter says (a seed the user
 --   typed is never lost to a false positive; the filter still learns it),
 --   then '1' to queue them at the front of their hosts' lists (the crawl's
---   order is depth-first: lib.lua), '0' at the back
+--   order is depth-first: queue.lua), '0' at the back
 -- Reply: the Bloom reply (flag 1: the URL was new to the filter).
 local reply, key0, link0, links = bloom_run(1, 1)
 local queues, ready, stats, lengths, refill, done =

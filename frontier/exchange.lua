@@ -13,19 +13,19 @@
 --
 -- Before any write, a guard refuses the call when the crawl is gone (its
 -- config deleted by a reset, or the crawl under its name another instance
--- than the caller's: lib.lua's fr_ours) or when Redis went back in time: each worker
+-- than the caller's: base.lua's fr_ours) or when Redis went back in time: each worker
 -- process counts its exchanges and so does Redis, in the process's own
 -- key; a call that finds Redis's count unequal to the process's is refused
 -- with Redis's count, and the process forgets what its lost exchanges
 -- taught it (frontier/doc.go).
 --
 -- KEYS: the Bloom filter's, then
---   queues (the prefix of the hosts' queues, lib.lua), ready (zset host ->
+--   queues (the prefix of the hosts' queues, queue.lua), ready (zset host ->
 --   its bucket's tat, ms: tokens.lua), leases (zset
 --   "id\nhost\nitem-json" -> expiry ms), stats,
 --   failed, results, done flag, the process's exchange counter, the config,
 --   hostpages (hash host -> pages fetched, kept with a per-host cap),
---   lengths (hash host -> URLs queued, lib.lua),
+--   lengths (hash host -> URLs queued, queue.lua),
 --   ended (the lease ids this process's last exchange to end leases
 --   ended, space-separated, kept a day),
 --   buckets (the prefix of the hosts' bucket hashes: buckets .. host:
@@ -35,7 +35,7 @@
 --   whose links to other shards' hosts went in calls of their own, kept
 --   until those calls are known to have gone through; see "outbox" below),
 --   due (zset "host\nelement\nvisit" -> when the URL's revisit is due,
---   ms: frontier/visit.go), refill (lib.lua), capped (hash: the hosts
+--   ms: frontier/visit.go), refill (queue.lua), capped (hash: the hosts
 --   whose pages reached the cap -> their count, so that a pop reads the
 --   cap's state only once some host reached it), deferred (zset
 --   "host\nitem-json" -> when it is due again, ms: a retry put back by
@@ -43,7 +43,7 @@
 --   is paused: hold.lua; the pop hands out nothing), hostrules (hash:
 --   host -> its own rate and burst, or block), settings (the settings
 --   version in force here: settings.lua)
--- ARGV: the Bloom filter's, then one entry ("host\nparent\nelement", lib.lua)
+-- ARGV: the Bloom filter's, then one entry ("host\nparent\nelement", queue.lua)
 --   per link, then one JSON object, exchangeArgs (exchange.go), by name,
 --   then the texts it names: a field marked "text" holds the place
 --   (1-based) of a string among those after the object (they are JSON
@@ -70,7 +70,7 @@
 --               the call pops nothing and gives late URLs back (wait 0:
 --               the caller reads the new settings and asks again)
 --   lifo        true: new links go to the front of their hosts' lists
---               (seed --order depth: lib.lua), not the back
+--               (seed --order depth: queue.lua), not the back
 --   host_max    pages per host (0: none): a host that reached it has its
 --               queued URLs dropped when it comes up for a pop, and counted
 --               in stats as skipped_links:max_pages_per_host

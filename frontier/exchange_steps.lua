@@ -1,4 +1,4 @@
--- requires: lib tokens addrs
+-- requires: queue tokens addrs
 -- exchange_steps.lua: the steps of an exchange (exchange.lua), one concern
 -- each, which exchange.lua's body calls in order. They share one table,
 -- the exchange X: its keys by name (X.K), its arguments (X.A, exchange.go's

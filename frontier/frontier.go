@@ -39,7 +39,7 @@ type Item struct {
 }
 
 // The priorities a URL may have (Item.Priority): each level of a host is a
-// list of its own (lib.lua).
+// list of its own (queue.lua).
 const MinPriority, MaxPriority = -9, 9
 
 // KindSitemap marks an Item that is a sitemap to read, not a page.

@@ -1,4 +1,4 @@
--- requires: lib
+-- requires: base
 -- hold.lua: pause or resume the whole crawl in one
 -- shard, one atomic step. While a shard's paused key exists its pops hand
 -- out nothing (exchange.lua's ex_pop reads it in the same call that would
@@ -9,7 +9,7 @@
 -- ('paused': its workers give back the URLs waiting in their buffers at
 -- once, rather than at their next exchange's reply); resuming deletes the
 -- key and wakes the shard's workers ('resumed'), which pop at once.
--- KEYS[1] the shard's config (lib.lua's fr_ours)   KEYS[2] paused
+-- KEYS[1] the shard's config (base.lua's fr_ours)   KEYS[2] paused
 -- ARGV[1] the crawl instance the caller read   ARGV[2] 'pause' or 'resume'
 -- ARGV[3] who ('' for resume)   ARGV[4] the shard's wake channel
 -- Returns 1 when the shard changed, 0 when it was so already, or the GONE

@@ -1,4 +1,4 @@
--- requires: lib
+-- requires: keys
 -- hostdelay.lua: keep a host's own least interval between requests (its robots.txt's
 -- Crawl-delay) in its bucket hash, where every pop reads it (the host is
 -- marked in slowed: exchange.lua); and decide a URL of the host popped
@@ -12,7 +12,7 @@
 -- KEYS[1] the bucket hash   KEYS[2] leases
 -- KEYS[3] ready (host -> its bucket's tat, ms: tokens.lua)
 -- KEYS[4] slowed   KEYS[5] refill   KEYS[6] queues (the prefix: the
--- host's lane, whose ready set it waits in, lib.lua)
+-- host's lane, whose ready set it waits in, queue.lua)
 -- ARGV[1] the delay, ms (0: none of its own)
 -- ARGV[2] how long the bucket keeps a delay, ms
 -- ARGV[3] the lease ("id\nhost\nitem-json"), or '' for none

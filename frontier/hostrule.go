@@ -114,7 +114,7 @@ func (f *Frontier) HostRules(ctx context.Context) ([]HostRule, error) {
 	return out, nil
 }
 
-// blocked is a blocked host's hostrules value (lib.lua's FR_BLOCKED).
+// blocked is a blocked host's hostrules value (queue.lua's FR_BLOCKED).
 const blocked = "block"
 
 // parseHostRule reads a hostrules value, "rate burst" (exchange_steps.lua's

@@ -8,12 +8,12 @@ import (
 // Keys names a crawl's frontier keys; all share the crawl's hash tag.
 type Keys struct {
 	// Queues is the prefix of the hosts' queues: Queues+host is one host's
-	// list of URLs (lib.lua has the format).
+	// list of URLs (queue.lua has the format).
 	Queues string
 	// Lengths is a hash: host -> URLs in its queue.
 	Lengths string
 	// Ready is a sorted set: the hosts with URLs queued -> their token
-	// bucket's tat (lib.lua, politeness/tokens.lua).
+	// bucket's tat (queue.lua, politeness/tokens.lua).
 	Ready                                             string
 	Leases, Deferred, Failed, Workers, Stats, Results string
 	DoneFlag                                          string // "1" once the scheduler saw nothing left to do
@@ -39,7 +39,7 @@ type Keys struct {
 	// no longer holds any.
 	Slowed string
 	// Refill is a sorted set: hosts whose queue ran dry while their bucket
-	// was still filling -> the bucket's tat (lib.lua), until a URL queued
+	// was still filling -> the bucket's tat (queue.lua), until a URL queued
 	// for them brings them back to Ready with it.
 	Refill string
 	// Outbox is a hash: an exchange's id -> the records of its pages whose
@@ -111,7 +111,7 @@ func (k Keys) EndedBy(token string) string { return k.Ended + token }
 // Queue is the key of host's queue.
 func (k Keys) Queue(host string) string { return k.Queues + host }
 
-// Lanes is the hash of the hosts' lanes (lib.lua): host -> LaneRender or
+// Lanes is the hash of the hosts' lanes (queue.lua): host -> LaneRender or
 // LanePlain, and field "*" the lane of a host not in it.
 func (k Keys) Lanes() string { return k.Queues + " lanes" }
 
@@ -124,7 +124,7 @@ func (k Keys) ReadyIn(lane string) string {
 }
 
 // Wake is the pub/sub channel on which a message says that the queues,
-// which were empty, have URLs again (lib.lua's fr_count): idle workers
+// which were empty, have URLs again (queue.lua's fr_count): idle workers
 // wait on it instead of polling. (A channel is not a key: no host's queue
 // can clash with it.)
 func (k Keys) Wake() string { return k.Queues + "wake" }

@@ -1,5 +1,5 @@
--- requires: lib
--- lane.lua: put a host in a lane (lib.lua's lanes),
+-- requires: keys
+-- lane.lua: put a host in a lane (queue.lua's lanes),
 -- 'render' for a host whose pages need a browser or 'plain', or with host
 -- '*' set the lane of every host not given one of its own. A host queued
 -- moves to its new lane's ready set with its tat, so its politeness is

@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The lanes a host's URLs are popped in (lib.lua's lanes): a host of the
+// The lanes a host's URLs are popped in (queue.lua's lanes): a host of the
 // render lane is popped only by workers with a browser (Options.Lane), and
 // its tokens are the same whichever lane takes them.
 const (

@@ -8,10 +8,12 @@ import (
 	"github.com/redcrawl/crawler/politeness"
 )
 
-// The frontier's Lua: its scripts and the modules they require (lib.lua's
-// queues, addrs.lua's address buckets, exchange_steps.lua), with
-// politeness's token bucket (tokens.lua) and dedup's Bloom filter
-// (bloom.lua).
+// The frontier's Lua: its scripts and the modules they require, each file
+// naming them on its first line: base.lua (numbers, the clock, entries,
+// the guards), keys.lua (a shard's queue keys and lanes), queue.lua (the
+// hosts' queues and the ready set), addrs.lua (the address buckets),
+// exchange_steps.lua, schedule_steps.lua; with politeness's token bucket
+// (tokens.lua) and dedup's Bloom filter (bloom.lua).
 var (
 	//go:embed *.lua
 	luaFiles embed.FS

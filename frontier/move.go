@@ -193,7 +193,7 @@ func (f *shard) findQueued(ctx context.Context, host string, want map[string]int
 }
 
 // elementURL is the URL of a queue element of host ("" for a marker, or
-// what does not decode): lib.lua's format.
+// what does not decode): queue.lua's format.
 func elementURL(host, el string) string {
 	switch {
 	case el == "" || el[0] == 'P':

@@ -35,7 +35,7 @@ func TestQueueGivesBackEveryItemWholeAndInOrder(t *testing.T) {
 			frontier.Item{URL: "http://" + h + "/retry", Attempts: 2, Errors: []string{"e1", "e2"}, Parent: "x"}, // whole
 			frontier.Item{URL: "http://user@" + h + "/secret", Depth: 1, Parent: "https://" + h + "/page/2"},
 			frontier.Item{URL: "http://" + h + "/after", Depth: 7, Parent: "https://" + h + "/page/0"}, // a parent again
-			// Characters JSON escapes, in a URL and in its parent (lib.lua's
+			// Characters JSON escapes, in a URL and in its parent (queue.lua's
 			// fr_json writes such an item through cjson), and some that it does not.
 			frontier.Item{URL: "https://" + h + `/odd?a=b\c"d`, Depth: 3, Parent: "https://" + h + `/p\"q`},
 			frontier.Item{URL: "https://" + h + "/tab", Depth: 3, Parent: "https://" + h + "/page\t1"},

@@ -1,10 +1,10 @@
--- requires: lib
+-- requires: base
 -- register.lua: a worker joins the crawl's registry under its id, unless a
 -- live worker holds that id already.
 -- KEYS[1] workers (zset worker -> alive until, ms)
 -- KEYS[2] the crawl's config: while it is missing the crawl is gone (reset)
 -- ARGV[1] worker id   ARGV[2] lease length ms   ARGV[3] the crawl's instance
--- id as the worker read it (lib.lua's fr_ours: another instance is gone)
+-- id as the worker read it (base.lua's fr_ours: another instance is gone)
 -- Returns 0 when registered (alive until one lease length from now); the
 -- GONE error, with nothing written, when the crawl is gone; or, with nothing written,
 -- the milliseconds (at least 1) until the live holder of the id lapses,

@@ -1,11 +1,11 @@
--- requires: lib
+-- requires: base
 -- renew.lua: a worker's heartbeat; extends the leases it still holds.
 -- KEYS[1] leases   KEYS[2] workers (zset worker -> alive until, ms)
 -- KEYS[3] the crawl's config: while it is missing the crawl is gone (reset)
 -- KEYS[4] worker info (hash worker -> "pages leases beat-ms")
 -- ARGV[1] worker id   ARGV[2] lease length ms   ARGV[3] "pages leases" of
 -- the worker, for whoever watches   ARGV[4] the crawl's instance id as the
--- worker read it (lib.lua's fr_ours: another instance is gone)
+-- worker read it (base.lua's fr_ours: another instance is gone)
 -- ARGV[5..] leases ("id\nhost\nitem-json")
 -- Returns a flag per lease, in order (1: held, and extended; 0: lost, and
 -- not revived: its URL was reclaimed for another worker), or the GONE

@@ -1,4 +1,4 @@
--- requires: lib
+-- requires: base
 -- samples.lua: what a crawl learns of its hosts'
 -- need of a browser (seed --render auto), in the first shard. A plain
 -- worker offers the pages it fetched of a host as samples; a render

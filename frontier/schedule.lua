@@ -4,7 +4,7 @@
 -- whose lease expired go back with attempts+1, or to the failed list past
 -- the maximum attempts. Refused as a whole for a stale leader.
 -- KEYS (after the fence's KEYS[1]; named in schedule_steps.lua's SC_KEYS):
---   [2] queues      the prefix of the hosts' queues (lib.lua)
+--   [2] queues      the prefix of the hosts' queues (queue.lua)
 --   [3] ready       [4] leases (zset "id\nhost\nitem-json" -> expiry ms)
 --   [5] deferred    [6] failed   [7] stats   [8] done flag
 --   [9] workers     (zset worker -> alive until ms)
@@ -15,12 +15,12 @@
 --                   there (frontier.SweptRecord): with the page budget
 --                   spent, each one still waiting for a retry; and each
 --                   whose lease expired the maximum times
---   [12] lengths    (lib.lua)   [13] outbox (exchange.lua)
+--   [12] lengths    (queue.lua)   [13] outbox (exchange.lua)
 --   [14] due        (zset "host\nelement\nvisit" -> when the URL's revisit
 --                   is due, ms): frontier/visit.go
 --   [15] worker info (hash worker -> its last heartbeat's note: renew.lua),
 --                   whose forgotten workers go with them
---   [16] refill     (lib.lua)
+--   [16] refill     (queue.lua)
 --   [17] sweeps     the fence's log (stream): this sweep's epoch, ARGV[1],
 --                   added once the fence let it through (frontier.Keys.Sweeps)
 --   [18] settings   the settings version in force here (settings.lua)
@@ -44,7 +44,7 @@
 --       hosts' queues, and the crawl never ends; '0': only those due by a
 --       recrawl's time (stats' 'recrawl_at', recrawl.lua), and the crawl
 --       ends when they are fetched
---   [11] the crawl's instance id as the scheduler read it (lib.lua's fr_ours)
+--   [11] the crawl's instance id as the scheduler read it (base.lua's fr_ours)
 --   [12] the settings version the scheduler acts on: older than the
 --        shard's, the sweep ends no crawl (its budget may be another now)
 -- Returns one JSON object (frontier.sweepReply reads it by name):

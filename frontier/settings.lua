@@ -1,4 +1,4 @@
--- requires: lib
+-- requires: base
 -- settings.lua: a live change of the crawl's settings
 -- ('crawler set') in one shard, one atomic step. In the first shard it
 -- writes the changed fields into the settings hash, only if no other
@@ -16,7 +16,7 @@
 -- flight): no shard pops past the new budget from this step on, and the
 -- scheduler, once it read the new settings, shares out what room is left
 -- (allow.lua gives nothing under older settings).
--- KEYS[1] the shard's config (lib.lua's fr_ours)   KEYS[2] settings
+-- KEYS[1] the shard's config (base.lua's fr_ours)   KEYS[2] settings
 -- KEYS[3] done   KEYS[4] stats   KEYS[5] leases
 -- ARGV[1] the crawl instance the caller read   ARGV[2] the first shard:
 -- the version the caller read; another: '' (ARGV[5] then gives the

@@ -30,7 +30,7 @@ import (
 // again.
 //
 // A member of the due set is one string, "host\nelement\nvisit": the
-// host, the URL and its depth as the queues' compact element (lib.lua),
+// host, the URL and its depth as the queues' compact element (queue.lua),
 // and the Visit's fields separated by tabs, so that a URL costs Redis one
 // zset entry (its bytes are measured in docs/scale.md).
 
