@@ -190,7 +190,7 @@ func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []
 	a.Count, a.Want = true, want
 	p := f.policy()
 	a.LeaseMs, a.Budget, a.Settings = f.o.Lease.Milliseconds(), f.pageBudget(p), p.Version
-	a.Rate, a.Burst, a.PauseKeep, a.DelayKeep = p.HostRate, max(p.HostBurst, 1), politeness.PauseMemory.Milliseconds(), HostDelayKept.Milliseconds()
+	a.Rate, a.Burst, a.PauseKeep = p.HostRate, max(p.HostBurst, 1), politeness.PauseMemory.Milliseconds()
 	a.AheadMs, a.Factor, a.MaxDelayMs = p.PopAhead.Milliseconds(), p.DelayFactor, p.MaxDelay.Milliseconds()
 	a.LeastMs = politeness.LeastWindow.Milliseconds()
 	a.IP, a.IPShard, a.IPShards = p.PerAddress, f.index, f.shards
@@ -261,11 +261,12 @@ func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []
 	return a
 }
 
-// exchangeKeys are exchange.lua's keys after the Bloom filter's.
-func (f *shard) exchangeKeys() []string {
-	return []string{f.keys.Queues, f.keys.Ready, f.keys.Leases, f.keys.Stats, f.keys.Failed, f.keys.Results, f.keys.DoneFlag,
-		f.keys.Counter(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Config, f.keys.HostPages, f.keys.Lengths, f.keys.EndedBy(strings.TrimSuffix(f.idPrefix, "-")), f.keys.Buckets, f.keys.Slowed, f.keys.Outbox, f.keys.Due, f.keys.Refill, f.keys.Capped, f.keys.Deferred, f.keys.Paused, f.keys.HostRules, f.keys.Settings}
-}
+// exchangeKeys are exchange.lua's keys after the Bloom filter's
+// (exchangeKeyList).
+func (f *shard) exchangeKeys() []string { return keysOf(exchangeKeyList, f) }
+
+// process is the worker process's id, whose exchanges the counter counts.
+func (f *shard) process() string { return strings.TrimSuffix(f.idPrefix, "-") }
 
 // counted reads what exchange.lua's guard said of an exchange (f.xmu
 // held): refused because the crawl is gone or Redis lost this process's

@@ -53,8 +53,8 @@
 --   want        URLs wanted
 --   results_cap, failed_cap, lease_ms
 --   rate, burst  each host's token bucket (absent rate: no limit, but a
---               host's pause and own delay still hold), pause_keep_ms,
---               delay_keep_ms (how long a bucket keeps those: tokens.lua)
+--               host's pause and own delay still hold), pause_keep_ms
+--               (how long a bucket keeps a pause's count: tokens.lua)
 --   factor, max_delay_ms  adaptive politeness: a finished page's fetch
 --               time (its ms) times factor, at most max_delay_ms, becomes
 --               its host's interval (the bucket's adapt)

@@ -1,31 +1,8 @@
--- requires: queue tokens addrs
+-- requires: contract queue tokens addrs
 -- exchange_steps.lua: the steps of an exchange (exchange.lua), one concern
 -- each, which exchange.lua's body calls in order. They share one table,
 -- the exchange X: its keys by name (X.K), its arguments (X.A, exchange.go's
 -- exchangeArgs) and what the steps leave for those after them.
-
--- EX_KEYS names exchange.lua's keys after the Bloom filter's, in the order
--- exchange.go's exchangeKeys sends them; EX_KINDS says what those with a
--- kind hold (the others: a string, or a prefix), which the first exchange
--- of a process checks. (Flat tables: a script's tables are made anew at
--- each call, and each costs Redis its allocation and its collection.)
-local EX_KEYS = {'queues', 'ready', 'leases', 'stats', 'failed', 'results', 'done', 'counter', 'config',
-  'hostpages', 'lengths', 'ended', 'buckets', 'slowed', 'outbox', 'due', 'refill', 'capped', 'deferred', 'paused',
-  'hostrules', 'settings'}
-local EX_KINDS = {settings = 'string', ready = 'zset', leases = 'zset', stats = 'hash', failed = 'list', results = 'stream',
-  hostpages = 'hash', hostrules = 'hash', lengths = 'hash', slowed = 'hash', outbox = 'hash', due = 'zset', refill = 'zset', capped = 'hash',
-  deferred = 'zset'}
-
--- A finished page's numbers, by place (exchange.go's doneArgs; absent
--- trailing ones are 0), named once here: read as f[EX_STAT] and so on, not
--- copied into a table of names (a page's table would cost Redis more than
--- the rest of its exchange's Lua).
-local EX_LEASE, EX_STAT, EX_RECORD, EX_LINKS, EX_VISIT, EX_DUE, EX_FLAGS, EX_FAILED, EX_MS, EX_COUNTED, EX_GRANT,
-  EX_PUT, EX_AFTER, EX_ADDR = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14
-
--- The flags of a finished page (f[EX_FLAGS]), each a power of two: flag
--- is set in flags when flags % (2 * flag) >= flag.
-local EX_FETCHED, EX_REFUND, EX_AWAY, EX_DEFERRED, EX_REQUEUED = 1, 2, 4, 8, 16
 
 local EX = {} -- the exchange, made by ex_guard
 

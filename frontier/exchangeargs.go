@@ -23,7 +23,6 @@ type exchangeArgs struct {
 	Rate       float64    `json:"rate,omitempty"` // a host's tokens a second (0: no limit)
 	Burst      int        `json:"burst,omitempty"`
 	PauseKeep  int64      `json:"pause_keep_ms,omitempty"`
-	DelayKeep  int64      `json:"delay_keep_ms,omitempty"`
 	AheadMs    int64      `json:"ahead_ms,omitempty"`
 	LeastMs    int64      `json:"least_ms,omitempty"` // a token's least window (politeness.LeastWindow)
 	Factor     float64    `json:"factor,omitempty"`

@@ -1,13 +1,8 @@
--- requires: queue
+-- requires: contract queue
 -- schedule_steps.lua: the steps of the scheduler's sweep (schedule.lua),
 -- one concern each, which schedule.lua's body calls in order. They share one table, the sweep S: its keys
 -- and arguments by name (S.K, S.A) and what the steps leave for those
 -- after them.
-
--- SC_KEYS names schedule.lua's keys after the fence's KEYS[1], in the
--- order sweep.go's queueSchedule sends them.
-local SC_KEYS = {'queues', 'ready', 'leases', 'deferred', 'failed', 'stats', 'done', 'workers', 'config',
-  'results', 'lengths', 'outbox', 'due', 'workerinfo', 'refill', 'sweeps', 'settings', 'samples'}
 
 -- sc_begin names the keys and arguments, and refuses the sweep before any
 -- write (the error's text, nil: none) when the crawl is gone, a number the

@@ -79,9 +79,7 @@ func (f *shard) queueSchedule(ctx context.Context, pipe redis.Pipeliner, epochKe
 		key, raising = f.keys.Fence, true
 	}
 	return scheduleScript.Queue(ctx, pipe, raising, key, epoch,
-		[]string{f.keys.Queues, f.keys.Ready, f.keys.Leases, f.keys.Deferred, f.keys.Failed, f.keys.Stats, f.keys.DoneFlag, f.keys.Workers,
-			f.keys.Config, f.keys.Results, f.keys.Lengths, f.keys.Outbox, f.keys.Due, f.keys.WorkerInfo, f.keys.Refill, f.keys.Sweeps, f.keys.Settings,
-			f.keys.Samples},
+		keysOf(scheduleKeyList, f),
 		maxAttempts, limit, failedCap, pageBudget, WorkerForgetAfter.Milliseconds(), f.resultsCap, mode, f.o.outboxAge().Milliseconds(), flag(f.o.Continuous), f.o.Instance,
 		f.policy().Version)
 }

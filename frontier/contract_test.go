@@ -1,0 +1,64 @@
+package frontier
+
+import (
+	flagpkg "flag"
+	"os"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var update = flagpkg.Bool("update", false, "write contract.lua anew from contract.go's declarations")
+
+// contract.lua is what contract.go's declarations make (go generate
+// writes it; this test with -update does): the scripts read keys and a
+// finished page's numbers by the places Go sends them in, declared once.
+func TestTheLuaContractIsCurrent(t *testing.T) {
+	want := contractLua()
+	if *update {
+		if err := os.WriteFile("contract.lua", []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile("contract.lua")
+	if err != nil || string(got) != want {
+		t.Fatalf("contract.lua is not what contract.go declares (%v): run 'go generate ./frontier'", err)
+	}
+	for i, n := range doneNames {
+		if n == "" {
+			t.Errorf("doneArgs' field %d has no name in doneNames", i)
+		}
+	}
+}
+
+// The exchange's arguments travel as one JSON object by name
+// (exchangeArgs): every field Go sends is read by the exchange's Lua (as
+// A.name), and every A.name the Lua reads is a field Go sends.
+func TestTheExchangesArgumentsAreReadByTheNamesSent(t *testing.T) {
+	sent := map[string]bool{}
+	rt := reflect.TypeOf(exchangeArgs{})
+	for i := range rt.NumField() {
+		if name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			sent[name] = true
+		}
+	}
+	src, err := lua.Join("exchange")
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\bA\.([a-z_]+)`).FindAllStringSubmatch(src, -1) {
+		read[m[1]] = true
+	}
+	for name := range read {
+		if !sent[name] {
+			t.Errorf("the exchange's Lua reads A.%s, which exchangeArgs does not send", name)
+		}
+	}
+	for name := range sent {
+		if !read[name] {
+			t.Errorf("exchangeArgs sends %q, which the exchange's Lua never reads", name)
+		}
+	}
+}
