@@ -32,33 +32,40 @@ func TestTheLuaContractIsCurrent(t *testing.T) {
 	}
 }
 
-// The exchange's arguments travel as one JSON object by name
-// (exchangeArgs): every field Go sends is read by the exchange's Lua (as
-// A.name), and every A.name the Lua reads is a field Go sends.
-func TestTheExchangesArgumentsAreReadByTheNamesSent(t *testing.T) {
-	sent := map[string]bool{}
-	rt := reflect.TypeOf(exchangeArgs{})
-	for i := range rt.NumField() {
-		if name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
-			sent[name] = true
+// The exchange's and the sweep's arguments travel as one JSON object by
+// name (exchangeArgs, scheduleArgs): every field Go sends is read by the
+// script's Lua (as A.name), and every A.name the Lua reads is a field Go
+// sends (the sweep's epoch aside: the fence's ARGV[1]).
+func TestTheScriptsArgumentsAreReadByTheNamesSent(t *testing.T) {
+	for _, c := range []struct {
+		script string
+		args   any
+		own    string
+	}{{"exchange", exchangeArgs{}, ""}, {"schedule", scheduleArgs{}, "epoch"}} {
+		sent := map[string]bool{}
+		rt := reflect.TypeOf(c.args)
+		for i := range rt.NumField() {
+			if name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+				sent[name] = true
+			}
 		}
-	}
-	src, err := lua.Join("exchange")
-	if err != nil {
-		t.Fatal(err)
-	}
-	read := map[string]bool{}
-	for _, m := range regexp.MustCompile(`\bA\.([a-z_]+)`).FindAllStringSubmatch(src, -1) {
-		read[m[1]] = true
-	}
-	for name := range read {
-		if !sent[name] {
-			t.Errorf("the exchange's Lua reads A.%s, which exchangeArgs does not send", name)
+		src, err := lua.Join(c.script)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	for name := range sent {
-		if !read[name] {
-			t.Errorf("exchangeArgs sends %q, which the exchange's Lua never reads", name)
+		read := map[string]bool{}
+		for _, m := range regexp.MustCompile(`\bA\.([a-z_]+)`).FindAllStringSubmatch(src, -1) {
+			read[m[1]] = true
+		}
+		for name := range read {
+			if !sent[name] && name != c.own {
+				t.Errorf("%s's Lua reads A.%s, which %T does not send", c.script, name, c.args)
+			}
+		}
+		for name := range sent {
+			if !read[name] {
+				t.Errorf("%T sends %q, which %s's Lua never reads", c.args, name, c.script)
+			}
 		}
 	}
 }

@@ -27,25 +27,26 @@
 --   [19] samples    pages waiting for a render worker (samples.lua; the
 --                   first shard's only): while any waits, the crawl is
 --                   not over
--- ARGV (after the fence's ARGV[1], the epoch; named in sc_begin):
---   [2] max attempts   [3] most entries per sweep   [4] failed list cap
---   [5] page budget (0: none; -1: this shard's share, stats' 'allow')
---   [6] forget workers this long after they stopped being alive (ms)
---   [7] the results stream's cap (XADD MAXLEN ~)
---   [8] mode: '1', this is the crawl's only shard, and the sweep decides
+-- ARGV[2] (after the fence's ARGV[1], the epoch): one JSON object,
+-- sweep.go's scheduleArgs, by name:
+--   max_attempts   limit: most entries per sweep   failed_cap
+--   budget  page budget (0: none; -1: this shard's share, stats' 'allow')
+--   forget_ms  forget workers this long after they stopped being alive (ms)
+--   results_cap  the results stream's cap (XADD MAXLEN ~)
+--   mode: '1', this is the crawl's only shard, and the sweep decides
 --       whether the crawl is done; '0', a shard of several, whose sweep
 --       only reports whether it is empty (Frontier.Schedule decides, over
 --       all of them); 'end', Frontier.Schedule decided the crawl is over:
 --       this shard ends as a lone one would; 'finish', as 'end', but
 --       without setting the done flag: done is 1 when the shard's last
 --       records are all written (Frontier.Schedule then ends them all)
---   [9] how old an outbox entry is before the sweep acks it (ms)
---   [10] '1': the crawl is continuous: URLs due by now go back to their
---       hosts' queues, and the crawl never ends; '0': only those due by a
+--   outbox_age  how old an outbox entry is before the sweep acks it (ms)
+--   continuous  true: the crawl is continuous: URLs due by now go back to their
+--       hosts' queues, and the crawl never ends; false: only those due by a
 --       recrawl's time (stats' 'recrawl_at', recrawl.lua), and the crawl
 --       ends when they are fetched
---   [11] the crawl's instance id as the scheduler read it (base.lua's fr_ours)
---   [12] the settings version the scheduler acts on: older than the
+--   instance  the crawl's instance id as the scheduler read it (base.lua's fr_ours)
+--   settings  the settings version the scheduler acts on: older than the
 --        shard's, the sweep ends no crawl (its budget may be another now)
 -- Returns one JSON object (frontier.sweepReply reads it by name):
 --   released    due deferred entries put back in the queues
@@ -61,7 +62,7 @@
 --                crawl's end has more last records to write: sweep again)
 --   empty       1: nothing queued, leased or deferred in this shard, and
 --                no outbox entry waiting
---   outbox      the outbox entries older than ARGV[9]: id, entry, id, entry …
+--   outbox      the outbox entries older than outbox_age: id, entry, id, entry …
 --                (absent: none)
 --   enqueued    URLs ever queued at the back (a shard's work can only come
 --                back through that counter)

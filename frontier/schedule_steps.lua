@@ -11,10 +11,8 @@
 local function sc_begin()
   local K = {}
   for i, name in ipairs(SC_KEYS) do K[name] = KEYS[i + 1] end
-  local A = {epoch = ARGV[1], max_attempts = tonumber(ARGV[2]), limit = tonumber(ARGV[3]),
-    failed_cap = tonumber(ARGV[4]), budget = tonumber(ARGV[5]), forget_ms = tonumber(ARGV[6]),
-    results_cap = ARGV[7], mode = ARGV[8], outbox_age = tonumber(ARGV[9]), continuous = ARGV[10] == '1',
-    instance = ARGV[11], settings = tonumber(ARGV[12]) or 0}
+  local A = cjson.decode(ARGV[2]) -- scheduleArgs, by name
+  A.epoch, A.settings = ARGV[1], A.settings or 0
   if not fr_ours(K.config, A.instance) then return nil, FR_GONE end
   local q = K.queues .. 'x' -- a queue: the queues share their prefix
   local why = fr_unsound_stats(K.stats) or fr_denied({

@@ -2,6 +2,7 @@ package frontier
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -79,9 +80,33 @@ func (f *shard) queueSchedule(ctx context.Context, pipe redis.Pipeliner, epochKe
 		key, raising = f.keys.Fence, true
 	}
 	return scheduleScript.Queue(ctx, pipe, raising, key, epoch,
-		keysOf(scheduleKeyList, f),
-		maxAttempts, limit, failedCap, pageBudget, WorkerForgetAfter.Milliseconds(), f.resultsCap, mode, f.o.outboxAge().Milliseconds(), flag(f.o.Continuous), f.o.Instance,
-		f.policy().Version)
+		keysOf(scheduleKeyList, f), scheduleArgs{MaxAttempts: maxAttempts, Limit: limit, FailedCap: failedCap, Budget: pageBudget,
+			ForgetMs: WorkerForgetAfter.Milliseconds(), ResultsCap: f.resultsCap, Mode: mode, OutboxAge: f.o.outboxAge().Milliseconds(),
+			Continuous: f.o.Continuous, Instance: f.o.Instance, Settings: f.policy().Version}.encode())
+}
+
+// scheduleArgs are schedule.lua's arguments after the fence's epoch, one
+// JSON object read by name (its header says what each is).
+type scheduleArgs struct {
+	MaxAttempts int    `json:"max_attempts"`
+	Limit       int    `json:"limit"`
+	FailedCap   int    `json:"failed_cap"`
+	Budget      int64  `json:"budget"`
+	ForgetMs    int64  `json:"forget_ms"`
+	ResultsCap  int64  `json:"results_cap"`
+	Mode        string `json:"mode"`
+	OutboxAge   int64  `json:"outbox_age"`
+	Continuous  bool   `json:"continuous"`
+	Instance    string `json:"instance"`
+	Settings    int64  `json:"settings"`
+}
+
+func (a scheduleArgs) encode() string {
+	b, err := json.Marshal(a)
+	if err != nil {
+		panic("frontier: schedule arguments: " + err.Error()) // strings and numbers only: cannot fail
+	}
+	return string(b)
 }
 
 func (f *shard) readSchedule(ctx context.Context, p *fence.Pending) (Sweep, error) {
