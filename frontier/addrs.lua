@@ -159,13 +159,9 @@ local function ip_refund(X, grants, aT)
   for i, a in ipairs(addrs) do
     local tat = tonumber(v[i] or '')
     if tat then
-      local was = tat
-      local gs = grants[a]
-      table.sort(gs, function(x, y) return x > y end)
-      for _, g in ipairs(gs) do
-        if tat > g / 1000 + aT + 0.002 then break end
-        tat = tat - aT
-      end
+      local was, slots = tat, {}
+      for j, g in ipairs(grants[a]) do slots[j] = g / 1000 end
+      tat = tb_refund(tat, slots, aT, 0.002)
       if tat < was then
         out[#out + 1] = a
         out[#out + 1] = fr_tat(tat)

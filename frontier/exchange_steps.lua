@@ -469,10 +469,9 @@ local function ex_host_rate(X, b, host)
   return rate, burst
 end
 
--- ex_last: a token of slot grant (µs, as the slots travel, rounded) is
--- its host's last taken when its interval (ms) reaches the host's tat
--- (ms): only such a token may go back (ex_refund).
-local function ex_last(tat, grant, interval) return tat <= grant / 1000 + interval + 0.002 end
+-- EX_SLOT_ROUNDING is how far (ms) a token's slot may be from the one
+-- taken: slots travel as whole µs (tb_refund's eps).
+local EX_SLOT_ROUNDING = 0.002
 
 -- ex_granted: host's bucket b gave a grant; a grant halves its count of
 -- pauses (pause.lua).
@@ -491,13 +490,9 @@ end
 
 -- 6. ex_refund: the tokens of URLs that made no request (disallowed by
 -- robots.txt, skipped, given back unused) go back to their hosts'
--- buckets, so that such a URL does not cost its host an interval: its tat
--- moves back an interval a token, never before a pause's end. Only a
--- host's last token can go back: once a later one was taken (reserved
--- ahead, its URL in some worker), the tat is that one's, and moving it
--- back would give the host's next URL the later token's time too, two
--- requests at once. The last, latest first: a grant whose interval
--- reaches the tat. A host not in ready has a full bucket.
+-- buckets by the bucket's rule (tb_refund: only a host's last tokens),
+-- never before a pause's end, so that such a URL does not cost its host
+-- an interval. A host not in ready has a full bucket.
 local function ex_refund(X)
   local K = X.K
   for host, grants in pairs(X.refunds) do
@@ -509,13 +504,10 @@ local function ex_refund(X)
       if redis.call('HEXISTS', K.slowed, host) == 1 then b = ex_bucket(X, host) end
       local r, size = ex_host_rate(X, b, host)
       if r > 0 then
-        local interval, was = 1000 / r, tat
-        table.sort(grants, function(x, y) return x > y end)
-        for _, g in ipairs(grants) do
-          if not ex_last(tat, g, interval) then break end
-          tat = tat - interval
-        end
-        tat = math.max(tat, ex_paused_tat(b, r, size))
+        local slots = {}
+        for i, g in ipairs(grants) do slots[i] = g / 1000 end
+        local was = tat
+        tat = tb_refund(tat, slots, 1000 / r, EX_SLOT_ROUNDING, ex_paused_tat(b, r, size))
         if tat < was then redis.call('ZADD', ready, 'XX', fr_tat(tat), host) end
       end
     end
@@ -695,22 +687,15 @@ local function ex_again(X)
     if redis.call('ZSCORE', K.leases, member) then
       local host, grant = fr_second(member), grants[r] or 0
       T.marks[host] = redis.call('HGET', K.slowed, host)
-      -- The host's tat: in ready, or in refill when its queue ran dry; in
-      -- neither, its bucket is full.
-      local where = fr_rkey(X.Q, host)
-      local tat = redis.call('ZSCORE', where, host)
-      if not tat then
-        where = K.refill
-        tat = redis.call('ZSCORE', where, host)
-      end
-      tat = tonumber(tat or '0')
+      local where, tat = fr_host_tat(X.Q, host)
+      tat = tat or 0
       local b = EX_NONE
       if T.marks[host] then b = ex_bucket(T, host) end
       local rate, size = ex_host_rate(T, b, host)
-      if rate > 0 and grant > 0 and tat > 0 and ex_last(tat, grant, 1000 / rate) then
-        -- Its token is the host's last: it goes back before one is taken,
-        -- never before a pause's end.
-        tat = math.max(tat - 1000 / rate, ex_paused_tat(b, rate, size))
+      if rate > 0 and grant > 0 and tat > 0 then
+        -- Its token goes back if it is the host's last, before one is
+        -- taken, never before a pause's end.
+        tat = tb_refund(tat, {grant / 1000}, 1000 / rate, EX_SLOT_ROUNDING, ex_paused_tat(b, rate, size))
       end
       local k, _, r2, size2, first = ex_host_tokens(T, host, 1, tat)
       if ex_blocked(T, host) then -- blocked: back to its queue, which the pops end

@@ -35,14 +35,8 @@ redis.call('HSET', KEYS[4], host, '1')
 kept()
 if ARGV[3] == '' then return 2 end
 local now = fr_now()
--- The host's tat: in ready, or in refill when its queue ran dry.
-local where = fr_rkey(fr_keys(KEYS[6], KEYS[3]), host)
-local tat = redis.call('ZSCORE', where, host)
-if not tat then
-  where = KEYS[5]
-  tat = redis.call('ZSCORE', where, host)
-end
-if ARGV[4] ~= '' and tat and tonumber(tat) == tonumber(ARGV[4]) and redis.call('HGET', key, 'first') ~= ARGV[4] then
+local where, tat = fr_host_tat(fr_keys(KEYS[6], KEYS[3], nil, nil, KEYS[5]), host)
+if ARGV[4] ~= '' and tat and tat == tonumber(ARGV[4]) and redis.call('HGET', key, 'first') ~= ARGV[4] then
   -- The bucket was full at the pop, no grant came since (the tat is the
   -- one it left), and no other URL of that pop went as the first: the
   -- host's first request. Its next token, at the delay, comes a delay on.

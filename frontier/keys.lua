@@ -32,3 +32,16 @@ end
 
 -- fr_rkey is the ready set host waits in: its lane's.
 local function fr_rkey(Q, host) return fr_ready_of(Q, fr_lane(Q, host)) end
+
+-- fr_host_tat is where host's tat is kept and the tat (ms; nil: in
+-- neither, its bucket is full): its lane's ready set while it has URLs
+-- queued, else refill while its bucket is still filling (Q.refill).
+local function fr_host_tat(Q, host)
+  local where = fr_rkey(Q, host)
+  local tat = redis.call('ZSCORE', where, host)
+  if not tat then
+    where = Q.refill
+    tat = redis.call('ZSCORE', where, host)
+  end
+  return where, tonumber(tat)
+end

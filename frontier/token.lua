@@ -32,13 +32,8 @@ X.horizon = X.tnow + tonumber(ARGV[6])
 if redis.call('EXISTS', KEYS[8]) == 1 then return {0, 1000} end -- the crawl is paused
 if ex_blocked(X, host) then return {0, tonumber(ARGV[6])} end
 local Q = fr_keys(KEYS[2], KEYS[3], nil, nil, KEYS[4])
-local where = fr_rkey(Q, host)
-local tat = redis.call('ZSCORE', where, host)
-if not tat then
-  where = KEYS[4]
-  tat = redis.call('ZSCORE', where, host)
-end
-tat = tonumber(tat or '0')
+local where, tat = fr_host_tat(Q, host)
+tat = tat or 0
 X.marks[host] = redis.call('HGET', KEYS[5], host)
 local k, b, r, size, first = ex_host_tokens(X, host, 1, tat)
 local slots, early, late, anext
@@ -53,13 +48,13 @@ if k > 0 and r > 0 and ARGV[7] == '1' and not ex_rule(X, host) then
   end
 end
 if k == 0 then
-  -- b is the tat: the next token's slot is burst - 1 intervals before
-  -- it, and it may be taken once its window opens within the horizon.
+  -- b is the tat, the next token's slot: it may be taken once its window
+  -- opens within the horizon.
   local next = b
   local bk = EX_NONE
   if X.marks[host] then bk = ex_bucket(X, host) end
   local r2, size2 = ex_host_rate(X, bk, host)
-  if r2 > 0 then next = b - (size2 - 1) * 1000 / r2 - tb_window(r2, size2, X.least) end
+  if r2 > 0 then next = tb_opens(b, r2, size2, X.least) end
   return {0, math.max(1, math.ceil(next - X.horizon))}
 end
 if r == 0 then return {1, 0, 0, -1} end

@@ -59,6 +59,25 @@ local function tb_take(tat, now, interval, burst, n)
   return now + after, after - burst * interval
 end
 
+-- tb_refund is a bucket's tat after the tokens taken for slots go back
+-- (a request that never went): only the bucket's last tokens can, an
+-- interval each, latest first, while a token's interval reaches the tat
+-- (within eps: a slot may have travelled rounded). Once a later token was
+-- taken the tat is that one's, and moving it back would give the next
+-- request the later token's time too. A refund never takes the tat below
+-- floor (a pause's end; nil: none). slots is sorted in place. Times in
+-- the caller's unit, as tb_take's.
+local function tb_refund(tat, slots, interval, eps, floor)
+  local was = tat
+  table.sort(slots, function(x, y) return x > y end)
+  for _, s in ipairs(slots) do
+    if tat > s + interval + eps then break end
+    tat = tat - interval
+  end
+  if tat < was and floor then tat = math.max(tat, floor) end
+  return tat
+end
+
 -- tb_window is a token's window, for a host of rate requests a second and
 -- a bucket of burst, when tokens are handed out ahead of their use (a
 -- pop): a token's slot is its place in the bucket's schedule (slots come
@@ -76,6 +95,13 @@ local function tb_window(rate, burst, least)
   local width = math.max((burst - 0.5) * interval, least)
   local late = math.max(least, interval / 2)
   return math.max(0, width - late), width
+end
+
+-- tb_opens is when the window of a bucket's next token opens, its tat
+-- being tat (the token's slot, when tokens are handed out ahead of their
+-- use: a pop) and its window tb_window's.
+local function tb_opens(tat, rate, burst, least)
+  return tat - tb_window(rate, burst, least)
 end
 
 -- tb_store writes bucket b's new tat (µs) at now, after tokens were
