@@ -1,4 +1,4 @@
--- requires: contract queue tokens addrs
+-- requires: contract queue hostbucket addrs
 -- exchange_steps.lua: the steps of an exchange (exchange.lua), one concern
 -- each, which exchange.lua's body calls in order. They share one table,
 -- the exchange X: its keys by name (X.K), its arguments (X.A, exchange.go's
@@ -406,88 +406,6 @@ local function ex_give_back(X)
   end
 end
 
--- EX_NONE is the bucket hash of a host not marked in slowed: nothing but
--- the tat its ready score holds (tokens.lua).
-local EX_NONE = {delay = 0, adapt = 0, paused_until = 0, pauses = 0}
-
--- The frontier's fields in a host's bucket hash beside the bucket's own
--- (tokens.lua): the host's own least interval, ms (robots.txt's
--- Crawl-delay: hostdelay.lua), and its interval by adaptive politeness, ms
--- (ex_adapt); frontier/doc.go.
-local EX_BUCKET_FIELDS = {'delay', 'adapt'}
-
--- ex_bucket reads host's bucket hash (tb_read); a field that is not a
--- number is deleted (it reads as absent: the crawl's rate holds), and
--- counted (stats 'corrupt').
-local function ex_bucket(X, host)
-  local b = tb_read(X.K.buckets .. host, EX_BUCKET_FIELDS)
-  if b.bad then
-    redis.call('HDEL', X.K.buckets .. host, unpack(b.bad))
-    redis.call('HINCRBY', X.K.stats, 'corrupt', fr_int(#b.bad))
-  end
-  return b
-end
-
--- ex_parse_rule reads a hostrules value, "rate burst" ({rate, burst}) or
--- "block" ({0, 1, true}: nothing popped, its queue ended with records:
--- ex_drop_blocked), or false for none (or one not well formed: the
--- crawl's rate holds).
-local function ex_parse_rule(v)
-  if v == FR_BLOCKED then return {0, 1, true} end
-  local r, b = string.match(v or '', '^(%S+) (%d+)$')
-  r, b = tonumber(r), tonumber(b)
-  if r and b and r >= 0 and b >= 1 then return {r, b} end
-  return false
-end
-
--- ex_rules are the shard's hosts with a rate of their own, set by hand
--- (crawler host HOST --rate: hostrules, host -> "rate burst", rate 0 for
--- no limit): host -> {rate, burst}. Read whole, once a call, and not at
--- all while no host has one: rules are set by a person, a few hosts'.
-local function ex_rules(X)
-  if X.rules then return X.rules end
-  X.rules = {}
-  if redis.call('EXISTS', X.K.hostrules) == 1 then
-    local all = redis.call('HGETALL', X.K.hostrules)
-    for i = 1, #all, 2 do X.rules[all[i]] = ex_parse_rule(all[i + 1]) end
-  end
-  return X.rules
-end
-
--- ex_rule is host's own rule (ex_rules), or false.
-local function ex_rule(X, host) return ex_rules(X)[host] or false end
-
--- ex_host_rate is host's rate and burst by its bucket b: its own rule's
--- (ex_rule) or the crawl's, or the slower of its own delay (Crawl-delay)
--- and its adaptive interval when that is slower (0: no limit).
-local function ex_host_rate(X, b, host)
-  local rate, burst = X.rate, X.burst
-  local rule = ex_rule(X, host)
-  if rule then rate, burst = rule[1], rule[2] end
-  local interval = math.max(b.delay, b.adapt)
-  if interval > 0 and (rate == 0 or 1000 / interval < rate) then return 1000 / interval, 1 end
-  return rate, burst
-end
-
--- EX_SLOT_ROUNDING is how far (ms) a token's slot may be from the one
--- taken: slots travel as whole µs (tb_refund's eps).
-local EX_SLOT_ROUNDING = 0.002
-
--- ex_granted: host's bucket b gave a grant; a grant halves its count of
--- pauses (pause.lua).
-local function ex_granted(X, host, b)
-  if b.pauses > 0 then
-    redis.call('HSET', X.K.buckets .. host, 'pauses', fr_int(math.floor(b.pauses / 2)))
-  end
-end
-
--- ex_paused_tat is the least tat bucket b may have: one whose first token
--- comes when its pause ends (0: not paused).
-local function ex_paused_tat(b, r, size)
-  if b.paused_until == 0 then return 0 end
-  return math.ceil(b.paused_until / 1000) + (size - 1) * 1000 / r
-end
-
 -- 6. ex_refund: the tokens of URLs that made no request (disallowed by
 -- robots.txt, skipped, given back unused) go back to their hosts'
 -- buckets by the bucket's rule (tb_refund: only a host's last tokens),
@@ -500,14 +418,14 @@ local function ex_refund(X)
     local tat = redis.call('ZSCORE', ready, host)
     if tat then
       tat = tonumber(tat)
-      local b = EX_NONE
-      if redis.call('HEXISTS', K.slowed, host) == 1 then b = ex_bucket(X, host) end
-      local r, size = ex_host_rate(X, b, host)
+      local b = HB_NONE
+      if redis.call('HEXISTS', K.slowed, host) == 1 then b = hb_bucket(X, host) end
+      local r, size = hb_rate(X, b, host)
       if r > 0 then
         local slots = {}
         for i, g in ipairs(grants) do slots[i] = g / 1000 end
         local was = tat
-        tat = tb_refund(tat, slots, 1000 / r, EX_SLOT_ROUNDING, ex_paused_tat(b, r, size))
+        tat = tb_refund(tat, slots, 1000 / r, HB_SLOT_ROUNDING, hb_paused_tat(b, r, size))
         if tat < was then redis.call('ZADD', ready, 'XX', fr_tat(tat), host) end
       end
     end
@@ -537,32 +455,6 @@ local function ex_budget(X)
   local room = X.budget - X.pages - redis.call('ZCARD', K.leases)
   if room <= 0 and X.W > 0 then X.wait = -1 end -- nothing to pop until a page ends: back off
   X.W = math.max(0, math.min(X.W, room))
-end
-
--- ex_host_tokens is how many URLs host may have (at most q), given the tat
--- its score holds: that many, its bucket, its rate and burst (rate 0: no
--- limit), and its first token's slot; or 0 and the host's tat, raised
--- when a pause holds it past its score. The slots come an interval apart
--- from the tat (or now, when the bucket is full); the host has as many
--- tokens as have windows that open by the horizon (tb_window).
-local function ex_host_tokens(X, host, q, tat)
-  local b = EX_NONE
-  if X.marks[host] then
-    b = ex_bucket(X, host)
-    if b.delay == 0 and b.adapt == 0 and X.nowus >= b.paused_until and (b.pauses == 0 or X.rate == 0) then
-      redis.call('HDEL', X.K.slowed, host) -- nothing left to read (without a rate no grant halves pauses)
-    end
-  end
-  local r, size = ex_host_rate(X, b, host)
-  if X.nowus < b.paused_until then
-    if r == 0 then return 0, math.max(tat, math.ceil(b.paused_until / 1000), X.horizon + 1) end
-    return 0, math.max(tat, math.ceil(ex_paused_tat(b, r, size)))
-  end
-  if r == 0 then return q, b, 0, 1, 0 end -- no limit: nothing to take
-  local first, early = math.max(tat, X.tnow), tb_window(r, size, X.least)
-  local n = math.floor((X.horizon + early - first) * r / 1000) + 1
-  if n < 1 then return 0, tat end
-  return math.min(q, n), b, r, size, first
 end
 
 -- ex_due is a round's due hosts (host, tat, host, tat, …: at most m, whose
@@ -607,12 +499,6 @@ local function ex_due(X, m)
   return sorted, capped
 end
 
--- ex_blocked: host is blocked (crawler host --block).
-local function ex_blocked(X, host)
-  local rule = ex_rule(X, host)
-  return rule and rule[3] or false
-end
-
 -- ex_drop_blocked: a blocked host's queued URLs end with their records, a
 -- thousand a visit (fr_drop_blocked); its queue emptied, it leaves ready
 -- (dry), else it stays due for the next. It reports whether anything
@@ -637,30 +523,12 @@ local function ex_drop_capped(X, host, dry)
   return n > 0
 end
 
--- ex_take_tokens gives the n URLs popped from a host of rate r and burst
--- size, whose first token's slot is first, a token each: its slot, an
--- interval after the last, and its window around it (tb_window), as µs
--- from now. It returns the host's tat after them.
-local function ex_take_tokens(X, n, r, size, first)
-  local interval, early, width = 1000 / r, tb_window(r, size, X.least)
-  local after = tb_take(first, X.tnow, interval, size, n)
-  local tnow, slots, froms, untils = X.tnow, X.slots, X.froms, X.untils
-  for i = 0, n - 1 do
-    local slot = first + i * interval
-    slots[#slots + 1] = math.floor((slot - tnow) * 1000 + 0.5)
-    froms[#froms + 1] = math.ceil(math.max(0, slot - early - tnow) * 1000)
-    untils[#untils + 1] = math.floor((slot - early + width - tnow) * 1000)
-  end
-  X.tokened = true
-  return after
-end
-
 -- 4. ex_again: a late URL given back (its token's window closed before
 -- its request could go: it waited in its worker's buffer, or for its
 -- host's robots.txt) is popped again first, by the pop's own rule: its
 -- old token goes back while it is the host's last (ex_refund's rule), and
 -- the host gives it a new one if its next token's window opens by the
--- pop's horizon (ex_host_tokens; not with politeness per address). Its
+-- pop's horizon (hb_tokens; not with politeness per address). Its
 -- lease is kept and the URL goes back to its worker under the new token
 -- (the reply's again), one of the URLs the call wanted (ex_budget); the
 -- host's bound holds as for any popped URL: the late token is no longer
@@ -689,24 +557,24 @@ local function ex_again(X)
       T.marks[host] = redis.call('HGET', K.slowed, host)
       local where, tat = fr_host_tat(X.Q, host)
       tat = tat or 0
-      local b = EX_NONE
-      if T.marks[host] then b = ex_bucket(T, host) end
-      local rate, size = ex_host_rate(T, b, host)
+      local b = HB_NONE
+      if T.marks[host] then b = hb_bucket(T, host) end
+      local rate, size = hb_rate(T, b, host)
       if rate > 0 and grant > 0 and tat > 0 then
         -- Its token goes back if it is the host's last, before one is
         -- taken, never before a pause's end.
-        tat = tb_refund(tat, {grant / 1000}, 1000 / rate, EX_SLOT_ROUNDING, ex_paused_tat(b, rate, size))
+        tat = tb_refund(tat, {grant / 1000}, 1000 / rate, HB_SLOT_ROUNDING, hb_paused_tat(b, rate, size))
       end
-      local k, _, r2, size2, first = ex_host_tokens(T, host, 1, tat)
-      if ex_blocked(T, host) then -- blocked: back to its queue, which the pops end
+      local k, _, r2, size2, first = hb_tokens(T, host, 1, tat)
+      if hb_blocked(T, host) then -- blocked: back to its queue, which the pops end
         k = 0
       end
       if k > 0 and r2 == 0 then -- no limit now: nothing to take
         X.kept[r] = true
         X.again[#X.again + 1] = {r, 0, 0, -1}
       elseif k > 0 then
-        redis.call('ZADD', where, fr_tat(ex_take_tokens(T, 1, r2, size2, first)), host)
-        ex_granted(X, host, b)
+        redis.call('ZADD', where, fr_tat(hb_take(T, 1, r2, size2, first)), host)
+        hb_granted(X, host, b)
         X.kept[r] = true
         X.again[#X.again + 1] = {r, T.slots[#T.slots], T.froms[#T.froms], T.untils[#T.untils]}
       end
@@ -724,9 +592,9 @@ end
 -- for it brings it back with that tat), or for good when it is full.
 -- It reports whether anything moved.
 local function ex_pop_host(X, host, tat, q, dry)
-  local k, b, r, size, first = ex_host_tokens(X, host, q, tat)
+  local k, b, r, size, first = hb_tokens(X, host, q, tat)
   local slots, early, late, anext
-  if k > 0 and X.ip and r > 0 and not ex_rule(X, host) then
+  if k > 0 and X.ip and r > 0 and not hb_rule(X, host) then
     -- Its address's bucket too (addrs.lua): a host of a rule of its own
     -- keeps to that alone.
     if not X.addrOf[host] then k, b = 0, tat -- no address known yet: the worker resolves it first
@@ -750,16 +618,16 @@ local function ex_pop_host(X, host, tat, q, dry)
     local tat2 = X.tnow -- no limit: its turn moves behind the others'
     if slots then
       tat2 = ip_take(X, host, slots, n, early, late, r)
-      ex_granted(X, host, b)
+      hb_granted(X, host, b)
     elseif r > 0 then
-      tat2 = ex_take_tokens(X, n, r, size, first)
-      ex_granted(X, host, b)
+      tat2 = hb_take(X, n, r, size, first)
+      hb_granted(X, host, b)
     else
       for _ = 1, n do
         X.slots[#X.slots + 1], X.froms[#X.froms + 1], X.untils[#X.untils + 1] = 0, 0, -1
       end
     end
-    local rule = ex_rule(X, host)
+    local rule = hb_rule(X, host)
     if rule then X.rates[host] = rule[1] end -- the worker weighs a Crawl-delay against it
     if b.delay > 0 then
       X.delays[host] = b.delay
@@ -803,7 +671,7 @@ local function ex_pop_round(X)
       -- not due: looked at already by this call
     elseif capped[host] then
       moved = ex_drop_capped(X, host, dry) or moved
-    elseif ex_blocked(X, host) then
+    elseif hb_blocked(X, host) then
       moved = ex_drop_blocked(X, host, dry) or moved
     else
       moved = ex_pop_host(X, host, tat, q, dry) or moved
@@ -874,7 +742,7 @@ local function ex_pop(X)
   X.anySlowed = redis.call('EXISTS', K.slowed) == 1
   -- A host of its own rate may have tokens whose windows open earlier
   -- than the crawl's reach says: the reach is the widest.
-  for _, rule in pairs(ex_rules(X)) do
+  for _, rule in pairs(hb_rules(X)) do
     if rule and rule[1] > 0 then X.reach = math.max(X.reach, X.horizon + tb_window(rule[1], rule[2], X.least)) end
   end
   -- Hosts that reached the cap of pages are marked in capped when their

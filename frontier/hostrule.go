@@ -117,8 +117,8 @@ func (f *Frontier) HostRules(ctx context.Context) ([]HostRule, error) {
 // blocked is a blocked host's hostrules value (queue.lua's FR_BLOCKED).
 const blocked = "block"
 
-// parseHostRule reads a hostrules value, "rate burst" (exchange_steps.lua's
-// ex_parse_rule): ok is false for one not well formed.
+// parseHostRule reads a hostrules value, "rate burst" (hostbucket.lua's
+// hb_parse_rule): ok is false for one not well formed.
 func parseHostRule(v string) (rate float64, burst int, ok bool) {
 	rs, bs, _ := strings.Cut(v, " ")
 	r, err1 := strconv.ParseFloat(rs, 64)

@@ -2,7 +2,7 @@
 -- hostrule.lua: a host's own rules, set by hand
 -- (crawler host): its own rate and burst, kept in its shard's hostrules
 -- ("rate burst", rate 0 for no limit), which every pop of the shard keeps
--- to instead of the crawl's (exchange_steps.lua's ex_rule) from its next
+-- to instead of the crawl's (hostbucket.lua's hb_rule) from its next
 -- call: the host's tat (its score in ready, or refill) is held to at
 -- most a full bucket of the new rate ahead, so a faster rate takes effect
 -- at once (with no limit, the host is due now), a slower one from the

@@ -1,7 +1,7 @@
--- requires: exchange_steps
+-- requires: hostbucket addrs
 -- token.lua: one token of a host's bucket for a request that is no popped
 -- URL's: a subresource a rendered page loads (crawl/render.go). It is
--- taken by the pop's own rule (ex_host_tokens, ex_take_tokens): the
+-- taken by the pop's own rule (hb_tokens, hb_take): the
 -- host's own rate, Crawl-delay, adaptive interval and pause all hold, and
 -- the host's tat moves as a pop's would, in its lane's ready set, or in
 -- refill when nothing of it is queued. So a host's rate holds over its
@@ -30,14 +30,14 @@ X.tnow = X.nowus / 1000
 X.now = math.floor(X.tnow) -- ms, as answers' expiries count (addrs.lua)
 X.horizon = X.tnow + tonumber(ARGV[6])
 if redis.call('EXISTS', KEYS[8]) == 1 then return {0, 1000} end -- the crawl is paused
-if ex_blocked(X, host) then return {0, tonumber(ARGV[6])} end
+if hb_blocked(X, host) then return {0, tonumber(ARGV[6])} end
 local Q = fr_keys(KEYS[2], KEYS[3], nil, nil, KEYS[4])
 local where, tat = fr_host_tat(Q, host)
 tat = tat or 0
 X.marks[host] = redis.call('HGET', KEYS[5], host)
-local k, b, r, size, first = ex_host_tokens(X, host, 1, tat)
+local k, b, r, size, first = hb_tokens(X, host, 1, tat)
 local slots, early, late, anext
-if k > 0 and r > 0 and ARGV[7] == '1' and not ex_rule(X, host) then
+if k > 0 and r > 0 and ARGV[7] == '1' and not hb_rule(X, host) then
   X.Q = Q
   ip_begin(X, {ip = true, ip_shard = tonumber(ARGV[8]), ip_shards = tonumber(ARGV[9])})
   ip_addresses(X, {host})
@@ -51,9 +51,9 @@ if k == 0 then
   -- b is the tat, the next token's slot: it may be taken once its window
   -- opens within the horizon.
   local next = b
-  local bk = EX_NONE
-  if X.marks[host] then bk = ex_bucket(X, host) end
-  local r2, size2 = ex_host_rate(X, bk, host)
+  local bk = HB_NONE
+  if X.marks[host] then bk = hb_bucket(X, host) end
+  local r2, size2 = hb_rate(X, bk, host)
   if r2 > 0 then next = tb_opens(b, r2, size2, X.least) end
   return {0, math.max(1, math.ceil(next - X.horizon))}
 end
@@ -61,9 +61,9 @@ if r == 0 then return {1, 0, 0, -1} end
 if slots then
   redis.call('ZADD', where, fr_tat(ip_take(X, host, slots, 1, early, late, r)), host)
   ip_write(X)
-  ex_granted(X, host, b)
+  hb_granted(X, host, b)
   return {1, X.slots[1], X.froms[1], X.untils[1]}
 end
-redis.call('ZADD', where, fr_tat(ex_take_tokens(X, 1, r, size, first)), host)
-ex_granted(X, host, b)
+redis.call('ZADD', where, fr_tat(hb_take(X, 1, r, size, first)), host)
+hb_granted(X, host, b)
 return {1, X.slots[1], X.froms[1], X.untils[1]}
