@@ -81,64 +81,91 @@ type resource struct {
 // pages/pages.jsonl, datapackage.json (every file with its sha256 and
 // size) and datapackage-digest.json.
 func Pack(w io.Writer, sources []Source, o Options) (Summary, error) {
-	var sum Summary
 	if len(sources) == 0 {
-		return sum, errors.New("wacz: no WARC files to package")
+		return Summary{}, errors.New("wacz: no WARC files to package")
 	}
 	if o.Index != IndexAuto && o.Index != IndexCDXJ && o.Index != IndexCompressed {
-		return sum, fmt.Errorf("wacz: index %q: want %s or %s (or none: %s past %d lines)", o.Index, IndexCDXJ, IndexCompressed, IndexCompressed, CompressAbove)
+		return Summary{}, fmt.Errorf("wacz: index %q: want %s or %s (or none: %s past %d lines)", o.Index, IndexCDXJ, IndexCompressed, IndexCompressed, CompressAbove)
 	}
 	now := time.Now
 	if o.Now != nil {
 		now = o.Now
 	}
-	created := now().UTC()
 	limit := o.SortMemory
 	if limit <= 0 {
 		limit = 32 << 20
 	}
-	idx := newSorter(o.TempDir, limit)
-	defer idx.remove()
+	pk := &packer{o: o, created: now().UTC(), zw: zip.NewWriter(w), idx: newSorter(o.TempDir, limit)}
+	defer pk.idx.remove()
 	pagesFile, err := os.CreateTemp(o.TempDir, "redcrawl-wacz-pages-*")
 	if err != nil {
-		return sum, fmt.Errorf("wacz: %w", err)
+		return pk.sum, fmt.Errorf("wacz: %w", err)
 	}
 	defer os.Remove(pagesFile.Name())
 	defer pagesFile.Close()
-	pagesOut := bufio.NewWriter(pagesFile)
-	// The main page: the earliest capture of o.MainPage, or without one
-	// the earliest capture of all (a crawl's first seed fetched: the
-	// first file's first page is any worker's).
-	var first *page
-	var firstAt time.Time
-	writePage := func(p page) error {
-		if at, err := time.Parse(time.RFC3339Nano, p.TS); err == nil && (o.MainPage == "" || p.URL == o.MainPage) &&
-			(first == nil || at.Before(firstAt)) {
-			q := p
-			first, firstAt = &q, at
+	pk.pagesFile, pk.pagesOut = pagesFile, bufio.NewWriter(pagesFile)
+	for _, step := range []func() error{func() error { return pk.warcs(sources) }, pk.indexes, pk.pages, pk.manifest} {
+		if err := step(); err != nil {
+			return pk.sum, err
 		}
-		b, err := json.Marshal(p)
-		if err != nil {
-			return err
-		}
-		pagesOut.Write(b)
-		return pagesOut.WriteByte('\n')
 	}
+	if err := pk.zw.Close(); err != nil {
+		return pk.sum, fmt.Errorf("wacz: %w", err)
+	}
+	return pk.sum, nil
+}
 
-	zw := zip.NewWriter(w)
-	var resources []resource
+// packer is one package being written, file after file: the WARC files
+// (indexed and their pages listed as they pass), the index, the pages,
+// the manifest.
+type packer struct {
+	o         Options
+	created   time.Time
+	zw        *zip.Writer
+	idx       *sorter
+	pagesFile *os.File
+	pagesOut  *bufio.Writer
+	resources []resource
+	sum       Summary
+	// The main page: the earliest capture of o.MainPage, or without one
+	// the earliest capture of all (a crawl's first seed fetched: the first
+	// file's first page is any worker's).
+	first   *page
+	firstAt time.Time
+}
+
+// writePage lists p in pages.jsonl, and keeps it if it is the main page
+// so far.
+func (pk *packer) writePage(p page) error {
+	if at, err := time.Parse(time.RFC3339Nano, p.TS); err == nil && (pk.o.MainPage == "" || p.URL == pk.o.MainPage) &&
+		(pk.first == nil || at.Before(pk.firstAt)) {
+		q := p
+		pk.first, pk.firstAt = &q, at
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	pk.pagesOut.Write(b)
+	return pk.pagesOut.WriteByte('\n')
+}
+
+// warcs copies the WARC files into archive/, each name once, indexing
+// them and listing their pages as they pass.
+func (pk *packer) warcs(sources []Source) error {
 	seen := map[string]bool{}
 	for _, src := range sources {
 		name := path.Base(src.Name)
 		if seen[name] {
-			return sum, fmt.Errorf("wacz: two WARC files named %s: a package holds one of each name", name)
+			return fmt.Errorf("wacz: two WARC files named %s: a package holds one of each name", name)
 		}
 		seen[name] = true
-		res, got, err := addWARC(zw, src, name, created, idx, writePage)
+		res, got, err := addWARC(pk.zw, src, name, pk.created, pk.idx, pk.writePage)
 		if err != nil {
-			return sum, err
+			return err
 		}
-		resources = append(resources, res)
+		pk.resources = append(pk.resources, res)
+		sum := &pk.sum
 		sum.Files++
 		sum.Bytes += res.Bytes
 		sum.Records += got.records
@@ -152,91 +179,99 @@ func Pack(w io.Writer, sources []Source, o Options) (Summary, error) {
 		}
 		sum.TooLong += got.tooLong
 	}
+	return nil
+}
 
-	compressed := o.Index == IndexCompressed || o.Index == IndexAuto && sum.Captures > CompressAbove
-	if compressed {
+// indexes writes the sorted index: CDXJ, or past CompressAbove lines
+// (IndexAuto) the compressed form with its secondary index.
+func (pk *packer) indexes() error {
+	if pk.o.Index == IndexCompressed || pk.o.Index == IndexAuto && pk.sum.Captures > CompressAbove {
 		z := &zipNum{}
-		res, err := addFile(zw, "indexes/index.cdx.gz", created, zip.Store, func(w io.Writer) error {
+		res, err := addFile(pk.zw, "indexes/index.cdx.gz", pk.created, zip.Store, func(w io.Writer) error {
 			z.w = w
-			if _, err := idx.each(z.add); err != nil {
+			if _, err := pk.idx.each(z.add); err != nil {
 				return err
 			}
 			return z.flush()
 		})
 		if err != nil {
-			return sum, err
-		}
-		resources = append(resources, res)
-		if res, err = addFile(zw, "indexes/index.idx", created, zip.Deflate, z.writeIdx); err != nil {
-			return sum, err
-		}
-		resources = append(resources, res)
-	} else {
-		res, err := addFile(zw, "indexes/index.cdxj", created, zip.Deflate, func(w io.Writer) error {
-			_, err := idx.writeTo(w)
-			return err
-		})
-		if err != nil {
-			return sum, err
-		}
-		resources = append(resources, res)
-	}
-
-	if err := pagesOut.Flush(); err != nil {
-		return sum, fmt.Errorf("wacz: pages: %w", err)
-	}
-	if _, err := pagesFile.Seek(0, io.SeekStart); err != nil {
-		return sum, fmt.Errorf("wacz: pages: %w", err)
-	}
-	res, err := addFile(zw, "pages/pages.jsonl", created, zip.Deflate, func(w io.Writer) error {
-		if _, err := io.WriteString(w, `{"format": "json-pages-1.0", "id": "pages", "title": "All Pages"}`+"\n"); err != nil {
 			return err
 		}
-		_, err := io.Copy(w, pagesFile)
+		pk.resources = append(pk.resources, res)
+		if res, err = addFile(pk.zw, "indexes/index.idx", pk.created, zip.Deflate, z.writeIdx); err != nil {
+			return err
+		}
+		pk.resources = append(pk.resources, res)
+		return nil
+	}
+	res, err := addFile(pk.zw, "indexes/index.cdxj", pk.created, zip.Deflate, func(w io.Writer) error {
+		_, err := pk.idx.writeTo(w)
 		return err
 	})
 	if err != nil {
-		return sum, err
+		return err
 	}
-	resources = append(resources, res)
+	pk.resources = append(pk.resources, res)
+	return nil
+}
 
-	dp := map[string]any{
-		"profile": "data-package", "wacz_version": Version, "resources": resources,
-		"created": created.Format(time.RFC3339), "modified": created.Format(time.RFC3339),
+// pages writes pages/pages.jsonl from the pages listed on the way.
+func (pk *packer) pages() error {
+	if err := pk.pagesOut.Flush(); err != nil {
+		return fmt.Errorf("wacz: pages: %w", err)
 	}
-	for k, v := range map[string]string{"title": o.Title, "description": o.Description, "software": o.Software} {
+	if _, err := pk.pagesFile.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("wacz: pages: %w", err)
+	}
+	res, err := addFile(pk.zw, "pages/pages.jsonl", pk.created, zip.Deflate, func(w io.Writer) error {
+		if _, err := io.WriteString(w, `{"format": "json-pages-1.0", "id": "pages", "title": "All Pages"}`+"\n"); err != nil {
+			return err
+		}
+		_, err := io.Copy(w, pk.pagesFile)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	pk.resources = append(pk.resources, res)
+	return nil
+}
+
+// manifest writes datapackage.json, listing every file written before it
+// with its hash, and datapackage-digest.json, its own hash.
+func (pk *packer) manifest() error {
+	dp := map[string]any{
+		"profile": "data-package", "wacz_version": Version, "resources": pk.resources,
+		"created": pk.created.Format(time.RFC3339), "modified": pk.created.Format(time.RFC3339),
+	}
+	for k, v := range map[string]string{"title": pk.o.Title, "description": pk.o.Description, "software": pk.o.Software} {
 		if v != "" {
 			dp[k] = v
 		}
 	}
 	switch {
-	case first != nil:
-		dp["mainPageUrl"], dp["mainPageDate"] = first.URL, first.TS
-	case o.MainPage != "":
-		return sum, fmt.Errorf("wacz: --main-page %s: the package has no page of that URL", o.MainPage)
+	case pk.first != nil:
+		dp["mainPageUrl"], dp["mainPageDate"] = pk.first.URL, pk.first.TS
+	case pk.o.MainPage != "":
+		return fmt.Errorf("wacz: --main-page %s: the package has no page of that URL", pk.o.MainPage)
 	}
 	manifest, err := json.MarshalIndent(dp, "", "  ")
 	if err != nil {
-		return sum, fmt.Errorf("wacz: datapackage.json: %w", err)
+		return fmt.Errorf("wacz: datapackage.json: %w", err)
 	}
-	res, err = addFile(zw, "datapackage.json", created, zip.Deflate, func(w io.Writer) error {
+	res, err := addFile(pk.zw, "datapackage.json", pk.created, zip.Deflate, func(w io.Writer) error {
 		_, err := w.Write(manifest)
 		return err
 	})
 	if err != nil {
-		return sum, err
+		return err
 	}
 	digest, _ := json.MarshalIndent(map[string]string{"path": "datapackage.json", "hash": res.Hash}, "", "  ")
-	if _, err := addFile(zw, "datapackage-digest.json", created, zip.Deflate, func(w io.Writer) error {
+	_, err = addFile(pk.zw, "datapackage-digest.json", pk.created, zip.Deflate, func(w io.Writer) error {
 		_, err := w.Write(digest)
 		return err
-	}); err != nil {
-		return sum, err
-	}
-	if err := zw.Close(); err != nil {
-		return sum, fmt.Errorf("wacz: %w", err)
-	}
-	return sum, nil
+	})
+	return err
 }
 
 // addWARC copies one WARC file into archive/, stored, hashing it and

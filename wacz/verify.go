@@ -66,25 +66,8 @@ func Verify(r io.ReaderAt, size int64) (Checked, error) {
 		return ck, fmt.Errorf("wacz: datapackage-digest.json does not hold datapackage.json's sha256")
 	}
 	for _, res := range dp.Resources {
-		f := files[res.Path]
-		if f == nil {
-			return ck, fmt.Errorf("wacz: %s is listed but not in the package", res.Path)
-		}
-		rc, err := f.Open()
-		if err != nil {
-			return ck, fmt.Errorf("wacz: %s: %w", res.Path, err)
-		}
-		h := &hashCount{h: sha256.New()}
-		_, err = io.Copy(h, rc)
-		rc.Close()
-		if err != nil {
-			return ck, fmt.Errorf("wacz: %s: %w", res.Path, err)
-		}
-		if got := "sha256:" + hex.EncodeToString(h.h.Sum(nil)); got != res.Hash || h.n != res.Bytes {
-			return ck, fmt.Errorf("wacz: %s: %d bytes, %s; datapackage.json says %d, %s", res.Path, h.n, got, res.Bytes, res.Hash)
-		}
-		if strings.HasPrefix(res.Path, "archive/") && f.Method != zip.Store {
-			return ck, fmt.Errorf("wacz: %s is compressed in the ZIP; a WARC file must be stored", res.Path)
+		if err := verifyResource(files, res); err != nil {
+			return ck, err
 		}
 		ck.Files++
 	}
@@ -93,27 +76,61 @@ func Verify(r io.ReaderAt, size int64) (Checked, error) {
 		return ck, err
 	}
 	ck.Lines = lines
+	ck.Pages, err = verifyPages(files, indexed)
+	return ck, err
+}
+
+// verifyResource checks a file datapackage.json lists: there, of its
+// bytes and hash, and stored (not compressed) if it is a WARC file.
+func verifyResource(files map[string]*zip.File, res resource) error {
+	f := files[res.Path]
+	if f == nil {
+		return fmt.Errorf("wacz: %s is listed but not in the package", res.Path)
+	}
+	rc, err := f.Open()
+	if err != nil {
+		return fmt.Errorf("wacz: %s: %w", res.Path, err)
+	}
+	h := &hashCount{h: sha256.New()}
+	_, err = io.Copy(h, rc)
+	rc.Close()
+	if err != nil {
+		return fmt.Errorf("wacz: %s: %w", res.Path, err)
+	}
+	if got := "sha256:" + hex.EncodeToString(h.h.Sum(nil)); got != res.Hash || h.n != res.Bytes {
+		return fmt.Errorf("wacz: %s: %d bytes, %s; datapackage.json says %d, %s", res.Path, h.n, got, res.Bytes, res.Hash)
+	}
+	if strings.HasPrefix(res.Path, "archive/") && f.Method != zip.Store {
+		return fmt.Errorf("wacz: %s is compressed in the ZIP; a WARC file must be stored", res.Path)
+	}
+	return nil
+}
+
+// verifyPages checks that every page of pages/pages.jsonl has an index
+// line, and counts them.
+func verifyPages(files map[string]*zip.File, indexed map[string]bool) (int, error) {
 	pages, err := openFile(files, "pages/pages.jsonl")
 	if err != nil {
-		return ck, err
+		return 0, err
 	}
 	defer pages.Close()
 	sc := bufio.NewScanner(pages)
 	sc.Buffer(make([]byte, 1<<16), maxLine)
-	for n := 1; sc.Scan(); n++ {
+	n := 0
+	for line := 1; sc.Scan(); line++ {
 		var p page
 		if err := json.Unmarshal(sc.Bytes(), &p); err != nil {
-			return ck, fmt.Errorf("wacz: pages.jsonl line %d: %w", n, err)
+			return n, fmt.Errorf("wacz: pages.jsonl line %d: %w", line, err)
 		}
-		if n == 1 && p.URL == "" {
+		if line == 1 && p.URL == "" {
 			continue // the header line
 		}
 		if !indexed[strings.ReplaceAll(SURT(p.URL), " ", "%20")] {
-			return ck, fmt.Errorf("wacz: page %s has no index line", p.URL)
+			return n, fmt.Errorf("wacz: page %s has no index line", p.URL)
 		}
-		ck.Pages++
+		n++
 	}
-	return ck, sc.Err()
+	return n, sc.Err()
 }
 
 // verifyIndex checks every index line against the record it points at,
