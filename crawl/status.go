@@ -3,7 +3,6 @@ package crawl
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/leader"
 	"github.com/redcrawl/crawler/politeness"
-	"github.com/redis/go-redis/v9"
 )
 
 // Status is a crawl at one moment, as `crawler status` shows it.
@@ -131,100 +129,6 @@ func ReadRevisits(ctx context.Context, fr *frontier.Frontier, s Settings) (Revis
 
 // StatusTopHosts is how many hosts Status lists, busiest queue first.
 const StatusTopHosts = 10
-
-// ReadStatus gathers a crawl's status.
-func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Status, error) {
-	if err := CheckName(name); err != nil {
-		return nil, err
-	}
-	s, err := LoadSettings(ctx, c, name)
-	if err != nil {
-		return nil, err
-	}
-	st := &Status{Crawl: name, Settings: s, SettingsJSON: s.typed(), SettingsVersion: s.Version}
-	fr, err := frontier.Open(ctx, c, name, s.frontierOptions())
-	if err != nil {
-		return nil, err
-	}
-	if st.Frontier, err = fr.Sizes(ctx); err != nil {
-		return nil, err
-	}
-	if st.Counters, err = readCounters(ctx, fr); err != nil {
-		return nil, err
-	}
-	if st.Bloom, err = fr.BloomStats(ctx); err != nil {
-		return nil, err
-	}
-	if st.Events, err = fr.Events.Read(ctx, StatusEvents); err != nil {
-		return nil, err
-	}
-	if st.Revisits, err = ReadRevisits(ctx, fr, s); err != nil {
-		return nil, err
-	}
-	info, last, err := leader.Current(ctx, c, fr.LeaderKey())
-	switch {
-	case err == nil:
-		st.Leader = &info
-	case !errors.Is(err, leader.ErrNoLeader):
-		return nil, err
-	}
-	st.Epoch = last
-	if st.TopHosts, st.HostsQueued, err = fr.HostQueues(ctx, StatusTopHosts); err != nil {
-		return nil, err
-	}
-	if st.WorkerNotes, err = fr.Registry.WorkersNow(ctx); err != nil {
-		return nil, err
-	}
-	st.Workers = []string{}
-	var lapsed []string
-	for _, w := range st.WorkerNotes {
-		if w.Alive {
-			st.Workers = append(st.Workers, w.ID)
-		} else {
-			lapsed = append(lapsed, w.ID)
-		}
-	}
-	if st.RedisOutOfMemory, st.RedisMemoryLine = redisFull(ctx, c); st.RedisOutOfMemory {
-		st.WorkersUnknown = lapsed
-	}
-	if st.Done, err = fr.Done(ctx); err != nil {
-		return nil, fmt.Errorf("crawl: status: %w", err)
-	}
-	kept, err := fr.Records.Kept(ctx)
-	if err != nil {
-		return nil, err
-	}
-	st.ResultsTrimmed = max(st.Counters["records"]-kept, 0)
-	if st.Paused, err = fr.PausedHosts(ctx); err != nil {
-		return nil, fmt.Errorf("crawl: status: %w", err)
-	}
-	if st.Hold, err = fr.Paused(ctx); err != nil {
-		return nil, fmt.Errorf("crawl: status: %w", err)
-	}
-	if st.HostRules, err = fr.HostRules(ctx); err != nil {
-		return nil, fmt.Errorf("crawl: status: %w", err)
-	}
-	if st.Groups, err = fr.Records.Groups(ctx); err != nil {
-		return nil, fmt.Errorf("crawl: status: %w", err)
-	}
-	if s.Politeness == PolitenessIP {
-		if st.Addresses, err = fr.BusiestAddresses(ctx, busiestAddresses); err != nil {
-			return nil, fmt.Errorf("crawl: status: %w", err)
-		}
-	}
-	if s.Renders() {
-		if st.Render, err = ReadRender(ctx, fr, s, st.Workers); err != nil {
-			return nil, fmt.Errorf("crawl: status: %w", err)
-		}
-	}
-	const window = 10 * time.Second
-	recent, err := fr.Records.Recent(ctx, window)
-	if err != nil {
-		return nil, err
-	}
-	st.PagesPerSecond = float64(recent) / window.Seconds()
-	return st, nil
-}
 
 // String renders the status for a person.
 func (st *Status) String() string {
