@@ -99,12 +99,51 @@ func (sd *Seeder) AddSitemaps(ctx context.Context, sitemaps []*url.URL) error {
 // A batch that fails (Redis gone) changes nothing the Seeder remembers:
 // given again, it is sent whole again.
 func (sd *Seeder) add(ctx context.Context, seeds []*url.URL, kind string) error {
-	var hosts []string
-	var ids [][16]byte
+	b := sd.batch(seeds, kind)
+	// Scope first: a worker must never see a seed whose host it would reject.
+	if err := sd.fr.AddSeedHosts(ctx, b.hosts); err != nil {
+		return fmt.Errorf("crawl: seed: %w", err)
+	}
+	if err := sd.fr.Reopen(ctx); err != nil { // a crawl of several shards; see Reopen
+		return fmt.Errorf("crawl: seed: %w", err)
+	}
+	if err := sd.lanes(ctx, b.items); err != nil {
+		return err
+	}
+	queued, seen, moved, err := sd.enqueue(ctx, b.items)
+	if err != nil {
+		return err
+	}
+	// The batch went in: remember it.
+	sd.report.Queued += queued
+	sd.report.Seen += seen
+	sd.report.Moved += moved
+	sd.report.Duplicates += b.dups
+	for _, id := range b.ids {
+		sd.given[id] = struct{}{}
+	}
+	for _, h := range b.hosts {
+		sd.hosts[h] = struct{}{}
+	}
+	return nil
+}
+
+// seedBatch is a batch of seeds as the Seeder sends it: the items not
+// given before (by their URL's hash, ids), the hosts new to it, and how
+// many were given before.
+type seedBatch struct {
+	items []frontier.Item
+	ids   [][16]byte
+	hosts []string
+	dups  int
+}
+
+// batch makes seeds a batch, leaving out those given before or twice in it.
+func (sd *Seeder) batch(seeds []*url.URL, kind string) seedBatch {
+	var b seedBatch
 	newIDs := map[[16]byte]struct{}{}
 	newHosts := map[string]struct{}{}
-	dups := 0
-	items := make([]frontier.Item, 0, len(seeds))
+	b.items = make([]frontier.Item, 0, len(seeds))
 	for _, u := range seeds {
 		s := u.String()
 		sum := sha256.Sum256([]byte(s))
@@ -112,28 +151,25 @@ func (sd *Seeder) add(ctx context.Context, seeds []*url.URL, kind string) error 
 		_, given := sd.given[id]
 		_, now := newIDs[id]
 		if given || now {
-			dups++
+			b.dups++
 			continue
 		}
 		newIDs[id] = struct{}{}
-		ids = append(ids, id)
+		b.ids = append(b.ids, id)
 		_, known := sd.hosts[u.Host]
 		_, added := newHosts[u.Host]
 		if !known && !added {
 			newHosts[u.Host] = struct{}{}
-			hosts = append(hosts, u.Host)
+			b.hosts = append(b.hosts, u.Host)
 		}
-		items = append(items, frontier.Item{URL: s, Kind: kind, Priority: sd.o.Priority})
+		b.items = append(b.items, frontier.Item{URL: s, Kind: kind, Priority: sd.o.Priority})
 	}
-	// Scope first: a worker must never see a seed whose host it would reject.
-	if err := sd.fr.AddSeedHosts(ctx, hosts); err != nil {
-		return fmt.Errorf("crawl: seed: %w", err)
-	}
-	if err := sd.fr.Reopen(ctx); err != nil { // a crawl of several shards; see Reopen
-		return fmt.Errorf("crawl: seed: %w", err)
-	}
-	// A seed that matches --render-match: its host is the render lane's
-	// before the seed is queued.
+	return b
+}
+
+// lanes puts the host of a seed that matches --render-match in the render
+// lane before the seed is queued.
+func (sd *Seeder) lanes(ctx context.Context, items []frontier.Item) error {
 	for _, it := range items {
 		if u, err := url.Parse(it.URL); err == nil && !sd.laned.has(u.Host) && sd.render.matches(it.URL) {
 			if _, err := sd.fr.SetLane(ctx, u.Host, frontier.LaneRender); err != nil {
@@ -142,15 +178,20 @@ func (sd *Seeder) add(ctx context.Context, seeds []*url.URL, kind string) error 
 			sd.laned.add(u.Host)
 		}
 	}
+	return nil
+}
+
+// enqueue queues items (those seen before too, unless --skip-seen), a
+// seed already queued moved to its priority rather than queued twice,
+// and counts them.
+func (sd *Seeder) enqueue(ctx context.Context, items []frontier.Item) (queued, seen, moved int, err error) {
 	enqueue := sd.fr.EnqueueAll
-	moved := 0
 	if sd.o.SkipSeen {
 		enqueue = sd.fr.Enqueue
 	} else {
-		// A seed already queued is moved to its priority, not queued twice.
 		was, err := sd.fr.Requeue(ctx, items)
 		if err != nil {
-			return fmt.Errorf("crawl: seed: %w", err)
+			return 0, 0, 0, fmt.Errorf("crawl: seed: %w", err)
 		}
 		rest := items[:0:0]
 		for i, it := range items {
@@ -164,9 +205,9 @@ func (sd *Seeder) add(ctx context.Context, seeds []*url.URL, kind string) error 
 	}
 	fresh, err := enqueue(ctx, items)
 	if err != nil {
-		return err
+		return 0, 0, 0, err
 	}
-	queued, seen := moved, moved
+	queued, seen = moved, moved
 	for _, f := range fresh {
 		if !f {
 			seen++
@@ -175,18 +216,7 @@ func (sd *Seeder) add(ctx context.Context, seeds []*url.URL, kind string) error 
 			queued++
 		}
 	}
-	// The batch went in: remember it.
-	sd.report.Queued += queued
-	sd.report.Seen += seen
-	sd.report.Moved += moved
-	sd.report.Duplicates += dups
-	for _, id := range ids {
-		sd.given[id] = struct{}{}
-	}
-	for _, h := range hosts {
-		sd.hosts[h] = struct{}{}
-	}
-	return nil
+	return queued, seen, moved, nil
 }
 
 // Report is what the Seeder did so far.
