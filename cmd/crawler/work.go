@@ -225,22 +225,7 @@ func runWork(c *cli.Context, rdb redis.UniversalClient, exitWhenDone bool) error
 		defer serveWorkerMetrics(ctx, c, rdb, metricsL, w, logger)()
 	}
 	ran := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-			select {
-			case <-ran:
-				return // the worker had ended: no signal to speak of
-			default:
-			}
-			if c.Context.Err() != nil {
-				return // the caller ended, not a signal
-			}
-			logger.Info("stopping: finishing the pages in progress (a second Ctrl-C kills; leases return the rest)")
-			stop() // restore default signal handling for the second Ctrl-C
-		case <-ran:
-		}
-	}()
+	go sayStopping(ctx, c.Context, ran, stop, logger)
 	pctx, stopProgress := context.WithCancel(ctx)
 	progressDone := make(chan struct{})
 	go func() { defer close(progressDone); prog.report(pctx, w, logger, c.Duration("progress-every")) }()
@@ -257,6 +242,26 @@ func runWork(c *cli.Context, rdb redis.UniversalClient, exitWhenDone bool) error
 	}
 	logger.Info("worker exits", exitAttrs(o.ID, &w.Counters)...)
 	return nil
+}
+
+// sayStopping says, on the first signal (ctx done while the worker runs
+// and the caller's own context is not), that the worker is stopping, and
+// restores the default handling for a second signal (stop), which kills.
+func sayStopping(ctx, caller context.Context, ran <-chan struct{}, stop func(), logger *slog.Logger) {
+	select {
+	case <-ctx.Done():
+		select {
+		case <-ran:
+			return // the worker had ended: no signal to speak of
+		default:
+		}
+		if caller.Err() != nil {
+			return // the caller ended, not a signal
+		}
+		logger.Info("stopping: finishing the pages in progress (a second Ctrl-C kills; leases return the rest)")
+		stop()
+	case <-ran:
+	}
 }
 
 // exitAttrs is what a worker's last line says it did.
