@@ -1,7 +1,6 @@
 package crawl
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"net/http"
@@ -13,7 +12,6 @@ import (
 	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/parse"
-	"github.com/redis/go-redis/v9"
 )
 
 // Settings are what every worker of a crawl must agree on. seed writes them
@@ -277,73 +275,6 @@ func (s Settings) AgentToken() string {
 	tok, _, _ := strings.Cut(strings.TrimSpace(s.UserAgent), "/")
 	tok, _, _ = strings.Cut(tok, " ")
 	return tok
-}
-
-// StoreSettings writes s as the crawl's settings, or, when the crawl
-// exists, checks that s matches them: ErrConflict names each difference and
-// how to proceed.
-func StoreSettings(ctx context.Context, c redis.UniversalClient, name string, s Settings) (Settings, error) {
-	if err := s.Validate(); err != nil {
-		return Settings{}, err
-	}
-	want := s.fields()
-	want[frontier.InstanceField] = frontier.NewInstance() // kept only if this seed creates the crawl
-	have, err := frontier.StoreConfig(ctx, c, name, want)
-	if err != nil {
-		return Settings{}, fmt.Errorf("crawl: store settings: %w", err)
-	}
-	s.Instance = have[frontier.InstanceField]
-	withBefore(have)
-	var diffs, live []string
-	fixed := 0
-	for _, st := range SettingTable {
-		if f := st.Field; have[f] != want[f] {
-			diffs = append(diffs, fmt.Sprintf("--%s is %s, not %s", st.Flag, strings.ReplaceAll(have[f], "\n", ", "), strings.ReplaceAll(want[f], "\n", ", ")))
-			if !st.Live {
-				fixed++
-			} else {
-				for _, v := range strings.Split(want[f], "\n") { // a list: its flag repeated
-					live = append(live, "--"+st.Flag+" "+shellWord(v))
-				}
-			}
-		}
-	}
-	if len(diffs) > 0 {
-		how := "seed with the same settings (or none) to add URLs, or run 'crawler reset' first, or pick another --crawl name"
-		if fixed == 0 {
-			how = "to change them in the running crawl: crawler set " + strings.Join(live, " ") + "; to add URLs, seed with the same settings (or none)"
-		}
-		return Settings{}, fmt.Errorf("%w %q: %s; %s", ErrConflict, name, strings.Join(diffs, "; "), how)
-	}
-	return s, nil
-}
-
-// shellWord is v as a shell reads it back: bare when it can be, else in
-// single quotes.
-func shellWord(v string) string {
-	if v != "" && strings.Trim(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/:=+-") == "" {
-		return v
-	}
-	return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
-}
-
-// LoadSettings reads the crawl's settings.
-func LoadSettings(ctx context.Context, c redis.UniversalClient, name string) (Settings, error) {
-	if err := CheckName(name); err != nil {
-		return Settings{}, err
-	}
-	m, err := frontier.ReadConfig(ctx, c, name)
-	if err != nil {
-		return Settings{}, fmt.Errorf("crawl: read settings: %w", err)
-	}
-	if len(m) == 0 {
-		return Settings{}, fmt.Errorf("%w %q (run 'crawler seed' first, or check --crawl)", ErrNoCrawl, name)
-	}
-	s, err := settingsFrom(m)
-	if err != nil {
-		return Settings{}, fmt.Errorf("crawl: %q holds unusable settings: %w", name, err)
-	}
-	return s, nil
 }
 
 // ParseTypes reads a comma-separated list of media types.
