@@ -60,7 +60,7 @@ func (a *addresses) store(ctx context.Context, hosts []string) error {
 		})
 	}
 	g.Wait()
-	return a.fr.SetAddresses(ctx, answers)
+	return a.fr.Hosts.SetAddresses(ctx, answers)
 }
 
 // busiestAddresses is how many addresses status lists.

@@ -77,7 +77,7 @@ func (pl *fetchLoops) keepDelay(ctx context.Context, l *frontier.Lease, crawlDel
 	case delay == l.HostDelay:
 		return true
 	case delay < l.HostDelay || !fetch: // no URL to decide: the bucket learns it
-		if _, err := pl.fr.SetHostDelay(ctx, l.Host, delay, nil); err != nil {
+		if _, err := pl.fr.Hosts.SetDelay(ctx, l.Host, delay, nil); err != nil {
 			pl.log.Warn("keeping a host's Crawl-delay failed", "host", l.Host, "err", err)
 		}
 		return true
@@ -85,11 +85,11 @@ func (pl *fetchLoops) keepDelay(ctx context.Context, l *frontier.Lease, crawlDel
 	return pl.slowDown(ctx, l, delay)
 }
 
-// pause stops host for every worker (frontier.Frontier.PauseHost: its
+// pause stops host for every worker (frontier.Frontier.Hosts.Pause: its
 // bucket, which the pops read) and announces it, for the URLs already
 // popped with a token reserved ahead.
 func (pl *fetchLoops) pause(ctx context.Context, host string, retryAfter time.Duration, why string) (time.Duration, error) {
-	d, err := pl.fr.PauseHost(ctx, host, retryAfter, why)
+	d, err := pl.fr.Hosts.Pause(ctx, host, retryAfter, why)
 	if err != nil {
 		return 0, err
 	}

@@ -31,8 +31,8 @@
 // deferred, its attempts counted) or given back (its token's window
 // closed first): no lease ends but in an exchange. A Crawl-delay learnt
 // after the pop and a host's pause are calls of a loop's own, and end no
-// lease: SetHostDelay keeps the delay and says whether the URL may go
-// now, PauseHost marks the host. The
+// lease: Hosts.SetDelay keeps the delay and says whether the URL may go
+// now, Hosts.Pause marks the host. The
 // exchanger alone calls frontier.Exchange: it sends entries many to a call
 // and refills the ready queue in the same call, with no more URLs than
 // the loops will take within their windows (policy.go's target, from the

@@ -17,7 +17,7 @@ import (
 )
 
 // A host's own rules, set by hand (crawler host): its own rate and burst
-// (frontier.Frontier.SetHostRule: kept in its shard, read by the pops
+// (frontier.Frontier.Hosts.SetRule: kept in its shard, read by the pops
 // from their next call), a pause of its own (the same pause a 429 sets,
 // announced to the workers holding its URLs), a block (its URLs end
 // with records, none fetched from the moment the command returns), or
@@ -100,7 +100,7 @@ func ChangeHost(ctx context.Context, c redis.UniversalClient, name, host string,
 		logEvent(ctx, fr, slog.New(slog.DiscardHandler), frontier.Event{Kind: frontier.EventHostRule, Text: text + " (by " + ch.By + ")"})
 	}
 	if ch.Clear {
-		if err := fr.ClearHostRule(ctx, host); err != nil {
+		if err := fr.Hosts.ClearRule(ctx, host); err != nil {
 			return did, fmt.Errorf("crawl %q: %w", name, err)
 		}
 		// The workers hold the pause too (a URL popped before it waits it
@@ -112,7 +112,7 @@ func ChangeHost(ctx context.Context, c redis.UniversalClient, name, host string,
 	}
 	if ch.Rate != 0 {
 		burst := max(ch.Burst, 1)
-		if err := fr.SetHostRule(ctx, host, ch.Rate, burst); err != nil {
+		if err := fr.Hosts.SetRule(ctx, host, ch.Rate, burst); err != nil {
 			return did, fmt.Errorf("crawl %q: %w", name, err)
 		}
 		say(fmt.Sprintf("host %s: its own rate %s req/s, burst %d (the crawl's: %s, burst %d)", host, fmtRate(ch.Rate), burst, fmtRate(s.Rate), s.Burst))
@@ -128,7 +128,7 @@ func ChangeHost(ctx context.Context, c redis.UniversalClient, name, host string,
 		}
 	}
 	if ch.Pause > 0 {
-		d, err := fr.PauseHost(ctx, host, ch.Pause, "paused by "+ch.By)
+		d, err := fr.Hosts.Pause(ctx, host, ch.Pause, "paused by "+ch.By)
 		if err != nil {
 			return did, fmt.Errorf("crawl %q: %w", name, err)
 		}
@@ -150,7 +150,7 @@ func fmtRuleRate(r float64) string {
 	return fmtRate(r)
 }
 
-// blockHost blocks host (frontier.Frontier.BlockHost: no pop hands out its
+// blockHost blocks host (frontier.Frontier.Hosts.Block: no pop hands out its
 // URLs, no link to it is queued, its queued URLs end with records) and
 // returns once no worker holds a URL of it, so that no request reaches it
 // after: it tells the workers, as a pause, to give back those they hold
@@ -159,7 +159,7 @@ func fmtRuleRate(r float64) string {
 // returns how many URLs it ended; ErrStillLeased when the wait ended
 // first.
 func blockHost(ctx context.Context, c redis.UniversalClient, fr *frontier.Frontier, host string, wait time.Duration) (int64, error) {
-	n, err := fr.BlockHost(ctx, host)
+	n, err := fr.Hosts.Block(ctx, host)
 	if err != nil {
 		return n, err
 	}
@@ -168,7 +168,7 @@ func blockHost(ctx context.Context, c redis.UniversalClient, fr *frontier.Fronti
 	}
 	deadline := time.Now().Add(wait)
 	for {
-		held, err := fr.HostLeases(ctx, host)
+		held, err := fr.Hosts.Leases(ctx, host)
 		if err != nil {
 			return n, err
 		}
@@ -184,7 +184,7 @@ func blockHost(ctx context.Context, c redis.UniversalClient, fr *frontier.Fronti
 		case <-time.After(blockPoll):
 		}
 	}
-	m, err := fr.BlockHost(ctx, host) // the URLs the workers gave back
+	m, err := fr.Hosts.Block(ctx, host) // the URLs the workers gave back
 	return n + m, err
 }
 

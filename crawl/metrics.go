@@ -116,7 +116,7 @@ func (c *crawlCollector) Collect(ch chan<- prometheus.Metric) {
 	for state, n := range map[string]int64{"queued": sz.Queued, "leased": sz.InFlight, "deferred": sz.Deferred, "failed": sz.Failed} {
 		ch <- prometheus.MustNewConstMetric(frontierDesc, prometheus.GaugeValue, float64(n), state)
 	}
-	if paused, err := c.w.fr.PausedHosts(ctx); err == nil {
+	if paused, err := c.w.fr.Hosts.Paused(ctx); err == nil {
 		ch <- prometheus.MustNewConstMetric(pausedDesc, prometheus.GaugeValue, float64(len(paused)))
 	}
 }

@@ -134,7 +134,7 @@ func (pl *fetchLoops) laneMatches(ctx context.Context, lv *live, links []frontie
 		if err != nil || pl.laned.has(u.Host) || !lv.render.matches(it.URL) {
 			continue
 		}
-		if _, err := pl.renderCall().SetLane(ctx, u.Host, frontier.LaneRender); err != nil {
+		if _, err := pl.renderCall().Render.SetLane(ctx, u.Host, frontier.LaneRender); err != nil {
 			return err
 		}
 		pl.laned.add(u.Host)

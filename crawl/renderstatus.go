@@ -20,13 +20,13 @@ const RenderWorkerSuffix = "+render"
 // ReadRender is status's word on rendering (the dashboard's too), for a
 // crawl whose settings s render (Renders), with the workers alive.
 func ReadRender(ctx context.Context, fr *frontier.Frontier, s Settings, workers []string) (*RenderStatus, error) {
-	lanes, err := fr.Lanes(ctx)
+	lanes, err := fr.Render.Lanes(ctx)
 	if err != nil {
 		return nil, err
 	}
 	rs := &RenderStatus{Mode: s.Render, LaneQueued: lanes.Ready[frontier.LaneRender], Hosts: lanes.RenderHosts()}
 	if s.Render == RenderAuto {
-		learned, waiting, err := fr.LearnedHosts(ctx)
+		learned, waiting, err := fr.Render.LearnedHosts(ctx)
 		if err != nil {
 			return nil, err
 		}

@@ -78,7 +78,7 @@ func NewSeeder(ctx context.Context, c redis.UniversalClient, name string, s Sett
 	}
 	if s.Render == RenderAlways {
 		// Before any URL is queued: every host is the render lane's.
-		if err := fr.SetDefaultLane(ctx, frontier.LaneRender); err != nil {
+		if err := fr.Render.SetDefaultLane(ctx, frontier.LaneRender); err != nil {
 			return nil, fmt.Errorf("crawl: seed: %w", err)
 		}
 	}
@@ -101,7 +101,7 @@ func (sd *Seeder) AddSitemaps(ctx context.Context, sitemaps []*url.URL) error {
 func (sd *Seeder) add(ctx context.Context, seeds []*url.URL, kind string) error {
 	b := sd.batch(seeds, kind)
 	// Scope first: a worker must never see a seed whose host it would reject.
-	if err := sd.fr.AddSeedHosts(ctx, b.hosts); err != nil {
+	if err := sd.fr.Scope.Add(ctx, b.hosts); err != nil {
 		return fmt.Errorf("crawl: seed: %w", err)
 	}
 	if err := sd.fr.Reopen(ctx); err != nil { // a crawl of several shards; see Reopen
@@ -172,7 +172,7 @@ func (sd *Seeder) batch(seeds []*url.URL, kind string) seedBatch {
 func (sd *Seeder) lanes(ctx context.Context, items []frontier.Item) error {
 	for _, it := range items {
 		if u, err := url.Parse(it.URL); err == nil && !sd.laned.has(u.Host) && sd.render.matches(it.URL) {
-			if _, err := sd.fr.SetLane(ctx, u.Host, frontier.LaneRender); err != nil {
+			if _, err := sd.fr.Render.SetLane(ctx, u.Host, frontier.LaneRender); err != nil {
 				return fmt.Errorf("crawl: seed: %w", err)
 			}
 			sd.laned.add(u.Host)

@@ -57,7 +57,7 @@ type Status struct {
 	// them), newest first: lock handovers, fenced sweeps, paused hosts,
 	// resent exchanges.
 	Events []frontier.Event `json:"events"`
-	// HostRules are the hosts with rules of their own (crawler host): a
+	// Hosts.Rules are the hosts with rules of their own (crawler host): a
 	// rate, or a block; by name.
 	HostRules []frontier.HostRule `json:"host_rules,omitempty"`
 	// Addresses are the busiest server addresses, with politeness per

@@ -53,7 +53,7 @@ func readQueues(ctx context.Context, _ redis.UniversalClient, fr *frontier.Front
 	if st.Revisits, err = ReadRevisits(ctx, fr, st.Settings); err != nil {
 		return err
 	}
-	st.TopHosts, st.HostsQueued, err = fr.HostQueues(ctx, StatusTopHosts)
+	st.TopHosts, st.HostsQueued, err = fr.Hosts.Queues(ctx, StatusTopHosts)
 	return err
 }
 
@@ -98,13 +98,13 @@ func readWorkers(ctx context.Context, c redis.UniversalClient, fr *frontier.Fron
 // readControls reads what people set: paused hosts, the crawl's hold,
 // host rules, export groups.
 func readControls(ctx context.Context, _ redis.UniversalClient, fr *frontier.Frontier, st *Status) (err error) {
-	if st.Paused, err = fr.PausedHosts(ctx); err != nil {
+	if st.Paused, err = fr.Hosts.Paused(ctx); err != nil {
 		return fmt.Errorf("crawl: status: %w", err)
 	}
 	if st.Hold, err = fr.Paused(ctx); err != nil {
 		return fmt.Errorf("crawl: status: %w", err)
 	}
-	if st.HostRules, err = fr.HostRules(ctx); err != nil {
+	if st.HostRules, err = fr.Hosts.Rules(ctx); err != nil {
 		return fmt.Errorf("crawl: status: %w", err)
 	}
 	if st.Groups, err = fr.Records.Groups(ctx); err != nil {
@@ -122,7 +122,7 @@ func readLoad(ctx context.Context, _ redis.UniversalClient, fr *frontier.Frontie
 	}
 	st.ResultsTrimmed = max(st.Counters["records"]-kept, 0)
 	if st.Settings.Politeness == PolitenessIP {
-		if st.Addresses, err = fr.BusiestAddresses(ctx, busiestAddresses); err != nil {
+		if st.Addresses, err = fr.Hosts.BusiestAddresses(ctx, busiestAddresses); err != nil {
 			return fmt.Errorf("crawl: status: %w", err)
 		}
 	}

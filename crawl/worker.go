@@ -188,7 +188,7 @@ func (w *Worker) openWARC() error {
 func (w *Worker) Settings() Settings { return w.settings() }
 
 func (w *Worker) refreshScope(ctx context.Context) error {
-	hosts, err := w.fr.SeedHosts(ctx)
+	hosts, err := w.fr.Scope.Hosts(ctx)
 	if err != nil {
 		return fmt.Errorf("crawl: read scope: %w", err)
 	}
@@ -200,7 +200,7 @@ func (w *Worker) refreshScope(ctx context.Context) error {
 // since the last read (a seed added some): a heartbeat costs one O(1)
 // call for the scope, whatever the crawl's size.
 func (w *Worker) rereadScope(ctx context.Context) error {
-	n, err := w.fr.SeedHostCount(ctx)
+	n, err := w.fr.Scope.Count(ctx)
 	if err != nil || n == w.seedHosts.Load() {
 		return err
 	}

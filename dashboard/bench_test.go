@@ -102,7 +102,7 @@ func benchCrawl(b *testing.B, c *redis.Client, shards int) {
 		fr.Registry.Heartbeat(ctx, w, int64(100*i), nil)
 	}
 	for h := 0; h < 5; h++ {
-		fr.PauseHost(ctx, fmt.Sprintf("host-%04d.example.org", h), time.Hour, "a 429")
+		fr.Hosts.Pause(ctx, fmt.Sprintf("host-%04d.example.org", h), time.Hour, "a 429")
 	}
 	if _, err := leader.Obtain(ctx, c, fr.LeaderKey(), "w1", time.Hour); err != nil {
 		b.Fatal(err)

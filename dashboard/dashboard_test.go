@@ -213,7 +213,7 @@ func TestTheDashboardShowsRendering(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, _, err := fr.OfferSample(ctx, frontier.Sample{URL: "http://app.example.test/", Host: "app.example.test"}, 3, 10); err != nil {
+				if _, _, err := fr.Render.OfferSample(ctx, frontier.Sample{URL: "http://app.example.test/", Host: "app.example.test"}, 3, 10); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -262,7 +262,7 @@ func TestTheDashboardShowsTheBusiestServers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := fr.SetAddresses(ctx, []frontier.Address{{Host: "a.example.test", Addr: "192.0.2.1", TTL: time.Hour},
+			if err := fr.Hosts.SetAddresses(ctx, []frontier.Address{{Host: "a.example.test", Addr: "192.0.2.1", TTL: time.Hour},
 				{Host: "b.example.test", Addr: "192.0.2.1", TTL: time.Hour}}); err != nil {
 				t.Fatal(err)
 			}

@@ -174,7 +174,7 @@ var panels = []panel{
 		return err
 	}},
 	{name: "host queues (scan)", slow: true, read: func(ctx context.Context, v *view, st *State) error {
-		top, hosts, err := v.fr.HostQueueNames(ctx, TopHosts)
+		top, hosts, err := v.fr.Hosts.QueueNames(ctx, TopHosts)
 		if err != nil {
 			return err
 		}
@@ -188,13 +188,13 @@ var panels = []panel{
 		return nil
 	}},
 	{name: "hosts and token buckets", read: func(ctx context.Context, v *view, st *State) (err error) {
-		if st.TopHosts, err = v.fr.HostsNow(ctx, v.top); err != nil {
+		if st.TopHosts, err = v.fr.Hosts.Now(ctx, v.top); err != nil {
 			return err
 		}
-		if st.Paused, err = v.fr.PausedHosts(ctx); err != nil {
+		if st.Paused, err = v.fr.Hosts.Paused(ctx); err != nil {
 			return err
 		}
-		st.HostRules, err = v.fr.HostRules(ctx)
+		st.HostRules, err = v.fr.Hosts.Rules(ctx)
 		return err
 	}},
 	{name: "export groups", slow: true, read: func(ctx context.Context, v *view, st *State) (err error) {
@@ -207,7 +207,7 @@ var panels = []panel{
 		if v.s.Politeness != crawl.PolitenessIP {
 			return nil
 		}
-		st.Addresses, err = v.fr.BusiestAddresses(ctx, 10)
+		st.Addresses, err = v.fr.Hosts.BusiestAddresses(ctx, 10)
 		return err
 	}},
 	{name: "rendering", slow: true, read: func(ctx context.Context, v *view, st *State) (err error) {

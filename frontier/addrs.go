@@ -29,7 +29,7 @@ type Address struct {
 // SetAddresses stores answers, each in its host's shard, kept for its
 // TTL (a second at least); the next pops of those hosts take their
 // addresses' tokens.
-func (f *Frontier) SetAddresses(ctx context.Context, answers []Address) error {
+func (f Hosts) SetAddresses(ctx context.Context, answers []Address) error {
 	by := map[int][]any{}
 	for _, a := range answers {
 		if a.Host == "" || a.Addr == "" || strings.ContainsAny(a.Addr, " \n") {
@@ -63,7 +63,7 @@ type AddressLoad struct {
 
 // BusiestAddresses are the n addresses whose buckets gave the most tokens
 // (with politeness per address), busiest first.
-func (f *Frontier) BusiestAddresses(ctx context.Context, n int) ([]AddressLoad, error) {
+func (f Hosts) BusiestAddresses(ctx context.Context, n int) ([]AddressLoad, error) {
 	tokens := map[string]int64{}
 	for _, sh := range f.fs {
 		k := sh.keys.Queues

@@ -150,7 +150,7 @@ func shareOneAddress(t *testing.T, s *redistest.Server, shards, burst int, perAd
 		}
 		answers = append(answers, frontier.Address{Host: host, Addr: "192.0.2.7", TTL: time.Hour})
 	}
-	if err := f.SetAddresses(context.Background(), answers); err != nil {
+	if err := f.Hosts.SetAddresses(context.Background(), answers); err != nil {
 		t.Fatal(err)
 	}
 	// Three shards give a shard a third of the rate, and a pop that comes
@@ -193,13 +193,13 @@ func TestAPopAsksForTheAddressesItNeeds(t *testing.T) {
 			!slices.Equal(x.Info.Resolve, []string{"named.test"}) {
 			t.Fatalf("popped %v, asked to resolve %v; want one of 127.0.0.1's ports and [::1], and named.test resolved first", got, x.Info.Resolve)
 		}
-		if err := f.SetAddresses(ctx, []frontier.Address{{Host: "named.test", Addr: "192.0.2.9", TTL: time.Minute}}); err != nil {
+		if err := f.Hosts.SetAddresses(ctx, []frontier.Address{{Host: "named.test", Addr: "192.0.2.9", TTL: time.Minute}}); err != nil {
 			t.Fatal(err)
 		}
 		if x = popN(t, f, 10); len(x.Popped) != 1 || x.Popped[0].Host != "named.test" || len(x.Info.Resolve) != 0 {
 			t.Fatalf("popped %v, asked %v; want named.test, under its stored address", hosts(x.Popped), x.Info.Resolve)
 		}
-		loads, err := f.BusiestAddresses(ctx, 5)
+		loads, err := f.Hosts.BusiestAddresses(ctx, 5)
 		i := slices.IndexFunc(loads, func(l frontier.AddressLoad) bool { return l.Addr == "192.0.2.9" })
 		if err != nil || len(loads) != 3 || loads[0].Tokens != 1 || i < 0 || loads[i].Hosts != 1 || !slices.Equal(loads[i].Named, []string{"named.test"}) {
 			t.Fatalf("busiest addresses %+v, %v; want three of a token each, 192.0.2.9 naming its host", loads, err)
@@ -235,7 +235,7 @@ func TestAnUnusedTokenGoesBackToItsAddress(t *testing.T) {
 			if _, err := f.Enqueue(ctx, append(hostURLs("a.test", 2), hostURLs("b.test", 1)...)); err != nil {
 				t.Fatal(err)
 			}
-			if err := f.SetAddresses(ctx, []frontier.Address{{Host: "a.test", Addr: "192.0.2.5", TTL: time.Hour},
+			if err := f.Hosts.SetAddresses(ctx, []frontier.Address{{Host: "a.test", Addr: "192.0.2.5", TTL: time.Hour},
 				{Host: "b.test", Addr: "192.0.2.5", TTL: time.Hour}}); err != nil {
 				t.Fatal(err)
 			}
@@ -278,7 +278,7 @@ func TestStoredAnswersAndIdleBucketsArePruned(t *testing.T) {
 		}
 		old = append(old, frontier.Address{Host: h, Addr: fmt.Sprintf("192.0.2.%d", i), TTL: time.Minute})
 	}
-	if err := f.SetAddresses(ctx, old); err != nil {
+	if err := f.Hosts.SetAddresses(ctx, old); err != nil {
 		t.Fatal(err)
 	}
 	if x := popN(t, f, 40); len(x.Popped) != 40 {
@@ -290,7 +290,7 @@ func TestStoredAnswersAndIdleBucketsArePruned(t *testing.T) {
 	}
 	advance(25 * time.Hour)
 	for i := range 4 { // a few stores, as new hosts come
-		if err := f.SetAddresses(ctx, []frontier.Address{{Host: fmt.Sprintf("new%d.test", i), Addr: "198.51.100.1", TTL: time.Minute}}); err != nil {
+		if err := f.Hosts.SetAddresses(ctx, []frontier.Address{{Host: fmt.Sprintf("new%d.test", i), Addr: "198.51.100.1", TTL: time.Minute}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -308,11 +308,11 @@ func TestAGrantUnderAnAddressHalvesThePauses(t *testing.T) {
 	if _, err := f.Enqueue(ctx, hostURLs("a.test", 2)); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.SetAddresses(ctx, []frontier.Address{{Host: "a.test", Addr: "192.0.2.3", TTL: 100 * time.Hour}}); err != nil {
+	if err := f.Hosts.SetAddresses(ctx, []frontier.Address{{Host: "a.test", Addr: "192.0.2.3", TTL: 100 * time.Hour}}); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if _, err := f.PauseHost(ctx, "a.test", time.Second, "a test"); err != nil {
+		if _, err := f.Hosts.Pause(ctx, "a.test", time.Second, "a test"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -338,21 +338,21 @@ func TestATakenTokenTakesItsAddresssToo(t *testing.T) {
 		if _, err := f.Enqueue(ctx, hostURLs("b.test", 1)); err != nil {
 			t.Fatal(err)
 		}
-		if err := f.SetAddresses(ctx, []frontier.Address{{Host: "a.test", Addr: "192.0.2.4", TTL: time.Hour},
+		if err := f.Hosts.SetAddresses(ctx, []frontier.Address{{Host: "a.test", Addr: "192.0.2.4", TTL: time.Hour},
 			{Host: "b.test", Addr: "192.0.2.4", TTL: time.Hour}}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.TakeToken(ctx, "a.test", time.Second); err != nil {
+		if _, err := f.Render.TakeToken(ctx, "a.test", time.Second); err != nil {
 			t.Fatalf("a.test's first token: %v", err)
 		}
 		if x := popN(t, f, 1); len(x.Popped) != 0 {
 			t.Fatalf("popped %v; want nothing: b.test's server gave its token to a.test's subresource", hosts(x.Popped))
 		}
 		var no *frontier.NoTokenError
-		if _, err := f.TakeToken(ctx, "a.test", time.Second); !errors.As(err, &no) {
+		if _, err := f.Render.TakeToken(ctx, "a.test", time.Second); !errors.As(err, &no) {
 			t.Fatalf("a.test's second token: %v; want none within the hour", err)
 		}
-		if _, err := f.TakeToken(ctx, "third.test", time.Second); err != nil {
+		if _, err := f.Render.TakeToken(ctx, "third.test", time.Second); err != nil {
 			t.Fatalf("a host of no known address: %v; want its own bucket's token", err)
 		}
 	})

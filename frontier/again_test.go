@@ -101,7 +101,7 @@ func TestALateURLOfAPausedHostOrCrawlOrALostLeaseGetsNoToken(t *testing.T) {
 		for _, l := range x.Popped {
 			by[l.Host] = l
 		}
-		if _, err := e.f.PauseHost(ctx, "a", time.Hour, "a test"); err != nil {
+		if _, err := e.f.Hosts.Pause(ctx, "a", time.Hour, "a test"); err != nil {
 			t.Fatal(err)
 		}
 		if askAgain(t, e.f, by["a"]) {
@@ -177,7 +177,7 @@ func TestLateURLsAskTheirHostsInEveryShard(t *testing.T) {
 		for _, l := range all {
 			l.Late = true
 		}
-		if _, err := f.PauseHost(ctx, all[0].Host, time.Hour, "a test"); err != nil {
+		if _, err := f.Hosts.Pause(ctx, all[0].Host, time.Hour, "a test"); err != nil {
 			t.Fatal(err)
 		}
 		x, err := f.Exchange(ctx, nil, all, 0)

@@ -86,7 +86,7 @@ func benchExchange(b *testing.B, sh exchangeShape) {
 		for i := range sh.hosts {
 			answers = append(answers, frontier.Address{Host: fmt.Sprintf("h%d.example", i), Addr: fmt.Sprintf("10.0.%d.%d", i/256, i%256), TTL: time.Hour})
 		}
-		if err := f.SetAddresses(ctx, answers); err != nil {
+		if err := f.Hosts.SetAddresses(ctx, answers); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -118,7 +118,7 @@
 // described by one number, its theoretical arrival time (GCRA, the
 // virtual-scheduling form of the same bucket), which is the time ready
 // had to hold anyway, so taking a token costs a polite pop no call of its
-// own. A host's pause, its own Crawl-delay (SetHostDelay) and its adaptive
+// own. A host's pause, its own Crawl-delay (Hosts.SetDelay) and its adaptive
 // interval live in its rate:<host> hash, which the pop reads for the hosts
 // marked in slowed only. A URL whose token's window closed before its
 // request could go is given back late (Lease.Late) and popped again first

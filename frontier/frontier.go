@@ -223,7 +223,7 @@ func (f *shard) sizes(ctx context.Context, pipe redis.Pipeliner) func() Sizes {
 	}
 }
 
-// HostQueue is one host's queue, as HostQueues reads it.
+// HostQueue is one host's queue, as Hosts.Queues reads it.
 type HostQueue struct {
 	Host   string `json:"host"`
 	Queued int64  `json:"queued"`
@@ -241,7 +241,7 @@ type HostQueue struct {
 	Bucket Bucket `json:"bucket"`
 }
 
-// HostScanLimit bounds the hosts HostQueues examines: a crawl of millions
+// HostScanLimit bounds the hosts Hosts.Queues examines: a crawl of millions
 // of hosts gets a sample (the hosts due soonest), not a stall of Redis.
 const HostScanLimit = 10000
 
@@ -288,10 +288,10 @@ func (f *shard) longest(ctx context.Context, n int) ([]HostQueue, int64, error) 
 	return out[:min(n, len(out))], total, nil
 }
 
-// HostsNow reads hosts' queues as they stand, in one round trip: URLs
+// Now reads hosts' queues as they stand, in one round trip: URLs
 // queued, when each is due, its interval and its token bucket. A host
 // with nothing queued has Queued 0 and DueIn 0.
-func (f *Frontier) HostsNow(ctx context.Context, hosts []string) ([]HostQueue, error) {
+func (f Hosts) Now(ctx context.Context, hosts []string) ([]HostQueue, error) {
 	pipe := f.c.Pipeline()
 	now := pipe.Time(ctx)
 	type reads struct {
@@ -318,7 +318,7 @@ func (f *Frontier) HostsNow(ctx context.Context, hosts []string) ([]HostQueue, e
 		v := rs[i].bucket.Val()
 		p := f.PolicyNow()
 		base, baseBurst, baseWhy := p.HostRate, max(p.HostBurst, 1), "rate"
-		if r, b, ok := parseHostRule(rs[i].rule.Val()); ok { // its own rate (SetHostRule)
+		if r, b, ok := parseHostRule(rs[i].rule.Val()); ok { // its own rate (Hosts.SetRule)
 			base, baseBurst, baseWhy = r, b, "its own rate"
 		}
 		if base > 0 {

@@ -798,7 +798,7 @@ func TestHostPageCap(t *testing.T) {
 	})
 }
 
-// HostQueues lists the hosts with the most URLs queued, longest first,
+// Hosts.Queues lists the hosts with the most URLs queued, longest first,
 // leaves out hosts whose queue is empty, and says when each is due.
 func TestHostQueues(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
@@ -816,7 +816,7 @@ func TestHostQueues(t *testing.T) {
 		for range 4 {
 			popped = append(popped, pop(t, e.f).Item.URL)
 		}
-		top, total, err := e.f.HostQueues(context.Background(), 2)
+		top, total, err := e.f.Hosts.Queues(context.Background(), 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -826,7 +826,7 @@ func TestHostQueues(t *testing.T) {
 		if top[0].DueIn < 59*time.Minute {
 			t.Fatalf("a due in %v; its rate is one an hour", top[0].DueIn)
 		}
-		all, _, _ := e.f.HostQueues(context.Background(), 10)
+		all, _, _ := e.f.Hosts.Queues(context.Background(), 10)
 		for _, h := range all {
 			if h.Host == "d" {
 				t.Fatalf("host d listed with an empty queue: %+v", all)

@@ -22,13 +22,13 @@ type HostRule struct {
 	Host  string  `json:"host"`
 	Rate  float64 `json:"rate"` // requests a second; 0: no limit (as Options.HostRate)
 	Burst int     `json:"burst"`
-	// Blocked: the host is blocked (BlockHost); Rate and Burst are 0.
+	// Blocked: the host is blocked (Hosts.Block); Rate and Burst are 0.
 	Blocked bool `json:"blocked,omitempty"`
 }
 
-// SetHostRule gives host its own rate (requests a second; 0 or +Inf: no
+// SetRule gives host its own rate (requests a second; 0 or +Inf: no
 // limit) and burst, from its shard's next pop on.
-func (f *Frontier) SetHostRule(ctx context.Context, host string, rate float64, burst int) error {
+func (f Hosts) SetRule(ctx context.Context, host string, rate float64, burst int) error {
 	if math.IsInf(rate, 1) {
 		rate = 0
 	}
@@ -38,20 +38,20 @@ func (f *Frontier) SetHostRule(ctx context.Context, host string, rate float64, b
 	return f.hostRule(ctx, "set", host, strconv.FormatFloat(rate, 'f', -1, 64), strconv.Itoa(burst)) // no exponent: gopher-lua's tonumber reads none
 }
 
-// ClearHostRule drops host's own rate and lifts its pause: the crawl's
+// ClearRule drops host's own rate and lifts its pause: the crawl's
 // rate holds, and the host is due again at once.
-func (f *Frontier) ClearHostRule(ctx context.Context, host string) error {
+func (f Hosts) ClearRule(ctx context.Context, host string) error {
 	return f.hostRule(ctx, "clear", host, "", "")
 }
 
-// BlockHost blocks host: from now on no pop hands out its URLs and no
+// Block blocks host: from now on no pop hands out its URLs and no
 // link to it is queued (counted as skipped_links:blocked), and every URL
 // queued for it ends with a record (outcome skipped, its error saying
 // so), blockBatch a call until its queue is empty; it returns how many.
 // URLs of the host already popped are the workers' to give back (they
 // come back to its queue, and the pops end them too). A rate set after
-// (SetHostRule) or ClearHostRule unblocks it.
-func (f *Frontier) BlockHost(ctx context.Context, host string) (int64, error) {
+// (Hosts.SetRule) or Hosts.ClearRule unblocks it.
+func (f Hosts) Block(ctx context.Context, host string) (int64, error) {
 	var ended int64
 	for {
 		v, err := f.hostRuleRun(ctx, "block", host, strconv.Itoa(blockBatch), strconv.FormatInt(f.fs[ShardOf(host, len(f.fs))].resultsCap, 10)).Int64Slice()
@@ -71,11 +71,11 @@ func (f *Frontier) BlockHost(ctx context.Context, host string) (int64, error) {
 // milliseconds of Redis's time.
 const blockBatch = 1000
 
-func (f *Frontier) hostRule(ctx context.Context, mode, host, rate, burst string) error {
+func (f Hosts) hostRule(ctx context.Context, mode, host, rate, burst string) error {
 	return f.hostRuleRun(ctx, mode, host, rate, burst).Err()
 }
 
-func (f *Frontier) hostRuleRun(ctx context.Context, mode, host, a, b string) *redis.Cmd {
+func (f Hosts) hostRuleRun(ctx context.Context, mode, host, a, b string) *redis.Cmd {
 	sh := f.fs[ShardOf(host, len(f.fs))]
 	cmd := hostRuleScript.Run(ctx, sh.c, []string{sh.keys.Config, sh.keys.HostRules, f.RateKey(host), sh.keys.Pauses, sh.keys.Ready, sh.keys.Refill,
 		sh.keys.Queues, sh.keys.Stats, sh.keys.Lengths, sh.keys.Results}, f.o.Instance, mode, host, a, b)
@@ -88,8 +88,8 @@ func (f *Frontier) hostRuleRun(ctx context.Context, mode, host, a, b string) *re
 	return cmd
 }
 
-// HostRules lists the hosts with a rate of their own, by name.
-func (f *Frontier) HostRules(ctx context.Context) ([]HostRule, error) {
+// Rules lists the hosts with a rate of their own, by name.
+func (f Hosts) Rules(ctx context.Context) ([]HostRule, error) {
 	cmds := make([]*redis.MapStringStringCmd, len(f.fs))
 	_, err := f.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, sh := range f.fs {
@@ -129,9 +129,9 @@ func parseHostRule(v string) (rate float64, burst int, ok bool) {
 	return r, b, true
 }
 
-// HostLeases is how many of host's URLs are leased to workers now (popped,
+// Leases is how many of host's URLs are leased to workers now (popped,
 // not yet finished or given back), by a scan of its shard's leases.
-func (f *Frontier) HostLeases(ctx context.Context, host string) (int, error) {
+func (f Hosts) Leases(ctx context.Context, host string) (int, error) {
 	sh := f.fs[ShardOf(host, len(f.fs))]
 	n := 0
 	iter := sh.c.ZScan(ctx, sh.keys.Leases, 0, "*\n"+globEscape(host)+"\n*", 1000).Iterator()

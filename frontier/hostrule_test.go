@@ -21,7 +21,7 @@ func TestAHostsOwnRateHoldsAsTheOracleAllows(t *testing.T) {
 	ctx := context.Background()
 	e := setup(t, s)
 	e.f.HostRate, e.f.HostBurst = 1.0/3600, 1
-	if err := e.f.SetHostRule(ctx, "a", 2, 3); err != nil {
+	if err := e.f.Hosts.SetRule(ctx, "a", 2, 3); err != nil {
 		t.Fatal(err)
 	}
 	e.enqueue(t, append(hostURLs("a", 60), hostURLs("b", 60)...))
@@ -66,7 +66,7 @@ func TestAHostsOwnRuleIsSetListedAndCleared(t *testing.T) {
 		ctx := context.Background()
 		e := setup(t, s)
 		e.f.HostRate, e.f.HostBurst, e.f.PopAhead = 1.0/3600, 1, 0
-		if err := e.f.SetHostRule(ctx, "a", 1.0/3600, 5); err != nil {
+		if err := e.f.Hosts.SetRule(ctx, "a", 1.0/3600, 5); err != nil {
 			t.Fatal(err)
 		}
 		e.enqueue(t, append(hostURLs("a", 20), hostURLs("b", 20)...))
@@ -80,29 +80,29 @@ func TestAHostsOwnRuleIsSetListedAndCleared(t *testing.T) {
 		if n := count(); n["a"] != 5 || n["b"] != 1 {
 			t.Fatalf("popped %v; want a's burst of 5 and b's 1", n)
 		}
-		rules, err := e.f.HostRules(ctx)
+		rules, err := e.f.Hosts.Rules(ctx)
 		if err != nil || fmt.Sprint(rules) != fmt.Sprint([]frontier.HostRule{{Host: "a", Rate: 1.0 / 3600, Burst: 5}}) {
 			t.Fatalf("HostRules = %v, %v; want a's", rules, err)
 		}
-		if err := e.f.SetHostRule(ctx, "b", 0, 1); err != nil { // no limit for b
+		if err := e.f.Hosts.SetRule(ctx, "b", 0, 1); err != nil { // no limit for b
 			t.Fatal(err)
 		}
 		if n := count(); n["a"] != 0 || n["b"] != 19 {
 			t.Fatalf("popped %v; want b's 19 left (no limit), none of a's (its burst spent)", n)
 		}
-		if _, err := e.f.PauseHost(ctx, "a", time.Hour, "a test"); err != nil {
+		if _, err := e.f.Hosts.Pause(ctx, "a", time.Hour, "a test"); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.f.ClearHostRule(ctx, "a"); err != nil {
+		if err := e.f.Hosts.ClearRule(ctx, "a"); err != nil {
 			t.Fatal(err)
 		}
-		if rules, _ := e.f.HostRules(ctx); len(rules) != 1 || rules[0].Host != "b" {
+		if rules, _ := e.f.Hosts.Rules(ctx); len(rules) != 1 || rules[0].Host != "b" {
 			t.Fatalf("HostRules after clearing a = %v; want b's only", rules)
 		}
 		if n := count(); n["a"] != 1 {
 			t.Fatalf("popped %v; want one of a's: its pause lifted, the crawl's rate again (a burst of 1)", n)
 		}
-		if err := e.f.SetHostRule(ctx, "a", -1, 1); err == nil {
+		if err := e.f.Hosts.SetRule(ctx, "a", -1, 1); err == nil {
 			t.Error("a negative rate was taken")
 		}
 	})
@@ -126,11 +126,11 @@ func TestABlockedHostsURLsEndWithRecordsAndNoneIsQueued(t *testing.T) {
 		if held == nil {
 			t.Fatal("the first pop had no URL of a")
 		}
-		ended, err := e.f.BlockHost(ctx, "a")
+		ended, err := e.f.Hosts.Block(ctx, "a")
 		if err != nil || ended != 4 {
 			t.Fatalf("BlockHost = %d, %v; want the 4 URLs of a still queued ended", ended, err)
 		}
-		if rules, err := e.f.HostRules(ctx); err != nil || len(rules) != 1 || !rules[0].Blocked || rules[0].Host != "a" {
+		if rules, err := e.f.Hosts.Rules(ctx); err != nil || len(rules) != 1 || !rules[0].Blocked || rules[0].Host != "a" {
 			t.Errorf("HostRules = %+v, %v; want a, blocked", rules, err)
 		}
 		held.Late = true // as a worker gives back a URL it had not started
@@ -164,7 +164,7 @@ func TestABlockedHostsURLsEndWithRecordsAndNoneIsQueued(t *testing.T) {
 		if n := queued(t, s, "a"); n != 0 {
 			t.Errorf("a's queue holds %d URLs; want none", n)
 		}
-		if err := e.f.ClearHostRule(ctx, "a"); err != nil {
+		if err := e.f.Hosts.ClearRule(ctx, "a"); err != nil {
 			t.Fatal(err)
 		}
 		finish(t, e.f, x.Popped[1], frontier.Outcome{Stat: "ok", Fetched: true, Children: []frontier.Item{{URL: "http://a/after", Depth: 1}}})

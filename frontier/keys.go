@@ -53,7 +53,7 @@ type Keys struct {
 	// hosts' queues, in a continuous crawl or after a recrawl (visit.go).
 	Due string
 	// Pauses is a sorted set: the hosts paused (a 429 or 503, a run of
-	// failures: Frontier.PauseHost) -> when each pause ends (ms), so that
+	// failures: Frontier.Hosts.Pause) -> when each pause ends (ms), so that
 	// status and the dashboard list them without a scan; ended pauses are
 	// dropped by the next pause noted.
 	Pauses string
@@ -64,8 +64,8 @@ type Keys struct {
 	// Paused exists while the crawl is paused (hold.lua, Frontier.Pause):
 	// "ms\nwho", in every shard, read by that shard's pops.
 	Paused string
-	// HostRules is a hash: host -> its own rate and burst ("rate burst",
-	// rate 0 for no limit), set by hand (Frontier.SetHostRule), which the
+	// Hosts.Rules is a hash: host -> its own rate and burst ("rate burst",
+	// rate 0 for no limit), set by hand (Frontier.Hosts.SetRule), which the
 	// pops keep to instead of the crawl's; read only while it exists.
 	HostRules string
 	// Settings is the crawl's settings version in force in this shard (a
@@ -204,7 +204,7 @@ func (f *Frontier) LeaderKey() string { return LeaderKey(f.name) }
 // RateKey is host's token bucket (package politeness), in its shard's
 // slot beside its queue, so that on a Redis Cluster one master holds all
 // of a host.
-func (f *Frontier) RateKey(host string) string {
+func (f *store) RateKey(host string) string {
 	return f.fs[ShardOf(host, len(f.fs))].keys.Buckets + host
 }
 
@@ -221,7 +221,7 @@ func (f *Frontier) RobotsKey(scheme, host string) string {
 func (f *Frontier) PauseChannel() string { return tag(f.name, 0) + "paused" }
 
 // hostsKey is the set of the seeds' hosts (AddSeedHosts).
-func (f *Frontier) hostsKey() string { return tag(f.name, 0) + "hosts" }
+func (f *store) hostsKey() string { return tag(f.name, 0) + "hosts" }
 
 // patterns match every key of crawl name and no other crawl's (CheckName:
 // with no '/' in a name, "{NAME/" starts only this crawl's shards).

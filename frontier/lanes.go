@@ -24,7 +24,7 @@ var (
 // next pop on; a host queued moves with its tat. It reports whether the
 // host moved between ready sets (false: it had nothing queued, or was in
 // that lane already).
-func (f *Frontier) SetLane(ctx context.Context, host, lane string) (bool, error) {
+func (f Rendering) SetLane(ctx context.Context, host, lane string) (bool, error) {
 	if err := checkLane(lane); err != nil {
 		return false, err
 	}
@@ -36,7 +36,7 @@ func (f *Frontier) SetLane(ctx context.Context, host, lane string) (bool, error)
 // SetDefaultLane sets the lane of every host that has none of its own
 // (SetLane), in every shard: hosts queued move. One step a shard over all
 // its queued hosts: meant for a crawl's seeding (seed --render always).
-func (f *Frontier) SetDefaultLane(ctx context.Context, lane string) error {
+func (f Rendering) SetDefaultLane(ctx context.Context, lane string) error {
 	if err := checkLane(lane); err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ type Lanes struct {
 }
 
 // Lanes reads the lanes of every shard.
-func (f *Frontier) Lanes(ctx context.Context) (Lanes, error) {
+func (f Rendering) Lanes(ctx context.Context) (Lanes, error) {
 	out := Lanes{Default: LanePlain, Hosts: map[string]string{}, Ready: map[string]int64{}}
 	type reads struct {
 		all           *redis.MapStringStringCmd

@@ -90,13 +90,13 @@ func TestAPopTakesOnlyItsLanesHosts(t *testing.T) {
 				case 1:
 					h := rapid.SampledFrom(hosts).Draw(rt, "laneHost")
 					l := rapid.SampledFrom([]string{frontier.LanePlain, frontier.LaneRender}).Draw(rt, "lane")
-					if _, err := plain.SetLane(ctx, h, l); err != nil {
+					if _, err := plain.Render.SetLane(ctx, h, l); err != nil {
 						rt.Fatal(err)
 					}
 					own[h] = l
 				case 2:
 					def = rapid.SampledFrom([]string{frontier.LanePlain, frontier.LaneRender}).Draw(rt, "default")
-					if err := plain.SetDefaultLane(ctx, def); err != nil {
+					if err := plain.Render.SetDefaultLane(ctx, def); err != nil {
 						rt.Fatal(err)
 					}
 				case 3:
@@ -174,7 +174,7 @@ func TestAHostMovedToTheRenderLaneKeepsItsTokens(t *testing.T) {
 		}
 		k := frontier.KeysFor("ln")
 		tat := s.Client.ZScore(ctx, k.Ready, "a").Val()
-		if moved, err := plain.SetLane(ctx, "a", frontier.LaneRender); err != nil || !moved {
+		if moved, err := plain.Render.SetLane(ctx, "a", frontier.LaneRender); err != nil || !moved {
 			t.Fatalf("SetLane: moved %v, %v", moved, err)
 		}
 		if got := s.Client.ZScore(ctx, k.ReadyIn(frontier.LaneRender), "a").Val(); got != tat {

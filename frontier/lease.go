@@ -20,12 +20,12 @@ type Lease struct {
 	// process's own, time.Now).
 	now func() time.Time
 	// HostDelay is the host's own least interval between requests
-	// (SetHostDelay) that its pop kept to; 0 when it had none, and the
+	// (Hosts.SetDelay) that its pop kept to; 0 when it had none, and the
 	// crawl's rate held.
 	HostDelay time.Duration
 	// OwnRate is the host's own rate (requests a second, 0: no limit) that
 	// its pop kept to instead of the crawl's, when HasOwnRate
-	// (SetHostRule).
+	// (Hosts.SetRule).
 	OwnRate    float64
 	HasOwnRate bool
 	// freshAt: the tat its pop left the host's bucket (ms, Redis's clock,
@@ -142,11 +142,11 @@ func (l *Lease) failedEntry(reason string) string {
 }
 
 // HostDelayKept is how long a host's bucket keeps its own delay
-// (SetHostDelay) after its last request: as long as a robots.txt is cached
+// (Hosts.SetDelay) after its last request: as long as a robots.txt is cached
 // (politeness.Robots's TTL), after which the next fetch of it says again.
 const HostDelayKept = 24 * time.Hour
 
-// SetHostDelay keeps host's own least interval between requests (its
+// Hosts.SetDelay keeps host's own least interval between requests (its
 // robots.txt's Crawl-delay; 0: none) in its token bucket, which every pop
 // reads from then on. With l, a URL of host popped before its pop kept to
 // that interval, it decides l: true when l may be fetched now (its bucket

@@ -47,6 +47,14 @@ type Frontier struct {
 	Events   Events   // the crawl's event log, for people
 	Digests  Digests  // the payload digests archived (--dedup-payloads)
 	Visits   Visits   // the recrawl schedule: each fetched URL's next visit
+	// Hosts are the controls and views of single hosts: their rules,
+	// pauses, delays, queues and server addresses.
+	Hosts Hosts
+	// Render is what rendering shares: the lanes, the samples a crawl
+	// learns from, the subresource cache and the tokens of subresources.
+	Render Rendering
+	// Scope is the seeds' hosts, the crawl's scope.
+	Scope Scope
 
 	now func() time.Time
 
@@ -110,7 +118,7 @@ type Policy struct {
 	// token of its host's bucket, taken in the same call, and a host
 	// without one is not offered until it has (politeness's token bucket,
 	// applied where URLs are handed out). A host's own Crawl-delay
-	// (SetHostDelay) and pauses (politeness.Limiter.Pause on RateKey) hold
+	// (Hosts.SetDelay) and pauses (politeness.Limiter.Pause on RateKey) hold
 	// with any rate, none included.
 	HostRate  float64
 	HostBurst int
@@ -180,6 +188,7 @@ func New(c redis.UniversalClient, name string, o Options) (*Frontier, error) {
 		f.fs[i] = newShard(c, KeysForShard(name, i), &f.Options, f.pm, i, o.Shards)
 	}
 	f.Records, f.Registry, f.Events, f.Digests, f.Visits = Records{f.store}, Registry{f.store}, Events{f.store}, Digests{f.store}, Visits{f.store}
+	f.Hosts, f.Render, f.Scope = Hosts{f.store}, Rendering{f.store}, Scope{f.store}
 	return f, nil
 }
 
@@ -285,3 +294,12 @@ func (o Options) now() time.Time {
 	}
 	return time.Now()
 }
+
+// Hosts are the controls and views of single hosts (Frontier.Hosts).
+type Hosts struct{ *store }
+
+// Rendering is what the render workers share (Frontier.Render).
+type Rendering struct{ *store }
+
+// Scope is the seeds' hosts (Frontier.Scope).
+type Scope struct{ *store }

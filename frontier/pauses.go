@@ -11,34 +11,34 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// PauseHost stops host for every worker: its bucket is paused
+// Pause stops host for every worker: its bucket is paused
 // (politeness.Limiter.Pause: the server's Retry-After, or a back-off that
 // doubles with repeats), and no pop offers it before the pause ends. Why
 // ("a 429", "3 failed requests") is kept in the bucket, and the pause is
-// listed in its shard's Pauses for PausedHosts, and the host marked in
+// listed in its shard's Pauses for Hosts.Paused, and the host marked in
 // Slowed, whose bucket hashes are the only ones the pops read: all in one
 // script, so that no failure can leave a pause the pops do not see. It
 // returns the pause.
-func (f *Frontier) PauseHost(ctx context.Context, host string, retryAfter time.Duration, why string) (time.Duration, error) {
+func (f Hosts) Pause(ctx context.Context, host string, retryAfter time.Duration, why string) (time.Duration, error) {
 	sh := f.fs[ShardOf(host, len(f.fs))]
 	return politeness.NewLimiter(f.c, politeness.Inf, 1).PauseWith(ctx, f.RateKey(host), retryAfter,
 		politeness.PauseNote{Why: why, Index: sh.keys.Pauses, Member: host, Mark: sh.keys.Slowed})
 }
 
-// PausedHost is a host paused now, as PausedHosts reads it.
+// PausedHost is a host paused now, as Hosts.Paused reads it.
 type PausedHost struct {
 	Host string        `json:"host"`
 	Left time.Duration `json:"left_ns"` // until the pause ends, by Redis's clock
 	Why  string        `json:"why,omitempty"`
 }
 
-// MaxPausedListed bounds the pauses PausedHosts reads a shard: those that
+// MaxPausedListed bounds the pauses Hosts.Paused reads a shard: those that
 // end last.
 const MaxPausedListed = 1000
 
-// PausedHosts lists the hosts paused now, the longest pause first: one
+// Paused lists the hosts paused now, the longest pause first: one
 // round trip over the shards' Pauses, and one more for why when any is.
-func (f *Frontier) PausedHosts(ctx context.Context) ([]PausedHost, error) {
+func (f Hosts) Paused(ctx context.Context) ([]PausedHost, error) {
 	pipe := f.c.Pipeline()
 	now := pipe.Time(ctx)
 	lists := make([]*redis.ZSliceCmd, len(f.fs))

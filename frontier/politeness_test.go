@@ -112,14 +112,14 @@ func TestAPausedHostIsNotOffered(t *testing.T) {
 		ctx := context.Background()
 		e := setup(t, s) // no rate: the pause holds even so
 		e.enqueue(t, append(hostURLs("a", 2), hostURLs("b", 1)...))
-		if _, err := e.f.PauseHost(ctx, "a", time.Hour, "a test"); err != nil {
+		if _, err := e.f.Hosts.Pause(ctx, "a", time.Hour, "a test"); err != nil {
 			t.Fatal(err)
 		}
 		x := popN(t, e.f, 3)
 		if len(x.Popped) != 1 || x.Popped[0].Host != "b" {
 			t.Fatalf("popped %v; want only b's URL, a paused", hosts(x.Popped))
 		}
-		top, _, err := e.f.HostQueues(ctx, 1)
+		top, _, err := e.f.Hosts.Queues(ctx, 1)
 		if err != nil || len(top) != 1 || top[0].Host != "a" || top[0].DueIn < 59*time.Minute {
 			t.Fatalf("host queues %+v (%v); want a due when its pause of an hour ends", top, err)
 		}
@@ -146,7 +146,7 @@ func TestAPauseIsOneStep(t *testing.T) {
 			t.Fatal(err)
 		}
 		lost.armed = true
-		f.PauseHost(ctx, "a", time.Hour, "a test") // its error, if any, is the lost connection's
+		f.Hosts.Pause(ctx, "a", time.Hour, "a test") // its error, if any, is the lost connection's
 		x := popN(t, e.f, 3)
 		if len(x.Popped) != 1 || x.Popped[0].Host != "b" {
 			t.Fatalf("popped %v; want only b's URL: a was paused by the call that went through", hosts(x.Popped))
@@ -213,11 +213,11 @@ func TestAHostsOwnDelayHoldsForEveryPop(t *testing.T) {
 		if len(early) != 2 || early[0].HostDelay != 0 {
 			t.Fatalf("popped %d (%+v); want a's burst of 2 under the crawl's rate", len(early), early)
 		}
-		now, err := e.f.SetHostDelay(ctx, "a", time.Hour, early[0])
+		now, err := e.f.Hosts.SetDelay(ctx, "a", time.Hour, early[0])
 		if err != nil || !now {
 			t.Fatalf("the host's first URL: go now = %v (%v); its grant was the only one", now, err)
 		}
-		now, err = e.f.SetHostDelay(ctx, "a", time.Hour, early[1])
+		now, err = e.f.Hosts.SetDelay(ctx, "a", time.Hour, early[1])
 		if err != nil || now {
 			t.Fatalf("the host's second URL: go now = %v (%v); want it back in its queue", now, err)
 		}
@@ -228,7 +228,7 @@ func TestAHostsOwnDelayHoldsForEveryPop(t *testing.T) {
 		if x := popN(t, e.f, 4); len(x.Popped) != 0 || x.Info.NextDue < 59*time.Minute {
 			t.Fatalf("popped %d, next due in %v; want nothing of a for the hour", len(x.Popped), x.Info.NextDue)
 		}
-		if _, err := e.f.SetHostDelay(ctx, "a", 0, nil); err != nil { // robots.txt dropped its delay
+		if _, err := e.f.Hosts.SetDelay(ctx, "a", 0, nil); err != nil { // robots.txt dropped its delay
 			t.Fatal(err)
 		}
 		e.enqueue(t, hostURLs("b", 1))
@@ -242,7 +242,7 @@ func TestAHostsOwnDelayHoldsForEveryPop(t *testing.T) {
 func TestAPopSaysTheDelayItKeptTo(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		e := setup(t, s) // no crawl rate at all
-		if _, err := e.f.SetHostDelay(context.Background(), "a", time.Hour, nil); err != nil {
+		if _, err := e.f.Hosts.SetDelay(context.Background(), "a", time.Hour, nil); err != nil {
 			t.Fatal(err)
 		}
 		e.enqueue(t, hostURLs("a", 3))
@@ -367,7 +367,7 @@ func TestAPopOfDryHostsInTheWindowReads(t *testing.T) {
 
 // Adaptive politeness: a finished page's fetch time, times the factor and
 // at most MaxDelay, becomes its host's interval for every pop; a fast
-// host keeps the crawl's rate. HostQueues says which holds, and why.
+// host keeps the crawl's rate. Hosts.Queues says which holds, and why.
 func TestASlowHostGetsFewerRequests(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
@@ -389,7 +389,7 @@ func TestASlowHostGetsFewerRequests(t *testing.T) {
 		if _, err := e.f.Exchange(ctx, done, nil, 0); err != nil {
 			t.Fatal(err)
 		}
-		top, _, err := e.f.HostQueues(ctx, 2)
+		top, _, err := e.f.Hosts.Queues(ctx, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -421,7 +421,7 @@ func TestAHostLeavesTheSlowedOnceItsPauseEnds(t *testing.T) {
 	e := setup(t, s)
 	ctx := context.Background()
 	e.enqueue(t, hostURLs("a", 2))
-	if _, err := e.f.PauseHost(ctx, "a", time.Second, "a test"); err != nil {
+	if _, err := e.f.Hosts.Pause(ctx, "a", time.Second, "a test"); err != nil {
 		t.Fatal(err)
 	}
 	slowed := frontier.KeysFor("t").Slowed

@@ -194,7 +194,7 @@ func TestABlockOrACapEndsEveryPriority(t *testing.T) {
 			}
 		}
 		e.enqueue(t, items)
-		n, err := e.f.BlockHost(ctx, "blocked")
+		n, err := e.f.Hosts.Block(ctx, "blocked")
 		if err != nil || n != 5 {
 			t.Fatalf("BlockHost = %d, %v; want its 5 URLs ended", n, err)
 		}

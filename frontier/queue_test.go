@@ -63,7 +63,7 @@ func TestQueueGivesBackEveryItemWholeAndInOrder(t *testing.T) {
 				finish(t, e.f, l, frontier.Outcome{Stat: "done"})
 			}
 			left := int64(len(model))
-			hosts, n, err := e.f.HostQueues(ctx, 10)
+			hosts, n, err := e.f.Hosts.Queues(ctx, 10)
 			if err != nil {
 				t.Fatal(err)
 			}

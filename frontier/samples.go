@@ -40,7 +40,7 @@ type Sample struct {
 // the host moved to the render lane: only its rendering finds its
 // links). It returns whether s was queued and the host's verdict
 // (VerdictLearning while there is none).
-func (f *Frontier) OfferSample(ctx context.Context, s Sample, reserve, waitMost int) (bool, string, error) {
+func (f Rendering) OfferSample(ctx context.Context, s Sample, reserve, waitMost int) (bool, string, error) {
 	b, err := json.Marshal(s)
 	if err != nil {
 		return false, "", err
@@ -62,7 +62,7 @@ func (f *Frontier) OfferSample(ctx context.Context, s Sample, reserve, waitMost 
 // its host's verdict now (a sample of a host found to need no browser
 // since it was offered is told at once, unrendered). ok is false when
 // none waits.
-func (f *Frontier) ClaimSample(ctx context.Context, lease time.Duration) (s Sample, raw, verdict string, ok bool, err error) {
+func (f Rendering) ClaimSample(ctx context.Context, lease time.Duration) (s Sample, raw, verdict string, ok bool, err error) {
 	v, err := f.samples(ctx, "claim", lease.Milliseconds()).Slice()
 	switch {
 	case errors.Is(err, redis.Nil):
@@ -87,7 +87,7 @@ func (f *Frontier) ClaimSample(ctx context.Context, lease time.Duration) (s Samp
 // returns the host's verdict: VerdictRender at the first sample that
 // found something, VerdictPlain once most samples found nothing,
 // VerdictLearning until then.
-func (f *Frontier) TellSample(ctx context.Context, s Sample, raw string, found bool, most int) (string, error) {
+func (f Rendering) TellSample(ctx context.Context, s Sample, raw string, found bool, most int) (string, error) {
 	v, err := f.samples(ctx, "tell", s.Host, raw, flag(found), most).Text()
 	if err != nil {
 		return "", err
@@ -104,7 +104,7 @@ func (f *Frontier) TellSample(ctx context.Context, s Sample, raw string, found b
 // prefix whose most pages found nothing needs no browser (VerdictPlain),
 // and its pages are fetched plainly. It returns the prefix's verdict, by
 // the rule of a host's (TellSample).
-func (f *Frontier) LearnPrefix(ctx context.Context, host, prefix string, found bool, most int) (string, error) {
+func (f Rendering) LearnPrefix(ctx context.Context, host, prefix string, found bool, most int) (string, error) {
 	v, err := f.samples(ctx, "learn", host+" "+prefix, flag(found), most).Text()
 	if err != nil {
 		return "", err
@@ -117,7 +117,7 @@ func (f *Frontier) LearnPrefix(ctx context.Context, host, prefix string, found b
 
 // PrefixVerdict is what the pages under a path prefix of host taught
 // (LearnPrefix): VerdictLearning until a verdict.
-func (f *Frontier) PrefixVerdict(ctx context.Context, host, prefix string) (string, error) {
+func (f Rendering) PrefixVerdict(ctx context.Context, host, prefix string) (string, error) {
 	sh := f.fs[0]
 	v, err := sh.c.HGet(ctx, sh.keys.Learn, host+" "+prefix).Result()
 	switch {
@@ -142,7 +142,7 @@ type Learned struct {
 // LearnedHosts reads what the samples taught of every host (and, as
 // "host prefix", of the path prefixes of hosts that need a browser:
 // LearnPrefix), and how many samples wait.
-func (f *Frontier) LearnedHosts(ctx context.Context) (map[string]Learned, int64, error) {
+func (f Rendering) LearnedHosts(ctx context.Context) (map[string]Learned, int64, error) {
 	sh := f.fs[0]
 	all, err := sh.c.HGetAll(ctx, sh.keys.Learn).Result()
 	if err != nil {
@@ -165,7 +165,7 @@ func (f *Frontier) LearnedHosts(ctx context.Context) (map[string]Learned, int64,
 	return out, waiting, nil
 }
 
-func (f *Frontier) samples(ctx context.Context, step string, args ...any) *redis.Cmd {
+func (f Rendering) samples(ctx context.Context, step string, args ...any) *redis.Cmd {
 	sh := f.fs[0]
 	cmd := samplesScript.Run(ctx, sh.c, []string{sh.keys.Config, sh.keys.Learn, sh.keys.Samples}, append([]any{f.o.Instance, step}, args...)...)
 	switch err := cmd.Err(); {

@@ -40,7 +40,7 @@ func TestSamplesDecideAHostsLane(t *testing.T) {
 				case 0:
 					h := rapid.SampledFrom(hosts).Draw(rt, "host")
 					seq++
-					q, v, err := f.OfferSample(ctx, frontier.Sample{URL: fmt.Sprintf("http://%s/%d", h, seq), Host: h}, reserve, waitMost)
+					q, v, err := f.Render.OfferSample(ctx, frontier.Sample{URL: fmt.Sprintf("http://%s/%d", h, seq), Host: h}, reserve, waitMost)
 					if err != nil {
 						rt.Fatal(err)
 					}
@@ -56,7 +56,7 @@ func TestSamplesDecideAHostsLane(t *testing.T) {
 						waiting++
 					}
 				case 1:
-					s, raw, v, ok, err := f.ClaimSample(ctx, time.Hour)
+					s, raw, v, ok, err := f.Render.ClaimSample(ctx, time.Hour)
 					if err != nil {
 						rt.Fatal(err)
 					}
@@ -82,7 +82,7 @@ func TestSamplesDecideAHostsLane(t *testing.T) {
 					c := held[i]
 					held = append(held[:i], held[i+1:]...)
 					found := rapid.Bool().Draw(rt, "found")
-					v, err := f.TellSample(ctx, c.s, c.raw, found, most)
+					v, err := f.Render.TellSample(ctx, c.s, c.raw, found, most)
 					if err != nil {
 						rt.Fatal(err)
 					}
@@ -103,7 +103,7 @@ func TestSamplesDecideAHostsLane(t *testing.T) {
 					}
 				}
 			}
-			learned, n, err := f.LearnedHosts(ctx)
+			learned, n, err := f.Render.LearnedHosts(ctx)
 			if err != nil {
 				rt.Fatal(err)
 			}
@@ -145,20 +145,20 @@ func TestAWaitingSampleHoldsTheCrawlsEnd(t *testing.T) {
 				return sw
 			}
 			smp := frontier.Sample{URL: "http://a/", Host: "a"}
-			if q, _, err := f.OfferSample(ctx, smp, 2, 10); err != nil || !q {
+			if q, _, err := f.Render.OfferSample(ctx, smp, 2, 10); err != nil || !q {
 				t.Fatalf("offer: %v %v", q, err)
 			}
 			if sw := sweep(); sw.CrawlOver {
 				t.Fatalf("%d shards: over with a sample waiting", shards)
 			}
-			got, raw, _, ok, err := f.ClaimSample(ctx, time.Minute)
+			got, raw, _, ok, err := f.Render.ClaimSample(ctx, time.Minute)
 			if err != nil || !ok || got != smp {
 				t.Fatalf("claim: %+v %v %v", got, ok, err)
 			}
 			if sw := sweep(); sw.CrawlOver {
 				t.Fatalf("%d shards: over with a sample claimed", shards)
 			}
-			if _, err := f.TellSample(ctx, got, raw, false, 2); err != nil {
+			if _, err := f.Render.TellSample(ctx, got, raw, false, 2); err != nil {
 				t.Fatal(err)
 			}
 			if sw := sweep(); !sw.CrawlOver {
@@ -178,15 +178,15 @@ func TestAPathPrefixIsLearntByTheRuleOfAHost(t *testing.T) {
 		f, _ := openLanes(t, s, frontier.Policy{})
 		learn := func(prefix string, found bool, want string) {
 			t.Helper()
-			v, err := f.LearnPrefix(ctx, "a", prefix, found, 3)
+			v, err := f.Render.LearnPrefix(ctx, "a", prefix, found, 3)
 			if err != nil || v != want {
 				t.Fatalf("learn %s found %v: %q, %v; want %q", prefix, found, v, err, want)
 			}
-			if got, err := f.PrefixVerdict(ctx, "a", prefix); err != nil || got != want {
+			if got, err := f.Render.PrefixVerdict(ctx, "a", prefix); err != nil || got != want {
 				t.Fatalf("the verdict of %s read back: %q, %v; want %q", prefix, got, err, want)
 			}
 		}
-		if v, err := f.PrefixVerdict(ctx, "a", "/new/"); err != nil || v != frontier.VerdictLearning {
+		if v, err := f.Render.PrefixVerdict(ctx, "a", "/new/"); err != nil || v != frontier.VerdictLearning {
 			t.Fatalf("a prefix no page taught: %q, %v", v, err)
 		}
 		learn("/docs/", false, frontier.VerdictLearning)
@@ -196,7 +196,7 @@ func TestAPathPrefixIsLearntByTheRuleOfAHost(t *testing.T) {
 		learn("/app/", false, frontier.VerdictLearning)
 		learn("/app/", true, frontier.VerdictRender)
 		learn("/app/", false, frontier.VerdictRender)
-		learned, _, err := f.LearnedHosts(ctx)
+		learned, _, err := f.Render.LearnedHosts(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

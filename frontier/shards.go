@@ -84,12 +84,12 @@ func (f *Frontier) ShardSizes(ctx context.Context) ([]Sizes, error) {
 	return out, nil
 }
 
-// HostQueues returns the n hosts with the most URLs queued, longest
-// first, as they stand (HostsNow), and how many hosts have URLs queued
+// Queues returns the n hosts with the most URLs queued, longest
+// first, as they stand (Hosts.Now), and how many hosts have URLs queued
 // (exact). Past HostScanLimit hosts in a shard, only those due soonest are
 // looked at for the longest.
-func (f *Frontier) HostQueues(ctx context.Context, n int) ([]HostQueue, int64, error) {
-	names, each, err := f.HostQueueNames(ctx, n)
+func (f Hosts) Queues(ctx context.Context, n int) ([]HostQueue, int64, error) {
+	names, each, err := f.QueueNames(ctx, n)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -97,13 +97,13 @@ func (f *Frontier) HostQueues(ctx context.Context, n int) ([]HostQueue, int64, e
 	for _, h := range each {
 		hosts += h
 	}
-	now, err := f.HostsNow(ctx, names)
+	now, err := f.Now(ctx, names)
 	return now, hosts, err
 }
 
-// HostQueueNames returns the n hosts with the most URLs queued, longest
+// QueueNames returns the n hosts with the most URLs queued, longest
 // first, and each shard's count of hosts with URLs queued.
-func (f *Frontier) HostQueueNames(ctx context.Context, n int) ([]string, []int64, error) {
+func (f Hosts) QueueNames(ctx context.Context, n int) ([]string, []int64, error) {
 	var all []HostQueue
 	each := make([]int64, len(f.fs))
 	for i, sh := range f.fs {
@@ -162,7 +162,7 @@ func (f *Frontier) enqueue(ctx context.Context, items []Item, fn func(*shard, co
 	return out, nil
 }
 
-// SetHostDelay is Frontier.SetHostDelay in host's shard.
-func (f *Frontier) SetHostDelay(ctx context.Context, host string, delay time.Duration, back *Lease) (bool, error) {
+// SetDelay is shard.SetHostDelay in host's shard.
+func (f Hosts) SetDelay(ctx context.Context, host string, delay time.Duration, back *Lease) (bool, error) {
 	return f.fs[ShardOf(host, len(f.fs))].SetHostDelay(ctx, host, delay, back)
 }

@@ -77,18 +77,18 @@ func ReadConfig(ctx context.Context, c redis.UniversalClient, name string) (map[
 	return c.HGetAll(ctx, KeysFor(name).Config).Result()
 }
 
-// AddSeedHosts records hosts as the seeds' (the crawl's scope).
-func (f *Frontier) AddSeedHosts(ctx context.Context, hosts []string) error {
+// Add records hosts as the seeds' (the crawl's scope).
+func (f Scope) Add(ctx context.Context, hosts []string) error {
 	if len(hosts) == 0 {
 		return nil
 	}
 	return f.c.SAdd(ctx, f.hostsKey(), hosts).Err()
 }
 
-// SeedHosts are the seeds' hosts, read in batches (SSCAN): a crawl seeded
+// Hosts are the seeds' hosts, read in batches (SSCAN): a crawl seeded
 // with a million hosts costs Redis many short calls, never one that holds
 // it for a quarter of a second.
-func (f *Frontier) SeedHosts(ctx context.Context) ([]string, error) {
+func (f Scope) Hosts(ctx context.Context) ([]string, error) {
 	var hosts []string
 	seen := map[string]bool{} // SSCAN may give a member twice
 	var cursor uint64
@@ -112,10 +112,10 @@ func (f *Frontier) SeedHosts(ctx context.Context) ([]string, error) {
 // seedHostsBatch is how many seed hosts SeedHosts asks for a call.
 const seedHostsBatch = 10_000
 
-// SeedHostCount is how many seed hosts the crawl has: one O(1) call
+// Count is how many seed hosts the crawl has: one O(1) call
 // (SCARD), whatever their number. Seeds only add hosts (a reset deletes
 // the set whole), so a count unchanged is a scope unchanged.
-func (f *Frontier) SeedHostCount(ctx context.Context) (int64, error) {
+func (f Scope) Count(ctx context.Context) (int64, error) {
 	return f.c.SCard(ctx, f.hostsKey()).Result()
 }
 

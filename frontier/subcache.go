@@ -60,7 +60,7 @@ func (k Keys) subKey(url string, kind SubKind) string {
 
 // GetSub is url's answer of that kind in the shared cache; ok is false
 // when its slot holds none, or another URL's.
-func (f *Frontier) GetSub(ctx context.Context, url string, kind SubKind) (Sub, bool, error) {
+func (f Rendering) GetSub(ctx context.Context, url string, kind SubKind) (Sub, bool, error) {
 	sh := f.fs[0]
 	b, err := sh.c.Get(ctx, sh.keys.subKey(url, kind)).Bytes()
 	switch {
@@ -87,7 +87,7 @@ func (f *Frontier) GetSub(ctx context.Context, url string, kind SubKind) (Sub, b
 
 // PutSub keeps url's answer in the shared cache (a body past SubMaxBody,
 // or a name with a newline, is not kept). It reports whether it was.
-func (f *Frontier) PutSub(ctx context.Context, url string, kind SubKind, s Sub) (bool, error) {
+func (f Rendering) PutSub(ctx context.Context, url string, kind SubKind, s Sub) (bool, error) {
 	if len(s.Body) > SubMaxBody || bytes.ContainsAny([]byte(url+s.ContentType+s.Location), "\n") {
 		return false, nil
 	}

@@ -22,30 +22,30 @@ func TestTheSubresourceCacheIsSharedAndBounded(t *testing.T) {
 		ctx := context.Background()
 		f, _ := openLanes(t, s, frontier.Policy{})
 		body := []byte("line\n\x00binary\r\nend")
-		if ok, err := f.PutSub(ctx, "http://a/app.js", frontier.SubAsset, frontier.Sub{Status: 200, ContentType: "text/javascript", Body: body}); err != nil || !ok {
+		if ok, err := f.Render.PutSub(ctx, "http://a/app.js", frontier.SubAsset, frontier.Sub{Status: 200, ContentType: "text/javascript", Body: body}); err != nil || !ok {
 			t.Fatalf("put: %v %v", ok, err)
 		}
-		got, ok, err := f.GetSub(ctx, "http://a/app.js", frontier.SubAsset)
+		got, ok, err := f.Render.GetSub(ctx, "http://a/app.js", frontier.SubAsset)
 		if err != nil || !ok || got.Status != 200 || got.ContentType != "text/javascript" || !bytes.Equal(got.Body, body) {
 			t.Fatalf("get: %+v %v %v", got, ok, err)
 		}
-		if _, ok, _ := f.GetSub(ctx, "http://a/other.js", frontier.SubAsset); ok {
+		if _, ok, _ := f.Render.GetSub(ctx, "http://a/other.js", frontier.SubAsset); ok {
 			t.Fatal("a URL never put was a hit")
 		}
-		if _, ok, _ := f.GetSub(ctx, "http://a/app.js", frontier.SubData); ok {
+		if _, ok, _ := f.Render.GetSub(ctx, "http://a/app.js", frontier.SubData); ok {
 			t.Fatal("an asset was a hit as a page's data")
 		}
-		if ok, _ := f.PutSub(ctx, "http://a/big.js", frontier.SubAsset, frontier.Sub{Status: 200, Body: make([]byte, frontier.SubMaxBody+1)}); ok {
+		if ok, _ := f.Render.PutSub(ctx, "http://a/big.js", frontier.SubAsset, frontier.Sub{Status: 200, Body: make([]byte, frontier.SubMaxBody+1)}); ok {
 			t.Fatal("a body past the limit was kept")
 		}
 		// Pages' data many times the slots: the script stays.
 		for i := range 8 * frontier.SubDataSlots {
 			u := fmt.Sprintf("http://a/api?page=%d", i)
-			if _, err := f.PutSub(ctx, u, frontier.SubData, frontier.Sub{Status: 200, Body: []byte(u)}); err != nil {
+			if _, err := f.Render.PutSub(ctx, u, frontier.SubData, frontier.Sub{Status: 200, Body: []byte(u)}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if got, ok, err := f.GetSub(ctx, "http://a/app.js", frontier.SubAsset); err != nil || !ok || !bytes.Equal(got.Body, body) {
+		if got, ok, err := f.Render.GetSub(ctx, "http://a/app.js", frontier.SubAsset); err != nil || !ok || !bytes.Equal(got.Body, body) {
 			t.Fatalf("after %d pages' data, the script: %+v %v %v; want it still there", 8*frontier.SubDataSlots, got, ok, err)
 		}
 		// Fill every slot many times over: each URL reads back as itself or
@@ -53,14 +53,14 @@ func TestTheSubresourceCacheIsSharedAndBounded(t *testing.T) {
 		n := 4 * frontier.SubAssetSlots
 		for i := range n {
 			u := fmt.Sprintf("http://a/%d.css", i)
-			if _, err := f.PutSub(ctx, u, frontier.SubAsset, frontier.Sub{Status: 200, Body: []byte(u)}); err != nil {
+			if _, err := f.Render.PutSub(ctx, u, frontier.SubAsset, frontier.Sub{Status: 200, Body: []byte(u)}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		hits := 0
 		for i := range n {
 			u := fmt.Sprintf("http://a/%d.css", i)
-			got, ok, err := f.GetSub(ctx, u, frontier.SubAsset)
+			got, ok, err := f.Render.GetSub(ctx, u, frontier.SubAsset)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -31,10 +31,10 @@ func TestEveryRateFromTheSlowestToNoneIsPopped(t *testing.T) {
 			}
 			burst := rapid.IntRange(1, 1000).Draw(t, "burst")
 			k := rapid.IntRange(1, 30).Draw(t, "URLs")
-			if err := e.f.SetHostRule(ctx, slow, rate, burst); err != nil {
+			if err := e.f.Hosts.SetRule(ctx, slow, rate, burst); err != nil {
 				t.Fatal(err)
 			}
-			if err := e.f.SetHostRule(ctx, fast, 50, 5); err != nil {
+			if err := e.f.Hosts.SetRule(ctx, fast, 50, 5); err != nil {
 				t.Fatal(err)
 			}
 			var items []frontier.Item

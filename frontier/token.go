@@ -37,7 +37,7 @@ func (e *NoTokenError) Error() string {
 // subresource: a token whose window opens within horizon, or a
 // *NoTokenError. The host's next pop waits for the token as it would for
 // one a pop took.
-func (f *Frontier) TakeToken(ctx context.Context, host string, horizon time.Duration) (Token, error) {
+func (f Rendering) TakeToken(ctx context.Context, host string, horizon time.Duration) (Token, error) {
 	sh := f.fs[ShardOf(host, len(f.fs))]
 	p := f.PolicyNow()
 	k := sh.keys

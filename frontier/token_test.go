@@ -35,7 +35,7 @@ func TestTakeTokenSharesTheHostsBucketWithThePops(t *testing.T) {
 				rt.Fatal(err)
 			}
 			if rapid.Bool().Draw(rt, "renderLane") {
-				if _, err := plain.SetLane(ctx, "a", frontier.LaneRender); err != nil {
+				if _, err := plain.Render.SetLane(ctx, "a", frontier.LaneRender); err != nil {
 					rt.Fatal(err)
 				}
 			}
@@ -52,7 +52,7 @@ func TestTakeTokenSharesTheHostsBucketWithThePops(t *testing.T) {
 					}
 					continue
 				}
-				_, err := plain.TakeToken(ctx, "a", ahead)
+				_, err := plain.Render.TakeToken(ctx, "a", ahead)
 				var no *frontier.NoTokenError
 				switch {
 				case err == nil:
@@ -81,14 +81,14 @@ func TestATakenTokenIsOneThePopDoesNotHave(t *testing.T) {
 		if _, err := plain.Enqueue(ctx, []frontier.Item{{URL: "http://a/1", Depth: 1}, {URL: "http://a/2", Depth: 1}}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := plain.TakeToken(ctx, "a", 0); err != nil {
+		if _, err := plain.Render.TakeToken(ctx, "a", 0); err != nil {
 			t.Fatalf("the first token of a full bucket: %v", err)
 		}
 		x, err := plain.Exchange(ctx, nil, nil, 2)
 		if err != nil || len(x.Popped) != 1 {
 			t.Fatalf("pop after one token taken from a burst of 2: %d URLs, %v; want 1", len(x.Popped), err)
 		}
-		_, err = plain.TakeToken(ctx, "a", 0)
+		_, err = plain.Render.TakeToken(ctx, "a", 0)
 		var no *frontier.NoTokenError
 		// Two tokens taken at 0.5/s: the next slot is 4 s on, and its
 		// window (burst 2: early by 2 s) opens 2 s on: ask again then, not

@@ -15,7 +15,7 @@ import (
 // What status and the dashboard read of the hosts and workers: the hosts
 // paused and why, each host's bucket now, each worker's last heartbeat.
 
-// PausedHosts lists the pauses that have not ended, longest first, with
+// Hosts.Paused lists the pauses that have not ended, longest first, with
 // why, from the shards' index of pauses; an ended one is left out, and the
 // next pause drops it from the index.
 func TestPausedHostsSayHowLongAndWhy(t *testing.T) {
@@ -24,13 +24,13 @@ func TestPausedHostsSayHowLongAndWhy(t *testing.T) {
 		e := setup(t, s)
 		pauses := frontier.KeysFor("t").Pauses
 		s.Client.ZAdd(ctx, pauses, redis.Z{Score: 1, Member: "ended.example"}) // a pause that ended in 1970
-		if _, err := e.f.PauseHost(ctx, "a", time.Hour, "a 429"); err != nil {
+		if _, err := e.f.Hosts.Pause(ctx, "a", time.Hour, "a 429"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.f.PauseHost(ctx, "b", 2*time.Hour, "3 requests in a row failed"); err != nil {
+		if _, err := e.f.Hosts.Pause(ctx, "b", 2*time.Hour, "3 requests in a row failed"); err != nil {
 			t.Fatal(err)
 		}
-		got, err := e.f.PausedHosts(ctx)
+		got, err := e.f.Hosts.Paused(ctx)
 		if err != nil || len(got) != 2 {
 			t.Fatalf("PausedHosts = %+v, %v; want b and a", got, err)
 		}
@@ -48,7 +48,7 @@ func TestPausedHostsSayHowLongAndWhy(t *testing.T) {
 	})
 }
 
-// The pause PausedHosts lists is never longer than the pause set, nor
+// The pause Hosts.Paused lists is never longer than the pause set, nor
 // shorter by more than the time that passed between the two (Redis's
 // clock, to the µs): any Retry-After from a millisecond to a week, read at
 // once. (The index kept ends rounded up to the ms, and the reader's now
@@ -65,11 +65,11 @@ func TestAListedPauseIsNeverLongerThanThePause(t *testing.T) {
 			host := fmt.Sprintf("h%d.example", n) // a host's first pause: its Retry-After, or the first back-off
 			retry := time.Duration(rapid.Int64Range(1, 7*24*3600*1000).Draw(rt, "retry ms")) * time.Millisecond
 			before := redisNow()
-			pause, err := e.f.PauseHost(ctx, host, retry, "a 429")
+			pause, err := e.f.Hosts.Pause(ctx, host, retry, "a 429")
 			if err != nil {
 				rt.Fatal(err)
 			}
-			got, err := e.f.PausedHosts(ctx)
+			got, err := e.f.Hosts.Paused(ctx)
 			passed := redisNow().Sub(before)
 			if err != nil {
 				rt.Fatal(err)
@@ -88,7 +88,7 @@ func TestAListedPauseIsNeverLongerThanThePause(t *testing.T) {
 	})
 }
 
-// HostsNow reads a host's bucket as the pops would: the tokens it holds
+// Hosts.Now reads a host's bucket as the pops would: the tokens it holds
 // now, the crawl's rate and burst, or the host's own Crawl-delay where
 // that is slower; a host never fetched holds a full bucket.
 func TestHostsNowReadsEachHostsBucket(t *testing.T) {
@@ -109,10 +109,10 @@ func TestHostsNowReadsEachHostsBucket(t *testing.T) {
 		}
 		ofB := 2 - ofA
 		// A Crawl-delay slower than the crawl's rate sets the host's pace.
-		if _, err := e.f.SetHostDelay(ctx, "c", 2*time.Hour, nil); err != nil {
+		if _, err := e.f.Hosts.SetDelay(ctx, "c", 2*time.Hour, nil); err != nil {
 			t.Fatal(err)
 		}
-		got, err := e.f.HostsNow(ctx, []string{"a", "b", "c"})
+		got, err := e.f.Hosts.Now(ctx, []string{"a", "b", "c"})
 		if err != nil || len(got) != 3 {
 			t.Fatalf("HostsNow = %+v, %v", got, err)
 		}

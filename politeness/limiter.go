@@ -211,7 +211,7 @@ func (l *Limiter) Pause(ctx context.Context, key string, retryAfter time.Duratio
 }
 
 // PauseNote is what a pause leaves for those who read it (frontier's
-// PausedHosts lists pauses by their index and why).
+// Hosts.Paused lists pauses by their index and why).
 type PauseNote struct {
 	Why string // kept in the bucket's hash (field "why")
 	// Index, when not empty, is a sorted set in the bucket's hash slot

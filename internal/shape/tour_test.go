@@ -115,7 +115,9 @@ func missing(root string, code map[string]string, name string) string {
 			continue
 		}
 		for _, m := range method.FindAllStringSubmatch(src, -1) {
-			if len(parts) == 1 || m[1] == parts[len(parts)-2] {
+			// Type.Method by its receiver; a bare method, or one reached
+			// through a field (Frontier.Render.TakeToken), by its name.
+			if len(parts) != 2 || m[1] == parts[0] {
 				return ""
 			}
 		}
