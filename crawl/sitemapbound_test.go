@@ -120,7 +120,8 @@ func sitemapCrawl(t *testing.T, s *redistest.Server, name string, urls, perSitem
 	runWorkers(t, ctx, s, name, fastOptions("w1"))
 	close(stop)
 	what := fmt.Sprintf("%d URLs in %d sitemaps, cap %d", urls, sitemaps, hostCap)
-	if m := <-most; m > 2*hostCap {
+	m := <-most
+	if m > 2*hostCap {
 		t.Errorf("%s: the host's queue held %d URLs", what, m)
 	}
 	st, err := crawl.ReadStatus(ctx, s.Client, name)
@@ -139,7 +140,7 @@ func sitemapCrawl(t *testing.T, s *redistest.Server, name string, urls, perSitem
 	if s.Mini == nil && grew > 100<<20 {
 		t.Errorf("%s: Redis grew by %d MiB", what, grew>>20)
 	}
-	t.Logf("%s: %d pages, %d links not queued past the cap, Redis +%d KiB", what, pages, past, grew>>10)
+	t.Logf("%s: the queue at most %d, %d pages, %d links not queued past the cap, Redis +%d KiB", what, m, pages, past, grew>>10)
 }
 
 // usedMemory is a real Redis's used_memory (0 for miniredis).

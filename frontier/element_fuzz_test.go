@@ -10,8 +10,8 @@ import (
 
 // The queue's element encoding has a Go half (element.go: backEntry, the
 // compact form "s"/"h" depth ' ' rest under a parent marker, or the item's
-// JSON) and a Lua half (queue.lua: fr_push_back stores it, fr_pop and
-// fr_json give it back as item JSON). Whatever item Go accepts to queue
+// JSON) and a Lua half (push.lua: fr_push_back stores it, pop.lua's fr_pop and
+// queue.lua's fr_json give it back as item JSON). Whatever item Go accepts to queue
 // comes back from a pop as it went in, on miniredis and on redis-server.
 // The committed corpus (testdata/fuzz/FuzzQueueElement) runs with go test;
 // go test -fuzz FuzzQueueElement ./frontier looks for more.

@@ -1,4 +1,4 @@
--- requires: contract queue hostbucket addrs
+-- requires: contract push pop hostbucket addrs
 -- exchange_steps.lua: the steps of an exchange (exchange.lua), one concern
 -- each, which exchange.lua's body calls in order. They share one table,
 -- the exchange X: its keys by name (X.K), its arguments (X.A, exchange.go's

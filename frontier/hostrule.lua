@@ -1,4 +1,4 @@
--- requires: queue
+-- requires: push pop
 -- hostrule.lua: a host's own rules, set by hand
 -- (crawler host): its own rate and burst, kept in its shard's hostrules
 -- ("rate burst", rate 0 for no limit), which every pop of the shard keeps

@@ -11,7 +11,8 @@ import (
 // The frontier's Lua: its scripts and the modules they require, each file
 // naming them on its first line: base.lua (numbers, the clock, entries,
 // the guards), keys.lua (a shard's queue keys and lanes), queue.lua (the
-// hosts' queues and the ready set), addrs.lua (the address buckets),
+// hosts' queues and the ready set; push.lua and pop.lua, in and out),
+// hostbucket.lua (a host's token bucket), addrs.lua (the address buckets),
 // exchange_steps.lua, schedule_steps.lua; with politeness's token bucket
 // (tokens.lua) and dedup's Bloom filter (bloom.lua).
 var (

@@ -1,4 +1,4 @@
--- requires: contract queue
+-- requires: contract push
 -- schedule_steps.lua: the steps of the scheduler's sweep (schedule.lua),
 -- one concern each, which schedule.lua's body calls in order. They share one table, the sweep S: its keys
 -- and arguments by name (S.K, S.A) and what the steps leave for those
