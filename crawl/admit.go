@@ -105,7 +105,7 @@ func (pl *fetchLoops) pause(ctx context.Context, host string, retryAfter time.Du
 // (frontier.Lease.Deadline: politeness.TokenWindow): it waited in this
 // worker's ready buffer, or for its host's robots.txt, past the time its
 // token was good for. The next exchange pops it again first (the pop's
-// own rule and horizon, exchange_steps.lua's ex_again; the old token
+// own rule and horizon, exchange_back.lua's ex_again; the old token
 // given back while that is the host's last): a host with a token for it
 // gives one and the URL comes back to the ready buffer, one of the URLs
 // that call wanted; one without takes it back to its queue, its token

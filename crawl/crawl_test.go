@@ -196,6 +196,7 @@ func TestASchedulerWhoseClientIsClosedDoesNotPanic(t *testing.T) {
 		sweeps := make(chan struct{}, 64)
 		o := fastOptions("w1")
 		o.ExitWhenDone = false
+		o.Leader = leader.ConfigForTTL(time.Minute) // it leads on, its lock renewed by nothing, past the test
 		o.Log = slog.New(onMessage{"sweep failed", sweeps})
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()

@@ -1,6 +1,6 @@
 -- requires: base tokens
 -- addrs.lua: politeness per server address (seed --politeness ip), the
--- functions the pop (exchange_steps.lua) and the answers' store
+-- functions the pop (exchange_pop.lua) and the answers' store
 -- (addrstore.lua) share. Hosts that resolve to one address share one more
 -- token bucket, the address's, of the crawl's rate and burst: a pop takes
 -- a token of each, for each URL, in the same atomic call.

@@ -48,7 +48,7 @@
 //	           interval, ms (robots.txt's Crawl-delay, hostdelay.lua); first,
 //	           the pop whose URL went as the host's first request when that
 //	           delay was learnt; adapt, its interval by adaptive politeness,
-//	           ms (exchange_steps.lua's ex_adapt) (RateKey)
+//	           ms (exchange_finish.lua's ex_adapt) (RateKey)
 //	slowed     hash: the hosts whose rate:<host> holds any of those, the only
 //	           ones whose hash a pop reads
 //	robots:<scheme>://<host>  the origin's robots.txt cache (politeness.Robots, RobotsKey)
@@ -122,7 +122,7 @@
 // interval live in its rate:<host> hash, which the pop reads for the hosts
 // marked in slowed only. A URL whose token's window closed before its
 // request could go is given back late (Lease.Late) and popped again first
-// in the same exchange (exchange_steps.lua's ex_again): the pop's own
+// in the same exchange (exchange_back.lua's ex_again): the pop's own
 // functions and horizon, its old token refunded while it is the host's
 // last, its lease kept (Exchanged.Again) and counted among the URLs
 // wanted. A Requeue put-back returns a URL to the front of

@@ -11,7 +11,7 @@ import (
 
 // A finished page travels to exchange.lua as numbers by place (doneArgs:
 // exchangeargs.go) and texts after them, which the script reads back by
-// place (exchange_steps.lua: EX_STAT …). Whatever outcome Go sends, Redis
+// place (contract.lua: EX_STAT …). Whatever outcome Go sends, Redis
 // keeps exactly it: its record in the results stream with the count of
 // its new links, each of its stats counters bumped once, its failed entry,
 // a page counted when one was fetched. On miniredis and redis-server; the

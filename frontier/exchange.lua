@@ -1,4 +1,4 @@
--- requires: bloom exchange_steps
+-- requires: bloom exchange_finish exchange_back exchange_pop exchange_end
 -- exchange.lua: all a worker process has to say to the frontier, in one
 -- atomic call:
 --   1. the links of the pages it finished: marked seen, the new ones queued;
@@ -154,7 +154,8 @@
 -- and then popped: host, item-json, host, item-json …, the i-th under
 -- the i-th lease id (left out of the object: the items are JSON already)
 -- or the GONE error, with nothing written, when the crawl is gone.
--- The exchange, step by step (exchange_steps.lua). bloom_run marks the
+-- The exchange, step by step (exchange_guard.lua, exchange_finish.lua,
+-- exchange_back.lua, exchange_pop.lua, exchange_end.lua). bloom_run marks the
 -- links seen after ex_guard let the call through (nothing is written
 -- before it does), and says where this script's keys and links start.
 local reply, key0, link0, links = bloom_run(1, 1, ex_guard)

@@ -13,7 +13,8 @@ import (
 // the guards), keys.lua (a shard's queue keys and lanes), queue.lua (the
 // hosts' queues and the ready set; push.lua and pop.lua, in and out),
 // hostbucket.lua (a host's token bucket), addrs.lua (the address buckets),
-// exchange_steps.lua, schedule_steps.lua; with politeness's token bucket
+// exchange_guard.lua, _finish, _back, _pop and _end (the exchange's steps),
+// schedule_steps.lua; with politeness's token bucket
 // (tokens.lua) and dedup's Bloom filter (bloom.lua).
 var (
 	//go:embed *.lua

@@ -220,7 +220,7 @@ func elementURL(host, el string) string {
 
 // Room is how many more URLs host may have queued under a page cap of
 // hostCap a host: what the exchange keeps of its new links (twice the
-// cap, less its pages and its queue; exchange_steps.lua's ex_room), read
+// cap, less its pages and its queue; exchange_finish.lua's ex_room), read
 // in one call, for a caller that would otherwise send many it drops (a
 // sitemap's tens of thousands, each marked seen on the way).
 func (f Hosts) Room(ctx context.Context, host string, hostCap int64) (int64, error) {

@@ -37,3 +37,27 @@ func TestEveryScriptDefinesWhatItCalls(t *testing.T) {
 		}
 	}
 }
+
+// Every Lua file of every library, a module as much as a script, joined
+// with what it requires and nothing else, defines each function it calls:
+// a file's requires line names all it uses, not only what its scripts
+// happen to join before it.
+func TestEveryLuaFileRequiresWhatItCalls(t *testing.T) {
+	n := 0
+	for _, lib := range script.Libs() {
+		for _, name := range lib.Files() {
+			src, err := lib.Join(name)
+			if err != nil {
+				t.Errorf("%s/%s.lua: %v", lib.Name(), name, err)
+				continue
+			}
+			n++
+			if missing := script.Undefined(src); len(missing) > 0 {
+				t.Errorf("%s/%s.lua calls %v, which its requires lines do not bring", lib.Name(), name, missing)
+			}
+		}
+	}
+	if n < 40 {
+		t.Fatalf("%d Lua files checked; want every file of every library (40 and more)", n)
+	}
+}

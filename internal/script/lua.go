@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -31,7 +32,30 @@ type Lib struct {
 // (the package's) in errors; uses are the libraries its files may
 // require from.
 func NewLib(name string, fsys fs.FS, uses ...*Lib) *Lib {
-	return &Lib{name: name, fsys: fsys, uses: uses}
+	l := &Lib{name: name, fsys: fsys, uses: uses}
+	keptMu.Lock()
+	defer keptMu.Unlock()
+	libs = append(libs, l)
+	return l
+}
+
+// Files are the names of the library's .lua files (without .lua).
+func (l *Lib) Files() []string {
+	names, _ := fs.Glob(l.fsys, "*.lua")
+	for i, n := range names {
+		names[i] = strings.TrimSuffix(n, ".lua")
+	}
+	return names
+}
+
+// Name is the library's name (its package's).
+func (l *Lib) Name() string { return l.name }
+
+// Libs are the libraries the program made, in the order made.
+func Libs() []*Lib {
+	keptMu.Lock()
+	defer keptMu.Unlock()
+	return slices.Clone(libs)
 }
 
 // Join is script name (its file's name without .lua) with every module it
@@ -120,6 +144,7 @@ func Keep(name, src string) { keep(name, src) }
 var (
 	keptMu sync.Mutex
 	kept   = map[string]string{}
+	libs   []*Lib
 )
 
 func keep(name, src string) {

@@ -24,7 +24,6 @@ const (
 )
 
 var over = map[string]string{
-	"frontier/exchange_steps.lua": "the exchange in scripts of one concern each (issue 53, point 1)",
 	"frontier/schedule_steps.lua": "the sweep in scripts of one concern each (issue 53, point 1)",
 }
 
