@@ -14,7 +14,7 @@ import (
 // hosts' queues and the ready set; push.lua and pop.lua, in and out),
 // hostbucket.lua (a host's token bucket), addrs.lua (the address buckets),
 // exchange_guard.lua, _finish, _back, _pop and _end (the exchange's steps),
-// schedule_steps.lua; with politeness's token bucket
+// schedule_steps.lua and schedule_end.lua (the sweep's); with politeness's token bucket
 // (tokens.lua) and dedup's Bloom filter (bloom.lua).
 var (
 	//go:embed *.lua

@@ -1,4 +1,4 @@
--- requires: schedule_steps
+-- requires: schedule_steps schedule_end
 -- schedule.lua (a fence.Script body: KEYS[1]/ARGV[1] are the fence): the scheduler's sweep. Due
 -- deferred entries go back to the front of their host's queue; entries
 -- whose lease expired go back with attempts+1, or to the failed list past
