@@ -77,7 +77,7 @@ func (pl *fetchLoops) keepDelay(ctx context.Context, l *frontier.Lease, crawlDel
 	case delay == l.HostDelay:
 		return true
 	case delay < l.HostDelay || !fetch: // no URL to decide: the bucket learns it
-		if _, err := pl.fr.Hosts.SetDelay(ctx, l.Host, delay, nil); err != nil {
+		if _, err := pl.lf.hosts.SetDelay(ctx, l.Host, delay, nil); err != nil {
 			pl.log.Warn("keeping a host's Crawl-delay failed", "host", l.Host, "err", err)
 		}
 		return true
@@ -89,11 +89,11 @@ func (pl *fetchLoops) keepDelay(ctx context.Context, l *frontier.Lease, crawlDel
 // bucket, which the pops read) and announces it, for the URLs already
 // popped with a token reserved ahead.
 func (pl *fetchLoops) pause(ctx context.Context, host string, retryAfter time.Duration, why string) (time.Duration, error) {
-	d, err := pl.fr.Hosts.Pause(ctx, host, retryAfter, why)
+	d, err := pl.lf.hosts.Pause(ctx, host, retryAfter, why)
 	if err != nil {
 		return 0, err
 	}
-	logEvent(ctx, pl.fr, pl.log, frontier.Event{Kind: frontier.EventPause, Worker: pl.worker,
+	logEvent(ctx, pl.lf.events, pl.log, frontier.Event{Kind: frontier.EventPause, Worker: pl.worker,
 		Text: fmt.Sprintf("host %s paused %v for every worker, after %s", host, d.Round(100*time.Millisecond), why)})
 	if err := pl.pauses.announce(ctx, host, d); err != nil {
 		pl.log.Warn("announcing a host's pause failed; URLs already popped may still go during it", "host", host, "err", err)

@@ -14,16 +14,25 @@ import (
 // cannot be written is only logged: the log is for people, and the crawl
 // does not wait for it.
 
-// logEvent appends e to the crawl's log, within a second.
-func logEvent(ctx context.Context, fr *frontier.Frontier, log *slog.Logger, e frontier.Event) {
-	if fr == nil {
+// logEvent appends e to the crawl's log (events), within a second.
+func logEvent(ctx context.Context, events frontier.Events, log *slog.Logger, e frontier.Event) {
+	if events == (frontier.Events{}) {
 		return // a part tested on its own
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	if err := fr.Events.Add(ctx, e); err != nil {
+	if err := events.Add(ctx, e); err != nil {
 		log.Debug("event not logged", "text", e.Text, "err", err)
 	}
+}
+
+// eventsOf is fr's event log (none for a nil fr: a part tested on its
+// own).
+func eventsOf(fr *frontier.Frontier) frontier.Events {
+	if fr == nil {
+		return frontier.Events{}
+	}
+	return fr.Events
 }
 
 // leadText is the sentence for worker id taking the lock under epoch,

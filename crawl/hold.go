@@ -48,7 +48,7 @@ func hold(ctx context.Context, c redis.UniversalClient, name, who string, pause 
 		if !pause {
 			e = frontier.Event{Kind: frontier.EventResume, Text: fmt.Sprintf("the crawl was resumed by %s", who)}
 		}
-		logEvent(ctx, fr, slog.New(slog.DiscardHandler), e)
+		logEvent(ctx, eventsOf(fr), slog.New(slog.DiscardHandler), e)
 	}
 	return changed, nil
 }

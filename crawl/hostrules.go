@@ -97,7 +97,7 @@ func ChangeHost(ctx context.Context, c redis.UniversalClient, name, host string,
 	var did []string
 	say := func(text string) {
 		did = append(did, text)
-		logEvent(ctx, fr, slog.New(slog.DiscardHandler), frontier.Event{Kind: frontier.EventHostRule, Text: text + " (by " + ch.By + ")"})
+		logEvent(ctx, eventsOf(fr), slog.New(slog.DiscardHandler), frontier.Event{Kind: frontier.EventHostRule, Text: text + " (by " + ch.By + ")"})
 	}
 	if ch.Clear {
 		if err := fr.Hosts.ClearRule(ctx, host); err != nil {

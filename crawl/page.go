@@ -34,8 +34,8 @@ type fetchLoops struct {
 	maxAttempts int
 	fetcher     *fetch.Fetcher
 	robots      *politeness.Robots
-	pauses      *pauses // hosts paused for every worker, as far as this one knows
-	fr          *frontier.Frontier
+	pauses      *pauses      // hosts paused for every worker, as far as this one knows
+	lf          loopFrontier // the frontier as the loops use it
 	held        *sync.Map
 	scope       *atomic.Pointer[parse.Scope]
 	counters    *Counters

@@ -90,7 +90,7 @@ func (pl *fetchLoops) requeue(l *frontier.Lease, wait time.Duration) {
 // the delay. (Its lease lost, the put-back is refused: the sweep queued
 // the URL again. Redis away: the exchanger sends it once Redis is back.)
 func (pl *fetchLoops) slowDown(ctx context.Context, l *frontier.Lease, delay time.Duration) bool {
-	now, err := pl.fr.Hosts.SetDelay(ctx, l.Host, delay, l)
+	now, err := pl.lf.hosts.SetDelay(ctx, l.Host, delay, l)
 	if now {
 		return true
 	}

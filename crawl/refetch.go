@@ -84,7 +84,7 @@ func (pl *fetchLoops) archive(ctx context.Context, url string, visit *frontier.V
 	switch {
 	case err != nil && claimed != "":
 		// Not archived after all: a later response with this payload is.
-		if uerr := pl.fr.Digests.Unclaim(context.WithoutCancel(ctx), claimed, url, start); uerr != nil {
+		if uerr := pl.lf.digests.Unclaim(context.WithoutCancel(ctx), claimed, url, start); uerr != nil {
 			pl.log.Warn("taking back a payload digest claim failed", "url", url, "err", uerr)
 		}
 	case err == nil && ref == nil && r.Status != http.StatusNotModified:

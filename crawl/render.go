@@ -134,7 +134,7 @@ func (pl *fetchLoops) laneMatches(ctx context.Context, lv *live, links []frontie
 		if err != nil || pl.laned.has(u.Host) || !lv.render.matches(it.URL) {
 			continue
 		}
-		if _, err := pl.renderCall().Render.SetLane(ctx, u.Host, frontier.LaneRender); err != nil {
+		if _, err := pl.renderCall().SetLane(ctx, u.Host, frontier.LaneRender); err != nil {
 			return err
 		}
 		pl.laned.add(u.Host)
@@ -188,9 +188,16 @@ func (pl *fetchLoops) renderPage(ctx context.Context, l *frontier.Lease, u *url.
 // token, a sample, a lane, a prefix's verdict): counted, so that what a
 // rendered page costs Redis beyond its plain fetch is known
 // (Counters.RenderCalls, bench/render.sh).
-func (pl *fetchLoops) renderCall() *frontier.Frontier {
+func (pl *fetchLoops) renderCall() frontier.Rendering {
 	pl.counters.RenderCalls.Add(1)
-	return pl.fr
+	return pl.lf.render
+}
+
+// enqueueRendered queues the links a sample's rendering found that its
+// plain fetch missed (a render call too).
+func (pl *fetchLoops) enqueueRendered(ctx context.Context, items []frontier.Item) ([]bool, error) {
+	pl.counters.RenderCalls.Add(1)
+	return pl.lf.enqueue(ctx, items)
 }
 
 // BrowserPeak is the most memory a render worker's browser held, its

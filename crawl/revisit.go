@@ -196,7 +196,7 @@ func Recrawl(ctx context.Context, c redis.UniversalClient, name string, all bool
 	if all {
 		what = "every page"
 	}
-	logEvent(ctx, fr, slog.New(slog.DiscardHandler), frontier.Event{Kind: frontier.EventRecrawl,
+	logEvent(ctx, eventsOf(fr), slog.New(slog.DiscardHandler), frontier.Event{Kind: frontier.EventRecrawl,
 		Text: fmt.Sprintf("a recrawl of %s was asked for: %d of %d pages due; the scheduler's sweeps queue them under its fence", what, due, rv.Scheduled)})
 	return RecrawlReport{Due: due, Scheduled: rv.Scheduled, Continuous: s.Revisit > 0, NextDue: rv.NextDue}, nil
 }

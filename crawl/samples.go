@@ -38,7 +38,7 @@ func (pl *fetchLoops) offerSample(ctx context.Context, lv *live, item frontier.I
 		r.Status < 200 || r.Status >= 300 || pl.sampled.has(u.Host) {
 		return
 	}
-	queued, verdict, err := pl.renderCall().Render.OfferSample(ctx, frontier.Sample{URL: item.URL, Host: u.Host, Depth: item.Depth, Parent: item.Parent},
+	queued, verdict, err := pl.renderCall().OfferSample(ctx, frontier.Sample{URL: item.URL, Host: u.Host, Depth: item.Depth, Parent: item.Parent},
 		samplesReserve, samplesWaiting)
 	switch {
 	case err != nil:
@@ -59,7 +59,7 @@ func (pl *fetchLoops) sampleLoop(ctx context.Context) {
 			sleep(ctx, time.Second)
 			continue
 		}
-		s, raw, verdict, ok, err := pl.renderCall().Render.ClaimSample(ctx, 2*pl.renderOpts.PageTimeout)
+		s, raw, verdict, ok, err := pl.renderCall().ClaimSample(ctx, 2*pl.renderOpts.PageTimeout)
 		switch {
 		case err != nil:
 			pl.log.Warn("claiming a sample failed", "err", err)
@@ -157,7 +157,7 @@ func (pl *fetchLoops) byPrefix(ctx context.Context, lv *live, u *url.URL) (rende
 	if v, ok := pl.prefixes.get(key); ok {
 		return v == frontier.VerdictRender, false
 	}
-	v, err := pl.renderCall().Render.PrefixVerdict(ctx, u.Host, pathPrefix(u))
+	v, err := pl.renderCall().PrefixVerdict(ctx, u.Host, pathPrefix(u))
 	switch {
 	case err != nil:
 		pl.log.Warn("reading what a path prefix taught failed: the page is rendered", "url", u.String(), "err", err)
@@ -172,7 +172,7 @@ func (pl *fetchLoops) byPrefix(ctx context.Context, lv *live, u *url.URL) (rende
 // learnPrefix tells what rendering a page of a prefix still learnt found.
 func (pl *fetchLoops) learnPrefix(ctx context.Context, lv *live, u *url.URL, item frontier.Item, plain, dom *fetch.Result) {
 	_, found := pl.compare(lv, u, item, plain, dom)
-	v, err := pl.renderCall().Render.LearnPrefix(ctx, u.Host, pathPrefix(u), found, samplesPerHost)
+	v, err := pl.renderCall().LearnPrefix(ctx, u.Host, pathPrefix(u), found, samplesPerHost)
 	switch {
 	case err != nil:
 		pl.log.Warn("telling what a page taught of its path prefix failed", "url", u.String(), "err", err)
@@ -234,7 +234,7 @@ func (pl *fetchLoops) sampleDocument(ctx context.Context, u *url.URL, s frontier
 // tell says what a sample found; a host found to need a browser goes to
 // the render lane, and the links only rendering found are queued.
 func (pl *fetchLoops) tell(ctx context.Context, s frontier.Sample, raw string, found bool, missed []frontier.Item) {
-	verdict, err := pl.renderCall().Render.TellSample(ctx, s, raw, found, samplesPerHost)
+	verdict, err := pl.renderCall().TellSample(ctx, s, raw, found, samplesPerHost)
 	if err != nil {
 		pl.log.Warn("telling a sample failed; its claim lapses and another render worker renders it", "url", s.URL, "err", err)
 		return
@@ -242,7 +242,7 @@ func (pl *fetchLoops) tell(ctx context.Context, s frontier.Sample, raw string, f
 	if verdict != frontier.VerdictRender {
 		return
 	}
-	if _, err := pl.renderCall().Render.SetLane(ctx, s.Host, frontier.LaneRender); err != nil {
+	if _, err := pl.renderCall().SetLane(ctx, s.Host, frontier.LaneRender); err != nil {
 		pl.log.Warn("putting a host in the render lane failed", "host", s.Host, "err", err)
 		return
 	}
@@ -251,7 +251,7 @@ func (pl *fetchLoops) tell(ctx context.Context, s frontier.Sample, raw string, f
 			"sample", s.URL, "missed_links", len(missed))
 	}
 	if len(missed) > 0 {
-		if _, err := pl.renderCall().Enqueue(ctx, missed); err != nil {
+		if _, err := pl.enqueueRendered(ctx, missed); err != nil {
 			pl.log.Warn("queueing a sample's links failed", "url", s.URL, "err", err)
 		}
 	}

@@ -131,7 +131,7 @@ func setOnce(ctx context.Context, c redis.UniversalClient, name string, given ma
 	}
 	rep.Reopened = wasDone && (s.MaxPages == 0 || pagesBelow(ctx, fr, s.MaxPages))
 	if len(rep.Changes) > 0 {
-		logEvent(ctx, fr, slog.New(slog.DiscardHandler), frontier.Event{Kind: frontier.EventSettings, Text: rep.Sentence() + " (by " + who + ")"})
+		logEvent(ctx, eventsOf(fr), slog.New(slog.DiscardHandler), frontier.Event{Kind: frontier.EventSettings, Text: rep.Sentence() + " (by " + who + ")"})
 	}
 	return rep, nil
 }

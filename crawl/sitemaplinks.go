@@ -77,7 +77,7 @@ func (pl *fetchLoops) sitemapRoom(ctx context.Context, lv *live, host string, ch
 	if hostCap <= 0 || int64(len(children)) <= hostCap {
 		return children
 	}
-	room, err := pl.fr.Hosts.Room(ctx, host, hostCap)
+	room, err := pl.lf.hosts.Room(ctx, host, hostCap)
 	if err != nil || room >= int64(len(children)) {
 		return children // the exchange holds the cap all the same
 	}

@@ -62,7 +62,7 @@ func (pl *fetchLoops) subresources(page *url.URL, lv *live, deadline time.Time) 
 // worker fetched it: frontier.GetSub), kept in this worker's too. A cache
 // that cannot be read is a miss.
 func (pl *fetchLoops) sharedSub(ctx context.Context, key string, kind frontier.SubKind) (*render.Response, bool) {
-	s, ok, err := pl.renderCall().Render.GetSub(ctx, key, kind)
+	s, ok, err := pl.renderCall().GetSub(ctx, key, kind)
 	if err != nil {
 		pl.log.Warn("reading the shared subresource cache failed: fetched instead", "url", key, "err", err)
 	}
@@ -106,7 +106,7 @@ func (pl *fetchLoops) subresource(ctx context.Context, u *url.URL, key string, k
 	resp := &render.Response{Status: res.Status, ContentType: res.ContentType, Body: res.Body, Location: res.Location}
 	if res.Status >= 200 && res.Status < 300 && !res.Truncated {
 		pl.subs.put(key, resp)
-		if _, err := pl.renderCall().Render.PutSub(ctx, key, kind, frontier.Sub{Status: res.Status, ContentType: res.ContentType, Body: res.Body}); err != nil {
+		if _, err := pl.renderCall().PutSub(ctx, key, kind, frontier.Sub{Status: res.Status, ContentType: res.ContentType, Body: res.Body}); err != nil {
 			pl.log.Warn("keeping a subresource in the shared cache failed: other workers fetch it again", "url", key, "err", err)
 		}
 	}
@@ -131,7 +131,7 @@ func (pl *fetchLoops) token(ctx context.Context, host string, deadline time.Time
 		if left <= 0 {
 			return fmt.Errorf("no token of %s before the page's end", host)
 		}
-		t, err := pl.renderCall().Render.TakeToken(ctx, host, left)
+		t, err := pl.renderCall().TakeToken(ctx, host, left)
 		var no *frontier.NoTokenError
 		switch {
 		case errors.As(err, &no):

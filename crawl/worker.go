@@ -318,7 +318,7 @@ func (w *Worker) newExchanger(end *ending) *exchanger {
 func (w *Worker) newFetchLoops(ex *exchanger, end *ending) *fetchLoops {
 	warc, fail := w.warc, end.fail
 	return &fetchLoops{cur: &w.cur, worker: w.opts.ID, maxAttempts: w.opts.MaxAttempts,
-		fetcher: w.fetcher, robots: w.robots, pauses: w.pauses, fr: w.fr,
+		fetcher: w.fetcher, robots: w.robots, pauses: w.pauses, lf: newLoopFrontier(w.fr),
 		held: &w.held, scope: &w.scope, counters: &w.Counters, log: w.log, ex: ex, warc: warc, fail: fail,
 		skips: &w.skips, failing: &failing{}, pages: &w.pages, metrics: w.metrics,
 		claims: w.claims(), now: w.now, render: w.render, subs: w.subs, sampled: &boundedSet{}, laned: &boundedSet{}, refusedHosts: &boundedSet{}, prefixes: &verdicts{}, renderOpts: w.renderOpts()}

@@ -1,0 +1,23 @@
+package crawl
+
+import (
+	"context"
+
+	"github.com/redcrawl/crawler/frontier"
+)
+
+// loopFrontier is the frontier as a fetch loop uses it, beside what its
+// exchanger sends: a host's controls (a pause, its delay, its room under
+// the page cap), the payload digests' claims, the event log, what render
+// workers share, and the queue for the links a sample's rendering found.
+type loopFrontier struct {
+	hosts   frontier.Hosts
+	digests frontier.Digests
+	events  frontier.Events
+	render  frontier.Rendering
+	enqueue func(context.Context, []frontier.Item) ([]bool, error)
+}
+
+func newLoopFrontier(fr *frontier.Frontier) loopFrontier {
+	return loopFrontier{hosts: fr.Hosts, digests: fr.Digests, events: fr.Events, render: fr.Render, enqueue: fr.Enqueue}
+}
