@@ -19,6 +19,8 @@
 -- ARGV[4] the tat its pop left when that pop found the bucket full
 --         (exchange.lua's fresh), else ''
 -- ARGV[5] the host
+-- ARGV[6] how soon after now a URL that may go now must go, ms
+--         (frontier.FirstRequestWithin)
 -- Returns 2 when the URL may go now (or there is none), 1 when it must go
 -- back, 0 when its lease was lost.
 local key, delay, keep, host = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[5]
@@ -39,9 +41,11 @@ local where, tat = fr_host_tat(fr_keys(KEYS[6], KEYS[3], nil, nil, KEYS[5]), hos
 if ARGV[4] ~= '' and tat and tat == tonumber(ARGV[4]) and redis.call('HGET', key, 'first') ~= ARGV[4] then
   -- The bucket was full at the pop, no grant came since (the tat is the
   -- one it left), and no other URL of that pop went as the first: the
-  -- host's first request. Its next token, at the delay, comes a delay on.
+  -- host's first request, which goes within ARGV[6] ms of now or goes
+  -- back (its caller's deadline). Its next token comes a delay after the
+  -- latest it may go.
   redis.call('HSET', key, 'first', ARGV[4])
-  redis.call('ZADD', where, 'GT', fr_int(now + delay), host)
+  redis.call('ZADD', where, 'GT', fr_int(now + tonumber(ARGV[6]) + delay), host)
   return 2
 end
 return 1

@@ -141,6 +141,14 @@ func (l *Lease) failedEntry(reason string) string {
 	return string(b)
 }
 
+// FirstRequestWithin is how soon a URL popped before its host's
+// Crawl-delay was known, and then let go as the host's first request
+// (Hosts.SetDelay), must go: its host's next token comes a delay after
+// that, so that the two requests are a delay apart however long the
+// first took to leave (a call's round trip, a loaded machine). Past it,
+// the URL goes back and is popped again under the delay.
+const FirstRequestWithin = 100 * time.Millisecond
+
 // HostDelayKept is how long a host's bucket keeps its own delay
 // (Hosts.SetDelay) after its last request: as long as a robots.txt is cached
 // (politeness.Robots's TTL), after which the next fetch of it says again.
@@ -159,13 +167,22 @@ func (f *shard) SetHostDelay(ctx context.Context, host string, delay time.Durati
 	if l != nil {
 		member, at = l.Member(), l.freshAt
 	}
+	start := time.Now()
 	n, err := hostDelayScript.Run(ctx, f.c, []string{f.keys.Buckets + host, f.keys.Leases, f.keys.Ready, f.keys.Slowed, f.keys.Refill, f.keys.Queues},
-		delay.Milliseconds(), HostDelayKept.Milliseconds(), member, at, host).Int()
+		delay.Milliseconds(), HostDelayKept.Milliseconds(), member, at, host, FirstRequestWithin.Milliseconds()).Int()
 	switch {
 	case err != nil:
 		return false, fmt.Errorf("frontier: host delay: %w", err)
 	case n == 0:
 		return false, ErrLeaseLost
+	}
+	if n == 2 && l != nil {
+		// Its request goes by the deadline or goes back (the token's
+		// window, as a late token's): the host's next token comes a delay
+		// after that.
+		if by := start.Add(FirstRequestWithin); l.Deadline.IsZero() || by.Before(l.Deadline) {
+			l.Deadline = by
+		}
 	}
 	return n == 2, nil
 }

@@ -202,7 +202,9 @@ func hosts(ls []*frontier.Lease) []string {
 // URL, carrying the delay it was popped under, then none for the delay. A
 // URL popped before the delay was known: the host's first request goes
 // now; the next must go back (its worker's next exchange puts it at the
-// front of its queue), due when the bucket has a token at the delay.
+// front of its queue), due when the bucket has a token at the delay. The
+// first must go soon, and the next token counts the delay from the latest
+// it may go.
 func TestAHostsOwnDelayHoldsForEveryPop(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
@@ -213,9 +215,22 @@ func TestAHostsOwnDelayHoldsForEveryPop(t *testing.T) {
 		if len(early) != 2 || early[0].HostDelay != 0 {
 			t.Fatalf("popped %d (%+v); want a's burst of 2 under the crawl's rate", len(early), early)
 		}
+		before := time.Now()
+		redisBefore, _ := s.Client.Time(ctx).Result()
 		now, err := e.f.Hosts.SetDelay(ctx, "a", time.Hour, early[0])
 		if err != nil || !now {
 			t.Fatalf("the host's first URL: go now = %v (%v); its grant was the only one", now, err)
+		}
+		// It goes within FirstRequestWithin of the call, or goes back (its
+		// token's window closes then), and a's next token comes a delay
+		// after that, not after the call: the two requests are a delay
+		// apart however long the first takes to leave.
+		if by := early[0].Deadline; by.IsZero() || by.After(before.Add(frontier.FirstRequestWithin)) {
+			t.Fatalf("the first URL must go by %v; want within %v of the call", by, frontier.FirstRequestWithin)
+		}
+		tat, _ := s.Client.ZScore(ctx, frontier.KeysFor("t").Ready, "a").Result()
+		if next := time.UnixMilli(int64(tat)); next.Before(redisBefore.Add(time.Hour + frontier.FirstRequestWithin).Truncate(time.Millisecond)) {
+			t.Fatalf("a's next token %v after the call; want a delay after the latest the first may go (%v)", next.Sub(redisBefore), time.Hour+frontier.FirstRequestWithin)
 		}
 		now, err = e.f.Hosts.SetDelay(ctx, "a", time.Hour, early[1])
 		if err != nil || now {
