@@ -161,7 +161,7 @@ local function ip_refund(X, grants, aT)
     if tat then
       local was, slots = tat, {}
       for j, g in ipairs(grants[a]) do slots[j] = g / 1000 end
-      tat = tb_refund(tat, slots, aT, 0.002)
+      tat = tb_refund(tat, slots, aT, FR_SLOT_ROUNDING)
       if tat < was then
         out[#out + 1] = a
         out[#out + 1] = fr_tat(tat)

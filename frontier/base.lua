@@ -99,3 +99,7 @@ local function fr_denied(cmds)
     end
   end
 end
+
+-- FR_SLOT_ROUNDING is how far (ms) a token's slot as it comes back may be
+-- from the one taken: slots travel as whole µs (tb_refund's eps).
+local FR_SLOT_ROUNDING = 0.002

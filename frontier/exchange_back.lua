@@ -67,7 +67,7 @@ local function ex_refund(X)
         local slots = {}
         for i, g in ipairs(grants) do slots[i] = g / 1000 end
         local was = tat
-        tat = tb_refund(tat, slots, 1000 / r, HB_SLOT_ROUNDING, hb_paused_tat(b, r, size))
+        tat = tb_refund(tat, slots, 1000 / r, FR_SLOT_ROUNDING, hb_paused_tat(b, r, size))
         if tat < was then redis.call('ZADD', ready, 'XX', fr_tat(tat), host) end
       end
     end
@@ -122,7 +122,7 @@ local function ex_again(X)
       if rate > 0 and grant > 0 and tat > 0 then
         -- Its token goes back if it is the host's last, before one is
         -- taken, never before a pause's end.
-        tat = tb_refund(tat, {grant / 1000}, 1000 / rate, HB_SLOT_ROUNDING, hb_paused_tat(b, rate, size))
+        tat = tb_refund(tat, {grant / 1000}, 1000 / rate, FR_SLOT_ROUNDING, hb_paused_tat(b, rate, size))
       end
       local k, _, r2, size2, first = hb_tokens(T, host, 1, tat)
       if hb_blocked(T, host) then -- blocked: back to its queue, which the pops end

@@ -76,10 +76,6 @@ local function hb_rate(X, b, host)
   return rate, burst
 end
 
--- HB_SLOT_ROUNDING is how far (ms) a token's slot may be from the one
--- taken: slots travel as whole µs (tb_refund's eps).
-local HB_SLOT_ROUNDING = 0.002
-
 -- hb_granted: host's bucket b gave a grant; a grant halves its count of
 -- pauses (pause.lua).
 local function hb_granted(X, host, b)

@@ -111,11 +111,15 @@ func (l *Lease) Left() time.Duration {
 	if u == 0 {
 		return time.Duration(math.MaxInt64)
 	}
-	now := time.Now
+	return time.Duration(u) - l.clock().Sub(clock0)
+}
+
+// clock is now on the lease's clock (its process's: Options.Clock).
+func (l *Lease) clock() time.Time {
 	if l.now != nil {
-		now = l.now
+		return l.now()
 	}
-	return time.Duration(u) - now().Sub(clock0)
+	return time.Now()
 }
 
 // Member is the lease as the leases sorted set holds it: its id and its
@@ -168,6 +172,9 @@ func (f *shard) SetHostDelay(ctx context.Context, host string, delay time.Durati
 		member, at = l.Member(), l.freshAt
 	}
 	start := time.Now()
+	if l != nil {
+		start = l.clock() // its deadline is read on the clock its fetch loop reads
+	}
 	n, err := hostDelayScript.Run(ctx, f.c, []string{f.keys.Buckets + host, f.keys.Leases, f.keys.Ready, f.keys.Slowed, f.keys.Refill, f.keys.Queues},
 		delay.Milliseconds(), HostDelayKept.Milliseconds(), member, at, host, FirstRequestWithin.Milliseconds()).Int()
 	switch {

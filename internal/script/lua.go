@@ -137,10 +137,6 @@ func New(name, src string) *redis.Script {
 	return redis.NewScript(src)
 }
 
-// Keep notes, for Scripts, the text of a script made otherwise (a fenced
-// one: package fence wraps the body it is given).
-func Keep(name, src string) { keep(name, src) }
-
 var (
 	keptMu sync.Mutex
 	kept   = map[string]string{}
