@@ -33,6 +33,14 @@
 // to now, where a float64 keeps the fractions of a microsecond that an
 // absolute time would round away. A refused reservation changes nothing.
 //
+// Cancel gives a reservation's tokens back when its event will not
+// happen, by tokens.lua's tb_refund (refund.lua), the rule by which the
+// crawler's pop takes back the token of a request that never went: only
+// the bucket's last tokens, while their time has not come, so that the
+// bucket is as if the reservation had never been made (the oracle test
+// replays x/time/rate without it); tokens taken before others still held
+// stay taken, since giving them back would move the later ones' times.
+//
 // # One arithmetic, two scripts
 //
 // tokens.lua holds the arithmetic as Lua functions, a module that

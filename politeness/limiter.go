@@ -93,6 +93,10 @@ type Reservation struct {
 	// was not asked: rate Inf or 0, n <= 0): the tokens may be used from
 	// At + Delay.
 	At time.Time
+
+	n    int     // tokens taken
+	slot float64 // the first one's slot, µs (bucket.lua): what Cancel gives back
+	act  float64 // when they may be used, µs
 }
 
 // Allow is AllowN(ctx, key, 1).
@@ -126,12 +130,11 @@ func (l *Limiter) ReserveN(ctx context.Context, key string, n int, maxWait time.
 	if maxWait >= 0 {
 		mw = int64(maxWait)
 	}
-	res, err := bucketScript.Run(ctx, l.c, []string{key},
-		strconv.FormatFloat(float64(l.limit), 'f', -1, 64), l.burst, n, mw, PauseMemory.Milliseconds()).Slice()
+	res, err := bucketScript.Run(ctx, l.c, []string{key}, l.rate(), l.burst, n, mw, PauseMemory.Milliseconds()).Slice()
 	if err != nil {
 		return Reservation{}, fmt.Errorf("politeness: bucket %s: %w", key, err)
 	}
-	if len(res) != 3 {
+	if len(res) != 4 {
 		return Reservation{}, fmt.Errorf("politeness: bucket %s: unexpected reply %v", key, res)
 	}
 	ok, _ := res[0].(int64)
@@ -149,7 +152,46 @@ func (l *Limiter) ReserveN(ctx context.Context, key string, n int, maxWait time.
 	if err != nil {
 		return Reservation{}, fmt.Errorf("politeness: bucket %s: bad time %q", key, at)
 	}
-	return Reservation{OK: ok == 1, Delay: d, At: time.UnixMicro(us)}, nil
+	r := Reservation{OK: ok == 1, Delay: d, At: time.UnixMicro(us)}
+	if r.OK {
+		slot, _ := res[3].(string)
+		if r.slot, err = strconv.ParseFloat(slot, 64); err != nil {
+			return Reservation{}, fmt.Errorf("politeness: bucket %s: bad slot %q", key, slot)
+		}
+		r.n, r.act = n, float64(us)+wait/1000
+	}
+	return r, nil
+}
+
+// rate is the rate as the scripts read it.
+func (l *Limiter) rate() string { return strconv.FormatFloat(float64(l.limit), 'f', -1, 64) }
+
+var refundScript = Lua.Script("refund")
+
+// Cancel gives back the tokens of r, a reservation of key's bucket whose
+// event will not happen, as far as it can: as x/time/rate's
+// Reservation.Cancel, nothing when r's time to act has passed, and only
+// tokens no later reservation was given after. It runs tokens.lua's
+// tb_refund, the rule by which the crawl's pop takes back the token of a
+// request that never went: only the bucket's last tokens go back, latest
+// first, so that no token taken since moves. Where x/time/rate restores
+// some of a burst's tokens taken before others still held, this gives back
+// none (the oracle test checks it never gives back more). It returns how
+// much sooner the bucket is full again (0: nothing went back).
+func (l *Limiter) Cancel(ctx context.Context, key string, r Reservation) (time.Duration, error) {
+	if !r.OK || r.n <= 0 || l.limit == Inf || l.limit <= 0 || math.IsNaN(float64(l.limit)) {
+		return 0, nil
+	}
+	f := func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
+	s, err := refundScript.Run(ctx, l.c, []string{key}, l.rate(), f(r.act), f(r.slot), r.n).Text()
+	if err != nil {
+		return 0, fmt.Errorf("politeness: refund %s: %w", key, err)
+	}
+	us, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("politeness: refund %s: bad reply %q", key, s)
+	}
+	return time.Duration(us * 1000), nil
 }
 
 // Wait is WaitN(ctx, key, 1).
