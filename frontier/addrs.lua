@@ -48,113 +48,126 @@ local function ip_answer(v, now)
   return nil
 end
 
--- ip_next is the first slot (ms) of the address's schedule at or after t
--- that this shard may take: t itself on one shard, else the grid's.
-local function ip_next(X, t)
-  if X.ipS <= 1 then return t end
-  local k = math.ceil(t / X.aT - 1e-6)
-  k = k + (X.ipShard - k % X.ipS) % X.ipS
-  return k * X.aT
+-- The pop's address state, I (ip_begin): the keys (k), the shards' count
+-- (S) and this one's place (shard), the address's interval (T, ms) and
+-- window (early, width: tb_window), now (ms, as answers' expiries count),
+-- and what the call learns and takes: addrOf (host -> its address, or
+-- false while none is known), atat (address -> its bucket's tat, ms),
+-- dirty (address -> tokens taken), resolve (hosts to resolve, for the
+-- worker), used (host -> the address whose tokens it took: its refund
+-- goes back there).
+
+-- ip_begin is the pop's address state, with the call's clock H (hb_clock)
+-- and arguments A, or false when the crawl is not polite per address or
+-- has no rate (then there are no tokens to share).
+local function ip_begin(H, A, queues, now)
+  if not (A.ip == true and H.rate > 0) then return false end
+  local early, width = tb_window(H.rate, H.burst, H.least)
+  return {k = ip_keys(queues), S = math.max(A.ip_shards or 1, 1), shard = A.ip_shard or 0, T = 1000 / H.rate,
+    early = early, width = width, now = now, addrOf = {}, atat = {}, dirty = {}, resolve = {}, used = {}}
 end
 
--- ip_addresses learns the addresses of hosts (X.addrOf: host -> address,
--- or false while it has none known: X.resolve lists it, for the worker to
--- resolve) and their buckets' tats (X.atat), one HMGET each a round.
-local function ip_addresses(X, hosts)
+-- ip_next is the first slot (ms) of the address's schedule at or after t
+-- that this shard may take: t itself on one shard, else the grid's.
+local function ip_next(I, t)
+  if I.S <= 1 then return t end
+  local k = math.ceil(t / I.T - 1e-6)
+  k = k + (I.shard - k % I.S) % I.S
+  return k * I.T
+end
+
+-- ip_addresses learns the addresses of hosts (I.addrOf: host -> address,
+-- or false while it has none known: I.resolve lists it, for the worker to
+-- resolve) and their buckets' tats (I.atat), one HMGET each a round.
+local function ip_addresses(I, hosts)
   local names = {}
   for _, h in ipairs(hosts) do
-    if X.addrOf[h] == nil then
+    if I.addrOf[h] == nil then
       local lit = ip_literal(h)
-      if lit then X.addrOf[h] = lit else names[#names + 1] = h end
+      if lit then I.addrOf[h] = lit else names[#names + 1] = h end
     end
   end
   if #names > 0 then
-    local v = redis.call('HMGET', X.ipk.dns, unpack(names))
+    local v = redis.call('HMGET', I.k.dns, unpack(names))
     for i, h in ipairs(names) do
-      X.addrOf[h] = ip_answer(v[i], X.now) or false
-      if not X.addrOf[h] then X.resolve[#X.resolve + 1] = h end
+      I.addrOf[h] = ip_answer(v[i], I.now) or false
+      if not I.addrOf[h] then I.resolve[#I.resolve + 1] = h end
     end
   end
   local addrs = {}
   for _, h in ipairs(hosts) do
-    local a = X.addrOf[h]
-    if a and X.atat[a] == nil then
-      X.atat[a] = 0
+    local a = I.addrOf[h]
+    if a and I.atat[a] == nil then
+      I.atat[a] = 0
       addrs[#addrs + 1] = a
     end
   end
   if #addrs > 0 then
-    local v = redis.call('HMGET', X.ipk.addr, unpack(addrs))
-    for i, a in ipairs(addrs) do X.atat[a] = tonumber(v[i] or '0') or 0 end
+    local v = redis.call('HMGET', I.k.addr, unpack(addrs))
+    for i, a in ipairs(addrs) do I.atat[a] = tonumber(v[i] or '0') or 0 end
   end
 end
 
 -- ip_slots are the slots of up to k tokens of host (rate r, burst size,
 -- its bucket's tat tat) that its address's bucket allows too, each the
--- later of the two buckets' next, by the horizon; with the window both
--- buckets' windows hold (the narrower on each side). Also the address's
--- next slot, for a host that gets none. On the grid of several shards a
--- slot just past is still taken while half its late part is left: a pop
--- comes a little after the slot it waited for.
-local function ip_slots(X, host, k, r, size, tat)
-  local a = X.addrOf[host]
+-- later of the two buckets' next, by the clock H's horizon; with the
+-- window both buckets' windows hold (the narrower on each side). Also the
+-- address's next slot, for a host that gets none. On the grid of several
+-- shards a slot just past is still taken while half its late part is
+-- left: a pop comes a little after the slot it waited for.
+local function ip_slots(I, H, host, k, r, size, tat)
+  local a = I.addrOf[host]
   local hT = 1000 / r
-  local hEarly, hWidth = tb_window(r, size, X.least)
-  local early, late = math.min(hEarly, X.aEarly), math.min(hWidth - hEarly, X.aWidth - X.aEarly)
-  local from = X.tnow
-  if X.ipS > 1 then from = X.tnow - late / 2 end
-  local th, ta = math.max(tat, from), ip_next(X, math.max(X.atat[a], from))
+  local hEarly, hWidth = tb_window(r, size, H.least)
+  local early, late = math.min(hEarly, I.early), math.min(hWidth - hEarly, I.width - I.early)
+  local from = H.tnow
+  if I.S > 1 then from = H.tnow - late / 2 end
+  local th, ta = math.max(tat, from), ip_next(I, math.max(I.atat[a], from))
   local slots = {}
   for _ = 1, k do
-    local s = ip_next(X, math.max(th, ta))
-    if s - early > X.horizon then break end
+    local s = ip_next(I, math.max(th, ta))
+    if s - early > H.horizon then break end
     slots[#slots + 1] = s
-    th, ta = s + hT, ip_next(X, s + X.aT)
+    th, ta = s + hT, ip_next(I, s + I.T)
   end
   return slots, early, late, ta
 end
 
--- ip_take gives the n URLs popped from host a token each of the slots
--- ip_slots found, and moves the address's bucket past them; it returns
--- the host's tat after them.
-local function ip_take(X, host, slots, n, early, late, r)
-  local tnow = X.tnow
-  for i = 1, n do
-    local s = slots[i]
-    X.slots[#X.slots + 1] = math.floor((s - tnow) * 1000 + 0.5)
-    X.froms[#X.froms + 1] = math.ceil(math.max(0, s - early - tnow) * 1000)
-    X.untils[#X.untils + 1] = math.floor((s + late - tnow) * 1000)
-  end
-  X.tokened = true
-  local a = X.addrOf[host]
-  X.addrOut[host] = a
-  X.atat[a] = slots[n] + X.aT
-  X.adirty[a] = (X.adirty[a] or 0) + n
+-- ip_take moves the address's bucket of host past the first n of the
+-- slots ip_slots found, the tokens of the n URLs popped from it (the
+-- caller hands them out: hb_grant_slots); it returns the host's tat after
+-- them.
+local function ip_take(I, host, slots, n, r)
+  local a = I.addrOf[host]
+  I.used[host] = a
+  I.atat[a] = slots[n] + I.T
+  I.dirty[a] = (I.dirty[a] or 0) + n
   return slots[n] + 1000 / r
 end
 
 -- ip_write stores the tats of the addresses whose tokens were taken, and
 -- counts them.
-local function ip_write(X)
+local function ip_write(I)
   local tats = {}
-  for a, n in pairs(X.adirty) do
+  for a, n in pairs(I.dirty) do
     tats[#tats + 1] = a
-    tats[#tats + 1] = fr_tat(X.atat[a])
-    redis.call('ZINCRBY', X.ipk.busy, fr_int(n), a)
+    tats[#tats + 1] = fr_tat(I.atat[a])
+    redis.call('ZINCRBY', I.k.busy, fr_int(n), a)
   end
-  if #tats > 0 then redis.call('HSET', X.ipk.addr, unpack(tats)) end
+  if #tats > 0 then redis.call('HSET', I.k.addr, unpack(tats)) end
 end
 
 -- ip_refund gives the tokens of URLs that made no request back to their
--- addresses' buckets (address -> their slots, µs), by the hosts' rule
--- (ex_refund): only an address's last token, latest first, while its
--- interval (aT ms) reaches the tat. On the grid the slot given back is
--- the shard's own, and the next pop takes it again.
-local function ip_refund(X, grants, aT)
-  local P = ip_keys(X.Q.queues)
+-- addresses' buckets (address -> their slots, µs), kept under the shard's
+-- queues prefix, by the hosts' rule (ex_refund): only an address's last
+-- token, latest first, while its interval (aT ms) reaches the tat. On
+-- the grid the slot given back is the shard's own, and the next pop takes
+-- it again.
+local function ip_refund(queues, grants, aT)
+  local k = ip_keys(queues)
   local addrs = {}
   for a in pairs(grants) do addrs[#addrs + 1] = a end
-  local v = redis.call('HMGET', P.addr, unpack(addrs))
+  local v = redis.call('HMGET', k.addr, unpack(addrs))
   local out = {}
   for i, a in ipairs(addrs) do
     local tat = tonumber(v[i] or '')
@@ -168,17 +181,5 @@ local function ip_refund(X, grants, aT)
       end
     end
   end
-  if #out > 0 then redis.call('HSET', P.addr, unpack(out)) end
-end
-
--- ip_begin sets out the pop's address state: on with an ip politeness
--- and a rate (without one there are no tokens to share).
-local function ip_begin(X, A)
-  X.ip = A.ip == true and X.rate > 0
-  if not X.ip then return end
-  X.ipk = ip_keys(X.Q.queues)
-  X.ipS, X.ipShard = math.max(A.ip_shards or 1, 1), A.ip_shard or 0
-  X.aT = 1000 / X.rate
-  X.aEarly, X.aWidth = tb_window(X.rate, X.burst, X.least)
-  X.addrOf, X.atat, X.adirty, X.resolve, X.addrOut = {}, {}, {}, {}, {}
+  if #out > 0 then redis.call('HSET', k.addr, unpack(out)) end
 end

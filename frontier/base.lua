@@ -4,6 +4,10 @@
 -- json"), and the guards a script asks before its first write (the crawl
 -- is the caller's; its counters are sound; its user may run the commands).
 
+-- FR_BLOCKED is a blocked host's rule in hostrules (crawler host --block),
+-- and FR_BLOCKED_WHY the error of the records its queued URLs end with.
+local FR_BLOCKED, FR_BLOCKED_WHY = 'block', 'not fetched: its host was blocked by hand (crawler host --block)'
+
 -- fr_int is the whole number n as a command's argument. A Lua number handed
 -- to redis.call is written out with %.17g, a floating-point conversion
 -- that costs Redis more than many commands do; %d costs less, and a time a

@@ -166,15 +166,17 @@ if reply[1] == BLOOM_REFUSED and type(reply[4]) == 'string' then
   return redis.error_reply(reply[4]) -- CORRUPT, NOPERM: nothing written
 end
 if reply[1] ~= BLOOM_OK then return reply end
-local X = ex_begin(reply) -- counted, and what the steps share
-ex_queue_links(X)         -- 1. the new links queued
-ex_finish_pages(X)        -- 2. finished leases ended, their pages recorded
-ex_outbox(X)              -- 3. records parked for away links, or acked
-ex_again(X)               -- 4. late URLs given back ask their hosts again
-ex_give_back(X)           -- 5. leases given back to their queues' fronts
-ex_refund(X)              -- 6. unused tokens back to their buckets
-ex_write_stats(X)         -- 7. the counters, once each
-ex_budget(X)              -- 8. how many URLs a page budget leaves room for
-ex_pop(X)                 -- 9. URLs popped, each with its host's token
-ex_drained(X)             -- 10. the crawl's end, or the scheduler told
-return ex_reply(X)        -- 11.
+local C = ex_begin(reply)      -- counted; the call the steps read: keys, arguments, clock
+local stats, refunds = {}, ex_refunds() -- counters to bump, tokens to give back
+ex_queue_links(C, stats)                                   -- 1. the new links queued
+local held, parked = ex_finish_pages(C, stats, refunds)    -- 2. finished leases ended, their pages recorded
+local acked = ex_outbox(C, parked, stats)                  -- 3. records parked for away links, or acked
+local H = ex_clock(C)                                      --    the call's token clock
+local kept, again = ex_again(C, H)                         -- 4. late URLs given back ask their hosts again
+ex_give_back(C, kept, refunds)                             -- 5. leases given back to their queues' fronts
+ex_refund(C, H, refunds)                                   -- 6. unused tokens back to their buckets
+ex_write_stats(C, stats)                                   -- 7. the counters, once each
+local B = ex_budget(C, #again)                             -- 8. how many URLs a page budget leaves room for
+local P = ex_pop(C, H, B)                                  -- 9. URLs popped, each with its host's token
+local done = ex_drained(C, B, P, acked)                    -- 10. the crawl's end, or the scheduler told
+return ex_reply(C, held, again, B, P, done)                -- 11.

@@ -1,13 +1,13 @@
--- requires: contract keys tokens
+-- requires: contract keys hostbucket
 -- exchange_guard.lua: an exchange (exchange.lua) let through or refused
--- before any write, and what its steps share: one table, the exchange X,
--- with its keys by name (X.K), its arguments (X.A, exchange.go's
--- exchangeArgs) and what the steps leave for those after them.
+-- before any write, and the call its steps read: C (ex_begin), its keys by
+-- name (C.K), its arguments (C.A, exchange.go's exchangeArgs), its clock,
+-- never written after ex_begin. What a step leaves for another it returns.
 
-local EX = {} -- the exchange, made by ex_guard
+local EX = {} -- the call's keys and arguments, decoded by ex_guard
 
 -- ex_text is the exchange's text n (1-based: a field marked "text").
-local function ex_text(X, n) return ARGV[X.T + n] end
+local function ex_text(C, n) return ARGV[C.T + n] end
 
 -- ex_unsound is why the call cannot run to its end, found before its first
 -- write (nil: none): Redis does not undo a script's writes when it fails
@@ -59,15 +59,7 @@ local function ex_guard(key0, link0, links)
   local K = {}
   for i, name in ipairs(EX_KEYS) do K[name] = KEYS[key0 + i - 1] end
   local A = cjson.decode(ARGV[link0 + links])
-  -- Every field the steps set, in one constructor: the table is sized once.
-  EX = {K = K, A = A, T = link0 + links, link0 = link0, links = links, reply = false, Q = false,
-    now = 0, nowus = 0, rate = 0, burst = 1, bump = false, refunds = false, answer = false, parked = false,
-    acked = 0, got = false, pages = 0, done = 0, wait = 0, W = 0, budget = 0, limited = false, queued = false,
-    delays = false, firsts = false, slots = false, froms = false, untils = false, tokened = false, least = 0,
-    tnow = 0, horizon = 0, reach = 0, anySlowed = false, anyCapped = false, marks = false, visited = false,
-    readyAdd = false, refillAdd = false, taken = 0, paused = false, rules = false, rates = false, kept = false,
-    again = false, settings = 0, stale = false, ip = false, ipk = false, ipS = 1, ipShard = 0, aT = 0, aEarly = 0,
-    aWidth = 0, addrOf = false, atat = false, adirty = false, resolve = false, arefunds = false, addrOut = false}
+  EX = {K = K, A = A, T = link0 + links, link0 = link0, links = links}
   if not fr_ours(K.config, A.instance) then return 'gone' end
   local why = ex_unsound(K, A.expect == 0)
   if why then return why end
@@ -76,36 +68,38 @@ local function ex_guard(key0, link0, links)
 end
 
 -- ex_begin counts the call as one more of the process's exchanges (the
--- batch's last call does) and sets out what the steps share.
+-- batch's last call does) and makes the call C the steps read: EX, the
+-- Bloom filter's reply, the queues' keys, Redis's clock (now, ms; nowus,
+-- µs), the crawl's rate and burst, and the settings version in force.
 local function ex_begin(reply)
-  local X, K, A = EX, EX.K, EX.A
+  local C, K, A = EX, EX.K, EX.A
   if A.count then
     redis.call('INCR', K.counter)
     redis.call('PEXPIRE', K.counter, '86400000') -- a day: a process silent longer only forgets once more
   end
-  X.reply = reply
-  X.Q = fr_keys(K.queues, K.ready, K.stats, K.lengths, K.refill, K.hostrules)
-  X.pready = fr_ready_of(X.Q, X.A.lane) -- the pops' lane's ready set (lane: 'render' for a worker with a browser)
-  X.Q.lifo = A.lifo == true
-  X.Q.failed = K.failed -- a queue's elements not well formed go there (fr_set_aside)
-  X.now, X.nowus = fr_now(), tb_now()
-  X.rate, X.burst = A.rate or 0, A.burst or 1
+  C.reply = reply
+  C.Q = fr_keys(K.queues, K.ready, K.stats, K.lengths, K.refill, K.hostrules)
+  C.pready = fr_ready_of(C.Q, A.lane) -- the pops' lane's ready set (lane: 'render' for a worker with a browser)
+  C.Q.lifo = A.lifo == true
+  C.Q.failed = K.failed -- a queue's elements not well formed go there (fr_set_aside)
+  C.now, C.nowus = fr_now(), tb_now()
+  C.rate, C.burst = A.rate or 0, A.burst or 1
   -- The settings version in force here ('crawler set', settings.lua): a
   -- caller on older settings pops nothing (ex_again, ex_pop), and learns
   -- the version from the reply, so that no URL is handed out under
   -- settings older than the shard's.
-  X.settings = tonumber(redis.call('GET', K.settings) or '0') or 0
-  X.stale = (A.settings or 0) < X.settings
-  X.bump = {}    -- stats field -> increment, written once each (ex_write_stats)
-  X.refunds = {} -- host -> the slots of its tokens that made no request (ex_refund)
-  X.arefunds = {} -- address -> the same, for tokens of an address's bucket too (addrs.lua)
-  X.answer = {}  -- a digit a finished lease (the reply's held)
-  X.parked = {}  -- records that wait in this call's outbox entry: {d, r, n}
-  X.acked = 0
-  X.got = {}     -- popped: host, json, host, json, ...
-  X.pages, X.done, X.wait = 0, 0, 0
-  return X
+  C.settings = tonumber(redis.call('GET', K.settings) or '0') or 0
+  C.stale = (A.settings or 0) < C.settings
+  return C
 end
 
--- ex_add adds by to the stats field, written once at the end.
-local function ex_add(X, field, by) X.bump[field] = (X.bump[field] or 0) + by end
+-- ex_clock is the call's token clock (hostbucket.lua's hb_clock): the
+-- late URLs' new tokens and the pop's are taken by it, their slots
+-- counting from the call's nowus.
+local function ex_clock(C)
+  return hb_clock(C.K, C.rate, C.burst, C.A.least_ms or 0, C.nowus, C.A.ahead_ms or 0)
+end
+
+-- ex_add adds by to the stats field in stats, the counters a call bumps,
+-- written once at its end (ex_write_stats).
+local function ex_add(stats, field, by) stats[field] = (stats[field] or 0) + by end

@@ -114,7 +114,7 @@ func (f Hosts) Rules(ctx context.Context) ([]HostRule, error) {
 	return out, nil
 }
 
-// blocked is a blocked host's hostrules value (queue.lua's FR_BLOCKED).
+// blocked is a blocked host's hostrules value (base.lua's FR_BLOCKED).
 const blocked = "block"
 
 // parseHostRule reads a hostrules value, "rate burst" (hostbucket.lua's

@@ -47,9 +47,6 @@
 
 local FR_MARK, FR_JSON, FR_HTTPS = 80, 123, 115 -- 'P', '{', 's'
 
--- FR_BLOCKED is a blocked host's rule in hostrules (crawler host --block),
--- and FR_BLOCKED_WHY the error of the records its queued URLs end with.
-local FR_BLOCKED, FR_BLOCKED_WHY = 'block', 'not fetched: its host was blocked by hand (crawler host --block)'
 
 -- fr_level is the priority of a queue element: its item JSON's "pr" (a
 -- compact element or a marker: 0).

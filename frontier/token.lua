@@ -23,28 +23,22 @@
 -- bucket spent): ask again in ms; or the GONE error.
 if not fr_ours(KEYS[1], ARGV[1]) then return redis.error_reply(FR_GONE) end
 local host = ARGV[2]
-local X = {K = {slowed = KEYS[5], buckets = KEYS[6], hostrules = KEYS[7]}, rate = tonumber(ARGV[3]),
-  burst = tonumber(ARGV[4]), least = tonumber(ARGV[5]), nowus = tb_now(), marks = {}, rules = false,
-  slots = {}, froms = {}, untils = {}}
-X.tnow = X.nowus / 1000
-X.now = math.floor(X.tnow) -- ms, as answers' expiries count (addrs.lua)
-X.horizon = X.tnow + tonumber(ARGV[6])
+local H = hb_clock({slowed = KEYS[5], buckets = KEYS[6], hostrules = KEYS[7]}, tonumber(ARGV[3]), tonumber(ARGV[4]),
+  tonumber(ARGV[5]), tb_now(), tonumber(ARGV[6]))
 if redis.call('EXISTS', KEYS[8]) == 1 then return {0, 1000} end -- the crawl is paused
-if hb_blocked(X, host) then return {0, tonumber(ARGV[6])} end
+if hb_blocked(H, host) then return {0, tonumber(ARGV[6])} end
 local Q = fr_keys(KEYS[2], KEYS[3], nil, nil, KEYS[4])
 local where, tat = fr_host_tat(Q, host)
 tat = tat or 0
-X.marks[host] = redis.call('HGET', KEYS[5], host)
-local k, b, r, size, first = hb_tokens(X, host, 1, tat)
-local slots, early, late, anext
-if k > 0 and r > 0 and ARGV[7] == '1' and not hb_rule(X, host) then
-  X.Q = Q
-  ip_begin(X, {ip = true, ip_shard = tonumber(ARGV[8]), ip_shards = tonumber(ARGV[9])})
-  ip_addresses(X, {host})
-  X.resolve = {}
-  if X.addrOf[host] then
-    slots, early, late, anext = ip_slots(X, host, 1, r, size, tat)
-    if #slots == 0 then return {0, math.max(1, math.ceil(anext - early - X.horizon))} end
+H.marks[host] = redis.call('HGET', KEYS[5], host)
+local k, b, r, size, first = hb_tokens(H, host, 1, tat)
+local I, slots, early, late, anext
+if k > 0 and r > 0 and ARGV[7] == '1' and not hb_rule(H, host) then
+  I = ip_begin(H, {ip = true, ip_shard = tonumber(ARGV[8]), ip_shards = tonumber(ARGV[9])}, KEYS[2], math.floor(H.tnow))
+  ip_addresses(I, {host})
+  if I.addrOf[host] then
+    slots, early, late, anext = ip_slots(I, H, host, 1, r, size, tat)
+    if #slots == 0 then return {0, math.max(1, math.ceil(anext - early - H.horizon))} end
   end
 end
 if k == 0 then
@@ -52,18 +46,19 @@ if k == 0 then
   -- opens within the horizon.
   local next = b
   local bk = HB_NONE
-  if X.marks[host] then bk = hb_bucket(X, host) end
-  local r2, size2 = hb_rate(X, bk, host)
-  if r2 > 0 then next = tb_opens(b, r2, size2, X.least) end
-  return {0, math.max(1, math.ceil(next - X.horizon))}
+  if H.marks[host] then bk = hb_bucket(H, host) end
+  local r2, size2 = hb_rate(H, bk, host)
+  if r2 > 0 then next = tb_opens(b, r2, size2, H.least) end
+  return {0, math.max(1, math.ceil(next - H.horizon))}
 end
 if r == 0 then return {1, 0, 0, -1} end
+local G = hb_grants()
 if slots then
-  redis.call('ZADD', where, fr_tat(ip_take(X, host, slots, 1, early, late, r)), host)
-  ip_write(X)
-  hb_granted(X, host, b)
-  return {1, X.slots[1], X.froms[1], X.untils[1]}
+  hb_grant_slots(G, H.tnow, slots, 1, early, late)
+  redis.call('ZADD', where, fr_tat(ip_take(I, host, slots, 1, r)), host)
+  ip_write(I)
+else
+  redis.call('ZADD', where, fr_tat(hb_take(H, G, 1, r, size, first)), host)
 end
-redis.call('ZADD', where, fr_tat(hb_take(X, 1, r, size, first)), host)
-hb_granted(X, host, b)
-return {1, X.slots[1], X.froms[1], X.untils[1]}
+hb_granted(H, host, b)
+return {1, G.slots[1], G.froms[1], G.untils[1]}

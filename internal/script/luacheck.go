@@ -5,8 +5,9 @@ import (
 	"strings"
 )
 
-// Undefined names the functions src calls that it does not declare before
-// the call (a local, a function, a parameter or a loop variable) and that
+// Undefined names the functions src calls, and the constants it reads
+// (names in capitals with an underscore, the modules' FR_GONE), that it
+// does not declare before the use (a local, a function, a parameter or a loop variable) and that
 // are not Redis's Lua (redis, cjson, string, table, math, the base
 // library): a module a script uses but does not require, or requires after
 // itself. Each name once, in order. It reads Lua as text, without scopes:
@@ -40,7 +41,7 @@ func Undefined(src string) []string {
 					declared[toks[j]] = true
 				}
 			}
-		case isName(tok) && i+1 < len(toks) && toks[i+1] == "(" && prev != "." && prev != ":" && prev != "function" &&
+		case isName(tok) && (i+1 < len(toks) && toks[i+1] == "(" || isConstant(tok)) && prev != "." && prev != ":" && prev != "function" &&
 			!luaKeywords[tok] && !luaGlobals[tok] && !declared[tok] && !slices.Contains(missing, tok):
 			missing = append(missing, tok)
 		}
@@ -130,4 +131,12 @@ func setOf(words string) map[string]bool {
 		m[w] = true
 	}
 	return m
+}
+
+// isConstant: name is a module's constant by the modules' convention,
+// capitals, digits and underscores with an underscore among them
+// (FR_BLOCKED, HB_NONE): a function reading one a module declares after
+// it reads a global, nil, at run time.
+func isConstant(name string) bool {
+	return strings.Contains(name, "_") && strings.ToUpper(name) == name && strings.ToLower(name) != name
 }
