@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
 	"github.com/redis/go-redis/v9"
@@ -97,7 +98,7 @@ func oneServer(t *testing.T, c redis.UniversalClient, mode string, shards int) {
 	if missing := site.Missing(); len(missing) > 0 {
 		t.Errorf("%s: %d pages not fetched: %v", mode, len(missing), missing)
 	}
-	st, err := crawl.ReadStatus(ctx, c, name)
+	st, err := status.Read(ctx, c, name)
 	if err != nil {
 		t.Fatal(err)
 	}

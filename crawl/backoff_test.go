@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
@@ -60,7 +61,7 @@ func TestA429PausesTheHostForEveryWorker(t *testing.T) {
 	paused := make(chan []frontier.PausedHost, 1)
 	go func() { // the pause, once set, shows in status: poll for it
 		for ctx.Err() == nil {
-			st, err := crawl.ReadStatus(ctx, s.Client, "pause")
+			st, err := status.Read(ctx, s.Client, "pause")
 			if err == nil && len(st.Paused) > 0 {
 				paused <- st.Paused
 				return

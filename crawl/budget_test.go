@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
@@ -71,11 +72,11 @@ func TestEveryURLTriedUnderABudgetHasARecord(t *testing.T) {
 					}
 				}
 				if len(missing) > 0 {
-					st, _ := crawl.ReadStatus(ctx, s.Client, "budget-tried")
+					st, _ := status.Read(ctx, s.Client, "budget-tried")
 					t.Logf("frontier %+v counters %v", st.Frontier, st.Counters)
 					t.Fatalf("%d of the %d URLs requested from the site have no record: %v", len(missing), len(fetched), missing)
 				}
-				st, err := crawl.ReadStatus(ctx, s.Client, "budget-tried")
+				st, err := status.Read(ctx, s.Client, "budget-tried")
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
@@ -71,7 +72,7 @@ func TestCanonicalSkipFetchesAndArchivesEachCanonicalOnce(t *testing.T) {
 			set.Rate, set.AllowPrivate, set.Canonical = math.Inf(1), true, mode
 			set.KeepTypes = []string{"text/html", "application/pdf"}
 			archived, recs := archivedCrawl(t, s, name, set, seeds)
-			st, err := crawl.ReadStatus(context.Background(), s.Client, name)
+			st, err := status.Read(context.Background(), s.Client, name)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
@@ -36,7 +37,7 @@ func TestACorruptQueueElementIsSetAside(t *testing.T) {
 		for _, u := range site.Missing() {
 			t.Errorf("not fetched: %s", u)
 		}
-		st, err := crawl.ReadStatus(ctx, s.Client, "garbage")
+		st, err := status.Read(ctx, s.Client, "garbage")
 		if err != nil || !st.Done || st.Counters["corrupt"] != 1 {
 			t.Fatalf("status: done %v, corrupt %d (%v); want done, 1", st != nil && st.Done, st.Counters["corrupt"], err)
 		}
@@ -194,7 +195,7 @@ func TestACorruptedQueuedURLLeavesNoCountBehind(t *testing.T) {
 					}
 				}
 				runWorkers(t, ctx, s, "bent", fastOptions("w1"))
-				st, err := crawl.ReadStatus(ctx, s.Client, "bent")
+				st, err := status.Read(ctx, s.Client, "bent")
 				if err != nil || !st.Done || st.Counters["corrupt"] != 1 || st.Frontier.Queued != 0 {
 					t.Fatalf("status: %v\n%s; want done, 1 corrupt, 0 queued", err, st)
 				}

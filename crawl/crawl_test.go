@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/tcpproxy"
@@ -116,7 +117,7 @@ func twoWorkersCrawlTheSite(t *testing.T, shards int) {
 		if over := site.Overfetched(0); len(st.Disallowed) > 0 || len(over) > 0 {
 			t.Errorf("disallowed fetched %v; fetched too often %v", st.Disallowed, over)
 		}
-		status, err := crawl.ReadStatus(ctx, s.Client, "site")
+		status, err := status.Read(ctx, s.Client, "site")
 		if err != nil || !status.Done || !status.Frontier.Empty() {
 			t.Fatalf("status %+v, %v", status, err)
 		}
@@ -365,7 +366,7 @@ func pageBudget(t *testing.T, shards int) {
 		if ctx.Err() != nil {
 			t.Fatal("worker did not stop at the page budget")
 		}
-		st, err := crawl.ReadStatus(ctx, s.Client, "budget")
+		st, err := status.Read(ctx, s.Client, "budget")
 		if err != nil {
 			t.Fatal(err)
 		}

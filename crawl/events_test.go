@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
@@ -52,7 +53,7 @@ func TestTheEventLogTellsTheLockHandoverAndAPause(t *testing.T) {
 			t.Fatal(err)
 		}
 		runWorkers(t, ctx, s, "ev", fastOptions("w2"))
-		st, err := crawl.ReadStatus(ctx, s.Client, "ev")
+		st, err := status.Read(ctx, s.Client, "ev")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -45,9 +45,9 @@ func IsOOM(err error) bool {
 	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "OOM ")
 }
 
-// redisFull reports whether Redis (any master of a cluster) is over its
+// RedisFull reports whether Redis (any master of a cluster) is over its
 // memory limit, with a line that says so; false where INFO does not tell.
-func redisFull(ctx context.Context, c redis.UniversalClient) (bool, string) {
+func RedisFull(ctx context.Context, c redis.UniversalClient) (bool, string) {
 	all, err := ReadRedisMemory(ctx, c)
 	if err != nil {
 		return false, ""

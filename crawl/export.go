@@ -215,6 +215,6 @@ func loadFrontier(ctx context.Context, c redis.UniversalClient, name string) (Se
 	if err != nil {
 		return s, nil, err
 	}
-	fr, err := frontier.New(c, name, s.frontierOptions())
+	fr, err := frontier.New(c, name, s.FrontierOptions())
 	return s, fr, err
 }

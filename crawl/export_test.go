@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redis/go-redis/v9"
@@ -56,7 +57,7 @@ func TestExportSaysWhatWasTrimmed(t *testing.T) {
 		if !strings.HasPrefix(out.String(), `{"url":"http://h.example/30"`) {
 			t.Fatalf("first record %q; want the oldest kept, 30", strings.SplitN(out.String(), "\n", 2)[0])
 		}
-		st, err := crawl.ReadStatus(ctx, s.Client, "trim")
+		st, err := status.Read(ctx, s.Client, "trim")
 		if err != nil || st.ResultsTrimmed != 30 {
 			t.Fatalf("status: %d trimmed (%v); want 30", st.ResultsTrimmed, err)
 		}

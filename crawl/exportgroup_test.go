@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
@@ -66,7 +67,7 @@ func TestExportGroupsDeliverEveryRecordAtLeastOnce(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		runWorkers(t, ctx, s, "grp", fastOptions("w1"))
-		st, err := crawl.ReadStatus(ctx, s.Client, "grp")
+		st, err := status.Read(ctx, s.Client, "grp")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +121,7 @@ func TestExportGroupsDeliverEveryRecordAtLeastOnce(t *testing.T) {
 		if len(by) != total {
 			t.Errorf("the two readers wrote %d records of %d", len(by), total)
 		}
-		st, err = crawl.ReadStatus(ctx, s.Client, "grp")
+		st, err = status.Read(ctx, s.Client, "grp")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -157,7 +158,7 @@ func TestAGroupThatStopsReadingIsSaidToLag(t *testing.T) {
 			t.Fatal(err)
 		}
 		runWorkers(t, ctx, s, "lag", fastOptions("w1"))
-		st, err := crawl.ReadStatus(ctx, s.Client, "lag")
+		st, err := status.Read(ctx, s.Client, "lag")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,7 +206,7 @@ func groupAtTheBound(t *testing.T, shards int) {
 			}
 		}
 		runWorkers(t, ctx, s, "edge", fastOptions("w1"))
-		st, err := crawl.ReadStatus(ctx, s.Client, "edge")
+		st, err := status.Read(ctx, s.Client, "edge")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -286,7 +287,7 @@ func TestAReaderTakesOverWhatADeadReaderLeftBeforeItIsDone(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		runWorkers(t, ctx, s, "dead", fastOptions("w1"))
-		st, err := crawl.ReadStatus(ctx, s.Client, "dead")
+		st, err := status.Read(ctx, s.Client, "dead")
 		if err != nil {
 			t.Fatal(err)
 		}

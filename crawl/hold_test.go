@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
@@ -43,10 +44,10 @@ func TestAPausedCrawlFetchesNothingUntilResumed(t *testing.T) {
 		}
 		// The pages in flight at the pause finish, and the URLs waiting in
 		// the workers' buffers go back: nothing is held any more.
-		var st *crawl.Status
+		var st *status.Status
 		for {
 			var err error
-			if st, err = crawl.ReadStatus(ctx, s.Client, "held"); err != nil {
+			if st, err = status.Read(ctx, s.Client, "held"); err != nil {
 				t.Fatal(err)
 			}
 			if st.Frontier.InFlight == 0 || ctx.Err() != nil {
@@ -72,7 +73,7 @@ func TestAPausedCrawlFetchesNothingUntilResumed(t *testing.T) {
 		}
 		<-done
 		site.onceEach(t, exportedByURL(t, ctx, s.Client, "held"), seeds)
-		st, err := crawl.ReadStatus(ctx, s.Client, "held")
+		st, err := status.Read(ctx, s.Client, "held")
 		if err != nil {
 			t.Fatal(err)
 		}

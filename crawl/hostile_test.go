@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
@@ -163,7 +164,7 @@ func TestHostilePagesEachGetARecord(t *testing.T) {
 			t.Errorf("%s: links cut %d; only /many has more links than the cap", path, rec.LinksCut)
 		}
 	}
-	st, err := crawl.ReadStatus(context.Background(), s.Client, "hostile")
+	st, err := status.Read(context.Background(), s.Client, "hostile")
 	if err != nil {
 		t.Fatal(err)
 	}

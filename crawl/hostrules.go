@@ -142,8 +142,8 @@ func ChangeHost(ctx context.Context, c redis.UniversalClient, name, host string,
 	return did, nil
 }
 
-// fmtRuleRate is a rule's rate as status writes it (0: no limit).
-func fmtRuleRate(r float64) string {
+// FormatRuleRate is a rule's rate as status writes it (0: no limit).
+func FormatRuleRate(r float64) string {
 	if r == 0 {
 		return fmtRate(math.Inf(1))
 	}

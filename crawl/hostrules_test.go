@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
@@ -37,7 +38,7 @@ func TestAHostKeepsItsOwnRateWhileOthersKeepTheCrawls(t *testing.T) {
 		if err != nil || len(did) != 1 {
 			t.Fatalf("ChangeHost = %v, %v", did, err)
 		}
-		st, err := crawl.ReadStatus(ctx, s.Client, "own")
+		st, err := status.Read(ctx, s.Client, "own")
 		if err != nil || len(st.HostRules) != 1 || st.HostRules[0].Host != slow || !strings.Contains(st.String(), slow+" 2 req/s (burst 1)") {
 			t.Fatalf("status lists %+v (%v):\n%s", st.HostRules, err, st)
 		}
@@ -52,7 +53,7 @@ func TestAHostKeepsItsOwnRateWhileOthersKeepTheCrawls(t *testing.T) {
 		if n := hs[fast].MaxPerSecond; n <= 3 || n > 55 {
 			t.Errorf("%s, at the crawl's 50/s burst 5, got at most %d requests in a second; want more than the other's 3, at most 55", fast, n)
 		}
-		st, err = crawl.ReadStatus(ctx, s.Client, "own")
+		st, err = status.Read(ctx, s.Client, "own")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,7 +106,7 @@ func TestAHostBlockedMidCrawlGetsNoRequestAfterAndEveryURLARecord(t *testing.T) 
 		if err != nil || len(did) != 1 || !strings.Contains(did[0], "blocked") {
 			t.Fatalf("ChangeHost = %v, %v", did, err)
 		}
-		st, err := crawl.ReadStatus(ctx, s.Client, "block")
+		st, err := status.Read(ctx, s.Client, "block")
 		if err != nil || len(st.HostRules) != 1 || !st.HostRules[0].Blocked || !strings.Contains(st.String(), host+" blocked") {
 			t.Errorf("status lists %+v (%v):\n%s", st.HostRules, err, st)
 		}

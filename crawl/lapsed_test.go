@@ -19,6 +19,7 @@ import (
 	"github.com/nlnwa/gowarc/v3"
 	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/tcpproxy"
@@ -272,7 +273,7 @@ func workerBackAfterLapse(t *testing.T, thawEarly bool) {
 			seen[rec.URL] = who
 		}
 	}
-	st, err := crawl.ReadStatus(ctx, s.Client, "lapsed")
+	st, err := status.Read(ctx, s.Client, "lapsed")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
@@ -97,7 +98,7 @@ func TestMetricsAgreeWithTheCrawl(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := scrape(t, srv.URL, "redcrawl_")
-	st, err := crawl.ReadStatus(ctx, s.Client, "metrics")
+	st, err := status.Read(ctx, s.Client, "metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,11 +22,11 @@ func CheckName(name string) error { return frontier.CheckName(name) }
 // with LoadSettings) lay it out, for readers that watch it (the
 // dashboard); a worker opens its own.
 func OpenFrontier(ctx context.Context, c redis.UniversalClient, name string, s Settings) (*frontier.Frontier, error) {
-	return frontier.Open(ctx, c, name, s.frontierOptions())
+	return frontier.Open(ctx, c, name, s.FrontierOptions())
 }
 
-// frontierOptions are what the settings say of the crawl's frontier.
-func (s Settings) frontierOptions() frontier.Options {
+// FrontierOptions are what the settings say of the crawl's frontier.
+func (s Settings) FrontierOptions() frontier.Options {
 	o := frontier.Options{Shards: s.Shards, Instance: s.Instance, Policy: s.policy()}
 	o.Continuous = s.Revisit > 0
 	o.ResultsKept = s.ResultsKept

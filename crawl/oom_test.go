@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
 )
@@ -86,7 +87,7 @@ func TestOutOfMemoryRedisDoesNotMakeWorkersLookGone(t *testing.T) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	st, err := crawl.ReadStatus(ctx, s.Client, "oom")
+	st, err := status.Read(ctx, s.Client, "oom")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
@@ -101,7 +102,7 @@ func TestAQueuedURLGivenAPriorityIsMovedNotQueuedTwice(t *testing.T) {
 		if len(order) != 40 {
 			t.Errorf("%d requests for 40 URLs", len(order))
 		}
-		st, err := crawl.ReadStatus(ctx, s.Client, "prio")
+		st, err := status.Read(ctx, s.Client, "prio")
 		if err != nil || !st.Done || st.Frontier.Queued != 0 {
 			t.Errorf("status: %v\n%s; want done, nothing queued", err, st)
 		}

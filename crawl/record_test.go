@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
@@ -74,7 +75,7 @@ func TestRecordsAreComplete(t *testing.T) {
 		"a content-length header")
 	check(root+"files/3.pdf", func(r crawl.Record) bool { return r.Status == 200 && r.DroppedBody && r.Bytes == 0 },
 		"a PDF, not a kept type: its body not downloaded")
-	st, err := crawl.ReadStatus(ctx, s.Client, "records")
+	st, err := status.Read(ctx, s.Client, "records")
 	if err != nil {
 		t.Fatal(err)
 	}

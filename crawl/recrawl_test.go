@@ -15,6 +15,7 @@ import (
 	"github.com/nlnwa/gowarc/v3"
 	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
 )
@@ -43,7 +44,7 @@ func TestARecrawlOverShardsRefetchesEveryPage(t *testing.T) {
 		}
 		before := site.Stats().NotModified
 		runWorkers(t, ctx, s, "rs", fastOptions("w2"))
-		st, err := crawl.ReadStatus(ctx, s.Client, "rs")
+		st, err := status.Read(ctx, s.Client, "rs")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,13 +1,5 @@
 package crawl
 
-import (
-	"context"
-	"fmt"
-	"strings"
-
-	"github.com/redcrawl/crawler/frontier"
-)
-
 // Renders: the crawl renders pages (seed --render always or auto, or a
 // --render-match).
 func (s Settings) Renders() bool { return s.Render != RenderNever || len(s.RenderMatch) > 0 }
@@ -16,69 +8,3 @@ func (s Settings) Renders() bool { return s.Render != RenderNever || len(s.Rende
 // beside the plain worker, under the same name and this), which status
 // counts.
 const RenderWorkerSuffix = "+render"
-
-// ReadRender is status's word on rendering (the dashboard's too), for a
-// crawl whose settings s render (Renders), with the workers alive.
-func ReadRender(ctx context.Context, fr *frontier.Frontier, s Settings, workers []string) (*RenderStatus, error) {
-	lanes, err := fr.Render.Lanes(ctx)
-	if err != nil {
-		return nil, err
-	}
-	rs := &RenderStatus{Mode: s.Render, LaneQueued: lanes.Ready[frontier.LaneRender], Hosts: lanes.RenderHosts()}
-	if s.Render == RenderAuto {
-		learned, waiting, err := fr.Render.LearnedHosts(ctx)
-		if err != nil {
-			return nil, err
-		}
-		rs.Learned, rs.SamplesWaiting = map[string]string{}, waiting
-		for h, l := range learned {
-			if host, prefix, ok := strings.Cut(h, " "); ok {
-				if rs.Prefixes == nil {
-					rs.Prefixes = map[string]string{}
-				}
-				rs.Prefixes[host+prefix] = l.Verdict
-			} else {
-				rs.Learned[h] = l.Verdict
-			}
-		}
-	}
-	for _, w := range workers {
-		if strings.HasSuffix(w, RenderWorkerSuffix) {
-			rs.Workers++
-		}
-	}
-	rs.Line = rs.line()
-	return rs, nil
-}
-
-// line is the status line: the lane, what was learnt, the render workers
-// (and, without one, that the lane waits for one).
-func (rs *RenderStatus) line() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s; render lane: %d hosts queued", rs.Mode, rs.LaneQueued)
-	if len(rs.Hosts) > 0 {
-		fmt.Fprintf(&b, ", %d hosts put there", len(rs.Hosts))
-	}
-	if rs.Learned != nil {
-		n := map[string]int{}
-		for _, v := range rs.Learned {
-			n[v]++
-		}
-		fmt.Fprintf(&b, "; learnt: %d hosts need a browser, %d do not, %d learning, %d samples waiting",
-			n[frontier.VerdictRender], n[frontier.VerdictPlain], n[frontier.VerdictLearning], rs.SamplesWaiting)
-		plain := 0
-		for _, v := range rs.Prefixes {
-			if v == frontier.VerdictPlain {
-				plain++
-			}
-		}
-		if plain > 0 {
-			fmt.Fprintf(&b, "; %d path prefixes of theirs fetched plainly", plain)
-		}
-	}
-	fmt.Fprintf(&b, "; %d render workers", rs.Workers)
-	if rs.Workers == 0 && (rs.LaneQueued > 0 || rs.SamplesWaiting > 0) {
-		b.WriteString(" — the render lane waits for one: start 'crawler work --render N'")
-	}
-	return b.String()
-}

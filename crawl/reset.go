@@ -55,7 +55,7 @@ func Reset(ctx context.Context, c redis.UniversalClient, name string, force bool
 		return rep, fmt.Errorf("%w on crawl %q: %s; stop them first, or reset with --force (they then stop with an error)",
 			ErrWorkersAlive, name, strings.Join(alive, ", "))
 	}
-	if full, line := redisFull(ctx, c); full && !force {
+	if full, line := RedisFull(ctx, c); full && !force {
 		// A lapsed registration is no sign of a stopped worker while
 		// Redis refuses the heartbeats that would renew it.
 		lapsed, err := fr.Registry.Lapsed(ctx)

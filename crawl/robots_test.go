@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
@@ -119,7 +120,7 @@ func TestRobotsTxtReadAsTheRFCDoes(t *testing.T) {
 		if _, ok := fetched.Load("/secret/x"); ok {
 			t.Error("/secret/x was fetched: 'Disallow: /secret#private' was not read as /secret")
 		}
-		st, err := crawl.ReadStatus(ctx, s.Client, "rfc")
+		st, err := status.Read(ctx, s.Client, "rfc")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -68,7 +68,7 @@ func NewSeeder(ctx context.Context, c redis.UniversalClient, name string, s Sett
 	if err != nil {
 		return nil, err
 	}
-	fr, err := frontier.Create(ctx, c, name, s.frontierOptions(), s.bloom())
+	fr, err := frontier.Create(ctx, c, name, s.FrontierOptions(), s.bloom())
 	if err != nil {
 		return nil, err
 	}

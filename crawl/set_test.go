@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
 )
@@ -124,7 +125,7 @@ func TestARateChangedMidCrawlHoldsForEveryWorker(t *testing.T) {
 			t.Errorf("a worker acts on settings version %d; want 2", v)
 		}
 	}
-	st, err := crawl.ReadStatus(context.Background(), s.Client, "live")
+	st, err := status.Read(context.Background(), s.Client, "live")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +198,7 @@ func TestARaisedBudgetReopensAnEndedCrawl(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				defer cancel()
 				runWorkers(t, ctx, s, "more", fastOptions("w1"), fastOptions("w2"))
-				st, err := crawl.ReadStatus(ctx, s.Client, "more")
+				st, err := status.Read(ctx, s.Client, "more")
 				if err != nil || st.Counters["pages"] != 30 || !st.Done {
 					t.Fatalf("first run: pages %d, done %v (%v); want 30, ended", st.Counters["pages"], st.Done, err)
 				}
@@ -207,11 +208,11 @@ func TestARaisedBudgetReopensAnEndedCrawl(t *testing.T) {
 				if err != nil || !rep.Reopened || !strings.Contains(rep.Sentence(), "--max-pages 30 → 75") {
 					t.Fatalf("SetSettings = %+v (%s), %v; want the crawl reopened", rep, rep.Sentence(), err)
 				}
-				if st, _ := crawl.ReadStatus(ctx, s.Client, "more"); st.Done {
+				if st, _ := status.Read(ctx, s.Client, "more"); st.Done {
 					t.Fatal("still said done after the budget was raised")
 				}
 				runWorkers(t, ctx, s, "more", fastOptions("w3"), fastOptions("w4"))
-				st, err = crawl.ReadStatus(ctx, s.Client, "more")
+				st, err = status.Read(ctx, s.Client, "more")
 				if err != nil || st.Counters["pages"] != 75 || !st.Done {
 					t.Fatalf("second run: pages %d, done %v (%v); want 75, ended", st.Counters["pages"], st.Done, err)
 				}

@@ -247,9 +247,9 @@ func (s Settings) bloom() dedup.Params {
 	return dedup.Params{Capacity: s.ExpectedURLs, FPRate: s.FPRate}
 }
 
-// summary is the settings as status's line says them: the ones that shape
+// Summary is the settings as status's line says them: the ones that shape
 // a crawl most, and the version when 'crawler set' changed them.
-func (s Settings) summary() string {
+func (s Settings) Summary() string {
 	depth := "unlimited"
 	if s.MaxDepth >= 0 {
 		depth = strconv.Itoa(s.MaxDepth)

@@ -303,8 +303,8 @@ func (s Settings) fields() map[string]string {
 	return m
 }
 
-// typed is the settings as JSON values of their own types (status --json).
-func (s Settings) typed() map[string]any {
+// Typed is the settings as JSON values of their own types (status --json).
+func (s Settings) Typed() map[string]any {
 	m := map[string]any{}
 	for _, st := range SettingTable {
 		key := st.Field

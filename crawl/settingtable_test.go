@@ -54,7 +54,7 @@ func TestSettingsRoundTripThroughTheTable(t *testing.T) {
 	if !reflect.DeepEqual(got, s) {
 		t.Fatalf("round trip:\n got %+v\nwant %+v", got, s)
 	}
-	js := s.typed()
+	js := s.Typed()
 	if js["rate"] != nil || js["robots_give_up_seconds"] != 90.0 || js["max_pages"] != int64(500) || js["scope"] != "domain" {
 		t.Fatalf("status --json: rate %v, robots_give_up_seconds %v, max_pages %v, scope %v", js["rate"], js["robots_give_up_seconds"], js["max_pages"], js["scope"])
 	}

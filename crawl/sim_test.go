@@ -229,7 +229,7 @@ func runSim(t simT, p simParams, rules simRules, limit time.Duration) simResult 
 	if p.Rate <= 0 {
 		st.Rate = math.Inf(1)
 	}
-	o := st.frontierOptions()
+	o := st.FrontierOptions()
 	o.Shards, o.Lease = 1, time.Hour
 	o.Clock = func() time.Time { return s.clock }
 	seedFr, err := frontier.Create(ctx, c, "sim", o, st.bloom())

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
@@ -163,7 +164,7 @@ func TestSitemapLocationRule(t *testing.T) {
 		if !fetched["/catalog/a"] || fetched["/outside-catalog-dir"] {
 			t.Fatalf("fetched %v; want /catalog/a and not /outside-catalog-dir", fetched)
 		}
-		st, err := crawl.ReadStatus(ctx, s.Client, "smloc")
+		st, err := status.Read(ctx, s.Client, "smloc")
 		if err != nil || st.Counters["skipped_links:sitemap_location"] != 1 {
 			t.Fatalf("status counters %v, %v; want the URL outside the sitemap's directory counted", st.Counters, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
@@ -124,7 +125,7 @@ func sitemapCrawl(t *testing.T, s *redistest.Server, name string, urls, perSitem
 	if m > 2*hostCap {
 		t.Errorf("%s: the host's queue held %d URLs", what, m)
 	}
-	st, err := crawl.ReadStatus(ctx, s.Client, name)
+	st, err := status.Read(ctx, s.Client, name)
 	if err != nil || !st.Done {
 		t.Fatalf("%s: status: %v\n%s; want done", what, err, st)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
@@ -35,7 +36,7 @@ func TestStatusSaysWhyACrawlEnded(t *testing.T) {
 			t.Fatal(err)
 		}
 		runWorkers(t, ctx, s, c.name, fastOptions("w1"))
-		st, err := crawl.ReadStatus(ctx, s.Client, c.name)
+		st, err := status.Read(ctx, s.Client, c.name)
 		if err != nil {
 			t.Fatal(err)
 		}

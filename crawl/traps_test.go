@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
@@ -99,7 +100,7 @@ func TestTrapsCostLittleByDefault(t *testing.T) {
 	w1, w2 := fastOptions("w1"), fastOptions("w2")
 	w1.Concurrency, w2.Concurrency = 8, 8
 	runWorkers(t, ctx, s, "traps", w1, w2)
-	st, err := crawl.ReadStatus(ctx, s.Client, "traps")
+	st, err := status.Read(ctx, s.Client, "traps")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +141,7 @@ func TestFiltersSteerTheCrawl(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	runWorkers(t, ctx, s, "filters", fastOptions("w1"))
-	st, err := crawl.ReadStatus(ctx, s.Client, "filters")
+	st, err := status.Read(ctx, s.Client, "filters")
 	if err != nil {
 		t.Fatal(err)
 	}

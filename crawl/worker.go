@@ -87,7 +87,7 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 	if w.now == nil {
 		w.now = time.Now
 	}
-	fo := s.frontierOptions()
+	fo := s.FrontierOptions()
 	fo.Lease, fo.Clock = o.Lease, o.Clock
 	if o.Render != nil {
 		// No browser, no worker: found now, in one line.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
@@ -60,9 +61,9 @@ func TestStatusSaysWhatEachWorkersHeartbeatSaid(t *testing.T) {
 	}
 	ran := make(chan struct{})
 	go func() { defer close(ran); w.Run(ctx) }()
-	var st *crawl.Status
+	var st *status.Status
 	for {
-		if st, err = crawl.ReadStatus(ctx, s.Client, "hb"); err != nil {
+		if st, err = status.Read(ctx, s.Client, "hb"); err != nil {
 			t.Fatal(err)
 		}
 		if len(st.WorkerNotes) == 1 && st.WorkerNotes[0].Pages >= 1 && st.WorkerNotes[0].Leases >= 1 {
@@ -84,7 +85,7 @@ func TestStatusSaysWhatEachWorkersHeartbeatSaid(t *testing.T) {
 	}
 	close(release) // the held pages go, and the crawl ends
 	<-ran
-	if st, err = crawl.ReadStatus(ctx, s.Client, "hb"); err != nil || len(st.WorkerNotes) != 0 || st.Counters["pages"] != 5 {
+	if st, err = status.Read(ctx, s.Client, "hb"); err != nil || len(st.WorkerNotes) != 0 || st.Counters["pages"] != 5 {
 		t.Errorf("after the crawl: notes %+v, %d pages (%v); want w1 gone with its note, 5 pages", st.WorkerNotes, st.Counters["pages"], err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/dashboard"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
@@ -56,7 +57,7 @@ func TestTheDashboardsControlsNeedTheTokenAndItsOwnOrigin(t *testing.T) {
 		own := srv.URL // the page's origin: scheme and host, as a browser sends it
 		paused := func() bool {
 			t.Helper()
-			st, err := crawl.ReadStatus(ctx, s.Client, "c")
+			st, err := status.Read(ctx, s.Client, "c")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,7 +93,7 @@ func TestTheDashboardsControlsNeedTheTokenAndItsOwnOrigin(t *testing.T) {
 		if code, _ := post(t, srv, "/api/control/host", own, "tok", `{"host": "a.example", "action": "explode"}`); code != http.StatusBadRequest {
 			t.Errorf("an unknown action: %d; want 400", code)
 		}
-		st, err := crawl.ReadStatus(ctx, s.Client, "c")
+		st, err := status.Read(ctx, s.Client, "c")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +112,7 @@ func TestTheDashboardsControlsNeedTheTokenAndItsOwnOrigin(t *testing.T) {
 		if code, body := post(t, srv, "/api/control/host", own, "tok", `{"host": "a.example", "action": "clear"}`); code != http.StatusOK || !strings.Contains(body, "its pause lifted") {
 			t.Errorf("clear: %d %q", code, body)
 		}
-		if st, err := crawl.ReadStatus(ctx, s.Client, "c"); err != nil || len(st.HostRules) != 0 {
+		if st, err := status.Read(ctx, s.Client, "c"); err != nil || len(st.HostRules) != 0 {
 			t.Errorf("after clear: rules %+v (%v); want the block gone", st.HostRules, err)
 		}
 		for _, cfg := range []dashboard.Config{{Crawl: "c", Token: "tok"}, {Crawl: "c", Control: true}} {

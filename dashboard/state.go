@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/leader"
 	"github.com/redis/go-redis/v9"
@@ -41,7 +42,7 @@ type State struct {
 	Leader      *leader.Info          `json:"leader,omitempty"`
 	Epoch       int64                 `json:"epoch"` // the newest minted
 	Bloom       BloomView             `json:"bloom"`
-	Revisits    crawl.RevisitStatus   `json:"revisits"`
+	Revisits    status.RevisitStatus  `json:"revisits"`
 	Events      []frontier.Event      `json:"events"`
 	// Timeline is the scheduler's: its lock's handovers and the sweeps its
 	// fence refused, newest first, of the newest TimelineEvents events.
@@ -51,7 +52,7 @@ type State struct {
 	// Render is what rendering does (seed --render): the render lane,
 	// what the samples taught, the render workers; absent for a crawl
 	// that renders nothing.
-	Render *crawl.RenderStatus `json:"render,omitempty"`
+	Render *status.RenderStatus `json:"render,omitempty"`
 	// Addresses are the busiest server addresses and their hosts, with
 	// politeness per address (seed --politeness ip); absent otherwise.
 	Addresses []frontier.AddressLoad `json:"addresses,omitempty"`
@@ -221,7 +222,7 @@ var panels = []panel{
 				alive = append(alive, w.ID)
 			}
 		}
-		st.Render, err = crawl.ReadRender(ctx, v.fr, v.s, alive)
+		st.Render, err = status.ReadRender(ctx, v.fr, v.s, alive)
 		return err
 	}},
 	{name: "bloom filter", slow: true, read: func(ctx context.Context, v *view, st *State) error {
@@ -231,7 +232,7 @@ var panels = []panel{
 		return err
 	}},
 	{name: "revisits", read: func(ctx context.Context, v *view, st *State) (err error) {
-		st.Revisits, err = crawl.ReadRevisits(ctx, v.fr, v.s)
+		st.Revisits, err = status.ReadRevisits(ctx, v.fr, v.s)
 		return err
 	}},
 	{name: "event log", read: func(ctx context.Context, v *view, st *State) error {
@@ -239,7 +240,7 @@ var panels = []panel{
 		if err != nil {
 			return err
 		}
-		st.Events, st.Timeline = all[:min(len(all), crawl.StatusEvents)], nil
+		st.Events, st.Timeline = all[:min(len(all), status.StatusEvents)], nil
 		for _, e := range all {
 			switch e.Kind {
 			case frontier.EventLead, frontier.EventResign, frontier.EventLost, frontier.EventFenced:

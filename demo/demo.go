@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/testsite"
 	"github.com/redcrawl/crawler/leader"
 	"github.com/redis/go-redis/v9"
@@ -96,7 +97,7 @@ func Run(ctx context.Context, rdb redis.UniversalClient, cfg Config, out io.Writ
 		return err
 	}
 	elapsed := time.Since(start)
-	st, err := crawl.ReadStatus(ctx, rdb, name)
+	st, err := status.Read(ctx, rdb, name)
 	if err != nil {
 		return err
 	}
@@ -180,7 +181,7 @@ func supervise(ctx context.Context, rdb redis.UniversalClient, name string, work
 		if stopped != "" || len(workers) == 1 {
 			continue
 		}
-		st, err := crawl.ReadStatus(ctx, rdb, name)
+		st, err := status.Read(ctx, rdb, name)
 		if err != nil || st.Counters["pages"] < half || st.Leader == nil {
 			continue
 		}
@@ -196,7 +197,7 @@ func supervise(ctx context.Context, rdb redis.UniversalClient, name string, work
 }
 
 // report says what each primitive did.
-func report(out io.Writer, st *crawl.Status, site *testsite.Site, truth []string, epochs []string, elapsed time.Duration, s crawl.Settings) {
+func report(out io.Writer, st *status.Status, site *testsite.Site, truth []string, epochs []string, elapsed time.Duration, s crawl.Settings) {
 	ss := site.Stats()
 	got := len(truth) - len(site.Missing())
 	fmt.Fprintf(out, "\ndone in %.1fs: %d of %d truth URLs fetched, %d requests in all, no URL fetched more than %d times\n",

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redis/go-redis/v9"
 	"github.com/urfave/cli/v2"
 )
@@ -44,7 +45,7 @@ func statusCommand() *cli.Command {
 			defer stop()
 			tty := isTerminal(c.App.Writer)
 			for {
-				st, err := crawl.ReadStatus(ctx, rdb, c.String("crawl"))
+				st, err := status.Read(ctx, rdb, c.String("crawl"))
 				if ctx.Err() != nil {
 					return nil // Ctrl-C while watching
 				}
@@ -69,7 +70,7 @@ func statusCommand() *cli.Command {
 
 // watchStatus prints one refresh of status --watch: on a terminal, over
 // the last one; elsewhere after it, with the time.
-func watchStatus(w io.Writer, st *crawl.Status, asJSON, tty bool) error {
+func watchStatus(w io.Writer, st *status.Status, asJSON, tty bool) error {
 	if asJSON {
 		return json.NewEncoder(w).Encode(st)
 	}
@@ -80,7 +81,7 @@ func watchStatus(w io.Writer, st *crawl.Status, asJSON, tty bool) error {
 	return printStatus(w, st, false)
 }
 
-func printStatus(w io.Writer, st *crawl.Status, asJSON bool) error {
+func printStatus(w io.Writer, st *status.Status, asJSON bool) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -219,7 +220,7 @@ func awaitWorkers(ctx context.Context, c *cli.Context, rdb redis.UniversalClient
 	deadline := time.Now().Add(limit)
 	said := false
 	for {
-		st, err := crawl.ReadStatus(ctx, rdb, c.String("crawl"))
+		st, err := status.Read(ctx, rdb, c.String("crawl"))
 		if err != nil {
 			return fmt.Errorf("export: waiting for the workers: %w", err)
 		}
@@ -334,7 +335,7 @@ func trimmedWhy(ctx context.Context, rdb redis.UniversalClient, name string, rep
 	if s, err := crawl.LoadSettings(ctx, rdb, name); err == nil {
 		kept = fmt.Sprintf("%d, seed --results-kept", s.ResultsKept)
 	}
-	st, err := crawl.ReadStatus(ctx, rdb, name)
+	st, err := status.Read(ctx, rdb, name)
 	if err == nil && len(st.Groups) > 0 {
 		names := make([]string, len(st.Groups))
 		for i, g := range st.Groups {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"text/tabwriter"
 
-	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/urfave/cli/v2"
 )
@@ -44,7 +44,7 @@ func listCommand() *cli.Command {
 			var out []listed
 			for _, n := range names {
 				l := listed{Name: n}
-				st, err := crawl.ReadStatus(c.Context, rdb, n)
+				st, err := status.Read(c.Context, rdb, n)
 				switch {
 				case err != nil:
 					l.State, l.Error = "unreadable", err.Error()

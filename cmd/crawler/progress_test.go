@@ -11,6 +11,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/testsite"
 )
@@ -128,7 +129,7 @@ func TestStatusWatchEndsWithTheCrawl(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var before crawl.Status
+	var before status.Status
 	if err := json.Unmarshal([]byte(out), &before); err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +144,7 @@ func TestStatusWatchEndsWithTheCrawl(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	var last crawl.Status
+	var last status.Status
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || !last.Done {
 		t.Fatalf("status --watch ended with %q (%v); want the done crawl's status", lines[len(lines)-1], err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/dashboard"
 	"github.com/redcrawl/crawler/render"
 	"github.com/redis/go-redis/v9"
@@ -322,7 +323,7 @@ func crawlCommand() *cli.Command {
 			if err := runWork(c, rdb, true); err != nil {
 				return err
 			}
-			st, err := crawl.ReadStatus(context.WithoutCancel(c.Context), rdb, c.String("crawl"))
+			st, err := status.Read(context.WithoutCancel(c.Context), rdb, c.String("crawl"))
 			if err != nil {
 				return err
 			}

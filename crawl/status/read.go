@@ -1,4 +1,4 @@
-package crawl
+package status
 
 import (
 	"context"
@@ -6,22 +6,23 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/leader"
 	"github.com/redis/go-redis/v9"
 )
 
-// ReadStatus gathers a crawl's status.
-func ReadStatus(ctx context.Context, c redis.UniversalClient, name string) (*Status, error) {
-	if err := CheckName(name); err != nil {
+// Read gathers a crawl's status.
+func Read(ctx context.Context, c redis.UniversalClient, name string) (*Status, error) {
+	if err := crawl.CheckName(name); err != nil {
 		return nil, err
 	}
-	s, err := LoadSettings(ctx, c, name)
+	s, err := crawl.LoadSettings(ctx, c, name)
 	if err != nil {
 		return nil, err
 	}
-	st := &Status{Crawl: name, Settings: s, SettingsJSON: s.typed(), SettingsVersion: s.Version}
-	fr, err := frontier.Open(ctx, c, name, s.frontierOptions())
+	st := &Status{Crawl: name, Settings: s, SettingsJSON: s.Typed(), SettingsVersion: s.Version}
+	fr, err := frontier.Open(ctx, c, name, s.FrontierOptions())
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +42,7 @@ func readQueues(ctx context.Context, _ redis.UniversalClient, fr *frontier.Front
 	if st.Frontier, err = fr.Sizes(ctx); err != nil {
 		return err
 	}
-	if st.Counters, err = readCounters(ctx, fr); err != nil {
+	if st.Counters, err = crawl.ReadCounters(ctx, fr); err != nil {
 		return err
 	}
 	if st.Bloom, err = fr.BloomStats(ctx); err != nil {
@@ -86,7 +87,7 @@ func readWorkers(ctx context.Context, c redis.UniversalClient, fr *frontier.Fron
 			lapsed = append(lapsed, w.ID)
 		}
 	}
-	if st.RedisOutOfMemory, st.RedisMemoryLine = redisFull(ctx, c); st.RedisOutOfMemory {
+	if st.RedisOutOfMemory, st.RedisMemoryLine = crawl.RedisFull(ctx, c); st.RedisOutOfMemory {
 		st.WorkersUnknown = lapsed
 	}
 	if st.Done, err = fr.Done(ctx); err != nil {
@@ -121,7 +122,7 @@ func readLoad(ctx context.Context, _ redis.UniversalClient, fr *frontier.Frontie
 		return err
 	}
 	st.ResultsTrimmed = max(st.Counters["records"]-kept, 0)
-	if st.Settings.Politeness == PolitenessIP {
+	if st.Settings.Politeness == crawl.PolitenessIP {
 		if st.Addresses, err = fr.Hosts.BusiestAddresses(ctx, busiestAddresses); err != nil {
 			return fmt.Errorf("crawl: status: %w", err)
 		}

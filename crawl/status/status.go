@@ -1,4 +1,4 @@
-package crawl
+package status
 
 import (
 	"cmp"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/leader"
@@ -17,7 +18,7 @@ import (
 // Status is a crawl at one moment, as `crawler status` shows it.
 type Status struct {
 	Crawl        string         `json:"crawl"`
-	Settings     Settings       `json:"-"`
+	Settings     crawl.Settings `json:"-"`
 	SettingsJSON map[string]any `json:"settings"` // typed: numbers, booleans, lists; rate null for no limit
 	// SettingsVersion counts the changes 'crawler set' made (0: as seeded).
 	SettingsVersion int64            `json:"settings_version"`
@@ -111,7 +112,7 @@ type RevisitStatus struct {
 }
 
 // ReadRevisits reads the schedule of the crawl of fr, whose settings are s.
-func ReadRevisits(ctx context.Context, fr *frontier.Frontier, s Settings) (RevisitStatus, error) {
+func ReadRevisits(ctx context.Context, fr *frontier.Frontier, s crawl.Settings) (RevisitStatus, error) {
 	rv, err := fr.Visits.Read(ctx)
 	if err != nil {
 		return RevisitStatus{}, err
@@ -150,13 +151,13 @@ func (st *Status) String() string {
 	fmt.Fprintf(&b, "crawl %q: %s\n", st.Crawl, state)
 	c := st.Counters
 	fmt.Fprintf(&b, "  pages       %d fetched; %d ok, %d http_error, %d failed, %d skipped; %.1f pages/s over the last 10 s\n",
-		c["pages"], c[OutcomeOK], c[OutcomeHTTPError], c[OutcomeFailed], c[OutcomeSkipped], st.PagesPerSecond)
-	if n := c[OutcomeUnchanged]; n > 0 {
+		c["pages"], c[crawl.OutcomeOK], c[crawl.OutcomeHTTPError], c[crawl.OutcomeFailed], c[crawl.OutcomeSkipped], st.PagesPerSecond)
+	if n := c[crawl.OutcomeUnchanged]; n > 0 {
 		fmt.Fprintf(&b, "  unchanged   %d refetches answered 304 Not Modified (counted in pages, not in ok)\n", n)
 	}
 	// A one-off crawl keeps a schedule for 'crawler recrawl', but says
 	// nothing of it until it is recrawled.
-	recrawled := c["change:"+ChangeChanged]+c["change:"+ChangeUnchanged]+c["change:"+ChangeGone] > 0
+	recrawled := c["change:"+crawl.ChangeChanged]+c["change:"+crawl.ChangeUnchanged]+c["change:"+crawl.ChangeGone] > 0
 	if rv := st.Revisits; rv.Continuous || rv.RecrawlAt != nil || recrawled {
 		fmt.Fprintf(&b, "  revisits    %s\n", rv.line(c))
 	}
@@ -173,7 +174,7 @@ func (st *Status) String() string {
 	fmt.Fprintf(&b, "  dedup       %d URLs seen in %d layer(s), %.1f KiB of bitmaps, estimated false-positive rate %.4f%%\n",
 		st.Bloom.Count, len(st.Bloom.Layers), float64(st.Bloom.Bits)/8/1024, 100*st.Bloom.EstimatedFPRate)
 	st.writeCoordination(&b)
-	fmt.Fprintf(&b, "  settings    %s\n", st.Settings.summary())
+	fmt.Fprintf(&b, "  settings    %s\n", st.Settings.Summary())
 	return b.String()
 }
 
@@ -198,17 +199,17 @@ func (st *Status) writeCounters(b *strings.Builder) {
 		sort.Strings(skipped)
 		fmt.Fprintf(b, "  not followed  links refused by filters and trap defences: %s\n", strings.Join(skipped, ", "))
 	}
-	if n := c[CounterCorrupt]; n > 0 {
+	if n := c[crawl.CounterCorrupt]; n > 0 {
 		fmt.Fprintf(b, "  corrupt     %d corrupt queue elements and bucket fields set aside (elements on the failed list, fields deleted): written by hand or by a bug\n", n)
 	}
-	if n := c[CounterLinksCut]; n > 0 {
+	if n := c[crawl.CounterLinksCut]; n > 0 {
 		fmt.Fprintf(b, "  links cut   %d pages had more links than max-links (%d): the rest of theirs were left out (records: links_cut)\n",
 			n, st.Settings.MaxLinks)
 	}
-	if n := c[CounterDuplicates]; n > 0 {
+	if n := c[crawl.CounterDuplicates]; n > 0 {
 		fmt.Fprintf(b, "  duplicates  %d pages named another URL their canonical: not archived, their canonical queued instead (--canonical skip; records: duplicate_of)\n", n)
 	}
-	if n := c[CounterDelayCapped]; n > 0 {
+	if n := c[crawl.CounterDelayCapped]; n > 0 {
 		fmt.Fprintf(b, "  robots.txt  %d asked for a Crawl-delay over %v: those hosts are held to one request every %v\n",
 			n, politeness.MaxCrawlDelay, politeness.MaxCrawlDelay)
 	}
@@ -231,7 +232,7 @@ func (st *Status) writeHosts(b *strings.Builder) {
 			if r.Blocked {
 				rules = append(rules, r.Host+" blocked")
 			} else {
-				rules = append(rules, fmt.Sprintf("%s %s req/s (burst %d)", r.Host, fmtRuleRate(r.Rate), r.Burst))
+				rules = append(rules, fmt.Sprintf("%s %s req/s (burst %d)", r.Host, crawl.FormatRuleRate(r.Rate), r.Burst))
 			}
 		}
 		fmt.Fprintf(b, "  own rules   %d hosts keep rules of their own (crawler host): %s\n", len(rules), strings.Join(rules, ", "))
@@ -300,43 +301,11 @@ func (st *Status) writeCoordination(b *strings.Builder) {
 	}
 }
 
-// Progress is the cheap part of a crawl's status, two round trips, for a
-// progress line redrawn every second.
-type Progress struct {
-	Frontier frontier.Sizes
-	Counters map[string]int64 // the crawl's counters, as in Status
-}
-
-// Progress reads the crawl's queue sizes and counters.
-func (w *Worker) Progress(ctx context.Context) (Progress, error) {
-	var p Progress
-	var err error
-	if p.Frontier, err = w.fr.Sizes(ctx); err != nil {
-		return p, err
-	}
-	p.Counters, err = readCounters(ctx, w.fr)
-	return p, err
-}
-
-// readCounters reads the crawl's counters, added up over its shards,
-// every one of the usual ones present, zero or not.
-func readCounters(ctx context.Context, fr *frontier.Frontier) (map[string]int64, error) {
-	n, err := fr.Stats(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, f := range []string{"pages", OutcomeOK, OutcomeHTTPError, OutcomeFailed, OutcomeSkipped, OutcomeUnchanged, "enqueued", "offered", "records",
-		"change:" + ChangeNew, "change:" + ChangeChanged, "change:" + ChangeUnchanged, "change:" + ChangeGone} {
-		n[f] += 0
-	}
-	return n, nil
-}
-
 // line is the schedule for a person: how pages compared with their last
 // fetch, and what is due when.
 func (rv RevisitStatus) line(c map[string]int64) string {
 	s := fmt.Sprintf("%d new, %d changed, %d unchanged, %d gone; %d pages on the schedule",
-		c["change:"+ChangeNew], c["change:"+ChangeChanged], c["change:"+ChangeUnchanged], c["change:"+ChangeGone], rv.Scheduled)
+		c["change:"+crawl.ChangeNew], c["change:"+crawl.ChangeChanged], c["change:"+crawl.ChangeUnchanged], c["change:"+crawl.ChangeGone], rv.Scheduled)
 	switch {
 	case rv.Continuous || rv.RecrawlAt != nil:
 		s += fmt.Sprintf(", %d due now", rv.DueNow)
