@@ -33,15 +33,16 @@ func TestTheLuaContractIsCurrent(t *testing.T) {
 }
 
 // The exchange's and the sweep's arguments travel as one JSON object by
-// name (exchangeArgs, scheduleArgs): every field Go sends is read by the
-// script's Lua (as A.name), and every A.name the Lua reads is a field Go
-// sends (the sweep's epoch aside: the fence's ARGV[1]).
+// name (exchangeArgs, for exchange.lua and handout.lua; scheduleArgs):
+// every field Go sends is read by the scripts' Lua (as A.name), and every
+// A.name the Lua reads is a field Go sends (the sweep's epoch aside: the
+// fence's ARGV[1]).
 func TestTheScriptsArgumentsAreReadByTheNamesSent(t *testing.T) {
 	for _, c := range []struct {
-		script string
-		args   any
-		own    string
-	}{{"exchange", exchangeArgs{}, ""}, {"schedule", scheduleArgs{}, "epoch"}} {
+		scripts []string
+		args    any
+		own     string
+	}{{[]string{"exchange", "handout"}, exchangeArgs{}, ""}, {[]string{"schedule"}, scheduleArgs{}, "epoch"}} {
 		sent := map[string]bool{}
 		rt := reflect.TypeOf(c.args)
 		for i := range rt.NumField() {
@@ -49,22 +50,24 @@ func TestTheScriptsArgumentsAreReadByTheNamesSent(t *testing.T) {
 				sent[name] = true
 			}
 		}
-		src, err := lua.Join(c.script)
-		if err != nil {
-			t.Fatal(err)
-		}
 		read := map[string]bool{}
-		for _, m := range regexp.MustCompile(`\bA\.([a-z_]+)`).FindAllStringSubmatch(src, -1) {
-			read[m[1]] = true
+		for _, name := range c.scripts {
+			src, err := lua.Join(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range regexp.MustCompile(`\bA\.([a-z_]+)`).FindAllStringSubmatch(src, -1) {
+				read[m[1]] = true
+			}
 		}
 		for name := range read {
 			if !sent[name] && name != c.own {
-				t.Errorf("%s's Lua reads A.%s, which %T does not send", c.script, name, c.args)
+				t.Errorf("%v's Lua reads A.%s, which %T does not send", c.scripts, name, c.args)
 			}
 		}
 		for name := range sent {
 			if !read[name] {
-				t.Errorf("%T sends %q, which %s's Lua never reads", c.args, name, c.script)
+				t.Errorf("%T sends %q, which %v's Lua never reads", c.args, name, c.scripts)
 			}
 		}
 	}

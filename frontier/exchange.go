@@ -92,12 +92,16 @@ func (f *shard) Exchange(ctx context.Context, done []Finished, back []*Lease, wa
 	return x, err
 }
 
-// exchangeReply is exchange.lua's reply after the links' flags.
+// endReply is exchange.lua's reply after the links' flags.
+type endReply struct {
+	Held string `json:"held"` // a digit a finished lease: 1 held, 2 recorded by this exchange sent before, 0 lost
+}
+
+// exchangeReply is handout.lua's reply object.
 type exchangeReply struct {
-	Held  string `json:"held"` // a digit a finished lease: 1 held, 2 recorded by this exchange sent before, 0 lost
-	Pages int64  `json:"pages"`
-	Done  int64  `json:"done"`
-	Wait  int64  `json:"wait"`
+	Pages int64 `json:"pages"`
+	Done  int64 `json:"done"`
+	Wait  int64 `json:"wait"`
 	// Paused: 1 while the crawl is paused (hold.lua): nothing popped.
 	Paused int64 `json:"paused"`
 	// Settings: the settings version in force in the shard.
@@ -132,44 +136,29 @@ type exchangeReply struct {
 	Again [][4]int64 `json:"again"`
 }
 
-// exchange makes the calls of one Exchange (f.xmu held) and returns the
-// popped items it could not decode, ended with a failed outcome.
+// exchange makes the calls of one Exchange (f.xmu held): exchange.lua
+// and handout.lua in one pipeline (pipeline.go's part, as each shard's of
+// an Exchange over shards), and returns the popped items it could not
+// decode, ended with a failed outcome.
 func (f *shard) exchange(ctx context.Context, done []Finished, back []*Lease, want int) (Exchanged, []Finished, error) {
-	var urls []string
-	var payload []any
-	offset := make([]int, len(done)+1) // done[d]'s links are urls[offset[d]:offset[d+1]]
-	for d, x := range done {
-		u, p, err := backEntries(x.Outcome.Children)
-		if err != nil {
-			return Exchanged{}, nil, err
-		}
-		urls, payload = append(urls, u...), append(payload, p...)
-		offset[d+1] = len(urls)
-	}
-	ids := make([]string, want)
-	for i := range ids {
-		ids[i] = f.leaseID()
-	}
-	keys := f.exchangeKeys()
-	// The links may take several calls (dedup.ExecBatch); the call for
-	// links [start, end) gets these arguments, flags being the answers for
-	// the links before start.
-	args := func(start, end int, flags []bool, last bool) []any {
-		if !last { // an earlier call of a big batch only queues links
-			return f.baseArgs().encode()
-		}
-		a := f.lastArgs(done, offset, start, end, flags, back, want, ids)
-		return a.encode()
-	}
-	sent := f.o.now() // before the call: new leases are surely held until sent + Lease
-	flags, tail, err := f.seen.ExecBatch(ctx, exchangeScript, urls, payload, keys, args)
-	if err = f.counted(tail, err); err != nil {
+	p := &part{done: done, back: back, pop: want, away: make([]bool, len(done))}
+	if err := f.prepare(ctx, p); err != nil {
 		return Exchanged{}, nil, err
 	}
-	x, bad, err := f.readReply(flags, tail, offset, ids, back)
+	pipe := f.c.Pipeline()
+	p.queue(ctx, pipe)
+	sent := f.o.now() // before the call: new leases are surely held until sent + Lease
+	pipe.Exec(ctx)    // each call's error is its own: read by finish
+	if p.noScript() && loadExchange(ctx, f.c) == nil {
+		pipe = f.c.Pipeline()
+		p.queue(ctx, pipe)
+		pipe.Exec(ctx)
+	}
 	got := f.o.now() // after the call: Redis's now, in this process's clock, at the latest
-	x.windows(sent, got, f.o.Lease)
-	return x, bad, err
+	if err := f.finish(ctx, p, sent, got); err != nil {
+		return Exchanged{}, nil, err
+	}
+	return p.x, p.bad, nil
 }
 
 // baseArgs are the arguments of every call of an exchange: who calls,
@@ -181,19 +170,17 @@ func (f *shard) baseArgs() exchangeArgs {
 		HostMax: p.HostPageCap}
 }
 
-// lastArgs are the arguments of an exchange's last call (the one that
-// ends its leases and pops), which takes links [start, end) of done's
-// (offset[d]: where done[d]'s begin), flags being the answers for those
-// before start.
-func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []bool, back []*Lease, want int, ids []string) exchangeArgs {
+// lastArgs are the arguments of an exchange's last exchange.lua call (the
+// one that ends its leases; handout.lua pops), which takes links [start,
+// end) of done's (offset[d]: where done[d]'s begin), flags being the
+// answers for those before start, and gives back back (none late).
+func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []bool, back []*Lease) exchangeArgs {
 	a := f.baseArgs()
-	a.Count, a.Want = true, want
+	a.Count = true
 	p := f.policy()
-	a.LeaseMs, a.Budget, a.Settings = f.o.Lease.Milliseconds(), f.pageBudget(p), p.Version
+	a.Budget, a.Settings = f.pageBudget(p), p.Version
 	a.Rate, a.Burst, a.PauseKeep = p.HostRate, max(p.HostBurst, 1), politeness.PauseMemory.Milliseconds()
-	a.AheadMs, a.Factor, a.MaxDelayMs = p.PopAhead.Milliseconds(), p.DelayFactor, p.MaxDelay.Milliseconds()
-	a.LeastMs = politeness.LeastWindow.Milliseconds()
-	a.IP, a.IPShard, a.IPShards = p.PerAddress, f.index, f.shards
+	a.Factor, a.MaxDelayMs = p.DelayFactor, p.MaxDelay.Milliseconds()
 	for d, x := range done {
 		lo, hi := max(offset[d], start), min(offset[d+1], end)
 		var da doneArgs
@@ -238,6 +225,13 @@ func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []
 		}
 		a.Done = append(a.Done, da)
 	}
+	a.backArgs(back)
+	return a
+}
+
+// backArgs sets the leases given back: their members, their tokens'
+// slots and their addresses.
+func (a *exchangeArgs) backArgs(back []*Lease) {
 	for i, l := range back {
 		a.Back = append(a.Back, a.text(l.Member()))
 		a.BackGrants = append(a.BackGrants, l.grant)
@@ -247,18 +241,7 @@ func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []
 			}
 			a.BackAddrs[i] = a.text(l.addr)
 		}
-		if l.Late {
-			a.BackAgain = append(a.BackAgain, i+1)
-		}
 	}
-	for i, id := range ids {
-		if i == 0 {
-			a.IDs = a.text(id)
-		} else {
-			a.text(id)
-		}
-	}
-	return a
 }
 
 // exchangeKeys are exchange.lua's keys after the Bloom filter's
@@ -345,33 +328,44 @@ func (x Exchanged) windows(sent, got time.Time, lease time.Duration) {
 	}
 }
 
-// readReply reads exchange.lua's reply after the links' flags: one JSON
-// object (exchangeReply), then the popped items (host, item-json …) under
-// the new lease ids in order. back is the leases the call gave back.
-func (f *shard) readReply(flags []bool, tail []any, offset []int, ids []string, back []*Lease) (Exchanged, []Finished, error) {
+// readReply reads an exchange's replies after the links' flags:
+// exchange.lua's object (endReply), and handout.lua's (exchangeReply),
+// then the popped items (host, item-json …) under the new lease ids in
+// order. late is the late leases the handout asked about again.
+func (f *shard) readReply(flags []bool, tail, handed []any, offset []int, ids []string, late []*Lease) (Exchanged, []Finished, error) {
 	nd := len(offset) - 1
-	var r exchangeReply
-	if raw, ok := tail[0].(string); len(tail) == 0 || !ok || decodeReply([]byte(raw), &r) != nil {
+	var e endReply
+	if len(tail) == 0 {
 		return Exchanged{}, nil, fmt.Errorf("frontier: exchange: malformed reply %v", tail)
 	}
-	popped := tail[1:]
+	if raw, ok := tail[0].(string); !ok || decodeReply([]byte(raw), &e) != nil || len(e.Held) != nd {
+		return Exchanged{}, nil, fmt.Errorf("frontier: exchange: reply %v for %d pages", tail, nd)
+	}
+	var r exchangeReply
+	if len(handed) == 0 {
+		return Exchanged{}, nil, fmt.Errorf("frontier: handout: malformed reply %v", handed)
+	}
+	if raw, ok := handed[0].(string); !ok || decodeReply([]byte(raw), &r) != nil {
+		return Exchanged{}, nil, fmt.Errorf("frontier: handout: malformed reply %v", handed)
+	}
+	popped := handed[1:]
 	m := len(popped) / 2
-	if len(r.Held) != nd || len(popped)%2 != 0 || m > len(ids) {
-		return Exchanged{}, nil, fmt.Errorf("frontier: exchange: reply %v for %d pages and %d URLs wanted", tail, nd, len(ids))
+	if len(popped)%2 != 0 || m > len(ids) {
+		return Exchanged{}, nil, fmt.Errorf("frontier: handout: reply %v for %d URLs wanted", handed, len(ids))
 	}
 	x := Exchanged{Queued: make([][]bool, nd), Held: make([]bool, nd), recordedNow: make([]bool, nd)}
 	for d := 0; d < nd; d++ {
 		x.Queued[d] = flags[offset[d]:offset[d+1]]
-		x.Held[d] = r.Held[d] == '1' || r.Held[d] == '2' // 2: recorded by this exchange sent before
-		x.recordedNow[d] = r.Held[d] == '1'
+		x.Held[d] = e.Held[d] == '1' || e.Held[d] == '2' // 2: recorded by this exchange sent before
+		x.recordedNow[d] = e.Held[d] == '1'
 	}
 	x.Info = PopInfo{Pages: r.Pages, CrawlOver: r.Done == 1, NextDue: time.Duration(r.Wait) * time.Millisecond, Paused: r.Paused == 1,
 		Settings: r.Settings, Resolve: r.Resolve}
 	for _, a := range r.Again {
-		if a[0] < 1 || a[0] > int64(len(back)) {
-			return Exchanged{}, nil, fmt.Errorf("frontier: exchange: reply %v keeps lease %d of %d given back", tail, a[0], len(back))
+		if a[0] < 1 || a[0] > int64(len(late)) {
+			return Exchanged{}, nil, fmt.Errorf("frontier: handout: reply %v keeps lease %d of %d late", handed, a[0], len(late))
 		}
-		l := back[a[0]-1]
+		l := late[a[0]-1]
 		l.retoken(r.NowUs, a[1], a[2], a[3])
 		x.Again = append(x.Again, l)
 	}

@@ -1,8 +1,8 @@
 -- requires: exchange_back push
--- exchange_finish.lua: an exchange's finished pages (steps 1 to 3 of
--- exchange.lua): their new links queued (within a host's cap), their
--- leases ended and their records written, or parked in the outbox until
--- their links' offers are acked.
+-- exchange_finish.lua: an exchange's finished pages (exchange.lua): their
+-- new links queued (within a host's cap), their leases ended and their
+-- records written, or parked in the outbox until their links' offers are
+-- acked; and whether the crawl may be over once they are.
 
 -- ex_entry_host is the host of a back-of-queue entry ("host[ level]\n…").
 local function ex_entry_host(e)
@@ -261,4 +261,23 @@ local function ex_outbox(C, parked, stats)
     end
   end
   return acked
+end
+
+-- ex_drained: when the call ended leases (done, back) or acked outbox
+-- entries, and now no lease is held, no outbox entry waits and nothing is
+-- queued (or a page budget is spent), the crawl may be over: the
+-- scheduler is told, so that it need not sweep often to notice. (The
+-- handout after it pops nothing then: nothing is queued, or the budget
+-- leaves no room.)
+local function ex_drained(C, acked)
+  local A, K = C.A, C.K
+  local ended = #(A.done or {}) > 0 or #(A.back or {}) > 0 or acked > 0
+  if not ended or redis.call('EXISTS', K.leases) == 1 or redis.call('EXISTS', K.outbox) == 1 then return end
+  if fr_queued(C.Q) > 0 then
+    local budget = A.budget or 0
+    if budget == 0 then return end
+    if budget < 0 then budget = tonumber(redis.call('HGET', K.stats, 'allow') or '0') end
+    if tonumber(redis.call('HGET', K.stats, 'pages') or '0') < budget then return end
+  end
+  redis.call('PUBLISH', K.queues .. 'wake', 'drained')
 end

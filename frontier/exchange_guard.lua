@@ -1,8 +1,9 @@
 -- requires: contract keys hostbucket
--- exchange_guard.lua: an exchange (exchange.lua) let through or refused
--- before any write, and the call its steps read: C (ex_begin), its keys by
--- name (C.K), its arguments (C.A, exchange.go's exchangeArgs), its clock,
--- never written after ex_begin. What a step leaves for another it returns.
+-- exchange_guard.lua: an exchange (exchange.lua, then handout.lua) let
+-- through or refused before any write, and the call its steps read: C
+-- (ex_call), its keys by name (C.K), its arguments (C.A, exchange.go's
+-- exchangeArgs), its clock, never written after it is made. What a step
+-- leaves for another it returns.
 
 local EX = {} -- the call's keys and arguments, decoded by ex_guard
 
@@ -67,17 +68,12 @@ local function ex_guard(key0, link0, links)
   if held ~= A.expect then return held end
 end
 
--- ex_begin counts the call as one more of the process's exchanges (the
--- batch's last call does) and makes the call C the steps read: EX, the
--- Bloom filter's reply, the queues' keys, Redis's clock (now, ms; nowus,
--- µs), the crawl's rate and burst, and the settings version in force.
-local function ex_begin(reply)
-  local C, K, A = EX, EX.K, EX.A
-  if A.count then
-    redis.call('INCR', K.counter)
-    redis.call('PEXPIRE', K.counter, '86400000') -- a day: a process silent longer only forgets once more
-  end
-  C.reply = reply
+-- ex_call is the call C its steps read, for keys K (by name) and
+-- arguments A whose texts follow ARGV[T]: the queues' keys, Redis's clock
+-- (now, ms; nowus, µs), the crawl's rate and burst, and the settings
+-- version in force. Both of an exchange's scripts make it.
+local function ex_call(K, A, T)
+  local C = {K = K, A = A, T = T}
   C.Q = fr_keys(K.queues, K.ready, K.stats, K.lengths, K.refill, K.hostrules)
   C.pready = fr_ready_of(C.Q, A.lane) -- the pops' lane's ready set (lane: 'render' for a worker with a browser)
   C.Q.lifo = A.lifo == true
@@ -90,6 +86,20 @@ local function ex_begin(reply)
   -- settings older than the shard's.
   C.settings = tonumber(redis.call('GET', K.settings) or '0') or 0
   C.stale = (A.settings or 0) < C.settings
+  return C
+end
+
+-- ex_begin counts the call as one more of the process's exchanges (the
+-- batch's last call does) and makes the call C (ex_call) with the Bloom
+-- filter's reply and where the links are (link0, links).
+local function ex_begin(reply)
+  local K, A = EX.K, EX.A
+  if A.count then
+    redis.call('INCR', K.counter)
+    redis.call('PEXPIRE', K.counter, '86400000') -- a day: a process silent longer only forgets once more
+  end
+  local C = ex_call(K, A, EX.T)
+  C.reply, C.link0, C.links = reply, EX.link0, EX.links
   return C
 end
 

@@ -4,7 +4,7 @@
 -- its host's token and leased, when to ask again, the crawl's end, and the
 -- reply.
 
--- 8. ex_budget: with a page budget, how many URLs the pop may hand out.
+-- ex_budget: with a page budget, how many URLs the pop may hand out.
 -- The budget holds for the whole crawl, exactly: a URL in flight may still
 -- become a page, so it counts against the budget already. (A budget of
 -- -1 is this shard's share, stats' allow.) It returns B: want (URLs the
@@ -240,7 +240,7 @@ local function ex_pop_state(C, H, B)
   return P
 end
 
--- 9. ex_pop: up to B.want URLs of hosts that are due, each URL with a
+-- ex_pop: up to B.want URLs of hosts that are due, each URL with a
 -- token of its host's bucket (tokens.lua), taken here by the call's token
 -- clock H: a host whose bucket is empty or paused is due when it next has
 -- a token, and is not offered before. A host's ready score is its

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/dedup"
+	"github.com/redcrawl/crawler/internal/script"
+	"github.com/redis/go-redis/v9"
 )
 
 // Exchange is Frontier.Exchange over the shards: one call a shard it
@@ -79,13 +81,16 @@ type part struct {
 	acks    []outboxAck
 	pop     int
 
-	call     *dedup.Call
+	call     *dedup.Call  // exchange.lua: the leases ended
+	handout  *handoutCall // handout.lua: the URLs handed out
 	ids      []string
 	offset   []int
 	outboxID string
 	x        Exchanged
 	offered  []bool // per offer: new to the crawl
 	pre      []bool // the links' flags, when they were offered before the pipeline
+	bad      []Finished
+	queued   bool // call was queued once
 	err      error
 }
 
@@ -110,22 +115,22 @@ func (f *Frontier) run(ctx context.Context, parts []*part) {
 			p.err = f.in(sh, p.err)
 			continue
 		}
-		p.call.Queue(ctx, pipe)
+		p.queue(ctx, pipe)
 	}
 	sent := f.fs[0].o.now() // before the calls: new leases are surely held until sent + Lease
 	pipe.Exec(ctx)          // each call's error is its own: read below
 	var again []*part
 	for _, p := range parts {
-		if p.call != nil && p.err == nil && p.call.NoScript() {
+		if p.call != nil && p.err == nil && p.noScript() {
 			again = append(again, p)
 		}
 	}
-	if len(again) > 0 && exchangeScript.Load(ctx, f.c).Err() == nil {
+	if len(again) > 0 && loadExchange(ctx, f.c) == nil {
 		// Redis had no script (a restart, a flush, the crawl's first call):
 		// loaded once, the calls go again in one pipeline, not one by one.
 		pipe = f.c.Pipeline()
 		for _, p := range again {
-			p.call.Queue(ctx, pipe)
+			p.queue(ctx, pipe)
 		}
 		pipe.Exec(ctx)
 	}
@@ -134,10 +139,55 @@ func (f *Frontier) run(ctx context.Context, parts []*part) {
 		if !p.used() || p.err != nil {
 			continue
 		}
-		if p.err = f.fs[sh].finish(ctx, p, sent, got); p.err != nil {
+		sf := f.fs[sh]
+		if p.err = sf.finish(ctx, p, sent, got); p.err == nil && len(p.bad) > 0 {
+			// Popped items that are not ours to read: parked on the failed list.
+			_, _, p.err = sf.exchange(ctx, p.bad, nil, 0)
+		}
+		if p.err != nil {
 			p.err = f.in(sh, p.err)
 		}
 	}
+}
+
+// queue adds p's calls to pipe: exchange.lua, then handout.lua (whichever
+// have yet to run, when they go again for want of their scripts).
+// The handout goes each time: after an exchange.lua that did not run, it
+// was refused.
+func (p *part) queue(ctx context.Context, pipe redis.Pipeliner) {
+	if !p.queued || p.call.NoScript() {
+		p.call.Queue(ctx, pipe)
+	}
+	p.queued = true
+	p.handout.queue(ctx, pipe)
+}
+
+// noScript: Redis had not one of p's scripts when its pipeline ran.
+func (p *part) noScript() bool {
+	return p.call.NoScript() || script.IsNoScript(p.handout.cmd.Err())
+}
+
+// loadExchange loads an exchange's two scripts, in one round trip (a
+// master: on a Cluster each master loads them). (Not by Script.Load on a
+// pipeline: it takes the reply, not yet there, for the script's hash.)
+func loadExchange(ctx context.Context, c redis.UniversalClient) error {
+	load := func(ctx context.Context, c *redis.Client) error {
+		pipe := c.Pipeline()
+		pipe.ScriptLoad(ctx, lua.Source("exchange"))
+		pipe.ScriptLoad(ctx, lua.Source("handout"))
+		_, err := pipe.Exec(ctx)
+		return err
+	}
+	switch c := c.(type) {
+	case *redis.Client:
+		return load(ctx, c)
+	case *redis.ClusterClient:
+		return c.ForEachMaster(ctx, load)
+	}
+	if err := exchangeScript.Load(ctx, c).Err(); err != nil {
+		return err
+	}
+	return handoutScript.Load(ctx, c).Err()
 }
 
 // prepare makes p's call (f.xmu held). Links beyond one Bloom batch are
@@ -175,7 +225,8 @@ func (f *shard) prepare(ctx context.Context, p *part) error {
 	if pre != nil {
 		off = make([]int, len(p.offset)) // the call carries no links
 	}
-	a := f.lastArgs(p.done, off, 0, len(urls), nil, p.back, p.pop, p.ids)
+	back, late := splitLate(p.back)
+	a := f.lastArgs(p.done, off, 0, len(urls), nil, back)
 	for d := range a.Done {
 		if p.away[d] {
 			a.Done[d][dFlags] |= doneAway
@@ -197,11 +248,12 @@ func (f *shard) prepare(ctx context.Context, p *part) error {
 	a.Acks = p.acks
 	p.pre = pre
 	p.call, err = f.seen.NewCall(exchangeScript, urls, payload, f.exchangeKeys(), a.encode())
+	p.handout = f.newHandout(late, p.pop, p.ids)
 	return err
 }
 
-// finish reads p's call's reply (f.xmu held): what it did goes in p.x and
-// p.offered.
+// finish reads p's calls' replies (f.xmu held): what they did goes in
+// p.x and p.offered, the popped items it could not decode in p.bad.
 func (f *shard) finish(ctx context.Context, p *part, sent, got time.Time) error {
 	flags, tail, err := p.call.Result(ctx)
 	if err = f.counted(tail, err); err != nil {
@@ -210,16 +262,16 @@ func (f *shard) finish(ctx context.Context, p *part, sent, got time.Time) error 
 	if p.pre != nil {
 		flags = p.pre
 	}
-	x, bad, err := f.readReply(flags, tail, p.offset, p.ids, p.back)
+	handed, err := p.handout.result(ctx, f)
+	if err != nil {
+		return err
+	}
+	x, bad, err := f.readReply(flags, tail, handed, p.offset, p.ids, p.handout.late)
 	if err != nil {
 		return err
 	}
 	p.offered = flags[p.offset[len(p.done)]:]
 	x.windows(sent, got, f.o.Lease)
-	p.x = x
-	if len(bad) > 0 {
-		// Popped items that are not ours to read: parked on the failed list.
-		_, _, err = f.exchange(ctx, bad, nil, 0)
-	}
-	return err
+	p.x, p.bad = x, bad
+	return nil
 }
