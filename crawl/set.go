@@ -15,7 +15,7 @@ import (
 // is the one truth: a change is written there in one atomic step, only if
 // no other change came since it was read (its version), and counts the
 // version one up; each shard then holds the new version, which its pops
-// compare with the one the calling worker acts on (exchange.lua): a worker
+// compare with the one the calling worker acts on (handout.lua): a worker
 // on older settings pops nothing until it has read the new ones. Workers
 // hear of a change on the wake channels at once, and from every exchange's
 // reply should they miss it (Worker.reload); what Lua enforces (rate,

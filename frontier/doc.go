@@ -102,10 +102,11 @@
 // Exchange is how a worker process talks to the frontier, and the one way
 // its leases end (the sweep ends those that expired): with a page's
 // outcome, given back unused, or put back with no page (Outcome.PutBack: a
-// retry deferred, a busy host's URL requeued): one atomic script call
-// (exchange.lua) that finishes many
-// leases (links deduplicated and queued, results recorded, leases ended),
-// gives some back to the front of their queues, and pops up to W new ones.
+// retry deferred, a busy host's URL requeued): one pipeline of two atomic
+// scripts, exchange.lua, which finishes many leases (links deduplicated
+// and queued, results recorded, leases ended) and gives some back to the
+// front of their queues, then handout.lua, which pops up to W new ones
+// where it finds the exchange exchange.lua counted.
 // A lease ends only in the same call that queues its page's links, so a
 // crash between the two cannot lose them. A pop takes the first URLs of a
 // host that is due (its bucket has a token, or will within PopAhead), each

@@ -66,14 +66,15 @@ const ResultsKept = 1_000_000
 const failedCap = 10000
 
 // Exchange is a worker's whole conversation with the frontier, and the one
-// way a lease ends with its page's outcome, in one atomic script call
-// (exchange.lua): each Finished lease's links are marked seen and the new ones
-// queued, its result recorded and counters bumped, its lease ended (if it
-// was lost meanwhile, the links are still queued but nothing is recorded);
-// the leases in back return to the front of their hosts' queues (a late
-// one, Lease.Late, kept instead if its host has a new token for it now:
-// Exchanged.Again); and up to
-// want new URLs are popped under fresh leases. Batching is what keeps a
+// way a lease ends with its page's outcome, in one round trip of two
+// atomic scripts: exchange.lua, where each Finished lease's links are
+// marked seen and the new ones queued, its result recorded and counters
+// bumped, its lease ended (if it was lost meanwhile, the links are still
+// queued but nothing is recorded), and the leases in back return to the
+// front of their hosts' queues; then handout.lua, where a late one
+// (Lease.Late) is kept instead if its host has a new token for it now
+// (Exchanged.Again), and up to want new URLs are popped under fresh
+// leases. Batching is what keeps a
 // crawl cheap for Redis: a lone call costs Redis more than a page's work.
 // Links beyond one Bloom batch go in calls before the last, which only
 // queue links, so a crash between them loses nothing.

@@ -12,7 +12,7 @@ import (
 )
 
 // The crawl's pause: one key in each shard (Keys.Paused), which that
-// shard's pops read in the same call that would pop (exchange.lua), so a
+// shard's pops read in the same call that would pop (handout.lua), so a
 // worker that missed every message still pops nothing while it exists.
 
 var (

@@ -195,7 +195,7 @@ func (f *shard) SetHostDelay(ctx context.Context, host string, delay time.Durati
 }
 
 // retoken sets l's window and token to the new one its host gave it in
-// an exchange (exchange.lua's again): µs from Redis's now (nowUs) to its
+// an exchange (handout.lua's again): µs from Redis's now (nowUs) to its
 // slot and its window's ends.
 func (l *Lease) retoken(nowUs string, slot, from, until int64) {
 	l.token(nowUs, slot, from, until)

@@ -15,7 +15,7 @@ import (
 // the settings hash (the first shard's config), which workers read, and
 // each shard's settings version (Keys.Settings), which its pops read, so
 // that no shard hands out a URL to a worker still acting on older
-// settings (exchange.lua). Every exchange's reply carries the version
+// settings (handout.lua). Every exchange's reply carries the version
 // (PopInfo.Settings), and each change is said on the wake channels: a
 // worker that missed the message learns it at its next exchange.
 

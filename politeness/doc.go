@@ -45,7 +45,7 @@
 //
 // tokens.lua holds the arithmetic as Lua functions, a module that
 // bucket.lua requires (Lua), and so does the crawler's pop (frontier's
-// exchange.lua): there a host's token is taken (tb_take) in the same atomic
+// handout.lua): there a host's token is taken (tb_take) in the same atomic
 // call that hands out its URL, and a host whose bucket is empty is not
 // offered until it has a token, so a fetch never asks for one
 // (docs/design.md, "A token per pop"). The Limiter keeps its tat in the
