@@ -1,4 +1,4 @@
--- requires: addrs
+-- requires: addrkeys
 -- addrstore.lua: store DNS answers for the
 -- pops of politeness per address (addrs.lua), each kept as long as its
 -- TTL says; an address newly a host's counts the host among its own. Each

@@ -1,4 +1,4 @@
--- requires: bloom push
+-- requires: bloom pushback
 -- enqueue.lua: mark a batch of
 -- URLs seen and queue them, in one atomic step, so a URL is never marked
 -- seen without being queued.

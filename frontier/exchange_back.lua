@@ -1,4 +1,4 @@
--- requires: exchange_guard push hostbucket addrs
+-- requires: exchange_call push hostrate addrkeys
 -- exchange_back.lua: what an exchange gives back (exchange.lua, and
 -- handout.lua for late URLs with no new token): leases given back unused
 -- to their queues' fronts, unused tokens to their buckets, and the

@@ -1,4 +1,4 @@
--- requires: exchange_back push
+-- requires: exchange_guard exchange_back pushback
 -- exchange_finish.lua: an exchange's finished pages (exchange.lua): their
 -- new links queued (within a host's cap), their leases ended and their
 -- records written, or parked in the outbox until their links' offers are

@@ -1,4 +1,4 @@
--- requires: exchange_guard pop addrs
+-- requires: exchange_call pop addrs hostbucket
 -- exchange_pop.lua: an exchange's pop (steps 8 to 11 of exchange.lua): how
 -- many URLs a budget leaves room for, the due hosts' URLs popped each with
 -- its host's token and leased, when to ask again, the crawl's end, and the

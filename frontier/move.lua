@@ -1,4 +1,4 @@
--- requires: push
+-- requires: pushback
 -- move.lua: a URL already queued takes the place its
 -- seed asks for: its old element off its list and the new entry pushed, in
 -- one step, so that the URL is queued once whatever runs between the

@@ -111,7 +111,7 @@ type Options struct {
 // it runs ('crawler set'): the rate, the budget, the caps. Every exchange
 // carries the Version its values come from, and a shard whose settings
 // are newer (Keys.Settings) pops nothing for it: no URL is handed out
-// under settings older than the shard's (exchange_guard.lua's ex_begin).
+// under settings older than the shard's (exchange_call.lua's ex_call).
 type Policy struct {
 	// HostRate is each host's requests a second (0: no limit) and
 	// HostBurst its bucket's size (1 when 0): a URL is popped only with a

@@ -1,0 +1,40 @@
+-- requires: contract keys hostrate
+-- exchange_call.lua: the call an exchange's steps read, C (ex_call), in
+-- both of its scripts (exchange.lua, handout.lua): its keys by name
+-- (C.K), its arguments (C.A, exchange.go's exchangeArgs), its clock, never
+-- written after it is made. What a step leaves for another it returns.
+
+-- ex_text is the exchange's text n (1-based: a field marked "text").
+local function ex_text(C, n) return ARGV[C.T + n] end
+
+-- ex_call is the call C its steps read, for keys K (by name) and
+-- arguments A whose texts follow ARGV[T]: the queues' keys, Redis's clock
+-- (now, ms; nowus, µs), the crawl's rate and burst, and the settings
+-- version in force. Both of an exchange's scripts make it.
+local function ex_call(K, A, T)
+  local C = {K = K, A = A, T = T}
+  C.Q = fr_keys(K.queues, K.ready, K.stats, K.lengths, K.refill, K.hostrules)
+  C.pready = fr_ready_of(C.Q, A.lane) -- the pops' lane's ready set (lane: 'render' for a worker with a browser)
+  C.Q.lifo = A.lifo == true
+  C.Q.failed = K.failed -- a queue's elements not well formed go there (fr_set_aside)
+  C.now, C.nowus = fr_now(), tb_now()
+  C.rate, C.burst = A.rate or 0, A.burst or 1
+  -- The settings version in force here ('crawler set', settings.lua): a
+  -- caller on older settings pops nothing (ex_again, ex_pop), and learns
+  -- the version from the reply, so that no URL is handed out under
+  -- settings older than the shard's.
+  C.settings = tonumber(redis.call('GET', K.settings) or '0') or 0
+  C.stale = (A.settings or 0) < C.settings
+  return C
+end
+
+-- ex_clock is the call's token clock (hostbucket.lua's hb_clock): the
+-- late URLs' new tokens and the pop's are taken by it, their slots
+-- counting from the call's nowus.
+local function ex_clock(C)
+  return hb_clock(C.K, C.rate, C.burst, C.A.least_ms or 0, C.nowus, C.A.ahead_ms or 0)
+end
+
+-- ex_add adds by to the stats field in stats, the counters a call bumps,
+-- written once at its end (ex_write_stats).
+local function ex_add(stats, field, by) stats[field] = (stats[field] or 0) + by end
