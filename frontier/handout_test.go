@@ -113,3 +113,47 @@ func TestAHandoutRefusedForItsCountGoesAgainOnceCounted(t *testing.T) {
 		}
 	})
 }
+
+// An exchange whose links are more than one call's batch (MaxBatch) costs
+// a round trip a batch, as many as its links need and no more: the
+// batches before the last are offered first, and the last goes in the
+// pipeline with the handout. Every link is answered new, queued, and
+// counted in its page's record.
+func TestAnExchangeOfManyLinksCostsARoundTripABatch(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		c := s.NewClient(t)
+		f := openShards(t, c, "many", 1, 0)
+		if _, err := f.Enqueue(ctx, []Item{{URL: "http://a.example/"}}); err != nil {
+			t.Fatal(err)
+		}
+		x, err := f.Exchange(ctx, nil, nil, 1) // loads the scripts too
+		if err != nil || len(x.Popped) != 1 {
+			t.Fatalf("pop: %+v, %v", x, err)
+		}
+		most := f.fs[0].seen.MaxBatch()
+		for _, n := range []int{most, most + 1, 2*most + 7} {
+			var links []Item
+			for i := range n {
+				links = append(links, Item{URL: fmt.Sprintf("http://a.example/%d/%d", n, i)})
+			}
+			trips := redistest.RoundTrips(c)
+			x, err = f.Exchange(ctx, []Finished{{Lease: x.Popped[0], Outcome: Outcome{Stat: "ok", Fetched: true, Record: []byte(`{}`), Children: links}}}, nil, 1)
+			if err != nil || !x.Held[0] || len(x.Popped) != 1 {
+				t.Fatalf("%d links: %+v, %v", n, x, err)
+			}
+			if got, want := trips.Load(), int64((n+most-1)/most); got != want {
+				t.Errorf("%d links (%d a call): %d round trips; want %d", n, most, got, want)
+			}
+			for i, q := range x.Queued[0] {
+				if !q {
+					t.Fatalf("%d links: link %d not answered new", n, i)
+				}
+			}
+			r := c.XRevRangeN(ctx, KeysFor("many").Results, "+", "-", 1).Val()
+			if len(r) != 1 || r[0].Values["new_links"] != fmt.Sprint(n) {
+				t.Fatalf("%d links: record %v; want new_links %d", n, r, n)
+			}
+		}
+	})
+}

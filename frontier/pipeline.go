@@ -88,7 +88,7 @@ type part struct {
 	outboxID string
 	x        Exchanged
 	offered  []bool // per offer: new to the crawl
-	pre      []bool // the links' flags, when they were offered before the pipeline
+	pre      []bool // the flags of the links offered before the pipeline (all but its call's batch)
 	bad      []Finished
 	queued   bool // call was queued once
 	err      error
@@ -190,7 +190,7 @@ func loadExchange(ctx context.Context, c redis.UniversalClient) error {
 	return handoutScript.Load(ctx, c).Err()
 }
 
-// prepare makes p's call (f.xmu held). Links beyond one Bloom batch are
+// prepare makes p's calls (f.xmu held). Links beyond one Bloom batch are
 // offered first, in calls of their own before the pipeline (as
 // ExecBatch's earlier calls would be), and counted in their pages'.
 func (f *shard) prepare(ctx context.Context, p *part) error {
@@ -210,31 +210,27 @@ func (f *shard) prepare(ctx context.Context, p *part) error {
 		return err
 	}
 	urls, payload = append(urls, u...), append(payload, e...)
+	// Links beyond one call's batch go first, offered in calls of their
+	// own (counted as one exchange), as ExecBatch's earlier calls would:
+	// the pipeline's call carries the last batch, and counts what those
+	// found new in their pages'.
 	var pre []bool
-	if len(urls) > f.seen.MaxBatch() {
-		if pre, err = f.offer(ctx, urls, payload, nil); err != nil {
+	start := 0
+	if n, most := len(urls), f.seen.MaxBatch(); n > most {
+		start = n - ((n-1)%most + 1)
+		if pre, err = f.offer(ctx, urls[:start], payload[:start], nil); err != nil {
 			return err
 		}
-		urls, payload = nil, nil
 	}
 	p.ids = make([]string, p.pop)
 	for i := range p.ids {
 		p.ids[i] = f.leaseID()
 	}
-	off := p.offset
-	if pre != nil {
-		off = make([]int, len(p.offset)) // the call carries no links
-	}
 	back, late := splitLate(p.back)
-	a := f.lastArgs(p.done, off, 0, len(urls), nil, back)
+	a := f.lastArgs(p.done, p.offset, start, len(urls), pre, back)
 	for d := range a.Done {
 		if p.away[d] {
 			a.Done[d][dFlags] |= doneAway
-		}
-		for i := p.offset[d]; pre != nil && i < p.offset[d+1]; i++ {
-			if pre[i] {
-				a.Done[d][dCounted]++
-			}
 		}
 	}
 	if len(p.outbox) > 0 {
@@ -247,7 +243,7 @@ func (f *shard) prepare(ctx context.Context, p *part) error {
 	}
 	a.Acks = p.acks
 	p.pre = pre
-	p.call, err = f.seen.NewCall(exchangeScript, urls, payload, f.exchangeKeys(), a.encode())
+	p.call, err = f.seen.NewCall(exchangeScript, urls[start:], payload[start:], f.exchangeKeys(), a.encode())
 	p.handout = f.newHandout(late, p.pop, p.ids)
 	return err
 }
@@ -259,9 +255,7 @@ func (f *shard) finish(ctx context.Context, p *part, sent, got time.Time) error 
 	if err = f.counted(tail, err); err != nil {
 		return err
 	}
-	if p.pre != nil {
-		flags = p.pre
-	}
+	flags = append(p.pre[:len(p.pre):len(p.pre)], flags...) // the links offered first, then the call's
 	handed, err := p.handout.result(ctx, f)
 	if err != nil {
 		return err
