@@ -9,23 +9,29 @@ local function ex_text(C, n) return ARGV[C.T + n] end
 
 -- ex_call is the call C its steps read, for keys K (by name) and
 -- arguments A whose texts follow ARGV[T]: the queues' keys, Redis's clock
--- (now, ms; nowus, µs), the crawl's rate and burst, and the settings
--- version in force. Both of an exchange's scripts make it.
+-- (now, ms; nowus, µs: one TIME), the crawl's rate and burst. Both of an
+-- exchange's scripts make it; the handout adds the settings in force
+-- (ex_settings).
 local function ex_call(K, A, T)
   local C = {K = K, A = A, T = T}
   C.Q = fr_keys(K.queues, K.ready, K.stats, K.lengths, K.refill, K.hostrules)
   C.pready = fr_ready_of(C.Q, A.lane) -- the pops' lane's ready set (lane: 'render' for a worker with a browser)
   C.Q.lifo = A.lifo == true
   C.Q.failed = K.failed -- a queue's elements not well formed go there (fr_set_aside)
-  C.now, C.nowus = fr_now(), tb_now()
+  C.nowus = tb_now()
+  C.now = math.floor(C.nowus / 1000) -- as fr_now reads TIME
   C.rate, C.burst = A.rate or 0, A.burst or 1
-  -- The settings version in force here ('crawler set', settings.lua): a
-  -- caller on older settings pops nothing (ex_again, ex_pop), and learns
-  -- the version from the reply, so that no URL is handed out under
-  -- settings older than the shard's.
-  C.settings = tonumber(redis.call('GET', K.settings) or '0') or 0
-  C.stale = (A.settings or 0) < C.settings
+  C.settings, C.stale = 0, false
   return C
+end
+
+-- ex_settings reads the settings version in force here ('crawler set',
+-- settings.lua) into C: a caller on older settings (stale) pops nothing
+-- (ex_again, ex_pop), and learns the version from the reply, so that no
+-- URL is handed out under settings older than the shard's.
+local function ex_settings(C)
+  C.settings = tonumber(redis.call('GET', C.K.settings) or '0') or 0
+  C.stale = (C.A.settings or 0) < C.settings
 end
 
 -- ex_clock is the call's token clock (hostbucket.lua's hb_clock): the

@@ -11,7 +11,8 @@
 --      host's bucket (and of its address's, with politeness per address).
 --
 -- It runs only where Redis holds the count of the process's exchanges that
--- exchange.lua left (expect): a refused exchange.lua (the crawl's Redis
+-- exchange.lua left (expect), which a crawl gone (reset, or seeded anew
+-- under its name) has not: a refused exchange.lua (the crawl's Redis
 -- lost writes, a reply was lost), or one that has to run again (its Bloom
 -- filter grew), leaves the count as it was, and this call writes nothing
 -- and replies {0, Redis's count}: the process sends it again once
@@ -91,12 +92,15 @@
 local K = {}
 for i, name in ipairs(EX_KEYS) do K[name] = KEYS[i] end
 local A = cjson.decode(ARGV[1])
-if not fr_ours(K.config, A.instance) then return redis.error_reply(FR_GONE) end
 local count = tonumber(redis.call('GET', K.counter) or '0') or -1
-if count ~= A.expect then return {0, count} end
+if count ~= A.expect then -- a crawl gone (reset, seeded anew) has no count either: say which
+  if not fr_ours(K.config, A.instance) then return redis.error_reply(FR_GONE) end
+  return {0, count}
+end
 local why = fr_unsound_stats(K.stats) -- the budget reads them, the pop counts in them
 if why then return redis.error_reply(why) end
 local C = ex_call(K, A, 1)                   -- the call the steps read: keys, arguments, clock
+ex_settings(C)                               --    and the settings in force
 local H, refunds = ex_clock(C), ex_refunds() -- the tokens' clock; tokens to give back
 local kept, again = ex_again(C, H)           -- 1. late URLs ask their hosts again;
 ex_give_back(C, kept, refunds)               --    those with no new token go back,
