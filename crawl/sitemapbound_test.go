@@ -34,8 +34,9 @@ func TestASitemapIndexWithoutEndFillsNoQueue(t *testing.T) {
 // every cap from 1 to 1,000 pages a host: the host's queue never holds more
 // than twice the cap (and the URLs in flight, which come back to it), the
 // crawl ends with every URL crawled or counted as past the cap, and a real
-// Redis grows by no more than the cap's worth. The sizes are drawn log-uniformly by a seeded schedule (both ends always in
-// it), a crawl each, on both Redis kinds.
+// Redis grows by no more than the cap's worth. The sizes are drawn
+// log-uniformly by a seeded schedule (both ends always in it), a crawl
+// each, on both Redis kinds.
 func TestASitemapOfAnySizeFillsNoQueuePastTheCap(t *testing.T) {
 	wholeCrawl(t)
 	seed := uint64(time.Now().UnixNano())
