@@ -146,16 +146,7 @@ func (f *shard) exchange(ctx context.Context, done []Finished, back []*Lease, wa
 	if err := f.prepare(ctx, p); err != nil {
 		return Exchanged{}, nil, err
 	}
-	pipe := f.c.Pipeline()
-	p.queue(ctx, pipe)
-	sent := f.o.now() // before the call: new leases are surely held until sent + Lease
-	pipe.Exec(ctx)    // each call's error is its own: read by finish
-	if p.noScript() && loadExchange(ctx, f.c) == nil {
-		pipe = f.c.Pipeline()
-		p.queue(ctx, pipe)
-		pipe.Exec(ctx)
-	}
-	got := f.o.now() // after the call: Redis's now, in this process's clock, at the latest
+	sent, got := execParts(ctx, f.c, f.o.now, []*part{p})
 	if err := f.finish(ctx, p, sent, got); err != nil {
 		return Exchanged{}, nil, err
 	}
@@ -179,7 +170,7 @@ func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []
 	a := f.baseArgs()
 	a.Count = true
 	p := f.policy()
-	a.Budget, a.Settings = f.pageBudget(p), p.Version
+	a.Budget = f.pageBudget(p)
 	a.Rate, a.Burst, a.PauseKeep = p.HostRate, max(p.HostBurst, 1), politeness.PauseMemory.Milliseconds()
 	a.Factor, a.MaxDelayMs = p.DelayFactor, p.MaxDelay.Milliseconds()
 	for d, x := range done {

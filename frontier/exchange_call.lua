@@ -25,6 +25,16 @@ local function ex_call(K, A, T)
   return C
 end
 
+-- ex_page_budget is the crawl's page budget as the call's shard holds
+-- it (A.budget; -1: this shard's share, stats' allow) and the pages
+-- fetched, both 0 without a budget.
+local function ex_page_budget(C)
+  local budget = C.A.budget or 0
+  if budget == 0 then return 0, 0 end
+  if budget < 0 then budget = tonumber(redis.call('HGET', C.K.stats, 'allow') or '0') end
+  return budget, tonumber(redis.call('HGET', C.K.stats, 'pages') or '0')
+end
+
 -- ex_settings reads the settings version in force here ('crawler set',
 -- settings.lua) into C: a caller on older settings (stale) pops nothing
 -- (ex_again, ex_pop), and learns the version from the reply, so that no

@@ -274,10 +274,9 @@ local function ex_drained(C, acked)
   local ended = #(A.done or {}) > 0 or #(A.back or {}) > 0 or acked > 0
   if not ended or redis.call('EXISTS', K.leases) == 1 or redis.call('EXISTS', K.outbox) == 1 then return end
   if fr_queued(C.Q) > 0 then
-    local budget = A.budget or 0
-    if budget == 0 then return end
-    if budget < 0 then budget = tonumber(redis.call('HGET', K.stats, 'allow') or '0') end
-    if tonumber(redis.call('HGET', K.stats, 'pages') or '0') < budget then return end
+    if (A.budget or 0) == 0 then return end -- no budget: the queued URLs are to be fetched
+    local budget, pages = ex_page_budget(C)
+    if pages < budget then return end
   end
   redis.call('PUBLISH', K.queues .. 'wake', 'drained')
 end

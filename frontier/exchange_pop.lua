@@ -13,11 +13,13 @@
 -- wait (-1: no room until a page ends: back off; else 0).
 local function ex_budget(C, nkept)
   local A, K = C.A, C.K
-  local B = {want = math.max(0, (A.want or 0) - nkept), budget = A.budget or 0, pages = 0, wait = 0}
-  B.limited = B.budget ~= 0
-  if not B.limited then return B end
-  if B.budget < 0 then B.budget = tonumber(redis.call('HGET', K.stats, 'allow') or '0') end
-  B.pages = tonumber(redis.call('HGET', K.stats, 'pages') or '0')
+  local B = {want = math.max(0, (A.want or 0) - nkept), wait = 0}
+  B.limited = (A.budget or 0) ~= 0
+  if not B.limited then
+    B.budget, B.pages = 0, 0
+    return B
+  end
+  B.budget, B.pages = ex_page_budget(C)
   local room = B.budget - B.pages - redis.call('ZCARD', K.leases)
   if room <= 0 and B.want > 0 then B.wait = -1 end
   B.want = math.max(0, math.min(B.want, room))

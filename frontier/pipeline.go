@@ -103,7 +103,6 @@ func (p *part) used() bool {
 // run makes the parts' calls, in one pipeline, and leaves in each what it
 // did (x, offered) or its error.
 func (f *Frontier) run(ctx context.Context, parts []*part) {
-	pipe := f.fs[0].c.Pipeline()
 	for sh, p := range parts {
 		if !p.used() {
 			continue
@@ -113,28 +112,9 @@ func (f *Frontier) run(ctx context.Context, parts []*part) {
 		defer sf.xmu.Unlock()
 		if p.err = sf.prepare(ctx, p); p.err != nil {
 			p.err = f.in(sh, p.err)
-			continue
-		}
-		p.queue(ctx, pipe)
-	}
-	sent := f.fs[0].o.now() // before the calls: new leases are surely held until sent + Lease
-	pipe.Exec(ctx)          // each call's error is its own: read below
-	var again []*part
-	for _, p := range parts {
-		if p.call != nil && p.err == nil && p.noScript() {
-			again = append(again, p)
 		}
 	}
-	if len(again) > 0 && loadExchange(ctx, f.c) == nil {
-		// Redis had no script (a restart, a flush, the crawl's first call):
-		// loaded once, the calls go again in one pipeline, not one by one.
-		pipe = f.c.Pipeline()
-		for _, p := range again {
-			p.queue(ctx, pipe)
-		}
-		pipe.Exec(ctx)
-	}
-	got := f.fs[0].o.now() // after the calls: Redis's now, in this process's clock, at the latest
+	sent, got := execParts(ctx, f.c, f.fs[0].o.now, parts)
 	for sh, p := range parts {
 		if !p.used() || p.err != nil {
 			continue
@@ -148,6 +128,38 @@ func (f *Frontier) run(ctx context.Context, parts []*part) {
 			p.err = f.in(sh, p.err)
 		}
 	}
+}
+
+// execParts sends the calls of the prepared parts (those without an
+// error) in one pipeline, and returns the times before and after them
+// by now: new leases are surely held until sent + Lease, and Redis's now
+// was got at the latest. Redis without the scripts (a restart, a flush,
+// the crawl's first call) has them loaded once, and the calls go again in
+// one pipeline, not one by one.
+func execParts(ctx context.Context, c redis.UniversalClient, now func() time.Time, parts []*part) (sent, got time.Time) {
+	ready := func(p *part) bool { return p.call != nil && p.err == nil }
+	pipe := c.Pipeline()
+	for _, p := range parts {
+		if ready(p) {
+			p.queue(ctx, pipe)
+		}
+	}
+	sent = now()
+	pipe.Exec(ctx) // each call's error is its own: read by finish
+	var again []*part
+	for _, p := range parts {
+		if ready(p) && p.noScript() {
+			again = append(again, p)
+		}
+	}
+	if len(again) > 0 && loadExchange(ctx, c) == nil {
+		pipe = c.Pipeline()
+		for _, p := range again {
+			p.queue(ctx, pipe)
+		}
+		pipe.Exec(ctx)
+	}
+	return sent, now()
 }
 
 // queue adds p's calls to pipe: exchange.lua, then handout.lua (whichever
