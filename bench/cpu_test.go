@@ -19,6 +19,7 @@ import (
 
 	"github.com/gocolly/colly/v2"
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
@@ -126,7 +127,7 @@ type cpuRun struct {
 func redcrawlCPU(b *testing.B, root string) cpuRun {
 	s := redistest.Real(b)
 	ctx := context.Background()
-	set := crawl.DefaultSettings()
+	set := settings.Default()
 	set.Rate, set.AllowPrivate, set.Sitemaps = math.Inf(1), true, false
 	seed, _ := url.Parse(root)
 	if _, err := crawl.Seed(ctx, s.Client, "cpu", set, []*url.URL{seed}); err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
@@ -48,7 +49,7 @@ func crawlOnce(b *testing.B, site testsite.Config, rate float64, burst, workers 
 }
 
 // benchSettings, when set, changes the settings crawlSharded seeds with.
-var benchSettings func(*crawl.Settings)
+var benchSettings func(*settings.Settings)
 
 // crawlSharded is crawlOnce with the frontier split over shards.
 func crawlSharded(b *testing.B, shards int, site testsite.Config, rate float64, burst, workers int, tune ...func(*crawl.Options)) result {
@@ -59,7 +60,7 @@ func crawlSharded(b *testing.B, shards int, site testsite.Config, rate float64, 
 	}
 	defer ts.Close()
 	ctx := context.Background()
-	set := crawl.DefaultSettings()
+	set := settings.Default()
 	// A Bloom filter sized well past the site: at its nominal load, one
 	// link in a thousand would be taken for seen, and the truth missed.
 	set.Rate, set.Burst, set.AllowPrivate, set.ExpectedURLs, set.Shards = rate, burst, true, max(100_000, 20*int64(len(ts.Truth()))), shards
@@ -292,7 +293,7 @@ func BenchmarkWARC(b *testing.B) {
 					dir := b.TempDir()
 					prev := benchSettings
 					if mode == "dedup" {
-						benchSettings = func(s *crawl.Settings) { s.DedupPayloads = true }
+						benchSettings = func(s *settings.Settings) { s.DedupPayloads = true }
 					}
 					r := crawlOnce(b, c.site, math.Inf(1), 1, c.workers, func(o *crawl.Options) {
 						if mode != "false" {
@@ -349,7 +350,7 @@ func BenchmarkPoliteHosts(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			if c.ip {
 				prev := benchSettings
-				benchSettings = func(s *crawl.Settings) { s.Politeness = crawl.PolitenessIP }
+				benchSettings = func(s *settings.Settings) { s.Politeness = settings.PolitenessIP }
 				defer func() { benchSettings = prev }()
 			}
 			site := testsite.Config{Hosts: hosts, Pages: 10, Latency: 50 * time.Millisecond}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
@@ -26,8 +27,8 @@ import (
 func TestHostsOfOneServerShareItsRate(t *testing.T) {
 	wholeCrawl(t)
 	s := redistest.Real(t)
-	oneServer(t, s.Client, crawl.PolitenessIP, 1)
-	oneServer(t, s.Client, crawl.PolitenessHost, 1)
+	oneServer(t, s.Client, settings.PolitenessIP, 1)
+	oneServer(t, s.Client, settings.PolitenessHost, 1)
 }
 
 // The same on a 3-master Redis Cluster, over three shards: the ten hosts'
@@ -39,7 +40,7 @@ func TestHostsOfOneServerShareItsRateOnACluster(t *testing.T) {
 		t.Skip("a 3-master cluster: skipped with -short")
 	}
 	c := redistest.RealCluster(t, 3)
-	oneServer(t, c.Client, crawl.PolitenessIP, 3)
+	oneServer(t, c.Client, settings.PolitenessIP, 3)
 }
 
 // oneServer crawls ten named hosts served on one address (their DNS the
@@ -58,7 +59,7 @@ func oneServer(t *testing.T, c redis.UniversalClient, mode string, shards int) {
 	}
 	defer site.Close()
 	name := fmt.Sprintf("server-%s-%d", mode, shards)
-	set := crawl.DefaultSettings()
+	set := settings.Default()
 	set.Rate, set.Burst, set.AllowPrivate, set.Politeness, set.Shards = 2, 1, true, mode, shards
 	var seeds []*url.URL
 	for _, r := range site.Roots() {
@@ -103,7 +104,7 @@ func oneServer(t *testing.T, c redis.UniversalClient, mode string, shards int) {
 		t.Fatal(err)
 	}
 	switch mode {
-	case crawl.PolitenessIP:
+	case settings.PolitenessIP:
 		if most > 3 {
 			t.Errorf("ip: %d requests reached the one server within a second; want at most 3 (rate 2 + burst 1)", most)
 		}
@@ -111,7 +112,7 @@ func oneServer(t *testing.T, c redis.UniversalClient, mode string, shards int) {
 			!strings.Contains(st.String(), "127.0.0.1 (") {
 			t.Errorf("status's busiest addresses: %+v; want 127.0.0.1 with its ten hosts\n%s", st.Addresses, st)
 		}
-	case crawl.PolitenessHost:
+	case settings.PolitenessHost:
 		if most <= 3 {
 			t.Errorf("host: only %d requests within a second; ten hosts at 2/s each should make more (the check cannot fail)", most)
 		}

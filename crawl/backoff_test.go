@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/frontier"
@@ -50,7 +51,7 @@ func TestA429PausesTheHostForEveryWorker(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	set := crawl.DefaultSettings()
+	set := settings.Default()
 	set.Rate, set.Burst, set.AllowPrivate = 4, 1, true
 	seed, _ := url.Parse(srv.URL + "/")
 	if _, err := crawl.Seed(context.Background(), s.Client, "pause", set, []*url.URL{seed}); err != nil {
@@ -120,7 +121,7 @@ func TestARunOfTimeoutsPausesTheHost(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	set := crawl.DefaultSettings()
+	set := settings.Default()
 	set.Rate, set.Burst, set.AllowPrivate = 50, 5, true
 	root, _ := url.Parse(srv.URL + "/")
 	if _, err := crawl.Seed(context.Background(), s.Client, "hang", set, []*url.URL{root}); err != nil {
@@ -171,7 +172,7 @@ func TestASlowHostIsAskedLessOften(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	set := crawl.DefaultSettings()
+	set := settings.Default()
 	set.Rate, set.Burst, set.AllowPrivate, set.DelayFactor = 100, 1, true, 5
 	seed, _ := url.Parse(srv.URL + "/")
 	seedAndCrawl(t, s, "adapt", set, seed)

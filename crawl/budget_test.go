@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/internal/redistest"
@@ -38,7 +39,7 @@ func TestEveryURLTriedUnderABudgetHasARecord(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer site.Close()
-				set := crawl.DefaultSettings()
+				set := settings.Default()
 				set.Rate, set.AllowPrivate, set.MaxPages, set.Shards = math.Inf(1), true, 1500, shards
 				srv := hostile()
 				defer srv.Close()
@@ -135,7 +136,7 @@ func TestAPageInFlightAtTheBudgetsEndHasARecord(t *testing.T) {
 					}
 				}))
 				defer srv.Close()
-				set := crawl.DefaultSettings()
+				set := settings.Default()
 				set.Rate, set.AllowPrivate, set.MaxPages = math.Inf(1), true, 150
 				seed, _ := url.Parse(srv.URL + "/")
 				s.FollowWallClock(t)

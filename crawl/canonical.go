@@ -3,6 +3,7 @@ package crawl
 import (
 	"net/url"
 
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/parse"
@@ -49,13 +50,13 @@ func (pl *fetchLoops) canonical(lv *live, item frontier.Item, r *fetch.Result, h
 		return nil, false
 	}
 	rec.Canonical = c.String()
-	if lv.rules.skip(c, rec.Canonical) != "" || head.Robots.NoFollow || parse.XRobotsTag(r.RobotsTags, lv.s.AgentToken()).NoFollow {
+	if lv.rules.Skip(c, rec.Canonical) != "" || head.Robots.NoFollow || parse.XRobotsTag(r.RobotsTags, lv.s.AgentToken()).NoFollow {
 		return nil, false
 	}
-	if lv.s.Canonical == CanonicalSkip {
+	if lv.s.Canonical == settings.CanonicalSkip {
 		rec.DuplicateOf = rec.Canonical
 	}
-	return &frontier.Item{URL: rec.Canonical, Depth: item.Depth, Parent: item.URL}, lv.s.Canonical == CanonicalSkip
+	return &frontier.Item{URL: rec.Canonical, Depth: item.Depth, Parent: item.URL}, lv.s.Canonical == settings.CanonicalSkip
 }
 
 // canonicalOutcome adds a page's canonical to what it leads to: the one

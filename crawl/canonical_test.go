@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
@@ -63,12 +64,12 @@ func TestCanonicalSkipFetchesAndArchivesEachCanonicalOnce(t *testing.T) {
 			u, _ := url.Parse(srv.URL + p)
 			seeds = append(seeds, u)
 		}
-		for _, mode := range []string{crawl.CanonicalSkip, crawl.CanonicalRecord} {
+		for _, mode := range []string{settings.CanonicalSkip, settings.CanonicalRecord} {
 			mu.Lock()
 			clear(fetched)
 			mu.Unlock()
 			name := "canon-" + mode
-			set := crawl.DefaultSettings()
+			set := settings.Default()
 			set.Rate, set.AllowPrivate, set.Canonical = math.Inf(1), true, mode
 			set.KeepTypes = []string{"text/html", "application/pdf"}
 			archived, recs := archivedCrawl(t, s, name, set, seeds)
@@ -76,7 +77,7 @@ func TestCanonicalSkipFetchesAndArchivesEachCanonicalOnce(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			skip := mode == crawl.CanonicalSkip
+			skip := mode == settings.CanonicalSkip
 			for _, p := range []string{"/a", "/doc.pdf", "/self"} {
 				if fetched[p] != 1 || archived[srv.URL+p] != 1 || recs[srv.URL+p].Canonical != "" {
 					t.Errorf("%s: %s fetched %d times, archived %d; record's canonical %q; want once, once, none",

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
@@ -174,7 +175,7 @@ func TestACorruptedQueuedURLLeavesNoCountBehind(t *testing.T) {
 		t.Run(path, func(t *testing.T) {
 			redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 				site := newPageSite(t, 0, nil)
-				set := crawl.DefaultSettings()
+				set := settings.Default()
 				set.Rate, set.AllowPrivate = math.Inf(1), true
 				if path == "page cap" {
 					set.MaxPagesPerHost = 2

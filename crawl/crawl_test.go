@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
@@ -25,7 +26,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-func seedSite(t *testing.T, s *redistest.Server, site *testsite.Site, name string, set crawl.Settings) {
+func seedSite(t *testing.T, s *redistest.Server, site *testsite.Site, name string, set settings.Settings) {
 	t.Helper()
 	// Keys expire on miniredis as on Redis, the scheduler's lock among
 	// them: a leader that lost its lock under load must not keep it.
@@ -67,7 +68,7 @@ func runWorkers(t *testing.T, ctx context.Context, s *redistest.Server, name str
 
 // seedAndCrawl seeds crawl name with set and seeds, then runs two workers
 // (fastOptions) on it to its end, within a minute.
-func seedAndCrawl(t *testing.T, s *redistest.Server, name string, set crawl.Settings, seeds ...*url.URL) {
+func seedAndCrawl(t *testing.T, s *redistest.Server, name string, set settings.Settings, seeds ...*url.URL) {
 	t.Helper()
 	if _, err := crawl.Seed(context.Background(), s.Client, name, set, seeds); err != nil {
 		t.Fatal(err)
@@ -99,7 +100,7 @@ func twoWorkersCrawlTheSite(t *testing.T, shards int) {
 			t.Fatal(err)
 		}
 		defer site.Close()
-		set := crawl.DefaultSettings()
+		set := settings.Default()
 		set.Rate, set.AllowPrivate, set.ExpectedURLs, set.Shards = math.Inf(1), true, 10000, shards
 		seedSite(t, s, site, "site", set)
 
@@ -190,7 +191,7 @@ func TestAStoppingSchedulerResignsThroughASlowRedis(t *testing.T) {
 // running; stopped, it ends without an error.
 func TestASchedulerWhoseClientIsClosedDoesNotPanic(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
-		if _, err := crawl.Seed(context.Background(), s.Client, "closed", crawl.DefaultSettings(), nil); err != nil {
+		if _, err := crawl.Seed(context.Background(), s.Client, "closed", settings.Default(), nil); err != nil {
 			t.Fatal(err)
 		}
 		c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
@@ -252,7 +253,7 @@ func (h onMessage) Handle(_ context.Context, r slog.Record) error {
 // and only the resignation is left to do.
 func candidates(t *testing.T, s *redistest.Server, c redis.UniversalClient) (stop func(id string)) {
 	t.Helper()
-	if _, err := crawl.Seed(context.Background(), s.Client, "resign", crawl.DefaultSettings(), nil); err != nil {
+	if _, err := crawl.Seed(context.Background(), s.Client, "resign", settings.Default(), nil); err != nil {
 		t.Fatal(err)
 	}
 	cancels := map[string]context.CancelFunc{}
@@ -314,7 +315,7 @@ func TestPrivateAddressRefusedWithAClearRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer site.Close()
-	set := crawl.DefaultSettings()
+	set := settings.Default()
 	set.Rate = math.Inf(1)
 	seedSite(t, s, site, "private", set)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -352,7 +353,7 @@ func pageBudget(t *testing.T, shards int) {
 			t.Fatal(err)
 		}
 		defer site.Close()
-		set := crawl.DefaultSettings()
+		set := settings.Default()
 		set.Rate, set.AllowPrivate, set.MaxPages, set.Shards = math.Inf(1), true, 25, shards
 		seedSite(t, s, site, "budget", set)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -384,7 +385,7 @@ func pageBudget(t *testing.T, shards int) {
 // goroutine per unit of it.
 func TestConcurrencyIsBounded(t *testing.T) {
 	s := redistest.Mini(t)
-	if _, err := crawl.Seed(context.Background(), s.Client, "c", crawl.DefaultSettings(), nil); err != nil {
+	if _, err := crawl.Seed(context.Background(), s.Client, "c", settings.Default(), nil); err != nil {
 		t.Fatal(err)
 	}
 	o := fastOptions("w1")
@@ -404,7 +405,7 @@ func TestConcurrencyIsBounded(t *testing.T) {
 func TestWorkerIDIsOneLiveWorkers(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
-		if _, err := crawl.Seed(ctx, s.Client, "ids", crawl.DefaultSettings(), nil); err != nil {
+		if _, err := crawl.Seed(ctx, s.Client, "ids", settings.Default(), nil); err != nil {
 			t.Fatal(err)
 		}
 		o := fastOptions("same")

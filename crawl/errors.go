@@ -3,6 +3,7 @@ package crawl
 import (
 	"errors"
 
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
 )
 
@@ -11,7 +12,7 @@ import (
 // package an error came through.
 var (
 	// ErrNoCrawl: no crawl of that name exists in Redis.
-	ErrNoCrawl = errors.New("crawl: no such crawl")
+	ErrNoCrawl = settings.ErrNoCrawl
 
 	// ErrGone: the crawl a worker was working on disappeared from Redis. It
 	// is frontier.ErrGone, which the scripts' refusals are: one sentinel, so
@@ -22,10 +23,10 @@ var (
 	ErrName = frontier.ErrName
 
 	// ErrSettings: settings that cannot run a crawl.
-	ErrSettings = errors.New("crawl: invalid settings")
+	ErrSettings = settings.ErrSettings
 
 	// ErrConflict: the crawl exists with other settings.
-	ErrConflict = errors.New("crawl: settings conflict with the existing crawl")
+	ErrConflict = settings.ErrConflict
 
 	// ErrOptions: options a worker cannot run with.
 	ErrOptions = errors.New("crawl: invalid worker options")

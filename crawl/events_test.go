@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
@@ -38,7 +39,7 @@ func TestTheEventLogTellsTheLockHandoverAndAPause(t *testing.T) {
 		}))
 		defer srv.Close()
 		s.FollowWallClock(t)
-		set := crawl.DefaultSettings()
+		set := settings.Default()
 		set.Rate, set.AllowPrivate = math.Inf(1), true
 		root, _ := url.Parse(srv.URL + "/")
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

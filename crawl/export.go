@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/redisconn"
 
 	"github.com/redcrawl/crawler/frontier"
@@ -210,11 +211,11 @@ func readFrontier(ctx context.Context, c redis.UniversalClient, name string) (*f
 }
 
 // loadFrontier is readFrontier with the settings it was laid out by.
-func loadFrontier(ctx context.Context, c redis.UniversalClient, name string) (Settings, *frontier.Frontier, error) {
-	s, err := LoadSettings(ctx, c, name)
+func loadFrontier(ctx context.Context, c redis.UniversalClient, name string) (settings.Settings, *frontier.Frontier, error) {
+	s, err := settings.Load(ctx, c, name)
 	if err != nil {
 		return s, nil, err
 	}
-	fr, err := frontier.New(c, name, s.FrontierOptions())
+	fr, err := frontier.New(c, name, FrontierOptions(s))
 	return s, fr, err
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
@@ -33,7 +34,7 @@ func addRecords(t *testing.T, s *redistest.Server, k frontier.Keys, from, n int)
 
 func newCrawl(t *testing.T, s *redistest.Server, name string) frontier.Keys {
 	t.Helper()
-	if _, err := crawl.Seed(context.Background(), s.Client, name, crawl.DefaultSettings(), nil); err != nil {
+	if _, err := crawl.Seed(context.Background(), s.Client, name, settings.Default(), nil); err != nil {
 		t.Fatal(err)
 	}
 	return frontier.KeysFor(name)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
@@ -61,7 +62,7 @@ func TestExportGroupsDeliverEveryRecordAtLeastOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer site.Close()
-		set := crawl.DefaultSettings()
+		set := settings.Default()
 		set.Rate, set.AllowPrivate = math.Inf(1), true
 		seedSite(t, s, site, "grp", set)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -141,12 +142,12 @@ func TestAGroupThatStopsReadingIsSaidToLag(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer site.Close()
-		set := crawl.DefaultSettings()
+		set := settings.Default()
 		set.Rate, set.AllowPrivate, set.ResultsKept = math.Inf(1), true, 100
 		seedSite(t, s, site, "lag", set)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		stored, err := crawl.LoadSettings(ctx, s.Client, "lag")
+		stored, err := settings.Load(ctx, s.Client, "lag")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,7 +193,7 @@ func groupAtTheBound(t *testing.T, shards int) {
 		defer site.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		set := crawl.DefaultSettings()
+		set := settings.Default()
 		set.Rate, set.AllowPrivate, set.Shards = math.Inf(1), true, shards
 		// A first crawl of the site says how many records each shard's
 		// stream gets; the second's cap is the fullest one's exactly.
@@ -244,7 +245,7 @@ func groupAtTheBound(t *testing.T, shards int) {
 
 // crawlPerShard crawls the site to the end and counts the records each
 // shard's results stream got.
-func crawlPerShard(t *testing.T, ctx context.Context, s *redistest.Server, site *testsite.Site, name string, set crawl.Settings) []int64 {
+func crawlPerShard(t *testing.T, ctx context.Context, s *redistest.Server, site *testsite.Site, name string, set settings.Settings) []int64 {
 	t.Helper()
 	seedSite(t, s, site, name, set)
 	runWorkers(t, ctx, s, name, fastOptions("m1"))
@@ -258,7 +259,7 @@ func crawlPerShard(t *testing.T, ctx context.Context, s *redistest.Server, site 
 
 func openFrontier(t *testing.T, ctx context.Context, s *redistest.Server, name string) *frontier.Frontier {
 	t.Helper()
-	stored, err := crawl.LoadSettings(ctx, s.Client, name)
+	stored, err := settings.Load(ctx, s.Client, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +282,7 @@ func TestAReaderTakesOverWhatADeadReaderLeftBeforeItIsDone(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer site.Close()
-		set := crawl.DefaultSettings()
+		set := settings.Default()
 		set.Rate, set.AllowPrivate = math.Inf(1), true
 		seedSite(t, s, site, "dead", set)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redis/go-redis/v9"
 )
@@ -15,8 +16,8 @@ import (
 // may still take (its maxmemory, or else the machine's memory as INFO
 // says it, less what it uses), with half of that left for the queues and
 // the records. A Redis that says neither (miniredis) is not checked.
-func fitsRedis(ctx context.Context, c redis.UniversalClient, name string, s Settings) error {
-	need := s.bloom().FirstLayerBytes()
+func fitsRedis(ctx context.Context, c redis.UniversalClient, name string, s settings.Settings) error {
+	need := s.Bloom().FirstLayerBytes()
 	node := redis.Cmdable(c)
 	if cc, ok := c.(*redis.ClusterClient); ok {
 		m, err := cc.MasterForKey(ctx, frontier.KeysFor(name).Config)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
@@ -25,7 +26,7 @@ func TestASeedWhoseFilterWouldNotFitIsRefused(t *testing.T) {
 		fits      bool
 	}{{"0", 100_000_000_000, false}, {"100mb", 100_000_000, false}, {"100mb", 1_000_000, true}} {
 		s.Client.ConfigSet(ctx, "maxmemory", c.maxmemory)
-		set := crawl.DefaultSettings()
+		set := settings.Default()
 		set.ExpectedURLs = c.expected
 		_, err := crawl.Seed(ctx, s.Client, "big", set, []*url.URL{seed})
 		switch {

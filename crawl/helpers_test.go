@@ -18,6 +18,7 @@ import (
 	"github.com/nlnwa/gowarc/v3"
 	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redis/go-redis/v9"
@@ -154,7 +155,7 @@ func (p *pageSite) onceEach(t *testing.T, recs map[string]crawl.Record, seeds []
 // archives into a WARC directory of its own to the crawl's end, within a
 // minute, and returns how many response records each URL has there and
 // the crawl's exported records by URL.
-func archivedCrawl(t *testing.T, s *redistest.Server, name string, set crawl.Settings, seeds []*url.URL) (map[string]int, map[string]crawl.Record) {
+func archivedCrawl(t *testing.T, s *redistest.Server, name string, set settings.Settings, seeds []*url.URL) (map[string]int, map[string]crawl.Record) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

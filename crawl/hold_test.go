@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
@@ -28,7 +29,7 @@ func TestAPausedCrawlFetchesNothingUntilResumed(t *testing.T) {
 				pauseErr <- err
 			}
 		})
-		set := crawl.DefaultSettings()
+		set := settings.Default()
 		set.AllowPrivate = true
 		seeds := site.seeds(40)
 		if _, err := crawl.Seed(ctx, s.Client, "held", set, seeds); err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
@@ -21,7 +22,7 @@ func TestAPauseOrABlockClearedWhileWorkersRunLiftsAtOnce(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		arrived := make(chan struct{}, 1000)
 		site := newPageSite(t, 0, func(int64) { arrived <- struct{}{} })
-		set := crawl.DefaultSettings()
+		set := settings.Default()
 		set.Rate, set.Burst, set.AllowPrivate = 5, 1, true
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/internal/redistest"
@@ -112,7 +113,7 @@ func TestHostilePagesEachGetARecord(t *testing.T) {
 	s := redistest.Real(t)
 	srv := hostile()
 	defer srv.Close()
-	set := crawl.DefaultSettings()
+	set := settings.Default()
 	set.Rate, set.AllowPrivate, set.MaxLinks = math.Inf(1), true, 1000
 	seed, _ := url.Parse(srv.URL + "/")
 	if _, err := crawl.Seed(context.Background(), s.Client, "hostile", set, []*url.URL{seed}); err != nil {
@@ -182,7 +183,7 @@ func TestATimedOutPageGetsARecordWhenTheBudgetEnds(t *testing.T) {
 	s := redistest.Real(t)
 	srv := hostile()
 	defer srv.Close()
-	set := crawl.DefaultSettings()
+	set := settings.Default()
 	set.Rate, set.AllowPrivate, set.MaxPages = math.Inf(1), true, 4
 	seed, _ := url.Parse(srv.URL + "/")
 	if _, err := crawl.Seed(context.Background(), s.Client, "budget-slow", set, []*url.URL{seed}); err != nil {

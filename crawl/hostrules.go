@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redis/go-redis/v9"
 )
@@ -83,10 +84,10 @@ func NormalizeHost(s string) (string, error) {
 // event; it says what it did, a sentence a change.
 func ChangeHost(ctx context.Context, c redis.UniversalClient, name, host string, ch HostChange) ([]string, error) {
 	switch {
-	case ch.Rate != 0 && !(ch.Rate >= MinRate*(1-1e-9)):
+	case ch.Rate != 0 && !(ch.Rate >= settings.MinRate*(1-1e-9)):
 		return nil, fmt.Errorf("%w: host %s: rate %v: want one request a day (1/86400) or more", ErrSettings, host, ch.Rate)
-	case ch.Burst < 0 || ch.Burst > MaxBurst:
-		return nil, fmt.Errorf("%w: host %s: burst %d: want 1 to %d", ErrSettings, host, ch.Burst, MaxBurst)
+	case ch.Burst < 0 || ch.Burst > settings.MaxBurst:
+		return nil, fmt.Errorf("%w: host %s: burst %d: want 1 to %d", ErrSettings, host, ch.Burst, settings.MaxBurst)
 	case ch.Pause < 0 || ch.Pause > MaxHostPause:
 		return nil, fmt.Errorf("%w: host %s: pause %v: want up to %v", ErrSettings, host, ch.Pause, MaxHostPause)
 	}
@@ -108,14 +109,14 @@ func ChangeHost(ctx context.Context, c redis.UniversalClient, name, host string,
 		if err := newPauses(c, fr.PauseChannel(), time.Now).announce(ctx, host, 0); err != nil {
 			return did, fmt.Errorf("crawl %q: the pause is lifted for every pop, but announcing it failed (workers lift it when it ends): %w", name, err)
 		}
-		say(fmt.Sprintf("host %s: its own rules cleared, its pause lifted; the crawl's rate holds (%s req/s, burst %d)", host, fmtRate(s.Rate), s.Burst))
+		say(fmt.Sprintf("host %s: its own rules cleared, its pause lifted; the crawl's rate holds (%s req/s, burst %d)", host, settings.FormatRate(s.Rate), s.Burst))
 	}
 	if ch.Rate != 0 {
 		burst := max(ch.Burst, 1)
 		if err := fr.Hosts.SetRule(ctx, host, ch.Rate, burst); err != nil {
 			return did, fmt.Errorf("crawl %q: %w", name, err)
 		}
-		say(fmt.Sprintf("host %s: its own rate %s req/s, burst %d (the crawl's: %s, burst %d)", host, fmtRate(ch.Rate), burst, fmtRate(s.Rate), s.Burst))
+		say(fmt.Sprintf("host %s: its own rate %s req/s, burst %d (the crawl's: %s, burst %d)", host, settings.FormatRate(ch.Rate), burst, settings.FormatRate(s.Rate), s.Burst))
 	}
 	if ch.Block {
 		n, err := blockHost(ctx, c, fr, host, cmp.Or(ch.Wait, BlockWait))
@@ -145,9 +146,9 @@ func ChangeHost(ctx context.Context, c redis.UniversalClient, name, host string,
 // FormatRuleRate is a rule's rate as status writes it (0: no limit).
 func FormatRuleRate(r float64) string {
 	if r == 0 {
-		return fmtRate(math.Inf(1))
+		return settings.FormatRate(math.Inf(1))
 	}
-	return fmtRate(r)
+	return settings.FormatRate(r)
 }
 
 // blockHost blocks host (frontier.Frontier.Hosts.Block: no pop hands out its

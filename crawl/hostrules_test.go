@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
@@ -28,7 +29,7 @@ func TestAHostKeepsItsOwnRateWhileOthersKeepTheCrawls(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer site.Close()
-		set := crawl.DefaultSettings()
+		set := settings.Default()
 		set.Rate, set.Burst, set.AllowPrivate = 50, 5, true
 		seedSite(t, s, site, "own", set)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -81,7 +82,7 @@ func TestAHostBlockedMidCrawlGetsNoRequestAfterAndEveryURLARecord(t *testing.T) 
 			}
 		})
 		other := newPageSite(t, 0, nil)
-		set := crawl.DefaultSettings()
+		set := settings.Default()
 		set.Rate, set.Burst, set.AllowPrivate = 20, 2, true
 		seeds := append(blocked.seeds(40), other.seeds(40)...)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/tcpproxy"
@@ -53,7 +54,7 @@ func TestAWorkerOfAnEarlierCrawlWritesNothingIntoANewOne(t *testing.T) {
 	if len(rep.Stopped) != 0 || len(rep.Silent) != 1 || rep.Silent[0] != "w1" {
 		t.Fatalf("reset: stopped %v, silent %v; want w1 silent: it never said it stopped", rep.Stopped, rep.Silent)
 	}
-	set := crawl.DefaultSettings()
+	set := settings.Default()
 	set.AllowPrivate = true
 	seedSite(t, s, site, "twice", set) // the same name, another crawl
 	now, _ := frontier.Instance(ctx, s.Client, "twice")

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
@@ -37,7 +38,7 @@ func TestResetTouchesNoOtherCrawl(t *testing.T) {
 		names := []string{"q", "Q", "q2", "q-x", "q.x", "q_", "qq", "x.q"}
 		u, _ := url.Parse("http://site.example:8080/")
 		for _, n := range names {
-			set := crawl.DefaultSettings()
+			set := settings.Default()
 			set.Shards = 3
 			if _, err := crawl.Seed(ctx, s.Client, n, set, []*url.URL{u}); err != nil {
 				t.Fatal(err)

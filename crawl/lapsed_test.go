@@ -19,6 +19,7 @@ import (
 	"github.com/nlnwa/gowarc/v3"
 	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/internal/redistest"
@@ -100,7 +101,7 @@ func workerBackAfterLapse(t *testing.T, thawEarly bool) {
 	s := redistest.Real(t)
 	site := newFrozenSite(300)
 	defer site.Close()
-	set := crawl.DefaultSettings()
+	set := settings.Default()
 	set.Rate, set.AllowPrivate = math.Inf(1), true
 	seed, _ := url.Parse(site.URL + "/p/0")
 	if _, err := crawl.Seed(context.Background(), s.Client, "lapsed", set, []*url.URL{seed}); err != nil {
@@ -355,7 +356,7 @@ func TestALeaseLapsedDuringItsFetchCountsAsATry(t *testing.T) {
 			}
 		}))
 		defer site.Close()
-		set := crawl.DefaultSettings()
+		set := settings.Default()
 		set.Rate, set.AllowPrivate = math.Inf(1), true
 		seed, _ := url.Parse(site.URL + "/")
 		if _, err := crawl.Seed(context.Background(), s.Client, "lapse-try", set, []*url.URL{seed}); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/parse"
 )
 
@@ -15,20 +16,20 @@ import (
 // the checks before a fetch (the budget, robots.txt's give-up, the rate)
 // read the newest.
 type live struct {
-	s       Settings
-	fields  []parse.Field // the extract rules, compiled
-	rules   *rules        // filters and trap defences for discovered URLs
+	s       settings.Settings
+	fields  []parse.Field   // the extract rules, compiled
+	rules   *settings.Rules // filters and trap defences for discovered URLs
 	headers http.Header
 	render  *renderRules
 }
 
-func newLive(s Settings) (*live, error) {
+func newLive(s settings.Settings) (*live, error) {
 	l := &live{s: s}
 	var err error
 	if l.fields, err = s.Fields(); err != nil {
 		return nil, err
 	}
-	if l.rules, err = newRules(s); err != nil {
+	if l.rules, err = settings.NewRules(s); err != nil {
 		return nil, err
 	}
 	if l.headers, err = s.HTTPHeaders(); err != nil {
@@ -41,7 +42,7 @@ func newLive(s Settings) (*live, error) {
 }
 
 // settings are the crawl's settings this worker acts on now.
-func (w *Worker) settings() Settings { return w.cur.Load().s }
+func (w *Worker) settings() settings.Settings { return w.cur.Load().s }
 
 // reload reads the crawl's settings and, when they are newer than those
 // this worker acts on, acts on them from now on: the frontier's policy
@@ -53,7 +54,7 @@ func (w *Worker) settings() Settings { return w.cur.Load().s }
 func (w *Worker) reload(ctx context.Context) (*live, error) {
 	w.reloadMu.Lock()
 	defer w.reloadMu.Unlock()
-	s, err := LoadSettings(ctx, w.c, w.name)
+	s, err := settings.Load(ctx, w.c, w.name)
 	if err != nil {
 		return nil, fmt.Errorf("reading the crawl's new settings: %w", err)
 	}
@@ -70,7 +71,7 @@ func (w *Worker) reload(ctx context.Context) (*live, error) {
 	}
 	w.fetcher.SetIdentity(s.UserAgent, l.headers)
 	w.cur.Store(l)
-	w.fr.SetPolicy(s.policy()) // last: the next exchange pops under the new version
+	w.fr.SetPolicy(policyOf(s)) // last: the next exchange pops under the new version
 
 	w.log.Info("the crawl's settings changed: acting on the new ones", "version", s.Version)
 	return l, nil

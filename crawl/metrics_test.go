@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
@@ -69,7 +70,7 @@ func TestMetricsAgreeWithTheCrawl(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer site.Close()
-	set := crawl.DefaultSettings()
+	set := settings.Default()
 	set.Rate, set.AllowPrivate = math.Inf(1), true
 	seedSite(t, s, site, "metrics", set)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -154,7 +155,7 @@ func TestMetricsAgreeWithTheCrawl(t *testing.T) {
 func TestStaleSchedulerIsFencedAndCounted(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
-		if _, err := crawl.Seed(ctx, s.Client, "fenced", crawl.DefaultSettings(), nil); err != nil {
+		if _, err := crawl.Seed(ctx, s.Client, "fenced", settings.Default(), nil); err != nil {
 			t.Fatal(err)
 		}
 		o := fastOptions("w1")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
 )
 
@@ -19,28 +20,28 @@ const MaxNameLen = frontier.MaxNameLen
 func CheckName(name string) error { return frontier.CheckName(name) }
 
 // OpenFrontier opens the frontier of crawl name as its settings s (read
-// with LoadSettings) lay it out, for readers that watch it (the
+// with settings.Load) lay it out, for readers that watch it (the
 // dashboard); a worker opens its own.
-func OpenFrontier(ctx context.Context, c redis.UniversalClient, name string, s Settings) (*frontier.Frontier, error) {
-	return frontier.Open(ctx, c, name, s.FrontierOptions())
+func OpenFrontier(ctx context.Context, c redis.UniversalClient, name string, s settings.Settings) (*frontier.Frontier, error) {
+	return frontier.Open(ctx, c, name, FrontierOptions(s))
 }
 
 // FrontierOptions are what the settings say of the crawl's frontier.
-func (s Settings) FrontierOptions() frontier.Options {
-	o := frontier.Options{Shards: s.Shards, Instance: s.Instance, Policy: s.policy()}
+func FrontierOptions(s settings.Settings) frontier.Options {
+	o := frontier.Options{Shards: s.Shards, Instance: s.Instance, Policy: policyOf(s)}
 	o.Continuous = s.Revisit > 0
 	o.ResultsKept = s.ResultsKept
 	return o
 }
 
-// policy is what the settings say of the pops, which a live change of
+// policyOf is what the settings say of the pops, which a live change of
 // them (SetSettings) replaces in every worker.
-func (s Settings) policy() frontier.Policy {
-	p := frontier.Policy{PageBudget: s.MaxPages, HostPageCap: s.MaxPagesPerHost, Version: s.Version, Depth: s.Order == OrderDepth}
+func policyOf(s settings.Settings) frontier.Policy {
+	p := frontier.Policy{PageBudget: s.MaxPages, HostPageCap: s.MaxPagesPerHost, Version: s.Version, Depth: s.Order == settings.OrderDepth}
 	if s.Rate > 0 && !math.IsInf(s.Rate, 1) {
 		p.HostRate, p.HostBurst = s.Rate, s.Burst
 		p.PopAhead, _ = popTiming(s.Rate, s.Burst)
-		p.PerAddress = s.Politeness == PolitenessIP
+		p.PerAddress = s.Politeness == settings.PolitenessIP
 	}
 	p.DelayFactor, p.MaxDelay = s.DelayFactor, s.MaxDelay
 	return p

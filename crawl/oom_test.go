@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
@@ -32,7 +33,7 @@ func TestOutOfMemoryRedisDoesNotMakeWorkersLookGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer site.Close()
-	set := crawl.DefaultSettings()
+	set := settings.Default()
 	set.Rate, set.AllowPrivate = math.Inf(1), true
 	seedSite(t, s, site, "oom", set)
 	var logs syncBuf

@@ -252,7 +252,7 @@ func (pl *fetchLoops) outcome(ctx context.Context, lv *live, u *url.URL, item fr
 		if digest == "" && lv.s.KeepVisits { // compared at the next fetch: kept only with a visit
 			digest = answerDigest(r.Body, rec.Headers)
 		}
-		lv.s.revisitOutcome(visit, rec, &o, digest, archived)
+		revisitOutcome(lv.s, visit, rec, &o, digest, archived)
 		o.Change = rec.Change
 	}
 	return o
@@ -337,7 +337,7 @@ func (f *failing) ok(host string) {
 // follow applies the crawl's filters and trap defences to a discovered
 // URL, counting the reason of a refusal.
 func (pl *fetchLoops) follow(lv *live, u *url.URL, canonical string) bool {
-	if reason := lv.rules.skip(u, canonical); reason != "" {
+	if reason := lv.rules.Skip(u, canonical); reason != "" {
 		pl.skips.add(reason)
 		pl.metrics.skipped.WithLabelValues(reason).Inc()
 		return false

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
@@ -40,7 +41,7 @@ func TestAQueuedURLGivenAPriorityIsMovedNotQueuedTwice(t *testing.T) {
 			fmt.Fprint(w, "<p>a page</p>")
 		}))
 		defer site.Close()
-		set := crawl.DefaultSettings()
+		set := settings.Default()
 		set.Rate, set.Burst, set.AllowPrivate = 10, 1, true
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
@@ -26,7 +27,7 @@ func TestRecordsAreComplete(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer site.Close()
-	set := crawl.DefaultSettings()
+	set := settings.Default()
 	set.Rate, set.AllowPrivate = math.Inf(1), true
 	set.Extract = []string{"first_link=body a", "nothing=table td"}
 	seedSite(t, s, site, "records", set)

@@ -15,6 +15,7 @@ import (
 	"github.com/nlnwa/gowarc/v3"
 	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
@@ -31,7 +32,7 @@ func TestARecrawlOverShardsRefetchesEveryPage(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(site.Close)
-		set := crawl.DefaultSettings()
+		set := settings.Default()
 		set.Rate, set.AllowPrivate, set.Shards = math.Inf(1), true, 3
 		seedSite(t, s, site, "rs", set)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -93,7 +94,7 @@ func TestTheSamePayloadIsArchivedOnce(t *testing.T) {
 		}))
 		defer srv.Close()
 		s.FollowWallClock(t)
-		set := crawl.DefaultSettings()
+		set := settings.Default()
 		set.Rate, set.AllowPrivate, set.DedupPayloads = math.Inf(1), true, true
 		root, _ := url.Parse(srv.URL + "/")
 		if _, err := crawl.Seed(context.Background(), s.Client, "same", set, []*url.URL{root}); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/archive"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/render"
@@ -71,8 +72,8 @@ type renderRules struct {
 	match []*regexp.Regexp
 }
 
-func newRenderRules(s Settings) (*renderRules, error) {
-	m, err := compileAll(s.RenderMatch, "--render-match")
+func newRenderRules(s settings.Settings) (*renderRules, error) {
+	m, err := settings.CompilePatterns(s.RenderMatch, "--render-match")
 	return &renderRules{mode: s.Render, match: m}, err
 }
 
@@ -92,7 +93,7 @@ func (r *renderRules) matches(url string) bool {
 // a host in the lane for a match of another URL is fetched plainly.)
 func (r *renderRules) renders(item frontier.Item, res *fetch.Result) bool {
 	return item.Kind != frontier.KindSitemap && res.HTML && res.Status >= 200 && res.Status < 300 &&
-		(r.mode != RenderNever || r.matches(item.URL))
+		(r.mode != settings.RenderNever || r.matches(item.URL))
 }
 
 // boundedSet remembers strings (the hosts this process put in the render

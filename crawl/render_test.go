@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/render"
@@ -83,17 +84,17 @@ func TestWhichPagesARenderWorkerRenders(t *testing.T) {
 		res   *fetch.Result
 		want  bool
 	}{
-		{RenderAlways, nil, frontier.Item{URL: "http://a/"}, html, true},
-		{RenderAuto, nil, frontier.Item{URL: "http://a/"}, html, true},
-		{RenderNever, nil, frontier.Item{URL: "http://a/"}, html, false},
-		{RenderNever, []string{`/app/`}, frontier.Item{URL: "http://a/app/1"}, html, true},
-		{RenderNever, []string{`/app/`}, frontier.Item{URL: "http://a/doc/1"}, html, false},
-		{RenderAlways, nil, frontier.Item{URL: "http://a/s.xml", Kind: frontier.KindSitemap}, html, false},
-		{RenderAlways, nil, frontier.Item{URL: "http://a/"}, &fetch.Result{Status: 404, HTML: true}, false},
-		{RenderAlways, nil, frontier.Item{URL: "http://a/"}, &fetch.Result{Status: 301, HTML: true}, false},
-		{RenderAlways, nil, frontier.Item{URL: "http://a/x.pdf"}, &fetch.Result{Status: 200}, false},
+		{settings.RenderAlways, nil, frontier.Item{URL: "http://a/"}, html, true},
+		{settings.RenderAuto, nil, frontier.Item{URL: "http://a/"}, html, true},
+		{settings.RenderNever, nil, frontier.Item{URL: "http://a/"}, html, false},
+		{settings.RenderNever, []string{`/app/`}, frontier.Item{URL: "http://a/app/1"}, html, true},
+		{settings.RenderNever, []string{`/app/`}, frontier.Item{URL: "http://a/doc/1"}, html, false},
+		{settings.RenderAlways, nil, frontier.Item{URL: "http://a/s.xml", Kind: frontier.KindSitemap}, html, false},
+		{settings.RenderAlways, nil, frontier.Item{URL: "http://a/"}, &fetch.Result{Status: 404, HTML: true}, false},
+		{settings.RenderAlways, nil, frontier.Item{URL: "http://a/"}, &fetch.Result{Status: 301, HTML: true}, false},
+		{settings.RenderAlways, nil, frontier.Item{URL: "http://a/x.pdf"}, &fetch.Result{Status: 200}, false},
 	} {
-		s := DefaultSettings()
+		s := settings.Default()
 		s.Render, s.RenderMatch = c.mode, c.match
 		r, err := newRenderRules(s)
 		if err != nil {
@@ -103,12 +104,12 @@ func TestWhichPagesARenderWorkerRenders(t *testing.T) {
 			t.Errorf("--render %s --render-match %v: %s (status %d, HTML %v): renders %v; want %v", c.mode, c.match, c.item.URL, c.res.Status, c.res.HTML, got, c.want)
 		}
 	}
-	s := DefaultSettings()
+	s := settings.Default()
 	s.RenderMatch = []string{"("}
 	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "--render-match") {
 		t.Errorf("a bad --render-match: %v; want an error naming the flag", err)
 	}
-	s = DefaultSettings()
+	s = settings.Default()
 	s.Render = "sometimes"
 	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "render") {
 		t.Errorf("--render sometimes: %v; want an error", err)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/render"
 )
@@ -59,8 +60,8 @@ func TestAPageThatNeverSettlesFailsWithARecordThatSaysSo(t *testing.T) {
 		}
 	}))
 	defer func() { close(hang); srv.Close() }()
-	set := crawl.DefaultSettings()
-	set.Rate, set.AllowPrivate, set.Render = 1000, true, crawl.RenderAlways
+	set := settings.Default()
+	set.Rate, set.AllowPrivate, set.Render = 1000, true, settings.RenderAlways
 	seed, _ := url.Parse(srv.URL + "/")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -120,8 +121,8 @@ document.getElementById('app').innerHTML = '<a href="/after.html">a</a>' }</scri
 		}
 	}))
 	defer srv.Close()
-	set := crawl.DefaultSettings()
-	set.Rate, set.AllowPrivate, set.Render = 1000, true, crawl.RenderAlways
+	set := settings.Default()
+	set.Rate, set.AllowPrivate, set.Render = 1000, true, settings.RenderAlways
 	seed, _ := url.Parse(srv.URL + "/")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
@@ -30,7 +31,7 @@ func TestCrawlHeadersAreSent(t *testing.T) {
 		w.Write([]byte(`<a href="/a">a</a><a href="/b">b</a>`))
 	}))
 	defer srv.Close()
-	set := crawl.DefaultSettings()
+	set := settings.Default()
 	set.Rate, set.AllowPrivate = math.Inf(1), true
 	set.Headers = []string{"X-Crawl: yes", "Authorization: Bearer t"}
 	root, _ := url.Parse(srv.URL + "/")

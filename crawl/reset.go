@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redis/go-redis/v9"
 )
@@ -40,7 +41,7 @@ func Reset(ctx context.Context, c redis.UniversalClient, name string, force bool
 		return rep, err
 	}
 	shards := 1 // a crawl half reset already has no settings: its patterns still match its shards
-	if set, err := LoadSettings(ctx, c, name); err == nil {
+	if set, err := settings.Load(ctx, c, name); err == nil {
 		shards = set.Shards
 	}
 	fr, err := frontier.New(c, name, frontier.Options{Shards: shards})

@@ -2,12 +2,12 @@ package crawl
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
 
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redis/go-redis/v9"
@@ -42,49 +42,10 @@ const (
 	growRate   = 0.4 // an unchanged page's × (1 + growRate)
 )
 
-// defaultFirstRevisit is the first interval of a crawl without --revisit:
-// what `crawler recrawl` without --all counts as due.
-const defaultFirstRevisit = 24 * time.Hour
-
-// revisitBounds are the schedule's first interval and its bounds.
-func (s Settings) revisitBounds() (first, lo, hi time.Duration) {
-	first = s.Revisit
-	if first <= 0 {
-		first = defaultFirstRevisit
-	}
-	lo, hi = s.RevisitMin, s.RevisitMax
-	if lo <= 0 {
-		lo = max(first/10, time.Second)
-	}
-	if hi <= 0 {
-		hi = first * 30
-	}
-	return min(max(first, lo), hi), lo, hi
-}
-
-func (s Settings) checkRevisit() error {
-	if s.Revisit < 0 || s.RevisitMin < 0 || s.RevisitMax < 0 {
-		return errors.New("--revisit, --revisit-min and --revisit-max cannot be negative")
-	}
-	if s.Revisit > 0 && !s.KeepVisits {
-		return errors.New("--revisit needs --keep-visits: a continuous crawl refetches by what each fetch kept")
-	}
-	if s.Revisit > 0 && s.MaxPages > 0 {
-		return errors.New("--revisit with --max-pages: a continuous crawl never ends, so a page budget would only stop it for good; drop one")
-	}
-	if s.Revisit > 0 && s.Revisit < time.Second {
-		return fmt.Errorf("--revisit %v: want at least 1s (0: a crawl that ends)", s.Revisit)
-	}
-	if _, lo, hi := s.revisitBounds(); lo < time.Second || lo > hi {
-		return fmt.Errorf("--revisit-min %v and --revisit-max %v: want a minimum of at least 1s, and no more than the maximum", lo, hi)
-	}
-	return nil
-}
-
 // nextInterval is the schedule's interval after a visit that found the
 // page changed or not (prev 0: the first visit).
-func (s Settings) nextInterval(prev time.Duration, change string) time.Duration {
-	first, lo, hi := s.revisitBounds()
+func nextInterval(s settings.Settings, prev time.Duration, change string) time.Duration {
+	first, lo, hi := s.RevisitBounds()
 	switch {
 	case prev <= 0:
 		return first
@@ -108,7 +69,7 @@ func validators(v *frontier.Visit) fetch.Validators {
 // rec's change, o's visit and due time. last is the visit the fetch was
 // made with (nil: its first); digest the payload digest of the answer
 // (archived or not), ref where the content it had is archived whole.
-func (s Settings) revisitOutcome(last *frontier.Visit, rec *Record, o *frontier.Outcome, digest string, ref *frontier.Visit) {
+func revisitOutcome(s settings.Settings, last *frontier.Visit, rec *Record, o *frontier.Outcome, digest string, ref *frontier.Visit) {
 	next := frontier.Visit{Status: rec.Status}
 	if last != nil {
 		next = *last
@@ -140,7 +101,7 @@ func (s Settings) revisitOutcome(last *frontier.Visit, rec *Record, o *frontier.
 		next.RefURI, next.RefDate = ref.RefURI, ref.RefDate
 	}
 	rec.Change = change
-	interval := s.nextInterval(time.Duration(next.Interval)*time.Second, change)
+	interval := nextInterval(s, time.Duration(next.Interval)*time.Second, change)
 	next.Interval = int64(interval / time.Second)
 	if !s.KeepVisits {
 		return // counted as a change, kept for nothing

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
 )
 
@@ -11,26 +12,26 @@ import (
 // --revisit-min, one that never changes goes up to --revisit-max, each by
 // Nutch's rates, and the first interval is --revisit.
 func TestTheScheduleShrinksForChangesAndGrowsWithout(t *testing.T) {
-	s := DefaultSettings()
+	s := settings.Default()
 	s.Revisit, s.RevisitMin, s.RevisitMax = 100*time.Second, 10*time.Second, 1000*time.Second
-	if got := s.nextInterval(0, ChangeNew); got != 100*time.Second {
+	if got := nextInterval(s, 0, ChangeNew); got != 100*time.Second {
 		t.Fatalf("first interval %v; want --revisit", got)
 	}
-	if got := s.nextInterval(100*time.Second, ChangeChanged); got != 80*time.Second {
+	if got := nextInterval(s, 100*time.Second, ChangeChanged); got != 80*time.Second {
 		t.Errorf("after a change %v; want 80s", got)
 	}
-	if got := s.nextInterval(100*time.Second, ChangeUnchanged); got != 140*time.Second {
+	if got := nextInterval(s, 100*time.Second, ChangeUnchanged); got != 140*time.Second {
 		t.Errorf("after no change %v; want 140s", got)
 	}
 	hot, cold := 100*time.Second, 100*time.Second
 	for range 30 {
-		hot, cold = s.nextInterval(hot, ChangeChanged), s.nextInterval(cold, ChangeUnchanged)
+		hot, cold = nextInterval(s, hot, ChangeChanged), nextInterval(s, cold, ChangeUnchanged)
 	}
 	if hot != 10*time.Second || cold != 1000*time.Second {
 		t.Errorf("after 30 visits: %v for a page that always changed, %v for one that never did; want the bounds", hot, cold)
 	}
-	var d Settings = DefaultSettings()
-	if first, lo, hi := d.revisitBounds(); first != 24*time.Hour || lo != 144*time.Minute || hi != 720*time.Hour {
+	var d settings.Settings = settings.Default()
+	if first, lo, hi := d.RevisitBounds(); first != 24*time.Hour || lo != 144*time.Minute || hi != 720*time.Hour {
 		t.Errorf("default bounds %v %v %v", first, lo, hi)
 	}
 	s.RevisitMin = 2000 * time.Second
@@ -39,11 +40,11 @@ func TestTheScheduleShrinksForChangesAndGrowsWithout(t *testing.T) {
 	}
 }
 
-func outcomeOf(t *testing.T, s Settings, last *frontier.Visit, status int, headers map[string]string, digest string, ref *frontier.Visit) (Record, frontier.Outcome, frontier.Visit) {
+func outcomeOf(t *testing.T, s settings.Settings, last *frontier.Visit, status int, headers map[string]string, digest string, ref *frontier.Visit) (Record, frontier.Outcome, frontier.Visit) {
 	t.Helper()
 	rec := Record{Status: status, Headers: headers}
 	var o frontier.Outcome
-	s.revisitOutcome(last, &rec, &o, digest, ref)
+	revisitOutcome(s, last, &rec, &o, digest, ref)
 	if o.Visit == nil {
 		t.Fatal("no visit kept")
 	}
@@ -57,7 +58,7 @@ func outcomeOf(t *testing.T, s Settings, last *frontier.Visit, status int, heade
 
 // What a fetch leaves for the next one, by how it compares with the last.
 func TestAVisitKeepsValidatorsDigestAndWhereTheContentIs(t *testing.T) {
-	s := DefaultSettings()
+	s := settings.Default()
 	s.Revisit, s.RevisitMin, s.RevisitMax = 100*time.Second, 10*time.Second, 1000*time.Second
 	rec, o, v := outcomeOf(t, s, nil, 200, map[string]string{"etag": `"a"`, "last-modified": "Mon"}, "sha1:A", &frontier.Visit{RefDate: 7})
 	if rec.Change != ChangeNew || v.ETag != `"a"` || v.LastModified != "Mon" || v.Digest != "sha1:A" || v.RefDate != 7 || v.Interval != 100 || o.Due != 100*time.Second {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
@@ -39,7 +40,7 @@ func TestRobotsUnreachableGivesUpAsFailed(t *testing.T) {
 			fmt.Fprint(w, "<html><body>hello</body></html>")
 		}))
 		defer srv.Close()
-		set := crawl.DefaultSettings()
+		set := settings.Default()
 		set.Rate, set.AllowPrivate, set.RobotsGiveUp = math.Inf(1), true, time.Second
 		var seeds []*url.URL
 		for i := 0; i < 5; i++ {
@@ -92,7 +93,7 @@ func TestRobotsTxtReadAsTheRFCDoes(t *testing.T) {
 			fmt.Fprint(w, "<html><body>hello</body></html>")
 		}))
 		defer srv.Close()
-		set := crawl.DefaultSettings()
+		set := settings.Default()
 		set.AllowPrivate = true
 		var seeds []*url.URL
 		// /secret/x first: a URL queued after /page would wait the minute
@@ -138,7 +139,7 @@ func TestASlowRobotsTxtBunchesNoRequests(t *testing.T) {
 	wholeCrawl(t)
 	s := redistest.Real(t)
 	site := newPageSite(t, 1500*time.Millisecond, nil) // a slow server: its robots.txt takes 1.5 s
-	set := crawl.DefaultSettings()
+	set := settings.Default()
 	set.Rate, set.Burst, set.AllowPrivate = 5, 1, true
 	seeds := site.seeds(24)
 	seedAndCrawl(t, s, "slowrobots", set, seeds...)
@@ -162,7 +163,7 @@ func TestASlowRobotsTxtBunchesNoRequests(t *testing.T) {
 func TestURLsThatWaitedForRobotsTxtGetNewTokens(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		site := newPageSite(t, 200*time.Millisecond, nil)
-		set := crawl.DefaultSettings()
+		set := settings.Default()
 		set.Rate, set.Burst, set.AllowPrivate = 100_000, 1000, true
 		seeds := site.seeds(24)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -213,7 +214,7 @@ func TestACrawlDelayLearntAfterThePopHoldsForItsURLs(t *testing.T) {
 			}
 		}))
 		defer site.Close()
-		set := crawl.DefaultSettings()
+		set := settings.Default()
 		set.Rate, set.AllowPrivate = math.Inf(1), true
 		seed, _ := url.Parse(site.URL + "/")
 		if _, err := crawl.Seed(context.Background(), s.Client, "delay-late", set, []*url.URL{seed}); err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
@@ -55,7 +56,7 @@ func TestRobotsDirectivesInHeadersAndMetaTags(t *testing.T) {
 			}
 		}))
 		defer srv.Close()
-		set := crawl.DefaultSettings()
+		set := settings.Default()
 		set.Rate, set.AllowPrivate = math.Inf(1), true
 		seed, _ := url.Parse(srv.URL + "/")
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -114,7 +115,7 @@ func TestObeyNoArchiveKeepsThemOutOfTheWARC(t *testing.T) {
 		defer srv.Close()
 		for _, obey := range []bool{true, false} {
 			name := fmt.Sprintf("noarch-%v", obey)
-			set := crawl.DefaultSettings()
+			set := settings.Default()
 			set.Rate, set.AllowPrivate, set.ObeyNoArchive = math.Inf(1), true, obey
 			set.KeepTypes = []string{"text/html", "application/pdf"}
 			seed, _ := url.Parse(srv.URL + "/")

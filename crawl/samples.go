@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/archive"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/render"
@@ -34,7 +35,7 @@ const (
 // fetched as a sample of its host, unless this process knows the host
 // needs none (it has its verdict, or its samples).
 func (pl *fetchLoops) offerSample(ctx context.Context, lv *live, item frontier.Item, u *url.URL, r *fetch.Result) {
-	if lv.render.mode != RenderAuto || pl.render != nil || item.Kind == frontier.KindSitemap || !r.HTML ||
+	if lv.render.mode != settings.RenderAuto || pl.render != nil || item.Kind == frontier.KindSitemap || !r.HTML ||
 		r.Status < 200 || r.Status >= 300 || pl.sampled.has(u.Host) {
 		return
 	}
@@ -55,7 +56,7 @@ func (pl *fetchLoops) offerSample(ctx context.Context, lv *live, item frontier.I
 // samples plain workers offer, one at a time, until ctx ends.
 func (pl *fetchLoops) sampleLoop(ctx context.Context) {
 	for ctx.Err() == nil {
-		if pl.cur.Load().render.mode != RenderAuto {
+		if pl.cur.Load().render.mode != settings.RenderAuto {
 			sleep(ctx, time.Second)
 			continue
 		}
@@ -150,7 +151,7 @@ func pathPrefix(u *url.URL) string {
 // page is still to teach it (rendered, and compared with its own HTML).
 // Verdicts are final, so they are remembered.
 func (pl *fetchLoops) byPrefix(ctx context.Context, lv *live, u *url.URL) (render, learn bool) {
-	if lv.render.mode != RenderAuto || lv.render.matches(u.String()) {
+	if lv.render.mode != settings.RenderAuto || lv.render.matches(u.String()) {
 		return true, false
 	}
 	key := u.Host + " " + pathPrefix(u)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/fence"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/leader"
@@ -25,7 +26,7 @@ type scheduler struct {
 	cfg         leader.Config
 	every       time.Duration // sweep at least this often
 	maxAttempts int
-	settings    func() Settings                      // the settings the worker acts on (its page budget)
+	settings    func() settings.Settings             // the settings the worker acts on (its page budget)
 	reload      func(context.Context) (*live, error) // reads newer settings (Worker.reload)
 	log         *slog.Logger
 	markGone    func()

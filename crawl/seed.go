@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redis/go-redis/v9"
 )
@@ -51,24 +52,24 @@ type Seeder struct {
 }
 
 // NewSeeder stores s as the crawl's settings (creating the crawl when it
-// is new; see StoreSettings) and opens its filter.
-func NewSeeder(ctx context.Context, c redis.UniversalClient, name string, s Settings, o SeedOptions) (*Seeder, error) {
+// is new; see settings.Store) and opens its filter.
+func NewSeeder(ctx context.Context, c redis.UniversalClient, name string, s settings.Settings, o SeedOptions) (*Seeder, error) {
 	if err := CheckName(name); err != nil {
 		return nil, err
 	}
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	if _, err := LoadSettings(ctx, c, name); errors.Is(err, ErrNoCrawl) {
+	if _, err := settings.Load(ctx, c, name); errors.Is(err, ErrNoCrawl) {
 		if err := fitsRedis(ctx, c, name, s); err != nil { // a new crawl's filter is allocated whole
 			return nil, err
 		}
 	}
-	s, err := StoreSettings(ctx, c, name, s)
+	s, err := settings.Store(ctx, c, name, s)
 	if err != nil {
 		return nil, err
 	}
-	fr, err := frontier.Create(ctx, c, name, s.FrontierOptions(), s.bloom())
+	fr, err := frontier.Create(ctx, c, name, FrontierOptions(s), s.Bloom())
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +77,7 @@ func NewSeeder(ctx context.Context, c redis.UniversalClient, name string, s Sett
 	if err != nil {
 		return nil, err
 	}
-	if s.Render == RenderAlways {
+	if s.Render == settings.RenderAlways {
 		// Before any URL is queued: every host is the render lane's.
 		if err := fr.Render.SetDefaultLane(ctx, frontier.LaneRender); err != nil {
 			return nil, fmt.Errorf("crawl: seed: %w", err)
@@ -223,7 +224,7 @@ func (sd *Seeder) enqueue(ctx context.Context, items []frontier.Item) (queued, s
 func (sd *Seeder) Report() SeedReport { return sd.report }
 
 // Seed adds seeds in one batch: NewSeeder, then Add.
-func Seed(ctx context.Context, c redis.UniversalClient, name string, s Settings, seeds []*url.URL) (SeedReport, error) {
+func Seed(ctx context.Context, c redis.UniversalClient, name string, s settings.Settings, seeds []*url.URL) (SeedReport, error) {
 	sd, err := NewSeeder(ctx, c, name, s, SeedOptions{})
 	if err != nil {
 		return SeedReport{}, err

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -18,7 +19,7 @@ import (
 func TestSeedsAreNeverFalsePositives(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
-		set := crawl.DefaultSettings()
+		set := settings.Default()
 		set.ExpectedURLs, set.FPRate = 3000, 0.5
 		const distinct = 3000
 		var seeds []*url.URL

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redis/go-redis/v9"
 )
@@ -86,7 +87,7 @@ func setOnce(ctx context.Context, c redis.UniversalClient, name string, given ma
 		return SetReport{}, err
 	}
 	s := old
-	for _, st := range SettingTable {
+	for _, st := range settings.Table {
 		if v, ok := given[st.Flag]; ok {
 			if err := st.Parse(&s, v); err != nil {
 				return SetReport{}, fmt.Errorf("%w: --%s: %v", ErrSettings, st.Flag, err)
@@ -103,7 +104,7 @@ func setOnce(ctx context.Context, c redis.UniversalClient, name string, given ma
 	}
 	rep := SetReport{}
 	fields := map[string]string{}
-	for _, st := range SettingTable {
+	for _, st := range settings.Table {
 		if from, to := st.Format(&old), st.Format(&s); from != to {
 			rep.Changes = append(rep.Changes, Change{Flag: st.Flag, From: from, To: to})
 			fields[st.Field] = to
@@ -161,17 +162,17 @@ func (r SetReport) Sentence() string {
 }
 
 // settingByFlag is the setting whose flag is flag.
-func settingByFlag(flag string) (Setting, bool) {
-	for _, st := range SettingTable {
+func settingByFlag(flag string) (settings.Setting, bool) {
+	for _, st := range settings.Table {
 		if st.Flag == flag {
 			return st, true
 		}
 	}
-	return Setting{}, false
+	return settings.Setting{}, false
 }
 
 // NotLiveWhy says why a setting stays as seeded.
-func NotLiveWhy(st Setting) string {
+func NotLiveWhy(st settings.Setting) string {
 	switch st.Field {
 	case "scope", "keep_tracking_params":
 		return "the URLs queued and seen were judged and written under it (reset and seed anew)"
@@ -186,7 +187,7 @@ func NotLiveWhy(st Setting) string {
 // LiveFlags are the flags of the settings 'crawler set' may change.
 func LiveFlags() []string {
 	var out []string
-	for _, st := range SettingTable {
+	for _, st := range settings.Table {
 		if st.Live {
 			out = append(out, st.Flag)
 		}

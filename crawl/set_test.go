@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
@@ -58,7 +59,7 @@ func TestARateChangedMidCrawlHoldsForEveryWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer site.Close()
-	set := crawl.DefaultSettings()
+	set := settings.Default()
 	set.Rate, set.Burst, set.AllowPrivate, set.ExpectedURLs = 20, 1, true, 10000
 	seedSite(t, s, site, "live", set)
 	host := site.Hosts()[0]
@@ -147,8 +148,8 @@ func TestARateChangedMidCrawlHoldsForEveryWorker(t *testing.T) {
 func TestSetRefusesWhatCannotChange(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
-		set := crawl.DefaultSettings()
-		if _, err := crawl.StoreSettings(ctx, s.Client, "fixed", set); err != nil {
+		set := settings.Default()
+		if _, err := settings.Store(ctx, s.Client, "fixed", set); err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range []struct {
@@ -168,7 +169,7 @@ func TestSetRefusesWhatCannotChange(t *testing.T) {
 				t.Errorf("SetSettings(%v) = %v; want %v saying %q", c.given, err, c.is, c.says)
 			}
 		}
-		if got, _ := crawl.LoadSettings(ctx, s.Client, "fixed"); got.Version != 0 || got.Burst != 1 {
+		if got, _ := settings.Load(ctx, s.Client, "fixed"); got.Version != 0 || got.Burst != 1 {
 			t.Fatalf("after refused changes: version %d, burst %d; want nothing written", got.Version, got.Burst)
 		}
 		if _, err := crawl.SetSettings(ctx, s.Client, "none", map[string]string{"rate": "2"}, "bob"); !errors.Is(err, crawl.ErrNoCrawl) {
@@ -192,7 +193,7 @@ func TestARaisedBudgetReopensAnEndedCrawl(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer site.Close()
-				set := crawl.DefaultSettings()
+				set := settings.Default()
 				set.Rate, set.AllowPrivate, set.MaxPages, set.Shards, set.ExpectedURLs = math.Inf(1), true, 30, shards, 10000
 				seedSite(t, s, site, "more", set)
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -248,7 +249,7 @@ func TestHighPrioritySeedsAreFetchedFirst(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		srv, hits := recordingSite(t, func(w io.Writer, _ string) { io.WriteString(w, "<html><body>a page</body></html>") })
 		s.FollowWallClock(t)
-		set := crawl.DefaultSettings()
+		set := settings.Default()
 		set.Rate, set.Burst, set.AllowPrivate, set.MaxDepth = 20, 1, true, 0
 		seed := func(prefix string, n, priority int) {
 			var urls []*url.URL
@@ -312,7 +313,7 @@ func TestAWorkersOwnSettingsFollowAChange(t *testing.T) {
 			}
 		})
 		s.FollowWallClock(t)
-		set := crawl.DefaultSettings()
+		set := settings.Default()
 		set.Rate, set.Burst, set.AllowPrivate, set.Headers = 20, 1, true, []string{"X-Run: 1"}
 		root, _ := url.Parse(srv.URL + "/")
 		if _, err := crawl.Seed(context.Background(), s.Client, "own", set, []*url.URL{root}); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redis/go-redis/v9"
 )
@@ -224,15 +225,15 @@ func runSim(t simT, p simParams, rules simRules, limit time.Duration) simResult 
 	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	defer c.Close()
 	c.HSet(ctx, frontier.KeysFor("sim").Config, "scope", "host")
-	st := DefaultSettings()
+	st := settings.Default()
 	st.Rate, st.Burst, st.ExpectedURLs = p.Rate, p.Burst, 10_000
 	if p.Rate <= 0 {
 		st.Rate = math.Inf(1)
 	}
-	o := st.FrontierOptions()
+	o := FrontierOptions(st)
 	o.Shards, o.Lease = 1, time.Hour
 	o.Clock = func() time.Time { return s.clock }
-	seedFr, err := frontier.Create(ctx, c, "sim", o, st.bloom())
+	seedFr, err := frontier.Create(ctx, c, "sim", o, st.Bloom())
 	if err != nil {
 		t.Fatal(err)
 	}

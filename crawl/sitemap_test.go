@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
@@ -74,7 +75,7 @@ func crawlSitemapSite(t *testing.T, name string, sitemaps bool, explicit bool) [
 	s := redistest.Real(t)
 	srv, hidden := sitemapSite(t)
 	defer srv.Close()
-	set := crawl.DefaultSettings()
+	set := settings.Default()
 	set.Rate, set.AllowPrivate, set.Sitemaps = math.Inf(1), true, sitemaps
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -140,7 +141,7 @@ func TestSitemapLocationRule(t *testing.T) {
 			fmt.Fprint(w, "<html><body>page</body></html>")
 		}))
 		defer srv.Close()
-		set := crawl.DefaultSettings()
+		set := settings.Default()
 		set.Rate, set.AllowPrivate = math.Inf(1), true
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

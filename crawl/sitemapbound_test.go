@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
@@ -90,7 +91,7 @@ func sitemapCrawl(t *testing.T, s *redistest.Server, name string, urls, perSitem
 		fmt.Fprint(w, b.String())
 	}))
 	defer srv.Close()
-	set := crawl.DefaultSettings()
+	set := settings.Default()
 	set.Rate, set.AllowPrivate, set.MaxPagesPerHost = math.Inf(1), true, hostCap
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

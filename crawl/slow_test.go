@@ -15,6 +15,7 @@ import (
 	"github.com/nlnwa/gowarc/v3"
 	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
 	"github.com/redcrawl/crawler/internal/tmpfs"
@@ -44,7 +45,7 @@ func TestSlowRedisSlowsTheCrawlDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer site.Close()
-	set := crawl.DefaultSettings()
+	set := settings.Default()
 	set.Rate, set.AllowPrivate = math.Inf(1), true // no token calls: the exchange is what is slow
 	seedSite(t, s, site, "slow", set)
 	slow := s.NewClient(t)
@@ -85,7 +86,7 @@ func smallSite(t *testing.T, s *redistest.Server, name string) *testsite.Site {
 		t.Fatal(err)
 	}
 	t.Cleanup(site.Close)
-	set := crawl.DefaultSettings()
+	set := settings.Default()
 	set.Rate, set.AllowPrivate = math.Inf(1), true
 	seedSite(t, s, site, name, set)
 	return site

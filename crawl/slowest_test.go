@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
 )
@@ -25,13 +26,13 @@ func TestAHostAtTheSlowestRateHoldsNoOtherBack(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer site.Close()
-		set := crawl.DefaultSettings()
+		set := settings.Default()
 		set.Rate, set.Burst, set.AllowPrivate = 50, 5, true
 		seedSite(t, s, site, "slowest", set)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		slow := site.Hosts()[2]
-		if _, err := crawl.ChangeHost(ctx, s.Client, "slowest", slow, crawl.HostChange{Rate: crawl.MinRate, Burst: 1, By: "test"}); err != nil {
+		if _, err := crawl.ChangeHost(ctx, s.Client, "slowest", slow, crawl.HostChange{Rate: settings.MinRate, Burst: 1, By: "test"}); err != nil {
 			t.Fatal(err)
 		}
 		var logs syncBuf

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
@@ -30,7 +31,7 @@ func TestStatusSaysWhyACrawlEnded(t *testing.T) {
 			[]string{"revisits", "next due"}},
 	} {
 		site := newPageSite(t, 0, nil)
-		set := crawl.DefaultSettings()
+		set := settings.Default()
 		set.Rate, set.AllowPrivate, set.MaxPages = math.Inf(1), true, c.budget
 		if _, err := crawl.Seed(ctx, s.Client, c.name, set, site.seeds(20)); err != nil {
 			t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
@@ -89,7 +90,7 @@ func TestTrapsCostLittleByDefault(t *testing.T) {
 	s := redistest.Real(t)
 	srv, fetched := trapSite(t)
 	defer srv.Close()
-	set := crawl.DefaultSettings()
+	set := settings.Default()
 	set.Rate, set.AllowPrivate, set.MaxPages = math.Inf(1), true, 3000
 	seed, _ := url.Parse(srv.URL + "/p/0.html")
 	if _, err := crawl.Seed(context.Background(), s.Client, "traps", set, []*url.URL{seed}); err != nil {
@@ -130,7 +131,7 @@ func TestFiltersSteerTheCrawl(t *testing.T) {
 	s := redistest.Real(t)
 	srv, fetched := trapSite(t)
 	defer srv.Close()
-	set := crawl.DefaultSettings()
+	set := settings.Default()
 	set.Rate, set.AllowPrivate, set.MaxPages = math.Inf(1), true, 300
 	set.Deny = []string{`/cal/`}                            // no calendar
 	set.Allow = []string{`/p/\d+\.html$`, `/cal/`, `/rep/`} // nor shop (not allowed)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/archive"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/leader"
@@ -69,7 +70,7 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 	if o.Render != nil && !strings.HasSuffix(o.ID, RenderWorkerSuffix) {
 		o.ID += RenderWorkerSuffix // status counts the render workers by it
 	}
-	s, err := LoadSettings(ctx, c, name)
+	s, err := settings.Load(ctx, c, name)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +88,7 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 	if w.now == nil {
 		w.now = time.Now
 	}
-	fo := s.FrontierOptions()
+	fo := FrontierOptions(s)
 	fo.Lease, fo.Clock = o.Lease, o.Clock
 	if o.Render != nil {
 		// No browser, no worker: found now, in one line.
@@ -142,7 +143,7 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 // fetchConfig is the fetcher's configuration for the crawl's settings s
 // and the worker's options o: its user agent, headers and guard, and a
 // proxy (--proxy, or the usual variables).
-func fetchConfig(s Settings, o Options) (fetch.Config, error) {
+func fetchConfig(s settings.Settings, o Options) (fetch.Config, error) {
 	fcfg := fetch.DefaultConfig()
 	if o.Fetch != nil {
 		fcfg = *o.Fetch
@@ -185,7 +186,7 @@ func (w *Worker) openWARC() error {
 }
 
 // Settings are the crawl's settings as this worker read them.
-func (w *Worker) Settings() Settings { return w.settings() }
+func (w *Worker) Settings() settings.Settings { return w.settings() }
 
 func (w *Worker) refreshScope(ctx context.Context) error {
 	hosts, err := w.fr.Scope.Hosts(ctx)

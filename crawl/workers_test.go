@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
@@ -47,7 +48,7 @@ func TestStatusSaysWhatEachWorkersHeartbeatSaid(t *testing.T) {
 			close(release)
 		}
 	}()
-	set := crawl.DefaultSettings()
+	set := settings.Default()
 	set.Rate, set.Burst, set.AllowPrivate = 1000, 10, true
 	root, _ := url.Parse(srv.URL + "/")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

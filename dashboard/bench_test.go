@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/leader"
@@ -73,7 +74,7 @@ func BenchmarkRefresh(b *testing.B) {
 // benchCrawl seeds crawl "b" as BenchmarkRefresh describes.
 func benchCrawl(b *testing.B, c *redis.Client, shards int) {
 	ctx := context.Background()
-	set := crawl.DefaultSettings()
+	set := settings.Default()
 	set.Shards, set.Rate, set.Burst = shards, 2, 1
 	var seeds []*url.URL
 	for h := 0; h < 1000; h++ {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/dashboard"
 	"github.com/redcrawl/crawler/internal/redistest"
@@ -49,7 +50,7 @@ func TestTheDashboardsControlsNeedTheTokenAndItsOwnOrigin(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		seed, _ := url.Parse("http://a.example/")
-		if _, err := crawl.Seed(ctx, s.Client, "c", crawl.DefaultSettings(), []*url.URL{seed}); err != nil {
+		if _, err := crawl.Seed(ctx, s.Client, "c", settings.Default(), []*url.URL{seed}); err != nil {
 			t.Fatal(err)
 		}
 		srv := httptest.NewServer(dashboard.New(s.Client, dashboard.Config{Crawl: "c", Token: "tok", Control: true, Every: 10 * time.Millisecond}))

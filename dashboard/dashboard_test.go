@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/dashboard"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
@@ -28,7 +29,7 @@ import (
 func TestTheDashboardServesTheStateAndNoSecret(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
-		set := crawl.DefaultSettings()
+		set := settings.Default()
 		set.Headers = []string{"Authorization: Bearer s3cret-value"}
 		seed, _ := url.Parse("http://example.test/")
 		if _, err := crawl.Seed(ctx, s.Client, "d", set, []*url.URL{seed}); err != nil {
@@ -114,7 +115,7 @@ func TestTheTokenGuardsTheDashboard(t *testing.T) {
 	srv := httptest.NewServer(dashboard.New(s.Client, dashboard.Config{Crawl: "d", Token: "t0k", Every: time.Millisecond}))
 	defer srv.Close()
 	root, _ := url.Parse("http://a.example/")
-	if _, err := crawl.Seed(context.Background(), s.Client, "d", crawl.DefaultSettings(), []*url.URL{root}); err != nil {
+	if _, err := crawl.Seed(context.Background(), s.Client, "d", settings.Default(), []*url.URL{root}); err != nil {
 		t.Fatal(err)
 	}
 	for path, want := range map[string]int{
@@ -159,10 +160,10 @@ func TestTheSchedulersTimelineIsTheLocksEvents(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		seed, _ := url.Parse("http://example.test/")
-		if _, err := crawl.Seed(ctx, s.Client, "d", crawl.DefaultSettings(), []*url.URL{seed}); err != nil {
+		if _, err := crawl.Seed(ctx, s.Client, "d", settings.Default(), []*url.URL{seed}); err != nil {
 			t.Fatal(err)
 		}
-		fr, err := crawl.OpenFrontier(ctx, s.Client, "d", crawl.DefaultSettings())
+		fr, err := crawl.OpenFrontier(ctx, s.Client, "d", settings.Default())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,16 +197,16 @@ func TestTheSchedulersTimelineIsTheLocksEvents(t *testing.T) {
 func TestTheDashboardShowsRendering(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
-		for _, mode := range []string{crawl.RenderNever, crawl.RenderAuto, crawl.RenderAlways} {
+		for _, mode := range []string{settings.RenderNever, settings.RenderAuto, settings.RenderAlways} {
 			s.Client.FlushDB(ctx)
-			set := crawl.DefaultSettings()
+			set := settings.Default()
 			set.Render = mode
 			seed, _ := url.Parse("http://app.example.test/")
 			if _, err := crawl.Seed(ctx, s.Client, "r", set, []*url.URL{seed}); err != nil {
 				t.Fatal(err)
 			}
-			if mode == crawl.RenderAuto {
-				stored, err := crawl.LoadSettings(ctx, s.Client, "r")
+			if mode == settings.RenderAuto {
+				stored, err := settings.Load(ctx, s.Client, "r")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -219,15 +220,15 @@ func TestTheDashboardShowsRendering(t *testing.T) {
 			}
 			r := stateOf(t, s, "r").Render
 			switch mode {
-			case crawl.RenderNever:
+			case settings.RenderNever:
 				if r != nil {
 					t.Errorf("--render never: the state shows rendering %+v", r)
 				}
-			case crawl.RenderAlways:
+			case settings.RenderAlways:
 				if r == nil || r.LaneQueued != 1 || r.Workers != 0 || !strings.Contains(r.Line, "waits for one") {
 					t.Errorf("--render always, no render worker: %+v; want the seed's host queued in the render lane, and said to wait", r)
 				}
-			case crawl.RenderAuto:
+			case settings.RenderAuto:
 				if r == nil || r.LaneQueued != 0 || r.SamplesWaiting != 1 || r.Learned["app.example.test"] != frontier.VerdictLearning {
 					t.Errorf("--render auto, a sample offered: %+v; want it waiting and the host learning", r)
 				}
@@ -242,9 +243,9 @@ func TestTheDashboardShowsRendering(t *testing.T) {
 func TestTheDashboardShowsTheBusiestServers(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
-		for _, mode := range []string{crawl.PolitenessHost, crawl.PolitenessIP} {
+		for _, mode := range []string{settings.PolitenessHost, settings.PolitenessIP} {
 			s.Client.FlushDB(ctx)
-			set := crawl.DefaultSettings()
+			set := settings.Default()
 			set.Politeness = mode
 			var seeds []*url.URL
 			for _, h := range []string{"a.example.test", "b.example.test"} {
@@ -254,7 +255,7 @@ func TestTheDashboardShowsTheBusiestServers(t *testing.T) {
 			if _, err := crawl.Seed(ctx, s.Client, "ip", set, seeds); err != nil {
 				t.Fatal(err)
 			}
-			stored, err := crawl.LoadSettings(ctx, s.Client, "ip")
+			stored, err := settings.Load(ctx, s.Client, "ip")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -266,13 +267,13 @@ func TestTheDashboardShowsTheBusiestServers(t *testing.T) {
 				{Host: "b.example.test", Addr: "192.0.2.1", TTL: time.Hour}}); err != nil {
 				t.Fatal(err)
 			}
-			want := map[string]int{crawl.PolitenessHost: 2, crawl.PolitenessIP: 1}[mode] // a token a host, or the server's one
+			want := map[string]int{settings.PolitenessHost: 2, settings.PolitenessIP: 1}[mode] // a token a host, or the server's one
 			if x, err := fr.Exchange(ctx, nil, nil, 2); err != nil || len(x.Popped) != want {
 				t.Fatalf("%s: popped %d, %v; want %d", mode, len(x.Popped), err, want)
 			}
 			st := stateOf(t, s, "ip")
 			want = 0
-			if mode == crawl.PolitenessIP {
+			if mode == settings.PolitenessIP {
 				want = 1
 			}
 			if len(st.Addresses) != want || want == 1 && (st.Addresses[0].Addr != "192.0.2.1" || st.Addresses[0].Tokens != 1 || st.Addresses[0].Hosts != 2) {
@@ -304,7 +305,7 @@ func stateOf(t *testing.T, s *redistest.Server, name string) dashboard.State {
 func TestTheDashboardShowsExportGroups(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
-		set := crawl.DefaultSettings()
+		set := settings.Default()
 		seed, _ := url.Parse("http://a.example.test/")
 		if _, err := crawl.Seed(ctx, s.Client, "g", set, []*url.URL{seed}); err != nil {
 			t.Fatal(err)
@@ -312,7 +313,7 @@ func TestTheDashboardShowsExportGroups(t *testing.T) {
 		if st := stateOf(t, s, "g"); len(st.Groups) != 0 {
 			t.Fatalf("groups %+v before any", st.Groups)
 		}
-		stored, err := crawl.LoadSettings(ctx, s.Client, "g")
+		stored, err := settings.Load(ctx, s.Client, "g")
 		if err != nil {
 			t.Fatal(err)
 		}

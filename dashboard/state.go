@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/leader"
@@ -104,7 +105,7 @@ const TopHosts = 10
 type view struct {
 	c    redis.UniversalClient
 	name string
-	s    crawl.Settings
+	s    settings.Settings
 	fr   *frontier.Frontier
 	top  []string // the hosts the page lists (the slow scan's)
 }
@@ -205,7 +206,7 @@ var panels = []panel{
 	}},
 	{name: "server addresses", slow: true, read: func(ctx context.Context, v *view, st *State) (err error) {
 		st.Addresses = nil
-		if v.s.Politeness != crawl.PolitenessIP {
+		if v.s.Politeness != settings.PolitenessIP {
 			return nil
 		}
 		st.Addresses, err = v.fr.Hosts.BusiestAddresses(ctx, 10)
@@ -256,7 +257,7 @@ var panels = []panel{
 // open reads the crawl's settings and opens its frontier (the "settings"
 // row of the costs: read every SlowEvery).
 func open(ctx context.Context, c redis.UniversalClient, name string) (*view, error) {
-	s, err := crawl.LoadSettings(ctx, c, name)
+	s, err := settings.Load(ctx, c, name)
 	if err != nil {
 		return nil, err
 	}
@@ -363,7 +364,7 @@ func hashTag(name string, i int) string {
 }
 
 // rateOf is the crawl's rate a host as the page shows it: nil for no limit.
-func rateOf(s crawl.Settings) any {
+func rateOf(s settings.Settings) any {
 	if s.Rate <= 0 || math.IsInf(s.Rate, 1) {
 		return nil
 	}

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/testsite"
 	"github.com/redcrawl/crawler/leader"
@@ -66,7 +67,7 @@ func Run(ctx context.Context, rdb redis.UniversalClient, cfg Config, out io.Writ
 	rand.Read(suffix[:])
 	name := "demo-" + hex.EncodeToString(suffix[:])
 	defer crawl.Reset(context.WithoutCancel(ctx), rdb, name, true)
-	s := crawl.DefaultSettings()
+	s := settings.Default()
 	s.Rate, s.Burst, s.AllowPrivate, s.ExpectedURLs, s.FPRate = cfg.Rate, cfg.Burst, true, 10_000, 0.001
 	var seeds []*url.URL
 	for _, r := range site.Roots() {
@@ -197,7 +198,7 @@ func supervise(ctx context.Context, rdb redis.UniversalClient, name string, work
 }
 
 // report says what each primitive did.
-func report(out io.Writer, st *status.Status, site *testsite.Site, truth []string, epochs []string, elapsed time.Duration, s crawl.Settings) {
+func report(out io.Writer, st *status.Status, site *testsite.Site, truth []string, epochs []string, elapsed time.Duration, s settings.Settings) {
 	ss := site.Stats()
 	got := len(truth) - len(site.Missing())
 	fmt.Fprintf(out, "\ndone in %.1fs: %d of %d truth URLs fetched, %d requests in all, no URL fetched more than %d times\n",

@@ -10,7 +10,7 @@ import (
 // A script's reply is JSON made by Redis's cjson, which writes a number of
 // 1e14 or more in exponent form with 14 significant digits ("5e+17"),
 // and Go's encoding/json refuses that for an integer field. The settings
-// keep every time and count a script returns below 1e14 (crawl.MinRate,
+// keep every time and count a script returns below 1e14 (crawl/settings.MinRate,
 // MaxBurst); decodeReply reads one that is not all the same, rather than
 // failing the exchange and every host with it.
 

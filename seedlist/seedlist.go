@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/parse"
 	"github.com/redis/go-redis/v9"
@@ -108,7 +109,7 @@ func (e *Stopped) Unwrap() error { return e.Err }
 // ErrNoneUsable, a *BadLines (nothing seeded), a *Stopped, a file's or a
 // sitemap URL's, or the crawl's. With SkipBad, lines that were not usable
 // are no error: Result.Bad counts them.
-func Run(ctx context.Context, rdb redis.UniversalClient, name string, s crawl.Settings, o Options) (Result, error) {
+func Run(ctx context.Context, rdb redis.UniversalClient, name string, s settings.Settings, o Options) (Result, error) {
 	if o.Say == nil {
 		o.Say = io.Discard
 	}
@@ -149,7 +150,7 @@ type run struct {
 	ctx   context.Context
 	rdb   redis.UniversalClient
 	name  string
-	s     crawl.Settings
+	s     settings.Settings
 	o     Options
 	sd    *crawl.Seeder
 	batch []*url.URL

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/seedlist"
 	"github.com/redis/go-redis/v9"
@@ -42,7 +42,7 @@ func TestRunTakesEveryUsableLine(t *testing.T) {
 		file := writeFile(t, lines)
 		// All or nothing: the same lines without SkipBad seed nothing.
 		var checked strings.Builder
-		res, err := seedlist.Run(context.Background(), s.Client, "list", crawl.DefaultSettings(), seedlist.Options{
+		res, err := seedlist.Run(context.Background(), s.Client, "list", settings.Default(), seedlist.Options{
 			Args: []string{"http://arg.example/", "not a url"}, File: file, FromLine: 2, Say: &checked})
 		var bad *seedlist.BadLines
 		if !errors.As(err, &bad) || bad.Bad != 32 || bad.Lines != 65 || res.Seeder || res.Seeded.Queued != 0 {
@@ -51,7 +51,7 @@ func TestRunTakesEveryUsableLine(t *testing.T) {
 		if n := s.Client.DBSize(context.Background()).Val(); n != 0 {
 			t.Fatalf("a seed that seeded nothing left %d keys", n)
 		}
-		res, err = seedlist.Run(context.Background(), s.Client, "list", crawl.DefaultSettings(), seedlist.Options{
+		res, err = seedlist.Run(context.Background(), s.Client, "list", settings.Default(), seedlist.Options{
 			Args: []string{"http://arg.example/", "not a url"}, File: file, FromLine: 2, Say: &said, SkipBad: true})
 		if err != nil {
 			t.Fatal(err)
@@ -75,10 +75,10 @@ func TestRunTakesEveryUsableLine(t *testing.T) {
 func TestRunWithNothingUsable(t *testing.T) {
 	s := redistest.Mini(t)
 	ctx := context.Background()
-	if _, err := seedlist.Run(ctx, s.Client, "none", crawl.DefaultSettings(), seedlist.Options{}); !errors.Is(err, seedlist.ErrNoURLs) {
+	if _, err := seedlist.Run(ctx, s.Client, "none", settings.Default(), seedlist.Options{}); !errors.Is(err, seedlist.ErrNoURLs) {
 		t.Errorf("no URLs: %v; want ErrNoURLs", err)
 	}
-	res, err := seedlist.Run(ctx, s.Client, "none", crawl.DefaultSettings(), seedlist.Options{Args: []string{"::", "x y"}})
+	res, err := seedlist.Run(ctx, s.Client, "none", settings.Default(), seedlist.Options{Args: []string{"::", "x y"}})
 	if !errors.Is(err, seedlist.ErrNoneUsable) || res.Lines != 2 || res.Seeder {
 		t.Errorf("no usable URL: %+v, %v; want ErrNoneUsable, 2 lines, no crawl", res, err)
 	}
@@ -134,7 +134,7 @@ func TestAStoppedRunSaysWhereToGoOnFrom(t *testing.T) {
 		cut := s.NewClient(t)
 		cut.AddHook(goneAfter{probe: s.Client, key: "crawl:{big}:stats"})
 		ctx := context.Background()
-		_, err := seedlist.Run(ctx, cut, "big", crawl.DefaultSettings(), seedlist.Options{File: file})
+		_, err := seedlist.Run(ctx, cut, "big", settings.Default(), seedlist.Options{File: file})
 		var stopped *seedlist.Stopped
 		if !errors.As(err, &stopped) || stopped.Line != seedlist.Batch || stopped.Queued != seedlist.Batch {
 			t.Fatalf("%v; want a stop after line %d with %d queued", err, seedlist.Batch, seedlist.Batch)
@@ -143,7 +143,7 @@ func TestAStoppedRunSaysWhereToGoOnFrom(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Fatalf("%q does not say %q", err, want)
 		}
-		res, err := seedlist.Run(ctx, s.Client, "big", crawl.DefaultSettings(), seedlist.Options{File: file, FromLine: stopped.Line + 1, SkipSeen: true})
+		res, err := seedlist.Run(ctx, s.Client, "big", settings.Default(), seedlist.Options{File: file, FromLine: stopped.Line + 1, SkipSeen: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,13 +170,13 @@ func TestAStreamStopsAtItsFirstBadLine(t *testing.T) {
 		defer w.Close()
 		fmt.Fprint(w, "http://a.example/1\nhttp://a.example/2\nnot a url\nhttp://a.example/4\n")
 	}()
-	res, err := seedlist.Run(context.Background(), s.Client, "fifo", crawl.DefaultSettings(), seedlist.Options{File: fifo})
+	res, err := seedlist.Run(context.Background(), s.Client, "fifo", settings.Default(), seedlist.Options{File: fifo})
 	var stopped *seedlist.Stopped
 	if !errors.As(err, &stopped) || stopped.Line != 2 || stopped.Queued != 2 || !strings.Contains(err.Error(), "--from-line 3") ||
 		!strings.Contains(err.Error(), "seeds.fifo:3 is not a usable URL") {
 		t.Fatalf("%+v, %v; want stopped at line 3, lines 1-2 queued, saying to go on from line 3", res, err)
 	}
-	_, err = seedlist.Run(context.Background(), s.Client, "fifo2", crawl.DefaultSettings(), seedlist.Options{Args: []string{"::"}, File: fifo})
+	_, err = seedlist.Run(context.Background(), s.Client, "fifo2", settings.Default(), seedlist.Options{Args: []string{"::"}, File: fifo})
 	if !errors.Is(err, seedlist.ErrNoneUsable) {
 		t.Fatalf("a bad argument before a stream: %v; want nothing read, nothing seeded", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/urfave/cli/v2"
 )
 
@@ -44,12 +45,12 @@ func hostCommand() *cli.Command {
 			}
 			ch := crawl.HostChange{Pause: c.Duration("pause"), Clear: c.Bool("clear"), Block: c.Bool("block"), Wait: c.Duration("wait"), By: c.String("by")}
 			if c.IsSet("rate") {
-				if ch.Rate, err = crawl.ParseRate(c.String("rate")); err != nil {
+				if ch.Rate, err = settings.ParseRate(c.String("rate")); err != nil {
 					return usage(fmt.Errorf("--rate: %v", err))
 				}
 				ch.Burst = c.Int("burst")
-				if ch.Burst < 1 || ch.Burst > crawl.MaxBurst {
-					return usage(fmt.Errorf("--burst %d: want 1 to %d", ch.Burst, crawl.MaxBurst))
+				if ch.Burst < 1 || ch.Burst > settings.MaxBurst {
+					return usage(fmt.Errorf("--burst %d: want 1 to %d", ch.Burst, settings.MaxBurst))
 				}
 			} else if c.IsSet("burst") {
 				return usage(errors.New("--burst goes with --rate"))

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redis/go-redis/v9"
 	"github.com/urfave/cli/v2"
@@ -332,7 +333,7 @@ func recrawlCommand() *cli.Command {
 // stream's bound (seed --results-kept).
 func trimmedWhy(ctx context.Context, rdb redis.UniversalClient, name string, rep crawl.ExportReport) string {
 	kept := "--results-kept"
-	if s, err := crawl.LoadSettings(ctx, rdb, name); err == nil {
+	if s, err := settings.Load(ctx, rdb, name); err == nil {
 		kept = fmt.Sprintf("%d, seed --results-kept", s.ResultsKept)
 	}
 	st, err := status.Read(ctx, rdb, name)

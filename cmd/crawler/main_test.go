@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
@@ -439,7 +440,7 @@ func TestExtractRulesAreStored(t *testing.T) {
 	}
 	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer c.Close()
-	s, err := crawl.LoadSettings(context.Background(), c, "default")
+	s, err := settings.Load(context.Background(), c, "default")
 	if err != nil || strings.Join(s.Extract, "|") != "h=h1, h2|price=.price" {
 		t.Fatalf("stored extract rules %q, %v", s.Extract, err)
 	}

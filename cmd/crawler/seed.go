@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/parse"
 	"github.com/redcrawl/crawler/seedlist"
@@ -16,12 +17,12 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// seedFlags are the settings' flags, made from crawl.SettingTable: each
+// seedFlags are the settings' flags, made from settings.Table: each
 // flag's name, type, default and help are the table's.
 func seedFlags() []cli.Flag {
-	d := crawl.DefaultSettings()
+	d := settings.Default()
 	var flags []cli.Flag
-	for _, st := range crawl.SettingTable {
+	for _, st := range settings.Table {
 		flags = append(flags, settingFlag(st, &d))
 	}
 	return flags
@@ -29,7 +30,7 @@ func seedFlags() []cli.Flag {
 
 // settingFlag is setting st's flag, with d's value as its default (nil: no
 // default, as 'set' has: a flag not given leaves the setting as it is).
-func settingFlag(st crawl.Setting, d *crawl.Settings) cli.Flag {
+func settingFlag(st settings.Setting, d *settings.Settings) cli.Flag {
 	var def any
 	dt := st.DefaultText
 	if d != nil {
@@ -38,37 +39,37 @@ func settingFlag(st crawl.Setting, d *crawl.Settings) cli.Flag {
 		dt = "as it is"
 	}
 	switch st.Kind {
-	case crawl.KindInt:
+	case settings.KindInt:
 		f := &cli.IntFlag{Name: st.Flag, Usage: st.Usage, DefaultText: dt}
 		if st.DefaultText == "" && def != nil {
 			f.Value = def.(int)
 		}
 		return f
-	case crawl.KindInt64:
+	case settings.KindInt64:
 		f := &cli.Int64Flag{Name: st.Flag, Usage: st.Usage, DefaultText: dt}
 		if def != nil {
 			f.Value = def.(int64)
 		}
 		return f
-	case crawl.KindFloat:
+	case settings.KindFloat:
 		f := &cli.Float64Flag{Name: st.Flag, Usage: st.Usage, DefaultText: dt}
 		if def != nil {
 			f.Value = def.(float64)
 		}
 		return f
-	case crawl.KindBool:
+	case settings.KindBool:
 		f := &cli.BoolFlag{Name: st.Flag, Usage: st.Usage, DefaultText: dt}
 		if def != nil {
 			f.Value = def.(bool)
 		}
 		return f
-	case crawl.KindDuration:
+	case settings.KindDuration:
 		f := &cli.DurationFlag{Name: st.Flag, Usage: st.Usage, DefaultText: dt}
 		if def != nil {
 			f.Value = def.(time.Duration)
 		}
 		return f
-	case crawl.KindList:
+	case settings.KindList:
 		return &cli.StringSliceFlag{Name: st.Flag, Usage: st.Usage}
 	default: // rate, string, scope, media types: text
 		f := &cli.StringFlag{Name: st.Flag, Usage: st.Usage}
@@ -102,12 +103,12 @@ func skipBadFlag() cli.Flag {
 // checkSeedFlags validates the flags that need no Redis, so a typo is
 // reported as such even when Redis is not there.
 func checkSeedFlags(c *cli.Context) error {
-	s := crawl.DefaultSettings()
+	s := settings.Default()
 	if err := applySeedFlags(c, &s); err != nil {
 		return err
 	}
-	if c.IsSet("shards") && (s.Shards < 1 || s.Shards > crawl.MaxShards) {
-		return fmt.Errorf("--shards %d: want 1 to %d", s.Shards, crawl.MaxShards)
+	if c.IsSet("shards") && (s.Shards < 1 || s.Shards > settings.MaxShards) {
+		return fmt.Errorf("--shards %d: want 1 to %d", s.Shards, settings.MaxShards)
 	}
 	if n := s.MaxURLLength; c.IsSet("max-url-length") && (n < 16 || n > parse.MaxURLLength) {
 		return fmt.Errorf("--max-url-length %d: want 16 to %d", n, parse.MaxURLLength)
@@ -135,7 +136,7 @@ func checkSeedFlags(c *cli.Context) error {
 
 // checkFlagValues checks the given flags whose values have checks of their
 // own (media types, headers, extract rules), each error naming its flag.
-func checkFlagValues(c *cli.Context, s crawl.Settings) error {
+func checkFlagValues(c *cli.Context, s settings.Settings) error {
 	for _, check := range []struct {
 		flag string
 		err  func() error
@@ -160,34 +161,34 @@ func checkFlagValues(c *cli.Context, s crawl.Settings) error {
 // settingsFromFlags starts from the crawl's stored settings when it exists
 // (so a plain 'seed URL' adds to it), else from the defaults, and applies
 // the flags that were given.
-func settingsFromFlags(c *cli.Context, rdb redis.UniversalClient, name string) (crawl.Settings, error) {
-	s, err := crawl.LoadSettings(c.Context, rdb, name)
+func settingsFromFlags(c *cli.Context, rdb redis.UniversalClient, name string) (settings.Settings, error) {
+	s, err := settings.Load(c.Context, rdb, name)
 	fresh := err != nil
 	if fresh {
-		s = crawl.DefaultSettings()
+		s = settings.Default()
 	}
 	if err := applySeedFlags(c, &s); err != nil {
 		return s, err
 	}
 	if _, cluster := rdb.(*redis.ClusterClient); fresh && cluster && !c.IsSet("shards") {
-		s.Shards = crawl.ClusterShards // a new crawl on a cluster: spread over its masters
+		s.Shards = settings.ClusterShards // a new crawl on a cluster: spread over its masters
 	}
 	return s, s.Validate()
 }
 
 // applySeedFlags sets the settings whose flags were given.
-func applySeedFlags(c *cli.Context, s *crawl.Settings) error {
-	for _, st := range crawl.SettingTable {
+func applySeedFlags(c *cli.Context, s *settings.Settings) error {
+	for _, st := range settings.Table {
 		if !c.IsSet(st.Flag) {
 			continue
 		}
 		v := flagText(c, st)
 		if err := st.Parse(s, v); err != nil {
 			switch st.Kind {
-			case crawl.KindScope:
+			case settings.KindScope:
 				return fmt.Errorf("--%s %q: want host, domain or any", st.Flag, v)
-			case crawl.KindRate:
-				_, err = crawl.ParseRate(v)
+			case settings.KindRate:
+				_, err = settings.ParseRate(v)
 				return fmt.Errorf("--%v", err)
 			}
 			return fmt.Errorf("--%s: %v", st.Flag, err)
@@ -197,19 +198,19 @@ func applySeedFlags(c *cli.Context, s *crawl.Settings) error {
 }
 
 // flagText is setting st's flag's value as the settings hash stores it.
-func flagText(c *cli.Context, st crawl.Setting) string {
+func flagText(c *cli.Context, st settings.Setting) string {
 	switch st.Kind {
-	case crawl.KindInt:
+	case settings.KindInt:
 		return strconv.Itoa(c.Int(st.Flag))
-	case crawl.KindInt64:
+	case settings.KindInt64:
 		return strconv.FormatInt(c.Int64(st.Flag), 10)
-	case crawl.KindFloat:
+	case settings.KindFloat:
 		return strconv.FormatFloat(c.Float64(st.Flag), 'g', -1, 64)
-	case crawl.KindBool:
+	case settings.KindBool:
 		return strconv.FormatBool(c.Bool(st.Flag))
-	case crawl.KindDuration:
+	case settings.KindDuration:
 		return c.Duration(st.Flag).String()
-	case crawl.KindList:
+	case settings.KindList:
 		return strings.Join(c.StringSlice(st.Flag), "\n")
 	}
 	return c.String(st.Flag)
@@ -254,7 +255,7 @@ func runSeed(c *cli.Context, rdb redis.UniversalClient) error {
 		return err
 	}
 	name := c.String("crawl")
-	_, err := crawl.LoadSettings(c.Context, rdb, name)
+	_, err := settings.Load(c.Context, rdb, name)
 	fresh := errors.Is(err, crawl.ErrNoCrawl)
 	err = seedAll(c, rdb, name)
 	var some errSomeSeedsBad

@@ -6,13 +6,14 @@ import (
 	"strings"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/urfave/cli/v2"
 )
 
 // setCommand changes a running crawl's settings (crawl.SetSettings).
 func setCommand() *cli.Command {
 	var flags []cli.Flag
-	for _, st := range crawl.SettingTable {
+	for _, st := range settings.Table {
 		f := settingFlag(st, nil) // no defaults: a flag not given leaves its setting as it is
 		if !st.Live {
 			hide(f) // known, to say why it cannot change
@@ -43,7 +44,7 @@ func setCommand() *cli.Command {
 				return usage(fmt.Errorf("set takes no arguments (got %q): give settings as flags, such as --rate 0.5", c.Args().First()))
 			}
 			given := map[string]string{}
-			for _, st := range crawl.SettingTable {
+			for _, st := range settings.Table {
 				if !c.IsSet(st.Flag) {
 					continue
 				}
@@ -56,7 +57,7 @@ func setCommand() *cli.Command {
 				return usage(errors.New("say what to change: --" + strings.Join(crawl.LiveFlags(), ", --")))
 			}
 			// The values, checked before Redis is asked: a typo is said as one.
-			s := crawl.DefaultSettings()
+			s := settings.Default()
 			if err := applySeedFlags(c, &s); err != nil {
 				return usage(err)
 			}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/leader"
 	"github.com/redis/go-redis/v9"
@@ -17,12 +18,12 @@ func Read(ctx context.Context, c redis.UniversalClient, name string) (*Status, e
 	if err := crawl.CheckName(name); err != nil {
 		return nil, err
 	}
-	s, err := crawl.LoadSettings(ctx, c, name)
+	s, err := settings.Load(ctx, c, name)
 	if err != nil {
 		return nil, err
 	}
 	st := &Status{Crawl: name, Settings: s, SettingsJSON: s.Typed(), SettingsVersion: s.Version}
-	fr, err := frontier.Open(ctx, c, name, s.FrontierOptions())
+	fr, err := frontier.Open(ctx, c, name, crawl.FrontierOptions(s))
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +123,7 @@ func readLoad(ctx context.Context, _ redis.UniversalClient, fr *frontier.Frontie
 		return err
 	}
 	st.ResultsTrimmed = max(st.Counters["records"]-kept, 0)
-	if st.Settings.Politeness == crawl.PolitenessIP {
+	if st.Settings.Politeness == settings.PolitenessIP {
 		if st.Addresses, err = fr.Hosts.BusiestAddresses(ctx, busiestAddresses); err != nil {
 			return fmt.Errorf("crawl: status: %w", err)
 		}

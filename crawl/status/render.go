@@ -6,18 +6,19 @@ import (
 	"strings"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
 )
 
 // ReadRender is status's word on rendering (the dashboard's too), for a
 // crawl whose settings s render (Renders), with the workers alive.
-func ReadRender(ctx context.Context, fr *frontier.Frontier, s crawl.Settings, workers []string) (*RenderStatus, error) {
+func ReadRender(ctx context.Context, fr *frontier.Frontier, s settings.Settings, workers []string) (*RenderStatus, error) {
 	lanes, err := fr.Render.Lanes(ctx)
 	if err != nil {
 		return nil, err
 	}
 	rs := &RenderStatus{Mode: s.Render, LaneQueued: lanes.Ready[frontier.LaneRender], Hosts: lanes.RenderHosts()}
-	if s.Render == crawl.RenderAuto {
+	if s.Render == settings.RenderAuto {
 		learned, waiting, err := fr.Render.LearnedHosts(ctx)
 		if err != nil {
 			return nil, err

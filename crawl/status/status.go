@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/leader"
@@ -17,9 +18,9 @@ import (
 
 // Status is a crawl at one moment, as `crawler status` shows it.
 type Status struct {
-	Crawl        string         `json:"crawl"`
-	Settings     crawl.Settings `json:"-"`
-	SettingsJSON map[string]any `json:"settings"` // typed: numbers, booleans, lists; rate null for no limit
+	Crawl        string            `json:"crawl"`
+	Settings     settings.Settings `json:"-"`
+	SettingsJSON map[string]any    `json:"settings"` // typed: numbers, booleans, lists; rate null for no limit
 	// SettingsVersion counts the changes 'crawler set' made (0: as seeded).
 	SettingsVersion int64            `json:"settings_version"`
 	Frontier        frontier.Sizes   `json:"frontier"`
@@ -112,7 +113,7 @@ type RevisitStatus struct {
 }
 
 // ReadRevisits reads the schedule of the crawl of fr, whose settings are s.
-func ReadRevisits(ctx context.Context, fr *frontier.Frontier, s crawl.Settings) (RevisitStatus, error) {
+func ReadRevisits(ctx context.Context, fr *frontier.Frontier, s settings.Settings) (RevisitStatus, error) {
 	rv, err := fr.Visits.Read(ctx)
 	if err != nil {
 		return RevisitStatus{}, err

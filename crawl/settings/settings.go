@@ -1,4 +1,4 @@
-package crawl
+package settings
 
 import (
 	"fmt"
@@ -159,8 +159,8 @@ const (
 // MaxShards bounds Settings.Shards: each exchange may touch every shard.
 const MaxShards = frontier.MaxShards
 
-// DefaultSettings: polite (1 request/s per host), host scope, no depth limit.
-func DefaultSettings() Settings {
+// Default: polite (1 request/s per host), host scope, no depth limit.
+func Default() Settings {
 	return Settings{Scope: parse.ScopeHost, MaxDepth: -1, Rate: 1, Burst: 1, MaxDelay: time.Minute, Order: OrderBreadth,
 		UserAgent: "RedCrawl/0.1 (+https://github.com/redcrawl/crawler)", ExpectedURLs: 1_000_000, FPRate: 0.001,
 		RobotsGiveUp: 30 * time.Minute, KeepTypes: []string{"text/html", "application/xhtml+xml"},
@@ -215,7 +215,7 @@ func (s Settings) Validate() error {
 	case s.Render != RenderNever && s.Render != RenderAlways && s.Render != RenderAuto:
 		return fmt.Errorf("%w: render %q: want %s, %s or %s", ErrSettings, s.Render, RenderNever, RenderAlways, RenderAuto)
 	}
-	if _, err := compileAll(s.RenderMatch, "--render-match"); err != nil {
+	if _, err := CompilePatterns(s.RenderMatch, "--render-match"); err != nil {
 		return fmt.Errorf("%w: %v", ErrSettings, err)
 	}
 	if err := s.checkRevisit(); err != nil {
@@ -224,7 +224,7 @@ func (s Settings) Validate() error {
 	if _, err := s.Fields(); err != nil {
 		return fmt.Errorf("%w: %v", ErrSettings, err)
 	}
-	if _, err := newRules(s); err != nil {
+	if _, err := NewRules(s); err != nil {
 		return fmt.Errorf("%w: %v", ErrSettings, err)
 	}
 	if _, err := s.HTTPHeaders(); err != nil {
@@ -237,13 +237,14 @@ func (s Settings) Validate() error {
 	if err := s.CheckKeepTypes(); err != nil {
 		return fmt.Errorf("%w: %v", ErrSettings, err)
 	}
-	if err := s.bloom().Validate(); err != nil {
+	if err := s.Bloom().Validate(); err != nil {
 		return fmt.Errorf("%w: %v", ErrSettings, err)
 	}
 	return nil
 }
 
-func (s Settings) bloom() dedup.Params {
+// Bloom is the crawl's Bloom filter as the settings size it.
+func (s Settings) Bloom() dedup.Params {
 	return dedup.Params{Capacity: s.ExpectedURLs, FPRate: s.FPRate}
 }
 
@@ -267,7 +268,7 @@ func (s Settings) Summary() string {
 		per = "host and per server address"
 	}
 	return fmt.Sprintf("scope %s, depth %s, max pages %s, %s req/s per %s (burst %d), private addresses %v, robots.txt give-up %v, keep %s, %d shard(s)%s",
-		s.Scope, depth, pages, fmtRate(s.Rate), per, s.Burst, s.AllowPrivate, s.RobotsGiveUp, strings.Join(s.KeepTypes, ","), s.Shards, changed)
+		s.Scope, depth, pages, FormatRate(s.Rate), per, s.Burst, s.AllowPrivate, s.RobotsGiveUp, strings.Join(s.KeepTypes, ","), s.Shards, changed)
 }
 
 // AgentToken is the product token matched against robots.txt User-agent lines.
@@ -338,3 +339,7 @@ func (s Settings) CheckKeepTypes() error {
 	}
 	return nil
 }
+
+// Renders: the crawl renders pages (seed --render always or auto, or a
+// --render-match).
+func (s Settings) Renders() bool { return s.Render != RenderNever || len(s.RenderMatch) > 0 }

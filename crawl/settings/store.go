@@ -1,4 +1,4 @@
-package crawl
+package settings
 
 import (
 	"context"
@@ -9,14 +9,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// StoreSettings writes s as the crawl's settings, or, when the crawl
+// Store writes s as the crawl's settings, or, when the crawl
 // exists, checks that s matches them: ErrConflict names each difference and
 // how to proceed.
-func StoreSettings(ctx context.Context, c redis.UniversalClient, name string, s Settings) (Settings, error) {
+func Store(ctx context.Context, c redis.UniversalClient, name string, s Settings) (Settings, error) {
 	if err := s.Validate(); err != nil {
 		return Settings{}, err
 	}
-	want := s.fields()
+	want := s.Hash()
 	want[frontier.InstanceField] = frontier.NewInstance() // kept only if this seed creates the crawl
 	have, err := frontier.StoreConfig(ctx, c, name, want)
 	if err != nil {
@@ -26,7 +26,7 @@ func StoreSettings(ctx context.Context, c redis.UniversalClient, name string, s 
 	withBefore(have)
 	var diffs, live []string
 	fixed := 0
-	for _, st := range SettingTable {
+	for _, st := range Table {
 		if f := st.Field; have[f] != want[f] {
 			diffs = append(diffs, fmt.Sprintf("--%s is %s, not %s", st.Flag, strings.ReplaceAll(have[f], "\n", ", "), strings.ReplaceAll(want[f], "\n", ", ")))
 			if !st.Live {
@@ -57,9 +57,9 @@ func shellWord(v string) string {
 	return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
 }
 
-// LoadSettings reads the crawl's settings.
-func LoadSettings(ctx context.Context, c redis.UniversalClient, name string) (Settings, error) {
-	if err := CheckName(name); err != nil {
+// Load reads the crawl's settings.
+func Load(ctx context.Context, c redis.UniversalClient, name string) (Settings, error) {
+	if err := frontier.CheckName(name); err != nil {
 		return Settings{}, err
 	}
 	m, err := frontier.ReadConfig(ctx, c, name)
@@ -69,7 +69,7 @@ func LoadSettings(ctx context.Context, c redis.UniversalClient, name string) (Se
 	if len(m) == 0 {
 		return Settings{}, fmt.Errorf("%w %q (run 'crawler seed' first, or check --crawl)", ErrNoCrawl, name)
 	}
-	s, err := settingsFrom(m)
+	s, err := fromHash(m)
 	if err != nil {
 		return Settings{}, fmt.Errorf("crawl: %q holds unusable settings: %w", name, err)
 	}

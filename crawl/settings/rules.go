@@ -1,20 +1,19 @@
-package crawl
+package settings
 
 import (
 	"fmt"
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 )
 
-// rules decide which discovered URLs a crawl follows, beyond its scope and
+// Rules decide which discovered URLs a crawl follows, beyond its scope and
 // depth: the user's --allow and --deny filters, and the defences against
 // crawler traps (a path that repeats itself, that goes too deep, a query
 // with too many parameters, a URL too long). Every URL refused has a
 // reason, and the reasons are counted (status shows them): none is
 // dropped in silence.
-type rules struct {
+type Rules struct {
 	allow, deny                            []*regexp.Regexp
 	maxRepeat, maxDepth, maxParams, maxLen int
 }
@@ -29,7 +28,8 @@ const (
 	SkipURLLength   = "url_length"   // longer than --max-url-length
 )
 
-func compileAll(patterns []string, flag string) ([]*regexp.Regexp, error) {
+// CompilePatterns compiles RE2 patterns given by flag (named in errors).
+func CompilePatterns(patterns []string, flag string) ([]*regexp.Regexp, error) {
 	var out []*regexp.Regexp
 	for _, p := range patterns {
 		if strings.Contains(p, "\n") {
@@ -44,21 +44,22 @@ func compileAll(patterns []string, flag string) ([]*regexp.Regexp, error) {
 	return out, nil
 }
 
-func newRules(s Settings) (*rules, error) {
-	allow, err := compileAll(s.Allow, "--allow")
+// NewRules compiles the settings' filters and trap limits.
+func NewRules(s Settings) (*Rules, error) {
+	allow, err := CompilePatterns(s.Allow, "--allow")
 	if err != nil {
 		return nil, err
 	}
-	deny, err := compileAll(s.Deny, "--deny")
+	deny, err := CompilePatterns(s.Deny, "--deny")
 	if err != nil {
 		return nil, err
 	}
-	return &rules{allow: allow, deny: deny, maxRepeat: s.MaxPathRepeat, maxDepth: s.MaxPathDepth,
+	return &Rules{allow: allow, deny: deny, maxRepeat: s.MaxPathRepeat, maxDepth: s.MaxPathDepth,
 		maxParams: s.MaxQueryParams, maxLen: s.MaxURLLength}, nil
 }
 
-// skip says why the canonical URL u is not to be followed ("" to follow it).
-func (r *rules) skip(u *url.URL, canonical string) string {
+// Skip says why the canonical URL u is not to be followed ("" to follow it).
+func (r *Rules) Skip(u *url.URL, canonical string) string {
 	for _, re := range r.deny {
 		if re.MatchString(canonical) {
 			return SkipDenied
@@ -96,31 +97,4 @@ func (r *rules) skip(u *url.URL, canonical string) string {
 		}
 	}
 	return ""
-}
-
-// skips counts refused URLs by reason, until the heartbeat sends them to
-// the crawl's counters.
-type skips struct {
-	mu sync.Mutex
-	n  map[string]int64
-}
-
-func (s *skips) add(reason string) { s.addN(reason, 1) }
-
-func (s *skips) addN(reason string, n int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.n == nil {
-		s.n = map[string]int64{}
-	}
-	s.n[reason] += n
-}
-
-// take returns the counts so far and starts again from zero.
-func (s *skips) take() map[string]int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := s.n
-	s.n = nil
-	return n
 }

@@ -1,4 +1,4 @@
-package crawl
+package settings
 
 import (
 	"net/url"
@@ -6,10 +6,10 @@ import (
 )
 
 func TestRulesSkip(t *testing.T) {
-	s := DefaultSettings()
+	s := Default()
 	s.Allow = []string{`^https://docs\.example/`}
 	s.Deny = []string{`/private/`, `\.pdf$`}
-	r, err := newRules(s)
+	r, err := NewRules(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,12 +29,12 @@ func TestRulesSkip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := r.skip(u, raw); got != want {
+		if got := r.Skip(u, raw); got != want {
 			t.Errorf("skip(%s) = %q; want %q", raw[:min(len(raw), 60)], got, want)
 		}
 	}
 	s.Deny = []string{"("}
-	if _, err := newRules(s); err == nil {
+	if _, err := NewRules(s); err == nil {
 		t.Fatal("a bad --deny pattern was accepted")
 	}
 }

@@ -1,4 +1,4 @@
-package crawl
+package settings
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 	"github.com/redcrawl/crawler/parse"
 )
 
-// A Setting is one of a crawl's settings, declared once in SettingTable:
+// A Setting is one of a crawl's settings, declared once in Table:
 // where it lives in Settings, its field in the crawl's config hash (and
 // its name in status --json), seed's flag and help, and the value a crawl
 // seeded before it existed reads as. Storage, loading, the conflict
@@ -58,8 +58,8 @@ const (
 // for 16 masters, few enough that an exchange touches a handful.
 const ClusterShards = 16
 
-// SettingTable lists every setting, in the order messages list them.
-var SettingTable = []Setting{
+// Table lists every setting, in the order messages list them.
+var Table = []Setting{
 	{Field: "scope", Flag: "scope", Kind: KindScope, ptr: func(s *Settings) any { return &s.Scope },
 		Usage: "which hosts to enter: host (the seeds' hosts), domain (their registrable domains), any"},
 	{Field: "max_depth", Live: true, Flag: "max-depth", Kind: KindInt, ptr: func(s *Settings) any { return &s.MaxDepth },
@@ -181,7 +181,7 @@ func (st Setting) Format(s *Settings) string {
 		return strconv.FormatInt(*p, 10)
 	case *float64:
 		if st.Kind == KindRate {
-			return fmtRate(*p)
+			return FormatRate(*p)
 		}
 		return strconv.FormatFloat(*p, 'g', -1, 64)
 	case *bool:
@@ -294,10 +294,10 @@ func (st Setting) Value(s *Settings) any {
 	return nil
 }
 
-// fields is s as the config hash stores it.
-func (s Settings) fields() map[string]string {
+// Hash is s as the crawl's config hash stores it.
+func (s Settings) Hash() map[string]string {
 	m := map[string]string{}
-	for _, st := range SettingTable {
+	for _, st := range Table {
 		m[st.Field] = st.Format(&s)
 	}
 	return m
@@ -306,7 +306,7 @@ func (s Settings) fields() map[string]string {
 // Typed is the settings as JSON values of their own types (status --json).
 func (s Settings) Typed() map[string]any {
 	m := map[string]any{}
-	for _, st := range SettingTable {
+	for _, st := range Table {
 		key := st.Field
 		if st.JSON != "" {
 			key = st.JSON
@@ -316,12 +316,12 @@ func (s Settings) Typed() map[string]any {
 	return m
 }
 
-// settingsFrom reads settings from the config hash m; a field a crawl
+// fromHash reads settings from the config hash m; a field a crawl
 // seeded by an older RedCrawl lacks reads as its Before value.
-func settingsFrom(m map[string]string) (Settings, error) {
+func fromHash(m map[string]string) (Settings, error) {
 	var s Settings
 	var errs []error
-	for _, st := range SettingTable {
+	for _, st := range Table {
 		v, ok := m[st.Field]
 		if !ok {
 			v = st.Before
@@ -344,7 +344,7 @@ func settingsFrom(m map[string]string) (Settings, error) {
 
 // withBefore fills in what an older crawl's stored fields lack.
 func withBefore(have map[string]string) {
-	for _, st := range SettingTable {
+	for _, st := range Table {
 		if _, ok := have[st.Field]; !ok {
 			have[st.Field] = st.Before
 		}

@@ -1,4 +1,4 @@
-package crawl
+package settings
 
 import (
 	"fmt"
@@ -7,8 +7,8 @@ import (
 	"strings"
 )
 
-// fmtRate is a rate as a person reads it ("inf" for no limit).
-func fmtRate(r float64) string {
+// FormatRate is a rate as a person reads it ("inf" for no limit).
+func FormatRate(r float64) string {
 	if math.IsInf(r, 1) {
 		return "inf"
 	}
