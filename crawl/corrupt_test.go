@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
@@ -191,7 +192,7 @@ func TestACorruptedQueuedURLLeavesNoCountBehind(t *testing.T) {
 					t.Fatal(err)
 				}
 				if path == "block" {
-					if _, err := crawl.ChangeHost(ctx, s.Client, "bent", host, crawl.HostChange{Block: true, By: "test", Wait: time.Second}); err != nil {
+					if _, err := admin.ChangeHost(ctx, s.Client, "bent", host, admin.HostChange{Block: true, By: "test", Wait: time.Second}); err != nil {
 						t.Fatal(err)
 					}
 				}

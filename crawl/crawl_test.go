@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
@@ -123,7 +124,7 @@ func twoWorkersCrawlTheSite(t *testing.T, shards int) {
 			t.Fatalf("status %+v, %v", status, err)
 		}
 		var exported bytes.Buffer
-		rep, err := crawl.Export(ctx, s.Client, "site", &exported, false)
+		rep, err := admin.Export(ctx, s.Client, "site", &exported, false)
 		if err != nil || rep.Written != status.Counters["pages"]+status.Counters["skipped"] || rep.Trimmed != 0 ||
 			rep.Written != status.Counters["records"] {
 			t.Fatalf("exported %+v (%v); counters %v", rep, err, status.Counters)
@@ -138,7 +139,7 @@ func twoWorkersCrawlTheSite(t *testing.T, shards int) {
 		}
 		keys := s.Client.Keys(ctx, "*").Val()
 		sort.Strings(keys)
-		reset, err := crawl.Reset(ctx, s.Client, "site", false)
+		reset, err := admin.Reset(ctx, s.Client, "site", false)
 		if err != nil || s.Client.DBSize(ctx).Val() != 0 || len(reset.Stopped) != 0 {
 			t.Fatalf("reset deleted %d of %d keys (%v), left %v", reset.Deleted, len(keys), err, s.Client.Keys(ctx, "*").Val())
 		}
@@ -326,7 +327,7 @@ func TestPrivateAddressRefusedWithAClearRecord(t *testing.T) {
 	}
 	w.Run(ctx)
 	var out bytes.Buffer
-	if _, err := crawl.Export(ctx, s.Client, "private", &out, false); err != nil {
+	if _, err := admin.Export(ctx, s.Client, "private", &out, false); err != nil {
 		t.Fatal(err)
 	}
 	var rec crawl.Record

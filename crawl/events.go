@@ -14,8 +14,8 @@ import (
 // cannot be written is only logged: the log is for people, and the crawl
 // does not wait for it.
 
-// logEvent appends e to the crawl's log (events), within a second.
-func logEvent(ctx context.Context, events frontier.Events, log *slog.Logger, e frontier.Event) {
+// LogEvent appends e to the crawl's log (events), within a second.
+func LogEvent(ctx context.Context, events frontier.Events, log *slog.Logger, e frontier.Event) {
 	if events == (frontier.Events{}) {
 		return // a part tested on its own
 	}

@@ -235,11 +235,11 @@ func (x *exchanger) perform(work context.Context, a action) (event, bool) {
 	case actForget:
 		x.log.Warn("Redis lost writes: forgetting the URLs this worker knew as seen, and sending its pages again", "err", a.err)
 		x.known.clear()
-		logEvent(work, eventsOf(x.fr), x.log, frontier.Event{Kind: frontier.EventResend, Worker: x.id,
+		LogEvent(work, eventsOf(x.fr), x.log, frontier.Event{Kind: frontier.EventResend, Worker: x.id,
 			Text: fmt.Sprintf("Redis lost writes (a restart or a failover): %s forgot what they taught it and resent its exchange", x.id)})
 	case actResend:
 		x.log.Info("an exchange whose reply was lost had gone through; sending its batch again")
-		logEvent(work, eventsOf(x.fr), x.log, frontier.Event{Kind: frontier.EventResend, Worker: x.id,
+		LogEvent(work, eventsOf(x.fr), x.log, frontier.Event{Kind: frontier.EventResend, Worker: x.id,
 			Text: fmt.Sprintf("a reply from Redis was lost: %s resent its exchange (Redis records nothing twice)", x.id)})
 	case actRetry:
 		x.metrics.exErrors.Inc()

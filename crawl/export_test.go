@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
@@ -51,7 +52,7 @@ func TestExportSaysWhatWasTrimmed(t *testing.T) {
 			t.Fatal(err)
 		}
 		var out strings.Builder
-		rep, err := crawl.Export(ctx, s.Client, "trim", &out, false)
+		rep, err := admin.Export(ctx, s.Client, "trim", &out, false)
 		if err != nil || rep.Written != 20 || rep.Trimmed != 30 || strings.Count(out.String(), "\n") != 20 {
 			t.Fatalf("Export = %+v, %v, %d lines; want 20 written, 30 trimmed", rep, err, strings.Count(out.String(), "\n"))
 		}
@@ -68,15 +69,15 @@ func TestExportSaysWhatWasTrimmed(t *testing.T) {
 // followExport runs Export --follow of crawl name in the background. read
 // returns its next n lines, failing the test if it ends before; end reads
 // the rest and returns what Export returned.
-func followExport(ctx context.Context, t *testing.T, s *redistest.Server, name string) (read func(n int) []string, end func() (crawl.ExportReport, error)) {
+func followExport(ctx context.Context, t *testing.T, s *redistest.Server, name string) (read func(n int) []string, end func() (admin.ExportReport, error)) {
 	pr, pw := io.Pipe()
 	type result struct {
-		rep crawl.ExportReport
+		rep admin.ExportReport
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		rep, err := crawl.Export(ctx, s.Client, name, pw, true)
+		rep, err := admin.Export(ctx, s.Client, name, pw, true)
 		pw.Close()
 		done <- result{rep, err}
 	}()
@@ -93,7 +94,7 @@ func followExport(ctx context.Context, t *testing.T, s *redistest.Server, name s
 		}
 		return got
 	}
-	end = func() (crawl.ExportReport, error) {
+	end = func() (admin.ExportReport, error) {
 		for lines.Scan() {
 		}
 		r := <-done
@@ -132,7 +133,7 @@ func TestExportFollowEndsWhenTheCrawlIsGone(t *testing.T) {
 		addRecords(t, s, k, 0, 2)
 		read, end := followExport(ctx, t, s, "vanish")
 		read(2)
-		if _, err := crawl.Reset(ctx, s.Client, "vanish", true); err != nil {
+		if _, err := admin.Reset(ctx, s.Client, "vanish", true); err != nil {
 			t.Fatal(err)
 		}
 		rep, err := end()

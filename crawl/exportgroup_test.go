@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
@@ -77,13 +78,13 @@ func TestExportGroupsDeliverEveryRecordAtLeastOnce(t *testing.T) {
 		got := map[string]int{}
 		for kill := range 3 {
 			f := &failAfter{n: 7 + kill}
-			if _, err := crawl.ExportGroup(ctx, s.Client, "grp", "sink", "a", f); err == nil {
+			if _, err := admin.ExportGroup(ctx, s.Client, "grp", "sink", "a", f); err == nil {
 				t.Fatal("a sink that failed was not told")
 			}
 			streamIDs(t, f.buf.String(), got)
 		}
 		var rest bytes.Buffer
-		rep, err := crawl.ExportGroup(ctx, s.Client, "grp", "sink", "a", &rest)
+		rep, err := admin.ExportGroup(ctx, s.Client, "grp", "sink", "a", &rest)
 		if err != nil || !rep.Done {
 			t.Fatalf("the last export: %+v, %v", rep, err)
 		}
@@ -103,7 +104,7 @@ func TestExportGroupsDeliverEveryRecordAtLeastOnce(t *testing.T) {
 		for _, reader := range []string{"b", "c"} {
 			wg.Go(func() {
 				var out bytes.Buffer
-				if _, err := crawl.ExportGroup(ctx, s.Client, "grp", "two", reader, &out); err != nil {
+				if _, err := admin.ExportGroup(ctx, s.Client, "grp", "two", reader, &out); err != nil {
 					t.Error(err)
 				}
 				ids := map[string]int{}
@@ -217,13 +218,13 @@ func groupAtTheBound(t *testing.T, shards int) {
 		}
 		eager := map[string]int{}
 		var all bytes.Buffer
-		if _, err := crawl.ExportGroup(ctx, s.Client, "edge", "eager", "e", &all); err != nil {
+		if _, err := admin.ExportGroup(ctx, s.Client, "edge", "eager", "e", &all); err != nil {
 			t.Fatal(err)
 		}
 		streamIDs(t, all.String(), eager)
 		lazy := map[string]int{}
 		dies := &failAfter{n: total / 3}
-		if _, err := crawl.ExportGroup(ctx, s.Client, "edge", "lazy", "l", dies); err == nil {
+		if _, err := admin.ExportGroup(ctx, s.Client, "edge", "lazy", "l", dies); err == nil {
 			t.Fatal("a sink that failed was not told")
 		}
 		streamIDs(t, dies.buf.String(), lazy)
@@ -232,7 +233,7 @@ func groupAtTheBound(t *testing.T, shards int) {
 			t.Fatal(err)
 		}
 		var rest bytes.Buffer
-		if _, err := crawl.ExportGroup(ctx, s.Client, "edge", "lazy", "l", &rest); err != nil {
+		if _, err := admin.ExportGroup(ctx, s.Client, "edge", "lazy", "l", &rest); err != nil {
 			t.Fatal(err)
 		}
 		streamIDs(t, rest.String(), lazy)
@@ -303,7 +304,7 @@ func TestAReaderTakesOverWhatADeadReaderLeftBeforeItIsDone(t *testing.T) {
 		}
 		var said []string
 		var out bytes.Buffer
-		rep, err := crawl.ExportGroupWith(ctx, s.Client, "dead", "g", "B", &out, crawl.GroupOptions{ClaimAfter: 300 * time.Millisecond,
+		rep, err := admin.ExportGroupWith(ctx, s.Client, "dead", "g", "B", &out, admin.GroupOptions{ClaimAfter: 300 * time.Millisecond,
 			Say: func(why string) { said = append(said, why) }})
 		if err != nil || !rep.Done {
 			t.Fatalf("B: %+v, %v", rep, err)

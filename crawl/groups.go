@@ -46,7 +46,7 @@ func (sc *scheduler) trimResults(ctx context.Context) {
 			sc.lagSaid = time.Now()
 			sc.log.Warn("an export group lags: past the results streams' cap its oldest unread records are dropped",
 				"group", g.Name, "behind", g.Behind(), "cap", kept)
-			logEvent(ctx, eventsOf(sc.fr), sc.log, frontier.Event{Kind: frontier.EventLagging, Worker: sc.id,
+			LogEvent(ctx, eventsOf(sc.fr), sc.log, frontier.Event{Kind: frontier.EventLagging, Worker: sc.id,
 				Text: fmt.Sprintf("export group %s is %d records behind (the streams keep %d: seed --results-kept): read it, or its oldest unread records are dropped", g.Name, g.Behind(), kept)})
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/nlnwa/gowarc/v3"
 	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
@@ -53,7 +54,7 @@ func recordsByURL(t *testing.T, lines string) map[string]crawl.Record {
 func exportedByURL(t *testing.T, ctx context.Context, c redis.UniversalClient, name string) map[string]crawl.Record {
 	t.Helper()
 	var exported bytes.Buffer
-	if _, err := crawl.Export(ctx, c, name, &exported, false); err != nil {
+	if _, err := admin.Export(ctx, c, name, &exported, false); err != nil {
 		t.Fatal(err)
 	}
 	return recordsByURL(t, exported.String())

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/redistest"
@@ -25,7 +26,7 @@ func TestAPausedCrawlFetchesNothingUntilResumed(t *testing.T) {
 		pauseErr := make(chan error, 1)
 		site := newPageSite(t, 0, func(n int64) {
 			if n == 5 {
-				_, err := crawl.Pause(ctx, s.Client, "held", "alice")
+				_, err := admin.Pause(ctx, s.Client, "held", "alice")
 				pauseErr <- err
 			}
 		})
@@ -69,7 +70,7 @@ func TestAPausedCrawlFetchesNothingUntilResumed(t *testing.T) {
 			t.Fatal("the --exit-when-done workers ended while the crawl was paused")
 		default:
 		}
-		if _, err := crawl.Resume(ctx, s.Client, "held", "bob"); err != nil {
+		if _, err := admin.Resume(ctx, s.Client, "held", "bob"); err != nil {
 			t.Fatal(err)
 		}
 		<-done

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
@@ -56,23 +57,23 @@ func TestAPauseOrABlockClearedWhileWorkersRunLiftsAtOnce(t *testing.T) {
 				}
 			}
 		}
-		change := func(ch crawl.HostChange) time.Time {
+		change := func(ch admin.HostChange) time.Time {
 			t.Helper()
 			ch.By = "alice"
-			if _, err := crawl.ChangeHost(ctx, s.Client, "clear", host, ch); err != nil {
+			if _, err := admin.ChangeHost(ctx, s.Client, "clear", host, ch); err != nil {
 				t.Fatalf("ChangeHost(%+v): %v", ch, err)
 			}
 			return time.Now()
 		}
 		await("the crawl's start", 30*time.Second)
-		change(crawl.HostChange{Pause: time.Minute})
+		change(admin.HostChange{Pause: time.Minute})
 		drain() // a fetch under way when the pause came
-		cleared := change(crawl.HostChange{Clear: true})
+		cleared := change(admin.HostChange{Clear: true})
 		drain()
 		await("after --pause 60s then --clear", 2*time.Second+time.Until(cleared))
 
-		change(crawl.HostChange{Block: true, Wait: 10 * time.Second})
-		cleared = change(crawl.HostChange{Clear: true})
+		change(admin.HostChange{Block: true, Wait: 10 * time.Second})
+		cleared = change(admin.HostChange{Clear: true})
 		drain()
 		more := site.seeds(310)[300:]
 		if _, err := crawl.Seed(ctx, s.Client, "clear", set, more); err != nil {
@@ -81,8 +82,8 @@ func TestAPauseOrABlockClearedWhileWorkersRunLiftsAtOnce(t *testing.T) {
 		await("after --block then --clear", 2*time.Second+time.Until(cleared))
 		// The rest ends with records, and so does the other host's: the
 		// crawl is over.
-		change(crawl.HostChange{Block: true, Wait: 10 * time.Second})
-		if _, err := crawl.ChangeHost(ctx, s.Client, "clear", strings.TrimPrefix(other.URL, "http://"), crawl.HostChange{Block: true, By: "test", Wait: 10 * time.Second}); err != nil {
+		change(admin.HostChange{Block: true, Wait: 10 * time.Second})
+		if _, err := admin.ChangeHost(ctx, s.Client, "clear", strings.TrimPrefix(other.URL, "http://"), admin.HostChange{Block: true, By: "test", Wait: 10 * time.Second}); err != nil {
 			t.Fatal(err)
 		}
 		<-done

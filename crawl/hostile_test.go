@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/fetch"
@@ -206,7 +207,7 @@ func TestATimedOutPageGetsARecordWhenTheBudgetEnds(t *testing.T) {
 	// page timed out) or from the scheduler (it was waiting for a retry
 	// when the budget ran out): the export has both.
 	var exported bytes.Buffer
-	if _, err := crawl.Export(ctx, s.Client, "budget-slow", &exported, false); err != nil {
+	if _, err := admin.Export(ctx, s.Client, "budget-slow", &exported, false); err != nil {
 		t.Fatal(err)
 	}
 	for _, line := range strings.Split(strings.TrimSpace(exported.String()), "\n") {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
@@ -35,7 +36,7 @@ func TestAHostKeepsItsOwnRateWhileOthersKeepTheCrawls(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		slow, fast := site.Hosts()[0], site.Hosts()[1]
-		did, err := crawl.ChangeHost(ctx, s.Client, "own", slow, crawl.HostChange{Rate: 2, Burst: 1, By: "alice"})
+		did, err := admin.ChangeHost(ctx, s.Client, "own", slow, admin.HostChange{Rate: 2, Burst: 1, By: "alice"})
 		if err != nil || len(did) != 1 {
 			t.Fatalf("ChangeHost = %v, %v", did, err)
 		}
@@ -102,7 +103,7 @@ func TestAHostBlockedMidCrawlGetsNoRequestAfterAndEveryURLARecord(t *testing.T) 
 			t.Fatal("the crawl ended before the host's fifth request")
 		}
 		host := strings.TrimPrefix(blocked.URL, "http://")
-		did, err := crawl.ChangeHost(ctx, s.Client, "block", host, crawl.HostChange{Block: true, By: "alice"})
+		did, err := admin.ChangeHost(ctx, s.Client, "block", host, admin.HostChange{Block: true, By: "alice"})
 		returned := time.Now()
 		if err != nil || len(did) != 1 || !strings.Contains(did[0], "blocked") {
 			t.Fatalf("ChangeHost = %v, %v", did, err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
@@ -47,7 +48,7 @@ func TestAWorkerOfAnEarlierCrawlWritesNothingIntoANewOne(t *testing.T) {
 	}
 	old := w.Settings().Instance
 	proxy.Pause() // cut off: what it sends now arrives after the new crawl is made
-	rep, err := crawl.Reset(ctx, s.Client, "twice", true)
+	rep, err := admin.Reset(ctx, s.Client, "twice", true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
@@ -24,7 +25,7 @@ func TestCheckName(t *testing.T) {
 		if err := crawl.CheckName(bad); !errors.Is(err, crawl.ErrName) {
 			t.Errorf("CheckName(%q) = %v; want ErrName", bad, err)
 		}
-		if _, err := crawl.Reset(context.Background(), nil, bad, false); !errors.Is(err, crawl.ErrName) {
+		if _, err := admin.Reset(context.Background(), nil, bad, false); !errors.Is(err, crawl.ErrName) {
 			t.Errorf("Reset(%q) = %v; want ErrName before Redis is touched", bad, err)
 		}
 	}
@@ -53,7 +54,7 @@ func TestResetTouchesNoOtherCrawl(t *testing.T) {
 		if len(before["q"]) < 8 {
 			t.Fatalf("crawl q has only keys %v", before["q"])
 		}
-		rep, err := crawl.Reset(ctx, s.Client, "q", false)
+		rep, err := admin.Reset(ctx, s.Client, "q", false)
 		if err != nil || rep.Deleted != len(before["q"]) {
 			t.Fatalf("Reset(q) = %+v, %v; want the %d keys %v", rep, err, len(before["q"]), before["q"])
 		}

@@ -46,3 +46,20 @@ func policyOf(s settings.Settings) frontier.Policy {
 	p.DelayFactor, p.MaxDelay = s.DelayFactor, s.MaxDelay
 	return p
 }
+
+// ReadFrontier is crawl name's frontier, to read: laid out as its settings
+// say, without its Bloom filters.
+func ReadFrontier(ctx context.Context, c redis.UniversalClient, name string) (*frontier.Frontier, error) {
+	_, fr, err := LoadFrontier(ctx, c, name)
+	return fr, err
+}
+
+// LoadFrontier is ReadFrontier with the settings it was laid out by.
+func LoadFrontier(ctx context.Context, c redis.UniversalClient, name string) (settings.Settings, *frontier.Frontier, error) {
+	s, err := settings.Load(ctx, c, name)
+	if err != nil {
+		return s, nil, err
+	}
+	fr, err := frontier.New(c, name, FrontierOptions(s))
+	return s, fr, err
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/redistest"
@@ -98,7 +99,7 @@ func TestOutOfMemoryRedisDoesNotMakeWorkersLookGone(t *testing.T) {
 	if text := st.String(); !strings.Contains(text, "out of memory") || !strings.Contains(text, "w1") {
 		t.Fatalf("status text during the OOM does not say so:\n%s", text)
 	}
-	rep, err := crawl.Reset(ctx, s.Client, "oom", false)
+	rep, err := admin.Reset(ctx, s.Client, "oom", false)
 	if !errors.Is(err, crawl.ErrWorkersAlive) || rep.Deleted != 0 || !strings.Contains(err.Error(), "out of memory") {
 		t.Fatalf("reset during the OOM: %+v, %v; want it refused, nothing deleted, saying why", rep, err)
 	}

@@ -103,3 +103,10 @@ func (p *pauses) heard(payload string) bool {
 	}
 	return true
 }
+
+// AnnouncePause tells every worker listening on channel (a frontier's
+// PauseChannel) that host is paused for d from now, 0 lifting its pause:
+// what crawler host says to the workers.
+func AnnouncePause(ctx context.Context, c redis.UniversalClient, channel, host string, d time.Duration) error {
+	return newPauses(c, channel, time.Now).announce(ctx, host, d)
+}

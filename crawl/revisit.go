@@ -128,7 +128,7 @@ type RecrawlReport struct {
 // last validators; the crawl keeps its settings, Bloom filter and records,
 // and ends again once they are fetched.
 func Recrawl(ctx context.Context, c redis.UniversalClient, name string, all bool) (RecrawlReport, error) {
-	s, fr, err := loadFrontier(ctx, c, name)
+	s, fr, err := LoadFrontier(ctx, c, name)
 	if err != nil {
 		return RecrawlReport{}, err
 	}
@@ -157,7 +157,7 @@ func Recrawl(ctx context.Context, c redis.UniversalClient, name string, all bool
 	if all {
 		what = "every page"
 	}
-	logEvent(ctx, eventsOf(fr), slog.New(slog.DiscardHandler), frontier.Event{Kind: frontier.EventRecrawl,
+	LogEvent(ctx, eventsOf(fr), slog.New(slog.DiscardHandler), frontier.Event{Kind: frontier.EventRecrawl,
 		Text: fmt.Sprintf("a recrawl of %s was asked for: %d of %d pages due; the scheduler's sweeps queue them under its fence", what, due, rv.Scheduled)})
 	return RecrawlReport{Due: due, Scheduled: rv.Scheduled, Continuous: s.Revisit > 0, NextDue: rv.NextDue}, nil
 }

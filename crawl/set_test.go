@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/redistest"
@@ -83,14 +84,14 @@ func TestARateChangedMidCrawlHoldsForEveryWorker(t *testing.T) {
 	}
 	awaitTrue(t, "20 requests at 20/s", func() bool { return len(site.Times(host)) >= 20 })
 
-	rep, err := crawl.SetSettings(ctx, s.Client, "live", map[string]string{"rate": "2"}, "alice")
+	rep, err := admin.SetSettings(ctx, s.Client, "live", map[string]string{"rate": "2"}, "alice")
 	if err != nil || rep.Version != 1 || len(rep.Changes) != 1 {
 		t.Fatalf("SetSettings(rate 2) = %+v, %v", rep, err)
 	}
 	slowed := time.Now()
 	awaitTrue(t, "5 requests at 2/s", func() bool { return len(since(site.Times(host), slowed.Add(2*time.Second), time.Now())) >= 5 })
 
-	if _, err := crawl.SetSettings(ctx, s.Client, "live", map[string]string{"rate": "50", "burst": "5"}, "alice"); err != nil {
+	if _, err := admin.SetSettings(ctx, s.Client, "live", map[string]string{"rate": "50", "burst": "5"}, "alice"); err != nil {
 		t.Fatal(err)
 	}
 	raised := time.Now()
@@ -159,12 +160,12 @@ func TestSetRefusesWhatCannotChange(t *testing.T) {
 		}{
 			{map[string]string{"burst": "0"}, crawl.ErrSettings, "burst 0: want 1 to 1000"},
 			{map[string]string{"deny": "("}, crawl.ErrSettings, "--deny"},
-			{map[string]string{"scope": "any"}, crawl.ErrNotLive, "--scope"},
-			{map[string]string{"shards": "4"}, crawl.ErrNotLive, "--shards"},
+			{map[string]string{"scope": "any"}, admin.ErrNotLive, "--scope"},
+			{map[string]string{"shards": "4"}, admin.ErrNotLive, "--shards"},
 			{map[string]string{"user-agent": "Other/1.0"}, crawl.ErrSettings, "product token"},
 			{map[string]string{"nonsense": "1"}, crawl.ErrSettings, "not a setting"},
 		} {
-			_, err := crawl.SetSettings(ctx, s.Client, "fixed", c.given, "bob")
+			_, err := admin.SetSettings(ctx, s.Client, "fixed", c.given, "bob")
 			if !errors.Is(err, c.is) || !strings.Contains(err.Error(), c.says) {
 				t.Errorf("SetSettings(%v) = %v; want %v saying %q", c.given, err, c.is, c.says)
 			}
@@ -172,7 +173,7 @@ func TestSetRefusesWhatCannotChange(t *testing.T) {
 		if got, _ := settings.Load(ctx, s.Client, "fixed"); got.Version != 0 || got.Burst != 1 {
 			t.Fatalf("after refused changes: version %d, burst %d; want nothing written", got.Version, got.Burst)
 		}
-		if _, err := crawl.SetSettings(ctx, s.Client, "none", map[string]string{"rate": "2"}, "bob"); !errors.Is(err, crawl.ErrNoCrawl) {
+		if _, err := admin.SetSettings(ctx, s.Client, "none", map[string]string{"rate": "2"}, "bob"); !errors.Is(err, crawl.ErrNoCrawl) {
 			t.Fatalf("a crawl that does not exist: %v; want ErrNoCrawl", err)
 		}
 	})
@@ -205,7 +206,7 @@ func TestARaisedBudgetReopensAnEndedCrawl(t *testing.T) {
 				}
 				first := len(site.Stats().Fetched)
 
-				rep, err := crawl.SetSettings(ctx, s.Client, "more", map[string]string{"max-pages": "75"}, "carol")
+				rep, err := admin.SetSettings(ctx, s.Client, "more", map[string]string{"max-pages": "75"}, "carol")
 				if err != nil || !rep.Reopened || !strings.Contains(rep.Sentence(), "--max-pages 30 → 75") {
 					t.Fatalf("SetSettings = %+v (%s), %v; want the crawl reopened", rep, rep.Sentence(), err)
 				}
@@ -225,7 +226,7 @@ func TestARaisedBudgetReopensAnEndedCrawl(t *testing.T) {
 				}
 
 				// Lifted (0: no budget), the crawl goes on to the end of the site.
-				if rep, err := crawl.SetSettings(ctx, s.Client, "more", map[string]string{"max-pages": "0"}, "carol"); err != nil || !rep.Reopened {
+				if rep, err := admin.SetSettings(ctx, s.Client, "more", map[string]string{"max-pages": "0"}, "carol"); err != nil || !rep.Reopened {
 					t.Fatalf("lifting the budget: %+v, %v; want the crawl reopened", rep, err)
 				}
 				runWorkers(t, ctx, s, "more", fastOptions("w5"), fastOptions("w6"))
@@ -326,7 +327,7 @@ func TestAWorkersOwnSettingsFollowAChange(t *testing.T) {
 		go func() {
 			defer close(done)
 			awaitTrue(t, "10 requests", func() bool { return len(hits()) >= 10 })
-			if _, err := crawl.SetSettings(ctx, s.Client, "own", map[string]string{"header": "X-Run: 2",
+			if _, err := admin.SetSettings(ctx, s.Client, "own", map[string]string{"header": "X-Run: 2",
 				"user-agent": "RedCrawl/9.9 (+mailto:test@example.org)", "deny": "/skip/"}, "dave"); err != nil {
 				t.Error(err)
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/nlnwa/gowarc/v3"
 	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
@@ -174,7 +175,7 @@ func TestFullWARCDiskStopsTheWorkerAndKeepsTheFileWhole(t *testing.T) {
 		}
 		r.Close()
 		var out strings.Builder
-		if _, err := crawl.Export(ctx, s.Client, "fullwarc", &out, false); err != nil {
+		if _, err := admin.Export(ctx, s.Client, "fullwarc", &out, false); err != nil {
 			t.Fatal(err)
 		}
 		pointing := 0

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
@@ -32,7 +33,7 @@ func TestAHostAtTheSlowestRateHoldsNoOtherBack(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		slow := site.Hosts()[2]
-		if _, err := crawl.ChangeHost(ctx, s.Client, "slowest", slow, crawl.HostChange{Rate: settings.MinRate, Burst: 1, By: "test"}); err != nil {
+		if _, err := admin.ChangeHost(ctx, s.Client, "slowest", slow, admin.HostChange{Rate: settings.MinRate, Burst: 1, By: "test"}); err != nil {
 			t.Fatal(err)
 		}
 		var logs syncBuf

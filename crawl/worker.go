@@ -289,12 +289,12 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("%w (%q: Redis evicted %d keys while this worker ran, the crawl's among them: "+
 			"set maxmemory-policy noeviction); stopped", ErrGone, w.name, n)
 	}
-	return goneError(w.name)
+	return GoneError(w.name)
 }
 
-// goneError is the line a worker, or a follower of its records, ends
+// GoneError is the line a worker, or a follower of its records, ends
 // with when the crawl is gone from Redis.
-func goneError(name string) error {
+func GoneError(name string) error {
 	return fmt.Errorf("%w (%q: reset, or Redis restarted without its data); stopped", ErrGone, name)
 }
 

@@ -11,13 +11,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redis/go-redis/v9"
 )
 
 // The dashboard's controls (Config.Control, which needs a token): pause
 // and resume the crawl, pause or block one host, each the same step as
-// the command line's (crawl.Pause, crawl.Resume, crawl.ChangeHost) and an
+// the command line's (admin.Pause, admin.Resume, admin.ChangeHost) and an
 // event naming "the dashboard" and the caller's address. A control is a
 // POST whose token travels in the Authorization header, from the page's
 // own origin: a page of another site can neither send that header
@@ -52,7 +52,7 @@ func controls(mux *http.ServeMux, c redis.UniversalClient, cfg Config) {
 		said, err := act(r.Context(), by, b)
 		if err != nil {
 			status := http.StatusInternalServerError
-			if errors.Is(err, crawl.ErrHost) || errors.Is(err, errAction) {
+			if errors.Is(err, admin.ErrHost) || errors.Is(err, errAction) {
 				status = http.StatusBadRequest
 			}
 			http.Error(w, err.Error(), status)
@@ -64,23 +64,23 @@ func controls(mux *http.ServeMux, c redis.UniversalClient, cfg Config) {
 	}
 	mux.HandleFunc("POST /api/control/pause", func(w http.ResponseWriter, r *http.Request) {
 		do(w, r, func(ctx context.Context, by string, _ controlBody) (string, error) {
-			changed, err := crawl.Pause(ctx, c, cfg.Crawl, by)
+			changed, err := admin.Pause(ctx, c, cfg.Crawl, by)
 			return heldSaid("paused", changed), err
 		})
 	})
 	mux.HandleFunc("POST /api/control/resume", func(w http.ResponseWriter, r *http.Request) {
 		do(w, r, func(ctx context.Context, by string, _ controlBody) (string, error) {
-			changed, err := crawl.Resume(ctx, c, cfg.Crawl, by)
+			changed, err := admin.Resume(ctx, c, cfg.Crawl, by)
 			return heldSaid("resumed", changed), err
 		})
 	})
 	mux.HandleFunc("POST /api/control/host", func(w http.ResponseWriter, r *http.Request) {
 		do(w, r, func(ctx context.Context, by string, b controlBody) (string, error) {
-			host, err := crawl.NormalizeHost(b.Host)
+			host, err := admin.NormalizeHost(b.Host)
 			if err != nil {
 				return "", err
 			}
-			ch := crawl.HostChange{By: by}
+			ch := admin.HostChange{By: by}
 			switch b.Action {
 			case "pause":
 				ch.Pause = controlPause
@@ -91,7 +91,7 @@ func controls(mux *http.ServeMux, c redis.UniversalClient, cfg Config) {
 			default:
 				return "", fmt.Errorf("%w %q: pause, block or clear", errAction, b.Action)
 			}
-			did, err := crawl.ChangeHost(ctx, c, cfg.Crawl, host, ch)
+			did, err := admin.ChangeHost(ctx, c, cfg.Crawl, host, ch)
 			return strings.Join(did, "; "), err
 		})
 	})

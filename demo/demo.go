@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/testsite"
@@ -66,7 +67,7 @@ func Run(ctx context.Context, rdb redis.UniversalClient, cfg Config, out io.Writ
 	var suffix [4]byte
 	rand.Read(suffix[:])
 	name := "demo-" + hex.EncodeToString(suffix[:])
-	defer crawl.Reset(context.WithoutCancel(ctx), rdb, name, true)
+	defer admin.Reset(context.WithoutCancel(ctx), rdb, name, true)
 	s := settings.Default()
 	s.Rate, s.Burst, s.AllowPrivate, s.ExpectedURLs, s.FPRate = cfg.Rate, cfg.Burst, true, 10_000, 0.001
 	var seeds []*url.URL

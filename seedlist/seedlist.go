@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/parse"
@@ -198,7 +199,7 @@ func (r *run) retry(what func() error) error {
 	var failing time.Time
 	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 5*time.Second) {
 		err := what()
-		if err == nil || !crawl.RedisGoneForNow(err) || r.ctx.Err() != nil {
+		if err == nil || !admin.RedisGoneForNow(err) || r.ctx.Err() != nil {
 			return err
 		}
 		if failing.IsZero() {

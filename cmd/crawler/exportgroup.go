@@ -9,12 +9,12 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/urfave/cli/v2"
 )
 
 // runExport with --group: the records through a consumer group, each
-// acknowledged once written (crawl.ExportGroup).
+// acknowledged once written (admin.ExportGroup).
 func runExportGroup(c *cli.Context) error {
 	group := c.String("group")
 	switch {
@@ -49,7 +49,7 @@ func runExportGroup(c *cli.Context) error {
 		defer f.Close()
 		out = f
 	}
-	rep, err := crawl.ExportGroupWith(ctx, rdb, c.String("crawl"), group, consumer, out, crawl.GroupOptions{
+	rep, err := admin.ExportGroupWith(ctx, rdb, c.String("crawl"), group, consumer, out, admin.GroupOptions{
 		Say: func(why string) { fmt.Fprintf(c.App.ErrWriter, "crawler: export: %s\n", why) }})
 	if err != nil {
 		return err

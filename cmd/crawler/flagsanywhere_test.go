@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/urfave/cli/v2"
@@ -81,7 +81,7 @@ func TestExportSaysWhyRecordsWereTrimmed(t *testing.T) {
 	if out, errOut, err := run(t, "--redis", s.URL(), "--crawl", "t", "seed", "--results-kept", "5000", "http://a.example/"); err != nil {
 		t.Fatalf("seed: %v %s %s", err, out, errOut)
 	}
-	rep := crawl.ExportReport{Trimmed: 204, Written: 10}
+	rep := admin.ExportReport{Trimmed: 204, Written: 10}
 	if why := trimmedWhy(ctx, s.Client, "t", rep); !strings.Contains(why, "204 records were trimmed") || !strings.Contains(why, "newest 5000") {
 		t.Errorf("without groups: %q; want the stream's bound, 5000", why)
 	}

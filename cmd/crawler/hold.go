@@ -5,11 +5,11 @@ import (
 	"os"
 	"os/user"
 
-	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/urfave/cli/v2"
 )
 
-// pauseCommand and resumeCommand pause and resume a whole crawl (crawl.Pause).
+// pauseCommand and resumeCommand pause and resume a whole crawl (admin.Pause).
 func pauseCommand() *cli.Command {
 	return holdCommand("pause", "stop handing out URLs to every worker, until 'crawler resume'",
 		"The crawl's pops hand out nothing while it is paused (each shard's pops read the pause\n"+
@@ -40,9 +40,9 @@ func holdCommand(name, usageText, desc string) *cli.Command {
 				return err
 			}
 			defer rdb.Close()
-			op, done, already := crawl.Pause, "paused", "was paused already"
+			op, done, already := admin.Pause, "paused", "was paused already"
 			if name == "resume" {
-				op, done, already = crawl.Resume, "resumed", "was not paused"
+				op, done, already = admin.Resume, "resumed", "was not paused"
 			}
 			changed, err := op(c.Context, rdb, c.String("crawl"), c.String("by"))
 			if err != nil {

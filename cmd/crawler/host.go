@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/urfave/cli/v2"
 )
 
-// hostCommand sets a host's own rules in a running crawl (crawl.ChangeHost).
+// hostCommand sets a host's own rules in a running crawl (admin.ChangeHost).
 func hostCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "host",
@@ -31,7 +31,7 @@ func hostCommand() *cli.Command {
 			&cli.IntFlag{Name: "burst", Value: 1, Usage: "with --rate, the host's bucket size"},
 			&cli.DurationFlag{Name: "pause", Usage: "no request to the host for this long, up to 30 days (a 429 pauses the same way)"},
 			&cli.BoolFlag{Name: "block", Usage: "no request to the host again (its queued URLs end with records 'skipped')"},
-			&cli.DurationFlag{Name: "wait", Value: crawl.BlockWait, Usage: "with --block, how long to wait for the workers to give back the host's URLs they hold"},
+			&cli.DurationFlag{Name: "wait", Value: admin.BlockWait, Usage: "with --block, how long to wait for the workers to give back the host's URLs they hold"},
 			&cli.BoolFlag{Name: "clear", Usage: "drop the host's own rate and lift its pause or block (first, when given with others)"},
 			&cli.StringFlag{Name: "by", Value: whoAmI(), DefaultText: "USER@HOST", Usage: "who asked, said in the event log"},
 		},
@@ -39,11 +39,11 @@ func hostCommand() *cli.Command {
 			if c.NArg() != 1 {
 				return usage(fmt.Errorf("host takes one HOST (got %d arguments)", c.NArg()))
 			}
-			host, err := crawl.NormalizeHost(c.Args().First())
+			host, err := admin.NormalizeHost(c.Args().First())
 			if err != nil {
 				return usage(err)
 			}
-			ch := crawl.HostChange{Pause: c.Duration("pause"), Clear: c.Bool("clear"), Block: c.Bool("block"), Wait: c.Duration("wait"), By: c.String("by")}
+			ch := admin.HostChange{Pause: c.Duration("pause"), Clear: c.Bool("clear"), Block: c.Bool("block"), Wait: c.Duration("wait"), By: c.String("by")}
 			if c.IsSet("rate") {
 				if ch.Rate, err = settings.ParseRate(c.String("rate")); err != nil {
 					return usage(fmt.Errorf("--rate: %v", err))
@@ -55,8 +55,8 @@ func hostCommand() *cli.Command {
 			} else if c.IsSet("burst") {
 				return usage(errors.New("--burst goes with --rate"))
 			}
-			if c.IsSet("pause") && (ch.Pause <= 0 || ch.Pause > crawl.MaxHostPause) {
-				return usage(fmt.Errorf("--pause %v: want a positive duration up to %v, such as 10m (for longer, --block)", ch.Pause, crawl.MaxHostPause))
+			if c.IsSet("pause") && (ch.Pause <= 0 || ch.Pause > admin.MaxHostPause) {
+				return usage(fmt.Errorf("--pause %v: want a positive duration up to %v, such as 10m (for longer, --block)", ch.Pause, admin.MaxHostPause))
 			}
 			if ch.Block && (ch.Rate != 0 || ch.Pause != 0) {
 				return usage(errors.New("--block goes without --rate and --pause: a blocked host gets no request at all"))
@@ -72,7 +72,7 @@ func hostCommand() *cli.Command {
 				return err
 			}
 			defer rdb.Close()
-			did, err := crawl.ChangeHost(c.Context, rdb, c.String("crawl"), host, ch)
+			did, err := admin.ChangeHost(c.Context, rdb, c.String("crawl"), host, ch)
 			if len(did) > 0 {
 				fmt.Fprintln(c.App.Writer, strings.Join(did, "\n"))
 			}

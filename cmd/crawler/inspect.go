@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redis/go-redis/v9"
@@ -147,7 +148,7 @@ func runExport(c *cli.Context) error {
 			}
 		}()
 	}
-	rep, err := crawl.Export(ctx, rdb, c.String("crawl"), counted, c.Bool("follow"))
+	rep, err := admin.Export(ctx, rdb, c.String("crawl"), counted, c.Bool("follow"))
 	if ferr := finish(); err == nil {
 		err = ferr
 	}
@@ -192,7 +193,7 @@ func exportOut(stdout io.Writer, name string) (io.Writer, func() error, error) {
 
 // exportSummary says on stderr how many records went where, and, of a
 // recrawl, how many pages changed (stdout holds only the records).
-func exportSummary(c *cli.Context, rep crawl.ExportReport) {
+func exportSummary(c *cli.Context, rep admin.ExportReport) {
 	switch line := rep.ChangeLine(); {
 	case c.String("out") != "" && line != "":
 		fmt.Fprintf(c.App.ErrWriter, "crawler: export: %d records written to %s (pages: %s)\n", rep.Written, c.String("out"), line)
@@ -257,7 +258,7 @@ func resetCommand() *cli.Command {
 				return err
 			}
 			defer rdb.Close()
-			rep, err := crawl.Reset(c.Context, rdb, c.String("crawl"), c.Bool("force"))
+			rep, err := admin.Reset(c.Context, rdb, c.String("crawl"), c.Bool("force"))
 			if err != nil {
 				return err
 			}
@@ -331,7 +332,7 @@ func recrawlCommand() *cli.Command {
 // where they are: with export groups, the groups' acknowledgements trimmed
 // them (the stream keeps what a group still has to read); without, the
 // stream's bound (seed --results-kept).
-func trimmedWhy(ctx context.Context, rdb redis.UniversalClient, name string, rep crawl.ExportReport) string {
+func trimmedWhy(ctx context.Context, rdb redis.UniversalClient, name string, rep admin.ExportReport) string {
 	kept := "--results-kept"
 	if s, err := settings.Load(ctx, rdb, name); err == nil {
 		kept = fmt.Sprintf("%d, seed --results-kept", s.ResultsKept)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/parse"
@@ -266,7 +267,7 @@ func runSeed(c *cli.Context, rdb redis.UniversalClient) error {
 	if err != nil && fresh && !errors.As(err, &some) && c.Context.Err() == nil {
 		// A crawl this seed created but could not fill (Redis out of
 		// memory, a sitemap that failed) is taken back, not left empty.
-		if _, rerr := crawl.Reset(context.WithoutCancel(c.Context), rdb, name, false); rerr == nil {
+		if _, rerr := admin.Reset(context.WithoutCancel(c.Context), rdb, name, false); rerr == nil {
 			err = fmt.Errorf("%w; crawl %q was not created", err, name)
 		}
 	}

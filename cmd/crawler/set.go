@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/urfave/cli/v2"
 )
 
-// setCommand changes a running crawl's settings (crawl.SetSettings).
+// setCommand changes a running crawl's settings (admin.SetSettings).
 func setCommand() *cli.Command {
 	var flags []cli.Flag
 	for _, st := range settings.Table {
@@ -49,12 +49,12 @@ func setCommand() *cli.Command {
 					continue
 				}
 				if !st.Live {
-					return usage(fmt.Errorf("--%s %s: %s", st.Flag, crawl.ErrNotLive, crawl.NotLiveWhy(st)))
+					return usage(fmt.Errorf("--%s %s: %s", st.Flag, admin.ErrNotLive, admin.NotLiveWhy(st)))
 				}
 				given[st.Flag] = flagText(c, st)
 			}
 			if len(given) == 0 {
-				return usage(errors.New("say what to change: --" + strings.Join(crawl.LiveFlags(), ", --")))
+				return usage(errors.New("say what to change: --" + strings.Join(admin.LiveFlags(), ", --")))
 			}
 			// The values, checked before Redis is asked: a typo is said as one.
 			s := settings.Default()
@@ -69,7 +69,7 @@ func setCommand() *cli.Command {
 				return err
 			}
 			defer rdb.Close()
-			rep, err := crawl.SetSettings(c.Context, rdb, c.String("crawl"), given, c.String("by"))
+			rep, err := admin.SetSettings(c.Context, rdb, c.String("crawl"), given, c.String("by"))
 			if err != nil {
 				return errors.New(strings.TrimPrefix(err.Error(), "crawl: "))
 			}

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/dashboard"
 	"github.com/redcrawl/crawler/render"
@@ -347,7 +348,7 @@ func crawlCommand() *cli.Command {
 // firstReasons says why the first records of the crawl were not fetched
 // (the first few of each shard's stream, up to n reasons).
 func firstReasons(c *cli.Context, rdb redis.UniversalClient, n int) string {
-	why, err := crawl.FirstErrors(context.WithoutCancel(c.Context), rdb, c.String("crawl"), n)
+	why, err := admin.FirstErrors(context.WithoutCancel(c.Context), rdb, c.String("crawl"), n)
 	switch {
 	case err != nil:
 		return fmt.Sprintf("no page was reachable (and reading why failed: %v)", err)

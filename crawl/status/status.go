@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/frontier"
@@ -233,7 +234,7 @@ func (st *Status) writeHosts(b *strings.Builder) {
 			if r.Blocked {
 				rules = append(rules, r.Host+" blocked")
 			} else {
-				rules = append(rules, fmt.Sprintf("%s %s req/s (burst %d)", r.Host, crawl.FormatRuleRate(r.Rate), r.Burst))
+				rules = append(rules, fmt.Sprintf("%s %s req/s (burst %d)", r.Host, admin.FormatRuleRate(r.Rate), r.Burst))
 			}
 		}
 		fmt.Fprintf(b, "  own rules   %d hosts keep rules of their own (crawler host): %s\n", len(rules), strings.Join(rules, ", "))

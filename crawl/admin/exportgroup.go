@@ -1,4 +1,4 @@
-package crawl
+package admin
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redis/go-redis/v9"
 )
@@ -53,7 +54,7 @@ func ExportGroupWith(ctx context.Context, c redis.UniversalClient, name, group, 
 	}
 	said := ""
 	rep := ExportReport{Changes: map[string]int64{}}
-	fr, err := readFrontier(ctx, c, name)
+	fr, err := crawl.ReadFrontier(ctx, c, name)
 	if err != nil {
 		return rep, err
 	}
@@ -147,7 +148,7 @@ const ClaimAfter = time.Minute
 // writeDelivery writes one record given to a group's reader, with its
 // count of new links and its stream_id (shard and entry id).
 func writeDelivery(out io.Writer, d frontier.Delivery, rep *ExportReport) error {
-	var rec Record
+	var rec crawl.Record
 	if err := json.Unmarshal(d.Record.Body, &rec); err != nil {
 		return fmt.Errorf("crawl: export: record %s: %w", d.Record.ID, err)
 	}

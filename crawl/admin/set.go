@@ -1,4 +1,4 @@
-package crawl
+package admin
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redis/go-redis/v9"
@@ -66,7 +67,7 @@ func SetSettings(ctx context.Context, c redis.UniversalClient, name string, give
 		st, ok := settingByFlag(flag)
 		switch {
 		case !ok:
-			return SetReport{}, fmt.Errorf("%w: --%s is not a setting", ErrSettings, flag)
+			return SetReport{}, fmt.Errorf("%w: --%s is not a setting", crawl.ErrSettings, flag)
 		case !st.Live:
 			return SetReport{}, fmt.Errorf("--%s %w: %s", flag, ErrNotLive, NotLiveWhy(st))
 		}
@@ -82,7 +83,7 @@ func SetSettings(ctx context.Context, c redis.UniversalClient, name string, give
 // setOnce reads the settings, applies given, and writes the change if the
 // settings are still as read (else frontier.ErrSettingsMoved).
 func setOnce(ctx context.Context, c redis.UniversalClient, name string, given map[string]string, who string) (SetReport, error) {
-	old, fr, err := loadFrontier(ctx, c, name)
+	old, fr, err := crawl.LoadFrontier(ctx, c, name)
 	if err != nil {
 		return SetReport{}, err
 	}
@@ -90,7 +91,7 @@ func setOnce(ctx context.Context, c redis.UniversalClient, name string, given ma
 	for _, st := range settings.Table {
 		if v, ok := given[st.Flag]; ok {
 			if err := st.Parse(&s, v); err != nil {
-				return SetReport{}, fmt.Errorf("%w: --%s: %v", ErrSettings, st.Flag, err)
+				return SetReport{}, fmt.Errorf("%w: --%s: %v", crawl.ErrSettings, st.Flag, err)
 			}
 		}
 	}
@@ -100,7 +101,7 @@ func setOnce(ctx context.Context, c redis.UniversalClient, name string, given ma
 	if s.AgentToken() != old.AgentToken() {
 		return SetReport{}, fmt.Errorf("%w: --user-agent %q: its product token %q is not the crawl's %q, which the robots.txt rules "+
 			"kept are matched against; keep the first word (change the version or the contact after it), or crawl anew",
-			ErrSettings, s.UserAgent, s.AgentToken(), old.AgentToken())
+			crawl.ErrSettings, s.UserAgent, s.AgentToken(), old.AgentToken())
 	}
 	rep := SetReport{}
 	fields := map[string]string{}
@@ -126,13 +127,13 @@ func setOnce(ctx context.Context, c redis.UniversalClient, name string, given ma
 	}
 	if rep.Version, err = fr.SetSettings(ctx, old.Version, fields, budget); err != nil {
 		if errors.Is(err, frontier.ErrGone) {
-			return rep, fmt.Errorf("%w %q (reset meanwhile)", ErrNoCrawl, name)
+			return rep, fmt.Errorf("%w %q (reset meanwhile)", crawl.ErrNoCrawl, name)
 		}
 		return rep, fmt.Errorf("crawl %q: %w", name, err)
 	}
 	rep.Reopened = wasDone && (s.MaxPages == 0 || pagesBelow(ctx, fr, s.MaxPages))
 	if len(rep.Changes) > 0 {
-		logEvent(ctx, eventsOf(fr), slog.New(slog.DiscardHandler), frontier.Event{Kind: frontier.EventSettings, Text: rep.Sentence() + " (by " + who + ")"})
+		crawl.LogEvent(ctx, fr.Events, slog.New(slog.DiscardHandler), frontier.Event{Kind: frontier.EventSettings, Text: rep.Sentence() + " (by " + who + ")"})
 	}
 	return rep, nil
 }

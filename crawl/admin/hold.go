@@ -1,10 +1,11 @@
-package crawl
+package admin
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
 
+	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redis/go-redis/v9"
 )
@@ -30,7 +31,7 @@ func Resume(ctx context.Context, c redis.UniversalClient, name, who string) (cha
 }
 
 func hold(ctx context.Context, c redis.UniversalClient, name, who string, pause bool) (bool, error) {
-	fr, err := readFrontier(ctx, c, name)
+	fr, err := crawl.ReadFrontier(ctx, c, name)
 	if err != nil {
 		return false, err
 	}
@@ -48,7 +49,7 @@ func hold(ctx context.Context, c redis.UniversalClient, name, who string, pause 
 		if !pause {
 			e = frontier.Event{Kind: frontier.EventResume, Text: fmt.Sprintf("the crawl was resumed by %s", who)}
 		}
-		logEvent(ctx, eventsOf(fr), slog.New(slog.DiscardHandler), e)
+		crawl.LogEvent(ctx, fr.Events, slog.New(slog.DiscardHandler), e)
 	}
 	return changed, nil
 }

@@ -1,4 +1,4 @@
-package crawl
+package admin
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redis/go-redis/v9"
@@ -25,7 +26,7 @@ type ResetReport struct {
 
 // Reset deletes every key of the crawl, found with SCAN (never KEYS, which
 // blocks a busy server). While workers are alive it refuses
-// (ErrWorkersAlive, naming them) unless force; then it stops them first:
+// (crawl.ErrWorkersAlive, naming them) unless force; then it stops them first:
 //  1. it deletes the config, from which moment every script of the crawl
 //     refuses to write (frontier.ErrGone) and every worker, at its next
 //     heartbeat or exchange, stops all it does and deregisters;
@@ -37,7 +38,7 @@ type ResetReport struct {
 // No key of the crawl reappears afterwards: no worker is left to write one.
 func Reset(ctx context.Context, c redis.UniversalClient, name string, force bool) (ResetReport, error) {
 	var rep ResetReport
-	if err := CheckName(name); err != nil {
+	if err := crawl.CheckName(name); err != nil {
 		return rep, err
 	}
 	shards := 1 // a crawl half reset already has no settings: its patterns still match its shards
@@ -54,9 +55,9 @@ func Reset(ctx context.Context, c redis.UniversalClient, name string, force bool
 	}
 	if len(alive) > 0 && !force {
 		return rep, fmt.Errorf("%w on crawl %q: %s; stop them first, or reset with --force (they then stop with an error)",
-			ErrWorkersAlive, name, strings.Join(alive, ", "))
+			crawl.ErrWorkersAlive, name, strings.Join(alive, ", "))
 	}
-	if full, line := RedisFull(ctx, c); full && !force {
+	if full, line := crawl.RedisFull(ctx, c); full && !force {
 		// A lapsed registration is no sign of a stopped worker while
 		// Redis refuses the heartbeats that would renew it.
 		lapsed, err := fr.Registry.Lapsed(ctx)
@@ -65,7 +66,7 @@ func Reset(ctx context.Context, c redis.UniversalClient, name string, force bool
 		}
 		if len(lapsed) > 0 {
 			return rep, fmt.Errorf("%w on crawl %q, perhaps: %s; so %s may be running although their registrations lapsed; "+
-				"give Redis memory first (CONFIG SET maxmemory), or reset with --force", ErrWorkersAlive, name, line, strings.Join(lapsed, ", "))
+				"give Redis memory first (CONFIG SET maxmemory), or reset with --force", crawl.ErrWorkersAlive, name, line, strings.Join(lapsed, ", "))
 		}
 	}
 	if len(alive) > 0 {

@@ -1,4 +1,4 @@
-package crawl
+package admin
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/redcrawl/crawler/crawl/settings"
+	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/redisconn"
 
 	"github.com/redcrawl/crawler/frontier"
@@ -29,7 +29,7 @@ type ExportReport struct {
 	Trimmed int64
 	Done    bool // the crawl was done when the export ended
 	// Changes counts the records written by how their pages compared with
-	// their last fetch (ChangeNew …).
+	// their last fetch (crawl.ChangeNew …).
 	Changes map[string]int64
 }
 
@@ -38,7 +38,7 @@ func (r ExportReport) ChangeLine() string {
 	if len(r.Changes) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%d new, %d changed, %d unchanged, %d gone", r.Changes[ChangeNew], r.Changes[ChangeChanged], r.Changes[ChangeUnchanged], r.Changes[ChangeGone])
+	return fmt.Sprintf("%d new, %d changed, %d unchanged, %d gone", r.Changes[crawl.ChangeNew], r.Changes[crawl.ChangeChanged], r.Changes[crawl.ChangeUnchanged], r.Changes[crawl.ChangeGone])
 }
 
 // Export writes the records of the results stream as JSON lines. With
@@ -46,7 +46,7 @@ func (r ExportReport) ChangeLine() string {
 // until the crawl is done (or ctx ends).
 func Export(ctx context.Context, c redis.UniversalClient, name string, out io.Writer, follow bool) (ExportReport, error) {
 	x := &exporter{name: name, out: out, follow: follow, wait: exportRetryMin, rep: ExportReport{Changes: map[string]int64{}}}
-	fr, err := readFrontier(ctx, c, name)
+	fr, err := crawl.ReadFrontier(ctx, c, name)
 	if err != nil {
 		return x.rep, err
 	}
@@ -80,7 +80,7 @@ type exporter struct {
 
 // write writes one record out, with its count of new links.
 func (x *exporter) write(r frontier.StoredRecord) error {
-	var rec Record
+	var rec crawl.Record
 	if err := json.Unmarshal(r.Body, &rec); err != nil {
 		return fmt.Errorf("crawl: export: record %s: %w", r.ID, err)
 	}
@@ -154,7 +154,7 @@ func (x *exporter) round(ctx context.Context) (bool, error) {
 	if exists, err := x.fr.Exists(ctx); err != nil {
 		return false, fmt.Errorf("crawl: export: %w", err)
 	} else if !exists {
-		return true, goneError(x.name)
+		return true, crawl.GoneError(x.name)
 	}
 	// Wait for the next record; the done flag is looked at again at least
 	// once a second.
@@ -185,13 +185,13 @@ func RedisGoneForNow(err error) bool { return redisconn.GoneForNow(err) }
 // FirstErrors lists why the first records of a crawl were not fetched,
 // "URL: error", up to n, from the oldest records of each shard's stream.
 func FirstErrors(ctx context.Context, c redis.UniversalClient, name string, n int) ([]string, error) {
-	fr, err := readFrontier(ctx, c, name)
+	fr, err := crawl.ReadFrontier(ctx, c, name)
 	if err != nil {
 		return nil, err
 	}
 	var why []string
 	err = fr.Records.First(ctx, n, func(r frontier.StoredRecord) bool {
-		var rec Record
+		var rec crawl.Record
 		if json.Unmarshal(r.Body, &rec) == nil && rec.Error != "" {
 			why = append(why, rec.URL+": "+rec.Error)
 		}
@@ -201,21 +201,4 @@ func FirstErrors(ctx context.Context, c redis.UniversalClient, name string, n in
 		return why, fmt.Errorf("crawl: reading the records: %w", err)
 	}
 	return why, nil
-}
-
-// readFrontier is crawl name's frontier, to read: laid out as its settings
-// say, without its Bloom filters.
-func readFrontier(ctx context.Context, c redis.UniversalClient, name string) (*frontier.Frontier, error) {
-	_, fr, err := loadFrontier(ctx, c, name)
-	return fr, err
-}
-
-// loadFrontier is readFrontier with the settings it was laid out by.
-func loadFrontier(ctx context.Context, c redis.UniversalClient, name string) (settings.Settings, *frontier.Frontier, error) {
-	s, err := settings.Load(ctx, c, name)
-	if err != nil {
-		return s, nil, err
-	}
-	fr, err := frontier.New(c, name, FrontierOptions(s))
-	return s, fr, err
 }

@@ -1,4 +1,4 @@
-package crawl
+package admin
 
 import (
 	"cmp"
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redis/go-redis/v9"
@@ -85,20 +86,20 @@ func NormalizeHost(s string) (string, error) {
 func ChangeHost(ctx context.Context, c redis.UniversalClient, name, host string, ch HostChange) ([]string, error) {
 	switch {
 	case ch.Rate != 0 && !(ch.Rate >= settings.MinRate*(1-1e-9)):
-		return nil, fmt.Errorf("%w: host %s: rate %v: want one request a day (1/86400) or more", ErrSettings, host, ch.Rate)
+		return nil, fmt.Errorf("%w: host %s: rate %v: want one request a day (1/86400) or more", crawl.ErrSettings, host, ch.Rate)
 	case ch.Burst < 0 || ch.Burst > settings.MaxBurst:
-		return nil, fmt.Errorf("%w: host %s: burst %d: want 1 to %d", ErrSettings, host, ch.Burst, settings.MaxBurst)
+		return nil, fmt.Errorf("%w: host %s: burst %d: want 1 to %d", crawl.ErrSettings, host, ch.Burst, settings.MaxBurst)
 	case ch.Pause < 0 || ch.Pause > MaxHostPause:
-		return nil, fmt.Errorf("%w: host %s: pause %v: want up to %v", ErrSettings, host, ch.Pause, MaxHostPause)
+		return nil, fmt.Errorf("%w: host %s: pause %v: want up to %v", crawl.ErrSettings, host, ch.Pause, MaxHostPause)
 	}
-	s, fr, err := loadFrontier(ctx, c, name)
+	s, fr, err := crawl.LoadFrontier(ctx, c, name)
 	if err != nil {
 		return nil, err
 	}
 	var did []string
 	say := func(text string) {
 		did = append(did, text)
-		logEvent(ctx, eventsOf(fr), slog.New(slog.DiscardHandler), frontier.Event{Kind: frontier.EventHostRule, Text: text + " (by " + ch.By + ")"})
+		crawl.LogEvent(ctx, fr.Events, slog.New(slog.DiscardHandler), frontier.Event{Kind: frontier.EventHostRule, Text: text + " (by " + ch.By + ")"})
 	}
 	if ch.Clear {
 		if err := fr.Hosts.ClearRule(ctx, host); err != nil {
@@ -106,7 +107,7 @@ func ChangeHost(ctx context.Context, c redis.UniversalClient, name, host string,
 		}
 		// The workers hold the pause too (a URL popped before it waits it
 		// out): they forget it now.
-		if err := newPauses(c, fr.PauseChannel(), time.Now).announce(ctx, host, 0); err != nil {
+		if err := crawl.AnnouncePause(ctx, c, fr.PauseChannel(), host, 0); err != nil {
 			return did, fmt.Errorf("crawl %q: the pause is lifted for every pop, but announcing it failed (workers lift it when it ends): %w", name, err)
 		}
 		say(fmt.Sprintf("host %s: its own rules cleared, its pause lifted; the crawl's rate holds (%s req/s, burst %d)", host, settings.FormatRate(s.Rate), s.Burst))
@@ -135,7 +136,7 @@ func ChangeHost(ctx context.Context, c redis.UniversalClient, name, host string,
 		}
 		// The URLs of the host already popped (tokens reserved ahead) wait
 		// it out too, in every worker that hears it.
-		if err := newPauses(c, fr.PauseChannel(), time.Now).announce(ctx, host, d); err != nil {
+		if err := crawl.AnnouncePause(ctx, c, fr.PauseChannel(), host, d); err != nil {
 			return did, fmt.Errorf("crawl %q: the pause holds for every pop, but announcing it failed (URLs popped before it may still go): %w", name, err)
 		}
 		say(fmt.Sprintf("host %s: paused for %v", host, d.Round(time.Second)))
@@ -164,7 +165,7 @@ func blockHost(ctx context.Context, c redis.UniversalClient, fr *frontier.Fronti
 	if err != nil {
 		return n, err
 	}
-	if err := newPauses(c, fr.PauseChannel(), time.Now).announce(ctx, host, blockAnnounced); err != nil {
+	if err := crawl.AnnouncePause(ctx, c, fr.PauseChannel(), host, blockAnnounced); err != nil {
 		return n, fmt.Errorf("the host is blocked for every pop, but telling the workers failed (URLs they hold may still go until their leases end): %w", err)
 	}
 	deadline := time.Now().Add(wait)
