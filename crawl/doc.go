@@ -35,10 +35,10 @@
 // now, Hosts.Pause marks the host. The
 // exchanger alone calls frontier.Exchange: it sends entries many to a call
 // and refills the ready queue in the same call, with no more URLs than
-// the loops will take within their windows (policy.go's target, from the
-// loops' own times: looptimes.go). What it
+// the loops will take within their windows (crawl/pace's Policy.target, from the
+// loops' own times: pace.LoopTimes). What it
 // does is its state machine's to decide (exstate.go: step(event, now) →
-// actions, no I/O, the timing in policy.go); the loop only turns what
+// actions, no I/O, the timing in crawl/pace); the loop only turns what
 // happens into events and performs the actions. A crawl of several shards
 // (Settings.Shards) changes nothing here: a call carries pages of any
 // shards, and the frontier makes it one pipeline of a call a shard

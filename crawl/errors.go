@@ -5,6 +5,7 @@ import (
 
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/redisconn"
 )
 
 // The crawl's errors, in one place. Those the frontier also returns are
@@ -37,7 +38,7 @@ var (
 
 	// ErrEvictingRedis: Redis may evict keys (maxmemory set, a policy other
 	// than noeviction).
-	ErrEvictingRedis = errors.New("crawl: Redis may evict the crawl's keys")
+	ErrEvictingRedis = redisconn.ErrEvicting
 
 	// ErrWorkersAlive: reset was asked of a crawl that workers are working on.
 	ErrWorkersAlive = errors.New("crawl: workers are alive")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
@@ -50,7 +51,7 @@ func TestTheEventLogTellsTheLockHandoverAndAPause(t *testing.T) {
 		o := fastOptions("w1")
 		o.Concurrency = 1
 		runWorkers(t, ctx, s, "ev", o)
-		if _, err := crawl.Recrawl(ctx, s.Client, "ev", true); err != nil {
+		if _, err := admin.Recrawl(ctx, s.Client, "ev", true); err != nil {
 			t.Fatal(err)
 		}
 		runWorkers(t, ctx, s, "ev", fastOptions("w2"))

@@ -14,6 +14,7 @@ import (
 	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/internal/redistest"
+	"github.com/redcrawl/crawler/redisconn"
 )
 
 // A Redis with a memory limit and an evicting policy is refused with what
@@ -21,7 +22,7 @@ import (
 // Redis (miniredis) does not report a policy and is never refused.
 func TestEvictingRedisIsRefused(t *testing.T) {
 	ctx := context.Background()
-	if err := crawl.CheckEviction(ctx, redistest.Mini(t).Client); err != nil {
+	if err := redisconn.CheckEviction(ctx, redistest.Mini(t).Client); err != nil {
 		t.Fatalf("miniredis: %v", err)
 	}
 	s := redistest.Real(t)
@@ -38,7 +39,7 @@ func TestEvictingRedisIsRefused(t *testing.T) {
 	} {
 		s.Client.ConfigSet(ctx, "maxmemory", tc.maxmemory)
 		s.Client.ConfigSet(ctx, "maxmemory-policy", tc.policy)
-		err := crawl.CheckEviction(ctx, s.Client)
+		err := redisconn.CheckEviction(ctx, s.Client)
 		if got := errors.Is(err, crawl.ErrEvictingRedis); got != tc.refused {
 			t.Errorf("maxmemory %s, %s: %v; refused = %v, want %v", tc.maxmemory, tc.policy, err, got, tc.refused)
 		}

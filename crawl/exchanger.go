@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/archive"
+	"github.com/redcrawl/crawler/crawl/pace"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/politeness"
 	"github.com/redis/go-redis/v9"
@@ -19,7 +20,7 @@ import (
 // and sends the pages they finish, many to a call, in one atomic
 // frontier.Exchange that also pops the next URLs. Every decision — when to
 // call, with what, and what a reply means — is its state machine's
-// (exstate.go, whose timing is policy.go); this file is the loop around it:
+// (exstate.go, whose timing is crawl/pace's Policy); this file is the loop around it:
 // it turns what happens into events, and performs the actions.
 //
 // Nothing is lost by batching: a leased URL in the ready buffer, or a page
@@ -54,7 +55,7 @@ type exchanger struct {
 	waiting atomic.Int32  // loops waiting for a URL now
 	// times: how long the recent URLs kept a loop; since: when each loop
 	// took the URL it has (unix ns; 0: it has none).
-	times  loopTimes
+	times  pace.LoopTimes
 	since  []atomic.Int64
 	wakeCh <-chan *redis.Message
 	now    func() time.Time // the clock every decision reads (Options.Clock)
@@ -121,7 +122,7 @@ func (x *exchanger) ring() {
 func (x *exchanger) worked(i int, d time.Duration, tried bool) {
 	x.since[i].Store(0)
 	if tried {
-		x.times.add(d)
+		x.times.Add(d)
 	}
 }
 
@@ -197,7 +198,7 @@ func (x *exchanger) run(stop, work context.Context) {
 		}
 		x.drain(work)
 		tick := event{kind: evTick, ready: x.ready.len(), idle: int(x.waiting.Load()), busySince: x.busySince()}
-		tick.slow, tick.fast, tick.most, tick.samples = x.times.read(2 * len(x.since))
+		tick.slow, tick.fast, tick.most, tick.samples = x.times.Read(2 * len(x.since))
 		if x.s.stopping || x.s.paused {
 			for _, l := range x.ready.drain() {
 				tick.unstarted = append(tick.unstarted, l.lease)

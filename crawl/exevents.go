@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/redcrawl/crawler/crawl/pace"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -17,7 +18,7 @@ import (
 // moment a call returns; without this it would see no finished page, ask
 // for another pop, and never read what the loops handed in.
 func (x *exchanger) drain(work context.Context) {
-	for i := 0; i < 4*maxPrefetch*x.s.p.loops+16; i++ {
+	for i := 0; i < 4*pace.MaxPrefetch*x.s.p.Loops()+16; i++ {
 		ev, ok := x.next(nil, nil, false)
 		if !ok {
 			return

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/redcrawl/crawler/crawl/pace"
 	"github.com/redcrawl/crawler/frontier"
 )
 
@@ -26,7 +27,7 @@ import (
 //   - the crawl's end: an exchange that says the crawl is over stops the
 //     worker (with ExitWhenDone), and a crawl gone from Redis ends all.
 type exState struct {
-	p            *policy
+	p            *pace.Policy
 	pending      []entry // handed in, not sent yet, oldest first
 	exitWhenDone bool    // ExitWhenDone: the crawl's end stops the worker
 	budget       bool    // the crawl has a page budget
@@ -55,9 +56,8 @@ type exConfig struct {
 }
 
 func newExState(cfg exConfig) *exState {
-	p := newPolicy(prefetch * cfg.loops)
-	p.loops = max(cfg.loops, 1)
-	p.forRate(cfg.rate, cfg.burst)
+	p := pace.New(pace.Prefetch * cfg.loops) // its loops: cfg.loops, at least 1
+	p.ForRate(cfg.rate, cfg.burst)
 	return &exState{p: p, exitWhenDone: cfg.exitWhenDone, budget: cfg.budget, version: cfg.version}
 }
 
@@ -145,9 +145,9 @@ func (s *exState) step(ev event, now time.Time) []action {
 	case evHandedIn:
 		s.add(now, ev.entry)
 	case evLoopsClosed:
-		s.p.loopsClosed()
+		s.p.LoopsClosed()
 	case evBell:
-		s.p.bell()
+		s.p.Bell()
 	case evWake:
 		if ev.payload == frontier.WakePaused {
 			s.paused = true
@@ -155,7 +155,7 @@ func (s *exState) step(ev event, now time.Time) []action {
 		if v, ok := frontier.SettingsMessage(ev.payload); ok && v > s.version {
 			return []action{{kind: actReload}, {kind: actWoken, channel: ev.channel}}
 		}
-		s.p.wake(ev.payload, ev.waiting)
+		s.p.Wake(ev.payload, ev.waiting)
 		return []action{{kind: actWoken, channel: ev.channel}}
 	case evStop:
 		s.stopping = true
@@ -170,8 +170,8 @@ func (s *exState) step(ev event, now time.Time) []action {
 	case evReloaded:
 		if ev.cfg.version > s.version {
 			s.version, s.budget = ev.cfg.version, ev.cfg.budget
-			s.p.forRate(ev.cfg.rate, ev.cfg.burst)
-			s.p.pollAt = time.Time{} // ask now, under them
+			s.p.ForRate(ev.cfg.rate, ev.cfg.burst)
+			s.p.AskNow() // under them
 		}
 	case evTick:
 		return s.tick(ev, now)
@@ -181,8 +181,8 @@ func (s *exState) step(ev event, now time.Time) []action {
 
 // add takes an entry handed in.
 func (s *exState) add(now time.Time, e entry) {
-	s.p.missedWindow(now, e.late)
-	s.p.added(now, len(s.pending) == 0)
+	s.p.MissedWindow(now, e.late)
+	s.p.Added(now, len(s.pending) == 0)
 	s.pending = append(s.pending, e)
 }
 
@@ -196,13 +196,13 @@ func (s *exState) tick(ev event, now time.Time) []action {
 	for _, l := range ev.unstarted { // URLs not started go back with the last call
 		s.add(now, entry{back: l})
 	}
-	s.p.slow, s.p.fast, s.p.most, s.p.samples = ev.slow, ev.fast, ev.most, ev.samples
-	c, ok, until := s.p.decide(now, world{ready: ev.ready, pending: len(s.pending), stopping: s.stopping, idle: ev.idle, busySince: ev.busySince})
+	s.p.SetLoopTimes(ev.slow, ev.fast, ev.most, ev.samples)
+	c, ok, until := s.p.Decide(now, pace.World{Ready: ev.ready, Pending: len(s.pending), Stopping: s.stopping, Idle: ev.idle, BusySince: ev.busySince})
 	if ok {
-		batch := s.pending[:min(c.send, len(s.pending)):min(c.send, len(s.pending))]
-		return []action{{kind: actCall, batch: batch, want: c.want, again: !s.stopping && !s.paused}}
+		batch := s.pending[:min(c.Send, len(s.pending)):min(c.Send, len(s.pending))]
+		return []action{{kind: actCall, batch: batch, want: c.Want, again: !s.stopping && !s.paused}}
 	}
-	if s.p.done(len(s.pending)) {
+	if s.p.Done(len(s.pending)) {
 		s.ended = true
 		return []action{{kind: actEnd}}
 	}
@@ -231,7 +231,7 @@ func (s *exState) replied(r reply, now time.Time) []action {
 		// once what the lost writes taught is forgotten.
 		return []action{{kind: actForget, err: r.err}}
 	case r.err != nil:
-		if s.p.failed(now) {
+		if s.p.Failed(now) {
 			s.ended = true
 			return []action{{kind: actGiveUp, err: r.err}}
 		}
@@ -241,7 +241,7 @@ func (s *exState) replied(r reply, now time.Time) []action {
 		s.paused = r.res.Info.Paused
 	}
 	got := len(r.res.Popped) + len(r.res.Again) // a late URL kept is one of those wanted
-	s.p.succeeded(now, call{send: len(r.batch), want: r.want}, got, r.res.Info.NextDue, r.took)
+	s.p.Succeeded(now, pace.Call{Send: len(r.batch), Want: r.want}, got, r.res.Info.NextDue, r.took)
 	s.pending = without(s.pending, r.batch)
 	acts := []action{{kind: actSettle, reply: r}}
 	if r.res.Unasked != nil && !errors.Is(r.res.Unasked, frontier.ErrRolledBack) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcrawl/crawler/crawl/pace"
 	"github.com/redcrawl/crawler/frontier"
 	"pgregory.net/rapid"
 )
@@ -207,7 +208,7 @@ func TestExchangerStateMachine(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newExState(exConfig{loops: capacity / prefetch, exitWhenDone: tc.exitWhenDone, budget: tc.budget})
+			s := newExState(exConfig{loops: capacity / pace.Prefetch, exitWhenDone: tc.exitWhenDone, budget: tc.budget})
 			runMachine(t, s, tc.steps)
 		})
 	}
@@ -225,8 +226,8 @@ func TestDrainHearsEverythingHandedIn(t *testing.T) {
 	}
 	x.bell <- struct{}{}
 	x.drain(context.Background())
-	if len(x.s.pending) != n || !x.s.p.hungry {
-		t.Fatalf("drain heard %d of %d entries (bell heard: %v)", len(x.s.pending), n, x.s.p.hungry)
+	if len(x.s.pending) != n || !x.s.p.Hungry() {
+		t.Fatalf("drain heard %d of %d entries (bell heard: %v)", len(x.s.pending), n, x.s.p.Hungry())
 	}
 }
 
@@ -328,10 +329,13 @@ func TestNewerSettingsAreReadOnceSaid(t *testing.T) {
 			t.Fatalf("step %d: reload %v; want %v", i, got, c.want)
 		}
 	}
-	s.p.pollAt = t0.Add(time.Hour)
+	s.p.Failed(t0) // a failed call: the next pop is held back
+	if s.p.PollAt().IsZero() {
+		t.Fatal("a failed call held nothing back")
+	}
 	s.step(event{kind: evReloaded, cfg: exConfig{rate: 2, burst: 1, budget: true, version: 3}}, t0)
-	if s.version != 3 || !s.budget || !s.p.pollAt.IsZero() {
-		t.Fatalf("after the reload: version %d, budget %v, poll at %v; want 3, true, now", s.version, s.budget, s.p.pollAt)
+	if s.version != 3 || !s.budget || !s.p.PollAt().IsZero() {
+		t.Fatalf("after the reload: version %d, budget %v, poll at %v; want 3, true, now", s.version, s.budget, s.p.PollAt())
 	}
 	if s.step(settings(replied(8, 0, nil), 3), t0); s.version != 3 {
 		t.Fatal("the version went back")
@@ -357,8 +361,9 @@ func TestThePacingAfterAChangeIsTheNewRates(t *testing.T) {
 		s := newExState(exConfig{loops: 8, rate: r1, burst: b1})
 		s.step(event{kind: evReloaded, cfg: exConfig{rate: r2, burst: b2, version: 1}}, time.Now())
 		fresh := newExState(exConfig{loops: 8, rate: r2, burst: b2})
-		if s.p.gap != fresh.p.gap || s.p.late != fresh.p.late {
-			t.Fatalf("%v/%d → %v/%d: gap %v late %v; a fresh worker's: gap %v late %v", r1, b1, r2, b2, s.p.gap, s.p.late, fresh.p.gap, fresh.p.late)
+		gap, late := s.p.Pacing()
+		if fgap, flate := fresh.p.Pacing(); gap != fgap || late != flate {
+			t.Fatalf("%v/%d → %v/%d: gap %v late %v; a fresh worker's: gap %v late %v", r1, b1, r2, b2, gap, late, fgap, flate)
 		}
 	})
 }

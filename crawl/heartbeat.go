@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/redisconn"
 )
 
 // flushSkips adds the discovered URLs not followed since the last flush to
@@ -50,7 +51,7 @@ func (w *Worker) heartbeat(ctx context.Context) {
 		next := w.opts.Lease / 3
 		switch {
 		case err == nil || ctx.Err() != nil:
-		case IsOOM(err):
+		case redisconn.IsOOM(err):
 			// The registration lapses meanwhile; status and reset know to
 			// read that as unknown, not gone, while Redis is full.
 			w.log.Warn("Redis is out of memory and refuses writes: heartbeats fail, the crawl waits "+

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redcrawl/crawler/crawl/pace"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
 )
@@ -40,7 +41,7 @@ func policyOf(s settings.Settings) frontier.Policy {
 	p := frontier.Policy{PageBudget: s.MaxPages, HostPageCap: s.MaxPagesPerHost, Version: s.Version, Depth: s.Order == settings.OrderDepth}
 	if s.Rate > 0 && !math.IsInf(s.Rate, 1) {
 		p.HostRate, p.HostBurst = s.Rate, s.Burst
-		p.PopAhead, _ = popTiming(s.Rate, s.Burst)
+		p.PopAhead, _ = pace.PopTiming(s.Rate, s.Burst)
 		p.PerAddress = s.Politeness == settings.PolitenessIP
 	}
 	p.DelayFactor, p.MaxDelay = s.DelayFactor, s.MaxDelay

@@ -15,6 +15,7 @@ import (
 	"github.com/nlnwa/gowarc/v3"
 	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/redistest"
@@ -39,7 +40,7 @@ func TestARecrawlOverShardsRefetchesEveryPage(t *testing.T) {
 		defer cancel()
 		runWorkers(t, ctx, s, "rs", fastOptions("w1"))
 		changed := site.Change(0.3)
-		rep, err := crawl.Recrawl(ctx, s.Client, "rs", true)
+		rep, err := admin.Recrawl(ctx, s.Client, "rs", true)
 		if err != nil || rep.Due < 90 || rep.Due != rep.Scheduled {
 			t.Fatalf("Recrawl = %+v, %v; want every page due", rep, err)
 		}
@@ -108,7 +109,7 @@ func TestTheSamePayloadIsArchivedOnce(t *testing.T) {
 		o := fastOptions("w1")
 		o.WARC, o.Concurrency = &archive.Config{Dir: dir}, 1
 		runWorkers(t, ctx, s, "same", o)
-		if _, err := crawl.Recrawl(ctx, s.Client, "same", true); err != nil {
+		if _, err := admin.Recrawl(ctx, s.Client, "same", true); err != nil {
 			t.Fatal(err)
 		}
 		o = fastOptions("w2")

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/redcrawl/crawler/redisconn"
 )
 
 // oomRetry is how soon a worker tries again a write that Redis refused for
@@ -23,7 +25,7 @@ func (w *Worker) register(ctx context.Context) error {
 	deadline := w.now().Add(w.opts.Lease + w.opts.Lease/2)
 	for {
 		left, err := w.fr.Registry.Register(ctx, w.opts.ID)
-		if IsOOM(err) {
+		if redisconn.IsOOM(err) {
 			// As a running worker does: wait until Redis has memory again.
 			w.log.Warn("Redis is out of memory and refuses writes; waiting for memory to free before joining "+
 				"(raise maxmemory, or free memory)", "err", err)

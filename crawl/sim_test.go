@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/redcrawl/crawler/crawl/pace"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redis/go-redis/v9"
@@ -62,7 +63,7 @@ type simRules struct {
 	late func(l *frontier.Lease, now time.Time) bool
 	// policy adjusts each worker's policy after forRate (nil: as a worker
 	// sets it).
-	policy func(p *policy)
+	policy func(p *pace.Policy)
 	// noRetoken: a late URL goes back, without asking its host for a new
 	// token (the worker's rule before exchange.lua's ex_again).
 	noRetoken bool
@@ -180,7 +181,7 @@ type simWorker struct {
 	res     reply
 	wakeAt  time.Time
 	dueAt   time.Time
-	times   loopTimes
+	times   pace.LoopTimes
 	belled  bool
 	stopped bool
 }
@@ -296,7 +297,7 @@ func runSim(t simT, p simParams, rules simRules, limit time.Duration) simResult 
 			lp.busy = false
 			s.res.fetches = append(s.res.fetches, [2]time.Time{lp.since, s.now})
 			s.res.last = s.now
-			w.times.add(s.now.Sub(lp.since))
+			w.times.Add(s.now.Sub(lp.since))
 			w.events = append(w.events, event{kind: evHandedIn,
 				entry: entry{page: frontier.Finished{Lease: lp.l.lease, Outcome: frontier.Outcome{Stat: OutcomeOK, Fetched: true}}}})
 			s.feed(w)
@@ -444,13 +445,13 @@ func (s *simulation) wake(w *simWorker) {
 		}
 	}
 	tick := event{kind: evTick, ready: w.q.len(), idle: idle, busySince: since}
-	tick.slow, tick.fast, tick.most, tick.samples = w.times.read(2 * len(w.loops))
+	tick.slow, tick.fast, tick.most, tick.samples = w.times.Read(2 * len(w.loops))
 	for _, a := range w.s.step(tick, s.now) {
 		switch a.kind {
 		case actCall:
 			w.inCall, w.call = true, a
 			if simDebug != nil {
-				simDebug("%v: call send %d want %d (ready %d idle %d slow %v fast %v call %v)", s.now.Sub(s.res.start), len(a.batch), a.want, tick.ready, idle, w.s.p.slow, w.s.p.fast, w.s.p.call)
+				simDebug("%v: call send %d want %d (ready %d idle %d slow %v fast %v)", s.now.Sub(s.res.start), len(a.batch), a.want, tick.ready, idle, tick.slow, tick.fast)
 			}
 			s.at(s.now.Add(s.p.RTT/2), simExec, w, 0)
 		case actSleep:

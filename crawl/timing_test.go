@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcrawl/crawler/crawl/pace"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/politeness"
 	"pgregory.net/rapid"
@@ -187,7 +188,7 @@ func TestTimingChecksCatchTheOldRules(t *testing.T) {
 	} else {
 		t.Logf("the old lateness rule: %v", err)
 	}
-	fullBuffer := func(p *policy) { p.late = 0 } // pops fill the buffer
+	fullBuffer := func(p *pace.Policy) { p.FillBuffer() } // pops fill the buffer
 	slow := shape
 	slow.Latency = 200 * time.Millisecond
 	if err := simProblem(slow, runSim(t, slow, simRules{policy: fullBuffer}, simLimit(slow))); err == nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/redcrawl/crawler/leader"
 	"github.com/redcrawl/crawler/parse"
 	"github.com/redcrawl/crawler/politeness"
+	"github.com/redcrawl/crawler/redisconn"
 	"github.com/redcrawl/crawler/render"
 	"github.com/redis/go-redis/v9"
 )
@@ -117,7 +118,7 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 	if err := w.refreshScope(ctx); err != nil {
 		return nil, err
 	}
-	if w.evictions.last, err = evictedKeys(ctx, c); err != nil {
+	if w.evictions.last, err = redisconn.EvictedKeys(ctx, c); err != nil {
 		return nil, fmt.Errorf("crawl: reading Redis's evicted_keys: %w", err)
 	}
 	w.evictions.at = w.now()

@@ -25,7 +25,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/pace"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
@@ -272,7 +272,7 @@ func TestCrawlSurvivesSIGKILL(t *testing.T) {
 	if over := site.Overfetched(2); len(over) > 0 {
 		t.Errorf("URLs fetched more often than the two kills explain: %v", over)
 	}
-	bound := 2 * crawl.CrashRefetches(8) // workers run with -c 8
+	bound := 2 * pace.CrashRefetches(8) // workers run with -c 8
 	t.Logf("fetched again: %d pages (bound: %d for two kills of workers of 8 loops)", ss.Extra(), bound)
 	if ss.Extra() > bound {
 		t.Errorf("%d pages fetched again; two kills of workers of 8 loops cost at most %d", ss.Extra(), bound)

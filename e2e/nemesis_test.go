@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/pace"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -45,7 +46,7 @@ import (
 // record in Redis (the results stream, as export writes it) and exactly
 // one across the workers' --out files; the site saw no host over rate +
 // burst in any second; pages fetched again are within the crash bound
-// (crawl.CrashRefetches for each fault that can cost fetches); the fence's
+// (pace.CrashRefetches for each fault that can cost fetches); the fence's
 // log holds no sweep of an older epoch after one of a newer; the page
 // budget, set to every page the site has, is exact; every WARC file is
 // closed and reads whole, and every record's WARC reference is a response
@@ -113,7 +114,7 @@ type nemesis struct {
 	rng    *rand.Rand
 	done   map[string]int  // faults injected, by kind
 	down   map[string]bool // worker containers killed or stopped, to start again
-	crash  int             // faults that may cost fetches made again (crawl.CrashRefetches each)
+	crash  int             // faults that may cost fetches made again (pace.CrashRefetches each)
 	slowOK bool
 	fence  []int64 // the fence's log, read as it goes (the stream is capped)
 	lastID string
@@ -382,7 +383,7 @@ func (n *nemesis) check(budget int, rate float64, burst int) {
 		}
 	}
 	// Duplicates within the crash bound.
-	bound := n.crash * crawl.CrashRefetches(8)
+	bound := n.crash * pace.CrashRefetches(8)
 	if extra := st.Extra(); extra > bound {
 		t.Errorf("%d pages fetched again; the %d crash-like faults bound it at %d", extra, n.crash, bound)
 	}

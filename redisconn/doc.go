@@ -3,7 +3,9 @@
 // TLS, with --redis-ca and a client certificate), a Redis Cluster (its
 // seed nodes, host:port,host:port; a single node that turns out to be a
 // Cluster's is reopened as the Cluster), or the master a Sentinel names
-// (redis-sentinel://). Or, with no server at all, an embedded one.
+// (redis-sentinel://). Or, with no server at all, an embedded one. And
+// it reads what a Redis says of its memory (memory.go): whether it may
+// evict a crawl's keys (CheckEviction), whether it is full (RedisFull).
 //
 // Nothing it prints or returns holds the URL's password: Parse's errors
 // quote only what follows its last '@', URL.Shown replaces it, and

@@ -309,7 +309,7 @@ func recrawlCommand() *cli.Command {
 				return err
 			}
 			defer rdb.Close()
-			rep, err := crawl.Recrawl(c.Context, rdb, c.String("crawl"), c.Bool("all"))
+			rep, err := admin.Recrawl(c.Context, rdb, c.String("crawl"), c.Bool("all"))
 			if err != nil {
 				return err
 			}

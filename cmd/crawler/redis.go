@@ -52,7 +52,7 @@ func allowEvictionFlag() cli.Flag {
 // --allow-eviction, which still says so, once a process ('crawl' seeds
 // and works: one warning).
 func checkEviction(c *cli.Context, rdb redis.UniversalClient) error {
-	err := crawl.CheckEviction(c.Context, rdb)
+	err := redisconn.CheckEviction(c.Context, rdb)
 	if errors.Is(err, crawl.ErrEvictingRedis) && c.Bool("allow-eviction") {
 		if c.App.Metadata["eviction-warned"] == nil {
 			fmt.Fprintf(c.App.ErrWriter, "crawler: warning: %v (going on: --allow-eviction)\n",

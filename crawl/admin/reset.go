@@ -9,6 +9,7 @@ import (
 	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/redisconn"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -57,7 +58,7 @@ func Reset(ctx context.Context, c redis.UniversalClient, name string, force bool
 		return rep, fmt.Errorf("%w on crawl %q: %s; stop them first, or reset with --force (they then stop with an error)",
 			crawl.ErrWorkersAlive, name, strings.Join(alive, ", "))
 	}
-	if full, line := crawl.RedisFull(ctx, c); full && !force {
+	if full, line := redisconn.RedisFull(ctx, c); full && !force {
 		// A lapsed registration is no sign of a stopped worker while
 		// Redis refuses the heartbeats that would renew it.
 		lapsed, err := fr.Registry.Lapsed(ctx)

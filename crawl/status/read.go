@@ -10,6 +10,7 @@ import (
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/leader"
+	"github.com/redcrawl/crawler/redisconn"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -88,7 +89,7 @@ func readWorkers(ctx context.Context, c redis.UniversalClient, fr *frontier.Fron
 			lapsed = append(lapsed, w.ID)
 		}
 	}
-	if st.RedisOutOfMemory, st.RedisMemoryLine = crawl.RedisFull(ctx, c); st.RedisOutOfMemory {
+	if st.RedisOutOfMemory, st.RedisMemoryLine = redisconn.RedisFull(ctx, c); st.RedisOutOfMemory {
 		st.WorkersUnknown = lapsed
 	}
 	if st.Done, err = fr.Done(ctx); err != nil {

@@ -1,4 +1,4 @@
-package crawl
+package pace
 
 // What the exchanger tells its policy (policy.go) as it goes: loops
 // closed, URLs added, a wake from another worker, a call that succeeded
@@ -9,22 +9,22 @@ import (
 )
 
 // done: the loops are gone and nothing is left to send.
-func (p *policy) done(pending int) bool { return p.closed && pending == 0 }
+func (p *Policy) Done(pending int) bool { return p.closed && pending == 0 }
 
 // added: a finished page or a given-back URL arrived at now, when first
 // says nothing else was waiting to be sent.
-func (p *policy) added(now time.Time, first bool) {
+func (p *Policy) Added(now time.Time, first bool) {
 	if first {
 		p.oldest = now
 	}
 }
 
 // loopsClosed: no fetch loop will hand in anything again.
-func (p *policy) loopsClosed() { p.closed = true }
+func (p *Policy) LoopsClosed() { p.closed = true }
 
 // bell: a fetch loop found nothing ready. If the queue got URLs while the
 // worker was busy, ask now.
-func (p *policy) bell() {
+func (p *Policy) Bell() {
 	p.hungry = true
 	if p.refilled && p.failures == 0 {
 		p.pollAt = time.Time{}
@@ -37,7 +37,7 @@ func (p *policy) bell() {
 // remember it for the next bell. "done": ask now, to learn it is over;
 // "resumed": the crawl's pause ended, ask now. ("drained" is for the
 // scheduler; "paused" for the state machine.)
-func (p *policy) wake(payload string, waiting int) {
+func (p *Policy) Wake(payload string, waiting int) {
 	switch {
 	case p.failures == 0 && (payload == "done" || payload == "resumed" || payload == "1" && waiting > 0):
 		p.pollAt = time.Time{}
@@ -49,7 +49,7 @@ func (p *policy) wake(payload string, waiting int) {
 // succeeded: call c, decided at now, went through and popped `popped` URLs;
 // nextDue is how long until some host is due (-1: nothing queued); took
 // is how long the call took.
-func (p *policy) succeeded(now time.Time, c call, popped int, nextDue, took time.Duration) {
+func (p *Policy) Succeeded(now time.Time, c Call, popped int, nextDue, took time.Duration) {
 	if p.call == 0 {
 		p.call = took
 	} else {
@@ -57,7 +57,7 @@ func (p *policy) succeeded(now time.Time, c call, popped int, nextDue, took time
 	}
 	p.failures, p.hungry = 0, false // the bell has been answered
 	p.oldest = now                  // of what was not sent: it waits from now
-	if c.want == 0 {
+	if c.Want == 0 {
 		return
 	}
 	p.refilled = false
@@ -70,9 +70,9 @@ func (p *policy) succeeded(now time.Time, c call, popped int, nextDue, took time
 	if popped == 0 && (p.gap == 0 || nextDue < 0) {
 		p.linger = lingerStarved
 	}
-	p.short = popped < c.want
+	p.short = popped < c.Want
 	switch {
-	case popped == c.want:
+	case popped == c.Want:
 		p.idle, p.pollAt = idleMin, time.Time{}
 	case popped > 0 && p.gap > 0 && nextDue >= 0:
 		p.pollAt = now.Add(min(max(nextDue, p.gap), idleMax)) // what is due before then was popped
@@ -88,7 +88,7 @@ func (p *policy) succeeded(now time.Time, c call, popped int, nextDue, took time
 
 // failed: a call failed at now. It reports whether to give up: the loops
 // are gone and Redis has not answered several times in a row.
-func (p *policy) failed(now time.Time) (giveUp bool) {
+func (p *Policy) Failed(now time.Time) (giveUp bool) {
 	p.failures++
 	if p.closed && p.failures >= giveUpAfter {
 		return true

@@ -1,4 +1,4 @@
-package crawl
+package pace
 
 import (
 	"math"
@@ -7,12 +7,13 @@ import (
 	"github.com/redcrawl/crawler/politeness"
 )
 
-// policy is the timing half of the exchanger's state machine (exstate.go),
+// Policy is the timing half of the exchanger's state machine (crawl's
+// exstate.go),
 // with no I/O and on the clock it is given: when to call Redis, with how
 // many finished pages and how many URLs to ask for, and how long to sleep
 // otherwise. The state machine tells it what happened (the functions
-// below) and asks it what to do (decide); it keeps the entries waiting to
-// be sent, and gives their count in world. policy_test.go drives the
+// below) and asks it what to do (Decide); the machine keeps the entries
+// waiting to be sent, and gives their count in World. policy_test.go drives the
 // policy step by step on a fake clock.
 //
 // The aim is few calls: a lone call costs a lightly loaded Redis more than
@@ -21,7 +22,7 @@ import (
 // pop. Two things cut the wait short: a fetch loop with nothing to do (the
 // links of the pages waiting may be its work, here or in another worker),
 // and the stop (everything finished is sent, nothing more is popped).
-type policy struct {
+type Policy struct {
 	capacity int           // the ready buffer's size
 	oldest   time.Time     // when the oldest entry waiting to be sent arrived
 	linger   time.Duration // how long a finished page may wait for company
@@ -99,7 +100,7 @@ const (
 // are as few as that allows (a call costs Redis more than its pages' work
 // at a few dozen pages; bench/README.md). The window is popSlack longer,
 // so that a token due just after the next pop is taken by this one.
-func popTiming(rate float64, burst int) (ahead, gap time.Duration) {
+func PopTiming(rate float64, burst int) (ahead, gap time.Duration) {
 	gap = popGapMax
 	if fill := time.Duration(float64(max(burst, 1)) / rate * float64(time.Second)); rate > 0 && fill < gap {
 		gap = max(fill, popGapMin)
@@ -109,33 +110,33 @@ func popTiming(rate float64, burst int) (ahead, gap time.Duration) {
 
 // forRate sets the policy for a crawl whose hosts get rate requests a
 // second with a bucket of burst (0 or +Inf: no limit, no tokens).
-func (p *policy) forRate(rate float64, burst int) {
+func (p *Policy) ForRate(rate float64, burst int) {
 	p.gap, p.late = 0, 0
 	if rate <= 0 || math.IsInf(rate, 1) {
 		return
 	}
-	_, p.gap = popTiming(rate, burst)
+	_, p.gap = PopTiming(rate, burst)
 	early, width := politeness.TokenWindow(rate, burst)
 	p.late = width - early
 }
 
-func newPolicy(capacity int) *policy {
-	return &policy{capacity: capacity, idle: idleMin, linger: lingerStarved, loops: max(1, capacity/prefetch)}
+func New(capacity int) *Policy {
+	return &Policy{capacity: capacity, idle: idleMin, linger: lingerStarved, loops: max(1, capacity/Prefetch)}
 }
 
 // prefetch is how many URLs a loop may have waiting in the ready buffer
 // (its size: prefetch a loop), and maxPrefetch how many at most when
 // calls are slow (policy.size).
-const prefetch, maxPrefetch = 6, 64
+const Prefetch, MaxPrefetch = 6, 64
 
 // world is what the exchanger knows that the policy does not keep.
-type world struct {
-	ready    int  // leased URLs in the ready buffer
-	pending  int  // finished pages and given-back URLs not yet sent
-	stopping bool // the worker stops: send everything, pop nothing
-	idle     int  // fetch loops waiting for a URL
+type World struct {
+	Ready    int  // leased URLs in the ready buffer
+	Pending  int  // finished pages and given-back URLs not yet sent
+	Stopping bool // the worker stops: send everything, pop nothing
+	Idle     int  // fetch loops waiting for a URL
 	// busySince: when each busy loop took its URL
-	busySince []time.Time
+	BusySince []time.Time
 }
 
 // target is how many URLs the ready buffer should hold, for the loops'
@@ -146,13 +147,13 @@ type world struct {
 // the window kept for the clocks (a timer that fires late, a window's
 // end rounded down to the µs, a stall: margin). A URL popped beyond that would miss its
 // window, go back and be popped again.
-func (p *policy) target(now time.Time, w world) int {
+func (p *Policy) target(now time.Time, w World) int {
 	size := p.size()
 	if p.late <= 0 {
 		return size
 	}
 	if p.slow <= 0 { // not measured yet: a URL for each loop that waits
-		return min(size, w.idle)
+		return min(size, w.Idle)
 	}
 	return min(size, p.starts(now, now.Add(p.call+p.late-p.margin(now)), w, p.slowest(), p.next()))
 }
@@ -160,7 +161,7 @@ func (p *policy) target(now time.Time, w world) int {
 // slowest is how long a URL may keep a loop: the slowest of the last
 // ones, and more by eight times what the slowest of that many falls short
 // of the slowest there is, on average (their spread over their number).
-func (p *policy) slowest() time.Duration {
+func (p *Policy) slowest() time.Duration {
 	if p.samples == 0 {
 		return p.slow
 	}
@@ -171,7 +172,7 @@ func (p *policy) slowest() time.Duration {
 // loops and rounds: the ninth decile of the last ones, and an eighth of
 // their spread more (at most slowest). A URL slower than that is one of a
 // few; another loop takes the next URL meanwhile.
-func (p *policy) next() time.Duration {
+func (p *Policy) next() time.Duration {
 	return min(p.most+(p.slow-p.fast)/8, p.slowest())
 }
 
@@ -179,15 +180,15 @@ func (p *policy) next() time.Duration {
 // that waits takes one now, a busy one when its URL has kept it first,
 // and each again every next after that. Whole URLs only: a loop that
 // might be done just after until takes none.
-func (p *policy) starts(now, until time.Time, w world, first, next time.Duration) int {
+func (p *Policy) starts(now, until time.Time, w World, first, next time.Duration) int {
 	rounds := func(free time.Time) int {
 		if free.After(until) {
 			return 0
 		}
 		return 1 + int(until.Sub(free)/next)
 	}
-	n := w.idle * rounds(now)
-	for _, since := range w.busySince {
+	n := w.Idle * rounds(now)
+	for _, since := range w.BusySince {
 		free := since.Add(first)
 		if free.Before(now) {
 			free = now
@@ -202,65 +203,65 @@ func (p *policy) starts(now, until time.Time, w world, first, next time.Duration
 // calls and a half at the fastest (calls are one at a time: the buffer
 // must last through one while the one before brings enough for the next),
 // up to maxPrefetch a loop.
-func (p *policy) size() int {
+func (p *Policy) size() int {
 	size := p.capacity
 	if p.fast > 0 && p.call > 0 {
 		calls := int(2.5*float64(p.loops)*float64(p.call)/float64(p.fast)) + 1
-		size = max(size, min(calls, maxPrefetch*p.loops))
+		size = max(size, min(calls, MaxPrefetch*p.loops))
 	}
 	return size
 }
 
 // call is one exchange: send the first `send` entries waiting, pop up to
 // `want` URLs.
-type call struct{ send, want int }
+type Call struct{ Send, Want int }
 
 // decide says, at now, whether to call Redis and with what; if not, until
 // when to sleep (unless an event comes first).
-func (p *policy) decide(now time.Time, w world) (c call, ok bool, sleepUntil time.Time) {
+func (p *Policy) Decide(now time.Time, w World) (c Call, ok bool, sleepUntil time.Time) {
 	if p.failures > 0 && now.Before(p.pollAt) {
-		return call{}, false, p.pollAt // backing off: nothing can be done before
+		return Call{}, false, p.pollAt // backing off: nothing can be done before
 	}
 	target := p.target(now, w)
-	room := target - w.ready
+	room := target - w.Ready
 	// A loop with nothing to do hastens the send, unless the tokens are
 	// what it waits for (a rate-limited crawl whose last pop found some:
 	// links sent sooner would not be fetched sooner).
 	hungry := p.hungry && (p.gap == 0 || p.linger == lingerStarved)
-	send := w.pending > 0 && (w.pending >= p.unsent() || w.stopping || hungry || p.closed ||
+	send := w.Pending > 0 && (w.Pending >= p.unsent() || w.Stopping || hungry || p.closed ||
 		!now.Before(p.oldest.Add(p.linger)))
 	// Refill when the buffer is almost empty: a refill takes a millisecond
 	// or two, a page tens, so the buffer need only cover the call.
-	pop := !w.stopping && room > 0 && !now.Before(p.pollAt) && (p.hungry || p.refillDue(now, w))
+	pop := !w.Stopping && room > 0 && !now.Before(p.pollAt) && (p.hungry || p.refillDue(now, w))
 	if send || pop {
-		c = call{send: min(w.pending, maxSend)}
-		if !w.stopping && room > 0 && (pop || p.failures == 0) {
-			c.want = room // a send pops along: it costs Redis little more
+		c = Call{Send: min(w.Pending, maxSend)}
+		if !w.Stopping && room > 0 && (pop || p.failures == 0) {
+			c.Want = room // a send pops along: it costs Redis little more
 		}
 		return c, true, time.Time{}
 	}
 	sleepUntil = now.Add(time.Hour)
-	if w.pending > 0 {
+	if w.Pending > 0 {
 		sleepUntil = p.oldest.Add(p.linger)
 	}
 	if (room > 0 || p.failures > 0) && now.Before(p.pollAt) && p.pollAt.Before(sleepUntil) {
 		sleepUntil = p.pollAt
 	}
-	if t := p.refillAt(now, w); !w.stopping && !t.IsZero() && t.Before(sleepUntil) {
+	if t := p.refillAt(now, w); !w.Stopping && !t.IsZero() && t.Before(sleepUntil) {
 		if t.Before(p.pollAt) {
 			t = p.pollAt
 		}
 		sleepUntil = t
 	}
-	return call{}, false, sleepUntil
+	return Call{}, false, sleepUntil
 }
 
 // refillAt is when a pop will be due for the loops that are busy now:
 // the first moment at which the URLs waiting will not last the loops
-// through a call, and, in a rate-limited crawl, at which one popped then
+// through a Call, and, in a rate-limited crawl, at which one popped then
 // could still be taken within its window. Zero: none in sight (the next URL
 // handed in or the next bell decides again).
-func (p *policy) refillAt(now time.Time, w world) time.Time {
+func (p *Policy) refillAt(now time.Time, w World) time.Time {
 	if p.fast <= 0 || p.slow <= 0 || p.refillDue(now, w) {
 		return time.Time{}
 	}
@@ -288,18 +289,18 @@ const refillHorizon, refillPrecision = 2 * time.Second, 100 * time.Microsecond
 // and there is room for more (a rate-limited crawl's target, counted at
 // the slowest, is above them). It only turns true as time goes on, while
 // nothing else happens (refillAt).
-func (p *policy) refillDue(now time.Time, w world) bool {
+func (p *Policy) refillDue(now time.Time, w World) bool {
 	target := p.target(now, w)
-	if w.ready >= target {
+	if w.Ready >= target {
 		return false
 	}
-	if w.ready <= target/8 {
+	if w.Ready <= target/8 {
 		return true
 	}
 	// While the tokens are the limit, the URLs waiting are reserved for
 	// later windows and loops wait for them by design: a pop sooner would
 	// find no token sooner.
-	return !p.short && p.fast > 0 && p.starts(now, now.Add(p.call), w, p.fast, p.fast) >= w.ready
+	return !p.short && p.fast > 0 && p.starts(now, now.Add(p.call), w, p.fast, p.fast) >= w.Ready
 }
 
 // unsent is how many finished pages (and given-back URLs) may wait to be
@@ -310,7 +311,7 @@ func (p *policy) refillDue(now time.Time, w world) bool {
 // lingerBusy's worth. Fewer would cost calls: at 16, a busy crawl's
 // script calls a page rose by half (BenchmarkBusyRedis, 0.058 to 0.094),
 // at 64 by a sixth, its Redis CPU within the noise.
-func (p *policy) unsent() int { return unsentFor(p.loops) }
+func (p *Policy) unsent() int { return unsentFor(p.loops) }
 
 func unsentFor(loops int) int { return min(maxSend, max(2*loops, 64)) }
 
@@ -321,3 +322,32 @@ func unsentFor(loops int) int { return min(maxSend, max(2*loops, 64)) }
 // leases expire and other workers fetch them again; every other URL it
 // held, leased but not started, goes back unfetched.
 func CrashRefetches(concurrency int) int { return concurrency + unsentFor(concurrency) }
+
+// AskNow lifts any wait before the next pop: the settings changed, and
+// the next pop asks under them.
+func (p *Policy) AskNow() { p.pollAt = time.Time{} }
+
+// SetLoopTimes tells the policy how long the recent URLs kept a loop (the
+// slowest, the fastest, the ninth decile, of samples URLs: LoopTimes.Read).
+func (p *Policy) SetLoopTimes(slow, fast, most time.Duration, samples int) {
+	p.slow, p.fast, p.most, p.samples = slow, fast, most, samples
+}
+
+// Loops is the fetch loops the policy paces for.
+func (p *Policy) Loops() int { return p.loops }
+
+// PollAt is the time before which no pop goes (zero: none is held back).
+func (p *Policy) PollAt() time.Time { return p.pollAt }
+
+// Hungry: a fetch loop found nothing ready since the last call.
+func (p *Policy) Hungry() bool { return p.hungry }
+
+// Pacing is the least time between pops that found fewer URLs than wanted
+// (gap), and how long a token stays good past its window's opening (late).
+func (p *Policy) Pacing() (gap, late time.Duration) { return p.gap, p.late }
+
+// FillBuffer drops the demand: pops ask for the ready buffer's size
+// whatever the loops will start in a token's window, as a policy without
+// demand would (the simulations show what that costs: URLs popped that
+// miss their windows).
+func (p *Policy) FillBuffer() { p.late = 0 }

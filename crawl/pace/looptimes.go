@@ -1,4 +1,4 @@
-package crawl
+package pace
 
 import (
 	"slices"
@@ -12,7 +12,7 @@ import (
 // free within it) and then the ninth decile, what it may pop without a URL
 // waiting past its token's window; with the fastest, when to ask again. It reads them once enough URLs were seen to
 // say something of the spread. The loops add; the exchanger reads.
-type loopTimes struct {
+type LoopTimes struct {
 	mu   sync.Mutex
 	ring [loopSamples]time.Duration
 	n    int // URLs added in all
@@ -21,7 +21,7 @@ type loopTimes struct {
 const loopSamples = 64
 
 // add: a URL kept a loop d.
-func (t *loopTimes) add(d time.Duration) {
+func (t *LoopTimes) Add(d time.Duration) {
 	t.mu.Lock()
 	t.ring[t.n%loopSamples] = max(d, 1)
 	t.n++
@@ -31,7 +31,7 @@ func (t *loopTimes) add(d time.Duration) {
 // read is the slowest, the fastest and the ninth decile of the last
 // URLs, and how many they are, once at least enough were seen (zeros
 // before).
-func (t *loopTimes) read(enough int) (slow, fast, most time.Duration, n int) {
+func (t *LoopTimes) Read(enough int) (slow, fast, most time.Duration, n int) {
 	t.mu.Lock()
 	n = min(t.n, loopSamples)
 	if t.n < min(enough, loopSamples) || n == 0 {

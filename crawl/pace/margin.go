@@ -1,4 +1,4 @@
-package crawl
+package pace
 
 import (
 	"math"
@@ -14,7 +14,7 @@ import (
 // with the site and Redis) pops fewer URLs at once, rather than sending
 // the same share of each pop back again and again; one that stops
 // stalling pops as before within seconds.
-func (p *policy) margin(now time.Time) time.Duration {
+func (p *Policy) margin(now time.Time) time.Duration {
 	m := p.late / 8
 	if p.missed > 0 {
 		age := now.Sub(p.missedAt)
@@ -32,7 +32,7 @@ const missHalfLife = time.Second
 // missedWindow: a URL was taken by, late after its token's window closed.
 // The next pops keep that much more of the window (margin): the largest
 // of the misses still remembered.
-func (p *policy) missedWindow(now time.Time, late time.Duration) {
+func (p *Policy) MissedWindow(now time.Time, late time.Duration) {
 	if late <= 0 {
 		return
 	}

@@ -1,4 +1,4 @@
-package crawl
+package pace
 
 import (
 	"math"
@@ -13,9 +13,9 @@ import (
 // succeeds with `popped` URLs unless `fail`.
 type step struct {
 	at     time.Duration // since the scenario's start
-	do     func(p *policy, now time.Time, pending *int)
-	w      world
-	want   call // the call expected, when call is true
+	do     func(p *Policy, now time.Time, pending *int)
+	w      World
+	want   Call // the call expected, when call is true
 	call   bool
 	sleep  time.Duration // else: how long it sleeps, at most
 	popped int
@@ -25,23 +25,23 @@ type step struct {
 
 // added: n entries arrive, one after the other. (The state machine keeps
 // the entries; run counts them as it would.)
-func added(n int) func(*policy, time.Time, *int) {
-	return func(p *policy, now time.Time, pending *int) {
+func added(n int) func(*Policy, time.Time, *int) {
+	return func(p *Policy, now time.Time, pending *int) {
 		for i := 0; i < n; i++ {
-			p.added(now, *pending == 0)
+			p.Added(now, *pending == 0)
 			*pending++
 		}
 	}
 }
-func bell(p *policy, _ time.Time, _ *int)   { p.bell() }
-func closed(p *policy, _ time.Time, _ *int) { p.loopsClosed() }
-func wake(msg string, waiting int) func(*policy, time.Time, *int) {
-	return func(p *policy, _ time.Time, _ *int) { p.wake(msg, waiting) }
+func bell(p *Policy, _ time.Time, _ *int)   { p.Bell() }
+func closed(p *Policy, _ time.Time, _ *int) { p.LoopsClosed() }
+func wake(msg string, waiting int) func(*Policy, time.Time, *int) {
+	return func(p *Policy, _ time.Time, _ *int) { p.Wake(msg, waiting) }
 }
 
-func run(t *testing.T, capacity int, steps []step) (*policy, int) {
+func run(t *testing.T, capacity int, steps []step) (*Policy, int) {
 	t.Helper()
-	p := newPolicy(capacity)
+	p := New(capacity)
 	pending := 0
 	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	for i, s := range steps {
@@ -49,8 +49,8 @@ func run(t *testing.T, capacity int, steps []step) (*policy, int) {
 		if s.do != nil {
 			s.do(p, now, &pending)
 		}
-		s.w.pending = pending
-		c, ok, until := p.decide(now, s.w)
+		s.w.Pending = pending
+		c, ok, until := p.Decide(now, s.w)
 		switch {
 		case ok != s.call:
 			t.Fatalf("step %d (at %v): call=%v %+v, sleep %v; want call=%v %+v", i, s.at, ok, c, until.Sub(now), s.call, s.want)
@@ -60,10 +60,10 @@ func run(t *testing.T, capacity int, steps []step) (*policy, int) {
 			t.Fatalf("step %d (at %v): sleeps %v; want %v", i, s.at, until.Sub(now), s.sleep)
 		}
 		if ok && s.fail {
-			p.failed(now)
+			p.Failed(now)
 		} else if ok {
-			p.succeeded(now, c, s.popped, s.due, 0)
-			pending -= c.send
+			p.Succeeded(now, c, s.popped, s.due, 0)
+			pending -= c.Send
 		}
 	}
 	return p, pending
@@ -76,79 +76,79 @@ func TestPolicy(t *testing.T) {
 		steps []step
 	}{
 		{"the first call fills the buffer", []step{
-			{call: true, want: call{want: 48}, popped: 48},
-			{w: world{ready: 48}, sleep: time.Hour},
+			{call: true, want: Call{Want: 48}, popped: 48},
+			{w: World{Ready: 48}, sleep: time.Hour},
 		}},
 		{"a finished page waits for company, then a refill rides along", []step{
-			{call: true, want: call{want: 48}, popped: 48}, // a full pop: pages may linger the long time
-			{at: 10 * time.Millisecond, do: added(1), w: world{ready: 40}, sleep: lingerBusy},
-			{at: 200 * time.Millisecond, do: added(1), w: world{ready: 30}, sleep: lingerBusy - 190*time.Millisecond},
-			{at: 510 * time.Millisecond, w: world{ready: 20}, call: true, want: call{send: 2, want: 28}, popped: 28},
-			{at: 520 * time.Millisecond, w: world{ready: 48}, sleep: time.Hour},
+			{call: true, want: Call{Want: 48}, popped: 48}, // a full pop: pages may linger the long time
+			{at: 10 * time.Millisecond, do: added(1), w: World{Ready: 40}, sleep: lingerBusy},
+			{at: 200 * time.Millisecond, do: added(1), w: World{Ready: 30}, sleep: lingerBusy - 190*time.Millisecond},
+			{at: 510 * time.Millisecond, w: World{Ready: 20}, call: true, want: Call{Send: 2, Want: 28}, popped: 28},
+			{at: 520 * time.Millisecond, w: World{Ready: 48}, sleep: time.Hour},
 		}},
 		{"no more than unsent pages wait, however young: what a kill -9 costs is bounded", []step{
-			{call: true, want: call{want: 48}, popped: 48},
-			{at: 10 * time.Millisecond, do: added(63), w: world{ready: 40}, sleep: lingerBusy},
-			{at: 11 * time.Millisecond, do: added(1), w: world{ready: 40}, call: true, want: call{send: 64, want: 8}, popped: 8},
+			{call: true, want: Call{Want: 48}, popped: 48},
+			{at: 10 * time.Millisecond, do: added(63), w: World{Ready: 40}, sleep: lingerBusy},
+			{at: 11 * time.Millisecond, do: added(1), w: World{Ready: 40}, call: true, want: Call{Send: 64, Want: 8}, popped: 8},
 		}},
 		{"the buffer is refilled only when almost empty", []step{
-			{call: true, want: call{want: 48}, popped: 48},
-			{at: time.Millisecond, w: world{ready: 7}, sleep: time.Hour},
-			{at: 2 * time.Millisecond, w: world{ready: 6}, call: true, want: call{want: 42}, popped: 42}, // 6 = 48/8
+			{call: true, want: Call{Want: 48}, popped: 48},
+			{at: time.Millisecond, w: World{Ready: 7}, sleep: time.Hour},
+			{at: 2 * time.Millisecond, w: World{Ready: 6}, call: true, want: Call{Want: 42}, popped: 42}, // 6 = 48/8
 		}},
 		{"a hungry loop gets the pages sent at once", []step{
-			{call: true, want: call{want: 48}, popped: 48},
-			{at: time.Millisecond, do: added(3), w: world{ready: 20}, sleep: lingerBusy},
-			{at: 2 * time.Millisecond, do: bell, w: world{ready: 20}, call: true, want: call{send: 3, want: 28}, popped: 28},
+			{call: true, want: Call{Want: 48}, popped: 48},
+			{at: time.Millisecond, do: added(3), w: World{Ready: 20}, sleep: lingerBusy},
+			{at: 2 * time.Millisecond, do: bell, w: World{Ready: 20}, call: true, want: Call{Send: 3, Want: 28}, popped: 28},
 		}},
 		{"a full batch goes at once, the rest after", []step{
-			{call: true, want: call{want: 48}, popped: 48},
-			{at: time.Millisecond, do: added(maxSend + 6), w: world{ready: 30}, call: true, want: call{send: maxSend, want: 18}, popped: 18},
-			{at: 2 * time.Millisecond, w: world{ready: 48}, sleep: lingerBusy - time.Millisecond}, // the rest arrived at the call
+			{call: true, want: Call{Want: 48}, popped: 48},
+			{at: time.Millisecond, do: added(maxSend + 6), w: World{Ready: 30}, call: true, want: Call{Send: maxSend, Want: 18}, popped: 18},
+			{at: 2 * time.Millisecond, w: World{Ready: 48}, sleep: lingerBusy - time.Millisecond}, // the rest arrived at the call
 		}},
 		{"a pop that finds nothing makes pages go soon: other workers may starve", []step{
-			{call: true, want: call{want: 48}, popped: 0, due: -1},
-			{at: time.Millisecond, do: added(1), w: world{}, sleep: lingerStarved},
-			{at: 11 * time.Millisecond, w: world{}, call: true, want: call{send: 1, want: 48}, popped: 0, due: -1},
+			{call: true, want: Call{Want: 48}, popped: 0, due: -1},
+			{at: time.Millisecond, do: added(1), w: World{}, sleep: lingerStarved},
+			{at: 11 * time.Millisecond, w: World{}, call: true, want: Call{Send: 1, Want: 48}, popped: 0, due: -1},
 		}},
 		{"an idle worker asks less and less often, up to once a second", []step{
-			{call: true, want: call{want: 48}, due: -1},
+			{call: true, want: Call{Want: 48}, due: -1},
 			{at: time.Millisecond, sleep: 99 * time.Millisecond},
-			{at: 100 * time.Millisecond, call: true, want: call{want: 48}, due: -1},
+			{at: 100 * time.Millisecond, call: true, want: Call{Want: 48}, due: -1},
 			{at: 101 * time.Millisecond, sleep: 199 * time.Millisecond},
-			{at: 300 * time.Millisecond, call: true, want: call{want: 48}, due: -1},
-			{at: 700 * time.Millisecond, call: true, want: call{want: 48}, due: -1},
-			{at: 1500 * time.Millisecond, call: true, want: call{want: 48}, due: -1},
+			{at: 300 * time.Millisecond, call: true, want: Call{Want: 48}, due: -1},
+			{at: 700 * time.Millisecond, call: true, want: Call{Want: 48}, due: -1},
+			{at: 1500 * time.Millisecond, call: true, want: Call{Want: 48}, due: -1},
 			{at: 1501 * time.Millisecond, sleep: idleMax - time.Millisecond},
 		}},
 		{"when a host is due soon, it asks then", []step{
-			{call: true, want: call{want: 48}, due: 30 * time.Millisecond},
+			{call: true, want: Call{Want: 48}, due: 30 * time.Millisecond},
 			{at: 10 * time.Millisecond, sleep: 20 * time.Millisecond},
-			{at: 30 * time.Millisecond, call: true, want: call{want: 48}, popped: 1},
+			{at: 30 * time.Millisecond, call: true, want: Call{Want: 48}, popped: 1},
 		}},
 		{"a wake message with a loop waiting ends the idle wait", []step{
-			{call: true, want: call{want: 48}, due: -1},
-			{at: 10 * time.Millisecond, do: wake("1", 1), call: true, want: call{want: 48}, popped: 5},
+			{call: true, want: Call{Want: 48}, due: -1},
+			{at: 10 * time.Millisecond, do: wake("1", 1), call: true, want: Call{Want: 48}, popped: 5},
 		}},
 		{"a wake message with no loop waiting is kept for the next bell", []step{
-			{call: true, want: call{want: 48}, popped: 48},
-			{at: 10 * time.Millisecond, do: wake("1", 0), w: world{ready: 40}, sleep: time.Hour},
-			{at: 20 * time.Millisecond, do: bell, w: world{ready: 40}, call: true, want: call{want: 8}},
+			{call: true, want: Call{Want: 48}, popped: 48},
+			{at: 10 * time.Millisecond, do: wake("1", 0), w: World{Ready: 40}, sleep: time.Hour},
+			{at: 20 * time.Millisecond, do: bell, w: World{Ready: 40}, call: true, want: Call{Want: 8}},
 		}},
 		{"stopping sends everything and pops nothing", []step{
-			{call: true, want: call{want: 48}, popped: 48},
-			{at: time.Millisecond, do: added(5), w: world{stopping: true}, call: true, want: call{send: 5}},
-			{at: 2 * time.Millisecond, w: world{stopping: true}, sleep: time.Hour},
+			{call: true, want: Call{Want: 48}, popped: 48},
+			{at: time.Millisecond, do: added(5), w: World{Stopping: true}, call: true, want: Call{Send: 5}},
+			{at: 2 * time.Millisecond, w: World{Stopping: true}, sleep: time.Hour},
 		}},
 		{"a failed call backs off, then retries", []step{
-			{call: true, want: call{want: 48}, popped: 48},
-			{at: time.Millisecond, do: added(1), w: world{ready: 4}, call: true, want: call{send: 1, want: 44}, fail: true},
-			{at: 2 * time.Millisecond, w: world{ready: 4}, sleep: retryMin - time.Millisecond},
-			{at: 201 * time.Millisecond, w: world{ready: 4}, call: true, want: call{send: 1, want: 44}, fail: true},
-			{at: 202 * time.Millisecond, w: world{ready: 4}, sleep: 2*retryMin - time.Millisecond},
+			{call: true, want: Call{Want: 48}, popped: 48},
+			{at: time.Millisecond, do: added(1), w: World{Ready: 4}, call: true, want: Call{Send: 1, Want: 44}, fail: true},
+			{at: 2 * time.Millisecond, w: World{Ready: 4}, sleep: retryMin - time.Millisecond},
+			{at: 201 * time.Millisecond, w: World{Ready: 4}, call: true, want: Call{Send: 1, Want: 44}, fail: true},
+			{at: 202 * time.Millisecond, w: World{Ready: 4}, sleep: 2*retryMin - time.Millisecond},
 			// Past the page's linger, still backing off: it sleeps to the retry, not in 1 ms spins.
-			{at: 550 * time.Millisecond, w: world{ready: 4}, sleep: 51 * time.Millisecond},
-			{at: 601 * time.Millisecond, w: world{ready: 4}, call: true, want: call{send: 1, want: 44}, popped: 44},
+			{at: 550 * time.Millisecond, w: World{Ready: 4}, sleep: 51 * time.Millisecond},
+			{at: 601 * time.Millisecond, w: World{Ready: 4}, call: true, want: Call{Send: 1, Want: 44}, popped: 44},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { run(t, capacity, tc.steps) })
@@ -159,19 +159,19 @@ func TestPolicy(t *testing.T) {
 // send, and gives up after a few failures rather than hold the stop.
 func TestPolicyEnds(t *testing.T) {
 	p, pending := run(t, 48, []step{
-		{call: true, want: call{want: 48}, popped: 48},
-		{at: time.Millisecond, do: added(2), w: world{ready: 48}, sleep: lingerBusy},
-		{at: 2 * time.Millisecond, do: closed, w: world{ready: 48}, call: true, want: call{send: 2}},
+		{call: true, want: Call{Want: 48}, popped: 48},
+		{at: time.Millisecond, do: added(2), w: World{Ready: 48}, sleep: lingerBusy},
+		{at: 2 * time.Millisecond, do: closed, w: World{Ready: 48}, call: true, want: Call{Send: 2}},
 	})
-	if !p.done(pending) {
+	if !p.Done(pending) {
 		t.Fatal("closed with nothing pending: want done")
 	}
-	p = newPolicy(48)
+	p = New(48)
 	now := time.Now()
-	p.added(now, true)
-	p.loopsClosed()
+	p.Added(now, true)
+	p.LoopsClosed()
 	for i := 1; i <= giveUpAfter; i++ {
-		if giveUp := p.failed(now); giveUp != (i == giveUpAfter) {
+		if giveUp := p.Failed(now); giveUp != (i == giveUpAfter) {
 			t.Fatalf("failure %d: give up = %v", i, giveUp)
 		}
 	}
@@ -192,7 +192,7 @@ func TestPopTiming(t *testing.T) {
 		{8, 1, 175 * time.Millisecond, 125 * time.Millisecond},
 		{100, 1, 100 * time.Millisecond, 50 * time.Millisecond}, // the shortest gap
 	} {
-		ahead, gap := popTiming(c.rate, c.burst)
+		ahead, gap := PopTiming(c.rate, c.burst)
 		if ahead != c.ahead || gap != c.gap {
 			t.Errorf("popTiming(%v, %d) = %v, %v; want %v, %v", c.rate, c.burst, ahead, gap, c.ahead, c.gap)
 		}
@@ -209,20 +209,20 @@ func TestPolicyMarginAfterAMiss(t *testing.T) {
 		rate := math.Exp(rapid.Float64Range(math.Log(0.1), math.Log(1e6)).Draw(t, "lnRate"))
 		burst := rapid.IntRange(1, 1000).Draw(t, "burst")
 		loops := rapid.IntRange(1, 32).Draw(t, "loops")
-		p := newPolicy(loops * prefetch)
-		p.forRate(rate, burst)
+		p := New(loops * Prefetch)
+		p.ForRate(rate, burst)
 		p.call = time.Duration(rapid.Int64Range(int64(100*time.Microsecond), int64(50*time.Millisecond)).Draw(t, "call"))
 		p.fast = time.Duration(rapid.Int64Range(int64(time.Millisecond), int64(time.Second)).Draw(t, "fast"))
 		p.slow = p.fast + time.Duration(rapid.Int64Range(0, int64(time.Second)).Draw(t, "spread"))
 		p.most, p.samples = p.slow, loopSamples
 		now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
-		w := world{idle: loops}
+		w := World{Idle: loops}
 		before, margin := p.target(now, w), p.margin(now)
 		if margin != p.late/8 {
 			t.Fatalf("margin with no miss %v; want an eighth of the window %v", margin, p.late/8)
 		}
 		miss := time.Duration(rapid.Int64Range(1, int64(2*p.late)+1).Draw(t, "miss"))
-		p.missedWindow(now, miss)
+		p.MissedWindow(now, miss)
 		after := p.margin(now)
 		if want := min(p.late/8+miss, p.late/2); after != want {
 			t.Fatalf("margin after missing by %v: %v; want %v (window %v)", miss, after, want, p.late)
@@ -230,7 +230,7 @@ func TestPolicyMarginAfterAMiss(t *testing.T) {
 		if got := p.target(now, w); got > before {
 			t.Fatalf("a pop after a miss asks for %d URLs, %d before", got, before)
 		}
-		p.missedWindow(now, miss/2) // a smaller miss keeps the larger margin
+		p.MissedWindow(now, miss/2) // a smaller miss keeps the larger margin
 		if got := p.margin(now); got != after {
 			t.Fatalf("a smaller miss changed the margin from %v to %v", after, got)
 		}
