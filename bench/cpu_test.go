@@ -19,6 +19,7 @@ import (
 
 	"github.com/gocolly/colly/v2"
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
@@ -130,7 +131,7 @@ func redcrawlCPU(b *testing.B, root string) cpuRun {
 	set := settings.Default()
 	set.Rate, set.AllowPrivate, set.Sitemaps = math.Inf(1), true, false
 	seed, _ := url.Parse(root)
-	if _, err := crawl.Seed(ctx, s.Client, "cpu", set, []*url.URL{seed}); err != nil {
+	if _, err := admin.Seed(ctx, s.Client, "cpu", set, []*url.URL{seed}); err != nil {
 		b.Fatal(err)
 	}
 	cpu0, redis0 := cpuNow(), redistest.CPU(b, s.Client)

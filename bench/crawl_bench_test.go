@@ -19,6 +19,7 @@ import (
 
 	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
@@ -72,7 +73,7 @@ func crawlSharded(b *testing.B, shards int, site testsite.Config, rate float64, 
 		u, _ := url.Parse(r)
 		seeds = append(seeds, u)
 	}
-	if _, err := crawl.Seed(ctx, s.Client, "bench", set, seeds); err != nil {
+	if _, err := admin.Seed(ctx, s.Client, "bench", set, seeds); err != nil {
 		b.Fatal(err)
 	}
 	// The server's own background work (serverCron, 10 times a second) is

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/redistest"
@@ -68,7 +69,7 @@ func oneServer(t *testing.T, c redis.UniversalClient, mode string, shards int) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := crawl.Seed(ctx, c, name, set, seeds); err != nil {
+	if _, err := admin.Seed(ctx, c, name, set, seeds); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/fetch"
@@ -54,7 +55,7 @@ func TestA429PausesTheHostForEveryWorker(t *testing.T) {
 	set := settings.Default()
 	set.Rate, set.Burst, set.AllowPrivate = 4, 1, true
 	seed, _ := url.Parse(srv.URL + "/")
-	if _, err := crawl.Seed(context.Background(), s.Client, "pause", set, []*url.URL{seed}); err != nil {
+	if _, err := admin.Seed(context.Background(), s.Client, "pause", set, []*url.URL{seed}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -124,7 +125,7 @@ func TestARunOfTimeoutsPausesTheHost(t *testing.T) {
 	set := settings.Default()
 	set.Rate, set.Burst, set.AllowPrivate = 50, 5, true
 	root, _ := url.Parse(srv.URL + "/")
-	if _, err := crawl.Seed(context.Background(), s.Client, "hang", set, []*url.URL{root}); err != nil {
+	if _, err := admin.Seed(context.Background(), s.Client, "hang", set, []*url.URL{root}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/fetch"
@@ -49,7 +50,7 @@ func TestEveryURLTriedUnderABudgetHasARecord(t *testing.T) {
 					seeds = append(seeds, u)
 				}
 				s.FollowWallClock(t) // the scheduler's lock expires on miniredis too (a leader that lost it under load)
-				if _, err := crawl.Seed(context.Background(), s.Client, "budget-tried", set, seeds); err != nil {
+				if _, err := admin.Seed(context.Background(), s.Client, "budget-tried", set, seeds); err != nil {
 					t.Fatal(err)
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -140,7 +141,7 @@ func TestAPageInFlightAtTheBudgetsEndHasARecord(t *testing.T) {
 				set.Rate, set.AllowPrivate, set.MaxPages = math.Inf(1), true, 150
 				seed, _ := url.Parse(srv.URL + "/")
 				s.FollowWallClock(t)
-				if _, err := crawl.Seed(context.Background(), s.Client, "budget-inflight", set, []*url.URL{seed}); err != nil {
+				if _, err := admin.Seed(context.Background(), s.Client, "budget-inflight", set, []*url.URL{seed}); err != nil {
 					t.Fatal(err)
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

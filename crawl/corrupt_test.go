@@ -183,7 +183,7 @@ func TestACorruptedQueuedURLLeavesNoCountBehind(t *testing.T) {
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				defer cancel()
-				if _, err := crawl.Seed(ctx, s.Client, "bent", set, site.seeds(6)); err != nil {
+				if _, err := admin.Seed(ctx, s.Client, "bent", set, site.seeds(6)); err != nil {
 					t.Fatal(err)
 				}
 				k := frontier.KeysFor("bent")

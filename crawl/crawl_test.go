@@ -37,7 +37,7 @@ func seedSite(t *testing.T, s *redistest.Server, site *testsite.Site, name strin
 		u, _ := url.Parse(r)
 		seeds = append(seeds, u)
 	}
-	rep, err := crawl.Seed(context.Background(), s.Client, name, set, seeds)
+	rep, err := admin.Seed(context.Background(), s.Client, name, set, seeds)
 	if err != nil || rep.Queued != len(seeds) {
 		t.Fatalf("Seed = %+v, %v", rep, err)
 	}
@@ -71,7 +71,7 @@ func runWorkers(t *testing.T, ctx context.Context, s *redistest.Server, name str
 // (fastOptions) on it to its end, within a minute.
 func seedAndCrawl(t *testing.T, s *redistest.Server, name string, set settings.Settings, seeds ...*url.URL) {
 	t.Helper()
-	if _, err := crawl.Seed(context.Background(), s.Client, name, set, seeds); err != nil {
+	if _, err := admin.Seed(context.Background(), s.Client, name, set, seeds); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -192,7 +192,7 @@ func TestAStoppingSchedulerResignsThroughASlowRedis(t *testing.T) {
 // running; stopped, it ends without an error.
 func TestASchedulerWhoseClientIsClosedDoesNotPanic(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
-		if _, err := crawl.Seed(context.Background(), s.Client, "closed", settings.Default(), nil); err != nil {
+		if _, err := admin.Seed(context.Background(), s.Client, "closed", settings.Default(), nil); err != nil {
 			t.Fatal(err)
 		}
 		c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
@@ -254,7 +254,7 @@ func (h onMessage) Handle(_ context.Context, r slog.Record) error {
 // and only the resignation is left to do.
 func candidates(t *testing.T, s *redistest.Server, c redis.UniversalClient) (stop func(id string)) {
 	t.Helper()
-	if _, err := crawl.Seed(context.Background(), s.Client, "resign", settings.Default(), nil); err != nil {
+	if _, err := admin.Seed(context.Background(), s.Client, "resign", settings.Default(), nil); err != nil {
 		t.Fatal(err)
 	}
 	cancels := map[string]context.CancelFunc{}
@@ -386,7 +386,7 @@ func pageBudget(t *testing.T, shards int) {
 // goroutine per unit of it.
 func TestConcurrencyIsBounded(t *testing.T) {
 	s := redistest.Mini(t)
-	if _, err := crawl.Seed(context.Background(), s.Client, "c", settings.Default(), nil); err != nil {
+	if _, err := admin.Seed(context.Background(), s.Client, "c", settings.Default(), nil); err != nil {
 		t.Fatal(err)
 	}
 	o := fastOptions("w1")
@@ -406,7 +406,7 @@ func TestConcurrencyIsBounded(t *testing.T) {
 func TestWorkerIDIsOneLiveWorkers(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
-		if _, err := crawl.Seed(ctx, s.Client, "ids", settings.Default(), nil); err != nil {
+		if _, err := admin.Seed(ctx, s.Client, "ids", settings.Default(), nil); err != nil {
 			t.Fatal(err)
 		}
 		o := fastOptions("same")

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
@@ -45,7 +44,7 @@ func TestTheEventLogTellsTheLockHandoverAndAPause(t *testing.T) {
 		root, _ := url.Parse(srv.URL + "/")
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if _, err := crawl.Seed(ctx, s.Client, "ev", set, []*url.URL{root}); err != nil {
+		if _, err := admin.Seed(ctx, s.Client, "ev", set, []*url.URL{root}); err != nil {
 			t.Fatal(err)
 		}
 		o := fastOptions("w1")

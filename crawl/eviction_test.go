@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/redisconn"
@@ -56,7 +57,7 @@ func TestEvictingRedisIsRefused(t *testing.T) {
 func TestEvictionsDuringACrawlAreLoud(t *testing.T) {
 	s := redistest.Real(t)
 	ctx := context.Background()
-	if _, err := crawl.Seed(ctx, s.Client, "evict", settings.Default(), nil); err != nil {
+	if _, err := admin.Seed(ctx, s.Client, "evict", settings.Default(), nil); err != nil {
 		t.Fatal(err)
 	}
 	o := fastOptions("w1")

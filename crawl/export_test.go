@@ -35,7 +35,7 @@ func addRecords(t *testing.T, s *redistest.Server, k frontier.Keys, from, n int)
 
 func newCrawl(t *testing.T, s *redistest.Server, name string) frontier.Keys {
 	t.Helper()
-	if _, err := crawl.Seed(context.Background(), s.Client, name, settings.Default(), nil); err != nil {
+	if _, err := admin.Seed(context.Background(), s.Client, name, settings.Default(), nil); err != nil {
 		t.Fatal(err)
 	}
 	return frontier.KeysFor(name)

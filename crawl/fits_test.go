@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
@@ -28,7 +29,7 @@ func TestASeedWhoseFilterWouldNotFitIsRefused(t *testing.T) {
 		s.Client.ConfigSet(ctx, "maxmemory", c.maxmemory)
 		set := settings.Default()
 		set.ExpectedURLs = c.expected
-		_, err := crawl.Seed(ctx, s.Client, "big", set, []*url.URL{seed})
+		_, err := admin.Seed(ctx, s.Client, "big", set, []*url.URL{seed})
 		switch {
 		case c.fits && err != nil:
 			t.Errorf("%d expected URLs under maxmemory %s: %v", c.expected, c.maxmemory, err)

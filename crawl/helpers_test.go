@@ -160,7 +160,7 @@ func archivedCrawl(t *testing.T, s *redistest.Server, name string, set settings.
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := crawl.Seed(ctx, s.Client, name, set, seeds); err != nil {
+	if _, err := admin.Seed(ctx, s.Client, name, set, seeds); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()

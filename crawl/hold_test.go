@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
@@ -33,7 +32,7 @@ func TestAPausedCrawlFetchesNothingUntilResumed(t *testing.T) {
 		set := settings.Default()
 		set.AllowPrivate = true
 		seeds := site.seeds(40)
-		if _, err := crawl.Seed(ctx, s.Client, "held", set, seeds); err != nil {
+		if _, err := admin.Seed(ctx, s.Client, "held", set, seeds); err != nil {
 			t.Fatal(err)
 		}
 		done := make(chan struct{})

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/internal/redistest"
@@ -31,7 +30,7 @@ func TestAPauseOrABlockClearedWhileWorkersRunLiftsAtOnce(t *testing.T) {
 		// Another host's URLs keep the crawl going while the first is
 		// blocked (its queue ended), until the test has seen what it awaits.
 		other := newPageSite(t, 0, nil)
-		if _, err := crawl.Seed(ctx, s.Client, "clear", set, append(site.seeds(300), other.seeds(150)...)); err != nil {
+		if _, err := admin.Seed(ctx, s.Client, "clear", set, append(site.seeds(300), other.seeds(150)...)); err != nil {
 			t.Fatal(err)
 		}
 		done := make(chan struct{})
@@ -76,7 +75,7 @@ func TestAPauseOrABlockClearedWhileWorkersRunLiftsAtOnce(t *testing.T) {
 		cleared = change(admin.HostChange{Clear: true})
 		drain()
 		more := site.seeds(310)[300:]
-		if _, err := crawl.Seed(ctx, s.Client, "clear", set, more); err != nil {
+		if _, err := admin.Seed(ctx, s.Client, "clear", set, more); err != nil {
 			t.Fatal(err)
 		}
 		await("after --block then --clear", 2*time.Second+time.Until(cleared))

@@ -117,7 +117,7 @@ func TestHostilePagesEachGetARecord(t *testing.T) {
 	set := settings.Default()
 	set.Rate, set.AllowPrivate, set.MaxLinks = math.Inf(1), true, 1000
 	seed, _ := url.Parse(srv.URL + "/")
-	if _, err := crawl.Seed(context.Background(), s.Client, "hostile", set, []*url.URL{seed}); err != nil {
+	if _, err := admin.Seed(context.Background(), s.Client, "hostile", set, []*url.URL{seed}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -187,7 +187,7 @@ func TestATimedOutPageGetsARecordWhenTheBudgetEnds(t *testing.T) {
 	set := settings.Default()
 	set.Rate, set.AllowPrivate, set.MaxPages = math.Inf(1), true, 4
 	seed, _ := url.Parse(srv.URL + "/")
-	if _, err := crawl.Seed(context.Background(), s.Client, "budget-slow", set, []*url.URL{seed}); err != nil {
+	if _, err := admin.Seed(context.Background(), s.Client, "budget-slow", set, []*url.URL{seed}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -89,7 +89,7 @@ func TestAHostBlockedMidCrawlGetsNoRequestAfterAndEveryURLARecord(t *testing.T) 
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		s.FollowWallClock(t)
-		if _, err := crawl.Seed(ctx, s.Client, "block", set, seeds); err != nil {
+		if _, err := admin.Seed(ctx, s.Client, "block", set, seeds); err != nil {
 			t.Fatal(err)
 		}
 		done := make(chan struct{})

@@ -41,7 +41,7 @@ func TestResetTouchesNoOtherCrawl(t *testing.T) {
 		for _, n := range names {
 			set := settings.Default()
 			set.Shards = 3
-			if _, err := crawl.Seed(ctx, s.Client, n, set, []*url.URL{u}); err != nil {
+			if _, err := admin.Seed(ctx, s.Client, n, set, []*url.URL{u}); err != nil {
 				t.Fatal(err)
 			}
 			// The per-host keys a worker writes.

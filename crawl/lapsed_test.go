@@ -19,6 +19,7 @@ import (
 	"github.com/nlnwa/gowarc/v3"
 	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/fetch"
@@ -104,7 +105,7 @@ func workerBackAfterLapse(t *testing.T, thawEarly bool) {
 	set := settings.Default()
 	set.Rate, set.AllowPrivate = math.Inf(1), true
 	seed, _ := url.Parse(site.URL + "/p/0")
-	if _, err := crawl.Seed(context.Background(), s.Client, "lapsed", set, []*url.URL{seed}); err != nil {
+	if _, err := admin.Seed(context.Background(), s.Client, "lapsed", set, []*url.URL{seed}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -359,7 +360,7 @@ func TestALeaseLapsedDuringItsFetchCountsAsATry(t *testing.T) {
 		set := settings.Default()
 		set.Rate, set.AllowPrivate = math.Inf(1), true
 		seed, _ := url.Parse(site.URL + "/")
-		if _, err := crawl.Seed(context.Background(), s.Client, "lapse-try", set, []*url.URL{seed}); err != nil {
+		if _, err := admin.Seed(context.Background(), s.Client, "lapse-try", set, []*url.URL{seed}); err != nil {
 			t.Fatal(err)
 		}
 		o := fastOptions("w")

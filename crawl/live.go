@@ -20,7 +20,7 @@ type live struct {
 	fields  []parse.Field   // the extract rules, compiled
 	rules   *settings.Rules // filters and trap defences for discovered URLs
 	headers http.Header
-	render  *renderRules
+	render  *settings.RenderRules
 }
 
 func newLive(s settings.Settings) (*live, error) {
@@ -35,7 +35,7 @@ func newLive(s settings.Settings) (*live, error) {
 	if l.headers, err = s.HTTPHeaders(); err != nil {
 		return nil, err
 	}
-	if l.render, err = newRenderRules(s); err != nil {
+	if l.render, err = settings.NewRenderRules(s); err != nil {
 		return nil, err
 	}
 	return l, nil

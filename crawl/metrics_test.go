@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
@@ -155,7 +156,7 @@ func TestMetricsAgreeWithTheCrawl(t *testing.T) {
 func TestStaleSchedulerIsFencedAndCounted(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
-		if _, err := crawl.Seed(ctx, s.Client, "fenced", settings.Default(), nil); err != nil {
+		if _, err := admin.Seed(ctx, s.Client, "fenced", settings.Default(), nil); err != nil {
 			t.Fatal(err)
 		}
 		o := fastOptions("w1")

@@ -15,6 +15,7 @@ import (
 	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/internal/bounded"
 	"github.com/redcrawl/crawler/parse"
 	"github.com/redcrawl/crawler/politeness"
 	"github.com/redcrawl/crawler/render"
@@ -56,11 +57,11 @@ type fetchLoops struct {
 	render     *render.Pool
 	renderOpts RenderOptions
 	subs       *subCache
-	sampled    *boundedSet
-	laned      *boundedSet
+	sampled    *bounded.Set
+	laned      *bounded.Set
 	// refusedHosts: the pairs "page-host target-host" of out-of-scope
 	// requests said in the log, once each.
-	refusedHosts *boundedSet
+	refusedHosts *bounded.Set
 	prefixes     *verdicts // a render worker's: what path prefixes taught (byPrefix)
 }
 
@@ -132,7 +133,7 @@ func (pl *fetchLoops) process(ctx context.Context, l *frontier.Lease, info front
 		return
 	}
 	plain := r
-	if pl.render != nil && !dup && lv.render.renders(item, r) {
+	if pl.render != nil && !dup && renders(lv.render, item, r) {
 		if render, learn := pl.byPrefix(ctx, lv, u); render {
 			if r, ok = pl.renderPage(ctx, l, u, r, &rec); !ok {
 				return

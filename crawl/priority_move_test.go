@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/redistest"
@@ -51,7 +51,7 @@ func TestAQueuedURLGivenAPriorityIsMovedNotQueuedTwice(t *testing.T) {
 			u, _ := url.Parse(fmt.Sprintf("%s/p/%d", site.URL, i))
 			seeds = append(seeds, u)
 		}
-		if _, err := crawl.Seed(ctx, s.Client, "prio", set, seeds); err != nil {
+		if _, err := admin.Seed(ctx, s.Client, "prio", set, seeds); err != nil {
 			t.Fatal(err)
 		}
 		done := make(chan struct{})
@@ -61,7 +61,7 @@ func TestAQueuedURLGivenAPriorityIsMovedNotQueuedTwice(t *testing.T) {
 		}()
 		<-started
 		urgent, _ := url.Parse(site.URL + "/p/35")
-		sd, err := crawl.NewSeeder(ctx, s.Client, "prio", set, crawl.SeedOptions{Priority: 9})
+		sd, err := admin.NewSeeder(ctx, s.Client, "prio", set, admin.SeedOptions{Priority: 9})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +75,7 @@ func TestAQueuedURLGivenAPriorityIsMovedNotQueuedTwice(t *testing.T) {
 			t.Errorf("seed report %+v; want the URL moved", rep)
 		}
 		// Seeded again at its priority: still one.
-		again, err := crawl.NewSeeder(ctx, s.Client, "prio", set, crawl.SeedOptions{Priority: 9})
+		again, err := admin.NewSeeder(ctx, s.Client, "prio", set, admin.SeedOptions{Priority: 9})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/nlnwa/gowarc/v3"
 	"github.com/redcrawl/crawler/archive"
-	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
@@ -98,7 +97,7 @@ func TestTheSamePayloadIsArchivedOnce(t *testing.T) {
 		set := settings.Default()
 		set.Rate, set.AllowPrivate, set.DedupPayloads = math.Inf(1), true, true
 		root, _ := url.Parse(srv.URL + "/")
-		if _, err := crawl.Seed(context.Background(), s.Client, "same", set, []*url.URL{root}); err != nil {
+		if _, err := admin.Seed(context.Background(), s.Client, "same", set, []*url.URL{root}); err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

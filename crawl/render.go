@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"regexp"
-	"sync"
 	"time"
 
 	"github.com/redcrawl/crawler/archive"
@@ -66,79 +64,31 @@ type RenderInfo struct {
 	WARC *archive.Location `json:"warc,omitempty"`
 }
 
-// renderRules are the render settings, compiled.
-type renderRules struct {
-	mode  string
-	match []*regexp.Regexp
-}
-
-func newRenderRules(s settings.Settings) (*renderRules, error) {
-	m, err := settings.CompilePatterns(s.RenderMatch, "--render-match")
-	return &renderRules{mode: s.Render, match: m}, err
-}
-
-// matches: url matches a --render-match pattern.
-func (r *renderRules) matches(url string) bool {
-	for _, re := range r.match {
-		if re.MatchString(url) {
-			return true
-		}
-	}
-	return false
-}
-
 // renders: a render worker renders this answer: an HTML page (no sitemap,
 // no error), with --render always or auto (its host is in the render lane
 // by the samples' verdict), or its URL matching --render-match. (A page of
 // a host in the lane for a match of another URL is fetched plainly.)
-func (r *renderRules) renders(item frontier.Item, res *fetch.Result) bool {
+func renders(r *settings.RenderRules, item frontier.Item, res *fetch.Result) bool {
 	return item.Kind != frontier.KindSitemap && res.HTML && res.Status >= 200 && res.Status < 300 &&
-		(r.mode != settings.RenderNever || r.matches(item.URL))
-}
-
-// boundedSet remembers strings (the hosts this process put in the render
-// lane for a --render-match, so that each costs one call; those it
-// offered samples of), up to laneMemory, then forgets all and begins
-// again: forgetting costs one call more, never a wrong answer.
-type boundedSet struct {
-	mu    sync.Mutex
-	hosts map[string]struct{}
-}
-
-const laneMemory = 100_000
-
-func (l *boundedSet) has(host string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	_, ok := l.hosts[host]
-	return ok
-}
-
-func (l *boundedSet) add(host string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.hosts == nil || len(l.hosts) >= laneMemory {
-		l.hosts = map[string]struct{}{}
-	}
-	l.hosts[host] = struct{}{}
+		(r.Mode != settings.RenderNever || r.Matches(item.URL))
 }
 
 // laneMatches puts the hosts of links that match --render-match in the
 // render lane before the links are queued, so that no plain worker pops
 // one.
 func (pl *fetchLoops) laneMatches(ctx context.Context, lv *live, links []frontier.Item) error {
-	if len(lv.render.match) == 0 {
+	if len(lv.render.Match) == 0 {
 		return nil
 	}
 	for _, it := range links {
 		u, err := url.Parse(it.URL)
-		if err != nil || pl.laned.has(u.Host) || !lv.render.matches(it.URL) {
+		if err != nil || pl.laned.Has(u.Host) || !lv.render.Matches(it.URL) {
 			continue
 		}
 		if _, err := pl.renderCall().SetLane(ctx, u.Host, frontier.LaneRender); err != nil {
 			return err
 		}
-		pl.laned.add(u.Host)
+		pl.laned.Add(u.Host)
 	}
 	return nil
 }

@@ -96,11 +96,11 @@ func TestWhichPagesARenderWorkerRenders(t *testing.T) {
 	} {
 		s := settings.Default()
 		s.Render, s.RenderMatch = c.mode, c.match
-		r, err := newRenderRules(s)
+		r, err := settings.NewRenderRules(s)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := r.renders(c.item, c.res); got != c.want {
+		if got := renders(r, c.item, c.res); got != c.want {
 			t.Errorf("--render %s --render-match %v: %s (status %d, HTML %v): renders %v; want %v", c.mode, c.match, c.item.URL, c.res.Status, c.res.HTML, got, c.want)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/render"
@@ -65,7 +66,7 @@ func TestAPageThatNeverSettlesFailsWithARecordThatSaysSo(t *testing.T) {
 	seed, _ := url.Parse(srv.URL + "/")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := crawl.Seed(ctx, s.Client, "stuck", set, []*url.URL{seed}); err != nil {
+	if _, err := admin.Seed(ctx, s.Client, "stuck", set, []*url.URL{seed}); err != nil {
 		t.Fatal(err)
 	}
 	o := fastOptions("r1")
@@ -126,7 +127,7 @@ document.getElementById('app').innerHTML = '<a href="/after.html">a</a>' }</scri
 	seed, _ := url.Parse(srv.URL + "/")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := crawl.Seed(ctx, s.Client, "hostile", set, []*url.URL{seed}); err != nil {
+	if _, err := admin.Seed(ctx, s.Client, "hostile", set, []*url.URL{seed}); err != nil {
 		t.Fatal(err)
 	}
 	o := fastOptions("r1")

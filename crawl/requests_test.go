@@ -13,6 +13,7 @@ import (
 
 	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
@@ -35,7 +36,7 @@ func TestCrawlHeadersAreSent(t *testing.T) {
 	set.Rate, set.AllowPrivate = math.Inf(1), true
 	set.Headers = []string{"X-Crawl: yes", "Authorization: Bearer t"}
 	root, _ := url.Parse(srv.URL + "/")
-	if _, err := crawl.Seed(context.Background(), s.Client, "headers", set, []*url.URL{root}); err != nil {
+	if _, err := admin.Seed(context.Background(), s.Client, "headers", set, []*url.URL{root}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

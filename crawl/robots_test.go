@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
@@ -49,7 +50,7 @@ func TestRobotsUnreachableGivesUpAsFailed(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if _, err := crawl.Seed(ctx, s.Client, "down", set, seeds); err != nil {
+		if _, err := admin.Seed(ctx, s.Client, "down", set, seeds); err != nil {
 			t.Fatal(err)
 		}
 		w, err := crawl.NewWorker(ctx, s.Client, "down", fastOptions("w1"))
@@ -105,7 +106,7 @@ func TestRobotsTxtReadAsTheRFCDoes(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if _, err := crawl.Seed(ctx, s.Client, "rfc", set, seeds); err != nil {
+		if _, err := admin.Seed(ctx, s.Client, "rfc", set, seeds); err != nil {
 			t.Fatal(err)
 		}
 		w, err := crawl.NewWorker(ctx, s.Client, "rfc", fastOptions("w1"))
@@ -168,7 +169,7 @@ func TestURLsThatWaitedForRobotsTxtGetNewTokens(t *testing.T) {
 		seeds := site.seeds(24)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if _, err := crawl.Seed(ctx, s.Client, "robotswait", set, seeds); err != nil {
+		if _, err := admin.Seed(ctx, s.Client, "robotswait", set, seeds); err != nil {
 			t.Fatal(err)
 		}
 		o := fastOptions("w1")
@@ -217,7 +218,7 @@ func TestACrawlDelayLearntAfterThePopHoldsForItsURLs(t *testing.T) {
 		set := settings.Default()
 		set.Rate, set.AllowPrivate = math.Inf(1), true
 		seed, _ := url.Parse(site.URL + "/")
-		if _, err := crawl.Seed(context.Background(), s.Client, "delay-late", set, []*url.URL{seed}); err != nil {
+		if _, err := admin.Seed(context.Background(), s.Client, "delay-late", set, []*url.URL{seed}); err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
@@ -61,7 +61,7 @@ func TestRobotsDirectivesInHeadersAndMetaTags(t *testing.T) {
 		seed, _ := url.Parse(srv.URL + "/")
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if _, err := crawl.Seed(ctx, s.Client, "xrt", set, []*url.URL{seed}); err != nil {
+		if _, err := admin.Seed(ctx, s.Client, "xrt", set, []*url.URL{seed}); err != nil {
 			t.Fatal(err)
 		}
 		runWorkers(t, ctx, s, "xrt", fastOptions("w1"))

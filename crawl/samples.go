@@ -12,6 +12,7 @@ import (
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/internal/bounded"
 	"github.com/redcrawl/crawler/render"
 )
 
@@ -35,8 +36,8 @@ const (
 // fetched as a sample of its host, unless this process knows the host
 // needs none (it has its verdict, or its samples).
 func (pl *fetchLoops) offerSample(ctx context.Context, lv *live, item frontier.Item, u *url.URL, r *fetch.Result) {
-	if lv.render.mode != settings.RenderAuto || pl.render != nil || item.Kind == frontier.KindSitemap || !r.HTML ||
-		r.Status < 200 || r.Status >= 300 || pl.sampled.has(u.Host) {
+	if lv.render.Mode != settings.RenderAuto || pl.render != nil || item.Kind == frontier.KindSitemap || !r.HTML ||
+		r.Status < 200 || r.Status >= 300 || pl.sampled.Has(u.Host) {
 		return
 	}
 	queued, verdict, err := pl.renderCall().OfferSample(ctx, frontier.Sample{URL: item.URL, Host: u.Host, Depth: item.Depth, Parent: item.Parent},
@@ -45,7 +46,7 @@ func (pl *fetchLoops) offerSample(ctx context.Context, lv *live, item frontier.I
 	case err != nil:
 		pl.log.Warn("offering a sample of a host to the render workers failed", "host", u.Host, "err", err)
 	case verdict == frontier.VerdictPlain || !queued && verdict == frontier.VerdictLearning:
-		pl.sampled.add(u.Host) // no more of it: it needs no browser, or has its reserve
+		pl.sampled.Add(u.Host) // no more of it: it needs no browser, or has its reserve
 	case !queued:
 		pl.log.Warn("a page of a host that needs a browser was fetched plainly, and too many samples wait to render it: "+
 			"links its scripts make are missed (start more render workers)", "url", item.URL)
@@ -56,7 +57,7 @@ func (pl *fetchLoops) offerSample(ctx context.Context, lv *live, item frontier.I
 // samples plain workers offer, one at a time, until ctx ends.
 func (pl *fetchLoops) sampleLoop(ctx context.Context) {
 	for ctx.Err() == nil {
-		if pl.cur.Load().render.mode != settings.RenderAuto {
+		if pl.cur.Load().render.Mode != settings.RenderAuto {
 			sleep(ctx, time.Second)
 			continue
 		}
@@ -151,7 +152,7 @@ func pathPrefix(u *url.URL) string {
 // page is still to teach it (rendered, and compared with its own HTML).
 // Verdicts are final, so they are remembered.
 func (pl *fetchLoops) byPrefix(ctx context.Context, lv *live, u *url.URL) (render, learn bool) {
-	if lv.render.mode != settings.RenderAuto || lv.render.matches(u.String()) {
+	if lv.render.Mode != settings.RenderAuto || lv.render.Matches(u.String()) {
 		return true, false
 	}
 	key := u.Host + " " + pathPrefix(u)
@@ -183,7 +184,7 @@ func (pl *fetchLoops) learnPrefix(ctx context.Context, lv *live, u *url.URL, ite
 	}
 }
 
-// verdicts remembers final verdicts by key, up to laneMemory, then
+// verdicts remembers final verdicts by key, up to bounded.Memory, then
 // forgets all and begins again.
 type verdicts struct {
 	mu sync.Mutex
@@ -200,7 +201,7 @@ func (v *verdicts) get(key string) (string, bool) {
 func (v *verdicts) put(key, verdict string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.m == nil || len(v.m) >= laneMemory {
+	if v.m == nil || len(v.m) >= bounded.Memory {
 		v.m = map[string]string{}
 	}
 	v.m[key] = verdict

@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"testing"
 
-	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redis/go-redis/v9"
@@ -30,7 +30,7 @@ func TestSeedsAreNeverFalsePositives(t *testing.T) {
 				seeds = append(seeds, u) // the same seed twice in one seeding
 			}
 		}
-		sd, err := crawl.NewSeeder(ctx, s.Client, "fp", set, crawl.SeedOptions{})
+		sd, err := admin.NewSeeder(ctx, s.Client, "fp", set, admin.SeedOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +51,7 @@ func TestSeedsAreNeverFalsePositives(t *testing.T) {
 		t.Logf("%d of %d seeds were false positives of the filter, queued anyway", rep.Seen, distinct)
 
 		// The same seeds again with SkipSeen: all are in the filter now.
-		sd, err = crawl.NewSeeder(ctx, s.Client, "fp", set, crawl.SeedOptions{SkipSeen: true})
+		sd, err = admin.NewSeeder(ctx, s.Client, "fp", set, admin.SeedOptions{SkipSeen: true})
 		if err != nil {
 			t.Fatal(err)
 		}

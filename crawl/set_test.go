@@ -258,7 +258,7 @@ func TestHighPrioritySeedsAreFetchedFirst(t *testing.T) {
 				u, _ := url.Parse(fmt.Sprintf("%s/%s/%d", srv.URL, prefix, i))
 				urls = append(urls, u)
 			}
-			sd, err := crawl.NewSeeder(context.Background(), s.Client, "prio", set, crawl.SeedOptions{Priority: priority})
+			sd, err := admin.NewSeeder(context.Background(), s.Client, "prio", set, admin.SeedOptions{Priority: priority})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -317,7 +317,7 @@ func TestAWorkersOwnSettingsFollowAChange(t *testing.T) {
 		set := settings.Default()
 		set.Rate, set.Burst, set.AllowPrivate, set.Headers = 20, 1, true, []string{"X-Run: 1"}
 		root, _ := url.Parse(srv.URL + "/")
-		if _, err := crawl.Seed(context.Background(), s.Client, "own", set, []*url.URL{root}); err != nil {
+		if _, err := admin.Seed(context.Background(), s.Client, "own", set, []*url.URL{root}); err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/redistest"
@@ -80,7 +81,7 @@ func crawlSitemapSite(t *testing.T, name string, sitemaps bool, explicit bool) [
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	root, _ := url.Parse(srv.URL + "/")
-	sd, err := crawl.NewSeeder(ctx, s.Client, name, set, crawl.SeedOptions{})
+	sd, err := admin.NewSeeder(ctx, s.Client, name, set, admin.SeedOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestSitemapLocationRule(t *testing.T) {
 		set.Rate, set.AllowPrivate = math.Inf(1), true
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		sd, err := crawl.NewSeeder(ctx, s.Client, "smloc", set, crawl.SeedOptions{})
+		sd, err := admin.NewSeeder(ctx, s.Client, "smloc", set, admin.SeedOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

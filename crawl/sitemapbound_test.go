@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
@@ -96,7 +96,7 @@ func sitemapCrawl(t *testing.T, s *redistest.Server, name string, urls, perSitem
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	before := usedMemory(ctx, s)
-	sd, err := crawl.NewSeeder(ctx, s.Client, name, set, crawl.SeedOptions{})
+	sd, err := admin.NewSeeder(ctx, s.Client, name, set, admin.SeedOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/redistest"
@@ -33,7 +33,7 @@ func TestStatusSaysWhyACrawlEnded(t *testing.T) {
 		site := newPageSite(t, 0, nil)
 		set := settings.Default()
 		set.Rate, set.AllowPrivate, set.MaxPages = math.Inf(1), true, c.budget
-		if _, err := crawl.Seed(ctx, s.Client, c.name, set, site.seeds(20)); err != nil {
+		if _, err := admin.Seed(ctx, s.Client, c.name, set, site.seeds(20)); err != nil {
 			t.Fatal(err)
 		}
 		runWorkers(t, ctx, s, c.name, fastOptions("w1"))

@@ -31,8 +31,8 @@ func (pl *fetchLoops) subresources(page *url.URL, lv *live, deadline time.Time) 
 		key := u.String()
 		if u.Host != page.Host && !lv.s.RenderThirdParty && !pl.scope.Load().Allows(u) {
 			pl.counters.SubresourcesRefused.Add(1)
-			if pair := page.Host + " " + u.Host; !pl.refusedHosts.has(pair) {
-				pl.refusedHosts.add(pair)
+			if pair := page.Host + " " + u.Host; !pl.refusedHosts.Has(pair) {
+				pl.refusedHosts.Add(pair)
 				pl.log.Info("a rendered page's request outside the crawl's scope refused (once a host)", "page", page.String(), "url", key)
 			}
 			return nil, errOutOfScope

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/redistest"
@@ -93,7 +93,7 @@ func TestTrapsCostLittleByDefault(t *testing.T) {
 	set := settings.Default()
 	set.Rate, set.AllowPrivate, set.MaxPages = math.Inf(1), true, 3000
 	seed, _ := url.Parse(srv.URL + "/p/0.html")
-	if _, err := crawl.Seed(context.Background(), s.Client, "traps", set, []*url.URL{seed}); err != nil {
+	if _, err := admin.Seed(context.Background(), s.Client, "traps", set, []*url.URL{seed}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -136,7 +136,7 @@ func TestFiltersSteerTheCrawl(t *testing.T) {
 	set.Deny = []string{`/cal/`}                            // no calendar
 	set.Allow = []string{`/p/\d+\.html$`, `/cal/`, `/rep/`} // nor shop (not allowed)
 	seed, _ := url.Parse(srv.URL + "/p/0.html")
-	if _, err := crawl.Seed(context.Background(), s.Client, "filters", set, []*url.URL{seed}); err != nil {
+	if _, err := admin.Seed(context.Background(), s.Client, "filters", set, []*url.URL{seed}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/redistest"
@@ -53,7 +54,7 @@ func TestStatusSaysWhatEachWorkersHeartbeatSaid(t *testing.T) {
 	root, _ := url.Parse(srv.URL + "/")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := crawl.Seed(ctx, s.Client, "hb", set, []*url.URL{root}); err != nil {
+	if _, err := admin.Seed(ctx, s.Client, "hb", set, []*url.URL{root}); err != nil {
 		t.Fatal(err)
 	}
 	w, err := crawl.NewWorker(ctx, s.Client, "hb", fastOptions("w1"))

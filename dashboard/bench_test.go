@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/internal/redistest"
@@ -83,7 +84,7 @@ func benchCrawl(b *testing.B, c *redis.Client, shards int) {
 			seeds = append(seeds, u)
 		}
 	}
-	if _, err := crawl.Seed(ctx, c, "b", set, seeds); err != nil {
+	if _, err := admin.Seed(ctx, c, "b", set, seeds); err != nil {
 		b.Fatal(err)
 	}
 	fr, err := crawl.OpenFrontier(ctx, c, "b", set)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/dashboard"
@@ -50,7 +50,7 @@ func TestTheDashboardsControlsNeedTheTokenAndItsOwnOrigin(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		seed, _ := url.Parse("http://a.example/")
-		if _, err := crawl.Seed(ctx, s.Client, "c", settings.Default(), []*url.URL{seed}); err != nil {
+		if _, err := admin.Seed(ctx, s.Client, "c", settings.Default(), []*url.URL{seed}); err != nil {
 			t.Fatal(err)
 		}
 		srv := httptest.NewServer(dashboard.New(s.Client, dashboard.Config{Crawl: "c", Token: "tok", Control: true, Every: 10 * time.Millisecond}))

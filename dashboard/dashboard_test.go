@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/dashboard"
 	"github.com/redcrawl/crawler/frontier"
@@ -32,7 +33,7 @@ func TestTheDashboardServesTheStateAndNoSecret(t *testing.T) {
 		set := settings.Default()
 		set.Headers = []string{"Authorization: Bearer s3cret-value"}
 		seed, _ := url.Parse("http://example.test/")
-		if _, err := crawl.Seed(ctx, s.Client, "d", set, []*url.URL{seed}); err != nil {
+		if _, err := admin.Seed(ctx, s.Client, "d", set, []*url.URL{seed}); err != nil {
 			t.Fatal(err)
 		}
 		l, err := leader.Obtain(ctx, s.Client, "crawl:{d}:leader", "w9", time.Minute)
@@ -115,7 +116,7 @@ func TestTheTokenGuardsTheDashboard(t *testing.T) {
 	srv := httptest.NewServer(dashboard.New(s.Client, dashboard.Config{Crawl: "d", Token: "t0k", Every: time.Millisecond}))
 	defer srv.Close()
 	root, _ := url.Parse("http://a.example/")
-	if _, err := crawl.Seed(context.Background(), s.Client, "d", settings.Default(), []*url.URL{root}); err != nil {
+	if _, err := admin.Seed(context.Background(), s.Client, "d", settings.Default(), []*url.URL{root}); err != nil {
 		t.Fatal(err)
 	}
 	for path, want := range map[string]int{
@@ -160,7 +161,7 @@ func TestTheSchedulersTimelineIsTheLocksEvents(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		seed, _ := url.Parse("http://example.test/")
-		if _, err := crawl.Seed(ctx, s.Client, "d", settings.Default(), []*url.URL{seed}); err != nil {
+		if _, err := admin.Seed(ctx, s.Client, "d", settings.Default(), []*url.URL{seed}); err != nil {
 			t.Fatal(err)
 		}
 		fr, err := crawl.OpenFrontier(ctx, s.Client, "d", settings.Default())
@@ -202,7 +203,7 @@ func TestTheDashboardShowsRendering(t *testing.T) {
 			set := settings.Default()
 			set.Render = mode
 			seed, _ := url.Parse("http://app.example.test/")
-			if _, err := crawl.Seed(ctx, s.Client, "r", set, []*url.URL{seed}); err != nil {
+			if _, err := admin.Seed(ctx, s.Client, "r", set, []*url.URL{seed}); err != nil {
 				t.Fatal(err)
 			}
 			if mode == settings.RenderAuto {
@@ -252,7 +253,7 @@ func TestTheDashboardShowsTheBusiestServers(t *testing.T) {
 				u, _ := url.Parse("http://" + h + "/")
 				seeds = append(seeds, u)
 			}
-			if _, err := crawl.Seed(ctx, s.Client, "ip", set, seeds); err != nil {
+			if _, err := admin.Seed(ctx, s.Client, "ip", set, seeds); err != nil {
 				t.Fatal(err)
 			}
 			stored, err := settings.Load(ctx, s.Client, "ip")
@@ -307,7 +308,7 @@ func TestTheDashboardShowsExportGroups(t *testing.T) {
 		ctx := context.Background()
 		set := settings.Default()
 		seed, _ := url.Parse("http://a.example.test/")
-		if _, err := crawl.Seed(ctx, s.Client, "g", set, []*url.URL{seed}); err != nil {
+		if _, err := admin.Seed(ctx, s.Client, "g", set, []*url.URL{seed}); err != nil {
 			t.Fatal(err)
 		}
 		if st := stateOf(t, s, "g"); len(st.Groups) != 0 {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
@@ -55,7 +55,7 @@ func TestAStreamStartsWithTheChartsHistory(t *testing.T) {
 	s := redistest.Mini(t)
 	ctx := context.Background()
 	seed, _ := url.Parse("http://example.test/")
-	if _, err := crawl.Seed(ctx, s.Client, "d", settings.Default(), []*url.URL{seed}); err != nil {
+	if _, err := admin.Seed(ctx, s.Client, "d", settings.Default(), []*url.URL{seed}); err != nil {
 		t.Fatal(err)
 	}
 	d := New(s.Client, Config{Crawl: "d", Every: 10 * time.Millisecond})

@@ -75,7 +75,7 @@ func Run(ctx context.Context, rdb redis.UniversalClient, cfg Config, out io.Writ
 		u, _ := url.Parse(r)
 		seeds = append(seeds, u)
 	}
-	if _, err := crawl.Seed(ctx, rdb, name, s, seeds); err != nil {
+	if _, err := admin.Seed(ctx, rdb, name, s, seeds); err != nil {
 		return err
 	}
 	if seeded != nil {

@@ -28,7 +28,7 @@ type env struct {
 
 func setup(t *testing.T, s *redistest.Server) *env {
 	ctx := context.Background()
-	// The crawl exists while its config does (crawl.Seed writes it).
+	// The crawl exists while its config does (admin.Seed writes it).
 	s.Client.HSet(ctx, frontier.KeysFor("t").Config, "scope", "host")
 	f, err := frontier.Create(ctx, s.Client, "t", frontier.Options{Shards: 1, Lease: 200 * time.Millisecond, Policy: frontier.Policy{PageBudget: 1000}},
 		dedup.Params{Capacity: 1000, FPRate: 0.01})

@@ -79,7 +79,7 @@ type Keys struct {
 	// a scheduler that swept it (fence.Script.RunRaising); "" for the
 	// first shard, whose sweeps are fenced by the leader's epoch counter.
 	Fence string
-	// Config is the crawl's settings hash (written by crawl.Seed), or for
+	// Config is the crawl's settings hash (written by admin.Seed), or for
 	// a shard other than the first a marker of the crawl in that shard: the
 	// crawl exists while it does. Scripts that write refuse when it is
 	// missing (ErrGone), so a reset crawl is not brought back piecemeal.

@@ -2,7 +2,7 @@
 // any size (or stdin) read one line at a time, and sitemaps. It is what
 // `crawler seed` runs, apart from its flags and its last line.
 //
-// The URLs go to Redis in batches (Batch) through one crawl.Seeder, which
+// The URLs go to Redis in batches (Batch) through one admin.Seeder, which
 // creates the crawl with its first batch. A Redis that stops answering
 // mid-way (a restart, a failover) is waited for, up to Options.RedisRetry,
 // and the batch sent again; past it the run stops with a *Stopped error
@@ -28,7 +28,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/fetch"
@@ -49,8 +48,8 @@ type Options struct {
 	File     string   // a file of URLs, one a line ('#' starts a comment); "-" is stdin; "" none
 	FromLine int      // with File, the first line read (counted from 1): to finish a run that stopped
 	Sitemaps []string // sitemap URLs, queued for the workers to read
-	SkipSeen bool     // queue only URLs the crawl's Bloom filter has not seen (crawl.SeedOptions)
-	Priority int      // the URLs' priority among their hosts' (crawl.SeedOptions)
+	SkipSeen bool     // queue only URLs the crawl's Bloom filter has not seen (admin.SeedOptions)
+	Priority int      // the URLs' priority among their hosts' (admin.SeedOptions)
 	// SkipBad seeds the usable lines when some are not, rather than none.
 	SkipBad bool
 	// RedisRetry is how long a Redis that stops answering is waited for,
@@ -66,7 +65,7 @@ type Options struct {
 type Result struct {
 	Lines  int              // URL lines and arguments taken, usable or not, and sitemaps
 	Bad    int              // of Lines, those that were no usable URL
-	Seeded crawl.SeedReport // what went in (zero when nothing did)
+	Seeded admin.SeedReport // what went in (zero when nothing did)
 	Seeder bool             // a Seeder was made: the crawl exists and holds these settings
 }
 
@@ -106,7 +105,7 @@ func (e *Stopped) Error() string {
 func (e *Stopped) Unwrap() error { return e.Err }
 
 // Run seeds crawl name of rdb with settings s (stored by the first batch,
-// as crawl.NewSeeder does) from what o lists. Its error is ErrNoURLs,
+// as admin.NewSeeder does) from what o lists. Its error is ErrNoURLs,
 // ErrNoneUsable, a *BadLines (nothing seeded), a *Stopped, a file's or a
 // sitemap URL's, or the crawl's. With SkipBad, lines that were not usable
 // are no error: Result.Bad counts them.
@@ -153,7 +152,7 @@ type run struct {
 	name  string
 	s     settings.Settings
 	o     Options
-	sd    *crawl.Seeder
+	sd    *admin.Seeder
 	batch []*url.URL
 	// inLine is the last file line whose batch went in, batchLine the
 	// last line taken: where a run that stops says to go on from.
@@ -224,7 +223,7 @@ func (r *run) seeder() error {
 		return nil
 	}
 	return r.retry(func() (err error) {
-		sd, err := crawl.NewSeeder(r.ctx, r.rdb, r.name, r.s, crawl.SeedOptions{SkipSeen: r.o.SkipSeen, Priority: r.o.Priority})
+		sd, err := admin.NewSeeder(r.ctx, r.rdb, r.name, r.s, admin.SeedOptions{SkipSeen: r.o.SkipSeen, Priority: r.o.Priority})
 		if err == nil {
 			r.sd = sd
 		}

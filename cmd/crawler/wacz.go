@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/upload"
 	"github.com/redcrawl/crawler/wacz"
 	"github.com/urfave/cli/v2"
@@ -168,7 +169,7 @@ func writeWACZ(c *cli.Context, out string, srcs []wacz.Source) error {
 		noun = "WARC file"
 	}
 	fmt.Fprintf(c.App.Writer, "%s: %d %s (%s), %d records, %d index lines, %d pages\n",
-		out, sum.Files, noun, crawl.ByteSize(sum.Bytes), sum.Records, sum.Captures, sum.Pages)
+		out, sum.Files, noun, admin.ByteSize(sum.Bytes), sum.Records, sum.Captures, sum.Pages)
 	switch {
 	case len(sum.Unindexed) > 0:
 		return fmt.Errorf("wacz: %d of the WARC files were damaged or held no record: a damaged record is in the package but not indexed (see above)", len(sum.Unindexed))

@@ -98,3 +98,26 @@ func (r *Rules) Skip(u *url.URL, canonical string) string {
 	}
 	return ""
 }
+
+// RenderRules are the render settings, compiled: the mode (Render) and
+// the --render-match patterns.
+type RenderRules struct {
+	Mode  string
+	Match []*regexp.Regexp
+}
+
+// NewRenderRules compiles the render settings of s.
+func NewRenderRules(s Settings) (*RenderRules, error) {
+	m, err := CompilePatterns(s.RenderMatch, "--render-match")
+	return &RenderRules{Mode: s.Render, Match: m}, err
+}
+
+// Matches: url matches a --render-match pattern.
+func (r *RenderRules) Matches(url string) bool {
+	for _, re := range r.Match {
+		if re.MatchString(url) {
+			return true
+		}
+	}
+	return false
+}

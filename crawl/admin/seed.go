@@ -1,4 +1,4 @@
-package crawl
+package admin
 
 import (
 	"context"
@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"net/url"
 
+	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/internal/bounded"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -47,20 +49,20 @@ type Seeder struct {
 	given  map[[16]byte]struct{}
 	hosts  map[string]struct{} // already in the scope set
 	report SeedReport
-	render *renderRules
-	laned  boundedSet // the hosts put in the render lane for a --render-match
+	render *settings.RenderRules
+	laned  bounded.Set // the hosts put in the render lane for a --render-match
 }
 
 // NewSeeder stores s as the crawl's settings (creating the crawl when it
 // is new; see settings.Store) and opens its filter.
 func NewSeeder(ctx context.Context, c redis.UniversalClient, name string, s settings.Settings, o SeedOptions) (*Seeder, error) {
-	if err := CheckName(name); err != nil {
+	if err := crawl.CheckName(name); err != nil {
 		return nil, err
 	}
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	if _, err := settings.Load(ctx, c, name); errors.Is(err, ErrNoCrawl) {
+	if _, err := settings.Load(ctx, c, name); errors.Is(err, crawl.ErrNoCrawl) {
 		if err := fitsRedis(ctx, c, name, s); err != nil { // a new crawl's filter is allocated whole
 			return nil, err
 		}
@@ -69,11 +71,11 @@ func NewSeeder(ctx context.Context, c redis.UniversalClient, name string, s sett
 	if err != nil {
 		return nil, err
 	}
-	fr, err := frontier.Create(ctx, c, name, FrontierOptions(s), s.Bloom())
+	fr, err := frontier.Create(ctx, c, name, crawl.FrontierOptions(s), s.Bloom())
 	if err != nil {
 		return nil, err
 	}
-	rr, err := newRenderRules(s)
+	rr, err := settings.NewRenderRules(s)
 	if err != nil {
 		return nil, err
 	}
@@ -172,11 +174,11 @@ func (sd *Seeder) batch(seeds []*url.URL, kind string) seedBatch {
 // lane before the seed is queued.
 func (sd *Seeder) lanes(ctx context.Context, items []frontier.Item) error {
 	for _, it := range items {
-		if u, err := url.Parse(it.URL); err == nil && !sd.laned.has(u.Host) && sd.render.matches(it.URL) {
+		if u, err := url.Parse(it.URL); err == nil && !sd.laned.Has(u.Host) && sd.render.Matches(it.URL) {
 			if _, err := sd.fr.Render.SetLane(ctx, u.Host, frontier.LaneRender); err != nil {
 				return fmt.Errorf("crawl: seed: %w", err)
 			}
-			sd.laned.add(u.Host)
+			sd.laned.Add(u.Host)
 		}
 	}
 	return nil

@@ -1,4 +1,4 @@
-package crawl
+package admin
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redis/go-redis/v9"
@@ -49,7 +50,7 @@ func fitsRedis(ctx context.Context, c redis.UniversalClient, name string, s sett
 	if free := limit - used; need > free/2 {
 		return fmt.Errorf("%w: --expected-urls %d at --fp-rate %v needs a Bloom filter of %s, allocated now, and this Redis has %s to spare "+
 			"(%s, %s, less %s used; half is kept for the queues): give fewer expected URLs (the filter grows as the crawl does), "+
-			"or a Redis with more memory", ErrSettings, s.ExpectedURLs, s.FPRate, ByteSize(need), ByteSize(max(free, 0)), where, ByteSize(limit), ByteSize(used))
+			"or a Redis with more memory", crawl.ErrSettings, s.ExpectedURLs, s.FPRate, ByteSize(need), ByteSize(max(free, 0)), where, ByteSize(limit), ByteSize(used))
 	}
 	return nil
 }
