@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/events"
 	"github.com/redcrawl/crawler/politeness"
 )
 
@@ -93,7 +94,7 @@ func (pl *fetchLoops) pause(ctx context.Context, host string, retryAfter time.Du
 	if err != nil {
 		return 0, err
 	}
-	LogEvent(ctx, pl.lf.events, pl.log, frontier.Event{Kind: frontier.EventPause, Worker: pl.worker,
+	LogEvent(ctx, pl.lf.events, pl.log, events.Event{Kind: events.Pause, Worker: pl.worker,
 		Text: fmt.Sprintf("host %s paused %v for every worker, after %s", host, d.Round(100*time.Millisecond), why)})
 	if err := pl.pauses.announce(ctx, host, d); err != nil {
 		pl.log.Warn("announcing a host's pause failed; URLs already popped may still go during it", "host", host, "err", err)

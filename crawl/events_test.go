@@ -14,7 +14,7 @@ import (
 	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
-	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/events"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
@@ -79,7 +79,7 @@ func TestTheEventLogTellsTheLockHandoverAndAPause(t *testing.T) {
 			}
 			at += i + len(w)
 		}
-		if st.Events[0].Kind != frontier.EventResign || st.Events[0].At.IsZero() {
+		if st.Events[0].Kind != events.Resign || st.Events[0].At.IsZero() {
 			t.Errorf("newest event %+v; want w2's resignation, with its time", st.Events[0])
 		}
 	})

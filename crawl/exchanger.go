@@ -11,6 +11,7 @@ import (
 	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/crawl/pace"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/events"
 	"github.com/redcrawl/crawler/politeness"
 	"github.com/redis/go-redis/v9"
 )
@@ -236,11 +237,11 @@ func (x *exchanger) perform(work context.Context, a action) (event, bool) {
 	case actForget:
 		x.log.Warn("Redis lost writes: forgetting the URLs this worker knew as seen, and sending its pages again", "err", a.err)
 		x.known.clear()
-		LogEvent(work, eventsOf(x.fr), x.log, frontier.Event{Kind: frontier.EventResend, Worker: x.id,
+		LogEvent(work, eventsOf(x.fr), x.log, events.Event{Kind: events.Resend, Worker: x.id,
 			Text: fmt.Sprintf("Redis lost writes (a restart or a failover): %s forgot what they taught it and resent its exchange", x.id)})
 	case actResend:
 		x.log.Info("an exchange whose reply was lost had gone through; sending its batch again")
-		LogEvent(work, eventsOf(x.fr), x.log, frontier.Event{Kind: frontier.EventResend, Worker: x.id,
+		LogEvent(work, eventsOf(x.fr), x.log, events.Event{Kind: events.Resend, Worker: x.id,
 			Text: fmt.Sprintf("a reply from Redis was lost: %s resent its exchange (Redis records nothing twice)", x.id)})
 	case actRetry:
 		x.metrics.exErrors.Inc()

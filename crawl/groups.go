@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/events"
+	"github.com/redcrawl/crawler/frontier/records"
 )
 
 // Export groups (export --follow --group): the scheduler trims the results
@@ -46,7 +47,7 @@ func (sc *scheduler) trimResults(ctx context.Context) {
 			sc.lagSaid = time.Now()
 			sc.log.Warn("an export group lags: past the results streams' cap its oldest unread records are dropped",
 				"group", g.Name, "behind", g.Behind(), "cap", kept)
-			LogEvent(ctx, eventsOf(sc.fr), sc.log, frontier.Event{Kind: frontier.EventLagging, Worker: sc.id,
+			LogEvent(ctx, eventsOf(sc.fr), sc.log, events.Event{Kind: events.Lagging, Worker: sc.id,
 				Text: fmt.Sprintf("export group %s is %d records behind (the streams keep %d: seed --results-kept): read it, or its oldest unread records are dropped", g.Name, g.Behind(), kept)})
 		}
 	}
@@ -54,6 +55,6 @@ func (sc *scheduler) trimResults(ctx context.Context) {
 
 // Lagging: g is behind by LagWarnAt of a shard's cap or more, in some
 // shard.
-func Lagging(g frontier.GroupState) bool {
+func Lagging(g records.GroupState) bool {
 	return g.Fill >= LagWarnAt
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/events"
 )
 
 // loopFrontier is the frontier as a fetch loop uses it, beside what its
@@ -13,7 +14,7 @@ import (
 type loopFrontier struct {
 	hosts   frontier.Hosts
 	digests frontier.Digests
-	events  frontier.Events
+	events  events.Log
 	render  frontier.Rendering
 	enqueue func(context.Context, []frontier.Item) ([]bool, error)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/fence"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/events"
 	"github.com/redcrawl/crawler/leader"
 	"github.com/redis/go-redis/v9"
 )
@@ -63,7 +64,7 @@ func (sc *scheduler) run(stop, work context.Context) {
 		}
 		sc.log.Info(LogLeading, "epoch", l.Epoch())
 		recent, _ := sc.fr.Events.Read(stop, 50)
-		LogEvent(stop, eventsOf(sc.fr), sc.log, frontier.Event{Kind: frontier.EventLead, Worker: sc.id, Epoch: l.Epoch(), Text: leadText(recent, sc.id, l.Epoch())})
+		LogEvent(stop, eventsOf(sc.fr), sc.log, events.Event{Kind: events.Lead, Worker: sc.id, Epoch: l.Epoch(), Text: leadText(recent, sc.id, l.Epoch())})
 		sc.metrics.leader.Set(1)
 		sc.metrics.epoch.Set(float64(l.Epoch()))
 		sc.lead(stop, l)
@@ -74,7 +75,7 @@ func (sc *scheduler) run(stop, work context.Context) {
 		// nobody leading.
 		rctx, cancel := context.WithTimeout(work, sc.cfg.TTL)
 		if stop.Err() != nil && l.Err() == nil {
-			LogEvent(work, eventsOf(sc.fr), sc.log, frontier.Event{Kind: frontier.EventResign, Worker: sc.id, Epoch: l.Epoch(),
+			LogEvent(work, eventsOf(sc.fr), sc.log, events.Event{Kind: events.Resign, Worker: sc.id, Epoch: l.Epoch(),
 				Text: fmt.Sprintf("epoch %d: %s handed the lock over (it is stopping)", l.Epoch(), sc.id)})
 		}
 		if err := l.Resign(rctx); err != nil {
@@ -106,7 +107,7 @@ func (sc *scheduler) lead(stop context.Context, l *leader.Leadership) {
 		case errors.Is(err, fence.ErrFenced):
 			sc.metrics.fenced.Inc()
 			sc.log.Warn(LogFenced, "epoch", l.Epoch(), "err", err)
-			LogEvent(stop, eventsOf(sc.fr), sc.log, frontier.Event{Kind: frontier.EventFenced, Worker: sc.id, Epoch: l.Epoch(),
+			LogEvent(stop, eventsOf(sc.fr), sc.log, events.Event{Kind: events.Fenced, Worker: sc.id, Epoch: l.Epoch(),
 				Text: fmt.Sprintf("a sweep by %s under epoch %d was refused by the fence: a newer epoch leads", sc.id, l.Epoch())})
 			return
 		case errors.Is(err, frontier.ErrGone):
@@ -182,7 +183,7 @@ func (sc *scheduler) await(stop context.Context, l *leader.Leadership, timer *ti
 			}
 			sc.log.Info(LogEpochEnded, "epoch", l.Epoch(), "reason", l.Err())
 			if stop.Err() == nil {
-				LogEvent(stop, eventsOf(sc.fr), sc.log, frontier.Event{Kind: frontier.EventLost, Worker: sc.id, Epoch: l.Epoch(),
+				LogEvent(stop, eventsOf(sc.fr), sc.log, events.Event{Kind: events.Lost, Worker: sc.id, Epoch: l.Epoch(),
 					Text: fmt.Sprintf("epoch %d: %s stopped acting as scheduler: %v", l.Epoch(), sc.id, l.Err())})
 			}
 			return false

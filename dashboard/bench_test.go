@@ -12,7 +12,7 @@ import (
 	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
-	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/events"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/leader"
 	"github.com/redis/go-redis/v9"
@@ -92,11 +92,11 @@ func benchCrawl(b *testing.B, c *redis.Client, shards int) {
 		b.Fatal(err)
 	}
 	for i := 0; i < 150; i++ {
-		kind := frontier.EventPause
+		kind := events.Pause
 		if i%10 == 0 {
-			kind = frontier.EventLead
+			kind = events.Lead
 		}
-		fr.Events.Add(ctx, frontier.Event{Kind: kind, Text: "host host-0001.example.org paused 1s for every worker, after a 429"})
+		fr.Events.Add(ctx, events.Event{Kind: kind, Text: "host host-0001.example.org paused 1s for every worker, after a 429"})
 	}
 	for i := 1; i <= 3; i++ {
 		w := fmt.Sprintf("w%d", i)

@@ -19,6 +19,7 @@ import (
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/dashboard"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/events"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/leader"
 	"github.com/redis/go-redis/v9"
@@ -168,9 +169,9 @@ func TestTheSchedulersTimelineIsTheLocksEvents(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, e := range []frontier.Event{{Kind: frontier.EventLead, Text: "epoch 1: w1 took the lock"},
-			{Kind: frontier.EventPause, Text: "host h paused"}, {Kind: frontier.EventFenced, Text: "a sweep under epoch 1 was refused"},
-			{Kind: frontier.EventResend, Text: "w2 resent its exchange"}} {
+		for _, e := range []events.Event{{Kind: events.Lead, Text: "epoch 1: w1 took the lock"},
+			{Kind: events.Pause, Text: "host h paused"}, {Kind: events.Fenced, Text: "a sweep under epoch 1 was refused"},
+			{Kind: events.Resend, Text: "w2 resent its exchange"}} {
 			if err := fr.Events.Add(ctx, e); err != nil {
 				t.Fatal(err)
 			}

@@ -12,6 +12,8 @@ import (
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/events"
+	"github.com/redcrawl/crawler/frontier/records"
 	"github.com/redcrawl/crawler/leader"
 	"github.com/redis/go-redis/v9"
 )
@@ -44,12 +46,12 @@ type State struct {
 	Epoch       int64                 `json:"epoch"` // the newest minted
 	Bloom       BloomView             `json:"bloom"`
 	Revisits    status.RevisitStatus  `json:"revisits"`
-	Events      []frontier.Event      `json:"events"`
+	Events      []events.Event        `json:"events"`
 	// Timeline is the scheduler's: its lock's handovers and the sweeps its
 	// fence refused, newest first, of the newest TimelineEvents events.
-	Timeline []frontier.Event `json:"timeline"`
-	Rate     any              `json:"rate"` // requests a second a host; null: no limit
-	Burst    int              `json:"burst"`
+	Timeline []events.Event `json:"timeline"`
+	Rate     any            `json:"rate"` // requests a second a host; null: no limit
+	Burst    int            `json:"burst"`
 	// Render is what rendering does (seed --render): the render lane,
 	// what the samples taught, the render workers; absent for a crawl
 	// that renders nothing.
@@ -60,8 +62,8 @@ type State struct {
 	// Groups are the export groups reading the results (export --group),
 	// and LagFill the share of a shard's cap behind (GroupState.Fill) at
 	// which one is said to lag.
-	Groups  []frontier.GroupState `json:"export_groups,omitempty"`
-	LagFill float64               `json:"lag_fill"`
+	Groups  []records.GroupState `json:"export_groups,omitempty"`
+	LagFill float64              `json:"lag_fill"`
 }
 
 // ShardView is one shard's share of the crawl.
@@ -244,7 +246,7 @@ var panels = []panel{
 		st.Events, st.Timeline = all[:min(len(all), status.StatusEvents)], nil
 		for _, e := range all {
 			switch e.Kind {
-			case frontier.EventLead, frontier.EventResign, frontier.EventLost, frontier.EventFenced:
+			case events.Lead, events.Resign, events.Lost, events.Fenced:
 				if len(st.Timeline) < TimelineLen {
 					st.Timeline = append(st.Timeline, e)
 				}

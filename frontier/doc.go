@@ -36,7 +36,7 @@
 //	           the queues; 'allow', the shard's share of a page budget;
 //	           'end_scan', how far a budgeted crawl's end has looked;
 //	           and 'recrawl_at', when the last recrawl was asked for
-//	results    stream of result records (opaque to frontier, StoredRecord),
+//	results    stream of result records (opaque to frontier, records.Stored),
 //	           capped at the shard's share of ResultsKept
 //	hostpages  hash host -> pages fetched (Options.HostPageCap)
 //	capped     hash: the hosts whose pages reached the cap -> their count

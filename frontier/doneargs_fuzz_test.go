@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redcrawl/crawler/frontier/records"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
@@ -90,8 +91,8 @@ func doneArgsRoundTrip(t *testing.T, s *redistest.Server, o Outcome) {
 			t.Fatalf("%s: %+v: stats %q moved by %d; want %d", s.Kind, o, field, after[field]-before[field], n)
 		}
 	}
-	var recs []StoredRecord
-	fr.Records.Read(ctx, fr.Records.NewCursor(), func(r StoredRecord) error { recs = append(recs, r); return nil })
+	var recs []records.Stored
+	fr.Records.Read(ctx, fr.Records.NewCursor(), func(r records.Stored) error { recs = append(recs, r); return nil })
 	switch {
 	case o.Record == nil && len(recs) != 0:
 		t.Fatalf("%s: %+v: %d records; want none", s.Kind, o, len(recs))

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/dedup"
+	"github.com/redcrawl/crawler/frontier/events"
+	"github.com/redcrawl/crawler/frontier/records"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -42,11 +44,11 @@ type Frontier struct {
 
 	// The crawl's state beside the queue, each its own type (its doc
 	// says its keys), on the same shards.
-	Records  Records  // what the crawl found: each shard's results stream
-	Registry Registry // the workers: registrations, heartbeats, leases renewed
-	Events   Events   // the crawl's event log, for people
-	Digests  Digests  // the payload digests archived (--dedup-payloads)
-	Visits   Visits   // the recrawl schedule: each fetched URL's next visit
+	Records  records.Streams // what the crawl found: each shard's results stream
+	Registry Registry        // the workers: registrations, heartbeats, leases renewed
+	Events   events.Log      // the crawl's event log, for people
+	Digests  Digests         // the payload digests archived (--dedup-payloads)
+	Visits   Visits          // the recrawl schedule: each fetched URL's next visit
 	// Hosts are the controls and views of single hosts: their rules,
 	// pauses, delays, queues and server addresses.
 	Hosts Hosts
@@ -187,7 +189,13 @@ func New(c redis.UniversalClient, name string, o Options) (*Frontier, error) {
 	for i := range f.fs {
 		f.fs[i] = newShard(c, KeysForShard(name, i), &f.Options, f.pm, i, o.Shards)
 	}
-	f.Records, f.Registry, f.Events, f.Digests, f.Visits = Records{f.store}, Registry{f.store}, Events{f.store}, Digests{f.store}, Visits{f.store}
+	f.Registry, f.Digests, f.Visits = Registry{f.store}, Digests{f.store}, Visits{f.store}
+	f.Events = events.New(c, tag(name, 0)+"events")
+	streams := make([]records.Shard, len(f.fs))
+	for i, sh := range f.fs {
+		streams[i] = records.Shard{Results: sh.keys.Results, Stats: sh.keys.Stats, Cap: sh.resultsCap}
+	}
+	f.Records = records.New(c, streams, f.in)
 	f.Hosts, f.Render, f.Scope = Hosts{f.store}, Rendering{f.store}, Scope{f.store}
 	return f, nil
 }

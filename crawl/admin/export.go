@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/frontier/records"
 	"github.com/redcrawl/crawler/redisconn"
 
 	"github.com/redcrawl/crawler/frontier"
@@ -68,7 +69,7 @@ func Export(ctx context.Context, c redis.UniversalClient, name string, out io.Wr
 type exporter struct {
 	name   string
 	fr     *frontier.Frontier
-	cur    *frontier.Cursor
+	cur    *records.Cursor
 	out    io.Writer
 	follow bool
 	rep    ExportReport
@@ -79,7 +80,7 @@ type exporter struct {
 }
 
 // write writes one record out, with its count of new links.
-func (x *exporter) write(r frontier.StoredRecord) error {
+func (x *exporter) write(r records.Stored) error {
 	var rec crawl.Record
 	if err := json.Unmarshal(r.Body, &rec); err != nil {
 		return fmt.Errorf("crawl: export: record %s: %w", r.ID, err)
@@ -190,7 +191,7 @@ func FirstErrors(ctx context.Context, c redis.UniversalClient, name string, n in
 		return nil, err
 	}
 	var why []string
-	err = fr.Records.First(ctx, n, func(r frontier.StoredRecord) bool {
+	err = fr.Records.First(ctx, n, func(r records.Stored) bool {
 		var rec crawl.Record
 		if json.Unmarshal(r.Body, &rec) == nil && rec.Error != "" {
 			why = append(why, rec.URL+": "+rec.Error)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
-	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/records"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -79,7 +79,7 @@ func ExportGroupWith(ctx context.Context, c redis.UniversalClient, name, group, 
 			if err := writeDelivery(out, d, &rep); err != nil {
 				return rep, err
 			}
-			if err := fr.Records.Ack(ctx, group, []frontier.Delivery{d}); err != nil {
+			if err := fr.Records.Ack(ctx, group, []records.Delivery{d}); err != nil {
 				return rep, err
 			}
 			rep.Written++
@@ -123,7 +123,7 @@ func ExportGroupWith(ctx context.Context, c redis.UniversalClient, name, group, 
 		select {
 		case <-ctx.Done():
 			return rep, nil
-		case <-time.After(frontier.GroupPoll):
+		case <-time.After(records.GroupPoll):
 		}
 	}
 }
@@ -147,7 +147,7 @@ const ClaimAfter = time.Minute
 
 // writeDelivery writes one record given to a group's reader, with its
 // count of new links and its stream_id (shard and entry id).
-func writeDelivery(out io.Writer, d frontier.Delivery, rep *ExportReport) error {
+func writeDelivery(out io.Writer, d records.Delivery, rep *ExportReport) error {
 	var rec crawl.Record
 	if err := json.Unmarshal(d.Record.Body, &rec); err != nil {
 		return fmt.Errorf("crawl: export: record %s: %w", d.Record.ID, err)

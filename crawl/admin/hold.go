@@ -6,7 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/redcrawl/crawler/crawl"
-	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/events"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -45,9 +45,9 @@ func hold(ctx context.Context, c redis.UniversalClient, name, who string, pause 
 		return changed, fmt.Errorf("crawl %q: %w", name, err)
 	}
 	if changed {
-		e := frontier.Event{Kind: frontier.EventHold, Text: fmt.Sprintf("the crawl was paused by %s: no URL is handed out until it is resumed", who)}
+		e := events.Event{Kind: events.Hold, Text: fmt.Sprintf("the crawl was paused by %s: no URL is handed out until it is resumed", who)}
 		if !pause {
-			e = frontier.Event{Kind: frontier.EventResume, Text: fmt.Sprintf("the crawl was resumed by %s", who)}
+			e = events.Event{Kind: events.Resume, Text: fmt.Sprintf("the crawl was resumed by %s", who)}
 		}
 		crawl.LogEvent(ctx, fr.Events, slog.New(slog.DiscardHandler), e)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/events"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -99,7 +100,7 @@ func ChangeHost(ctx context.Context, c redis.UniversalClient, name, host string,
 	var did []string
 	say := func(text string) {
 		did = append(did, text)
-		crawl.LogEvent(ctx, fr.Events, slog.New(slog.DiscardHandler), frontier.Event{Kind: frontier.EventHostRule, Text: text + " (by " + ch.By + ")"})
+		crawl.LogEvent(ctx, fr.Events, slog.New(slog.DiscardHandler), events.Event{Kind: events.HostRule, Text: text + " (by " + ch.By + ")"})
 	}
 	if ch.Clear {
 		if err := fr.Hosts.ClearRule(ctx, host); err != nil {

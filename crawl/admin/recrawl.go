@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
-	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/events"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -56,7 +56,7 @@ func Recrawl(ctx context.Context, c redis.UniversalClient, name string, all bool
 	if all {
 		what = "every page"
 	}
-	crawl.LogEvent(ctx, fr.Events, slog.New(slog.DiscardHandler), frontier.Event{Kind: frontier.EventRecrawl,
+	crawl.LogEvent(ctx, fr.Events, slog.New(slog.DiscardHandler), events.Event{Kind: events.Recrawl,
 		Text: fmt.Sprintf("a recrawl of %s was asked for: %d of %d pages due; the scheduler's sweeps queue them under its fence", what, due, rv.Scheduled)})
 	return RecrawlReport{Due: due, Scheduled: rv.Scheduled, Continuous: s.Revisit > 0, NextDue: rv.NextDue}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/events"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -133,7 +134,7 @@ func setOnce(ctx context.Context, c redis.UniversalClient, name string, given ma
 	}
 	rep.Reopened = wasDone && (s.MaxPages == 0 || pagesBelow(ctx, fr, s.MaxPages))
 	if len(rep.Changes) > 0 {
-		crawl.LogEvent(ctx, fr.Events, slog.New(slog.DiscardHandler), frontier.Event{Kind: frontier.EventSettings, Text: rep.Sentence() + " (by " + who + ")"})
+		crawl.LogEvent(ctx, fr.Events, slog.New(slog.DiscardHandler), events.Event{Kind: events.Settings, Text: rep.Sentence() + " (by " + who + ")"})
 	}
 	return rep, nil
 }

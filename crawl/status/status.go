@@ -13,6 +13,8 @@ import (
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/events"
+	"github.com/redcrawl/crawler/frontier/records"
 	"github.com/redcrawl/crawler/leader"
 	"github.com/redcrawl/crawler/politeness"
 )
@@ -59,7 +61,7 @@ type Status struct {
 	// Events are the newest of the crawl's event log (StatusEvents of
 	// them), newest first: lock handovers, fenced sweeps, paused hosts,
 	// resent exchanges.
-	Events []frontier.Event `json:"events"`
+	Events []events.Event `json:"events"`
 	// Hosts.Rules are the hosts with rules of their own (crawler host): a
 	// rate, or a block; by name.
 	HostRules []frontier.HostRule `json:"host_rules,omitempty"`
@@ -70,7 +72,7 @@ type Status struct {
 	// Groups are the export groups reading the results (export --follow
 	// --group), what each has not acknowledged, and whether it lags
 	// (groups.go).
-	Groups []frontier.GroupState `json:"export_groups,omitempty"`
+	Groups []records.GroupState `json:"export_groups,omitempty"`
 	// Hold is the crawl's pause (crawler pause), nil when it is not
 	// paused: nothing is handed out while it holds.
 	Hold *frontier.Hold `json:"hold,omitempty"`

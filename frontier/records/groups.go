@@ -1,4 +1,4 @@
-package frontier
+package records
 
 import (
 	"context"
@@ -25,17 +25,17 @@ import (
 // record.
 type Delivery struct {
 	Shard  int
-	Record StoredRecord
+	Record Stored
 }
 
 // JoinGroup creates group on every shard's stream (from its first record)
 // where it is not there yet.
-func (f Records) JoinGroup(ctx context.Context, group string) error {
+func (f Streams) JoinGroup(ctx context.Context, group string) error {
 	if group == "" || strings.ContainsAny(group, " \n") {
 		return fmt.Errorf("frontier: group %q: want a name without spaces", group)
 	}
-	for i, sh := range f.fs {
-		err := f.c.XGroupCreateMkStream(ctx, sh.keys.Results, group, "0").Err()
+	for i, sh := range f.shards {
+		err := f.c.XGroupCreateMkStream(ctx, sh.Results, group, "0").Err()
 		if err != nil && !strings.Contains(err.Error(), "BUSYGROUP") {
 			return f.in(i, fmt.Errorf("frontier: group %s: %w", group, err))
 		}
@@ -47,15 +47,15 @@ func (f Records) JoinGroup(ctx context.Context, group string) error {
 // pending ones (delivered to it, not acknowledged: a reader that died
 // before it acked) when pending, else records no reader of the group was
 // given yet. It waits for none.
-func (f Records) ReadGroup(ctx context.Context, group, consumer string, pending bool, n int64) ([]Delivery, error) {
+func (f Streams) ReadGroup(ctx context.Context, group, consumer string, pending bool, n int64) ([]Delivery, error) {
 	id := ">"
 	if pending {
 		id = "0"
 	}
 	var out []Delivery
-	for i, sh := range f.fs {
+	for i, sh := range f.shards {
 		res, err := f.c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: group, Consumer: consumer,
-			Streams: []string{sh.keys.Results, id}, Count: n, Block: -1}).Result()
+			Streams: []string{sh.Results, id}, Count: n, Block: -1}).Result()
 		if errors.Is(err, redis.Nil) {
 			continue
 		}
@@ -67,7 +67,7 @@ func (f Records) ReadGroup(ctx context.Context, group, consumer string, pending 
 				if m.Values == nil {
 					continue // delivered once, trimmed since: nothing to give
 				}
-				out = append(out, Delivery{Shard: i, Record: storedRecord(m)})
+				out = append(out, Delivery{Shard: i, Record: stored(m)})
 			}
 		}
 	}
@@ -78,17 +78,17 @@ func (f Records) ReadGroup(ctx context.Context, group, consumer string, pending 
 // group was given and has left unacknowledged for minIdle or longer (a
 // reader that vanished under another name): they are its pending records
 // now, delivered again.
-func (f Records) ClaimIdle(ctx context.Context, group, consumer string, minIdle time.Duration, n int64) ([]Delivery, error) {
+func (f Streams) ClaimIdle(ctx context.Context, group, consumer string, minIdle time.Duration, n int64) ([]Delivery, error) {
 	var out []Delivery
-	for i, sh := range f.fs {
-		msgs, _, err := f.c.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: sh.keys.Results, Group: group, Consumer: consumer,
+	for i, sh := range f.shards {
+		msgs, _, err := f.c.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: sh.Results, Group: group, Consumer: consumer,
 			MinIdle: minIdle, Start: "0", Count: n}).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return out, f.in(i, fmt.Errorf("frontier: claiming group %s's idle records: %w", group, err))
 		}
 		for _, m := range msgs {
 			if m.Values != nil {
-				out = append(out, Delivery{Shard: i, Record: storedRecord(m)})
+				out = append(out, Delivery{Shard: i, Record: stored(m)})
 			}
 		}
 	}
@@ -96,13 +96,13 @@ func (f Records) ClaimIdle(ctx context.Context, group, consumer string, minIdle 
 }
 
 // Ack acknowledges records group's reader wrote.
-func (f Records) Ack(ctx context.Context, group string, ds []Delivery) error {
+func (f Streams) Ack(ctx context.Context, group string, ds []Delivery) error {
 	by := map[int][]string{}
 	for _, d := range ds {
 		by[d.Shard] = append(by[d.Shard], d.Record.ID)
 	}
 	for i, ids := range by {
-		if err := f.c.XAck(ctx, f.fs[i].keys.Results, group, ids...).Err(); err != nil {
+		if err := f.c.XAck(ctx, f.shards[i].Results, group, ids...).Err(); err != nil {
 			return f.in(i, fmt.Errorf("frontier: acking group %s: %w", group, err))
 		}
 	}
@@ -128,10 +128,10 @@ type GroupState struct {
 func (g GroupState) Behind() int64 { return g.Pending + g.Lag }
 
 // Groups are the results streams' groups, by name.
-func (f Records) Groups(ctx context.Context) ([]GroupState, error) {
+func (f Streams) Groups(ctx context.Context) ([]GroupState, error) {
 	by := map[string]*GroupState{}
-	for i, sh := range f.fs {
-		gs, err := f.c.XInfoGroups(ctx, sh.keys.Results).Result()
+	for i, sh := range f.shards {
+		gs, err := f.c.XInfoGroups(ctx, sh.Results).Result()
 		if err != nil {
 			if strings.Contains(err.Error(), "no such key") || errors.Is(err, redis.Nil) {
 				continue
@@ -144,11 +144,11 @@ func (f Records) Groups(ctx context.Context) ([]GroupState, error) {
 				s = &GroupState{Name: g.Name}
 				by[g.Name] = s
 			}
-			lag := f.lag(ctx, sh.keys.Results, g)
+			lag := f.lag(ctx, sh.Results, g)
 			s.Consumers += g.Consumers
 			s.Pending += g.Pending
 			s.Lag += lag
-			s.Fill = max(s.Fill, float64(g.Pending+lag)/float64(sh.resultsCap))
+			s.Fill = max(s.Fill, float64(g.Pending+lag)/float64(sh.Cap))
 		}
 	}
 	var out []GroupState
@@ -162,7 +162,7 @@ func (f Records) Groups(ctx context.Context) ([]GroupState, error) {
 // lag is how many records of stream group g was not given yet: none when
 // its last delivered is the stream's last; else what Redis says (XINFO's
 // lag), or, where it cannot say, the length less the entries it read.
-func (f Records) lag(ctx context.Context, stream string, g redis.XInfoGroup) int64 {
+func (f Streams) lag(ctx context.Context, stream string, g redis.XInfoGroup) int64 {
 	last, err := f.c.XRevRangeN(ctx, stream, "+", "-", 1).Result()
 	if err != nil || len(last) == 0 || !idLess(g.LastDeliveredID, last[0].ID) {
 		return 0
@@ -179,10 +179,10 @@ func (f Records) lag(ctx context.Context, stream string, g redis.XInfoGroup) int
 // oldest pending record (given, not acknowledged) and everything after
 // it, or, with none pending, everything after the last it was given. A
 // stream without groups is left to its length cap.
-func (f Records) TrimAcked(ctx context.Context) (int64, error) {
+func (f Streams) TrimAcked(ctx context.Context) (int64, error) {
 	var n int64
-	for i, sh := range f.fs {
-		gs, err := f.c.XInfoGroups(ctx, sh.keys.Results).Result()
+	for i, sh := range f.shards {
+		gs, err := f.c.XInfoGroups(ctx, sh.Results).Result()
 		if err != nil || len(gs) == 0 {
 			continue // no stream, or no group: nothing to trim by
 		}
@@ -190,7 +190,7 @@ func (f Records) TrimAcked(ctx context.Context) (int64, error) {
 		for _, g := range gs {
 			from := nextID(g.LastDeliveredID)
 			if g.Pending > 0 {
-				p, err := f.c.XPending(ctx, sh.keys.Results, g.Name).Result()
+				p, err := f.c.XPending(ctx, sh.Results, g.Name).Result()
 				if err != nil {
 					return n, f.in(i, fmt.Errorf("frontier: trimming: %w", err))
 				}
@@ -200,7 +200,7 @@ func (f Records) TrimAcked(ctx context.Context) (int64, error) {
 				keep = from
 			}
 		}
-		got, err := f.c.XTrimMinID(ctx, sh.keys.Results, keep).Result()
+		got, err := f.c.XTrimMinID(ctx, sh.Results, keep).Result()
 		if err != nil {
 			return n, f.in(i, fmt.Errorf("frontier: trimming: %w", err))
 		}
@@ -236,10 +236,10 @@ func nextID(id string) string {
 const GroupPoll = 200 * time.Millisecond
 
 // Lengths are the records each shard's results stream holds.
-func (f Records) Lengths(ctx context.Context) ([]int64, error) {
-	out := make([]int64, len(f.fs))
-	for i, sh := range f.fs {
-		n, err := f.c.XLen(ctx, sh.keys.Results).Result()
+func (f Streams) Lengths(ctx context.Context) ([]int64, error) {
+	out := make([]int64, len(f.shards))
+	for i, sh := range f.shards {
+		n, err := f.c.XLen(ctx, sh.Results).Result()
 		if err != nil {
 			return nil, f.in(i, fmt.Errorf("frontier: results' length: %w", err))
 		}
@@ -250,10 +250,10 @@ func (f Records) Lengths(ctx context.Context) ([]int64, error) {
 
 // Pending are the records given to group's readers and not acknowledged,
 // by reader, over every shard (XPENDING's summary).
-func (f Records) Pending(ctx context.Context, group string) (map[string]int64, error) {
+func (f Streams) Pending(ctx context.Context, group string) (map[string]int64, error) {
 	out := map[string]int64{}
-	for i, sh := range f.fs {
-		p, err := f.c.XPending(ctx, sh.keys.Results, group).Result()
+	for i, sh := range f.shards {
+		p, err := f.c.XPending(ctx, sh.Results, group).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return nil, f.in(i, fmt.Errorf("frontier: group %s's pending records: %w", group, err))
 		}
