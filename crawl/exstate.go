@@ -82,7 +82,7 @@ type event struct {
 	unstarted []*frontier.Lease // evTick while stopping or paused: those URLs, taken back from the buffer
 	idle      int               // evTick: fetch loops waiting for a URL
 	busySince []time.Time       // evTick: when each busy loop took its URL
-	slow      time.Duration     // evTick: the slowest and fastest of the recent URLs' time in a loop (loopTimes)
+	slow      time.Duration     // evTick: the slowest and fastest of the recent URLs' time in a loop (pace.LoopTimes)
 	fast      time.Duration
 	most      time.Duration
 	samples   int

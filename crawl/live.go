@@ -11,7 +11,7 @@ import (
 
 // live is what a worker acts on of the crawl's settings: one version of
 // them, with what is compiled from them, swapped whole when they change
-// (SetSettings). A response is read under one version (its links, extract
+// (admin.SetSettings). A response is read under one version (its links, extract
 // rules, filters, depth), which its record names (Record.SettingsVersion);
 // the checks before a fetch (the budget, robots.txt's give-up, the rate)
 // read the newest.

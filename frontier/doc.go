@@ -84,7 +84,7 @@
 //	           holds it (register.lua), Heartbeat extends it, Deregister ends it
 //	leader     the scheduler's lock, and leader:epoch its fencing counter
 //	           (package leader, LeaderKey)
-//	events     stream: the event log, a sentence an event (events.go)
+//	events     stream: the event log, a sentence an event (package frontier/events)
 //	digests    hash payload digest -> "uri\tdate": the response archived
 //	           whole with that payload, at most DigestIndexCap (digests.go)
 //

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// loopTimes is how long the last loopSamples URLs a worker's fetch loops
+// LoopTimes is how long the last loopSamples URLs a worker's fetch loops
 // took to the end kept a loop. The exchanger's policy counts the URLs its
 // loops will take with them: with the slowest (a busy loop surely comes
 // free within it) and then the ninth decile, what it may pop without a URL

@@ -35,7 +35,7 @@ type Policy struct {
 	failures int           // calls failed in a row
 	// gap, when not 0, is the least time between pops after one that found
 	// fewer URLs than wanted, in a crawl whose pops reserve the tokens due
-	// within a window (popTiming): such a pop took all that comes due
+	// within a window (PopTiming): such a pop took all that comes due
 	// before the next, so asking sooner only makes more, smaller calls.
 	gap time.Duration
 	// Demand (a rate-limited crawl): a token popped for a URL due now is
@@ -45,7 +45,7 @@ type Policy struct {
 	// asks again before the loops would drain the buffer during a call
 	// (call: its recent duration). How many URLs a loop takes in a time
 	// comes from how long the slowest and the fastest of the recent URLs
-	// kept a loop (loopTimes): counted with the slowest when a pop could
+	// kept a loop (LoopTimes): counted with the slowest when a pop could
 	// bring too many, with the fastest when a refill could come too late.
 	loops      int
 	late       time.Duration
@@ -73,7 +73,7 @@ const (
 	// may be idle too, waiting for exactly those links.
 	lingerStarved = 10 * time.Millisecond
 	// maxSend pages go in one call at most: what a polite crawl finishes
-	// between two pops (popTiming) at a few hundred pages a second, and a
+	// between two pops (PopTiming) at a few hundred pages a second, and a
 	// few milliseconds of Redis's time.
 	maxSend = 128
 	// An idle worker asks for URLs at most once a second, and at least
@@ -81,7 +81,7 @@ const (
 	idleMin, idleMax = 50 * time.Millisecond, time.Second
 	// A rate-limited crawl's pops reserve the hosts' tokens due within a
 	// window (frontier.Options.PopAhead), and come a gap apart when the
-	// tokens, not the buffer, limit them (popTiming): every token is taken
+	// tokens, not the buffer, limit them (PopTiming): every token is taken
 	// before it is due, in a few calls a second instead of one a token.
 	popGapMin, popGapMax, popSlack = 50 * time.Millisecond, 500 * time.Millisecond, 50 * time.Millisecond
 	// retryMin and retryMax bound the wait after a failed call.
@@ -92,7 +92,7 @@ const (
 	giveUpAfter = 3
 )
 
-// popTiming is a rate-limited crawl's pop window and gap, for hosts of
+// PopTiming is a rate-limited crawl's pop window and gap, for hosts of
 // rate requests a second and a burst of burst. The gap is the time a
 // host's bucket takes to fill (burst/rate), within popGapMin and
 // popGapMax: a pop then finds each host's tokens before its bucket

@@ -85,7 +85,7 @@ type Settings struct {
 	// them as a gone crawl's. "" for a crawl seeded before ids existed.
 	Instance string
 	// Version counts the live changes of the settings ('crawler set',
-	// SetSettings; not a setting: never given, never compared): 0 as
+	// admin.SetSettings; not a setting: never given, never compared): 0 as
 	// seeded. Workers carry the version they act on in every exchange.
 	Version int64
 	// MaxLinks is the most links kept of one page (parse.Limits); a page
@@ -117,7 +117,7 @@ type Settings struct {
 	// (frontier.Policy.PerAddress).
 	Politeness string
 	// ResultsKept bounds the results streams (frontier.Options.
-	// ResultsKept): the memory bound of export groups (groups.go).
+	// ResultsKept): the memory bound of export groups (frontier/records/groups.go).
 	ResultsKept int64
 	// RenderThirdParty lets a rendered page's requests go to hosts
 	// outside the crawl's scope (each still through robots.txt, the

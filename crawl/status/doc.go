@@ -4,6 +4,6 @@
 // heartbeats, paused hosts, the busiest queues and addresses, rendering,
 // the revisit schedule, export groups, the event log) without taking part
 // in the crawl, and Status.String says it for a person. It reads; it
-// changes nothing (the crawl's controls are crawl's: SetSettings,
+// changes nothing (the crawl's controls are crawl/admin's: SetSettings,
 // ChangeHost, Reset).
 package status

@@ -71,7 +71,7 @@ type Status struct {
 	Addresses []frontier.AddressLoad `json:"addresses,omitempty"`
 	// Groups are the export groups reading the results (export --follow
 	// --group), what each has not acknowledged, and whether it lags
-	// (groups.go).
+	// (crawl/groups.go).
 	Groups []records.GroupState `json:"export_groups,omitempty"`
 	// Hold is the crawl's pause (crawler pause), nil when it is not
 	// paused: nothing is handed out while it holds.
