@@ -34,7 +34,7 @@ func TestHostsOfOneServerShareItsRate(t *testing.T) {
 
 // The same on a 3-master Redis Cluster, over three shards: the ten hosts'
 // queues and buckets sit on different masters, and each shard takes only
-// its own slots of the address's schedule (frontier/addrs.lua), so the
+// its own slots of the address's schedule (frontier/queue/addrs.lua), so the
 // server still gets at most 2 + 1 requests in any second.
 func TestHostsOfOneServerShareItsRateOnACluster(t *testing.T) {
 	if testing.Short() {
