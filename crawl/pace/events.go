@@ -8,10 +8,10 @@ import (
 	"time"
 )
 
-// done: the loops are gone and nothing is left to send.
+// Done: the loops are gone and nothing is left to send.
 func (p *Policy) Done(pending int) bool { return p.closed && pending == 0 }
 
-// added: a finished page or a given-back URL arrived at now, when first
+// Added: a finished page or a given-back URL arrived at now, when first
 // says nothing else was waiting to be sent.
 func (p *Policy) Added(now time.Time, first bool) {
 	if first {
@@ -19,10 +19,10 @@ func (p *Policy) Added(now time.Time, first bool) {
 	}
 }
 
-// loopsClosed: no fetch loop will hand in anything again.
+// LoopsClosed: no fetch loop will hand in anything again.
 func (p *Policy) LoopsClosed() { p.closed = true }
 
-// bell: a fetch loop found nothing ready. If the queue got URLs while the
+// Bell: a fetch loop found nothing ready. If the queue got URLs while the
 // worker was busy, ask now.
 func (p *Policy) Bell() {
 	p.hungry = true
@@ -31,7 +31,7 @@ func (p *Policy) Bell() {
 	}
 }
 
-// wake: a message on the crawl's wake channel. "1": the empty queue has
+// Wake: a message on the crawl's wake channel. "1": the empty queue has
 // URLs again — ask now if a loop waits (the other workers' buffers still
 // hold work: not every worker need rush at the same few URLs), else
 // remember it for the next bell. "done": ask now, to learn it is over;
@@ -46,7 +46,7 @@ func (p *Policy) Wake(payload string, waiting int) {
 	}
 }
 
-// succeeded: call c, decided at now, went through and popped `popped` URLs;
+// Succeeded: call c, decided at now, went through and popped `popped` URLs;
 // nextDue is how long until some host is due (-1: nothing queued); took
 // is how long the call took.
 func (p *Policy) Succeeded(now time.Time, c Call, popped int, nextDue, took time.Duration) {
@@ -86,7 +86,7 @@ func (p *Policy) Succeeded(now time.Time, c Call, popped int, nextDue, took time
 	}
 }
 
-// failed: a call failed at now. It reports whether to give up: the loops
+// Failed: a call failed at now. It reports whether to give up: the loops
 // are gone and Redis has not answered several times in a row.
 func (p *Policy) Failed(now time.Time) (giveUp bool) {
 	p.failures++

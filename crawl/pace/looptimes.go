@@ -20,7 +20,7 @@ type LoopTimes struct {
 
 const loopSamples = 64
 
-// add: a URL kept a loop d.
+// Add: a URL kept a loop d.
 func (t *LoopTimes) Add(d time.Duration) {
 	t.mu.Lock()
 	t.ring[t.n%loopSamples] = max(d, 1)
@@ -28,7 +28,7 @@ func (t *LoopTimes) Add(d time.Duration) {
 	t.mu.Unlock()
 }
 
-// read is the slowest, the fastest and the ninth decile of the last
+// Read is the slowest, the fastest and the ninth decile of the last
 // URLs, and how many they are, once at least enough were seen (zeros
 // before).
 func (t *LoopTimes) Read(enough int) (slow, fast, most time.Duration, n int) {

@@ -29,7 +29,7 @@ func (p *Policy) margin(now time.Time) time.Duration {
 // missHalfLife: how fast a pop forgets a missed window (policy.margin).
 const missHalfLife = time.Second
 
-// missedWindow: a URL was taken by, late after its token's window closed.
+// MissedWindow: a URL was taken by, late after its token's window closed.
 // The next pops keep that much more of the window (margin): the largest
 // of the misses still remembered.
 func (p *Policy) MissedWindow(now time.Time, late time.Duration) {

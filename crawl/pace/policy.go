@@ -108,7 +108,7 @@ func PopTiming(rate float64, burst int) (ahead, gap time.Duration) {
 	return gap + popSlack, gap
 }
 
-// forRate sets the policy for a crawl whose hosts get rate requests a
+// ForRate sets the policy for a crawl whose hosts get rate requests a
 // second with a bucket of burst (0 or +Inf: no limit, no tokens).
 func (p *Policy) ForRate(rate float64, burst int) {
 	p.gap, p.late = 0, 0
@@ -120,16 +120,18 @@ func (p *Policy) ForRate(rate float64, burst int) {
 	p.late = width - early
 }
 
+// New is the policy of a worker whose ready buffer holds capacity URLs
+// (Prefetch a fetch loop: its loops are capacity/Prefetch, at least one).
 func New(capacity int) *Policy {
 	return &Policy{capacity: capacity, idle: idleMin, linger: lingerStarved, loops: max(1, capacity/Prefetch)}
 }
 
-// prefetch is how many URLs a loop may have waiting in the ready buffer
-// (its size: prefetch a loop), and maxPrefetch how many at most when
-// calls are slow (policy.size).
+// Prefetch is how many URLs a loop may have waiting in the ready buffer
+// (its size: Prefetch a loop), and MaxPrefetch how many at most when
+// calls are slow (Policy.size).
 const Prefetch, MaxPrefetch = 6, 64
 
-// world is what the exchanger knows that the policy does not keep.
+// World is what the exchanger knows that the policy does not keep.
 type World struct {
 	Ready    int  // leased URLs in the ready buffer
 	Pending  int  // finished pages and given-back URLs not yet sent
@@ -212,11 +214,11 @@ func (p *Policy) size() int {
 	return size
 }
 
-// call is one exchange: send the first `send` entries waiting, pop up to
-// `want` URLs.
+// Call is one exchange: send the first Send entries waiting, pop up to
+// Want URLs.
 type Call struct{ Send, Want int }
 
-// decide says, at now, whether to call Redis and with what; if not, until
+// Decide says, at now, whether to call Redis and with what; if not, until
 // when to sleep (unless an event comes first).
 func (p *Policy) Decide(now time.Time, w World) (c Call, ok bool, sleepUntil time.Time) {
 	if p.failures > 0 && now.Before(p.pollAt) {
