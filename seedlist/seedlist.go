@@ -52,6 +52,9 @@ type Options struct {
 	Priority int      // the URLs' priority among their hosts' (admin.SeedOptions)
 	// SkipBad seeds the usable lines when some are not, rather than none.
 	SkipBad bool
+	// Checked: Check found nothing wrong with these options already, and
+	// Run does not read them twice to check them again.
+	Checked bool
 	// RedisRetry is how long a Redis that stops answering is waited for,
 	// with back-off, before the run stops (*Stopped).
 	RedisRetry time.Duration
@@ -114,18 +117,9 @@ func Run(ctx context.Context, rdb redis.UniversalClient, name string, s settings
 		o.Say = io.Discard
 	}
 	stream := o.File == "-" || o.File != "" && !regular(o.File)
-	if !o.SkipBad {
-		check := &run{o: o, warned: map[string]bool{}, checking: true}
-		if err := check.all(); err != nil {
-			return Result{}, err
-		}
-		switch {
-		case check.lines == 0 && !stream && len(o.Sitemaps) == 0:
-			return Result{}, ErrNoURLs
-		case check.bad > 0 && check.bad == check.lines:
-			return Result{Lines: check.lines, Bad: check.bad}, ErrNoneUsable
-		case check.bad > 0:
-			return Result{Lines: check.lines, Bad: check.bad}, &BadLines{Bad: check.bad, Lines: check.lines}
+	if !o.SkipBad && !o.Checked {
+		if res, err := Check(o); err != nil {
+			return res, err
 		}
 	}
 	r := &run{ctx: ctx, rdb: rdb, name: name, s: s, o: o, warned: map[string]bool{}, stopAtBad: stream && !o.SkipBad}
@@ -142,6 +136,32 @@ func Run(ctx context.Context, rdb redis.UniversalClient, name string, s settings
 		err = ErrNoneUsable
 	}
 	return res, err
+}
+
+// Check is Run's first reading, which needs no Redis: every argument,
+// the lines of a file (not a stream's: it can be read once only) and
+// the sitemap URLs parsed, nothing sent. Its error is Run's for what it
+// found: ErrNoURLs, ErrNoneUsable, a *BadLines, a file's or a sitemap
+// URL's. A command checks before it connects, so that a bad URL is said
+// as such whether Redis answers or not.
+func Check(o Options) (Result, error) {
+	if o.Say == nil {
+		o.Say = io.Discard
+	}
+	stream := o.File == "-" || o.File != "" && !regular(o.File)
+	check := &run{o: o, warned: map[string]bool{}, checking: true}
+	if err := check.all(); err != nil {
+		return Result{}, err
+	}
+	switch {
+	case check.lines == 0 && !stream && len(o.Sitemaps) == 0:
+		return Result{}, ErrNoURLs
+	case check.bad > 0 && check.bad == check.lines:
+		return Result{Lines: check.lines, Bad: check.bad}, ErrNoneUsable
+	case check.bad > 0:
+		return Result{Lines: check.lines, Bad: check.bad}, &BadLines{Bad: check.bad, Lines: check.lines}
+	}
+	return Result{Lines: check.lines}, nil
 }
 
 // run is one Run: the lines taken, the batch that goes to Redis when

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"syscall"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"github.com/redcrawl/crawler/redisconn"
 	"github.com/redcrawl/crawler/seedlist"
 	"github.com/redis/go-redis/v9"
+	"github.com/urfave/cli/v2"
 
 	"github.com/alicebob/miniredis/v2"
 )
@@ -1105,5 +1107,36 @@ func TestRenderFlagsAreCheckedFirst(t *testing.T) {
 		if !isUsage(err) || !strings.Contains(err.Error(), c.want) || strings.Count(err.Error(), "\n") > 0 {
 			t.Errorf("%v: %v; want one usage line saying %q", c.args, err, c.want)
 		}
+	}
+}
+
+// A seed's URLs are checked before Redis is: with no Redis listening (port
+// 1), a malformed URL is what the seed says, and it exits 1 (bad input,
+// not wrong usage), naming the argument; with a good URL beside it, the
+// seed still refuses the whole (nothing is seeded without --skip-bad).
+func TestABadSeedURLIsSaidBeforeRedisIsAsked(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ht!tp://x"}, "none of the 1 URLs is usable"},
+		{[]string{"ht!tp://x", "https://ok.example/"}, "1 of 2 lines are not usable URLs"},
+	} {
+		_, stderr, err := run(t, append([]string{"--redis", "redis://127.0.0.1:1/0", "seed"}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "Redis") {
+			t.Errorf("seed %v: %v; want %q, and nothing of Redis", tc.args, err, tc.want)
+		}
+		var code cli.ExitCoder
+		if isUsage(err) || errors.As(err, &code) && code.ExitCode() != 1 {
+			t.Errorf("seed %v: %v; want it to exit 1 (main exits 1 on an error of no code)", tc.args, err)
+		}
+		if !strings.Contains(stderr, `argument 1: parse: malformed URL: "ht!tp://x"`) {
+			t.Errorf("seed %v said %q; want the argument named", tc.args, stderr)
+		}
+	}
+	// The check is the seed's own: a good URL goes on to Redis, which is
+	// not there.
+	if _, _, err := run(t, "--redis", "redis://127.0.0.1:1/0", "seed", "https://ok.example/"); err == nil || !strings.Contains(err.Error(), "cannot reach Redis") {
+		t.Errorf("a good seed with no Redis: %v; want Redis named", err)
 	}
 }

@@ -236,6 +236,13 @@ func seedCommand() *cli.Command {
 			if err := checkSeedFlags(c); err != nil {
 				return usage(err)
 			}
+			// The URLs are checked before Redis is: a bad one is said as
+			// such whether Redis answers or not.
+			if !c.Bool("skip-bad") {
+				if res, err := seedlist.Check(seedOptions(c)); err != nil {
+					return seedError(res, err)
+				}
+			}
 			rdb, err := connect(c)
 			if err != nil {
 				return err
@@ -279,18 +286,31 @@ func seedAll(c *cli.Context, rdb redis.UniversalClient, name string) error {
 	if err != nil {
 		return err
 	}
-	res, err := seedlist.Run(c.Context, rdb, name, s, seedlist.Options{Args: c.Args().Slice(), File: c.String("file"),
+	o := seedOptions(c)
+	o.Checked = !o.SkipBad && c.Command.Name == "seed" // the seed command checked before it connected
+	res, err := seedlist.Run(c.Context, rdb, name, s, o)
+	if err != nil {
+		return seedError(res, err)
+	}
+	return seedReport(c, name, res)
+}
+
+// seedOptions are the seed's URLs and how to take them, from its flags.
+func seedOptions(c *cli.Context) seedlist.Options {
+	return seedlist.Options{Args: c.Args().Slice(), File: c.String("file"),
 		FromLine: c.Int("from-line"), Sitemaps: c.StringSlice("sitemap"), SkipSeen: c.Bool("skip-seen"), SkipBad: c.Bool("skip-bad"),
-		Priority: c.Int("priority"), RedisRetry: c.Duration("redis-retry"), Say: c.App.ErrWriter})
+		Priority: c.Int("priority"), RedisRetry: c.Duration("redis-retry"), Say: c.App.ErrWriter}
+}
+
+// seedError says what a seed's error means to its user.
+func seedError(res seedlist.Result, err error) error {
 	switch {
 	case errors.Is(err, seedlist.ErrNoURLs):
 		return fmt.Errorf("no URLs to seed: give them as arguments, with -f FILE or --sitemap URL (see 'crawler seed --help')")
 	case errors.Is(err, seedlist.ErrNoneUsable):
 		return cli.Exit(fmt.Sprintf("seed: none of the %d URLs is usable; nothing seeded", res.Lines), 1)
-	case err != nil:
-		return err
 	}
-	return seedReport(c, name, res)
+	return err
 }
 
 // seedReport says what the seed did, and exits 1 when some lines were
