@@ -85,7 +85,13 @@ func (p *pauses) announce(ctx context.Context, host string, d time.Duration) err
 	} else {
 		p.set(host, d)
 	}
-	return p.c.Publish(ctx, p.channel, host+" "+strconv.FormatInt(d.Milliseconds(), 10)).Err()
+	return p.c.Publish(ctx, p.channel, announcement(host, d)).Err()
+}
+
+// announcement is the message that says host is paused for d (0: its
+// pause lifted), "host ms", as heard reads it.
+func announcement(host string, d time.Duration) string {
+	return host + " " + strconv.FormatInt(max(d, 0).Milliseconds(), 10)
 }
 
 // heard records an announcement ("host ms", "host 0" for a lift); false
@@ -108,5 +114,5 @@ func (p *pauses) heard(payload string) bool {
 // PauseChannel) that host is paused for d from now, 0 lifting its pause:
 // what crawler host says to the workers.
 func AnnouncePause(ctx context.Context, c redis.UniversalClient, channel, host string, d time.Duration) error {
-	return newPauses(c, channel, time.Now).announce(ctx, host, d)
+	return c.Publish(ctx, channel, announcement(host, d)).Err()
 }

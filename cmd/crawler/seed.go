@@ -248,7 +248,7 @@ func seedCommand() *cli.Command {
 				return err
 			}
 			defer rdb.Close()
-			return runSeed(c, rdb)
+			return runSeed(c, rdb, !c.Bool("skip-bad"))
 		},
 	}
 }
@@ -258,14 +258,16 @@ type errSomeSeedsBad struct{ msg string }
 func (e errSomeSeedsBad) Error() string { return e.msg }
 func (e errSomeSeedsBad) ExitCode() int { return 1 }
 
-func runSeed(c *cli.Context, rdb redis.UniversalClient) error {
+// runSeed seeds the crawl the flags name with their URLs, checked: by
+// seedlist.Check already, before Redis was connected.
+func runSeed(c *cli.Context, rdb redis.UniversalClient, checked bool) error {
 	if err := checkEviction(c, rdb); err != nil {
 		return err
 	}
 	name := c.String("crawl")
 	_, err := settings.Load(c.Context, rdb, name)
 	fresh := errors.Is(err, crawl.ErrNoCrawl)
-	err = seedAll(c, rdb, name)
+	err = seedAll(c, rdb, name, checked)
 	var some errSomeSeedsBad
 	var stopped *seedlist.Stopped
 	if errors.As(err, &stopped) && stopped.Queued > 0 {
@@ -281,13 +283,13 @@ func runSeed(c *cli.Context, rdb redis.UniversalClient) error {
 	return err
 }
 
-func seedAll(c *cli.Context, rdb redis.UniversalClient, name string) error {
+func seedAll(c *cli.Context, rdb redis.UniversalClient, name string, checked bool) error {
 	s, err := settingsFromFlags(c, rdb, name)
 	if err != nil {
 		return err
 	}
 	o := seedOptions(c)
-	o.Checked = !o.SkipBad && c.Command.Name == "seed" // the seed command checked before it connected
+	o.Checked = checked // seedlist.Check ran before Redis was connected
 	res, err := seedlist.Run(c.Context, rdb, name, s, o)
 	if err != nil {
 		return seedError(res, err)

@@ -318,7 +318,7 @@ func crawlCommand() *cli.Command {
 			// Bad seed lines were said; the good ones are crawled, and the
 			// exit status says so at the end.
 			var someBad errSomeSeedsBad
-			if err := runSeed(c, rdb); err != nil && !errors.As(err, &someBad) {
+			if err := runSeed(c, rdb, false); err != nil && !errors.As(err, &someBad) {
 				return err
 			}
 			if err := runWork(c, rdb, true); err != nil {
