@@ -22,6 +22,7 @@ import (
 	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
 )
@@ -140,7 +141,7 @@ func crawlSharded(b *testing.B, shards int, site testsite.Config, rate float64, 
 	missing := ts.Missing()
 	res.got = res.truth - len(missing)
 	if len(missing) > 0 {
-		failed, _ := s.Client.LRange(ctx, frontier.KeysFor("bench").Failed, 0, 4).Result()
+		failed, _ := s.Client.LRange(ctx, keyspace.KeysFor("bench").Failed, 0, 4).Result()
 		b.Errorf("%d URLs of the truth not fetched, e.g. %v; counters %v; failed, e.g. %v", len(missing), missing[:min(len(missing), 5)], counts, failed)
 	}
 	for _, h := range st.Hosts {

@@ -14,6 +14,7 @@ import (
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
@@ -30,7 +31,7 @@ func TestACorruptQueueElementIsSetAside(t *testing.T) {
 		site := smallSite(t, s, "garbage")
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		k := frontier.KeysFor("garbage")
+		k := keyspace.KeysFor("garbage")
 		host := site.Hosts()[0]
 		if err := s.Client.RPush(ctx, k.Queues+host, "garbage!!").Err(); err != nil {
 			t.Fatal(err)
@@ -60,7 +61,7 @@ func TestACorruptBucketFieldIsRepaired(t *testing.T) {
 		site := smallSite(t, s, "badbucket")
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		k := frontier.KeysFor("badbucket")
+		k := keyspace.KeysFor("badbucket")
 		host := site.Hosts()[0]
 		s.Client.HSet(ctx, k.Buckets+host, "delay", "abc")
 		s.Client.HSet(ctx, k.Slowed, host, "1")
@@ -83,7 +84,7 @@ func TestACorruptBucketFieldIsRepaired(t *testing.T) {
 // queues, the Bloom filter and the worker's exchange count are as they
 // were, and repaired by hand the crawl goes on to its end.
 func TestACorruptCounterStopsTheWorkerBeforeAnyWrite(t *testing.T) {
-	k := frontier.KeysFor("badcount")
+	k := keyspace.KeysFor("badcount")
 	for _, c := range []struct {
 		name           string
 		break_, repair func(context.Context, *redistest.Server)
@@ -136,7 +137,7 @@ func TestACorruptCounterStopsTheWorkerBeforeAnyWrite(t *testing.T) {
 // lengths, the stats, the leases and the Bloom filter's count.
 func snapshot(ctx context.Context, t *testing.T, s *redistest.Server, name string) string {
 	t.Helper()
-	k := frontier.KeysFor(name)
+	k := keyspace.KeysFor(name)
 	var b strings.Builder
 	keys := s.Client.Keys(ctx, "crawl:{"+name+"}:*").Val()
 	sort.Strings(keys)
@@ -186,7 +187,7 @@ func TestACorruptedQueuedURLLeavesNoCountBehind(t *testing.T) {
 				if _, err := admin.Seed(ctx, s.Client, "bent", set, site.seeds(6)); err != nil {
 					t.Fatal(err)
 				}
-				k := frontier.KeysFor("bent")
+				k := keyspace.KeysFor("bent")
 				host := strings.TrimPrefix(site.URL, "http://")
 				if err := s.Client.LSet(ctx, k.Queues+host, 3, "garbage!!").Err(); err != nil {
 					t.Fatal(err)

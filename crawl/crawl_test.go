@@ -19,7 +19,7 @@ import (
 	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
-	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/tcpproxy"
 	"github.com/redcrawl/crawler/internal/testsite"
@@ -297,7 +297,7 @@ func awaitLeaderOf(t *testing.T, s *redistest.Server, name, not string) string {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		info, _, err := leader.Current(context.Background(), s.Client, frontier.LeaderKey(name))
+		info, _, err := leader.Current(context.Background(), s.Client, keyspace.LeaderKey(name))
 		if err == nil && info.ID != not {
 			return info.ID
 		}
@@ -430,7 +430,7 @@ func TestWorkerIDIsOneLiveWorkers(t *testing.T) {
 		if s.Mini != nil {
 			return // miniredis's TIME stands still unless a test moves it
 		}
-		killed := frontier.KeysFor("ids").Workers
+		killed := keyspace.KeysFor("ids").Workers
 		s.Client.ZAdd(ctx, killed, redis.Z{Member: "same", Score: float64(time.Now().Add(200 * time.Millisecond).UnixMilli())})
 		if _, err := crawl.NewWorker(ctx, s.Client, "ids", o); err != nil {
 			t.Fatalf("after a killed run's registration lapsed: %v", err)

@@ -14,14 +14,14 @@ import (
 	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
-	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
 // addRecords puts n records on the results stream as exchanges do: each
 // counted in the stats field "records".
-func addRecords(t *testing.T, s *redistest.Server, k frontier.Keys, from, n int) {
+func addRecords(t *testing.T, s *redistest.Server, k keyspace.Keys, from, n int) {
 	t.Helper()
 	ctx := context.Background()
 	for i := from; i < from+n; i++ {
@@ -33,12 +33,12 @@ func addRecords(t *testing.T, s *redistest.Server, k frontier.Keys, from, n int)
 	}
 }
 
-func newCrawl(t *testing.T, s *redistest.Server, name string) frontier.Keys {
+func newCrawl(t *testing.T, s *redistest.Server, name string) keyspace.Keys {
 	t.Helper()
 	if _, err := admin.Seed(context.Background(), s.Client, name, settings.Default(), nil); err != nil {
 		t.Fatal(err)
 	}
-	return frontier.KeysFor(name)
+	return keyspace.KeysFor(name)
 }
 
 // Records the stream trimmed before an export read them are counted, not

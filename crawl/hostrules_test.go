@@ -11,7 +11,7 @@ import (
 	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
-	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
 )
@@ -127,7 +127,7 @@ func TestAHostBlockedMidCrawlGetsNoRequestAfterAndEveryURLARecord(t *testing.T) 
 		}
 		other.onceEach(t, exportedByURL(t, ctx, s.Client, "block"), seeds[40:])
 		fetchedRecs, skipped := 0, 0
-		for _, m := range s.Client.XRange(ctx, frontier.KeysFor("block").Results, "-", "+").Val() {
+		for _, m := range s.Client.XRange(ctx, keyspace.KeysFor("block").Results, "-", "+").Val() {
 			raw, _ := m.Values["rec"].(string)
 			var rec crawl.Record
 			if err := json.Unmarshal([]byte(raw), &rec); err != nil || !strings.HasPrefix(rec.URL, blocked.URL) {

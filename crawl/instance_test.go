@@ -11,6 +11,7 @@ import (
 	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/tcpproxy"
 	"github.com/redis/go-redis/v9"
@@ -39,7 +40,7 @@ func TestAWorkerOfAnEarlierCrawlWritesNothingIntoANewOne(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
-	k := frontier.KeysFor("twice")
+	k := keyspace.KeysFor("twice")
 	for n, _ := s.Client.HGet(ctx, k.Stats, "pages").Int(); n < 10; n, _ = s.Client.HGet(ctx, k.Stats, "pages").Int() {
 		if ctx.Err() != nil {
 			t.Fatal("no pages fetched")

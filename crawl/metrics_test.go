@@ -20,7 +20,7 @@ import (
 	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
-	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
 	"github.com/redcrawl/crawler/leader"
@@ -177,7 +177,7 @@ func TestStaleSchedulerIsFencedAndCounted(t *testing.T) {
 		defer srv.Close()
 		awaitLog(t, &logs, crawl.LogLeading)
 		// A newer epoch, as a new leader's lock would mint.
-		if err := s.Client.Incr(ctx, leader.EpochKey(frontier.LeaderKey("fenced"))).Err(); err != nil {
+		if err := s.Client.Incr(ctx, leader.EpochKey(keyspace.LeaderKey("fenced"))).Err(); err != nil {
 			t.Fatal(err)
 		}
 		awaitLog(t, &logs, crawl.LogFenced)

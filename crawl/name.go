@@ -10,15 +10,16 @@ import (
 	"github.com/redcrawl/crawler/crawl/pace"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 )
 
 // MaxNameLen bounds a crawl name.
-const MaxNameLen = frontier.MaxNameLen
+const MaxNameLen = keyspace.MaxNameLen
 
 // CheckName accepts 1 to MaxNameLen letters, digits, '-', '_' and '.',
 // starting with a letter or digit: the alphabet that keeps every crawl's
-// keys apart from every other's (frontier.CheckName).
-func CheckName(name string) error { return frontier.CheckName(name) }
+// keys apart from every other's (keyspace.CheckName).
+func CheckName(name string) error { return keyspace.CheckName(name) }
 
 // OpenFrontier opens the frontier of crawl name as its settings s (read
 // with settings.Load) lay it out, for readers that watch it (the

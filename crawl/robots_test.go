@@ -20,6 +20,7 @@ import (
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
 )
@@ -63,7 +64,7 @@ func TestRobotsUnreachableGivesUpAsFailed(t *testing.T) {
 		if pages.Load() != 0 || robots.Load() < 2 {
 			t.Fatalf("%d pages and %d robots.txt fetched; want none, and robots.txt tried again", pages.Load(), robots.Load())
 		}
-		failed := s.Client.LRange(ctx, frontier.KeysFor("down").Failed, 0, -1).Val()
+		failed := s.Client.LRange(ctx, keyspace.KeysFor("down").Failed, 0, -1).Val()
 		if len(failed) != len(seeds) {
 			t.Fatalf("failed list %v; want the %d URLs", failed, len(seeds))
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/redcrawl/crawler/crawl/pace"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -225,7 +226,7 @@ func runSim(t simT, p simParams, rules simRules, limit time.Duration) simResult 
 	s.res = simResult{requests: map[string][]time.Time{}, lateOf: map[string]int{}, start: s.now}
 	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	defer c.Close()
-	c.HSet(ctx, frontier.KeysFor("sim").Config, "scope", "host")
+	c.HSet(ctx, keyspace.KeysFor("sim").Config, "scope", "host")
 	st := settings.Default()
 	st.Rate, st.Burst, st.ExpectedURLs = p.Rate, p.Burst, 10_000
 	if p.Rate <= 0 {

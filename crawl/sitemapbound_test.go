@@ -15,7 +15,7 @@ import (
 	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
-	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
@@ -109,7 +109,7 @@ func sitemapCrawl(t *testing.T, s *redistest.Server, name string, urls, perSitem
 	stop := make(chan struct{})
 	go func() { // the host's queue and the URLs in flight, sampled as the crawl goes
 		var m, held int64
-		k := frontier.KeysFor(name)
+		k := keyspace.KeysFor(name)
 		for {
 			select {
 			case <-stop:

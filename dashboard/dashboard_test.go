@@ -20,6 +20,7 @@ import (
 	"github.com/redcrawl/crawler/dashboard"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/frontier/events"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/leader"
 	"github.com/redis/go-redis/v9"
@@ -323,7 +324,7 @@ func TestTheDashboardShowsExportGroups(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.Client.XAdd(ctx, &redis.XAddArgs{Stream: frontier.KeysFor("g").Results, Values: []string{"rec", `{"url":"http://a.example.test/"}`, "new_links", "0"}})
+		s.Client.XAdd(ctx, &redis.XAddArgs{Stream: keyspace.KeysFor("g").Results, Values: []string{"rec", `{"url":"http://a.example.test/"}`, "new_links", "0"}})
 		if err := fr.Records.JoinGroup(ctx, "sink"); err != nil {
 			t.Fatal(err)
 		}

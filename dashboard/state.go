@@ -13,6 +13,7 @@ import (
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/frontier/events"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/frontier/records"
 	"github.com/redcrawl/crawler/leader"
 	"github.com/redis/go-redis/v9"
@@ -362,7 +363,7 @@ func (rd *reader) sample(ctx context.Context) error {
 
 // hashTag is shard i's hash tag: {NAME} or {NAME/i}.
 func hashTag(name string, i int) string {
-	return strings.TrimSuffix(strings.TrimPrefix(frontier.ShardTag(name, i), "crawl:"), ":")
+	return strings.TrimSuffix(strings.TrimPrefix(keyspace.Tag(name, i), "crawl:"), ":")
 }
 
 // rateOf is the crawl's rate a host as the page shows it: nil for no limit.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/testsite"
 )
 
@@ -66,7 +67,7 @@ func TestAContinuousCrawlLearnsHowOftenPagesChange(t *testing.T) {
 	}
 	// Intervals the schedule converged to, from the visits in Redis.
 	intervals := map[string][]int64{}
-	members, err := srv.Client.ZRange(context.Background(), frontier.KeysFor("e2e").Due, 0, -1).Result()
+	members, err := srv.Client.ZRange(context.Background(), keyspace.KeysFor("e2e").Due, 0, -1).Result()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/redcrawl/crawler/crawl/pace"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
 )
@@ -616,7 +617,7 @@ func TestCrawlOnARedisCluster(t *testing.T) {
 	h := &harness{t: t, bin: build(t), redis: "redis://" + strings.Join(c.Addrs(), ","), procs: map[string]*proc{}}
 	h.run(append([]string{"seed", "--allow-private", "--rate", "200", "--burst", "10"}, site.Roots()...)...)
 	ctx := context.Background()
-	home, err := c.Client.MasterForKey(ctx, frontier.KeysFor("e2e").Config)
+	home, err := c.Client.MasterForKey(ctx, keyspace.KeysFor("e2e").Config)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redcrawl/crawler/frontier/keyspace"
 )
 
 // Politeness per server address (Policy.PerAddress, addrs.lua): hosts
@@ -35,14 +37,14 @@ func (f Hosts) SetAddresses(ctx context.Context, answers []Address) error {
 		if a.Host == "" || a.Addr == "" || strings.ContainsAny(a.Addr, " \n") {
 			return fmt.Errorf("frontier: address %q of host %q: not storable", a.Addr, a.Host)
 		}
-		s := ShardOf(a.Host, len(f.fs))
+		s := keyspace.ShardOf(a.Host, len(f.fs))
 		by[s] = append(by[s], a.Host, a.Addr, a.TTL.Milliseconds())
 	}
 	for s, args := range by {
 		sh := f.fs[s]
 		err := addrStoreScript.Run(ctx, sh.c, []string{sh.keys.Config, sh.keys.Queues}, append([]any{sh.o.Instance}, args...)...).Err()
 		switch {
-		case isGone(err):
+		case keyspace.IsGone(err):
 			return ErrGone
 		case err != nil:
 			return fmt.Errorf("frontier: storing addresses: %w", err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
@@ -29,7 +30,7 @@ func addrCrawl(t *testing.T, s *redistest.Server, name string, shards int, p fro
 		s.Mini.SetTime(clock)
 	}
 	for i := range shards {
-		s.Client.HSet(ctx, frontier.KeysForShard(name, i).Config, "scope", "host")
+		s.Client.HSet(ctx, keyspace.KeysForShard(name, i).Config, "scope", "host")
 	}
 	f, err := frontier.Create(ctx, s.Client, name, frontier.Options{Shards: shards, Lease: time.Hour, Policy: p, Clock: now},
 		dedup.Params{Capacity: 10000, FPRate: 0.01})
@@ -227,7 +228,7 @@ func TestAnUnusedTokenGoesBackToItsAddress(t *testing.T) {
 			f, now, advance := addrCrawl(t, s, name, shards, frontier.Policy{HostRate: rate, HostBurst: 1, PerAddress: true})
 			if shards > 1 { // onto the next second k with k mod 3 the shard of a.test
 				k := now().UnixMilli()/1000 + 1
-				for int(k%3) != frontier.ShardOf("a.test", 3) {
+				for int(k%3) != keyspace.ShardOf("a.test", 3) {
 					k++
 				}
 				advance(time.UnixMilli(k * 1000).Sub(now()))
@@ -284,7 +285,7 @@ func TestStoredAnswersAndIdleBucketsArePruned(t *testing.T) {
 	if x := popN(t, f, 40); len(x.Popped) != 40 {
 		t.Fatalf("popped %d of the 40 hosts' URLs", len(x.Popped))
 	}
-	k := frontier.KeysFor("prune").Queues
+	k := keyspace.KeysFor("prune").Queues
 	if n := s.Client.HLen(ctx, k+" dns").Val() + s.Client.HLen(ctx, k+" addr").Val(); n != 80 {
 		t.Fatalf("%d answers and tats stored; want 40 of each", n)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -74,7 +75,7 @@ func TestALateURLGetsATokenOnlyWhereAPopWould(t *testing.T) {
 // queued is how many URLs host's queue holds.
 func queued(t *testing.T, s *redistest.Server, host string) int64 {
 	t.Helper()
-	n, err := s.Client.HGet(context.Background(), frontier.KeysFor("t").Lengths, host).Int64()
+	n, err := s.Client.HGet(context.Background(), keyspace.KeysFor("t").Lengths, host).Int64()
 	if errors.Is(err, redis.Nil) { // a queue emptied leaves no count
 		return 0
 	}
@@ -147,7 +148,7 @@ func TestALateURLOfAHostWithNoLimitIsKept(t *testing.T) {
 func TestLateURLsAskTheirHostsInEveryShard(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
-		s.Client.HSet(ctx, frontier.KeysFor("sh").Config, "scope", "host")
+		s.Client.HSet(ctx, keyspace.KeysFor("sh").Config, "scope", "host")
 		f, err := frontier.Create(ctx, s.Client, "sh", frontier.Options{Shards: 3, Policy: frontier.Policy{HostRate: 1.0 / 3600, HostBurst: 1}},
 			dedup.Params{Capacity: 1000, FPRate: 0.01})
 		if err != nil {

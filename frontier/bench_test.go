@@ -9,6 +9,7 @@ import (
 
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
@@ -68,7 +69,7 @@ func benchExchange(b *testing.B, sh exchangeShape) {
 	s := redistest.Real(b)
 	ctx := context.Background()
 	s.Client.FlushAll(ctx)
-	s.Client.HSet(ctx, frontier.KeysFor("b").Config, "scope", "host") // the crawl exists
+	s.Client.HSet(ctx, keyspace.KeysFor("b").Config, "scope", "host") // the crawl exists
 	o := frontier.Options{Shards: 1, Policy: frontier.Policy{HostRate: sh.rate, HostBurst: 1, PerAddress: sh.ip}}
 	f, err := frontier.Create(ctx, s.Client, "b", o, dedup.Params{Capacity: 1_000_000, FPRate: 0.001})
 	if err != nil {
@@ -169,7 +170,7 @@ func queuedURLMemory(b *testing.B, hosts, perPage, priority, every int) {
 		ctx := context.Background()
 		s.Client.FlushAll(ctx)
 		before := usedMemory(b, s)
-		s.Client.HSet(ctx, frontier.KeysFor("m").Config, "scope", "host")
+		s.Client.HSet(ctx, keyspace.KeysFor("m").Config, "scope", "host")
 		f, err := frontier.Create(ctx, s.Client, "m", frontier.Options{Shards: 1}, dedup.Params{Capacity: urls, FPRate: 0.001})
 		if err != nil {
 			b.Fatal(err)
@@ -202,7 +203,7 @@ func queuedURLMemory(b *testing.B, hosts, perPage, priority, every int) {
 		}
 		queued := float64(sz.Queued)
 		after := usedMemory(b, s)
-		k := frontier.KeysFor("m")
+		k := keyspace.KeysFor("m")
 		var inQueues int64
 		iter := s.Client.Scan(ctx, 0, k.Queues+"*", 1000).Iterator()
 		for iter.Next(ctx) {
@@ -247,7 +248,7 @@ func BenchmarkVisitMemory(b *testing.B) {
 		s := redistest.Real(b)
 		ctx := context.Background()
 		s.Client.FlushAll(ctx)
-		s.Client.HSet(ctx, frontier.KeysFor("m").Config, "scope", "host")
+		s.Client.HSet(ctx, keyspace.KeysFor("m").Config, "scope", "host")
 		f, err := frontier.Create(ctx, s.Client, "m", frontier.Options{Shards: 1, Lease: time.Minute}, dedup.Params{Capacity: urls, FPRate: 0.001})
 		if err != nil {
 			b.Fatal(err)
@@ -278,7 +279,7 @@ func BenchmarkVisitMemory(b *testing.B) {
 				done = append(done, frontier.Finished{Lease: l, Outcome: frontier.Outcome{Stat: "ok", Fetched: true, Visit: v, Due: 24 * time.Hour}})
 			}
 		}
-		k := frontier.KeysFor("m")
+		k := keyspace.KeysFor("m")
 		kept := s.Client.ZCard(ctx, k.Due).Val()
 		if kept < urls*99/100 {
 			b.Fatalf("%d visits kept of %d URLs", kept, urls)

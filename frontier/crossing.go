@@ -2,8 +2,9 @@ package frontier
 
 import (
 	"errors"
-	"fmt"
 	"time"
+
+	"github.com/redcrawl/crawler/frontier/keyspace"
 )
 
 // crossing is what an exchange over several shards keeps from one call to
@@ -79,14 +80,6 @@ func (c *crossing) settle(parts []*part, done []Finished, handed []*Lease, wante
 // says it has URLs again.
 func (c *crossing) woken(sh int) { c.idle[sh] = time.Time{} }
 
-// shardErr names shard sh in err, when there are several.
-func shardErr(n, sh int, err error) error {
-	if n == 1 || err == nil {
-		return err
-	}
-	return fmt.Errorf("shard %d: %w", sh, err)
-}
-
 // split shares done, back and the acks due out among the shards.
 func (c *crossing) split(done []Finished, back []*Lease) []*part {
 	parts := make([]*part, c.n)
@@ -95,7 +88,7 @@ func (c *crossing) split(done []Finished, back []*Lease) []*part {
 		c.acks[sh] = nil
 	}
 	for d, fin := range done {
-		h := ShardOf(fin.Lease.Host, c.n)
+		h := keyspace.ShardOf(fin.Lease.Host, c.n)
 		p := parts[h]
 		own := fin
 		own.Outcome.Children = nil
@@ -104,7 +97,7 @@ func (c *crossing) split(done []Finished, back []*Lease) []*part {
 		for i, ch := range fin.Outcome.Children {
 			sh := h
 			if host, err := hostOf(ch.URL); err == nil {
-				sh = ShardOf(host, c.n)
+				sh = keyspace.ShardOf(host, c.n)
 			} // else: the home shard's call reports the bad URL
 			if sh == h {
 				own.Outcome.Children = append(own.Outcome.Children, ch)
@@ -119,7 +112,7 @@ func (c *crossing) split(done []Finished, back []*Lease) []*part {
 		p.done, p.at, p.ownIdx, p.away = append(p.done, own), append(p.at, d), append(p.ownIdx, idx), append(p.away, away)
 	}
 	for _, l := range back {
-		p := parts[ShardOf(l.Host, c.n)]
+		p := parts[keyspace.ShardOf(l.Host, c.n)]
 		p.back = append(p.back, l)
 	}
 	return parts
@@ -175,7 +168,7 @@ func (c *crossing) collect(parts []*part, done []Finished, out *Exchanged, now t
 				homeErr = worse(homeErr, p.err)
 			}
 			out.Forget = out.Forget || errors.Is(p.err, ErrRolledBack)
-			out.Unasked = shardErr(c.n, sh, p.err)
+			out.Unasked = keyspace.In(c.n, sh, p.err)
 		}
 		if p.err != nil {
 			// Sent again next time; beyond maxAcks, the oldest are left to

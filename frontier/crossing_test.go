@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/redcrawl/crawler/frontier/keyspace"
 )
 
 // hostIn is a host name of shard sh of n.
 func hostIn(sh, n int) string {
 	for i := 0; ; i++ {
-		if h := fmt.Sprintf("h%d.test", i); ShardOf(h, n) == sh {
+		if h := fmt.Sprintf("h%d.test", i); keyspace.ShardOf(h, n) == sh {
 			return h
 		}
 	}

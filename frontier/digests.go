@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -33,7 +34,7 @@ var (
 )
 
 // key is the crawl's digest index.
-func (f Digests) key() string { return tag(f.name, 0) + "digests" }
+func (f Digests) key() string { return keyspace.Tag(f.name, 0) + "digests" }
 
 // Archived is a response archived whole: its URI and WARC-Date.
 type Archived struct {
@@ -63,7 +64,7 @@ func (f Digests) ClaimAll(ctx context.Context, claims []Claim) ([]Archived, []bo
 	}
 	res, err := digestScript.Run(ctx, f.c, []string{f.key(), f.fs[0].keys.Config}, args...).Slice()
 	switch {
-	case isGone(err):
+	case keyspace.IsGone(err):
 		return nil, nil, ErrGone
 	case err != nil:
 		return nil, nil, fmt.Errorf("frontier: payload digests: %w", err)

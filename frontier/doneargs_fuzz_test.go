@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/frontier/records"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
@@ -99,7 +100,7 @@ func doneArgsRoundTrip(t *testing.T, s *redistest.Server, o Outcome) {
 	case o.Record != nil && (len(recs) != 1 || string(recs[0].Body) != string(o.Record) || recs[0].NewLinks != fresh):
 		t.Fatalf("%s: %+v: records %+v; want one, the record given, with %d new links", s.Kind, o, recs, fresh)
 	}
-	entries := s.Client.LRange(ctx, KeysFor("fz").Failed, 0, -1).Val()
+	entries := s.Client.LRange(ctx, keyspace.KeysFor("fz").Failed, 0, -1).Val()
 	if (o.Failed != "") != (len(entries) == 1) || o.Failed != "" && entries[0] != lease.failedEntry(o.Failed) {
 		t.Fatalf("%s: %+v: failed list %q", s.Kind, o, entries)
 	}

@@ -1,6 +1,10 @@
 package frontier
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/redcrawl/crawler/frontier/keyspace"
+)
 
 // The frontier's errors, in one place. Those a user reads as they are
 // (ErrGone, ErrName: the CLI prints them after the flag or the crawl they
@@ -8,7 +12,7 @@ import "errors"
 var (
 	// ErrGone: the crawl's config is gone (reset, or Redis lost its data);
 	// nothing was written.
-	ErrGone = errors.New("the crawl is gone from Redis")
+	ErrGone = keyspace.ErrGone
 
 	// ErrIDInUse: a live worker is registered under the id already (two
 	// processes given one --id, or an earlier run of this one that was killed
@@ -30,18 +34,16 @@ var (
 	// process knows of: one whose reply it never got (a timeout, a connection
 	// cut) went through. Nothing was written by this call; sent again, the
 	// same exchange records nothing twice (its pages' leases are found ended
-	// by it, Keys.EndedBy), so there is nothing to forget.
+	// by it, keyspace.Keys.EndedBy), so there is nothing to forget.
 	ErrReplyLost = errors.New("frontier: an exchange whose reply was lost had gone through")
 
 	// ErrName: a crawl name outside the safe alphabet.
-	ErrName = errors.New("invalid crawl name")
+	ErrName = keyspace.ErrName
 
 	// ErrScript: a frontier script cannot do what it was asked, and trying
-	// again would not change that: it refused before its first write, because
-	// a number it rests on is not one (CORRUPT: set by hand, or by a bug) or
-	// the Redis user may not run a command it needs (NOPERM), or it failed
-	// half-way (a bug, or a key of the wrong kind). Never a lost reply: the
-	// worker stops, saying which key and what, and the URLs it holds come back
-	// when their leases expire.
-	ErrScript = errors.New("frontier: a script cannot run")
+	// again would not change that (keyspace.ErrScript).
+	ErrScript = keyspace.ErrScript
 )
+
+// ScriptError is an ErrScript with what Redis said.
+type ScriptError = keyspace.ScriptError

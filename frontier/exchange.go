@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/dedup"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/politeness"
 )
 
@@ -24,7 +25,7 @@ type PopInfo struct {
 	// nothing is popped there until it is resumed.
 	Paused bool
 	// Settings is the newest settings version in force in the shards
-	// asked (Keys.Settings): a process acting on an older one (its
+	// asked (keyspace.Keys.Settings): a process acting on an older one (its
 	// Policy.Version) reads the settings again; until it has, those
 	// shards pop nothing for it.
 	Settings int64
@@ -247,7 +248,7 @@ func (f *shard) process() string { return strings.TrimSuffix(f.idPrefix, "-") }
 // held): refused because the crawl is gone or Redis lost this process's
 // exchanges, or counted as one more.
 func (f *shard) counted(tail []any, err error) error {
-	if isGone(err) {
+	if keyspace.IsGone(err) {
 		return ErrGone
 	}
 	if errors.Is(err, dedup.ErrRefused) && len(tail) == 1 {
@@ -259,7 +260,7 @@ func (f *shard) counted(tail []any, err error) error {
 		}
 		return ErrRolledBack
 	}
-	if se := scriptError("exchange", err); se != nil {
+	if se := keyspace.ScriptErr("exchange", err); se != nil {
 		return se
 	}
 	if err != nil {

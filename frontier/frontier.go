@@ -9,13 +9,13 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/fence"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -95,20 +95,12 @@ func worse(a, b error) error {
 	return a
 }
 
-// isGone reports whether a script refused because the crawl is gone: its
-// error reply begins "GONE", the one way every script of the crawl says so
-// (exchange.lua turns its Bloom guard's refusal into that error).
-func isGone(err error) bool {
-	var reply redis.Error
-	return errors.As(err, &reply) && strings.HasPrefix(reply.Error(), "GONE")
-}
-
 // shard is one shard of a crawl's frontier: one set of the keys in the
 // package doc, under one hash tag, with its Bloom filter. Safe for
 // concurrent use.
 type shard struct {
 	c    redis.UniversalClient
-	keys Keys
+	keys keyspace.Keys
 	seen *dedup.Filter // nil until the frontier is opened (Open, Create)
 	// o is the frontier's Options, read at each call; pm guards its
 	// Policy (store.SetPolicy).
@@ -133,7 +125,7 @@ type shard struct {
 	exchanges int64
 }
 
-func newShard(c redis.UniversalClient, keys Keys, o *Options, pm *sync.RWMutex, index, shards int) *shard {
+func newShard(c redis.UniversalClient, keys keyspace.Keys, o *Options, pm *sync.RWMutex, index, shards int) *shard {
 	var b [9]byte
 	rand.Read(b[:])
 	return &shard{c: c, keys: keys, o: o, pm: pm, sharded: shards > 1, index: index, shards: shards, resultsCap: cmp.Or(o.ResultsKept, ResultsKept) / int64(shards),
@@ -303,7 +295,7 @@ func (f Hosts) Now(ctx context.Context, hosts []string) ([]HostQueue, error) {
 	}
 	rs := make([]reads, len(hosts))
 	for i, h := range hosts {
-		k := f.fs[ShardOf(h, len(f.fs))].keys
+		k := f.fs[keyspace.ShardOf(h, len(f.fs))].keys
 		rs[i] = reads{pipe.HGet(ctx, k.Lengths, h), pipe.ZScore(ctx, k.Ready, h), pipe.ZScore(ctx, k.Refill, h), pipe.HMGet(ctx, k.Buckets+h, "delay", "adapt"),
 			pipe.HGet(ctx, k.HostRules, h)}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/fence"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/leader"
 	"github.com/redis/go-redis/v9"
@@ -29,13 +30,13 @@ type env struct {
 func setup(t *testing.T, s *redistest.Server) *env {
 	ctx := context.Background()
 	// The crawl exists while its config does (admin.Seed writes it).
-	s.Client.HSet(ctx, frontier.KeysFor("t").Config, "scope", "host")
+	s.Client.HSet(ctx, keyspace.KeysFor("t").Config, "scope", "host")
 	f, err := frontier.Create(ctx, s.Client, "t", frontier.Options{Shards: 1, Lease: 200 * time.Millisecond, Policy: frontier.Policy{PageBudget: 1000}},
 		dedup.Params{Capacity: 1000, FPRate: 0.01})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{f: f, s: s, lock: frontier.LeaderKey("t")}
+	e := &env{f: f, s: s, lock: keyspace.LeaderKey("t")}
 	if s.Mini != nil {
 		e.clock = time.Now()
 		s.Mini.SetTime(e.clock)
@@ -640,7 +641,7 @@ func TestWakeWhenQueueFillsAndWhenDone(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		e := setup(t, s)
-		sub := s.Client.Subscribe(ctx, frontier.KeysFor("t").Wake())
+		sub := s.Client.Subscribe(ctx, keyspace.KeysFor("t").Wake())
 		defer sub.Close()
 		if _, err := sub.Receive(ctx); err != nil { // the subscription is in place
 			t.Fatal(err)
@@ -655,7 +656,7 @@ func TestWakeWhenQueueFillsAndWhenDone(t *testing.T) {
 		e.exchange(t, []frontier.Finished{{y.Popped[0], frontier.Outcome{Stat: "done"}}}, nil, 0) // drained
 		e.sweep(t, 3, 0)                                                                          // done: wake
 		e.sweep(t, 3, 0)                                                                          // already done: quiet
-		s.Client.Publish(ctx, frontier.KeysFor("t").Wake(), "end-of-test")
+		s.Client.Publish(ctx, keyspace.KeysFor("t").Wake(), "end-of-test")
 		var got []string
 		for {
 			m, err := sub.ReceiveMessage(ctx)
@@ -756,7 +757,7 @@ func TestScriptsRefuseAGoneCrawl(t *testing.T) {
 		if keys := s.Client.Keys(ctx, "*").Val(); len(keys) != 0 {
 			t.Fatalf("keys written for a gone crawl: %v", keys)
 		}
-		if err := e.f.Registry.Deregister(ctx, "w1"); err != nil || s.Client.Exists(ctx, frontier.KeysFor("t").Workers).Val() != 0 {
+		if err := e.f.Registry.Deregister(ctx, "w1"); err != nil || s.Client.Exists(ctx, keyspace.KeysFor("t").Workers).Val() != 0 {
 			t.Fatalf("deregister: %v, or it created the registry", err)
 		}
 	})
@@ -787,12 +788,12 @@ func TestHostPageCap(t *testing.T) {
 		}
 		st := s.Client.HGetAll(ctx, "crawl:{t}:stats").Val()
 		if sz := e.sizes(t); sz.Queued != 0 || sz.InFlight != 2 || st["skipped_links:max_pages_per_host"] != "3" ||
-			s.Client.HGet(ctx, frontier.KeysFor("t").HostPages, "a").Val() != "2" {
+			s.Client.HGet(ctx, keyspace.KeysFor("t").HostPages, "a").Val() != "2" {
 			t.Fatalf("sizes %+v, stats %v; want the 3 queued URLs of a dropped and counted", sz, st)
 		}
 		// a is marked as capped by the exchange that counted its second
 		// page; b, below its cap, is not (pops read only the marked).
-		if c := s.Client.HGetAll(ctx, frontier.KeysFor("t").Capped).Val(); len(c) != 1 || c["a"] != "2" {
+		if c := s.Client.HGetAll(ctx, keyspace.KeysFor("t").Capped).Val(); len(c) != 1 || c["a"] != "2" {
 			t.Fatalf("capped %v; want a with its 2 pages, alone", c)
 		}
 	})
@@ -907,7 +908,7 @@ func TestRegisterRefusesALiveID(t *testing.T) {
 		if _, err := e.f.Registry.Register(ctx, "w1"); err != nil {
 			t.Fatalf("Register after Deregister: %v", err)
 		}
-		s.Client.Del(ctx, frontier.KeysFor("t").Config)
+		s.Client.Del(ctx, keyspace.KeysFor("t").Config)
 		if _, err := e.f.Registry.Register(ctx, "w3"); !errors.Is(err, frontier.ErrGone) {
 			t.Fatalf("Register on a gone crawl: %v, want ErrGone", err)
 		}
@@ -999,11 +1000,11 @@ func TestAPutBackEndsItsLeaseInTheExchange(t *testing.T) {
 		if sz := e.sizes(t); sz.Deferred != 1 || sz.Queued != 2 || sz.InFlight != 1 {
 			t.Fatalf("sizes %+v; want a deferred, b's two queued, c in flight", sz)
 		}
-		deferred := s.Client.ZRange(ctx, frontier.KeysFor("t").Deferred, 0, -1).Val()
+		deferred := s.Client.ZRange(ctx, keyspace.KeysFor("t").Deferred, 0, -1).Val()
 		if len(deferred) != 1 || !strings.Contains(deferred[0], `"timeout"`) {
 			t.Fatalf("deferred %q; want a's retry with its error", deferred)
 		}
-		stats := s.Client.HGetAll(ctx, frontier.KeysFor("t").Stats).Val()
+		stats := s.Client.HGetAll(ctx, keyspace.KeysFor("t").Stats).Val()
 		if stats["pages"] != "" && stats["pages"] != "0" || s.Client.XLen(ctx, "crawl:{t}:results").Val() != 0 {
 			t.Fatalf("a put-back counted or recorded something: stats %v", stats)
 		}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -19,7 +19,7 @@ func TestResultsGroupsDeliverAtLeastOnceAndTrimOnlyWhatAllAcked(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		e := setup(t, s)
-		results := frontier.KeysFor("t").Results
+		results := keyspace.KeysFor("t").Results
 		for i := range 10 {
 			if err := s.Client.XAdd(ctx, &redis.XAddArgs{Stream: results, Values: []string{"rec", fmt.Sprintf(`{"url":"http://a/%d"}`, i), "new_links", "0"}}).Err(); err != nil {
 				t.Fatal(err)

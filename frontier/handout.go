@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/script"
 	"github.com/redcrawl/crawler/politeness"
 	"github.com/redis/go-redis/v9"
@@ -66,10 +67,10 @@ func (h *handoutCall) result(ctx context.Context, f *shard) ([]any, error) {
 	if n, refused := handoutRefusal(res); script.IsNoScript(err) || err == nil && refused && n == f.exchanges-1 {
 		res, err = handoutScript.Run(ctx, f.c, h.keys, h.args...).Slice()
 	}
-	if isGone(err) {
+	if keyspace.IsGone(err) {
 		return nil, ErrGone
 	}
-	if se := scriptError("handout", err); se != nil {
+	if se := keyspace.ScriptErr("handout", err); se != nil {
 		return nil, se
 	}
 	if err != nil {

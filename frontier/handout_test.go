@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
@@ -150,7 +151,7 @@ func TestAnExchangeOfManyLinksCostsARoundTripABatch(t *testing.T) {
 					t.Fatalf("%d links: link %d not answered new", n, i)
 				}
 			}
-			r := c.XRevRangeN(ctx, KeysFor("many").Results, "+", "-", 1).Val()
+			r := c.XRevRangeN(ctx, keyspace.KeysFor("many").Results, "+", "-", 1).Val()
 			if len(r) != 1 || r[0].Values["new_links"] != fmt.Sprint(n) {
 				t.Fatalf("%d links: record %v; want new_links %d", n, r, n)
 			}

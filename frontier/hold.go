@@ -8,10 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redis/go-redis/v9"
 )
 
-// The crawl's pause: one key in each shard (Keys.Paused), which that
+// The crawl's pause: one key in each shard (keyspace.Keys.Paused), which that
 // shard's pops read in the same call that would pop (handout.lua), so a
 // worker that missed every message still pops nothing while it exists.
 
@@ -54,7 +55,7 @@ func (f *Frontier) hold(ctx context.Context, mode, who string) (bool, error) {
 	for _, sh := range f.fs {
 		n, err := holdScript.Run(ctx, sh.c, []string{sh.keys.Config, sh.keys.Paused}, f.o.Instance, mode, who, sh.keys.Wake()).Int()
 		switch {
-		case isGone(err):
+		case keyspace.IsGone(err):
 			return changed, ErrGone
 		case err != nil:
 			return changed, fmt.Errorf("frontier: %s: %w", mode, err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
@@ -63,11 +64,11 @@ func TestPausingAGoneCrawlIsRefused(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		e := setup(t, s)
-		s.Client.Del(ctx, frontier.KeysFor("t").Config)
+		s.Client.Del(ctx, keyspace.KeysFor("t").Config)
 		if _, err := e.f.Pause(ctx, "alice"); !errors.Is(err, frontier.ErrGone) {
 			t.Fatalf("Pause of a gone crawl: %v; want ErrGone", err)
 		}
-		if n := s.Client.Exists(ctx, frontier.KeysFor("t").Paused).Val(); n != 0 {
+		if n := s.Client.Exists(ctx, keyspace.KeysFor("t").Paused).Val(); n != 0 {
 			t.Fatal("the pause was written for a gone crawl")
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -54,7 +55,7 @@ func (f Hosts) ClearRule(ctx context.Context, host string) error {
 func (f Hosts) Block(ctx context.Context, host string) (int64, error) {
 	var ended int64
 	for {
-		v, err := f.hostRuleRun(ctx, "block", host, strconv.Itoa(blockBatch), strconv.FormatInt(f.fs[ShardOf(host, len(f.fs))].resultsCap, 10)).Int64Slice()
+		v, err := f.hostRuleRun(ctx, "block", host, strconv.Itoa(blockBatch), strconv.FormatInt(f.fs[keyspace.ShardOf(host, len(f.fs))].resultsCap, 10)).Int64Slice()
 		if err != nil {
 			return ended, err
 		}
@@ -76,11 +77,11 @@ func (f Hosts) hostRule(ctx context.Context, mode, host, rate, burst string) err
 }
 
 func (f Hosts) hostRuleRun(ctx context.Context, mode, host, a, b string) *redis.Cmd {
-	sh := f.fs[ShardOf(host, len(f.fs))]
+	sh := f.fs[keyspace.ShardOf(host, len(f.fs))]
 	cmd := hostRuleScript.Run(ctx, sh.c, []string{sh.keys.Config, sh.keys.HostRules, f.RateKey(host), sh.keys.Pauses, sh.keys.Ready, sh.keys.Refill,
 		sh.keys.Queues, sh.keys.Stats, sh.keys.Lengths, sh.keys.Results}, f.o.Instance, mode, host, a, b)
 	switch err := cmd.Err(); {
-	case isGone(err):
+	case keyspace.IsGone(err):
 		cmd.SetErr(ErrGone)
 	case err != nil:
 		cmd.SetErr(fmt.Errorf("frontier: host %s: %w", host, err))
@@ -132,7 +133,7 @@ func parseHostRule(v string) (rate float64, burst int, ok bool) {
 // Leases is how many of host's URLs are leased to workers now (popped,
 // not yet finished or given back), by a scan of its shard's leases.
 func (f Hosts) Leases(ctx context.Context, host string) (int, error) {
-	sh := f.fs[ShardOf(host, len(f.fs))]
+	sh := f.fs[keyspace.ShardOf(host, len(f.fs))]
 	n := 0
 	iter := sh.c.ZScan(ctx, sh.keys.Leases, 0, "*\n"+globEscape(host)+"\n*", 1000).Iterator()
 	for i := 0; iter.Next(ctx); i++ {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -12,8 +13,8 @@ import (
 // render lane is popped only by workers with a browser (Options.Lane), and
 // its tokens are the same whichever lane takes them.
 const (
-	LanePlain  = "plain"
-	LaneRender = "render"
+	LanePlain  = keyspace.LanePlain
+	LaneRender = keyspace.LaneRender
 )
 
 var (
@@ -28,7 +29,7 @@ func (f Rendering) SetLane(ctx context.Context, host, lane string) (bool, error)
 	if err := checkLane(lane); err != nil {
 		return false, err
 	}
-	sh := f.fs[ShardOf(host, len(f.fs))]
+	sh := f.fs[keyspace.ShardOf(host, len(f.fs))]
 	n, err := sh.lane(ctx, host, lane)
 	return n > 0, err
 }
@@ -49,8 +50,8 @@ func (f Rendering) SetDefaultLane(ctx context.Context, lane string) error {
 }
 
 func checkLane(lane string) error {
-	if lane != LanePlain && lane != LaneRender {
-		return fmt.Errorf("frontier: no lane %q (%s or %s)", lane, LanePlain, LaneRender)
+	if lane != keyspace.LanePlain && lane != keyspace.LaneRender {
+		return fmt.Errorf("frontier: no lane %q (%s or %s)", lane, keyspace.LanePlain, keyspace.LaneRender)
 	}
 	return nil
 }
@@ -58,7 +59,7 @@ func checkLane(lane string) error {
 func (sh *shard) lane(ctx context.Context, host, lane string) (int64, error) {
 	n, err := laneScript.Run(ctx, sh.c, []string{sh.keys.Config, sh.keys.Queues, sh.keys.Ready}, sh.o.Instance, host, lane).Int64()
 	switch {
-	case isGone(err):
+	case keyspace.IsGone(err):
 		return 0, ErrGone
 	case err != nil:
 		return 0, fmt.Errorf("frontier: host %s: lane: %w", host, err)
@@ -76,7 +77,7 @@ type Lanes struct {
 
 // Lanes reads the lanes of every shard.
 func (f Rendering) Lanes(ctx context.Context) (Lanes, error) {
-	out := Lanes{Default: LanePlain, Hosts: map[string]string{}, Ready: map[string]int64{}}
+	out := Lanes{Default: keyspace.LanePlain, Hosts: map[string]string{}, Ready: map[string]int64{}}
 	type reads struct {
 		all           *redis.MapStringStringCmd
 		plain, render *redis.IntCmd
@@ -84,7 +85,7 @@ func (f Rendering) Lanes(ctx context.Context) (Lanes, error) {
 	rs := make([]reads, len(f.fs))
 	_, err := f.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, sh := range f.fs {
-			rs[i] = reads{p.HGetAll(ctx, sh.keys.Lanes()), p.ZCard(ctx, sh.keys.Ready), p.ZCard(ctx, sh.keys.ReadyIn(LaneRender))}
+			rs[i] = reads{p.HGetAll(ctx, sh.keys.Lanes()), p.ZCard(ctx, sh.keys.Ready), p.ZCard(ctx, sh.keys.ReadyIn(keyspace.LaneRender))}
 		}
 		return nil
 	})
@@ -99,8 +100,8 @@ func (f Rendering) Lanes(ctx context.Context) (Lanes, error) {
 				out.Hosts[h] = l
 			}
 		}
-		out.Ready[LanePlain] += r.plain.Val()
-		out.Ready[LaneRender] += r.render.Val()
+		out.Ready[keyspace.LanePlain] += r.plain.Val()
+		out.Ready[keyspace.LaneRender] += r.render.Val()
 	}
 	return out, nil
 }
@@ -109,7 +110,7 @@ func (f Rendering) Lanes(ctx context.Context) (Lanes, error) {
 func (l Lanes) RenderHosts() []string {
 	var out []string
 	for h, lane := range l.Hosts {
-		if lane == LaneRender {
+		if lane == keyspace.LaneRender {
 			out = append(out, h)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"pgregory.net/rapid"
 )
@@ -18,7 +19,7 @@ func openLanes(t interface {
 }, s *redistest.Server, p frontier.Policy) (plain, render *frontier.Frontier) {
 	ctx := context.Background()
 	s.Client.FlushDB(ctx)
-	s.Client.HSet(ctx, frontier.KeysFor("ln").Config, "scope", "host")
+	s.Client.HSet(ctx, keyspace.KeysFor("ln").Config, "scope", "host")
 	plain, err := frontier.Create(ctx, s.Client, "ln", frontier.Options{Shards: 1, Policy: p}, dedup.Params{Capacity: 10000, FPRate: 0.001})
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +43,7 @@ func TestAPopTakesOnlyItsLanesHosts(t *testing.T) {
 		rapid.Check(t, func(rt *rapid.T) {
 			ctx := context.Background()
 			plain, render := openLanes(rt, s, frontier.Policy{})
-			k := frontier.KeysFor("ln")
+			k := keyspace.KeysFor("ln")
 			hosts := []string{"a", "b", "c", "d"}
 			own := map[string]string{}
 			def := frontier.LanePlain
@@ -172,7 +173,7 @@ func TestAHostMovedToTheRenderLaneKeepsItsTokens(t *testing.T) {
 		if err != nil || len(x.Popped) != 1 {
 			t.Fatalf("plain pop: %d URLs, %v; want 1 (burst 1)", len(x.Popped), err)
 		}
-		k := frontier.KeysFor("ln")
+		k := keyspace.KeysFor("ln")
 		tat := s.Client.ZScore(ctx, k.Ready, "a").Val()
 		if moved, err := plain.Render.SetLane(ctx, "a", frontier.LaneRender); err != nil || !moved {
 			t.Fatalf("SetLane: moved %v, %v", moved, err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"pgregory.net/rapid"
 )
@@ -26,7 +27,7 @@ func TestTheQueueStaysNearItsCapsWhateverIsOffered(t *testing.T) {
 			name := fmt.Sprintf("cap%d", n)
 			hostCap := rapid.Int64Range(1, 1000).Draw(t, "host cap")
 			budget := rapid.SampledFrom([]int64{0, 0, rapid.Int64Range(1, 5000).Draw(t, "budget if any")}).Draw(t, "budget")
-			s.Client.HSet(ctx, frontier.KeysFor(name).Config, "scope", "host")
+			s.Client.HSet(ctx, keyspace.KeysFor(name).Config, "scope", "host")
 			f, err := frontier.Create(ctx, s.Client, name, frontier.Options{Shards: 1, Lease: time.Minute,
 				Policy: frontier.Policy{HostPageCap: hostCap, PageBudget: budget}}, dedup.Params{Capacity: 100_000, FPRate: 0.001})
 			if err != nil {
@@ -54,7 +55,7 @@ func TestTheQueueStaysNearItsCapsWhateverIsOffered(t *testing.T) {
 					t.Fatalf("an exchange of %d links: %v", k, err)
 				}
 			}
-			k := frontier.KeysFor(name)
+			k := keyspace.KeysFor(name)
 			big, _ := s.Client.HGet(ctx, k.Lengths, "big.example").Int64()
 			st := s.Client.HGetAll(ctx, k.Stats).Val()
 			var queued, enq, skipHost, skipBudget int64

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -33,7 +34,7 @@ func (f *Frontier) Requeue(ctx context.Context, items []Item) ([]bool, error) {
 		if err != nil {
 			return nil, err
 		}
-		sh := ShardOf(host, len(f.fs))
+		sh := keyspace.ShardOf(host, len(f.fs))
 		byShard[sh] = append(byShard[sh], i)
 	}
 	for s, idx := range byShard {
@@ -224,7 +225,7 @@ func elementURL(host, el string) string {
 // in one call, for a caller that would otherwise send many it drops (a
 // sitemap's tens of thousands, each marked seen on the way).
 func (f Hosts) Room(ctx context.Context, host string, hostCap int64) (int64, error) {
-	sh := f.fs[ShardOf(host, len(f.fs))]
+	sh := f.fs[keyspace.ShardOf(host, len(f.fs))]
 	pipe := sh.c.Pipeline()
 	pages := pipe.HGet(ctx, sh.keys.HostPages, host)
 	queued := pipe.HGet(ctx, sh.keys.Lengths, host)

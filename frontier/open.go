@@ -10,6 +10,7 @@ import (
 
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/frontier/events"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/frontier/records"
 	"github.com/redis/go-redis/v9"
 )
@@ -112,7 +113,7 @@ type Options struct {
 // Policy is what a crawl's settings say of its pops that may change while
 // it runs ('crawler set'): the rate, the budget, the caps. Every exchange
 // carries the Version its values come from, and a shard whose settings
-// are newer (Keys.Settings) pops nothing for it: no URL is handed out
+// are newer (keyspace.Keys.Settings) pops nothing for it: no URL is handed out
 // under settings older than the shard's (exchange_call.lua's ex_call).
 type Policy struct {
 	// HostRate is each host's requests a second (0: no limit) and
@@ -175,7 +176,7 @@ func (o *Options) outboxAge() time.Duration {
 // to register workers and to delete it, not to queue URLs. Open and Create
 // attach the filters.
 func New(c redis.UniversalClient, name string, o Options) (*Frontier, error) {
-	if err := CheckName(name); err != nil {
+	if err := keyspace.CheckName(name); err != nil {
 		return nil, err
 	}
 	if o.Shards < 1 || o.Shards > MaxShards {
@@ -187,10 +188,10 @@ func New(c redis.UniversalClient, name string, o Options) (*Frontier, error) {
 	f := &Frontier{Options: o, now: o.now, cross: newCrossing(o.Shards)} // the process's clock (Options.Clock), as the leases' windows
 	f.store = &store{name: name, c: c, fs: make([]*shard, o.Shards), o: &f.Options, pm: &sync.RWMutex{}}
 	for i := range f.fs {
-		f.fs[i] = newShard(c, KeysForShard(name, i), &f.Options, f.pm, i, o.Shards)
+		f.fs[i] = newShard(c, keyspace.KeysForShard(name, i), &f.Options, f.pm, i, o.Shards)
 	}
 	f.Registry, f.Digests, f.Visits = Registry{f.store}, Digests{f.store}, Visits{f.store}
-	f.Events = events.New(c, tag(name, 0)+"events")
+	f.Events = events.New(c, keyspace.Tag(name, 0)+"events")
 	streams := make([]records.Shard, len(f.fs))
 	for i, sh := range f.fs {
 		streams[i] = records.Shard{Results: sh.keys.Results, Stats: sh.keys.Stats, Cap: sh.resultsCap}
@@ -237,7 +238,7 @@ func Open(ctx context.Context, c redis.UniversalClient, name string, o Options) 
 	}
 	keys := make([]string, len(f.fs))
 	for i := range f.fs {
-		keys[i] = seenKey(name, i)
+		keys[i] = keyspace.SeenKey(name, i)
 	}
 	filters, err := dedup.AttachAll(ctx, c, keys)
 	if err != nil {
@@ -268,7 +269,7 @@ func Create(ctx context.Context, c redis.UniversalClient, name string, o Options
 				return nil, f.in(i, err)
 			}
 		}
-		if sh.seen, err = dedup.Open(ctx, c, seenKey(name, i), bloom); err != nil {
+		if sh.seen, err = dedup.Open(ctx, c, keyspace.SeenKey(name, i), bloom); err != nil {
 			return nil, f.in(i, fmt.Errorf("crawl %q: %w", name, err))
 		}
 		if sh.sharded && o.PageBudget > 0 {
@@ -282,7 +283,7 @@ func Create(ctx context.Context, c redis.UniversalClient, name string, o Options
 }
 
 // in names shard i in err, when there is more than one.
-func (f *store) in(i int, err error) error { return shardErr(len(f.fs), i, err) }
+func (f *store) in(i int, err error) error { return keyspace.In(len(f.fs), i, err) }
 
 // opened refuses a frontier without its Bloom filters.
 func (f *Frontier) opened() error {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/redcrawl/crawler/frontier/keyspace"
 )
 
 // The transactional outbox of an exchange over shards (Frontier.Exchange,
@@ -47,7 +49,7 @@ func (f *Frontier) deliver(ctx context.Context, sh int, entries []string) error 
 		by := make([][]awayLink, len(f.fs))
 		for _, l := range links {
 			if host, err := hostOf(l.Item.URL); err == nil {
-				to := ShardOf(host, len(f.fs))
+				to := keyspace.ShardOf(host, len(f.fs))
 				by[to] = append(by[to], l)
 			}
 		}

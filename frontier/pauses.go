@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/politeness"
 	"github.com/redis/go-redis/v9"
 )
@@ -20,7 +21,7 @@ import (
 // script, so that no failure can leave a pause the pops do not see. It
 // returns the pause.
 func (f Hosts) Pause(ctx context.Context, host string, retryAfter time.Duration, why string) (time.Duration, error) {
-	sh := f.fs[ShardOf(host, len(f.fs))]
+	sh := f.fs[keyspace.ShardOf(host, len(f.fs))]
 	return politeness.NewLimiter(f.c, politeness.Inf, 1).PauseWith(ctx, f.RateKey(host), retryAfter,
 		politeness.PauseNote{Why: why, Index: sh.keys.Pauses, Member: host, Mark: sh.keys.Slowed})
 }

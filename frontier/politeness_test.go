@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
@@ -228,7 +229,7 @@ func TestAHostsOwnDelayHoldsForEveryPop(t *testing.T) {
 		if by := early[0].Deadline; by.IsZero() || by.After(before.Add(frontier.FirstRequestWithin)) {
 			t.Fatalf("the first URL must go by %v; want within %v of the call", by, frontier.FirstRequestWithin)
 		}
-		tat, _ := s.Client.ZScore(ctx, frontier.KeysFor("t").Ready, "a").Result()
+		tat, _ := s.Client.ZScore(ctx, keyspace.KeysFor("t").Ready, "a").Result()
 		if next := time.UnixMilli(int64(tat)); next.Before(redisBefore.Add(time.Hour + frontier.FirstRequestWithin).Truncate(time.Millisecond)) {
 			t.Fatalf("a's next token %v after the call; want a delay after the latest the first may go (%v)", next.Sub(redisBefore), time.Hour+frontier.FirstRequestWithin)
 		}
@@ -439,7 +440,7 @@ func TestAHostLeavesTheSlowedOnceItsPauseEnds(t *testing.T) {
 	if _, err := e.f.Hosts.Pause(ctx, "a", time.Second, "a test"); err != nil {
 		t.Fatal(err)
 	}
-	slowed := frontier.KeysFor("t").Slowed
+	slowed := keyspace.KeysFor("t").Slowed
 	if n, _ := s.Client.HLen(ctx, slowed).Result(); n != 1 {
 		t.Fatalf("%d hosts marked slowed; want a", n)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"pgregory.net/rapid"
 )
@@ -85,7 +86,7 @@ func TestAHostsURLsArePoppedHighestPriorityFirst(t *testing.T) {
 		rapid.Check(t, func(rt *rapid.T) {
 			ctx := context.Background()
 			s.Client.FlushDB(ctx)
-			s.Client.HSet(ctx, frontier.KeysFor("pr").Config, "scope", "host")
+			s.Client.HSet(ctx, keyspace.KeysFor("pr").Config, "scope", "host")
 			depth := rapid.Bool().Draw(rt, "depth")
 			f, err := frontier.Create(ctx, s.Client, "pr", frontier.Options{Shards: 1, Policy: frontier.Policy{Depth: depth}},
 				dedup.Params{Capacity: 10000, FPRate: 0.001})
@@ -159,7 +160,7 @@ func TestAHostsURLsArePoppedHighestPriorityFirst(t *testing.T) {
 					rt.Fatalf("step %d: %d queued; the model holds %d", step, sz.Queued, m.total())
 				}
 			}
-			got, err := s.Client.HGetAll(ctx, frontier.KeysFor("pr").Queues+" levels").Result()
+			got, err := s.Client.HGetAll(ctx, keyspace.KeysFor("pr").Queues+" levels").Result()
 			if err != nil {
 				rt.Fatal(err)
 			}
@@ -167,7 +168,7 @@ func TestAHostsURLsArePoppedHighestPriorityFirst(t *testing.T) {
 				rt.Fatalf("levels hash %v; the model's %v", got, want)
 			}
 			for _, h := range hosts {
-				n, _ := s.Client.HGet(ctx, frontier.KeysFor("pr").Lengths, h).Int64()
+				n, _ := s.Client.HGet(ctx, keyspace.KeysFor("pr").Lengths, h).Int64()
 				want := 0
 				for _, urls := range m[h] {
 					want += len(urls)
@@ -199,12 +200,12 @@ func TestABlockOrACapEndsEveryPriority(t *testing.T) {
 			t.Fatalf("BlockHost = %d, %v; want its 5 URLs ended", n, err)
 		}
 		e.f.HostPageCap = 1
-		s.Client.HSet(ctx, frontier.KeysFor("t").HostPages, "capped", 1)
-		s.Client.HSet(ctx, frontier.KeysFor("t").Capped, "capped", 1)
+		s.Client.HSet(ctx, keyspace.KeysFor("t").HostPages, "capped", 1)
+		s.Client.HSet(ctx, keyspace.KeysFor("t").Capped, "capped", 1)
 		if x := e.exchange(t, nil, nil, 10); len(x.Popped) != 0 {
 			t.Fatalf("popped %d of a blocked and a capped host", len(x.Popped))
 		}
-		keys, _ := s.Client.Keys(ctx, frontier.KeysFor("t").Queues+"*").Result()
+		keys, _ := s.Client.Keys(ctx, keyspace.KeysFor("t").Queues+"*").Result()
 		for _, k := range keys {
 			if !strings.HasSuffix(k, " levels") || s.Client.HLen(ctx, k).Val() != 0 {
 				t.Errorf("left behind: %s", k)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
@@ -72,7 +73,7 @@ func TestQueueGivesBackEveryItemWholeAndInOrder(t *testing.T) {
 			}
 			e.advance(2 * time.Millisecond) // the requeued host is due again
 		}
-		if keys := s.Client.Keys(ctx, frontier.KeysFor("t").Queues+"*").Val(); len(keys) != 0 {
+		if keys := s.Client.Keys(ctx, keyspace.KeysFor("t").Queues+"*").Val(); len(keys) != 0 {
 			t.Fatalf("queues left after all was popped: %v", keys)
 		}
 	})

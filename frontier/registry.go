@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/script"
 	"github.com/redis/go-redis/v9"
 )
@@ -26,7 +27,7 @@ func (f *shard) Register(ctx context.Context, worker string) (time.Duration, err
 	}
 	n, err := registerScript.Run(ctx, f.c, []string{f.keys.Workers, f.keys.Config}, worker, f.o.Lease.Milliseconds(), f.o.Instance).Int64()
 	switch {
-	case isGone(err):
+	case keyspace.IsGone(err):
 		return 0, ErrGone
 	case err != nil:
 		return 0, fmt.Errorf("frontier: register: %w", err)
@@ -48,7 +49,7 @@ func (f *shard) queueHeartbeat(ctx context.Context, pipe redis.Pipeliner, worker
 	call := script.Queue(ctx, pipe, renewScript, keys, args...)
 	return func() (int, error) {
 		res, err := call.Result(ctx, f.c)
-		if isGone(err) {
+		if keyspace.IsGone(err) {
 			return 0, ErrGone
 		}
 		if err != nil {

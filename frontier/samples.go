@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -20,8 +21,8 @@ var (
 // learning.
 const (
 	VerdictLearning = "?"
-	VerdictRender   = LaneRender
-	VerdictPlain    = LanePlain
+	VerdictRender   = keyspace.LaneRender
+	VerdictPlain    = keyspace.LanePlain
 )
 
 // Sample is a page a plain worker fetched, for a render worker to render
@@ -169,7 +170,7 @@ func (f Rendering) samples(ctx context.Context, step string, args ...any) *redis
 	sh := f.fs[0]
 	cmd := samplesScript.Run(ctx, sh.c, []string{sh.keys.Config, sh.keys.Learn, sh.keys.Samples}, append([]any{f.o.Instance, step}, args...)...)
 	switch err := cmd.Err(); {
-	case isGone(err):
+	case keyspace.IsGone(err):
 		cmd.SetErr(ErrGone)
 	case err != nil && !errors.Is(err, redis.Nil):
 		cmd.SetErr(fmt.Errorf("frontier: samples: %s: %w", step, err))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/leader"
 	"pgregory.net/rapid"
@@ -128,7 +129,7 @@ func TestAWaitingSampleHoldsTheCrawlsEnd(t *testing.T) {
 			ctx := context.Background()
 			s.Client.FlushDB(ctx)
 			name := fmt.Sprintf("sm%d", shards)
-			s.Client.HSet(ctx, frontier.KeysFor(name).Config, "scope", "host")
+			s.Client.HSet(ctx, keyspace.KeysFor(name).Config, "scope", "host")
 			f, err := frontier.Create(ctx, s.Client, name, frontier.Options{Shards: shards}, dedup.Params{Capacity: 1000, FPRate: 0.01})
 			if err != nil {
 				t.Fatal(err)

@@ -8,12 +8,13 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redis/go-redis/v9"
 )
 
 // A crawl's settings change while it runs ('crawler set') in two places:
 // the settings hash (the first shard's config), which workers read, and
-// each shard's settings version (Keys.Settings), which its pops read, so
+// each shard's settings version (keyspace.Keys.Settings), which its pops read, so
 // that no shard hands out a URL to a worker still acting on older
 // settings (handout.lua). Every exchange's reply carries the version
 // (PopInfo.Settings), and each change is said on the wake channels: a
@@ -75,7 +76,7 @@ func (f *Frontier) SetSettings(ctx context.Context, read int64, fields map[strin
 func (sh *shard) setSettings(ctx context.Context, args []any) (int64, error) {
 	res, err := settingsScript.Run(ctx, sh.c, []string{sh.keys.Config, sh.keys.Settings, sh.keys.DoneFlag, sh.keys.Stats, sh.keys.Leases}, args...).Int64Slice()
 	switch {
-	case isGone(err):
+	case keyspace.IsGone(err):
 		return 0, ErrGone
 	case err != nil:
 		return 0, fmt.Errorf("frontier: change the settings: %w", err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
@@ -28,14 +29,14 @@ func TestAnExchangeOnOlderSettingsPopsNothing(t *testing.T) {
 				if _, err := f.SetSettings(ctx, 3, map[string]string{"rate": "2"}, frontier.BudgetKept); !errors.Is(err, frontier.ErrSettingsMoved) {
 					t.Fatalf("a change from version 3 of a crawl at 0: %v; want ErrSettingsMoved", err)
 				}
-				if v := s.Client.HGet(ctx, frontier.KeysFor("st").Config, "rate").Val(); v != "" {
+				if v := s.Client.HGet(ctx, keyspace.KeysFor("st").Config, "rate").Val(); v != "" {
 					t.Fatalf("a refused change wrote rate %q", v)
 				}
 				v, err := f.SetSettings(ctx, 0, map[string]string{"rate": "2", "burst": "3"}, frontier.BudgetKept)
 				if err != nil || v != 1 {
 					t.Fatalf("SetSettings = %d, %v; want version 1", v, err)
 				}
-				got := s.Client.HMGet(ctx, frontier.KeysFor("st").Config, "rate", "burst", frontier.VersionField).Val()
+				got := s.Client.HMGet(ctx, keyspace.KeysFor("st").Config, "rate", "burst", frontier.VersionField).Val()
 				if fmt.Sprint(got) != "[2 3 1]" {
 					t.Fatalf("settings hash: rate, burst, version = %v; want [2 3 1]", got)
 				}
@@ -112,7 +113,7 @@ func TestALateURLOnOlderSettingsGoesBack(t *testing.T) {
 		if len(x.Again) != 0 || x.Info.Settings != 1 {
 			t.Fatalf("again %d, settings %d; want the late URL given back and version 1 said", len(x.Again), x.Info.Settings)
 		}
-		if n := s.Client.ZCard(ctx, frontier.KeysFor("t").Leases).Val(); n != 0 {
+		if n := s.Client.ZCard(ctx, keyspace.KeysFor("t").Leases).Val(); n != 0 {
 			t.Fatalf("%d leases held; want the late one given back", n)
 		}
 	})
@@ -125,13 +126,13 @@ func TestALateURLOnOlderSettingsGoesBack(t *testing.T) {
 func TestARaisedBudgetReopensTheCrawl(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
-		s.Client.HSet(ctx, frontier.KeysFor("rb").Config, "scope", "host")
+		s.Client.HSet(ctx, keyspace.KeysFor("rb").Config, "scope", "host")
 		f, err := frontier.Create(ctx, s.Client, "rb", frontier.Options{Shards: 2}, dedup.Params{Capacity: 1000, FPRate: 0.01})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i := range 2 {
-			k := frontier.KeysForShard("rb", i)
+			k := keyspace.KeysForShard("rb", i)
 			s.Client.Set(ctx, k.DoneFlag, "1", 0)
 			s.Client.HSet(ctx, k.Stats, "end_scan", "done")
 		}
@@ -139,16 +140,16 @@ func TestARaisedBudgetReopensTheCrawl(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range 2 {
-			k := frontier.KeysForShard("rb", i)
+			k := keyspace.KeysForShard("rb", i)
 			if s.Client.Exists(ctx, k.DoneFlag).Val() != 0 || s.Client.HExists(ctx, k.Stats, "end_scan").Val() {
 				t.Fatalf("shard %d still ended after the budget was raised", i)
 			}
 		}
-		s.Client.HSet(ctx, frontier.KeysFor("rb").Config, frontier.InstanceField, "another")
+		s.Client.HSet(ctx, keyspace.KeysFor("rb").Config, frontier.InstanceField, "another")
 		if _, err := f.SetSettings(ctx, 1, map[string]string{"max_pages": "30"}, frontier.BudgetRaised); !errors.Is(err, frontier.ErrGone) {
 			t.Fatalf("a change of a crawl made anew: %v; want ErrGone", err)
 		}
-		if v := s.Client.HGet(ctx, frontier.KeysFor("rb").Config, "max_pages").Val(); v != "20" {
+		if v := s.Client.HGet(ctx, keyspace.KeysFor("rb").Config, "max_pages").Val(); v != "20" {
 			t.Fatalf("max_pages %q after a refused change; want 20", v)
 		}
 	})
@@ -159,7 +160,7 @@ func TestARaisedBudgetReopensTheCrawl(t *testing.T) {
 func sixHosts(t *testing.T, s *redistest.Server, name string, shards int) *frontier.Frontier {
 	t.Helper()
 	ctx := context.Background()
-	s.Client.HSet(ctx, frontier.KeysFor(name).Config, "scope", "host")
+	s.Client.HSet(ctx, keyspace.KeysFor(name).Config, "scope", "host")
 	f, err := frontier.Create(ctx, s.Client, name, frontier.Options{Shards: shards}, dedup.Params{Capacity: 1000, FPRate: 0.01})
 	if err != nil {
 		t.Fatal(err)

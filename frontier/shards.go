@@ -4,25 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"sort"
 	"time"
 
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redis/go-redis/v9"
 )
 
-// ShardOf is the shard of host among n.
-func ShardOf(host string, n int) int {
-	if n <= 1 {
-		return 0
-	}
-	h := fnv.New32a()
-	h.Write([]byte(host))
-	return int(h.Sum32() % uint32(n))
-}
-
 // Home is the shard of a lease: where it must end.
-func (f *store) Home(l *Lease) int { return ShardOf(l.Host, len(f.fs)) }
+func (f *store) Home(l *Lease) int { return keyspace.ShardOf(l.Host, len(f.fs)) }
 
 // Wakes are the shards' wake channels.
 func (f *Frontier) Wakes() []string {
@@ -143,7 +133,7 @@ func (f *Frontier) enqueue(ctx context.Context, items []Item, fn func(*shard, co
 		if err != nil {
 			return nil, err
 		}
-		sh := ShardOf(host, len(f.fs))
+		sh := keyspace.ShardOf(host, len(f.fs))
 		by[sh], at[sh] = append(by[sh], it), append(at[sh], i)
 	}
 	out := make([]bool, len(items))
@@ -164,5 +154,5 @@ func (f *Frontier) enqueue(ctx context.Context, items []Item, fn func(*shard, co
 
 // SetDelay is shard.SetHostDelay in host's shard.
 func (f Hosts) SetDelay(ctx context.Context, host string, delay time.Duration, back *Lease) (bool, error) {
-	return f.fs[ShardOf(host, len(f.fs))].SetHostDelay(ctx, host, delay, back)
+	return f.fs[keyspace.ShardOf(host, len(f.fs))].SetHostDelay(ctx, host, delay, back)
 }

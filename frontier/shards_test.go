@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/dedup"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -18,7 +19,7 @@ import (
 func openShards(t *testing.T, c redis.UniversalClient, name string, n int, budget int64) *Frontier {
 	t.Helper()
 	ctx := context.Background()
-	if err := c.HSet(ctx, KeysFor(name).Config, "scope", "host").Err(); err != nil {
+	if err := c.HSet(ctx, keyspace.KeysFor(name).Config, "scope", "host").Err(); err != nil {
 		t.Fatal(err)
 	}
 	f, err := Create(ctx, c, name, Options{Shards: n, Policy: Policy{PageBudget: budget}}, dedup.Params{Capacity: 10000 * int64(n), FPRate: 0.001})
@@ -160,7 +161,7 @@ func TestShardsKeepThePageBudgetExactly(t *testing.T) {
 		sh := openShards(t, c, "sh", 3, budget)
 		per := map[int]int{}
 		for h := 0; h < graphHosts; h++ {
-			per[ShardOf(fmt.Sprintf("h%d.example", h), 3)]++
+			per[keyspace.ShardOf(fmt.Sprintf("h%d.example", h), 3)]++
 		}
 		fetched, _ := crawlGraph(t, c, sh, budget)
 		if len(fetched) != budget {
@@ -191,7 +192,7 @@ func TestShardsForgetWhenAShardPoppedFromLostWrites(t *testing.T) {
 		sh := openShards(t, c, "fg", 3, 0)
 		sh.now = func() time.Time { return time.Unix(1_800_000_000, 0) }
 		hostA, hostB := twoShardHosts(3)
-		a, b := ShardOf(hostA, 3), ShardOf(hostB, 3)
+		a, b := keyspace.ShardOf(hostA, 3), keyspace.ShardOf(hostB, 3)
 		if _, err := sh.Enqueue(ctx, []Item{{URL: "http://" + hostA + "/1"}, {URL: "http://" + hostB + "/1"}}); err != nil {
 			t.Fatal(err)
 		}
@@ -210,7 +211,7 @@ func TestShardsForgetWhenAShardPoppedFromLostWrites(t *testing.T) {
 		if leaseA == nil {
 			t.Fatal("never popped the URL of shard A")
 		}
-		counters := c.Keys(ctx, KeysForShard("fg", b).Counters+"*").Val()
+		counters := c.Keys(ctx, keyspace.KeysForShard("fg", b).Counters+"*").Val()
 		if len(counters) != 1 {
 			t.Fatalf("shard B's exchange counters: %v", counters)
 		}
@@ -226,7 +227,7 @@ func TestShardsForgetWhenAShardPoppedFromLostWrites(t *testing.T) {
 		if err != nil || !x.Forget || len(x.Held) != 1 || !x.Held[0] {
 			t.Fatalf("exchange: %+v, %v; want the page held and Forget", x, err)
 		}
-		if n := c.XLen(ctx, KeysForShard("fg", a).Results).Val(); n != 1 {
+		if n := c.XLen(ctx, keyspace.KeysForShard("fg", a).Results).Val(); n != 1 {
 			t.Fatalf("shard A recorded %d pages; want 1", n)
 		}
 		if x, err = sh.Exchange(ctx, nil, nil, 1); err != nil || len(x.Popped) != 1 || x.Popped[0].Host != hostB {
@@ -287,16 +288,16 @@ func TestShardedBudgetEndSetsTheDoneFlagLast(t *testing.T) {
 		c := s.NewClient(t)
 		var deferreds []string
 		for i := 0; i < n; i++ {
-			deferreds = append(deferreds, KeysForShard("ord", i).Deferred)
+			deferreds = append(deferreds, keyspace.KeysForShard("ord", i).Deferred)
 		}
-		c.AddHook(doneOrder{plain: s.Client, done: KeysForShard("ord", 0).DoneFlag, deferreds: deferreds, violated: &violated})
+		c.AddHook(doneOrder{plain: s.Client, done: keyspace.KeysForShard("ord", 0).DoneFlag, deferreds: deferreds, violated: &violated})
 		sh := openShards(t, c, "ord", n, budget)
 		// A host in each shard; the last shard's host gets a retry.
 		hosts := map[int]string{}
 		for i := 0; len(hosts) < n; i++ {
 			h := fmt.Sprintf("h%d.example", i)
-			if _, ok := hosts[ShardOf(h, n)]; !ok {
-				hosts[ShardOf(h, n)] = h
+			if _, ok := hosts[keyspace.ShardOf(h, n)]; !ok {
+				hosts[keyspace.ShardOf(h, n)] = h
 			}
 		}
 		for sn := 0; sn < n; sn++ {
@@ -348,7 +349,7 @@ func TestShardedBudgetEndSetsTheDoneFlagLast(t *testing.T) {
 		if violated {
 			t.Fatal("the crawl's done flag was set while a shard still held a retry without its last record")
 		}
-		last := KeysForShard("ord", ShardOf(hosts[n-1], n)).Results
+		last := keyspace.KeysForShard("ord", keyspace.ShardOf(hosts[n-1], n)).Results
 		found := false
 		for _, m := range s.Client.XRange(ctx, last, "-", "+").Val() {
 			found = found || strings.Contains(fmt.Sprint(m.Values["rec"]), "not retried: the page budget is spent")
@@ -375,8 +376,10 @@ func TestShardsOutboxDeliversWhatADeadWorkerOffered(t *testing.T) {
 		sh := openShards(t, c, "ob", 3, 0)
 		sh.OutboxAge = time.Millisecond
 		hostA, hostB := twoShardHosts(3)
-		a, b := ShardOf(hostA, 3), ShardOf(hostB, 3)
-		results := func(s int) []redis.XMessage { return c.XRange(ctx, KeysForShard("ob", s).Results, "-", "+").Val() }
+		a, b := keyspace.ShardOf(hostA, 3), keyspace.ShardOf(hostB, 3)
+		results := func(s int) []redis.XMessage {
+			return c.XRange(ctx, keyspace.KeysForShard("ob", s).Results, "-", "+").Val()
+		}
 		popA := func(f *Frontier) *Lease {
 			for i := 0; i < 5; i++ {
 				x, err := f.Exchange(ctx, nil, nil, 1)
@@ -416,7 +419,7 @@ func TestShardsOutboxDeliversWhatADeadWorkerOffered(t *testing.T) {
 		if r := results(a); len(r) != 1 || r[0].Values["new_links"] != "1" {
 			t.Fatalf("after the ack, records %v; want the page's, with its one new link", r)
 		}
-		if n := c.HLen(ctx, KeysForShard("ob", a).Outbox).Val(); n != 0 {
+		if n := c.HLen(ctx, keyspace.KeysForShard("ob", a).Outbox).Val(); n != 0 {
 			t.Fatalf("%d outbox entries after the ack; want none", n)
 		}
 
@@ -436,7 +439,7 @@ func TestShardsOutboxDeliversWhatADeadWorkerOffered(t *testing.T) {
 		if err != nil || !x.Held[0] || x.Unasked == nil {
 			t.Fatalf("exchange: %+v, %v; want the page held in shard A and shard B's offer refused", x, err)
 		}
-		queuedB := func() string { return c.HGet(ctx, KeysForShard("ob", b).Lengths, hostB).Val() }
+		queuedB := func() string { return c.HGet(ctx, keyspace.KeysForShard("ob", b).Lengths, hostB).Val() }
 		if queuedB() != "1" { // the live worker's link only
 			t.Fatal("shard B queued the refused offer's link")
 		}
@@ -448,15 +451,15 @@ func TestShardsOutboxDeliversWhatADeadWorkerOffered(t *testing.T) {
 		if sw.CrawlOver {
 			t.Fatal("the crawl was called over with an outbox entry waiting")
 		}
-		for i := 0; i < 100 && c.HLen(ctx, KeysForShard("ob", a).Outbox).Val() > 0; i++ {
+		for i := 0; i < 100 && c.HLen(ctx, keyspace.KeysForShard("ob", a).Outbox).Val() > 0; i++ {
 			if _, err := sh.Schedule(ctx, "crawl:{ob}:leader:epoch", 1, 3, 1000, 0); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if n := c.HLen(ctx, KeysForShard("ob", a).Outbox).Val(); n != 0 {
+		if n := c.HLen(ctx, keyspace.KeysForShard("ob", a).Outbox).Val(); n != 0 {
 			t.Fatalf("%d outbox entries after the sweeps; want the dead worker's delivered", n)
 		}
-		queued := c.LRange(ctx, KeysForShard("ob", b).Queue(hostB), 0, -1).Val()
+		queued := c.LRange(ctx, keyspace.KeysForShard("ob", b).Queue(hostB), 0, -1).Val()
 		if queuedB() != "2" || !strings.Contains(fmt.Sprint(queued), "/dead") {
 			t.Fatalf("shard B's queue %q (%s URLs); want the dead worker's link with the live one's", queued, queuedB())
 		}
@@ -477,7 +480,7 @@ func TestShardsExchangeMoreLinksThanACall(t *testing.T) {
 		ctx := context.Background()
 		sh := openShards(t, c, "big", 2, 0)
 		hostA, hostB := twoShardHosts(2)
-		a := ShardOf(hostA, 2)
+		a := keyspace.ShardOf(hostA, 2)
 		if _, err := sh.Enqueue(ctx, []Item{{URL: "http://" + hostA + "/"}}); err != nil {
 			t.Fatal(err)
 		}
@@ -508,7 +511,7 @@ func TestShardsExchangeMoreLinksThanACall(t *testing.T) {
 		if err := sh.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
-		r := c.XRange(ctx, KeysForShard("big", a).Results, "-", "+").Val()
+		r := c.XRange(ctx, keyspace.KeysForShard("big", a).Results, "-", "+").Val()
 		if len(r) != 1 || r[0].Values["new_links"] != fmt.Sprint(2*n) {
 			t.Fatalf("records %v; want the page's, counting %d new links", r, 2*n)
 		}
@@ -525,7 +528,7 @@ func TestShardsExchangeMoreLinksThanACall(t *testing.T) {
 func twoShardHosts(n int) (string, string) {
 	a := "h0.example"
 	for i := 1; ; i++ {
-		if h := fmt.Sprintf("h%d.example", i); ShardOf(h, n) != ShardOf(a, n) {
+		if h := fmt.Sprintf("h%d.example", i); keyspace.ShardOf(h, n) != keyspace.ShardOf(a, n) {
 			return a, h
 		}
 	}
@@ -602,7 +605,7 @@ func TestQueueingReopensAFinishedCrawl(t *testing.T) {
 				t.Fatal(err)
 			}
 			for sh := 0; sh < n; sh++ {
-				s.Client.Set(ctx, KeysForShard(name, sh).DoneFlag, "1", 0)
+				s.Client.Set(ctx, keyspace.KeysForShard(name, sh).DoneFlag, "1", 0)
 			}
 			calls := redistest.RoundTrips(s.Client)
 			if err := f.Reopen(ctx); err != nil {
@@ -618,7 +621,7 @@ func TestQueueingReopensAFinishedCrawl(t *testing.T) {
 				t.Fatalf("%d shards: Done = %v, %v after a URL was queued; want false", n, done, err)
 			}
 			for sh := 0; sh < n; sh++ {
-				if s.Client.Exists(ctx, KeysForShard(name, sh).DoneFlag).Val() != 0 {
+				if s.Client.Exists(ctx, keyspace.KeysForShard(name, sh).DoneFlag).Val() != 0 {
 					t.Fatalf("%d shards: shard %d still says done with a URL queued", n, sh)
 				}
 			}
@@ -632,7 +635,7 @@ func TestALeasesTimeIsReadOnTheFrontiersClock(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		clock := time.Now()
-		s.Client.HSet(ctx, KeysFor("lc").Config, "scope", "host")
+		s.Client.HSet(ctx, keyspace.KeysFor("lc").Config, "scope", "host")
 		f, err := Create(ctx, s.Client, "lc", Options{Shards: 1, Lease: time.Minute, Clock: func() time.Time { return clock }},
 			dedup.Params{Capacity: 1000, FPRate: 0.01})
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/redcrawl/crawler/dedup"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/script"
 	"github.com/redis/go-redis/v9"
 )
@@ -30,14 +31,14 @@ return redis.call('HGETALL', KEYS[1])`)
 // written once, by its first seeding. Their hash is the first shard's
 // "config", whose existence is the crawl's (ErrGone).
 func StoreConfig(ctx context.Context, c redis.UniversalClient, name string, fields map[string]string) (map[string]string, error) {
-	if err := CheckName(name); err != nil {
+	if err := keyspace.CheckName(name); err != nil {
 		return nil, err
 	}
 	args := make([]any, 0, 2*len(fields))
 	for f, v := range fields {
 		args = append(args, f, v)
 	}
-	res, err := storeConfig.Run(ctx, c, []string{KeysFor(name).Config}, args...).StringSlice()
+	res, err := storeConfig.Run(ctx, c, []string{keyspace.KeysFor(name).Config}, args...).StringSlice()
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +62,7 @@ func NewInstance() string {
 // Instance is the instance id crawl name's config holds now ("" when it
 // has none, or there is no such crawl).
 func Instance(ctx context.Context, c redis.UniversalClient, name string) (string, error) {
-	v, err := c.HGet(ctx, KeysFor(name).Config, InstanceField).Result()
+	v, err := c.HGet(ctx, keyspace.KeysFor(name).Config, InstanceField).Result()
 	if errors.Is(err, redis.Nil) {
 		return "", nil
 	}
@@ -71,10 +72,10 @@ func Instance(ctx context.Context, c redis.UniversalClient, name string) (string
 // ReadConfig reads crawl name's settings: empty when there is no such
 // crawl.
 func ReadConfig(ctx context.Context, c redis.UniversalClient, name string) (map[string]string, error) {
-	if err := CheckName(name); err != nil {
+	if err := keyspace.CheckName(name); err != nil {
 		return nil, err
 	}
-	return c.HGetAll(ctx, KeysFor(name).Config).Result()
+	return c.HGetAll(ctx, keyspace.KeysFor(name).Config).Result()
 }
 
 // Add records hosts as the seeds' (the crawl's scope).
@@ -240,11 +241,11 @@ func (f *Frontier) Withdraw(ctx context.Context) (int, error) {
 // which blocks a busy server), and returns how many. It does not stop
 // workers: Withdraw first, and wait for them to go.
 func Delete(ctx context.Context, c redis.UniversalClient, name string) (int, error) {
-	if err := CheckName(name); err != nil {
+	if err := keyspace.CheckName(name); err != nil {
 		return 0, err
 	}
 	deleted := 0
-	for _, pattern := range patterns(name) {
+	for _, pattern := range keyspace.Patterns(name) {
 		err := scanKeys(ctx, c, pattern, func(keys []string) error {
 			n, err := unlink(ctx, c, keys)
 			deleted += n

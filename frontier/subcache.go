@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -49,7 +50,7 @@ type Sub struct {
 }
 
 // subKey is url's slot among its kind's.
-func (k Keys) subKey(url string, kind SubKind) string {
+func subKey(k keyspace.Keys, url string, kind SubKind) string {
 	h := fnv.New32a()
 	h.Write([]byte(url))
 	if kind == SubData {
@@ -62,7 +63,7 @@ func (k Keys) subKey(url string, kind SubKind) string {
 // when its slot holds none, or another URL's.
 func (f Rendering) GetSub(ctx context.Context, url string, kind SubKind) (Sub, bool, error) {
 	sh := f.fs[0]
-	b, err := sh.c.Get(ctx, sh.keys.subKey(url, kind)).Bytes()
+	b, err := sh.c.Get(ctx, subKey(sh.keys, url, kind)).Bytes()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return Sub{}, false, nil
@@ -95,7 +96,7 @@ func (f Rendering) PutSub(ctx context.Context, url string, kind SubKind, s Sub) 
 	fmt.Fprintf(&b, "%s\n%d\n%s\n%s\n", url, s.Status, s.ContentType, s.Location)
 	b.Write(s.Body)
 	sh := f.fs[0]
-	if err := sh.c.Set(ctx, sh.keys.subKey(url, kind), b.Bytes(), SubKeep).Err(); err != nil {
+	if err := sh.c.Set(ctx, subKey(sh.keys, url, kind), b.Bytes(), SubKeep).Err(); err != nil {
 		return false, fmt.Errorf("frontier: subresource cache: %w", err)
 	}
 	return true, nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
@@ -71,7 +72,7 @@ func TestTheSubresourceCacheIsSharedAndBounded(t *testing.T) {
 				}
 			}
 		}
-		keys := s.Client.Keys(ctx, frontier.KeysFor("ln").Subs+"*").Val()
+		keys := s.Client.Keys(ctx, keyspace.KeysFor("ln").Subs+"*").Val()
 		if slots := frontier.SubAssetSlots + frontier.SubDataSlots; len(keys) > slots || hits > frontier.SubAssetSlots || hits == 0 {
 			t.Fatalf("%d keys, %d hits of %d URLs; want at most %d keys, %d hits, and some", len(keys), hits, n, slots, frontier.SubAssetSlots)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/fence"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -111,10 +112,10 @@ func (a scheduleArgs) encode() string {
 
 func (f *shard) readSchedule(ctx context.Context, p *fence.Pending) (Sweep, error) {
 	res, err := p.Result(ctx, f.c)
-	if isGone(err) {
+	if keyspace.IsGone(err) {
 		return Sweep{}, ErrGone
 	}
-	if se := scriptError("sweep", err); se != nil {
+	if se := keyspace.ScriptErr("sweep", err); se != nil {
 		return Sweep{}, se
 	}
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/politeness"
 )
 
@@ -38,7 +39,7 @@ func (e *NoTokenError) Error() string {
 // *NoTokenError. The host's next pop waits for the token as it would for
 // one a pop took.
 func (f Rendering) TakeToken(ctx context.Context, host string, horizon time.Duration) (Token, error) {
-	sh := f.fs[ShardOf(host, len(f.fs))]
+	sh := f.fs[keyspace.ShardOf(host, len(f.fs))]
 	p := f.PolicyNow()
 	k := sh.keys
 	sent := f.o.now()
@@ -46,7 +47,7 @@ func (f Rendering) TakeToken(ctx context.Context, host string, horizon time.Dura
 		f.o.Instance, host, strconv.FormatFloat(p.HostRate, 'f', -1, 64), max(p.HostBurst, 1),
 		politeness.LeastWindow.Milliseconds(), horizon.Milliseconds(), boolArg(p.PerAddress), sh.index, sh.shards).Int64Slice()
 	switch {
-	case isGone(err):
+	case keyspace.IsGone(err):
 		return Token{}, ErrGone
 	case err != nil:
 		return Token{}, fmt.Errorf("frontier: host %s: token: %w", host, err)

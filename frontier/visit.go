@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -19,7 +20,7 @@ import (
 //
 // The exchange that ends a fetched URL's lease writes, in the same atomic
 // step as its record, the URL's Visit into the due set of its host's
-// shard (Keys.Due), scored by when it is next due. The scheduler's sweep,
+// shard (keyspace.Keys.Due), scored by when it is next due. The scheduler's sweep,
 // under its fence, moves due URLs back to the front of their hosts'
 // queues as items that carry their Visit (Item.V): in a continuous crawl
 // those due now, after `crawler recrawl` those due by the recrawl's time
@@ -157,7 +158,7 @@ func (f Visits) Recrawl(ctx context.Context, all bool) (int64, error) {
 			// A call marks at most a batch due, so that a big crawl does not
 			// hold Redis for long; it answers how many more are left.
 			r, err := recrawlScript.Run(ctx, f.c, []string{sh.keys.Due, sh.keys.Stats, sh.keys.DoneFlag, sh.keys.Config}, mode, ms, 1000).Int64Slice()
-			if isGone(err) {
+			if keyspace.IsGone(err) {
 				return 0, ErrGone
 			}
 			if err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
@@ -73,7 +74,7 @@ func TestARecrawlHandsBackWhatWasFetchedWithItsVisit(t *testing.T) {
 			t.Fatal("the recrawl did not end once its URL was fetched")
 		}
 		// The visit it was fetched with is gone; the new one is the only one.
-		if m := s.Client.ZRange(ctx, frontier.KeysFor("t").Due, 0, -1).Val(); len(m) != 1 || m[0] != "a\nh3 /x\n\"v2\"\t\t\t\t\t5040" {
+		if m := s.Client.ZRange(ctx, keyspace.KeysFor("t").Due, 0, -1).Val(); len(m) != 1 || m[0] != "a\nh3 /x\n\"v2\"\t\t\t\t\t5040" {
 			t.Fatalf("due set %q; want the new visit alone", m)
 		}
 	})

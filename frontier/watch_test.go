@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redis/go-redis/v9"
 	"pgregory.net/rapid"
@@ -22,7 +23,7 @@ func TestPausedHostsSayHowLongAndWhy(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		e := setup(t, s)
-		pauses := frontier.KeysFor("t").Pauses
+		pauses := keyspace.KeysFor("t").Pauses
 		s.Client.ZAdd(ctx, pauses, redis.Z{Score: 1, Member: "ended.example"}) // a pause that ended in 1970
 		if _, err := e.f.Hosts.Pause(ctx, "a", time.Hour, "a 429"); err != nil {
 			t.Fatal(err)
@@ -168,12 +169,12 @@ func TestWorkersNowSayWhatTheirLastHeartbeatSaid(t *testing.T) {
 		if err := e.f.Registry.Deregister(ctx, "w1"); err != nil {
 			t.Fatal(err)
 		}
-		info := frontier.KeysFor("t").WorkerInfo
+		info := keyspace.KeysFor("t").WorkerInfo
 		if s.Client.HExists(ctx, info, "w1").Val() {
 			t.Error("w1's note outlived its deregistration")
 		}
 		// w3 stopped long ago: the sweep forgets it, and its note.
-		s.Client.ZAdd(ctx, frontier.KeysFor("t").Workers, redis.Z{Score: 1, Member: "w3"})
+		s.Client.ZAdd(ctx, keyspace.KeysFor("t").Workers, redis.Z{Score: 1, Member: "w3"})
 		e.sweep(t, 3, 0)
 		if s.Client.HExists(ctx, info, "w3").Val() {
 			t.Error("the sweep forgot w3 but kept its note")
@@ -222,7 +223,7 @@ func TestLengthsCountEachHostsQueue(t *testing.T) {
 			checkLengths(t, s, "t")
 		}
 		// What the test says it went through, it did.
-		dropped, _ := s.Client.HGet(context.Background(), frontier.KeysFor("t").Stats, "skipped_links:max_pages_per_host").Int64()
+		dropped, _ := s.Client.HGet(context.Background(), keyspace.KeysFor("t").Stats, "skipped_links:max_pages_per_host").Int64()
 		if rounds < 4 || given == 0 || dropped == 0 {
 			t.Fatalf("%d rounds of pops, %d leases given back, %d URLs dropped past a host's cap; want 4 or more, and some of each", rounds, given, dropped)
 		}
@@ -233,7 +234,7 @@ func TestLengthsCountEachHostsQueue(t *testing.T) {
 func checkLengths(t *testing.T, s *redistest.Server, name string) {
 	t.Helper()
 	ctx := context.Background()
-	k := frontier.KeysFor(name)
+	k := keyspace.KeysFor(name)
 	lengths := s.Client.HGetAll(ctx, k.Lengths).Val()
 	queues := s.Client.Keys(ctx, k.Queues+"*").Val() // a test's few keys
 	seen := map[string]bool{}

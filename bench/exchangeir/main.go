@@ -36,6 +36,7 @@ import (
 
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -201,7 +202,7 @@ func count(w workload, n int, server, dir string) (int64, int, error) {
 // exchanges seeds the frontier, runs 20 exchanges to warm up and then n,
 // and returns the pages those n ended.
 func exchanges(ctx context.Context, c *redis.Client, w workload, n int) (int, error) {
-	c.HSet(ctx, frontier.KeysFor("b").Config, "scope", "host") // the crawl exists
+	c.HSet(ctx, keyspace.KeysFor("b").Config, "scope", "host") // the crawl exists
 	f, err := frontier.Create(ctx, c, "b", frontier.Options{Shards: 1, Policy: frontier.Policy{HostRate: w.rate, HostBurst: 1, HostPageCap: w.hostCap}},
 		dedup.Params{Capacity: 1_000_000, FPRate: 0.001})
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/testsite"
 	"github.com/redcrawl/crawler/redisconn"
@@ -172,7 +173,7 @@ func TestSentinelFindsTheMaster(t *testing.T) {
 	if out, _, err := run(t, "--redis", url, "--crawl", "ha", "status"); err != nil || !strings.Contains(out, "1 queued") {
 		t.Fatalf("status through the sentinel: %v\n%s", err, out)
 	}
-	if master.Client.Exists(context.Background(), frontier.KeysFor("ha").Config).Val() != 1 {
+	if master.Client.Exists(context.Background(), keyspace.KeysFor("ha").Config).Val() != 1 {
 		t.Fatal("the crawl's settings are not on the master the sentinel names")
 	}
 }
@@ -534,7 +535,7 @@ func TestDemoLeavesTheUsersCrawlAlone(t *testing.T) {
 func TestCrawlThatFetchesNothingFails(t *testing.T) {
 	t.Chdir(t.TempDir())
 	shards := 2 // the reasons are read from the seed's shard, not only the first
-	for frontier.ShardOf("127.0.0.1:9", shards) == 0 {
+	for keyspace.ShardOf("127.0.0.1:9", shards) == 0 {
 		shards++
 	}
 	_, errOut, err := run(t, "--crawl", "nothing", "crawl", "--rate", "inf", "--shards", fmt.Sprint(shards), "http://127.0.0.1:9/")
@@ -600,7 +601,7 @@ func TestMetricsEndpoints(t *testing.T) {
 	if code, _ := get("/debug/pprof/"); code != 200 {
 		t.Fatalf("/debug/pprof/ = %d", code)
 	}
-	c.Del(context.Background(), frontier.KeysFor("default").Config) // the crawl is gone
+	c.Del(context.Background(), keyspace.KeysFor("default").Config) // the crawl is gone
 	if code, body := get("/healthz"); code != 503 || !strings.Contains(body, "gone") {
 		t.Fatalf("/healthz = %d %q with the crawl gone", code, body)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/crawl/settings"
-	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -21,7 +21,7 @@ func fitsRedis(ctx context.Context, c redis.UniversalClient, name string, s sett
 	need := s.Bloom().FirstLayerBytes()
 	node := redis.Cmdable(c)
 	if cc, ok := c.(*redis.ClusterClient); ok {
-		m, err := cc.MasterForKey(ctx, frontier.KeysFor(name).Config)
+		m, err := cc.MasterForKey(ctx, keyspace.KeysFor(name).Config)
 		if err != nil {
 			return nil // the seed's own calls will say what is wrong
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -59,7 +60,7 @@ func shellWord(v string) string {
 
 // Load reads the crawl's settings.
 func Load(ctx context.Context, c redis.UniversalClient, name string) (Settings, error) {
-	if err := frontier.CheckName(name); err != nil {
+	if err := keyspace.CheckName(name); err != nil {
 		return Settings{}, err
 	}
 	m, err := frontier.ReadConfig(ctx, c, name)

@@ -10,5 +10,5 @@
 // of them share (numbers, the clock, entries, the guards). Nothing here is
 // a script Redis runs alone: frontier's scripts (enqueue, the exchange and
 // its handout, the sweep, a host's rules) are made of these. The key names
-// are frontier.Keys.
+// are keyspace.Keys.
 package queue

@@ -1,5 +1,5 @@
 // Package records reads what a crawl found: each shard keeps a stream of
-// the records of its pages (frontier.Keys.Results), capped at its share
+// the records of its pages (keyspace.Keys.Results), capped at its share
 // of frontier.ResultsKept, and counts every record it adds (its stats
 // field "records"), so that what the count exceeds the records read is
 // what trimming dropped before anyone read it. The exchange (exchange.lua)

@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Streams are a crawl's results streams (frontier.Keys.Results, one a
+// Streams are a crawl's results streams (keyspace.Keys.Results, one a
 // shard), which its exchanges write: Frontier.Records.
 type Streams struct {
 	c      redis.UniversalClient

@@ -1,4 +1,4 @@
-package frontier
+package keyspace
 
 import (
 	"errors"
@@ -19,7 +19,7 @@ func (e *ScriptError) Error() string {
 }
 func (e *ScriptError) Unwrap() error { return ErrScript }
 
-// scriptError is err as an ErrScript when it is one, else nil: a
+// ScriptErr is err as an ErrScript when it is one, else nil: a
 // script's own refusal (an error reply beginning CORRUPT or NOPERM), or a
 // script that failed running, on an error of its own or of a command it
 // called (Redis 7 says where: "… script: SHA, on @user_script:LINE."; before
@@ -27,7 +27,7 @@ func (e *ScriptError) Unwrap() error { return ErrScript }
 // wrong kind: WRONGTYPE). A command's error that says Redis is busy or away
 // for now keeps its own code (OOM, BUSY, READONLY, LOADING …) and is not
 // one: those are tried again.
-func scriptError(script string, err error) error {
+func ScriptErr(script string, err error) error {
 	var reply redis.Error
 	if !errors.As(err, &reply) {
 		return nil

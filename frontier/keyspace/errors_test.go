@@ -1,4 +1,4 @@
-package frontier
+package keyspace
 
 import (
 	"errors"
@@ -32,12 +32,12 @@ func TestScriptErrorsAreToldFromRedisAwayForNow(t *testing.T) {
 		"GONE the crawl is gone from Redis":                                                                                 false,
 		"ERR max number of clients reached":                                                                                 false,
 	} {
-		err := scriptError("exchange", replyErr(msg))
+		err := ScriptErr("exchange", replyErr(msg))
 		if (err != nil) != fatal || fatal && !errors.Is(err, ErrScript) {
 			t.Errorf("%q: %v; want fatal %v", msg, err, fatal)
 		}
 	}
-	if scriptError("exchange", errors.New("dial tcp: connection refused")) != nil {
+	if ScriptErr("exchange", errors.New("dial tcp: connection refused")) != nil {
 		t.Error("a connection error is not a script's")
 	}
 }
