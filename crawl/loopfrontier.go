@@ -5,6 +5,7 @@ import (
 
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/frontier/events"
+	"github.com/redcrawl/crawler/frontier/rendering"
 )
 
 // loopFrontier is the frontier as a fetch loop uses it, beside what its
@@ -15,7 +16,7 @@ type loopFrontier struct {
 	hosts   frontier.Hosts
 	digests frontier.Digests
 	events  events.Log
-	render  frontier.Rendering
+	render  rendering.Shared
 	enqueue func(context.Context, []frontier.Item) ([]bool, error)
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/rendering"
 	"github.com/redcrawl/crawler/render"
 )
 
@@ -139,7 +140,7 @@ func (pl *fetchLoops) renderPage(ctx context.Context, l *frontier.Lease, u *url.
 // token, a sample, a lane, a prefix's verdict): counted, so that what a
 // rendered page costs Redis beyond its plain fetch is known
 // (Counters.RenderCalls, bench/render.sh).
-func (pl *fetchLoops) renderCall() frontier.Rendering {
+func (pl *fetchLoops) renderCall() rendering.Shared {
 	pl.counters.RenderCalls.Add(1)
 	return pl.lf.render
 }

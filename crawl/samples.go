@@ -12,6 +12,7 @@ import (
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/rendering"
 	"github.com/redcrawl/crawler/internal/bounded"
 	"github.com/redcrawl/crawler/render"
 )
@@ -40,12 +41,12 @@ func (pl *fetchLoops) offerSample(ctx context.Context, lv *live, item frontier.I
 		r.Status < 200 || r.Status >= 300 || pl.sampled.Has(u.Host) {
 		return
 	}
-	queued, verdict, err := pl.renderCall().OfferSample(ctx, frontier.Sample{URL: item.URL, Host: u.Host, Depth: item.Depth, Parent: item.Parent},
+	queued, verdict, err := pl.renderCall().OfferSample(ctx, rendering.Sample{URL: item.URL, Host: u.Host, Depth: item.Depth, Parent: item.Parent},
 		samplesReserve, samplesWaiting)
 	switch {
 	case err != nil:
 		pl.log.Warn("offering a sample of a host to the render workers failed", "host", u.Host, "err", err)
-	case verdict == frontier.VerdictPlain || !queued && verdict == frontier.VerdictLearning:
+	case verdict == rendering.VerdictPlain || !queued && verdict == rendering.VerdictLearning:
 		pl.sampled.Add(u.Host) // no more of it: it needs no browser, or has its reserve
 	case !queued:
 		pl.log.Warn("a page of a host that needs a browser was fetched plainly, and too many samples wait to render it: "+
@@ -68,7 +69,7 @@ func (pl *fetchLoops) sampleLoop(ctx context.Context) {
 			sleep(ctx, time.Second)
 		case !ok:
 			sleep(ctx, 250*time.Millisecond)
-		case verdict == frontier.VerdictPlain: // learnt since it was offered: nothing to render
+		case verdict == rendering.VerdictPlain: // learnt since it was offered: nothing to render
 			pl.tell(ctx, s, raw, false, nil)
 		default:
 			pl.sample(ctx, s, raw)
@@ -80,7 +81,7 @@ func (pl *fetchLoops) sampleLoop(ctx context.Context) {
 // HTML's: found, rendering found links the plain fetch missed (one, and
 // a tenth more than the plain page had). A host found to need a browser
 // goes to the render lane, and the links its samples found are queued.
-func (pl *fetchLoops) sample(ctx context.Context, s frontier.Sample, raw string) {
+func (pl *fetchLoops) sample(ctx context.Context, s rendering.Sample, raw string) {
 	lv := pl.cur.Load()
 	u, err := url.Parse(s.URL)
 	if err != nil {
@@ -157,18 +158,18 @@ func (pl *fetchLoops) byPrefix(ctx context.Context, lv *live, u *url.URL) (rende
 	}
 	key := u.Host + " " + pathPrefix(u)
 	if v, ok := pl.prefixes.get(key); ok {
-		return v == frontier.VerdictRender, false
+		return v == rendering.VerdictRender, false
 	}
 	v, err := pl.renderCall().PrefixVerdict(ctx, u.Host, pathPrefix(u))
 	switch {
 	case err != nil:
 		pl.log.Warn("reading what a path prefix taught failed: the page is rendered", "url", u.String(), "err", err)
 		return true, false
-	case v == frontier.VerdictLearning:
+	case v == rendering.VerdictLearning:
 		return true, true
 	}
 	pl.prefixes.put(key, v)
-	return v == frontier.VerdictRender, false
+	return v == rendering.VerdictRender, false
 }
 
 // learnPrefix tells what rendering a page of a prefix still learnt found.
@@ -178,7 +179,7 @@ func (pl *fetchLoops) learnPrefix(ctx context.Context, lv *live, u *url.URL, ite
 	switch {
 	case err != nil:
 		pl.log.Warn("telling what a page taught of its path prefix failed", "url", u.String(), "err", err)
-	case v == frontier.VerdictPlain:
+	case v == rendering.VerdictPlain:
 		pl.log.Info("a path prefix of a host that needs a browser does not: its pages are fetched plainly", "host", u.Host,
 			"prefix", pathPrefix(u))
 	}
@@ -209,7 +210,7 @@ func (v *verdicts) put(key, verdict string) {
 
 // sampleDocument fetches a sample's page as a subresource is fetched (it
 // is no popped URL: robots.txt and a token of its own), archived.
-func (pl *fetchLoops) sampleDocument(ctx context.Context, u *url.URL, s frontier.Sample, deadline time.Time) (*archive.Location, *fetch.Result, error) {
+func (pl *fetchLoops) sampleDocument(ctx context.Context, u *url.URL, s rendering.Sample, deadline time.Time) (*archive.Location, *fetch.Result, error) {
 	if v, err := pl.robots.Check(ctx, u); err != nil || !v.Allowed {
 		return nil, nil, fmt.Errorf("robots.txt: %v", err)
 	}
@@ -235,13 +236,13 @@ func (pl *fetchLoops) sampleDocument(ctx context.Context, u *url.URL, s frontier
 
 // tell says what a sample found; a host found to need a browser goes to
 // the render lane, and the links only rendering found are queued.
-func (pl *fetchLoops) tell(ctx context.Context, s frontier.Sample, raw string, found bool, missed []frontier.Item) {
+func (pl *fetchLoops) tell(ctx context.Context, s rendering.Sample, raw string, found bool, missed []frontier.Item) {
 	verdict, err := pl.renderCall().TellSample(ctx, s, raw, found, samplesPerHost)
 	if err != nil {
 		pl.log.Warn("telling a sample failed; its claim lapses and another render worker renders it", "url", s.URL, "err", err)
 		return
 	}
-	if verdict != frontier.VerdictRender {
+	if verdict != rendering.VerdictRender {
 		return
 	}
 	if _, err := pl.renderCall().SetLane(ctx, s.Host, frontier.LaneRender); err != nil {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/archive"
-	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/rendering"
 	"github.com/redcrawl/crawler/render"
 	"golang.org/x/sync/singleflight"
 )
@@ -61,7 +61,7 @@ func (pl *fetchLoops) subresources(page *url.URL, lv *live, deadline time.Time) 
 // sharedSub is key's answer in the crawl's shared cache (another render
 // worker fetched it: frontier.GetSub), kept in this worker's too. A cache
 // that cannot be read is a miss.
-func (pl *fetchLoops) sharedSub(ctx context.Context, key string, kind frontier.SubKind) (*render.Response, bool) {
+func (pl *fetchLoops) sharedSub(ctx context.Context, key string, kind rendering.SubKind) (*render.Response, bool) {
 	s, ok, err := pl.renderCall().GetSub(ctx, key, kind)
 	if err != nil {
 		pl.log.Warn("reading the shared subresource cache failed: fetched instead", "url", key, "err", err)
@@ -81,7 +81,7 @@ func (pl *fetchLoops) sharedSub(ctx context.Context, key string, kind frontier.S
 // robots.txt, a token of its host's bucket (waited for, until the page's
 // deadline), the fetcher (and its address guard), the archive; a 2xx
 // answer is cached, in this worker and in the crawl's shared cache.
-func (pl *fetchLoops) subresource(ctx context.Context, u *url.URL, key string, kind frontier.SubKind, deadline time.Time) (*render.Response, error) {
+func (pl *fetchLoops) subresource(ctx context.Context, u *url.URL, key string, kind rendering.SubKind, deadline time.Time) (*render.Response, error) {
 	if v, err := pl.robots.Check(ctx, u); err != nil {
 		return nil, fmt.Errorf("robots.txt of %s: %w", u.Host, err)
 	} else if !v.Allowed {
@@ -106,7 +106,7 @@ func (pl *fetchLoops) subresource(ctx context.Context, u *url.URL, key string, k
 	resp := &render.Response{Status: res.Status, ContentType: res.ContentType, Body: res.Body, Location: res.Location}
 	if res.Status >= 200 && res.Status < 300 && !res.Truncated {
 		pl.subs.put(key, resp)
-		if _, err := pl.renderCall().PutSub(ctx, key, kind, frontier.Sub{Status: res.Status, ContentType: res.ContentType, Body: res.Body}); err != nil {
+		if _, err := pl.renderCall().PutSub(ctx, key, kind, rendering.Sub{Status: res.Status, ContentType: res.ContentType, Body: res.Body}); err != nil {
 			pl.log.Warn("keeping a subresource in the shared cache failed: other workers fetch it again", "url", key, "err", err)
 		}
 	}
@@ -116,12 +116,12 @@ func (pl *fetchLoops) subresource(ctx context.Context, u *url.URL, key string, k
 // subKind is the shared cache's kind of a subresource of the browser's
 // resource type (Chromium's names): what many pages share, or one page's
 // data.
-func subKind(resourceType string) frontier.SubKind {
+func subKind(resourceType string) rendering.SubKind {
 	switch resourceType {
 	case "Script", "Stylesheet", "Font", "Image", "Media", "TextTrack", "Manifest":
-		return frontier.SubAsset
+		return rendering.SubAsset
 	}
-	return frontier.SubData
+	return rendering.SubData
 }
 
 // token waits for a token of host's bucket, by deadline at the latest.
@@ -132,7 +132,7 @@ func (pl *fetchLoops) token(ctx context.Context, host string, deadline time.Time
 			return fmt.Errorf("no token of %s before the page's end", host)
 		}
 		t, err := pl.renderCall().TakeToken(ctx, host, left)
-		var no *frontier.NoTokenError
+		var no *rendering.NoTokenError
 		switch {
 		case errors.As(err, &no):
 			if no.Retry >= left {

@@ -21,6 +21,7 @@ import (
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/frontier/events"
 	"github.com/redcrawl/crawler/frontier/keyspace"
+	"github.com/redcrawl/crawler/frontier/rendering"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/leader"
 	"github.com/redis/go-redis/v9"
@@ -217,7 +218,7 @@ func TestTheDashboardShowsRendering(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, _, err := fr.Render.OfferSample(ctx, frontier.Sample{URL: "http://app.example.test/", Host: "app.example.test"}, 3, 10); err != nil {
+				if _, _, err := fr.Render.OfferSample(ctx, rendering.Sample{URL: "http://app.example.test/", Host: "app.example.test"}, 3, 10); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -232,7 +233,7 @@ func TestTheDashboardShowsRendering(t *testing.T) {
 					t.Errorf("--render always, no render worker: %+v; want the seed's host queued in the render lane, and said to wait", r)
 				}
 			case settings.RenderAuto:
-				if r == nil || r.LaneQueued != 0 || r.SamplesWaiting != 1 || r.Learned["app.example.test"] != frontier.VerdictLearning {
+				if r == nil || r.LaneQueued != 0 || r.SamplesWaiting != 1 || r.Learned["app.example.test"] != rendering.VerdictLearning {
 					t.Errorf("--render auto, a sample offered: %+v; want it waiting and the host learning", r)
 				}
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/frontier/keyspace"
+	"github.com/redcrawl/crawler/frontier/rendering"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
@@ -349,7 +350,7 @@ func TestATakenTokenTakesItsAddresssToo(t *testing.T) {
 		if x := popN(t, f, 1); len(x.Popped) != 0 {
 			t.Fatalf("popped %v; want nothing: b.test's server gave its token to a.test's subresource", hosts(x.Popped))
 		}
-		var no *frontier.NoTokenError
+		var no *rendering.NoTokenError
 		if _, err := f.Render.TakeToken(ctx, "a.test", time.Second); !errors.As(err, &no) {
 			t.Fatalf("a.test's second token: %v; want none within the hour", err)
 		}

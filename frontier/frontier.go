@@ -174,7 +174,7 @@ func (f *shard) enqueue(ctx context.Context, items []Item, mode string) ([]bool,
 	if err != nil {
 		return nil, err
 	}
-	fresh, err := f.seen.Exec(ctx, enqueueScript, urls, payload, []string{f.keys.Queues, f.keys.Ready, f.keys.Stats, f.keys.Lengths, f.keys.Refill, f.keys.DoneFlag}, []any{mode, flag(f.policy().Depth)})
+	fresh, err := f.seen.Exec(ctx, enqueueScript, urls, payload, []string{f.keys.Queues, f.keys.Ready, f.keys.Stats, f.keys.Lengths, f.keys.Refill, f.keys.DoneFlag}, []any{mode, keyspace.Flag(f.policy().Depth)})
 	if err != nil {
 		return nil, fmt.Errorf("frontier: enqueue: %w", err)
 	}

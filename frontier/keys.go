@@ -29,3 +29,10 @@ func (f *Frontier) PauseChannel() string { return keyspace.Tag(f.name, 0) + "pau
 
 // hostsKey is the set of the seeds' hosts (AddSeedHosts).
 func (f *store) hostsKey() string { return keyspace.Tag(f.name, 0) + "hosts" }
+
+// The lanes a host's URLs are popped in (keyspace.LanePlain): a host of
+// the render lane is popped only by workers with a browser (Options.Lane).
+const (
+	LanePlain  = keyspace.LanePlain
+	LaneRender = keyspace.LaneRender
+)

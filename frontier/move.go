@@ -111,7 +111,7 @@ func (f *shard) requeue(ctx context.Context, items []Item, idx []int, out []bool
 				return err
 			}
 			if _, err := moveScript.Run(ctx, f.c, []string{f.keys.Queues, f.keys.Ready, f.keys.Stats, f.keys.Lengths, f.keys.Refill},
-				at.list, at.el, e, flag(f.policy().Depth)).Int(); err != nil {
+				at.list, at.el, e, keyspace.Flag(f.policy().Depth)).Int(); err != nil {
 				return fmt.Errorf("frontier: requeue %s: %w", url, err)
 			}
 			out[i] = true

@@ -12,6 +12,7 @@ import (
 	"github.com/redcrawl/crawler/frontier/events"
 	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/frontier/records"
+	"github.com/redcrawl/crawler/frontier/rendering"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -55,7 +56,7 @@ type Frontier struct {
 	Hosts Hosts
 	// Render is what rendering shares: the lanes, the samples a crawl
 	// learns from, the subresource cache and the tokens of subresources.
-	Render Rendering
+	Render rendering.Shared
 	// Scope is the seeds' hosts, the crawl's scope.
 	Scope Scope
 
@@ -197,7 +198,15 @@ func New(c redis.UniversalClient, name string, o Options) (*Frontier, error) {
 		streams[i] = records.Shard{Results: sh.keys.Results, Stats: sh.keys.Stats, Cap: sh.resultsCap}
 	}
 	f.Records = records.New(c, streams, f.in)
-	f.Hosts, f.Render, f.Scope = Hosts{f.store}, Rendering{f.store}, Scope{f.store}
+	set := keyspace.Set{Name: name, C: c, Keys: make([]keyspace.Keys, len(f.fs)), Instance: o.Instance, Now: f.now}
+	for i, sh := range f.fs {
+		set.Keys[i] = sh.keys
+	}
+	f.Render = rendering.Shared{Set: set, Pace: func() rendering.Pace {
+		p := f.PolicyNow()
+		return rendering.Pace{HostRate: p.HostRate, HostBurst: p.HostBurst, PerAddress: p.PerAddress}
+	}}
+	f.Hosts, f.Scope = Hosts{f.store}, Scope{f.store}
 	return f, nil
 }
 
@@ -306,9 +315,6 @@ func (o Options) now() time.Time {
 
 // Hosts are the controls and views of single hosts (Frontier.Hosts).
 type Hosts struct{ *store }
-
-// Rendering is what the render workers share (Frontier.Render).
-type Rendering struct{ *store }
 
 // Scope is the seeds' hosts (Frontier.Scope).
 type Scope struct{ *store }

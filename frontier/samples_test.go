@@ -9,6 +9,7 @@ import (
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/frontier/keyspace"
+	"github.com/redcrawl/crawler/frontier/rendering"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/leader"
 	"pgregory.net/rapid"
@@ -31,7 +32,7 @@ func TestSamplesDecideAHostsLane(t *testing.T) {
 			hosts := []string{"a", "b", "c"}
 			offered, told, verdict := map[string]int{}, map[string]int{}, map[string]string{}
 			type claim struct {
-				s   frontier.Sample
+				s   rendering.Sample
 				raw string
 			}
 			var held []claim
@@ -41,15 +42,15 @@ func TestSamplesDecideAHostsLane(t *testing.T) {
 				case 0:
 					h := rapid.SampledFrom(hosts).Draw(rt, "host")
 					seq++
-					q, v, err := f.Render.OfferSample(ctx, frontier.Sample{URL: fmt.Sprintf("http://%s/%d", h, seq), Host: h}, reserve, waitMost)
+					q, v, err := f.Render.OfferSample(ctx, rendering.Sample{URL: fmt.Sprintf("http://%s/%d", h, seq), Host: h}, reserve, waitMost)
 					if err != nil {
 						rt.Fatal(err)
 					}
-					want := waiting < waitMost && (verdict[h] == frontier.VerdictRender || verdict[h] == "" && offered[h] < reserve)
+					want := waiting < waitMost && (verdict[h] == rendering.VerdictRender || verdict[h] == "" && offered[h] < reserve)
 					if q != want {
 						rt.Fatalf("offer of %s queued %v; want %v (offered %d of %d, %d waiting of %d, verdict %q)", h, q, want, offered[h], reserve, waiting, waitMost, verdict[h])
 					}
-					if wantV := verdict[h]; (wantV == "" && v != frontier.VerdictLearning) || (wantV != "" && v != wantV) {
+					if wantV := verdict[h]; (wantV == "" && v != rendering.VerdictLearning) || (wantV != "" && v != wantV) {
 						rt.Fatalf("offer of %s says verdict %q; want %q", h, v, wantV)
 					}
 					if q {
@@ -61,7 +62,7 @@ func TestSamplesDecideAHostsLane(t *testing.T) {
 					if err != nil {
 						rt.Fatal(err)
 					}
-					if want := verdict[s.Host]; ok && (want == "" && v != frontier.VerdictLearning || want != "" && v != want) {
+					if want := verdict[s.Host]; ok && (want == "" && v != rendering.VerdictLearning || want != "" && v != want) {
 						rt.Fatalf("claim of a sample of %s says verdict %q; want %q", s.Host, v, want)
 					}
 					if ok != (waiting > len(held)) {
@@ -91,13 +92,13 @@ func TestSamplesDecideAHostsLane(t *testing.T) {
 					told[c.s.Host]++
 					h := c.s.Host
 					if verdict[h] == "" && found {
-						verdict[h] = frontier.VerdictRender
+						verdict[h] = rendering.VerdictRender
 					} else if verdict[h] == "" && told[h] >= most {
-						verdict[h] = frontier.VerdictPlain
+						verdict[h] = rendering.VerdictPlain
 					}
 					want := verdict[h]
 					if want == "" {
-						want = frontier.VerdictLearning
+						want = rendering.VerdictLearning
 					}
 					if v != want {
 						rt.Fatalf("tell of %s (found %v, told %d of %d): verdict %q; want %q", h, found, told[h], most, v, want)
@@ -145,7 +146,7 @@ func TestAWaitingSampleHoldsTheCrawlsEnd(t *testing.T) {
 				}
 				return sw
 			}
-			smp := frontier.Sample{URL: "http://a/", Host: "a"}
+			smp := rendering.Sample{URL: "http://a/", Host: "a"}
 			if q, _, err := f.Render.OfferSample(ctx, smp, 2, 10); err != nil || !q {
 				t.Fatalf("offer: %v %v", q, err)
 			}
@@ -187,21 +188,21 @@ func TestAPathPrefixIsLearntByTheRuleOfAHost(t *testing.T) {
 				t.Fatalf("the verdict of %s read back: %q, %v; want %q", prefix, got, err, want)
 			}
 		}
-		if v, err := f.Render.PrefixVerdict(ctx, "a", "/new/"); err != nil || v != frontier.VerdictLearning {
+		if v, err := f.Render.PrefixVerdict(ctx, "a", "/new/"); err != nil || v != rendering.VerdictLearning {
 			t.Fatalf("a prefix no page taught: %q, %v", v, err)
 		}
-		learn("/docs/", false, frontier.VerdictLearning)
-		learn("/docs/", false, frontier.VerdictLearning)
-		learn("/docs/", false, frontier.VerdictPlain)
-		learn("/docs/", true, frontier.VerdictPlain) // final
-		learn("/app/", false, frontier.VerdictLearning)
-		learn("/app/", true, frontier.VerdictRender)
-		learn("/app/", false, frontier.VerdictRender)
+		learn("/docs/", false, rendering.VerdictLearning)
+		learn("/docs/", false, rendering.VerdictLearning)
+		learn("/docs/", false, rendering.VerdictPlain)
+		learn("/docs/", true, rendering.VerdictPlain) // final
+		learn("/app/", false, rendering.VerdictLearning)
+		learn("/app/", true, rendering.VerdictRender)
+		learn("/app/", false, rendering.VerdictRender)
 		learned, _, err := f.Render.LearnedHosts(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if learned["a /docs/"].Verdict != frontier.VerdictPlain || learned["a /app/"].Verdict != frontier.VerdictRender || learned["a"].Verdict != "" {
+		if learned["a /docs/"].Verdict != rendering.VerdictPlain || learned["a /app/"].Verdict != rendering.VerdictRender || learned["a"].Verdict != "" {
 			t.Fatalf("learned %+v; want the two prefixes apart from the host, which no sample taught", learned)
 		}
 	})

@@ -118,10 +118,3 @@ func SettingsMessage(payload string) (int64, bool) {
 	return n, err == nil
 }
 
-// flag is a script's boolean argument.
-func flag(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
-}

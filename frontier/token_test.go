@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/rendering"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/politeness"
 	"pgregory.net/rapid"
@@ -53,7 +54,7 @@ func TestTakeTokenSharesTheHostsBucketWithThePops(t *testing.T) {
 					continue
 				}
 				_, err := plain.Render.TakeToken(ctx, "a", ahead)
-				var no *frontier.NoTokenError
+				var no *rendering.NoTokenError
 				switch {
 				case err == nil:
 					grants++
@@ -89,7 +90,7 @@ func TestATakenTokenIsOneThePopDoesNotHave(t *testing.T) {
 			t.Fatalf("pop after one token taken from a burst of 2: %d URLs, %v; want 1", len(x.Popped), err)
 		}
 		_, err = plain.Render.TakeToken(ctx, "a", 0)
-		var no *frontier.NoTokenError
+		var no *rendering.NoTokenError
 		// Two tokens taken at 0.5/s: the next slot is 4 s on, and its
 		// window (burst 2: early by 2 s) opens 2 s on: ask again then, not
 		// at once (the hint that asked again each millisecond).

@@ -8,6 +8,7 @@ import (
 	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/rendering"
 )
 
 // ReadRender is status's word on rendering (the dashboard's too), for a
@@ -58,10 +59,10 @@ func (rs *RenderStatus) line() string {
 			n[v]++
 		}
 		fmt.Fprintf(&b, "; learnt: %d hosts need a browser, %d do not, %d learning, %d samples waiting",
-			n[frontier.VerdictRender], n[frontier.VerdictPlain], n[frontier.VerdictLearning], rs.SamplesWaiting)
+			n[rendering.VerdictRender], n[rendering.VerdictPlain], n[rendering.VerdictLearning], rs.SamplesWaiting)
 		plain := 0
 		for _, v := range rs.Prefixes {
-			if v == frontier.VerdictPlain {
+			if v == rendering.VerdictPlain {
 				plain++
 			}
 		}

@@ -87,3 +87,11 @@ func IsGone(err error) bool {
 	var reply redis.Error
 	return errors.As(err, &reply) && strings.HasPrefix(reply.Error(), "GONE")
 }
+
+// Flag is a boolean as a script's argument: "1" or "0".
+func Flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}

@@ -1,4 +1,4 @@
-package frontier
+package rendering
 
 import (
 	"context"
@@ -9,40 +9,32 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The lanes a host's URLs are popped in (queue.lua's lanes): a host of the
-// render lane is popped only by workers with a browser (Options.Lane), and
-// its tokens are the same whichever lane takes them.
-const (
-	LanePlain  = keyspace.LanePlain
-	LaneRender = keyspace.LaneRender
-)
-
 var (
 	laneScript = lua.Script("lane")
 )
 
-// SetLane puts host in lane (LanePlain or LaneRender) from its shard's
+// SetLane puts host in lane (keyspace.LanePlain or LaneRender) from its shard's
 // next pop on; a host queued moves with its tat. It reports whether the
 // host moved between ready sets (false: it had nothing queued, or was in
 // that lane already).
-func (f Rendering) SetLane(ctx context.Context, host, lane string) (bool, error) {
+func (f Shared) SetLane(ctx context.Context, host, lane string) (bool, error) {
 	if err := checkLane(lane); err != nil {
 		return false, err
 	}
-	sh := f.fs[keyspace.ShardOf(host, len(f.fs))]
-	n, err := sh.lane(ctx, host, lane)
+	_, k := f.For(host)
+	n, err := f.lane(ctx, k, host, lane)
 	return n > 0, err
 }
 
 // SetDefaultLane sets the lane of every host that has none of its own
 // (SetLane), in every shard: hosts queued move. One step a shard over all
 // its queued hosts: meant for a crawl's seeding (seed --render always).
-func (f Rendering) SetDefaultLane(ctx context.Context, lane string) error {
+func (f Shared) SetDefaultLane(ctx context.Context, lane string) error {
 	if err := checkLane(lane); err != nil {
 		return err
 	}
-	for _, sh := range f.fs {
-		if _, err := sh.lane(ctx, "*", lane); err != nil {
+	for _, k := range f.Keys {
+		if _, err := f.lane(ctx, k, "*", lane); err != nil {
 			return err
 		}
 	}
@@ -56,11 +48,11 @@ func checkLane(lane string) error {
 	return nil
 }
 
-func (sh *shard) lane(ctx context.Context, host, lane string) (int64, error) {
-	n, err := laneScript.Run(ctx, sh.c, []string{sh.keys.Config, sh.keys.Queues, sh.keys.Ready}, sh.o.Instance, host, lane).Int64()
+func (f Shared) lane(ctx context.Context, k keyspace.Keys, host, lane string) (int64, error) {
+	n, err := laneScript.Run(ctx, f.C, []string{k.Config, k.Queues, k.Ready}, f.Instance, host, lane).Int64()
 	switch {
 	case keyspace.IsGone(err):
-		return 0, ErrGone
+		return 0, keyspace.ErrGone
 	case err != nil:
 		return 0, fmt.Errorf("frontier: host %s: lane: %w", host, err)
 	}
@@ -76,16 +68,16 @@ type Lanes struct {
 }
 
 // Lanes reads the lanes of every shard.
-func (f Rendering) Lanes(ctx context.Context) (Lanes, error) {
+func (f Shared) Lanes(ctx context.Context) (Lanes, error) {
 	out := Lanes{Default: keyspace.LanePlain, Hosts: map[string]string{}, Ready: map[string]int64{}}
 	type reads struct {
 		all           *redis.MapStringStringCmd
 		plain, render *redis.IntCmd
 	}
-	rs := make([]reads, len(f.fs))
-	_, err := f.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, sh := range f.fs {
-			rs[i] = reads{p.HGetAll(ctx, sh.keys.Lanes()), p.ZCard(ctx, sh.keys.Ready), p.ZCard(ctx, sh.keys.ReadyIn(keyspace.LaneRender))}
+	rs := make([]reads, len(f.Keys))
+	_, err := f.C.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range f.Keys {
+			rs[i] = reads{p.HGetAll(ctx, k.Lanes()), p.ZCard(ctx, k.Ready), p.ZCard(ctx, k.ReadyIn(keyspace.LaneRender))}
 		}
 		return nil
 	})

@@ -1,4 +1,4 @@
-package frontier
+package rendering
 
 import (
 	"bytes"
@@ -61,9 +61,8 @@ func subKey(k keyspace.Keys, url string, kind SubKind) string {
 
 // GetSub is url's answer of that kind in the shared cache; ok is false
 // when its slot holds none, or another URL's.
-func (f Rendering) GetSub(ctx context.Context, url string, kind SubKind) (Sub, bool, error) {
-	sh := f.fs[0]
-	b, err := sh.c.Get(ctx, subKey(sh.keys, url, kind)).Bytes()
+func (f Shared) GetSub(ctx context.Context, url string, kind SubKind) (Sub, bool, error) {
+	b, err := f.C.Get(ctx, subKey(f.Keys[0], url, kind)).Bytes()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return Sub{}, false, nil
@@ -88,15 +87,14 @@ func (f Rendering) GetSub(ctx context.Context, url string, kind SubKind) (Sub, b
 
 // PutSub keeps url's answer in the shared cache (a body past SubMaxBody,
 // or a name with a newline, is not kept). It reports whether it was.
-func (f Rendering) PutSub(ctx context.Context, url string, kind SubKind, s Sub) (bool, error) {
+func (f Shared) PutSub(ctx context.Context, url string, kind SubKind, s Sub) (bool, error) {
 	if len(s.Body) > SubMaxBody || bytes.ContainsAny([]byte(url+s.ContentType+s.Location), "\n") {
 		return false, nil
 	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%s\n%d\n%s\n%s\n", url, s.Status, s.ContentType, s.Location)
 	b.Write(s.Body)
-	sh := f.fs[0]
-	if err := sh.c.Set(ctx, subKey(sh.keys, url, kind), b.Bytes(), SubKeep).Err(); err != nil {
+	if err := f.C.Set(ctx, subKey(f.Keys[0], url, kind), b.Bytes(), SubKeep).Err(); err != nil {
 		return false, fmt.Errorf("frontier: subresource cache: %w", err)
 	}
 	return true, nil

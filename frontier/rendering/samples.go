@@ -1,4 +1,4 @@
-package frontier
+package rendering
 
 import (
 	"context"
@@ -41,7 +41,7 @@ type Sample struct {
 // the host moved to the render lane: only its rendering finds its
 // links). It returns whether s was queued and the host's verdict
 // (VerdictLearning while there is none).
-func (f Rendering) OfferSample(ctx context.Context, s Sample, reserve, waitMost int) (bool, string, error) {
+func (f Shared) OfferSample(ctx context.Context, s Sample, reserve, waitMost int) (bool, string, error) {
 	b, err := json.Marshal(s)
 	if err != nil {
 		return false, "", err
@@ -63,7 +63,7 @@ func (f Rendering) OfferSample(ctx context.Context, s Sample, reserve, waitMost 
 // its host's verdict now (a sample of a host found to need no browser
 // since it was offered is told at once, unrendered). ok is false when
 // none waits.
-func (f Rendering) ClaimSample(ctx context.Context, lease time.Duration) (s Sample, raw, verdict string, ok bool, err error) {
+func (f Shared) ClaimSample(ctx context.Context, lease time.Duration) (s Sample, raw, verdict string, ok bool, err error) {
 	v, err := f.samples(ctx, "claim", lease.Milliseconds()).Slice()
 	switch {
 	case errors.Is(err, redis.Nil):
@@ -88,8 +88,8 @@ func (f Rendering) ClaimSample(ctx context.Context, lease time.Duration) (s Samp
 // returns the host's verdict: VerdictRender at the first sample that
 // found something, VerdictPlain once most samples found nothing,
 // VerdictLearning until then.
-func (f Rendering) TellSample(ctx context.Context, s Sample, raw string, found bool, most int) (string, error) {
-	v, err := f.samples(ctx, "tell", s.Host, raw, flag(found), most).Text()
+func (f Shared) TellSample(ctx context.Context, s Sample, raw string, found bool, most int) (string, error) {
+	v, err := f.samples(ctx, "tell", s.Host, raw, keyspace.Flag(found), most).Text()
 	if err != nil {
 		return "", err
 	}
@@ -105,8 +105,8 @@ func (f Rendering) TellSample(ctx context.Context, s Sample, raw string, found b
 // prefix whose most pages found nothing needs no browser (VerdictPlain),
 // and its pages are fetched plainly. It returns the prefix's verdict, by
 // the rule of a host's (TellSample).
-func (f Rendering) LearnPrefix(ctx context.Context, host, prefix string, found bool, most int) (string, error) {
-	v, err := f.samples(ctx, "learn", host+" "+prefix, flag(found), most).Text()
+func (f Shared) LearnPrefix(ctx context.Context, host, prefix string, found bool, most int) (string, error) {
+	v, err := f.samples(ctx, "learn", host+" "+prefix, keyspace.Flag(found), most).Text()
 	if err != nil {
 		return "", err
 	}
@@ -118,9 +118,8 @@ func (f Rendering) LearnPrefix(ctx context.Context, host, prefix string, found b
 
 // PrefixVerdict is what the pages under a path prefix of host taught
 // (LearnPrefix): VerdictLearning until a verdict.
-func (f Rendering) PrefixVerdict(ctx context.Context, host, prefix string) (string, error) {
-	sh := f.fs[0]
-	v, err := sh.c.HGet(ctx, sh.keys.Learn, host+" "+prefix).Result()
+func (f Shared) PrefixVerdict(ctx context.Context, host, prefix string) (string, error) {
+	v, err := f.C.HGet(ctx, f.Keys[0].Learn, host+" "+prefix).Result()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return VerdictLearning, nil
@@ -143,13 +142,12 @@ type Learned struct {
 // LearnedHosts reads what the samples taught of every host (and, as
 // "host prefix", of the path prefixes of hosts that need a browser:
 // LearnPrefix), and how many samples wait.
-func (f Rendering) LearnedHosts(ctx context.Context) (map[string]Learned, int64, error) {
-	sh := f.fs[0]
-	all, err := sh.c.HGetAll(ctx, sh.keys.Learn).Result()
+func (f Shared) LearnedHosts(ctx context.Context) (map[string]Learned, int64, error) {
+	all, err := f.C.HGetAll(ctx, f.Keys[0].Learn).Result()
 	if err != nil {
 		return nil, 0, fmt.Errorf("frontier: learnt hosts: %w", err)
 	}
-	waiting, err := sh.c.ZCard(ctx, sh.keys.Samples).Result()
+	waiting, err := f.C.ZCard(ctx, f.Keys[0].Samples).Result()
 	if err != nil {
 		return nil, 0, fmt.Errorf("frontier: samples: %w", err)
 	}
@@ -166,12 +164,12 @@ func (f Rendering) LearnedHosts(ctx context.Context) (map[string]Learned, int64,
 	return out, waiting, nil
 }
 
-func (f Rendering) samples(ctx context.Context, step string, args ...any) *redis.Cmd {
-	sh := f.fs[0]
-	cmd := samplesScript.Run(ctx, sh.c, []string{sh.keys.Config, sh.keys.Learn, sh.keys.Samples}, append([]any{f.o.Instance, step}, args...)...)
+func (f Shared) samples(ctx context.Context, step string, args ...any) *redis.Cmd {
+	k := f.Keys[0]
+	cmd := samplesScript.Run(ctx, f.C, []string{k.Config, k.Learn, k.Samples}, append([]any{f.Instance, step}, args...)...)
 	switch err := cmd.Err(); {
 	case keyspace.IsGone(err):
-		cmd.SetErr(ErrGone)
+		cmd.SetErr(keyspace.ErrGone)
 	case err != nil && !errors.Is(err, redis.Nil):
 		cmd.SetErr(fmt.Errorf("frontier: samples: %s: %w", step, err))
 	}

@@ -1,4 +1,4 @@
-package frontier
+package rendering
 
 import (
 	"context"
@@ -38,17 +38,16 @@ func (e *NoTokenError) Error() string {
 // subresource: a token whose window opens within horizon, or a
 // *NoTokenError. The host's next pop waits for the token as it would for
 // one a pop took.
-func (f Rendering) TakeToken(ctx context.Context, host string, horizon time.Duration) (Token, error) {
-	sh := f.fs[keyspace.ShardOf(host, len(f.fs))]
-	p := f.PolicyNow()
-	k := sh.keys
-	sent := f.o.now()
-	v, err := tokenScript.Run(ctx, sh.c, []string{k.Config, k.Queues, k.Ready, k.Refill, k.Slowed, k.Buckets, k.HostRules, k.Paused},
-		f.o.Instance, host, strconv.FormatFloat(p.HostRate, 'f', -1, 64), max(p.HostBurst, 1),
-		politeness.LeastWindow.Milliseconds(), horizon.Milliseconds(), boolArg(p.PerAddress), sh.index, sh.shards).Int64Slice()
+func (f Shared) TakeToken(ctx context.Context, host string, horizon time.Duration) (Token, error) {
+	i, k := f.For(host)
+	p := f.Pace()
+	sent := f.Now()
+	v, err := tokenScript.Run(ctx, f.C, []string{k.Config, k.Queues, k.Ready, k.Refill, k.Slowed, k.Buckets, k.HostRules, k.Paused},
+		f.Instance, host, strconv.FormatFloat(p.HostRate, 'f', -1, 64), max(p.HostBurst, 1),
+		politeness.LeastWindow.Milliseconds(), horizon.Milliseconds(), keyspace.Flag(p.PerAddress), i, len(f.Keys)).Int64Slice()
 	switch {
 	case keyspace.IsGone(err):
-		return Token{}, ErrGone
+		return Token{}, keyspace.ErrGone
 	case err != nil:
 		return Token{}, fmt.Errorf("frontier: host %s: token: %w", host, err)
 	case len(v) == 2 && v[0] == 0:
@@ -58,18 +57,10 @@ func (f Rendering) TakeToken(ctx context.Context, host string, horizon time.Dura
 	}
 	// The slots count from Redis's now, which came after sent: a window
 	// placed from sent opens no earlier than Redis meant.
-	got := f.o.now()
+	got := f.Now()
 	t := Token{NotBefore: got.Add(time.Duration(v[2]) * time.Microsecond)}
 	if v[3] >= 0 {
 		t.Deadline = sent.Add(time.Duration(v[3]) * time.Microsecond)
 	}
 	return t, nil
-}
-
-// boolArg is a flag as a script's argument: "1" or "0".
-func boolArg(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
 }
