@@ -117,4 +117,3 @@ func SettingsMessage(payload string) (int64, bool) {
 	n, err := strconv.ParseInt(v, 10, 64)
 	return n, err == nil
 }
-
