@@ -7,6 +7,7 @@ import (
 
 	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/perhost"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -37,7 +38,7 @@ func (a *addresses) store(ctx context.Context, hosts []string) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var mu sync.Mutex
-	var answers []frontier.Address
+	var answers []perhost.Address
 	seen := map[string]bool{}
 	g := errgroup.Group{}
 	g.SetLimit(resolveAtOnce)
@@ -52,7 +53,7 @@ func (a *addresses) store(ctx context.Context, hosts []string) error {
 				addr, ttl = h, unresolvedTTL
 			}
 			mu.Lock()
-			answers = append(answers, frontier.Address{Host: h, Addr: addr, TTL: ttl})
+			answers = append(answers, perhost.Address{Host: h, Addr: addr, TTL: ttl})
 			mu.Unlock()
 			return nil
 		})

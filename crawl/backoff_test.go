@@ -16,7 +16,7 @@ import (
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/fetch"
-	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/perhost"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
@@ -60,7 +60,7 @@ func TestA429PausesTheHostForEveryWorker(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	paused := make(chan []frontier.PausedHost, 1)
+	paused := make(chan []perhost.PausedHost, 1)
 	go func() { // the pause, once set, shows in status: poll for it
 		for ctx.Err() == nil {
 			st, err := status.Read(ctx, s.Client, "pause")

@@ -18,9 +18,9 @@ import (
 	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/dashboard"
-	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/frontier/events"
 	"github.com/redcrawl/crawler/frontier/keyspace"
+	"github.com/redcrawl/crawler/frontier/perhost"
 	"github.com/redcrawl/crawler/frontier/rendering"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/leader"
@@ -267,7 +267,7 @@ func TestTheDashboardShowsTheBusiestServers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := fr.Hosts.SetAddresses(ctx, []frontier.Address{{Host: "a.example.test", Addr: "192.0.2.1", TTL: time.Hour},
+			if err := fr.Hosts.SetAddresses(ctx, []perhost.Address{{Host: "a.example.test", Addr: "192.0.2.1", TTL: time.Hour},
 				{Host: "b.example.test", Addr: "192.0.2.1", TTL: time.Hour}}); err != nil {
 				t.Fatal(err)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/frontier/events"
 	"github.com/redcrawl/crawler/frontier/keyspace"
+	"github.com/redcrawl/crawler/frontier/perhost"
 	"github.com/redcrawl/crawler/frontier/records"
 	"github.com/redcrawl/crawler/leader"
 	"github.com/redis/go-redis/v9"
@@ -35,19 +36,19 @@ type State struct {
 	// History is pages/s over the last minutes ([unix ms, pages/s], oldest
 	// first), as this server saw the counters: sent in a stream's first
 	// state, so that a page opened late starts with its chart.
-	History     [][2]float64          `json:"history,omitempty"`
-	Frontier    frontier.Sizes        `json:"frontier"`
-	Shards      []ShardView           `json:"shards"`
-	TopHosts    []frontier.HostQueue  `json:"top_hosts"`
-	HostsQueued int64                 `json:"hosts_queued"`
-	Paused      []frontier.PausedHost `json:"paused_hosts"`
-	HostRules   []frontier.HostRule   `json:"host_rules"` // hosts with a rate of their own (crawler host)
-	Workers     []frontier.WorkerNow  `json:"workers"`
-	Leader      *leader.Info          `json:"leader,omitempty"`
-	Epoch       int64                 `json:"epoch"` // the newest minted
-	Bloom       BloomView             `json:"bloom"`
-	Revisits    status.RevisitStatus  `json:"revisits"`
-	Events      []events.Event        `json:"events"`
+	History     [][2]float64         `json:"history,omitempty"`
+	Frontier    frontier.Sizes       `json:"frontier"`
+	Shards      []ShardView          `json:"shards"`
+	TopHosts    []perhost.Queue      `json:"top_hosts"`
+	HostsQueued int64                `json:"hosts_queued"`
+	Paused      []perhost.PausedHost `json:"paused_hosts"`
+	HostRules   []perhost.Rule       `json:"host_rules"` // hosts with a rate of their own (crawler host)
+	Workers     []frontier.WorkerNow `json:"workers"`
+	Leader      *leader.Info         `json:"leader,omitempty"`
+	Epoch       int64                `json:"epoch"` // the newest minted
+	Bloom       BloomView            `json:"bloom"`
+	Revisits    status.RevisitStatus `json:"revisits"`
+	Events      []events.Event       `json:"events"`
 	// Timeline is the scheduler's: its lock's handovers and the sweeps its
 	// fence refused, newest first, of the newest TimelineEvents events.
 	Timeline []events.Event `json:"timeline"`
@@ -59,7 +60,7 @@ type State struct {
 	Render *status.RenderStatus `json:"render,omitempty"`
 	// Addresses are the busiest server addresses and their hosts, with
 	// politeness per address (seed --politeness ip); absent otherwise.
-	Addresses []frontier.AddressLoad `json:"addresses,omitempty"`
+	Addresses []perhost.AddressLoad `json:"addresses,omitempty"`
 	// Groups are the export groups reading the results (export --group),
 	// and LagFill the share of a shard's cap behind (GroupState.Fill) at
 	// which one is said to lag.

@@ -12,6 +12,7 @@ import (
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/frontier/keyspace"
+	"github.com/redcrawl/crawler/frontier/perhost"
 	"github.com/redcrawl/crawler/frontier/rendering"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
@@ -140,7 +141,7 @@ func shareOneAddress(t *testing.T, s *redistest.Server, shards, burst int, perAd
 	t.Helper()
 	name := fmt.Sprintf("ip%d-%d-%v-%d", shards, burst, perAddress, seed)
 	f, now, advance := addrCrawl(t, s, name, shards, frontier.Policy{HostRate: 2, HostBurst: burst, PerAddress: perAddress})
-	var answers []frontier.Address
+	var answers []perhost.Address
 	each := 2
 	if s.Mini == nil {
 		each = 1 // ten at once would be ten in a second
@@ -150,7 +151,7 @@ func shareOneAddress(t *testing.T, s *redistest.Server, shards, burst int, perAd
 		if _, err := f.Enqueue(context.Background(), hostURLs(host, each)); err != nil {
 			t.Fatal(err)
 		}
-		answers = append(answers, frontier.Address{Host: host, Addr: "192.0.2.7", TTL: time.Hour})
+		answers = append(answers, perhost.Address{Host: host, Addr: "192.0.2.7", TTL: time.Hour})
 	}
 	if err := f.Hosts.SetAddresses(context.Background(), answers); err != nil {
 		t.Fatal(err)
@@ -195,14 +196,14 @@ func TestAPopAsksForTheAddressesItNeeds(t *testing.T) {
 			!slices.Equal(x.Info.Resolve, []string{"named.test"}) {
 			t.Fatalf("popped %v, asked to resolve %v; want one of 127.0.0.1's ports and [::1], and named.test resolved first", got, x.Info.Resolve)
 		}
-		if err := f.Hosts.SetAddresses(ctx, []frontier.Address{{Host: "named.test", Addr: "192.0.2.9", TTL: time.Minute}}); err != nil {
+		if err := f.Hosts.SetAddresses(ctx, []perhost.Address{{Host: "named.test", Addr: "192.0.2.9", TTL: time.Minute}}); err != nil {
 			t.Fatal(err)
 		}
 		if x = popN(t, f, 10); len(x.Popped) != 1 || x.Popped[0].Host != "named.test" || len(x.Info.Resolve) != 0 {
 			t.Fatalf("popped %v, asked %v; want named.test, under its stored address", hosts(x.Popped), x.Info.Resolve)
 		}
 		loads, err := f.Hosts.BusiestAddresses(ctx, 5)
-		i := slices.IndexFunc(loads, func(l frontier.AddressLoad) bool { return l.Addr == "192.0.2.9" })
+		i := slices.IndexFunc(loads, func(l perhost.AddressLoad) bool { return l.Addr == "192.0.2.9" })
 		if err != nil || len(loads) != 3 || loads[0].Tokens != 1 || i < 0 || loads[i].Hosts != 1 || !slices.Equal(loads[i].Named, []string{"named.test"}) {
 			t.Fatalf("busiest addresses %+v, %v; want three of a token each, 192.0.2.9 naming its host", loads, err)
 		}
@@ -237,7 +238,7 @@ func TestAnUnusedTokenGoesBackToItsAddress(t *testing.T) {
 			if _, err := f.Enqueue(ctx, append(hostURLs("a.test", 2), hostURLs("b.test", 1)...)); err != nil {
 				t.Fatal(err)
 			}
-			if err := f.Hosts.SetAddresses(ctx, []frontier.Address{{Host: "a.test", Addr: "192.0.2.5", TTL: time.Hour},
+			if err := f.Hosts.SetAddresses(ctx, []perhost.Address{{Host: "a.test", Addr: "192.0.2.5", TTL: time.Hour},
 				{Host: "b.test", Addr: "192.0.2.5", TTL: time.Hour}}); err != nil {
 				t.Fatal(err)
 			}
@@ -272,13 +273,13 @@ func TestStoredAnswersAndIdleBucketsArePruned(t *testing.T) {
 	s := redistest.Mini(t)
 	ctx := context.Background()
 	f, _, advance := addrCrawl(t, s, "prune", 1, frontier.Policy{HostRate: 1, HostBurst: 1, PerAddress: true})
-	var old []frontier.Address
+	var old []perhost.Address
 	for i := range 40 {
 		h := fmt.Sprintf("old%d.test", i)
 		if _, err := f.Enqueue(ctx, hostURLs(h, 1)); err != nil {
 			t.Fatal(err)
 		}
-		old = append(old, frontier.Address{Host: h, Addr: fmt.Sprintf("192.0.2.%d", i), TTL: time.Minute})
+		old = append(old, perhost.Address{Host: h, Addr: fmt.Sprintf("192.0.2.%d", i), TTL: time.Minute})
 	}
 	if err := f.Hosts.SetAddresses(ctx, old); err != nil {
 		t.Fatal(err)
@@ -292,7 +293,7 @@ func TestStoredAnswersAndIdleBucketsArePruned(t *testing.T) {
 	}
 	advance(25 * time.Hour)
 	for i := range 4 { // a few stores, as new hosts come
-		if err := f.Hosts.SetAddresses(ctx, []frontier.Address{{Host: fmt.Sprintf("new%d.test", i), Addr: "198.51.100.1", TTL: time.Minute}}); err != nil {
+		if err := f.Hosts.SetAddresses(ctx, []perhost.Address{{Host: fmt.Sprintf("new%d.test", i), Addr: "198.51.100.1", TTL: time.Minute}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -310,7 +311,7 @@ func TestAGrantUnderAnAddressHalvesThePauses(t *testing.T) {
 	if _, err := f.Enqueue(ctx, hostURLs("a.test", 2)); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Hosts.SetAddresses(ctx, []frontier.Address{{Host: "a.test", Addr: "192.0.2.3", TTL: 100 * time.Hour}}); err != nil {
+	if err := f.Hosts.SetAddresses(ctx, []perhost.Address{{Host: "a.test", Addr: "192.0.2.3", TTL: 100 * time.Hour}}); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
@@ -340,7 +341,7 @@ func TestATakenTokenTakesItsAddresssToo(t *testing.T) {
 		if _, err := f.Enqueue(ctx, hostURLs("b.test", 1)); err != nil {
 			t.Fatal(err)
 		}
-		if err := f.Hosts.SetAddresses(ctx, []frontier.Address{{Host: "a.test", Addr: "192.0.2.4", TTL: time.Hour},
+		if err := f.Hosts.SetAddresses(ctx, []perhost.Address{{Host: "a.test", Addr: "192.0.2.4", TTL: time.Hour},
 			{Host: "b.test", Addr: "192.0.2.4", TTL: time.Hour}}); err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/frontier/keyspace"
+	"github.com/redcrawl/crawler/frontier/perhost"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
@@ -83,9 +84,9 @@ func benchExchange(b *testing.B, sh exchangeShape) {
 		b.Fatal(err)
 	}
 	if sh.ip {
-		var answers []frontier.Address
+		var answers []perhost.Address
 		for i := range sh.hosts {
-			answers = append(answers, frontier.Address{Host: fmt.Sprintf("h%d.example", i), Addr: fmt.Sprintf("10.0.%d.%d", i/256, i%256), TTL: time.Hour})
+			answers = append(answers, perhost.Address{Host: fmt.Sprintf("h%d.example", i), Addr: fmt.Sprintf("10.0.%d.%d", i/256, i%256), TTL: time.Hour})
 		}
 		if err := f.Hosts.SetAddresses(ctx, answers); err != nil {
 			b.Fatal(err)

@@ -7,11 +7,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/fence"
@@ -213,127 +211,4 @@ func (f *shard) sizes(ctx context.Context, pipe redis.Pipeliner) func() Sizes {
 		queued, _ := strconv.ParseInt(q.Val(), 10, 64) // absent: none
 		return Sizes{queued, i.Val(), d.Val(), fl.Val()}
 	}
-}
-
-// HostQueue is one host's queue, as Hosts.Queues reads it.
-type HostQueue struct {
-	Host   string `json:"host"`
-	Queued int64  `json:"queued"`
-	// DueIn is how long until the host's next URL may be popped: its
-	// spacing, or the wait a requeue (robots.txt back-off, busy host) set;
-	// 0 when it is due now.
-	DueIn time.Duration `json:"due_in_ns"`
-	// Interval is the least time between its requests now: the crawl's
-	// rate's, or the host's own Crawl-delay, or its adaptive interval,
-	// whichever is longest (0: no limit); Why says which ("rate",
-	// "crawl-delay", "adaptive").
-	Interval time.Duration `json:"interval_ns"`
-	Why      string        `json:"interval_why,omitempty"`
-	// Bucket is the host's token bucket now.
-	Bucket Bucket `json:"bucket"`
-}
-
-// HostScanLimit bounds the hosts Hosts.Queues examines: a crawl of millions
-// of hosts gets a sample (the hosts due soonest), not a stall of Redis.
-const HostScanLimit = 10000
-
-// longest returns the n hosts with the most URLs queued in this shard,
-// longest first (Queued only), and how many hosts have URLs queued
-// (exact). With more than HostScanLimit hosts, only those due soonest are
-// looked at for the longest.
-func (f *shard) longest(ctx context.Context, n int) ([]HostQueue, int64, error) {
-	total, err := f.c.HLen(ctx, f.keys.Lengths).Result()
-	if err != nil {
-		return nil, 0, fmt.Errorf("frontier: host queues: %w", err)
-	}
-	counts := map[string]string{}
-	if total <= HostScanLimit {
-		// All of them: one pass over the hash. (HMGET of every field of a
-		// small hash, kept as a listpack, is quadratic: ~1 ms at 250.)
-		if counts, err = f.c.HGetAll(ctx, f.keys.Lengths).Result(); err != nil {
-			return nil, 0, fmt.Errorf("frontier: host queues: %w", err)
-		}
-	} else {
-		names, err := f.c.ZRange(ctx, f.keys.Ready, 0, HostScanLimit-1).Result()
-		if err != nil {
-			return nil, 0, fmt.Errorf("frontier: host queues: %w", err)
-		}
-		if len(names) > 0 {
-			vals, err := f.c.HMGet(ctx, f.keys.Lengths, names...).Result()
-			if err != nil {
-				return nil, 0, fmt.Errorf("frontier: host queues: %w", err)
-			}
-			for i, v := range vals {
-				counts[names[i]] = fmt.Sprint(v) // nil: none
-			}
-		}
-	}
-	out := []HostQueue{}
-	for host, v := range counts {
-		if q, _ := strconv.ParseInt(v, 10, 64); q > 0 {
-			out = append(out, HostQueue{Host: host, Queued: q})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		return out[i].Queued > out[j].Queued || out[i].Queued == out[j].Queued && out[i].Host < out[j].Host
-	})
-	return out[:min(n, len(out))], total, nil
-}
-
-// Now reads hosts' queues as they stand, in one round trip: URLs
-// queued, when each is due, its interval and its token bucket. A host
-// with nothing queued has Queued 0 and DueIn 0.
-func (f Hosts) Now(ctx context.Context, hosts []string) ([]HostQueue, error) {
-	pipe := f.c.Pipeline()
-	now := pipe.Time(ctx)
-	type reads struct {
-		queued *redis.StringCmd
-		due    *redis.FloatCmd
-		refill *redis.FloatCmd
-		bucket *redis.SliceCmd
-		rule   *redis.StringCmd
-	}
-	rs := make([]reads, len(hosts))
-	for i, h := range hosts {
-		k := f.fs[keyspace.ShardOf(h, len(f.fs))].keys
-		rs[i] = reads{pipe.HGet(ctx, k.Lengths, h), pipe.ZScore(ctx, k.Ready, h), pipe.ZScore(ctx, k.Refill, h), pipe.HMGet(ctx, k.Buckets+h, "delay", "adapt"),
-			pipe.HGet(ctx, k.HostRules, h)}
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("frontier: host queues: %w", err)
-	}
-	nowUs := now.Val().UnixMicro()
-	out := make([]HostQueue, len(hosts))
-	for i, h := range hosts {
-		q, _ := rs[i].queued.Int64() // absent: none
-		hq := HostQueue{Host: h, Queued: q}
-		v := rs[i].bucket.Val()
-		p := f.PolicyNow()
-		base, baseBurst, baseWhy := p.HostRate, max(p.HostBurst, 1), "rate"
-		if r, b, ok := parseHostRule(rs[i].rule.Val()); ok { // its own rate (Hosts.SetRule)
-			base, baseBurst, baseWhy = r, b, "its own rate"
-		}
-		if base > 0 {
-			hq.Interval, hq.Why = time.Duration(float64(time.Second)/base), baseWhy
-		}
-		for j, why := range []string{"crawl-delay", "adaptive"} {
-			ms, _ := strconv.ParseInt(fmt.Sprint(v[j]), 10, 64) // nil: none
-			if d := time.Duration(ms) * time.Millisecond; d > hq.Interval {
-				hq.Interval, hq.Why = d, why
-			}
-		}
-		rate, burst := base, baseBurst
-		if hq.Why != baseWhy && hq.Interval > 0 { // its own delay is slower: a token per interval
-			rate, burst = float64(time.Second)/float64(hq.Interval), 1
-		}
-		tat, err := rs[i].due.Result() // its bucket's tat: in ready, else in refill, else full
-		if err != nil {
-			if tat, err = rs[i].refill.Result(); err != nil {
-				tat = float64(nowUs) / 1000
-			}
-		}
-		hq.Bucket, hq.DueIn = bucketAt(tat, nowUs, rate, burst)
-		out[i] = hq
-	}
-	return out, nil
 }

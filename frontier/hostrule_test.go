@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/perhost"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"golang.org/x/time/rate"
 )
@@ -81,7 +82,7 @@ func TestAHostsOwnRuleIsSetListedAndCleared(t *testing.T) {
 			t.Fatalf("popped %v; want a's burst of 5 and b's 1", n)
 		}
 		rules, err := e.f.Hosts.Rules(ctx)
-		if err != nil || fmt.Sprint(rules) != fmt.Sprint([]frontier.HostRule{{Host: "a", Rate: 1.0 / 3600, Burst: 5}}) {
+		if err != nil || fmt.Sprint(rules) != fmt.Sprint([]perhost.Rule{{Host: "a", Rate: 1.0 / 3600, Burst: 5}}) {
 			t.Fatalf("HostRules = %v, %v; want a's", rules, err)
 		}
 		if err := e.f.Hosts.SetRule(ctx, "b", 0, 1); err != nil { // no limit for b

@@ -218,21 +218,3 @@ func elementURL(host, el string) string {
 	}
 	return ""
 }
-
-// Room is how many more URLs host may have queued under a page cap of
-// hostCap a host: what the exchange keeps of its new links (twice the
-// cap, less its pages and its queue; exchange_finish.lua's ex_room), read
-// in one call, for a caller that would otherwise send many it drops (a
-// sitemap's tens of thousands, each marked seen on the way).
-func (f Hosts) Room(ctx context.Context, host string, hostCap int64) (int64, error) {
-	sh := f.fs[keyspace.ShardOf(host, len(f.fs))]
-	pipe := sh.c.Pipeline()
-	pages := pipe.HGet(ctx, sh.keys.HostPages, host)
-	queued := pipe.HGet(ctx, sh.keys.Lengths, host)
-	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
-		return 0, fmt.Errorf("frontier: host room: %w", err)
-	}
-	p, _ := pages.Int64()
-	q, _ := queued.Int64()
-	return max(0, 2*hostCap-p-q), nil
-}

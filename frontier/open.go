@@ -11,6 +11,7 @@ import (
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/frontier/events"
 	"github.com/redcrawl/crawler/frontier/keyspace"
+	"github.com/redcrawl/crawler/frontier/perhost"
 	"github.com/redcrawl/crawler/frontier/records"
 	"github.com/redcrawl/crawler/frontier/rendering"
 	"github.com/redis/go-redis/v9"
@@ -52,7 +53,7 @@ type Frontier struct {
 	Digests  Digests         // the payload digests archived (--dedup-payloads)
 	Visits   Visits          // the recrawl schedule: each fetched URL's next visit
 	// Hosts are the controls and views of single hosts: their rules,
-	// pauses, delays, queues and server addresses.
+	// pauses, delays, queues and server addresses (package perhost).
 	Hosts Hosts
 	// Render is what rendering shares: the lanes, the samples a crawl
 	// learns from, the subresource cache and the tokens of subresources.
@@ -198,15 +199,16 @@ func New(c redis.UniversalClient, name string, o Options) (*Frontier, error) {
 		streams[i] = records.Shard{Results: sh.keys.Results, Stats: sh.keys.Stats, Cap: sh.resultsCap}
 	}
 	f.Records = records.New(c, streams, f.in)
-	set := keyspace.Set{Name: name, C: c, Keys: make([]keyspace.Keys, len(f.fs)), Instance: o.Instance, Now: f.now}
+	set := keyspace.Set{Name: name, C: c, Keys: make([]keyspace.Keys, len(f.fs)), Instance: o.Instance, Now: f.now, Pace: func() keyspace.Pace {
+		p := f.PolicyNow()
+		return keyspace.Pace{HostRate: p.HostRate, HostBurst: p.HostBurst, PerAddress: p.PerAddress}
+	}}
 	for i, sh := range f.fs {
 		set.Keys[i] = sh.keys
 	}
-	f.Render = rendering.Shared{Set: set, Pace: func() rendering.Pace {
-		p := f.PolicyNow()
-		return rendering.Pace{HostRate: p.HostRate, HostBurst: p.HostBurst, PerAddress: p.PerAddress}
-	}}
-	f.Hosts, f.Scope = Hosts{f.store}, Scope{f.store}
+	f.Render = rendering.Shared{Set: set}
+	f.Hosts = Hosts{Controls: perhost.Controls{Set: set, ResultsCap: f.fs[0].resultsCap}, store: f.store}
+	f.Scope = Scope{f.store}
 	return f, nil
 }
 
@@ -313,8 +315,12 @@ func (o Options) now() time.Time {
 	return time.Now()
 }
 
-// Hosts are the controls and views of single hosts (Frontier.Hosts).
-type Hosts struct{ *store }
+// Hosts are the controls and views of single hosts (package perhost), and
+// SetDelay, which may decide a lease.
+type Hosts struct {
+	perhost.Controls
+	store *store
+}
 
 // Scope is the seeds' hosts (Frontier.Scope).
 type Scope struct{ *store }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/frontier/keyspace"
+	"github.com/redcrawl/crawler/frontier/perhost"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
@@ -409,7 +410,7 @@ func TestASlowHostGetsFewerRequests(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := map[string]frontier.HostQueue{}
+		got := map[string]perhost.Queue{}
 		for _, h := range top {
 			got[h.Host] = h
 		}

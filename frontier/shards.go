@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/redcrawl/crawler/frontier/keyspace"
@@ -74,43 +73,6 @@ func (f *Frontier) ShardSizes(ctx context.Context) ([]Sizes, error) {
 	return out, nil
 }
 
-// Queues returns the n hosts with the most URLs queued, longest
-// first, as they stand (Hosts.Now), and how many hosts have URLs queued
-// (exact). Past HostScanLimit hosts in a shard, only those due soonest are
-// looked at for the longest.
-func (f Hosts) Queues(ctx context.Context, n int) ([]HostQueue, int64, error) {
-	names, each, err := f.QueueNames(ctx, n)
-	if err != nil {
-		return nil, 0, err
-	}
-	var hosts int64
-	for _, h := range each {
-		hosts += h
-	}
-	now, err := f.Now(ctx, names)
-	return now, hosts, err
-}
-
-// QueueNames returns the n hosts with the most URLs queued, longest
-// first, and each shard's count of hosts with URLs queued.
-func (f Hosts) QueueNames(ctx context.Context, n int) ([]string, []int64, error) {
-	var all []HostQueue
-	each := make([]int64, len(f.fs))
-	for i, sh := range f.fs {
-		top, h, err := sh.longest(ctx, n)
-		if err != nil {
-			return nil, nil, f.in(i, err)
-		}
-		all, each[i] = append(all, top...), h
-	}
-	sort.SliceStable(all, func(i, j int) bool { return all[i].Queued > all[j].Queued })
-	names := make([]string, min(n, len(all)))
-	for i := range names {
-		names[i] = all[i].Host
-	}
-	return names, each, nil
-}
-
 // Enqueue is Frontier.Enqueue over the shards: each item to its host's
 // shard, one call a shard; the answers in the items' order.
 func (f *Frontier) Enqueue(ctx context.Context, items []Item) ([]bool, error) {
@@ -154,5 +116,5 @@ func (f *Frontier) enqueue(ctx context.Context, items []Item, fn func(*shard, co
 
 // SetDelay is shard.SetHostDelay in host's shard.
 func (f Hosts) SetDelay(ctx context.Context, host string, delay time.Duration, back *Lease) (bool, error) {
-	return f.fs[keyspace.ShardOf(host, len(f.fs))].SetHostDelay(ctx, host, delay, back)
+	return f.store.fs[keyspace.ShardOf(host, len(f.store.fs))].SetHostDelay(ctx, host, delay, back)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/frontier/events"
+	"github.com/redcrawl/crawler/frontier/perhost"
 	"github.com/redcrawl/crawler/frontier/records"
 	"github.com/redcrawl/crawler/leader"
 	"github.com/redcrawl/crawler/politeness"
@@ -49,12 +50,12 @@ type Status struct {
 	// Paused are the hosts paused now (they answered 429 or 503, or
 	// failed again and again), the longest pause first, with how long each
 	// has left and why.
-	Paused []frontier.PausedHost `json:"paused_hosts,omitempty"`
+	Paused []perhost.PausedHost `json:"paused_hosts,omitempty"`
 	// TopHosts are the hosts with the most URLs queued (at most
-	// StatusTopHosts; past frontier.HostScanLimit hosts, of those due
+	// StatusTopHosts; past perhost.ScanLimit hosts, of those due
 	// soonest), of HostsQueued hosts with URLs queued.
-	TopHosts    []frontier.HostQueue `json:"top_hosts"`
-	HostsQueued int64                `json:"hosts_queued"`
+	TopHosts    []perhost.Queue `json:"top_hosts"`
+	HostsQueued int64           `json:"hosts_queued"`
 	// Revisits is the schedule: pages on it, due now (or by the recrawl
 	// asked for), and when the next one is.
 	Revisits RevisitStatus `json:"revisits"`
@@ -64,11 +65,11 @@ type Status struct {
 	Events []events.Event `json:"events"`
 	// Hosts.Rules are the hosts with rules of their own (crawler host): a
 	// rate, or a block; by name.
-	HostRules []frontier.HostRule `json:"host_rules,omitempty"`
+	HostRules []perhost.Rule `json:"host_rules,omitempty"`
 	// Addresses are the busiest server addresses, with politeness per
 	// address (seed --politeness ip): the requests each gave, and its
 	// hosts (addresses.go).
-	Addresses []frontier.AddressLoad `json:"addresses,omitempty"`
+	Addresses []perhost.AddressLoad `json:"addresses,omitempty"`
 	// Groups are the export groups reading the results (export --follow
 	// --group), what each has not acknowledged, and whether it lags
 	// (crawl/groups.go).
@@ -242,8 +243,8 @@ func (st *Status) writeHosts(b *strings.Builder) {
 		fmt.Fprintf(b, "  own rules   %d hosts keep rules of their own (crawler host): %s\n", len(rules), strings.Join(rules, ", "))
 	}
 	if len(st.TopHosts) > 0 {
-		if st.HostsQueued > frontier.HostScanLimit {
-			fmt.Fprintf(b, "  hosts       %d with URLs queued; the longest queues of the %d due soonest:\n", st.HostsQueued, frontier.HostScanLimit)
+		if st.HostsQueued > perhost.ScanLimit {
+			fmt.Fprintf(b, "  hosts       %d with URLs queued; the longest queues of the %d due soonest:\n", st.HostsQueued, perhost.ScanLimit)
 		} else {
 			fmt.Fprintf(b, "  hosts       %d with URLs queued; the longest queues:\n", st.HostsQueued)
 		}

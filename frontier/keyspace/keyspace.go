@@ -2,7 +2,7 @@
 // its keys, laid out over shards by host (each shard's under a hash tag of
 // its own, which a Redis Cluster may place on any master), the client, and
 // what a script's error reply means. The frontier (package frontier), the
-// controls of single hosts (frontier/hosts) and what render workers share
+// controls of single hosts (frontier/perhost) and what render workers share
 // (frontier/rendering) are each made of a Set.
 package keyspace
 
@@ -27,6 +27,18 @@ type Set struct {
 	Instance string
 	// Now is the process's clock.
 	Now func() time.Time
+	// Pace is the crawl's pace in force (frontier.Policy's, which
+	// 'crawler set' changes), read at each call that needs it.
+	Pace func() Pace
+}
+
+// Pace is what a host's tokens come by: each host's requests a second
+// (0: no limit) and its bucket's size, and whether hosts that resolve to
+// one address share its bucket too.
+type Pace struct {
+	HostRate   float64
+	HostBurst  int
+	PerAddress bool
 }
 
 // ShardOf is the shard of host among n.

@@ -17,21 +17,7 @@ import (
 )
 
 // Shared is what a crawl's render workers share (frontier.Frontier.Render).
-type Shared struct {
-	keyspace.Set
-	// Pace is the crawl's pace in force (frontier.Policy's, which
-	// 'crawler set' changes), read at each token taken.
-	Pace func() Pace
-}
-
-// Pace is what a host's token is taken by: each host's requests a second
-// (0: no limit) and its bucket's size, and whether hosts that resolve to
-// one address share its bucket too.
-type Pace struct {
-	HostRate   float64
-	HostBurst  int
-	PerAddress bool
-}
+type Shared struct{ keyspace.Set }
 
 var (
 	//go:embed *.lua

@@ -1,4 +1,4 @@
-package frontier
+package perhost
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/politeness"
 	"github.com/redis/go-redis/v9"
 )
@@ -20,10 +19,10 @@ import (
 // Slowed, whose bucket hashes are the only ones the pops read: all in one
 // script, so that no failure can leave a pause the pops do not see. It
 // returns the pause.
-func (f Hosts) Pause(ctx context.Context, host string, retryAfter time.Duration, why string) (time.Duration, error) {
-	sh := f.fs[keyspace.ShardOf(host, len(f.fs))]
-	return politeness.NewLimiter(f.c, politeness.Inf, 1).PauseWith(ctx, f.RateKey(host), retryAfter,
-		politeness.PauseNote{Why: why, Index: sh.keys.Pauses, Member: host, Mark: sh.keys.Slowed})
+func (f Controls) Pause(ctx context.Context, host string, retryAfter time.Duration, why string) (time.Duration, error) {
+	_, k := f.For(host)
+	return politeness.NewLimiter(f.C, politeness.Inf, 1).PauseWith(ctx, f.bucketKey(host), retryAfter,
+		politeness.PauseNote{Why: why, Index: k.Pauses, Member: host, Mark: k.Slowed})
 }
 
 // PausedHost is a host paused now, as Hosts.Paused reads it.
@@ -39,19 +38,19 @@ const MaxPausedListed = 1000
 
 // Paused lists the hosts paused now, the longest pause first: one
 // round trip over the shards' Pauses, and one more for why when any is.
-func (f Hosts) Paused(ctx context.Context) ([]PausedHost, error) {
-	pipe := f.c.Pipeline()
+func (f Controls) Paused(ctx context.Context) ([]PausedHost, error) {
+	pipe := f.C.Pipeline()
 	now := pipe.Time(ctx)
-	lists := make([]*redis.ZSliceCmd, len(f.fs))
-	for i, sh := range f.fs {
-		lists[i] = pipe.ZRevRangeWithScores(ctx, sh.keys.Pauses, 0, MaxPausedListed-1)
+	lists := make([]*redis.ZSliceCmd, len(f.Keys))
+	for i, k := range f.Keys {
+		lists[i] = pipe.ZRevRangeWithScores(ctx, k.Pauses, 0, MaxPausedListed-1)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("frontier: paused hosts: %w", err)
 	}
 	nowMs := float64(now.Val().UnixMicro()) / 1000 // the index's scores are ms to the µs
 	var out []PausedHost
-	why := f.c.Pipeline()
+	why := f.C.Pipeline()
 	var whys []*redis.StringCmd
 	for _, l := range lists {
 		for _, z := range l.Val() {
@@ -60,7 +59,7 @@ func (f Hosts) Paused(ctx context.Context) ([]PausedHost, error) {
 			}
 			host := z.Member.(string)
 			out = append(out, PausedHost{Host: host, Left: time.Duration((z.Score - nowMs) * float64(time.Millisecond)).Truncate(time.Microsecond)})
-			whys = append(whys, why.HGet(ctx, f.RateKey(host), "why"))
+			whys = append(whys, why.HGet(ctx, f.bucketKey(host), "why"))
 		}
 	}
 	if len(out) == 0 {

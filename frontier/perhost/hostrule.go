@@ -1,4 +1,4 @@
-package frontier
+package perhost
 
 import (
 	"context"
@@ -16,10 +16,10 @@ var (
 	hostRuleScript = lua.Script("hostrule")
 )
 
-// HostRule is a host's own rate and burst, set by hand: the pops keep to
+// Rule is a host's own rate and burst, set by hand: the pops keep to
 // it instead of the crawl's (a Crawl-delay or an adaptive interval slower
 // than it still holds).
-type HostRule struct {
+type Rule struct {
 	Host  string  `json:"host"`
 	Rate  float64 `json:"rate"` // requests a second; 0: no limit (as Options.HostRate)
 	Burst int     `json:"burst"`
@@ -29,7 +29,7 @@ type HostRule struct {
 
 // SetRule gives host its own rate (requests a second; 0 or +Inf: no
 // limit) and burst, from its shard's next pop on.
-func (f Hosts) SetRule(ctx context.Context, host string, rate float64, burst int) error {
+func (f Controls) SetRule(ctx context.Context, host string, rate float64, burst int) error {
 	if math.IsInf(rate, 1) {
 		rate = 0
 	}
@@ -41,7 +41,7 @@ func (f Hosts) SetRule(ctx context.Context, host string, rate float64, burst int
 
 // ClearRule drops host's own rate and lifts its pause: the crawl's
 // rate holds, and the host is due again at once.
-func (f Hosts) ClearRule(ctx context.Context, host string) error {
+func (f Controls) ClearRule(ctx context.Context, host string) error {
 	return f.hostRule(ctx, "clear", host, "", "")
 }
 
@@ -52,10 +52,10 @@ func (f Hosts) ClearRule(ctx context.Context, host string) error {
 // URLs of the host already popped are the workers' to give back (they
 // come back to its queue, and the pops end them too). A rate set after
 // (Hosts.SetRule) or Hosts.ClearRule unblocks it.
-func (f Hosts) Block(ctx context.Context, host string) (int64, error) {
+func (f Controls) Block(ctx context.Context, host string) (int64, error) {
 	var ended int64
 	for {
-		v, err := f.hostRuleRun(ctx, "block", host, strconv.Itoa(blockBatch), strconv.FormatInt(f.fs[keyspace.ShardOf(host, len(f.fs))].resultsCap, 10)).Int64Slice()
+		v, err := f.hostRuleRun(ctx, "block", host, strconv.Itoa(blockBatch), strconv.FormatInt(f.ResultsCap, 10)).Int64Slice()
 		if err != nil {
 			return ended, err
 		}
@@ -72,17 +72,17 @@ func (f Hosts) Block(ctx context.Context, host string) (int64, error) {
 // milliseconds of Redis's time.
 const blockBatch = 1000
 
-func (f Hosts) hostRule(ctx context.Context, mode, host, rate, burst string) error {
+func (f Controls) hostRule(ctx context.Context, mode, host, rate, burst string) error {
 	return f.hostRuleRun(ctx, mode, host, rate, burst).Err()
 }
 
-func (f Hosts) hostRuleRun(ctx context.Context, mode, host, a, b string) *redis.Cmd {
-	sh := f.fs[keyspace.ShardOf(host, len(f.fs))]
-	cmd := hostRuleScript.Run(ctx, sh.c, []string{sh.keys.Config, sh.keys.HostRules, f.RateKey(host), sh.keys.Pauses, sh.keys.Ready, sh.keys.Refill,
-		sh.keys.Queues, sh.keys.Stats, sh.keys.Lengths, sh.keys.Results}, f.o.Instance, mode, host, a, b)
+func (f Controls) hostRuleRun(ctx context.Context, mode, host, a, b string) *redis.Cmd {
+	_, k := f.For(host)
+	cmd := hostRuleScript.Run(ctx, f.C, []string{k.Config, k.HostRules, f.bucketKey(host), k.Pauses, k.Ready, k.Refill,
+		k.Queues, k.Stats, k.Lengths, k.Results}, f.Instance, mode, host, a, b)
 	switch err := cmd.Err(); {
 	case keyspace.IsGone(err):
-		cmd.SetErr(ErrGone)
+		cmd.SetErr(keyspace.ErrGone)
 	case err != nil:
 		cmd.SetErr(fmt.Errorf("frontier: host %s: %w", host, err))
 	}
@@ -90,24 +90,24 @@ func (f Hosts) hostRuleRun(ctx context.Context, mode, host, a, b string) *redis.
 }
 
 // Rules lists the hosts with a rate of their own, by name.
-func (f Hosts) Rules(ctx context.Context) ([]HostRule, error) {
-	cmds := make([]*redis.MapStringStringCmd, len(f.fs))
-	_, err := f.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, sh := range f.fs {
-			cmds[i] = p.HGetAll(ctx, sh.keys.HostRules)
+func (f Controls) Rules(ctx context.Context) ([]Rule, error) {
+	cmds := make([]*redis.MapStringStringCmd, len(f.Keys))
+	_, err := f.C.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range f.Keys {
+			cmds[i] = p.HGetAll(ctx, k.HostRules)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("frontier: host rules: %w", err)
 	}
-	var out []HostRule
+	var out []Rule
 	for _, c := range cmds {
 		for host, v := range c.Val() {
 			if v == blocked {
-				out = append(out, HostRule{Host: host, Blocked: true})
+				out = append(out, Rule{Host: host, Blocked: true})
 			} else if r, b, ok := parseHostRule(v); ok { // one not well formed: the pops ignore it too
-				out = append(out, HostRule{Host: host, Rate: r, Burst: b})
+				out = append(out, Rule{Host: host, Rate: r, Burst: b})
 			}
 		}
 	}
@@ -132,10 +132,10 @@ func parseHostRule(v string) (rate float64, burst int, ok bool) {
 
 // Leases is how many of host's URLs are leased to workers now (popped,
 // not yet finished or given back), by a scan of its shard's leases.
-func (f Hosts) Leases(ctx context.Context, host string) (int, error) {
-	sh := f.fs[keyspace.ShardOf(host, len(f.fs))]
+func (f Controls) Leases(ctx context.Context, host string) (int, error) {
+	_, k := f.For(host)
 	n := 0
-	iter := sh.c.ZScan(ctx, sh.keys.Leases, 0, "*\n"+globEscape(host)+"\n*", 1000).Iterator()
+	iter := f.C.ZScan(ctx, k.Leases, 0, "*\n"+globEscape(host)+"\n*", 1000).Iterator()
 	for i := 0; iter.Next(ctx); i++ {
 		if i%2 == 0 { // member, score, member, …
 			n++

@@ -1,4 +1,4 @@
-package frontier
+package perhost
 
 import (
 	"context"
@@ -31,21 +31,21 @@ type Address struct {
 // SetAddresses stores answers, each in its host's shard, kept for its
 // TTL (a second at least); the next pops of those hosts take their
 // addresses' tokens.
-func (f Hosts) SetAddresses(ctx context.Context, answers []Address) error {
+func (f Controls) SetAddresses(ctx context.Context, answers []Address) error {
 	by := map[int][]any{}
 	for _, a := range answers {
 		if a.Host == "" || a.Addr == "" || strings.ContainsAny(a.Addr, " \n") {
 			return fmt.Errorf("frontier: address %q of host %q: not storable", a.Addr, a.Host)
 		}
-		s := keyspace.ShardOf(a.Host, len(f.fs))
+		s := keyspace.ShardOf(a.Host, len(f.Keys))
 		by[s] = append(by[s], a.Host, a.Addr, a.TTL.Milliseconds())
 	}
 	for s, args := range by {
-		sh := f.fs[s]
-		err := addrStoreScript.Run(ctx, sh.c, []string{sh.keys.Config, sh.keys.Queues}, append([]any{sh.o.Instance}, args...)...).Err()
+		k := f.Keys[s]
+		err := addrStoreScript.Run(ctx, f.C, []string{k.Config, k.Queues}, append([]any{f.Instance}, args...)...).Err()
 		switch {
 		case keyspace.IsGone(err):
-			return ErrGone
+			return keyspace.ErrGone
 		case err != nil:
 			return fmt.Errorf("frontier: storing addresses: %w", err)
 		}
@@ -65,11 +65,11 @@ type AddressLoad struct {
 
 // BusiestAddresses are the n addresses whose buckets gave the most tokens
 // (with politeness per address), busiest first.
-func (f Hosts) BusiestAddresses(ctx context.Context, n int) ([]AddressLoad, error) {
+func (f Controls) BusiestAddresses(ctx context.Context, n int) ([]AddressLoad, error) {
 	tokens := map[string]int64{}
-	for _, sh := range f.fs {
-		k := sh.keys.Queues
-		zs, err := sh.c.ZRevRangeWithScores(ctx, k+" addr busy", 0, int64(n)-1).Result()
+	for _, k := range f.Keys {
+		k := k.Queues
+		zs, err := f.C.ZRevRangeWithScores(ctx, k+" addr busy", 0, int64(n)-1).Result()
 		if err != nil {
 			return nil, fmt.Errorf("frontier: busiest addresses: %w", err)
 		}
@@ -96,8 +96,8 @@ func (f Hosts) BusiestAddresses(ctx context.Context, n int) ([]AddressLoad, erro
 	for i, l := range out {
 		names[i] = l.Addr
 	}
-	for _, sh := range f.fs {
-		vs, err := sh.c.HMGet(ctx, sh.keys.Queues+" addr hosts", names...).Result()
+	for _, k := range f.Keys {
+		vs, err := f.C.HMGet(ctx, k.Queues+" addr hosts", names...).Result()
 		if err != nil {
 			return nil, fmt.Errorf("frontier: busiest addresses: %w", err)
 		}
