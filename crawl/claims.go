@@ -4,10 +4,11 @@ import (
 	"context"
 
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/payloads"
 )
 
 // claims sends the fetch loops' payload digest claims (the crawl's digest
-// index, frontier.Digests.ClaimAll) in batches, as a group commit: one call
+// index, payloads.Index.ClaimAll) in batches, as a group commit: one call
 // for every claim made while the last call was in flight, so that at many
 // pages a second the index costs a fraction of a call a page, and a loop
 // never waits for more than the call in flight and its own.
@@ -17,12 +18,12 @@ type claims struct {
 }
 
 type claimReq struct {
-	c     frontier.Claim
+	c     payloads.Claim
 	reply chan claimReply
 }
 
 type claimReply struct {
-	earlier frontier.Archived
+	earlier payloads.Archived
 	found   bool
 	err     error
 }
@@ -37,7 +38,7 @@ func newClaims(fr *frontier.Frontier) *claims {
 // run sends the claims until ctx ends.
 func (cl *claims) run(ctx context.Context) {
 	batch := make([]claimReq, 0, maxClaimBatch)
-	list := make([]frontier.Claim, 0, maxClaimBatch)
+	list := make([]payloads.Claim, 0, maxClaimBatch)
 	for {
 		select {
 		case <-ctx.Done():
@@ -66,17 +67,17 @@ func (cl *claims) run(ctx context.Context) {
 }
 
 // claim claims c, waiting for the batch it goes in.
-func (cl *claims) claim(ctx context.Context, c frontier.Claim) (frontier.Archived, bool, error) {
+func (cl *claims) claim(ctx context.Context, c payloads.Claim) (payloads.Archived, bool, error) {
 	r := claimReq{c: c, reply: make(chan claimReply, 1)}
 	select {
 	case cl.reqs <- r:
 	case <-ctx.Done():
-		return frontier.Archived{}, false, ctx.Err()
+		return payloads.Archived{}, false, ctx.Err()
 	}
 	select {
 	case rep := <-r.reply:
 		return rep.earlier, rep.found, rep.err
 	case <-ctx.Done():
-		return frontier.Archived{}, false, ctx.Err()
+		return payloads.Archived{}, false, ctx.Err()
 	}
 }

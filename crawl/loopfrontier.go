@@ -5,6 +5,7 @@ import (
 
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/frontier/events"
+	"github.com/redcrawl/crawler/frontier/payloads"
 	"github.com/redcrawl/crawler/frontier/rendering"
 )
 
@@ -14,7 +15,7 @@ import (
 // workers share, and the queue for the links a sample's rendering found.
 type loopFrontier struct {
 	hosts   frontier.Hosts
-	digests frontier.Digests
+	digests payloads.Index
 	events  events.Log
 	render  rendering.Shared
 	enqueue func(context.Context, []frontier.Item) ([]bool, error)

@@ -10,6 +10,7 @@ import (
 	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/payloads"
 	"github.com/redcrawl/crawler/parse"
 )
 
@@ -38,17 +39,17 @@ func (pl *fetchLoops) fetchOf(item frontier.Item, visit *frontier.Visit) func(co
 // record when its content is archived already: a 304 to the validators
 // the URL's last visit sent, the payload that visit archived, or (with
 // --dedup-payloads) a payload the crawl's digest index says another
-// response archived (frontier.Digests.ClaimAll). It returns the record's
+// response archived (payloads.Index.ClaimAll). It returns the record's
 // place, the payload digest, and where the content the answer stands for
 // is archived whole (nil: nowhere).
 func (pl *fetchLoops) archive(ctx context.Context, url string, visit *frontier.Visit, r *fetch.Result, start time.Time) (archive.Location, string, *frontier.Visit, error) {
-	var earlier *frontier.Archived // another response with this payload
+	var earlier *payloads.Archived // another response with this payload
 	d, claimed := "", ""           // its payload digest, when looked up; the digest this response claimed
 	if pl.claims != nil && r.Status >= 200 && r.Status < 300 && !r.Truncated && len(r.Body) > 0 {
 		d = archive.PayloadDigest(r.Raw.Response)
 	}
 	if d != "" && (visit == nil || visit.RefDate == 0 || d != visit.Digest) {
-		hit, found, err := pl.claims.claim(ctx, frontier.Claim{Digest: d, URI: url, Date: start})
+		hit, found, err := pl.claims.claim(ctx, payloads.Claim{Digest: d, URI: url, Date: start})
 		switch {
 		case err != nil:
 			pl.log.Warn("the crawl's digest index is unavailable: archived whole", "url", url, "err", err)

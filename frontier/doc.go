@@ -86,7 +86,7 @@
 //	           (package leader, LeaderKey)
 //	events     stream: the event log, a sentence an event (package frontier/events)
 //	digests    hash payload digest -> "uri\tdate": the response archived
-//	           whole with that payload, at most DigestIndexCap (digests.go)
+//	           whole with that payload, at most payloads.IndexCap (frontier/payloads)
 //
 // and shard s > 0 its marker, exists (the crawl exists in that shard while
 // it does), and fence, the highest epoch of a scheduler that swept it.

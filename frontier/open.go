@@ -11,6 +11,7 @@ import (
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/frontier/events"
 	"github.com/redcrawl/crawler/frontier/keyspace"
+	"github.com/redcrawl/crawler/frontier/payloads"
 	"github.com/redcrawl/crawler/frontier/perhost"
 	"github.com/redcrawl/crawler/frontier/records"
 	"github.com/redcrawl/crawler/frontier/rendering"
@@ -50,7 +51,7 @@ type Frontier struct {
 	Records  records.Streams // what the crawl found: each shard's results stream
 	Registry Registry        // the workers: registrations, heartbeats, leases renewed
 	Events   events.Log      // the crawl's event log, for people
-	Digests  Digests         // the payload digests archived (--dedup-payloads)
+	Digests  payloads.Index  // the payload digests archived (--dedup-payloads)
 	Visits   Visits          // the recrawl schedule: each fetched URL's next visit
 	// Hosts are the controls and views of single hosts: their rules,
 	// pauses, delays, queues and server addresses (package perhost).
@@ -192,7 +193,7 @@ func New(c redis.UniversalClient, name string, o Options) (*Frontier, error) {
 	for i := range f.fs {
 		f.fs[i] = newShard(c, keyspace.KeysForShard(name, i), &f.Options, f.pm, i, o.Shards)
 	}
-	f.Registry, f.Digests, f.Visits = Registry{f.store}, Digests{f.store}, Visits{f.store}
+	f.Registry, f.Visits = Registry{f.store}, Visits{f.store}
 	f.Events = events.New(c, keyspace.Tag(name, 0)+"events")
 	streams := make([]records.Shard, len(f.fs))
 	for i, sh := range f.fs {
@@ -206,7 +207,7 @@ func New(c redis.UniversalClient, name string, o Options) (*Frontier, error) {
 	for i, sh := range f.fs {
 		set.Keys[i] = sh.keys
 	}
-	f.Render = rendering.Shared{Set: set}
+	f.Render, f.Digests = rendering.Shared{Set: set}, payloads.Index{Set: set}
 	f.Hosts = Hosts{Controls: perhost.Controls{Set: set, ResultsCap: f.fs[0].resultsCap}, store: f.store}
 	f.Scope = Scope{f.store}
 	return f, nil

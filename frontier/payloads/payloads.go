@@ -1,7 +1,11 @@
-package frontier
+// Package payloads is the crawl's index of payload digests archived
+// (--dedup-payloads): a response whose payload another URL's response
+// already archived whole is archived as a revisit record referring to it.
+package payloads
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"fmt"
 	"strconv"
@@ -9,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/frontier/keyspace"
+	"github.com/redcrawl/crawler/frontier/queue"
+	"github.com/redcrawl/crawler/internal/script"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -17,24 +23,27 @@ import (
 // with each payload digest is noted in a hash in the first shard's slot,
 // digest -> "uri\tWARC-Date (Unix ns)". A later response of any URL with
 // the same payload is archived as a revisit record referring to it
-// (package archive). The index is bounded: past DigestIndexCap digests it
+// (package archive). The index is bounded: past IndexCap digests it
 // takes no more, and responses with a new digest are then archived whole,
 // as without it (a digest costs about 180 bytes, BenchmarkVisitMemory:
 // 180 MB at the cap).
 
-// Digests is the index, the first shard's hash "digests":
-// Frontier.Digests.
-type Digests struct{ *store }
+// Index is the index, the first shard's hash "digests":
+// frontier.Frontier.Digests.
+type Index struct{ keyspace.Set }
 
-// DigestIndexCap is the most payload digests the index keeps.
-const DigestIndexCap = 1_000_000
+// IndexCap is the most payload digests the index keeps.
+const IndexCap = 1_000_000
 
 var (
+	//go:embed digest.lua
+	luaFiles     embed.FS
+	lua          = script.NewLib("frontier/payloads", luaFiles, queue.Lua)
 	digestScript = lua.Script("digest")
 )
 
 // key is the crawl's digest index.
-func (f Digests) key() string { return keyspace.Tag(f.name, 0) + "digests" }
+func (f Index) key() string { return keyspace.Tag(f.Name, 0) + "digests" }
 
 // Archived is a response archived whole: its URI and WARC-Date.
 type Archived struct {
@@ -56,16 +65,16 @@ func (c Claim) entry() string { return c.URI + "\t" + strconv.FormatInt(c.Date.U
 // none was (found false), it notes the claim's response as the one that
 // archives it, if the index has room. A claim whose archive then fails is
 // taken back with Unclaim.
-func (f Digests) ClaimAll(ctx context.Context, claims []Claim) ([]Archived, []bool, error) {
+func (f Index) ClaimAll(ctx context.Context, claims []Claim) ([]Archived, []bool, error) {
 	args := make([]any, 0, 2+2*len(claims))
-	args = append(args, "claim", DigestIndexCap)
+	args = append(args, "claim", IndexCap)
 	for _, c := range claims {
 		args = append(args, c.Digest, c.entry())
 	}
-	res, err := digestScript.Run(ctx, f.c, []string{f.key(), f.fs[0].keys.Config}, args...).Slice()
+	res, err := digestScript.Run(ctx, f.C, []string{f.key(), f.Keys[0].Config}, args...).Slice()
 	switch {
 	case keyspace.IsGone(err):
-		return nil, nil, ErrGone
+		return nil, nil, keyspace.ErrGone
 	case err != nil:
 		return nil, nil, fmt.Errorf("frontier: payload digests: %w", err)
 	case len(res) != len(claims):
@@ -88,7 +97,7 @@ func (f Digests) ClaimAll(ctx context.Context, claims []Claim) ([]Archived, []bo
 }
 
 // Claim is ClaimAll of one claim.
-func (f Digests) Claim(ctx context.Context, digest, uri string, date time.Time) (Archived, bool, error) {
+func (f Index) Claim(ctx context.Context, digest, uri string, date time.Time) (Archived, bool, error) {
 	got, found, err := f.ClaimAll(ctx, []Claim{{digest, uri, date}})
 	if err != nil {
 		return Archived{}, false, err
@@ -98,8 +107,8 @@ func (f Digests) Claim(ctx context.Context, digest, uri string, date time.Time) 
 
 // Unclaim takes back a claim of ClaimAll if it is still that
 // response's: it was not archived after all.
-func (f Digests) Unclaim(ctx context.Context, digest, uri string, date time.Time) error {
-	err := digestScript.Run(ctx, f.c, []string{f.key(), f.fs[0].keys.Config}, "unclaim", 0, digest, Claim{digest, uri, date}.entry()).Err()
+func (f Index) Unclaim(ctx context.Context, digest, uri string, date time.Time) error {
+	err := digestScript.Run(ctx, f.C, []string{f.key(), f.Keys[0].Config}, "unclaim", 0, digest, Claim{digest, uri, date}.entry()).Err()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("frontier: payload digests: %w", err)
 	}

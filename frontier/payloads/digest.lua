@@ -1,5 +1,5 @@
 -- requires: gone
--- digest.lua: the crawl's payload digest index (frontier/digests.go).
+-- digest.lua: the crawl's payload digest index (frontier/payloads/payloads.go).
 -- KEYS[1] the index (hash digest -> "uri\tdate-ns")  KEYS[2] the crawl's
 -- config (missing: the crawl is gone, nothing is written)
 -- ARGV[1] 'claim' or 'unclaim'  ARGV[2] the index's cap  then pairs:
