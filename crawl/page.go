@@ -15,6 +15,7 @@ import (
 	"github.com/redcrawl/crawler/archive"
 	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/recrawl"
 	"github.com/redcrawl/crawler/internal/bounded"
 	"github.com/redcrawl/crawler/parse"
 	"github.com/redcrawl/crawler/politeness"
@@ -91,8 +92,8 @@ func (pl *fetchLoops) process(ctx context.Context, l *frontier.Lease, info front
 		return
 	}
 	start := time.Now()
-	rec.FetchedAt = start.UTC()           // after the politeness waits: when the request went out
-	visit := frontier.DecodeVisit(item.V) // nil: the URL's first fetch
+	rec.FetchedAt = start.UTC()     // after the politeness waits: when the request went out
+	visit := recrawl.Decode(item.V) // nil: the URL's first fetch
 	r, err := pl.fetchOf(item, visit)(ctx, item.URL)
 	rec.FetchMS = time.Since(start).Milliseconds()
 	if err != nil {
@@ -114,7 +115,7 @@ func (pl *fetchLoops) process(ctx context.Context, l *frontier.Lease, info front
 	canon, dup := pl.canonical(lv, item, r, head, &rec) // with --canonical skip, a duplicate is not archived
 	// Archived: every response whose body was read, but HTML only when the
 	// crawl keeps HTML (it is always read, for its links).
-	var archived *frontier.Visit // where the content this answer stands for is archived whole
+	var archived *recrawl.Visit // where the content this answer stands for is archived whole
 	archivable := pl.warc != nil && r.Raw != nil && !r.DroppedBody && !dup &&
 		(!r.HTML || lv.s.Keeps(r.ContentType) || r.Status == http.StatusNotModified && visit != nil && visit.RefDate != 0)
 	if archivable && !pl.noArchive(lv, r, head, &rec) { // with --obey-noarchive, what its owner said not to archive is recorded only
@@ -230,7 +231,7 @@ func (pl *fetchLoops) notNow(ctx context.Context, l *frontier.Lease, u *url.URL,
 // outcome is what an answered fetch leaves: its links (a page's, a
 // sitemap's; none for 304 Not Modified), its stat, and what the next
 // visit compares against.
-func (pl *fetchLoops) outcome(ctx context.Context, lv *live, u *url.URL, item frontier.Item, visit *frontier.Visit, r *fetch.Result, rec *Record, archived *frontier.Visit) frontier.Outcome {
+func (pl *fetchLoops) outcome(ctx context.Context, lv *live, u *url.URL, item frontier.Item, visit *recrawl.Visit, r *fetch.Result, rec *Record, archived *recrawl.Visit) frontier.Outcome {
 	o := frontier.Outcome{Stat: OutcomeOK, Fetched: true, FetchTime: r.Duration}
 	digest := rec.PayloadDigest
 	switch {

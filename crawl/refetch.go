@@ -11,6 +11,7 @@ import (
 	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/frontier/payloads"
+	"github.com/redcrawl/crawler/frontier/recrawl"
 	"github.com/redcrawl/crawler/parse"
 )
 
@@ -19,7 +20,7 @@ import (
 
 // fetchOf is how item is fetched: a sitemap up to the protocol's size, a
 // revisit with its last validators (If-None-Match, If-Modified-Since).
-func (pl *fetchLoops) fetchOf(item frontier.Item, visit *frontier.Visit) func(context.Context, string) (*fetch.Result, error) {
+func (pl *fetchLoops) fetchOf(item frontier.Item, visit *recrawl.Visit) func(context.Context, string) (*fetch.Result, error) {
 	switch {
 	case item.Kind == frontier.KindSitemap:
 		return func(ctx context.Context, u string) (*fetch.Result, error) {
@@ -42,7 +43,7 @@ func (pl *fetchLoops) fetchOf(item frontier.Item, visit *frontier.Visit) func(co
 // response archived (payloads.Index.ClaimAll). It returns the record's
 // place, the payload digest, and where the content the answer stands for
 // is archived whole (nil: nowhere).
-func (pl *fetchLoops) archive(ctx context.Context, url string, visit *frontier.Visit, r *fetch.Result, start time.Time) (archive.Location, string, *frontier.Visit, error) {
+func (pl *fetchLoops) archive(ctx context.Context, url string, visit *recrawl.Visit, r *fetch.Result, start time.Time) (archive.Location, string, *recrawl.Visit, error) {
 	var earlier *payloads.Archived // another response with this payload
 	d, claimed := "", ""           // its payload digest, when looked up; the digest this response claimed
 	if pl.claims != nil && r.Status >= 200 && r.Status < 300 && !r.Truncated && len(r.Body) > 0 {
@@ -63,7 +64,7 @@ func (pl *fetchLoops) archive(ctx context.Context, url string, visit *frontier.V
 			claimed = d
 		}
 	}
-	var ref *frontier.Visit
+	var ref *recrawl.Visit
 	loc, digest, err := pl.warc.Archive(archive.Exchange{URL: url, Started: start, Raw: r.Raw, Truncated: r.Truncated}, func(digest string) *archive.Revisit {
 		switch {
 		case visit != nil && visit.RefDate != 0 && (r.Status == http.StatusNotModified || r.Status < 300 && digest == visit.Digest && !r.Truncated):
@@ -74,7 +75,7 @@ func (pl *fetchLoops) archive(ctx context.Context, url string, visit *frontier.V
 			}
 			return &archive.Revisit{Profile: profile, URI: visit.Ref(url), Date: time.Unix(0, visit.RefDate)}
 		case earlier != nil && digest == d:
-			ref = &frontier.Visit{RefURI: earlier.URI, RefDate: earlier.Date.UnixNano()}
+			ref = &recrawl.Visit{RefURI: earlier.URI, RefDate: earlier.Date.UnixNano()}
 			if earlier.URI == url {
 				ref.RefURI = ""
 			}
@@ -89,7 +90,7 @@ func (pl *fetchLoops) archive(ctx context.Context, url string, visit *frontier.V
 			pl.log.Warn("taking back a payload digest claim failed", "url", url, "err", uerr)
 		}
 	case err == nil && ref == nil && r.Status != http.StatusNotModified:
-		ref = &frontier.Visit{RefDate: start.UnixNano()} // archived whole, under its own URL
+		ref = &recrawl.Visit{RefDate: start.UnixNano()} // archived whole, under its own URL
 	}
 	return loc, digest, ref, err
 }
@@ -113,8 +114,8 @@ func answerDigest(body []byte, headers map[string]string) string {
 
 // keptVisit is what a URL that failed for good keeps for its next fetch:
 // its last visit, due again after its interval (nil: it had none).
-func keptVisit(item frontier.Item) (*frontier.Visit, time.Duration) {
-	v := frontier.DecodeVisit(item.V)
+func keptVisit(item frontier.Item) (*recrawl.Visit, time.Duration) {
+	v := recrawl.Decode(item.V)
 	if v == nil || item.Kind == frontier.KindSitemap {
 		return nil, 0
 	}

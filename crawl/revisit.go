@@ -7,6 +7,7 @@ import (
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/recrawl"
 )
 
 // Revisits: what a fetch leaves for the URL's next one, and when that is.
@@ -54,7 +55,7 @@ func nextInterval(s settings.Settings, prev time.Duration, change string) time.D
 }
 
 // validators are what a refetch asks with.
-func validators(v *frontier.Visit) fetch.Validators {
+func validators(v *recrawl.Visit) fetch.Validators {
 	if v == nil {
 		return fetch.Validators{}
 	}
@@ -65,8 +66,8 @@ func validators(v *frontier.Visit) fetch.Validators {
 // rec's change, o's visit and due time. last is the visit the fetch was
 // made with (nil: its first); digest the payload digest of the answer
 // (archived or not), ref where the content it had is archived whole.
-func revisitOutcome(s settings.Settings, last *frontier.Visit, rec *Record, o *frontier.Outcome, digest string, ref *frontier.Visit) {
-	next := frontier.Visit{Status: rec.Status}
+func revisitOutcome(s settings.Settings, last *recrawl.Visit, rec *Record, o *frontier.Outcome, digest string, ref *recrawl.Visit) {
+	next := recrawl.Visit{Status: rec.Status}
 	if last != nil {
 		next = *last
 		next.Status = rec.Status

@@ -6,6 +6,7 @@ import (
 
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/recrawl"
 )
 
 // The schedule learns: a page that changes at every visit comes down to
@@ -40,7 +41,7 @@ func TestTheScheduleShrinksForChangesAndGrowsWithout(t *testing.T) {
 	}
 }
 
-func outcomeOf(t *testing.T, s settings.Settings, last *frontier.Visit, status int, headers map[string]string, digest string, ref *frontier.Visit) (Record, frontier.Outcome, frontier.Visit) {
+func outcomeOf(t *testing.T, s settings.Settings, last *recrawl.Visit, status int, headers map[string]string, digest string, ref *recrawl.Visit) (Record, frontier.Outcome, recrawl.Visit) {
 	t.Helper()
 	rec := Record{Status: status, Headers: headers}
 	var o frontier.Outcome
@@ -49,7 +50,7 @@ func outcomeOf(t *testing.T, s settings.Settings, last *frontier.Visit, status i
 		t.Fatal("no visit kept")
 	}
 	// What the next fetch reads back, through the due set's encoding.
-	v := frontier.DecodeVisit(o.Visit.Encode())
+	v := recrawl.Decode(o.Visit.Encode())
 	if v == nil {
 		t.Fatalf("visit %+v encodes as nothing", o.Visit)
 	}
@@ -60,7 +61,7 @@ func outcomeOf(t *testing.T, s settings.Settings, last *frontier.Visit, status i
 func TestAVisitKeepsValidatorsDigestAndWhereTheContentIs(t *testing.T) {
 	s := settings.Default()
 	s.Revisit, s.RevisitMin, s.RevisitMax = 100*time.Second, 10*time.Second, 1000*time.Second
-	rec, o, v := outcomeOf(t, s, nil, 200, map[string]string{"etag": `"a"`, "last-modified": "Mon"}, "sha1:A", &frontier.Visit{RefDate: 7})
+	rec, o, v := outcomeOf(t, s, nil, 200, map[string]string{"etag": `"a"`, "last-modified": "Mon"}, "sha1:A", &recrawl.Visit{RefDate: 7})
 	if rec.Change != ChangeNew || v.ETag != `"a"` || v.LastModified != "Mon" || v.Digest != "sha1:A" || v.RefDate != 7 || v.Interval != 100 || o.Due != 100*time.Second {
 		t.Fatalf("first fetch: %s, %+v, due %v", rec.Change, v, o.Due)
 	}
@@ -70,12 +71,12 @@ func TestAVisitKeepsValidatorsDigestAndWhereTheContentIs(t *testing.T) {
 		t.Fatalf("304: %s, %+v", rec.Change, v2)
 	}
 	// The same payload again, whole: unchanged, still referring to the first copy.
-	rec, _, v3 := outcomeOf(t, s, &v2, 200, map[string]string{"etag": `"a"`}, "sha1:A", &frontier.Visit{RefDate: 9})
+	rec, _, v3 := outcomeOf(t, s, &v2, 200, map[string]string{"etag": `"a"`}, "sha1:A", &recrawl.Visit{RefDate: 9})
 	if rec.Change != ChangeUnchanged || v3.RefDate != 7 || v3.Interval != 196 {
 		t.Fatalf("same payload: %s, %+v", rec.Change, v3)
 	}
 	// New content: its own digest and archived copy; the interval shrinks.
-	rec, _, v4 := outcomeOf(t, s, &v3, 200, map[string]string{"etag": `"b"`}, "sha1:B", &frontier.Visit{RefDate: 11})
+	rec, _, v4 := outcomeOf(t, s, &v3, 200, map[string]string{"etag": `"b"`}, "sha1:B", &recrawl.Visit{RefDate: 11})
 	if rec.Change != ChangeChanged || v4.ETag != `"b"` || v4.Digest != "sha1:B" || v4.RefDate != 11 || v4.Interval != 157 {
 		t.Fatalf("changed: %s, %+v", rec.Change, v4)
 	}

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/frontier/keyspace"
+	"github.com/redcrawl/crawler/frontier/recrawl"
 	"github.com/redcrawl/crawler/internal/testsite"
 )
 
@@ -77,7 +77,7 @@ func TestAContinuousCrawlLearnsHowOftenPagesChange(t *testing.T) {
 			t.Fatalf("due set member %q", m)
 		}
 		_, path, _ := strings.Cut(parts[1], " ")
-		visit := frontier.DecodeVisit(parts[2])
+		visit := recrawl.Decode(parts[2])
 		if c := class(path); c != "" && visit != nil {
 			intervals[c] = append(intervals[c], visit.Interval)
 		}

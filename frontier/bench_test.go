@@ -11,6 +11,7 @@ import (
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/frontier/perhost"
+	"github.com/redcrawl/crawler/frontier/recrawl"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
@@ -99,9 +100,9 @@ func benchExchange(b *testing.B, sh exchangeShape) {
 	record := []byte(`{"url":"http://h1.example/some/page/of/the/site","status":200,"content_type":"text/html; charset=utf-8",` +
 		`"bytes":5120,"title":"A page of the site","depth":3,"links":27,"new_links":0,"fetch_ms":51,"worker":"host-1234",` +
 		`"fetched_at":"2026-11-30T03:13:45.123456Z"}`)
-	var visit *frontier.Visit
+	var visit *recrawl.Visit
 	if sh.visits {
-		visit = &frontier.Visit{ETag: `"abc123"`, Digest: "sha1:ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", Interval: 86400}
+		visit = &recrawl.Visit{ETag: `"abc123"`, Digest: "sha1:ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", Interval: 86400}
 	}
 	s.Client.ConfigResetStat(ctx)
 	cpu := redistest.CPU(b, s.Client)
@@ -275,7 +276,7 @@ func BenchmarkVisitMemory(b *testing.B) {
 			}
 			done = done[:0]
 			for j, l := range x.Popped {
-				v := &frontier.Visit{ETag: fmt.Sprintf(`"5f2b-61c8a7e3b%05d"`, j), LastModified: "Tue, 01 Dec 2026 21:58:57 GMT",
+				v := &recrawl.Visit{ETag: fmt.Sprintf(`"5f2b-61c8a7e3b%05d"`, j), LastModified: "Tue, 01 Dec 2026 21:58:57 GMT",
 					Digest: fmt.Sprintf("sha1:3I42H3S6NNFQ2MSVX7XZKYAYSC%05dY", j), RefDate: time.Now().UnixNano(), Interval: 86400, Status: 200}
 				done = append(done, frontier.Finished{Lease: l, Outcome: frontier.Outcome{Stat: "ok", Fetched: true, Visit: v, Due: 24 * time.Hour}})
 			}

@@ -67,7 +67,7 @@
 //	           with those links (outbox.go)
 //	due        zset "host\nelement\nvisit" -> when due (ms): each fetched URL
 //	           and what its last fetch left for the next one (Visit), for
-//	           recrawls and continuous crawls; about 280 bytes a URL (visit.go)
+//	           recrawls and continuous crawls; about 280 bytes a URL (frontier/recrawl)
 //	queue: dns, queue: addr, queue: addr busy, queue: addr hosts  with
 //	           Policy.PerAddress (addrs.lua): host -> "address expiry-ms"
 //	           (SetAddresses); address -> its bucket's tat; address -> the

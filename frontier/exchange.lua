@@ -40,7 +40,7 @@
 --   whose links to other shards' hosts went in calls of their own, kept
 --   until those calls are known to have gone through; see "outbox" below),
 --   due (zset "host\nelement\nvisit" -> when the URL's revisit is due,
---   ms: frontier/visit.go), refill (queue.lua), capped (hash: the hosts
+--   ms: frontier/recrawl/recrawl.go), refill (queue.lua), capped (hash: the hosts
 --   whose pages reached the cap -> their count, so that a pop reads the
 --   cap's state only once some host reached it), deferred (zset
 --   "host\nitem-json" -> when it is due again, ms: a retry put back by

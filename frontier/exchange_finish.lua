@@ -140,7 +140,7 @@ local function ex_record(C, d, f, id, from, to, acc)
     end
   end
   if (f[EX_FAILED] or 0) > 0 then acc.failures[#acc.failures + 1] = ARGV[T + f[EX_FAILED]] end
-  if visit > 0 then -- the URL's state for its next fetch (frontier/visit.go)
+  if visit > 0 then -- the URL's state for its next fetch (frontier/recrawl/recrawl.go)
     acc.due[#acc.due + 1] = fr_int(C.now + (f[EX_DUE] or 0))
     acc.due[#acc.due + 1] = ARGV[T + visit]
   end

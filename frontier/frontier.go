@@ -27,7 +27,7 @@ type Item struct {
 	Attempts int      `json:"a,omitempty"`
 	Errors   []string `json:"e,omitempty"`   // the earlier attempts' errors, oldest first
 	Err      string   `json:"err,omitempty"` // why it failed, on the failed list
-	// V is what the URL's last fetch left for this one (Visit.Encode): set
+	// V is what the URL's last fetch left for this one (recrawl.Visit.Encode): set
 	// on a revisit, absent on a first fetch.
 	V string `json:"v,omitempty"`
 	// Priority orders the URLs of one host: a higher one is popped first

@@ -14,6 +14,7 @@ import (
 	"github.com/redcrawl/crawler/frontier/payloads"
 	"github.com/redcrawl/crawler/frontier/perhost"
 	"github.com/redcrawl/crawler/frontier/records"
+	"github.com/redcrawl/crawler/frontier/recrawl"
 	"github.com/redcrawl/crawler/frontier/rendering"
 	"github.com/redis/go-redis/v9"
 )
@@ -48,11 +49,11 @@ type Frontier struct {
 
 	// The crawl's state beside the queue, each its own type (its doc
 	// says its keys), on the same shards.
-	Records  records.Streams // what the crawl found: each shard's results stream
-	Registry Registry        // the workers: registrations, heartbeats, leases renewed
-	Events   events.Log      // the crawl's event log, for people
-	Digests  payloads.Index  // the payload digests archived (--dedup-payloads)
-	Visits   Visits          // the recrawl schedule: each fetched URL's next visit
+	Records  records.Streams  // what the crawl found: each shard's results stream
+	Registry Registry         // the workers: registrations, heartbeats, leases renewed
+	Events   events.Log       // the crawl's event log, for people
+	Digests  payloads.Index   // the payload digests archived (--dedup-payloads)
+	Visits   recrawl.Schedule // the recrawl schedule: each fetched URL's next visit
 	// Hosts are the controls and views of single hosts: their rules,
 	// pauses, delays, queues and server addresses (package perhost).
 	Hosts Hosts
@@ -88,7 +89,7 @@ type Options struct {
 	// while the crawl runs (SetPolicy).
 	Policy
 	// Continuous: the crawl never ends on its own; the sweep moves each
-	// URL back to its host's queue when its revisit is due (visit.go).
+	// URL back to its host's queue when its revisit is due (frontier/recrawl).
 	Continuous bool
 	// ResultsKept bounds the results streams together (ResultsKept when
 	// 0), shared out among the shards: the memory bound past which a
@@ -193,7 +194,7 @@ func New(c redis.UniversalClient, name string, o Options) (*Frontier, error) {
 	for i := range f.fs {
 		f.fs[i] = newShard(c, keyspace.KeysForShard(name, i), &f.Options, f.pm, i, o.Shards)
 	}
-	f.Registry, f.Visits = Registry{f.store}, Visits{f.store}
+	f.Registry = Registry{f.store}
 	f.Events = events.New(c, keyspace.Tag(name, 0)+"events")
 	streams := make([]records.Shard, len(f.fs))
 	for i, sh := range f.fs {
@@ -208,6 +209,7 @@ func New(c redis.UniversalClient, name string, o Options) (*Frontier, error) {
 		set.Keys[i] = sh.keys
 	}
 	f.Render, f.Digests = rendering.Shared{Set: set}, payloads.Index{Set: set}
+	f.Visits = recrawl.Schedule{Set: set, Continuous: func() bool { return f.Continuous }}
 	f.Hosts = Hosts{Controls: perhost.Controls{Set: set, ResultsCap: f.fs[0].resultsCap}, store: f.store}
 	f.Scope = Scope{f.store}
 	return f, nil

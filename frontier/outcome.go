@@ -1,9 +1,12 @@
 package frontier
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redcrawl/crawler/frontier/recrawl"
 )
 
 // Outcomes: one word for how a URL ended, the same in records (their
@@ -51,8 +54,8 @@ type Outcome struct {
 	FetchTime time.Duration
 	// Visit is what this fetch leaves for the URL's next one (nil: keep
 	// nothing), and Due when that is (from now; NotDue: never again).
-	// Written with the record, in the same atomic step (visit.go).
-	Visit *Visit
+	// Written with the record, in the same atomic step (frontier/recrawl).
+	Visit *recrawl.Visit
 	Due   time.Duration
 	// PutBack, when set, ends the lease with no page: its URL goes back
 	// (a retry deferred, a busy host's URL requeued), in the exchange that
@@ -105,4 +108,23 @@ func (o Outcome) counters() string {
 type Finished struct {
 	Lease   *Lease
 	Outcome Outcome
+}
+
+// NotDue, as Outcome.Due, takes the URL off the schedule: it is not
+// revisited (gone for good).
+const NotDue = time.Duration(-1)
+
+// dueMember is the due set's member that the outcome o of the URL of l
+// puts in: "" when it keeps no visit, or takes the URL off the schedule.
+func dueMember(l *Lease, o Outcome) string {
+	if o.Visit == nil || o.Due < 0 {
+		return ""
+	}
+	it := Item{URL: l.Item.URL, Depth: l.Item.Depth, Priority: l.Item.Priority}
+	el, ok := compact(it, l.Host)
+	if !ok || it.Priority != 0 { // the priority rides in the item's JSON: the revisit keeps its level
+		b, _ := json.Marshal(it) // strings and numbers: cannot fail
+		el = string(b)
+	}
+	return l.Host + "\n" + el + "\n" + o.Visit.Encode()
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/frontier/keyspace"
+	"github.com/redcrawl/crawler/frontier/recrawl"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"pgregory.net/rapid"
 )
@@ -232,7 +233,7 @@ func TestARevisitKeepsItsPriority(t *testing.T) {
 		if l == nil || l.Item.Priority != 5 {
 			t.Fatalf("popped %+v; want the URL of priority 5", l)
 		}
-		finish(t, e.f, l, frontier.Outcome{Stat: "ok", Fetched: true, Visit: &frontier.Visit{Interval: 1}, Due: time.Second})
+		finish(t, e.f, l, frontier.Outcome{Stat: "ok", Fetched: true, Visit: &recrawl.Visit{Interval: 1}, Due: time.Second})
 		e.enqueue(t, []frontier.Item{{URL: "http://a/plain"}, {URL: "http://a/plain2"}})
 		e.advance(1100 * time.Millisecond)
 		if sw := e.sweep(t, 3, 0); sw.Revisits != 1 {

@@ -17,7 +17,7 @@
 --                   whose lease expired the maximum times
 --   [12] lengths    (queue.lua)   [13] outbox (exchange.lua)
 --   [14] due        (zset "host\nelement\nvisit" -> when the URL's revisit
---                   is due, ms): frontier/visit.go
+--                   is due, ms): frontier/recrawl/recrawl.go
 --   [15] worker info (hash worker -> its last heartbeat's note: renew.lua),
 --                   whose forgotten workers go with them
 --   [16] refill     (queue.lua)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/frontier/keyspace"
+	"github.com/redcrawl/crawler/frontier/recrawl"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
 
@@ -23,9 +24,9 @@ func TestARecrawlHandsBackWhatWasFetchedWithItsVisit(t *testing.T) {
 			o := frontier.Outcome{Stat: "ok", Fetched: true, Record: []byte(`{}`)}
 			switch l.Item.URL {
 			case "http://a/x":
-				o.Visit, o.Due = &frontier.Visit{ETag: `"v1"`, Interval: 3600, LastModified: "Tue, 01 Dec 2026 21:58:57 GMT"}, time.Hour
+				o.Visit, o.Due = &recrawl.Visit{ETag: `"v1"`, Interval: 3600, LastModified: "Tue, 01 Dec 2026 21:58:57 GMT"}, time.Hour
 			case "http://b/":
-				o.Visit, o.Due = &frontier.Visit{Gone: 3}, frontier.NotDue // gone for good: never due
+				o.Visit, o.Due = &recrawl.Visit{Gone: 3}, frontier.NotDue // gone for good: never due
 			}
 			if held, _ := finish(t, e.f, l, o); !held {
 				t.Fatalf("%s: lease not held", l.Item.URL)
@@ -63,13 +64,13 @@ func TestARecrawlHandsBackWhatWasFetchedWithItsVisit(t *testing.T) {
 		if l == nil || l.Item.URL != "http://a/x" || l.Item.Depth != 3 {
 			t.Fatalf("popped %+v; want http://a/x at depth 3", l)
 		}
-		if v := frontier.DecodeVisit(l.Item.V); v == nil || v.ETag != `"v1"` || v.Interval != 3600 || v.LastModified != "Tue, 01 Dec 2026 21:58:57 GMT" {
+		if v := recrawl.Decode(l.Item.V); v == nil || v.ETag != `"v1"` || v.Interval != 3600 || v.LastModified != "Tue, 01 Dec 2026 21:58:57 GMT" {
 			t.Fatalf("the revisit's visit is %q; want the one its fetch left", l.Item.V)
 		}
 		if pop(t, e.f) != nil {
 			t.Fatal("a URL gone for good, or one without a visit, was handed back")
 		}
-		finish(t, e.f, l, frontier.Outcome{Stat: "ok", Fetched: true, Visit: &frontier.Visit{ETag: `"v2"`, Interval: 5040}, Due: time.Hour})
+		finish(t, e.f, l, frontier.Outcome{Stat: "ok", Fetched: true, Visit: &recrawl.Visit{ETag: `"v2"`, Interval: 5040}, Due: time.Hour})
 		if sw := e.sweep(t, 3, 0); !sw.CrawlOver {
 			t.Fatal("the recrawl did not end once its URL was fetched")
 		}
@@ -87,7 +88,7 @@ func TestAContinuousCrawlRevisitsWhatIsDueAndNeverEnds(t *testing.T) {
 		e.f.Continuous = true
 		e.enqueue(t, []frontier.Item{{URL: "http://a/"}})
 		l := pop(t, e.f)
-		finish(t, e.f, l, frontier.Outcome{Stat: "ok", Fetched: true, Visit: &frontier.Visit{Interval: 1}, Due: time.Second})
+		finish(t, e.f, l, frontier.Outcome{Stat: "ok", Fetched: true, Visit: &recrawl.Visit{Interval: 1}, Due: time.Second})
 		for range 2 { // the end takes two sweeps that find nothing to do
 			if sw := e.sweep(t, 3, 0); sw.CrawlOver || sw.Revisits != 0 || sw.NextDeferred < 0 || sw.NextDeferred > time.Second {
 				t.Fatalf("sweep %+v; want nothing due, the next revisit within a second, the crawl not over", sw)
@@ -100,7 +101,7 @@ func TestAContinuousCrawlRevisitsWhatIsDueAndNeverEnds(t *testing.T) {
 		if sw := e.sweep(t, 3, 0); sw.Revisits != 1 {
 			t.Fatalf("sweep %+v; want the URL due again", sw)
 		}
-		if l := pop(t, e.f); l == nil || l.Item.URL != "http://a/" || frontier.DecodeVisit(l.Item.V) == nil {
+		if l := pop(t, e.f); l == nil || l.Item.URL != "http://a/" || recrawl.Decode(l.Item.V) == nil {
 			t.Fatalf("popped %+v; want http://a/ with its visit", l)
 		}
 	})
@@ -108,20 +109,20 @@ func TestAContinuousCrawlRevisitsWhatIsDueAndNeverEnds(t *testing.T) {
 
 // A visit survives its encoding, and one with bytes no header has drops them.
 func TestAVisitEncodesCompactlyAndBack(t *testing.T) {
-	v := frontier.Visit{ETag: `W/"x-1"`, LastModified: "Tue, 01 Dec 2026 21:58:57 GMT", Digest: "sha1:ABC", RefURI: "http://a/b", RefDate: 1764626337123456789,
+	v := recrawl.Visit{ETag: `W/"x-1"`, LastModified: "Tue, 01 Dec 2026 21:58:57 GMT", Digest: "sha1:ABC", RefURI: "http://a/b", RefDate: 1764626337123456789,
 		Interval: 86400, Gone: 1, Status: 404}
 	enc := v.Encode()
-	if got := frontier.DecodeVisit(enc); got == nil || *got != v {
+	if got := recrawl.Decode(enc); got == nil || *got != v {
 		t.Fatalf("%q decodes as %+v; want %+v", enc, got, v)
 	}
 	if want := "W/\"x-1\"\t1796162337\tsha1:ABC\thttp://a/b\t1764626337123456789\t86400\t1\t404"; enc != want {
 		t.Errorf("encoded as %q; want %q", enc, want)
 	}
-	odd := frontier.Visit{ETag: "\"a\tb\"", LastModified: "yesterday", Interval: 5}
-	if got := frontier.DecodeVisit(odd.Encode()); got == nil || got.ETag != "" || got.LastModified != "yesterday" || got.Interval != 5 {
+	odd := recrawl.Visit{ETag: "\"a\tb\"", LastModified: "yesterday", Interval: 5}
+	if got := recrawl.Decode(odd.Encode()); got == nil || got.ETag != "" || got.LastModified != "yesterday" || got.Interval != 5 {
 		t.Errorf("%+v decodes as %+v", odd, got)
 	}
-	if frontier.DecodeVisit("") != nil {
+	if recrawl.Decode("") != nil {
 		t.Error("an item without a visit decodes as one")
 	}
 }

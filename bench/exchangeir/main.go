@@ -37,6 +37,7 @@ import (
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/frontier/keyspace"
+	"github.com/redcrawl/crawler/frontier/recrawl"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -222,7 +223,7 @@ func exchanges(ctx context.Context, c *redis.Client, w workload, n int) (int, er
 	record := []byte(`{"url":"http://h1.example/some/page/of/the/site","status":200,"content_type":"text/html; charset=utf-8",` +
 		`"bytes":5120,"title":"A page of the site","depth":3,"links":27,"new_links":0,"fetch_ms":51,"worker":"host-1234",` +
 		`"fetched_at":"2026-11-30T03:13:45.123456Z"}`)
-	visit := &frontier.Visit{ETag: `"abc123"`, Digest: "sha1:ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", Interval: 86400}
+	visit := &recrawl.Visit{ETag: `"abc123"`, Digest: "sha1:ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", Interval: 86400}
 	pages := 0
 	for i := 0; i < 20+n; i++ {
 		done := make([]frontier.Finished, len(x.Popped))

@@ -50,7 +50,7 @@ type Keys struct {
 	// its last fetch left for the next: validators, digest, interval) ->
 	// when it is due for a revisit (ms), written by the exchange that ends
 	// the URL's lease; the scheduler's sweep moves those due back to their
-	// hosts' queues, in a continuous crawl or after a recrawl (visit.go).
+	// hosts' queues, in a continuous crawl or after a recrawl (frontier/recrawl).
 	Due string
 	// Pauses is a sorted set: the hosts paused (a 429 or 503, a run of
 	// failures: Frontier.Hosts.Pause) -> when each pause ends (ms), so that

@@ -1,8 +1,11 @@
-package frontier
+// Package recrawl is what a URL's last fetch left for its next one
+// (Visit), and the schedule's side a reader and 'crawler recrawl' use
+// (Schedule): a crawl run again or kept running.
+package recrawl
 
 import (
 	"context"
-	"encoding/json"
+	"embed"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -10,21 +13,23 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/frontier/keyspace"
+	"github.com/redcrawl/crawler/frontier/queue"
+	"github.com/redcrawl/crawler/internal/script"
 	"github.com/redis/go-redis/v9"
 )
 
-// Visits: what a URL's last fetch left for its next one, so that a crawl
-// can be run again (a recrawl) or keep running (a continuous crawl).
-// Frontier.Visits asks for a recrawl and reads the schedule; the
-// exchange and the sweep keep it.
+// What a URL's last fetch left for its next one, so that a crawl can be
+// run again (a recrawl) or keep running (a continuous crawl).
+// frontier.Frontier.Visits asks for a recrawl and reads the schedule; the
+// frontier's exchange and sweep keep it.
 //
 // The exchange that ends a fetched URL's lease writes, in the same atomic
 // step as its record, the URL's Visit into the due set of its host's
 // shard (keyspace.Keys.Due), scored by when it is next due. The scheduler's sweep,
 // under its fence, moves due URLs back to the front of their hosts'
-// queues as items that carry their Visit (Item.V): in a continuous crawl
+// queues as items that carry their Visit (frontier.Item.V): in a continuous crawl
 // those due now, after `crawler recrawl` those due by the recrawl's time
-// (Recrawl), taking them out of the due set as they do. While a URL is
+// (Schedule.Recrawl), taking them out of the due set as they do. While a URL is
 // queued or in flight it is in no due set; the exchange that ends it puts
 // its new visit in. A revisit leaves the Bloom filter as it
 // is: the filter says a URL was seen, the due set says when to see it
@@ -35,9 +40,14 @@ import (
 // and the Visit's fields separated by tabs, so that a URL costs Redis one
 // zset entry (its bytes are measured in docs/scale.md).
 
-// Visits is the schedule's side a reader and `crawler recrawl` use:
-// Frontier.Visits.
-type Visits struct{ *store }
+// Schedule is the schedule's side a reader and `crawler recrawl` use:
+// frontier.Frontier.Visits.
+type Schedule struct {
+	keyspace.Set
+	// Continuous reports whether the crawl keeps running
+	// (frontier.Options.Continuous): URLs due by now are moved back.
+	Continuous func() bool
+}
 
 // Visit is one URL's state between fetches.
 type Visit struct {
@@ -95,9 +105,8 @@ func (v Visit) Encode() string {
 	return strings.Join(f, "\t")
 }
 
-// DecodeVisit reads an item's Visit; nil for an item fetched the first
-// time.
-func DecodeVisit(s string) *Visit {
+// Decode reads an item's Visit; nil for an item fetched the first time.
+func Decode(s string) *Visit {
 	if s == "" {
 		return nil
 	}
@@ -113,26 +122,10 @@ func DecodeVisit(s string) *Visit {
 	return v
 }
 
-// NotDue, as Outcome.Due, takes the URL off the schedule: it is not
-// revisited (gone for good).
-const NotDue = time.Duration(-1)
-
-// dueMember is the due set's member that the outcome o of the URL of l
-// puts in: "" when it keeps no visit, or takes the URL off the schedule.
-func dueMember(l *Lease, o Outcome) string {
-	if o.Visit == nil || o.Due < 0 {
-		return ""
-	}
-	it := Item{URL: l.Item.URL, Depth: l.Item.Depth, Priority: l.Item.Priority}
-	el, ok := compact(it, l.Host)
-	if !ok || it.Priority != 0 { // the priority rides in the item's JSON: the revisit keeps its level
-		b, _ := json.Marshal(it) // strings and numbers: cannot fail
-		el = string(b)
-	}
-	return l.Host + "\n" + el + "\n" + o.Visit.Encode()
-}
-
 var (
+	//go:embed recrawl.lua
+	luaFiles      embed.FS
+	lua           = script.NewLib("frontier/recrawl", luaFiles, queue.Lua)
 	recrawlScript = lua.Script("recrawl")
 )
 
@@ -142,8 +135,8 @@ var (
 // the scheduler's sweep reads it, and clears the done flags; the sweep
 // then moves them back to the queues under its fence, as workers run. It
 // returns the URLs due by the recrawl in each shard, summed.
-func (f Visits) Recrawl(ctx context.Context, all bool) (int64, error) {
-	at, err := f.c.Time(ctx).Result()
+func (f Schedule) Recrawl(ctx context.Context, all bool) (int64, error) {
+	at, err := f.C.Time(ctx).Result()
 	if err != nil {
 		return 0, fmt.Errorf("frontier: recrawl: %w", err)
 	}
@@ -153,13 +146,13 @@ func (f Visits) Recrawl(ctx context.Context, all bool) (int64, error) {
 		mode = "all"
 	}
 	var total int64
-	for _, sh := range f.fs {
+	for _, k := range f.Keys {
 		for {
 			// A call marks at most a batch due, so that a big crawl does not
 			// hold Redis for long; it answers how many more are left.
-			r, err := recrawlScript.Run(ctx, f.c, []string{sh.keys.Due, sh.keys.Stats, sh.keys.DoneFlag, sh.keys.Config}, mode, ms, 1000).Int64Slice()
+			r, err := recrawlScript.Run(ctx, f.C, []string{k.Due, k.Stats, k.DoneFlag, k.Config}, mode, ms, 1000).Int64Slice()
 			if keyspace.IsGone(err) {
-				return 0, ErrGone
+				return 0, keyspace.ErrGone
 			}
 			if err != nil {
 				return 0, fmt.Errorf("frontier: recrawl: %w", err)
@@ -183,21 +176,21 @@ type Revisits struct {
 }
 
 // Read reads the schedule, in two pipelines.
-func (f Visits) Read(ctx context.Context) (Revisits, error) {
-	now, err := f.c.Time(ctx).Result()
+func (f Schedule) Read(ctx context.Context) (Revisits, error) {
+	now, err := f.C.Time(ctx).Result()
 	if err != nil {
 		return Revisits{}, fmt.Errorf("frontier: revisits: %w", err)
 	}
-	pipe := f.c.Pipeline()
+	pipe := f.C.Pipeline()
 	type reads struct {
 		due   *redis.IntCmd
 		at    *redis.StringCmd
 		count *redis.IntCmd
 		next  *redis.ZSliceCmd
 	}
-	rs := make([]reads, len(f.fs))
-	for i, sh := range f.fs {
-		rs[i] = reads{due: pipe.ZCard(ctx, sh.keys.Due), at: pipe.HGet(ctx, sh.keys.Stats, "recrawl_at")}
+	rs := make([]reads, len(f.Keys))
+	for i, k := range f.Keys {
+		rs[i] = reads{due: pipe.ZCard(ctx, k.Due), at: pipe.HGet(ctx, k.Stats, "recrawl_at")}
 	}
 	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
 		return Revisits{}, fmt.Errorf("frontier: revisits: %w", err)
@@ -215,15 +208,15 @@ func (f Visits) Read(ctx context.Context) (Revisits, error) {
 	if !out.RecrawlAt.IsZero() {
 		cutoff = out.RecrawlAt.UnixMilli()
 	}
-	if f.o.Continuous {
+	if f.Continuous() {
 		cutoff = max(cutoff, now.UnixMilli())
 	}
-	pipe = f.c.Pipeline()
-	for i, sh := range f.fs {
+	pipe = f.C.Pipeline()
+	for i, k := range f.Keys {
 		if cutoff >= 0 {
-			rs[i].count = pipe.ZCount(ctx, sh.keys.Due, "-inf", strconv.FormatInt(cutoff, 10))
+			rs[i].count = pipe.ZCount(ctx, k.Due, "-inf", strconv.FormatInt(cutoff, 10))
 		}
-		rs[i].next = pipe.ZRangeByScoreWithScores(ctx, sh.keys.Due, &redis.ZRangeBy{Min: "(" + strconv.FormatInt(max(cutoff, now.UnixMilli()), 10), Max: "+inf", Count: 1})
+		rs[i].next = pipe.ZRangeByScoreWithScores(ctx, k.Due, &redis.ZRangeBy{Min: "(" + strconv.FormatInt(max(cutoff, now.UnixMilli()), 10), Max: "+inf", Count: 1})
 	}
 	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
 		return Revisits{}, fmt.Errorf("frontier: revisits: %w", err)
