@@ -6,6 +6,7 @@ import (
 
 	"github.com/redcrawl/crawler/crawl/pace"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/control"
 )
 
 // exState is the exchanger's state machine, in the shape of etcd's raft:
@@ -149,10 +150,10 @@ func (s *exState) step(ev event, now time.Time) []action {
 	case evBell:
 		s.p.Bell()
 	case evWake:
-		if ev.payload == frontier.WakePaused {
+		if ev.payload == control.WakePaused {
 			s.paused = true
 		}
-		if v, ok := frontier.SettingsMessage(ev.payload); ok && v > s.version {
+		if v, ok := control.SettingsMessage(ev.payload); ok && v > s.version {
 			return []action{{kind: actReload}, {kind: actWoken, channel: ev.channel}}
 		}
 		s.p.Wake(ev.payload, ev.waiting)

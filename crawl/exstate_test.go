@@ -11,6 +11,7 @@ import (
 
 	"github.com/redcrawl/crawler/crawl/pace"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/control"
 	"pgregory.net/rapid"
 )
 
@@ -244,7 +245,7 @@ func TestThePauseIsWhatTheLastPopSaid(t *testing.T) {
 		ev   event
 		want bool
 	}{
-		{event{kind: evWake, channel: "crawl:{c}:queue:wake", payload: frontier.WakePaused}, true},
+		{event{kind: evWake, channel: "crawl:{c}:queue:wake", payload: control.WakePaused}, true},
 		{replied(0, 0, nil), true},         // wanted nothing: the pause unread
 		{replied(8, 0, nil), false},        // Redis says: not paused (a resume came first)
 		{paused(replied(8, 0, nil)), true}, // the message was lost: the pop says so
@@ -272,7 +273,7 @@ func TestLateURLsAskAgainOnlyWhileTheWorkerGoesOn(t *testing.T) {
 	}{
 		{"running", nil, true},
 		{"stopping", &event{kind: evStop}, false},
-		{"paused", &event{kind: evWake, channel: "crawl:{c}:queue:wake", payload: frontier.WakePaused}, false},
+		{"paused", &event{kind: evWake, channel: "crawl:{c}:queue:wake", payload: control.WakePaused}, false},
 	} {
 		s := newExState(exConfig{loops: 4})
 		s.step(event{kind: evHandedIn, entry: entry{back: lease("late", "a"), late: time.Millisecond}}, t0)

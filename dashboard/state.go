@@ -12,6 +12,7 @@ import (
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/control"
 	"github.com/redcrawl/crawler/frontier/events"
 	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/frontier/perhost"
@@ -30,7 +31,7 @@ type State struct {
 	Control bool `json:"control,omitempty"`
 	// Hold is the crawl's pause ('crawler pause'), absent when it is not
 	// paused.
-	Hold           *frontier.Hold   `json:"hold,omitempty"`
+	Hold           *control.Hold    `json:"hold,omitempty"`
 	Counters       map[string]int64 `json:"counters"`
 	PagesPerSecond float64          `json:"pages_per_second"` // over the last 10 s
 	// History is pages/s over the last minutes ([unix ms, pages/s], oldest
@@ -143,7 +144,7 @@ var panels = []panel{
 		if st.Done, err = v.fr.Done(ctx); err != nil {
 			return err
 		}
-		st.Hold, err = v.fr.Paused(ctx)
+		st.Hold, err = v.fr.Control.Paused(ctx)
 		return err
 	}},
 	{name: "frontier", read: func(ctx context.Context, v *view, st *State) error {

@@ -118,7 +118,7 @@ func TestALateURLOfAPausedHostOrCrawlOrALostLeaseGetsNoToken(t *testing.T) {
 		if n := queued(t, e.s, "b"); n != 0 {
 			t.Errorf("b's queue holds %d URLs after its ended lease was given back; want 0", n)
 		}
-		if _, err := e.f.Pause(ctx, "a test"); err != nil {
+		if _, err := e.f.Control.Pause(ctx, "a test"); err != nil {
 			t.Fatal(err)
 		}
 		if askAgain(t, e.f, by["c"]) {

@@ -21,7 +21,7 @@ type PopInfo struct {
 	// (-1: nothing queued at all, or the crawl paused): an idle worker
 	// sleeps that long.
 	NextDue time.Duration
-	// Paused: the crawl is paused (Frontier.Pause), in some shard asked:
+	// Paused: the crawl is paused (Frontier.Control.Pause), in some shard asked:
 	// nothing is popped there until it is resumed.
 	Paused bool
 	// Settings is the newest settings version in force in the shards

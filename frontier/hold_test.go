@@ -24,13 +24,13 @@ func TestAPausedCrawlHandsOutNothingUntilResumed(t *testing.T) {
 		if held == nil {
 			t.Fatal("want a URL before the pause")
 		}
-		if changed, err := e.f.Pause(ctx, "alice"); err != nil || !changed {
+		if changed, err := e.f.Control.Pause(ctx, "alice"); err != nil || !changed {
 			t.Fatalf("Pause = %v, %v; want a change", changed, err)
 		}
-		if changed, err := e.f.Pause(ctx, "bob"); err != nil || changed {
+		if changed, err := e.f.Control.Pause(ctx, "bob"); err != nil || changed {
 			t.Fatalf("Pause again = %v, %v; want no change", changed, err)
 		}
-		h, err := e.f.Paused(ctx)
+		h, err := e.f.Control.Paused(ctx)
 		if err != nil || h == nil || h.By != "alice" || h.Shards != 1 || h.Of != 1 || time.Since(h.Since) > time.Hour {
 			t.Fatalf("Paused = %+v, %v; want alice's pause, in the one shard", h, err)
 		}
@@ -43,13 +43,13 @@ func TestAPausedCrawlHandsOutNothingUntilResumed(t *testing.T) {
 			t.Fatalf("paused: popped %d, paused %v, held %v, queued %v; want nothing popped, the page recorded and its link queued",
 				len(x.Popped), x.Info.Paused, x.Held, x.Queued)
 		}
-		if changed, err := e.f.Resume(ctx); err != nil || !changed {
+		if changed, err := e.f.Control.Resume(ctx); err != nil || !changed {
 			t.Fatalf("Resume = %v, %v; want a change", changed, err)
 		}
-		if changed, err := e.f.Resume(ctx); err != nil || changed {
+		if changed, err := e.f.Control.Resume(ctx); err != nil || changed {
 			t.Fatalf("Resume again = %v, %v; want no change", changed, err)
 		}
-		if h, err := e.f.Paused(ctx); err != nil || h != nil {
+		if h, err := e.f.Control.Paused(ctx); err != nil || h != nil {
 			t.Fatalf("Paused after resume = %+v, %v; want nil", h, err)
 		}
 		x = e.exchange(t, nil, nil, 5)
@@ -65,7 +65,7 @@ func TestPausingAGoneCrawlIsRefused(t *testing.T) {
 		ctx := context.Background()
 		e := setup(t, s)
 		s.Client.Del(ctx, keyspace.KeysFor("t").Config)
-		if _, err := e.f.Pause(ctx, "alice"); !errors.Is(err, frontier.ErrGone) {
+		if _, err := e.f.Control.Pause(ctx, "alice"); !errors.Is(err, frontier.ErrGone) {
 			t.Fatalf("Pause of a gone crawl: %v; want ErrGone", err)
 		}
 		if n := s.Client.Exists(ctx, keyspace.KeysFor("t").Paused).Val(); n != 0 {
@@ -80,17 +80,17 @@ func TestAPauseHoldsInEveryShard(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		f := sixHosts(t, s, "sh", 3)
-		if _, err := f.Pause(ctx, "alice"); err != nil {
+		if _, err := f.Control.Pause(ctx, "alice"); err != nil {
 			t.Fatal(err)
 		}
-		if h, err := f.Paused(ctx); err != nil || h == nil || h.Shards != 3 || h.Of != 3 {
+		if h, err := f.Control.Paused(ctx); err != nil || h == nil || h.Shards != 3 || h.Of != 3 {
 			t.Fatalf("Paused = %+v, %v; want all 3 shards", h, err)
 		}
 		x, err := f.Exchange(ctx, nil, nil, 12)
 		if err != nil || len(x.Popped) != 0 || !x.Info.Paused {
 			t.Fatalf("paused: popped %d (paused %v), %v; want nothing from any shard", len(x.Popped), x.Info.Paused, err)
 		}
-		if _, err := f.Resume(ctx); err != nil {
+		if _, err := f.Control.Resume(ctx); err != nil {
 			t.Fatal(err)
 		}
 		for _, ch := range f.Wakes() { // as a worker hears "resumed" on each shard's channel

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/dedup"
+	"github.com/redcrawl/crawler/frontier/control"
 	"github.com/redcrawl/crawler/frontier/events"
 	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/frontier/payloads"
@@ -62,6 +63,9 @@ type Frontier struct {
 	Render rendering.Shared
 	// Scope is the seeds' hosts, the crawl's scope.
 	Scope Scope
+	// Control is what a person changes of the whole crawl while it runs:
+	// its settings version and its pause.
+	Control control.Crawl
 
 	now func() time.Time
 
@@ -208,7 +212,7 @@ func New(c redis.UniversalClient, name string, o Options) (*Frontier, error) {
 	for i, sh := range f.fs {
 		set.Keys[i] = sh.keys
 	}
-	f.Render, f.Digests = rendering.Shared{Set: set}, payloads.Index{Set: set}
+	f.Render, f.Digests, f.Control = rendering.Shared{Set: set}, payloads.Index{Set: set}, control.Crawl{Set: set}
 	f.Visits = recrawl.Schedule{Set: set, Continuous: func() bool { return f.Continuous }}
 	f.Hosts = Hosts{Controls: perhost.Controls{Set: set, ResultsCap: f.fs[0].resultsCap}, store: f.store}
 	f.Scope = Scope{f.store}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/control"
 	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
@@ -26,21 +27,21 @@ func TestAnExchangeOnOlderSettingsPopsNothing(t *testing.T) {
 				f := sixHosts(t, s, "st", shards)
 				held := popSome(t, f, 1)[0]
 
-				if _, err := f.SetSettings(ctx, 3, map[string]string{"rate": "2"}, frontier.BudgetKept); !errors.Is(err, frontier.ErrSettingsMoved) {
+				if _, err := f.Control.SetSettings(ctx, 3, map[string]string{"rate": "2"}, control.BudgetKept); !errors.Is(err, control.ErrSettingsMoved) {
 					t.Fatalf("a change from version 3 of a crawl at 0: %v; want ErrSettingsMoved", err)
 				}
 				if v := s.Client.HGet(ctx, keyspace.KeysFor("st").Config, "rate").Val(); v != "" {
 					t.Fatalf("a refused change wrote rate %q", v)
 				}
-				v, err := f.SetSettings(ctx, 0, map[string]string{"rate": "2", "burst": "3"}, frontier.BudgetKept)
+				v, err := f.Control.SetSettings(ctx, 0, map[string]string{"rate": "2", "burst": "3"}, control.BudgetKept)
 				if err != nil || v != 1 {
 					t.Fatalf("SetSettings = %d, %v; want version 1", v, err)
 				}
-				got := s.Client.HMGet(ctx, keyspace.KeysFor("st").Config, "rate", "burst", frontier.VersionField).Val()
+				got := s.Client.HMGet(ctx, keyspace.KeysFor("st").Config, "rate", "burst", control.VersionField).Val()
 				if fmt.Sprint(got) != "[2 3 1]" {
 					t.Fatalf("settings hash: rate, burst, version = %v; want [2 3 1]", got)
 				}
-				vs, err := f.SettingsVersions(ctx)
+				vs, err := f.Control.SettingsVersions(ctx)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -69,7 +70,7 @@ func TestAnExchangeOnOlderSettingsPopsNothing(t *testing.T) {
 					t.Fatalf("on version 1: popped %d; want the 12 queued", n)
 				}
 				// Spread again with nothing changed: the version stays.
-				if v, err := f.SetSettings(ctx, 1, nil, frontier.BudgetKept); err != nil || v != 1 {
+				if v, err := f.Control.SetSettings(ctx, 1, nil, control.BudgetKept); err != nil || v != 1 {
 					t.Fatalf("SetSettings with nothing = %d, %v; want version 1 kept", v, err)
 				}
 			})
@@ -102,7 +103,7 @@ func TestALateURLOnOlderSettingsGoesBack(t *testing.T) {
 		e := setup(t, s)
 		e.enqueue(t, hostURLs("a", 2))
 		l := pop(t, e.f)
-		if _, err := e.f.SetSettings(ctx, 0, map[string]string{"max_depth": "2"}, frontier.BudgetKept); err != nil {
+		if _, err := e.f.Control.SetSettings(ctx, 0, map[string]string{"max_depth": "2"}, control.BudgetKept); err != nil {
 			t.Fatal(err)
 		}
 		l.Late = true
@@ -136,7 +137,7 @@ func TestARaisedBudgetReopensTheCrawl(t *testing.T) {
 			s.Client.Set(ctx, k.DoneFlag, "1", 0)
 			s.Client.HSet(ctx, k.Stats, "end_scan", "done")
 		}
-		if _, err := f.SetSettings(ctx, 0, map[string]string{"max_pages": "20"}, frontier.BudgetRaised); err != nil {
+		if _, err := f.Control.SetSettings(ctx, 0, map[string]string{"max_pages": "20"}, control.BudgetRaised); err != nil {
 			t.Fatal(err)
 		}
 		for i := range 2 {
@@ -146,7 +147,7 @@ func TestARaisedBudgetReopensTheCrawl(t *testing.T) {
 			}
 		}
 		s.Client.HSet(ctx, keyspace.KeysFor("rb").Config, frontier.InstanceField, "another")
-		if _, err := f.SetSettings(ctx, 1, map[string]string{"max_pages": "30"}, frontier.BudgetRaised); !errors.Is(err, frontier.ErrGone) {
+		if _, err := f.Control.SetSettings(ctx, 1, map[string]string{"max_pages": "30"}, control.BudgetRaised); !errors.Is(err, frontier.ErrGone) {
 			t.Fatalf("a change of a crawl made anew: %v; want ErrGone", err)
 		}
 		if v := s.Client.HGet(ctx, keyspace.KeysFor("rb").Config, "max_pages").Val(); v != "20" {

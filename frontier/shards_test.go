@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/dedup"
+	"github.com/redcrawl/crawler/frontier/control"
 	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redis/go-redis/v9"
@@ -694,7 +695,7 @@ func TestShardsKeepALoweredBudgetExactly(t *testing.T) {
 		if done != 5 {
 			t.Fatalf("%d pages before the change; want 5", done)
 		}
-		if _, err := sh.SetSettings(ctx, 0, map[string]string{"max_pages": "20"}, BudgetLowered); err != nil {
+		if _, err := sh.Control.SetSettings(ctx, 0, map[string]string{"max_pages": "20"}, control.BudgetLowered); err != nil {
 			t.Fatal(err)
 		}
 		var shares int64

@@ -11,7 +11,7 @@ import (
 )
 
 // Pausing the whole crawl (crawler pause, crawler resume): a key in each
-// shard that the pops read (frontier.Frontier.Pause), so no worker needs
+// shard that the pops read (frontier.Frontier.Control.Pause), so no worker needs
 // to have heard anything. Workers finish the pages they hold, send them,
 // and wait, their leases renewed; the scheduler sweeps on; an
 // --exit-when-done worker does not take a paused crawl for a finished one
@@ -37,9 +37,9 @@ func hold(ctx context.Context, c redis.UniversalClient, name, who string, pause 
 	}
 	var changed bool
 	if pause {
-		changed, err = fr.Pause(ctx, who)
+		changed, err = fr.Control.Pause(ctx, who)
 	} else {
-		changed, err = fr.Resume(ctx)
+		changed, err = fr.Control.Resume(ctx)
 	}
 	if err != nil {
 		return changed, fmt.Errorf("crawl %q: %w", name, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/control"
 	"github.com/redcrawl/crawler/frontier/events"
 	"github.com/redis/go-redis/v9"
 )
@@ -75,14 +76,14 @@ func SetSettings(ctx context.Context, c redis.UniversalClient, name string, give
 	}
 	for try := 1; ; try++ {
 		rep, err := setOnce(ctx, c, name, given, who)
-		if !errors.Is(err, frontier.ErrSettingsMoved) || try == setTries {
+		if !errors.Is(err, control.ErrSettingsMoved) || try == setTries {
 			return rep, err
 		}
 	}
 }
 
 // setOnce reads the settings, applies given, and writes the change if the
-// settings are still as read (else frontier.ErrSettingsMoved).
+// settings are still as read (else control.ErrSettingsMoved).
 func setOnce(ctx context.Context, c redis.UniversalClient, name string, given map[string]string, who string) (SetReport, error) {
 	old, fr, err := crawl.LoadFrontier(ctx, c, name)
 	if err != nil {
@@ -113,12 +114,12 @@ func setOnce(ctx context.Context, c redis.UniversalClient, name string, given ma
 		}
 	}
 	raised := old.MaxPages > 0 && (s.MaxPages == 0 || s.MaxPages > old.MaxPages)
-	budget := frontier.BudgetKept
+	budget := control.BudgetKept
 	switch {
 	case raised:
-		budget = frontier.BudgetRaised
+		budget = control.BudgetRaised
 	case s.MaxPages > 0 && (old.MaxPages == 0 || s.MaxPages < old.MaxPages):
-		budget = frontier.BudgetLowered
+		budget = control.BudgetLowered
 	}
 	wasDone := false
 	if raised {
@@ -126,7 +127,7 @@ func setOnce(ctx context.Context, c redis.UniversalClient, name string, given ma
 			return rep, fmt.Errorf("crawl %q: %w", name, err)
 		}
 	}
-	if rep.Version, err = fr.SetSettings(ctx, old.Version, fields, budget); err != nil {
+	if rep.Version, err = fr.Control.SetSettings(ctx, old.Version, fields, budget); err != nil {
 		if errors.Is(err, frontier.ErrGone) {
 			return rep, fmt.Errorf("%w %q (reset meanwhile)", crawl.ErrNoCrawl, name)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/control"
 	"github.com/redcrawl/crawler/parse"
 )
 
@@ -332,10 +333,10 @@ func fromHash(m map[string]string) (Settings, error) {
 		return Settings{}, err
 	}
 	s.Instance = m[frontier.InstanceField]
-	if v, ok := m[frontier.VersionField]; ok {
+	if v, ok := m[control.VersionField]; ok {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			return Settings{}, fmt.Errorf("%s %q: not a version", frontier.VersionField, v)
+			return Settings{}, fmt.Errorf("%s %q: not a version", control.VersionField, v)
 		}
 		s.Version = n
 	}

@@ -104,7 +104,7 @@ func readControls(ctx context.Context, _ redis.UniversalClient, fr *frontier.Fro
 	if st.Paused, err = fr.Hosts.Paused(ctx); err != nil {
 		return fmt.Errorf("crawl: status: %w", err)
 	}
-	if st.Hold, err = fr.Paused(ctx); err != nil {
+	if st.Hold, err = fr.Control.Paused(ctx); err != nil {
 		return fmt.Errorf("crawl: status: %w", err)
 	}
 	if st.HostRules, err = fr.Hosts.Rules(ctx); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/control"
 	"github.com/redcrawl/crawler/frontier/events"
 	"github.com/redcrawl/crawler/frontier/perhost"
 	"github.com/redcrawl/crawler/frontier/records"
@@ -76,7 +77,7 @@ type Status struct {
 	Groups []records.GroupState `json:"export_groups,omitempty"`
 	// Hold is the crawl's pause (crawler pause), nil when it is not
 	// paused: nothing is handed out while it holds.
-	Hold *frontier.Hold `json:"hold,omitempty"`
+	Hold *control.Hold `json:"hold,omitempty"`
 	// Render is what rendering does (seed --render, --render-match); nil
 	// for a crawl that renders nothing.
 	Render *RenderStatus `json:"render,omitempty"`

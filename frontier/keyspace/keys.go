@@ -61,7 +61,7 @@ type Keys struct {
 	// heartbeat said of it ("pages leases": pages it finished, leases it
 	// held), dropped with the worker from the registry.
 	WorkerInfo string
-	// Paused exists while the crawl is paused (hold.lua, Frontier.Pause):
+	// Paused exists while the crawl is paused (hold.lua, Frontier.Control.Pause):
 	// "ms\nwho", in every shard, read by that shard's pops.
 	Paused string
 	// Hosts.Rules is a hash: host -> its own rate and burst ("rate burst",
@@ -71,7 +71,7 @@ type Keys struct {
 	// Settings is the crawl's settings version in force in this shard (a
 	// number; absent: 0, as seeded), raised by 'crawler set'
 	// (settings.lua): an exchange carrying an older version pops nothing
-	// there, and every exchange's reply says it (Frontier.SetSettings).
+	// there, and every exchange's reply says it (Frontier.Control.SetSettings).
 	Settings string
 	// Counters is the prefix of the processes' exchange counters (Counter).
 	Counters string

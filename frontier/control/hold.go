@@ -1,4 +1,4 @@
-package frontier
+package control
 
 import (
 	"context"
@@ -40,23 +40,23 @@ type Hold struct {
 // step a shard, shard by shard: when it returns, no shard pops. changed is
 // false when it was paused already (its first pause's time and author
 // stand). who says who asked, for status and the event log.
-func (f *Frontier) Pause(ctx context.Context, who string) (changed bool, err error) {
+func (f Crawl) Pause(ctx context.Context, who string) (changed bool, err error) {
 	return f.hold(ctx, "pause", who)
 }
 
 // Resume ends a pause: every shard pops again, its workers woken at once
 // (each shard's wake channel). changed is false when it was not paused.
-func (f *Frontier) Resume(ctx context.Context) (changed bool, err error) {
+func (f Crawl) Resume(ctx context.Context) (changed bool, err error) {
 	return f.hold(ctx, "resume", "")
 }
 
-func (f *Frontier) hold(ctx context.Context, mode, who string) (bool, error) {
+func (f Crawl) hold(ctx context.Context, mode, who string) (bool, error) {
 	changed := false
-	for _, sh := range f.fs {
-		n, err := holdScript.Run(ctx, sh.c, []string{sh.keys.Config, sh.keys.Paused}, f.o.Instance, mode, who, sh.keys.Wake()).Int()
+	for _, k := range f.Keys {
+		n, err := holdScript.Run(ctx, f.C, []string{k.Config, k.Paused}, f.Instance, mode, who, k.Wake()).Int()
 		switch {
 		case keyspace.IsGone(err):
-			return changed, ErrGone
+			return changed, keyspace.ErrGone
 		case err != nil:
 			return changed, fmt.Errorf("frontier: %s: %w", mode, err)
 		}
@@ -66,11 +66,11 @@ func (f *Frontier) hold(ctx context.Context, mode, who string) (bool, error) {
 }
 
 // Paused reads the crawl's pause: nil when no shard is paused.
-func (f *Frontier) Paused(ctx context.Context) (*Hold, error) {
-	vals := make([]*redis.StringCmd, len(f.fs))
-	_, err := f.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, sh := range f.fs {
-			vals[i] = p.Get(ctx, sh.keys.Paused)
+func (f Crawl) Paused(ctx context.Context) (*Hold, error) {
+	vals := make([]*redis.StringCmd, len(f.Keys))
+	_, err := f.C.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range f.Keys {
+			vals[i] = p.Get(ctx, k.Paused)
 		}
 		return nil
 	})
@@ -84,7 +84,7 @@ func (f *Frontier) Paused(ctx context.Context) (*Hold, error) {
 			continue
 		}
 		if h == nil {
-			h = &Hold{Of: len(f.fs)}
+			h = &Hold{Of: len(f.Keys)}
 			ms, by, _ := strings.Cut(s, "\n")
 			if n, err := strconv.ParseInt(ms, 10, 64); err == nil {
 				h.Since = time.UnixMilli(n)

@@ -1,4 +1,4 @@
-package frontier
+package control
 
 import (
 	"context"
@@ -51,33 +51,33 @@ const (
 // spreads the version in force again: a change that stopped half-way
 // (a shard unreachable) is completed by running it again. It returns the
 // version in force.
-func (f *Frontier) SetSettings(ctx context.Context, read int64, fields map[string]string, b Budget) (int64, error) {
+func (f Crawl) SetSettings(ctx context.Context, read int64, fields map[string]string, b Budget) (int64, error) {
 	names := make([]string, 0, len(fields))
 	for k := range fields {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	args := []any{f.o.Instance, strconv.FormatInt(read, 10), int(b), f.fs[0].keys.Wake(), ""}
+	args := []any{f.Instance, strconv.FormatInt(read, 10), int(b), f.Keys[0].Wake(), ""}
 	for _, k := range names {
 		args = append(args, k, fields[k])
 	}
-	v, err := f.fs[0].setSettings(ctx, args)
+	v, err := f.setSettings(ctx, f.Keys[0], args)
 	if err != nil {
 		return 0, err
 	}
-	for i, sh := range f.fs[1:] {
-		if _, err := sh.setSettings(ctx, []any{f.o.Instance, "", int(b), sh.keys.Wake(), v}); err != nil {
-			return v, f.in(i+1, fmt.Errorf("%w (the settings are changed; run the same command again to finish)", err))
+	for i, k := range f.Keys[1:] {
+		if _, err := f.setSettings(ctx, k, []any{f.Instance, "", int(b), k.Wake(), v}); err != nil {
+			return v, f.In(i+1, fmt.Errorf("%w (the settings are changed; run the same command again to finish)", err))
 		}
 	}
 	return v, nil
 }
 
-func (sh *shard) setSettings(ctx context.Context, args []any) (int64, error) {
-	res, err := settingsScript.Run(ctx, sh.c, []string{sh.keys.Config, sh.keys.Settings, sh.keys.DoneFlag, sh.keys.Stats, sh.keys.Leases}, args...).Int64Slice()
+func (f Crawl) setSettings(ctx context.Context, k keyspace.Keys, args []any) (int64, error) {
+	res, err := settingsScript.Run(ctx, f.C, []string{k.Config, k.Settings, k.DoneFlag, k.Stats, k.Leases}, args...).Int64Slice()
 	switch {
 	case keyspace.IsGone(err):
-		return 0, ErrGone
+		return 0, keyspace.ErrGone
 	case err != nil:
 		return 0, fmt.Errorf("frontier: change the settings: %w", err)
 	case len(res) != 2:
@@ -89,18 +89,18 @@ func (sh *shard) setSettings(ctx context.Context, args []any) (int64, error) {
 }
 
 // SettingsVersions reads each shard's settings version in force.
-func (f *Frontier) SettingsVersions(ctx context.Context) ([]int64, error) {
-	cmds := make([]*redis.StringCmd, len(f.fs))
-	_, err := f.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, sh := range f.fs {
-			cmds[i] = p.Get(ctx, sh.keys.Settings)
+func (f Crawl) SettingsVersions(ctx context.Context) ([]int64, error) {
+	cmds := make([]*redis.StringCmd, len(f.Keys))
+	_, err := f.C.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range f.Keys {
+			cmds[i] = p.Get(ctx, k.Settings)
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("frontier: reading the settings versions: %w", err)
 	}
-	out := make([]int64, len(f.fs))
+	out := make([]int64, len(f.Keys))
 	for i, c := range cmds {
 		out[i], _ = strconv.ParseInt(c.Val(), 10, 64) // absent: 0
 	}
