@@ -10,7 +10,7 @@ import (
 	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
-	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/control"
 	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/tcpproxy"
@@ -59,7 +59,7 @@ func TestAWorkerOfAnEarlierCrawlWritesNothingIntoANewOne(t *testing.T) {
 	set := settings.Default()
 	set.AllowPrivate = true
 	seedSite(t, s, site, "twice", set) // the same name, another crawl
-	now, _ := frontier.Instance(ctx, s.Client, "twice")
+	now, _ := control.Instance(ctx, s.Client, "twice")
 	if now == "" || now == old {
 		t.Fatalf("the new crawl's instance %q; the old one's %q", now, old)
 	}

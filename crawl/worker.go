@@ -16,6 +16,7 @@ import (
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/control"
 	"github.com/redcrawl/crawler/internal/bounded"
 	"github.com/redcrawl/crawler/leader"
 	"github.com/redcrawl/crawler/parse"
@@ -282,7 +283,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if !end.gone() {
 		return end.err()
 	}
-	if now, err := frontier.Instance(dctx, w.c, w.name); err == nil && now != "" && now != w.settings().Instance {
+	if now, err := control.Instance(dctx, w.c, w.name); err == nil && now != "" && now != w.settings().Instance {
 		return fmt.Errorf("%w (%q in Redis is another crawl now, seeded since this worker started: a reset and a new seed, "+
 			"or another Redis; nothing of this worker's went into it); stopped", ErrGone, w.name)
 	}

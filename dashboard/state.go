@@ -17,6 +17,7 @@ import (
 	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/frontier/perhost"
 	"github.com/redcrawl/crawler/frontier/records"
+	"github.com/redcrawl/crawler/frontier/registry"
 	"github.com/redcrawl/crawler/leader"
 	"github.com/redis/go-redis/v9"
 )
@@ -44,7 +45,7 @@ type State struct {
 	HostsQueued int64                `json:"hosts_queued"`
 	Paused      []perhost.PausedHost `json:"paused_hosts"`
 	HostRules   []perhost.Rule       `json:"host_rules"` // hosts with a rate of their own (crawler host)
-	Workers     []frontier.WorkerNow `json:"workers"`
+	Workers     []registry.Worker    `json:"workers"`
 	Leader      *leader.Info         `json:"leader,omitempty"`
 	Epoch       int64                `json:"epoch"` // the newest minted
 	Bloom       BloomView            `json:"bloom"`

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/redcrawl/crawler/frontier/keyspace"
+	"github.com/redcrawl/crawler/frontier/registry"
 )
 
 // The frontier's errors, in one place. Those a user reads as they are
@@ -14,10 +15,9 @@ var (
 	// nothing was written.
 	ErrGone = keyspace.ErrGone
 
-	// ErrIDInUse: a live worker is registered under the id already (two
-	// processes given one --id, or an earlier run of this one that was killed
-	// and whose registration has not lapsed yet). Nothing was written.
-	ErrIDInUse = errors.New("frontier: a live worker has this id")
+	// ErrIDInUse: a live worker is registered under the id already
+	// (registry.ErrIDInUse).
+	ErrIDInUse = registry.ErrIDInUse
 
 	// ErrLeaseLost: the item's lease ran out and the scheduler took it back.
 	ErrLeaseLost = errors.New("frontier: lease lost")

@@ -331,14 +331,14 @@ func (f *shard) readReply(flags []bool, tail, handed []any, offset []int, ids []
 	if len(tail) == 0 {
 		return Exchanged{}, nil, fmt.Errorf("frontier: exchange: malformed reply %v", tail)
 	}
-	if raw, ok := tail[0].(string); !ok || decodeReply([]byte(raw), &e) != nil || len(e.Held) != nd {
+	if raw, ok := tail[0].(string); !ok || keyspace.DecodeReply([]byte(raw), &e) != nil || len(e.Held) != nd {
 		return Exchanged{}, nil, fmt.Errorf("frontier: exchange: reply %v for %d pages", tail, nd)
 	}
 	var r exchangeReply
 	if len(handed) == 0 {
 		return Exchanged{}, nil, fmt.Errorf("frontier: handout: malformed reply %v", handed)
 	}
-	if raw, ok := handed[0].(string); !ok || decodeReply([]byte(raw), &r) != nil {
+	if raw, ok := handed[0].(string); !ok || keyspace.DecodeReply([]byte(raw), &r) != nil {
 		return Exchanged{}, nil, fmt.Errorf("frontier: handout: malformed reply %v", handed)
 	}
 	popped := handed[1:]

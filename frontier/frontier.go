@@ -47,7 +47,6 @@ var (
 	enqueueScript   = lua.Script("enqueue")
 	exchangeScript  = lua.Script("exchange")
 	hostDelayScript = lua.Script("hostdelay")
-	registerScript  = lua.Script("register")
 	renewScript     = lua.Script("renew")
 	scheduleScript  = fence.NewScript("frontier/schedule", lua.Source("schedule"))
 	allowScript     = fence.NewScript("frontier/allow", lua.Source("allow"))

@@ -27,9 +27,6 @@ func (f *Frontier) RobotsKey(scheme, host string) string {
 // its token reserved ahead, is then not fetched during it.
 func (f *Frontier) PauseChannel() string { return keyspace.Tag(f.name, 0) + "paused" }
 
-// hostsKey is the set of the seeds' hosts (AddSeedHosts).
-func (f *store) hostsKey() string { return keyspace.Tag(f.name, 0) + "hosts" }
-
 // The lanes a host's URLs are popped in (keyspace.LanePlain): a host of
 // the render lane is popped only by workers with a browser (Options.Lane).
 const (

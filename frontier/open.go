@@ -16,6 +16,7 @@ import (
 	"github.com/redcrawl/crawler/frontier/perhost"
 	"github.com/redcrawl/crawler/frontier/records"
 	"github.com/redcrawl/crawler/frontier/recrawl"
+	"github.com/redcrawl/crawler/frontier/registry"
 	"github.com/redcrawl/crawler/frontier/rendering"
 	"github.com/redis/go-redis/v9"
 )
@@ -62,7 +63,7 @@ type Frontier struct {
 	// learns from, the subresource cache and the tokens of subresources.
 	Render rendering.Shared
 	// Scope is the seeds' hosts, the crawl's scope.
-	Scope Scope
+	Scope control.Scope
 	// Control is what a person changes of the whole crawl while it runs:
 	// its settings version and its pause.
 	Control control.Crawl
@@ -198,7 +199,6 @@ func New(c redis.UniversalClient, name string, o Options) (*Frontier, error) {
 	for i := range f.fs {
 		f.fs[i] = newShard(c, keyspace.KeysForShard(name, i), &f.Options, f.pm, i, o.Shards)
 	}
-	f.Registry = Registry{f.store}
 	f.Events = events.New(c, keyspace.Tag(name, 0)+"events")
 	streams := make([]records.Shard, len(f.fs))
 	for i, sh := range f.fs {
@@ -213,9 +213,10 @@ func New(c redis.UniversalClient, name string, o Options) (*Frontier, error) {
 		set.Keys[i] = sh.keys
 	}
 	f.Render, f.Digests, f.Control = rendering.Shared{Set: set}, payloads.Index{Set: set}, control.Crawl{Set: set}
+	f.Scope = control.Scope{Set: set}
+	f.Registry = Registry{Roll: registry.Roll{Set: set, Lease: func() time.Duration { return f.Lease }}, store: f.store}
 	f.Visits = recrawl.Schedule{Set: set, Continuous: func() bool { return f.Continuous }}
 	f.Hosts = Hosts{Controls: perhost.Controls{Set: set, ResultsCap: f.fs[0].resultsCap}, store: f.store}
-	f.Scope = Scope{f.store}
 	return f, nil
 }
 
@@ -328,6 +329,3 @@ type Hosts struct {
 	perhost.Controls
 	store *store
 }
-
-// Scope is the seeds' hosts (Frontier.Scope).
-type Scope struct{ *store }

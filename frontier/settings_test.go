@@ -146,7 +146,7 @@ func TestARaisedBudgetReopensTheCrawl(t *testing.T) {
 				t.Fatalf("shard %d still ended after the budget was raised", i)
 			}
 		}
-		s.Client.HSet(ctx, keyspace.KeysFor("rb").Config, frontier.InstanceField, "another")
+		s.Client.HSet(ctx, keyspace.KeysFor("rb").Config, control.InstanceField, "another")
 		if _, err := f.Control.SetSettings(ctx, 1, map[string]string{"max_pages": "30"}, control.BudgetRaised); !errors.Is(err, frontier.ErrGone) {
 			t.Fatalf("a change of a crawl made anew: %v; want ErrGone", err)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redcrawl/crawler/fence"
 	"github.com/redcrawl/crawler/frontier/keyspace"
+	"github.com/redcrawl/crawler/frontier/registry"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -82,7 +83,7 @@ func (f *shard) queueSchedule(ctx context.Context, pipe redis.Pipeliner, epochKe
 	}
 	return scheduleScript.Queue(ctx, pipe, raising, key, epoch,
 		keysOf(scheduleKeyList, f), scheduleArgs{MaxAttempts: maxAttempts, Limit: limit, FailedCap: failedCap, Budget: pageBudget,
-			ForgetMs: WorkerForgetAfter.Milliseconds(), ResultsCap: f.resultsCap, Mode: mode, OutboxAge: f.o.outboxAge().Milliseconds(),
+			ForgetMs: registry.ForgetAfter.Milliseconds(), ResultsCap: f.resultsCap, Mode: mode, OutboxAge: f.o.outboxAge().Milliseconds(),
 			Continuous: f.o.Continuous, Instance: f.o.Instance, Settings: f.policy().Version}.encode())
 }
 
@@ -122,7 +123,7 @@ func (f *shard) readSchedule(ctx context.Context, p *fence.Pending) (Sweep, erro
 		return Sweep{}, fmt.Errorf("frontier: schedule: %w", err)
 	}
 	var r sweepReply
-	if raw, ok := res.(string); !ok || decodeReply([]byte(raw), &r) != nil {
+	if raw, ok := res.(string); !ok || keyspace.DecodeReply([]byte(raw), &r) != nil {
 		return Sweep{}, fmt.Errorf("frontier: schedule: unexpected reply %v", res)
 	}
 	return Sweep{Released: r.Released, Revisits: r.Revisits, Reclaimed: r.Reclaimed, Failed: r.Failed, CrawlOver: r.Done == 1, Settings: r.Settings,

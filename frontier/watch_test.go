@@ -8,6 +8,7 @@ import (
 
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/frontier/keyspace"
+	"github.com/redcrawl/crawler/frontier/registry"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redis/go-redis/v9"
 	"pgregory.net/rapid"
@@ -156,7 +157,7 @@ func TestWorkersNowSayWhatTheirLastHeartbeatSaid(t *testing.T) {
 		if err != nil || len(got) != 3 {
 			t.Fatalf("WorkersNow = %+v, %v; want three", got, err)
 		}
-		by := map[string]frontier.WorkerNow{}
+		by := map[string]registry.Worker{}
 		for _, w := range got {
 			by[w.ID] = w
 		}

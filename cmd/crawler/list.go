@@ -6,7 +6,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/redcrawl/crawler/crawl/status"
-	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/urfave/cli/v2"
 )
 
@@ -37,7 +37,7 @@ func listCommand() *cli.Command {
 				return err
 			}
 			defer rdb.Close()
-			names, err := frontier.Crawls(c.Context, rdb)
+			names, err := keyspace.Crawls(c.Context, rdb)
 			if err != nil {
 				return fmt.Errorf("list: %w", err)
 			}

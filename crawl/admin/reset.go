@@ -9,6 +9,7 @@ import (
 	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/redisconn"
 	"github.com/redis/go-redis/v9"
 )
@@ -107,7 +108,7 @@ func Reset(ctx context.Context, c redis.UniversalClient, name string, force bool
 			}
 		}
 	}
-	n, err := frontier.Delete(ctx, c, name)
+	n, err := keyspace.Delete(ctx, c, name)
 	rep.Deleted += n
 	if err != nil {
 		return rep, fmt.Errorf("crawl: reset: %w", err)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/control"
 	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redis/go-redis/v9"
 )
@@ -18,12 +18,12 @@ func Store(ctx context.Context, c redis.UniversalClient, name string, s Settings
 		return Settings{}, err
 	}
 	want := s.Hash()
-	want[frontier.InstanceField] = frontier.NewInstance() // kept only if this seed creates the crawl
-	have, err := frontier.StoreConfig(ctx, c, name, want)
+	want[control.InstanceField] = control.NewInstance() // kept only if this seed creates the crawl
+	have, err := control.StoreConfig(ctx, c, name, want)
 	if err != nil {
 		return Settings{}, fmt.Errorf("crawl: store settings: %w", err)
 	}
-	s.Instance = have[frontier.InstanceField]
+	s.Instance = have[control.InstanceField]
 	withBefore(have)
 	var diffs, live []string
 	fixed := 0
@@ -63,7 +63,7 @@ func Load(ctx context.Context, c redis.UniversalClient, name string) (Settings, 
 	if err := keyspace.CheckName(name); err != nil {
 		return Settings{}, err
 	}
-	m, err := frontier.ReadConfig(ctx, c, name)
+	m, err := control.ReadConfig(ctx, c, name)
 	if err != nil {
 		return Settings{}, fmt.Errorf("crawl: read settings: %w", err)
 	}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/frontier/control"
 	"github.com/redcrawl/crawler/parse"
 )
@@ -332,7 +331,7 @@ func fromHash(m map[string]string) (Settings, error) {
 	if err := errors.Join(errs...); err != nil {
 		return Settings{}, err
 	}
-	s.Instance = m[frontier.InstanceField]
+	s.Instance = m[control.InstanceField]
 	if v, ok := m[control.VersionField]; ok {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {

@@ -17,6 +17,7 @@ import (
 	"github.com/redcrawl/crawler/frontier/events"
 	"github.com/redcrawl/crawler/frontier/perhost"
 	"github.com/redcrawl/crawler/frontier/records"
+	"github.com/redcrawl/crawler/frontier/registry"
 	"github.com/redcrawl/crawler/leader"
 	"github.com/redcrawl/crawler/politeness"
 )
@@ -37,7 +38,7 @@ type Status struct {
 	Workers         []string         `json:"workers"` // alive now
 	// WorkerNotes are the registered workers, alive or lapsed, with what
 	// their last heartbeats said: pages finished, leases held, how long ago.
-	WorkerNotes []frontier.WorkerNow `json:"worker_notes"`
+	WorkerNotes []registry.Worker `json:"worker_notes"`
 	// RedisOutOfMemory: Redis is over its memory limit and refuses writes,
 	// so heartbeats fail and registrations lapse although workers live;
 	// WorkersUnknown are those registered workers, neither known alive nor

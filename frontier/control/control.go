@@ -1,8 +1,9 @@
-// Package control is what a person changes of a whole crawl while its
-// workers run, in every shard, and what each shard's pops read: the
-// settings version in force ('crawler set': settings.go, settings.lua)
-// and the crawl's pause ('crawler pause', 'crawler resume': hold.go,
-// hold.lua). Its keys are the crawl's (package keyspace).
+// Package control is what a person sets of a whole crawl: its settings
+// hash, written once by the first seeding (config.go), the settings
+// version in force in every shard, which each shard's pops read ('crawler
+// set': settings.go, settings.lua), the crawl's pause ('crawler pause',
+// 'crawler resume': hold.go, hold.lua) and the seeds' hosts, its scope
+// (config.go). Its keys are the crawl's (package keyspace).
 package control
 
 import (

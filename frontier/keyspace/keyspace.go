@@ -1,9 +1,13 @@
 // Package keyspace is what every part of a crawl's state in Redis stands on:
 // its keys, laid out over shards by host (each shard's under a hash tag of
 // its own, which a Redis Cluster may place on any master), the client, and
-// what a script's error reply means. The frontier (package frontier), the
-// controls of single hosts (frontier/perhost) and what render workers share
-// (frontier/rendering) are each made of a Set.
+// what a script's reply means (errors.go, reply.go), and how every key of
+// a crawl is found and deleted (scan.go). The parts of a crawl's state
+// beside its queue are each made of a Set: the controls of single hosts
+// (frontier/perhost), of the whole crawl (frontier/control), the roll of
+// workers (frontier/registry), the recrawl schedule (frontier/recrawl),
+// the payload index (frontier/payloads) and what render workers share
+// (frontier/rendering).
 package keyspace
 
 import (

@@ -1,4 +1,4 @@
-package frontier
+package keyspace
 
 import (
 	"math"
@@ -26,8 +26,12 @@ func TestAReplysNumbersSurviveCjsonsExponentForm(t *testing.T) {
 		}
 		rate := rapid.Float64Range(1.0/86400, 1e6).Draw(t, "rate")
 		raw := `{"wait":` + written + `,"until":[` + written + `,-1],"rates":{"h":` + strconv.FormatFloat(rate, 'g', 14, 64) + `}}`
-		var r exchangeReply
-		if err := decodeReply([]byte(raw), &r); err != nil {
+		var r struct { // a reply's kinds of number (the exchange's: frontier.exchangeReply)
+			Wait  int64              `json:"wait"`
+			Until []int64            `json:"until"`
+			Rates map[string]float64 `json:"rates"`
+		}
+		if err := DecodeReply([]byte(raw), &r); err != nil {
 			t.Fatalf("%s: %v", raw, err)
 		}
 		want, _ := strconv.ParseFloat(written, 64)

@@ -1,4 +1,4 @@
-package frontier
+package keyspace
 
 import (
 	"bytes"
@@ -11,13 +11,13 @@ import (
 // 1e14 or more in exponent form with 14 significant digits ("5e+17"),
 // and Go's encoding/json refuses that for an integer field. The settings
 // keep every time and count a script returns below 1e14 (crawl/settings.MinRate,
-// MaxBurst); decodeReply reads one that is not all the same, rather than
+// MaxBurst); DecodeReply reads one that is not all the same, rather than
 // failing the exchange and every host with it.
 
-// decodeReply unmarshals a script's JSON reply into v; a number of 1e14 or
+// DecodeReply unmarshals a script's JSON reply into v; a number of 1e14 or
 // more in exponent form is read as the whole number nearest it, within
 // int64.
-func decodeReply(raw []byte, v any) error {
+func DecodeReply(raw []byte, v any) error {
 	err := json.Unmarshal(raw, v)
 	if err == nil {
 		return nil

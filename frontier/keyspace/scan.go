@@ -1,4 +1,4 @@
-package frontier
+package keyspace
 
 import (
 	"context"
@@ -44,9 +44,9 @@ func scanKeys(ctx context.Context, c redis.UniversalClient, pattern string, fn f
 	})
 }
 
-// unlink deletes keys, one UNLINK each in one pipeline: on a Cluster the
+// Unlink deletes keys, one UNLINK each in one pipeline: on a Cluster the
 // keys of a batch live in many slots, which one multi-key UNLINK refuses.
-func unlink(ctx context.Context, c redis.UniversalClient, keys []string) (int, error) {
+func Unlink(ctx context.Context, c redis.UniversalClient, keys []string) (int, error) {
 	pipe := c.Pipeline()
 	cmds := make([]*redis.IntCmd, len(keys))
 	for i, k := range keys {
@@ -81,4 +81,25 @@ func Crawls(ctx context.Context, c redis.UniversalClient) ([]string, error) {
 	}
 	sort.Strings(names)
 	return names, err
+}
+
+// Delete deletes every key of crawl name, found with SCAN (never KEYS,
+// which blocks a busy server), and returns how many. It does not stop
+// workers: Withdraw first, and wait for them to go.
+func Delete(ctx context.Context, c redis.UniversalClient, name string) (int, error) {
+	if err := CheckName(name); err != nil {
+		return 0, err
+	}
+	deleted := 0
+	for _, pattern := range Patterns(name) {
+		err := scanKeys(ctx, c, pattern, func(keys []string) error {
+			n, err := Unlink(ctx, c, keys)
+			deleted += n
+			return err
+		})
+		if err != nil {
+			return deleted, err
+		}
+	}
+	return deleted, nil
 }
