@@ -1,6 +1,7 @@
 package script_test
 
 import (
+	"context"
 	"sort"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	_ "github.com/redcrawl/crawler/dedup"
 	_ "github.com/redcrawl/crawler/fence"
 	_ "github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/internal/script"
 	_ "github.com/redcrawl/crawler/leader"
 	_ "github.com/redcrawl/crawler/politeness"
@@ -60,4 +62,19 @@ func TestEveryLuaFileRequiresWhatItCalls(t *testing.T) {
 	if n < 40 {
 		t.Fatalf("%d Lua files checked; want every file of every library (40 and more)", n)
 	}
+}
+
+// Every script, as joined and linked, compiles in Redis's Lua: SCRIPT LOAD
+// of each on a real redis-server and on miniredis, which compile without
+// running. A link that cut a definition short, or kept a call of one it
+// dropped at a place the census cannot see, is refused here.
+func TestEveryScriptLoads(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		for name, src := range script.Scripts() {
+			if err := s.Client.ScriptLoad(ctx, src).Err(); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}
+	})
 }

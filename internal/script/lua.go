@@ -60,9 +60,9 @@ func Libs() []*Lib {
 
 // Join is script name (its file's name without .lua) with every module it
 // requires, directly or not, in front of it, a module before those that
-// require it.
+// require it; of a module, only the definitions the script reaches (link).
 func (l *Lib) Join(name string) (string, error) {
-	var b strings.Builder
+	var files []string
 	done, open := map[string]bool{}, map[string]bool{}
 	var add func(name, from string) error
 	add = func(name, from string) error {
@@ -86,16 +86,13 @@ func (l *Lib) Join(name string) (string, error) {
 			}
 		}
 		open[name], done[name] = false, true
-		b.WriteString(src)
-		if !strings.HasSuffix(src, "\n") {
-			b.WriteByte('\n')
-		}
+		files = append(files, src)
 		return nil
 	}
 	if err := add(name, ""); err != nil {
 		return "", err
 	}
-	return b.String(), nil
+	return link(files), nil
 }
 
 // source is file name.lua of this library, else of the first library it

@@ -71,3 +71,45 @@ func TestUndefinedFindsTheCallsOfMissingFunctions(t *testing.T) {
 		}
 	}
 }
+
+// A script is sent with the definitions it reaches, and no other: a
+// module's function that nothing the script runs calls is left out with
+// its comment, one reached only through another is kept, a constant read
+// is kept, a module's statement that defines nothing is kept with what it
+// names, and a module of which nothing is reached is left out whole.
+func TestAScriptCarriesOnlyWhatItReaches(t *testing.T) {
+	lib := script.NewLib("linked", fstest.MapFS{
+		"mod.lua": {Data: []byte("-- mod: a module\n\n" +
+			"local M_LIMIT = 3 -- read by used\n" +
+			"local M_SPARE = 4\n" +
+			"-- helper is called by used\n" +
+			"local function helper(x)\n  return x\nend\n" +
+			"-- used is called by the script\n" +
+			"local function used(x)\n  return helper(x) + M_LIMIT\nend\n" +
+			"-- unused: nothing calls it\n" +
+			"local function unused()\n  return M_SPARE\nend\n" +
+			"local registry = {}\n" +
+			"registry.kind = kind()\n")},
+		"kinds.lua": {Data: []byte("-- kinds\nlocal function kind() return 1 end\nlocal function other() return 2 end\n")},
+		"idle.lua":  {Data: []byte("-- idle: required, never reached\nlocal function idle() end\n")},
+		"run.lua":   {Data: []byte("-- requires: kinds idle mod\nreturn used(1)\n")},
+	})
+	src, err := lib.Join("run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"-- mod: a module", "local M_LIMIT", "-- used is called", "local function used", "local function helper",
+		"local registry", "registry.kind = kind()", "local function kind", "return used(1)"} {
+		if !strings.Contains(src, want) {
+			t.Errorf("the joined script lacks %q:\n%s", want, src)
+		}
+	}
+	for _, gone := range []string{"M_SPARE", "unused", "nothing calls it", "other", "-- idle", "local function idle"} {
+		if strings.Contains(src, gone) {
+			t.Errorf("the joined script carries %q, which it never reaches:\n%s", gone, src)
+		}
+	}
+	if u := script.Undefined(src); len(u) != 0 {
+		t.Fatalf("undefined in the joined script: %v\n%s", u, src)
+	}
+}
