@@ -15,7 +15,7 @@
 //	  └──────▲──────────────────────────────────────┬──────┘
 //	         │ entries                 ready, by window │
 //	  ┌──────┴──────────────────────────────────────▼──────┐
-//	  │ fetch loops × Concurrency (page.go, putback.go):   │
+//	  │ fetch loops × Concurrency (page.go, lease.go):     │
 //	  │  admit (robots.txt, token) → fetch → parse → entry │
 //	  └────────────────────────────────────────────────────┘
 //	  heartbeat (heartbeat.go): renews held leases, registers the

@@ -3,7 +3,6 @@ package crawl
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -24,7 +23,7 @@ import (
 
 // fetchLoops take a leased URL to its end, one page at a time in each of a
 // worker's fetch loops: admit (robots.txt, the host's Crawl-delay; the
-// URL came with its host's token, admit.go) → the token's time → fetch →
+// URL came with its host's token, lease.go) → the token's time → fetch →
 // parse → an outcome handed to the exchanger. A URL that may not
 // be fetched now goes back to the frontier at once (requeued behind its
 // host's due time, or deferred); every other path ends in an outcome. An
@@ -160,74 +159,6 @@ func (pl *fetchLoops) process(ctx context.Context, l *frontier.Lease, info front
 	pl.finish(l, rec, o)
 }
 
-// cleared reports whether the URL of l may be fetched now, with its URL:
-// a URL, within the page budget, its lease still held, allowed by its
-// host's robots.txt and filters, within its token's window and its host
-// not paused since the pop. When not, the lease was ended (finished,
-// given back or put back) here.
-func (pl *fetchLoops) cleared(ctx context.Context, l *frontier.Lease, info frontier.PopInfo, rec *Record) (*url.URL, bool) {
-	u, err := url.Parse(l.Item.URL)
-	if err != nil || u.Host == "" {
-		rec.Error = fmt.Sprintf("not a URL: %v", err)
-		pl.finish(l, *rec, frontier.Outcome{Stat: OutcomeFailed, Failed: rec.Error, Refund: true})
-		return nil, false
-	}
-	if pl.cur.Load().s.MaxPages > 0 && info.Pages >= pl.cur.Load().s.MaxPages {
-		pl.finish(l, Record{}, frontier.Outcome{Stat: OutcomeSkipped, Refund: true})
-		return nil, false
-	}
-	if pl.lapsed(l, "before the fetch: not fetched") || !pl.admit(ctx, l, u, rec) {
-		return nil, false
-	}
-	if pl.lapsed(l, "before the fetch: not fetched") { // admit may have waited (robots.txt)
-		return nil, false
-	}
-	if pl.late(l, true) { // admit waited past the token's window: the host's robots.txt came slowly
-		return nil, false
-	}
-	if d := pl.pauses.left(u.Host); d > 0 {
-		// Paused since the pop (a 429 here or in another worker): the
-		// token was reserved before the host said "not now".
-		pl.requeue(l, d)
-		return nil, false
-	}
-	return u, true
-}
-
-// fetchFailed ends a fetch that had no answer: a transient failure (a
-// timeout, a reset) is retried, and a run of them pauses the host for
-// every worker, as if it had answered 503; any other fails the URL.
-func (pl *fetchLoops) fetchFailed(ctx context.Context, l *frontier.Lease, u *url.URL, rec Record, err error) {
-	if !fetch.IsTransient(err) {
-		rec.Error = err.Error()
-		pl.finish(l, rec, frontier.Outcome{Stat: OutcomeFailed, Failed: rec.Error})
-		return
-	}
-	var after time.Duration
-	if pl.failing.fail(u.Host) >= timeoutRun {
-		var perr error
-		if after, perr = pl.pause(ctx, u.Host, 0, fmt.Sprintf("%d requests in a row failed", timeoutRun)); perr != nil {
-			pl.log.Warn("pausing a failing host failed; its URL waits its own back-off only", "host", u.Host, "err", perr)
-		}
-	}
-	pl.retry(l, rec, err.Error(), after)
-}
-
-// notNow retries a URL answered with a transient status; a 429 or 503,
-// the server's "not now", holds for the whole host and every worker: no
-// token for it until the pause ends.
-func (pl *fetchLoops) notNow(ctx context.Context, l *frontier.Lease, u *url.URL, rec Record, r *fetch.Result) {
-	after := r.RetryAfter
-	if r.Status == http.StatusTooManyRequests || r.Status == http.StatusServiceUnavailable {
-		d, err := pl.pause(ctx, u.Host, r.RetryAfter, fmt.Sprintf("a %d", r.Status))
-		if err != nil {
-			pl.log.Warn("pausing host failed", "host", u.Host, "err", err)
-		}
-		after = max(after, d)
-	}
-	pl.retry(l, rec, fmt.Sprintf("HTTP %d", r.Status), after)
-}
-
 // outcome is what an answered fetch leaves: its links (a page's, a
 // sitemap's; none for 304 Not Modified), its stat, and what the next
 // visit compares against.
@@ -345,33 +276,6 @@ func (pl *fetchLoops) follow(lv *live, u *url.URL, canonical string) bool {
 		return false
 	}
 	return true
-}
-
-// finish hands a page's outcome to the exchanger, which sends it with
-// others in one exchange; the lease stays held (the heartbeat renews it)
-// until then.
-func (pl *fetchLoops) finish(l *frontier.Lease, rec Record, o frontier.Outcome) {
-	if o.Stat == OutcomeFailed && o.Visit == nil {
-		o.Visit, o.Due = keptVisit(l.Item) // tried again when next due
-	}
-	pl.counters.count(o.Stat)
-	o.Status = rec.Status // counted per status code, crawl-wide ("status:404")
-	if o.Stat == OutcomeFailed {
-		pl.log.Warn("page failed", "url", l.Item.URL, "attempt", rec.Attempt, "err", o.Failed)
-	}
-	pl.metrics.pages.WithLabelValues(o.Stat, statusClass(rec.Status)).Inc()
-	if rec.Change != "" {
-		pl.metrics.changes.WithLabelValues(rec.Change).Inc()
-	}
-	if rec.URL != "" {
-		rec.Outcome = o.Stat
-		b, err := json.Marshal(rec)
-		if err != nil {
-			pl.log.Error("encoding record failed", "url", rec.URL, "err", err)
-		}
-		o.Record = b
-	}
-	pl.ex.finish(frontier.Finished{Lease: l, Outcome: o}, rec)
 }
 
 func sleep(ctx context.Context, d time.Duration) {
