@@ -126,32 +126,3 @@ func TestAVisitEncodesCompactlyAndBack(t *testing.T) {
 		t.Error("an item without a visit decodes as one")
 	}
 }
-
-// The digest index: the first claim of a payload notes its response, later
-// ones find it; a claim taken back by another response is left alone.
-func TestTheDigestIndexNotesTheFirstResponseOfAPayload(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
-		ctx := context.Background()
-		e := setup(t, s)
-		at := time.Unix(1796162337, 123456789)
-		if _, found, err := e.f.Digests.Claim(ctx, "sha1:X", "http://a/", at); err != nil || found {
-			t.Fatalf("first claim: found %v, %v", found, err)
-		}
-		got, found, err := e.f.Digests.Claim(ctx, "sha1:X", "http://b/", at.Add(time.Second))
-		if err != nil || !found || got.URI != "http://a/" || !got.Date.Equal(at) {
-			t.Fatalf("second claim: %+v %v %v; want http://a/ at %v", got, found, err, at)
-		}
-		if err := e.f.Digests.Unclaim(ctx, "sha1:X", "http://b/", at.Add(time.Second)); err != nil {
-			t.Fatal(err)
-		}
-		if _, found, _ := e.f.Digests.Claim(ctx, "sha1:X", "http://c/", at); !found {
-			t.Fatal("another response's unclaim removed the entry")
-		}
-		if err := e.f.Digests.Unclaim(ctx, "sha1:X", "http://a/", at); err != nil {
-			t.Fatal(err)
-		}
-		if _, found, _ := e.f.Digests.Claim(ctx, "sha1:X", "http://c/", at); found {
-			t.Fatal("the entry stayed after its own response took it back")
-		}
-	})
-}
