@@ -12,7 +12,7 @@ import "strings"
 // It reads the modules' layout, which every module keeps: a top-level
 // statement starts at column 0 (a "local function", a "local" constant,
 // anything else), its body is indented, and it ends at the next line at
-// column 0 that is not "end", "}" or ")". The comment lines right above a
+// column 0 that does not go on with it ("end", "else", "}" …). The comment lines right above a
 // definition go with it. A top-level statement that defines nothing is
 // kept, and what it names is reached.
 func link(files []string) string {
@@ -119,17 +119,20 @@ func split(src string, script bool) []*unit {
 	return out
 }
 
-// startsStatement: line begins a top-level statement (column 0, not the
-// end of one).
+// startsStatement: line begins a top-level statement (column 0, and not
+// the rest of one begun above: its end, else, until or closing bracket).
 func startsStatement(line string) bool {
 	c := line[0]
 	if c == ' ' || c == '\t' {
 		return false
 	}
-	for _, closer := range []string{"end", "}", ")"} {
-		if strings.HasPrefix(line, closer) {
-			return false
-		}
+	toks := luaTokens(line)
+	if len(toks) == 0 {
+		return false
+	}
+	switch toks[0] {
+	case "end", "else", "elseif", "until", "}", ")", "]":
+		return false // the rest of a statement begun above
 	}
 	return true
 }
