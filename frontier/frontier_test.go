@@ -879,42 +879,6 @@ func TestDueRetryAfterTheBudgetGetsARecord(t *testing.T) {
 	})
 }
 
-// A worker id is one live worker's: registering it again is refused until
-// that registration lapses or is removed, and a gone crawl registers nobody.
-func TestRegisterRefusesALiveID(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
-		ctx := context.Background()
-		e := setup(t, s)
-		if _, err := e.f.Registry.Register(ctx, "w1"); err != nil {
-			t.Fatalf("first Register: %v", err)
-		}
-		left, err := e.f.Registry.Register(ctx, "w1")
-		if !errors.Is(err, frontier.ErrIDInUse) || left <= 0 || left > e.f.Lease {
-			t.Fatalf("Register of a live id = %v, %v; want ErrIDInUse and 0 < wait <= %v", left, err, e.f.Lease)
-		}
-		if _, err := e.f.Registry.Register(ctx, "w2"); err != nil {
-			t.Fatalf("Register of another id: %v", err)
-		}
-		if ws, _ := e.f.Registry.Workers(ctx); strings.Join(ws, ",") != "w1,w2" {
-			t.Fatalf("workers %v, want w1,w2 (the refused call wrote nothing)", ws)
-		}
-		e.advance(e.f.Lease + 20*time.Millisecond)
-		if _, err := e.f.Registry.Register(ctx, "w1"); err != nil {
-			t.Fatalf("Register after the old registration lapsed: %v", err)
-		}
-		if err := e.f.Registry.Deregister(ctx, "w1"); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := e.f.Registry.Register(ctx, "w1"); err != nil {
-			t.Fatalf("Register after Deregister: %v", err)
-		}
-		s.Client.Del(ctx, keyspace.KeysFor("t").Config)
-		if _, err := e.f.Registry.Register(ctx, "w3"); !errors.Is(err, frontier.ErrGone) {
-			t.Fatalf("Register on a gone crawl: %v, want ErrGone", err)
-		}
-	})
-}
-
 // A URL tried before and back at the front of its host's queue (here a
 // lease that expired and was reclaimed) gets its failed record when the
 // page budget runs out before a pop took it; a URL never tried stays
