@@ -63,8 +63,38 @@ func runWorkers(t *testing.T, ctx context.Context, s *redistest.Server, name str
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
-		t.Fatalf("the workers of %s did not finish in time", name)
+		t.Fatalf("the workers of %s did not finish in time: %v", name, context.Cause(ctx))
 	}
+}
+
+// stallGuard is ctx, cancelled when progress has not moved for stall: a
+// crawl that stopped making progress fails its test however long it has
+// run, and one that progresses slowly (a loaded machine, the race
+// detector) is left to finish within ctx. unwatch ends the watch.
+func stallGuard(ctx context.Context, stall time.Duration, progress func() int64) (watched context.Context, unwatch func()) {
+	watched, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(stall / 10)
+		defer tick.Stop()
+		last, since := progress(), time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case <-watched.Done():
+				return
+			case <-tick.C:
+			}
+			if p := progress(); p != last {
+				last, since = p, time.Now()
+			} else if time.Since(since) >= stall {
+				cancel(fmt.Errorf("no progress for %v", stall))
+				return
+			}
+		}
+	}()
+	return watched, func() { close(done); cancel(nil) }
 }
 
 // seedAndCrawl seeds crawl name with set and seeds, then runs two workers
@@ -107,10 +137,10 @@ func twoWorkersCrawlTheSite(t *testing.T, shards int) {
 
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		var out bytes.Buffer
-		w1 := fastOptions("w1")
-		w1.Out = &out
-		runWorkers(t, ctx, s, "site", w1, fastOptions("w2"))
+		var out1, out2 bytes.Buffer
+		w1, w2 := fastOptions("w1"), fastOptions("w2")
+		w1.Out, w2.Out = &out1, &out2
+		runWorkers(t, ctx, s, "site", w1, w2)
 		st := site.Stats()
 		missing := site.Missing()
 		for _, u := range missing {
@@ -129,10 +159,25 @@ func twoWorkersCrawlTheSite(t *testing.T, shards int) {
 			rep.Written != status.Counters["records"] {
 			t.Fatalf("exported %+v (%v); counters %v", rep, err, status.Counters)
 		}
-		var rec crawl.Record
-		line, _ := out.ReadBytes('\n')
-		if err := json.Unmarshal(line, &rec); err != nil || rec.Worker != "w1" || rec.URL == "" {
-			t.Fatalf("--out record %q: %v", line, err)
+		// Each record is written to one --out, its worker's (or, swept, the
+		// scheduler's): the two hold every record the crawl exported, and a
+		// page's record names the worker whose --out it is in. (Which
+		// worker fetched how many is the schedule's: one may fetch none.)
+		lines := 0
+		for id, out := range map[string]*bytes.Buffer{"w1": &out1, "w2": &out2} {
+			for _, line := range bytes.Split(bytes.TrimSuffix(out.Bytes(), []byte("\n")), []byte("\n")) {
+				if len(line) == 0 {
+					continue
+				}
+				var rec crawl.Record
+				if err := json.Unmarshal(line, &rec); err != nil || rec.URL == "" || rec.Worker != "" && rec.Worker != id {
+					t.Fatalf("%s's --out record %q: %v", id, line, err)
+				}
+				lines++
+			}
+		}
+		if int64(lines) != rep.Written {
+			t.Fatalf("the workers' --out hold %d records; the crawl exported %d", lines, rep.Written)
 		}
 		if len(missing) == 0 {
 			t.Logf("fetched all %d truth URLs; %d requests in all; counters %v", len(site.Truth()), len(st.Fetched), status.Counters)

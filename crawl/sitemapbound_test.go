@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,7 +63,9 @@ func sitemapCrawl(t *testing.T, s *redistest.Server, name string, urls, perSitem
 	t.Helper()
 	sitemaps := (urls + perSitemap - 1) / perSitemap
 	var srv *httptest.Server
+	var requests atomic.Int64
 	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
 		var b strings.Builder
 		switch p := r.URL.Path; {
 		case p == "/robots.txt":
@@ -93,8 +96,13 @@ func sitemapCrawl(t *testing.T, s *redistest.Server, name string, urls, perSitem
 	defer srv.Close()
 	set := settings.Default()
 	set.Rate, set.AllowPrivate, set.MaxPagesPerHost = math.Inf(1), true, hostCap
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// A crawl of a million URLs takes a minute alone and twice that beside
+	// other packages' tests under the race detector: the test fails on a
+	// crawl that stopped (no request for a minute), not on a slow one.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	ctx, unwatch := stallGuard(ctx, time.Minute, requests.Load)
+	defer unwatch()
 	before := usedMemory(ctx, s)
 	sd, err := admin.NewSeeder(ctx, s.Client, name, set, admin.SeedOptions{})
 	if err != nil {
