@@ -33,12 +33,15 @@ func TestComposeDemoUploadsToObjectStorage(t *testing.T) {
 		// 'wacz' waits for the workers to exit, which 'up -d' would wait for.
 		services: []string{"redis", "site", "seed", "worker", "results", "s3"},
 	})
-	objects := func() []string { // its port is published anew each time the store starts
+	client := func() *minio.Client { // its port is published anew each time the store starts
 		// compose.s3.yml's AWS_* variables: the store serves only requests they sign
 		store, err := minio.New(p.port("s3", 9000, 1), &minio.Options{Creds: credentials.NewStaticV4("redcrawl", "redcrawl-demo", "")})
 		if err != nil {
 			t.Fatal(err)
 		}
+		return store
+	}
+	list := func(store *minio.Client) []string {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		var keys []string
@@ -50,14 +53,19 @@ func TestComposeDemoUploadsToObjectStorage(t *testing.T) {
 		}
 		return keys
 	}
+	objects := func() []string { return list(client()) }
+	// Watched through one client: asking Docker for the store's port at
+	// each look took seconds on a loaded machine, long enough for the
+	// whole crawl to upload before the outage began.
+	store := client()
 	deadline := time.Now().Add(2 * time.Minute)
-	for len(objects()) == 0 { // an event: the first file closed and uploaded
+	for len(list(store)) == 0 { // an event: the first file closed and uploaded
 		if time.Now().After(deadline) {
 			t.Fatal("no WARC file in the store within 2 minutes of the crawl's start")
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	before := len(objects())
+	before := len(list(store))
 	p.compose("stop", "s3")
 	time.Sleep(20 * time.Second) // the outage itself: its length is what is tested
 	p.compose("start", "s3")
