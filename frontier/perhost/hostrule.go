@@ -51,7 +51,7 @@ func (f Controls) ClearRule(ctx context.Context, host string) error {
 // so), blockBatch a call until its queue is empty; it returns how many.
 // URLs of the host already popped are the workers' to give back (they
 // come back to its queue, and the pops end them too). A rate set after
-// (Hosts.SetRule) or Hosts.ClearRule unblocks it.
+// (Controls.SetRule) or Controls.ClearRule unblocks it.
 func (f Controls) Block(ctx context.Context, host string) (int64, error) {
 	var ended int64
 	for {

@@ -15,7 +15,7 @@ import (
 // (politeness.Limiter.Pause: the server's Retry-After, or a back-off that
 // doubles with repeats), and no pop offers it before the pause ends. Why
 // ("a 429", "3 failed requests") is kept in the bucket, and the pause is
-// listed in its shard's Pauses for Hosts.Paused, and the host marked in
+// listed in its shard's Pauses for Controls.Paused, and the host marked in
 // Slowed, whose bucket hashes are the only ones the pops read: all in one
 // script, so that no failure can leave a pause the pops do not see. It
 // returns the pause.
@@ -25,14 +25,14 @@ func (f Controls) Pause(ctx context.Context, host string, retryAfter time.Durati
 		politeness.PauseNote{Why: why, Index: k.Pauses, Member: host, Mark: k.Slowed})
 }
 
-// PausedHost is a host paused now, as Hosts.Paused reads it.
+// PausedHost is a host paused now, as Controls.Paused reads it.
 type PausedHost struct {
 	Host string        `json:"host"`
 	Left time.Duration `json:"left_ns"` // until the pause ends, by Redis's clock
 	Why  string        `json:"why,omitempty"`
 }
 
-// MaxPausedListed bounds the pauses Hosts.Paused reads a shard: those that
+// MaxPausedListed bounds the pauses Controls.Paused reads a shard: those that
 // end last.
 const MaxPausedListed = 1000
 

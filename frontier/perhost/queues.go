@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Queue is one host's queue, as Hosts.Queues reads it.
+// Queue is one host's queue, as Controls.Queues reads it.
 type Queue struct {
 	Host   string `json:"host"`
 	Queued int64  `json:"queued"`
@@ -30,7 +30,7 @@ type Queue struct {
 	Bucket Bucket `json:"bucket"`
 }
 
-// ScanLimit bounds the hosts Hosts.Queues examines: a crawl of millions
+// ScanLimit bounds the hosts Controls.Queues examines: a crawl of millions
 // of hosts gets a sample (the hosts due soonest), not a stall of Redis.
 const ScanLimit = 10000
 
@@ -107,7 +107,7 @@ func (f Controls) Now(ctx context.Context, hosts []string) ([]Queue, error) {
 		v := rs[i].bucket.Val()
 		p := f.Pace()
 		base, baseBurst, baseWhy := p.HostRate, max(p.HostBurst, 1), "rate"
-		if r, b, ok := parseHostRule(rs[i].rule.Val()); ok { // its own rate (Hosts.SetRule)
+		if r, b, ok := parseHostRule(rs[i].rule.Val()); ok { // its own rate (Controls.SetRule)
 			base, baseBurst, baseWhy = r, b, "its own rate"
 		}
 		if base > 0 {
@@ -136,7 +136,7 @@ func (f Controls) Now(ctx context.Context, hosts []string) ([]Queue, error) {
 }
 
 // Queues returns the n hosts with the most URLs queued, longest
-// first, as they stand (Hosts.Now), and how many hosts have URLs queued
+// first, as they stand (Controls.Now), and how many hosts have URLs queued
 // (exact). Past ScanLimit hosts in a shard, only those due soonest are
 // looked at for the longest.
 func (f Controls) Queues(ctx context.Context, n int) ([]Queue, int64, error) {

@@ -13,7 +13,7 @@ var (
 	laneScript = lua.Script("lane")
 )
 
-// SetLane puts host in lane (keyspace.LanePlain or LaneRender) from its shard's
+// SetLane puts host in lane (keyspace.LanePlain or keyspace.LaneRender) from its shard's
 // next pop on; a host queued moves with its tat. It reports whether the
 // host moved between ready sets (false: it had nothing queued, or was in
 // that lane already).
