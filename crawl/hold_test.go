@@ -30,7 +30,10 @@ func TestAPausedCrawlFetchesNothingUntilResumed(t *testing.T) {
 			}
 		})
 		set := settings.Default()
-		set.AllowPrivate = true
+		// 20 requests a second: the pause comes with most of the site still
+		// queued, and the rest is crawled in two seconds, not forty at the
+		// default of one.
+		set.AllowPrivate, set.Rate = true, 20
 		seeds := site.seeds(40)
 		if _, err := admin.Seed(ctx, s.Client, "held", set, seeds); err != nil {
 			t.Fatal(err)
