@@ -57,7 +57,8 @@ var exchangeKeyList = []namedKey{
 	{"settings", "string", func(f *shard) string { return f.keys.Settings }},
 }
 
-// scheduleKeyList is schedule.lua's keys after the fence's KEYS[1].
+// scheduleKeyList is the sweep's keys after the fence's KEYS[1], the same
+// for both of its scripts (schedule.lua, schedule_end.lua).
 var scheduleKeyList = []namedKey{
 	{"queues", "", func(f *shard) string { return f.keys.Queues }},
 	{"ready", "zset", func(f *shard) string { return f.keys.Ready }},
@@ -120,7 +121,7 @@ func contractLua() string {
 		b.WriteString("\n")
 	}
 	keys("EX", "exchange.lua's keys after the Bloom filter's", exchangeKeyList, true)
-	keys("SC", "schedule.lua's keys after the fence's KEYS[1]", scheduleKeyList, false)
+	keys("SC", "the sweep's keys after the fence's KEYS[1] (schedule.lua, schedule_end.lua)", scheduleKeyList, false)
 	b.WriteString("-- A finished page's numbers, by place (doneArgs; absent trailing ones are\n-- 0): read as f[EX_STAT] and so on.\n")
 	names, places := make([]string, len(doneNames)), make([]string, len(doneNames))
 	for i, n := range doneNames {

@@ -9,7 +9,7 @@
 local EX_KEYS = {'queues', 'ready', 'leases', 'stats', 'failed', 'results', 'done', 'counter', 'config', 'hostpages', 'lengths', 'ended', 'buckets', 'slowed', 'outbox', 'due', 'refill', 'capped', 'deferred', 'paused', 'hostrules', 'settings'}
 local EX_KINDS = {ready = 'zset', leases = 'zset', stats = 'hash', failed = 'list', results = 'stream', hostpages = 'hash', lengths = 'hash', slowed = 'hash', outbox = 'hash', due = 'zset', refill = 'zset', capped = 'hash', deferred = 'zset', hostrules = 'hash', settings = 'string'}
 
--- SC_KEYS names schedule.lua's keys after the fence's KEYS[1],
+-- SC_KEYS names the sweep's keys after the fence's KEYS[1] (schedule.lua, schedule_end.lua),
 -- in the order Go sends them.
 local SC_KEYS = {'queues', 'ready', 'leases', 'deferred', 'failed', 'stats', 'done', 'workers', 'config', 'results', 'lengths', 'outbox', 'due', 'workerinfo', 'refill', 'sweeps', 'settings', 'samples'}
 

@@ -42,7 +42,7 @@ func TestTheScriptsArgumentsAreReadByTheNamesSent(t *testing.T) {
 		scripts []string
 		args    any
 		own     string
-	}{{[]string{"exchange", "handout"}, exchangeArgs{}, ""}, {[]string{"schedule"}, scheduleArgs{}, "epoch"}} {
+	}{{[]string{"exchange", "handout"}, exchangeArgs{}, ""}, {[]string{"schedule", "schedule_end"}, scheduleArgs{}, "epoch"}} {
 		sent := map[string]bool{}
 		rt := reflect.TypeOf(c.args)
 		for i := range rt.NumField() {

@@ -48,8 +48,11 @@ var (
 	exchangeScript  = lua.Script("exchange")
 	hostDelayScript = lua.Script("hostdelay")
 	renewScript     = lua.Script("renew")
-	scheduleScript  = fence.NewScript("frontier/schedule", lua.Source("schedule"))
-	allowScript     = fence.NewScript("frontier/allow", lua.Source("allow"))
+	// A sweep is two fenced scripts in one pipeline: due work back to the
+	// queues (schedule.lua), then the sweep's end (schedule_end.lua).
+	scheduleScript    = fence.NewScript("frontier/schedule", lua.Source("schedule"))
+	scheduleEndScript = fence.NewScript("frontier/schedule_end", lua.Source("schedule_end"))
+	allowScript       = fence.NewScript("frontier/allow", lua.Source("allow"))
 )
 
 // backEntries are items as enqueue.lua and exchange.lua take them: their

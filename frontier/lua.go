@@ -13,8 +13,8 @@ import (
 // modules it requires: the queue's (package frontier/queue: base, keys,
 // queue, push, pushback, pop, the host and address buckets), the steps of
 // the exchange's two scripts (exchange_call.lua, _guard, _finish, _back,
-// _pop and _end: exchange.lua and handout.lua) and of the sweep
-// (schedule_steps.lua, schedule_end.lua); with politeness's token bucket
+// _pop and _end: exchange.lua and handout.lua) and of the sweep's two
+// scripts (schedule.lua, schedule_end.lua, and their schedule_steps.lua); with politeness's token bucket
 // (tokens.lua) and dedup's Bloom filter (bloom.lua).
 var (
 	//go:embed *.lua

@@ -1,8 +1,10 @@
 -- requires: contract push
--- schedule_steps.lua: the steps of the scheduler's sweep (schedule.lua),
--- one concern each, which schedule.lua's body calls in order. They share one table, the sweep S: its keys
--- and arguments by name (S.K, S.A) and what the steps leave for those
--- after them.
+-- schedule_steps.lua: the steps of the scheduler's sweep that put due work
+-- back in the queues (schedule.lua), and the sweep's call S, which both of
+-- its scripts make (sc_begin): its keys and arguments by name (S.K, S.A),
+-- Redis's clock, the settings in force, and the records the sweep writes
+-- (S.written, the one field a step adds to). What a step finds for
+-- another it returns.
 
 -- sc_begin names the keys and arguments, and refuses the sweep before any
 -- write (the error's text, nil: none) when the crawl is gone, a number the
@@ -24,7 +26,6 @@ local function sc_begin()
   if why then return nil, why end
   local S = {K = K, A = A, now = fr_now(), Q = fr_keys(K.queues, K.ready, K.stats, K.lengths, K.refill)}
   S.Q.failed = K.failed -- what is not well formed goes there (fr_set_aside)
-  S.released, S.revisits, S.reclaimed, S.failed = 0, 0, 0, 0
   S.written = {} -- the records this sweep adds to the results stream, for the scheduler's own --out
   -- The settings version in force here ('crawler set'): a scheduler on
   -- older settings (a page budget since raised) ends no crawl (sc_end).
@@ -40,32 +41,35 @@ local function sc_swept(S, item, err)
 end
 
 -- 1. sc_budget reads the page budget (-1: this shard's share, stats'
--- allow) and what it leaves room for. A retry goes back to the queue only
--- while the budget has room for it beyond the URLs in flight (each may
--- still become a page). Otherwise it stays deferred: fetched later if room
--- opens, or ended with its failed record once the budget is spent (sc_last
--- _records), never left queued without one.
+-- allow) and what it leaves room for: {limited, budget, pages, spent,
+-- room}. A retry goes back to the queue only while the budget has room
+-- for it beyond the URLs in flight (each may still become a page).
+-- Otherwise it stays deferred: fetched later if room opens, or ended with
+-- its failed record once the budget is spent (schedule_end.lua's
+-- sc_last_records), never left queued without one. Room is at most the
+-- sweep's limit.
 local function sc_budget(S)
   local K, budget = S.K, S.A.budget
-  S.limited = budget ~= 0
+  local B = {limited = budget ~= 0}
   if budget < 0 then budget = tonumber(redis.call('HGET', K.stats, 'allow') or '0') end
-  S.budget = budget
-  S.pages = tonumber(redis.call('HGET', K.stats, 'pages') or '0')
-  S.spent = S.limited and S.pages >= budget
-  S.release = S.A.limit
-  if S.limited then S.release = math.min(S.A.limit, budget - S.pages - redis.call('ZCARD', K.leases)) end
+  B.budget = budget
+  B.pages = tonumber(redis.call('HGET', K.stats, 'pages') or '0')
+  B.spent = B.limited and B.pages >= budget
+  B.room = S.A.limit
+  if B.limited then B.room = math.min(S.A.limit, budget - B.pages - redis.call('ZCARD', K.leases)) end
+  return B
 end
 
--- 2. sc_release: due deferred entries go back to the front of their
--- hosts' queues.
-local function sc_release(S)
-  local due = {}
-  if S.release > 0 then due = redis.call('ZRANGEBYSCORE', S.K.deferred, '-inf', S.now, 'LIMIT', 0, S.release) end
+-- 2. sc_release: due deferred entries, at most room, go back to the front
+-- of their hosts' queues; it returns how many.
+local function sc_release(S, room)
+  if room <= 0 then return 0 end
+  local due = redis.call('ZRANGEBYSCORE', S.K.deferred, '-inf', S.now, 'LIMIT', 0, room)
   if #due > 0 then
     redis.call('ZREM', S.K.deferred, unpack(due))
     fr_push_front(S.Q, due, S.now)
-    S.released = #due
   end
+  return #due
 end
 
 -- sc_revisit_entry is a due member ("host\nelement\nvisit") as a queue
@@ -84,35 +88,41 @@ local function sc_revisit_entry(S, member)
   return nil
 end
 
--- 3. sc_revisits: the URLs due for a revisit go to the front of their
--- hosts' queues, and off the due set until the exchange that ends their
--- fetch puts them back on it. Due: by now in a continuous crawl, and by a
--- recrawl's time (stats' recrawl_at, recrawl.lua); within the budget's
--- room, less the retries released.
-local function sc_revisits(S)
-  local K = S.K
-  if S.A.continuous then S.cutoff = S.now end
-  local recrawl = tonumber(redis.call('HGET', K.stats, 'recrawl_at') or '')
-  if recrawl and (not S.cutoff or recrawl > S.cutoff) then S.cutoff = recrawl end
-  if not S.cutoff then return end
-  local room = S.release - S.released
-  local urls = {}
-  if room > 0 then urls = redis.call('ZRANGEBYSCORE', K.due, '-inf', S.cutoff, 'LIMIT', 0, room) end
-  if #urls == 0 then return end
+-- sc_cutoff is the time (ms) by which a revisit is due (nil: none is):
+-- now in a continuous crawl, and a recrawl's time (stats' recrawl_at,
+-- recrawl.lua), whichever is later.
+local function sc_cutoff(S)
+  local cutoff
+  if S.A.continuous then cutoff = S.now end
+  local recrawl = tonumber(redis.call('HGET', S.K.stats, 'recrawl_at') or '')
+  if recrawl and (not cutoff or recrawl > cutoff) then cutoff = recrawl end
+  return cutoff
+end
+
+-- 3. sc_revisits: the URLs due for a revisit (sc_cutoff), at most room, go
+-- to the front of their hosts' queues, and off the due set until the
+-- exchange that ends their fetch puts them back on it; it returns how
+-- many.
+local function sc_revisits(S, room)
+  local K, cutoff = S.K, sc_cutoff(S)
+  if not cutoff or room <= 0 then return 0 end
+  local urls = redis.call('ZRANGEBYSCORE', K.due, '-inf', cutoff, 'LIMIT', 0, room)
+  if #urls == 0 then return 0 end
   local entries = {}
   for _, member in ipairs(urls) do
     entries[#entries + 1] = sc_revisit_entry(S, member)
   end
   redis.call('ZREM', K.due, unpack(urls))
   fr_push_front(S.Q, entries, S.now)
-  S.revisits = #entries
+  return #entries
 end
 
 -- 4. sc_reclaim: entries whose lease expired go back to the front of
 -- their hosts' queues with attempts+1, or to the failed list, with a
--- record, past the maximum attempts.
+-- record, past the maximum attempts; it returns how many of each.
 local function sc_reclaim(S)
   local K, A = S.K, S.A
+  local reclaimed, failed = 0, 0
   local expired = redis.call('ZRANGEBYSCORE', K.leases, '-inf', S.now, 'LIMIT', 0, A.limit)
   if #expired > 0 then redis.call('ZREM', K.leases, unpack(expired)) end
   local back = {}
@@ -133,40 +143,12 @@ local function sc_reclaim(S)
       redis.call('LTRIM', K.failed, 0, A.failed_cap - 1)
       redis.call('HINCRBY', K.stats, 'failed', 1)
       if item.u then sc_swept(S, item, item.err) end -- its fetches (by workers that died) end with a record
-      S.failed = S.failed + 1
+      failed = failed + 1
     else
       back[#back + 1] = host .. '\n' .. cjson.encode(item)
-      S.reclaimed = S.reclaimed + 1
+      reclaimed = reclaimed + 1
     end
   end
   fr_push_front(S.Q, back, S.now)
-end
-
--- 5. sc_forget_workers: workers not alive for forget_ms leave the registry
--- and their notes (at most 1000 a sweep).
-local function sc_forget_workers(S)
-  local K = S.K
-  local forgotten = redis.call('ZRANGEBYSCORE', K.workers, '-inf', S.now - S.A.forget_ms, 'LIMIT', 0, 1000)
-  if #forgotten > 0 then
-    redis.call('ZREM', K.workers, unpack(forgotten))
-    redis.call('HDEL', K.workerinfo, unpack(forgotten))
-  end
-end
-
--- 6. sc_outbox (exchange.lua's outbox): entries no ack came for in
--- outbox_age ms are returned (at most 100 a sweep) for the scheduler to
--- offer their links and ack them itself; while any entry waits, the shard
--- is not empty (its links may not be queued yet, its records are not
--- written).
-local function sc_outbox(S)
-  S.waiting, S.stale = redis.call('HLEN', S.K.outbox), {}
-  if S.waiting == 0 then return end
-  local all = redis.call('HSCAN', S.K.outbox, 0, 'COUNT', 1000)[2]
-  for i = 1, #all, 2 do
-    local at = tonumber(string.match(all[i + 1], '^(%d+)'))
-    if at and S.now - at >= S.A.outbox_age and #S.stale < 200 then
-      S.stale[#S.stale + 1] = all[i]
-      S.stale[#S.stale + 1] = all[i + 1]
-    end
-  end
+  return reclaimed, failed
 end

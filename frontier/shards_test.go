@@ -569,7 +569,10 @@ func TestShardsPipelinesSurviveAScriptFlushWhole(t *testing.T) {
 			}
 			want := int64(2) // the exchange's pipeline, the sweep's
 			if mode != "warm" {
-				want = 2 + 1 + 2 + 2 // and each again after a load (the sweep's two scripts: the leader's fence, the shards')
+				// and each again after a load, a script a round trip: the
+				// exchange's, then the sweep's four (its two scripts behind
+				// the leader's fence, and behind the shards' own)
+				want = 2 + 1 + 4 + 2
 			}
 			if got := trips.Load(); got != want {
 				t.Errorf("%s: %d round trips; want %d", mode, got, want)

@@ -146,15 +146,17 @@ func (f *Frontier) finish(run func(from, to int, mode string) ([]Sweep, error), 
 // the first error, naming its shard.
 func (f *Frontier) scheduleAll(ctx context.Context, from, to int, epochKey string, epoch int64, maxAttempts, limit int, share int64, mode string) ([]Sweep, error) {
 	pipe := f.c.Pipeline()
-	calls := make([]*fence.Pending, to-from)
+	calls := make([]sweepCalls, to-from)
 	for i := range calls {
 		calls[i] = f.fs[from+i].queueSchedule(ctx, pipe, epochKey, epoch, maxAttempts, limit, share, mode)
 	}
 	pipe.Exec(ctx) // each call's error is read below
 	var again []*fence.Pending
-	for _, p := range calls {
-		if p.NoScript() {
-			again = append(again, p)
+	for _, sweep := range calls {
+		for _, p := range sweep {
+			if p.NoScript() {
+				again = append(again, p)
+			}
 		}
 	}
 	if len(again) > 0 && fence.Load(ctx, f.c, again) == nil {
@@ -166,8 +168,8 @@ func (f *Frontier) scheduleAll(ctx context.Context, from, to int, epochKey strin
 		pipe.Exec(ctx)
 	}
 	out := make([]Sweep, len(calls))
-	for i, p := range calls {
-		sw, err := f.fs[from+i].readSchedule(ctx, p)
+	for i, sweep := range calls {
+		sw, err := f.fs[from+i].readSchedule(ctx, sweep)
 		if err != nil {
 			return nil, f.in(from+i, err)
 		}

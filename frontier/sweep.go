@@ -45,7 +45,7 @@ type Sweep struct {
 	outbox []string
 }
 
-// The modes of a sweep (schedule.lua's ARGV[8]).
+// The modes of a sweep (schedule_end.lua's mode).
 const (
 	sweepAlone  = "1"   // the crawl's only shard: the sweep decides whether the crawl is done
 	sweepReport = "0"   // a shard of several: report, Shards decides
@@ -69,26 +69,33 @@ func (f *shard) fenced(ctx context.Context, s *fence.Script, epochKey string, ep
 // this shard's share of the budget (Frontier.Schedule).
 func (f *shard) schedule(ctx context.Context, epochKey string, epoch int64, maxAttempts, limit int, pageBudget int64, mode string) (Sweep, error) {
 	pipe := f.c.Pipeline()
-	p := f.queueSchedule(ctx, pipe, epochKey, epoch, maxAttempts, limit, pageBudget, mode)
-	pipe.Exec(ctx) // the call's error is read below
-	return f.readSchedule(ctx, p)
+	calls := f.queueSchedule(ctx, pipe, epochKey, epoch, maxAttempts, limit, pageBudget, mode)
+	pipe.Exec(ctx) // the calls' errors are read below
+	return f.readSchedule(ctx, calls)
 }
 
-// queueSchedule adds the sweep to pipe (Frontier.Schedule sends every
-// shard's in one pipeline); readSchedule reads it.
-func (f *shard) queueSchedule(ctx context.Context, pipe redis.Pipeliner, epochKey string, epoch int64, maxAttempts, limit int, pageBudget int64, mode string) *fence.Pending {
+// sweepCalls are one shard's sweep: schedule.lua's call (due work back to
+// the queues), then schedule_end.lua's (the sweep's end), in one pipeline.
+type sweepCalls [2]*fence.Pending
+
+// queueSchedule adds the sweep's two calls to pipe (Frontier.Schedule
+// sends every shard's in one pipeline); readSchedule reads them. Both
+// take the same keys and arguments, each reading what it needs.
+func (f *shard) queueSchedule(ctx context.Context, pipe redis.Pipeliner, epochKey string, epoch int64, maxAttempts, limit int, pageBudget int64, mode string) sweepCalls {
 	key, raising := epochKey, false
 	if f.keys.Fence != "" {
 		key, raising = f.keys.Fence, true
 	}
-	return scheduleScript.Queue(ctx, pipe, raising, key, epoch,
-		keysOf(scheduleKeyList, f), scheduleArgs{MaxAttempts: maxAttempts, Limit: limit, FailedCap: failedCap, Budget: pageBudget,
-			ForgetMs: registry.ForgetAfter.Milliseconds(), ResultsCap: f.resultsCap, Mode: mode, OutboxAge: f.o.outboxAge().Milliseconds(),
-			Continuous: f.o.Continuous, Instance: f.o.Instance, Settings: f.policy().Version}.encode())
+	keys := keysOf(scheduleKeyList, f)
+	args := scheduleArgs{MaxAttempts: maxAttempts, Limit: limit, FailedCap: failedCap, Budget: pageBudget,
+		ForgetMs: registry.ForgetAfter.Milliseconds(), ResultsCap: f.resultsCap, Mode: mode, OutboxAge: f.o.outboxAge().Milliseconds(),
+		Continuous: f.o.Continuous, Instance: f.o.Instance, Settings: f.policy().Version}.encode()
+	return sweepCalls{scheduleScript.Queue(ctx, pipe, raising, key, epoch, keys, args),
+		scheduleEndScript.Queue(ctx, pipe, raising, key, epoch, keys, args)}
 }
 
-// scheduleArgs are schedule.lua's arguments after the fence's epoch, one
-// JSON object read by name (its header says what each is).
+// scheduleArgs are the sweep's arguments after the fence's epoch, one
+// JSON object read by name (the scripts' headers say what each is).
 type scheduleArgs struct {
 	MaxAttempts int    `json:"max_attempts"`
 	Limit       int    `json:"limit"`
@@ -111,28 +118,47 @@ func (a scheduleArgs) encode() string {
 	return string(b)
 }
 
-func (f *shard) readSchedule(ctx context.Context, p *fence.Pending) (Sweep, error) {
+// readSchedule reads a shard's sweep. Where the first call went through
+// and the second did not (a new leader in between: fenced), the error is
+// the second's, and the sweep returned has the first's records, which the
+// scheduler still keeps with its own.
+func (f *shard) readSchedule(ctx context.Context, calls sweepCalls) (Sweep, error) {
+	due, err := f.readSweepCall(ctx, calls[0])
+	if err != nil {
+		return Sweep{}, err
+	}
+	end, err := f.readSweepCall(ctx, calls[1])
+	if err != nil {
+		return Sweep{Records: due.Records}, err
+	}
+	return Sweep{Released: due.Released, Revisits: due.Revisits, Reclaimed: due.Reclaimed, Failed: due.Failed,
+		CrawlOver: end.Done == 1, Settings: end.Settings, NextDeferred: time.Duration(end.DueIn) * time.Millisecond,
+		empty: end.Empty == 1, enqueued: end.Enqueued, pages: end.Pages, leases: end.Leases, allow: end.Budget,
+		work: end.Work, outbox: end.Outbox, Records: append(due.Records, end.Records...)}, nil
+}
+
+// readSweepCall reads one of a sweep's calls.
+func (f *shard) readSweepCall(ctx context.Context, p *fence.Pending) (sweepReply, error) {
 	res, err := p.Result(ctx, f.c)
 	if keyspace.IsGone(err) {
-		return Sweep{}, ErrGone
+		return sweepReply{}, ErrGone
 	}
 	if se := keyspace.ScriptErr("sweep", err); se != nil {
-		return Sweep{}, se
+		return sweepReply{}, se
 	}
 	if err != nil {
-		return Sweep{}, fmt.Errorf("frontier: schedule: %w", err)
+		return sweepReply{}, fmt.Errorf("frontier: schedule: %w", err)
 	}
 	var r sweepReply
 	if raw, ok := res.(string); !ok || keyspace.DecodeReply([]byte(raw), &r) != nil {
-		return Sweep{}, fmt.Errorf("frontier: schedule: unexpected reply %v", res)
+		return sweepReply{}, fmt.Errorf("frontier: schedule: unexpected reply %v", res)
 	}
-	return Sweep{Released: r.Released, Revisits: r.Revisits, Reclaimed: r.Reclaimed, Failed: r.Failed, CrawlOver: r.Done == 1, Settings: r.Settings,
-		NextDeferred: time.Duration(r.DueIn) * time.Millisecond, empty: r.Empty == 1, enqueued: r.Enqueued,
-		pages: r.Pages, leases: r.Leases, allow: r.Budget, work: r.Work, outbox: r.Outbox, Records: r.Records}, nil
+	return r, nil
 }
 
-// sweepReply is schedule.lua's reply, which its header explains field by
-// field.
+// sweepReply is the reply of either of a sweep's scripts (schedule.lua's:
+// the first four counts and records; schedule_end.lua's: the rest and
+// records), which their headers explain field by field.
 type sweepReply struct {
 	Released, Reclaimed, Failed int
 	Revisits                    int
