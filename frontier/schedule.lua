@@ -33,7 +33,8 @@
 --                   first shard's only): while any waits, the crawl is
 --                   not over
 -- ARGV[2] (after the fence's ARGV[1], the epoch): one JSON object,
--- sweep.go's scheduleArgs, by name (this script reads the first six):
+-- sweep.go's scheduleArgs, by name (this script reads all but forget_ms,
+-- mode and outbox_age):
 --   max_attempts   limit: most entries per sweep   failed_cap
 --   budget  page budget (0: none; -1: this shard's share, stats' 'allow')
 --   results_cap  the results stream's cap (XADD MAXLEN ~)
@@ -41,7 +42,8 @@
 --       hosts' queues; false: only those due by a recrawl's time (stats'
 --       'recrawl_at', recrawl.lua)
 --   instance  the crawl's instance id as the scheduler read it (base.lua's fr_ours)
---   forget_ms, mode, outbox_age, settings: schedule_end.lua's
+--   settings  the settings version the scheduler acts on (schedule_end.lua)
+--   forget_ms, mode, outbox_age: schedule_end.lua's
 -- Returns one JSON object (frontier.sweepReply reads it by name):
 --   released    due deferred entries put back in the queues
 --   revisits    URLs due for a revisit put back in the queues

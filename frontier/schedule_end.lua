@@ -16,8 +16,9 @@
 -- leader's sweeps decide.
 --
 -- KEYS and ARGV: schedule.lua's (contract.lua's SC_KEYS; scheduleArgs),
--- of which this script reads max_attempts, limit, budget, forget_ms,
--- results_cap, mode, outbox_age, continuous, instance and settings:
+-- of which this script reads all but max_attempts and failed_cap (limit:
+-- the most last records a sweep writes; budget, results_cap, instance:
+-- as schedule.lua's), and these:
 --   forget_ms  forget workers this long after they stopped being alive (ms)
 --   mode: '1', this is the crawl's only shard, and the sweep decides
 --       whether the crawl is done; '0', a shard of several, whose sweep
