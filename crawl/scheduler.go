@@ -103,6 +103,14 @@ func (sc *scheduler) lead(stop context.Context, l *leader.Leadership) {
 		sctx, cancel := context.WithTimeout(stop, sc.cfg.TTL)
 		sw, err := sc.fr.Schedule(sctx, leader.EpochKey(l.Key()), l.Epoch(), sc.maxAttempts, 1000, sc.settings().MaxPages)
 		cancel()
+		if sc.out != nil {
+			// The URLs it ended: in this worker's --out as in the results
+			// stream, also those of a sweep whose end was refused (fenced:
+			// its first script's records stand).
+			for _, rec := range sw.Records {
+				sc.out.writeJSON("", []byte(rec), nil)
+			}
+		}
 		switch {
 		case errors.Is(err, fence.ErrFenced):
 			sc.metrics.fenced.Inc()
@@ -126,11 +134,6 @@ func (sc *scheduler) lead(stop context.Context, l *leader.Leadership) {
 		}
 		if err == nil {
 			sc.trimResults(stop)
-		}
-		if sc.out != nil {
-			for _, rec := range sw.Records { // the URLs it ended: in this worker's --out as in the results stream
-				sc.out.writeJSON("", []byte(rec), nil)
-			}
 		}
 		next := sc.every
 		if err == nil && sw.Settings > sc.settings().Version {

@@ -46,7 +46,7 @@ func (f *Frontier) Schedule(ctx context.Context, epochKey string, epoch int64, m
 	sweeps, err := run(0, len(f.fs), sweepReport)
 	if err != nil {
 		f.end.failed()
-		return Sweep{NextDeferred: -1}, err
+		return Sweep{NextDeferred: -1, Records: recordsOf(sweeps)}, err
 	}
 	total, empty, enqueued, pages := f.addUp(sweeps)
 	for sh, sw := range sweeps {
@@ -83,7 +83,7 @@ func (f *Frontier) Schedule(ctx context.Context, epochKey string, epoch int64, m
 // addUp adds the shards' sweeps up: the sweep to report, whether every
 // shard is empty, each shard's count of URLs ever queued, and the pages.
 func (f *Frontier) addUp(sweeps []Sweep) (total Sweep, empty bool, enqueued []int64, pages int64) {
-	total.NextDeferred = -1
+	total.NextDeferred, total.Records = -1, recordsOf(sweeps)
 	empty = true
 	enqueued = make([]int64, len(f.fs))
 	for sh, sw := range sweeps {
@@ -91,7 +91,6 @@ func (f *Frontier) addUp(sweeps []Sweep) (total Sweep, empty bool, enqueued []in
 		total.Revisits += sw.Revisits
 		total.Reclaimed += sw.Reclaimed
 		total.Failed += sw.Failed
-		total.Records = append(total.Records, sw.Records...)
 		total.Settings = max(total.Settings, sw.Settings)
 		if sh == 0 {
 			total.CrawlOver = sw.CrawlOver // the crawl's done flag is the first shard's, set last
@@ -116,11 +115,11 @@ func (f *Frontier) addUp(sweeps []Sweep) (total Sweep, empty bool, enqueued []in
 // not come before any other shard's records.
 func (f *Frontier) finish(run func(from, to int, mode string) ([]Sweep, error), total *Sweep) error {
 	finishes, err := run(0, len(f.fs), sweepFinish)
+	total.Records = append(total.Records, recordsOf(finishes)...)
 	if err != nil {
 		return err
 	}
 	for _, sw := range finishes {
-		total.Records = append(total.Records, sw.Records...)
 		total.Settings = max(total.Settings, sw.Settings)
 	}
 	for _, sw := range finishes {
@@ -142,8 +141,10 @@ func (f *Frontier) finish(run func(from, to int, mode string) ([]Sweep, error), 
 }
 
 // scheduleAll sweeps shards [from, to) in mode, in one pipeline (one
-// round trip a master), and returns their sweeps (indexed from from), or
-// the first error, naming its shard.
+// round trip a master), and returns their sweeps (indexed from from) and
+// the first error, naming its shard. Every shard's reply is read, an
+// error or not: what a shard's scripts wrote stands, and the records in
+// the sweeps returned are the ones they wrote.
 func (f *Frontier) scheduleAll(ctx context.Context, from, to int, epochKey string, epoch int64, maxAttempts, limit int, share int64, mode string) ([]Sweep, error) {
 	pipe := f.c.Pipeline()
 	calls := make([]sweepCalls, to-from)
@@ -168,14 +169,24 @@ func (f *Frontier) scheduleAll(ctx context.Context, from, to int, epochKey strin
 		pipe.Exec(ctx)
 	}
 	out := make([]Sweep, len(calls))
+	var first error
 	for i, sweep := range calls {
 		sw, err := f.fs[from+i].readSchedule(ctx, sweep)
-		if err != nil {
-			return nil, f.in(from+i, err)
+		if err != nil && first == nil {
+			first = f.in(from+i, err)
 		}
 		out[i] = sw
 	}
-	return out, nil
+	return out, first
+}
+
+// recordsOf is the records sweeps wrote, in shard order.
+func recordsOf(sweeps []Sweep) []string {
+	var records []string
+	for _, sw := range sweeps {
+		records = append(records, sw.Records...)
+	}
+	return records
 }
 
 // rebalance moves the page budget's shares towards the shards with work:
