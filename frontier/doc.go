@@ -58,6 +58,10 @@
 //	           end leases ended (kept a day): the same exchange sent again
 //	           after its reply was lost finds its pages recorded, and
 //	           records them once
+//	grants:<process>  string: the hosts, and how many URLs each, that the
+//	           process's last handout granted tokens for, under its
+//	           exchange's count, for the take in the same pipeline to
+//	           take (read and deleted there; expires with a lease's time)
 //	done       "1" once the crawl is over (shard 0's is the crawl's: set
 //	           after every other shard's last record, Done)
 //	queue:wake pub/sub channel (not a key): "1" when the empty queue gets
@@ -102,11 +106,13 @@
 // Exchange is how a worker process talks to the frontier, and the one way
 // its leases end (the sweep ends those that expired): with a page's
 // outcome, given back unused, or put back with no page (Outcome.PutBack: a
-// retry deferred, a busy host's URL requeued): one pipeline of two atomic
+// retry deferred, a busy host's URL requeued): one pipeline of three atomic
 // scripts, exchange.lua, which finishes many leases (links deduplicated
 // and queued, results recorded, leases ended) and gives some back to the
-// front of their queues, then handout.lua, which pops up to W new ones
-// where it finds the exchange exchange.lua counted.
+// front of their queues, then handout.lua, which grants up to W new URLs
+// (hosts due and their tokens) where it finds the exchange exchange.lua
+// counted, then take.lua, which takes the URLs granted off their queues
+// under new leases.
 // A lease ends only in the same call that queues its page's links, so a
 // crash between the two cannot lose them. A pop takes the first URLs of a
 // host that is due (its bucket has a token, or will within PopAhead), each

@@ -2,7 +2,6 @@ package frontier
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -67,14 +66,15 @@ const ResultsKept = 1_000_000
 const failedCap = 10000
 
 // Exchange is a worker's whole conversation with the frontier, and the one
-// way a lease ends with its page's outcome, in one round trip of two
+// way a lease ends with its page's outcome, in one round trip of three
 // atomic scripts: exchange.lua, where each Finished lease's links are
 // marked seen and the new ones queued, its result recorded and counters
 // bumped, its lease ended (if it was lost meanwhile, the links are still
 // queued but nothing is recorded), and the leases in back return to the
 // front of their hosts' queues; then handout.lua, where a late one
 // (Lease.Late) is kept instead if its host has a new token for it now
-// (Exchanged.Again), and up to want new URLs are popped under fresh
+// (Exchanged.Again), and up to want new URLs are granted, their hosts'
+// tokens taken; then take.lua, where those URLs are popped under fresh
 // leases. Batching is what keeps a
 // crawl cheap for Redis: a lone call costs Redis more than a page's work.
 // Links beyond one Bloom batch go in calls before the last, which only
@@ -94,52 +94,8 @@ func (f *shard) Exchange(ctx context.Context, done []Finished, back []*Lease, wa
 	return x, err
 }
 
-// endReply is exchange.lua's reply after the links' flags.
-type endReply struct {
-	Held string `json:"held"` // a digit a finished lease: 1 held, 2 recorded by this exchange sent before, 0 lost
-}
-
-// exchangeReply is handout.lua's reply object.
-type exchangeReply struct {
-	Pages int64 `json:"pages"`
-	Done  int64 `json:"done"`
-	Wait  int64 `json:"wait"`
-	// Paused: 1 while the crawl is paused (hold.lua): nothing popped.
-	Paused int64 `json:"paused"`
-	// Settings: the settings version in force in the shard.
-	Settings int64 `json:"settings"`
-	// Rates: the popped hosts with a rate of their own (hostrules), which
-	// their pop kept to (0: no limit).
-	Rates map[string]float64 `json:"rates"`
-	// Delays: the popped hosts that have a delay of their own (ms), which
-	// their pop kept to.
-	Delays map[string]int64 `json:"delays"`
-	// Fresh: the popped hosts without a delay whose bucket was full (held
-	// no grant) before this pop, each with the tat the pop left it (ms,
-	// Redis's clock, as text: hostdelay.lua compares it with the score).
-	Fresh map[string]string `json:"fresh"`
-	// Resolve: due hosts not popped, their address not known (Policy.
-	// PerAddress): the worker resolves them (SetAddresses).
-	Resolve []string `json:"resolve"`
-	// Addrs: the popped hosts whose tokens came from their address's
-	// bucket too, with the address (its refund goes back there).
-	Addrs map[string]string `json:"addrs"`
-	// NowUs: Redis's time of the pop, µs (with URLs popped), from which
-	// the lists below count.
-	NowUs string `json:"now_us"`
-	// Slot, From, Until: per popped URL, in order, µs from NowUs to its
-	// token's slot and to when its token's window opens and closes (Until
-	// -1: no token, the host has no limit). None: no URL had a token.
-	Slot  []int64 `json:"slot"`
-	From  []int64 `json:"from"`
-	Until []int64 `json:"until"`
-	// Again: per late lease given back that its host gave a new token,
-	// {its place in back (1-based), slot, from, until}, as above.
-	Again [][4]int64 `json:"again"`
-}
-
-// exchange makes the calls of one Exchange (f.xmu held): exchange.lua
-// and handout.lua in one pipeline (pipeline.go's part, as each shard's of
+// exchange makes the calls of one Exchange (f.xmu held): exchange.lua,
+// handout.lua and take.lua in one pipeline (pipeline.go's part, as each shard's of
 // an Exchange over shards), and returns the popped items it could not
 // decode, ended with a failed outcome.
 func (f *shard) exchange(ctx context.Context, done []Finished, back []*Lease, want int) (Exchanged, []Finished, error) {
@@ -306,79 +262,4 @@ func (f *shard) offer(ctx context.Context, urls []string, payload []any, acks []
 		return nil, err
 	}
 	return flags, nil
-}
-
-// windows sets the popped and kept leases' windows, by a call sent at
-// sent whose reply arrived at got: a popped lease is held until sent +
-// lease at least; a kept one as long as before.
-func (x Exchanged) windows(sent, got time.Time, lease time.Duration) {
-	for _, l := range x.Popped {
-		l.granted(sent, lease)
-		l.window(got)
-	}
-	for _, l := range x.Again {
-		l.window(got)
-	}
-}
-
-// readReply reads an exchange's replies after the links' flags:
-// exchange.lua's object (endReply), and handout.lua's (exchangeReply),
-// then the popped items (host, item-json …) under the new lease ids in
-// order. late is the late leases the handout asked about again.
-func (f *shard) readReply(flags []bool, tail, handed []any, offset []int, ids []string, late []*Lease) (Exchanged, []Finished, error) {
-	nd := len(offset) - 1
-	var e endReply
-	if len(tail) == 0 {
-		return Exchanged{}, nil, fmt.Errorf("frontier: exchange: malformed reply %v", tail)
-	}
-	if raw, ok := tail[0].(string); !ok || keyspace.DecodeReply([]byte(raw), &e) != nil || len(e.Held) != nd {
-		return Exchanged{}, nil, fmt.Errorf("frontier: exchange: reply %v for %d pages", tail, nd)
-	}
-	var r exchangeReply
-	if len(handed) == 0 {
-		return Exchanged{}, nil, fmt.Errorf("frontier: handout: malformed reply %v", handed)
-	}
-	if raw, ok := handed[0].(string); !ok || keyspace.DecodeReply([]byte(raw), &r) != nil {
-		return Exchanged{}, nil, fmt.Errorf("frontier: handout: malformed reply %v", handed)
-	}
-	popped := handed[1:]
-	m := len(popped) / 2
-	if len(popped)%2 != 0 || m > len(ids) {
-		return Exchanged{}, nil, fmt.Errorf("frontier: handout: reply %v for %d URLs wanted", handed, len(ids))
-	}
-	x := Exchanged{Queued: make([][]bool, nd), Held: make([]bool, nd), recordedNow: make([]bool, nd)}
-	for d := 0; d < nd; d++ {
-		x.Queued[d] = flags[offset[d]:offset[d+1]]
-		x.Held[d] = e.Held[d] == '1' || e.Held[d] == '2' // 2: recorded by this exchange sent before
-		x.recordedNow[d] = e.Held[d] == '1'
-	}
-	x.Info = PopInfo{Pages: r.Pages, CrawlOver: r.Done == 1, NextDue: time.Duration(r.Wait) * time.Millisecond, Paused: r.Paused == 1,
-		Settings: r.Settings, Resolve: r.Resolve}
-	for _, a := range r.Again {
-		if a[0] < 1 || a[0] > int64(len(late)) {
-			return Exchanged{}, nil, fmt.Errorf("frontier: handout: reply %v keeps lease %d of %d late", handed, a[0], len(late))
-		}
-		l := late[a[0]-1]
-		l.retoken(r.NowUs, a[1], a[2], a[3])
-		x.Again = append(x.Again, l)
-	}
-	var bad []Finished
-	for i := 0; i < m; i++ {
-		host, _ := popped[2*i].(string)
-		raw, _ := popped[2*i+1].(string)
-		l := &Lease{ID: ids[i], raw: raw, Host: host, HostDelay: time.Duration(r.Delays[host]) * time.Millisecond, now: f.o.now}
-		l.freshAt, l.addr = r.Fresh[host], r.Addrs[host]
-		l.OwnRate, l.HasOwnRate = r.Rates[host]
-		if i < len(r.Slot) && i < len(r.From) && i < len(r.Until) {
-			l.token(r.NowUs, r.Slot[i], r.From[i], r.Until[i])
-		} else {
-			l.closes = -1
-		}
-		if err := json.Unmarshal([]byte(raw), &l.Item); err != nil {
-			bad = append(bad, Finished{Lease: l, Outcome: Outcome{Stat: OutcomeFailed, Failed: fmt.Sprintf("undecodable queue item: %v", err)}})
-			continue
-		}
-		x.Popped = append(x.Popped, l)
-	}
-	return x, bad, nil
 }

@@ -61,17 +61,19 @@ local function ex_again(C, H)
 end
 
 -- ex_reply is handout.lua's reply: 1, then one object (again: the late
--- URLs kept; B, the budget's; P, the pop's; whether the crawl is over),
--- then the popped items (unencoded: they are JSON already).
+-- URLs kept; B, the budget's; P, the grant's: the hosts granted and how
+-- many URLs each, their tokens in the same order; whether the crawl is
+-- over).
 local function ex_reply(C, again, B, P)
   local done = P.done
   if B.limited then done = redis.call('EXISTS', C.K.done) end
   local out = {pages = B.pages, done = done, wait = P.wait}
   if next(P.delays) then out.delays = P.delays end
+  if #P.hosts > 0 then out.hosts, out.counts = P.hosts, P.counts end
   if P.G.any then
     out.slot, out.from, out['until'] = P.G.slots, P.G.froms, P.G.untils
   end
-  if #P.got > 0 or #again > 0 then out.now_us = string.format('%d', C.nowus) end
+  if P.granted > 0 or #again > 0 then out.now_us = string.format('%d', C.nowus) end
   if #again > 0 then out.again = again end
   if P.paused then out.paused = 1 end
   if C.settings > 0 then out.settings = C.settings end
@@ -79,7 +81,5 @@ local function ex_reply(C, again, B, P)
   if next(P.firsts) then out.fresh = P.firsts end
   if P.I and #P.I.resolve > 0 then out.resolve = P.I.resolve end
   if P.I and next(P.I.used) then out.addrs = P.I.used end
-  local reply = {1, cjson.encode(out)}
-  for _, v in ipairs(P.got) do reply[#reply + 1] = v end
-  return reply
+  return {1, cjson.encode(out)}
 end

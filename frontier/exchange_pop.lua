@@ -1,8 +1,10 @@
--- requires: exchange_call pop addrs hostbucket
--- exchange_pop.lua: an exchange's pop (steps 8 to 11 of exchange.lua): how
--- many URLs a budget leaves room for, the due hosts' URLs popped each with
--- its host's token and leased, when to ask again, the crawl's end, and the
--- reply.
+-- requires: exchange_call queue addrs hostbucket
+-- exchange_pop.lua: the handout's grant (handout.lua): how many URLs a
+-- budget leaves room for, the due hosts each granted URLs with their
+-- tokens, when to ask again, and the reply. The URLs themselves are taken
+-- off the granted hosts' queues, and leased, by take.lua in the same
+-- pipeline (exchange_take.lua), from the grants this call leaves in the
+-- process's grants key.
 
 -- ex_budget: with a page budget, how many URLs the pop may hand out.
 -- The budget holds for the whole crawl, exactly: a URL in flight may still
@@ -26,26 +28,30 @@ local function ex_budget(C, nkept)
   return B
 end
 
--- The pop's state, P (ex_pop), which its helpers below share: the call C
--- and its token clock H, the address state I (addrs.lua; false without
--- politeness per address), W (URLs it may hand out), got (popped: host,
--- json, host, json, …), G (their tokens: hostbucket.lua's hb_grants), the
--- reply's delays, fresh and rates (host -> …), reach (a host whose tat is
--- by it has a token whose window opens by the horizon), anySlowed and
--- anyCapped (slowed, capped exist), visited (hosts looked at), readyAdd
--- and refillAdd (scores to write), taken (URLs taken from the queues),
--- queued (URLs left queued, once counted), wait, paused, done.
+-- The grant's state, P (ex_pop), which its helpers below share: the call
+-- C and its token clock H, the address state I (addrs.lua; false without
+-- politeness per address), W (URLs it may grant), granted (how many it
+-- did), hosts and counts (the hosts granted, in order, and how many URLs
+-- each), drops (hosts whose queues take.lua drops: host, 'capped' or
+-- 'blocked', …), G (the granted URLs' tokens, in the same order:
+-- hostbucket.lua's hb_grants), the reply's delays, fresh and rates (host
+-- -> …), reach (a host whose tat is by it has a token whose window opens
+-- by the horizon), anySlowed and anyCapped (slowed, capped exist),
+-- visited (hosts looked at, or granted their whole queue), whole (hosts
+-- granted their whole queue), readyAdd (scores to write), wait, paused,
+-- done.
 
 -- ex_due is a round's due hosts (host, tat, host, tat, …: at most m, whose
--- next token's window opens by the horizon), the longest queues first, and
--- which of them reached the cap of pages a host. It notes in H.marks those
--- marked in slowed, whose bucket hashes hold something to read: one HMGET
--- of slowed a round, and none when slowed is empty.
+-- next token's window opens by the horizon), the longest queues first,
+-- which of them reached the cap of pages a host, and their queues'
+-- lengths (host -> URLs queued). It notes in H.marks those marked in
+-- slowed, whose bucket hashes hold something to read: one HMGET of slowed
+-- a round, and none when slowed is empty.
 local function ex_due(P, m)
   local K = P.C.K
   local due = redis.call('ZRANGEBYSCORE', P.C.pready, '-inf', fr_tat(P.reach), 'WITHSCORES', 'LIMIT', '0', fr_int(m))
-  local capped = {}
-  if #due == 0 then return due, capped end
+  local capped, len = {}, {}
+  if #due == 0 then return due, capped, len end
   local hosts = {}
   for i = 1, #due, 2 do hosts[#hosts + 1] = due[i] end
   if P.anySlowed then
@@ -56,17 +62,18 @@ local function ex_due(P, m)
     local v = redis.call('HMGET', K.capped, unpack(hosts))
     for i, host in ipairs(hosts) do capped[host] = v[i] and tonumber(v[i]) >= P.C.A.host_max end
   end
-  if #hosts == 1 then return due, capped end
+  local lens = redis.call('HMGET', K.lengths, unpack(hosts))
+  for i, host in ipairs(hosts) do len[host] = tonumber(lens[i] or '0') or 0 end
+  if #hosts == 1 then return due, capped, len end
   -- The longest queues go first: when fewer URLs are wanted than the
   -- round's hosts could give, those that lose are the ones with the
   -- least left, so that the hosts drain together rather than a few being
   -- left, late in the crawl, with URLs that come one an interval while
   -- loops wait. (Ties keep the tat order.)
-  local lens = redis.call('HMGET', K.lengths, unpack(hosts))
   local order = {}
   for i = 1, #hosts do order[i] = i end
   table.sort(order, function(a, b)
-    local la, lb = tonumber(lens[a] or '0'), tonumber(lens[b] or '0')
+    local la, lb = len[hosts[a]], len[hosts[b]]
     if la ~= lb then return la > lb end
     return a < b
   end)
@@ -75,43 +82,30 @@ local function ex_due(P, m)
     sorted[#sorted + 1] = due[2 * i - 1]
     sorted[#sorted + 1] = due[2 * i]
   end
-  return sorted, capped
+  return sorted, capped, len
 end
 
--- ex_drop_blocked: a blocked host's queued URLs end with their records, a
--- thousand a visit (fr_drop_blocked); its queue emptied, it leaves ready
--- (dry), else it stays due for the next. It reports whether anything
--- moved.
-local function ex_drop_blocked(P, host, dry)
-  local C = P.C
-  local n, gone = fr_drop_blocked(C.Q, host, C.K.results, C.A.results_cap or 0, 1000)
-  if gone then dry[#dry + 1] = host end
-  return n > 0
+-- ex_drop: a host that had its pages, or is blocked, has its queue
+-- dropped by take.lua (a thousand URLs a call); it is not looked at again
+-- by this call.
+local function ex_drop(P, host, why)
+  P.drops[#P.drops + 1] = host
+  P.drops[#P.drops + 1] = why
+  P.visited[host] = true
 end
 
--- ex_drop_capped: a host that had its pages has what is queued for it
--- dropped and counted, a thousand URLs a visit, its highest levels first;
--- its queue emptied, it leaves ready (dry). It reports whether anything
--- moved.
-local function ex_drop_capped(P, host, dry)
-  local n, gone = fr_pop(P.C.Q, host, 1000, {})
-  if n > 0 then
-    redis.call('HINCRBY', P.C.K.stats, 'skipped_links:max_pages_per_host', fr_int(n))
-    P.taken = P.taken + n
-  end
-  if gone then dry[#dry + 1] = host end
-  return n > 0
-end
-
--- ex_pop_host pops up to q URLs of a due host with a token each; a host
--- with no token by the horizon (a pause, a delay of its own) is not
--- looked at again this call, and its score says when it has one. A host
--- popped moves behind the others: its score becomes its tat after the
--- tokens taken (without a limit, now). One whose queue ran dry leaves
--- ready (dry), for refill while its bucket is still filling (a URL queued
--- for it brings it back with that tat), or for good when it is full.
--- It reports whether anything moved.
-local function ex_pop_host(P, host, tat, q, dry)
+-- ex_grant_host grants up to q URLs of a due host whose queue holds len,
+-- with a token each; a host with no token by the horizon (a pause, a
+-- delay of its own) is not looked at again this call, and its score says
+-- when it has one. A host granted moves behind the others: its score
+-- becomes its tat after the tokens taken (without a limit, now). A host
+-- counted empty is granted one URL all the same: take.lua finds its queue
+-- dry and settles it (its lists, its length, its place in ready). A host
+-- granted its whole queue stays in ready with its new tat: take.lua, which
+-- finds the queue dry, moves it to refill (or out, its bucket full), so
+-- that a call cut short after this one strands no URL. It reports whether
+-- it granted any.
+local function ex_grant_host(P, host, tat, q, len)
   local H, I = P.H, P.I
   local k, b, r, size, first = hb_tokens(H, host, q, tat)
   local slots, early, late, anext
@@ -133,51 +127,42 @@ local function ex_pop_host(P, host, tat, q, dry)
     end
     return false
   end
-  local n, gone = fr_pop(P.C.Q, host, k, P.got)
-  P.taken = P.taken + n
-  if n > 0 then
-    local tat2 = H.tnow -- no limit: its turn moves behind the others'
-    if slots then
-      hb_grant_slots(P.G, H.tnow, slots, n, early, late)
-      tat2 = ip_take(I, host, slots, n, r)
-      hb_granted(H, host, b)
-    elseif r > 0 then
-      tat2 = hb_take(H, P.G, n, r, size, first)
-      hb_granted(H, host, b)
-    else
-      for _ = 1, n do hb_grant(P.G) end
-    end
-    local rule = hb_rule(H, host)
-    if rule then P.rates[host] = rule[1] end -- the worker weighs a Crawl-delay against it
-    if b.delay > 0 then
-      P.delays[host] = b.delay
-    elseif tat <= H.tnow then -- its bucket was full: no grant before this pop
-      P.firsts[host] = fr_tat(tat2)
-    end
-    tat = tat2
+  local n = math.min(k, math.max(len, 1))
+  if n >= len then P.visited[host], P.whole[host] = true, true end
+  P.hosts[#P.hosts + 1], P.counts[#P.counts + 1] = host, n
+  P.granted = P.granted + n
+  local tat2 = H.tnow -- no limit: its turn moves behind the others'
+  if slots then
+    hb_grant_slots(P.G, H.tnow, slots, n, early, late)
+    tat2 = ip_take(I, host, slots, n, r)
+    hb_granted(H, host, b)
+  elseif r > 0 then
+    tat2 = hb_take(H, P.G, n, r, size, first)
+    hb_granted(H, host, b)
+  else
+    for _ = 1, n do hb_grant(P.G) end
   end
-  if gone then
-    dry[#dry + 1] = host
-    if tat > H.tnow then
-      P.refillAdd[#P.refillAdd + 1] = fr_tat(tat)
-      P.refillAdd[#P.refillAdd + 1] = host
-    end
-  elseif n > 0 then
-    P.readyAdd[#P.readyAdd + 1] = fr_tat(tat)
-    P.readyAdd[#P.readyAdd + 1] = host
+  local rule = hb_rule(H, host)
+  if rule then P.rates[host] = rule[1] end -- the worker weighs a Crawl-delay against it
+  if b.delay > 0 then
+    P.delays[host] = b.delay
+  elseif tat <= H.tnow then -- its bucket was full: no grant before this one
+    P.firsts[host] = fr_tat(tat2)
   end
-  return n > 0
+  P.readyAdd[#P.readyAdd + 1] = fr_tat(tat2)
+  P.readyAdd[#P.readyAdd + 1] = host
+  return true
 end
 
--- ex_pop_round pops from the hosts due now, shared out among them (at most
--- per each), and moves their scores; it reports whether it found any due
--- host and whether anything moved.
+-- ex_pop_round grants URLs of the hosts due now, shared out among them
+-- (at most per each), and moves their scores; it reports whether it
+-- found any due host and whether anything was granted or dropped.
 local function ex_pop_round(P)
-  local m = P.W - #P.got / 2
-  local due, capped = ex_due(P, m)
+  local m = P.W - P.granted
+  local due, capped, len = ex_due(P, m)
   if #due == 0 then return false, false end
   local per = math.ceil(m / (#due / 2))
-  local dry, moved = {}, false
+  local moved = false
   if P.I then
     local hosts = {}
     for i = 1, #due, 2 do hosts[#hosts + 1] = due[i] end
@@ -185,67 +170,69 @@ local function ex_pop_round(P)
   end
   for i = 1, #due, 2 do
     local host, tat = due[i], tonumber(due[i + 1])
-    local q = math.min(per, P.W - #P.got / 2)
+    local q = math.min(per, P.W - P.granted)
     if q <= 0 then break end
     if P.visited[host] then
       -- not due: looked at already by this call
     elseif capped[host] then
-      moved = ex_drop_capped(P, host, dry) or moved
+      ex_drop(P, host, 'capped')
+      moved = true
     elseif hb_blocked(P.H, host) then
-      moved = ex_drop_blocked(P, host, dry) or moved
+      ex_drop(P, host, 'blocked')
+      moved = true
     else
-      moved = ex_pop_host(P, host, tat, q, dry) or moved
+      moved = ex_grant_host(P, host, tat, q, len[host]) or moved
     end
   end
-  if #dry > 0 then redis.call('ZREM', P.C.pready, unpack(dry)) end
   if #P.readyAdd > 0 then
     redis.call('ZADD', P.C.pready, unpack(P.readyAdd))
     P.readyAdd = {}
   end
-  return true, moved or #dry > 0
+  return true, moved
 end
 
--- ex_lease puts the popped URLs under fresh leases, the i-th under the
--- i-th lease id the call brought.
-local function ex_lease(P)
-  local C, M = P.C, #P.got / 2
-  if M == 0 then return end
-  local exp = {}
-  local untl = fr_int(C.now + (C.A.lease_ms or 0))
-  for i = 1, M do
-    exp[2 * i - 1] = untl
-    exp[2 * i] = ex_text(C, C.A.ids + i - 1) .. '\n' .. P.got[2 * i - 1] .. '\n' .. P.got[2 * i]
-  end
-  redis.call('ZADD', C.K.leases, unpack(exp))
-end
-
--- ex_next_wait: when fewer URLs than wanted were popped, how long until a
--- host is due (-1: nothing queued). A host whose queue ran dry stays in
--- ready until its bucket is full; with nothing queued at all, nothing is
--- coming due.
+-- ex_next_wait: when fewer URLs than wanted were granted, how long until
+-- a host is due (-1: nothing queued past what was granted). A host whose
+-- queue runs dry stays in ready until its bucket is full; one granted its
+-- whole queue is not waited for.
 local function ex_next_wait(P)
-  P.queued = P.queued or fr_queued(P.C.Q)
   P.wait = -1
-  if P.queued > 0 then
-    local nxt = redis.call('ZRANGE', P.C.pready, 0, 0, 'WITHSCORES')
-    if #nxt == 2 then P.wait = math.max(0, math.ceil(tonumber(nxt[2]) - P.reach)) end
+  if fr_queued(P.C.Q) - P.granted <= 0 then return end
+  local nxt = redis.call('ZRANGE', P.C.pready, 0, #P.hosts, 'WITHSCORES')
+  for i = 1, #nxt, 2 do
+    if not P.whole[nxt[i]] then
+      P.wait = math.max(0, math.ceil(tonumber(nxt[i + 1]) - P.reach))
+      return
+    end
   end
 end
 
--- ex_pop_state is the pop's state (P, above) at its start, for B.want
+-- ex_pop_state is the grant's state (P, above) at its start, for B.want
 -- URLs by the token clock H.
 local function ex_pop_state(C, H, B)
-  local P = {C = C, H = H, I = ip_begin(H, C.A, C.K.queues, C.now), W = B.want, got = {}, G = hb_grants(),
-    delays = {}, firsts = {}, rates = {}, reach = H.horizon, anySlowed = false, anyCapped = false, visited = {},
-    readyAdd = {}, refillAdd = {}, taken = 0, queued = false, wait = B.wait, paused = false, done = 0}
+  local P = {C = C, H = H, I = ip_begin(H, C.A, C.K.queues, C.now), W = B.want, granted = 0, hosts = {}, counts = {},
+    drops = {}, G = hb_grants(), delays = {}, firsts = {}, rates = {}, reach = H.horizon, anySlowed = false,
+    anyCapped = false, visited = {}, whole = {}, readyAdd = {}, wait = B.wait, paused = false, done = 0}
   if C.rate > 0 then P.reach = H.horizon + tb_window(C.rate, C.burst, H.least) end
   return P
 end
 
--- ex_pop: up to B.want URLs of hosts that are due, each URL with a
--- token of its host's bucket (tokens.lua), taken here by the call's token
--- clock H: a host whose bucket is empty or paused is due when it next has
--- a token, and is not offered before. A host's ready score is its
+-- ex_grants_write leaves the grant for take.lua, in the process's grants
+-- key, under the count of the exchange it belongs to: the hosts and how
+-- many URLs each, the hosts whose queues are dropped. It lives as long as
+-- a lease: a take that never came (the pipeline cut short) leaves it to
+-- expire, its tokens spent, and the next exchange's take reads none of
+-- it.
+local function ex_grants_write(C, P)
+  if P.granted == 0 and #P.drops == 0 then return end
+  local g = {c = C.A.expect, hosts = P.hosts, counts = P.counts, drops = P.drops}
+  redis.call('SET', C.K.grants, cjson.encode(g), 'PX', fr_int(math.max(C.A.lease_ms or 0, 1000)))
+end
+
+-- ex_pop: up to B.want URLs granted of hosts that are due, each URL with
+-- a token of its host's bucket (tokens.lua), taken here by the call's
+-- token clock H: a host whose bucket is empty or paused is due when it
+-- next has a token, and is not offered before. A host's ready score is its
 -- bucket's tat: the time the bucket is full again, with a burst of 1 the
 -- time its next token comes; taking tokens is the ZADD that moves it, so
 -- a polite pop costs no call a host for its bucket. A token is a window of
@@ -254,7 +241,8 @@ end
 -- worker fetches each URL in its window, so that calls may be ahead_ms
 -- apart without a token coming too late. Only hosts marked in slowed (a
 -- pause, a Crawl-delay, an adaptive interval) have a bucket hash worth
--- reading. It returns the pop's state, what it handed out in it.
+-- reading. No more URLs are granted a host than its queue holds
+-- (lengths). It returns the grant's state, what it granted in it.
 local function ex_pop(C, H, B)
   local A, K = C.A, C.K
   local P = ex_pop_state(C, H, B)
@@ -274,17 +262,15 @@ local function ex_pop(C, H, B)
   -- count crosses it: while none has, a round reads nothing for the cap.
   P.anyCapped = (A.host_max or 0) > 0 and redis.call('EXISTS', K.capped) == 1
   for _ = 1, 4 do
-    if P.W - #P.got / 2 <= 0 then break end
+    if P.W - P.granted <= 0 then break end
     local found, moved = ex_pop_round(P)
     if not found or not moved then break end
   end
   if P.I then ip_write(P.I) end
-  if #P.refillAdd > 0 then redis.call('ZADD', K.refill, unpack(P.refillAdd)) end
   -- A bucket full again needs no entry: refill keeps only those filling.
   redis.call('ZREMRANGEBYSCORE', K.refill, '-inf', fr_int(C.now))
-  if P.taken > 0 then P.queued = fr_count(C.Q, -P.taken) end
-  ex_lease(P)
-  if #P.got / 2 < P.W then ex_next_wait(P) end
-  if #P.got == 0 then P.done = redis.call('EXISTS', K.done) end
+  if P.granted < P.W then ex_next_wait(P) end
+  if P.granted == 0 then P.done = redis.call('EXISTS', K.done) end
+  ex_grants_write(C, P)
   return P
 end

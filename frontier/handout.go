@@ -10,25 +10,39 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// handoutScript hands a worker new URLs (handout.lua): the second of an
-// exchange's two scripts, in the pipeline right after exchange.lua, which
-// ended the worker's leases and counted the exchange.
-var handoutScript = lua.Script("handout")
+// handoutScript grants a worker new URLs, their hosts and tokens
+// (handout.lua), and takeScript takes them off their queues under fresh
+// leases (take.lua): the second and third of an exchange's scripts, in the
+// pipeline right after exchange.lua, which ended the worker's leases and
+// counted the exchange.
+var (
+	handoutScript = lua.Script("handout")
+	takeScript    = lua.Script("take")
+)
 
-// handoutCall is one exchange's handout.lua call: the late leases it asks
-// their hosts about again, in the order sent (the reply's again counts
-// places among them), and the call's reply once its pipeline ran.
-type handoutCall struct {
+// afterCall is one exchange's call of a script that runs only after its
+// exchange.lua counted the exchange (handout.lua, take.lua), and the
+// call's reply once its pipeline ran.
+type afterCall struct {
+	name string
+	s    *redis.Script
 	keys []string
 	args []any
-	late []*Lease
 	cmd  *redis.Cmd
 }
 
-// newHandout prepares the handout of want URLs under lease ids ids, late
-// being the late leases given back (Lease.Late); f.exchanges is the count
-// before exchange.lua's, which the handout must find one more.
-func (f *shard) newHandout(late []*Lease, want int, ids []string) *handoutCall {
+// handoutCall is one exchange's handout.lua call: the late leases it asks
+// their hosts about again, in the order sent (the reply's again counts
+// places among them).
+type handoutCall struct {
+	afterCall
+	late []*Lease
+}
+
+// newHandout prepares the grant of want URLs, late being the late leases
+// given back (Lease.Late); f.exchanges is the count before exchange.lua's,
+// which the handout must find one more.
+func (f *shard) newHandout(late []*Lease, want int) *handoutCall {
 	p := f.policy()
 	a := f.baseArgs()
 	a.Expect, a.Want = f.exchanges+1, want
@@ -40,6 +54,19 @@ func (f *shard) newHandout(late []*Lease, want int, ids []string) *handoutCall {
 	for i := range late {
 		a.BackAgain = append(a.BackAgain, i+1)
 	}
+	return &handoutCall{afterCall{name: "handout", s: handoutScript, keys: f.exchangeKeys(), args: a.encode()}, late}
+}
+
+// newTake prepares the take of what the handout grants, under lease ids
+// ids (as many as the URLs wanted); none without ids: a handout for no
+// URLs grants none.
+func (f *shard) newTake(ids []string) *afterCall {
+	if len(ids) == 0 {
+		return nil
+	}
+	a := f.baseArgs()
+	a.Expect = f.exchanges + 1
+	a.LeaseMs, a.Budget = f.o.Lease.Milliseconds(), f.pageBudget(f.policy())
 	for i, id := range ids {
 		if i == 0 {
 			a.IDs = a.text(id)
@@ -47,34 +74,39 @@ func (f *shard) newHandout(late []*Lease, want int, ids []string) *handoutCall {
 			a.text(id)
 		}
 	}
-	return &handoutCall{keys: f.exchangeKeys(), args: a.encode(), late: late}
+	return &afterCall{name: "take", s: takeScript, keys: f.exchangeKeys(), args: a.encode()}
 }
 
 // queue adds the call to pipe.
-func (h *handoutCall) queue(ctx context.Context, pipe redis.Pipeliner) {
-	h.cmd = handoutScript.EvalSha(ctx, pipe, h.keys, h.args...)
+func (h *afterCall) queue(ctx context.Context, pipe redis.Pipeliner) {
+	h.cmd = h.s.EvalSha(ctx, pipe, h.keys, h.args...)
 }
 
-// result is the call's reply after its leading 1: the object
-// (exchangeReply) and the popped items. A call that ran before
+// noScript: Redis had not the call's script when its pipeline ran.
+func (h *afterCall) noScript() bool { return h != nil && script.IsNoScript(h.cmd.Err()) }
+
+// result is the call's reply after its leading 1. A call that ran before
 // exchange.lua counted the exchange (exchange.lua went again on its own:
 // its filter grew, its script was missing) wrote nothing and goes again
 // now, as one missing its script; one that finds Redis's count of the
 // process's exchanges another is refused as exchange.lua's guard refuses
 // (ErrRolledBack, ErrReplyLost).
-func (h *handoutCall) result(ctx context.Context, f *shard) ([]any, error) {
+func (h *afterCall) result(ctx context.Context, f *shard) ([]any, error) {
+	if h == nil {
+		return nil, nil
+	}
 	res, err := h.cmd.Slice()
 	if n, refused := handoutRefusal(res); script.IsNoScript(err) || err == nil && refused && n == f.exchanges-1 {
-		res, err = handoutScript.Run(ctx, f.c, h.keys, h.args...).Slice()
+		res, err = h.s.Run(ctx, f.c, h.keys, h.args...).Slice()
 	}
 	if keyspace.IsGone(err) {
 		return nil, ErrGone
 	}
-	if se := keyspace.ScriptErr("handout", err); se != nil {
+	if se := keyspace.ScriptErr(h.name, err); se != nil {
 		return nil, se
 	}
 	if err != nil {
-		return nil, fmt.Errorf("frontier: handout: %w", err)
+		return nil, fmt.Errorf("frontier: %s: %w", h.name, err)
 	}
 	if n, refused := handoutRefusal(res); refused {
 		ahead := n > f.exchanges
@@ -84,8 +116,8 @@ func (h *handoutCall) result(ctx context.Context, f *shard) ([]any, error) {
 		}
 		return nil, ErrRolledBack
 	}
-	if len(res) < 2 {
-		return nil, fmt.Errorf("frontier: handout: malformed reply %v", res)
+	if len(res) < 1 {
+		return nil, fmt.Errorf("frontier: %s: malformed reply %v", h.name, res)
 	}
 	return res[1:], nil
 }

@@ -1,14 +1,17 @@
 -- requires: exchange_end
--- handout.lua: the frontier hands a worker process new URLs, in one
--- atomic call, the second of an exchange's two scripts (exchange.lua, in
--- the same pipeline before it, ended the process's leases):
+-- handout.lua: the frontier grants a worker process new URLs, in one
+-- atomic call, the second of an exchange's three scripts (exchange.lua, in
+-- the same pipeline before it, ended the process's leases; take.lua,
+-- after it, takes the URLs granted off their queues and leases them):
 --   1. late URLs the process gives back (a token's window closed before
 --      their requests could go) ask their hosts for a new token: kept
 --      under their leases with one, else back to their queues' fronts,
 --      their tokens back to their buckets;
 --   2. how many URLs a page budget leaves room for;
---   3. up to want URLs popped under fresh leases, each with a token of its
---      host's bucket (and of its address's, with politeness per address).
+--   3. up to want URLs granted, each with a token of its host's bucket
+--      (and of its address's, with politeness per address): the hosts,
+--      and how many URLs each, left in the process's grants key for
+--      take.lua (exchange_pop.lua).
 --
 -- It runs only where Redis holds the count of the process's exchanges that
 -- exchange.lua left (expect), which a crawl gone (reset, or seeded anew
@@ -24,70 +27,69 @@
 -- pages recorded and the leases held when it runs.
 --
 -- KEYS: EX_KEYS (contract.lua), as exchange.lua's after the Bloom
---   filter's (it reads queues, ready, leases, stats, done, counter,
---   config, lengths, buckets, slowed, refill, capped, paused, hostrules,
---   settings, results).
+--   filter's (it reads queues, ready, leases, stats, counter, config,
+--   lengths, buckets, slowed, refill, capped, done, paused, hostrules,
+--   settings, grants).
 -- ARGV: one JSON object, exchangeArgs (exchangeargs.go), by name, then the
 --   texts it names (as exchange.lua's):
 --   expect      the process's exchanges Redis should hold: exchange.lua's
 --               count, after it
 --   instance    the crawl's instance the caller read (fr_ours)
 --   want        URLs wanted (a late URL kept is one of them)
---   lease_ms    a new lease's time
+--   lease_ms    a new lease's time (the grant lives as long)
 --   rate, burst  each host's token bucket (absent rate: no limit, but a
 --               host's pause and own delay still hold)
 --   ahead_ms    the horizon: a host whose next token's window opens
---               within it is popped, its token reserved, and its URL
+--               within it is granted, its token reserved, and its URL
 --               fetched in that window (tokens.lua's tb_window)
 --   least_ms    the least window a token is good for (tb_window)
 --   budget      pages for the whole crawl (0: none; -1: this shard's share,
---               the field 'allow' of its stats): pops stop where pages
+--               the field 'allow' of its stats): grants stop where pages
 --               fetched + URLs in flight reach it, and pages are reported
 --   settings    the settings version the caller's rate, burst, budget and
 --               caps come from (0: as seeded): older than the shard's,
---               the call pops nothing and gives late URLs back (wait 0:
+--               the call grants nothing and gives late URLs back (wait 0:
 --               the caller reads the new settings and asks again)
 --   host_max    pages per host (0: none): a host that reached it has its
---               queued URLs dropped when it comes up for a pop, and counted
---               in stats as skipped_links:max_pages_per_host
---   results_cap the results streams' cap (a blocked host's URLs end with
---               records)
---   lane        the lane popped from ('render': a worker with a browser)
+--               queued URLs dropped (by take.lua) when it comes up for a
+--               grant, counted in stats as skipped_links:max_pages_per_host
+--   lane        the lane granted from ('render': a worker with a browser)
 --   ip, ip_shard, ip_shards  politeness per address (addrs.lua)
 --   back        texts: the late URLs' lease members
 --   back_grants their tokens' slots, by place (µs, Redis's clock; 0:
 --               unknown, the token stays taken)
 --   back_again  the places in back (1-based) that ask again: every one
 --   back_addrs  texts: the addresses whose tokens go back too (0: none)
---   ids         text: the first of want lease ids, one for each URL that
---               may be popped, the others in the texts after it
 -- Reply: {0, n} when Redis's count of the process's exchanges is n, not
 -- expect (nothing written); or 1, then one JSON object:
 --   pages   pages fetched (with a budget), done (1: the crawl is over),
 --   wait    ms until some host is due within the window when fewer than
---           want were popped (-1: nothing queued, or the crawl paused)
---   paused  1 while the crawl is paused (absent otherwise): nothing popped
+--           want were granted (-1: nothing queued, or the crawl paused)
+--   paused  1 while the crawl is paused (absent otherwise): nothing granted
 --   settings  the settings version in force in the shard (absent: 0)
---   now_us  Redis's time of the pop (µs, a string; absent when nothing
---           was popped or kept), from which the lists below count
+--   now_us  Redis's time of the grant (µs, a string; absent when nothing
+--           was granted or kept), from which the lists below count
 --   again   per late URL its host gave a new token, its lease kept:
 --           {place in back, slot, from, until}, as below
---   slot    per popped URL, in order, µs from now_us to its token's slot
---           (absent: no URL popped has a token, the host having no limit)
---   from, until  per popped URL, µs from now_us to when its token's
+--   hosts, counts  the hosts granted URLs, in order (a host may come
+--           twice), and how many each: take.lua takes each host's URLs
+--           in this order, the i-th URL taken of a host under its i-th
+--           token
+--   slot    per URL granted, in the order of hosts, µs from now_us to its
+--           token's slot (absent: no URL granted has a token, the hosts
+--           having no limit)
+--   from, until  per URL granted, µs from now_us to when its token's
 --           window opens and closes (tb_window): its request may go from
 --           from until before until (until -1: no token, no end)
---   delays  host -> ms: the popped hosts whose own delay the pop kept to
---   rates   host -> its own rate (hostrules), which the pop kept to
---   fresh   host -> tat: the popped hosts without a delay whose bucket
---           was full (held no grant) before this pop, each with the tat the
---           pop left (ms, a string): hostdelay.lua lets such a URL go when
+--   delays  host -> ms: the granted hosts whose own delay the grant kept to
+--   rates   host -> its own rate (hostrules), which the grant kept to
+--   fresh   host -> tat: the granted hosts without a delay whose bucket
+--           was full (held no grant) before this call, each with the tat
+--           it left (ms, a string): hostdelay.lua lets such a URL go when
 --           its host's delay is learnt, if no grant came since
 --   resolve, addrs  politeness per address: hosts whose address the
---           worker must find first; the popped hosts whose tokens came
+--           worker must find first; the granted hosts whose tokens came
 --           from their address's bucket too, with the address
--- and then popped: host, item-json, host, item-json …, the i-th under
--- the i-th lease id (left out of the object: the items are JSON already);
 -- or the GONE error, with nothing written, when the crawl is gone.
 local K = {}
 for i, name in ipairs(EX_KEYS) do K[name] = KEYS[i] end
@@ -97,7 +99,7 @@ if count ~= A.expect then -- a crawl gone (reset, seeded anew) has no count eith
   if not fr_ours(K.config, A.instance) then return redis.error_reply(FR_GONE) end
   return {0, count}
 end
-local why = fr_unsound_stats(K.stats) -- the budget reads them, the pop counts in them
+local why = fr_unsound_stats(K.stats) -- the budget reads them, a give-back counts in them
 if why then return redis.error_reply(why) end
 local C = ex_call(K, A, 1)                   -- the call the steps read: keys, arguments, clock
 ex_settings(C)                               --    and the settings in force
@@ -106,5 +108,5 @@ local kept, again = ex_again(C, H)           -- 1. late URLs ask their hosts aga
 ex_give_back(C, kept, refunds)               --    those with no new token go back,
 ex_refund(C, H, refunds)                     --    their tokens to their buckets
 local B = ex_budget(C, #again)               -- 2. how many URLs a page budget leaves room for
-local P = ex_pop(C, H, B)                    -- 3. URLs popped, each with its host's token
+local P = ex_pop(C, H, B)                    -- 3. URLs granted, each with its host's token
 return ex_reply(C, again, B, P)

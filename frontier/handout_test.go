@@ -31,33 +31,58 @@ func handoutRan(t *testing.T, s *redistest.Server, sh *shard) (leases, ready int
 	return s.Client.ZCard(ctx, sh.keys.Leases).Val(), s.Client.ZCard(ctx, sh.keys.Ready).Val()
 }
 
-// handout.lua hands out nothing, and writes nothing, unless Redis holds
-// the count of the process's exchanges that its exchange.lua leaves: sent
-// in the same pipeline after an exchange.lua that was refused, or that
-// must run again (its filter grew, its script was missing), it only says
-// Redis's count.
+// handout.lua grants nothing, and take.lua takes nothing, and neither
+// writes anything, unless Redis holds the count of the process's
+// exchanges that their exchange.lua leaves: sent in the same pipeline
+// after an exchange.lua that was refused, or that must run again (its
+// filter grew, its script was missing), they only say Redis's count. A
+// take takes only what its own exchange's handout granted.
 func TestTheHandoutWritesNothingUntilItsExchangeIsCounted(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		_, sh := handoutFixture(t, s, 5)
 		leases0, ready0 := handoutRan(t, s, sh)
-		h := sh.newHandout(nil, 3, []string{"a", "b", "c"}) // expects the count exchange.lua would leave: 1
-		res, err := handoutScript.Run(ctx, s.Client, h.keys, h.args...).Slice()
-		if n, refused := handoutRefusal(res); err != nil || !refused || n != 0 {
-			t.Fatalf("handout before its exchange counted: %v, %v; want refused with Redis's count, 0", res, err)
+		h, tk := sh.newHandout(nil, 3), sh.newTake([]string{"a", "b", "c"}) // expect the count exchange.lua would leave: 1
+		for _, c := range []*afterCall{&h.afterCall, tk} {
+			res, err := c.s.Run(ctx, s.Client, c.keys, c.args...).Slice()
+			if n, refused := handoutRefusal(res); err != nil || !refused || n != 0 {
+				t.Fatalf("%s before its exchange counted: %v, %v; want refused with Redis's count, 0", c.name, res, err)
+			}
 		}
 		if leases, ready := handoutRan(t, s, sh); leases != leases0 || ready != ready0 {
 			t.Fatalf("a refused handout wrote: %d leases (was %d), %d hosts ready (was %d)", leases, leases0, ready, ready0)
 		}
+		if n := s.Client.Exists(ctx, sh.keys.GrantsOf(sh.process())).Val(); n != 0 {
+			t.Fatalf("a refused handout left a grant")
+		}
 		if err := s.Client.Set(ctx, sh.keys.Counter(sh.process()), "1", 0).Err(); err != nil { // as exchange.lua counts
 			t.Fatal(err)
 		}
+		// A grant another exchange left (its take never came) is not taken.
+		stale := `{"c":0,"hosts":["h0.example"],"counts":[1],"drops":[]}`
+		if err := s.Client.Set(ctx, sh.keys.GrantsOf(sh.process()), stale, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		res, err := takeScript.Run(ctx, s.Client, tk.keys, tk.args...).Slice()
+		if err != nil || len(res) != 1 {
+			t.Fatalf("a take of another exchange's grant: %v, %v; want 1 and nothing taken", res, err)
+		}
 		res, err = handoutScript.Run(ctx, s.Client, h.keys, h.args...).Slice()
-		if _, refused := handoutRefusal(res); err != nil || refused || len(res) != 2+2*3 {
-			t.Fatalf("handout after its exchange counted: %v, %v; want 1, the object and three URLs", res, err)
+		if _, refused := handoutRefusal(res); err != nil || refused || len(res) != 2 {
+			t.Fatalf("handout after its exchange counted: %v, %v; want 1 and the object", res, err)
+		}
+		if leases, _ := handoutRan(t, s, sh); leases != leases0 {
+			t.Fatalf("%d leases after the handout; want %d: it grants, the take leases", leases, leases0)
+		}
+		res, err = takeScript.Run(ctx, s.Client, tk.keys, tk.args...).Slice()
+		if err != nil || len(res) != 1+2*3 {
+			t.Fatalf("take after its handout: %v, %v; want 1 and three URLs", res, err)
 		}
 		if leases, _ := handoutRan(t, s, sh); leases != leases0+3 {
-			t.Fatalf("%d leases after the handout; want %d", leases, leases0+3)
+			t.Fatalf("%d leases after the take; want %d", leases, leases0+3)
+		}
+		if res, err = takeScript.Run(ctx, s.Client, tk.keys, tk.args...).Slice(); err != nil || len(res) != 1 {
+			t.Fatalf("a take sent twice: %v, %v; want nothing taken the second time", res, err)
 		}
 	})
 }
@@ -76,7 +101,8 @@ func TestAHandoutRefusedForItsCountGoesAgainOnceCounted(t *testing.T) {
 			t.Fatal(err)
 		}
 		pipe := s.Client.Pipeline()
-		p.handout.queue(ctx, pipe) // the handout first: refused, the count not there
+		p.handout.queue(ctx, pipe) // the handout and the take first: refused, the count not there
+		p.take.queue(ctx, pipe)
 		p.call.Queue(ctx, pipe)
 		p.queued = true
 		if _, err := pipe.Exec(ctx); err != nil && !p.noScript() {
@@ -88,6 +114,7 @@ func TestAHandoutRefusedForItsCountGoesAgainOnceCounted(t *testing.T) {
 			}
 			pipe = s.Client.Pipeline()
 			p.handout.queue(ctx, pipe)
+			p.take.queue(ctx, pipe)
 			p.call.Queue(ctx, pipe)
 			pipe.Exec(ctx)
 		}
@@ -155,6 +182,104 @@ func TestAnExchangeOfManyLinksCostsARoundTripABatch(t *testing.T) {
 			if len(r) != 1 || r[0].Values["new_links"] != fmt.Sprint(n) {
 				t.Fatalf("%d links: record %v; want new_links %d", n, r, n)
 			}
+		}
+	})
+}
+
+// grantOnly sends p's exchange.lua and handout.lua, not its take, as a
+// pipeline cut short after the handout would, and counts the exchange as
+// the process does.
+func grantOnly(t *testing.T, s *redistest.Server, sh *shard, p *part) {
+	t.Helper()
+	ctx := context.Background()
+	if err := loadExchange(ctx, s.Client); err != nil {
+		t.Fatal(err)
+	}
+	pipe := s.Client.Pipeline()
+	p.call.Queue(ctx, pipe)
+	p.handout.queue(ctx, pipe)
+	pipe.Exec(ctx)
+	_, tail, err := p.call.Result(ctx)
+	if err := sh.counted(tail, err); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.handout.result(ctx, sh); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A handout whose take never came (the pipeline cut short between them)
+// strands no URL: the hosts it granted their whole queues stay ready, and
+// the next exchange hands their URLs out; the grant left behind is not
+// taken by that exchange's take, which takes its own.
+func TestAGrantWhoseTakeNeverCameStrandsNoURL(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		f, sh := handoutFixture(t, s, 5)
+		p := &part{pop: 5}
+		if err := sh.prepare(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		grantOnly(t, s, sh, p)
+		if n := s.Client.ZCard(ctx, sh.keys.Leases).Val(); n != 0 {
+			t.Fatalf("%d leases without a take; want 0", n)
+		}
+		x, err := f.Exchange(ctx, nil, nil, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, l := range x.Popped {
+			seen[l.Item.URL] = true
+		}
+		if len(x.Popped) != 5 || len(seen) != 5 {
+			t.Fatalf("the next exchange handed out %d URLs (%d distinct); want the 5 queued, once each", len(x.Popped), len(seen))
+		}
+		if q, _ := s.Client.HGet(ctx, sh.keys.Stats, "queued").Int(); q != 0 {
+			t.Fatalf("%d URLs counted queued after all were handed out; want 0", q)
+		}
+	})
+}
+
+// Two processes' grants between the same page budget's leases: the
+// budget is counted again where the URLs are leased (take.lua), so a
+// grant that another process's take overtook leases no more than the
+// budget leaves room for.
+func TestTakesKeepThePageBudgetWhateverRunsBetweenGrantAndTake(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		f := openShards(t, s.Client, "bud", 1, 2)
+		var items []Item
+		for i := range 5 {
+			items = append(items, Item{URL: fmt.Sprintf("http://h%d.example/", i)})
+		}
+		if _, err := f.Enqueue(ctx, items); err != nil {
+			t.Fatal(err)
+		}
+		g, err := Open(ctx, s.Client, "bud", Options{Shards: 1, Policy: Policy{PageBudget: 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var parts []*part
+		for _, sh := range []*shard{f.fs[0], g.fs[0]} {
+			p := &part{pop: 2}
+			if err := sh.prepare(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+			grantOnly(t, s, sh, p) // both granted 2: no lease held yet
+			parts = append(parts, p)
+		}
+		popped := 0
+		for i, sh := range []*shard{f.fs[0], g.fs[0]} {
+			p := parts[i]
+			p.take.cmd = takeScript.Run(ctx, s.Client, p.take.keys, p.take.args...)
+			if err := sh.finish(ctx, p, sh.o.now(), sh.o.now()); err != nil {
+				t.Fatal(err)
+			}
+			popped += len(p.x.Popped)
+		}
+		if leases := s.Client.ZCard(ctx, f.fs[0].keys.Leases).Val(); popped != 2 || leases != 2 {
+			t.Fatalf("%d URLs handed out, %d leases, under a budget of 2 pages; want 2", popped, leases)
 		}
 	})
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/dedup"
-	"github.com/redcrawl/crawler/internal/script"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -82,7 +81,8 @@ type part struct {
 	pop     int
 
 	call     *dedup.Call  // exchange.lua: the leases ended
-	handout  *handoutCall // handout.lua: the URLs handed out
+	handout  *handoutCall // handout.lua: the URLs granted, with their tokens
+	take     *afterCall   // take.lua: the URLs granted taken and leased
 	ids      []string
 	offset   []int
 	outboxID string
@@ -162,24 +162,30 @@ func execParts(ctx context.Context, c redis.UniversalClient, now func() time.Tim
 	return sent, now()
 }
 
-// queue adds p's calls to pipe: exchange.lua, then handout.lua (whichever
-// have yet to run, when they go again for want of their scripts).
-// The handout goes each time: after an exchange.lua that did not run, it
-// was refused.
+// queue adds p's calls to pipe: exchange.lua, handout.lua and take.lua
+// (whichever have yet to run, when they go again for want of their
+// scripts). A call goes again after one before it that did: after an
+// exchange.lua that did not run, the others were refused; after a
+// handout that did not run, the take found no grant.
 func (p *part) queue(ctx context.Context, pipe redis.Pipeliner) {
-	if !p.queued || p.call.NoScript() {
+	again := !p.queued || p.call.NoScript()
+	if again {
 		p.call.Queue(ctx, pipe)
 	}
 	p.queued = true
-	p.handout.queue(ctx, pipe)
+	for _, h := range []*afterCall{&p.handout.afterCall, p.take} {
+		if again = again || h.noScript(); again && h != nil {
+			h.queue(ctx, pipe)
+		}
+	}
 }
 
 // noScript: Redis had not one of p's scripts when its pipeline ran.
 func (p *part) noScript() bool {
-	return p.call.NoScript() || script.IsNoScript(p.handout.cmd.Err())
+	return p.call.NoScript() || p.handout.noScript() || p.take.noScript()
 }
 
-// loadExchange loads an exchange's two scripts, in one round trip (a
+// loadExchange loads an exchange's three scripts, in one round trip (a
 // master: on a Cluster each master loads them). (Not by Script.Load on a
 // pipeline: it takes the reply, not yet there, for the script's hash.)
 func loadExchange(ctx context.Context, c redis.UniversalClient) error {
@@ -187,6 +193,7 @@ func loadExchange(ctx context.Context, c redis.UniversalClient) error {
 		pipe := c.Pipeline()
 		pipe.ScriptLoad(ctx, lua.Source("exchange"))
 		pipe.ScriptLoad(ctx, lua.Source("handout"))
+		pipe.ScriptLoad(ctx, lua.Source("take"))
 		_, err := pipe.Exec(ctx)
 		return err
 	}
@@ -196,10 +203,12 @@ func loadExchange(ctx context.Context, c redis.UniversalClient) error {
 	case *redis.ClusterClient:
 		return c.ForEachMaster(ctx, load)
 	}
-	if err := exchangeScript.Load(ctx, c).Err(); err != nil {
-		return err
+	for _, s := range []*redis.Script{exchangeScript, handoutScript, takeScript} {
+		if err := s.Load(ctx, c).Err(); err != nil {
+			return err
+		}
 	}
-	return handoutScript.Load(ctx, c).Err()
+	return nil
 }
 
 // prepare makes p's calls (f.xmu held). Links beyond one Bloom batch are
@@ -256,7 +265,7 @@ func (f *shard) prepare(ctx context.Context, p *part) error {
 	a.Acks = p.acks
 	p.pre = pre
 	p.call, err = f.seen.NewCall(exchangeScript, urls[start:], payload[start:], f.exchangeKeys(), a.encode())
-	p.handout = f.newHandout(late, p.pop, p.ids)
+	p.handout, p.take = f.newHandout(late, p.pop), f.newTake(p.ids)
 	return err
 }
 
@@ -268,11 +277,15 @@ func (f *shard) finish(ctx context.Context, p *part, sent, got time.Time) error 
 		return err
 	}
 	flags = append(p.pre[:len(p.pre):len(p.pre)], flags...) // the links offered first, then the call's
-	handed, err := p.handout.result(ctx, f)
+	granted, err := p.handout.result(ctx, f)
 	if err != nil {
 		return err
 	}
-	x, bad, err := f.readReply(flags, tail, handed, p.offset, p.ids, p.handout.late)
+	taken, err := p.take.result(ctx, f)
+	if err != nil {
+		return err
+	}
+	x, bad, err := f.readReply(flags, tail, granted, taken, p.offset, p.ids, p.handout.late)
 	if err != nil {
 		return err
 	}

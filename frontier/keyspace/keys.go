@@ -28,6 +28,10 @@ type Keys struct {
 	// the same exchange sent again (its reply was lost) finds its pages
 	// recorded rather than their leases lost.
 	Ended string
+	// Grants is the prefix of the processes' grants (GrantsOf): the hosts,
+	// and how many URLs each, that an exchange's handout granted tokens
+	// for, left for the take in the same pipeline (take.lua).
+	Grants string
 	// Buckets is the prefix of the hosts' bucket hashes: Buckets+host is
 	// one host's pause, Crawl-delay and adaptive interval
 	// (politeness/tokens.lua has the fields), beside its queue; its tokens
@@ -108,6 +112,10 @@ func (k Keys) Counter(token string) string { return k.Counters + token }
 // whose token is given ended (a string of lease ids; exchange.lua).
 func (k Keys) EndedBy(token string) string { return k.Ended + token }
 
+// GrantsOf is the key of the grant the process whose token is given
+// leaves for its take (handout.lua, take.lua).
+func (k Keys) GrantsOf(token string) string { return k.Grants + token }
+
 // Queue is the key of host's queue.
 func (k Keys) Queue(host string) string { return k.Queues + host }
 
@@ -150,7 +158,7 @@ func KeysFor(name string) Keys { return keysUnder("crawl:{" + name + "}:") }
 func keysUnder(p string) Keys {
 	return Keys{Queues: p + "queue:", Lengths: p + "lengths", Counters: p + "counter:", Ready: p + "ready", Leases: p + "leases", Deferred: p + "deferred",
 		Failed: p + "failed", Workers: p + "workers", Stats: p + "stats", Results: p + "results", DoneFlag: p + "done",
-		Config: p + "config", HostPages: p + "hostpages", Capped: p + "capped", Ended: p + "ended:", Buckets: p + "rate:", Slowed: p + "slowed", Outbox: p + "outbox",
+		Config: p + "config", HostPages: p + "hostpages", Capped: p + "capped", Ended: p + "ended:", Grants: p + "grants:", Buckets: p + "rate:", Slowed: p + "slowed", Outbox: p + "outbox",
 		Due: p + "due", Refill: p + "refill", Paused: p + "paused", HostRules: p + "hostrules", Settings: p + "settings", Pauses: p + "pauses", WorkerInfo: p + "workerinfo", Sweeps: p + "sweeps",
 		Samples: p + "samples", Learn: p + "learn", Subs: p + "sub:"}
 }
