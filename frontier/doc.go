@@ -106,10 +106,11 @@
 // Exchange is how a worker process talks to the frontier, and the one way
 // its leases end (the sweep ends those that expired): with a page's
 // outcome, given back unused, or put back with no page (Outcome.PutBack: a
-// retry deferred, a busy host's URL requeued): one pipeline of three atomic
-// scripts, exchange.lua, which finishes many leases (links deduplicated
-// and queued, results recorded, leases ended) and gives some back to the
-// front of their queues, then handout.lua, which grants up to W new URLs
+// retry deferred, a busy host's URL requeued): one pipeline of up to four
+// atomic scripts, exchange.lua, which finishes many leases (links
+// deduplicated and queued, results recorded, leases ended) and gives some
+// back to the front of their queues, then again.lua (with late URLs:
+// asked their hosts again), then handout.lua, which grants up to W new URLs
 // (hosts due and their tokens) where it finds the exchange exchange.lua
 // counted, then take.lua, which takes the URLs granted off their queues
 // under new leases.

@@ -66,15 +66,15 @@ const ResultsKept = 1_000_000
 const failedCap = 10000
 
 // Exchange is a worker's whole conversation with the frontier, and the one
-// way a lease ends with its page's outcome, in one round trip of three
-// atomic scripts: exchange.lua, where each Finished lease's links are
+// way a lease ends with its page's outcome, in one round trip of up to
+// four atomic scripts: exchange.lua, where each Finished lease's links are
 // marked seen and the new ones queued, its result recorded and counters
 // bumped, its lease ended (if it was lost meanwhile, the links are still
 // queued but nothing is recorded), and the leases in back return to the
-// front of their hosts' queues; then handout.lua, where a late one
+// front of their hosts' queues; then again.lua, where a late one
 // (Lease.Late) is kept instead if its host has a new token for it now
-// (Exchanged.Again), and up to want new URLs are granted, their hosts'
-// tokens taken; then take.lua, where those URLs are popped under fresh
+// (Exchanged.Again); then handout.lua, where up to want new URLs are
+// granted, their hosts' tokens taken; then take.lua, where those URLs are popped under fresh
 // leases. Batching is what keeps a
 // crawl cheap for Redis: a lone call costs Redis more than a page's work.
 // Links beyond one Bloom batch go in calls before the last, which only
@@ -95,7 +95,7 @@ func (f *shard) Exchange(ctx context.Context, done []Finished, back []*Lease, wa
 }
 
 // exchange makes the calls of one Exchange (f.xmu held): exchange.lua,
-// handout.lua and take.lua in one pipeline (pipeline.go's part, as each shard's of
+// again.lua, handout.lua and take.lua in one pipeline (pipeline.go's part, as each shard's of
 // an Exchange over shards), and returns the popped items it could not
 // decode, ended with a failed outcome.
 func (f *shard) exchange(ctx context.Context, done []Finished, back []*Lease, want int) (Exchanged, []Finished, error) {

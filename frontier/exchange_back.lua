@@ -1,8 +1,8 @@
--- requires: exchange_call push hostrate addrkeys
+-- requires: exchange_call push hostbucket addrkeys
 -- exchange_back.lua: what an exchange gives back (exchange.lua, and
--- handout.lua for late URLs with no new token): leases given back unused
--- to their queues' fronts, unused tokens to their buckets, and the
--- counters the steps bumped.
+-- again.lua for late URLs): leases given back unused to their queues'
+-- fronts, unless a late URL's host gives it a new token (ex_again),
+-- unused tokens to their buckets, and the counters the steps bumped.
 
 -- ex_refunds is an empty list of unused tokens to give back: hosts (host
 -- -> the slots of its tokens, µs) and addrs (address -> the same, for
@@ -86,4 +86,62 @@ local function ex_write_stats(C, stats)
   for field, by in pairs(stats) do
     redis.call('HINCRBY', C.K.stats, field, fr_int(by))
   end
+end
+
+-- ex_again: a late URL given back (its token's window closed before
+-- its request could go: it waited in its worker's buffer, or for its
+-- host's robots.txt) is popped again first, by the pop's own rule and
+-- clock H (ex_clock): its old token goes back while it is the host's last
+-- (ex_refund's rule), and the host gives it a new one if its next token's
+-- window opens by the pop's horizon (hb_tokens; not with politeness per
+-- address). Its lease is kept and the URL goes back to its worker under
+-- the new token (the reply's again), one of the URLs the call wanted
+-- (ex_budget); the host's bound holds as for any popped URL: the late
+-- token is no longer counted, or stays counted and wasted.
+-- A host with no token by then (its bucket spent by others' requests, a
+-- pause, a Crawl-delay), or a paused crawl, leaves the lease to
+-- ex_give_back, as any given back. Asked in the call the worker makes
+-- anyway: a late URL costs no call of its own. It returns the places in
+-- back kept (place -> true) and, for the reply, {place, slot, from,
+-- until} for each.
+local function ex_again(C, H)
+  local A, K = C.A, C.K
+  local late = A.back_again or {}
+  local kept, again = {}, {}
+  -- With politeness per address (addrs.lua) a late URL goes back to its
+  -- queue as any given back: a new token would need its address's too.
+  if #late == 0 or C.stale or (A.ip and C.rate > 0) or redis.call('EXISTS', K.paused) == 1 then return kept, again end
+  local grants = A.back_grants or {}
+  for _, r in ipairs(late) do
+    local member = ex_text(C, A.back[r])
+    if redis.call('ZSCORE', K.leases, member) then
+      local host, grant = fr_second(member), grants[r] or 0
+      H.marks[host] = redis.call('HGET', K.slowed, host)
+      local where, tat = fr_host_tat(C.Q, host)
+      tat = tat or 0
+      local b = HB_NONE
+      if H.marks[host] then b = hb_bucket(H, host) end
+      local rate, size = hb_rate(H, b, host)
+      if rate > 0 and grant > 0 and tat > 0 then
+        -- Its token goes back if it is the host's last, before one is
+        -- taken, never before a pause's end.
+        tat = tb_refund(tat, {grant / 1000}, 1000 / rate, FR_SLOT_ROUNDING, hb_paused_tat(b, rate, size))
+      end
+      local k, _, r2, size2, first = hb_tokens(H, host, 1, tat)
+      if hb_blocked(H, host) then -- blocked: back to its queue, which the pops end
+        k = 0
+      end
+      if k > 0 and r2 == 0 then -- no limit now: nothing to take
+        kept[r] = true
+        again[#again + 1] = {r, 0, 0, -1}
+      elseif k > 0 then
+        local G = hb_grants()
+        redis.call('ZADD', where, fr_tat(hb_take(H, G, 1, r2, size2, first)), host)
+        hb_granted(H, host, b)
+        kept[r] = true
+        again[#again + 1] = {r, G.slots[1], G.froms[1], G.untils[1]}
+      end
+    end
+  end
+  return kept, again
 end

@@ -6,6 +6,21 @@
 -- pipeline (exchange_take.lua), from the grants this call leaves in the
 -- process's grants key.
 
+-- ex_kept is how many of the late leases the process gave back (kept:
+-- texts, their members) are still held: those again.lua gave a new token
+-- (each one of the URLs wanted), read as they stand.
+local function ex_kept(C)
+  local late = C.A.kept or {}
+  if #late == 0 then return 0 end
+  local ids = {}
+  for i, t in ipairs(late) do ids[i] = ex_text(C, t) end
+  local held, n = redis.call('ZMSCORE', C.K.leases, unpack(ids)), 0
+  for i = 1, #ids do
+    if held[i] then n = n + 1 end
+  end
+  return n
+end
+
 -- ex_budget: with a page budget, how many URLs the pop may hand out.
 -- The budget holds for the whole crawl, exactly: a URL in flight may still
 -- become a page, so it counts against the budget already. (A budget of

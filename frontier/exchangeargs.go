@@ -40,6 +40,7 @@ type exchangeArgs struct {
 	BackGrants []int64    `json:"back_grants,omitempty"` // their tokens' slots (µs, Redis's clock), which go back
 	BackAgain  []int      `json:"back_again,omitempty"`  // the places in Back (1-based) of late leases, which ask their hosts again
 	BackAddrs  []int      `json:"back_addrs,omitempty"`  // texts: the addresses whose tokens go back too, by place (0: none)
+	Kept       []int      `json:"kept,omitempty"`        // texts: the late leases again.lua asked about; those still held count among the URLs wanted
 	IDs        int        `json:"ids,omitempty"`         // text: the first of want lease ids, the rest after it
 	// The outbox (Frontier.Exchange over shards): this call's entry, the
 	// text of its away links, and the entries acked.

@@ -10,19 +10,20 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// handoutScript grants a worker new URLs, their hosts and tokens
+// againScript asks the hosts of a worker's late URLs for new tokens
+// (again.lua), handoutScript grants it new URLs, their hosts and tokens
 // (handout.lua), and takeScript takes them off their queues under fresh
-// leases (take.lua): the second and third of an exchange's scripts, in the
-// pipeline right after exchange.lua, which ended the worker's leases and
-// counted the exchange.
+// leases (take.lua): the scripts after exchange.lua in an exchange's
+// pipeline, each run only where exchange.lua counted the exchange.
 var (
+	againScript   = lua.Script("again")
 	handoutScript = lua.Script("handout")
 	takeScript    = lua.Script("take")
 )
 
 // afterCall is one exchange's call of a script that runs only after its
-// exchange.lua counted the exchange (handout.lua, take.lua), and the
-// call's reply once its pipeline ran.
+// exchange.lua counted the exchange (again.lua, handout.lua, take.lua),
+// and the call's reply once its pipeline ran.
 type afterCall struct {
 	name string
 	s    *redis.Script
@@ -31,30 +32,52 @@ type afterCall struct {
 	cmd  *redis.Cmd
 }
 
-// handoutCall is one exchange's handout.lua call: the late leases it asks
+// againCall is one exchange's again.lua call: the late leases it asks
 // their hosts about again, in the order sent (the reply's again counts
 // places among them).
-type handoutCall struct {
+type againCall struct {
 	afterCall
 	late []*Lease
 }
 
-// newHandout prepares the grant of want URLs, late being the late leases
-// given back (Lease.Late); f.exchanges is the count before exchange.lua's,
-// which the handout must find one more.
-func (f *shard) newHandout(late []*Lease, want int) *handoutCall {
+// handoutArgs are the arguments the scripts that take tokens share
+// (again.lua, handout.lua): a host's bucket and the horizon, the settings
+// they come from, politeness per address; f.exchanges is the count before
+// exchange.lua's, which they must find one more.
+func (f *shard) handoutArgs() exchangeArgs {
 	p := f.policy()
 	a := f.baseArgs()
-	a.Expect, a.Want = f.exchanges+1, want
-	a.LeaseMs, a.Budget, a.Settings = f.o.Lease.Milliseconds(), f.pageBudget(p), p.Version
+	a.Expect, a.Settings = f.exchanges+1, p.Version
 	a.Rate, a.Burst = p.HostRate, max(p.HostBurst, 1)
 	a.AheadMs, a.LeastMs = p.PopAhead.Milliseconds(), politeness.LeastWindow.Milliseconds()
-	a.IP, a.IPShard, a.IPShards = p.PerAddress, f.index, f.shards
+	a.IP = p.PerAddress
+	return a
+}
+
+// newAgain prepares the call that asks the hosts of the late leases
+// given back (Lease.Late) for new tokens; none without late leases.
+func (f *shard) newAgain(late []*Lease) *againCall {
+	if len(late) == 0 {
+		return nil
+	}
+	a := f.handoutArgs()
 	a.backArgs(late)
 	for i := range late {
 		a.BackAgain = append(a.BackAgain, i+1)
 	}
-	return &handoutCall{afterCall{name: "handout", s: handoutScript, keys: f.exchangeKeys(), args: a.encode()}, late}
+	return &againCall{afterCall{name: "again", s: againScript, keys: f.exchangeKeys(), args: a.encode()}, late}
+}
+
+// newHandout prepares the grant of want URLs, the late leases given back
+// that again.lua keeps counted among them.
+func (f *shard) newHandout(want int, late []*Lease) *afterCall {
+	a := f.handoutArgs()
+	a.Want, a.LeaseMs, a.Budget = want, f.o.Lease.Milliseconds(), f.pageBudget(f.policy())
+	a.IPShard, a.IPShards = f.index, f.shards
+	for _, l := range late {
+		a.Kept = append(a.Kept, a.text(l.Member()))
+	}
+	return &afterCall{name: "handout", s: handoutScript, keys: f.exchangeKeys(), args: a.encode()}
 }
 
 // newTake prepares the take of what the handout grants, under lease ids
@@ -135,7 +158,7 @@ func handoutRefusal(res []any) (int64, bool) {
 }
 
 // splitLate parts leases given back into the late ones (Lease.Late),
-// which the handout asks their hosts about again, and the others, which
+// which again.lua asks their hosts about again, and the others, which
 // exchange.lua gives back.
 func splitLate(back []*Lease) (others, late []*Lease) {
 	for _, l := range back {

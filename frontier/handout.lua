@@ -1,14 +1,12 @@
 -- requires: exchange_end
 -- handout.lua: the frontier grants a worker process new URLs, in one
--- atomic call, the second of an exchange's three scripts (exchange.lua, in
--- the same pipeline before it, ended the process's leases; take.lua,
--- after it, takes the URLs granted off their queues and leases them):
---   1. late URLs the process gives back (a token's window closed before
---      their requests could go) ask their hosts for a new token: kept
---      under their leases with one, else back to their queues' fronts,
---      their tokens back to their buckets;
---   2. how many URLs a page budget leaves room for;
---   3. up to want URLs granted, each with a token of its host's bucket
+-- atomic call, in the same pipeline after exchange.lua (which ended the
+-- process's leases) and again.lua (its late URLs, when it has any), and
+-- before take.lua (which takes the URLs granted off their queues and
+-- leases them):
+--   1. how many URLs a page budget leaves room for, the late URLs
+--      again.lua kept counted among those wanted;
+--   2. up to want URLs granted, each with a token of its host's bucket
 --      (and of its address's, with politeness per address): the hosts,
 --      and how many URLs each, left in the process's grants key for
 --      take.lua (exchange_pop.lua).
@@ -22,9 +20,8 @@
 -- exchange.lua went through, or forgets as exchange.lua's refusal says.
 -- What may run between the two: any other client's calls, the sweep
 -- included. The handout relies on nothing exchange.lua left but the
--- count: a URL given back is in its queue whoever pops it, a token
--- refunded is in its bucket whoever takes it, and the budget counts the
--- pages recorded and the leases held when it runs.
+-- count: the budget counts the pages recorded and the leases held when it
+-- runs, and the late URLs kept are those whose leases are still held.
 --
 -- KEYS: EX_KEYS (contract.lua), as exchange.lua's after the Bloom
 --   filter's (it reads queues, ready, leases, stats, counter, config,
@@ -36,6 +33,8 @@
 --               count, after it
 --   instance    the crawl's instance the caller read (fr_ours)
 --   want        URLs wanted (a late URL kept is one of them)
+--   kept        texts: the late URLs' lease members (again.lua's back):
+--               those still held count among the URLs wanted
 --   lease_ms    a new lease's time (the grant lives as long)
 --   rate, burst  each host's token bucket (absent rate: no limit, but a
 --               host's pause and own delay still hold)
@@ -48,18 +47,13 @@
 --               fetched + URLs in flight reach it, and pages are reported
 --   settings    the settings version the caller's rate, burst, budget and
 --               caps come from (0: as seeded): older than the shard's,
---               the call grants nothing and gives late URLs back (wait 0:
---               the caller reads the new settings and asks again)
+--               the call grants nothing (wait 0: the caller reads the new
+--               settings and asks again)
 --   host_max    pages per host (0: none): a host that reached it has its
 --               queued URLs dropped (by take.lua) when it comes up for a
 --               grant, counted in stats as skipped_links:max_pages_per_host
 --   lane        the lane granted from ('render': a worker with a browser)
 --   ip, ip_shard, ip_shards  politeness per address (addrs.lua)
---   back        texts: the late URLs' lease members
---   back_grants their tokens' slots, by place (µs, Redis's clock; 0:
---               unknown, the token stays taken)
---   back_again  the places in back (1-based) that ask again: every one
---   back_addrs  texts: the addresses whose tokens go back too (0: none)
 -- Reply: {0, n} when Redis's count of the process's exchanges is n, not
 -- expect (nothing written); or 1, then one JSON object:
 --   pages   pages fetched (with a budget), done (1: the crawl is over),
@@ -68,9 +62,7 @@
 --   paused  1 while the crawl is paused (absent otherwise): nothing granted
 --   settings  the settings version in force in the shard (absent: 0)
 --   now_us  Redis's time of the grant (µs, a string; absent when nothing
---           was granted or kept), from which the lists below count
---   again   per late URL its host gave a new token, its lease kept:
---           {place in back, slot, from, until}, as below
+--           was granted), from which the lists below count
 --   hosts, counts  the hosts granted URLs, in order (a host may come
 --           twice), and how many each: take.lua takes each host's URLs
 --           in this order, the i-th URL taken of a host under its i-th
@@ -99,14 +91,10 @@ if count ~= A.expect then -- a crawl gone (reset, seeded anew) has no count eith
   if not fr_ours(K.config, A.instance) then return redis.error_reply(FR_GONE) end
   return {0, count}
 end
-local why = fr_unsound_stats(K.stats) -- the budget reads them, a give-back counts in them
+local why = fr_unsound_stats(K.stats) -- the budget reads them
 if why then return redis.error_reply(why) end
-local C = ex_call(K, A, 1)                   -- the call the steps read: keys, arguments, clock
-ex_settings(C)                               --    and the settings in force
-local H, refunds = ex_clock(C), ex_refunds() -- the tokens' clock; tokens to give back
-local kept, again = ex_again(C, H)           -- 1. late URLs ask their hosts again;
-ex_give_back(C, kept, refunds)               --    those with no new token go back,
-ex_refund(C, H, refunds)                     --    their tokens to their buckets
-local B = ex_budget(C, #again)               -- 2. how many URLs a page budget leaves room for
-local P = ex_pop(C, H, B)                    -- 3. URLs granted, each with its host's token
-return ex_reply(C, again, B, P)
+local C = ex_call(K, A, 1)           -- the call the steps read: keys, arguments, clock
+ex_settings(C)                       --    and the settings in force
+local B = ex_budget(C, ex_kept(C))   -- 1. how many URLs a page budget leaves room for
+local P = ex_pop(C, ex_clock(C), B)  -- 2. URLs granted, each with its host's token
+return ex_reply(C, B, P)

@@ -42,8 +42,8 @@ func TestTheHandoutWritesNothingUntilItsExchangeIsCounted(t *testing.T) {
 		ctx := context.Background()
 		_, sh := handoutFixture(t, s, 5)
 		leases0, ready0 := handoutRan(t, s, sh)
-		h, tk := sh.newHandout(nil, 3), sh.newTake([]string{"a", "b", "c"}) // expect the count exchange.lua would leave: 1
-		for _, c := range []*afterCall{&h.afterCall, tk} {
+		h, tk := sh.newHandout(3, nil), sh.newTake([]string{"a", "b", "c"}) // expect the count exchange.lua would leave: 1
+		for _, c := range []*afterCall{h, tk} {
 			res, err := c.s.Run(ctx, s.Client, c.keys, c.args...).Slice()
 			if n, refused := handoutRefusal(res); err != nil || !refused || n != 0 {
 				t.Fatalf("%s before its exchange counted: %v, %v; want refused with Redis's count, 0", c.name, res, err)
@@ -294,6 +294,45 @@ func TestTakesKeepThePageBudgetWhateverRunsBetweenGrantAndTake(t *testing.T) {
 		}
 		if leases := s.Client.ZCard(ctx, f.fs[0].keys.Leases).Val(); popped != 2 || leases != 2 {
 			t.Fatalf("%d URLs handed out, %d leases, under a budget of 2 pages; want 2", popped, leases)
+		}
+	})
+}
+
+// An again.lua that Redis had not (its script missing where the others
+// were loaded) goes again after the pipeline, alone: the handout, which
+// ran, does not, so nothing is granted twice (a second grant would be
+// left behind, its take long gone); the late URL is kept, and the URLs
+// wanted are handed out once, the late one among them.
+func TestAnAgainThatGoesAgainGrantsNothingTwice(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		f, sh := handoutFixture(t, s, 5)
+		x, err := f.Exchange(ctx, nil, nil, 1)
+		if err != nil || len(x.Popped) != 1 {
+			t.Fatalf("pop: %+v, %v", x, err)
+		}
+		late := x.Popped[0]
+		late.Late = true
+		if err := s.Client.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"exchange", "handout", "take"} { // not again.lua
+			if err := s.Client.ScriptLoad(ctx, lua.Source(name)).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		x, err = f.Exchange(ctx, nil, []*Lease{late}, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(x.Again) != 1 || x.Again[0] != late || len(x.Popped) != 2 {
+			t.Fatalf("%d kept, %d popped; want the late URL kept and 2 more popped", len(x.Again), len(x.Popped))
+		}
+		if n := s.Client.Exists(ctx, sh.keys.GrantsOf(sh.process())).Val(); n != 0 {
+			t.Fatalf("a grant was left behind: the handout ran twice")
+		}
+		if n := s.Client.ZCard(ctx, sh.keys.Leases).Val(); n != 3 {
+			t.Fatalf("%d leases; want 3", n)
 		}
 	})
 }

@@ -12,8 +12,8 @@ import (
 // The frontier's Lua: its scripts, each file naming on its first line the
 // modules it requires: the queue's (package frontier/queue: base, keys,
 // queue, push, pushback, pop, the host and address buckets), the steps of
-// the exchange's three scripts (exchange_call.lua, _guard, _finish, _back,
-// _pop, _end and _take: exchange.lua, handout.lua and take.lua) and of the sweep's two
+// the exchange's four scripts (exchange_call.lua, _guard, _finish, _back,
+// _pop, _end and _take: exchange.lua, again.lua, handout.lua and take.lua) and of the sweep's two
 // scripts (schedule.lua, schedule_end.lua, and their schedule_steps.lua); with politeness's token bucket
 // (tokens.lua) and dedup's Bloom filter (bloom.lua).
 var (

@@ -80,9 +80,10 @@ type part struct {
 	acks    []outboxAck
 	pop     int
 
-	call     *dedup.Call  // exchange.lua: the leases ended
-	handout  *handoutCall // handout.lua: the URLs granted, with their tokens
-	take     *afterCall   // take.lua: the URLs granted taken and leased
+	call     *dedup.Call // exchange.lua: the leases ended
+	again    *againCall  // again.lua: the late URLs asked again (none without any)
+	handout  *afterCall  // handout.lua: the URLs granted, with their tokens
+	take     *afterCall  // take.lua: the URLs granted taken and leased (none for no URL)
 	ids      []string
 	offset   []int
 	outboxID string
@@ -162,36 +163,44 @@ func execParts(ctx context.Context, c redis.UniversalClient, now func() time.Tim
 	return sent, now()
 }
 
-// queue adds p's calls to pipe: exchange.lua, handout.lua and take.lua
-// (whichever have yet to run, when they go again for want of their
-// scripts). A call goes again after one before it that did: after an
-// exchange.lua that did not run, the others were refused; after a
-// handout that did not run, the take found no grant.
+// queue adds p's calls to pipe: exchange.lua, again.lua, handout.lua and
+// take.lua (whichever have yet to run, when they go again for want of
+// their scripts). After an exchange.lua that did not run, the others were
+// refused and go again; after a handout that did not run, the take found
+// no grant and goes again. (A handout that ran does not go again after an
+// again.lua that goes again: it would grant twice; it counted the late
+// URLs still held as kept, which at worst asks for fewer URLs this once.)
 func (p *part) queue(ctx context.Context, pipe redis.Pipeliner) {
-	again := !p.queued || p.call.NoScript()
-	if again {
+	first := !p.queued || p.call.NoScript()
+	if first {
 		p.call.Queue(ctx, pipe)
 	}
 	p.queued = true
-	for _, h := range []*afterCall{&p.handout.afterCall, p.take} {
-		if again = again || h.noScript(); again && h != nil {
-			h.queue(ctx, pipe)
-		}
+	if p.again != nil && (first || p.again.noScript()) {
+		p.again.queue(ctx, pipe)
+	}
+	granted := first || p.handout.noScript()
+	if granted {
+		p.handout.queue(ctx, pipe)
+	}
+	if p.take != nil && (granted || p.take.noScript()) {
+		p.take.queue(ctx, pipe)
 	}
 }
 
 // noScript: Redis had not one of p's scripts when its pipeline ran.
 func (p *part) noScript() bool {
-	return p.call.NoScript() || p.handout.noScript() || p.take.noScript()
+	return p.call.NoScript() || p.again != nil && p.again.noScript() || p.handout.noScript() || p.take.noScript()
 }
 
-// loadExchange loads an exchange's three scripts, in one round trip (a
+// loadExchange loads an exchange's four scripts, in one round trip (a
 // master: on a Cluster each master loads them). (Not by Script.Load on a
 // pipeline: it takes the reply, not yet there, for the script's hash.)
 func loadExchange(ctx context.Context, c redis.UniversalClient) error {
 	load := func(ctx context.Context, c *redis.Client) error {
 		pipe := c.Pipeline()
 		pipe.ScriptLoad(ctx, lua.Source("exchange"))
+		pipe.ScriptLoad(ctx, lua.Source("again"))
 		pipe.ScriptLoad(ctx, lua.Source("handout"))
 		pipe.ScriptLoad(ctx, lua.Source("take"))
 		_, err := pipe.Exec(ctx)
@@ -203,7 +212,7 @@ func loadExchange(ctx context.Context, c redis.UniversalClient) error {
 	case *redis.ClusterClient:
 		return c.ForEachMaster(ctx, load)
 	}
-	for _, s := range []*redis.Script{exchangeScript, handoutScript, takeScript} {
+	for _, s := range []*redis.Script{exchangeScript, againScript, handoutScript, takeScript} {
 		if err := s.Load(ctx, c).Err(); err != nil {
 			return err
 		}
@@ -265,7 +274,7 @@ func (f *shard) prepare(ctx context.Context, p *part) error {
 	a.Acks = p.acks
 	p.pre = pre
 	p.call, err = f.seen.NewCall(exchangeScript, urls[start:], payload[start:], f.exchangeKeys(), a.encode())
-	p.handout, p.take = f.newHandout(late, p.pop), f.newTake(p.ids)
+	p.again, p.handout, p.take = f.newAgain(late), f.newHandout(p.pop, late), f.newTake(p.ids)
 	return err
 }
 
@@ -277,6 +286,12 @@ func (f *shard) finish(ctx context.Context, p *part, sent, got time.Time) error 
 		return err
 	}
 	flags = append(p.pre[:len(p.pre):len(p.pre)], flags...) // the links offered first, then the call's
+	var again []any
+	if p.again != nil {
+		if again, err = p.again.result(ctx, f); err != nil {
+			return err
+		}
+	}
 	granted, err := p.handout.result(ctx, f)
 	if err != nil {
 		return err
@@ -285,7 +300,11 @@ func (f *shard) finish(ctx context.Context, p *part, sent, got time.Time) error 
 	if err != nil {
 		return err
 	}
-	x, bad, err := f.readReply(flags, tail, granted, taken, p.offset, p.ids, p.handout.late)
+	late := []*Lease(nil)
+	if p.again != nil {
+		late = p.again.late
+	}
+	x, bad, err := f.readReply(flags, tail, again, granted, taken, p.offset, p.ids, late)
 	if err != nil {
 		return err
 	}

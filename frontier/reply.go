@@ -55,9 +55,15 @@ type exchangeReply struct {
 	Slot  []int64 `json:"slot"`
 	From  []int64 `json:"from"`
 	Until []int64 `json:"until"`
+}
+
+// againReply is again.lua's reply object: the late leases kept.
+type againReply struct {
 	// Again: per late lease given back that its host gave a new token,
-	// {its place in back (1-based), slot, from, until}, as above.
+	// {its place in back (1-based), slot, from, until}, µs from NowUs as
+	// exchangeReply's lists.
 	Again [][4]int64 `json:"again"`
+	NowUs string     `json:"now_us"`
 }
 
 // windows sets the popped and kept leases' windows, by a call sent at
@@ -74,11 +80,11 @@ func (x Exchanged) windows(sent, got time.Time, lease time.Duration) {
 }
 
 // readReply reads an exchange's replies after the links' flags:
-// exchange.lua's object (endReply), handout.lua's (exchangeReply), and
-// take.lua's URLs (host, item-json …) under the new lease ids in order,
-// each with the next token its host was granted. late is the late leases
-// the handout asked about again.
-func (f *shard) readReply(flags []bool, tail, granted, taken []any, offset []int, ids []string, late []*Lease) (Exchanged, []Finished, error) {
+// exchange.lua's object (endReply), again.lua's (againReply; none when no
+// late lease was kept), handout.lua's (exchangeReply), and take.lua's URLs (host,
+// item-json …) under the new lease ids in order, each with the next token
+// its host was granted. late is the late leases again.lua asked about.
+func (f *shard) readReply(flags []bool, tail, again, granted, taken []any, offset []int, ids []string, late []*Lease) (Exchanged, []Finished, error) {
 	nd := len(offset) - 1
 	var e endReply
 	if len(tail) == 0 {
@@ -106,13 +112,19 @@ func (f *shard) readReply(flags []bool, tail, granted, taken []any, offset []int
 	}
 	x.Info = PopInfo{Pages: r.Pages, CrawlOver: r.Done == 1, NextDue: time.Duration(r.Wait) * time.Millisecond, Paused: r.Paused == 1,
 		Settings: r.Settings, Resolve: r.Resolve}
-	for _, a := range r.Again {
-		if a[0] < 1 || a[0] > int64(len(late)) {
-			return Exchanged{}, nil, fmt.Errorf("frontier: handout: reply %v keeps lease %d of %d late", granted, a[0], len(late))
+	if len(again) > 0 { // none: no late lease kept
+		var ar againReply
+		if raw, ok := again[0].(string); !ok || keyspace.DecodeReply([]byte(raw), &ar) != nil {
+			return Exchanged{}, nil, fmt.Errorf("frontier: again: malformed reply %v", again)
 		}
-		l := late[a[0]-1]
-		l.retoken(r.NowUs, a[1], a[2], a[3])
-		x.Again = append(x.Again, l)
+		for _, a := range ar.Again {
+			if a[0] < 1 || a[0] > int64(len(late)) {
+				return Exchanged{}, nil, fmt.Errorf("frontier: again: reply %v keeps lease %d of %d late", again, a[0], len(late))
+			}
+			l := late[a[0]-1]
+			l.retoken(ar.NowUs, a[1], a[2], a[3])
+			x.Again = append(x.Again, l)
+		}
 	}
 	tokens := r.tokens()
 	var bad []Finished
