@@ -9,10 +9,11 @@ import (
 
 // What Go and the scripts agree on by place is declared here, once: the
 // keys of the exchange and of the sweep in the order they are sent, and a
-// finished page's numbers (doneArgs) with its flags. contract.lua, which
-// those scripts require, is generated from these declarations (go
-// generate; TestTheLuaContractIsCurrent fails while it is not), so no
-// place is written by hand on two sides.
+// finished page's numbers (doneArgs) with its flags.
+// frontier/exchange/contract.lua, which those scripts require, is
+// generated from these declarations (go generate;
+// TestTheLuaContractIsCurrent fails while it is not), so no place is
+// written by hand on two sides.
 
 // namedKey is a script's key: the name its Lua reads it by (K.name), what
 // it holds where a check is made (a Redis type; "" for a string or a

@@ -17,11 +17,11 @@ var update = flagpkg.Bool("update", false, "write contract.lua anew from contrac
 func TestTheLuaContractIsCurrent(t *testing.T) {
 	want := contractLua()
 	if *update {
-		if err := os.WriteFile("contract.lua", []byte(want), 0o644); err != nil {
+		if err := os.WriteFile("exchange/contract.lua", []byte(want), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got, err := os.ReadFile("contract.lua")
+	got, err := os.ReadFile("exchange/contract.lua")
 	if err != nil || string(got) != want {
 		t.Fatalf("contract.lua is not what contract.go declares (%v): run 'go generate ./frontier'", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"embed"
 
 	"github.com/redcrawl/crawler/dedup"
+	"github.com/redcrawl/crawler/frontier/exchange"
 	"github.com/redcrawl/crawler/frontier/queue"
 	"github.com/redcrawl/crawler/internal/script"
 	"github.com/redcrawl/crawler/politeness"
@@ -12,12 +13,15 @@ import (
 // The frontier's Lua: its scripts, each file naming on its first line the
 // modules it requires: the queue's (package frontier/queue: base, keys,
 // queue, push, pushback, pop, the host and address buckets), the steps of
-// the exchange's four scripts (exchange_call.lua, _guard, _finish, _back,
-// _pop, _end and _take: exchange.lua, again.lua, handout.lua and take.lua) and of the sweep's two
-// scripts (schedule.lua, schedule_end.lua, and their schedule_steps.lua); with politeness's token bucket
-// (tokens.lua) and dedup's Bloom filter (bloom.lua).
+// the exchange's four scripts (package frontier/exchange: exchange_call.lua,
+// _guard, _finish, _back, _pop, _end and _take, for exchange.lua,
+// again.lua, handout.lua and take.lua) and of the sweep's two scripts
+// (schedule.lua, schedule_end.lua, and their schedule_steps.lua), and the
+// contract (frontier/exchange/contract.lua, generated from contract.go);
+// with politeness's token bucket (tokens.lua) and dedup's Bloom filter
+// (bloom.lua).
 var (
 	//go:embed *.lua
 	luaFiles embed.FS
-	lua      = script.NewLib("frontier", luaFiles, queue.Lua, politeness.Lua, dedup.Lua)
+	lua      = script.NewLib("frontier", luaFiles, exchange.Lua, queue.Lua, politeness.Lua, dedup.Lua)
 )
