@@ -336,3 +336,33 @@ func TestAnAgainThatGoesAgainGrantsNothingTwice(t *testing.T) {
 		}
 	})
 }
+
+// A grant goes on to more hosts in a second round when the first round's
+// gave less than their share, and the hosts granted their whole queue in
+// the first, which stay ready until the take, take no place among them:
+// four hosts of one URL and one of ten, eight URLs wanted, and the second
+// round grants the big host's two more (with the four first in the ready
+// set's order, they would fill the round and end the grant at six).
+func TestAGrantsSecondRoundSkipsTheHostsGrantedWhole(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		f := openShards(t, s.Client, "wh", 1, 0)
+		var items []Item
+		for i := range 4 {
+			items = append(items, Item{URL: fmt.Sprintf("http://a%d.example/", i)})
+		}
+		for i := range 10 {
+			items = append(items, Item{URL: fmt.Sprintf("http://z.example/%d", i)})
+		}
+		if _, err := f.Enqueue(ctx, items); err != nil {
+			t.Fatal(err)
+		}
+		x, err := f.Exchange(ctx, nil, nil, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(x.Popped) != 8 {
+			t.Fatalf("%d URLs handed out; want the 8 wanted: the 4 single ones and 4 of z's", len(x.Popped))
+		}
+	})
+}

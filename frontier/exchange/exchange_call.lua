@@ -35,6 +35,43 @@ local function ex_page_budget(C)
   return budget, tonumber(redis.call('HGET', C.K.stats, 'pages') or '0')
 end
 
+-- ex_kept is how many of the late leases the process gave back (kept:
+-- texts, their members) are still held: those again.lua gave a new token
+-- (each one of the URLs wanted), read as they stand.
+local function ex_kept(C)
+  local late = C.A.kept or {}
+  if #late == 0 then return 0 end
+  local ids = {}
+  for i, t in ipairs(late) do ids[i] = ex_text(C, t) end
+  local held, n = redis.call('ZMSCORE', C.K.leases, unpack(ids)), 0
+  for i = 1, #ids do
+    if held[i] then n = n + 1 end
+  end
+  return n
+end
+
+-- ex_budget: with a page budget, how many URLs the grant may hand out.
+-- The budget holds for the whole crawl, exactly: a URL in flight may still
+-- become a page, so it counts against the budget already. (A budget of
+-- -1 is this shard's share, stats' allow.) It returns B: want (URLs the
+-- pop may hand out: those wanted less the late ones kept, nkept),
+-- limited (a budget holds), budget, pages (fetched, with a budget) and
+-- wait (-1: no room until a page ends: back off; else 0).
+local function ex_budget(C, nkept)
+  local A, K = C.A, C.K
+  local B = {want = math.max(0, (A.want or 0) - nkept), wait = 0}
+  B.limited = (A.budget or 0) ~= 0
+  if not B.limited then
+    B.budget, B.pages = 0, 0
+    return B
+  end
+  B.budget, B.pages = ex_page_budget(C)
+  local room = B.budget - B.pages - redis.call('ZCARD', K.leases)
+  if room <= 0 and B.want > 0 then B.wait = -1 end
+  B.want = math.max(0, math.min(B.want, room))
+  return B
+end
+
 -- ex_settings reads the settings version in force here ('crawler set',
 -- settings.lua) into C: a caller on older settings (stale) pops nothing
 -- (ex_again, ex_pop), and learns the version from the reply, so that no

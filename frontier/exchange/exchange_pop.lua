@@ -1,47 +1,10 @@
 -- requires: exchange_call queue addrs hostbucket
--- exchange_pop.lua: the handout's grant (handout.lua): how many URLs a
--- budget leaves room for, the due hosts each granted URLs with their
--- tokens, when to ask again, and the reply. The URLs themselves are taken
--- off the granted hosts' queues, and leased, by take.lua in the same
--- pipeline (exchange_take.lua), from the grants this call leaves in the
--- process's grants key.
-
--- ex_kept is how many of the late leases the process gave back (kept:
--- texts, their members) are still held: those again.lua gave a new token
--- (each one of the URLs wanted), read as they stand.
-local function ex_kept(C)
-  local late = C.A.kept or {}
-  if #late == 0 then return 0 end
-  local ids = {}
-  for i, t in ipairs(late) do ids[i] = ex_text(C, t) end
-  local held, n = redis.call('ZMSCORE', C.K.leases, unpack(ids)), 0
-  for i = 1, #ids do
-    if held[i] then n = n + 1 end
-  end
-  return n
-end
-
--- ex_budget: with a page budget, how many URLs the pop may hand out.
--- The budget holds for the whole crawl, exactly: a URL in flight may still
--- become a page, so it counts against the budget already. (A budget of
--- -1 is this shard's share, stats' allow.) It returns B: want (URLs the
--- pop may hand out: those wanted less the late ones kept, nkept),
--- limited (a budget holds), budget, pages (fetched, with a budget) and
--- wait (-1: no room until a page ends: back off; else 0).
-local function ex_budget(C, nkept)
-  local A, K = C.A, C.K
-  local B = {want = math.max(0, (A.want or 0) - nkept), wait = 0}
-  B.limited = (A.budget or 0) ~= 0
-  if not B.limited then
-    B.budget, B.pages = 0, 0
-    return B
-  end
-  B.budget, B.pages = ex_page_budget(C)
-  local room = B.budget - B.pages - redis.call('ZCARD', K.leases)
-  if room <= 0 and B.want > 0 then B.wait = -1 end
-  B.want = math.max(0, math.min(B.want, room))
-  return B
-end
+-- exchange_pop.lua: the handout's grant (handout.lua): the due hosts each
+-- granted URLs with their tokens, and when to ask again (how many URLs a
+-- budget leaves room for: exchange_call.lua's ex_budget). The URLs
+-- themselves are taken off the granted hosts' queues, and leased, by
+-- take.lua in the same pipeline (exchange_take.lua), from the grants this
+-- call leaves in the process's grants key.
 
 -- The grant's state, P (ex_pop), which its helpers below share: the call
 -- C and its token clock H, the address state I (addrs.lua; false without
@@ -52,9 +15,9 @@ end
 -- hostbucket.lua's hb_grants), the reply's delays, fresh and rates (host
 -- -> …), reach (a host whose tat is by it has a token whose window opens
 -- by the horizon), anySlowed and anyCapped (slowed, capped exist),
--- visited (hosts looked at, or granted their whole queue), whole (hosts
--- granted their whole queue), readyAdd (scores to write), wait, paused,
--- done.
+-- visited (hosts looked at, or granted their whole queue), whole and
+-- nwhole (the hosts granted their whole queue, and how many), readyAdd
+-- (scores to write), wait, paused, done.
 
 -- ex_due is a round's due hosts (host, tat, host, tat, …: at most m, whose
 -- next token's window opens by the horizon), the longest queues first,
@@ -64,7 +27,20 @@ end
 -- a round, and none when slowed is empty.
 local function ex_due(P, m)
   local K = P.C.K
-  local due = redis.call('ZRANGEBYSCORE', P.C.pready, '-inf', fr_tat(P.reach), 'WITHSCORES', 'LIMIT', '0', fr_int(m))
+  -- Hosts granted their whole queue this call stay in ready (take.lua
+  -- settles them) and may be due still: as many more are read, and left
+  -- out, so that a round looks at m hosts it may grant.
+  local due = redis.call('ZRANGEBYSCORE', P.C.pready, '-inf', fr_tat(P.reach), 'WITHSCORES', 'LIMIT', '0', fr_int(m + P.nwhole))
+  if P.nwhole > 0 then
+    local left = {}
+    for i = 1, #due, 2 do
+      if not P.whole[due[i]] and #left < 2 * m then
+        left[#left + 1] = due[i]
+        left[#left + 1] = due[i + 1]
+      end
+    end
+    due = left
+  end
   local capped, len = {}, {}
   if #due == 0 then return due, capped, len end
   local hosts = {}
@@ -143,7 +119,9 @@ local function ex_grant_host(P, host, tat, q, len)
     return false
   end
   local n = math.min(k, math.max(len, 1))
-  if n >= len then P.visited[host], P.whole[host] = true, true end
+  if n >= len and not P.whole[host] then
+    P.visited[host], P.whole[host], P.nwhole = true, true, P.nwhole + 1
+  end
   P.hosts[#P.hosts + 1], P.counts[#P.counts + 1] = host, n
   P.granted = P.granted + n
   local tat2 = H.tnow -- no limit: its turn moves behind the others'
@@ -227,7 +205,7 @@ end
 local function ex_pop_state(C, H, B)
   local P = {C = C, H = H, I = ip_begin(H, C.A, C.K.queues, C.now), W = B.want, granted = 0, hosts = {}, counts = {},
     drops = {}, G = hb_grants(), delays = {}, firsts = {}, rates = {}, reach = H.horizon, anySlowed = false,
-    anyCapped = false, visited = {}, whole = {}, readyAdd = {}, wait = B.wait, paused = false, done = 0}
+    anyCapped = false, visited = {}, whole = {}, nwhole = 0, readyAdd = {}, wait = B.wait, paused = false, done = 0}
   if C.rate > 0 then P.reach = H.horizon + tb_window(C.rate, C.burst, H.least) end
   return P
 end
