@@ -115,27 +115,28 @@
 // counted, then take.lua, which takes the URLs granted off their queues
 // under new leases.
 // A lease ends only in the same call that queues its page's links, so a
-// crash between the two cannot lose them. A pop takes the first URLs of a
-// host that is due (its bucket has a token, or will within PopAhead), each
-// with a token of the host's bucket (HostRate, HostBurst; politeness's
-// tokens.lua, in the same script), moves them into leases under new
-// leases, and moves the host's score on by the tokens taken: the item is
-// never only in a worker's memory, and a host whose bucket is empty is
-// simply not offered, instead of its URLs being popped and pushed back
-// again and again. The bucket is the score: a token bucket is fully
+// crash between the two cannot lose them. A pop grants a host that is due
+// (its bucket has a token, or will within PopAhead) as many URLs as it has
+// tokens for and its queue holds, each with a token of the host's bucket
+// (HostRate, HostBurst; politeness's tokens.lua), and moves the host's
+// score on by the tokens taken (handout.lua); the take in the same
+// pipeline moves the first URLs of each host granted into leases
+// (take.lua): the item is never only in a worker's memory, and a host
+// whose bucket is empty is simply not offered, instead of its URLs being
+// popped and pushed back again and again. The bucket is the score: a token bucket is fully
 // described by one number, its theoretical arrival time (GCRA, the
 // virtual-scheduling form of the same bucket), which is the time ready
 // had to hold anyway, so taking a token costs a polite pop no call of its
 // own. A host's pause, its own Crawl-delay (Hosts.SetDelay) and its adaptive
 // interval live in its rate:<host> hash, which the pop reads for the hosts
 // marked in slowed only. A URL whose token's window closed before its
-// request could go is given back late (Lease.Late) and popped again first
-// in the same exchange (exchange_back.lua's ex_again): the pop's own
-// functions and horizon, its old token refunded while it is the host's
+// request could go is given back late (Lease.Late) and asked again first
+// in the same exchange (again.lua, exchange_back.lua's ex_again): the
+// pop's own functions and horizon, its old token refunded while it is the host's
 // last, its lease kept (Exchanged.Again) and counted among the URLs
 // wanted. A Requeue put-back returns a URL to the front of
 // its host's queue (its robots.txt is unavailable, say), and pushes the
-// host's due time to then, before the same call's pop.
+// host's due time to then, before the same exchange's grant.
 // With a page
 // budget, a pop hands out no more URLs than pages fetched plus leases
 // leave room for: the budget holds exactly for the whole crawl.
