@@ -45,9 +45,10 @@
 //
 // tokens.lua holds the arithmetic as Lua functions, a module that
 // bucket.lua requires (Lua), and so does the crawler's pop (frontier's
-// handout.lua): there a host's token is taken (tb_take) in the same atomic
-// call that hands out its URL, and a host whose bucket is empty is not
-// offered until it has a token, so a fetch never asks for one
+// handout.lua): there a host's token is taken (tb_take) in the atomic call
+// that grants its URL, leased by the next script of the same pipeline
+// (take.lua), and a host whose bucket is empty is not offered until it
+// has a token, so a fetch never asks for one
 // (docs/design.md, "A token per pop"). The Limiter keeps its tat in the
 // bucket's hash; the pop keeps a host's as the score that schedules the
 // host in its ready set, so that taking a token is the ZADD that moves it.
