@@ -54,7 +54,7 @@ func TestTheQueueStaysNearItsCapsWhateverIsOffered(t *testing.T) {
 				for i := range links {
 					links[i] = frontier.Item{URL: fmt.Sprintf("http://big.example/%d/%d", page, i), Depth: 1}
 					if i%7 == 0 {
-						links[i].URL = fmt.Sprintf("http://other%d.example/%d", i%50, page*k+i)
+						links[i].URL = fmt.Sprintf("http://other%d.example/%d", i%50, page*most+i) // unique across pages: page*k+i met page 0's for some k
 					}
 				}
 				offered += k
