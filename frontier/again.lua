@@ -1,4 +1,4 @@
--- requires: exchange_back
+-- requires: exchange_guard exchange_back
 -- again.lua: the late URLs a worker process gives back, in one atomic
 -- call, in the same pipeline after exchange.lua and before handout.lua
 -- (sent only when the process has late URLs): each asks its host for a new
@@ -39,16 +39,8 @@
 --           -1: no token, no end), as handout.lua's
 --   now_us  Redis's time of the call (µs, a string)
 -- or the GONE error, with nothing written, when the crawl is gone.
-local K = {}
-for i, name in ipairs(EX_KEYS) do K[name] = KEYS[i] end
-local A = cjson.decode(ARGV[1])
-local count = tonumber(redis.call('GET', K.counter) or '0') or -1
-if count ~= A.expect then -- a crawl gone (reset, seeded anew) has no count either: say which
-  if not fr_ours(K.config, A.instance) then return redis.error_reply(FR_GONE) end
-  return {0, count}
-end
-local why = fr_unsound_stats(K.stats) -- a give-back counts in them
-if why then return redis.error_reply(why) end
+local K, A, refused = ex_after()      -- keys and arguments, or the refusal (exchange_guard.lua)
+if refused then return refused end
 local C = ex_call(K, A, 1)                   -- the call the steps read: keys, arguments, clock
 ex_settings(C)                               --    and the settings in force
 local H, refunds = ex_clock(C), ex_refunds() -- the tokens' clock; tokens to give back

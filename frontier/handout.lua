@@ -1,4 +1,4 @@
--- requires: exchange_end
+-- requires: exchange_guard exchange_end
 -- handout.lua: the frontier grants a worker process new URLs, in one
 -- atomic call, in the same pipeline after exchange.lua (which ended the
 -- process's leases) and again.lua (its late URLs, when it has any), and
@@ -83,16 +83,8 @@
 --           worker must find first; the granted hosts whose tokens came
 --           from their address's bucket too, with the address
 -- or the GONE error, with nothing written, when the crawl is gone.
-local K = {}
-for i, name in ipairs(EX_KEYS) do K[name] = KEYS[i] end
-local A = cjson.decode(ARGV[1])
-local count = tonumber(redis.call('GET', K.counter) or '0') or -1
-if count ~= A.expect then -- a crawl gone (reset, seeded anew) has no count either: say which
-  if not fr_ours(K.config, A.instance) then return redis.error_reply(FR_GONE) end
-  return {0, count}
-end
-local why = fr_unsound_stats(K.stats) -- the budget reads them
-if why then return redis.error_reply(why) end
+local K, A, refused = ex_after()      -- keys and arguments, or the refusal (exchange_guard.lua)
+if refused then return refused end
 local C = ex_call(K, A, 1)           -- the call the steps read: keys, arguments, clock
 ex_settings(C)                       --    and the settings in force
 local B = ex_budget(C, ex_kept(C))   -- 1. how many URLs a page budget leaves room for

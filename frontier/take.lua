@@ -1,4 +1,4 @@
--- requires: exchange_take
+-- requires: exchange_guard exchange_take
 -- take.lua: the third of an exchange's scripts, in the same pipeline after
 -- handout.lua, in one atomic call: the URLs handout.lua granted (hosts,
 -- how many URLs each, each URL's token taken there) taken off the front of
@@ -37,16 +37,8 @@
 -- host, item-json …, the i-th under the i-th lease id, each host's in the
 -- order of its grant's tokens; or the GONE error, with nothing written,
 -- when the crawl is gone.
-local K = {}
-for i, name in ipairs(EX_KEYS) do K[name] = KEYS[i] end
-local A = cjson.decode(ARGV[1])
-local count = tonumber(redis.call('GET', K.counter) or '0') or -1
-if count ~= A.expect then
-  if not fr_ours(K.config, A.instance) then return redis.error_reply(FR_GONE) end
-  return {0, count}
-end
-local why = fr_unsound_stats(K.stats) -- the budget reads them, the take counts in them
-if why then return redis.error_reply(why) end
+local K, A, refused = ex_after()      -- keys and arguments, or the refusal (exchange_guard.lua)
+if refused then return refused end
 local C = ex_call(K, A, 1)               -- the call: keys, arguments, clock
 local G = ex_granted(C)                  -- what handout.lua granted this exchange
 local got = ex_take(C, G, ex_take_room(C, G.n)) -- off the queues, within the budget
