@@ -41,15 +41,7 @@ func TestGrantsAndTakesInAnyOrderLoseNothingAndKeepTheirBounds(t *testing.T) {
 			if err != nil {
 				rt.Fatal(err)
 			}
-			var items []Item
-			for h := range nh {
-				for i := range per {
-					items = append(items, Item{URL: fmt.Sprintf("http://h%d.example/%d", h, i)})
-				}
-			}
-			if _, err := f0.Enqueue(ctx, items); err != nil {
-				rt.Fatal(err)
-			}
+			enqueueEach(rt, f0, total, func(i int) string { return fmt.Sprintf("http://h%d.example/%d", i/per, i%per) })
 			procs := []*Frontier{f0}
 			for range 2 {
 				f, err := Open(ctx, s.Client, "gt", Options{Shards: 1, Instance: f0.Instance, Policy: p})

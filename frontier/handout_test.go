@@ -13,14 +13,20 @@ import (
 func handoutFixture(t *testing.T, s *redistest.Server, urls int) (*Frontier, *shard) {
 	t.Helper()
 	f := openShards(t, s.Client, "ho", 1, 0)
-	var items []Item
-	for i := range urls {
-		items = append(items, Item{URL: fmt.Sprintf("http://h%d.example/", i)})
+	enqueueEach(t, f, urls, func(i int) string { return fmt.Sprintf("http://h%d.example/", i) })
+	return f, f.fs[0]
+}
+
+// enqueueEach queues n URLs in f, the i-th url(i).
+func enqueueEach(t fataler, f *Frontier, n int, url func(i int) string) {
+	t.Helper()
+	items := make([]Item, n)
+	for i := range items {
+		items[i] = Item{URL: url(i)}
 	}
 	if _, err := f.Enqueue(context.Background(), items); err != nil {
 		t.Fatal(err)
 	}
-	return f, f.fs[0]
 }
 
 // handoutRan is what a handout call wrote: the leases held and the hosts
@@ -263,13 +269,7 @@ func TestTakesKeepThePageBudgetWhateverRunsBetweenGrantAndTake(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		f := openShards(t, s.Client, "bud", 1, 2)
-		var items []Item
-		for i := range 5 {
-			items = append(items, Item{URL: fmt.Sprintf("http://h%d.example/", i)})
-		}
-		if _, err := f.Enqueue(ctx, items); err != nil {
-			t.Fatal(err)
-		}
+		enqueueEach(t, f, 5, func(i int) string { return fmt.Sprintf("http://h%d.example/", i) })
 		g, err := Open(ctx, s.Client, "bud", Options{Shards: 1, Policy: Policy{PageBudget: 2}})
 		if err != nil {
 			t.Fatal(err)
@@ -347,16 +347,8 @@ func TestAGrantsSecondRoundSkipsTheHostsGrantedWhole(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		f := openShards(t, s.Client, "wh", 1, 0)
-		var items []Item
-		for i := range 4 {
-			items = append(items, Item{URL: fmt.Sprintf("http://a%d.example/", i)})
-		}
-		for i := range 10 {
-			items = append(items, Item{URL: fmt.Sprintf("http://z.example/%d", i)})
-		}
-		if _, err := f.Enqueue(ctx, items); err != nil {
-			t.Fatal(err)
-		}
+		enqueueEach(t, f, 4, func(i int) string { return fmt.Sprintf("http://a%d.example/", i) })
+		enqueueEach(t, f, 10, func(i int) string { return fmt.Sprintf("http://z.example/%d", i) })
 		x, err := f.Exchange(ctx, nil, nil, 8)
 		if err != nil {
 			t.Fatal(err)
