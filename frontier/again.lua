@@ -1,4 +1,4 @@
--- requires: exchange_guard exchange_back
+-- requires: exchange_back
 -- again.lua: the late URLs a worker process gives back, in one atomic
 -- call, in the same pipeline after exchange.lua and before handout.lua
 -- (sent only when the process has late URLs): each asks its host for a new
@@ -39,7 +39,7 @@
 --           -1: no token, no end), as handout.lua's
 --   now_us  Redis's time of the call (µs, a string)
 -- or the GONE error, with nothing written, when the crawl is gone.
-local K, A, refused = ex_after()      -- keys and arguments, or the refusal (exchange_guard.lua)
+local K, A, refused = ex_after()      -- keys and arguments, or the refusal (exchange_call.lua)
 if refused then return refused end
 local C = ex_call(K, A, 1)                   -- the call the steps read: keys, arguments, clock
 ex_settings(C)                               --    and the settings in force

@@ -1,4 +1,4 @@
--- requires: exchange_guard exchange_end
+-- requires: exchange_end
 -- handout.lua: the frontier grants a worker process new URLs, in one
 -- atomic call, in the same pipeline after exchange.lua (which ended the
 -- process's leases) and again.lua (its late URLs, when it has any), and
@@ -83,7 +83,7 @@
 --           worker must find first; the granted hosts whose tokens came
 --           from their address's bucket too, with the address
 -- or the GONE error, with nothing written, when the crawl is gone.
-local K, A, refused = ex_after()      -- keys and arguments, or the refusal (exchange_guard.lua)
+local K, A, refused = ex_after()      -- keys and arguments, or the refusal (exchange_call.lua)
 if refused then return refused end
 local C = ex_call(K, A, 1)           -- the call the steps read: keys, arguments, clock
 ex_settings(C)                       --    and the settings in force

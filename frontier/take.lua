@@ -1,4 +1,4 @@
--- requires: exchange_guard exchange_take
+-- requires: exchange_take
 -- take.lua: the third of an exchange's scripts, in the same pipeline after
 -- handout.lua, in one atomic call: the URLs handout.lua granted (hosts,
 -- how many URLs each, each URL's token taken there) taken off the front of
@@ -37,7 +37,7 @@
 -- host, item-json …, the i-th under the i-th lease id, each host's in the
 -- order of its grant's tokens; or the GONE error, with nothing written,
 -- when the crawl is gone.
-local K, A, refused = ex_after()      -- keys and arguments, or the refusal (exchange_guard.lua)
+local K, A, refused = ex_after()      -- keys and arguments, or the refusal (exchange_call.lua)
 if refused then return refused end
 local C = ex_call(K, A, 1)               -- the call: keys, arguments, clock
 local G = ex_granted(C)                  -- what handout.lua granted this exchange

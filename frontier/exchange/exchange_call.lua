@@ -1,8 +1,9 @@
 -- requires: contract keys hostrate
 -- exchange_call.lua: the call an exchange's steps read, C (ex_call), in
--- both of its scripts (exchange.lua, handout.lua): its keys by name
--- (C.K), its arguments (C.A, exchange.go's exchangeArgs), its clock, never
--- written after it is made. What a step leaves for another it returns.
+-- each of its scripts: its keys by name (C.K), its arguments (C.A,
+-- exchange.go's exchangeArgs), its clock, never written after it is made;
+-- and the guard of the scripts after exchange.lua (ex_after). What a step
+-- leaves for another it returns.
 
 -- ex_text is the exchange's text n (1-based: a field marked "text").
 local function ex_text(C, n) return ARGV[C.T + n] end
@@ -91,3 +92,24 @@ end
 -- ex_add adds by to the stats field in stats, the counters a call bumps,
 -- written once at its end (ex_write_stats).
 local function ex_add(stats, field, by) stats[field] = (stats[field] or 0) + by end
+
+-- ex_after is the guard of the scripts that run after exchange.lua in its
+-- pipeline (again.lua, handout.lua, take.lua): their keys by name (EX_KEYS)
+-- and arguments, or the reply that refuses the call before any write:
+-- {0, Redis's count} where Redis does not hold the count of the process's
+-- exchanges that exchange.lua leaves (expect), the GONE error where the
+-- crawl is gone (reset, seeded anew: it has no count either), or the
+-- error of a stats hash the steps cannot count in.
+local function ex_after()
+  local K = {}
+  for i, name in ipairs(EX_KEYS) do K[name] = KEYS[i] end
+  local A = cjson.decode(ARGV[1])
+  local count = tonumber(redis.call('GET', K.counter) or '0') or -1
+  if count ~= A.expect then
+    if not fr_ours(K.config, A.instance) then return nil, nil, redis.error_reply(FR_GONE) end
+    return nil, nil, {0, count}
+  end
+  local why = fr_unsound_stats(K.stats)
+  if why then return nil, nil, redis.error_reply(why) end
+  return K, A
+end

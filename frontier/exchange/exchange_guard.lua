@@ -75,24 +75,3 @@ local function ex_begin(reply)
   C.reply, C.link0, C.links = reply, EX.link0, EX.links
   return C
 end
-
--- ex_after is the guard of the scripts that run after exchange.lua in its
--- pipeline (again.lua, handout.lua, take.lua): their keys by name (EX_KEYS)
--- and arguments, or the reply that refuses the call before any write:
--- {0, Redis's count} where Redis does not hold the count of the process's
--- exchanges that exchange.lua leaves (expect), the GONE error where the
--- crawl is gone (reset, seeded anew: it has no count either), or the
--- error of a stats hash the steps cannot count in.
-local function ex_after()
-  local K = {}
-  for i, name in ipairs(EX_KEYS) do K[name] = KEYS[i] end
-  local A = cjson.decode(ARGV[1])
-  local count = tonumber(redis.call('GET', K.counter) or '0') or -1
-  if count ~= A.expect then
-    if not fr_ours(K.config, A.instance) then return nil, nil, redis.error_reply(FR_GONE) end
-    return nil, nil, {0, count}
-  end
-  local why = fr_unsound_stats(K.stats)
-  if why then return nil, nil, redis.error_reply(why) end
-  return K, A
-end
