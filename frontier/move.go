@@ -3,11 +3,14 @@ package frontier
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redcrawl/crawler/frontier/keyspace"
+	"github.com/redcrawl/crawler/internal/script"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -18,16 +21,31 @@ var (
 // moveScanMax bounds the elements of one host's lists a Requeue reads.
 const moveScanMax = 1 << 20
 
-// Requeue gives URLs already queued the places their items ask for (a
-// seed's priority): each one found in its host's lists is moved there, in
-// one script per URL that takes its old element off and pushes the new
-// (move.lua), never queued twice. It reports, per item, whether the URL
-// was queued or in flight (moved, taken by a pop meanwhile, or leased):
-// such an item must not be enqueued again. A batch costs a Bloom read,
-// then, for the URLs the filter has seen, a read of the leases and of the
-// queued hosts' lengths, and of the lists of those with URLs queued.
-func (f *Frontier) Requeue(ctx context.Context, items []Item) ([]bool, error) {
-	out := make([]bool, len(items))
+// Requeued is what Requeue did with a seed.
+type Requeued int8
+
+const (
+	// NotSeen: the Bloom filter never saw the URL; enqueue it.
+	NotSeen Requeued = iota
+	// Moved: the URL was queued (and is now at its item's priority) or is
+	// in flight; it is not queued again.
+	Moved
+	// QueuedAgain: the filter saw the URL, which waited nowhere and was not
+	// in flight (fetched already, or a false positive): Requeue queued it.
+	QueuedAgain
+)
+
+// Requeue gives seeds the filter has seen the places their items ask for
+// (a seed's priority), never queueing a URL twice: a URL queued at another
+// level is moved there, one in flight is left alone, one waiting nowhere
+// is queued again. For the URLs the filter has seen, it reads the leases
+// and their hosts' lists under WATCH of those lists, and writes in that
+// transaction (move.lua): a pop or a give-back of those hosts between the
+// reads and the writes makes Redis refuse the writes, and it reads again.
+// (Reads alone cannot decide it: a URL popped between a read of the leases
+// and a read of its list is in neither, and was queued twice.)
+func (f *Frontier) Requeue(ctx context.Context, items []Item) ([]Requeued, error) {
+	out := make([]Requeued, len(items))
 	byShard := make([][]int, len(f.fs))
 	for i, it := range items {
 		host, err := hostOf(it.URL)
@@ -47,10 +65,16 @@ func (f *Frontier) Requeue(ctx context.Context, items []Item) ([]bool, error) {
 	return out, nil
 }
 
-// requeue is Requeue of the items at idx, all of this shard: only a URL
-// the Bloom filter has seen can be queued, and only on a host with URLs
-// queued (one call each for the batch), whose lists are then read.
-func (f *shard) requeue(ctx context.Context, items []Item, idx []int, out []bool) error {
+// requeueHosts is the most hosts one transaction of requeue watches; a
+// transaction refused (one of its hosts popped or pushed) is tried again
+// with half as many, down to one host, at most requeueTries times a host.
+const (
+	requeueHosts = 64
+	requeueTries = 50
+)
+
+// requeue is Requeue of the items at idx, all of this shard.
+func (f *shard) requeue(ctx context.Context, items []Item, idx []int, out []Requeued) error {
 	urls := make([]string, len(idx))
 	for j, i := range idx {
 		urls[j] = items[i].URL
@@ -72,58 +96,162 @@ func (f *shard) requeue(ctx context.Context, items []Item, idx []int, out []bool
 		}
 		byHost[host][items[i].URL] = i
 	}
-	if len(hosts) == 0 {
-		return nil
-	}
-	// A URL leased now is being fetched: it is not queued again either.
-	if err := f.leased(ctx, func(host, url string) {
-		if i, ok := byHost[host][url]; ok {
-			out[i] = true
-			delete(byHost[host], url)
+	if len(hosts) > 0 {
+		if err := moveScript.Load(ctx, f.c).Err(); err != nil {
+			return fmt.Errorf("frontier: requeue: %w", err)
 		}
-	}); err != nil {
-		return err
 	}
-	lengths, err := f.c.HMGet(ctx, f.keys.Lengths, hosts...).Result()
-	if err != nil {
-		return fmt.Errorf("frontier: requeue: %w", err)
-	}
-	for h, host := range hosts {
-		if n, _ := lengths[h].(string); n == "" || n == "0" {
+	size, tries := requeueHosts, 0
+	for len(hosts) > 0 {
+		n := min(size, len(hosts))
+		err := f.requeueTx(ctx, hosts[:n], byHost, items, out)
+		if err == nil {
+			hosts, tries = hosts[n:], 0
 			continue
 		}
-		want := byHost[host]
-		if len(want) == 0 {
-			continue
+		switch {
+		case script.IsNoScript(err): // flushed since it was loaded (a restart): nothing ran
+			if err := moveScript.Load(ctx, f.c).Err(); err != nil {
+				return fmt.Errorf("frontier: requeue: %w", err)
+			}
+		case !errors.Is(err, redis.TxFailedErr):
+			return err
 		}
-		found, err := f.findQueued(ctx, host, want)
+		if tries++; tries == requeueTries {
+			return fmt.Errorf("frontier: requeue: the queues of %s changed under each of %d reads; seed again", hosts[0], tries)
+		}
+		size = max(1, n/2)
+		// A busy host: let its pops pass before reading again.
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(tries) * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// requeueTx decides hosts' seeds in one transaction: WATCH of the levels
+// hash and of each host's lists, their reads and the leases', then
+// move.lua in MULTI. It returns redis.TxFailedErr when a watched key
+// changed meanwhile (nothing written), and sets out only when it wrote.
+func (f *shard) requeueTx(ctx context.Context, hosts []string, byHost map[string]map[string]int, items []Item, out []Requeued) error {
+	return f.c.Watch(ctx, func(tx *redis.Tx) error {
+		places, err := f.seedPlaces(ctx, tx, hosts, byHost)
 		if err != nil {
 			return err
 		}
-		for url, at := range found {
-			i := want[url]
-			if at.level == items[i].Priority {
-				out[i] = true // queued already where it should be
-				continue
-			}
-			e, err := backEntry(items[i])
-			if err != nil {
-				return err
-			}
-			if _, err := moveScript.Run(ctx, f.c, []string{f.keys.Queues, f.keys.Ready, f.keys.Stats, f.keys.Lengths, f.keys.Refill},
-				at.list, at.el, e, keyspace.Flag(f.policy().Depth)).Int(); err != nil {
-				return fmt.Errorf("frontier: requeue %s: %w", url, err)
-			}
-			out[i] = true
+		return f.placeSeeds(ctx, tx, places, items, out)
+	}, f.keys.Queues+" levels")
+}
+
+// seedPlace is where a seed waits as read under WATCH: its item's index,
+// its element if queued, and whether it is leased.
+type seedPlace struct {
+	i              int
+	at             queuedAt
+	queued, leased bool
+}
+
+// seedPlaces watches each host's lists and reads them, then the leases,
+// through tx.
+func (f *shard) seedPlaces(ctx context.Context, tx *redis.Tx, hosts []string, byHost map[string]map[string]int) ([]seedPlace, error) {
+	var places []seedPlace
+	for _, host := range hosts {
+		levels, err := f.levels(ctx, tx, host)
+		if err != nil {
+			return nil, err
 		}
+		lists := make([]string, len(levels))
+		for k, l := range levels {
+			lists[k] = f.keys.Queues + listOf(host, l)
+		}
+		if err := tx.Watch(ctx, lists...).Err(); err != nil {
+			return nil, fmt.Errorf("frontier: requeue: %w", err)
+		}
+		found, err := f.findQueued(ctx, tx, host, levels, byHost[host])
+		if err != nil {
+			return nil, err
+		}
+		for url, i := range byHost[host] {
+			at, ok := found[url]
+			places = append(places, seedPlace{i: i, at: at, queued: ok})
+		}
+	}
+	// Read after the lists are watched: a URL that leaves the leases for
+	// its list, or its list for the leases, changes a watched list.
+	leased := map[int]bool{}
+	if err := f.leased(ctx, tx, func(host, url string) {
+		if i, ok := byHost[host][url]; ok {
+			leased[i] = true
+		}
+	}); err != nil {
+		return nil, err
+	}
+	for k := range places {
+		places[k].leased = leased[places[k].i]
+	}
+	return places, nil
+}
+
+// placeSeeds sends move.lua, in tx's MULTI, for the seeds that wait at
+// another level or nowhere, and sets out once the transaction ran.
+func (f *shard) placeSeeds(ctx context.Context, tx *redis.Tx, places []seedPlace, items []Item, out []Requeued) error {
+	args := []any{keyspace.Flag(f.policy().Depth)}
+	var sent []int
+	result := map[int]Requeued{}
+	for _, p := range places {
+		if p.queued && p.at.level == items[p.i].Priority || !p.queued && p.leased {
+			result[p.i] = Moved // where it should be already, or being fetched
+			continue
+		}
+		e, err := backEntry(items[p.i])
+		if err != nil {
+			return err
+		}
+		if p.queued {
+			args = append(args, p.at.list, p.at.el, e)
+		} else {
+			args = append(args, "", "", e)
+		}
+		sent = append(sent, p.i)
+	}
+	var run *redis.Cmd
+	if _, err := tx.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		if len(sent) > 0 {
+			run = moveScript.EvalSha(ctx, pipe, []string{f.keys.Queues, f.keys.Ready, f.keys.Stats, f.keys.Lengths, f.keys.Refill, f.keys.DoneFlag}, args...)
+		} else {
+			pipe.Ping(ctx) // an empty MULTI still checks the WATCH
+		}
+		return nil
+	}); err != nil {
+		if errors.Is(err, redis.TxFailedErr) {
+			return err
+		}
+		return fmt.Errorf("frontier: requeue: %w", err)
+	}
+	if run != nil {
+		rs, err := run.Int64Slice()
+		if err != nil || len(rs) != len(sent) {
+			return fmt.Errorf("frontier: requeue: move: reply %v for %d seeds: %v", rs, len(sent), err)
+		}
+		for k, i := range sent {
+			result[i] = Moved
+			if rs[k] == 2 {
+				result[i] = QueuedAgain
+			}
+		}
+	}
+	for i, r := range result {
+		out[i] = r
 	}
 	return nil
 }
 
 // leased calls fn with the host and URL of every lease (a ZSCAN of the
 // leases: as many as URLs in flight).
-func (f *shard) leased(ctx context.Context, fn func(host, url string)) error {
-	iter := f.c.ZScan(ctx, f.keys.Leases, 0, "", 1000).Iterator()
+func (f *shard) leased(ctx context.Context, c redis.Cmdable, fn func(host, url string)) error {
+	iter := c.ZScan(ctx, f.keys.Leases, 0, "", 1000).Iterator()
 	for i := 0; iter.Next(ctx); i++ {
 		if i%2 == 1 {
 			continue // a score
@@ -150,29 +278,40 @@ type queuedAt struct {
 	level    int
 }
 
-// findQueued reads host's lists, highest level first, up to moveScanMax
-// elements in all, and says where each URL of want waits (its first
-// element).
-func (f *shard) findQueued(ctx context.Context, host string, want map[string]int) (map[string]queuedAt, error) {
+// levels are the levels of host's lists, 0 and those the levels hash
+// names, highest first after 0 (read through c: the transaction's).
+func (f *shard) levels(ctx context.Context, c redis.Cmdable, host string) ([]int, error) {
 	levels := []int{0}
-	if s, err := f.c.HGet(ctx, f.keys.Queues+" levels", host).Result(); err == nil {
-		for _, l := range strings.Fields(s) {
-			if n, err := strconv.Atoi(l); err == nil {
-				levels = append(levels, n)
-			}
-		}
-	} else if err != redis.Nil {
+	s, err := c.HGet(ctx, f.keys.Queues+" levels", host).Result()
+	if err != nil && err != redis.Nil {
 		return nil, fmt.Errorf("frontier: requeue: %w", err)
 	}
+	for _, l := range strings.Fields(s) {
+		if n, err := strconv.Atoi(l); err == nil {
+			levels = append(levels, n)
+		}
+	}
+	return levels, nil
+}
+
+// listOf is the suffix of host's list of level (queue.lua's fr_qkey).
+func listOf(host string, level int) string {
+	if level == 0 {
+		return host
+	}
+	return host + " " + strconv.Itoa(level)
+}
+
+// findQueued reads host's lists of levels through c, up to moveScanMax
+// elements in all, and says where each URL of want waits (its first
+// element).
+func (f *shard) findQueued(ctx context.Context, c redis.Cmdable, host string, levels []int, want map[string]int) (map[string]queuedAt, error) {
 	found := map[string]queuedAt{}
 	read := 0
 	for _, level := range levels {
-		list := host
-		if level != 0 {
-			list = host + " " + strconv.Itoa(level)
-		}
+		list := listOf(host, level)
 		for start := int64(0); read < moveScanMax && len(found) < len(want); start += 1000 {
-			els, err := f.c.LRange(ctx, f.keys.Queues+list, start, start+999).Result()
+			els, err := c.LRange(ctx, f.keys.Queues+list, start, start+999).Result()
 			if err != nil {
 				return nil, fmt.Errorf("frontier: requeue: %w", err)
 			}

@@ -2,10 +2,19 @@ package frontier_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
+	"github.com/redis/go-redis/v9"
+	"pgregory.net/rapid"
 )
 
 // Requeue moves a queued URL to its item's priority and leaves the counts
@@ -29,7 +38,7 @@ func TestRequeueMovesAQueuedURLAndKeepsTheCounts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := []bool{true, true, true, true, false}; len(got) != 5 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] || got[3] != want[3] || got[4] != want[4] {
+		if want := []frontier.Requeued{frontier.Moved, frontier.Moved, frontier.Moved, frontier.Moved, frontier.NotSeen}; !slices.Equal(got, want) {
 			t.Fatalf("Requeue = %v; want %v (moved, in place, moved, leased, never queued)", got, want)
 		}
 		if after := e.sizes(t); after != before {
@@ -54,4 +63,169 @@ func TestRequeueMovesAQueuedURLAndKeepsTheCounts(t *testing.T) {
 			t.Errorf("%d counted queued after every URL was popped", sz.Queued)
 		}
 	})
+}
+
+// A seed of a URL fetched already (seen, waiting nowhere) is queued again
+// by Requeue itself, counted as a URL queued, and popped once.
+func TestRequeueQueuesAgainAURLFetchedAlready(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		e := setup(t, s)
+		ctx := context.Background()
+		e.enqueue(t, []frontier.Item{{URL: "http://a/1"}})
+		finish(t, e.f, pop(t, e.f), frontier.Outcome{Stat: "done"})
+		got, err := e.f.Requeue(ctx, []frontier.Item{{URL: "http://a/1", Priority: 3}})
+		if err != nil || !slices.Equal(got, []frontier.Requeued{frontier.QueuedAgain}) {
+			t.Fatalf("Requeue = %v, %v; want queued again", got, err)
+		}
+		if sz := e.sizes(t); sz.Queued != 1 {
+			t.Fatalf("%d queued; want 1", sz.Queued)
+		}
+		l := pop(t, e.f)
+		if l == nil || l.Item.URL != "http://a/1" || l.Item.Priority != 3 {
+			t.Fatalf("popped %+v; want http://a/1 at priority 3", l)
+		}
+		if again := pop(t, e.f); again != nil {
+			t.Fatalf("popped %s too; want one", again.Item.URL)
+		}
+	})
+}
+
+// Requeue against another process's pops, give-backs and finishes of the
+// same host, and script flushes, run at random among Requeue's own reads (a hook on its
+// client runs them before its commands): over random schedules no URL is
+// ever in the queues and the leases at once, or twice in either, and a
+// URL not finished is queued or leased. Reading the leases before the
+// lists (a pop in between: the URL in neither, queued again) or writing
+// without the lists watched (a give-back in between) breaks it.
+func TestRequeueAmongPopsAndGiveBacksQueuesNoURLTwice(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		rapid.Check(t, func(rt *rapid.T) {
+			ctx := context.Background()
+			s.Client.FlushDB(ctx)
+			k := keyspace.KeysFor("rq")
+			s.Client.HSet(ctx, k.Config, "scope", "host")
+			other, err := frontier.Create(ctx, s.Client, "rq", frontier.Options{Shards: 1, Lease: time.Hour}, dedup.Params{Capacity: 1000, FPRate: 0.001})
+			if err != nil {
+				rt.Fatal(err)
+			}
+			n := rapid.IntRange(1, 5).Draw(rt, "urls")
+			var items []frontier.Item
+			for i := range n {
+				items = append(items, frontier.Item{URL: fmt.Sprintf("http://a/%d", i), Priority: rapid.IntRange(0, 2).Draw(rt, fmt.Sprintf("priority %d", i))})
+			}
+			if _, err := other.Enqueue(ctx, items); err != nil {
+				rt.Fatal(err)
+			}
+			var held []*frontier.Lease
+			finished := map[string]bool{}
+			act := func(label string) {
+				switch rapid.IntRange(0, 4).Draw(rt, label) {
+				case 1: // pop one
+					x, err := other.Exchange(ctx, nil, nil, 1)
+					if err != nil {
+						rt.Fatal(err)
+					}
+					held = append(held, x.Popped...)
+				case 2: // give one back to its queue
+					if len(held) > 0 {
+						i := rapid.IntRange(0, len(held)-1).Draw(rt, label+" which")
+						if _, err := other.Exchange(ctx, nil, []*frontier.Lease{held[i]}, 0); err != nil {
+							rt.Fatal(err)
+						}
+						held = slices.Delete(held, i, i+1)
+					}
+				case 3: // finish one
+					if len(held) > 0 {
+						i := rapid.IntRange(0, len(held)-1).Draw(rt, label+" which")
+						if _, err := other.Exchange(ctx, []frontier.Finished{{Lease: held[i], Outcome: frontier.Outcome{Stat: "done"}}}, nil, 0); err != nil {
+							rt.Fatal(err)
+						}
+						finished[held[i].Item.URL] = true
+						held = slices.Delete(held, i, i+1)
+					}
+				case 4: // a restart's empty script cache: move.lua loaded again
+					s.Client.ScriptFlush(ctx)
+				}
+			}
+			for i := range rapid.IntRange(0, 4).Draw(rt, "before") {
+				act(fmt.Sprintf("before %d", i))
+			}
+			c := s.NewClient(t)
+			reads := 0
+			c.AddHook(readHook(func(name string) {
+				if name == "lrange" || name == "zscan" || name == "hget" {
+					reads++
+					act(fmt.Sprintf("at read %d", reads))
+				}
+			}))
+			seeder, err := frontier.Open(ctx, c, "rq", frontier.Options{Shards: 1, Instance: other.Instance})
+			if err != nil {
+				rt.Fatal(err)
+			}
+			var seeds []frontier.Item
+			for i := range items {
+				if rapid.Bool().Draw(rt, fmt.Sprintf("seed %d", i)) {
+					seeds = append(seeds, frontier.Item{URL: items[i].URL, Priority: rapid.IntRange(0, 3).Draw(rt, fmt.Sprintf("seed priority %d", i))})
+				}
+			}
+			got, err := seeder.Requeue(ctx, seeds)
+			if err != nil {
+				rt.Fatal(err)
+			}
+			requeued := map[string]bool{}
+			for i, r := range got {
+				if r == frontier.NotSeen {
+					rt.Fatalf("%s: not seen; every URL was queued", seeds[i].URL)
+				}
+				requeued[seeds[i].URL] = r == frontier.QueuedAgain
+			}
+			count := map[string]int{}
+			for _, m := range s.Client.ZRange(ctx, k.Leases, 0, -1).Val() {
+				var it frontier.Item
+				if parts := strings.SplitN(m, "\n", 3); len(parts) == 3 && json.Unmarshal([]byte(parts[2]), &it) == nil {
+					count[it.URL]++
+				}
+			}
+			for _, level := range []string{"", " 1", " 2", " 3"} {
+				for _, el := range s.Client.LRange(ctx, k.Queues+"a"+level, 0, -1).Val() {
+					if el == "" || el[0] == 'P' {
+						continue
+					}
+					u := "http://a" + el[strings.IndexByte(el, ' ')+1:]
+					if el[0] == '{' {
+						var it frontier.Item
+						json.Unmarshal([]byte(el), &it)
+						u = it.URL
+					}
+					count[u]++
+				}
+			}
+			for _, it := range items {
+				want := 1
+				if finished[it.URL] && !requeued[it.URL] {
+					want = 0
+				}
+				if count[it.URL] != want {
+					rt.Fatalf("%s queued or leased %d times; want %d (finished %v, queued again %v)", it.URL, count[it.URL], want, finished[it.URL], requeued[it.URL])
+				}
+			}
+		})
+	})
+}
+
+// readHook calls fn with the name of each command a client sends alone
+// (not those of a pipeline or a transaction's MULTI), before it is sent.
+type readHook func(name string)
+
+func (h readHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h readHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h(cmd.Name())
+		return next(ctx, cmd)
+	}
+}
+
+func (h readHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

@@ -327,7 +327,7 @@ func seedReport(c *cli.Context, name string, res seedlist.Result) error {
 		msg += fmt.Sprintf(" (%d of them already seen by the crawl: seeds are queued anyway; --skip-seen skips them)", rep.Seen-rep.Moved)
 	}
 	if rep.Moved > 0 {
-		msg += fmt.Sprintf("; %d of them queued already: moved to this seed's priority, not queued twice", rep.Moved)
+		msg += fmt.Sprintf("; %d of them queued or being fetched already: moved to this seed's priority or left to their fetch, not queued twice", rep.Moved)
 	}
 	if rep.Duplicates > 0 {
 		msg += fmt.Sprintf(", %d duplicates removed", rep.Duplicates)

@@ -22,8 +22,9 @@ type SeedReport struct {
 	// unless SeedOptions.SkipSeen, which skips them.
 	Seen       int
 	Duplicates int // seeds repeated within this seeding, removed
-	// Moved counts seeds that were queued already: each was moved to its
-	// priority (counted in Queued and Seen), never queued twice.
+	// Moved counts seeds that were queued or in flight already: each
+	// queued one was moved to its priority, one in flight left to its
+	// fetch (counted in Queued and Seen), never queued twice.
 	Moved int
 }
 
@@ -186,8 +187,9 @@ func (sd *Seeder) lanes(ctx context.Context, items []frontier.Item) error {
 
 // enqueue queues items (those seen before too, unless --skip-seen), a
 // seed already queued moved to its priority rather than queued twice,
-// and counts them.
+// one in flight left to its fetch, and counts them.
 func (sd *Seeder) enqueue(ctx context.Context, items []frontier.Item) (queued, seen, moved int, err error) {
+	again := 0 // seen, waiting nowhere: queued again by Requeue
 	enqueue := sd.fr.EnqueueAll
 	if sd.o.SkipSeen {
 		enqueue = sd.fr.Enqueue
@@ -198,9 +200,12 @@ func (sd *Seeder) enqueue(ctx context.Context, items []frontier.Item) (queued, s
 		}
 		rest := items[:0:0]
 		for i, it := range items {
-			if was[i] {
+			switch was[i] {
+			case frontier.Moved:
 				moved++
-			} else {
+			case frontier.QueuedAgain:
+				again++
+			default:
 				rest = append(rest, it)
 			}
 		}
@@ -210,7 +215,7 @@ func (sd *Seeder) enqueue(ctx context.Context, items []frontier.Item) (queued, s
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	queued, seen = moved, moved
+	queued, seen = moved+again, moved+again
 	for _, f := range fresh {
 		if !f {
 			seen++
