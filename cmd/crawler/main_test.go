@@ -134,8 +134,8 @@ func TestRedisAddressThatIsNotRedis(t *testing.T) {
 	}
 }
 
-// --redis naming one node of a Redis Cluster opens the cluster: seed,
-// status and reset work across its masters, and reset leaves none of the
+// --redis naming one node of a Redis Cluster opens the cluster: seed
+// (again at a priority too), status and reset work across its masters, and reset leaves none of the
 // crawl's keys on any of them.
 func TestOneNodeOfAClusterOpensTheCluster(t *testing.T) {
 	c := redistest.RealCluster(t, 3)
@@ -146,6 +146,12 @@ func TestOneNodeOfAClusterOpensTheCluster(t *testing.T) {
 	}
 	if _, errOut, err := run(t, append([]string{"--redis", one, "--crawl", "cl", "seed"}, seeds...)...); err != nil {
 		t.Fatalf("seed: %v\n%s", err, errOut)
+	}
+	// Seeded again at a priority: moved in a transaction on the masters
+	// that hold their hosts, not queued twice.
+	if out, errOut, err := run(t, append([]string{"--redis", one, "--crawl", "cl", "seed", "--priority", "5"}, seeds[:10]...)...); err != nil ||
+		!strings.Contains(out+errOut, "10 of them queued or being fetched already") {
+		t.Fatalf("seed --priority 5: %v\n%s%s", err, out, errOut)
 	}
 	out, _, err := run(t, "--redis", one, "--crawl", "cl", "status")
 	if err != nil || !strings.Contains(out, "40 queued") {
