@@ -18,8 +18,12 @@ var (
 	moveScript = lua.Script("move")
 )
 
-// moveScanMax bounds the elements of one host's lists a Requeue reads.
-const moveScanMax = 1 << 20
+// moveScanMax bounds the elements of one host's lists a Requeue reads, in
+// pages of moveScanPage.
+const (
+	moveScanMax  = 1 << 20
+	moveScanPage = 1000
+)
 
 // Requeued is what Requeue did with a seed.
 type Requeued int8
@@ -67,7 +71,8 @@ func (f *Frontier) Requeue(ctx context.Context, items []Item) ([]Requeued, error
 
 // requeueHosts is the most hosts one transaction of requeue watches; a
 // transaction refused (one of its hosts popped or pushed) is tried again
-// with half as many, down to one host, at most requeueTries times a host.
+// with half as many, down to one host, at most requeueTries times in a
+// row; one that went through lets the next watch twice as many.
 const (
 	requeueHosts = 64
 	requeueTries = 50
@@ -106,7 +111,7 @@ func (f *shard) requeue(ctx context.Context, items []Item, idx []int, out []Requ
 		n := min(size, len(hosts))
 		err := f.requeueTx(ctx, hosts[:n], byHost, items, out)
 		if err == nil {
-			hosts, tries = hosts[n:], 0
+			hosts, tries, size = hosts[n:], 0, min(2*n, requeueHosts)
 			continue
 		}
 		switch {
@@ -153,26 +158,40 @@ type seedPlace struct {
 	queued, leased bool
 }
 
-// seedPlaces watches each host's lists and reads them, then the leases,
-// through tx.
+// seedPlaces watches the hosts' lists and reads them, then the leases,
+// through tx: the levels of every host in one read, the lists' first
+// pages in one pipeline, further pages of long lists one by one.
 func (f *shard) seedPlaces(ctx context.Context, tx *redis.Tx, hosts []string, byHost map[string]map[string]int) ([]seedPlace, error) {
+	levels, err := f.levels(ctx, tx, hosts)
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	for h, host := range hosts {
+		for _, l := range levels[h] {
+			keys = append(keys, f.keys.Queues+listOf(host, l))
+		}
+	}
+	if err := tx.Watch(ctx, keys...).Err(); err != nil {
+		return nil, fmt.Errorf("frontier: requeue: %w", err)
+	}
+	first := make([]*redis.StringSliceCmd, len(keys))
+	if _, err := tx.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for k, key := range keys {
+			first[k] = pipe.LRange(ctx, key, 0, moveScanPage-1)
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("frontier: requeue: %w", err)
+	}
 	var places []seedPlace
-	for _, host := range hosts {
-		levels, err := f.levels(ctx, tx, host)
+	k := 0
+	for h, host := range hosts {
+		found, err := f.findQueued(ctx, tx, host, levels[h], first[k:k+len(levels[h])], byHost[host])
 		if err != nil {
 			return nil, err
 		}
-		lists := make([]string, len(levels))
-		for k, l := range levels {
-			lists[k] = f.keys.Queues + listOf(host, l)
-		}
-		if err := tx.Watch(ctx, lists...).Err(); err != nil {
-			return nil, fmt.Errorf("frontier: requeue: %w", err)
-		}
-		found, err := f.findQueued(ctx, tx, host, levels, byHost[host])
-		if err != nil {
-			return nil, err
-		}
+		k += len(levels[h])
 		for url, i := range byHost[host] {
 			at, ok := found[url]
 			places = append(places, seedPlace{i: i, at: at, queued: ok})
@@ -278,20 +297,24 @@ type queuedAt struct {
 	level    int
 }
 
-// levels are the levels of host's lists, 0 and those the levels hash
-// names, highest first after 0 (read through c: the transaction's).
-func (f *shard) levels(ctx context.Context, c redis.Cmdable, host string) ([]int, error) {
-	levels := []int{0}
-	s, err := c.HGet(ctx, f.keys.Queues+" levels", host).Result()
-	if err != nil && err != redis.Nil {
+// levels are, per host, the levels of its lists: 0 and those the levels
+// hash names, highest first after 0 (read through c: the transaction's).
+func (f *shard) levels(ctx context.Context, c redis.Cmdable, hosts []string) ([][]int, error) {
+	vals, err := c.HMGet(ctx, f.keys.Queues+" levels", hosts...).Result()
+	if err != nil {
 		return nil, fmt.Errorf("frontier: requeue: %w", err)
 	}
-	for _, l := range strings.Fields(s) {
-		if n, err := strconv.Atoi(l); err == nil {
-			levels = append(levels, n)
+	out := make([][]int, len(hosts))
+	for h, v := range vals {
+		out[h] = []int{0}
+		s, _ := v.(string)
+		for _, l := range strings.Fields(s) {
+			if n, err := strconv.Atoi(l); err == nil {
+				out[h] = append(out[h], n)
+			}
 		}
 	}
-	return levels, nil
+	return out, nil
 }
 
 // listOf is the suffix of host's list of level (queue.lua's fr_qkey).
@@ -302,16 +325,17 @@ func listOf(host string, level int) string {
 	return host + " " + strconv.Itoa(level)
 }
 
-// findQueued reads host's lists of levels through c, up to moveScanMax
-// elements in all, and says where each URL of want waits (its first
-// element).
-func (f *shard) findQueued(ctx context.Context, c redis.Cmdable, host string, levels []int, want map[string]int) (map[string]queuedAt, error) {
+// findQueued says where each URL of want waits in host's lists of
+// levels (its first element), from the first page of each list read
+// already (first, by level) and, for a list longer than a page, its next
+// pages read through c, up to moveScanMax elements in all.
+func (f *shard) findQueued(ctx context.Context, c redis.Cmdable, host string, levels []int, first []*redis.StringSliceCmd, want map[string]int) (map[string]queuedAt, error) {
 	found := map[string]queuedAt{}
 	read := 0
-	for _, level := range levels {
+	for k, level := range levels {
 		list := listOf(host, level)
-		for start := int64(0); read < moveScanMax && len(found) < len(want); start += 1000 {
-			els, err := c.LRange(ctx, f.keys.Queues+list, start, start+999).Result()
+		els, err := first[k].Result()
+		for start := int64(0); ; {
 			if err != nil {
 				return nil, fmt.Errorf("frontier: requeue: %w", err)
 			}
@@ -324,9 +348,11 @@ func (f *shard) findQueued(ctx context.Context, c redis.Cmdable, host string, le
 					}
 				}
 			}
-			if len(els) < 1000 {
+			if len(els) < moveScanPage || read >= moveScanMax || len(found) == len(want) {
 				break
 			}
+			start += moveScanPage
+			els, err = c.LRange(ctx, f.keys.Queues+list, start, start+moveScanPage-1).Result()
 		}
 	}
 	return found, nil

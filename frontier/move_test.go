@@ -91,8 +91,9 @@ func TestRequeueQueuesAgainAURLFetchedAlready(t *testing.T) {
 }
 
 // Requeue against another process's pops, give-backs and finishes of the
-// same host, and script flushes, run at random among Requeue's own reads (a hook on its
-// client runs them before its commands): over random schedules no URL is
+// same host, and script flushes, run at random among Requeue's own reads
+// and before its writes (a hook on its client runs them before its
+// commands and pipelines): over random schedules no URL is
 // ever in the queues and the leases at once, or twice in either, and a
 // URL not finished is queued or leased. Reading the leases before the
 // lists (a pop in between: the URL in neither, queued again) or writing
@@ -117,7 +118,10 @@ func TestRequeueAmongPopsAndGiveBacksQueuesNoURLTwice(t *testing.T) {
 				rt.Fatal(err)
 			}
 			var held []*frontier.Lease
-			finished := map[string]bool{}
+			present := map[string]bool{} // queued or leased, as the actions and Requeue left it
+			for _, it := range items {
+				present[it.URL] = true
+			}
 			act := func(label string) {
 				switch rapid.IntRange(0, 4).Draw(rt, label) {
 				case 1: // pop one
@@ -140,20 +144,17 @@ func TestRequeueAmongPopsAndGiveBacksQueuesNoURLTwice(t *testing.T) {
 						if _, err := other.Exchange(ctx, []frontier.Finished{{Lease: held[i], Outcome: frontier.Outcome{Stat: "done"}}}, nil, 0); err != nil {
 							rt.Fatal(err)
 						}
-						finished[held[i].Item.URL] = true
+						present[held[i].Item.URL] = false
 						held = slices.Delete(held, i, i+1)
 					}
 				case 4: // a restart's empty script cache: move.lua loaded again
 					s.Client.ScriptFlush(ctx)
 				}
 			}
-			for i := range rapid.IntRange(0, 4).Draw(rt, "before") {
-				act(fmt.Sprintf("before %d", i))
-			}
 			c := s.NewClient(t)
 			reads := 0
 			c.AddHook(readHook(func(name string) {
-				if name == "lrange" || name == "zscan" || name == "hget" {
+				if name != "evalsha" && name != "script" && name != "watch" && name != "unwatch" {
 					reads++
 					act(fmt.Sprintf("at read %d", reads))
 				}
@@ -162,59 +163,73 @@ func TestRequeueAmongPopsAndGiveBacksQueuesNoURLTwice(t *testing.T) {
 			if err != nil {
 				rt.Fatal(err)
 			}
-			var seeds []frontier.Item
-			for i := range items {
-				if rapid.Bool().Draw(rt, fmt.Sprintf("seed %d", i)) {
-					seeds = append(seeds, frontier.Item{URL: items[i].URL, Priority: rapid.IntRange(0, 3).Draw(rt, fmt.Sprintf("seed priority %d", i))})
+			for round := range 3 {
+				for i := range rapid.IntRange(0, 4).Draw(rt, fmt.Sprintf("round %d: before", round)) {
+					act(fmt.Sprintf("round %d: before %d", round, i))
 				}
-			}
-			got, err := seeder.Requeue(ctx, seeds)
-			if err != nil {
-				rt.Fatal(err)
-			}
-			requeued := map[string]bool{}
-			for i, r := range got {
-				if r == frontier.NotSeen {
-					rt.Fatalf("%s: not seen; every URL was queued", seeds[i].URL)
-				}
-				requeued[seeds[i].URL] = r == frontier.QueuedAgain
-			}
-			count := map[string]int{}
-			for _, m := range s.Client.ZRange(ctx, k.Leases, 0, -1).Val() {
-				var it frontier.Item
-				if parts := strings.SplitN(m, "\n", 3); len(parts) == 3 && json.Unmarshal([]byte(parts[2]), &it) == nil {
-					count[it.URL]++
-				}
-			}
-			for _, level := range []string{"", " 1", " 2", " 3"} {
-				for _, el := range s.Client.LRange(ctx, k.Queues+"a"+level, 0, -1).Val() {
-					if el == "" || el[0] == 'P' {
-						continue
+				var seeds []frontier.Item
+				for i := range items {
+					if rapid.Bool().Draw(rt, fmt.Sprintf("round %d: seed %d", round, i)) {
+						seeds = append(seeds, frontier.Item{URL: items[i].URL, Priority: rapid.IntRange(0, 3).Draw(rt, fmt.Sprintf("round %d: seed priority %d", round, i))})
 					}
-					u := "http://a" + el[strings.IndexByte(el, ' ')+1:]
-					if el[0] == '{' {
-						var it frontier.Item
-						json.Unmarshal([]byte(el), &it)
-						u = it.URL
+				}
+				got, err := seeder.Requeue(ctx, seeds)
+				if err != nil {
+					rt.Fatal(err)
+				}
+				for i, r := range got {
+					if r == frontier.NotSeen {
+						rt.Fatalf("%s: not seen; every URL was queued", seeds[i].URL)
 					}
-					count[u]++
+					if r == frontier.QueuedAgain {
+						present[seeds[i].URL] = true
+					}
 				}
-			}
-			for _, it := range items {
-				want := 1
-				if finished[it.URL] && !requeued[it.URL] {
-					want = 0
-				}
-				if count[it.URL] != want {
-					rt.Fatalf("%s queued or leased %d times; want %d (finished %v, queued again %v)", it.URL, count[it.URL], want, finished[it.URL], requeued[it.URL])
+				count := queuedOrLeased(ctx, rt, s, k)
+				for _, it := range items {
+					want := 0
+					if present[it.URL] {
+						want = 1
+					}
+					if count[it.URL] != want {
+						rt.Fatalf("round %d: %s queued or leased %d times; want %d", round, it.URL, count[it.URL], want)
+					}
 				}
 			}
 		})
 	})
 }
 
-// readHook calls fn with the name of each command a client sends alone
-// (not those of a pipeline or a transaction's MULTI), before it is sent.
+// queuedOrLeased counts each URL of host a in the leases and in its lists
+// (levels 0 to 3).
+func queuedOrLeased(ctx context.Context, t rapid.TB, s *redistest.Server, k keyspace.Keys) map[string]int {
+	count := map[string]int{}
+	for _, m := range s.Client.ZRange(ctx, k.Leases, 0, -1).Val() {
+		var it frontier.Item
+		if parts := strings.SplitN(m, "\n", 3); len(parts) == 3 && json.Unmarshal([]byte(parts[2]), &it) == nil {
+			count[it.URL]++
+		}
+	}
+	for _, level := range []string{"", " 1", " 2", " 3"} {
+		for _, el := range s.Client.LRange(ctx, k.Queues+"a"+level, 0, -1).Val() {
+			switch {
+			case el == "" || el[0] == 'P':
+			case el[0] == '{':
+				var it frontier.Item
+				if json.Unmarshal([]byte(el), &it) != nil {
+					t.Fatalf("queue element %q", el)
+				}
+				count[it.URL]++
+			default:
+				count["http://a"+el[strings.IndexByte(el, ' ')+1:]]++
+			}
+		}
+	}
+	return count
+}
+
+// readHook calls fn with the name of each command a client sends alone,
+// and "pipeline" or "multi" before a pipeline or a transaction's MULTI.
 type readHook func(name string)
 
 func (h readHook) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -227,5 +242,12 @@ func (h readHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 }
 
 func (h readHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		name := "pipeline"
+		if len(cmds) > 0 && cmds[0].Name() == "multi" {
+			name = "multi"
+		}
+		h(name)
+		return next(ctx, cmds)
+	}
 }
