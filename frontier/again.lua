@@ -13,32 +13,20 @@
 -- client's calls. The handout relies on nothing this call left: it counts
 -- as kept the late URLs whose leases are still held when it runs.
 --
--- KEYS: EX_KEYS (contract.lua), as exchange.lua's after the Bloom
---   filter's (it reads queues, ready, leases, stats, counter, config,
---   lengths, buckets, slowed, refill, paused, hostrules, settings).
--- ARGV: one JSON object, exchangeArgs (exchangeargs.go), by name, then the
---   texts it names:
---   expect      the process's exchanges Redis should hold: exchange.lua's
---               count, after it
---   instance    the crawl's instance the caller read (fr_ours)
---   rate, burst, ahead_ms, least_ms, settings, lane, lifo, ip  as
---               handout.lua's: the token a late URL may have is one a
---               grant would give (a stale caller, a paused crawl, or
---               politeness per address: none)
---   back        texts: the late URLs' lease members
---   back_grants their tokens' slots, by place (µs, Redis's clock; 0:
---               unknown, the token stays taken)
---   back_again  the places in back (1-based) that ask again: every one
---   back_addrs  texts: the addresses whose tokens go back too (0: none)
+-- KEYS: EX_KEYS (contract.lua), exchange.lua's after the Bloom filter's,
+--   by name (each declared in frontier/keyspace/keys.go).
+-- ARGV: one JSON object read by name, then the texts it names:
+--   exchangeArgs, declared once in frontier/exchangeargs.go (back,
+--   back_grants, back_again, back_addrs: the late URLs; the bucket's
+--   fields as handout.lua's, so that the token a late URL may get is one
+--   a grant would give: none for a stale caller, a paused crawl, or
+--   politeness per address).
 -- Reply: {0, n} when Redis's count of the process's exchanges is n, not
--- expect (nothing written); or 1, then, when a late URL was kept, one JSON
--- object:
---   again   per late URL its host gave a new token, its lease kept:
---           {place in back, slot, from, until}: µs from now_us to its
---           token's slot and to when its window opens and closes (until
---           -1: no token, no end), as handout.lua's
---   now_us  Redis's time of the call (µs, a string)
--- or the GONE error, with nothing written, when the crawl is gone.
+--   expect (nothing written); or {1}; or, when a late URL was kept, {1,
+--   JSON}: againReply, declared once in frontier/reply.go (per late URL
+--   kept under a new token, its place in back and its token's slot and
+--   window; now_us); or the GONE error, with nothing written, when the
+--   crawl is gone.
 local K, A, refused = ex_after()      -- keys and arguments, or the refusal (exchange_call.lua)
 if refused then return refused end
 local C = ex_call(K, A, 1)                   -- the call the steps read: keys, arguments, clock

@@ -37,7 +37,7 @@ type exchangeArgs struct {
 	// HostMax is pages a host (0: none): a host's new links are not queued
 	// past twice the cap, and its queue is dropped once it reached it.
 	HostMax    int64      `json:"host_max,omitempty"`
-	Settings   int64      `json:"settings,omitempty"` // the settings version the policy's values come from (Policy.Version)
+	Settings   int64      `json:"settings,omitempty"` // the settings version the policy's values come from (Policy.Version; older than the shard's: nothing granted)
 	Lifo       bool       `json:"lifo,omitempty"`     // new links go to the front of their hosts' lists (Policy.Depth)
 	Lane       string     `json:"lane,omitempty"`     // the lane popped from (Options.Lane)
 	IP         bool       `json:"ip,omitempty"`       // politeness per address (Policy.PerAddress)

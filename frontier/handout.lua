@@ -23,66 +23,23 @@
 -- count: the budget counts the pages recorded and the leases held when it
 -- runs, and the late URLs kept are those whose leases are still held.
 --
--- KEYS: EX_KEYS (contract.lua), as exchange.lua's after the Bloom
---   filter's (it reads queues, ready, leases, stats, counter, config,
---   lengths, buckets, slowed, refill, capped, done, paused, hostrules,
---   settings, grants).
--- ARGV: one JSON object, exchangeArgs (exchangeargs.go), by name, then the
---   texts it names (as exchange.lua's):
---   expect      the process's exchanges Redis should hold: exchange.lua's
---               count, after it
---   instance    the crawl's instance the caller read (fr_ours)
---   want        URLs wanted (a late URL kept is one of them)
---   kept        texts: the late URLs' lease members (again.lua's back):
---               those still held count among the URLs wanted
---   lease_ms    a new lease's time (the grant lives as long)
---   rate, burst  each host's token bucket (absent rate: no limit, but a
---               host's pause and own delay still hold)
---   ahead_ms    the horizon: a host whose next token's window opens
---               within it is granted, its token reserved, and its URL
---               fetched in that window (tokens.lua's tb_window)
---   least_ms    the least window a token is good for (tb_window)
---   budget      pages for the whole crawl (0: none; -1: this shard's share,
---               the field 'allow' of its stats): grants stop where pages
---               fetched + URLs in flight reach it, and pages are reported
---   settings    the settings version the caller's rate, burst, budget and
---               caps come from (0: as seeded): older than the shard's,
---               the call grants nothing (wait 0: the caller reads the new
---               settings and asks again)
---   host_max    pages per host (0: none): a host that reached it has its
---               queued URLs dropped (by take.lua) when it comes up for a
---               grant, counted in stats as skipped_links:max_pages_per_host
---   lane        the lane granted from ('render': a worker with a browser)
---   ip, ip_shard, ip_shards  politeness per address (addrs.lua)
+-- KEYS: EX_KEYS (contract.lua), exchange.lua's after the Bloom filter's,
+--   by name (K.ready …; each declared in frontier/keyspace/keys.go).
+-- ARGV: one JSON object read by name (A.want …), then the texts it names:
+--   exchangeArgs, declared once in frontier/exchangeargs.go. What the
+--   grant makes of them: want counts the late URLs kept (kept: those whose
+--   leases are still held); a host whose next token's window opens within
+--   ahead_ms is granted, its token reserved; grants stop where pages
+--   fetched plus URLs in flight reach budget; a settings version older
+--   than the shard's grants nothing (wait 0: the caller reads the new
+--   settings and asks again); a host at host_max has its queue dropped by
+--   take.lua when it comes up.
 -- Reply: {0, n} when Redis's count of the process's exchanges is n, not
--- expect (nothing written); or 1, then one JSON object:
---   pages   pages fetched (with a budget), done (1: the crawl is over),
---   wait    ms until some host is due within the window when fewer than
---           want were granted (-1: nothing queued, or the crawl paused)
---   paused  1 while the crawl is paused (absent otherwise): nothing granted
---   settings  the settings version in force in the shard (absent: 0)
---   now_us  Redis's time of the grant (µs, a string; absent when nothing
---           was granted), from which the lists below count
---   hosts, counts  the hosts granted URLs, in order (a host may come
---           twice), and how many each: take.lua takes each host's URLs
---           in this order, the i-th URL taken of a host under its i-th
---           token
---   slot    per URL granted, in the order of hosts, µs from now_us to its
---           token's slot (absent: no URL granted has a token, the hosts
---           having no limit)
---   from, until  per URL granted, µs from now_us to when its token's
---           window opens and closes (tb_window): its request may go from
---           from until before until (until -1: no token, no end)
---   delays  host -> ms: the granted hosts whose own delay the grant kept to
---   rates   host -> its own rate (hostrules), which the grant kept to
---   fresh   host -> tat: the granted hosts without a delay whose bucket
---           was full (held no grant) before this call, each with the tat
---           it left (ms, a string): hostdelay.lua lets such a URL go when
---           its host's delay is learnt, if no grant came since
---   resolve, addrs  politeness per address: hosts whose address the
---           worker must find first; the granted hosts whose tokens came
---           from their address's bucket too, with the address
--- or the GONE error, with nothing written, when the crawl is gone.
+--   expect (nothing written); or {1, JSON}: exchangeReply, declared once in
+--   frontier/reply.go (pages, done, wait, paused, settings, now_us, hosts
+--   and counts, each URL's slot, from and until, delays, rates, fresh,
+--   resolve, addrs); or the GONE error, with nothing written, when the
+--   crawl is gone.
 local K, A, refused = ex_after()      -- keys and arguments, or the refusal (exchange_call.lua)
 if refused then return refused end
 local C = ex_call(K, A, 1)           -- the call the steps read: keys, arguments, clock

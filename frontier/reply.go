@@ -17,9 +17,11 @@ type endReply struct {
 
 // exchangeReply is handout.lua's reply object: what was granted.
 type exchangeReply struct {
-	Pages int64 `json:"pages"`
-	Done  int64 `json:"done"`
-	Wait  int64 `json:"wait"`
+	Pages int64 `json:"pages"` // pages fetched (with a budget)
+	Done  int64 `json:"done"`  // 1: the crawl is over
+	// Wait: ms until some host is due within the window, when fewer URLs
+	// than wanted were granted (-1: nothing queued, or the crawl paused).
+	Wait int64 `json:"wait"`
 	// Paused: 1 while the crawl is paused (hold.lua): nothing popped.
 	Paused int64 `json:"paused"`
 	// Settings: the settings version in force in the shard.

@@ -17,21 +17,11 @@
 -- this call finds the queue dry, so that a pipeline cut between the two
 -- strands no URL.
 --
--- KEYS: EX_KEYS (contract.lua), as exchange.lua's after the Bloom
---   filter's (it reads queues, ready, leases, stats, failed, results,
---   counter, config, lengths, refill, hostrules, grants).
--- ARGV: one JSON object, exchangeArgs (exchangeargs.go), by name, then the
---   texts it names:
---   expect      the process's exchanges Redis should hold: exchange.lua's
---               count, after it
---   instance    the crawl's instance the caller read (fr_ours)
---   lease_ms    a new lease's time
---   budget      pages for the whole crawl (0: none; -1: this shard's share)
---   results_cap the results streams' cap (a blocked host's URLs end with
---               records)
---   lane        the lane popped from (the ready set hosts leave)
---   ids         text: the first of the lease ids, one for each URL that may
---               be taken, the others in the texts after it
+-- KEYS: EX_KEYS (contract.lua), exchange.lua's after the Bloom filter's,
+--   by name (each declared in frontier/keyspace/keys.go).
+-- ARGV: one JSON object read by name, then the texts it names:
+--   exchangeArgs, declared once in frontier/exchangeargs.go (ids: the
+--   first of the lease ids, one for each URL that may be taken).
 -- Reply: {0, n} when Redis's count of the process's exchanges is n, not
 -- expect (nothing written); or 1, then the URLs taken: host, item-json,
 -- host, item-json …, the i-th under the i-th lease id, each host's in the
