@@ -57,6 +57,7 @@ var exchangeKeyList = []namedKey{
 	{"hostrules", "hash", func(f *shard) string { return f.keys.HostRules }},
 	{"settings", "string", func(f *shard) string { return f.keys.Settings }},
 	{"grants", "", func(f *shard) string { return f.keys.GrantsOf(f.process()) }},
+	{"refunds", "", func(f *shard) string { return f.keys.RefundsOf(f.process()) }},
 }
 
 // scheduleKeyList is the sweep's keys after the fence's KEYS[1], the same

@@ -108,9 +108,9 @@
 // outcome, given back unused, or put back with no page (Outcome.PutBack: a
 // retry deferred, a busy host's URL requeued): one pipeline of up to four
 // atomic scripts, exchange.lua, which finishes many leases (links
-// deduplicated and queued, results recorded, leases ended) and gives some
-// back to the front of their queues, then again.lua (with late URLs:
-// asked their hosts again), then handout.lua, which grants up to W new URLs
+// deduplicated and queued, results recorded, leases ended), then back.lua
+// (with leases given back, to the front of their queues, late URLs asking
+// their hosts again first, and unused tokens refunded), then handout.lua, which grants up to W new URLs
 // (hosts due and their tokens) where it finds the exchange exchange.lua
 // counted, then take.lua, which takes the URLs granted off their queues
 // under new leases.
@@ -131,7 +131,7 @@
 // interval live in its rate:<host> hash, which the pop reads for the hosts
 // marked in slowed only. A URL whose token's window closed before its
 // request could go is given back late (Lease.Late) and asked again first
-// in the same exchange (again.lua, exchange_back.lua's ex_again): the
+// in the same exchange (back.lua, exchange_back.lua's ex_again): the
 // pop's own functions and horizon, its old token refunded while it is the host's
 // last, its lease kept (Exchanged.Again) and counted among the URLs
 // wanted. A Requeue put-back returns a URL to the front of

@@ -95,7 +95,7 @@ func (f *shard) Exchange(ctx context.Context, done []Finished, back []*Lease, wa
 }
 
 // exchange makes the calls of one Exchange (f.xmu held): exchange.lua,
-// again.lua, handout.lua and take.lua in one pipeline (pipeline.go's part, as each shard's of
+// back.lua, handout.lua and take.lua in one pipeline (pipeline.go's part, as each shard's of
 // an Exchange over shards), and returns the popped items it could not
 // decode, ended with a failed outcome.
 func (f *shard) exchange(ctx context.Context, done []Finished, back []*Lease, want int) (Exchanged, []Finished, error) {
@@ -122,8 +122,8 @@ func (f *shard) baseArgs() exchangeArgs {
 // lastArgs are the arguments of an exchange's last exchange.lua call (the
 // one that ends its leases; handout.lua pops), which takes links [start,
 // end) of done's (offset[d]: where done[d]'s begin), flags being the
-// answers for those before start, and gives back back (none late).
-func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []bool, back []*Lease) exchangeArgs {
+// answers for those before start.
+func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []bool) exchangeArgs {
 	a := f.baseArgs()
 	a.Count = true
 	p := f.policy()
@@ -174,8 +174,18 @@ func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []
 		}
 		a.Done = append(a.Done, da)
 	}
-	a.backArgs(back)
 	return a
+}
+
+// refunds: some page of the call made no request, and its token goes
+// back (exchange.lua leaves it for back.lua).
+func (a exchangeArgs) refunds() bool {
+	for _, d := range a.Done {
+		if d[dFlags]&doneRefund != 0 && d[dGrant] > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // backArgs sets the leases given back: their members, their tokens'

@@ -1,15 +1,15 @@
 -- requires: bloom exchange_finish
 -- exchange.lua: what a worker process has to say to the frontier of the
--- leases it held, in one atomic call (the first of an exchange's two
--- scripts, sent in one pipeline: handout.lua, after it, hands out new
--- URLs):
+-- pages it finished, in one atomic call (the first of an exchange's
+-- scripts, sent in one pipeline: back.lua, after it, gives back the
+-- leases the process hands back and the unused tokens; handout.lua and
+-- take.lua hand out new URLs):
 --   1. the links of the pages it finished: marked seen, the new ones queued;
 --   2. those pages' leases ended: results recorded, counters bumped;
 --   3. records parked in the outbox for links offered to other shards, or
 --      acked;
---   4. leases it gives back unused (a stopping worker's prefetched URLs;
---      not the late ones, which handout.lua asks their hosts again for),
---      and the tokens that made no request back to their buckets.
+--   4. the tokens of pages that made no request, left in the process's
+--      refunds key for back.lua.
 -- Links are queued in the same step as their page's lease ends, so a crash
 -- can never lose them. A lost lease (expired and reclaimed: the URL is
 -- queued again and will produce its own result) records and counts nothing.
@@ -58,8 +58,7 @@ local stats, refunds = {}, ex_refunds() -- counters to bump, tokens to give back
 ex_queue_links(C, stats)                                   -- 1. the new links queued
 local held, parked = ex_finish_pages(C, stats, refunds)    -- 2. finished leases ended, their pages recorded
 local acked = ex_outbox(C, parked, stats)                  -- 3. records parked for away links, or acked
-ex_give_back(C, {}, refunds)                               -- 4. leases given back to their queues' fronts,
-ex_refund(C, ex_clock(C), refunds)                         --    unused tokens back to their buckets
+ex_refunds_write(C, refunds)                               -- 4. unused tokens left for back.lua
 ex_write_stats(C, stats)                                   --    the counters, once each
 ex_drained(C, acked)                                       -- the crawl's end, or the scheduler told
 reply[#reply + 1] = cjson.encode({held = table.concat(held)})

@@ -6,7 +6,7 @@ import (
 )
 
 // exchangeArgs are exchange.lua's arguments after the Bloom filter's and
-// the links' (and again.lua's, handout.lua's and take.lua's, alone), as
+// the links' (and back.lua's, handout.lua's and take.lua's, alone), as
 // one JSON object whose fields the scripts read by name (A.expect …):
 // this declaration is the one description of them. Then come the texts
 // it names: a field that holds a
@@ -48,7 +48,7 @@ type exchangeArgs struct {
 	BackGrants []int64    `json:"back_grants,omitempty"` // their tokens' slots (µs, Redis's clock), which go back
 	BackAgain  []int      `json:"back_again,omitempty"`  // the places in Back (1-based) of late leases, which ask their hosts again
 	BackAddrs  []int      `json:"back_addrs,omitempty"`  // texts: the addresses whose tokens go back too, by place (0: none)
-	Kept       []int      `json:"kept,omitempty"`        // texts: the late leases again.lua asked about; those still held count among the URLs wanted
+	Kept       []int      `json:"kept,omitempty"`        // texts: the late leases back.lua asked about; those still held count among the URLs wanted
 	IDs        int        `json:"ids,omitempty"`         // text: the first of want lease ids, the rest after it
 	// The outbox (Frontier.Exchange over shards): this call's entry,
 	// written when a page with away links is recorded; the text of those

@@ -10,19 +10,20 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// againScript asks the hosts of a worker's late URLs for new tokens
-// (again.lua), handoutScript grants it new URLs, their hosts and tokens
-// (handout.lua), and takeScript takes them off their queues under fresh
-// leases (take.lua): the scripts after exchange.lua in an exchange's
-// pipeline, each run only where exchange.lua counted the exchange.
+// backScript gives back what a worker hands back, late URLs asking their
+// hosts for new tokens first, and the unused tokens (back.lua),
+// handoutScript grants it new URLs, their hosts and tokens (handout.lua),
+// and takeScript takes them off their queues under fresh leases
+// (take.lua): the scripts after exchange.lua in an exchange's pipeline,
+// each run only where exchange.lua counted the exchange.
 var (
-	againScript   = lua.Script("again")
+	backScript    = lua.Script("back")
 	handoutScript = lua.Script("handout")
 	takeScript    = lua.Script("take")
 )
 
 // afterCall is one exchange's call of a script that runs only after its
-// exchange.lua counted the exchange (again.lua, handout.lua, take.lua),
+// exchange.lua counted the exchange (back.lua, handout.lua, take.lua),
 // and the call's reply once its pipeline ran.
 type afterCall struct {
 	name string
@@ -32,16 +33,15 @@ type afterCall struct {
 	cmd  *redis.Cmd
 }
 
-// againCall is one exchange's again.lua call: the late leases it asks
-// their hosts about again, in the order sent (the reply's again counts
-// places among them).
-type againCall struct {
+// backCall is one exchange's back.lua call: the leases given back, in
+// the order sent (the reply's again counts places among them).
+type backCall struct {
 	afterCall
-	late []*Lease
+	back []*Lease
 }
 
 // handoutArgs are the arguments the scripts that take tokens share
-// (again.lua, handout.lua): a host's bucket and the horizon, the settings
+// (back.lua, handout.lua): a host's bucket and the horizon, the settings
 // they come from, politeness per address; f.exchanges is the count before
 // exchange.lua's, which they must find one more.
 func (f *shard) handoutArgs() exchangeArgs {
@@ -54,22 +54,27 @@ func (f *shard) handoutArgs() exchangeArgs {
 	return a
 }
 
-// newAgain prepares the call that asks the hosts of the late leases
-// given back (Lease.Late) for new tokens; none without late leases.
-func (f *shard) newAgain(late []*Lease) *againCall {
-	if len(late) == 0 {
+// newBack prepares the call that gives back the leases handed back (the
+// late ones, Lease.Late, asking their hosts for new tokens first) and the
+// tokens exchange.lua left for it; none when there are no leases and no
+// page whose token goes back (refund).
+func (f *shard) newBack(back []*Lease, refund bool) *backCall {
+	if len(back) == 0 && !refund {
 		return nil
 	}
 	a := f.handoutArgs()
-	a.backArgs(late)
-	for i := range late {
-		a.BackAgain = append(a.BackAgain, i+1)
+	a.Budget = f.pageBudget(f.policy())
+	a.backArgs(back)
+	for i, l := range back {
+		if l.Late {
+			a.BackAgain = append(a.BackAgain, i+1)
+		}
 	}
-	return &againCall{afterCall{name: "again", s: againScript, keys: f.exchangeKeys(), args: a.encode()}, late}
+	return &backCall{afterCall{name: "back", s: backScript, keys: f.exchangeKeys(), args: a.encode()}, back}
 }
 
 // newHandout prepares the grant of want URLs, the late leases given back
-// that again.lua keeps counted among them.
+// that back.lua keeps counted among them.
 func (f *shard) newHandout(want int, late []*Lease) *afterCall {
 	a := f.handoutArgs()
 	a.Want, a.LeaseMs, a.Budget = want, f.o.Lease.Milliseconds(), f.pageBudget(f.policy())
@@ -157,16 +162,13 @@ func handoutRefusal(res []any) (int64, bool) {
 	return n, true
 }
 
-// splitLate parts leases given back into the late ones (Lease.Late),
-// which again.lua asks their hosts about again, and the others, which
-// exchange.lua gives back.
-func splitLate(back []*Lease) (others, late []*Lease) {
+// lateOf is the late leases among those given back (Lease.Late), which
+// back.lua asks their hosts about again.
+func lateOf(back []*Lease) (late []*Lease) {
 	for _, l := range back {
 		if l.Late {
 			late = append(late, l)
-		} else {
-			others = append(others, l)
 		}
 	}
-	return others, late
+	return late
 }

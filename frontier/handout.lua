@@ -1,11 +1,11 @@
 -- requires: exchange_end
 -- handout.lua: the frontier grants a worker process new URLs, in one
 -- atomic call, in the same pipeline after exchange.lua (which ended the
--- process's leases) and again.lua (its late URLs, when it has any), and
+-- process's leases) and back.lua (what it gives back, when it does), and
 -- before take.lua (which takes the URLs granted off their queues and
 -- leases them):
 --   1. how many URLs a page budget leaves room for, the late URLs
---      again.lua kept counted among those wanted;
+--      back.lua kept counted among those wanted;
 --   2. up to want URLs granted, each with a token of its host's bucket
 --      (and of its address's, with politeness per address): the hosts,
 --      and how many URLs each, left in the process's grants key for

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/redistest"
 )
@@ -298,12 +299,12 @@ func TestTakesKeepThePageBudgetWhateverRunsBetweenGrantAndTake(t *testing.T) {
 	})
 }
 
-// An again.lua that Redis had not (its script missing where the others
+// A back.lua that Redis had not (its script missing where the others
 // were loaded) goes again after the pipeline, alone: the handout, which
 // ran, does not, so nothing is granted twice (a second grant would be
 // left behind, its take long gone); the late URL is kept, and the URLs
 // wanted are handed out once, the late one among them.
-func TestAnAgainThatGoesAgainGrantsNothingTwice(t *testing.T) {
+func TestABackThatGoesAgainGrantsNothingTwice(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		f, sh := handoutFixture(t, s, 5)
@@ -316,7 +317,7 @@ func TestAnAgainThatGoesAgainGrantsNothingTwice(t *testing.T) {
 		if err := s.Client.ScriptFlush(ctx).Err(); err != nil {
 			t.Fatal(err)
 		}
-		for _, name := range []string{"exchange", "handout", "take"} { // not again.lua
+		for _, name := range []string{"exchange", "handout", "take"} { // not back.lua
 			if err := s.Client.ScriptLoad(ctx, lua.Source(name)).Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -355,6 +356,64 @@ func TestAGrantsSecondRoundSkipsTheHostsGrantedWhole(t *testing.T) {
 		}
 		if len(x.Popped) != 8 {
 			t.Fatalf("%d URLs handed out; want the 8 wanted: the 4 single ones and 4 of z's", len(x.Popped))
+		}
+	})
+}
+
+// The tokens of pages that made no request wait between exchange.lua and
+// back.lua in the process's refunds key, under the exchange's count. A
+// back.lua that never came (the pipeline cut short after exchange.lua)
+// leaves them spent: the next exchange's back.lua, of another count,
+// gives back its own lease's token and not those, so that host is asked
+// no sooner than its bucket allows (less often, never more).
+func TestRefundsWhoseBackNeverCameStaySpent(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		s.Client.HSet(ctx, keyspace.KeysFor("rf").Config, "scope", "host")
+		f, err := Create(ctx, s.Client, "rf", Options{Shards: 1, Policy: Policy{HostRate: 1.0 / 3600, HostBurst: 1}}, dedup.Params{Capacity: 1000, FPRate: 0.001})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sh := f.fs[0]
+		enqueueEach(t, f, 4, func(i int) string { return fmt.Sprintf("http://h%d.example/%d", i%2, i) })
+		x, err := f.Exchange(ctx, nil, nil, 2)
+		if err != nil || len(x.Popped) != 2 {
+			t.Fatalf("pop: %+v, %v; want a URL of each host", x.Popped, err)
+		}
+		a, b := x.Popped[0], x.Popped[1]
+		// a ends without a request; its exchange's back.lua never comes.
+		p := &part{done: []Finished{{Lease: a, Outcome: Outcome{Stat: OutcomeSkipped, Refund: true}}}, away: []bool{false}}
+		if err := sh.prepare(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		if p.giveBack == nil {
+			t.Fatal("no back.lua for a page whose token goes back")
+		}
+		if err := loadExchange(ctx, s.Client); err != nil {
+			t.Fatal(err)
+		}
+		pipe := s.Client.Pipeline()
+		p.call.Queue(ctx, pipe)
+		pipe.Exec(ctx)
+		if _, tail, err := p.call.Result(ctx); sh.counted(tail, err) != nil {
+			t.Fatalf("exchange.lua: %v", err)
+		}
+		if s.Client.Exists(ctx, sh.keys.RefundsOf(sh.process())).Val() != 1 {
+			t.Fatal("exchange.lua left no refunds")
+		}
+		// b is given back, its token with it: its host is due again, a's not.
+		if _, err := f.Exchange(ctx, nil, []*Lease{b}, 0); err != nil {
+			t.Fatal(err)
+		}
+		if s.Client.Exists(ctx, sh.keys.RefundsOf(sh.process())).Val() != 0 {
+			t.Fatal("the refunds of an exchange long gone were left")
+		}
+		x, err = f.Exchange(ctx, nil, nil, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(x.Popped) != 1 || x.Popped[0].Host != b.Host {
+			t.Fatalf("popped %d URLs; want only %s's, given back with its token (%s's stays spent)", len(x.Popped), b.Host, a.Host)
 		}
 	})
 }

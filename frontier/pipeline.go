@@ -81,7 +81,7 @@ type part struct {
 	pop     int
 
 	call     *dedup.Call // exchange.lua: the leases ended
-	again    *againCall  // again.lua: the late URLs asked again (none without any)
+	giveBack *backCall   // back.lua: leases given back, late URLs asked again, tokens refunded (none without any)
 	handout  *afterCall  // handout.lua: the URLs granted, with their tokens
 	take     *afterCall  // take.lua: the URLs granted taken and leased (none for no URL)
 	ids      []string
@@ -163,12 +163,12 @@ func execParts(ctx context.Context, c redis.UniversalClient, now func() time.Tim
 	return sent, now()
 }
 
-// queue adds p's calls to pipe: exchange.lua, again.lua, handout.lua and
+// queue adds p's calls to pipe: exchange.lua, back.lua, handout.lua and
 // take.lua (whichever have yet to run, when they go again for want of
 // their scripts). After an exchange.lua that did not run, the others were
 // refused and go again; after a handout that did not run, the take found
 // no grant and goes again. (A handout that ran does not go again after an
-// again.lua that goes again: it would grant twice; it counted the late
+// back.lua that goes again: it would grant twice; it counted the late
 // URLs still held as kept, which at worst asks for fewer URLs this once.)
 func (p *part) queue(ctx context.Context, pipe redis.Pipeliner) {
 	first := !p.queued || p.call.NoScript()
@@ -176,8 +176,8 @@ func (p *part) queue(ctx context.Context, pipe redis.Pipeliner) {
 		p.call.Queue(ctx, pipe)
 	}
 	p.queued = true
-	if p.again != nil && (first || p.again.noScript()) {
-		p.again.queue(ctx, pipe)
+	if p.giveBack != nil && (first || p.giveBack.noScript()) {
+		p.giveBack.queue(ctx, pipe)
 	}
 	granted := first || p.handout.noScript()
 	if granted {
@@ -190,7 +190,7 @@ func (p *part) queue(ctx context.Context, pipe redis.Pipeliner) {
 
 // noScript: Redis had not one of p's scripts when its pipeline ran.
 func (p *part) noScript() bool {
-	return p.call.NoScript() || p.again != nil && p.again.noScript() || p.handout.noScript() || p.take.noScript()
+	return p.call.NoScript() || p.giveBack != nil && p.giveBack.noScript() || p.handout.noScript() || p.take.noScript()
 }
 
 // loadExchange loads an exchange's four scripts, in one round trip (a
@@ -200,7 +200,7 @@ func loadExchange(ctx context.Context, c redis.UniversalClient) error {
 	load := func(ctx context.Context, c *redis.Client) error {
 		pipe := c.Pipeline()
 		pipe.ScriptLoad(ctx, lua.Source("exchange"))
-		pipe.ScriptLoad(ctx, lua.Source("again"))
+		pipe.ScriptLoad(ctx, lua.Source("back"))
 		pipe.ScriptLoad(ctx, lua.Source("handout"))
 		pipe.ScriptLoad(ctx, lua.Source("take"))
 		_, err := pipe.Exec(ctx)
@@ -212,7 +212,7 @@ func loadExchange(ctx context.Context, c redis.UniversalClient) error {
 	case *redis.ClusterClient:
 		return c.ForEachMaster(ctx, load)
 	}
-	for _, s := range []*redis.Script{exchangeScript, againScript, handoutScript, takeScript} {
+	for _, s := range []*redis.Script{exchangeScript, backScript, handoutScript, takeScript} {
 		if err := s.Load(ctx, c).Err(); err != nil {
 			return err
 		}
@@ -256,8 +256,7 @@ func (f *shard) prepare(ctx context.Context, p *part) error {
 	for i := range p.ids {
 		p.ids[i] = f.leaseID()
 	}
-	back, late := splitLate(p.back)
-	a := f.lastArgs(p.done, p.offset, start, len(urls), pre, back)
+	a := f.lastArgs(p.done, p.offset, start, len(urls), pre)
 	for d := range a.Done {
 		if p.away[d] {
 			a.Done[d][dFlags] |= doneAway
@@ -274,7 +273,7 @@ func (f *shard) prepare(ctx context.Context, p *part) error {
 	a.Acks = p.acks
 	p.pre = pre
 	p.call, err = f.seen.NewCall(exchangeScript, urls[start:], payload[start:], f.exchangeKeys(), a.encode())
-	p.again, p.handout, p.take = f.newAgain(late), f.newHandout(p.pop, late), f.newTake(p.ids)
+	p.giveBack, p.handout, p.take = f.newBack(p.back, a.refunds()), f.newHandout(p.pop, lateOf(p.back)), f.newTake(p.ids)
 	return err
 }
 
@@ -287,8 +286,8 @@ func (f *shard) finish(ctx context.Context, p *part, sent, got time.Time) error 
 	}
 	flags = append(p.pre[:len(p.pre):len(p.pre)], flags...) // the links offered first, then the call's
 	var again []any
-	if p.again != nil {
-		if again, err = p.again.result(ctx, f); err != nil {
+	if p.giveBack != nil {
+		if again, err = p.giveBack.result(ctx, f); err != nil {
 			return err
 		}
 	}
@@ -300,11 +299,11 @@ func (f *shard) finish(ctx context.Context, p *part, sent, got time.Time) error 
 	if err != nil {
 		return err
 	}
-	late := []*Lease(nil)
-	if p.again != nil {
-		late = p.again.late
+	var back []*Lease
+	if p.giveBack != nil {
+		back = p.giveBack.back
 	}
-	x, bad, err := f.readReply(flags, tail, again, granted, taken, p.offset, p.ids, late)
+	x, bad, err := f.readReply(flags, tail, again, granted, taken, p.offset, p.ids, back)
 	if err != nil {
 		return err
 	}

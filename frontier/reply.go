@@ -59,7 +59,7 @@ type exchangeReply struct {
 	Until []int64 `json:"until"`
 }
 
-// againReply is again.lua's reply object: the late leases kept.
+// againReply is back.lua's reply object: the late leases kept.
 type againReply struct {
 	// Again: per late lease given back that its host gave a new token,
 	// {its place in back (1-based), slot, from, until}, µs from NowUs as
@@ -82,11 +82,12 @@ func (x Exchanged) windows(sent, got time.Time, lease time.Duration) {
 }
 
 // readReply reads an exchange's replies after the links' flags:
-// exchange.lua's object (endReply), again.lua's (againReply; none when no
+// exchange.lua's object (endReply), back.lua's (againReply; none when no
 // late lease was kept), handout.lua's (exchangeReply), and take.lua's URLs (host,
 // item-json …) under the new lease ids in order, each with the next token
-// its host was granted. late is the late leases again.lua asked about.
-func (f *shard) readReply(flags []bool, tail, again, granted, taken []any, offset []int, ids []string, late []*Lease) (Exchanged, []Finished, error) {
+// its host was granted. back is the leases back.lua gave back, the late
+// ones asking their hosts again.
+func (f *shard) readReply(flags []bool, tail, again, granted, taken []any, offset []int, ids []string, back []*Lease) (Exchanged, []Finished, error) {
 	nd := len(offset) - 1
 	var e endReply
 	if len(tail) == 0 {
@@ -117,13 +118,13 @@ func (f *shard) readReply(flags []bool, tail, again, granted, taken []any, offse
 	if len(again) > 0 { // none: no late lease kept
 		var ar againReply
 		if raw, ok := again[0].(string); !ok || keyspace.DecodeReply([]byte(raw), &ar) != nil {
-			return Exchanged{}, nil, fmt.Errorf("frontier: again: malformed reply %v", again)
+			return Exchanged{}, nil, fmt.Errorf("frontier: back: malformed reply %v", again)
 		}
 		for _, a := range ar.Again {
-			if a[0] < 1 || a[0] > int64(len(late)) {
-				return Exchanged{}, nil, fmt.Errorf("frontier: again: reply %v keeps lease %d of %d late", again, a[0], len(late))
+			if a[0] < 1 || a[0] > int64(len(back)) || !back[a[0]-1].Late {
+				return Exchanged{}, nil, fmt.Errorf("frontier: back: reply %v keeps lease %d of %d given back, not a late one", again, a[0], len(back))
 			}
-			l := late[a[0]-1]
+			l := back[a[0]-1]
 			l.retoken(ar.NowUs, a[1], a[2], a[3])
 			x.Again = append(x.Again, l)
 		}

@@ -6,7 +6,7 @@
 -- EX_KEYS names exchange.lua's keys after the Bloom filter's,
 -- in the order Go sends them. EX_KINDS says what those with a kind hold (the
 -- others: a string, or a prefix).
-local EX_KEYS = {'queues', 'ready', 'leases', 'stats', 'failed', 'results', 'done', 'counter', 'config', 'hostpages', 'lengths', 'ended', 'buckets', 'slowed', 'outbox', 'due', 'refill', 'capped', 'deferred', 'paused', 'hostrules', 'settings', 'grants'}
+local EX_KEYS = {'queues', 'ready', 'leases', 'stats', 'failed', 'results', 'done', 'counter', 'config', 'hostpages', 'lengths', 'ended', 'buckets', 'slowed', 'outbox', 'due', 'refill', 'capped', 'deferred', 'paused', 'hostrules', 'settings', 'grants', 'refunds'}
 local EX_KINDS = {ready = 'zset', leases = 'zset', stats = 'hash', failed = 'list', results = 'stream', hostpages = 'hash', lengths = 'hash', slowed = 'hash', outbox = 'hash', due = 'zset', refill = 'zset', capped = 'hash', deferred = 'zset', hostrules = 'hash', settings = 'string'}
 
 -- SC_KEYS names the sweep's keys after the fence's KEYS[1] (schedule.lua, schedule_end.lua),

@@ -1,13 +1,58 @@
 -- requires: exchange_call push hostbucket addrkeys
--- exchange_back.lua: what an exchange gives back (exchange.lua, and
--- again.lua for late URLs): leases given back unused to their queues'
--- fronts, unless a late URL's host gives it a new token (ex_again),
--- unused tokens to their buckets, and the counters the steps bumped.
+-- exchange_back.lua: what an exchange gives back (back.lua, after
+-- exchange.lua in the same pipeline): leases given back unused to their
+-- queues' fronts, unless a late URL's host gives it a new token
+-- (ex_again), and unused tokens to their buckets: those of the leases
+-- given back, and those exchange.lua left in the process's refunds key
+-- for its pages that made no request.
 
 -- ex_refunds is an empty list of unused tokens to give back: hosts (host
 -- -> the slots of its tokens, µs) and addrs (address -> the same, for
 -- tokens of an address's bucket too: politeness per address, addrs.lua).
 local function ex_refunds() return {hosts = {}, addrs = {}} end
+
+-- ex_refunds_write leaves refunds for back.lua, in the process's refunds
+-- key, under the count this exchange left (expect, one more where it
+-- counts): the slots as text (cjson writes a number with 14 digits, a
+-- slot in µs has 16). It lives as long as a lease: a back.lua that never
+-- came (the pipeline cut short) leaves the tokens spent, a host asked
+-- less often, never more.
+local function ex_refunds_write(C, refunds)
+  if next(refunds.hosts) == nil then return end
+  local text = function(by)
+    local out = {}
+    for k, slots in pairs(by) do
+      local t = {}
+      for i, g in ipairs(slots) do t[i] = string.format('%d', g) end
+      out[k] = t
+    end
+    return out
+  end
+  local c = C.A.expect + ((C.A.count and 1) or 0)
+  local r = {c = c, hosts = text(refunds.hosts), addrs = text(refunds.addrs)}
+  redis.call('SET', C.K.refunds, cjson.encode(r), 'PX', fr_int(math.max(C.A.lease_ms or 0, 60000)))
+end
+
+-- ex_refunds_read takes the refunds exchange.lua left under this
+-- exchange's count (none: an empty list; those of another count are
+-- another exchange's, whose back.lua never came, and stay spent).
+local function ex_refunds_read(C)
+  local raw = redis.call('GET', C.K.refunds)
+  if not raw then return ex_refunds() end
+  redis.call('DEL', C.K.refunds)
+  local r = cjson.decode(raw)
+  if r.c ~= C.A.expect then return ex_refunds() end
+  local num = function(by)
+    local out = {}
+    for k, slots in pairs(by) do
+      local t = {}
+      for i, g in ipairs(slots) do t[i] = tonumber(g) end
+      out[k] = t
+    end
+    return out
+  end
+  return {hosts = num(r.hosts), addrs = num(r.addrs)}
+end
 
 -- ex_refund_later notes in refunds that the token of lease id made no
 -- request: it goes back to its host's bucket after the finished and
@@ -144,4 +189,22 @@ local function ex_again(C, H)
     end
   end
   return kept, again
+end
+
+-- ex_drained: when the call ended leases (done, back) or acked outbox
+-- entries, and now no lease is held, no outbox entry waits and nothing is
+-- queued (or a page budget is spent), the crawl may be over: the
+-- scheduler is told, so that it need not sweep often to notice. (The
+-- handout after it pops nothing then: nothing is queued, or the budget
+-- leaves no room.)
+local function ex_drained(C, acked)
+  local A, K = C.A, C.K
+  local ended = #(A.done or {}) > 0 or #(A.back or {}) > 0 or acked > 0
+  if not ended or redis.call('EXISTS', K.leases) == 1 or redis.call('EXISTS', K.outbox) == 1 then return end
+  if fr_queued(C.Q) > 0 then
+    if (A.budget or 0) == 0 then return end -- no budget: the queued URLs are to be fetched
+    local budget, pages = ex_page_budget(C)
+    if pages < budget then return end
+  end
+  redis.call('PUBLISH', K.queues .. 'wake', 'drained')
 end

@@ -37,7 +37,7 @@ local function ex_page_budget(C)
 end
 
 -- ex_kept is how many of the late leases the process gave back (kept:
--- texts, their members) are still held: those again.lua gave a new token
+-- texts, their members) are still held: those back.lua gave a new token
 -- (each one of the URLs wanted), read as they stand.
 local function ex_kept(C)
   local late = C.A.kept or {}
@@ -94,7 +94,7 @@ end
 local function ex_add(stats, field, by) stats[field] = (stats[field] or 0) + by end
 
 -- ex_after is the guard of the scripts that run after exchange.lua in its
--- pipeline (again.lua, handout.lua, take.lua): their keys by name (EX_KEYS)
+-- pipeline (back.lua, handout.lua, take.lua): their keys by name (EX_KEYS)
 -- and arguments, or the reply that refuses the call before any write:
 -- {0, Redis's count} where Redis does not hold the count of the process's
 -- exchanges that exchange.lua leaves (expect), the GONE error where the

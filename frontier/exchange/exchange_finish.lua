@@ -262,21 +262,3 @@ local function ex_outbox(C, parked, stats)
   end
   return acked
 end
-
--- ex_drained: when the call ended leases (done, back) or acked outbox
--- entries, and now no lease is held, no outbox entry waits and nothing is
--- queued (or a page budget is spent), the crawl may be over: the
--- scheduler is told, so that it need not sweep often to notice. (The
--- handout after it pops nothing then: nothing is queued, or the budget
--- leaves no room.)
-local function ex_drained(C, acked)
-  local A, K = C.A, C.K
-  local ended = #(A.done or {}) > 0 or #(A.back or {}) > 0 or acked > 0
-  if not ended or redis.call('EXISTS', K.leases) == 1 or redis.call('EXISTS', K.outbox) == 1 then return end
-  if fr_queued(C.Q) > 0 then
-    if (A.budget or 0) == 0 then return end -- no budget: the queued URLs are to be fetched
-    local budget, pages = ex_page_budget(C)
-    if pages < budget then return end
-  end
-  redis.call('PUBLISH', K.queues .. 'wake', 'drained')
-end

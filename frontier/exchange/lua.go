@@ -6,7 +6,7 @@
 // late URLs' hosts again; exchange_pop.lua grants the due hosts URLs and
 // tokens; exchange_end.lua is the grant's reply; exchange_take.lua takes
 // the URLs granted off their queues. The scripts that run them
-// (exchange.lua, again.lua, handout.lua, take.lua) are the frontier's, in
+// (exchange.lua, back.lua, handout.lua, take.lua) are the frontier's, in
 // frontier/, each body the list of its steps. contract.lua, which the
 // steps and the sweep's scripts require, is generated from
 // frontier/contract.go (go generate ./frontier). Each file names what it

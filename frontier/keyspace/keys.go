@@ -32,6 +32,11 @@ type Keys struct {
 	// and how many URLs each, that an exchange's handout granted tokens
 	// for, left for the take in the same pipeline (take.lua).
 	Grants string
+	// Refunds is the prefix of the processes' refunds (RefundsOf): the
+	// tokens of the pages an exchange ended that made no request, per
+	// host and address, which the exchange's back.lua gives back (JSON,
+	// under the exchange's count; kept as long as a lease).
+	Refunds string
 	// Buckets is the prefix of the hosts' bucket hashes: Buckets+host is
 	// one host's pause, Crawl-delay and adaptive interval
 	// (politeness/tokens.lua has the fields), beside its queue; its tokens
@@ -116,6 +121,10 @@ func (k Keys) EndedBy(token string) string { return k.Ended + token }
 // leaves for its take (handout.lua, take.lua).
 func (k Keys) GrantsOf(token string) string { return k.Grants + token }
 
+// RefundsOf is the key of the refunds the process whose token is given
+// left for its back.lua.
+func (k Keys) RefundsOf(token string) string { return k.Refunds + token }
+
 // Queue is the key of host's queue.
 func (k Keys) Queue(host string) string { return k.Queues + host }
 
@@ -158,7 +167,7 @@ func KeysFor(name string) Keys { return keysUnder("crawl:{" + name + "}:") }
 func keysUnder(p string) Keys {
 	return Keys{Queues: p + "queue:", Lengths: p + "lengths", Counters: p + "counter:", Ready: p + "ready", Leases: p + "leases", Deferred: p + "deferred",
 		Failed: p + "failed", Workers: p + "workers", Stats: p + "stats", Results: p + "results", DoneFlag: p + "done",
-		Config: p + "config", HostPages: p + "hostpages", Capped: p + "capped", Ended: p + "ended:", Grants: p + "grants:", Buckets: p + "rate:", Slowed: p + "slowed", Outbox: p + "outbox",
+		Config: p + "config", HostPages: p + "hostpages", Capped: p + "capped", Ended: p + "ended:", Grants: p + "grants:", Refunds: p + "refunds:", Buckets: p + "rate:", Slowed: p + "slowed", Outbox: p + "outbox",
 		Due: p + "due", Refill: p + "refill", Paused: p + "paused", HostRules: p + "hostrules", Settings: p + "settings", Pauses: p + "pauses", WorkerInfo: p + "workerinfo", Sweeps: p + "sweeps",
 		Samples: p + "samples", Learn: p + "learn", Subs: p + "sub:"}
 }
