@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -670,6 +671,47 @@ func TestWakeWhenQueueFillsAndWhenDone(t *testing.T) {
 		}
 		if fmt.Sprint(got) != "[1 1 drained done]" {
 			t.Fatalf("wake messages %q; want one per empty->queued, one when nothing is left queued or held, one for done", got)
+		}
+	})
+}
+
+// A give-back that leaves nothing held, with the page budget spent (it
+// was lowered under the crawl), tells the scheduler the crawl may be over,
+// as the exchange that ends the last page does: back.lua, which gives
+// leases back, sends "drained".
+func TestAGiveBackThatEndsTheBudgetedCrawlWakesTheScheduler(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		e := setup(t, s)
+		e.enqueue(t, []frontier.Item{{URL: "http://a/1"}, {URL: "http://b/1"}, {URL: "http://c/1"}})
+		x := e.exchange(t, nil, nil, 2)
+		if len(x.Popped) != 2 {
+			t.Fatalf("popped %d; want 2", len(x.Popped))
+		}
+		e.exchange(t, []frontier.Finished{{x.Popped[0], frontier.Outcome{Stat: "done", Fetched: true}}}, nil, 0)
+		p := e.f.PolicyNow()
+		p.PageBudget = 1
+		e.f.SetPolicy(p)
+		sub := s.Client.Subscribe(ctx, keyspace.KeysFor("t").Wake())
+		defer sub.Close()
+		if _, err := sub.Receive(ctx); err != nil { // the subscription is in place
+			t.Fatal(err)
+		}
+		e.exchange(t, nil, []*frontier.Lease{x.Popped[1]}, 0)
+		s.Client.Publish(ctx, keyspace.KeysFor("t").Wake(), "end-of-test")
+		var got []string
+		for {
+			m, err := sub.ReceiveMessage(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Payload == "end-of-test" {
+				break
+			}
+			got = append(got, m.Payload)
+		}
+		if !slices.Contains(got, "drained") {
+			t.Fatalf("wake messages %q after the give-back; want drained", got)
 		}
 	})
 }
