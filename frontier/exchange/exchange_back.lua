@@ -14,9 +14,9 @@ local function ex_refunds() return {hosts = {}, addrs = {}} end
 -- ex_refunds_write leaves refunds for back.lua, in the process's refunds
 -- key, under the count this exchange left (expect, one more where it
 -- counts): the slots as text (cjson writes a number with 14 digits, a
--- slot in µs has 16). It lives as long as a lease: a back.lua that never
--- came (the pipeline cut short) leaves the tokens spent, a host asked
--- less often, never more.
+-- slot in µs has 16). It lives a minute: a back.lua that never came (the
+-- pipeline cut short) leaves the tokens spent, a host asked less often,
+-- never more.
 local function ex_refunds_write(C, refunds)
   if next(refunds.hosts) == nil then return end
   local text = function(by)
@@ -30,7 +30,7 @@ local function ex_refunds_write(C, refunds)
   end
   local c = C.A.expect + ((C.A.count and 1) or 0)
   local r = {c = c, hosts = text(refunds.hosts), addrs = text(refunds.addrs)}
-  redis.call('SET', C.K.refunds, cjson.encode(r), 'PX', fr_int(math.max(C.A.lease_ms or 0, 60000)))
+  redis.call('SET', C.K.refunds, cjson.encode(r), 'PX', '60000')
 end
 
 -- ex_refunds_read takes the refunds exchange.lua left under this
