@@ -657,22 +657,30 @@ func TestWakeWhenQueueFillsAndWhenDone(t *testing.T) {
 		e.exchange(t, []frontier.Finished{{y.Popped[0], frontier.Outcome{Stat: "done"}}}, nil, 0) // drained
 		e.sweep(t, 3, 0)                                                                          // done: wake
 		e.sweep(t, 3, 0)                                                                          // already done: quiet
-		s.Client.Publish(ctx, keyspace.KeysFor("t").Wake(), "end-of-test")
-		var got []string
-		for {
-			m, err := sub.ReceiveMessage(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if m.Payload == "end-of-test" {
-				break
-			}
-			got = append(got, m.Payload)
-		}
+		got := wakesSoFar(t, s, sub)
 		if fmt.Sprint(got) != "[1 1 drained done]" {
 			t.Fatalf("wake messages %q; want one per empty->queued, one when nothing is left queued or held, one for done", got)
 		}
 	})
+}
+
+// wakesSoFar is the messages sub received on crawl t's wake channel so
+// far: it publishes a marker and reads up to it.
+func wakesSoFar(t *testing.T, s *redistest.Server, sub *redis.PubSub) []string {
+	t.Helper()
+	ctx := context.Background()
+	s.Client.Publish(ctx, keyspace.KeysFor("t").Wake(), "end-of-test")
+	var got []string
+	for {
+		m, err := sub.ReceiveMessage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Payload == "end-of-test" {
+			return got
+		}
+		got = append(got, m.Payload)
+	}
 }
 
 // A give-back that leaves nothing held, with the page budget spent (it
@@ -698,18 +706,7 @@ func TestAGiveBackThatEndsTheBudgetedCrawlWakesTheScheduler(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.exchange(t, nil, []*frontier.Lease{x.Popped[1]}, 0)
-		s.Client.Publish(ctx, keyspace.KeysFor("t").Wake(), "end-of-test")
-		var got []string
-		for {
-			m, err := sub.ReceiveMessage(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if m.Payload == "end-of-test" {
-				break
-			}
-			got = append(got, m.Payload)
-		}
+		got := wakesSoFar(t, s, sub)
 		if !slices.Contains(got, "drained") {
 			t.Fatalf("wake messages %q after the give-back; want drained", got)
 		}
