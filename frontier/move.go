@@ -101,11 +101,6 @@ func (f *shard) requeue(ctx context.Context, items []Item, idx []int, out []Requ
 		}
 		byHost[host][items[i].URL] = i
 	}
-	if len(hosts) > 0 {
-		if err := moveScript.Load(ctx, f.c).Err(); err != nil {
-			return fmt.Errorf("frontier: requeue: %w", err)
-		}
-	}
 	size, tries := requeueHosts, 0
 	for len(hosts) > 0 {
 		n := min(size, len(hosts))
@@ -114,16 +109,18 @@ func (f *shard) requeue(ctx context.Context, items []Item, idx []int, out []Requ
 			hosts, tries, size = hosts[n:], 0, min(2*n, requeueHosts)
 			continue
 		}
-		switch {
-		case script.IsNoScript(err): // flushed since it was loaded (a restart): nothing ran
-			if err := moveScript.Load(ctx, f.c).Err(); err != nil {
-				return fmt.Errorf("frontier: requeue: %w", err)
-			}
-		case !errors.Is(err, redis.TxFailedErr):
+		noScript := script.IsNoScript(err) // not loaded yet, or flushed (a restart): nothing ran
+		if !noScript && !errors.Is(err, redis.TxFailedErr) {
 			return err
 		}
 		if tries++; tries == requeueTries {
 			return fmt.Errorf("frontier: requeue: the queues of %s changed under each of %d reads; seed again", hosts[0], tries)
+		}
+		if noScript {
+			if err := moveScript.Load(ctx, f.c).Err(); err != nil {
+				return fmt.Errorf("frontier: requeue: %w", err)
+			}
+			continue
 		}
 		size = max(1, n/2)
 		// A busy host: let its pops pass before reading again.
