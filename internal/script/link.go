@@ -7,7 +7,11 @@ import "strings"
 // script reaches (calls or reads, directly or through what it reaches),
 // so that Redis receives the Lua a script runs, not every function of
 // every module it requires. A module of which nothing is reached is left
-// out whole, its opening comment with it.
+// out whole, its opening comment with it. Of a module's definitions Redis
+// receives the code (code): their comments are for the module's readers,
+// in its file, and a module's opening comment goes as its first line, to
+// say where its code begins; the script's own file goes whole, its header
+// being the script's contract.
 //
 // It reads the modules' layout, which every module keeps: a top-level
 // statement starts at column 0 (a "local function", a "local" constant,
@@ -48,11 +52,46 @@ func link(files []string) string {
 		if u.header && !headerKept(units[i+1:]) {
 			continue
 		}
-		if u.kept || u.header {
-			b.WriteString(u.text)
+		switch {
+		case u.script:
+			b.WriteString(u.text) // the script's own file, its header the contract
+		case u.header:
+			b.WriteString(firstComment(u.text))
+		case u.kept:
+			b.WriteString(code(u.text))
 		}
 	}
 	return b.String()
+}
+
+// code is a module's definition as Redis receives it: its lines of code,
+// without the comment lines and blank lines between them, which stay in
+// the module's file for its readers (Redis runs none of them). A
+// definition that holds a long bracket ("[[", a long comment or string,
+// whose lines a comment line may not end) goes whole.
+func code(text string) string {
+	if strings.Contains(text, "[[") || strings.Contains(text, "[=") {
+		return text
+	}
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(text, "\n") {
+		if t := strings.TrimSpace(line); t != "" && !strings.HasPrefix(t, "--") {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
+}
+
+// firstComment is the line of a module's opening comment that names it
+// ("-- push.lua: …"), past its requires lines: where the module's code
+// begins in what Redis receives.
+func firstComment(header string) string {
+	for _, line := range strings.SplitAfter(header, "\n") {
+		if t := strings.TrimSpace(line); strings.HasPrefix(t, "--") && !strings.HasPrefix(t, "-- requires:") && t != "--" {
+			return line
+		}
+	}
+	return ""
 }
 
 // A unit is a piece of one file: its opening comment (header), or one
@@ -61,6 +100,7 @@ type unit struct {
 	text    string
 	defines []string // the names a definition declares
 	root    bool     // kept whatever reaches it: the script's own text, or a statement that defines nothing
+	script  bool     // the script's own file, sent whole
 	header  bool     // a module's opening comment: kept when any of its module is
 	kept    bool
 }
@@ -86,7 +126,7 @@ func split(src string, script bool) []*unit {
 		src += "\n"
 	}
 	if script {
-		return []*unit{{text: src, root: true}}
+		return []*unit{{text: src, root: true, script: true}}
 	}
 	lines := strings.SplitAfter(src, "\n")
 	lines = lines[:len(lines)-1] // SplitAfter's empty last

@@ -14,11 +14,11 @@ import (
 // library; a cycle or a missing module is an error naming the file.
 func TestAScriptIsJoinedWithWhatItRequires(t *testing.T) {
 	other := script.NewLib("other", fstest.MapFS{
-		"bucket.lua": {Data: []byte("-- bucket\nlocal function take() end\n")},
+		"bucket.lua": {Data: []byte("-- bucket\n\nlocal function take() end\n")},
 	})
 	lib := script.NewLib("pkg", fstest.MapFS{
-		"keys.lua":  {Data: []byte("-- keys\nlocal function key() end\n")},
-		"queue.lua": {Data: []byte("-- queue\n-- requires: keys\nlocal function pop() key() end\n")},
+		"keys.lua":  {Data: []byte("-- keys\n\nlocal function key() end\n")},
+		"queue.lua": {Data: []byte("-- requires: keys\n-- queue\n\nlocal function pop() key() end\n")},
 		"pop.lua":   {Data: []byte("-- pop: the script\n--\n-- requires: queue, bucket\n-- requires: keys\n\npop() take()\n")},
 		"loop.lua":  {Data: []byte("-- requires: loop2\n")},
 		"loop2.lua": {Data: []byte("-- requires: loop\n")},
@@ -76,14 +76,18 @@ func TestUndefinedFindsTheCallsOfMissingFunctions(t *testing.T) {
 // module's function that nothing the script runs calls is left out with
 // its comment, one reached only through another is kept, a constant read
 // is kept, a module's statement that defines nothing is kept with what it
-// names, and a module of which nothing is reached is left out whole.
+// names, and a module of which nothing is reached is left out whole. Of
+// a module Redis receives the code and the first line of its opening
+// comment, not the comments of its definitions nor its blank lines (a
+// definition holding a long comment goes whole); the script's own file
+// goes whole.
 func TestAScriptCarriesOnlyWhatItReaches(t *testing.T) {
 	lib := script.NewLib("linked", fstest.MapFS{
 		"mod.lua": {Data: []byte("-- mod: a module\n\n" +
 			"local M_LIMIT = 3 -- read by used\n" +
 			"local M_SPARE = 4\n" +
 			"-- helper is called by used\n" +
-			"local function helper(x)\n  return x\nend\n" +
+			"local function helper(x)\n  --[[ a long comment,\n  return 0\n  ]]\n  return x\nend\n" +
 			"-- used is called by the script\n" +
 			"local function used(x)\n  return helper(x) + M_LIMIT\nend\n" +
 			"-- unused: nothing calls it\n" +
@@ -92,19 +96,21 @@ func TestAScriptCarriesOnlyWhatItReaches(t *testing.T) {
 			"registry.kind = kind()\n")},
 		"kinds.lua": {Data: []byte("-- kinds\nlocal function kind() return 1 end\nlocal function other() return 2 end\n")},
 		"idle.lua":  {Data: []byte("-- idle: required, never reached\nlocal function idle() end\n")},
-		"run.lua":   {Data: []byte("-- requires: kinds idle mod\nreturn used(1)\n")},
+		"run.lua":   {Data: []byte("-- requires: kinds idle mod\n-- run: the script\n\n-- its own comment\nreturn used(1)\n")},
 	})
 	src, err := lib.Join("run")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"-- mod: a module", "local M_LIMIT", "-- used is called", "local function used", "local function helper",
-		"local registry", "registry.kind = kind()", "local function kind", "return used(1)"} {
+	for _, want := range []string{"-- mod: a module", "local M_LIMIT = 3 -- read by used", "local function used",
+		"local function helper(x)\n  --[[ a long comment,\n  return 0\n  ]]\n  return x\nend", // whole: its long comment's lines are not code
+		"local registry", "registry.kind = kind()", "local function kind", "-- run: the script\n\n-- its own comment\nreturn used(1)"} {
 		if !strings.Contains(src, want) {
 			t.Errorf("the joined script lacks %q:\n%s", want, src)
 		}
 	}
-	for _, gone := range []string{"M_SPARE", "unused", "nothing calls it", "other", "-- idle", "local function idle"} {
+	for _, gone := range []string{"M_SPARE", "unused", "nothing calls it", "other", "-- idle", "local function idle",
+		"-- used is called", "\n\n-- mod"} {
 		if strings.Contains(src, gone) {
 			t.Errorf("the joined script carries %q, which it never reaches:\n%s", gone, src)
 		}
