@@ -1,18 +1,19 @@
 -- requires: exchange_back
 -- back.lua: what a worker process gives back, in one atomic call, in the
--- same pipeline after exchange.lua and before handout.lua (sent when the
--- process gives leases back, or exchange.lua may have left refunds):
+-- same pipeline after exchange.lua and finish.lua and before handout.lua
+-- (sent when the process gives leases back, or finish.lua may have left
+-- refunds):
 --   1. a late URL (its token's window closed unused) asks its host for a
 --      new token (ex_again), and is kept under its lease with one;
 --   2. the other leases given back go to the front of their queues;
 --   3. the tokens that made no request go back to their buckets, latest
---      first: those of the leases given back, and those exchange.lua left
+--      first: those of the leases given back, and those finish.lua left
 --      in the process's refunds key for its pages that made none.
 --
 -- A late URL's new token and its give-back are one script: which one is
 -- known only after asking the bucket. It runs only where Redis holds the
 -- count of the process's exchanges that exchange.lua left (expect), as
--- handout.lua does. What may run between exchange.lua and this call: any
+-- handout.lua does. What may run between finish.lua and this call: any
 -- other client's calls; the refunds wait in their key, so a grant in
 -- between finds those tokens still spent (a host asked less often, never
 -- more). What may run between it and the handout: any other client's
@@ -37,7 +38,7 @@ local K, A, refused = ex_after()      -- keys and arguments, or the refusal (exc
 if refused then return refused end
 local C = ex_call(K, A, 1)                        -- the call the steps read: keys, arguments, clock
 ex_settings(C)                                    --    and the settings in force
-local H, refunds = ex_clock(C), ex_refunds_read(C) -- the tokens' clock; exchange.lua's refunds
+local H, refunds = ex_clock(C), ex_refunds_read(C) -- the tokens' clock; finish.lua's refunds
 local kept, again = ex_again(C, H)                -- 1. late URLs ask their hosts again;
 ex_give_back(C, kept, refunds)                    -- 2. the others go back,
 ex_refund(C, H, refunds)                          -- 3. unused tokens to their buckets

@@ -58,6 +58,7 @@ var exchangeKeyList = []namedKey{
 	{"settings", "string", func(f *shard) string { return f.keys.Settings }},
 	{"grants", "", func(f *shard) string { return f.keys.GrantsOf(f.process()) }},
 	{"refunds", "", func(f *shard) string { return f.keys.RefundsOf(f.process()) }},
+	{"fresh", "hash", func(f *shard) string { return f.keys.FreshOf(f.process()) }},
 }
 
 // scheduleKeyList is the sweep's keys after the fence's KEYS[1], the same
@@ -85,7 +86,7 @@ var scheduleKeyList = []namedKey{
 
 // doneNames are a finished page's numbers (doneArgs), by place, as the
 // exchange's Lua names them (EX_LEASE, f[EX_LEASE]; 1-based there).
-var doneNames = [doneFields]string{dLease: "lease", dStat: "stat", dRecord: "record", dLinks: "links", dVisit: "visit",
+var doneNames = [doneFields]string{dLease: "lease", dStat: "stat", dRecord: "record", dVisit: "visit",
 	dDue: "due", dFlags: "flags", dFailed: "failed", dMs: "ms", dCounted: "counted", dGrant: "grant", dPut: "put",
 	dAfter: "after", dAddr: "addr"}
 

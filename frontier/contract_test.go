@@ -33,7 +33,7 @@ func TestTheLuaContractIsCurrent(t *testing.T) {
 }
 
 // The exchange's and the sweep's arguments travel as one JSON object by
-// name (exchangeArgs, for exchange.lua, back.lua, handout.lua and take.lua; scheduleArgs):
+// name (exchangeArgs, for exchange.lua, finish.lua, back.lua, handout.lua and take.lua; scheduleArgs):
 // every field Go sends is read by the scripts' Lua (as A.name), and every
 // A.name the Lua reads is a field Go sends (the sweep's epoch aside: the
 // fence's ARGV[1]).
@@ -42,7 +42,7 @@ func TestTheScriptsArgumentsAreReadByTheNamesSent(t *testing.T) {
 		scripts []string
 		args    any
 		own     string
-	}{{[]string{"exchange", "back", "handout", "take"}, exchangeArgs{}, ""}, {[]string{"schedule", "schedule_end"}, scheduleArgs{}, "epoch"}} {
+	}{{[]string{"exchange", "finish", "back", "handout", "take"}, exchangeArgs{}, ""}, {[]string{"schedule", "schedule_end"}, scheduleArgs{}, "epoch"}} {
 		sent := map[string]bool{}
 		rt := reflect.TypeOf(c.args)
 		for i := range rt.NumField() {

@@ -58,6 +58,10 @@
 //	           end leases ended (kept a day): the same exchange sent again
 //	           after its reply was lost finds its pages recorded, and
 //	           records them once
+//	fresh:<process>  hash: lease id -> how many of its page's links
+//	           exchange.lua found new, for the record finish.lua writes
+//	           (added to, never overwritten; deleted as the lease ends;
+//	           kept a day after the last)
 //	grants:<process>  string: the hosts, and how many URLs each, that the
 //	           process's last handout granted tokens for, under its
 //	           exchange's count, for the take in the same pipeline to
@@ -106,16 +110,19 @@
 // Exchange is how a worker process talks to the frontier, and the one way
 // its leases end (the sweep ends those that expired): with a page's
 // outcome, given back unused, or put back with no page (Outcome.PutBack: a
-// retry deferred, a busy host's URL requeued): one pipeline of up to four
-// atomic scripts, exchange.lua, which finishes many leases (links
-// deduplicated and queued, results recorded, leases ended), then back.lua
+// retry deferred, a busy host's URL requeued): one pipeline of up to five
+// atomic scripts, exchange.lua, which takes many pages' links
+// (deduplicated and queued), then finish.lua, which ends their leases
+// (results recorded, leases ended), then back.lua
 // (with leases given back, to the front of their queues, late URLs asking
 // their hosts again first, and unused tokens refunded), then handout.lua, which grants up to W new URLs
 // (hosts due and their tokens) where it finds the exchange exchange.lua
 // counted, then take.lua, which takes the URLs granted off their queues
 // under new leases.
-// A lease ends only in the same call that queues its page's links, so a
-// crash between the two cannot lose them. A pop grants a host that is due
+// A lease ends only after its page's links are queued (finish.lua runs
+// after exchange.lua, and only where exchange.lua counted the exchange),
+// so a crash between the two cannot lose them: the lease expires, and its
+// URL is fetched again. A pop grants a host that is due
 // (its bucket has a token, or will within PopAhead) as many URLs as it has
 // tokens for and its queue holds, each with a token of the host's bucket
 // (HostRate, HostBurst; politeness's tokens.lua), and moves the host's

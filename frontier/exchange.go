@@ -67,18 +67,19 @@ const failedCap = 10000
 
 // Exchange is a worker's whole conversation with the frontier, and the one
 // way a lease ends with its page's outcome, in one round trip of up to
-// four atomic scripts: exchange.lua, where each Finished lease's links are
-// marked seen and the new ones queued, its result recorded and counters
-// bumped, its lease ended (if it was lost meanwhile, the links are still
-// queued but nothing is recorded), and the leases in back return to the
-// front of their hosts' queues; then again.lua, where a late one
-// (Lease.Late) is kept instead if its host has a new token for it now
-// (Exchanged.Again); then handout.lua, where up to want new URLs are
-// granted, their hosts' tokens taken; then take.lua, where those URLs are popped under fresh
-// leases. Batching is what keeps a
-// crawl cheap for Redis: a lone call costs Redis more than a page's work.
-// Links beyond one Bloom batch go in calls before the last, which only
-// queue links, so a crash between them loses nothing.
+// five atomic scripts: exchange.lua, where each Finished lease's links are
+// marked seen and the new ones queued; then finish.lua, where its result
+// is recorded and counters bumped, its lease ended (if it was lost
+// meanwhile, the links are still queued but nothing is recorded); then
+// back.lua, where the leases in back return to the front of their hosts'
+// queues, a late one (Lease.Late) kept instead if its host has a new
+// token for it now (Exchanged.Again), and unused tokens go back; then
+// handout.lua, where up to want new URLs are granted, their hosts' tokens
+// taken; then take.lua, where those URLs are popped under fresh leases.
+// Batching is what keeps a crawl cheap for Redis: a lone call costs Redis
+// more than a page's work. Links beyond one Bloom batch go in calls
+// before the last, which only queue links; links always go before the
+// leases end, so a crash between them loses nothing.
 //
 // Calls of one Frontier are serialized: each carries the count of this
 // process's exchanges, which Redis must hold too (ErrRolledBack).
@@ -95,7 +96,7 @@ func (f *shard) Exchange(ctx context.Context, done []Finished, back []*Lease, wa
 }
 
 // exchange makes the calls of one Exchange (f.xmu held): exchange.lua,
-// back.lua, handout.lua and take.lua in one pipeline (pipeline.go's part, as each shard's of
+// finish.lua, back.lua, handout.lua and take.lua in one pipeline (pipeline.go's part, as each shard's of
 // an Exchange over shards), and returns the popped items it could not
 // decode, ended with a failed outcome.
 func (f *shard) exchange(ctx context.Context, done []Finished, back []*Lease, want int) (Exchanged, []Finished, error) {
@@ -119,21 +120,34 @@ func (f *shard) baseArgs() exchangeArgs {
 		HostMax: p.HostPageCap}
 }
 
-// lastArgs are the arguments of an exchange's last exchange.lua call (the
-// one that ends its leases; handout.lua pops), which takes links [start,
-// end) of done's (offset[d]: where done[d]'s begin), flags being the
-// answers for those before start.
-func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []bool) exchangeArgs {
+// linksArgs are the arguments of an exchange's last exchange.lua call
+// (the one that counts it), which takes links [start, end) of done's
+// (offset[d]: where done[d]'s begin): per finished lease, its id and how
+// many of them are its page's, whose new ones finish.lua's record counts.
+func (f *shard) linksArgs(done []Finished, offset []int, start, end int) exchangeArgs {
 	a := f.baseArgs()
 	a.Count = true
+	a.Budget = f.pageBudget(f.policy())
+	for d, x := range done {
+		lo, hi := max(offset[d], start), min(offset[d+1], end)
+		a.Fresh = append(a.Fresh, [2]int{a.text(x.Lease.ID), max(hi-lo, 0)})
+	}
+	return a
+}
+
+// endArgs are finish.lua's arguments, which ends done's leases: flags are
+// the answers for done's links before start, which earlier calls of the
+// batch offered (offset[d]: where done[d]'s links begin).
+func (f *shard) endArgs(done []Finished, offset []int, start int, flags []bool) exchangeArgs {
+	a := f.baseArgs()
+	a.Expect = f.exchanges + 1 // after exchange.lua's
 	p := f.policy()
 	a.Budget = f.pageBudget(p)
 	a.Rate, a.Burst, a.PauseKeep = p.HostRate, max(p.HostBurst, 1), politeness.PauseMemory.Milliseconds()
 	a.Factor, a.MaxDelayMs = p.DelayFactor, p.MaxDelay.Milliseconds()
 	for d, x := range done {
-		lo, hi := max(offset[d], start), min(offset[d+1], end)
 		var da doneArgs
-		da[dLease], da[dStat], da[dLinks] = int64(a.text(x.Lease.Member())), int64(a.stat(x.Outcome.counters())), int64(max(hi-lo, 0))
+		da[dLease], da[dStat] = int64(a.text(x.Lease.Member())), int64(a.stat(x.Outcome.counters()))
 		if x.Outcome.Fetched {
 			da[dFlags] |= doneFetched
 		}
@@ -178,7 +192,7 @@ func (f *shard) lastArgs(done []Finished, offset []int, start, end int, flags []
 }
 
 // refunds: some page of the call made no request, and its token goes
-// back (exchange.lua leaves it for back.lua).
+// back (finish.lua leaves it for back.lua).
 func (a exchangeArgs) refunds() bool {
 	for _, d := range a.Done {
 		if d[dFlags]&doneRefund != 0 && d[dGrant] > 0 {

@@ -6,7 +6,8 @@ import (
 )
 
 // exchangeArgs are exchange.lua's arguments after the Bloom filter's and
-// the links' (and back.lua's, handout.lua's and take.lua's, alone), as
+// the links' (and finish.lua's, back.lua's, handout.lua's and take.lua's,
+// alone), as
 // one JSON object whose fields the scripts read by name (A.expect …):
 // this declaration is the one description of them. Then come the texts
 // it names: a field that holds a
@@ -43,7 +44,8 @@ type exchangeArgs struct {
 	IP         bool       `json:"ip,omitempty"`       // politeness per address (Policy.PerAddress)
 	IPShard    int        `json:"ip_shard,omitempty"` // this shard's place, and their count: which of an address's slots it takes
 	IPShards   int        `json:"ip_shards,omitempty"`
-	Done       []doneArgs `json:"done,omitempty"`        // the finished leases, each by place (doneArgs)
+	Done       []doneArgs `json:"done,omitempty"`        // the finished leases, each by place (doneArgs; finish.lua)
+	Fresh      [][2]int   `json:"fresh,omitempty"`       // per finished lease: {text: its id, its links among the call's (after the previous lease's)} (exchange.lua)
 	Back       []int      `json:"back,omitempty"`        // texts: the members of the leases given back
 	BackGrants []int64    `json:"back_grants,omitempty"` // their tokens' slots (µs, Redis's clock), which go back
 	BackAgain  []int      `json:"back_again,omitempty"`  // the places in Back (1-based) of late leases, which ask their hosts again
@@ -85,7 +87,7 @@ func (a *exchangeArgs) stat(stat string) int {
 	return a.stats[stat]
 }
 
-// doneArgs are one finished lease's, by place (exchange.lua's header):
+// doneArgs are one finished lease's, by place (finish.lua reads them):
 // numbers only, most of them the places of texts, 0 for none, so that a
 // page costs the script's JSON decoder a few characters.
 type doneArgs [doneFields]int64
@@ -94,7 +96,6 @@ const (
 	dLease   = iota // text: its member
 	dStat           // text: the stats fields to bump, comma-separated (one text for a call's equal ones)
 	dRecord         // text: its record
-	dLinks          // its links in this call (they follow the previous page's)
 	dVisit          // text: the due set's member its fetch leaves (the sweep took the one it was fetched with out)
 	dDue            // ms from now until that visit is due
 	dFlags          // its flags (doneFetched …, below)

@@ -10,20 +10,23 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// backScript gives back what a worker hands back, late URLs asking their
+// finishScript ends the leases of a worker's finished pages and records
+// them (finish.lua), backScript gives back what a worker hands back, late URLs asking their
 // hosts for new tokens first, and the unused tokens (back.lua),
 // handoutScript grants it new URLs, their hosts and tokens (handout.lua),
 // and takeScript takes them off their queues under fresh leases
 // (take.lua): the scripts after exchange.lua in an exchange's pipeline,
 // each run only where exchange.lua counted the exchange.
 var (
+	finishScript  = lua.Script("finish")
 	backScript    = lua.Script("back")
 	handoutScript = lua.Script("handout")
 	takeScript    = lua.Script("take")
 )
 
 // afterCall is one exchange's call of a script that runs only after its
-// exchange.lua counted the exchange (back.lua, handout.lua, take.lua),
+// exchange.lua counted the exchange (finish.lua, back.lua, handout.lua,
+// take.lua),
 // and the call's reply once its pipeline ran.
 type afterCall struct {
 	name string
@@ -54,9 +57,18 @@ func (f *shard) handoutArgs() exchangeArgs {
 	return a
 }
 
+// newEnd prepares the call that ends the finished pages' leases, by a
+// (endArgs); none without pages.
+func (f *shard) newEnd(a exchangeArgs) *afterCall {
+	if len(a.Done) == 0 {
+		return nil
+	}
+	return &afterCall{name: "finish", s: finishScript, keys: f.exchangeKeys(), args: a.encode()}
+}
+
 // newBack prepares the call that gives back the leases handed back (the
 // late ones, Lease.Late, asking their hosts for new tokens first) and the
-// tokens exchange.lua left for it; none when there are no leases and no
+// tokens finish.lua left for it; none when there are no leases and no
 // page whose token goes back (refund).
 func (f *shard) newBack(back []*Lease, refund bool) *backCall {
 	if len(back) == 0 && !refund {

@@ -1,7 +1,7 @@
 -- requires: exchange_end
 -- handout.lua: the frontier grants a worker process new URLs, in one
--- atomic call, in the same pipeline after exchange.lua (which ended the
--- process's leases) and back.lua (what it gives back, when it does), and
+-- atomic call, in the same pipeline after exchange.lua and finish.lua
+-- (which ended the process's leases) and back.lua (what it gives back, when it does), and
 -- before take.lua (which takes the URLs granted off their queues and
 -- leases them):
 --   1. how many URLs a page budget leaves room for, the late URLs

@@ -360,9 +360,9 @@ func TestAGrantsSecondRoundSkipsTheHostsGrantedWhole(t *testing.T) {
 	})
 }
 
-// The tokens of pages that made no request wait between exchange.lua and
+// The tokens of pages that made no request wait between finish.lua and
 // back.lua in the process's refunds key, under the exchange's count. A
-// back.lua that never came (the pipeline cut short after exchange.lua)
+// back.lua that never came (the pipeline cut short after finish.lua)
 // leaves them spent: the next exchange's back.lua, of another count,
 // gives back its own lease's token and not those, so that host is asked
 // no sooner than its bucket allows (less often, never more).
@@ -394,12 +394,16 @@ func TestRefundsWhoseBackNeverCameStaySpent(t *testing.T) {
 		}
 		pipe := s.Client.Pipeline()
 		p.call.Queue(ctx, pipe)
+		p.ends.queue(ctx, pipe)
 		pipe.Exec(ctx)
 		if _, tail, err := p.call.Result(ctx); sh.counted(tail, err) != nil {
 			t.Fatalf("exchange.lua: %v", err)
 		}
+		if _, err := p.ends.result(ctx, sh); err != nil {
+			t.Fatalf("finish.lua: %v", err)
+		}
 		if s.Client.Exists(ctx, sh.keys.RefundsOf(sh.process())).Val() != 1 {
-			t.Fatal("exchange.lua left no refunds")
+			t.Fatal("finish.lua left no refunds")
 		}
 		// b is given back, its token with it: its host is due again, a's not.
 		if _, err := f.Exchange(ctx, nil, []*Lease{b}, 0); err != nil {

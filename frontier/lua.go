@@ -13,9 +13,9 @@ import (
 // The frontier's Lua: its scripts, each file naming on its first line the
 // modules it requires: the queue's (package frontier/queue: base, keys,
 // queue, push, pushback, pop, the host and address buckets), the steps of
-// the exchange's four scripts (package frontier/exchange: exchange_call.lua,
-// _guard, _finish, _back, _pop, _end and _take, for exchange.lua,
-// back.lua, handout.lua and take.lua) and of the sweep's two scripts
+// the exchange's five scripts (package frontier/exchange: exchange_call.lua,
+// _guard, _links, _finish, _back, _pop, _end and _take, for exchange.lua,
+// finish.lua, back.lua, handout.lua and take.lua) and of the sweep's two scripts
 // (schedule.lua, schedule_end.lua, and their schedule_steps.lua), and the
 // contract (frontier/exchange/contract.lua, generated from contract.go);
 // with politeness's token bucket (tokens.lua) and dedup's Bloom filter

@@ -80,7 +80,8 @@ type part struct {
 	acks    []outboxAck
 	pop     int
 
-	call     *dedup.Call // exchange.lua: the leases ended
+	call     *dedup.Call // exchange.lua: the links queued, the exchange counted
+	ends     *afterCall  // finish.lua: the leases ended, their pages recorded (none without pages)
 	giveBack *backCall   // back.lua: leases given back, late URLs asked again, tokens refunded (none without any)
 	handout  *afterCall  // handout.lua: the URLs granted, with their tokens
 	take     *afterCall  // take.lua: the URLs granted taken and leased (none for no URL)
@@ -163,10 +164,10 @@ func execParts(ctx context.Context, c redis.UniversalClient, now func() time.Tim
 	return sent, now()
 }
 
-// queue adds p's calls to pipe: exchange.lua, back.lua, handout.lua and
-// take.lua (whichever have yet to run, when they go again for want of
-// their scripts). After an exchange.lua that did not run, the others were
-// refused and go again; after a handout that did not run, the take found
+// queue adds p's calls to pipe: exchange.lua, finish.lua, back.lua,
+// handout.lua and take.lua (whichever have yet to run, when they go again
+// for want of their scripts). After an exchange.lua that did not run, the
+// others were refused and go again; after a handout that did not run, the take found
 // no grant and goes again. (A handout that ran does not go again after an
 // back.lua that goes again: it would grant twice; it counted the late
 // URLs still held as kept, which at worst asks for fewer URLs this once.)
@@ -176,6 +177,9 @@ func (p *part) queue(ctx context.Context, pipe redis.Pipeliner) {
 		p.call.Queue(ctx, pipe)
 	}
 	p.queued = true
+	if p.ends != nil && (first || p.ends.noScript()) {
+		p.ends.queue(ctx, pipe)
+	}
 	if p.giveBack != nil && (first || p.giveBack.noScript()) {
 		p.giveBack.queue(ctx, pipe)
 	}
@@ -190,16 +194,17 @@ func (p *part) queue(ctx context.Context, pipe redis.Pipeliner) {
 
 // noScript: Redis had not one of p's scripts when its pipeline ran.
 func (p *part) noScript() bool {
-	return p.call.NoScript() || p.giveBack != nil && p.giveBack.noScript() || p.handout.noScript() || p.take.noScript()
+	return p.call.NoScript() || p.ends.noScript() || p.giveBack != nil && p.giveBack.noScript() || p.handout.noScript() || p.take.noScript()
 }
 
-// loadExchange loads an exchange's four scripts, in one round trip (a
+// loadExchange loads an exchange's five scripts, in one round trip (a
 // master: on a Cluster each master loads them). (Not by Script.Load on a
 // pipeline: it takes the reply, not yet there, for the script's hash.)
 func loadExchange(ctx context.Context, c redis.UniversalClient) error {
 	load := func(ctx context.Context, c *redis.Client) error {
 		pipe := c.Pipeline()
 		pipe.ScriptLoad(ctx, lua.Source("exchange"))
+		pipe.ScriptLoad(ctx, lua.Source("finish"))
 		pipe.ScriptLoad(ctx, lua.Source("back"))
 		pipe.ScriptLoad(ctx, lua.Source("handout"))
 		pipe.ScriptLoad(ctx, lua.Source("take"))
@@ -212,7 +217,7 @@ func loadExchange(ctx context.Context, c redis.UniversalClient) error {
 	case *redis.ClusterClient:
 		return c.ForEachMaster(ctx, load)
 	}
-	for _, s := range []*redis.Script{exchangeScript, backScript, handoutScript, takeScript} {
+	for _, s := range []*redis.Script{exchangeScript, finishScript, backScript, handoutScript, takeScript} {
 		if err := s.Load(ctx, c).Err(); err != nil {
 			return err
 		}
@@ -256,7 +261,7 @@ func (f *shard) prepare(ctx context.Context, p *part) error {
 	for i := range p.ids {
 		p.ids[i] = f.leaseID()
 	}
-	a := f.lastArgs(p.done, p.offset, start, len(urls), pre)
+	a := f.endArgs(p.done, p.offset, start, pre)
 	for d := range a.Done {
 		if p.away[d] {
 			a.Done[d][dFlags] |= doneAway
@@ -270,9 +275,11 @@ func (f *shard) prepare(ctx context.Context, p *part) error {
 		p.outboxID = f.leaseID()
 		a.OutboxID, a.Outbox = p.outboxID, a.text(string(b))
 	}
-	a.Acks = p.acks
 	p.pre = pre
-	p.call, err = f.seen.NewCall(exchangeScript, urls[start:], payload[start:], f.exchangeKeys(), a.encode())
+	la := f.linksArgs(p.done, p.offset, start, len(urls))
+	la.Acks = p.acks
+	p.call, err = f.seen.NewCall(exchangeScript, urls[start:], payload[start:], f.exchangeKeys(), la.encode())
+	p.ends = f.newEnd(a)
 	p.giveBack, p.handout, p.take = f.newBack(p.back, a.refunds()), f.newHandout(p.pop, lateOf(p.back)), f.newTake(p.ids)
 	return err
 }
@@ -285,6 +292,10 @@ func (f *shard) finish(ctx context.Context, p *part, sent, got time.Time) error 
 		return err
 	}
 	flags = append(p.pre[:len(p.pre):len(p.pre)], flags...) // the links offered first, then the call's
+	ended, err := p.ends.result(ctx, f)
+	if err != nil {
+		return err
+	}
 	var again []any
 	if p.giveBack != nil {
 		if again, err = p.giveBack.result(ctx, f); err != nil {
@@ -303,7 +314,7 @@ func (f *shard) finish(ctx context.Context, p *part, sent, got time.Time) error 
 	if p.giveBack != nil {
 		back = p.giveBack.back
 	}
-	x, bad, err := f.readReply(flags, tail, again, granted, taken, p.offset, p.ids, back)
+	x, bad, err := f.readReply(flags, ended, again, granted, taken, p.offset, p.ids, back)
 	if err != nil {
 		return err
 	}

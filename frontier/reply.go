@@ -8,9 +8,9 @@ import (
 	"github.com/redcrawl/crawler/frontier/keyspace"
 )
 
-// What an exchange's three scripts reply, read into what the Exchange did.
+// What an exchange's scripts reply, read into what the Exchange did.
 
-// endReply is exchange.lua's reply after the links' flags.
+// endReply is finish.lua's reply object: the leases ended.
 type endReply struct {
 	Held string `json:"held"` // a digit a finished lease: 1 held, 2 recorded by this exchange sent before, 0 lost
 }
@@ -82,19 +82,21 @@ func (x Exchanged) windows(sent, got time.Time, lease time.Duration) {
 }
 
 // readReply reads an exchange's replies after the links' flags:
-// exchange.lua's object (endReply), back.lua's (againReply; none when no
+// finish.lua's object (endReply; none without pages), back.lua's (againReply; none when no
 // late lease was kept), handout.lua's (exchangeReply), and take.lua's URLs (host,
 // item-json …) under the new lease ids in order, each with the next token
 // its host was granted. back is the leases back.lua gave back, the late
 // ones asking their hosts again.
-func (f *shard) readReply(flags []bool, tail, again, granted, taken []any, offset []int, ids []string, back []*Lease) (Exchanged, []Finished, error) {
+func (f *shard) readReply(flags []bool, ended, again, granted, taken []any, offset []int, ids []string, back []*Lease) (Exchanged, []Finished, error) {
 	nd := len(offset) - 1
 	var e endReply
-	if len(tail) == 0 {
-		return Exchanged{}, nil, fmt.Errorf("frontier: exchange: malformed reply %v", tail)
+	if nd > 0 && len(ended) == 0 {
+		return Exchanged{}, nil, fmt.Errorf("frontier: finish: malformed reply %v", ended)
 	}
-	if raw, ok := tail[0].(string); !ok || keyspace.DecodeReply([]byte(raw), &e) != nil || len(e.Held) != nd {
-		return Exchanged{}, nil, fmt.Errorf("frontier: exchange: reply %v for %d pages", tail, nd)
+	if nd > 0 {
+		if raw, ok := ended[0].(string); !ok || keyspace.DecodeReply([]byte(raw), &e) != nil || len(e.Held) != nd {
+			return Exchanged{}, nil, fmt.Errorf("frontier: finish: reply %v for %d pages", ended, nd)
+		}
 	}
 	var r exchangeReply
 	if len(granted) == 0 {

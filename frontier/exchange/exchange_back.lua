@@ -3,7 +3,7 @@
 -- exchange.lua in the same pipeline): leases given back unused to their
 -- queues' fronts, unless a late URL's host gives it a new token
 -- (ex_again), and unused tokens to their buckets: those of the leases
--- given back, and those exchange.lua left in the process's refunds key
+-- given back, and those finish.lua left in the process's refunds key
 -- for its pages that made no request.
 
 -- ex_refunds is an empty list of unused tokens to give back: hosts (host
@@ -11,9 +11,9 @@
 -- tokens of an address's bucket too: politeness per address, addrs.lua).
 local function ex_refunds() return {hosts = {}, addrs = {}} end
 
--- ex_refunds_write leaves refunds for back.lua, in the process's refunds
--- key, under the count this exchange left (expect, one more where it
--- counts): the slots as text (cjson writes a number with 14 digits, a
+-- ex_refunds_write leaves refunds for back.lua (finish.lua does), in the
+-- process's refunds key, under the count of this exchange (expect): the
+-- slots as text (cjson writes a number with 14 digits, a
 -- slot in µs has 16). It lives a minute: a back.lua that never came (the
 -- pipeline cut short) leaves the tokens spent, a host asked less often,
 -- never more.
@@ -28,12 +28,11 @@ local function ex_refunds_write(C, refunds)
     end
     return out
   end
-  local c = C.A.expect + ((C.A.count and 1) or 0)
-  local r = {c = c, hosts = text(refunds.hosts), addrs = text(refunds.addrs)}
+  local r = {c = C.A.expect, hosts = text(refunds.hosts), addrs = text(refunds.addrs)}
   redis.call('SET', C.K.refunds, cjson.encode(r), 'PX', '60000')
 end
 
--- ex_refunds_read takes the refunds exchange.lua left under this
+-- ex_refunds_read takes the refunds finish.lua left under this
 -- exchange's count (none: an empty list; those of another count are
 -- another exchange's, whose back.lua never came, and stay spent).
 local function ex_refunds_read(C)
@@ -126,13 +125,6 @@ local function ex_refund(C, H, refunds)
   if next(refunds.addrs) and C.rate > 0 then ip_refund(K.queues, refunds.addrs, 1000 / C.rate) end
 end
 
--- ex_write_stats writes the counters the steps before bumped.
-local function ex_write_stats(C, stats)
-  for field, by in pairs(stats) do
-    redis.call('HINCRBY', C.K.stats, field, fr_int(by))
-  end
-end
-
 -- ex_again: a late URL given back (its token's window closed before
 -- its request could go: it waited in its worker's buffer, or for its
 -- host's robots.txt) is popped again first, by the pop's own rule and
@@ -189,22 +181,4 @@ local function ex_again(C, H)
     end
   end
   return kept, again
-end
-
--- ex_drained: when the call ended leases (done, back) or acked outbox
--- entries, and now no lease is held, no outbox entry waits and nothing is
--- queued (or a page budget is spent), the crawl may be over: the
--- scheduler is told, so that it need not sweep often to notice. (The
--- handout after it pops nothing then: nothing is queued, or the budget
--- leaves no room.)
-local function ex_drained(C, acked)
-  local A, K = C.A, C.K
-  local ended = #(A.done or {}) > 0 or #(A.back or {}) > 0 or acked > 0
-  if not ended or redis.call('EXISTS', K.leases) == 1 or redis.call('EXISTS', K.outbox) == 1 then return end
-  if fr_queued(C.Q) > 0 then
-    if (A.budget or 0) == 0 then return end -- no budget: the queued URLs are to be fetched
-    local budget, pages = ex_page_budget(C)
-    if pages < budget then return end
-  end
-  redis.call('PUBLISH', K.queues .. 'wake', 'drained')
 end

@@ -1,4 +1,4 @@
--- requires: contract keys hostrate
+-- requires: contract keys queue hostrate
 -- exchange_call.lua: the call an exchange's steps read, C (ex_call), in
 -- each of its scripts: its keys by name (C.K), its arguments (C.A,
 -- exchange.go's exchangeArgs), its clock, never written after it is made;
@@ -112,4 +112,29 @@ local function ex_after()
   local why = fr_unsound_stats(K.stats)
   if why then return nil, nil, redis.error_reply(why) end
   return K, A
+end
+
+-- ex_write_stats writes the counters the steps before bumped.
+local function ex_write_stats(C, stats)
+  for field, by in pairs(stats) do
+    redis.call('HINCRBY', C.K.stats, field, fr_int(by))
+  end
+end
+
+-- ex_drained: when the call ended leases (done, back) or acked outbox
+-- entries, and now no lease is held, no outbox entry waits and nothing is
+-- queued (or a page budget is spent), the crawl may be over: the
+-- scheduler is told, so that it need not sweep often to notice. (The
+-- handout after it pops nothing then: nothing is queued, or the budget
+-- leaves no room.)
+local function ex_drained(C, acked)
+  local A, K = C.A, C.K
+  local ended = #(A.done or {}) > 0 or #(A.back or {}) > 0 or acked > 0
+  if not ended or redis.call('EXISTS', K.leases) == 1 or redis.call('EXISTS', K.outbox) == 1 then return end
+  if fr_queued(C.Q) > 0 then
+    if (A.budget or 0) == 0 then return end -- no budget: the queued URLs are to be fetched
+    local budget, pages = ex_page_budget(C)
+    if pages < budget then return end
+  end
+  redis.call('PUBLISH', K.queues .. 'wake', 'drained')
 end

@@ -1,67 +1,20 @@
--- requires: exchange_guard exchange_back pushback
--- exchange_finish.lua: an exchange's finished pages (exchange.lua): their
--- new links queued (within a host's cap), their leases ended and their
--- records written, or parked in the outbox until their links' offers are
--- acked; and whether the crawl may be over once they are.
+-- requires: exchange_call exchange_back pushback
+-- exchange_finish.lua: an exchange's finished pages (finish.lua): their
+-- leases ended and their records written (their new links counted as
+-- exchange.lua found them), or parked in the outbox until their links'
+-- offers are acked; what goes back to the queues without a page; and the
+-- tokens of those that made no request, left for back.lua.
 
--- ex_entry_host is the host of a back-of-queue entry ("host[ level]\n…").
-local function ex_entry_host(e)
-  local h = string.sub(e, 1, string.find(e, '\n', 1, true) - 1)
-  local sp = string.find(h, ' ', 1, true)
-  return sp and string.sub(h, 1, sp - 1) or h
+-- ex_fresh_read is, per finished lease (leaseIDs), how many of its
+-- page's links exchange.lua found new (the process's fresh hash, which
+-- exchange.lua fills: ex_fresh_write), and clears them: each lease ends
+-- here once, or is lost.
+local function ex_fresh_read(C, leaseIDs)
+  local got, fresh = redis.call('HMGET', C.K.fresh, unpack(leaseIDs)), {}
+  for d = 1, #leaseIDs do fresh[d] = tonumber(got[d]) or 0 end
+  redis.call('HDEL', C.K.fresh, unpack(leaseIDs))
+  return fresh
 end
-
--- ex_room is, per host of the entries, how many more it may have queued
--- under a cap of host_max pages a host: twice the cap (a queued URL may
--- fail, or redirect), less its pages and what it has queued.
-local function ex_room(C, entries)
-  local hosts, room = {}, {}
-  for _, e in ipairs(entries) do
-    local h = ex_entry_host(e)
-    if not room[h] then room[h], hosts[#hosts + 1] = 0, h end
-  end
-  for at = 1, #hosts, 1000 do -- HMGET in parts: unpack's stack is bounded
-    local part = {unpack(hosts, at, math.min(at + 999, #hosts))}
-    local pages, lens = redis.call('HMGET', C.K.hostpages, unpack(part)), redis.call('HMGET', C.K.lengths, unpack(part))
-    for i, h in ipairs(part) do room[h] = 2 * C.A.host_max - (tonumber(pages[i]) or 0) - (tonumber(lens[i]) or 0) end
-  end
-  return room
-end
-
--- ex_cap_links keeps of the new links what a host's page cap leaves room
--- for: its queue stays under twice the cap (a sitemap index of millions of
--- URLs fills nothing past it). The rest are counted, as the pop counts a
--- capped host's (skipped_links:max_pages_per_host). (The crawl's budget
--- bounds nothing here: a raised budget reopens an ended crawl, with the
--- URLs it left queued.)
-local function ex_cap_links(C, fresh, stats)
-  if #fresh == 0 or (C.A.host_max or 0) <= 0 then return fresh end
-  local room, kept, dropped = ex_room(C, fresh), {}, 0
-  for _, e in ipairs(fresh) do
-    local h = ex_entry_host(e)
-    if room[h] <= 0 then
-      dropped = dropped + 1
-    else
-      kept[#kept + 1] = e
-      room[h] = room[h] - 1
-    end
-  end
-  if dropped > 0 then ex_add(stats, 'skipped_links:max_pages_per_host', dropped) end
-  return kept
-end
-
--- 1. ex_queue_links: the links the Bloom filter found new are queued, as
--- far as a host's page cap leaves room; counted in stats.
-local function ex_queue_links(C, stats)
-  local fresh = {}
-  for i = 1, C.links do
-    if C.reply[3 + i] == 1 then fresh[#fresh + 1] = ARGV[C.link0 + i - 1] end
-  end
-  local queued = fr_push_back(C.Q, ex_cap_links(C, fresh, stats), C.now)
-  if queued > 0 then ex_add(stats, 'enqueued', queued) end
-  if C.links > 0 then ex_add(stats, 'offered', C.links) end
-end
-
 
 -- ex_held tells which of the finished leases (ids, their members) are
 -- still held (one ZMSCORE), and of those not held, which this very
@@ -106,15 +59,15 @@ local function ex_put_later(C, f, id, flags, acc)
   acc.holds[host] = math.max(acc.holds[host] or 0, at)
 end
 
--- ex_record is what finished page f (the d-th, under lease id, its links
--- the call's from to to) leaves, its lease still held: a page counted
+-- ex_record is what finished page f (the d-th, under lease id, new of
+-- its links new to the crawl) leaves, its lease still held: a page counted
 -- (and its host's, under a cap of pages a host), its record in the
 -- results stream or parked in the outbox, its failure, its next visit,
 -- its token's refund, its host's adaptive interval. The writes a page
 -- shares with the others are gathered in acc (ex_write_finished), the
 -- records that wait in the outbox in acc.parked, the refunds in
 -- acc.refunds.
-local function ex_record(C, d, f, id, from, to, acc)
+local function ex_record(C, d, f, id, new, acc)
   local A, K, T = C.A, C.K, C.T
   local stat, record, visit, flags = f[EX_STAT] or 0, f[EX_RECORD] or 0, f[EX_VISIT] or 0, f[EX_FLAGS] or 0
   acc.gone[#acc.gone + 1] = id
@@ -128,10 +81,6 @@ local function ex_record(C, d, f, id, from, to, acc)
     end
   end
   if record > 0 then
-    local new = f[EX_COUNTED] or 0
-    for i = from, to do
-      if C.reply[3 + i] == 1 then new = new + 1 end
-    end
     if flags % (2 * EX_AWAY) >= EX_AWAY and A.outbox_id then
       acc.parked[#acc.parked + 1] = {d = d, r = ARGV[T + record], n = new}
     else
@@ -196,7 +145,7 @@ local function ex_adapt(C, adapts)
   fr_zadd_ready(C.Q, 'GT', later)
 end
 
--- 2. ex_finish_pages ends the finished leases. A page whose lease is
+-- 1. ex_finish_pages ends the finished leases. A page whose lease is
 -- still held is recorded (ex_record), answered 1; one this exchange
 -- recorded when sent before, 2; one whose lease was lost (expired and
 -- reclaimed: its URL is queued again and will have its own record), 0,
@@ -209,15 +158,13 @@ local function ex_finish_pages(C, stats, refunds)
   local ids, T = {}, C.T
   for d = 1, #finished do ids[d] = ARGV[T + finished[d][EX_LEASE]] end
   local held, again, leaseIDs = ex_held(C, ids)
+  local fresh = ex_fresh_read(C, leaseIDs)
   local acc = {gone = {}, failures = {}, ended = {}, adapts = {}, due = {}, stats = {}, pages = 0, records = 0,
     cap = fr_int(C.A.results_cap or 0), deferred = {}, requeued = {}, holds = {}, parked = {}, refunds = refunds}
-  local link = 1 -- the first link of the next page among this call's
   for d, f in ipairs(finished) do
-    local from = link
-    link = link + (f[EX_LINKS] or 0)
     if held[d] then
       acc.ended[#acc.ended + 1] = leaseIDs[d]
-      ex_record(C, d, f, ids[d], from, link - 1, acc)
+      ex_record(C, d, f, ids[d], (f[EX_COUNTED] or 0) + fresh[d], acc)
       answer[d] = '1'
     elseif again[d] then
       acc.ended[#acc.ended + 1] = leaseIDs[d] -- for this call sent yet again
@@ -231,34 +178,15 @@ local function ex_finish_pages(C, stats, refunds)
   return answer, acc.parked
 end
 
--- 3. ex_outbox, the transactional outbox: a page's links to other shards'
+-- 2. ex_park, the transactional outbox: a page's links to other shards'
 -- hosts are offered there by calls of their own, in the same pipeline but
 -- not in this atomic step, so its record waits here, with those links,
--- until the worker acks the entry (the offers went through) or the
--- scheduler offers the links again itself: a crash between the calls
--- loses nothing. An acked entry's records go to the results stream, their
--- new_links counting the offers' too; one gone already (acked by the
--- scheduler) is skipped. It returns how many entries were acked.
-local function ex_outbox(C, parked, stats)
-  local A, K, acked = C.A, C.K, 0
-  if #parked > 0 then
-    local links = '[]'
-    if A.outbox then links = ex_text(C, A.outbox) end
-    redis.call('HSET', K.outbox, A.outbox_id, string.format('%d', C.now) .. '\n' .. cjson.encode(parked) .. '\n' .. links)
-  end
-  for _, ack in ipairs(A.acks or {}) do
-    local entry = redis.call('HGET', K.outbox, ack.id)
-    if entry then
-      acked = acked + 1
-      local pages = cjson.decode(string.match(entry, '^%d+\n([^\n]*)'))
-      local extra = ack.extra or {}
-      for _, p in ipairs(pages) do
-        redis.call('XADD', K.results, 'MAXLEN', '~', fr_int(A.results_cap or 0), '*', 'rec', p.r,
-          'new_links', string.format('%d', p.n + (extra[p.d] or 0)))
-      end
-      ex_add(stats, 'records', #pages)
-      redis.call('HDEL', K.outbox, ack.id)
-    end
-  end
-  return acked
+-- until the worker acks the entry (the offers went through: exchange.lua,
+-- ex_acks) or the scheduler offers the links again itself: a crash
+-- between the calls loses nothing.
+local function ex_park(C, parked)
+  if #parked == 0 then return end
+  local A, links = C.A, '[]'
+  if A.outbox then links = ex_text(C, A.outbox) end
+  redis.call('HSET', C.K.outbox, A.outbox_id, string.format('%d', C.now) .. '\n' .. cjson.encode(parked) .. '\n' .. links)
 end

@@ -1,6 +1,7 @@
 -- requires: exchange_call
 -- exchange_guard.lua: exchange.lua let through or refused before any
--- write, and counted (handout.lua runs only where it finds that count).
+-- write, and counted (the scripts after it run only where they find that
+-- count).
 
 local EX = {} -- the call's keys and arguments, decoded by ex_guard
 
@@ -41,7 +42,7 @@ local function ex_unsound(K, first)
     {'ZADD', K.ready, '1', 'x'}, {'ZADD', K.leases, '1', 'x'}, {'ZREM', K.leases, 'x'},
     {'LPUSH', K.failed, 'x'}, {'LTRIM', K.failed, '0', '1'},
     {'XADD', K.results, '*', 'x', 'x'}, {'SET', K.done, '1'}, {'SET', K.ended, 'x'},
-    {'HSET', K.outbox, 'x', 'x'}, {'ZADD', K.due, '1', 'x'},
+    {'HSET', K.outbox, 'x', 'x'}, {'ZADD', K.due, '1', 'x'}, {'HINCRBY', K.fresh, 'x', '1'},
     {'PUBLISH', K.queues .. 'wake', '1'},
   })
 end

@@ -37,6 +37,11 @@ type Keys struct {
 	// host and address, which the exchange's back.lua gives back (JSON,
 	// under the exchange's count; kept as long as a lease).
 	Refunds string
+	// Fresh is the prefix of the processes' fresh counts (FreshOf): per
+	// lease an exchange's finish.lua is to end, how many of its page's
+	// links exchange.lua found new, which its record counts (a hash, lease
+	// id -> count; kept a day after the last).
+	Fresh string
 	// Buckets is the prefix of the hosts' bucket hashes: Buckets+host is
 	// one host's pause, Crawl-delay and adaptive interval
 	// (politeness/tokens.lua has the fields), beside its queue; its tokens
@@ -125,6 +130,10 @@ func (k Keys) GrantsOf(token string) string { return k.Grants + token }
 // left for its back.lua.
 func (k Keys) RefundsOf(token string) string { return k.Refunds + token }
 
+// FreshOf is the key of the new links' counts that exchange.lua leaves
+// for the finish.lua of the process whose token is given.
+func (k Keys) FreshOf(token string) string { return k.Fresh + token }
+
 // Queue is the key of host's queue.
 func (k Keys) Queue(host string) string { return k.Queues + host }
 
@@ -167,7 +176,7 @@ func KeysFor(name string) Keys { return keysUnder("crawl:{" + name + "}:") }
 func keysUnder(p string) Keys {
 	return Keys{Queues: p + "queue:", Lengths: p + "lengths", Counters: p + "counter:", Ready: p + "ready", Leases: p + "leases", Deferred: p + "deferred",
 		Failed: p + "failed", Workers: p + "workers", Stats: p + "stats", Results: p + "results", DoneFlag: p + "done",
-		Config: p + "config", HostPages: p + "hostpages", Capped: p + "capped", Ended: p + "ended:", Grants: p + "grants:", Refunds: p + "refunds:", Buckets: p + "rate:", Slowed: p + "slowed", Outbox: p + "outbox",
+		Config: p + "config", HostPages: p + "hostpages", Capped: p + "capped", Ended: p + "ended:", Grants: p + "grants:", Refunds: p + "refunds:", Fresh: p + "fresh:", Buckets: p + "rate:", Slowed: p + "slowed", Outbox: p + "outbox",
 		Due: p + "due", Refill: p + "refill", Paused: p + "paused", HostRules: p + "hostrules", Settings: p + "settings", Pauses: p + "pauses", WorkerInfo: p + "workerinfo", Sweeps: p + "sweeps",
 		Samples: p + "samples", Learn: p + "learn", Subs: p + "sub:"}
 }

@@ -1,0 +1,88 @@
+package frontier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"testing"
+
+	"github.com/redcrawl/crawler/internal/redistest"
+)
+
+// exchange.lua queues a page's links before finish.lua ends its lease,
+// in the same pipeline but not in one atomic step. A pipeline cut between
+// the two (finish.lua never came, nor any reply) loses no link and
+// records nothing; the exchange sent again, refused for its lost reply
+// (ErrReplyLost) and sent anew, finds its links seen, and still records
+// the page once, with the new links its first run found (the fresh hash,
+// added to, never overwritten), and every link is popped once.
+func TestAPipelineCutBetweenLinksAndFinishLosesNothing(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		f, sh := handoutFixture(t, s, 1)
+		x, err := f.Exchange(ctx, nil, nil, 1)
+		if err != nil || len(x.Popped) != 1 {
+			t.Fatalf("pop: %+v, %v; want the one URL", x.Popped, err)
+		}
+		a := x.Popped[0]
+		kids := []Item{{URL: "http://h0.example/1"}, {URL: "http://h0.example/2"}, {URL: "http://h0.example/"}} // the last seen already
+		done := []Finished{{Lease: a, Outcome: Outcome{Children: kids, Stat: "done", Record: []byte(`{"url":"a"}`), Fetched: true}}}
+		p := &part{done: done, away: []bool{false}}
+		if err := sh.prepare(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		if p.ends == nil {
+			t.Fatal("no finish.lua for a finished page")
+		}
+		if err := loadExchange(ctx, s.Client); err != nil {
+			t.Fatal(err)
+		}
+		pipe := s.Client.Pipeline()
+		p.call.Queue(ctx, pipe) // exchange.lua alone: the pipeline was cut after it, its reply lost
+		pipe.Exec(ctx)
+		if _, _, err := p.call.Result(ctx); err != nil {
+			t.Fatalf("exchange.lua: %v", err)
+		}
+		if n := s.Client.XLen(ctx, sh.keys.Results).Val(); n != 0 {
+			t.Fatalf("%d records after exchange.lua alone; want none: the lease is finish.lua's to end", n)
+		}
+		if _, err := s.Client.ZScore(ctx, sh.keys.Leases, a.Member()).Result(); err != nil {
+			t.Fatalf("the lease after exchange.lua alone: %v; want it held", err)
+		}
+		if got := s.Client.HGet(ctx, sh.keys.FreshOf(sh.process()), a.ID).Val(); got != "2" {
+			t.Fatalf("fresh count %q; want 2 (two links new, one seen)", got)
+		}
+		if _, err := f.Exchange(ctx, done, nil, 0); !errors.Is(err, ErrReplyLost) {
+			t.Fatalf("the exchange sent again: %v; want ErrReplyLost (Redis counted the lost one)", err)
+		}
+		y, err := f.Exchange(ctx, done, nil, 0)
+		if err != nil || len(y.Held) != 1 || !y.Held[0] {
+			t.Fatalf("the exchange sent anew: %+v, %v; want its page recorded", y.Held, err)
+		}
+		msgs := s.Client.XRange(ctx, sh.keys.Results, "-", "+").Val()
+		if len(msgs) != 1 || msgs[0].Values["new_links"] != "2" {
+			t.Fatalf("records %v; want one, with the 2 new links the first run found", msgs)
+		}
+		if s.Client.Exists(ctx, sh.keys.FreshOf(sh.process())).Val() != 0 {
+			t.Fatal("the fresh count outlived the lease it counts for")
+		}
+		var urls []string
+		for {
+			z, err := f.Exchange(ctx, nil, nil, 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(z.Popped) == 0 {
+				break
+			}
+			for _, l := range z.Popped {
+				urls = append(urls, l.Item.URL)
+			}
+		}
+		sort.Strings(urls)
+		if want := "[http://h0.example/1 http://h0.example/2]"; fmt.Sprint(urls) != want {
+			t.Fatalf("popped %v; want %s, each once", urls, want)
+		}
+	})
+}
