@@ -10,9 +10,12 @@
 -- exchange.lua fills: ex_fresh_write), and clears them: each lease ends
 -- here once, or is lost.
 local function ex_fresh_read(C, leaseIDs)
-  local got, fresh = redis.call('HMGET', C.K.fresh, unpack(leaseIDs)), {}
-  for d = 1, #leaseIDs do fresh[d] = tonumber(got[d]) or 0 end
-  redis.call('HDEL', C.K.fresh, unpack(leaseIDs))
+  local got, fresh, any = redis.call('HMGET', C.K.fresh, unpack(leaseIDs)), {}, false
+  for d = 1, #leaseIDs do
+    fresh[d] = tonumber(got[d]) or 0
+    any = any or fresh[d] > 0
+  end
+  if any then redis.call('HDEL', C.K.fresh, unpack(leaseIDs)) end
   return fresh
 end
 
