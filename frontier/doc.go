@@ -60,7 +60,7 @@
 //	           records them once
 //	fresh:<process>  hash: lease id -> how many of its page's links
 //	           exchange.lua found new, for the record finish.lua writes
-//	           (added to, never overwritten; deleted as the lease ends;
+//	           (set only above 0; deleted as the lease ends;
 //	           kept a day after the last)
 //	grants:<process>  string: the hosts, and how many URLs each, that the
 //	           process's last handout granted tokens for, under its

@@ -18,9 +18,9 @@
 -- links are queued already, so a pipeline cut between the two (this call
 -- never came) loses none: the leases expire and their URLs are fetched
 -- again. The new links' counts wait in the process's fresh hash by
--- lease, added to, never overwritten: the exchange sent again (its reply
--- lost) finds its links seen and counts them new no more, and the
--- records count what the first run found.
+-- lease, set only above 0: the exchange sent again (its reply lost) finds
+-- its links seen (the filter's bits are only ever set), sets no count,
+-- and the records count what the first run found.
 --
 -- KEYS: EX_KEYS (contract.lua), exchange.lua's after the Bloom filter's,
 --   by name (each declared in frontier/keyspace/keys.go).

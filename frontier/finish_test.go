@@ -16,7 +16,8 @@ import (
 // records nothing; the exchange sent again, refused for its lost reply
 // (ErrReplyLost) and sent anew, finds its links seen, and still records
 // the page once, with the new links its first run found (the fresh hash,
-// added to, never overwritten), and every link is popped once.
+// which the resend, finding its links seen, leaves as it was), and every
+// link is popped once.
 func TestAPipelineCutBetweenLinksAndFinishLosesNothing(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()

@@ -42,7 +42,7 @@ local function ex_unsound(K, first)
     {'ZADD', K.ready, '1', 'x'}, {'ZADD', K.leases, '1', 'x'}, {'ZREM', K.leases, 'x'},
     {'LPUSH', K.failed, 'x'}, {'LTRIM', K.failed, '0', '1'},
     {'XADD', K.results, '*', 'x', 'x'}, {'SET', K.done, '1'}, {'SET', K.ended, 'x'},
-    {'HSET', K.outbox, 'x', 'x'}, {'ZADD', K.due, '1', 'x'}, {'HINCRBY', K.fresh, 'x', '1'},
+    {'HSET', K.outbox, 'x', 'x'}, {'ZADD', K.due, '1', 'x'}, {'HSET', K.fresh, 'x', '1'},
     {'PUBLISH', K.queues .. 'wake', '1'},
   })
 end

@@ -64,12 +64,13 @@ end
 
 -- ex_fresh_write: of each finished page's links (A.fresh: its lease id, a
 -- text, and how many of the call's links are its, following the previous
--- page's), how many the Bloom filter found new, added in the process's
--- fresh hash, where finish.lua reads it for the page's record. Added
--- (HINCRBY), not set: this exchange sent again (its reply lost) finds its
--- links seen, adds nothing, and leaves the count its first run found.
+-- page's), how many the Bloom filter found new, set in the process's
+-- fresh hash (one HSET), where finish.lua reads it for the page's record.
+-- Only counts above 0 are set: this exchange sent again (its reply lost)
+-- finds its links seen, sets nothing, and leaves the count its first run
+-- found.
 local function ex_fresh_write(C)
-  local pages, link, wrote = C.A.fresh or {}, 0, false
+  local pages, link, set = C.A.fresh or {}, 0, {}
   for _, p in ipairs(pages) do
     local new = 0
     for i = link + 1, link + p[2] do
@@ -77,11 +78,13 @@ local function ex_fresh_write(C)
     end
     link = link + p[2]
     if new > 0 then
-      redis.call('HINCRBY', C.K.fresh, ex_text(C, p[1]), fr_int(new))
-      wrote = true
+      set[#set + 1] = ex_text(C, p[1])
+      set[#set + 1] = fr_int(new)
     end
   end
-  if wrote then redis.call('PEXPIRE', C.K.fresh, '86400000') end -- a day, as the exchange counter
+  if #set == 0 then return end
+  redis.call('HSET', C.K.fresh, unpack(set))
+  redis.call('PEXPIRE', C.K.fresh, '86400000') -- a day, as the exchange counter
 end
 
 -- ex_acks: the outbox entries (finish.lua's ex_park) whose offers went
