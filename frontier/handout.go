@@ -11,9 +11,10 @@ import (
 )
 
 // finishScript ends the leases of a worker's finished pages and records
-// them (finish.lua), backScript gives back what a worker hands back, late URLs asking their
-// hosts for new tokens first, and the unused tokens (back.lua),
-// handoutScript grants it new URLs, their hosts and tokens (handout.lua),
+// them (finish.lua), backScript gives back what a worker hands back, late
+// URLs asking their hosts for new tokens first, and the unused tokens
+// (back.lua), handoutScript grants it new URLs, their hosts and tokens
+// (handout.lua),
 // and takeScript takes them off their queues under fresh leases
 // (take.lua): the scripts after exchange.lua in an exchange's pipeline,
 // each run only where exchange.lua counted the exchange.
@@ -26,8 +27,7 @@ var (
 
 // afterCall is one exchange's call of a script that runs only after its
 // exchange.lua counted the exchange (finish.lua, back.lua, handout.lua,
-// take.lua),
-// and the call's reply once its pipeline ran.
+// take.lua), and the call's reply once its pipeline ran.
 type afterCall struct {
 	name string
 	s    *redis.Script

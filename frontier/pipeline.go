@@ -167,8 +167,8 @@ func execParts(ctx context.Context, c redis.UniversalClient, now func() time.Tim
 // queue adds p's calls to pipe: exchange.lua, finish.lua, back.lua,
 // handout.lua and take.lua (whichever have yet to run, when they go again
 // for want of their scripts). After an exchange.lua that did not run, the
-// others were refused and go again; after a handout that did not run, the take found
-// no grant and goes again. (A handout that ran does not go again after an
+// others were refused and go again; after a handout that did not run, the
+// take found no grant and goes again. (A handout that ran does not go again after an
 // back.lua that goes again: it would grant twice; it counted the late
 // URLs still held as kept, which at worst asks for fewer URLs this once.)
 func (p *part) queue(ctx context.Context, pipe redis.Pipeliner) {
