@@ -29,15 +29,9 @@ func TestAPipelineCutBetweenLinksAndFinishLosesNothing(t *testing.T) {
 		a := x.Popped[0]
 		kids := []Item{{URL: "http://h0.example/1"}, {URL: "http://h0.example/2"}, {URL: "http://h0.example/"}} // the last seen already
 		done := []Finished{{Lease: a, Outcome: Outcome{Children: kids, Stat: "done", Record: []byte(`{"url":"a"}`), Fetched: true}}}
-		p := &part{done: done, away: []bool{false}}
-		if err := sh.prepare(ctx, p); err != nil {
-			t.Fatal(err)
-		}
+		p := prepared(t, s, sh, done)
 		if p.ends == nil {
 			t.Fatal("no finish.lua for a finished page")
-		}
-		if err := loadExchange(ctx, s.Client); err != nil {
-			t.Fatal(err)
 		}
 		pipe := s.Client.Pipeline()
 		p.call.Queue(ctx, pipe) // exchange.lua alone: the pipeline was cut after it, its reply lost
@@ -86,4 +80,19 @@ func TestAPipelineCutBetweenLinksAndFinishLosesNothing(t *testing.T) {
 			t.Fatalf("popped %v; want %s, each once", urls, want)
 		}
 	})
+}
+
+// prepared is the part of one exchange that ends done's leases, its calls
+// made (not sent) and the exchange's scripts loaded: a test sends some of
+// them, as a pipeline cut short would.
+func prepared(t *testing.T, s *redistest.Server, sh *shard, done []Finished) *part {
+	t.Helper()
+	p := &part{done: done, away: make([]bool, len(done))}
+	if err := sh.prepare(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	if err := loadExchange(context.Background(), s.Client); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

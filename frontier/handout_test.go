@@ -382,15 +382,9 @@ func TestRefundsWhoseBackNeverCameStaySpent(t *testing.T) {
 		}
 		a, b := x.Popped[0], x.Popped[1]
 		// a ends without a request; its exchange's back.lua never comes.
-		p := &part{done: []Finished{{Lease: a, Outcome: Outcome{Stat: OutcomeSkipped, Refund: true}}}, away: []bool{false}}
-		if err := sh.prepare(ctx, p); err != nil {
-			t.Fatal(err)
-		}
+		p := prepared(t, s, sh, []Finished{{Lease: a, Outcome: Outcome{Stat: OutcomeSkipped, Refund: true}}})
 		if p.giveBack == nil {
 			t.Fatal("no back.lua for a page whose token goes back")
-		}
-		if err := loadExchange(ctx, s.Client); err != nil {
-			t.Fatal(err)
 		}
 		pipe := s.Client.Pipeline()
 		p.call.Queue(ctx, pipe)
