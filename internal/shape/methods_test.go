@@ -32,14 +32,10 @@ func TestTypesStaySmall(t *testing.T) {
 	fset := token.NewFileSet()
 	imp := importer.ForCompiler(fset, "gc", exportData(t, root))
 	dirs := map[string]bool{}
-	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, "_test.go") {
+	repoFiles(t, root, func(_, p string) {
+		if strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, "_test.go") {
 			dirs[filepath.Dir(p)] = true
 		}
-		if err == nil && d.IsDir() && (strings.HasPrefix(d.Name(), ".") && p != root || d.Name() == "testdata") {
-			return filepath.SkipDir
-		}
-		return nil
 	})
 	for dir := range dirs {
 		built := func(fi fs.FileInfo) bool { // what this platform builds, tests left out

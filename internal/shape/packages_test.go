@@ -1,7 +1,6 @@
 package shape
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -19,32 +18,18 @@ func TestNoPackageHoldsMoreThanItsShare(t *testing.T) {
 	root := filepath.Join("..", "..")
 	lines := map[string]int{}
 	total := 0
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		if d.IsDir() {
-			if strings.HasPrefix(d.Name(), ".") && rel != "." || d.Name() == "testdata" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
+	repoFiles(t, root, func(rel, p string) {
 		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-			return nil
+			return
 		}
 		b, err := os.ReadFile(p)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		n := strings.Count(string(b), "\n")
 		lines[filepath.ToSlash(filepath.Dir(rel))] += n
 		total += n
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if total < 10000 {
 		t.Fatalf("%d non-test Go lines found; want the whole repository's", total)
 	}
