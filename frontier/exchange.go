@@ -143,7 +143,7 @@ func (f *shard) endArgs(done []Finished, offset []int, start int, flags []bool) 
 	a.Expect = f.exchanges + 1 // after exchange.lua's
 	p := f.policy()
 	a.Budget = f.pageBudget(p)
-	a.Rate, a.Burst, a.PauseKeep = p.HostRate, max(p.HostBurst, 1), politeness.PauseMemory.Milliseconds()
+	a.PauseKeep = politeness.PauseMemory.Milliseconds()
 	a.Factor, a.MaxDelayMs = p.DelayFactor, p.MaxDelay.Milliseconds()
 	for d, x := range done {
 		var da doneArgs
