@@ -96,3 +96,51 @@ func prepared(t *testing.T, s *redistest.Server, sh *shard, done []Finished) *pa
 	}
 	return p
 }
+
+// An exchange of thousands of finished pages (5,000 on redis-server,
+// forty times what a worker sends at most, crawl/pace's maxSend; each
+// with a new link) counts every page's new link in its record, through
+// the fresh hash. (miniredis's Lua runs out of registry sooner, in code
+// that ends leases: it takes 1,000.)
+func TestAnExchangeOfThousandsOfPagesCountsEachPagesNewLinks(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		n := 5000
+		if s.Mini != nil {
+			n = 1000
+		}
+		f, _ := handoutFixture(t, s, n)
+		var popped []*Lease
+		for len(popped) < n {
+			x, err := f.Exchange(ctx, nil, nil, min(500, n-len(popped)))
+			if err != nil || len(x.Popped) == 0 {
+				t.Fatalf("pop: %d of %d, %v", len(popped), n, err)
+			}
+			popped = append(popped, x.Popped...)
+		}
+		done := make([]Finished, n)
+		for i, l := range popped {
+			done[i] = Finished{Lease: l, Outcome: Outcome{Stat: "ok", Fetched: true, Record: []byte(l.Item.URL),
+				Children: []Item{{URL: l.Item.URL + "next"}}}}
+		}
+		x, err := f.Exchange(ctx, done, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, held := range x.Held {
+			if !held {
+				t.Fatalf("page %d not recorded", i)
+			}
+		}
+		sh := f.fs[0]
+		msgs := s.Client.XRange(ctx, sh.keys.Results, "-", "+").Val()
+		if len(msgs) != n {
+			t.Fatalf("%d records; want %d", len(msgs), n)
+		}
+		for _, m := range msgs {
+			if m.Values["new_links"] != "1" {
+				t.Fatalf("record %v; want its one new link counted", m.Values)
+			}
+		}
+	})
+}
