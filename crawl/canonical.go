@@ -1,8 +1,6 @@
 package crawl
 
 import (
-	"net/url"
-
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/frontier"
@@ -37,16 +35,12 @@ func declared(r *fetch.Result, agent string) parse.Head {
 // duplicate's own links are not followed: the canonical's are. Were the
 // canonical named back (A names B, B names A), neither would be archived:
 // each is recorded with its duplicate_of (docs/design.md).
-func (pl *fetchLoops) canonical(lv *live, item frontier.Item, r *fetch.Result, head parse.Head, rec *Record) (link *frontier.Item, dup bool) {
+func (pl *fetchLoops) canonical(lv *live, p page, r *fetch.Result, head parse.Head, rec *Record) (link *frontier.Item, dup bool) {
 	if r.Status < 200 || r.Status >= 300 {
 		return nil, false
 	}
-	page, err := url.Parse(item.URL)
-	if err != nil {
-		return nil, false
-	}
-	c := parse.CanonicalOf(page, r.LinkHeaders, head, lv.s.KeepTrackingParams)
-	if c == nil || c.String() == item.URL || !pl.scope.Load().Allows(c) {
+	c := parse.CanonicalOf(p.url, r.LinkHeaders, head, lv.s.KeepTrackingParams)
+	if c == nil || c.String() == p.URL || !pl.scope.Load().Allows(c) {
 		return nil, false
 	}
 	rec.Canonical = c.String()
@@ -56,7 +50,8 @@ func (pl *fetchLoops) canonical(lv *live, item frontier.Item, r *fetch.Result, h
 	if lv.s.Canonical == settings.CanonicalSkip {
 		rec.DuplicateOf = rec.Canonical
 	}
-	return &frontier.Item{URL: rec.Canonical, Depth: item.Depth, Parent: item.URL}, lv.s.Canonical == settings.CanonicalSkip
+	c2 := p.child(rec.Canonical, false)
+	return &c2, lv.s.Canonical == settings.CanonicalSkip
 }
 
 // canonicalOutcome adds a page's canonical to what it leads to: the one

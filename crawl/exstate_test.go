@@ -34,7 +34,7 @@ var (
 	pb1           = lease("b1", "b")
 )
 
-func page(l *frontier.Lease) event {
+func handedIn(l *frontier.Lease) event {
 	return event{kind: evHandedIn, entry: entry{page: frontier.Finished{Lease: l}}}
 }
 func back(l *frontier.Lease) event { return event{kind: evHandedIn, entry: entry{back: l}} }
@@ -107,9 +107,9 @@ func TestExchangerStateMachine(t *testing.T) {
 		{"batching: pages wait for company, then go in one call with a refill", false, false, []xstep{
 			{ev: tick(0), want: "call [] want 48"},
 			{ev: replied(48, 48, nil), want: "settle"},
-			{at: 10 * time.Millisecond, ev: page(pa1)},
+			{at: 10 * time.Millisecond, ev: handedIn(pa1)},
 			{at: 10 * time.Millisecond, ev: tick(40), want: "sleep 500ms"},
-			{at: 200 * time.Millisecond, ev: page(pa2)},
+			{at: 200 * time.Millisecond, ev: handedIn(pa2)},
 			{at: 200 * time.Millisecond, ev: tick(30), want: "sleep 310ms"},
 			{at: 510 * time.Millisecond, ev: tick(20), want: "call [a1 a2] want 28"},
 			{at: 511 * time.Millisecond, ev: replied(28, 28, nil, pa1, pa2), want: "settle"},
@@ -118,9 +118,9 @@ func TestExchangerStateMachine(t *testing.T) {
 		{"one batch for every shard: a call ends the leases of pages of any shards, in order", false, false, []xstep{
 			{ev: tick(0), want: "call [] want 48"},
 			{ev: replied(48, 48, nil), want: "settle"},
-			{at: time.Millisecond, ev: page(pa1)},
-			{at: time.Millisecond, ev: page(pb1)},
-			{at: time.Millisecond, ev: page(pa2)},
+			{at: time.Millisecond, ev: handedIn(pa1)},
+			{at: time.Millisecond, ev: handedIn(pb1)},
+			{at: time.Millisecond, ev: handedIn(pa2)},
 			{at: 2 * time.Millisecond, ev: event{kind: evBell}},
 			{at: 2 * time.Millisecond, ev: tick(40), want: "call [a1 b1 a2] want 8"},
 			{at: 3 * time.Millisecond, ev: replied(8, 8, nil, pa1, pb1, pa2), want: "settle"},
@@ -128,12 +128,12 @@ func TestExchangerStateMachine(t *testing.T) {
 		{"the stop: URLs not started go back with what is finished, nothing is popped, then the end", false, false, []xstep{
 			{ev: tick(0), want: "call [] want 48"},
 			{ev: replied(48, 48, nil), want: "settle"},
-			{at: time.Millisecond, ev: page(pa1)},
+			{at: time.Millisecond, ev: handedIn(pa1)},
 			{at: time.Millisecond, ev: event{kind: evStop}},
 			{at: time.Millisecond, ev: tick(0, pa2, pa3), want: "call [a1 back:a2 back:a3] want 0"},
 			{at: 2 * time.Millisecond, ev: replied(0, 0, nil, pa1, pa2, pa3), want: "settle"},
 			{at: 2 * time.Millisecond, ev: tick(0), want: "sleep 1h0m0s"}, // a loop may still hand in its page
-			{at: 3 * time.Millisecond, ev: page(pb1)},
+			{at: 3 * time.Millisecond, ev: handedIn(pb1)},
 			{at: 3 * time.Millisecond, ev: event{kind: evLoopsClosed}},
 			{at: 3 * time.Millisecond, ev: tick(0), want: "call [b1] want 0"},
 			{at: 4 * time.Millisecond, ev: replied(0, 0, nil, pb1), want: "settle"},
@@ -141,8 +141,8 @@ func TestExchangerStateMachine(t *testing.T) {
 			{at: 5 * time.Millisecond, ev: tick(0), want: ""}, // ended: nothing more
 		}},
 		{"a rollback: forget what the lost writes taught, and send the same batch again", false, false, []xstep{
-			{ev: page(pa1)},
-			{ev: page(pa2)},
+			{ev: handedIn(pa1)},
+			{ev: handedIn(pa2)},
 			{ev: event{kind: evBell}},
 			{ev: tick(0), want: "call [a1 a2] want 48"},
 			{at: time.Millisecond, ev: replied(48, 0, fmt.Errorf("shard 1: %w", frontier.ErrRolledBack), pa1, pa2), want: "forget"},
@@ -158,7 +158,7 @@ func TestExchangerStateMachine(t *testing.T) {
 			}(), want: "settle; forget"},
 		}},
 		{"a lost reply that had gone through: the batch goes again, nothing forgotten", false, false, []xstep{
-			{ev: page(pa1)},
+			{ev: handedIn(pa1)},
 			{ev: event{kind: evBell}},
 			{ev: tick(0), want: "call [a1] want 48"},
 			{at: time.Millisecond, ev: replied(48, 0, frontier.ErrReplyLost, pa1), want: "resend"},
@@ -167,7 +167,7 @@ func TestExchangerStateMachine(t *testing.T) {
 		{"the crawl's end stops the worker, with ExitWhenDone, when nothing was popped", true, false, []xstep{
 			{ev: tick(0), want: "call [] want 48"},
 			{ev: over(replied(48, 1, nil)), want: "settle"}, // it popped one: not over for this worker yet
-			{at: time.Millisecond, ev: page(pa1)},
+			{at: time.Millisecond, ev: handedIn(pa1)},
 			{at: time.Millisecond, ev: event{kind: evBell}},
 			{at: time.Millisecond, ev: tick(0), want: "call [a1] want 48"},
 			{at: 2 * time.Millisecond, ev: over(replied(48, 0, nil, pa1)), want: "settle; crawl done"},
@@ -181,19 +181,19 @@ func TestExchangerStateMachine(t *testing.T) {
 			{ev: over(replied(48, 0, nil)), want: "settle"},
 		}},
 		{"a gone crawl ends everything: the worker is stopped, what the loops hand in is discarded", false, false, []xstep{
-			{ev: page(pa1)},
+			{ev: handedIn(pa1)},
 			{ev: event{kind: evBell}},
 			{ev: tick(0), want: "call [a1] want 48"},
 			{at: time.Millisecond, ev: replied(48, 0, frontier.ErrGone, pa1), want: "mark gone"},
 			{at: time.Millisecond, ev: tick(0), want: "discard"},
 		}},
 		{"gone, as another goroutine found: the next tick discards", false, false, []xstep{
-			{ev: page(pa1)},
+			{ev: handedIn(pa1)},
 			{ev: event{kind: evGone}},
 			{ev: tick(0), want: "discard"},
 		}},
 		{"failures back off; with the loops gone, the machine gives up after a few", false, false, []xstep{
-			{ev: page(pa1)},
+			{ev: handedIn(pa1)},
 			{ev: event{kind: evLoopsClosed}},
 			{ev: tick(0), want: "call [a1] want 48"},
 			{ev: replied(48, 0, errors.New("i/o timeout"), pa1), want: "retry"},

@@ -20,9 +20,10 @@ import (
 
 // fetchOf is how item is fetched: a sitemap up to the protocol's size, a
 // revisit with its last validators (If-None-Match, If-Modified-Since).
-func (pl *fetchLoops) fetchOf(item frontier.Item, visit *recrawl.Visit) func(context.Context, string) (*fetch.Result, error) {
+func (pl *fetchLoops) fetchOf(p page) func(context.Context, string) (*fetch.Result, error) {
+	visit := p.visit
 	switch {
-	case item.Kind == frontier.KindSitemap:
+	case p.Kind == frontier.KindSitemap:
 		return func(ctx context.Context, u string) (*fetch.Result, error) {
 			// XML, text or a feed, often gzip'd: kept whatever its type, up
 			// to the protocol's 50 MB
@@ -43,7 +44,8 @@ func (pl *fetchLoops) fetchOf(item frontier.Item, visit *recrawl.Visit) func(con
 // response archived (payloads.Index.ClaimAll). It returns the record's
 // place, the payload digest, and where the content the answer stands for
 // is archived whole (nil: nowhere).
-func (pl *fetchLoops) archive(ctx context.Context, url string, visit *recrawl.Visit, r *fetch.Result, start time.Time) (archive.Location, string, *recrawl.Visit, error) {
+func (pl *fetchLoops) archive(ctx context.Context, p page, r *fetch.Result) (archive.Location, string, *recrawl.Visit, error) {
+	url, visit, start := p.URL, p.visit, p.start
 	var earlier *payloads.Archived // another response with this payload
 	d, claimed := "", ""           // its payload digest, when looked up; the digest this response claimed
 	if pl.claims != nil && r.Status >= 200 && r.Status < 300 && !r.Truncated && len(r.Body) > 0 {

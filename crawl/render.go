@@ -98,42 +98,39 @@ func (pl *fetchLoops) laneMatches(ctx context.Context, lv *live, links []frontie
 // document's fetch, done): its record says so and its links come from the
 // DOM. When it cannot be rendered (the browser crashed, the page did not
 // settle) it is retried as a failed fetch is, and given up with a record
-// that says why; ok is false then, the lease settled.
-func (pl *fetchLoops) renderPage(ctx context.Context, l *frontier.Lease, u *url.URL, r *fetch.Result, rec *Record) (*fetch.Result, bool) {
+// that says why: the end it returns then ends the lease.
+func (pl *fetchLoops) renderPage(ctx context.Context, p page, r *fetch.Result, rec *Record) (*fetch.Result, end) {
 	lv := pl.cur.Load()
 	deadline := time.Now().Add(pl.renderOpts.PageTimeout)
-	page, err := pl.render.Render(ctx, l.Item.URL, &render.Response{Status: r.Status, ContentType: "text/html", Body: r.Body},
-		pl.subresources(u, lv, deadline))
+	rendered, err := pl.render.Render(ctx, p.URL, &render.Response{Status: r.Status, ContentType: "text/html", Body: r.Body},
+		pl.subresources(p.url, lv, deadline))
 	var memory *render.MemoryError
 	switch {
 	case errors.As(err, &memory) && memory.Open == 1:
 		// It alone was open when the browser passed its cap: another
 		// attempt would only stop another browser.
-		rec.Error = err.Error() + " (not retried)"
-		pl.finish(l, *rec, frontier.Outcome{Stat: OutcomeFailed, Failed: rec.Error, Fetched: true})
-		return nil, false
+		return nil, failed(*rec, err.Error()+" (not retried)", frontier.Outcome{Fetched: true})
 	case err != nil:
-		pl.retry(l, *rec, err.Error(), 0)
-		return nil, false
+		return nil, retry(*rec, err.Error(), 0)
 	}
-	if pl.lapsedDuringFetch(l, *rec) {
-		return nil, false
+	if e := pl.lapsedDuringFetch(p, *rec); e.ended() {
+		return nil, e
 	}
 	pl.counters.Rendered.Add(1)
-	rec.Render = &RenderInfo{MS: page.Took.Milliseconds(), Subresources: page.Requests, Cached: page.Cached, Refused: page.Refused,
-		Dialogs: page.Dialogs, Popups: page.Popups}
+	rec.Render = &RenderInfo{MS: rendered.Took.Milliseconds(), Subresources: rendered.Requests, Cached: rendered.Cached, Refused: rendered.Refused,
+		Dialogs: rendered.Dialogs, Popups: rendered.Popups}
 	if pl.warc != nil && rec.WARC != nil && rec.WARC.RecordID != "" {
-		loc, err := pl.warc.Conversion(*rec.WARC, l.Item.URL, time.Now(), "text/html", page.DOM)
+		loc, err := pl.warc.Conversion(*rec.WARC, p.URL, time.Now(), "text/html", rendered.DOM)
 		if err != nil {
-			pl.requeue(l, 0)
-			pl.fail(fmt.Errorf("cannot write the WARC archive, stopping: %w", err))
-			return nil, false
+			e := requeue(0)
+			e.fatal = fmt.Errorf("cannot write the WARC archive, stopping: %w", err)
+			return nil, e
 		}
 		rec.Render.WARC = &loc
 	}
 	dom := *r
-	dom.Body = page.DOM
-	return &dom, true
+	dom.Body = rendered.DOM
+	return &dom, end{}
 }
 
 // renderCall is the frontier, for a call rendering makes (a subresource's

@@ -36,12 +36,13 @@ const (
 // offerSample: with --render auto, a plain worker offers an HTML page it
 // fetched as a sample of its host, unless this process knows the host
 // needs none (it has its verdict, or its samples).
-func (pl *fetchLoops) offerSample(ctx context.Context, lv *live, item frontier.Item, u *url.URL, r *fetch.Result) {
-	if lv.render.Mode != settings.RenderAuto || pl.render != nil || item.Kind == frontier.KindSitemap || !r.HTML ||
+func (pl *fetchLoops) offerSample(ctx context.Context, lv *live, p page, r *fetch.Result) {
+	u := p.url
+	if lv.render.Mode != settings.RenderAuto || pl.render != nil || p.Kind == frontier.KindSitemap || !r.HTML ||
 		r.Status < 200 || r.Status >= 300 || pl.sampled.Has(u.Host) {
 		return
 	}
-	queued, verdict, err := pl.renderCall().OfferSample(ctx, rendering.Sample{URL: item.URL, Host: u.Host, Depth: item.Depth, Parent: item.Parent},
+	queued, verdict, err := pl.renderCall().OfferSample(ctx, rendering.Sample{URL: p.URL, Host: u.Host, Depth: p.Depth, Parent: p.Parent},
 		samplesReserve, samplesWaiting)
 	switch {
 	case err != nil:
@@ -50,7 +51,7 @@ func (pl *fetchLoops) offerSample(ctx context.Context, lv *live, item frontier.I
 		pl.sampled.Add(u.Host) // no more of it: it needs no browser, or has its reserve
 	case !queued:
 		pl.log.Warn("a page of a host that needs a browser was fetched plainly, and too many samples wait to render it: "+
-			"links its scripts make are missed (start more render workers)", "url", item.URL)
+			"links its scripts make are missed (start more render workers)", "url", p.URL)
 	}
 }
 
@@ -96,7 +97,7 @@ func (pl *fetchLoops) sample(ctx context.Context, s rendering.Sample, raw string
 		}
 		return
 	}
-	page, err := pl.render.Render(ctx, s.URL, &render.Response{Status: plain.Status, ContentType: "text/html", Body: plain.Body},
+	rendered, err := pl.render.Render(ctx, s.URL, &render.Response{Status: plain.Status, ContentType: "text/html", Body: plain.Body},
 		pl.subresources(u, lv, deadline))
 	if err != nil {
 		if ctx.Err() == nil {
@@ -106,23 +107,23 @@ func (pl *fetchLoops) sample(ctx context.Context, s rendering.Sample, raw string
 		return
 	}
 	if pl.warc != nil && doc != nil && doc.RecordID != "" {
-		if _, err := pl.warc.Conversion(*doc, s.URL, time.Now(), "text/html", page.DOM); err != nil {
+		if _, err := pl.warc.Conversion(*doc, s.URL, time.Now(), "text/html", rendered.DOM); err != nil {
 			pl.fail(fmt.Errorf("cannot write the WARC archive, stopping: %w", err))
 			return
 		}
 	}
 	dom := *plain
-	dom.Body = page.DOM
-	missed, found := pl.compare(lv, u, frontier.Item{URL: s.URL, Depth: s.Depth, Parent: s.Parent}, plain, &dom)
+	dom.Body = rendered.DOM
+	missed, found := pl.compare(lv, page{Item: frontier.Item{URL: s.URL, Depth: s.Depth, Parent: s.Parent}, url: u}, plain, &dom)
 	pl.tell(ctx, s, raw, found, missed)
 }
 
 // compare is what rendering found that the plain fetch missed: the links
 // of the DOM the plain HTML lacks, and whether they say the page needs a
 // browser (one, and a tenth more than the plain page had).
-func (pl *fetchLoops) compare(lv *live, u *url.URL, item frontier.Item, plain, dom *fetch.Result) ([]frontier.Item, bool) {
-	before := pl.links(lv, u, item, plain, &Record{})
-	after := pl.links(lv, u, item, dom, &Record{})
+func (pl *fetchLoops) compare(lv *live, p page, plain, dom *fetch.Result) ([]frontier.Item, bool) {
+	before := pl.links(lv, p, plain, &Record{})
+	after := pl.links(lv, p, dom, &Record{})
 	had := make(map[string]bool, len(before))
 	for _, l := range before {
 		had[l.URL] = true
@@ -173,8 +174,9 @@ func (pl *fetchLoops) byPrefix(ctx context.Context, lv *live, u *url.URL) (rende
 }
 
 // learnPrefix tells what rendering a page of a prefix still learnt found.
-func (pl *fetchLoops) learnPrefix(ctx context.Context, lv *live, u *url.URL, item frontier.Item, plain, dom *fetch.Result) {
-	_, found := pl.compare(lv, u, item, plain, dom)
+func (pl *fetchLoops) learnPrefix(ctx context.Context, lv *live, p page, plain, dom *fetch.Result) {
+	u := p.url
+	_, found := pl.compare(lv, p, plain, dom)
 	v, err := pl.renderCall().LearnPrefix(ctx, u.Host, pathPrefix(u), found, samplesPerHost)
 	switch {
 	case err != nil:

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/url"
 	"strings"
 
 	"github.com/redcrawl/crawler/fetch"
@@ -18,7 +17,7 @@ import (
 // sitemapLinks are what a sitemap lists: page URLs (one step from the
 // sitemap, through scope, filters and dedup like links) and other
 // sitemaps (an index), read from the body, gunzipped when it is gzip.
-func (pl *fetchLoops) sitemapLinks(lv *live, item frontier.Item, r *fetch.Result, rec *Record) []frontier.Item {
+func (pl *fetchLoops) sitemapLinks(lv *live, p page, r *fetch.Result, rec *Record) []frontier.Item {
 	if r.Status < 200 || r.Status >= 300 {
 		return nil
 	}
@@ -38,13 +37,13 @@ func (pl *fetchLoops) sitemapLinks(lv *live, item frontier.Item, r *fetch.Result
 		return nil
 	}
 	rec.Links, rec.Truncated = len(sm.URLs)+len(sm.Sitemaps), rec.Truncated || sm.Truncated
-	base, _ := url.Parse(item.URL)
+	base := p.url
 	// sitemaps.org's location rule: a sitemap lists URLs under its own
 	// directory, and sitemaps of its own site, unless robots.txt listed it
 	// (the site's owner vouches for it there).
 	site := base.Scheme + "://" + base.Host + "/"
 	dir := site
-	if !strings.HasSuffix(item.Parent, "/robots.txt") {
+	if !strings.HasSuffix(p.Parent, "/robots.txt") {
 		dir = base.Scheme + "://" + base.Host + base.EscapedPath()[:strings.LastIndexByte(base.EscapedPath(), '/')+1]
 	}
 	scope := pl.scope.Load()
@@ -57,12 +56,12 @@ func (pl *fetchLoops) sitemapLinks(lv *live, item frontier.Item, r *fetch.Result
 		if s := u.String(); !strings.HasPrefix(s, dir) {
 			pl.skips.add("sitemap_location")
 		} else if pl.follow(lv, u, s) {
-			children = append(children, frontier.Item{URL: s, Depth: item.Depth + 1, Parent: item.URL, Priority: SitemapPriority(sm.Priority(i))})
+			children = append(children, frontier.Item{URL: s, Depth: p.Depth + 1, Parent: p.URL, Priority: SitemapPriority(sm.Priority(i))})
 		}
 	}
 	for _, loc := range sm.Sitemaps {
 		if u, err := parse.Canonicalize(base, loc); err == nil && scope.Allows(u) && strings.HasPrefix(u.String(), site) {
-			children = append(children, frontier.Item{URL: u.String(), Depth: item.Depth, Parent: item.URL, Kind: frontier.KindSitemap})
+			children = append(children, frontier.Item{URL: u.String(), Depth: p.Depth, Parent: p.URL, Kind: frontier.KindSitemap})
 		}
 	}
 	return children
