@@ -66,15 +66,10 @@ func (pl *fetchLoops) read(ctx context.Context, p page, r *fetch.Result, rec Rec
 		return pl.notNow(ctx, p.url.Host, rec, r)
 	}
 	plain := r
-	if pl.render != nil && !dup && renders(lv.render, p.Item, r) {
-		if render, learn := pl.byPrefix(ctx, lv, p.url); render {
-			dom, e := pl.renderPage(ctx, p, r, &rec)
-			if e.ended() {
-				return e
-			}
-			if r = dom; learn {
-				pl.learnPrefix(ctx, lv, p, plain, r)
-			}
+	if pl.render != nil && !dup {
+		var e end
+		if r, e = pl.rendered(ctx, lv, p, r, &rec); e.ended() {
+			return e
 		}
 	}
 	o := pl.outcome(ctx, lv, p, r, &rec, archived)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/redcrawl/crawler/archive"
@@ -12,6 +14,7 @@ import (
 	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/frontier/rendering"
+	"github.com/redcrawl/crawler/internal/bounded"
 	"github.com/redcrawl/crawler/render"
 )
 
@@ -74,6 +77,25 @@ func renders(r *settings.RenderRules, item frontier.Item, res *fetch.Result) boo
 		(r.Mode != settings.RenderNever || r.Matches(item.URL))
 }
 
+// rendered is a render worker's answer to p: r as a browser built it
+// when the worker renders it (renders, and with --render auto what its
+// path prefix taught), r itself when not; or the end of the lease when
+// the page could not be rendered.
+func (pl *fetchLoops) rendered(ctx context.Context, lv *live, p page, r *fetch.Result, rec *Record) (*fetch.Result, end) {
+	if !renders(lv.render, p.Item, r) {
+		return r, end{}
+	}
+	render, learn := pl.byPrefix(ctx, lv, p.url)
+	if !render {
+		return r, end{}
+	}
+	dom, e := pl.renderPage(ctx, p, r, rec)
+	if !e.ended() && learn {
+		pl.learnPrefix(ctx, lv, p, r, dom)
+	}
+	return dom, e
+}
+
 // laneMatches puts the hosts of links that match --render-match in the
 // render lane before the links are queued, so that no plain worker pops
 // one.
@@ -131,6 +153,79 @@ func (pl *fetchLoops) renderPage(ctx context.Context, p page, r *fetch.Result, r
 	dom := *r
 	dom.Body = rendered.DOM
 	return &dom, end{}
+}
+
+// pathPrefix is the prefix a page's need of a browser is learnt by, where
+// a host's pages mix: its path's first directory ("/app/"), or "/" for a
+// page at the root.
+func pathPrefix(u *url.URL) string {
+	p := u.EscapedPath()
+	if i := strings.IndexByte(strings.TrimPrefix(p, "/"), '/'); i >= 0 {
+		return p[:i+2]
+	}
+	return "/"
+}
+
+// byPrefix: with --render auto, whether a render worker renders a page of
+// a host that needs a browser, by what its path prefix taught: not once
+// its pages found nothing (they are fetched plainly); and whether the
+// page is still to teach it (rendered, and compared with its own HTML).
+// Verdicts are final, so they are remembered.
+func (pl *fetchLoops) byPrefix(ctx context.Context, lv *live, u *url.URL) (render, learn bool) {
+	if lv.render.Mode != settings.RenderAuto || lv.render.Matches(u.String()) {
+		return true, false
+	}
+	key := u.Host + " " + pathPrefix(u)
+	if v, ok := pl.prefixes.get(key); ok {
+		return v == rendering.VerdictRender, false
+	}
+	v, err := pl.renderCall().PrefixVerdict(ctx, u.Host, pathPrefix(u))
+	switch {
+	case err != nil:
+		pl.log.Warn("reading what a path prefix taught failed: the page is rendered", "url", u.String(), "err", err)
+		return true, false
+	case v == rendering.VerdictLearning:
+		return true, true
+	}
+	pl.prefixes.put(key, v)
+	return v == rendering.VerdictRender, false
+}
+
+// learnPrefix tells what rendering a page of a prefix still learnt found.
+func (pl *fetchLoops) learnPrefix(ctx context.Context, lv *live, p page, plain, dom *fetch.Result) {
+	u := p.url
+	_, found := pl.compare(lv, p, plain, dom)
+	v, err := pl.renderCall().LearnPrefix(ctx, u.Host, pathPrefix(u), found, samplesPerHost)
+	switch {
+	case err != nil:
+		pl.log.Warn("telling what a page taught of its path prefix failed", "url", u.String(), "err", err)
+	case v == rendering.VerdictPlain:
+		pl.log.Info("a path prefix of a host that needs a browser does not: its pages are fetched plainly", "host", u.Host,
+			"prefix", pathPrefix(u))
+	}
+}
+
+// verdicts remembers final verdicts by key, up to bounded.Memory, then
+// forgets all and begins again.
+type verdicts struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (v *verdicts) get(key string) (string, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	s, ok := v.m[key]
+	return s, ok
+}
+
+func (v *verdicts) put(key, verdict string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.m == nil || len(v.m) >= bounded.Memory {
+		v.m = map[string]string{}
+	}
+	v.m[key] = verdict
 }
 
 // renderCall is the frontier, for a call rendering makes (a subresource's

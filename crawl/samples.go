@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/redcrawl/crawler/archive"
@@ -13,7 +11,6 @@ import (
 	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/frontier/rendering"
-	"github.com/redcrawl/crawler/internal/bounded"
 	"github.com/redcrawl/crawler/render"
 )
 
@@ -135,79 +132,6 @@ func (pl *fetchLoops) compare(lv *live, p page, plain, dom *fetch.Result) ([]fro
 		}
 	}
 	return missed, len(missed) >= 1+len(before)/10
-}
-
-// pathPrefix is the prefix a page's need of a browser is learnt by, where
-// a host's pages mix: its path's first directory ("/app/"), or "/" for a
-// page at the root.
-func pathPrefix(u *url.URL) string {
-	p := u.EscapedPath()
-	if i := strings.IndexByte(strings.TrimPrefix(p, "/"), '/'); i >= 0 {
-		return p[:i+2]
-	}
-	return "/"
-}
-
-// byPrefix: with --render auto, whether a render worker renders a page of
-// a host that needs a browser, by what its path prefix taught: not once
-// its pages found nothing (they are fetched plainly); and whether the
-// page is still to teach it (rendered, and compared with its own HTML).
-// Verdicts are final, so they are remembered.
-func (pl *fetchLoops) byPrefix(ctx context.Context, lv *live, u *url.URL) (render, learn bool) {
-	if lv.render.Mode != settings.RenderAuto || lv.render.Matches(u.String()) {
-		return true, false
-	}
-	key := u.Host + " " + pathPrefix(u)
-	if v, ok := pl.prefixes.get(key); ok {
-		return v == rendering.VerdictRender, false
-	}
-	v, err := pl.renderCall().PrefixVerdict(ctx, u.Host, pathPrefix(u))
-	switch {
-	case err != nil:
-		pl.log.Warn("reading what a path prefix taught failed: the page is rendered", "url", u.String(), "err", err)
-		return true, false
-	case v == rendering.VerdictLearning:
-		return true, true
-	}
-	pl.prefixes.put(key, v)
-	return v == rendering.VerdictRender, false
-}
-
-// learnPrefix tells what rendering a page of a prefix still learnt found.
-func (pl *fetchLoops) learnPrefix(ctx context.Context, lv *live, p page, plain, dom *fetch.Result) {
-	u := p.url
-	_, found := pl.compare(lv, p, plain, dom)
-	v, err := pl.renderCall().LearnPrefix(ctx, u.Host, pathPrefix(u), found, samplesPerHost)
-	switch {
-	case err != nil:
-		pl.log.Warn("telling what a page taught of its path prefix failed", "url", u.String(), "err", err)
-	case v == rendering.VerdictPlain:
-		pl.log.Info("a path prefix of a host that needs a browser does not: its pages are fetched plainly", "host", u.Host,
-			"prefix", pathPrefix(u))
-	}
-}
-
-// verdicts remembers final verdicts by key, up to bounded.Memory, then
-// forgets all and begins again.
-type verdicts struct {
-	mu sync.Mutex
-	m  map[string]string
-}
-
-func (v *verdicts) get(key string) (string, bool) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	s, ok := v.m[key]
-	return s, ok
-}
-
-func (v *verdicts) put(key, verdict string) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.m == nil || len(v.m) >= bounded.Memory {
-		v.m = map[string]string{}
-	}
-	v.m[key] = verdict
 }
 
 // sampleDocument fetches a sample's page as a subresource is fetched (it
