@@ -234,7 +234,10 @@ func TestAStoppingSchedulerResignsThroughASlowRedis(t *testing.T) {
 // channel closes) goes on pacing its sweeps by its timer until stopped:
 // it read the closed channel's nil message and panicked. Three sweeps
 // are seen to fail after the close (each logs it), the worker still
-// running; stopped, it ends without an error.
+// running; stopped, it ends without an error. The client is closed once
+// the worker says it leads: the lock in Redis is not that (closed between
+// the lock's script and its reply, the campaign fails, and no sweep
+// comes).
 func TestASchedulerWhoseClientIsClosedDoesNotPanic(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		if _, err := admin.Seed(context.Background(), s.Client, "closed", settings.Default(), nil); err != nil {
@@ -245,7 +248,8 @@ func TestASchedulerWhoseClientIsClosedDoesNotPanic(t *testing.T) {
 		o := fastOptions("w1")
 		o.ExitWhenDone = false
 		o.Leader = leader.ConfigForTTL(time.Minute) // it leads on, its lock renewed by nothing, past the test
-		o.Log = slog.New(onMessage{"sweep failed", sweeps})
+		leading := make(chan struct{}, 1)
+		o.Log = slog.New(slog.NewMultiHandler(onMessage{"sweep failed", sweeps}, onMessage{crawl.LogLeading, leading}))
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		w, err := crawl.NewWorker(ctx, c, "closed", o)
@@ -254,7 +258,13 @@ func TestASchedulerWhoseClientIsClosedDoesNotPanic(t *testing.T) {
 		}
 		ended := make(chan error, 1)
 		go func() { ended <- w.Run(ctx) }()
-		awaitLeaderOf(t, s, "closed", "")
+		select {
+		case <-leading:
+		case err := <-ended:
+			t.Fatalf("the worker ended before it led: %v", err)
+		case <-time.After(10 * time.Second): // bounds a broken test; leading is the event
+			t.Fatal("the worker did not lead within 10 s")
+		}
 		c.Close()
 		for i := range 3 {
 			select {

@@ -15,16 +15,17 @@
 //	  └──────▲──────────────────────────────────────┬──────┘
 //	         │ entries                 ready, by window │
 //	  ┌──────┴──────────────────────────────────────▼──────┐
-//	  │ fetch loops × Concurrency (page.go, lease.go):     │
-//	  │  admit (robots.txt, token) → fetch → parse → entry │
+//	  │ fetch loops × Concurrency (page.go, lease.go,      │
+//	  │ read.go): admit → fetch → read → end → entry       │
 //	  └────────────────────────────────────────────────────┘
 //	  heartbeat (heartbeat.go): renews held leases, registers the
 //	    worker, reads the scope; stops all if the crawl is gone
 //	  scheduler (scheduler.go): campaigns; while elected, sweeps
 //
 // A fetch loop takes a leased URL from the exchanger's ready queue once
-// its host's token's window opens (ready.go) and takes it to its end: an
-// entry handed back to the exchanger, which ends the lease in its next
+// its host's token's window opens (ready.go) and takes it to its end,
+// decided once (fetchLoops.process returns it) and carried out once
+// (fetchLoops.end): an entry handed back to the exchanger, which ends the lease in its next
 // call: the page's record, links and counters; or, when the URL may not
 // be fetched now, the URL put back (its host busy, its robots.txt
 // unavailable: requeued behind the host's due time; a transient error:
