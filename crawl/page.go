@@ -70,12 +70,13 @@ func (pl *fetchLoops) loop(stop, work context.Context, i int) {
 			return
 		}
 		start := pl.now()
-		e, fetched := end{how: missed}, false
-		if e.wait, ok = pl.late(l.lease, false); !ok {
-			e, fetched = pl.process(work, l.lease, l.info), true
+		late, closed := pl.late(l.lease, false) // its token's window closed while it waited here
+		e := end{how: missed, wait: late}
+		if !closed {
+			e = pl.process(work, l.lease, l.info)
 		}
 		pl.end(l.lease, e)
-		pl.ex.worked(i, pl.now().Sub(start), fetched)
+		pl.ex.worked(i, pl.now().Sub(start), !closed)
 	}
 }
 
