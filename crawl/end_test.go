@@ -119,10 +119,9 @@ func TestEachEndHandsTheExchangerItsOneEntry(t *testing.T) {
 // back first, then stops the worker: nothing is lost by stopping.
 func TestAFatalEndHandsTheURLBackThenStops(t *testing.T) {
 	pl, entries, fatal := endLoops(t, 0, 0)
-	e := requeue(0)
-	e.fatal = errors.New("disk full")
+	e := unarchived(errors.New("disk full"))
 	pl.end(&frontier.Lease{ID: "l1", Item: frontier.Item{URL: "http://a.example/p"}}, e)
-	if len(*fatal) != 1 || (*fatal)[0] != e.fatal {
+	if len(*fatal) != 1 || !strings.Contains((*fatal)[0].Error(), "cannot write the WARC archive") || (*fatal)[0] != e.fatal {
 		t.Fatalf("stopped with %v; want once with %v", *fatal, e.fatal)
 	}
 	if got := <-entries; got.page.Outcome.PutBack == nil {

@@ -53,6 +53,16 @@ func retry(rec Record, why string, after time.Duration) end {
 }
 func requeue(wait time.Duration) end { return end{how: requeued, wait: wait} }
 
+// unarchived is the end of a URL whose archive cannot be written: it
+// goes back, and the worker stops (crawling on would lose what the user
+// asked to keep).
+func unarchived(err error) end { return end{how: requeued, fatal: archiveFailed(err)} }
+
+// archiveFailed is why a worker stops when its archive cannot be written.
+func archiveFailed(err error) error {
+	return fmt.Errorf("cannot write the WARC archive, stopping: %w", err)
+}
+
 // failed is a URL's end for good, its record's error err.
 func failed(rec Record, err string, o frontier.Outcome) end {
 	rec.Error, o.Stat, o.Failed = err, OutcomeFailed, err
@@ -205,7 +215,7 @@ func pastWindow(l *frontier.Lease, now time.Time) bool {
 // VM) or cut off from Redis past it, and the scheduler may have given the
 // URL to another worker, who fetches, archives and records it. It counts
 // and says so (msg) when it has.
-func (pl *fetchLoops) noteLapse(held interface{ Left() time.Duration }, url, msg string) bool {
+func (pl *fetchLoops) noteLapse(held holder, url, msg string) bool {
 	if held.Left() > 0 {
 		return false
 	}

@@ -19,6 +19,10 @@ import (
 	"github.com/redcrawl/crawler/parse"
 )
 
+// A holder is a lease as reading its page needs it: how long it is surely
+// still held (frontier.Lease.Left).
+type holder interface{ Left() time.Duration }
+
 // A page is a fetched URL as reading its answer needs it: the item as it
 // was leased, its URL parsed, the visit it was fetched with, and whether
 // its lease is still held (held: the lease, read for no more than that).
@@ -26,7 +30,7 @@ type page struct {
 	frontier.Item
 	url   *url.URL
 	visit *recrawl.Visit // nil: the URL's first fetch
-	held  interface{ Left() time.Duration }
+	held  holder
 	start time.Time // when the request went out
 }
 
@@ -54,11 +58,7 @@ func (pl *fetchLoops) read(ctx context.Context, p page, r *fetch.Result, rec Rec
 	if archivable && !pl.noArchive(lv, r, head, &rec) { // with --obey-noarchive, what its owner said not to archive is recorded only
 		loc, digest, ref, err := pl.archive(ctx, p, r)
 		if err != nil {
-			// Crawling on without the archive would lose what the user
-			// asked to keep: the page goes back, and the worker stops.
-			e := requeue(0)
-			e.fatal = fmt.Errorf("cannot write the WARC archive, stopping: %w", err)
-			return e
+			return unarchived(err)
 		}
 		rec.WARC, rec.PayloadDigest, archived = &loc, digest, ref
 	}

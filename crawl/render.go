@@ -3,7 +3,6 @@ package crawl
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/url"
 	"strings"
 	"sync"
@@ -144,9 +143,7 @@ func (pl *fetchLoops) renderPage(ctx context.Context, p page, r *fetch.Result, r
 	if pl.warc != nil && rec.WARC != nil && rec.WARC.RecordID != "" {
 		loc, err := pl.warc.Conversion(*rec.WARC, p.URL, time.Now(), "text/html", rendered.DOM)
 		if err != nil {
-			e := requeue(0)
-			e.fatal = fmt.Errorf("cannot write the WARC archive, stopping: %w", err)
-			return nil, e
+			return nil, unarchived(err)
 		}
 		rec.Render.WARC = &loc
 	}

@@ -105,7 +105,7 @@ func (pl *fetchLoops) sample(ctx context.Context, s rendering.Sample, raw string
 	}
 	if pl.warc != nil && doc != nil && doc.RecordID != "" {
 		if _, err := pl.warc.Conversion(*doc, s.URL, time.Now(), "text/html", rendered.DOM); err != nil {
-			pl.fail(fmt.Errorf("cannot write the WARC archive, stopping: %w", err))
+			pl.fail(archiveFailed(err))
 			return
 		}
 	}
@@ -154,7 +154,7 @@ func (pl *fetchLoops) sampleDocument(ctx context.Context, u *url.URL, s renderin
 	}
 	loc, _, err := pl.warc.Archive(archive.Exchange{URL: s.URL, Started: start, Raw: r.Raw, Truncated: r.Truncated}, nil)
 	if err != nil {
-		pl.fail(fmt.Errorf("cannot write the WARC archive, stopping: %w", err))
+		pl.fail(archiveFailed(err))
 		return nil, nil, err
 	}
 	return &loc, r, nil

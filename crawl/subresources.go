@@ -99,7 +99,7 @@ func (pl *fetchLoops) subresource(ctx context.Context, u *url.URL, key string, k
 	}
 	if pl.warc != nil && res.Raw != nil {
 		if _, _, err := pl.warc.Archive(archive.Exchange{URL: key, Started: start, Raw: res.Raw, Truncated: res.Truncated}, nil); err != nil {
-			pl.fail(fmt.Errorf("cannot write the WARC archive, stopping: %w", err))
+			pl.fail(archiveFailed(err))
 			return nil, err
 		}
 	}
