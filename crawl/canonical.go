@@ -50,8 +50,8 @@ func (pl *fetchLoops) canonical(lv *live, p page, r *fetch.Result, head parse.He
 	if lv.s.Canonical == settings.CanonicalSkip {
 		rec.DuplicateOf = rec.Canonical
 	}
-	c2 := p.child(rec.Canonical, false)
-	return &c2, lv.s.Canonical == settings.CanonicalSkip
+	canon := p.child(rec.Canonical, false)
+	return &canon, lv.s.Canonical == settings.CanonicalSkip
 }
 
 // canonicalOutcome adds a page's canonical to what it leads to: the one
