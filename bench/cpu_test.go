@@ -35,6 +35,10 @@ func TestMain(m *testing.M) {
 		serve(dir)
 		return
 	}
+	if seed := os.Getenv(collyEnv); seed != "" {
+		collyCrawl(seed)
+		return
+	}
 	os.Exit(m.Run())
 }
 
