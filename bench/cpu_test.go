@@ -124,24 +124,31 @@ func BenchmarkCPUvsColly(b *testing.B) {
 	}
 }
 
+// concurrency is each in-process worker's fetch loops.
+var concurrency = 8
+
 type cpuRun struct {
 	pages          int64
 	workers, redis time.Duration
 }
 
-func redcrawlCPU(b *testing.B, root string) cpuRun {
+func redcrawlCPU(b *testing.B, roots ...string) cpuRun {
 	s := redistest.Real(b)
 	ctx := context.Background()
 	set := settings.Default()
 	set.Rate, set.AllowPrivate, set.Sitemaps = math.Inf(1), true, false
-	seed, _ := url.Parse(root)
-	if _, err := admin.Seed(ctx, s.Client, "cpu", set, []*url.URL{seed}); err != nil {
+	var seeds []*url.URL
+	for _, r := range roots {
+		u, _ := url.Parse(r)
+		seeds = append(seeds, u)
+	}
+	if _, err := admin.Seed(ctx, s.Client, "cpu", set, seeds); err != nil {
 		b.Fatal(err)
 	}
 	cpu0, redis0 := cpuNow(), redistest.CPU(b, s.Client)
 	var wg sync.WaitGroup
 	for i := 0; i < 2; i++ {
-		w, err := crawl.NewWorker(ctx, s.NewClient(b), "cpu", crawl.Options{ID: fmt.Sprint("w", i), Concurrency: 8, ExitWhenDone: true})
+		w, err := crawl.NewWorker(ctx, s.NewClient(b), "cpu", crawl.Options{ID: fmt.Sprint("w", i), Concurrency: concurrency, ExitWhenDone: true})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -359,3 +359,30 @@ func collyCrawl(seeds string) {
 	c.Wait()
 	fmt.Println(pages.Load())
 }
+
+// BenchmarkRealSiteInProcess is RedCrawl's half of BenchmarkRealSite with
+// the two workers (16 loops each) in the benchmark's process, for its
+// profile: go test -run '^$' -bench RealSiteInProcess -benchtime 1x
+// -cpuprofile cpu.out . (nginx's and Redis's CPU are their own).
+func BenchmarkRealSiteInProcess(b *testing.B) {
+	site := startDocSite(b)
+	concurrency = 16
+	defer func() { concurrency = 8 }()
+	for i := 0; i < b.N; i++ {
+		site.clear(b)
+		start := time.Now()
+		r := redcrawlCPU(b, site.seeds...)
+		wall := time.Since(start)
+		count, fetched := site.requests(b)
+		for u, n := range count {
+			if n > 1 {
+				b.Errorf("fetched %s %d times", u, n)
+			}
+		}
+		b.ReportMetric(float64(len(fetched))/wall.Seconds(), "pages/s")
+		b.ReportMetric(float64((r.workers+r.redis).Microseconds())/float64(len(fetched)), "µs/page")
+		b.ReportMetric(float64(r.redis.Microseconds())/float64(len(fetched)), "redis-µs/page")
+		b.ReportMetric(float64(len(fetched)), "pages")
+		b.ReportMetric(0, "ns/op")
+	}
+}

@@ -59,6 +59,9 @@ type fetchLoops struct {
 	// requests said in the log, once each.
 	refusedHosts *bounded.Set
 	prefixes     *verdicts // a render worker's: what path prefixes taught (byPrefix)
+	// memo: the canonical forms of the links the worker's pages had,
+	// shared by its loops (a site's pages repeat their links).
+	memo *parse.Memo
 }
 
 // loop is fetch goroutine i: each URL it takes is decided once (process:

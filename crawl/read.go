@@ -141,7 +141,7 @@ func (pl *fetchLoops) links(lv *live, p page, r *fetch.Result, rec *Record) []fr
 		return children
 	}
 	doc, err := parse.Extract(p.url, bytes.NewReader(r.Body), parse.Limits{KeepTracking: lv.s.KeepTrackingParams, MaxLinks: lv.s.MaxLinks,
-		Agent: lv.s.AgentToken()}, lv.fields...)
+		Agent: lv.s.AgentToken(), Memo: pl.memo}, lv.fields...)
 	if err != nil {
 		rec.Error = fmt.Sprintf("parse: %v", err)
 		return children

@@ -50,19 +50,9 @@ func CanonicalizeKeeping(base *url.URL, ref string, keepTracking bool) (*url.URL
 // canonicalize is CanonicalizeKeeping with the resolver given (tests hold
 // resolve's fast path to the standard's).
 func canonicalize(resolve func(*url.URL, string) (*url.URL, error), base *url.URL, ref string, keepTracking bool) (*url.URL, error) {
-	// As the standard: C0 controls and spaces around a URL are dropped,
-	// and tabs and newlines inside it (a NUL inside is escaped, %00).
-	ref = strings.TrimFunc(ref, func(r rune) bool { return r <= ' ' })
+	ref = cleanRef(ref)
 	if ref == "" {
 		return nil, fmt.Errorf("%w: empty", ErrURL)
-	}
-	if strings.ContainsAny(ref, "\r\n\t") {
-		ref = strings.Map(func(r rune) rune {
-			if r == '\r' || r == '\n' || r == '\t' {
-				return -1
-			}
-			return r
-		}, ref)
 	}
 	u, err := resolve(base, ref)
 	if err != nil {
@@ -108,6 +98,22 @@ func canonicalize(resolve func(*url.URL, string) (*url.URL, error), base *url.UR
 		return nil, fmt.Errorf("%w: longer than %d bytes", ErrURL, MaxURLLength)
 	}
 	return out, nil
+}
+
+// cleanRef is ref as the standard reads it: C0 controls and spaces around
+// a URL are dropped, and tabs and newlines inside it (a NUL inside is
+// escaped later, %00).
+func cleanRef(ref string) string {
+	ref = strings.TrimFunc(ref, func(r rune) bool { return r <= ' ' })
+	if strings.ContainsAny(ref, "\r\n\t") {
+		ref = strings.Map(func(r rune) rune {
+			if r == '\r' || r == '\n' || r == '\t' {
+				return -1
+			}
+			return r
+		}, ref)
+	}
+	return ref
 }
 
 // CanonicalString is Canonicalize for an absolute URL, as a string.

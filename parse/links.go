@@ -19,6 +19,9 @@ type Limits struct {
 	// Agent is the crawler's product token: <meta name="AGENT"> is read
 	// as <meta name="robots"> is (Page.Robots).
 	Agent string
+	// Memo, if set, remembers links' canonical forms from page to page
+	// (a worker's pages share one).
+	Memo *Memo
 }
 
 func (l Limits) withDefaults() Limits {
@@ -104,20 +107,25 @@ func Extract(pageURL *url.URL, body io.Reader, lim Limits, fs ...Field) (*Page, 
 type linkSet struct {
 	p    *Page
 	base *url.URL
+	keys baseKeys // the base's keys in lim.Memo, once asked
 	lim  Limits
 	seen map[string]bool
+}
+
+// setBase makes b the base links are resolved against (<base href>).
+func (ls *linkSet) setBase(b *url.URL) {
+	ls.base, ls.keys = b, baseKeys{}
 }
 
 func (ls *linkSet) add(ref string) {
 	if ls.p.NoFollow {
 		return
 	}
-	u, err := CanonicalizeKeeping(ls.base, ref, ls.lim.KeepTracking)
+	s, err := ls.lim.Memo.canonical(ls.base, &ls.keys, ref, ls.lim.KeepTracking)
 	if err != nil {
 		ls.p.Dropped++
 		return
 	}
-	s := u.String()
 	if ls.seen[s] {
 		return
 	}
@@ -279,7 +287,8 @@ func extractTokens(pageURL *url.URL, body io.Reader, lim Limits) (*Page, error) 
 			switch tag := string(name); tag {
 			case "base":
 				if href := attr("href", "\x00"); href != "\x00" && !haveBase {
-					ls.base, haveBase = baseFor(pageURL, href), true
+					ls.setBase(baseFor(pageURL, href))
+					haveBase = true
 				}
 			case "meta":
 				p.meta(attr("name", ""), attr("content", ""), lim.Agent)

@@ -20,7 +20,7 @@ var whatwg = wurl.NewParser()
 // third (FuzzPlainRefsResolveAsTheStandard holds it to that); every other
 // goes through the standard's parser.
 func resolve(base *url.URL, ref string) (*url.URL, error) {
-	if plainAbsolute(ref) || base != nil && plainRef(ref) {
+	if plainAbsolute(ref) || base != nil && plainRef(ref) && plainBase(base) {
 		u, err := url.Parse(ref)
 		if err == nil && base != nil {
 			u = base.ResolveReference(u)
@@ -52,6 +52,15 @@ func plainRef(ref string) bool {
 	// A network-path ("//host", "///x") is the standard's to read, and so
 	// are empty segments ("/..//x": net/url drops one the standard keeps).
 	return !strings.Contains(ref, "//")
+}
+
+// plainBase: net/url and the standard agree on base's directory. Not so
+// when its last segment is a dot segment: the standard reads "/docs/.."
+// as "/", whose directory is "/", where net/url keeps "/docs/". (A page's
+// URL is canonical and has none; a caller's base may.)
+func plainBase(base *url.URL) bool {
+	p := base.EscapedPath()
+	return !dotSegment(p[strings.LastIndexByte(p, '/')+1:])
 }
 
 // plainAbsolute is plainRef for an absolute http(s) URL: its scheme, then
