@@ -6,7 +6,6 @@ package crawl
 // it leads to, its stat, what its next visit compares against.
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -140,12 +139,8 @@ func (pl *fetchLoops) links(lv *live, p page, r *fetch.Result, rec *Record) []fr
 	if !r.HTML || r.Status < 200 || r.Status >= 300 {
 		return children
 	}
-	doc, err := parse.Extract(p.url, bytes.NewReader(r.Body), parse.Limits{KeepTracking: lv.s.KeepTrackingParams, MaxLinks: lv.s.MaxLinks,
+	doc := parse.ExtractBytes(p.url, r.Body, parse.Limits{KeepTracking: lv.s.KeepTrackingParams, MaxLinks: lv.s.MaxLinks,
 		Agent: lv.s.AgentToken(), Memo: pl.memo}, lv.fields...)
-	if err != nil {
-		rec.Error = fmt.Sprintf("parse: %v", err)
-		return children
-	}
 	header := robots.NoFollow
 	robots.Merge(doc.Robots)
 	rec.Robots = robots.Words()

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/PuerkitoBio/goquery"
-	"golang.org/x/net/html"
 )
 
 // Limits bound what one page may cost; a hostile page cannot exceed them.
@@ -68,24 +67,30 @@ type Page struct {
 // page's <base href> from where it appears (it belongs in <head>, before
 // any link); and the text of each field's first match.
 //
-// Without fields, Extract streams: the HTML tokenizer reads the body once
-// and only link-bearing tags have their attributes read — no document
-// tree, which costs several times more than the links themselves
-// (bench/README.md). Fields need the tree (CSS selectors), and get it.
+// Without fields, Extract scans: the body is read once, from tag to tag
+// (scan.go), and only link-bearing tags have their attributes decoded —
+// no document tree, which costs several times more than the links
+// themselves (bench/README.md). Fields need the tree (CSS selectors),
+// and get it.
 func Extract(pageURL *url.URL, body io.Reader, lim Limits, fs ...Field) (*Page, error) {
-	lim = lim.withDefaults()
-	if len(fs) == 0 {
-		return extractTokens(pageURL, body, lim)
-	}
 	data, err := io.ReadAll(body)
 	if err != nil {
 		return nil, err
 	}
+	return ExtractBytes(pageURL, data, lim, fs...), nil
+}
+
+// ExtractBytes is Extract of a document in memory (no reader, no error).
+func ExtractBytes(pageURL *url.URL, data []byte, lim Limits, fs ...Field) *Page {
+	lim = lim.withDefaults()
+	if len(fs) == 0 {
+		return extractTokens(pageURL, data, lim)
+	}
 	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(data))
 	if err != nil {
 		// The tree builder gives up on some hostile pages (more than 512
-		// open elements); the tokenizer still finds their links.
-		return extractTokens(pageURL, bytes.NewReader(data), lim)
+		// open elements); the scanner still finds their links.
+		return extractTokens(pageURL, data, lim)
 	}
 	base := pageURL
 	if href, ok := doc.Find("base[href]").First().Attr("href"); ok {
@@ -100,7 +105,7 @@ func Extract(pageURL *url.URL, body io.Reader, lim Limits, fs ...Field) (*Page, 
 	doc.Find("a[href], area[href], iframe[src], frame[src], link[rel][href], meta[http-equiv][content]").Each(func(_ int, s *goquery.Selection) {
 		ls.element(goquery.NodeName(s), s.AttrOr)
 	})
-	return p, nil
+	return p
 }
 
 // linkSet collects a page's links: canonical, each once, up to the limit.
@@ -195,109 +200,45 @@ func (p *Page) meta(name, content, agent string) {
 var linkTags = map[string]bool{"a": true, "area": true, "iframe": true, "frame": true, "link": true, "meta": true,
 	"base": true}
 
-// maxAttrs bounds the attributes read off one tag: a hostile tag with
-// thousands of them costs no more than a normal one.
-const maxAttrs = 32
-
-// maxTagName is the longest tag name rawTagName reads: enough for every
-// tag extractTokens looks for.
-const maxTagName = 8
-
-// rawTagName is the lower-cased name of the tag whose raw bytes are raw
-// ("<A href=…>", "</title >"), in buf; longer names are cut (no tag
-// extractTokens looks for is that long, so they match none).
-func rawTagName(raw []byte, buf *[maxTagName]byte) []byte {
-	i := 1
-	if i < len(raw) && raw[i] == '/' {
-		i++
-	}
-	n := 0
-	for ; i < len(raw); i++ {
-		c := raw[i]
-		if c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '/' || c == '>' {
-			break
-		}
-		if n == maxTagName {
-			return nil // longer than any name looked for
-		}
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		buf[n] = c
-		n++
-	}
-	return buf[:n]
-}
-
-// extractTokens finds a page's title and links with the HTML tokenizer,
-// in one pass: only the tags in linkTags have their attributes read, and
-// only their values that are kept are copied.
-func extractTokens(pageURL *url.URL, body io.Reader, lim Limits) (*Page, error) {
+// extractTokens finds a page's title and links in one pass of a scanner
+// (scan.go): only the tags in linkTags have their attributes decoded,
+// and only the values asked for.
+func extractTokens(pageURL *url.URL, body []byte, lim Limits) *Page {
 	p := &Page{}
 	ls := &linkSet{p: p, base: pageURL, lim: lim, seen: map[string]bool{}}
-	z := html.NewTokenizer(body)
-	inTitle, haveTitle, haveBase := false, false, false
-	var keys, vals [maxAttrs][]byte
-	var nameBuf [maxTagName]byte
-	for {
-		tt := z.Next()
-		switch tt {
-		case html.ErrorToken:
-			if err := z.Err(); err != io.EOF {
-				return nil, err
+	s := &scanner{b: body}
+	haveTitle, haveBase := false, false
+	for s.next() {
+		if s.end {
+			continue
+		}
+		name := string(s.name) // no allocation: compared, not kept
+		if name == "title" {
+			if !s.selfClosing && !haveTitle && len(s.text) > 0 {
+				p.Title, haveTitle = clipTitle(rawTextValue(s.text), lim), true
 			}
-			if p.NoFollow { // <meta name=robots content=nofollow> anywhere: no link is followed
-				p.Links, p.Truncated = nil, false
+			continue
+		}
+		if !linkTags[name] {
+			continue
+		}
+		switch name {
+		case "base":
+			if href := s.attr("href", "\x00"); href != "\x00" && !haveBase {
+				ls.setBase(baseFor(pageURL, href))
+				haveBase = true
 			}
-			return p, nil
-		case html.TextToken:
-			if inTitle && !haveTitle {
-				p.Title, haveTitle = clipTitle(string(z.Text()), lim), true
-			}
-		case html.EndTagToken:
-			if name := rawTagName(z.Raw(), &nameBuf); string(name) == "title" {
-				inTitle = false
-			}
-		case html.StartTagToken, html.SelfClosingTagToken:
-			// The name off the raw bytes: the tokenizer's TagName copies it,
-			// an allocation for every tag of the page, most of them no link.
-			name := rawTagName(z.Raw(), &nameBuf)
-			if string(name) == "title" {
-				inTitle = tt == html.StartTagToken
-				continue
-			}
-			if !linkTags[string(name)] { // no allocation: the compiler looks up []byte keys in place
-				continue
-			}
-			n := 0
-			for more := true; more && n < maxAttrs; {
-				keys[n], vals[n], more = z.TagAttr()
-				if keys[n] != nil {
-					n++
-				}
-			}
-			attr := func(k, def string) string {
-				for i := 0; i < n; i++ {
-					if string(keys[i]) == k {
-						return string(vals[i]) // the first of repeated attributes, as the tree builder keeps
-					}
-				}
-				return def
-			}
-			switch tag := string(name); tag {
-			case "base":
-				if href := attr("href", "\x00"); href != "\x00" && !haveBase {
-					ls.setBase(baseFor(pageURL, href))
-					haveBase = true
-				}
-			case "meta":
-				p.meta(attr("name", ""), attr("content", ""), lim.Agent)
-				ls.element(tag, attr)
-			default:
-				ls.element(tag, attr)
-			}
+		case "meta":
+			p.meta(s.attr("name", ""), s.attr("content", ""), lim.Agent)
+			ls.element(name, s.attr)
+		default:
+			ls.element(name, s.attr)
 		}
 	}
+	if p.NoFollow { // <meta name=robots content=nofollow> anywhere: no link is followed
+		p.Links, p.Truncated = nil, false
+	}
+	return p
 }
 
 func hasToken(list, token string) bool {
