@@ -107,4 +107,3 @@ func oracleExtract(pageURL *url.URL, body io.Reader, lim Limits) (*Page, error) 
 		}
 	}
 }
-
