@@ -1,11 +1,8 @@
 package parse
 
 import (
-	"bytes"
 	"net/url"
 	"strings"
-
-	"golang.org/x/net/html"
 )
 
 // Head is what an HTML document says of itself before its body: its
@@ -19,42 +16,33 @@ type Head struct {
 
 // HeadOf reads an HTML document up to its body (where these belong), for
 // decisions taken before the page is parsed whole: whether to archive it
-// (seed --obey-noarchive, --canonical skip).
+// (seed --obey-noarchive, --canonical skip). It reads with the scanner
+// links are extracted with (scan.go).
 func HeadOf(body []byte, agent string) Head {
 	var h Head
-	z := html.NewTokenizer(bytes.NewReader(body))
-	for {
-		switch z.Next() {
-		case html.ErrorToken:
+	s := &scanner{b: body}
+	for s.next() {
+		if s.end {
+			continue
+		}
+		switch string(s.name) {
+		case "body":
 			return h
-		case html.StartTagToken, html.SelfClosingTagToken:
-			name, more := z.TagName()
-			attrs := map[string]string{}
-			for more {
-				var k, v []byte
-				k, v, more = z.TagAttr()
-				if _, dup := attrs[string(k)]; !dup { // the first of a repeated attribute counts, as in a browser
-					attrs[string(k)] = string(v)
-				}
+		case "meta":
+			if m, ok := metaRobots(s.attr("name", ""), s.attr("content", ""), agent); ok {
+				h.Robots.Merge(m)
 			}
-			switch string(name) {
-			case "body":
-				return h
-			case "meta":
-				if m, ok := metaRobots(attrs["name"], attrs["content"], agent); ok {
-					h.Robots.Merge(m)
-				}
-			case "link":
-				if href := attrs["href"]; href != "" && h.Canonical == "" && hasToken(attrs["rel"], "canonical") {
-					h.Canonical = href
-				}
-			case "base":
-				if href := attrs["href"]; href != "" && h.Base == "" {
-					h.Base = href
-				}
+		case "link":
+			if href := s.attr("href", ""); href != "" && h.Canonical == "" && hasToken(s.attr("rel", ""), "canonical") {
+				h.Canonical = href
+			}
+		case "base":
+			if href := s.attr("href", ""); href != "" && h.Base == "" {
+				h.Base = href
 			}
 		}
 	}
+	return h
 }
 
 // CanonicalOf is the canonical URL a response at page declares: a Link

@@ -1,6 +1,7 @@
 package parse
 
 import (
+	"bytes"
 	"io"
 	"net/url"
 
@@ -103,6 +104,44 @@ func oracleExtract(pageURL *url.URL, body io.Reader, lim Limits) (*Page, error) 
 				ls.element(tag, attr)
 			default:
 				ls.element(tag, attr)
+			}
+		}
+	}
+}
+
+// oracleHeadOf is HeadOf as it was, on the tokenizer.
+func oracleHeadOf(body []byte, agent string) Head {
+	var h Head
+	z := html.NewTokenizer(bytes.NewReader(body))
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
+			return h
+		case html.StartTagToken, html.SelfClosingTagToken:
+			name, more := z.TagName()
+			attrs := map[string]string{}
+			for more {
+				var k, v []byte
+				k, v, more = z.TagAttr()
+				if _, dup := attrs[string(k)]; !dup { // the first of a repeated attribute counts, as in a browser
+					attrs[string(k)] = string(v)
+				}
+			}
+			switch string(name) {
+			case "body":
+				return h
+			case "meta":
+				if m, ok := metaRobots(attrs["name"], attrs["content"], agent); ok {
+					h.Robots.Merge(m)
+				}
+			case "link":
+				if href := attrs["href"]; href != "" && h.Canonical == "" && hasToken(attrs["rel"], "canonical") {
+					h.Canonical = href
+				}
+			case "base":
+				if href := attrs["href"]; href != "" && h.Base == "" {
+					h.Base = href
+				}
 			}
 		}
 	}

@@ -85,7 +85,9 @@ func genMarkup(t *rapid.T) string {
 	return rapid.SampledFrom([]string{"x", " ", "<", "<<", "&amp;", "-->", "--", "-", "!", "</", "<!", "<?x>", "<!-->", "<!--->",
 		"<!--", "<!-- c -->", "<!-- --!>", "--!>", "<!--x--!-y-->", "<!DOCTYPE html>", "<!doctype", "</>", "</ x>",
 		"<![CDATA[<a href=q>]]>", "<script>", "</script>", "</SCRIPT", "<script", "</script", "\r", "\x00", "<a href=t.html>",
-		"</title>", "</TITLE >", "</style>", "</textarea>", "</noscript>", "</xmp>", "</iframe>"}).Draw(t, "markup")
+		"</title>", "</TITLE >", "</style>", "</textarea>", "</noscript>", "</xmp>", "</iframe>", "<body>",
+		"<meta name=robots content=noindex>", "<meta name=REDCRAWL content='nofollow, noarchive'>",
+		"<link rel=canonical href=c.html>", "<base href=/b/>"}).Draw(t, "markup")
 }
 
 // The scanner extracts what the tokenizer extracted, on documents made of
@@ -104,6 +106,9 @@ func TestTheScannerExtractsAsTheTokenizer(t *testing.T) {
 		}
 		lim := Limits{MaxLinks: rapid.SampledFrom([]int{0, 1, 3}).Draw(t, "maxLinks"), Agent: "redcrawl"}
 		sameExtraction(t, base, []byte(doc.String()), lim)
+		if got, want := HeadOf([]byte(doc.String()), "redcrawl"), oracleHeadOf([]byte(doc.String()), "redcrawl"); got != want {
+			t.Fatalf("document %q: HeadOf %+v, on the tokenizer %+v", doc.String(), got, want)
+		}
 	})
 }
 
