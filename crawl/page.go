@@ -59,6 +59,9 @@ type fetchLoops struct {
 	// requests said in the log, once each.
 	refusedHosts *bounded.Set
 	prefixes     *verdicts // a render worker's: what path prefixes taught (byPrefix)
+	// rescope reads the crawl's scope again when seeds added hosts
+	// (Worker.rereadScope).
+	rescope func(context.Context) error
 	// memo: the canonical forms of the links the worker's pages had,
 	// shared by its loops (a site's pages repeat their links).
 	memo *parse.Memo

@@ -100,7 +100,7 @@ func (pl *fetchLoops) outcome(ctx context.Context, lv *live, p page, r *fetch.Re
 	case p.Kind == frontier.KindSitemap:
 		o.Children = pl.sitemapRoom(ctx, lv, p.url.Host, pl.sitemapLinks(lv, p, r, rec))
 	default:
-		o.Children = pl.links(lv, p, r, rec)
+		o.Children = pl.links(ctx, lv, p, r, rec)
 	}
 	if r.Status >= 400 {
 		o.Stat = OutcomeHTTPError
@@ -121,9 +121,19 @@ func (pl *fetchLoops) outcome(ctx context.Context, lv *live, p page, r *fetch.Re
 // links are the URLs a response leads to, in scope and within the depth
 // limit: a redirect's target (at the same depth: a redirect is not a step
 // further from the seed) and an HTML page's links.
-func (pl *fetchLoops) links(lv *live, p page, r *fetch.Result, rec *Record) []frontier.Item {
+func (pl *fetchLoops) links(ctx context.Context, lv *live, p page, r *fetch.Result, rec *Record) []frontier.Item {
 	var children []frontier.Item
 	scope := pl.scope.Load()
+	if !scope.Allows(p.url) && pl.rescope != nil {
+		// The page's own host is outside the scope this worker read: a
+		// seed added since (its host joined the scope after the worker's
+		// last heartbeat). Read the scope now, or the seed's links would
+		// be refused, and its site never crawled. One SCARD when nothing
+		// was added.
+		if err := pl.rescope(ctx); err == nil {
+			scope = pl.scope.Load()
+		}
+	}
 	// What the page's owner says of it, in its headers (any response: a
 	// PDF can say it nowhere else) and, below, its robots meta tags.
 	robots := parse.XRobotsTag(r.RobotsTags, lv.s.AgentToken())

@@ -191,7 +191,7 @@ func (pl *fetchLoops) byPrefix(ctx context.Context, lv *live, u *url.URL) (rende
 // learnPrefix tells what rendering a page of a prefix still learnt found.
 func (pl *fetchLoops) learnPrefix(ctx context.Context, lv *live, p page, plain, dom *fetch.Result) {
 	u := p.url
-	_, found := pl.compare(lv, p, plain, dom)
+	_, found := pl.compare(ctx, lv, p, plain, dom)
 	v, err := pl.renderCall().LearnPrefix(ctx, u.Host, pathPrefix(u), found, samplesPerHost)
 	switch {
 	case err != nil:

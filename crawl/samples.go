@@ -111,16 +111,16 @@ func (pl *fetchLoops) sample(ctx context.Context, s rendering.Sample, raw string
 	}
 	dom := *plain
 	dom.Body = rendered.DOM
-	missed, found := pl.compare(lv, page{Item: frontier.Item{URL: s.URL, Depth: s.Depth, Parent: s.Parent}, url: u}, plain, &dom)
+	missed, found := pl.compare(ctx, lv, page{Item: frontier.Item{URL: s.URL, Depth: s.Depth, Parent: s.Parent}, url: u}, plain, &dom)
 	pl.tell(ctx, s, raw, found, missed)
 }
 
 // compare is what rendering found that the plain fetch missed: the links
 // of the DOM the plain HTML lacks, and whether they say the page needs a
 // browser (one, and a tenth more than the plain page had).
-func (pl *fetchLoops) compare(lv *live, p page, plain, dom *fetch.Result) ([]frontier.Item, bool) {
-	before := pl.links(lv, p, plain, &Record{})
-	after := pl.links(lv, p, dom, &Record{})
+func (pl *fetchLoops) compare(ctx context.Context, lv *live, p page, plain, dom *fetch.Result) ([]frontier.Item, bool) {
+	before := pl.links(ctx, lv, p, plain, &Record{})
+	after := pl.links(ctx, lv, p, dom, &Record{})
 	had := make(map[string]bool, len(before))
 	for _, l := range before {
 		had[l.URL] = true

@@ -7,7 +7,10 @@ import (
 	"time"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
+	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/internal/redistest"
+	"github.com/redcrawl/crawler/internal/testsite"
 )
 
 // A heartbeat reads the crawl's scope again only when seeds added hosts:
@@ -75,4 +78,64 @@ func TestHeartbeatsReadTheScopeOnlyWhenSeedsAddHosts(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A seed added to a running crawl has its site crawled whenever its first
+// page is fetched: a worker that meets a page whose host is outside the
+// scope it read reads the scope again before it judges the page's links.
+// (It refused them until its next heartbeat read the scope: the new site
+// ended at its seed.) The seed is added while the crawl is held, after the
+// worker's first heartbeat and long before its next.
+func TestASeedAddedToARunningCrawlHasItsLinksFollowed(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		first := smallSite(t, s, "added")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := admin.Pause(ctx, s.Client, "added", "test"); err != nil {
+			t.Fatal(err)
+		}
+		o := fastOptions("w1")
+		o.Lease = 10 * time.Minute // its heartbeats, which read the scope first, minutes apart
+		w, err := crawl.NewWorker(ctx, s.Client, "added", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- w.Run(ctx) }()
+		set, err := settings.Load(ctx, s.Client, "added")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fr, err := crawl.OpenFrontier(ctx, s.Client, "added", set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for alive := false; !alive; {
+			notes, err := fr.Registry.WorkersNow(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			alive = len(notes) == 1 && notes[0].Alive // its first heartbeat: the scope read, then the registration
+			if !alive {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		added, err := testsite.Start(testsite.Config{Hosts: 1, Pages: 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer added.Close()
+		seedSite(t, s, added, "added", set)
+		if _, err := admin.Resume(ctx, s.Client, "added", "test"); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		for _, site := range []*testsite.Site{first, added} {
+			if missing := site.Missing(); len(missing) > 0 {
+				t.Fatalf("%d pages of %v never fetched, e.g. %s", len(missing), site.Roots(), missing[0])
+			}
+		}
+	})
 }

@@ -326,7 +326,7 @@ func (w *Worker) newFetchLoops(ex *exchanger, end *ending) *fetchLoops {
 		held: &w.held, scope: &w.scope, counters: &w.Counters, log: w.log, ex: ex, warc: warc, fail: fail,
 		skips: &w.skips, failing: &failing{}, pages: &w.pages, metrics: w.metrics,
 		claims: w.claims(), now: w.now, render: w.render, subs: w.subs, sampled: &bounded.Set{}, laned: &bounded.Set{}, refusedHosts: &bounded.Set{}, prefixes: &verdicts{}, renderOpts: w.renderOpts(),
-		memo: parse.NewMemo(parse.MemoSize)}
+		memo: parse.NewMemo(parse.MemoSize), rescope: w.rereadScope}
 }
 
 // renderOpts are the render worker's options (zero for a plain worker).
