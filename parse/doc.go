@@ -20,12 +20,21 @@
 //
 // # Links
 //
-// Extract reads an HTML page with goquery and returns its title and every
-// link a browser would follow or a crawler should know of: a[href],
-// area[href], frames and iframes, link[rel=canonical], and the target of a
-// meta refresh (a page that redirects that way is not a dead end). Links
-// resolve against <base href>; non-http(s) links (mailto:, javascript:)
-// are dropped; Limits bound what one hostile page can cost.
+// Extract returns a page's title and every link a browser would follow or
+// a crawler should know of: a[href], area[href], frames and iframes,
+// link[rel=canonical], and the target of a meta refresh (a page that
+// redirects that way is not a dead end). Links resolve against <base
+// href>; non-http(s) links (mailto:, javascript:) are dropped; Limits
+// bound what one hostile page can cost.
+//
+// It reads the page with a scanner (scan.go) that goes from tag to tag as
+// the HTML tokenizer would (comments, doctypes and the raw text of
+// scripts, styles and titles stepped over by the tokenizer's own rules)
+// and decodes only the attributes link extraction asks for; the
+// tokenizer-based extraction it replaced is kept in the tests as its
+// oracle. A Memo, which a worker's pages share, remembers the canonical
+// form of each link by the directory it was met in: a site's pages repeat
+// their links. Only --extract fields need a document tree (goquery).
 //
 // # Scope
 //
