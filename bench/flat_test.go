@@ -357,7 +357,9 @@ func pin(b *testing.B, s *redistest.Server) {
 			b.Fatalf("taskset %v: %v: %s", args, err, out)
 		}
 	}
-	b.Cleanup(func() { exec.Command(taskset, "-a", "-p", "-c", fmt.Sprintf("0-%d", runtime.NumCPU()-1), strconv.Itoa(os.Getpid())).Run() })
+	b.Cleanup(func() {
+		exec.Command(taskset, "-a", "-p", "-c", fmt.Sprintf("0-%d", runtime.NumCPU()-1), strconv.Itoa(os.Getpid())).Run()
+	})
 }
 
 // perfRedis, with REDCRAWL_BENCH_PERF=DIR, samples Redis's stacks with
