@@ -25,6 +25,15 @@ func BenchmarkExchange(b *testing.B) {
 	benchExchange(b, exchangeShape{batch: 8, hosts: 8, seeds: 4})
 }
 
+// BenchmarkExchangeFloor is the least Redis work a page needs: the
+// exchange alone, at the most pages a call a worker sends (128), no
+// politeness, no revisit state; each page three links, one of them new.
+// A crawl's Redis CPU a page, set against it, is what the rest of the
+// crawl (heartbeats, sweeps, smaller calls, robots.txt) adds.
+func BenchmarkExchangeFloor(b *testing.B) {
+	benchExchange(b, exchangeShape{batch: 128, hosts: 8, seeds: 32})
+}
+
 // BenchmarkExchangePolite is BenchmarkExchange at the polite path's shape:
 // 1 000 hosts, each URL popped with its host's token (rate 100/s, burst
 // 1, so that a host has one again by its next turn), 46 pages a call (as
