@@ -1,29 +1,43 @@
 #!/usr/bin/env bash
-# The "real site" shape of issue 32: the Python documentation (Debian's
-# python3-doc, HTML with its real link graph, large pages and small) served
-# by nginx on four loopback hosts, crawled by two `work -c 16` on a
-# redis-server of its own, at each rate/burst, RUNS times. The first rate
-# given is the reference (inf by default): every later crawl must fetch the
-# same URLs. Prints a line a crawl: seconds, pages, URLs put back, late and
-# retokened (both workers), GETs beyond one a URL by nginx's access log
-# (robots.txt aside), and the reference's URLs this crawl never requested.
+# The real site of issues 32 and 54: Debian's PostgreSQL, Python and Apache
+# manuals (postgresql-doc-15, python3.11-doc, apache2-doc: HTML with their
+# real link graphs, large pages and small), each on a loopback host of its
+# own behind nginx, and a fourth host whose one page links the three;
+# crawled by two `work -c 16` on a redis-server of its own, at each
+# rate/burst, RUNS times. (BenchmarkRealSite, in bench/realsite_test.go,
+# serves the same site and crawls it with colly too, for CPU.) The first
+# rate given is the reference (inf by default): every later crawl must
+# fetch the same URLs. Prints a line a crawl: seconds, pages, URLs put
+# back, late and retokened (both workers), GETs beyond one a URL by
+# nginx's access log (robots.txt aside), and the reference's URLs this
+# crawl never requested.
 # Usage (from the repository): bench/realsite.sh [RATE/BURST ...]
 #   RUNS=3 bench/realsite.sh inf 100000/1000
-# Needs nginx, python3-doc, redis-server and python3 (apt-get install nginx
-# python3-doc redis-server). Everything it starts it stops by PID; its files
-# go to a temporary directory it removes.
+# Needs nginx, the three manuals, redis-server and python3 (apt-get install
+# nginx postgresql-doc-15 python3.11-doc apache2-doc redis-server).
+# Everything it starts it stops by PID; its files go to a temporary
+# directory it removes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rates=("$@")
 [ ${#rates[@]} -gt 0 ] || rates=(inf 100000/1000)
 runs=${RUNS:-1}
-docs=/usr/share/doc/python3-doc/html
-[ -e "$docs/index.html" ] || { echo "no $docs: apt-get install python3-doc" >&2; exit 1; }
+manuals=(/usr/share/doc/postgresql-doc-15/html /usr/share/doc/python3.11/html /usr/share/doc/apache2-doc/manual)
+for d in "${manuals[@]}"; do
+	[ -e "$d/index.html" ] || { echo "no $d: apt-get install postgresql-doc-15 python3.11-doc apache2-doc" >&2; exit 1; }
+done
 command -v nginx >/dev/null || { echo "no nginx: apt-get install nginx" >&2; exit 1; }
 . bench/setup.sh
+chmod 755 "$tmp" # nginx's workers, not root, read the front page
 sport=$(free_port)
 hosts=(127.0.0.41 127.0.0.42 127.0.0.43 127.0.0.44)
-mkdir -p "$tmp/nginx/logs"
+roots=("${manuals[@]}" "$tmp/front")
+mkdir -p "$tmp/nginx/logs" "$tmp/front"
+{
+	echo "<!DOCTYPE html><title>Three manuals</title><ul>"
+	for i in 0 1 2; do echo "<li><a href=\"http://${hosts[$i]}:$sport/index.html\">${manuals[$i]}</a>"; done
+	echo "</ul>"
+} >"$tmp/front/index.html"
 {
 	echo "worker_processes 1; error_log $tmp/nginx/logs/error.log; pid $tmp/nginx/nginx.pid;"
 	echo "events { worker_connections 1024; }"
@@ -31,8 +45,8 @@ mkdir -p "$tmp/nginx/logs"
 	echo "  client_body_temp_path $tmp/nginx/body; proxy_temp_path $tmp/nginx/proxy;"
 	echo "  fastcgi_temp_path $tmp/nginx/fcgi; uwsgi_temp_path $tmp/nginx/uwsgi; scgi_temp_path $tmp/nginx/scgi;"
 	echo "  log_format hit '\$server_addr \$request_uri';"
-	for h in "${hosts[@]}"; do
-		echo "  server { listen $h:$sport; root $docs; access_log $tmp/nginx/logs/access.log hit; }"
+	for i in 0 1 2 3; do
+		echo "  server { listen ${hosts[$i]}:$sport; root ${roots[$i]}; access_log $tmp/nginx/logs/access.log hit; }"
 	done
 	echo "}"
 } >"$tmp/nginx/nginx.conf"
