@@ -120,6 +120,9 @@ func TestTheScannerExtractsHardDocumentsAsTheTokenizer(t *testing.T) {
 		"<script><!--<script></script>--><a href=y>",
 		"<script><!--</script><a href=z>",
 		"<script><!-- -- --><a href=q></script><a href=r>",
+		"<script><!--<1<script></script><a href=s>",           // '<' and no letter in escaped text: back to data
+		"<script><!-- --><script></script><a href=t>",         // "-->" ends the escape: "<script>" is text again
+		"<script><!--<script>--></script><a href=u></script>", // "-->" in double-escaped text: data
 		"<!--><a href=a>", "<!---><a href=b>", "<!-- --!><a href=c>", "<!-- --!-><a href=d>-->",
 		"<a href=&ampx>", "<a href=&copyx>", "<a href=&copy=>", "<a href='&notit;'>", "<a href='?a&lang=1'>",
 		"<title a=/>T</title>", "<title/>T</title><title>U</title>", "<title></title><title>V</title>",
