@@ -110,7 +110,7 @@ func BenchmarkCPUvsColly(b *testing.B) {
 	dir := docsDir(b)
 	root := startSite(b, dir)
 	for i := 0; i < b.N; i++ {
-		rc := redcrawlCPU(b, root)
+		rc := redcrawlCPU(b, 8, root)
 		co := collyCPU(b, root)
 		rcPer := float64((rc.workers + rc.redis).Microseconds()) / float64(rc.pages)
 		coPer := float64(co.workers.Microseconds()) / float64(co.pages)
@@ -124,15 +124,14 @@ func BenchmarkCPUvsColly(b *testing.B) {
 	}
 }
 
-// concurrency is each in-process worker's fetch loops.
-var concurrency = 8
-
 type cpuRun struct {
 	pages          int64
 	workers, redis time.Duration
 }
 
-func redcrawlCPU(b *testing.B, roots ...string) cpuRun {
+// redcrawlCPU crawls from roots with two workers of loops fetch loops each,
+// in this process, and measures the CPU they and Redis took.
+func redcrawlCPU(b *testing.B, loops int, roots ...string) cpuRun {
 	s := redistest.Real(b)
 	ctx := context.Background()
 	set := settings.Default()
@@ -148,7 +147,7 @@ func redcrawlCPU(b *testing.B, roots ...string) cpuRun {
 	cpu0, redis0 := cpuNow(), redistest.CPU(b, s.Client)
 	var wg sync.WaitGroup
 	for i := 0; i < 2; i++ {
-		w, err := crawl.NewWorker(ctx, s.NewClient(b), "cpu", crawl.Options{ID: fmt.Sprint("w", i), Concurrency: concurrency, ExitWhenDone: true})
+		w, err := crawl.NewWorker(ctx, s.NewClient(b), "cpu", crawl.Options{ID: fmt.Sprint("w", i), Concurrency: loops, ExitWhenDone: true})
 		if err != nil {
 			b.Fatal(err)
 		}

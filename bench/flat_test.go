@@ -346,11 +346,7 @@ func pin(b *testing.B, s *redistest.Server) {
 		b.Log("no taskset: Redis and the workers share the cores")
 		return
 	}
-	info, err := s.Client.InfoMap(context.Background(), "server").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	pid := info["Server"]["process_id"]
+	pid := redisPID(b, s)
 	others := fmt.Sprintf("1-%d", runtime.NumCPU()-1)
 	for _, args := range [][]string{{"-a", "-p", "-c", "0", pid}, {"-a", "-p", "-c", others, strconv.Itoa(os.Getpid())}} {
 		if out, err := exec.Command(taskset, args...).CombinedOutput(); err != nil {
@@ -370,11 +366,7 @@ func perfRedis(b *testing.B, s *redistest.Server, name string) func() {
 	if dir == "" {
 		return func() {}
 	}
-	info, err := s.Client.InfoMap(context.Background(), "server").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd := exec.Command("perf", "record", "-e", "cpu-clock", "-F", "1999", "-g", "-p", info["Server"]["process_id"], "-o", dir+"/"+name+".data")
+	cmd := exec.Command("perf", "record", "-e", "cpu-clock", "-F", "1999", "-g", "-p", redisPID(b, s), "-o", dir+"/"+name+".data")
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
@@ -382,6 +374,15 @@ func perfRedis(b *testing.B, s *redistest.Server, name string) func() {
 		cmd.Process.Signal(os.Interrupt)
 		cmd.Wait()
 	}
+}
+
+// redisPID is the process id s's server gives (INFO server).
+func redisPID(b *testing.B, s *redistest.Server) string {
+	info, err := s.Client.InfoMap(context.Background(), "server").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return info["Server"]["process_id"]
 }
 
 // slowest runs fn three times and returns its slowest time.

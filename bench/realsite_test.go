@@ -366,12 +366,10 @@ func collyCrawl(seeds string) {
 // -cpuprofile cpu.out . (nginx's and Redis's CPU are their own).
 func BenchmarkRealSiteInProcess(b *testing.B) {
 	site := startDocSite(b)
-	concurrency = 16
-	defer func() { concurrency = 8 }()
 	for i := 0; i < b.N; i++ {
 		site.clear(b)
 		start := time.Now()
-		r := redcrawlCPU(b, site.seeds...)
+		r := redcrawlCPU(b, 16, site.seeds...)
 		wall := time.Since(start)
 		count, fetched := site.requests(b)
 		for u, n := range count {

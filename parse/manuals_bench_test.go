@@ -87,35 +87,36 @@ func BenchmarkExtractManuals(b *testing.B) {
 // BenchmarkTokenizeManuals is the floor of BenchmarkExtractManuals: the
 // HTML tokenizer alone over the same pages, every token read and dropped.
 func BenchmarkTokenizeManuals(b *testing.B) {
-	pages, size := manualPages(b)
-	b.SetBytes(size)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for _, p := range pages {
-			z := html.NewTokenizer(bytes.NewReader(p.body))
-			for z.Next() != html.ErrorToken {
-			}
-			if z.Err() != io.EOF {
-				b.Fatal(z.Err())
-			}
+	eachManualPage(b, func(body []byte) {
+		z := html.NewTokenizer(bytes.NewReader(body))
+		for z.Next() != html.ErrorToken {
 		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*len(pages)), "µs/page")
+		if z.Err() != io.EOF {
+			b.Fatal(z.Err())
+		}
+	})
 }
 
 // BenchmarkScanManuals is the floor of extraction by the scanner: every
 // tag of the same pages found, nothing decoded, no link resolved.
 func BenchmarkScanManuals(b *testing.B) {
+	eachManualPage(b, func(body []byte) {
+		s := scanner{b: body}
+		for s.next() {
+		}
+	})
+}
+
+// eachManualPage runs read over every page of the manuals b.N times, and
+// reports the time a page.
+func eachManualPage(b *testing.B, read func(body []byte)) {
 	pages, size := manualPages(b)
 	b.SetBytes(size)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for _, p := range pages {
-			s := scanner{b: p.body}
-			for s.next() {
-			}
+			read(p.body)
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*len(pages)), "µs/page")
