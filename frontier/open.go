@@ -316,7 +316,7 @@ func (f *Frontier) opened() error {
 var errSplit = errors.New("frontier: an exchange ends leases of one shard only")
 
 // now reads the process's clock (Options.Clock).
-func (o Options) now() time.Time {
+func (o *Options) now() time.Time {
 	if o.Clock != nil {
 		return o.Clock()
 	}

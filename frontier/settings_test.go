@@ -175,3 +175,52 @@ func sixHosts(t *testing.T, s *redistest.Server, name string, shards int) *front
 	}
 	return f
 }
+
+// A change of the policy (Worker.reload's SetPolicy, from the exchanger's
+// goroutine) while other goroutines exchange, queue and send heartbeats: no
+// call reads the options while the change writes them (run with -race; the
+// clock's method once copied the whole Options, policy and all, on every
+// heartbeat, and CI's race detector caught it mid-crawl).
+func TestAPolicyChangeRacesNoCallThatReadsTheOptions(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		e := setup(t, s)
+		ctx := context.Background()
+		const rounds = 50
+		done := make(chan error, 3)
+		go func() {
+			for i := range rounds {
+				p := e.f.PolicyNow()
+				p.HostRate, p.Version = float64(i+1), int64(i)
+				e.f.SetPolicy(p)
+			}
+			done <- nil
+		}()
+		go func() {
+			for range rounds {
+				if _, err := e.f.Registry.Heartbeat(ctx, "w1", 0, nil); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+		go func() {
+			for i := range rounds {
+				if _, err := e.f.Enqueue(ctx, []frontier.Item{{URL: fmt.Sprintf("http://h%d.example/", i)}}); err != nil {
+					done <- err
+					return
+				}
+				if _, err := e.f.Exchange(ctx, nil, nil, 1); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+		for range 3 {
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
