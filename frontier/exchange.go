@@ -117,7 +117,7 @@ func (f *shard) exchange(ctx context.Context, done []Finished, back []*Lease, wa
 func (f *shard) baseArgs() exchangeArgs {
 	p := f.policy()
 	return exchangeArgs{Expect: f.exchanges, ResultsCap: f.resultsCap, Instance: f.o.Instance, Lifo: p.Depth, Lane: f.o.Lane,
-		HostMax: p.HostPageCap}
+		HostMax: p.HostPageCap, HostConc: p.HostConcurrency}
 }
 
 // linksArgs are the arguments of an exchange's last exchange.lua call

@@ -37,7 +37,11 @@ type exchangeArgs struct {
 	Budget int64 `json:"budget,omitempty"`
 	// HostMax is pages a host (0: none): a host's new links are not queued
 	// past twice the cap, and its queue is dropped once it reached it.
-	HostMax    int64      `json:"host_max,omitempty"`
+	HostMax int64 `json:"host_max,omitempty"`
+	// HostConc is requests a host may have in flight (0: no cap): a URL
+	// is granted with a slot of its host's (hostslots.lua), held by its
+	// lease.
+	HostConc   int        `json:"host_conc,omitempty"`
 	Settings   int64      `json:"settings,omitempty"` // the settings version the policy's values come from (Policy.Version; older than the shard's: nothing granted)
 	Lifo       bool       `json:"lifo,omitempty"`     // new links go to the front of their hosts' lists (Policy.Depth)
 	Lane       string     `json:"lane,omitempty"`     // the lane popped from (Options.Lane)

@@ -8,6 +8,7 @@ import (
 	"github.com/redcrawl/crawler/frontier/queue"
 	"github.com/redcrawl/crawler/internal/script"
 	"github.com/redcrawl/crawler/politeness"
+	"github.com/redcrawl/crawler/politeness/slots"
 )
 
 // The frontier's Lua: its scripts, each file naming on its first line the
@@ -23,5 +24,5 @@ import (
 var (
 	//go:embed *.lua
 	luaFiles embed.FS
-	lua      = script.NewLib("frontier", luaFiles, exchange.Lua, queue.Lua, politeness.Lua, dedup.Lua)
+	lua      = script.NewLib("frontier", luaFiles, exchange.Lua, queue.Lua, politeness.Lua, slots.Lua, dedup.Lua)
 )

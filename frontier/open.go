@@ -157,6 +157,13 @@ type Policy struct {
 	// not queued (counted): its queue stays bounded whatever its pages
 	// and sitemaps offer.
 	HostPageCap int64
+	// HostConcurrency, when not 0, is the most requests in flight to one
+	// host, across every worker (seed --host-concurrency): a URL is
+	// granted only with one of its host's slots, taken in the same call
+	// as its token and held by its lease (frontier/queue/hostslots.lua),
+	// so a worker killed mid-request frees its slots when its leases
+	// lapse.
+	HostConcurrency int
 	// Depth: new URLs go to the front of their hosts' lists (seed --order
 	// depth: each host's queue a stack, the crawl depth-first within a
 	// host), not the back (breadth-first).

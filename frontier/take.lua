@@ -32,7 +32,7 @@ if refused then return refused end
 local C = ex_call(K, A, 1)               -- the call: keys, arguments, clock
 local G = ex_granted(C)                  -- what handout.lua granted this exchange
 local got = ex_take(C, G, ex_take_room(C, G.n)) -- off the queues, within the budget
-ex_lease(C, got)                         -- under fresh leases
+ex_lease(C, G, got)                      -- under fresh leases, holding their hosts' slots
 local reply = {1}
 for _, v in ipairs(got) do reply[#reply + 1] = v end
 return reply

@@ -93,6 +93,7 @@ local function ex_give_back(C, kept, refunds)
   end
   if #gone > 0 then
     redis.call('ZREM', C.K.leases, unpack(gone))
+    hs_release(ex_slots(C), gone) -- their hosts' slots (hostslots.lua)
     fr_push_front(C.Q, back, C.now)
   end
 end

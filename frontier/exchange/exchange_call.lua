@@ -1,4 +1,4 @@
--- requires: contract keys queue hostrate
+-- requires: contract keys queue hostrate hostslots
 -- exchange_call.lua: the call an exchange's steps read, C (ex_call), in
 -- each of its scripts: its keys by name (C.K), its arguments (C.A,
 -- exchange.go's exchangeArgs), its clock, never written after it is made;
@@ -138,3 +138,14 @@ local function ex_drained(C, acked)
   end
   redis.call('PUBLISH', K.queues .. 'wake', 'drained')
 end
+
+-- ex_slots is the call's state of hosts' slots (hostslots.lua: the cap of
+-- requests in flight to a host), a grant's reservations lapsing as its
+-- grants key does.
+local function ex_slots(C)
+  return hs_state(C.Q, C.K.leases, C.A.host_conc, C.now, C.now + math.max(C.A.lease_ms or 0, 1000))
+end
+
+-- ex_slot_tag names the reservations of the i-th host of this exchange's
+-- grant (unique: the process's grants key, the exchange's count).
+local function ex_slot_tag(C, i) return C.K.grants .. ' ' .. fr_int(C.A.expect) .. ' ' .. fr_int(i) end

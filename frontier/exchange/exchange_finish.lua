@@ -114,7 +114,10 @@ local function ex_write_finished(C, acc, stats)
   end
   if acc.pages > 0 then ex_add(stats, 'pages', acc.pages) end
   if acc.records > 0 then ex_add(stats, 'records', acc.records) end
-  if #acc.gone > 0 then redis.call('ZREM', K.leases, unpack(acc.gone)) end
+  if #acc.gone > 0 then
+    redis.call('ZREM', K.leases, unpack(acc.gone))
+    hs_release(ex_slots(C), acc.gone) -- their hosts' slots (hostslots.lua)
+  end
   if #acc.ended > 0 then redis.call('SET', K.ended, table.concat(acc.ended, ' '), 'PX', '86400000') end
   if #acc.due > 0 then redis.call('ZADD', K.due, unpack(acc.due)) end
   if #acc.deferred > 0 then redis.call('ZADD', K.deferred, unpack(acc.deferred)) end

@@ -1,4 +1,4 @@
--- requires: exchange_call queue addrs hostbucket
+-- requires: exchange_call queue addrs hostbucket hostslots
 -- exchange_pop.lua: the handout's grant (handout.lua): the due hosts each
 -- granted URLs with their tokens, and when to ask again (how many URLs a
 -- budget leaves room for: exchange_call.lua's ex_budget). The URLs
@@ -98,6 +98,7 @@ end
 -- it granted any.
 local function ex_grant_host(P, host, tat, q, len)
   local H, I = P.H, P.I
+  tat = math.min(tat, hs_parked(P.S, host) or tat) -- parked at its cap: its tat was kept aside
   local k, b, r, size, first = hb_tokens(H, host, q, tat)
   local slots, early, late, anext
   if k > 0 and I and r > 0 and not hb_rule(H, host) then
@@ -118,11 +119,19 @@ local function ex_grant_host(P, host, tat, q, len)
     end
     return false
   end
-  local n = math.min(k, math.max(len, 1))
+  local room, lapse = hs_room(P.S, host)
+  if room == 0 then -- every slot of the host held (seed --host-concurrency): parked until one ends
+    P.visited[host] = true
+    P.readyAdd[#P.readyAdd + 1] = fr_tat(hs_park(P.S, host, tat, lapse))
+    P.readyAdd[#P.readyAdd + 1] = host
+    return false
+  end
+  local n = math.min(k, math.max(len, 1), room)
   if n >= len and not P.whole[host] then
     P.visited[host], P.whole[host], P.nwhole = true, true, P.nwhole + 1
   end
   P.hosts[#P.hosts + 1], P.counts[#P.counts + 1] = host, n
+  hs_reserve(P.S, host, n, ex_slot_tag(P.C, #P.hosts))
   P.granted = P.granted + n
   local tat2 = H.tnow -- no limit: its turn moves behind the others'
   if slots then
@@ -207,6 +216,7 @@ local function ex_pop_state(C, H, B)
     drops = {}, G = hb_grants(), delays = {}, firsts = {}, rates = {}, reach = H.horizon, anySlowed = false,
     anyCapped = false, visited = {}, whole = {}, nwhole = 0, readyAdd = {}, wait = B.wait, paused = false, done = 0}
   if C.rate > 0 then P.reach = H.horizon + tb_window(C.rate, C.burst, H.least) end
+  P.S = ex_slots(C)
   return P
 end
 

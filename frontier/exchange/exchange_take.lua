@@ -62,11 +62,13 @@ end
 
 -- ex_take takes up to room of the URLs granted G off their hosts' queues,
 -- in the grant's order, and drops the queues it names. It returns the
--- URLs taken (host, item-json, …). A queue that gives fewer than its
+-- URLs taken (host, item-json, …), and how many each grant gave (G.took,
+-- by the grant's place). A queue that gives fewer than its
 -- grant (elements set aside, or another process's take came first) leaves
 -- the rest of its tokens spent: a host is asked less often, never more.
 local function ex_take(C, G, room)
   local got, dry, taken = {}, {}, 0
+  G.took = {}
   for i = 1, #G.drops, 2 do
     local n, gone = ex_drop_queue(C, G.drops[i], G.drops[i + 1])
     taken = taken + n
@@ -76,6 +78,7 @@ local function ex_take(C, G, room)
     local q = math.min(G.counts[i], room - #got / 2)
     if q <= 0 then break end
     local n, gone = fr_pop(C.Q, host, q, got)
+    G.took[i] = n
     taken = taken + n
     if gone then dry[#dry + 1] = host end
   end
@@ -85,15 +88,25 @@ local function ex_take(C, G, room)
 end
 
 -- ex_lease puts the URLs taken under fresh leases, the i-th under the
--- i-th lease id the call brought.
-local function ex_lease(C, got)
+-- i-th lease id the call brought; with a cap of requests in flight to a
+-- host, each grant's reserved slots pass to the leases it gave
+-- (hostslots.lua), those it did not give end.
+local function ex_lease(C, G, got)
   local M = #got / 2
-  if M == 0 then return end
   local exp = {}
   local untl = fr_int(C.now + (C.A.lease_ms or 0))
   for i = 1, M do
     exp[2 * i - 1] = untl
     exp[2 * i] = ex_text(C, C.A.ids + i - 1) .. '\n' .. got[2 * i - 1] .. '\n' .. got[2 * i]
   end
-  redis.call('ZADD', C.K.leases, unpack(exp))
+  if M > 0 then redis.call('ZADD', C.K.leases, unpack(exp)) end
+  local S = ex_slots(C)
+  if S.cap <= 0 then return end
+  local at = 0
+  for i, host in ipairs(G.hosts) do
+    local members = {}
+    for j = 1, G.took[i] or 0 do members[j] = exp[2 * (at + j)] end
+    at = at + #members
+    hs_lease(S, host, G.counts[i], ex_slot_tag(C, i), members)
+  end
 end

@@ -5,6 +5,7 @@ import (
 
 	"github.com/redcrawl/crawler/internal/script"
 	"github.com/redcrawl/crawler/politeness"
+	"github.com/redcrawl/crawler/politeness/slots"
 )
 
 // Lua is the queue's modules, which frontier's scripts require by name
@@ -13,5 +14,5 @@ import (
 var (
 	//go:embed *.lua
 	luaFiles embed.FS
-	Lua      = script.NewLib("frontier/queue", luaFiles, politeness.Lua)
+	Lua      = script.NewLib("frontier/queue", luaFiles, politeness.Lua, slots.Lua)
 )

@@ -1,0 +1,190 @@
+package frontier_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redcrawl/crawler/dedup"
+	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
+	"github.com/redcrawl/crawler/internal/redistest"
+	"github.com/redcrawl/crawler/leader"
+	"pgregory.net/rapid"
+)
+
+// A cap of requests in flight to a host (Policy.HostConcurrency, seed
+// --host-concurrency), over its range: a cap from 1 to 64, 1 to 1,000
+// hosts, three processes exchanging in any order, finishing some of their
+// pages and giving some URLs back, and (on miniredis, whose clock the test
+// moves) processes killed with their leases: at no step does a host have
+// more live leases than the cap; whenever a host has none, the next pop
+// that looks at it grants it the cap's worth (or what it has queued): the
+// cap is used, not undershot; a killed process's slots are free again once
+// its leases lapse; and every URL is leased and finished in the end.
+func TestAHostsRequestsInFlightKeepToItsCap(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		rapid.Check(t, func(rt *rapid.T) { hostCapSchedule(rt, s) })
+	})
+}
+
+func hostCapSchedule(rt *rapid.T, s *redistest.Server) {
+	ctx := context.Background()
+	s.Client.FlushDB(ctx)
+	clock := time.UnixMilli(1_800_000_000_000)
+	if s.Mini != nil {
+		s.Mini.SetTime(clock)
+	}
+	capN := rapid.IntRange(1, 64).Draw(rt, "cap")
+	hosts := rapid.IntRange(1, 1000).Draw(rt, "hosts")
+	per := rapid.IntRange(1, max(1, 600/hosts)).Draw(rt, "URLs a host")
+	total := hosts * per
+	k := keyspace.KeysFor("hc")
+	s.Client.HSet(ctx, k.Config, "scope", "host")
+	p := frontier.Policy{HostConcurrency: capN}
+	lease := time.Hour // a real server's clock runs: no lease lapses there
+	if s.Mini != nil {
+		lease = time.Second
+	}
+	f0, err := frontier.Create(ctx, s.Client, "hc", frontier.Options{Shards: 1, Lease: lease, Policy: p}, dedup.Params{Capacity: 10000, FPRate: 0.001})
+	if err != nil {
+		rt.Fatal(err)
+	}
+	procs := []*frontier.Frontier{f0}
+	for range 2 {
+		f, err := frontier.Open(ctx, s.Client, "hc", frontier.Options{Shards: 1, Lease: lease, Instance: f0.Instance, Policy: p})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		procs = append(procs, f)
+	}
+	items := make([]frontier.Item, 0, total)
+	for i := range total {
+		items = append(items, frontier.Item{URL: fmt.Sprintf("http://h%d.example/%d", i%hosts, i/hosts)})
+	}
+	if _, err := f0.Enqueue(ctx, items); err != nil {
+		rt.Fatal(err)
+	}
+	held := make([][]*frontier.Lease, len(procs))
+	finished := map[string]bool{}
+	// live counts the leases not lapsed, by host, and fails a host over
+	// its cap.
+	live := func(when string) map[string]int {
+		by := map[string]int{}
+		for _, z := range s.Client.ZRangeWithScores(ctx, k.Leases, 0, -1).Val() {
+			if s.Mini != nil && int64(z.Score) <= clock.UnixMilli() {
+				continue // lapsed: its worker is gone, and so is its slot
+			}
+			host := strings.SplitN(z.Member.(string), "\n", 3)[1]
+			if by[host]++; by[host] > capN {
+				rt.Fatalf("%s: %s has %d leases live; its cap is %d", when, host, by[host], capN)
+			}
+		}
+		return by
+	}
+	finish := func(w int, n int) []frontier.Finished {
+		var done []frontier.Finished
+		for _, l := range held[w][:n] {
+			done = append(done, frontier.Finished{Lease: l, Outcome: frontier.Outcome{Stat: "done"}})
+			finished[l.Item.URL] = true
+		}
+		held[w] = held[w][n:]
+		return done
+	}
+	exchange := func(w int, done []frontier.Finished, back []*frontier.Lease, want int, when string) {
+		var n int
+		before := live(when + ", before")
+		queued := map[string]int{}
+		for h, v := range s.Client.HGetAll(ctx, k.Lengths).Val() {
+			fmt.Sscan(v, &n)
+			queued[h] = n
+		}
+		x, err := procs[w].Exchange(ctx, done, back, want)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		got := map[string]int{}
+		for _, l := range x.Popped {
+			got[l.Host]++
+		}
+		held[w] = append(held[w], x.Popped...)
+		live(when)
+		// A host with no lease live before the call, granted less than
+		// the cap while it had more queued and the call wanted more:
+		// undershot. (Checked where the call could grant every host its
+		// cap: want covers all of them.)
+		if want >= hosts*capN && len(done) == 0 && len(back) == 0 {
+			for h := range hosts {
+				host := fmt.Sprintf("h%d.example", h)
+				if before[host] == 0 && got[host] == 0 && queued[host] > 0 {
+					rt.Fatalf("%s: %s had no request in flight and URLs queued, and was granted none", when, host)
+				}
+			}
+		}
+	}
+	for i := range rapid.IntRange(1, 20).Draw(rt, "steps") {
+		w := rapid.IntRange(0, len(procs)-1).Draw(rt, "process")
+		when := fmt.Sprintf("step %d, process %d", i, w)
+		switch rapid.IntRange(0, 4).Draw(rt, "what") {
+		case 0, 1: // finish some pages, pop more
+			done := finish(w, rapid.IntRange(0, len(held[w])).Draw(rt, "finished"))
+			exchange(w, done, nil, rapid.IntRange(0, 2*hosts*capN).Draw(rt, "want"), when)
+		case 2: // give some back unstarted
+			n := rapid.IntRange(0, len(held[w])).Draw(rt, "given back")
+			back := held[w][:n]
+			held[w] = held[w][n:]
+			exchange(w, nil, back, 0, when)
+		case 3: // killed: its leases lapse, and the sweep reclaims them
+			if s.Mini == nil {
+				continue
+			}
+			held[w] = nil
+			clock = clock.Add(lease + time.Millisecond)
+			s.Mini.SetTime(clock)
+			sweepAll(rt, ctx, s, f0)
+			live(when + ", after the kill")
+		case 4: // time passes, less than a lease: the others' heartbeats keep theirs
+			if s.Mini == nil {
+				continue
+			}
+			clock = clock.Add(time.Duration(rapid.IntRange(0, 900).Draw(rt, "ms")) * time.Millisecond)
+			s.Mini.SetTime(clock)
+			for v := range procs {
+				if _, err := procs[v].Registry.Heartbeat(ctx, fmt.Sprintf("w%d", v), 0, held[v]); err != nil {
+					rt.Fatal(err)
+				}
+			}
+		}
+	}
+	// The end: each process finishes what it holds and asks for all; every
+	// URL is leased and finished, none twice.
+	for round := 0; len(finished) < total; round++ {
+		if round > 2*total+10 {
+			rt.Fatalf("%d of %d URLs finished after %d rounds", len(finished), total, round)
+		}
+		for w := range procs {
+			exchange(w, finish(w, len(held[w])), nil, hosts*capN, fmt.Sprintf("drain %d, process %d", round, w))
+		}
+	}
+}
+
+// sweepAll runs the scheduler's sweep until it reclaims no more.
+func sweepAll(rt *rapid.T, ctx context.Context, s *redistest.Server, f *frontier.Frontier) {
+	lock := keyspace.LeaderKey("hc")
+	l, err := leader.Obtain(ctx, s.Client, lock, "sweeper", time.Hour)
+	if err != nil {
+		rt.Fatal(err)
+	}
+	defer l.Release(ctx)
+	for range 100 {
+		sw, err := f.Schedule(ctx, leader.EpochKey(lock), l.Epoch(), 100, 1000, 0)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		if sw.Reclaimed == 0 {
+			return
+		}
+	}
+}
