@@ -39,7 +39,7 @@ func FrontierOptions(s settings.Settings) frontier.Options {
 // policyOf is what the settings say of the pops, which a live change of
 // them (admin.SetSettings) replaces in every worker.
 func policyOf(s settings.Settings) frontier.Policy {
-	p := frontier.Policy{PageBudget: s.MaxPages, HostPageCap: s.MaxPagesPerHost, Version: s.Version, Depth: s.Order == settings.OrderDepth}
+	p := frontier.Policy{PageBudget: s.MaxPages, HostPageCap: s.MaxPagesPerHost, HostConcurrency: s.HostConcurrency, Version: s.Version, Depth: s.Order == settings.OrderDepth}
 	if s.Rate > 0 && !math.IsInf(s.Rate, 1) {
 		p.HostRate, p.HostBurst = s.Rate, s.Burst
 		p.PopAhead, _ = pace.PopTiming(s.Rate, s.Burst)

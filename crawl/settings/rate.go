@@ -23,6 +23,9 @@ func FormatRate(r float64) string {
 const (
 	MinRate  = 1.0 / 86400
 	MaxBurst = 1000
+	// MaxHostConcurrency bounds --host-concurrency: a pop reads a capped
+	// host's slots whole (frontier/queue/hostslots.lua).
+	MaxHostConcurrency = 1000
 )
 
 // ParseRate reads a rate: a number of requests per second from MinRate

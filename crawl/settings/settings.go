@@ -22,6 +22,9 @@ type Settings struct {
 	MaxPages int64           // pages fetched in the whole crawl; 0 for no limit
 	Rate     float64         // requests per second per host; +Inf for no limit
 	Burst    int             // requests a host may get at once
+	// HostConcurrency is the most requests in flight to one host at once,
+	// counted across every worker (0: no cap; frontier.Policy).
+	HostConcurrency int
 	// DelayFactor, when not 0, is adaptive politeness: a host's least time
 	// between requests becomes this many times its last response's time
 	// (Heritrix's delay factor), shared by every worker, never less than
@@ -192,6 +195,8 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("%w: rate %v: want one request a day (1/86400) or more (inf for no limit)", ErrSettings, s.Rate)
 	case s.Burst < 1 || s.Burst > MaxBurst:
 		return fmt.Errorf("%w: burst %d: want 1 to %d", ErrSettings, s.Burst, MaxBurst)
+	case s.HostConcurrency < 0 || s.HostConcurrency > MaxHostConcurrency:
+		return fmt.Errorf("%w: host concurrency %d: want 0 (no cap) to %d", ErrSettings, s.HostConcurrency, MaxHostConcurrency)
 	case !(s.DelayFactor >= 0 && s.DelayFactor <= 100):
 		return fmt.Errorf("%w: delay factor %v: want 0 (off) to 100", ErrSettings, s.DelayFactor)
 	case s.MaxDelay < time.Second || s.MaxDelay > time.Hour:

@@ -70,6 +70,11 @@ var Table = []Setting{
 		Usage: "requests per second per host, shared by all workers, from one a day (1/86400) up; 'inf' for no limit"},
 	{Field: "burst", Live: true, Flag: "burst", Kind: KindInt, ptr: func(s *Settings) any { return &s.Burst },
 		Usage: "requests a host may get at once, 1 to 1000 (time is kept to 10 ms: past 50 requests a second a host may get rate x 10 ms at once, whatever this says)"},
+	// Crawls seeded before the cap read as uncapped, as they ran.
+	{Field: "host_concurrency", Live: true, Flag: "host-concurrency", Kind: KindInt, Before: "0",
+		ptr: func(s *Settings) any { return &s.HostConcurrency },
+		Usage: "requests in flight to one host at once, counted across every worker and machine, 1 to 1000 (0: no cap); " +
+			"a worker killed mid-request frees its slots when its leases lapse, within 10 s"},
 	{Field: "delay_factor", Live: true, Flag: "delay-factor", Kind: KindFloat, Before: "0", ptr: func(s *Settings) any { return &s.DelayFactor },
 		Usage: "adaptive politeness: a host's time between requests becomes this many times its last response's time " +
 			"(e.g. 5: a server that takes 1 s gets one request every 5 s), for every worker, within --rate and --max-delay; 0: off"},
