@@ -162,6 +162,7 @@ var panels = []panel{
 			st.Frontier.InFlight += sz.InFlight
 			st.Frontier.Deferred += sz.Deferred
 			st.Frontier.Failed += sz.Failed
+			st.Frontier.AtCap += sz.AtCap
 			st.Shards[i].Tag, st.Shards[i].Queued, st.Shards[i].InFlight = hashTag(v.name, i), sz.Queued, sz.InFlight
 		}
 		return nil

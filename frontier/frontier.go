@@ -187,6 +187,9 @@ type Sizes struct {
 	InFlight int64 `json:"in_flight"`
 	Deferred int64 `json:"deferred"`
 	Failed   int64 `json:"failed"`
+	// AtCap is the hosts a pop found with every slot held (seed
+	// --host-concurrency), waiting for a request of theirs to end.
+	AtCap int64 `json:"hosts_at_cap"`
 }
 
 // Empty reports whether nothing is left to do.
@@ -209,8 +212,9 @@ func (f *shard) sizes(ctx context.Context, pipe redis.Pipeliner) func() Sizes {
 	i := pipe.ZCard(ctx, f.keys.Leases)
 	d := pipe.ZCard(ctx, f.keys.Deferred)
 	fl := pipe.LLen(ctx, f.keys.Failed)
+	full := pipe.HLen(ctx, f.keys.AtCap())
 	return func() Sizes {
 		queued, _ := strconv.ParseInt(q.Val(), 10, 64) // absent: none
-		return Sizes{queued, i.Val(), d.Val(), fl.Val()}
+		return Sizes{queued, i.Val(), d.Val(), fl.Val(), full.Val()}
 	}
 }

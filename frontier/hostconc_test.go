@@ -188,3 +188,44 @@ func sweepAll(rt *rapid.T, ctx context.Context, s *redistest.Server, f *frontier
 		}
 	}
 }
+
+// A host a pop finds with every slot held is parked and counted
+// (Sizes.AtCap, what status and the dashboard show); a page of it that
+// finishes brings it back at once: the next pop grants its URL, and it is
+// counted no more. On both Redis kinds.
+func TestAHostAtItsCapIsCountedAndComesBackWhenARequestEnds(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		e := setup(t, s)
+		ctx := context.Background()
+		p := e.f.PolicyNow()
+		p.HostConcurrency = 1
+		e.f.SetPolicy(p)
+		e.enqueue(t, []frontier.Item{{URL: "http://a.example/1"}, {URL: "http://a.example/2"}, {URL: "http://b.example/1"}})
+		x := e.exchange(t, nil, nil, 10)
+		if len(x.Popped) != 2 {
+			t.Fatalf("popped %d URLs; want a.example's first and b.example's", len(x.Popped))
+		}
+		var a *frontier.Lease
+		for _, l := range x.Popped {
+			if l.Host == "a.example" {
+				a = l
+			}
+		}
+		if x2 := e.exchange(t, nil, nil, 10); len(x2.Popped) != 0 {
+			t.Fatalf("popped %d more while a.example's one slot was held", len(x2.Popped))
+		}
+		if sz := e.sizes(t); sz.AtCap != 1 {
+			t.Fatalf("%d hosts counted at their cap; want a.example", sz.AtCap)
+		}
+		x3 := e.exchange(t, []frontier.Finished{{Lease: a, Outcome: frontier.Outcome{Stat: "done"}}}, nil, 10)
+		if len(x3.Popped) != 1 || x3.Popped[0].Item.URL != "http://a.example/2" {
+			t.Fatalf("after a.example's page finished, popped %v; want its second URL at once", x3.Popped)
+		}
+		if sz := e.sizes(t); sz.AtCap != 0 {
+			t.Fatalf("%d hosts counted at their cap after the release; want none", sz.AtCap)
+		}
+		if n := s.Client.Exists(ctx, keyspace.KeysFor("t").Slots("b.example")).Val(); n != 1 {
+			t.Fatalf("b.example's semaphore is gone while its lease is held")
+		}
+	})
+}

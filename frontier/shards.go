@@ -52,6 +52,7 @@ func (f *Frontier) Sizes(ctx context.Context) (Sizes, error) {
 		total.InFlight += sz.InFlight
 		total.Deferred += sz.Deferred
 		total.Failed += sz.Failed
+		total.AtCap += sz.AtCap
 	}
 	return total, err
 }

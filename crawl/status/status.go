@@ -170,6 +170,9 @@ func (st *Status) String() string {
 	}
 	fmt.Fprintf(&b, "  frontier    %d queued, %d in flight, %d deferred, %d on the failed list; %d URLs enqueued in all\n",
 		st.Frontier.Queued, st.Frontier.InFlight, st.Frontier.Deferred, st.Frontier.Failed, c["enqueued"])
+	if n := st.Frontier.AtCap; n > 0 {
+		fmt.Fprintf(&b, "  at cap      %d hosts have every slot of --host-concurrency in use, their next URLs waiting for a request to end\n", n)
+	}
 	if st.Render != nil {
 		fmt.Fprintf(&b, "  render      %s\n", st.Render.Line)
 	}

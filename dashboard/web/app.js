@@ -106,7 +106,7 @@ function draw(st) {
   const f = st.frontier || {};
   const drain = st.pages_per_second > 0 ? dur(f.queued / st.pages_per_second * 1e9) : "—";
   rows($("sizes"), [["queued", f.queued || 0], ["in flight", f.in_flight || 0], ["deferred (retries)", f.deferred || 0],
-    ["failed for good", f.failed || 0], ["time to drain", drain]]);
+    ["failed for good", f.failed || 0], ["hosts at their cap in flight", f.hosts_at_cap || 0], ["time to drain", drain]]);
   text($("leader-id"), st.leader ? st.leader.id : "none");
   text($("epoch"), st.leader ? st.leader.epoch : st.epoch);
   const ttl = st.leader ? st.leader.ttl_ns : 0;

@@ -141,6 +141,14 @@ func (k Keys) Queue(host string) string { return k.Queues + host }
 // LanePlain, and field "*" the lane of a host not in it.
 func (k Keys) Lanes() string { return k.Queues + " lanes" }
 
+// AtCap is the hash of the hosts parked at their cap of requests in
+// flight (frontier/queue/hostslots.lua): host -> "tat parked".
+func (k Keys) AtCap() string { return k.Queues + " full" }
+
+// Slots is the semaphore of host's requests in flight
+// (frontier/queue/hostslots.lua): lease member -> 0, reservation -> lapse.
+func (k Keys) Slots(host string) string { return k.Queues + " slots " + host }
+
 // ReadyIn is the ready set of lane: Ready for the plain lane.
 func (k Keys) ReadyIn(lane string) string {
 	if lane == LaneRender {
