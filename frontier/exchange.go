@@ -112,12 +112,14 @@ func (f *shard) exchange(ctx context.Context, done []Finished, back []*Lease, wa
 }
 
 // baseArgs are the arguments of every call of an exchange: who calls,
-// where its links go, and the host's page cap that bounds how many are
-// queued.
+// where its links go, the host's page cap that bounds how many are
+// queued, and the cap of requests in flight (a host's, and with
+// politeness per address an address's), whose slots every call that
+// grants, leases or ends a lease keeps (hostslots.lua).
 func (f *shard) baseArgs() exchangeArgs {
 	p := f.policy()
 	return exchangeArgs{Expect: f.exchanges, ResultsCap: f.resultsCap, Instance: f.o.Instance, Lifo: p.Depth, Lane: f.o.Lane,
-		HostMax: p.HostPageCap, HostConc: p.HostConcurrency}
+		HostMax: p.HostPageCap, HostConc: p.HostConcurrency, IP: p.PerAddress}
 }
 
 // linksArgs are the arguments of an exchange's last exchange.lua call

@@ -53,7 +53,6 @@ func (f *shard) handoutArgs() exchangeArgs {
 	a.Expect, a.Settings = f.exchanges+1, p.Version
 	a.Rate, a.Burst = p.HostRate, max(p.HostBurst, 1)
 	a.AheadMs, a.LeastMs = p.PopAhead.Milliseconds(), politeness.LeastWindow.Milliseconds()
-	a.IP = p.PerAddress
 	return a
 }
 

@@ -23,7 +23,9 @@ import (
 // more live leases than the cap; whenever a host has none, the next pop
 // that looks at it grants it the cap's worth (or what it has queued): the
 // cap is used, not undershot; a killed process's slots are free again once
-// its leases lapse; and every URL is leased and finished in the end.
+// its leases lapse; and every URL is leased and finished in the end. With
+// politeness per address (hosts that are addresses and ports, several a
+// server), no address has more live leases than the cap either.
 func TestAHostsRequestsInFlightKeepToItsCap(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		rapid.Check(t, func(rt *rapid.T) { hostCapSchedule(rt, s) })
@@ -39,11 +41,16 @@ func hostCapSchedule(rt *rapid.T, s *redistest.Server) {
 	}
 	capN := rapid.IntRange(1, 64).Draw(rt, "cap")
 	hosts := rapid.IntRange(1, 1000).Draw(rt, "hosts")
-	per := rapid.IntRange(1, max(1, 600/hosts)).Draw(rt, "URLs a host")
+	per := rapid.IntRange(1, max(1, 400/hosts)).Draw(rt, "URLs a host")
 	total := hosts * per
 	k := keyspace.KeysFor("hc")
 	s.Client.HSet(ctx, k.Config, "scope", "host")
-	p := frontier.Policy{HostConcurrency: capN}
+	p := frontier.Policy{HostConcurrency: capN, PerAddress: rapid.Bool().Draw(rt, "per address")}
+	addrs := rapid.IntRange(1, hosts).Draw(rt, "addresses")
+	hostName := func(h int) string { return fmt.Sprintf("h%d.example", h) }
+	if p.PerAddress { // host h is port 8000+h of server h mod addrs
+		hostName = func(h int) string { return fmt.Sprintf("10.0.%d.%d:%d", h%addrs/250, h%addrs%250, 8000+h) }
+	}
 	lease := time.Hour // a real server's clock runs: no lease lapses there
 	if s.Mini != nil {
 		lease = time.Second
@@ -62,17 +69,17 @@ func hostCapSchedule(rt *rapid.T, s *redistest.Server) {
 	}
 	items := make([]frontier.Item, 0, total)
 	for i := range total {
-		items = append(items, frontier.Item{URL: fmt.Sprintf("http://h%d.example/%d", i%hosts, i/hosts)})
+		items = append(items, frontier.Item{URL: fmt.Sprintf("http://%s/%d", hostName(i%hosts), i/hosts)})
 	}
 	if _, err := f0.Enqueue(ctx, items); err != nil {
 		rt.Fatal(err)
 	}
 	held := make([][]*frontier.Lease, len(procs))
 	finished := map[string]bool{}
-	// live counts the leases not lapsed, by host, and fails a host over
-	// its cap.
+	// live counts the leases not lapsed, by host, and fails a host (or,
+	// per address, a server) over its cap.
 	live := func(when string) map[string]int {
-		by := map[string]int{}
+		by, server := map[string]int{}, map[string]int{}
 		for _, z := range s.Client.ZRangeWithScores(ctx, k.Leases, 0, -1).Val() {
 			if s.Mini != nil && int64(z.Score) <= clock.UnixMilli() {
 				continue // lapsed: its worker is gone, and so is its slot
@@ -80,6 +87,11 @@ func hostCapSchedule(rt *rapid.T, s *redistest.Server) {
 			host := strings.SplitN(z.Member.(string), "\n", 3)[1]
 			if by[host]++; by[host] > capN {
 				rt.Fatalf("%s: %s has %d leases live; its cap is %d", when, host, by[host], capN)
+			}
+			if a, _, ok := strings.Cut(host, ":"); ok && p.PerAddress {
+				if server[a]++; server[a] > capN {
+					rt.Fatalf("%s: server %s has %d leases live; the cap is %d an address too", when, a, server[a], capN)
+				}
 			}
 		}
 		return by
@@ -115,9 +127,9 @@ func hostCapSchedule(rt *rapid.T, s *redistest.Server) {
 		// the cap while it had more queued and the call wanted more:
 		// undershot. (Checked where the call could grant every host its
 		// cap: want covers all of them.)
-		if want >= hosts*capN && len(done) == 0 && len(back) == 0 {
+		if want >= hosts*capN && len(done) == 0 && len(back) == 0 && !p.PerAddress {
 			for h := range hosts {
-				host := fmt.Sprintf("h%d.example", h)
+				host := hostName(h)
 				if before[host] == 0 && got[host] == 0 && queued[host] > 0 {
 					rt.Fatalf("%s: %s had no request in flight and URLs queued, and was granted none", when, host)
 				}

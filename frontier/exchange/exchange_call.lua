@@ -143,7 +143,7 @@ end
 -- requests in flight to a host), a grant's reservations lapsing as its
 -- grants key does.
 local function ex_slots(C)
-  return hs_state(C.Q, C.K.leases, C.A.host_conc, C.now, C.now + math.max(C.A.lease_ms or 0, 1000))
+  return hs_state(C.Q, C.K.leases, C.A.host_conc, C.now, C.now + math.max(C.A.lease_ms or 0, 1000), C.A.ip == true)
 end
 
 -- ex_slot_tag names the reservations of the i-th host of this exchange's

@@ -101,15 +101,17 @@ local function ex_grant_host(P, host, tat, q, len)
   tat = math.min(tat, hs_parked(P.S, host) or tat) -- parked at its cap: its tat was kept aside
   local k, b, r, size, first = hb_tokens(H, host, q, tat)
   local slots, early, late, anext
-  if k > 0 and I and r > 0 and not hb_rule(H, host) then
-    -- Its address's bucket too (addrs.lua): a host of a rule of its own
-    -- keeps to that alone.
-    if not I.addrOf[host] then k, b = 0, tat -- no address known yet: the worker resolves it first
-    else
-      slots, early, late, anext = ip_slots(I, H, host, k, r, size, tat)
-      k = #slots
-      if k == 0 then b = math.max(tat, anext) end -- due again when its address has a token
-    end
+  -- Its address's bucket too (addrs.lua): a host of a rule of its own
+  -- keeps to that alone. And its address's slots (hostslots.lua), whoever
+  -- sets its rate.
+  local addr = I and I.addrOf[host] or false
+  local tokens = I and I.tokens and r > 0 and not hb_rule(H, host)
+  if k > 0 and I and (tokens or P.S.ip) and not addr then
+    k, b = 0, tat -- no address known yet: the worker resolves it first
+  elseif k > 0 and tokens then
+    slots, early, late, anext = ip_slots(I, H, host, k, r, size, tat)
+    k = #slots
+    if k == 0 then b = math.max(tat, anext) end -- due again when its address has a token
   end
   if k == 0 then
     P.visited[host] = true
@@ -119,10 +121,10 @@ local function ex_grant_host(P, host, tat, q, len)
     end
     return false
   end
-  local room, lapse = hs_room(P.S, host)
-  if room == 0 then -- every slot of the host held (seed --host-concurrency): parked until one ends
+  local room, lapse, byAddr = hs_room(P.S, host, addr)
+  if room == 0 then -- every slot of the host, or its address, held (seed --host-concurrency): parked until one ends
     P.visited[host] = true
-    P.readyAdd[#P.readyAdd + 1] = fr_tat(hs_park(P.S, host, tat, lapse))
+    P.readyAdd[#P.readyAdd + 1] = fr_tat(hs_park(P.S, host, tat, lapse, byAddr and addr))
     P.readyAdd[#P.readyAdd + 1] = host
     return false
   end
@@ -131,7 +133,8 @@ local function ex_grant_host(P, host, tat, q, len)
     P.visited[host], P.whole[host], P.nwhole = true, true, P.nwhole + 1
   end
   P.hosts[#P.hosts + 1], P.counts[#P.counts + 1] = host, n
-  hs_reserve(P.S, host, n, ex_slot_tag(P.C, #P.hosts))
+  P.addrs[#P.hosts] = addr
+  hs_reserve(P.S, host, addr, n, ex_slot_tag(P.C, #P.hosts))
   P.granted = P.granted + n
   local tat2 = H.tnow -- no limit: its turn moves behind the others'
   if slots then
@@ -212,7 +215,7 @@ end
 -- ex_pop_state is the grant's state (P, above) at its start, for B.want
 -- URLs by the token clock H.
 local function ex_pop_state(C, H, B)
-  local P = {C = C, H = H, I = ip_begin(H, C.A, C.K.queues, C.now), W = B.want, granted = 0, hosts = {}, counts = {},
+  local P = {C = C, H = H, I = ip_begin(H, C.A, C.K.queues, C.now), W = B.want, granted = 0, hosts = {}, counts = {}, addrs = {},
     drops = {}, G = hb_grants(), delays = {}, firsts = {}, rates = {}, reach = H.horizon, anySlowed = false,
     anyCapped = false, visited = {}, whole = {}, nwhole = 0, readyAdd = {}, wait = B.wait, paused = false, done = 0}
   if C.rate > 0 then P.reach = H.horizon + tb_window(C.rate, C.burst, H.least) end
@@ -229,6 +232,7 @@ end
 local function ex_grants_write(C, P)
   if P.granted == 0 and #P.drops == 0 then return end
   local g = {c = C.A.expect, hosts = P.hosts, counts = P.counts, drops = P.drops}
+  if P.S.ip then g.addrs = P.addrs end -- the addresses whose slots were reserved too (hostslots.lua)
   redis.call('SET', C.K.grants, cjson.encode(g), 'PX', fr_int(math.max(C.A.lease_ms or 0, 1000)))
 end
 

@@ -5,7 +5,8 @@
 
 -- ex_granted is what handout.lua granted this exchange (its grants key,
 -- read and deleted): hosts and counts (the hosts, in order, and how many
--- URLs each), drops (host, 'capped' or 'blocked', …), and n, the URLs
+-- URLs each), addrs (with a cap per address: each host's address whose
+-- slots were reserved, or false), drops (host, 'capped' or 'blocked', …), and n, the URLs
 -- granted in all. A grant left by another exchange (one whose take never
 -- came) is no grant of this one.
 local function ex_granted(C)
@@ -107,6 +108,6 @@ local function ex_lease(C, G, got)
     local members = {}
     for j = 1, G.took[i] or 0 do members[j] = exp[2 * (at + j)] end
     at = at + #members
-    hs_lease(S, host, G.counts[i], ex_slot_tag(C, i), members)
+    hs_lease(S, host, G.addrs and G.addrs[i] or false, G.counts[i], ex_slot_tag(C, i), members)
   end
 end

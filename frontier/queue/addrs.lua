@@ -14,13 +14,20 @@
 -- goes back there).
 
 -- ip_begin is the pop's address state, with the call's clock H (hb_clock)
--- and arguments A, or false when the crawl is not polite per address or
--- has no rate (then there are no tokens to share).
+-- and arguments A, or false when the crawl is not polite per address, or
+-- has no rate (then there are no tokens to share) and no cap of requests
+-- in flight (hostslots.lua: an address has slots too). tokens: there are
+-- tokens to share.
 local function ip_begin(H, A, queues, now)
-  if not (A.ip == true and H.rate > 0) then return false end
-  local early, width = tb_window(H.rate, H.burst, H.least)
-  return {k = ip_keys(queues), S = math.max(A.ip_shards or 1, 1), shard = A.ip_shard or 0, T = 1000 / H.rate,
-    early = early, width = width, now = now, addrOf = {}, atat = {}, dirty = {}, resolve = {}, used = {}}
+  local tokens = H.rate > 0
+  if not (A.ip == true and (tokens or (A.host_conc or 0) > 0)) then return false end
+  local I = {k = ip_keys(queues), S = math.max(A.ip_shards or 1, 1), shard = A.ip_shard or 0, tokens = tokens,
+    now = now, addrOf = {}, atat = {}, dirty = {}, resolve = {}, used = {}}
+  if tokens then
+    I.T = 1000 / H.rate
+    I.early, I.width = tb_window(H.rate, H.burst, H.least)
+  end
+  return I
 end
 
 -- ip_next is the first slot (ms) of the address's schedule at or after t

@@ -1,4 +1,4 @@
--- requires: keys slots
+-- requires: keys slots addrkeys
 -- hostslots.lua: a cap on a host's requests in flight (seed
 -- --host-concurrency N), the leased semaphore of politeness/slots
 -- (slots.lua) with the frontier's leases as its slots: a host's
@@ -17,27 +17,39 @@
 -- kept aside in the full hash; a lease of it that ends (a page finished,
 -- a URL given back) brings it back at that tat at once.
 --
+-- With politeness per server address (seed --politeness ip), the cap
+-- holds for an address too: a URL is granted with a slot of its host and
+-- one of its address, each a semaphore of the same leases. A host parked
+-- for its address's sake is noted under the address, and any lease of the
+-- address that ends brings it back. On a Redis Cluster each shard keeps
+-- an address's semaphore of its own (no script reaches two slots), so an
+-- address whose hosts sit in S shards may see up to S times the cap.
+--
 -- Keys, built from the shard's queues prefix, in the shard's slot:
 --   queues .. ' slots ' .. host   zset: the host's semaphore
+--   queues .. ' slots@' .. addr   zset: the address's semaphore
 --   queues .. ' full'             hash host -> "tat parked": the hosts
 --                                 parked, their tats and the score they
 --                                 were parked at (ms)
+--   queues .. ' full@' .. addr    set: the hosts parked for the address
 
 -- hs_state is what a call needs of the slots: the queues Q (keys.lua),
--- the shard's leases set, the cap (0: none), now (ms) and a reservation's
--- lapse (ms).
-local function hs_state(Q, leases, cap, now, lapse)
-  return {Q = Q, leases = leases, cap = cap or 0, now = now, lapse = lapse, full = Q.queues .. ' full', anyFull = nil}
+-- the shard's leases set, the cap (0: none), now (ms), a reservation's
+-- lapse (ms), and whether an address has a cap too (politeness per
+-- address).
+local function hs_state(Q, leases, cap, now, lapse, ip)
+  return {Q = Q, leases = leases, cap = cap or 0, now = now, lapse = lapse, ip = ip and (cap or 0) > 0,
+    full = Q.queues .. ' full', anyFull = nil}
 end
 
--- hs_key is host's semaphore.
+-- hs_key is host's semaphore; hs_addr_key an address's.
 local function hs_key(S, host) return S.Q.queues .. ' slots ' .. host end
+local function hs_addr_key(S, addr) return S.Q.queues .. ' slots@' .. addr end
 
--- hs_room is how many more requests host may have in flight (math.huge
--- without a cap), and when its first slot lapses (nil: none held).
-local function hs_room(S, host)
-  if S.cap <= 0 then return math.huge, nil end
-  local n, first = sl_live(hs_key(S, host), S.now, function(members)
+-- hs_free is how many more slots the semaphore at key has free, and when
+-- its first slot lapses (nil: none held).
+local function hs_free(S, key)
+  local n, first = sl_live(key, S.now, function(members)
     local d = redis.call('ZMSCORE', S.leases, unpack(members))
     for i = 1, #members do d[i] = tonumber(d[i] or '0') end
     return d
@@ -45,33 +57,64 @@ local function hs_room(S, host)
   return math.max(S.cap - n, 0), first
 end
 
--- hs_reserve takes n slots of host for a grant named tag (unique among
--- grants: the process's grants key and its exchange count), until the
--- grant's lapse; take.lua turns them into leases (hs_lease).
-local function hs_reserve(S, host, n, tag)
-  if S.cap <= 0 or n <= 0 then return end
-  local ids = {}
-  for j = 1, n do ids[j] = tag .. ' ' .. j end
-  sl_take(hs_key(S, host), ids, S.lapse, S.lapse - S.now)
+-- hs_room is how many more requests host, of address addr (false: none
+-- counted), may have in flight (math.huge without a cap), when the first
+-- slot that holds it lapses, and whether it is its address that holds it.
+local function hs_room(S, host, addr)
+  if S.cap <= 0 then return math.huge, nil, false end
+  local room, first = hs_free(S, hs_key(S, host))
+  if room > 0 and S.ip and addr then
+    local aroom, afirst = hs_free(S, hs_addr_key(S, addr))
+    if aroom < room then return aroom, afirst, aroom == 0 end
+  end
+  return room, first, false
 end
 
--- hs_lease: the grant tag reserved n slots of host, and its URLs were
--- leased as members (fewer, when its queue ran dry): the reservations end,
--- and the leases hold the slots (score 0: as long as the lease).
-local function hs_lease(S, host, n, tag, members)
-  if S.cap <= 0 or n <= 0 then return end
-  local key, ids = hs_key(S, host), {}
+-- hs_ids are the names of n reservations of a grant named tag (unique
+-- among grants: the process's grants key, its exchange count, the host's
+-- place in the grant).
+local function hs_ids(tag, n)
+  local ids = {}
   for j = 1, n do ids[j] = tag .. ' ' .. j end
-  sl_free(key, ids)
-  sl_take(key, members, 0, S.lapse - S.now)
+  return ids
+end
+
+-- hs_reserve takes n slots of host (and of its address addr, or false)
+-- for a grant named tag, until the grant's lapse; take.lua turns them into
+-- leases (hs_lease).
+local function hs_reserve(S, host, addr, n, tag)
+  if S.cap <= 0 or n <= 0 then return end
+  local ids = hs_ids(tag, n)
+  sl_take(hs_key(S, host), ids, S.lapse, S.lapse - S.now)
+  if S.ip and addr then sl_take(hs_addr_key(S, addr), ids, S.lapse, S.lapse - S.now) end
+end
+
+-- hs_lease: the grant tag reserved n slots of host (and of addr), and its
+-- URLs were leased as members (fewer, when its queue ran dry): the
+-- reservations end, and the leases hold the slots (score 0: as long as
+-- the lease).
+local function hs_lease(S, host, addr, n, tag, members)
+  if S.cap <= 0 or n <= 0 then return end
+  local ids, keys = hs_ids(tag, n), {hs_key(S, host)}
+  if S.ip and addr then keys[2] = hs_addr_key(S, addr) end
+  for _, key in ipairs(keys) do
+    sl_free(key, ids)
+    sl_take(key, members, 0, S.lapse - S.now)
+  end
 end
 
 -- hs_park: host has no free slot; its tat is kept aside, and its score
 -- (returned, for the caller's ZADD) is raised to when its first slot
--- lapses, or tat if later.
-local function hs_park(S, host, tat, first)
+-- lapses, or tat if later. A host held by its address (addr) is noted
+-- under it.
+local function hs_park(S, host, tat, first, addr)
   local score = math.max(tat, first or tat)
   redis.call('HSET', S.full, host, string.format('%.17g %.17g', tat, score))
+  if addr then
+    local key = S.Q.queues .. ' full@' .. addr
+    redis.call('SADD', key, host)
+    redis.call('PEXPIRE', key, string.format('%d', math.max(math.ceil(score - S.now), 1000)))
+  end
   S.anyFull = true
   return score
 end
@@ -87,8 +130,25 @@ local function hs_parked(S, host)
   return tonumber(string.match(v, '^(%S+)'))
 end
 
+-- hs_unpark brings host back from parking, if parked: at its tat, where
+-- its score is still the one it was parked at.
+local function hs_unpark(S, host)
+  local v = S.anyFull and redis.call('HGET', S.full, host)
+  if not v then return end
+  redis.call('HDEL', S.full, host)
+  local tat, parked = string.match(v, '^(%S+) (%S+)$')
+  local where = fr_rkey(S.Q, host)
+  local now = redis.call('ZSCORE', where, host)
+  if now and tonumber(now) == tonumber(parked) then
+    redis.call('ZADD', where, 'XX', string.format('%.17g', tonumber(tat)), host)
+  end
+end
+
 -- hs_release ends the slots of the leases members (each "id\nhost\n…"),
--- which have just ended, and brings their hosts back from parking: each
+-- which have just ended (their hosts' and, with politeness per address,
+-- their addresses' as the shard knows them now: a slot of an address that
+-- changed ends with its lease all the same, sl_live), and brings their
+-- hosts, and the hosts parked for their addresses, back from parking: each
 -- at its tat, where its score is still the one it was parked at (a score
 -- moved since was set by a grant, which knew better). Without a cap it
 -- does nothing: slots left from a cap lifted lapse with their leases, and
@@ -106,16 +166,18 @@ local function hs_release(S, members)
     l[#l + 1] = m
   end
   if S.anyFull == nil then S.anyFull = redis.call('EXISTS', S.full) == 1 end
+  local dns = S.ip and ip_keys(S.Q.queues).dns
   for host, l in pairs(byHost) do
     sl_free(hs_key(S, host), l)
-    local v = S.anyFull and redis.call('HGET', S.full, host)
-    if v then
-      redis.call('HDEL', S.full, host)
-      local tat, parked = string.match(v, '^(%S+) (%S+)$')
-      local where = fr_rkey(S.Q, host)
-      local now = redis.call('ZSCORE', where, host)
-      if now and tonumber(now) == tonumber(parked) then
-        redis.call('ZADD', where, 'XX', string.format('%.17g', tonumber(tat)), host)
+    hs_unpark(S, host)
+    local addr = dns and (ip_literal(host) or ip_answer(redis.call('HGET', dns, host), S.now))
+    if addr then -- the address's slots end with the leases (sl_live); its hosts parked come back
+      sl_free(hs_addr_key(S, addr), l)
+      local key = S.Q.queues .. ' full@' .. addr
+      local waiting = redis.call('SMEMBERS', key)
+      if #waiting > 0 then
+        redis.call('DEL', key)
+        for _, h in ipairs(waiting) do hs_unpark(S, h) end
       end
     end
   end
