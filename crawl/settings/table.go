@@ -73,7 +73,8 @@ var Table = []Setting{
 	// Crawls seeded before the cap read as uncapped, as they ran.
 	{Field: "host_concurrency", Live: true, Flag: "host-concurrency", Kind: KindInt, Before: "0",
 		ptr: func(s *Settings) any { return &s.HostConcurrency },
-		Usage: "requests in flight to one host at once, counted across every worker and machine, 1 to 1000 (0: no cap); " +
+		Usage: "requests in flight to one host at once, counted across every worker and machine, 1 to 1000 (0: no cap), and with " +
+			"--politeness ip to one server address as well; " +
 			"a worker killed mid-request frees its slots when its leases lapse, within 10 s"},
 	{Field: "delay_factor", Live: true, Flag: "delay-factor", Kind: KindFloat, Before: "0", ptr: func(s *Settings) any { return &s.DelayFactor },
 		Usage: "adaptive politeness: a host's time between requests becomes this many times its last response's time " +

@@ -85,49 +85,60 @@ local function ex_drop(P, host, why)
   P.visited[host] = true
 end
 
+-- ex_address: a due host of k tokens (its bucket b, rate r and burst
+-- size, tat tat) and its address (addrs.lua, false while none is known):
+-- its address's bucket takes its part too, a host of a rule of its own
+-- keeping to that alone; and its address's slots (hostslots.lua), whoever
+-- sets its rate, need the address known. It returns the tokens left, the
+-- bucket (or the score to wait at), the address, and the slots, early and
+-- late that ip_slots found (nil when the address's bucket had no part).
+local function ex_address(P, host, k, b, r, size, tat)
+  local H, I = P.H, P.I
+  local addr = I and I.addrOf[host] or false
+  local tokens = I and I.tokens and r > 0 and not hb_rule(H, host)
+  if k > 0 and I and (tokens or P.S.ip) and not addr then
+    return 0, tat, addr -- no address known yet: the worker resolves it first
+  elseif k > 0 and tokens then
+    local slots, early, late, anext = ip_slots(I, H, host, k, r, size, tat)
+    if #slots == 0 then b = math.max(tat, anext) end -- due again when its address has a token
+    return #slots, b, addr, slots, early, late
+  end
+  return k, b, addr
+end
+
+-- ex_hold: a due host gets no URL this call (no token by the horizon, or
+-- no slot free); it is not looked at again, and waits at score, if that
+-- is not its tat (nil: a parked host's score, always written).
+local function ex_hold(P, host, tat, score)
+  P.visited[host] = true
+  if score ~= tat then
+    P.readyAdd[#P.readyAdd + 1] = fr_tat(score)
+    P.readyAdd[#P.readyAdd + 1] = host
+  end
+  return false
+end
+
 -- ex_grant_host grants up to q URLs of a due host whose queue holds len,
 -- with a token each; a host with no token by the horizon (a pause, a
 -- delay of its own) is not looked at again this call, and its score says
--- when it has one. A host granted moves behind the others: its score
--- becomes its tat after the tokens taken (without a limit, now). A host
--- counted empty is granted one URL all the same: take.lua finds its queue
--- dry and settles it (its lists, its length, its place in ready). A host
--- granted its whole queue stays in ready with its new tat: take.lua, which
--- finds the queue dry, moves it to refill (or out, its bucket full), so
--- that a call cut short after this one strands no URL. It reports whether
--- it granted any.
+-- when it has one; a host with every slot held (seed --host-concurrency)
+-- is parked until one ends (hostslots.lua). A host granted moves behind
+-- the others: its score becomes its tat after the tokens taken (without a
+-- limit, now). A host counted empty is granted one URL all the same:
+-- take.lua finds its queue dry and settles it (its lists, its length,
+-- its place in ready). A host granted its whole queue stays in ready with
+-- its new tat: take.lua, which finds the queue dry, moves it to refill
+-- (or out, its bucket full), so that a call cut short after this one
+-- strands no URL. It reports whether it granted any.
 local function ex_grant_host(P, host, tat, q, len)
   local H, I = P.H, P.I
   tat = math.min(tat, hs_parked(P.S, host) or tat) -- parked at its cap: its tat was kept aside
   local k, b, r, size, first = hb_tokens(H, host, q, tat)
-  local slots, early, late, anext
-  -- Its address's bucket too (addrs.lua): a host of a rule of its own
-  -- keeps to that alone. And its address's slots (hostslots.lua), whoever
-  -- sets its rate.
-  local addr = I and I.addrOf[host] or false
-  local tokens = I and I.tokens and r > 0 and not hb_rule(H, host)
-  if k > 0 and I and (tokens or P.S.ip) and not addr then
-    k, b = 0, tat -- no address known yet: the worker resolves it first
-  elseif k > 0 and tokens then
-    slots, early, late, anext = ip_slots(I, H, host, k, r, size, tat)
-    k = #slots
-    if k == 0 then b = math.max(tat, anext) end -- due again when its address has a token
-  end
-  if k == 0 then
-    P.visited[host] = true
-    if b ~= tat then
-      P.readyAdd[#P.readyAdd + 1] = fr_tat(b)
-      P.readyAdd[#P.readyAdd + 1] = host
-    end
-    return false
-  end
+  local addr, slots, early, late
+  k, b, addr, slots, early, late = ex_address(P, host, k, b, r, size, tat)
+  if k == 0 then return ex_hold(P, host, tat, b) end
   local room, lapse, byAddr = hs_room(P.S, host, addr)
-  if room == 0 then -- every slot of the host, or its address, held (seed --host-concurrency): parked until one ends
-    P.visited[host] = true
-    P.readyAdd[#P.readyAdd + 1] = fr_tat(hs_park(P.S, host, tat, lapse, byAddr and addr))
-    P.readyAdd[#P.readyAdd + 1] = host
-    return false
-  end
+  if room == 0 then return ex_hold(P, host, nil, hs_park(P.S, host, tat, lapse, byAddr and addr)) end
   local n = math.min(k, math.max(len, 1), room)
   if n >= len and not P.whole[host] then
     P.visited[host], P.whole[host], P.nwhole = true, true, P.nwhole + 1
