@@ -1,0 +1,5 @@
+//go:build !race
+
+package frontier_test
+
+const raceOn = false
