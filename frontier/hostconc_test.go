@@ -269,3 +269,52 @@ func TestAHostAtItsCapIsCountedAndComesBackWhenARequestEnds(t *testing.T) {
 		}
 	})
 }
+
+// A slot held by a lease that its heartbeats keep renewing is held for as
+// long as they do, however many lease lengths that is (a slow response):
+// the host's semaphore does not expire under it. Leases of 300 ms renewed
+// for five of them; on a real redis-server, whose clock and key expiries
+// run, and on miniredis, whose clock and expiries the test moves.
+func TestASlotHeldByARenewedLeaseOutlivesTheLeaseLength(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		const lease = 300 * time.Millisecond
+		k := keyspace.KeysFor("long")
+		s.Client.HSet(ctx, k.Config, "scope", "host")
+		clock := time.Now()
+		if s.Mini != nil {
+			s.Mini.SetTime(clock)
+		}
+		f, err := frontier.Create(ctx, s.Client, "long", frontier.Options{Shards: 1, Lease: lease, Policy: frontier.Policy{HostConcurrency: 1}},
+			dedup.Params{Capacity: 1000, FPRate: 0.01})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Enqueue(ctx, []frontier.Item{{URL: "http://slow.example/1"}, {URL: "http://slow.example/2"}}); err != nil {
+			t.Fatal(err)
+		}
+		x, err := f.Exchange(ctx, nil, nil, 2)
+		if err != nil || len(x.Popped) != 1 {
+			t.Fatalf("popped %d (%v); want the host's one slot's worth", len(x.Popped), err)
+		}
+		for range 15 { // five leases' time, renewed every third of one
+			if s.Mini != nil {
+				clock = clock.Add(lease / 3)
+				s.Mini.SetTime(clock)
+				s.Mini.FastForward(lease / 3)
+			} else {
+				time.Sleep(lease / 3) // the server's own clock is what is waited for
+			}
+			if n, err := f.Registry.Heartbeat(ctx, "w1", 0, x.Popped); err != nil || n != 1 {
+				t.Fatalf("heartbeat renewed %d (%v); want the lease", n, err)
+			}
+		}
+		if x2, err := f.Exchange(ctx, nil, nil, 2); err != nil || len(x2.Popped) != 0 {
+			t.Fatalf("popped %d (%v) while the host's one slot was held by a renewed lease", len(x2.Popped), err)
+		}
+		x3, err := f.Exchange(ctx, []frontier.Finished{{Lease: x.Popped[0], Outcome: frontier.Outcome{Stat: "done"}}}, nil, 2)
+		if err != nil || len(x3.Popped) != 1 {
+			t.Fatalf("popped %d (%v) after the page finished; want the second URL", len(x3.Popped), err)
+		}
+	})
+}

@@ -89,6 +89,14 @@ local function hs_reserve(S, host, addr, n, tag)
   if S.ip and addr then sl_take(hs_addr_key(S, addr), ids, S.lapse, S.lapse - S.now) end
 end
 
+-- HS_KEEP is how long a semaphore that leases hold lives after its last
+-- take (ms): a day. Its leases are renewed by heartbeats that do not touch
+-- it, so it must outlive any of them (a fetch is bounded far below a
+-- day); a slot that ends is removed (hs_release), and the last one gone
+-- deletes the key, so only a killed worker's slots wait that long, on a
+-- host no pop looks at again.
+local HS_KEEP = 86400000
+
 -- hs_lease: the grant tag reserved n slots of host (and of addr), and its
 -- URLs were leased as members (fewer, when its queue ran dry): the
 -- reservations end, and the leases hold the slots (score 0: as long as
@@ -99,7 +107,7 @@ local function hs_lease(S, host, addr, n, tag, members)
   if S.ip and addr then keys[2] = hs_addr_key(S, addr) end
   for _, key in ipairs(keys) do
     sl_free(key, ids)
-    sl_take(key, members, 0, S.lapse - S.now)
+    sl_take(key, members, 0, HS_KEEP)
   end
 end
 
