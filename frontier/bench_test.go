@@ -52,6 +52,14 @@ func BenchmarkExchangePoliteIP(b *testing.B) {
 	benchExchange(b, exchangeShape{batch: 46, hosts: 1000, seeds: 20, rate: 100, visits: true, ip: true})
 }
 
+// BenchmarkExchangePoliteCapped is BenchmarkExchangePolite with a cap of
+// 2 requests in flight a host (Policy.HostConcurrency): what taking a
+// host's slot beside its token costs a pop, and ending it a finished page
+// (hostslots.lua), without the cap holding a host back.
+func BenchmarkExchangePoliteCapped(b *testing.B) {
+	benchExchange(b, exchangeShape{batch: 46, hosts: 1000, seeds: 20, rate: 100, visits: true, conc: 2})
+}
+
 // BenchmarkExchangePriorities is BenchmarkExchangePolite with every host's
 // URLs at three priorities (-3, 0 and 3: seeds and new links alike), each
 // level a list of its own: what priorities cost an exchange.
@@ -66,6 +74,7 @@ type exchangeShape struct {
 	visits              bool    // each page leaves a visit for its revisit
 	priorities          bool    // URLs at priorities -3, 0 and 3, by turns
 	ip                  bool    // politeness per address, an address a host
+	conc                int     // requests in flight a host (0: no cap)
 }
 
 // level is the priority of the n-th URL of a shape with priorities.
@@ -81,7 +90,7 @@ func benchExchange(b *testing.B, sh exchangeShape) {
 	ctx := context.Background()
 	s.Client.FlushAll(ctx)
 	s.Client.HSet(ctx, keyspace.KeysFor("b").Config, "scope", "host") // the crawl exists
-	o := frontier.Options{Shards: 1, Policy: frontier.Policy{HostRate: sh.rate, HostBurst: 1, PerAddress: sh.ip}}
+	o := frontier.Options{Shards: 1, Policy: frontier.Policy{HostRate: sh.rate, HostBurst: 1, PerAddress: sh.ip, HostConcurrency: sh.conc}}
 	f, err := frontier.Create(ctx, s.Client, "b", o, dedup.Params{Capacity: 1_000_000, FPRate: 0.001})
 	if err != nil {
 		b.Fatal(err)

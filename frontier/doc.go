@@ -80,6 +80,12 @@
 //	           Policy.PerAddress (addrs.lua): host -> "address expiry-ms"
 //	           (SetAddresses); address -> its bucket's tat; address -> the
 //	           tokens it gave; address -> "n host …" (BusiestAddresses)
+//	queue: slots HOST, queue: slots@ADDR, queue: full, queue: full@ADDR
+//	           with Policy.HostConcurrency (hostslots.lua): a host's (an
+//	           address's) semaphore of requests in flight, lease member ->
+//	           0 (held while the lease is) or a grant's reservation -> its
+//	           lapse (ms); the hosts parked at their cap -> "tat parked";
+//	           the hosts parked for an address's sake
 //
 // Shard 0 also holds what the crawl has once:
 //

@@ -6,7 +6,9 @@
 // put URLs in, pop.lua takes them out), a host's token bucket (its rate
 // and rules, hostrate.lua; the tokens a pop takes, hostbucket.lua, by
 // politeness's tokens.lua), and the server addresses' buckets with
-// politeness per address (addrkeys.lua, addrs.lua); base.lua has what all
+// politeness per address (addrkeys.lua, addrs.lua), and the cap of a
+// host's (and an address's) requests in flight, whose slots are the URLs'
+// leases (hostslots.lua, by politeness/slots's slots.lua); base.lua has what all
 // of them share (numbers, the clock, entries, the guards). Nothing here is
 // a script Redis runs alone: frontier's scripts (enqueue, the exchange and
 // its handout, the sweep, a host's rules) are made of these. The key names
