@@ -42,6 +42,14 @@ local function hs_state(Q, leases, cap, now, lapse, ip)
     full = Q.queues .. ' full', anyFull = nil}
 end
 
+-- HS_KEEP is how long a host's (an address's) semaphore lives after its
+-- last take (ms): a day. Its reservations lapse by their scores; its leases are renewed by heartbeats that do not touch
+-- it, so it must outlive any of them (a fetch is bounded far below a
+-- day); a slot that ends is removed (hs_release), and the last one gone
+-- deletes the key, so only a killed worker's slots wait that long, on a
+-- host no pop looks at again.
+local HS_KEEP = '86400000'
+
 -- hs_key is host's semaphore; hs_addr_key an address's.
 local function hs_key(S, host) return S.Q.queues .. ' slots ' .. host end
 local function hs_addr_key(S, addr) return S.Q.queues .. ' slots@' .. addr end
@@ -84,18 +92,14 @@ end
 -- leases (hs_lease).
 local function hs_reserve(S, host, addr, n, tag)
   if S.cap <= 0 or n <= 0 then return end
-  local ids = hs_ids(tag, n)
-  sl_take(hs_key(S, host), ids, S.lapse, S.lapse - S.now)
-  if S.ip and addr then sl_take(hs_addr_key(S, addr), ids, S.lapse, S.lapse - S.now) end
+  local ids, keys = hs_ids(tag, n), {hs_key(S, host)}
+  if S.ip and addr then keys[2] = hs_addr_key(S, addr) end
+  for _, key in ipairs(keys) do
+    sl_take(key, ids, S.lapse)
+    redis.call('PEXPIRE', key, HS_KEEP)
+  end
 end
 
--- HS_KEEP is how long a semaphore that leases hold lives after its last
--- take (ms): a day. Its leases are renewed by heartbeats that do not touch
--- it, so it must outlive any of them (a fetch is bounded far below a
--- day); a slot that ends is removed (hs_release), and the last one gone
--- deletes the key, so only a killed worker's slots wait that long, on a
--- host no pop looks at again.
-local HS_KEEP = 86400000
 
 -- hs_lease: the grant tag reserved n slots of host (and of addr), and its
 -- URLs were leased as members (fewer, when its queue ran dry): the
@@ -107,7 +111,8 @@ local function hs_lease(S, host, addr, n, tag, members)
   if S.ip and addr then keys[2] = hs_addr_key(S, addr) end
   for _, key in ipairs(keys) do
     sl_free(key, ids)
-    sl_take(key, members, 0, HS_KEEP)
+    sl_take(key, members, 0)
+    redis.call('PEXPIRE', key, HS_KEEP)
   end
 end
 

@@ -47,7 +47,7 @@ end
 -- deadline (ms; 0: as long as deadlines says, sl_live), the caller having
 -- counted room for them (sl_live). The key lives until keep ms from now
 -- at least, its latest slot's lapse: a semaphore nobody holds costs no
--- memory.
+-- memory (keep nil: the caller sets the key's life).
 local function sl_take(key, holders, deadline, keep)
   if #holders == 0 then return end
   local add = {}
@@ -56,7 +56,7 @@ local function sl_take(key, holders, deadline, keep)
     add[#add + 1] = h
   end
   redis.call('ZADD', key, unpack(add))
-  if redis.call('PTTL', key) < keep then redis.call('PEXPIRE', key, string.format('%d', keep)) end
+  if keep and redis.call('PTTL', key) < keep then redis.call('PEXPIRE', key, string.format('%d', keep)) end
 end
 
 -- sl_free ends holders' slots in semaphore key (those it does not hold
