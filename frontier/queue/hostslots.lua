@@ -38,8 +38,16 @@
 -- lapse (ms), and whether an address has a cap too (politeness per
 -- address).
 local function hs_state(Q, leases, cap, now, lapse, ip)
-  return {Q = Q, leases = leases, cap = cap or 0, now = now, lapse = lapse, ip = ip and (cap or 0) > 0,
+  local S = {Q = Q, leases = leases, cap = cap or 0, now = now, lapse = lapse, ip = ip and (cap or 0) > 0,
     full = Q.queues .. ' full', anyFull = nil}
+  -- A slot held by a lease lapses with it (sl_live asks this of the
+  -- holders of score 0): its score in the shard's leases, or 0 when gone.
+  S.leaseTimes = function(members)
+    local d = redis.call('ZMSCORE', leases, unpack(members))
+    for i = 1, #members do d[i] = tonumber(d[i] or '0') end
+    return d
+  end
+  return S
 end
 
 -- HS_KEEP is how long a host's (an address's) semaphore lives after its
@@ -54,14 +62,18 @@ local HS_KEEP = '86400000'
 local function hs_key(S, host) return S.Q.queues .. ' slots ' .. host end
 local function hs_addr_key(S, addr) return S.Q.queues .. ' slots@' .. addr end
 
+-- hs_keys are the semaphores a URL of host, of address addr (false: none
+-- counted), takes a slot of: its host's, and with a cap per address its
+-- address's.
+local function hs_keys(S, host, addr)
+  if S.ip and addr then return {hs_key(S, host), hs_addr_key(S, addr)} end
+  return {hs_key(S, host)}
+end
+
 -- hs_free is how many more slots the semaphore at key has free, and when
 -- its first slot lapses (nil: none held).
 local function hs_free(S, key)
-  local n, first = sl_live(key, S.now, function(members)
-    local d = redis.call('ZMSCORE', S.leases, unpack(members))
-    for i = 1, #members do d[i] = tonumber(d[i] or '0') end
-    return d
-  end)
+  local n, first = sl_live(key, S.now, S.leaseTimes)
   return math.max(S.cap - n, 0), first
 end
 
@@ -92,14 +104,12 @@ end
 -- leases (hs_lease).
 local function hs_reserve(S, host, addr, n, tag)
   if S.cap <= 0 or n <= 0 then return end
-  local ids, keys = hs_ids(tag, n), {hs_key(S, host)}
-  if S.ip and addr then keys[2] = hs_addr_key(S, addr) end
-  for _, key in ipairs(keys) do
+  local ids = hs_ids(tag, n)
+  for _, key in ipairs(hs_keys(S, host, addr)) do
     sl_take(key, ids, S.lapse)
     redis.call('PEXPIRE', key, HS_KEEP)
   end
 end
-
 
 -- hs_lease: the grant tag reserved n slots of host (and of addr), and its
 -- URLs were leased as members (fewer, when its queue ran dry): the
@@ -107,9 +117,8 @@ end
 -- the lease).
 local function hs_lease(S, host, addr, n, tag, members)
   if S.cap <= 0 or n <= 0 then return end
-  local ids, keys = hs_ids(tag, n), {hs_key(S, host)}
-  if S.ip and addr then keys[2] = hs_addr_key(S, addr) end
-  for _, key in ipairs(keys) do
+  local ids = hs_ids(tag, n)
+  for _, key in ipairs(hs_keys(S, host, addr)) do
     sl_free(key, ids)
     sl_take(key, members, 0)
     redis.call('PEXPIRE', key, HS_KEEP)
@@ -118,11 +127,12 @@ end
 
 -- hs_park: host has no free slot; its tat is kept aside, and its score
 -- (returned, for the caller's ZADD) is raised to when its first slot
--- lapses, or tat if later. A host held by its address (addr) is noted
--- under it.
+-- lapses, or tat if later. Both are kept as the ready set holds a score
+-- (fr_tat), so that hs_unpark finds the score it parked the host at. A
+-- host held by its address (addr) is noted under it.
 local function hs_park(S, host, tat, first, addr)
   local score = math.max(tat, first or tat)
-  redis.call('HSET', S.full, host, string.format('%.17g %.17g', tat, score))
+  redis.call('HSET', S.full, host, fr_tat(tat) .. ' ' .. fr_tat(score))
   if addr then
     local key = S.Q.queues .. ' full@' .. addr
     redis.call('SADD', key, host)
@@ -152,9 +162,7 @@ local function hs_unpark(S, host)
   local tat, parked = string.match(v, '^(%S+) (%S+)$')
   local where = fr_rkey(S.Q, host)
   local now = redis.call('ZSCORE', where, host)
-  if now and tonumber(now) == tonumber(parked) then
-    redis.call('ZADD', where, 'XX', string.format('%.17g', tonumber(tat)), host)
-  end
+  if now and tonumber(now) == tonumber(parked) then redis.call('ZADD', where, 'XX', tat, host) end
 end
 
 -- hs_release ends the slots of the leases members (each "id\nhost\n…"),
