@@ -72,6 +72,12 @@ func hostCapSchedule(rt *rapid.T, s *redistest.Server) {
 	s.Client.HSet(ctx, k.Config, "scope", "host")
 	p := frontier.Policy{HostConcurrency: capN, PerAddress: rapid.Bool().Draw(rt, "per address")}
 	addrs := rapid.IntRange(1, hosts).Draw(rt, "addresses")
+	// A rate too: none, one a host and address can keep to (100/s), and
+	// one so fast the tokens never bind (100,000/s); the cap must hold
+	// beside each.
+	if p.HostRate = rapid.SampledFrom([]float64{0, 100, 100_000}).Draw(rt, "rate"); p.HostRate > 0 {
+		p.HostBurst = 1000
+	}
 	hostName := func(h int) string { return fmt.Sprintf("h%d.example", h) }
 	if p.PerAddress { // host h is port 8000+h of server h mod addrs
 		hostName = func(h int) string { return fmt.Sprintf("10.0.%d.%d:%d", h%addrs/250, h%addrs%250, 8000+h) }
@@ -130,6 +136,9 @@ func hostCapSchedule(rt *rapid.T, s *redistest.Server) {
 		held[w] = held[w][n:]
 		return done
 	}
+	// nextDue is the longest a drain round's exchanges said to wait for a
+	// host to be due: what a worker sleeps when it got nothing.
+	var nextDue time.Duration
 	exchange := func(w int, done []frontier.Finished, back []*frontier.Lease, want int, when string) {
 		var n int
 		// A host with no lease live before the call, granted less than
@@ -138,11 +147,25 @@ func hostCapSchedule(rt *rapid.T, s *redistest.Server) {
 		// cap: want covers all of them.)
 		undershoot := want >= min(hosts*capN, total) && len(done) == 0 && len(back) == 0 && !p.PerAddress
 		before := live(when + ", before")
-		queued := map[string]int{}
+		queued := map[string]int{} // hosts with URLs queued whose token is due now
 		if undershoot {
+			now := s.Client.Time(ctx).Val()
+			// A host's tat is its ready score, or the one kept aside
+			// while it is parked at its cap (a parked host with nothing
+			// in flight must come back, and is checked).
+			due := map[string]bool{}
+			parked := s.Client.HGetAll(ctx, k.AtCap()).Val()
+			for _, z := range s.Client.ZRangeWithScores(ctx, k.Ready, 0, -1).Val() {
+				tat := z.Score
+				if v, ok := parked[z.Member.(string)]; ok {
+					fmt.Sscan(v, &tat)
+				}
+				due[z.Member.(string)] = tat <= float64(now.UnixMilli())
+			}
 			for h, v := range s.Client.HGetAll(ctx, k.Lengths).Val() {
-				fmt.Sscan(v, &n)
-				queued[h] = n
+				if fmt.Sscan(v, &n); due[h] {
+					queued[h] = n
+				}
 			}
 		}
 		x, err := procs[w].Exchange(ctx, done, back, want)
@@ -154,12 +177,13 @@ func hostCapSchedule(rt *rapid.T, s *redistest.Server) {
 			got[l.Host]++
 		}
 		held[w] = append(held[w], x.Popped...)
+		nextDue = max(nextDue, x.Info.NextDue)
 		live(when)
 		if undershoot {
 			for h := range hosts {
 				host := hostName(h)
 				if before[host] == 0 && got[host] == 0 && queued[host] > 0 {
-					rt.Fatalf("%s: %s had no request in flight and URLs queued, and was granted none", when, host)
+					rt.Fatalf("%s: %s had no request in flight, URLs queued and a token due, and was granted none", when, host)
 				}
 			}
 		}
@@ -199,13 +223,23 @@ func hostCapSchedule(rt *rapid.T, s *redistest.Server) {
 		}
 	}
 	// The end: each process finishes what it holds and asks for all; every
-	// URL is leased and finished, none twice.
+	// URL is leased and finished, none twice. On miniredis, whose clock
+	// stands still, a round that popped nothing lets time pass as its
+	// workers would sleep: until the next host is due (a token not yet
+	// come, an address's next one behind its hosts').
 	for round := 0; len(finished) < total; round++ {
 		if round > 2*total+10 {
 			rt.Fatalf("%d of %d URLs finished after %d rounds", len(finished), total, round)
 		}
+		nextDue = 0
+		popped := 0
 		for w := range procs {
 			exchange(w, finish(w, len(held[w])), nil, min(hosts*capN, total), fmt.Sprintf("drain %d, process %d", round, w))
+			popped += len(held[w])
+		}
+		if popped == 0 && s.Mini != nil && nextDue > 0 {
+			clock = clock.Add(nextDue)
+			s.Mini.SetTime(clock)
 		}
 	}
 }
