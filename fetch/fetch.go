@@ -40,6 +40,10 @@ type Config struct {
 	Headers http.Header
 	// Cookies keeps the cookies hosts set, per host, for the Fetcher's life.
 	Cookies bool
+	// Jar, when set, is the cookie jar every request goes with instead
+	// (a crawl's shared login session: package session); Cookies is then
+	// not used.
+	Jar http.CookieJar
 	// Proxy gives the proxy for a request (nil: none, or none for that
 	// request: it goes direct). Through a proxy the SSRF guard judges the
 	// target's addresses here and the proxy is asked for a tunnel to the
@@ -182,7 +186,9 @@ func New(cfg Config) *Fetcher {
 		// dedup and politeness like any link, so it is never followed here.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	if cfg.Cookies {
+	if cfg.Jar != nil {
+		client.Jar = cfg.Jar
+	} else if cfg.Cookies {
 		client.Jar, _ = cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List}) // never fails
 	}
 	f := &Fetcher{cfg: cfg, now: time.Now, client: client}

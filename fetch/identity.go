@@ -3,6 +3,7 @@ package fetch
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 )
 
@@ -26,7 +27,12 @@ func (f *Fetcher) SetIdentity(userAgent string, headers http.Header) {
 // its context (proxyKey: the dial guard checks the address the proxy
 // connects to).
 func (f *Fetcher) newRequest(ctx context.Context, rawURL string, extra http.Header) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	return f.newRequestOf(ctx, http.MethodGet, rawURL, nil, extra)
+}
+
+// newRequestOf is newRequest of any method, with body.
+func (f *Fetcher) newRequestOf(ctx context.Context, method, rawURL string, body io.Reader, extra http.Header) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, rawURL, body)
 	if err != nil {
 		return nil, &Error{Err: fmt.Errorf("fetch: %w", err)}
 	}

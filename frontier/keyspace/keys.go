@@ -230,6 +230,14 @@ func SeenKey(name string, i int) string { return Tag(name, i) + "seen" }
 // counter is leader.EpochKey of it. In the first shard's slot.
 func LeaderKey(name string) string { return Tag(name, 0) + "leader" }
 
+// LoginKey is crawl name's login (package session: its URL, its form, a
+// secret, and its logged-out pattern), SessionKey its session (generation,
+// state, cookies), and SessionLockKey the lock one worker logs in under
+// (its fencing counter beside it: leader.EpochKey).
+func LoginKey(name string) string       { return Tag(name, 0) + "login" }
+func SessionKey(name string) string     { return Tag(name, 0) + "session" }
+func SessionLockKey(name string) string { return Tag(name, 0) + "session:lock" }
+
 // Patterns match every key of crawl name and no other crawl's (CheckName:
 // with no '/' in a name, "{NAME/" starts only this crawl's shards).
 func Patterns(name string) []string {
