@@ -113,64 +113,79 @@ func TestAHostsOwnRuleIsSetListedAndCleared(t *testing.T) {
 // once; no pop hands out its URLs; a URL of it given back (a worker held
 // it) ends with a record at the next pop; a link to it is not queued; the
 // listing says it is blocked; and a clear lifts the block.
+//
+// A host the crawl blocks itself, for a reason (its login failed:
+// BlockFor), is blocked alike, and its records say why.
 func TestABlockedHostsURLsEndWithRecordsAndNoneIsQueued(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
-		ctx := context.Background()
-		e := setup(t, s)
-		e.enqueue(t, append(hostURLs("a", 5), hostURLs("b", 3)...))
-		var held *frontier.Lease
-		for _, l := range popN(t, e.f, 2).Popped {
-			if l.Host == "a" {
-				held = l
-			}
-		}
-		if held == nil {
-			t.Fatal("the first pop had no URL of a")
-		}
-		ended, err := e.f.Hosts.Block(ctx, "a")
-		if err != nil || ended != 4 {
-			t.Fatalf("BlockHost = %d, %v; want the 4 URLs of a still queued ended", ended, err)
-		}
-		if rules, err := e.f.Hosts.Rules(ctx); err != nil || len(rules) != 1 || !rules[0].Blocked || rules[0].Host != "a" {
-			t.Errorf("HostRules = %+v, %v; want a, blocked", rules, err)
-		}
-		held.Late = true // as a worker gives back a URL it had not started
-		x, err := e.f.Exchange(ctx, nil, []*frontier.Lease{held}, 10)
-		if err != nil || len(x.Again) != 0 || len(x.Popped) != 2 {
-			t.Fatalf("giving back a's URL: %v, %d kept, %d popped; want it back in a's queue, and b's other two popped", err, len(x.Again), len(x.Popped))
-		}
-		for _, l := range x.Popped {
-			if l.Host == "a" {
-				t.Errorf("a pop handed out %s of the blocked host", l.Item.URL)
-			}
-		}
-		skipped := 0
-		for _, m := range s.Client.XRange(ctx, "crawl:{t}:results", "-", "+").Val() {
-			if rec, _ := m.Values["rec"].(string); strings.Contains(rec, `"outcome":"skipped"`) && strings.Contains(rec, "crawler host --block") {
-				skipped++
-			}
-		}
-		if skipped != 5 {
-			t.Errorf("%d records say the host was blocked; want 5: the 4 queued and the one given back", skipped)
-		}
-		finish(t, e.f, x.Popped[0], frontier.Outcome{Stat: "ok", Fetched: true,
-			Children: []frontier.Item{{URL: "http://a/new", Depth: 1}, {URL: "http://c/new", Depth: 1}}})
-		st, err := e.f.Stats(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st["skipped_links:blocked"] != 1 || st["skipped"] != 5 {
-			t.Errorf("stats %v; want 1 link to a skipped as blocked, 5 URLs skipped", st)
-		}
-		if n := queued(t, s, "a"); n != 0 {
-			t.Errorf("a's queue holds %d URLs; want none", n)
-		}
-		if err := e.f.Hosts.ClearRule(ctx, "a"); err != nil {
-			t.Fatal(err)
-		}
-		finish(t, e.f, x.Popped[1], frontier.Outcome{Stat: "ok", Fetched: true, Children: []frontier.Item{{URL: "http://a/after", Depth: 1}}})
-		if n := queued(t, s, "a"); n != 1 {
-			t.Errorf("after the clear, a's queue holds %d URLs; want the new link", n)
+		for _, why := range []string{"", "the login failed: HTTP 403"} {
+			s.Client.FlushDB(context.Background())
+			blockedHost(t, s, why)
 		}
 	})
+}
+
+// blockedHost blocks host a, by hand (why "") or for why, and checks
+// what becomes of its URLs.
+func blockedHost(t *testing.T, s *redistest.Server, why string) {
+	ctx := context.Background()
+	e := setup(t, s)
+	e.enqueue(t, append(hostURLs("a", 5), hostURLs("b", 3)...))
+	var held *frontier.Lease
+	for _, l := range popN(t, e.f, 2).Popped {
+		if l.Host == "a" {
+			held = l
+		}
+	}
+	if held == nil {
+		t.Fatal("the first pop had no URL of a")
+	}
+	ended, err := e.f.Hosts.BlockFor(ctx, "a", why)
+	if err != nil || ended != 4 {
+		t.Fatalf("BlockHost = %d, %v; want the 4 URLs of a still queued ended", ended, err)
+	}
+	if rules, err := e.f.Hosts.Rules(ctx); err != nil || len(rules) != 1 || !rules[0].Blocked || rules[0].Host != "a" {
+		t.Errorf("HostRules = %+v, %v; want a, blocked", rules, err)
+	}
+	held.Late = true // as a worker gives back a URL it had not started
+	x, err := e.f.Exchange(ctx, nil, []*frontier.Lease{held}, 10)
+	if err != nil || len(x.Again) != 0 || len(x.Popped) != 2 {
+		t.Fatalf("giving back a's URL: %v, %d kept, %d popped; want it back in a's queue, and b's other two popped", err, len(x.Again), len(x.Popped))
+	}
+	for _, l := range x.Popped {
+		if l.Host == "a" {
+			t.Errorf("a pop handed out %s of the blocked host", l.Item.URL)
+		}
+	}
+	skipped, says := 0, "crawler host --block"
+	if why != "" {
+		says = "not fetched: " + why
+	}
+	for _, m := range s.Client.XRange(ctx, "crawl:{t}:results", "-", "+").Val() {
+		if rec, _ := m.Values["rec"].(string); strings.Contains(rec, `"outcome":"skipped"`) && strings.Contains(rec, says) {
+			skipped++
+		}
+	}
+	if skipped != 5 {
+		t.Errorf("%d records say the host was blocked; want 5: the 4 queued and the one given back", skipped)
+	}
+	finish(t, e.f, x.Popped[0], frontier.Outcome{Stat: "ok", Fetched: true,
+		Children: []frontier.Item{{URL: "http://a/new", Depth: 1}, {URL: "http://c/new", Depth: 1}}})
+	st, err := e.f.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st["skipped_links:blocked"] != 1 || st["skipped"] != 5 {
+		t.Errorf("stats %v; want 1 link to a skipped as blocked, 5 URLs skipped", st)
+	}
+	if n := queued(t, s, "a"); n != 0 {
+		t.Errorf("a's queue holds %d URLs; want none", n)
+	}
+	if err := e.f.Hosts.ClearRule(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	finish(t, e.f, x.Popped[1], frontier.Outcome{Stat: "ok", Fetched: true, Children: []frontier.Item{{URL: "http://a/after", Depth: 1}}})
+	if n := queued(t, s, "a"); n != 1 {
+		t.Errorf("after the clear, a's queue holds %d URLs; want the new link", n)
+	}
 }

@@ -35,7 +35,8 @@ end
 -- left the count of those queued, and whether the queue ran dry.
 local function ex_drop_queue(C, host, why)
   if why == 'blocked' then
-    local _, gone = fr_drop_blocked(C.Q, host, C.K.results, C.A.results_cap or 0, 1000)
+    local rule = redis.call('HGET', C.K.hostrules, host)
+    local _, gone = fr_drop_blocked(C.Q, host, C.K.results, C.A.results_cap or 0, 1000, fr_blocked(rule))
     return 0, gone -- counted off by fr_drop_blocked
   end
   local n, gone = fr_pop(C.Q, host, 1000, {})

@@ -53,9 +53,17 @@ func (f Controls) ClearRule(ctx context.Context, host string) error {
 // come back to its queue, and the pops end them too). A rate set after
 // (Controls.SetRule) or Controls.ClearRule unblocks it.
 func (f Controls) Block(ctx context.Context, host string) (int64, error) {
+	return f.BlockFor(ctx, host, "")
+}
+
+// BlockFor is Block by the crawl itself, for a reason why (its login
+// failed): the records of the host's URLs say "not fetched: " and why. An
+// empty why is Block's, by hand.
+func (f Controls) BlockFor(ctx context.Context, host, why string) (int64, error) {
+	why = strings.ReplaceAll(why, "\n", " ")
 	var ended int64
 	for {
-		v, err := f.hostRuleRun(ctx, "block", host, strconv.Itoa(blockBatch), strconv.FormatInt(f.ResultsCap, 10)).Int64Slice()
+		v, err := f.hostRuleRun(ctx, "block", host, strconv.Itoa(blockBatch), strconv.FormatInt(f.ResultsCap, 10), why).Int64Slice()
 		if err != nil {
 			return ended, err
 		}
@@ -76,10 +84,10 @@ func (f Controls) hostRule(ctx context.Context, mode, host, rate, burst string) 
 	return f.hostRuleRun(ctx, mode, host, rate, burst).Err()
 }
 
-func (f Controls) hostRuleRun(ctx context.Context, mode, host, a, b string) *redis.Cmd {
+func (f Controls) hostRuleRun(ctx context.Context, mode, host, a, b string, more ...any) *redis.Cmd {
 	_, k := f.For(host)
 	cmd := hostRuleScript.Run(ctx, f.C, []string{k.Config, k.HostRules, f.bucketKey(host), k.Pauses, k.Ready, k.Refill,
-		k.Queues, k.Stats, k.Lengths, k.Results}, f.Instance, mode, host, a, b)
+		k.Queues, k.Stats, k.Lengths, k.Results}, append([]any{f.Instance, mode, host, a, b}, more...)...)
 	switch err := cmd.Err(); {
 	case keyspace.IsGone(err):
 		cmd.SetErr(keyspace.ErrGone)
@@ -104,7 +112,7 @@ func (f Controls) Rules(ctx context.Context) ([]Rule, error) {
 	var out []Rule
 	for _, c := range cmds {
 		for host, v := range c.Val() {
-			if v == blocked {
+			if v == blocked || strings.HasPrefix(v, blocked+"\n") {
 				out = append(out, Rule{Host: host, Blocked: true})
 			} else if r, b, ok := parseHostRule(v); ok { // one not well formed: the pops ignore it too
 				out = append(out, Rule{Host: host, Rate: r, Burst: b})

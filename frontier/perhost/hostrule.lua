@@ -21,16 +21,19 @@
 -- ARGV[1] the crawl instance the caller read   ARGV[2] 'set', 'clear' or
 -- 'block'   ARGV[3] the host   ARGV[4] rate (with 'set'), the most URLs
 -- to end (with 'block')   ARGV[5] burst (with 'set'), the results
--- stream's cap (with 'block')
+-- stream's cap (with 'block')   ARGV[6] why, with 'block' by the crawl
+-- itself (its records' error: "not fetched: " why; none: blocked by hand)
 -- Returns 1 ('set', 'clear'), or {URLs ended, 1 if its queue is empty}
 -- ('block'); or the GONE error with nothing written when the crawl is
 -- gone.
 if not fr_ours(KEYS[1], ARGV[1]) then return redis.error_reply(FR_GONE) end
 local host = ARGV[3]
 if ARGV[2] == 'block' then
-  redis.call('HSET', KEYS[2], host, FR_BLOCKED)
+  local rule = FR_BLOCKED
+  if (ARGV[6] or '') ~= '' then rule = FR_BLOCKED .. '\n' .. ARGV[6] end
+  redis.call('HSET', KEYS[2], host, rule)
   local Q = fr_keys(KEYS[7], KEYS[5], KEYS[8], KEYS[9], KEYS[6], KEYS[2])
-  local n, dry = fr_drop_blocked(Q, host, KEYS[10], tonumber(ARGV[5]), tonumber(ARGV[4]))
+  local n, dry = fr_drop_blocked(Q, host, KEYS[10], tonumber(ARGV[5]), tonumber(ARGV[4]), fr_blocked(rule))
   if dry then
     redis.call('ZREM', fr_rkey(Q, host), host)
     redis.call('ZREM', KEYS[6], host)

@@ -5,8 +5,18 @@
 -- is the caller's; its counters are sound; its user may run the commands).
 
 -- FR_BLOCKED is a blocked host's rule in hostrules (crawler host --block),
--- and FR_BLOCKED_WHY the error of the records its queued URLs end with.
+-- and FR_BLOCKED_WHY the error of the records its queued URLs end with. A
+-- host blocked by the crawl itself (its login failed: package session)
+-- has its reason after the rule and a newline.
 local FR_BLOCKED, FR_BLOCKED_WHY = 'block', 'not fetched: its host was blocked by hand (crawler host --block)'
+
+-- fr_blocked is the error of a blocked host's records, for its hostrules
+-- value v; nil when v does not block it.
+local function fr_blocked(v)
+  if v == FR_BLOCKED then return FR_BLOCKED_WHY end
+  if type(v) == 'string' and string.sub(v, 1, 6) == FR_BLOCKED .. '\n' then return 'not fetched: ' .. string.sub(v, 7) end
+  return nil
+end
 
 -- fr_int is the whole number n as a command's argument. A Lua number handed
 -- to redis.call is written out with %.17g, a floating-point conversion

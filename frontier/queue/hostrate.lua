@@ -50,7 +50,7 @@ end
 -- ex_drop_blocked), or false for none (or one not well formed: the
 -- crawl's rate holds).
 local function hb_parse_rule(v)
-  if v == FR_BLOCKED then return {0, 1, true} end
+  if fr_blocked(v) then return {0, 1, true} end
   local r, b = string.match(v or '', '^(%S+) (%d+)$')
   r, b = tonumber(r), tonumber(b)
   if r and b and r >= 0 and b >= 1 then return {r, b} end

@@ -106,14 +106,15 @@ local function fr_pop(Q, host, q, out)
 end
 
 -- fr_drop_blocked ends up to q of blocked host's queued URLs, each with a
--- record (outcome skipped, FR_BLOCKED_WHY) in the results stream (capped at
--- cap, XADD MAXLEN ~), counted in stats (skipped, records) and no longer
--- queued. It returns how many, and whether the queue is now empty.
-local function fr_drop_blocked(Q, host, results, cap, q)
+-- record (outcome skipped, its error why: fr_blocked) in the results stream
+-- (capped at cap, XADD MAXLEN ~), counted in stats (skipped, records) and
+-- no longer queued. It returns how many, and whether the queue is now
+-- empty.
+local function fr_drop_blocked(Q, host, results, cap, q, why)
   local got = {}
   local n, dry = fr_pop(Q, host, q, got)
   for i = 2, #got, 2 do
-    fr_end_record(results, cap, cjson.decode(got[i]), 'skipped', FR_BLOCKED_WHY)
+    fr_end_record(results, cap, cjson.decode(got[i]), 'skipped', why or FR_BLOCKED_WHY)
   end
   if n > 0 then
     redis.call('HINCRBY', Q.stats, 'skipped', fr_int(n))

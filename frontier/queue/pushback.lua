@@ -43,7 +43,7 @@ local function fr_push_back(Q, entries, now)
   if Q.hostrules and redis.call('EXISTS', Q.hostrules) == 1 then
     local rules, kept, dropped = redis.call('HMGET', Q.hostrules, unpack(order)), {}, 0
     for i, host in ipairs(order) do
-      if rules[i] == FR_BLOCKED then dropped = dropped + n[host] else kept[#kept + 1] = host end
+      if fr_blocked(rules[i]) then dropped = dropped + n[host] else kept[#kept + 1] = host end
     end
     if dropped > 0 then
       redis.call('HINCRBY', Q.stats, 'skipped_links:blocked', fr_int(dropped))
