@@ -62,10 +62,10 @@ func TestAStaleLockHoldersSessionIsFencedOff(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := swap(ctx, s.Client, k.Session, epochKey(k.Lock), old, 0, []Hop{{URL: "http://a/", SetCookies: []string{"sid=old"}}}, ""); err == nil {
+		if _, err := swap(ctx, s.Client, k.Session, epochKey(k.Lock), old, 0, 0, []Hop{{URL: "http://a/", SetCookies: []string{"sid=old"}}}, ""); err == nil {
 			t.Fatal("the stale holder wrote the session")
 		}
-		gen, err := swap(ctx, s.Client, k.Session, epochKey(k.Lock), cur, 0, []Hop{{URL: "http://a/", SetCookies: []string{"sid=new"}}}, "")
+		gen, err := swap(ctx, s.Client, k.Session, epochKey(k.Lock), cur, 0, 0, []Hop{{URL: "http://a/", SetCookies: []string{"sid=new"}}}, "")
 		if err != nil || gen != 1 {
 			t.Fatalf("the current holder's write: generation %d, %v", gen, err)
 		}
@@ -75,7 +75,7 @@ func TestAStaleLockHoldersSessionIsFencedOff(t *testing.T) {
 		}
 		// The same holder again, with the generation it saw now gone by:
 		// nothing written.
-		if gen, err := swap(ctx, s.Client, k.Session, epochKey(k.Lock), cur, 0, nil, "late"); err != nil || gen != 1 {
+		if gen, err := swap(ctx, s.Client, k.Session, epochKey(k.Lock), cur, 0, 0, nil, "late"); err != nil || gen != 1 {
 			t.Errorf("a write after generation 0, at 1: generation %d, %v; want 1 and nothing written", gen, err)
 		}
 	})

@@ -63,7 +63,7 @@ func (w worker) get(ctx context.Context, base string, n int) (string, error) {
 			return "", err
 		}
 		if !w.s.LoggedOut(r.Status, r.Location) {
-			return string(r.Body), nil
+			return string(r.Body), w.s.Used(ctx, gen)
 		}
 		if err := w.s.Renew(ctx, gen); err != nil {
 			return "", err
@@ -160,6 +160,29 @@ func TestAWrongPasswordFailsTheSessionOnceForEveryWorker(t *testing.T) {
 		}
 		if site.Posts() != 1 {
 			t.Errorf("%d logins POSTed; want 1: a failed login is final", site.Posts())
+		}
+	})
+}
+
+// A site that takes the form but refuses every session it gives: the
+// login fails after Strikes + 1 logins, not one a request for ever.
+func TestASiteThatRefusesItsOwnSessionsFailsTheLogin(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		site := membersite.New("alice", secret, 10, 0)
+		site.Refusing = true
+		srv := httptest.NewServer(site)
+		defer srv.Close()
+		cfg := session.Config{URL: srv.URL + "/login", Form: "user=alice&password=" + secret, LoggedOut: `/login`}
+		wk := newWorker(t, s, "refusing", cfg, nil, "w")
+		body, err := wk.get(context.Background(), srv.URL, 3)
+		if err != nil || body != "" {
+			t.Fatalf("got %q, %v; want nothing: the login failed", body, err)
+		}
+		if failed, why := wk.s.Failed(); !failed || !strings.Contains(why, "at once") {
+			t.Errorf("failed %v, why %q; want failed, the site refusing its sessions at once", failed, why)
+		}
+		if site.Posts() != session.Strikes+1 {
+			t.Errorf("%d logins; want %d", site.Posts(), session.Strikes+1)
 		}
 	})
 }

@@ -47,6 +47,7 @@ type Shared struct {
 	sub     *redis.PubSub
 	changed atomic.Pointer[chan struct{}] // closed when a new session is announced
 	logins  atomic.Int64
+	used    atomic.Int64 // the newest generation this worker noted Used
 	mu      sync.Mutex // one Renew of this process at a time: its loops wait on it, not on Redis
 	// beforeLock, in tests, runs between the read of the session and the
 	// lock's Obtain: where another worker's login may come.
@@ -195,15 +196,54 @@ func (s *Shared) loginUnder(ctx context.Context, lock *leader.Lock, seen int64) 
 	if err != nil || snap.Gen > seen {
 		return err // renewed since: the loop reads it
 	}
-	lctx, cancel := context.WithTimeout(ctx, LockTTL*3/4)
-	defer cancel()
-	hops, why, err := login(lctx, s.poster, s.allowed, s.cfg, s.out)
-	if err != nil {
-		return fmt.Errorf("session: %w", err)
+	// A strike: the session before the one that ends now was never used
+	// (no request got past the logged-out page with it). Asked of the one
+	// before, not of this one: a request of this one may have got past a
+	// moment ago and not yet said so, while the one before had this one's
+	// whole life to.
+	strikes := int64(0)
+	if snap.Gen > 1 && snap.Used < snap.Gen-1 {
+		strikes = snap.Strikes + 1
 	}
-	s.logins.Add(1)
-	_, err = swap(ctx, s.c, s.k.Session, epochKey(s.k.Lock), lock.Epoch(), snap.Gen, hops, why)
+	var hops []Hop
+	why := ""
+	if strikes >= Strikes {
+		why = fmt.Sprintf("the site answered with the logged-out page at once after each of %d logins in a row "+
+			"(the form is taken, but not the session it gives)", strikes)
+	} else {
+		lctx, cancel := context.WithTimeout(ctx, LockTTL*3/4)
+		defer cancel()
+		if hops, why, err = login(lctx, s.poster, s.allowed, s.cfg, s.out); err != nil {
+			return fmt.Errorf("session: %w", err)
+		}
+		s.logins.Add(1)
+	}
+	_, err = swap(ctx, s.c, s.k.Session, epochKey(s.k.Lock), lock.Epoch(), snap.Gen, strikes, hops, why)
 	return err
+}
+
+// Strikes logins in a row whose sessions no request got past the
+// logged-out page with fail the login (after Strikes + 1 logins: each is
+// judged at the next one's end): a site that takes the form but not the
+// session would otherwise be logged in to for ever.
+const Strikes = 3
+
+// Used notes that a request got past the logged-out page with session
+// generation gen (once a generation in a worker: one write).
+func (s *Shared) Used(ctx context.Context, gen int64) error {
+	for {
+		last := s.used.Load()
+		if gen <= last {
+			return nil
+		}
+		if s.used.CompareAndSwap(last, gen) {
+			break
+		}
+	}
+	if err := usedScript.Run(ctx, s.c, []string{s.k.Session}, gen).Err(); err != nil {
+		return fmt.Errorf("session: noting the session used: %w", err)
+	}
+	return nil
 }
 
 // wait sleeps d, or until changed is closed or ctx ends.

@@ -12,23 +12,33 @@ import (
 	"strconv"
 
 	"github.com/redcrawl/crawler/fence"
+	"github.com/redcrawl/crawler/internal/script"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/net/publicsuffix"
 )
 
-//go:embed swap.lua
-var swapSrc string
+var (
+	//go:embed swap.lua
+	swapSrc string
+	//go:embed used.lua
+	usedSrc string
 
-var swapScript = fence.NewScript("session/swap", swapSrc)
+	swapScript = fence.NewScript("session/swap", swapSrc)
+	usedScript = script.New("session/used", usedSrc)
+)
 
 // A Snapshot is the session as Redis holds it: its generation (0: no
-// login yet), whether the last login failed and why, and the cookies the
-// login set (Hops).
+// login yet), whether the last login failed and why, the cookies the
+// login set (Hops), the newest generation a request got past the
+// logged-out page with (Used), and how many logins in a row no request
+// did (Strikes).
 type Snapshot struct {
-	Gen    int64
-	Failed bool
-	Why    string
-	Hops   []Hop
+	Gen     int64
+	Failed  bool
+	Why     string
+	Hops    []Hop
+	Used    int64
+	Strikes int64
 }
 
 // A Hop is a response of the login's exchange: its URL and the
@@ -40,15 +50,17 @@ type Hop struct {
 
 // read is the session at key.
 func read(ctx context.Context, c redis.Cmdable, key string) (Snapshot, error) {
-	v, err := c.HMGet(ctx, key, "gen", "state", "why", "cookies").Result()
+	v, err := c.HMGet(ctx, key, "gen", "state", "why", "cookies", "used", "strikes").Result()
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("session: reading the session: %w", err)
 	}
 	var s Snapshot
 	str := func(i int) string { x, _ := v[i].(string); return x }
-	if g := str(0); g != "" {
-		if s.Gen, err = strconv.ParseInt(g, 10, 64); err != nil {
-			return Snapshot{}, fmt.Errorf("session: generation %q is not a number", g)
+	for i, n := range map[int]*int64{0: &s.Gen, 4: &s.Used, 5: &s.Strikes} {
+		if x := str(i); x != "" {
+			if *n, err = strconv.ParseInt(x, 10, 64); err != nil {
+				return Snapshot{}, fmt.Errorf("session: %q is not a number", x)
+			}
 		}
 	}
 	s.Failed, s.Why = str(1) == "failed", str(2)
@@ -65,7 +77,7 @@ func read(ctx context.Context, c redis.Cmdable, key string) (Snapshot, error) {
 // with why. It returns the session's generation after it (seen + 1 when
 // it wrote; higher when another worker had renewed it first), or an error
 // wrapping fence.ErrFenced when the lock has passed to another since.
-func swap(ctx context.Context, c redis.Scripter, key, epochKey string, epoch, seen int64, hops []Hop, why string) (int64, error) {
+func swap(ctx context.Context, c redis.Scripter, key, epochKey string, epoch, seen, strikes int64, hops []Hop, why string) (int64, error) {
 	state, payload := "ok", why
 	if why == "" {
 		b, err := json.Marshal(hops)
@@ -76,7 +88,7 @@ func swap(ctx context.Context, c redis.Scripter, key, epochKey string, epoch, se
 	} else {
 		state = "failed"
 	}
-	res, err := swapScript.Run(ctx, c, epochKey, epoch, []string{key}, seen, state, payload)
+	res, err := swapScript.Run(ctx, c, epochKey, epoch, []string{key}, seen, state, payload, strikes)
 	if err != nil {
 		if errors.Is(err, fence.ErrFenced) {
 			return 0, err

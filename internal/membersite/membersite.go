@@ -23,6 +23,9 @@ type Site struct {
 	Expiry int
 	// Unauthorized answers a logged-out request 401 instead of a redirect.
 	Unauthorized bool
+	// Refusing takes the form but no session it gives: every member
+	// request is logged out.
+	Refusing bool
 
 	mu       sync.Mutex
 	sessions map[string]int // session id -> member pages it answered
@@ -113,7 +116,7 @@ func (s *Site) member(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	ok := false
 	if c, err := r.Cookie("sid"); err == nil {
-		if used, live := s.sessions[c.Value]; live && (s.Expiry == 0 || used < s.Expiry) {
+		if used, live := s.sessions[c.Value]; live && !s.Refusing && (s.Expiry == 0 || used < s.Expiry) {
 			s.sessions[c.Value], ok = used+1, true
 			s.served[n]++
 		}
