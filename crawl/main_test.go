@@ -4,6 +4,8 @@ import (
 	"flag"
 	"os"
 	"testing"
+
+	"github.com/redcrawl/crawler/internal/rapidtest"
 )
 
 // TestMain runs the timing property tests (timing_test.go) with 40 draws
@@ -13,12 +15,6 @@ import (
 // is 20 minutes on two cores. A plain 'go test ./...' draws 100.
 func TestMain(m *testing.M) {
 	flag.Parse()
-	checksSet := false
-	flag.Visit(func(f *flag.Flag) { checksSet = checksSet || f.Name == "rapid.checks" })
-	if raceOn && !checksSet {
-		if err := flag.Set("rapid.checks", "40"); err != nil {
-			panic(err)
-		}
-	}
+	rapidtest.UnderRace(40)
 	os.Exit(m.Run())
 }

@@ -2,10 +2,8 @@ package frontier_test
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +11,7 @@ import (
 	"github.com/redcrawl/crawler/dedup"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/frontier/keyspace"
+	"github.com/redcrawl/crawler/internal/rapidtest"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/leader"
 	"pgregory.net/rapid"
@@ -31,29 +30,11 @@ import (
 // server), no address has more live leases than the cap either.
 func TestAHostsRequestsInFlightKeepToItsCap(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
-		if s.Mini != nil && raceOn {
-			fewerChecks(t, 20)
+		if s.Mini != nil { // an exchange on miniredis under the race detector: about 200 ms
+			rapidtest.FewerUnderRace(t, 20)
 		}
 		rapid.Check(t, func(rt *rapid.T) { hostCapSchedule(rt, s) })
 	})
-}
-
-// fewerChecks has rapid draw n cases (not its 100) for the rest of test t,
-// unless -rapid.checks said how many: for a property on miniredis under
-// the race detector, where an exchange costs about 200 ms (its Lua, run
-// in Go, parsed at each call), so that CI keeps to its time. The property
-// draws its full count on a real redis-server in the same run.
-func fewerChecks(t *testing.T, n int) {
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "rapid.checks" })
-	if set {
-		return
-	}
-	old := flag.Lookup("rapid.checks").Value.String()
-	if err := flag.Set("rapid.checks", strconv.Itoa(n)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { flag.Set("rapid.checks", old) })
 }
 
 func hostCapSchedule(rt *rapid.T, s *redistest.Server) {

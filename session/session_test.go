@@ -14,6 +14,7 @@ import (
 
 	"github.com/redcrawl/crawler/fetch"
 	"github.com/redcrawl/crawler/internal/membersite"
+	"github.com/redcrawl/crawler/internal/rapidtest"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/session"
 	"pgregory.net/rapid"
@@ -79,6 +80,7 @@ func (w worker) get(ctx context.Context, base string, n int) (string, error) {
 // however many requests meet the same session's end, one worker logs
 // in again, the others wait for it.
 func TestASessionIsRenewedOnceForAllWhoseRequestsMeetItsEnd(t *testing.T) {
+	rapidtest.FewerUnderRace(t, 25)
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		n := 0
 		rapid.Check(t, func(rt *rapid.T) {

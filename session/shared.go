@@ -48,7 +48,7 @@ type Shared struct {
 	changed atomic.Pointer[chan struct{}] // closed when a new session is announced
 	logins  atomic.Int64
 	used    atomic.Int64 // the newest generation this worker noted Used
-	mu      sync.Mutex // one Renew of this process at a time: its loops wait on it, not on Redis
+	mu      sync.Mutex   // one Renew of this process at a time: its loops wait on it, not on Redis
 	// beforeLock, in tests, runs between the read of the session and the
 	// lock's Obtain: where another worker's login may come.
 	beforeLock func()

@@ -1,5 +1,0 @@
-//go:build !race
-
-package crawl
-
-const raceOn = false

@@ -1,5 +1,0 @@
-//go:build !race
-
-package frontier_test
-
-const raceOn = false
