@@ -65,6 +65,8 @@ type fetchLoops struct {
 	// memo: the canonical forms of the links the worker's pages had,
 	// shared by its loops (a site's pages repeat their links).
 	memo *parse.Memo
+	// login: the crawl's login (seed --login-url), nil without one.
+	login *login
 }
 
 // loop is fetch goroutine i: each URL it takes is decided once (process:
@@ -97,6 +99,10 @@ func (pl *fetchLoops) process(ctx context.Context, l *frontier.Lease, info front
 	if e.ended() {
 		return e
 	}
+	gen, e := pl.beforeFetch(ctx, u, rec)
+	if e.ended() {
+		return e
+	}
 	start := time.Now()
 	rec.FetchedAt = start.UTC() // after the politeness waits: when the request went out
 	p := page{Item: item, url: u, visit: recrawl.Decode(item.V), held: l, start: start}
@@ -107,6 +113,9 @@ func (pl *fetchLoops) process(ctx context.Context, l *frontier.Lease, info front
 	}
 	pl.counters.Requests.Add(1)
 	if e := pl.lapsedDuringFetch(p, rec); e.ended() {
+		return e
+	}
+	if e := pl.afterFetch(ctx, u, gen, r, rec); e.ended() {
 		return e
 	}
 	pl.failing.ok(u.Host)

@@ -50,6 +50,7 @@ type Worker struct {
 	metrics   *metrics
 	warc      *archive.Writer  // with Options.WARC: opened by NewWorker, closed by Run
 	render    *render.Pool     // with Options.Render: the browser, closed by Run
+	login     *login           // the crawl's login (seed --login-url): nil without one
 	subs      *subCache        // with Options.Render: its pages' subresources
 	log       *slog.Logger     // Options.Log with the worker's id
 	now       func() time.Time // Options.Clock, or time.Now: what every decision on a lease's time reads
@@ -124,14 +125,23 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 		return nil, fmt.Errorf("crawl: reading Redis's evicted_keys: %w", err)
 	}
 	w.evictions.at = w.now()
+	// A crawl behind a login: the worker's requests go with its session.
+	if w.login, err = w.openLogin(ctx, &fcfg); err != nil {
+		return nil, err
+	}
+	if w.login != nil {
+		w.fetcher = fetch.New(fcfg)
+	}
 	// The WARC directory is made (or found wanting) before the worker
 	// joins: a start that fails leaves no live worker behind.
 	if err := w.openWARC(); err != nil {
+		w.closeLogin()
 		return nil, err
 	}
 	// Registered before it can write anything else: a reset that starts
 	// now waits for this worker too.
 	if err := w.register(ctx); err != nil {
+		w.closeLogin()
 		if errors.Is(err, frontier.ErrGone) {
 			return nil, fmt.Errorf("%w %q (run 'crawler seed' first, or check --crawl)", ErrNoCrawl, name)
 		}
@@ -266,6 +276,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.render != nil {
 		w.render.Close() // every tab is done
 	}
+	w.closeLogin()
 
 	if w.warc != nil {
 		if err := w.warc.Close(); err != nil { // every loop has returned: the last file is complete
@@ -326,7 +337,7 @@ func (w *Worker) newFetchLoops(ex *exchanger, end *ending) *fetchLoops {
 		held: &w.held, scope: &w.scope, counters: &w.Counters, log: w.log, ex: ex, warc: warc, fail: fail,
 		skips: &w.skips, failing: &failing{}, pages: &w.pages, metrics: w.metrics,
 		claims: w.claims(), now: w.now, render: w.render, subs: w.subs, sampled: &bounded.Set{}, laned: &bounded.Set{}, refusedHosts: &bounded.Set{}, prefixes: &verdicts{}, renderOpts: w.renderOpts(),
-		memo: parse.NewMemo(parse.MemoSize), rescope: w.rereadScope}
+		memo: parse.NewMemo(parse.MemoSize), rescope: w.rereadScope, login: w.login}
 }
 
 // renderOpts are the render worker's options (zero for a plain worker).

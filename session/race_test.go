@@ -34,11 +34,11 @@ func TestAWorkerThatTakesTheLockAfterAnothersLoginDoesNotLogInAgain(t *testing.T
 		}
 		a.beforeLock = func() {
 			a.beforeLock = nil
-			if err := b.Renew(ctx, 0); err != nil { // b logs in, and lets go of the lock
+			if _, err := b.Renew(ctx, 0); err != nil { // b logs in, and lets go of the lock
 				t.Error(err)
 			}
 		}
-		if err := a.Renew(ctx, 0); err != nil {
+		if _, err := a.Renew(ctx, 0); err != nil {
 			t.Fatal(err)
 		}
 		if site.Posts() != 1 || a.Gen() != 1 || b.Gen() != 1 {

@@ -66,7 +66,7 @@ func (w worker) get(ctx context.Context, base string, n int) (string, error) {
 		if !w.s.LoggedOut(r.Status, r.Location) {
 			return string(r.Body), w.s.Used(ctx, gen)
 		}
-		if err := w.s.Renew(ctx, gen); err != nil {
+		if _, err := w.s.Renew(ctx, gen); err != nil {
 			return "", err
 		}
 	}
@@ -147,7 +147,7 @@ func TestAWrongPasswordFailsTheSessionOnceForEveryWorker(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := wk.s.Renew(context.Background(), 0); err != nil {
+				if _, err := wk.s.Renew(context.Background(), 0); err != nil {
 					whys[i] = "error: " + err.Error()
 					return
 				}
@@ -199,7 +199,7 @@ func TestALoginURLRobotsDisallowsIsNotPosted(t *testing.T) {
 		cfg := session.Config{URL: srv.URL + "/login", Form: "user=alice&password=" + secret, LoggedOut: `/login`}
 		deny := func(_ context.Context, u *url.URL) (bool, error) { return u.Path != "/login", nil }
 		wk := newWorker(t, s, "robots", cfg, deny, "w")
-		if err := wk.s.Renew(context.Background(), 0); err != nil {
+		if _, err := wk.s.Renew(context.Background(), 0); err != nil {
 			t.Fatal(err)
 		}
 		if failed, why := wk.s.Failed(); !failed || !strings.Contains(why, "robots.txt") {
@@ -220,7 +220,7 @@ func TestTheSessionsCookiesGoToTheirDomainOnly(t *testing.T) {
 		defer srv.Close()
 		cfg := session.Config{URL: srv.URL + "/login", Form: "user=alice&password=" + secret, LoggedOut: `/login`}
 		wk := newWorker(t, s, "scope", cfg, nil, "w")
-		if err := wk.s.Renew(context.Background(), 0); err != nil {
+		if _, err := wk.s.Renew(context.Background(), 0); err != nil {
 			t.Fatal(err)
 		}
 		own, _ := url.Parse(srv.URL + "/members/1")

@@ -46,9 +46,8 @@ type Shared struct {
 	cur     atomic.Pointer[view]
 	sub     *redis.PubSub
 	changed atomic.Pointer[chan struct{}] // closed when a new session is announced
-	logins  atomic.Int64
-	used    atomic.Int64 // the newest generation this worker noted Used
-	mu      sync.Mutex   // one Renew of this process at a time: its loops wait on it, not on Redis
+	used    atomic.Int64                  // the newest generation this worker noted Used
+	mu      sync.Mutex                    // one Renew of this process at a time: its loops wait on it, not on Redis
 	// beforeLock, in tests, runs between the read of the session and the
 	// lock's Obtain: where another worker's login may come.
 	beforeLock func()
@@ -112,9 +111,6 @@ func (s *Shared) Failed() (bool, string) {
 	return v.failed, v.why
 }
 
-// Logins is how many times this worker logged in.
-func (s *Shared) Logins() int64 { return s.logins.Load() }
-
 // Cookies are the session's cookies for u (http.CookieJar).
 func (s *Shared) Cookies(u *url.URL) []*http.Cookie { return s.cur.Load().jar.Cookies(u) }
 
@@ -149,21 +145,21 @@ func (s *Shared) refresh(ctx context.Context) (*view, error) {
 }
 
 // Renew returns once the session is newer than generation seen: renewed
-// by this worker (which logs in, under the lock) or by another (which
-// this one waits for). A login that fails renews it too, as failed
+// by this call (which logs in, under the lock: loggedIn) or by another
+// (which this one waits for). A login that fails renews it too, as failed
 // (Failed says why). An error is a login not made: Redis unreachable, or
 // the login's answer not had (worth trying again later).
-func (s *Shared) Renew(ctx context.Context, seen int64) error {
+func (s *Shared) Renew(ctx context.Context, seen int64) (loggedIn bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for {
 		changed := *s.changed.Load() // before the read: an announcement after it wakes the wait
 		v, err := s.refresh(ctx)
 		if err != nil {
-			return err
+			return loggedIn, err
 		}
 		if v.gen > seen {
-			return nil
+			return loggedIn, nil
 		}
 		if s.beforeLock != nil {
 			s.beforeLock()
@@ -172,16 +168,17 @@ func (s *Shared) Renew(ctx context.Context, seen int64) error {
 		switch {
 		case errors.Is(err, leader.ErrNotObtained): // another worker logs in: wait for its session
 			if err := wait(ctx, changed, Poll); err != nil {
-				return err
+				return loggedIn, err
 			}
 			continue
 		case err != nil:
-			return fmt.Errorf("session: the login's lock: %w", err)
+			return loggedIn, fmt.Errorf("session: the login's lock: %w", err)
 		}
-		err = s.loginUnder(ctx, lock, seen)
+		made, err := s.loginUnder(ctx, lock, seen)
+		loggedIn = loggedIn || made
 		lock.Release(context.WithoutCancel(ctx))
 		if err != nil && !errors.Is(err, fence.ErrFenced) {
-			return err
+			return loggedIn, err
 		}
 		// Written, fenced off (the lock passed to another), or another had
 		// renewed it first: read it again.
@@ -190,11 +187,12 @@ func (s *Shared) Renew(ctx context.Context, seen int64) error {
 
 // loginUnder logs in as the holder of lock, if the session is still
 // generation seen (another worker may have renewed it between the read
-// and the lock), and writes the new session.
-func (s *Shared) loginUnder(ctx context.Context, lock *leader.Lock, seen int64) error {
+// and the lock), and writes the new session; made: it wrote one (a login,
+// or the failure that ends the logins).
+func (s *Shared) loginUnder(ctx context.Context, lock *leader.Lock, seen int64) (made bool, err error) {
 	snap, err := read(ctx, s.c, s.k.Session)
 	if err != nil || snap.Gen > seen {
-		return err // renewed since: the loop reads it
+		return false, err // renewed since: the loop reads it
 	}
 	// A strike: the session before the one that ends now was never used
 	// (no request got past the logged-out page with it). Asked of the one
@@ -214,12 +212,11 @@ func (s *Shared) loginUnder(ctx context.Context, lock *leader.Lock, seen int64) 
 		lctx, cancel := context.WithTimeout(ctx, LockTTL*3/4)
 		defer cancel()
 		if hops, why, err = login(lctx, s.poster, s.allowed, s.cfg, s.out); err != nil {
-			return fmt.Errorf("session: %w", err)
+			return false, fmt.Errorf("session: %w", err)
 		}
-		s.logins.Add(1)
 	}
-	_, err = swap(ctx, s.c, s.k.Session, epochKey(s.k.Lock), lock.Epoch(), snap.Gen, strikes, hops, why)
-	return err
+	gen, err := swap(ctx, s.c, s.k.Session, epochKey(s.k.Lock), lock.Epoch(), snap.Gen, strikes, hops, why)
+	return err == nil && gen == snap.Gen+1, err
 }
 
 // Strikes logins in a row whose sessions no request got past the

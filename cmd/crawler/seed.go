@@ -225,15 +225,18 @@ func seedCommand() *cli.Command {
 		Description: "Seeds are canonicalized and their hosts define the scope. The settings are stored in\n" +
 			"Redis and every worker uses them; seeding an existing crawl adds URLs, and a flag\n" +
 			"that contradicts the stored settings is refused.",
-		Flags: append(seedFlags(), &cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "read URLs from FILE, one per line ('-' for stdin; # starts a comment). " +
+		Flags: append(append(seedFlags(), &cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "read URLs from FILE, one per line ('-' for stdin; # starts a comment). " +
 			"A file is read whole before anything is seeded; stdin or a FIFO is streamed, and its first unusable line stops the seed, saying where to go on from"},
 			&cli.IntFlag{Name: "from-line", Usage: "with -f, start at this line of the file (counted from 1, as the messages count): " +
 				"to finish a seed that stopped, with the line it said"},
 			&cli.DurationFlag{Name: "redis-retry", Value: time.Minute, Usage: "how long a seed rides out a Redis that stops answering " +
 				"mid-way (a restart, a Sentinel or Cluster failover), retrying with back-off; past it, it stops and says where to go on from"},
-			skipSeenFlag(), skipBadFlag(), priorityFlag(), sitemapFlag(), redisWaitFlag(0), allowEvictionFlag()),
+			skipSeenFlag(), skipBadFlag(), priorityFlag(), sitemapFlag(), redisWaitFlag(0), allowEvictionFlag()), loginFlags()...),
 		Action: func(c *cli.Context) error {
 			if err := checkSeedFlags(c); err != nil {
+				return usage(err)
+			}
+			if _, err := loginOf(c); err != nil {
 				return usage(err)
 			}
 			// The URLs are checked before Redis is: a bad one is said as
@@ -288,11 +291,22 @@ func seedAll(c *cli.Context, rdb redis.UniversalClient, name string, checked boo
 	if err != nil {
 		return err
 	}
+	login, _ := loginOf(c) // checked before Redis was connected
+	if login.Set() {
+		if err := checkLoginRobots(c.Context, c.App.ErrWriter, s, login); err != nil {
+			return cli.Exit("seed: "+err.Error(), 1)
+		}
+	}
 	o := seedOptions(c)
 	o.Checked = checked // seedlist.Check ran before Redis was connected
 	res, err := seedlist.Run(c.Context, rdb, name, s, o)
 	if err != nil {
 		return seedError(res, err)
+	}
+	if login.Set() {
+		if err := saveLogin(c.Context, rdb, name, login); err != nil {
+			return err
+		}
 	}
 	return seedReport(c, name, res)
 }

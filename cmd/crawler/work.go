@@ -299,10 +299,13 @@ func crawlCommand() *cli.Command {
 		Name:      "crawl",
 		Usage:     "seed and crawl in one process until done (embedded Redis unless --redis is given)",
 		ArgsUsage: "URL...",
-		Flags: append(append(seedFlags(), crawlWorkFlags()...), &cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "read URLs from FILE ('-' for stdin)"},
-			skipSeenFlag(), skipBadFlag(), sitemapFlag()),
+		Flags: append(append(append(seedFlags(), crawlWorkFlags()...), &cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "read URLs from FILE ('-' for stdin)"},
+			skipSeenFlag(), skipBadFlag(), sitemapFlag()), loginFlags()...),
 		Action: func(c *cli.Context) error {
 			if err := errors.Join(checkSeedFlags(c), checkWorkFlags(c)); err != nil {
+				return usage(err)
+			}
+			if _, err := loginOf(c); err != nil {
 				return usage(err)
 			}
 			rdb, closeRedis, err := connectOrEmbed(c)

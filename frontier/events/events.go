@@ -39,6 +39,7 @@ const (
 	Resume   = "resume"   // the crawl was resumed (Resume)
 	HostRule = "host"     // a host's own rules were set or cleared by hand
 	Settings = "settings" // the crawl's settings were changed (crawler set)
+	Login    = "login"    // a worker logged in to the crawl's site, or its login failed (seed --login-url)
 	Lagging  = "lagging"  // an export group is near the results streams' cap
 )
 
