@@ -207,3 +207,43 @@ func valuesOf(ctx context.Context, s *redistest.Server, key string) string {
 	}
 	return ""
 }
+
+// A render worker's pages go with the session too: the page itself, and
+// the requests its script makes in the browser (answered through the
+// worker's fetcher), here the member API that builds each page's content
+// and links. Every member page is rendered, ok, and found by the links
+// its script made.
+func TestARenderWorkersPagesAndTheirScriptsGoWithTheSession(t *testing.T) {
+	wholeCrawl(t)
+	needChromium(t)
+	s := redistest.Real(t)
+	site := membersite.New("alice", loginSecret, 20, 0)
+	site.Scripted = true
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	set := settings.Default()
+	set.Rate, set.AllowPrivate, set.Render = 1000, true, settings.RenderAlways
+	first, _ := url.Parse(srv.URL + "/members/0")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := admin.Seed(ctx, s.Client, "rendered", set, []*url.URL{first}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := session.Config{URL: srv.URL + "/login", Form: "user=alice&password=" + loginSecret, LoggedOut: "/login"}
+	if err := session.Save(ctx, s.Client, keyspace.LoginKey("rendered"), cfg); err != nil {
+		t.Fatal(err)
+	}
+	o := fastOptions("r1")
+	o.Render = &crawl.RenderOptions{Tabs: 2, PageTimeout: 10 * time.Second}
+	runWorkers(t, ctx, s, "rendered", o)
+	recs := exportedByURL(t, ctx, s.Client, "rendered")
+	for n := range 20 {
+		rec := recs[fmt.Sprintf("%s/members/%d", srv.URL, n)]
+		if rec.Outcome != crawl.OutcomeOK || rec.Render == nil {
+			t.Errorf("member page %d: %s, rendered %v, %q; want ok and rendered", n, rec.Outcome, rec.Render != nil, rec.Error)
+		}
+	}
+	if site.API() < 20 || site.Posts() != 1 {
+		t.Errorf("%d API requests answered with the session, %d logins; want one a page, one login", site.API(), site.Posts())
+	}
+}

@@ -26,11 +26,16 @@ type Site struct {
 	// Refusing takes the form but no session it gives: every member
 	// request is logged out.
 	Refusing bool
+	// Scripted makes a member page a script that asks /api/members/N
+	// (with the session: the API is for members too) for its content and
+	// links, as a page that needs a browser does.
+	Scripted bool
 
 	mu       sync.Mutex
 	sessions map[string]int // session id -> member pages it answered
 	posts    int
 	served   map[int]int // member page -> times answered with its content
+	api      int         // API requests answered with content
 	refused  int         // member requests answered as logged out
 }
 
@@ -53,6 +58,13 @@ func (s *Site) Served(n int) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.served[n]
+}
+
+// API is how many API requests (Scripted) were answered with content.
+func (s *Site) API() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.api
 }
 
 // Refused is how many member requests were answered as logged out.
@@ -78,7 +90,7 @@ func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == "/" || r.URL.Path == "/home":
 		w.Header().Set("Content-Type", "text/html")
 		fmt.Fprint(w, `<html><body><a href="/members/0">members</a> <a href="/login">log in</a></body></html>`)
-	case strings.HasPrefix(r.URL.Path, "/members/"):
+	case strings.HasPrefix(r.URL.Path, "/members/"), strings.HasPrefix(r.URL.Path, "/api/members/"):
 		s.member(w, r)
 	default:
 		http.NotFound(w, r)
@@ -108,7 +120,8 @@ func (s *Site) login(w http.ResponseWriter, r *http.Request) {
 // member answers member page n to a live session, and counts the
 // request against it; any other is logged out.
 func (s *Site) member(w http.ResponseWriter, r *http.Request) {
-	n, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/members/"))
+	api := strings.HasPrefix(r.URL.Path, "/api/")
+	n, err := strconv.Atoi(r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:])
 	if err != nil || n < 0 || n >= s.Pages {
 		http.NotFound(w, r)
 		return
@@ -118,7 +131,11 @@ func (s *Site) member(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie("sid"); err == nil {
 		if used, live := s.sessions[c.Value]; live && !s.Refusing && (s.Expiry == 0 || used < s.Expiry) {
 			s.sessions[c.Value], ok = used+1, true
-			s.served[n]++
+			if api {
+				s.api++
+			} else {
+				s.served[n]++
+			}
 		}
 	}
 	if !ok {
@@ -134,11 +151,21 @@ func (s *Site) member(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/html")
-	fmt.Fprintf(w, "<html><body><p>%s</p>", Content(n))
+	if s.Scripted && !api {
+		fmt.Fprintf(w, `<html><body><div id="app"></div><script>fetch('/api/members/%d').then(r => r.text()).then(t => { document.getElementById('app').innerHTML = t })</script></body></html>`, n)
+		return
+	}
+	if !api {
+		fmt.Fprint(w, "<html><body>")
+	}
+	fmt.Fprintf(w, "<p>%s</p>", Content(n))
 	for _, m := range []int{2*n + 1, 2*n + 2} {
 		if m < s.Pages {
 			fmt.Fprintf(w, `<a href="/members/%d">page %d</a> `, m, m)
 		}
 	}
-	fmt.Fprint(w, `<a href="/login">log in</a></body></html>`)
+	fmt.Fprint(w, `<a href="/login">log in</a>`)
+	if !api {
+		fmt.Fprint(w, "</body></html>")
+	}
 }
