@@ -125,32 +125,40 @@ func NewWorker(ctx context.Context, c redis.UniversalClient, name string, o Opti
 		return nil, fmt.Errorf("crawl: reading Redis's evicted_keys: %w", err)
 	}
 	w.evictions.at = w.now()
-	// A crawl behind a login: the worker's requests go with its session.
-	if w.login, err = w.openLogin(ctx, &fcfg); err != nil {
+	if err := w.join(ctx, fcfg); err != nil {
 		return nil, err
 	}
-	if w.login != nil {
+	return w, nil
+}
+
+// join readies the worker's last parts and registers it: the crawl's
+// login, its WARC directory (made, or found wanting, before the worker
+// joins: a start that fails leaves no live worker behind).
+func (w *Worker) join(ctx context.Context, fcfg fetch.Config) error {
+	var err error
+	if w.login, err = w.openLogin(ctx, &fcfg); err != nil {
+		return err
+	}
+	if w.login != nil { // a crawl behind a login: the worker's requests go with its session
 		w.fetcher = fetch.New(fcfg)
 	}
-	// The WARC directory is made (or found wanting) before the worker
-	// joins: a start that fails leaves no live worker behind.
 	if err := w.openWARC(); err != nil {
 		w.closeLogin()
-		return nil, err
+		return err
 	}
 	// Registered before it can write anything else: a reset that starts
 	// now waits for this worker too.
 	if err := w.register(ctx); err != nil {
 		w.closeLogin()
 		if errors.Is(err, frontier.ErrGone) {
-			return nil, fmt.Errorf("%w %q (run 'crawler seed' first, or check --crawl)", ErrNoCrawl, name)
+			return fmt.Errorf("%w %q (run 'crawler seed' first, or check --crawl)", ErrNoCrawl, w.name)
 		}
-		return nil, err
+		return err
 	}
-	if o.WARC != nil {
-		w.closeOrphans(ctx, *o.WARC)
+	if w.opts.WARC != nil {
+		w.closeOrphans(ctx, *w.opts.WARC)
 	}
-	return w, nil
+	return nil
 }
 
 // fetchConfig is the fetcher's configuration for the crawl's settings s

@@ -98,6 +98,12 @@
 //	           holds it (register.lua), Heartbeat extends it, Deregister ends it
 //	leader     the scheduler's lock, and leader:epoch its fencing counter
 //	           (package leader, LeaderKey)
+//	login      hash url, form, logged_out: the crawl's login (seed
+//	           --login-url; the form a secret: package session)
+//	session    hash gen, state, why, cookies, used, strikes: the session
+//	           every worker's requests to the login's site go with;
+//	           session:lock (and :epoch) the lock one worker logs in
+//	           under; channel session:renewed announces a new one
 //	events     stream: the event log, a sentence an event (package frontier/events)
 //	digests    hash payload digest -> "uri\tdate": the response archived
 //	           whole with that payload, at most payloads.IndexCap (frontier/payloads)

@@ -108,6 +108,9 @@ func checkSeedFlags(c *cli.Context) error {
 	if err := applySeedFlags(c, &s); err != nil {
 		return err
 	}
+	if _, err := loginOf(c); err != nil {
+		return err
+	}
 	if c.IsSet("shards") && (s.Shards < 1 || s.Shards > settings.MaxShards) {
 		return fmt.Errorf("--shards %d: want 1 to %d", s.Shards, settings.MaxShards)
 	}
@@ -234,9 +237,6 @@ func seedCommand() *cli.Command {
 			skipSeenFlag(), skipBadFlag(), priorityFlag(), sitemapFlag(), redisWaitFlag(0), allowEvictionFlag()), loginFlags()...),
 		Action: func(c *cli.Context) error {
 			if err := checkSeedFlags(c); err != nil {
-				return usage(err)
-			}
-			if _, err := loginOf(c); err != nil {
 				return usage(err)
 			}
 			// The URLs are checked before Redis is: a bad one is said as

@@ -305,9 +305,6 @@ func crawlCommand() *cli.Command {
 			if err := errors.Join(checkSeedFlags(c), checkWorkFlags(c)); err != nil {
 				return usage(err)
 			}
-			if _, err := loginOf(c); err != nil {
-				return usage(err)
-			}
 			rdb, closeRedis, err := connectOrEmbed(c)
 			if err != nil {
 				return err
