@@ -189,6 +189,32 @@ func TestASiteThatRefusesItsOwnSessionsFailsTheLogin(t *testing.T) {
 	})
 }
 
+// The login's POST goes through the fetch's address guard: to a private
+// address, in a crawl that does not allow them, it is never sent, and the
+// session fails saying why.
+func TestALoginToAnAddressTheGuardRefusesIsNotPosted(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		site := membersite.New("alice", secret, 10, 0)
+		srv := httptest.NewServer(site)
+		defer srv.Close()
+		cfg := session.Config{URL: srv.URL + "/login", Form: "user=alice&password=" + secret, LoggedOut: `/login`}
+		sh, err := session.New(context.Background(), s.Client, keysOf("guard"), cfg, fetch.New(fetch.DefaultConfig()), nil, "w")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sh.Close()
+		if _, err := sh.Renew(context.Background(), 0); err != nil {
+			t.Fatal(err)
+		}
+		if failed, why := sh.Failed(); !failed || !strings.Contains(why, "address not allowed") || strings.Contains(why, secret) {
+			t.Errorf("failed %v, why %q; want failed by the address guard, no password", failed, why)
+		}
+		if site.Posts() != 0 {
+			t.Errorf("%d POSTs to a private address", site.Posts())
+		}
+	})
+}
+
 // A login URL robots.txt disallows is never POSTed to: the session fails,
 // and says why.
 func TestALoginURLRobotsDisallowsIsNotPosted(t *testing.T) {
