@@ -17,6 +17,7 @@ import (
 	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
+	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/frontier/events"
 	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/internal/membersite"
@@ -167,6 +168,13 @@ func TestACrawlWhoseLoginFailsEndsWithEveryURLRecordedAndWhy(t *testing.T) {
 		}
 		if strings.Contains(logs, loginSecret) {
 			t.Error("the password is in the workers' logs")
+		}
+		st, err := status.Read(ctx, s.Client, "wrong")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if line := st.String(); !strings.Contains(line, "login       at ") || !strings.Contains(line, "failed, the login ended at the logged-out page") || strings.Contains(line, loginSecret) {
+			t.Errorf("status says of the login:\n%s\nwant it failed and why, and no password", line)
 		}
 		evs, err := events.New(s.Client, keyspace.Tag("wrong", 0)+"events").Read(ctx, 1000)
 		if err != nil {

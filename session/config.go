@@ -101,3 +101,41 @@ func Load(ctx context.Context, c redis.Cmdable, key string) (Config, error) {
 	}
 	return cfg, nil
 }
+
+// A State is what may be shown of a crawl's login: its URL, the
+// session's generation (0: no login yet), and whether it failed and why.
+// Never the form, never the cookies.
+type State struct {
+	URL    string `json:"url"`
+	Gen    int64  `json:"session"`
+	Failed bool   `json:"failed,omitempty"`
+	Why    string `json:"why,omitempty"`
+}
+
+// Describe is the state of the crawl's login kept at loginKey, its
+// session at sessionKey; nil when the crawl has no login.
+func Describe(ctx context.Context, c redis.Cmdable, loginKey, sessionKey string) (*State, error) {
+	u, err := c.HGet(ctx, loginKey, "url").Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("session: reading the login: %w", err)
+	}
+	snap, err := read(ctx, c, sessionKey)
+	if err != nil {
+		return nil, err
+	}
+	return &State{URL: u, Gen: snap.Gen, Failed: snap.Failed, Why: snap.Why}, nil
+}
+
+// Line is the state in a line of 'crawler status'.
+func (s State) Line() string {
+	switch {
+	case s.Failed:
+		return fmt.Sprintf("at %s: failed, %s; the site's URLs are recorded as not fetched (seed --login-form again to try another)", s.URL, s.Why)
+	case s.Gen == 0:
+		return fmt.Sprintf("at %s: not logged in yet (the first worker to reach the site logs in)", s.URL)
+	}
+	return fmt.Sprintf("at %s: session %d (each a login; a logged-out answer renews it, once for every worker)", s.URL, s.Gen)
+}

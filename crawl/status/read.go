@@ -9,8 +9,10 @@ import (
 	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/leader"
 	"github.com/redcrawl/crawler/redisconn"
+	"github.com/redcrawl/crawler/session"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -29,7 +31,7 @@ func Read(ctx context.Context, c redis.UniversalClient, name string) (*Status, e
 		return nil, err
 	}
 	for _, read := range []func(context.Context, redis.UniversalClient, *frontier.Frontier, *Status) error{
-		readQueues, readLeader, readWorkers, readControls, readLoad,
+		readQueues, readLeader, readWorkers, readControls, readLoad, readLogin,
 	} {
 		if err := read(ctx, c, fr, st); err != nil {
 			return nil, err
@@ -141,4 +143,10 @@ func readLoad(ctx context.Context, _ redis.UniversalClient, fr *frontier.Frontie
 	}
 	st.PagesPerSecond = float64(recent) / window.Seconds()
 	return nil
+}
+
+// readLogin reads the crawl's login: its URL and its session's state.
+func readLogin(ctx context.Context, c redis.UniversalClient, fr *frontier.Frontier, st *Status) (err error) {
+	st.Login, err = session.Describe(ctx, c, keyspace.LoginKey(st.Crawl), keyspace.SessionKey(st.Crawl))
+	return err
 }

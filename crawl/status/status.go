@@ -20,6 +20,7 @@ import (
 	"github.com/redcrawl/crawler/frontier/registry"
 	"github.com/redcrawl/crawler/leader"
 	"github.com/redcrawl/crawler/politeness"
+	"github.com/redcrawl/crawler/session"
 )
 
 // Status is a crawl at one moment, as `crawler status` shows it.
@@ -65,6 +66,9 @@ type Status struct {
 	// them), newest first: lock handovers, fenced sweeps, paused hosts,
 	// resent exchanges.
 	Events []events.Event `json:"events"`
+	// Login is the crawl's login (seed --login-url): its URL and its
+	// session, never its form; nil without one.
+	Login *session.State `json:"login,omitempty"`
 	// Hosts.Rules are the hosts with rules of their own (crawler host): a
 	// rate, or a block; by name.
 	HostRules []perhost.Rule `json:"host_rules,omitempty"`
@@ -175,6 +179,9 @@ func (st *Status) String() string {
 	}
 	if st.Render != nil {
 		fmt.Fprintf(&b, "  render      %s\n", st.Render.Line)
+	}
+	if l := st.Login; l != nil {
+		fmt.Fprintf(&b, "  login       %s\n", l.Line())
 	}
 	st.writeCounters(&b)
 	st.writeHosts(&b)
