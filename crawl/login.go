@@ -11,6 +11,7 @@ package crawl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -21,6 +22,7 @@ import (
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/frontier/events"
 	"github.com/redcrawl/crawler/frontier/keyspace"
+	"github.com/redcrawl/crawler/politeness"
 	"github.com/redcrawl/crawler/session"
 	"golang.org/x/net/publicsuffix"
 )
@@ -32,6 +34,10 @@ type login struct {
 	site string         // the login's site: its host's registrable domain (the host itself for an address)
 	page *regexp.Regexp // --logged-out: the login's own pages, never crawled
 }
+
+// robotsPoll is how often a login waiting on another worker's read of
+// the login host's robots.txt asks again.
+const robotsPoll = 100 * time.Millisecond
 
 // loginRetry is how long a URL waits when its login could not be made
 // (Redis, or the login's server, did not answer): an attempt of its own.
@@ -46,8 +52,17 @@ func (w *Worker) openLogin(ctx context.Context, fcfg *fetch.Config) (*login, err
 		return nil, err
 	}
 	allowed := func(ctx context.Context, u *url.URL) (bool, error) {
-		v, err := w.robots.Check(ctx, u)
-		return v.Allowed, err
+		for {
+			v, err := w.robots.Check(ctx, u)
+			if !errors.Is(err, politeness.ErrRobotsPending) {
+				return v.Allowed, err
+			}
+			// Another worker reads the host's robots.txt now: the login
+			// waits for it (bounded by the login's time), as a fetch would.
+			if sleep(ctx, robotsPoll); ctx.Err() != nil {
+				return false, ctx.Err()
+			}
+		}
 	}
 	k := session.Keys{Session: keyspace.SessionKey(w.name), Lock: keyspace.SessionLockKey(w.name)}
 	s, err := session.New(ctx, w.c, k, cfg, fetch.New(*fcfg), allowed, w.opts.ID)
