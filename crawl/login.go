@@ -6,8 +6,8 @@ package crawl
 // record, and is fetched again once the session is renewed: by this
 // worker, under the session's lock, or by another that this one waits
 // for. A login that fails stops the site's hosts: each URL of theirs ends
-// with a record that says why, and the worker that met the failure says
-// it in the log, once.
+// with a record that says why, and the worker whose login it was says so
+// in the log, once for the crawl.
 
 import (
 	"context"
