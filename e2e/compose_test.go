@@ -655,11 +655,18 @@ func TestComposeWorkerCutOffFromRedis(t *testing.T) {
 	docker(t, "network", "connect", "--alias", "worker", network, c)
 	reconnected := time.Now()
 	p.awaitListed(victim, true)
+	// Whether it carries on crawling can be asked only of a crawl with
+	// pages left for it: the others go on at the site's rate while it is
+	// cut off, and on a quiet machine they may have fetched nearly all.
+	left := int64(budget) - p.h.status().Counters["pages"]
 	v := p.finish("docker network disconnect of a worker from Redis for 20 s", 1, time.Since(reconnected))
-	if after := lines(t, records); after <= before {
-		t.Errorf("the reconnected worker recorded no page after it came back (%d records before, %d after)", before, after)
-	} else {
+	switch after := lines(t, records); {
+	case after > before:
 		t.Logf("the reconnected worker recorded %d pages after it came back", after-before)
+	case left >= 100:
+		t.Errorf("the reconnected worker recorded no page after it came back (%d records before, %d after), with %d pages left", before, after, left)
+	default:
+		t.Logf("the reconnected worker recorded no page after it came back: %d pages were left then, for three workers", left)
 	}
 	if v.pages != budget {
 		t.Errorf("the crawl counted %d pages against a budget of %d (the site's every page)", v.pages, budget)
