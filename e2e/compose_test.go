@@ -567,14 +567,20 @@ func TestComposePausedAndResumed(t *testing.T) {
 // (Redis ran it before the new epoch), and the woken scheduler then has no
 // late write left to send: it logs its epoch's end, not a refusal. So the
 // test pauses the new scheduler in turn, up to twice more, and needs one
-// refusal. The crawl runs at 8 requests a second a host, not 10, to leave room.
+// refusal. The crawl's rate leaves room for the three: each takes twice
+// the lock's TTL and the wait for a new leader (about 30 s), so the site's
+// four hosts are crawled slowly enough to last them all and a margin
+// (at 8 requests a second a host the crawl ended during the third, and
+// its scheduler's container with it).
 func TestComposeSchedulerPaused(t *testing.T) {
 	requireEngine(t)
 	t.Parallel()
-	p := upCompose(t, pickTool(t), composeConfig{seedFlags: []string{"--rate", "8", "--burst", "1"}})
+	const attempts = 3
+	const hosts, lasts = 4, attempts*30 + 30 // seconds
+	rate := float64(composeSitePages(t)) / (hosts * lasts)
+	p := upCompose(t, pickTool(t), composeConfig{seedFlags: []string{"--rate", strconv.FormatFloat(rate, 'f', 2, 64), "--burst", "1"}})
 	st := p.midCrawl(10)
 	var recovered time.Duration
-	const attempts = 3
 	for try := 1; ; try++ {
 		old := *st.Leader
 		c := p.containerOf(old.ID)
