@@ -27,7 +27,11 @@ func TestComposeDemoUploadsToObjectStorage(t *testing.T) {
 	requireEngine(t)
 	t.Parallel()
 	p := upCompose(t, pickTool(t), composeConfig{
-		seedFlags: []string{"--rate", "20", "--burst", "2"}, // the demo's: the crawl lasts about 30 s, the outage 20 of them
+		// Half the demo's rate (20, burst 2): the crawl lasts about a
+		// minute, so that the outage (20 s) begins while files are still
+		// to upload even where the watcher's first look comes late (CI,
+		// loaded: it came after the crawl's 30 s, every file uploaded).
+		seedFlags: []string{"--rate", "10", "--burst", "1"},
 		files:     []string{"../compose.s3.yml"},
 		publish:   "  s3:\n    ports: [\"127.0.0.1::9000\"]\n",
 		// 'wacz' waits for the workers to exit, which 'up -d' would wait for.
