@@ -26,6 +26,14 @@ func keysOf(name string) session.Keys {
 	return session.Keys{Session: "crawl:{" + name + "}:session", Lock: "crawl:{" + name + "}:session:lock"}
 }
 
+// serve serves site on loopback until the test ends, and is the login
+// of alice with the password secret at it.
+func serve(t interface{ Cleanup(func()) }, site *membersite.Site) (*httptest.Server, session.Config) {
+	srv := httptest.NewServer(site)
+	t.Cleanup(srv.Close)
+	return srv, session.Config{URL: srv.URL + "/login", Form: "user=alice&password=" + secret, LoggedOut: `/login`}
+}
+
 // worker is a crawl worker's share of a session test: its session and
 // the fetcher whose requests go with it.
 type worker struct {
@@ -92,9 +100,7 @@ func TestASessionIsRenewedOnceForAllWhoseRequestsMeetItsEnd(t *testing.T) {
 			unauthorized := rapid.Bool().Draw(rt, "401")
 			site := membersite.New("alice", secret, pages, expiry)
 			site.Unauthorized = unauthorized
-			srv := httptest.NewServer(site)
-			defer srv.Close()
-			cfg := session.Config{URL: srv.URL + "/login", Form: "user=alice&password=" + secret, LoggedOut: `/login`}
+			srv, cfg := serve(rt, site)
 			name := fmt.Sprintf("s%d", n)
 			ctx := context.Background()
 			var next atomic.Int64
@@ -137,9 +143,7 @@ func TestASessionIsRenewedOnceForAllWhoseRequestsMeetItsEnd(t *testing.T) {
 func TestAWrongPasswordFailsTheSessionOnceForEveryWorker(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		site := membersite.New("alice", "right", 10, 0)
-		srv := httptest.NewServer(site)
-		defer srv.Close()
-		cfg := session.Config{URL: srv.URL + "/login", Form: "user=alice&password=" + secret, LoggedOut: `/login`}
+		_, cfg := serve(t, site)
 		var wg sync.WaitGroup
 		whys := make([]string, 6)
 		for i := range whys {
@@ -172,9 +176,7 @@ func TestASiteThatRefusesItsOwnSessionsFailsTheLogin(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		site := membersite.New("alice", secret, 10, 0)
 		site.Refusing = true
-		srv := httptest.NewServer(site)
-		defer srv.Close()
-		cfg := session.Config{URL: srv.URL + "/login", Form: "user=alice&password=" + secret, LoggedOut: `/login`}
+		srv, cfg := serve(t, site)
 		wk := newWorker(t, s, "refusing", cfg, nil, "w")
 		body, err := wk.get(context.Background(), srv.URL, 3)
 		if err != nil || body != "" {
@@ -195,9 +197,7 @@ func TestASiteThatRefusesItsOwnSessionsFailsTheLogin(t *testing.T) {
 func TestALoginToAnAddressTheGuardRefusesIsNotPosted(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		site := membersite.New("alice", secret, 10, 0)
-		srv := httptest.NewServer(site)
-		defer srv.Close()
-		cfg := session.Config{URL: srv.URL + "/login", Form: "user=alice&password=" + secret, LoggedOut: `/login`}
+		_, cfg := serve(t, site)
 		sh, err := session.New(context.Background(), s.Client, keysOf("guard"), cfg, fetch.New(fetch.DefaultConfig()), nil, "w")
 		if err != nil {
 			t.Fatal(err)
@@ -220,9 +220,7 @@ func TestALoginToAnAddressTheGuardRefusesIsNotPosted(t *testing.T) {
 func TestALoginURLRobotsDisallowsIsNotPosted(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		site := membersite.New("alice", secret, 10, 0)
-		srv := httptest.NewServer(site)
-		defer srv.Close()
-		cfg := session.Config{URL: srv.URL + "/login", Form: "user=alice&password=" + secret, LoggedOut: `/login`}
+		_, cfg := serve(t, site)
 		deny := func(_ context.Context, u *url.URL) (bool, error) { return u.Path != "/login", nil }
 		wk := newWorker(t, s, "robots", cfg, deny, "w")
 		if _, err := wk.s.Renew(context.Background(), 0); err != nil {
@@ -242,9 +240,7 @@ func TestALoginURLRobotsDisallowsIsNotPosted(t *testing.T) {
 func TestTheSessionsCookiesGoToTheirDomainOnly(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
 		site := membersite.New("alice", secret, 10, 0)
-		srv := httptest.NewServer(site)
-		defer srv.Close()
-		cfg := session.Config{URL: srv.URL + "/login", Form: "user=alice&password=" + secret, LoggedOut: `/login`}
+		srv, cfg := serve(t, site)
 		wk := newWorker(t, s, "scope", cfg, nil, "w")
 		if _, err := wk.s.Renew(context.Background(), 0); err != nil {
 			t.Fatal(err)
