@@ -12,6 +12,7 @@ import (
 	"github.com/redcrawl/crawler/frontier/control"
 	"github.com/redcrawl/crawler/frontier/events"
 	"github.com/redcrawl/crawler/frontier/keyspace"
+	"github.com/redcrawl/crawler/frontier/nearpages"
 	"github.com/redcrawl/crawler/frontier/payloads"
 	"github.com/redcrawl/crawler/frontier/perhost"
 	"github.com/redcrawl/crawler/frontier/records"
@@ -55,6 +56,7 @@ type Frontier struct {
 	Registry Registry         // the workers: registrations, heartbeats, leases renewed
 	Events   events.Log       // the crawl's event log, for people
 	Digests  payloads.Index   // the payload digests archived (--dedup-payloads)
+	Near     nearpages.Index  // each host's pages' signatures (--near-duplicates)
 	Visits   recrawl.Schedule // the recrawl schedule: each fetched URL's next visit
 	// Hosts are the controls and views of single hosts: their rules,
 	// pauses, delays, queues and server addresses (package perhost).
@@ -220,6 +222,7 @@ func New(c redis.UniversalClient, name string, o Options) (*Frontier, error) {
 		set.Keys[i] = sh.keys
 	}
 	f.Render, f.Digests, f.Control = rendering.Shared{Set: set}, payloads.Index{Set: set}, control.Crawl{Set: set}
+	f.Near = nearpages.Index{Set: set}
 	f.Scope = control.Scope{Set: set}
 	f.Registry = Registry{Roll: registry.Roll{Set: set, Lease: func() time.Duration { return f.Lease }}, store: f.store}
 	f.Visits = recrawl.Schedule{Set: set, Continuous: func() bool { return f.Continuous }}

@@ -26,6 +26,10 @@ type Index struct {
 	// Threshold is the estimated Jaccard similarity (the fraction of
 	// values agreeing) from which a page is a near duplicate.
 	Threshold float64
+	// Guard, when set, is a key that must exist (its owner's, a crawl's
+	// config, in the same slot): when it does not, Check writes nothing
+	// and fails with a Redis error that begins "GONE".
+	Guard string
 }
 
 // A Match is the earlier page a page is a near duplicate of (URL "":
@@ -42,9 +46,12 @@ type Match struct {
 func (x Index) Check(ctx context.Context, sig Signature, url string) (Match, error) {
 	need := int(math.Ceil(x.Threshold * Hashes))
 	keys := []string{x.Prefix + "bands", x.Prefix + "pages", x.Prefix + "order"}
+	if x.Guard != "" {
+		keys = append(keys, x.Guard)
+	}
 	v, err := indexScript.Run(ctx, x.C, keys, sig.Bytes(), url, need, max(x.Max, 1)).Slice()
 	if err != nil {
-		return Match{}, fmt.Errorf("neardup: %w", err)
+		return Match{}, fmt.Errorf("neardup: %w", err) // wrapped: a GONE reply is still one (redis.Error)
 	}
 	if len(v) != 2 {
 		return Match{}, fmt.Errorf("neardup: reply %v", v)

@@ -5,10 +5,13 @@
 --   its Rows values' 8 bytes) -> the id of the newest page with it
 -- KEYS[2] pages: hash, id -> the page's signature and URL; '#' the last id
 -- KEYS[3] order: list of ids, oldest first
+-- KEYS[4] (optional) a key that must exist (a crawl's config): when it is
+--   missing, nothing is read or written, and the reply is an error GONE
 -- ARGV[1] signature   ARGV[2] URL   ARGV[3] values that must agree
 -- ARGV[4] the most pages kept (the oldest goes)
 -- Returns {URL, values agreeing} of the nearest earlier page that shares
 -- a band and agrees on enough values, or {'', n}: indexed now.
+if KEYS[4] and redis.call('EXISTS', KEYS[4]) == 0 then return redis.error_reply('GONE the index\'s owner is gone') end
 local sig, need, most = ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[4])
 local BANDS, ROW_BYTES, SIG_BYTES = 16, 8, 128
 

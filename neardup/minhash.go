@@ -23,6 +23,11 @@ const (
 	Rows  = Hashes / Bands
 )
 
+// MinWords is the fewest words a page's main text has for its signature to
+// say anything: a page of fewer (a script's shell, a form, a stub) shares
+// most of its few shingles with any other such page, and is not judged.
+const MinWords = 50
+
 // A Signature is a page's MinHash signature.
 type Signature [Hashes]uint16
 

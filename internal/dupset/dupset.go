@@ -27,6 +27,9 @@ type Site struct {
 	nav     string
 	footer  string
 	banners []string
+	// Divs: the site's furniture (header, navigation, footer) is in
+	// plain divs, not the elements HTML names it by, as many a site's is.
+	Divs bool
 }
 
 // NewSite is a site for seed.
@@ -108,7 +111,11 @@ func (s *Site) NearCopy(a Article, changed int) Article {
 func (s *Site) Page(a Article) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, "<!doctype html><html><head><title>%s</title></head><body>\n", a.Title)
-	fmt.Fprintf(&b, "<header><div class=\"logo\">The %s %s</div></header>\n<nav>%s</nav>\n", s.vocab[1], s.vocab[2], s.nav)
+	header, nav, footer := "header", "nav", "footer"
+	if s.Divs {
+		header, nav, footer = "div", "div", "div"
+	}
+	fmt.Fprintf(&b, "<%s><div class=\"logo\">The %s %s</div></%s>\n<%s>%s</%s>\n", header, s.vocab[1], s.vocab[2], header, nav, s.nav, nav)
 	fmt.Fprintf(&b, "<div class=\"banner\">%s</div>\n", s.banners[s.r.IntN(len(s.banners))])
 	fmt.Fprintf(&b, "<article><h1>%s</h1><p class=\"date\">%s</p>\n", a.Title, a.Date)
 	for _, p := range a.Paras {
@@ -118,15 +125,17 @@ func (s *Site) Page(a Article) []byte {
 	for range 5 {
 		fmt.Fprintf(&b, `<a href="/a/%d">%s</a> `, s.r.IntN(1000), s.sentence(5))
 	}
-	fmt.Fprintf(&b, "</div>\n<footer>%s</footer></body></html>\n", s.footer)
+	fmt.Fprintf(&b, "</div>\n<%s>%s</%s></body></html>\n", footer, s.footer, footer)
 	return []byte(b.String())
 }
 
 // Pairs is a labelled set of n pairs for seed, half near copies (2 to 4
 // words changed, another date line, a banner drawn again) and half
 // different articles of one site, articles of 150 to 600 words.
-func Pairs(seed uint64, n int) []Pair {
-	s := NewSite(seed)
+func Pairs(seed uint64, n int) []Pair { return NewSite(seed).Pairs(n) }
+
+// Pairs is a labelled set of n pairs of the site's pages, as Pairs.
+func (s *Site) Pairs(n int) []Pair {
 	out := make([]Pair, 0, n)
 	for i := range n {
 		a := s.NewArticle(150 + s.r.IntN(451))
@@ -137,4 +146,20 @@ func Pairs(seed uint64, n int) []Pair {
 		}
 	}
 	return out
+}
+
+// Triples is a site of n articles (/article/I), a near copy of each
+// (/copy/I: another date line, 2 to 4 words changed, a banner drawn
+// again) and n different articles (/other/I), all of 150 to 600 words
+// and sharing the site's navigation, header and footer: path -> page.
+func Triples(seed uint64, n int) map[string][]byte {
+	s := NewSite(seed)
+	pages := map[string][]byte{}
+	for i := range n {
+		a := s.NewArticle(150 + s.r.IntN(451))
+		pages[fmt.Sprintf("/article/%d", i)] = s.Page(a)
+		pages[fmt.Sprintf("/copy/%d", i)] = s.Page(s.NearCopy(a, 2+s.r.IntN(3)))
+		pages[fmt.Sprintf("/other/%d", i)] = s.Page(s.NewArticle(150 + s.r.IntN(451)))
+	}
+	return pages
 }
