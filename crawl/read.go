@@ -48,11 +48,12 @@ func (pl *fetchLoops) read(ctx context.Context, p page, r *fetch.Result, rec Rec
 	lv := pl.cur.Load() // what the response yields is read under one version of the settings
 	rec.SettingsVersion = lv.s.Version
 	head := declared(r, lv.s.AgentToken())
-	canon, dup := pl.canonical(lv, p, r, head, &rec) // with --canonical skip, a duplicate is not archived
+	canon, dup := pl.canonical(lv, p, r, head, &rec)      // with --canonical skip, a duplicate is not archived
+	near := !dup && pl.nearDuplicate(ctx, lv, p, r, &rec) // with --near-duplicates skip, nor a near copy
 	// Archived: every response whose body was read, but HTML only when the
 	// crawl keeps HTML (it is always read, for its links).
 	var archived *recrawl.Visit // where the content this answer stands for is archived whole
-	archivable := pl.warc != nil && r.Raw != nil && !r.DroppedBody && !dup &&
+	archivable := pl.warc != nil && r.Raw != nil && !r.DroppedBody && !dup && !near &&
 		(!r.HTML || lv.s.Keeps(r.ContentType) || r.Status == http.StatusNotModified && p.visit != nil && p.visit.RefDate != 0)
 	if archivable && !pl.noArchive(lv, r, head, &rec) { // with --obey-noarchive, what its owner said not to archive is recorded only
 		loc, digest, ref, err := pl.archive(ctx, p, r)
@@ -65,7 +66,7 @@ func (pl *fetchLoops) read(ctx context.Context, p page, r *fetch.Result, rec Rec
 		return pl.notNow(ctx, p.url.Host, rec, r)
 	}
 	plain := r
-	if pl.render != nil && !dup {
+	if pl.render != nil && !dup && !near {
 		var e end
 		if r, e = pl.rendered(ctx, lv, p, r, &rec); e.ended() {
 			return e
@@ -73,6 +74,9 @@ func (pl *fetchLoops) read(ctx context.Context, p page, r *fetch.Result, rec Rec
 	}
 	o := pl.outcome(ctx, lv, p, r, &rec, archived)
 	canonicalOutcome(&o, canon, dup)
+	if rec.NearDuplicateOf != "" {
+		o.Also = append(o.Also, CounterNearDuplicates)
+	}
 	if err := pl.laneMatches(ctx, lv, o.Children); err != nil {
 		// Queued now, a link could be popped by a plain worker: the page
 		// is retried once Redis answers.

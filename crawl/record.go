@@ -81,6 +81,13 @@ type Record struct {
 	// its stead (canonical.go).
 	Canonical   string `json:"canonical,omitempty"`
 	DuplicateOf string `json:"duplicate_of,omitempty"`
+	// NearDuplicateOf is the page of the same host fetched before whose
+	// main text this page's is a near copy of (seed --near-duplicates), and
+	// NearSimilarity how near: the fraction of their MinHash signatures'
+	// values that agree, an estimate of the Jaccard similarity of their
+	// two-word shingles (neardup.go).
+	NearDuplicateOf string  `json:"near_duplicate_of,omitempty"`
+	NearSimilarity  float64 `json:"near_similarity,omitempty"`
 	// Render: the page was rendered in a browser, and its links are the
 	// rendered DOM's (render.go).
 	Render *RenderInfo `json:"render,omitempty"`

@@ -115,6 +115,12 @@ type Settings struct {
 	// whose record names its canonical, or CanonicalSkip, a duplicate:
 	// its canonical queued instead, and it not archived.
 	Canonical string
+	// NearDuplicates is what the crawl does with an HTML page whose main
+	// text is a near copy of a page of its host fetched before (package
+	// neardup): NearOff, nothing (no signature is made); NearMark, its
+	// record says near_duplicate_of; NearSkip, that and it is neither
+	// archived nor rendered (its links are followed all the same).
+	NearDuplicates string
 	// Politeness is what the rate and burst hold: PolitenessHost, each
 	// host, or PolitenessIP, each host and each server address too
 	// (frontier.Policy.PerAddress).
@@ -153,6 +159,13 @@ const (
 	CanonicalSkip   = "skip"
 )
 
+// What a crawl does with near duplicates (Settings.NearDuplicates).
+const (
+	NearOff  = "off"
+	NearMark = "mark"
+	NearSkip = "skip"
+)
+
 // The crawl's orders (Settings.Order).
 const (
 	OrderBreadth = "breadth"
@@ -168,7 +181,7 @@ func Default() Settings {
 		UserAgent: "RedCrawl/0.1 (+https://github.com/redcrawl/crawler)", ExpectedURLs: 1_000_000, FPRate: 0.001,
 		RobotsGiveUp: 30 * time.Minute, KeepTypes: []string{"text/html", "application/xhtml+xml"},
 		MaxPathRepeat: 3, MaxPathDepth: 16, MaxQueryParams: 4, MaxURLLength: 1024, Sitemaps: true,
-		MaxPagesPerHost: 100_000, Shards: 1, KeepVisits: true, MaxLinks: DefaultMaxLinks, Render: RenderNever, Canonical: CanonicalRecord, Politeness: PolitenessHost,
+		MaxPagesPerHost: 100_000, Shards: 1, KeepVisits: true, MaxLinks: DefaultMaxLinks, Render: RenderNever, Canonical: CanonicalRecord, NearDuplicates: NearOff, Politeness: PolitenessHost,
 		ResultsKept: frontier.ResultsKept}
 }
 
@@ -217,6 +230,8 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("%w: politeness %q: want %s or %s", ErrSettings, s.Politeness, PolitenessHost, PolitenessIP)
 	case s.Canonical != CanonicalRecord && s.Canonical != CanonicalSkip:
 		return fmt.Errorf("%w: canonical %q: want %s or %s", ErrSettings, s.Canonical, CanonicalRecord, CanonicalSkip)
+	case s.NearDuplicates != NearOff && s.NearDuplicates != NearMark && s.NearDuplicates != NearSkip:
+		return fmt.Errorf("%w: near duplicates %q: want %s, %s or %s", ErrSettings, s.NearDuplicates, NearOff, NearMark, NearSkip)
 	case s.Render != RenderNever && s.Render != RenderAlways && s.Render != RenderAuto:
 		return fmt.Errorf("%w: render %q: want %s, %s or %s", ErrSettings, s.Render, RenderNever, RenderAlways, RenderAuto)
 	}

@@ -164,6 +164,12 @@ var Table = []Setting{
 		Usage: "a page whose rel=canonical (a <link> in its head, or a Link header) names another URL the crawl would follow: " +
 			"record (its record says canonical, it is archived and its links followed as any page's) or skip (its canonical URL is " +
 			"queued instead, it is not archived, and its record says duplicate_of)"},
+	{Field: "near_duplicates", Flag: "near-duplicates", Kind: KindString, Before: NearOff, Live: true,
+		ptr: func(s *Settings) any { return &s.NearDuplicates },
+		Usage: "an HTML page whose main text is a near copy of a page of its host fetched before (another date line, a few words, " +
+			"a banner: MinHash of its words outside nav, header, footer, forms and links, about 1.1 KB a page in Redis, the latest " +
+			"10000 of a host): off; mark (its record says near_duplicate_of and the similarity); or skip (that, and it is neither " +
+			"archived nor rendered; its links are still followed)"},
 	{Field: "render", Flag: "render", Kind: KindString, Before: RenderNever, ptr: func(s *Settings) any { return &s.Render },
 		Usage: "which pages a browser renders (workers started with --render): never; always (every HTML page); or auto: the crawl " +
 			"renders a few pages of each host that were also fetched plainly, and sends the hosts where rendering finds links " +

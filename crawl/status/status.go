@@ -226,6 +226,13 @@ func (st *Status) writeCounters(b *strings.Builder) {
 	if n := c[crawl.CounterDuplicates]; n > 0 {
 		fmt.Fprintf(b, "  duplicates  %d pages named another URL their canonical: not archived, their canonical queued instead (--canonical skip; records: duplicate_of)\n", n)
 	}
+	if n := c[crawl.CounterNearDuplicates]; n > 0 {
+		what := "marked (records: near_duplicate_of)"
+		if st.Settings.NearDuplicates == settings.NearSkip {
+			what = "not archived or rendered, their links followed (records: near_duplicate_of)"
+		}
+		fmt.Fprintf(b, "  near copies %d pages were near copies of a page of their host fetched before: %s\n", n, what)
+	}
 	if n := c[crawl.CounterDelayCapped]; n > 0 {
 		fmt.Fprintf(b, "  robots.txt  %d asked for a Crawl-delay over %v: those hosts are held to one request every %v\n",
 			n, politeness.MaxCrawlDelay, politeness.MaxCrawlDelay)
