@@ -14,6 +14,7 @@ import (
 // never waits for more than the call in flight and its own.
 type claims struct {
 	fr   *frontier.Frontier
+	from []string // seed --dedup-from: the earlier crawls whose committed payloads are looked up first
 	reqs chan claimReq
 }
 
@@ -31,8 +32,8 @@ type claimReply struct {
 // maxClaimBatch bounds a call's claims.
 const maxClaimBatch = 256
 
-func newClaims(fr *frontier.Frontier) *claims {
-	return &claims{fr: fr, reqs: make(chan claimReq, maxClaimBatch)}
+func newClaims(fr *frontier.Frontier, from []string) *claims {
+	return &claims{fr: fr, from: from, reqs: make(chan claimReq, maxClaimBatch)}
 }
 
 // run sends the claims until ctx ends.
@@ -55,7 +56,7 @@ func (cl *claims) run(ctx context.Context) {
 				break more
 			}
 		}
-		got, found, err := cl.fr.Digests.ClaimAll(ctx, list)
+		got, found, err := cl.fr.Digests.ClaimAllFrom(ctx, cl.from, list)
 		for i, r := range batch {
 			if err != nil {
 				r.reply <- claimReply{err: err}

@@ -11,6 +11,7 @@ import (
 	"github.com/redcrawl/crawler/fence"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/frontier/events"
+	"github.com/redcrawl/crawler/frontier/payloads"
 	"github.com/redcrawl/crawler/leader"
 	"github.com/redis/go-redis/v9"
 )
@@ -94,6 +95,7 @@ func (sc *scheduler) lead(stop context.Context, l *leader.Leadership) {
 	msgs := sub.Channel()
 	timer := time.NewTimer(sc.every)
 	defer timer.Stop()
+	over := false // the last sweep found the crawl over
 	for {
 		// The sweep is sent under the worker's context, not the
 		// leadership's: a leader that was paused past its lock's TTL (GC,
@@ -134,6 +136,10 @@ func (sc *scheduler) lead(stop context.Context, l *leader.Leadership) {
 		}
 		if err == nil {
 			sc.trimResults(stop)
+			if sw.CrawlOver && !over {
+				sc.commitDigests(stop)
+			}
+			over = sw.CrawlOver
 		}
 		next := sc.every
 		if err == nil && sw.Settings > sc.settings().Version {
@@ -205,5 +211,27 @@ func (sc *scheduler) await(stop context.Context, l *leader.Leadership, timer *ti
 				return true
 			}
 		}
+	}
+}
+
+// commitDigests: the crawl found over (by this sweep, or by this
+// leadership's first), its payload digests join what later crawls refer
+// to (seed --dedup-from; payloads.Index.Commit), before the workers
+// leave. Under a context of its own: the end it marks stops this worker.
+// Not fenced: the copy is the index as it stands while the crawl is over,
+// whoever makes it, and a crawl reopened since is refused.
+func (sc *scheduler) commitDigests(stop context.Context) {
+	if !sc.settings().DedupPayloads {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(stop), sc.cfg.TTL)
+	defer cancel()
+	n, err := sc.fr.Digests.Commit(ctx)
+	switch {
+	case errors.Is(err, payloads.ErrNotComplete):
+	case err != nil:
+		sc.log.Warn("committing the crawl's payload digests failed: later crawls' --dedup-from will not find them until it completes again", "err", err)
+	default:
+		sc.log.Info("the crawl's payload digests committed, for later crawls' --dedup-from", "digests", n)
 	}
 }

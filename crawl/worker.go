@@ -362,7 +362,7 @@ func (w *Worker) claims() *claims {
 	if w.warc == nil || !w.settings().DedupPayloads {
 		return nil
 	}
-	return newClaims(w.fr)
+	return newClaims(w.fr, w.settings().DedupFrom)
 }
 
 func (w *Worker) newScheduler(end *ending) *scheduler {

@@ -12,6 +12,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nlnwa/gowarc/v3"
 )
@@ -19,6 +20,7 @@ import (
 // Checked is what Verify read of a package.
 type Checked struct {
 	Files, Lines, Pages int
+	Revisits            int // revisit records, each resolved to a response the package holds
 }
 
 // Verify reads a WACZ whole and checks what replay relies on: every file
@@ -26,8 +28,10 @@ type Checked struct {
 // datapackage-digest.json holds the manifest's; every line of
 // indexes/index.cdxj is in order and its offset and length hold exactly
 // one whole gzip member of its WARC file, a record of the line's URL and
-// date; every page of pages/pages.jsonl has a line. It returns the first
-// fault found.
+// date; every revisit record refers (WARC-Refers-To-Target-URI and -Date)
+// to a response the index has a line of, so replay finds its payload;
+// every page of pages/pages.jsonl has a line. It returns the first fault
+// found.
 func Verify(r io.ReaderAt, size int64) (Checked, error) {
 	var ck Checked
 	zr, err := zip.NewReader(r, size)
@@ -71,11 +75,11 @@ func Verify(r io.ReaderAt, size int64) (Checked, error) {
 		}
 		ck.Files++
 	}
-	indexed, lines, err := verifyIndex(files, r)
+	indexed, lines, revisits, err := verifyIndex(files, r)
 	if err != nil {
 		return ck, err
 	}
-	ck.Lines = lines
+	ck.Lines, ck.Revisits = lines, revisits
 	ck.Pages, err = verifyPages(files, indexed)
 	return ck, err
 }
@@ -134,11 +138,22 @@ func verifyPages(files map[string]*zip.File, indexed map[string]bool) (int, erro
 }
 
 // verifyIndex checks every index line against the record it points at,
-// and returns the keys it holds and its lines: the lines of
-// indexes/index.cdxj, or of the compressed index's blocks, each block
-// where index.idx says and starting with the key it says.
-func verifyIndex(files map[string]*zip.File, r io.ReaderAt) (map[string]bool, int, error) {
-	keys := map[string]bool{}
+// and returns the keys it holds, its lines and its revisits, each
+// resolved: the lines of indexes/index.cdxj, or of the compressed index's
+// blocks, each block where index.idx says and starting with the key it
+// says.
+func verifyIndex(files map[string]*zip.File, r io.ReaderAt) (map[string]bool, int, int, error) {
+	keys, r2 := map[string]bool{}, &revisits{responses: map[string]bool{}}
+	lines, err := indexLines(files, r, keys, r2)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	n, err := r2.resolve()
+	return keys, lines, n, err
+}
+
+// indexLines checks the index's lines, noting their keys and revisits.
+func indexLines(files map[string]*zip.File, r io.ReaderAt, keys map[string]bool, rv *revisits) (int, error) {
 	prev, n := "", 0
 	check := func(line string) error {
 		n++
@@ -152,33 +167,40 @@ func verifyIndex(files map[string]*zip.File, r io.ReaderAt) (map[string]bool, in
 		if err := json.Unmarshal([]byte(js), &c); err != nil || len(ts) != 14 {
 			return fmt.Errorf("wacz: index line %d: %q", n, line)
 		}
-		if err := verifyCapture(files, r, c, ts); err != nil {
+		target, err := verifyCapture(files, r, c, ts)
+		if err != nil {
 			return fmt.Errorf("wacz: index line %d (%s): %w", n, c.URL, err)
 		}
 		keys[key] = true
+		switch {
+		case c.Mime == "warc/revisit":
+			rv.targets = append(rv.targets, revisitTarget{of: c.URL, to: target, at: ts})
+		case c.Status != "":
+			rv.responses[key+" "+ts] = true
+		}
 		return nil
 	}
 	if files["indexes/index.idx"] == nil {
 		idx, err := openFile(files, "indexes/index.cdxj")
 		if err != nil {
-			return nil, 0, err
+			return 0, err
 		}
 		defer idx.Close()
 		err = eachLine(idx, check)
-		return keys, n, err
+		return n, err
 	}
 	blocks, err := openFile(files, "indexes/index.idx")
 	if err != nil {
-		return nil, 0, err
+		return 0, err
 	}
 	defer blocks.Close()
 	cdx := files["indexes/index.cdx.gz"]
 	if cdx == nil || cdx.Method != zip.Store {
-		return nil, 0, fmt.Errorf("wacz: index.idx without a stored indexes/index.cdx.gz")
+		return 0, fmt.Errorf("wacz: index.idx without a stored indexes/index.cdx.gz")
 	}
 	at, err := cdx.DataOffset()
 	if err != nil {
-		return nil, 0, err
+		return 0, err
 	}
 	err = eachLine(blocks, func(entry string) error {
 		if strings.HasPrefix(entry, "!meta ") {
@@ -203,7 +225,7 @@ func verifyIndex(files map[string]*zip.File, r io.ReaderAt) (map[string]bool, in
 			return check(line)
 		})
 	})
-	return keys, n, err
+	return n, err
 }
 
 // cutLast cuts s around the last sep.
@@ -228,53 +250,63 @@ func eachLine(r io.Reader, fn func(string) error) error {
 
 // verifyCapture checks that c's offset and length in its WARC file hold
 // one whole gzip member, a record of c's URL dated ts, read where replay
-// reads it: at the stored file's data in the package r.
-func verifyCapture(files map[string]*zip.File, r io.ReaderAt, c capture, ts string) error {
+// reads it: at the stored file's data in the package r. A revisit
+// record's target is returned as an index line's key and timestamp.
+func verifyCapture(files map[string]*zip.File, r io.ReaderAt, c capture, ts string) (string, error) {
 	f := files["archive/"+c.Filename]
 	if f == nil {
-		return fmt.Errorf("its file %s is not in archive/", c.Filename)
+		return "", fmt.Errorf("its file %s is not in archive/", c.Filename)
 	}
 	if f.Method != zip.Store {
-		return fmt.Errorf("its file %s is compressed in the ZIP; a WARC file must be stored", c.Filename)
+		return "", fmt.Errorf("its file %s is compressed in the ZIP; a WARC file must be stored", c.Filename)
 	}
 	off, err1 := strconv.ParseInt(c.Offset, 10, 64)
 	length, err2 := strconv.ParseInt(c.Length, 10, 64)
 	if err1 != nil || err2 != nil || !inside(off, length, int64(f.CompressedSize64)) {
-		return fmt.Errorf("offset %s and length %s outside its file's %d bytes", clip(c.Offset), clip(c.Length), f.CompressedSize64)
+		return "", fmt.Errorf("offset %s and length %s outside its file's %d bytes", clip(c.Offset), clip(c.Length), f.CompressedSize64)
 	}
 	dataAt, err := f.DataOffset()
 	if err != nil {
-		return err
+		return "", err
 	}
 	// Read where it is, never copied whole: a line's length is the
 	// package's word, bounded only by the file (within the package).
 	member := io.NewSectionReader(r, dataAt+off, length)
 	zr, err := gzip.NewReader(member)
 	if err != nil {
-		return fmt.Errorf("no gzip member at offset %d: %w", off, err)
+		return "", fmt.Errorf("no gzip member at offset %d: %w", off, err)
 	}
 	zr.Multistream(false)
 	if _, err := io.Copy(io.Discard, zr); err != nil {
-		return fmt.Errorf("the gzip member at offset %d is not whole: %w", off, err)
+		return "", fmt.Errorf("the gzip member at offset %d is not whole: %w", off, err)
 	}
 	wr, err := gowarc.NewWarcFileReaderFromStream(io.NewSectionReader(r, dataAt+off, length), 0, gowarc.WithNoValidation())
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer wr.Close()
 	rec, err := wr.Next()
 	if err != nil {
-		return fmt.Errorf("no WARC record at offset %d: %w", off, err)
+		return "", fmt.Errorf("no WARC record at offset %d: %w", off, err)
 	}
 	defer rec.Close()
 	date, err := rec.WarcRecord.Date()
 	if err != nil || rec.WarcRecord.WarcHeader().Get(gowarc.WarcTargetURI) != c.URL || date.UTC().Format("20060102150405") != ts {
-		return fmt.Errorf("the record at offset %d is of %s at %v, not of the line's URL at %s", off, rec.WarcRecord.WarcHeader().Get(gowarc.WarcTargetURI), date, ts)
+		return "", fmt.Errorf("the record at offset %d is of %s at %v, not of the line's URL at %s", off, rec.WarcRecord.WarcHeader().Get(gowarc.WarcTargetURI), date, ts)
 	}
 	if rec.Size != length {
-		return fmt.Errorf("the record at offset %d takes %d bytes, the line says %d", off, rec.Size, length)
+		return "", fmt.Errorf("the record at offset %d takes %d bytes, the line says %d", off, rec.Size, length)
 	}
-	return nil
+	if rec.WarcRecord.Type() != gowarc.Revisit {
+		return "", nil
+	}
+	h := rec.WarcRecord.WarcHeader()
+	to, err := time.Parse(time.RFC3339Nano, h.Get(gowarc.WarcRefersToDate))
+	if err != nil || h.Get(gowarc.WarcRefersToTargetURI) == "" {
+		return "", fmt.Errorf("the revisit record at offset %d names no target URI and date (WARC-Refers-To-Target-URI %q, -Date %q)",
+			off, clip(h.Get(gowarc.WarcRefersToTargetURI)), clip(h.Get(gowarc.WarcRefersToDate)))
+	}
+	return strings.ReplaceAll(SURT(h.Get(gowarc.WarcRefersToTargetURI)), " ", "%20") + " " + to.UTC().Format("20060102150405"), nil
 }
 
 // readAll reads one file of the package whole (a manifest).

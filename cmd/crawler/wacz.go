@@ -30,7 +30,8 @@ func waczCommand() *cli.Command {
 			"running worker's *.open ones); s3://BUCKET/PREFIX, the objects 'work --warc-upload' put there (--s3-endpoint and\n" +
 			"the AWS_* variables as for work), read as they stream. Streaming: the index is sorted in bounded memory (--sort-memory, then runs in\n" +
 			"--temp-dir), so an archive of tens of gigabytes is packaged in a few tens of megabytes.\n" +
-			"--verify FILE checks a WACZ instead: hashes, every index line against the record it points at, every page indexed.",
+			"--verify FILE checks a WACZ instead: hashes, every index line against the record it points at, every revisit against\n" +
+			"the response it refers to (package an earlier crawl's folders with the crawl whose --dedup-from named it), every page indexed.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "the WACZ `FILE` to write (it must end in .wacz)"},
 			&cli.StringFlag{Name: "title", Usage: "the collection's title (datapackage.json)"},
@@ -196,7 +197,7 @@ func verifyWACZ(w io.Writer, path string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	fmt.Fprintf(w, "%s: verified: %d files as datapackage.json lists them, %d index lines each at its record, %d pages indexed\n",
-		path, ck.Files, ck.Lines, ck.Pages)
+	fmt.Fprintf(w, "%s: verified: %d files as datapackage.json lists them, %d index lines each at its record, %d revisits each "+
+		"resolved to a response it holds, %d pages indexed\n", path, ck.Files, ck.Lines, ck.Revisits, ck.Pages)
 	return nil
 }

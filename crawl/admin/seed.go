@@ -63,6 +63,9 @@ func NewSeeder(ctx context.Context, c redis.UniversalClient, name string, s sett
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
+	if err := checkDedupFrom(ctx, c, name, s.DedupFrom); err != nil {
+		return nil, err
+	}
 	if _, err := settings.Load(ctx, c, name); errors.Is(err, crawl.ErrNoCrawl) {
 		if err := fitsRedis(ctx, c, name, s); err != nil { // a new crawl's filter is allocated whole
 			return nil, err

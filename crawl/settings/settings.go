@@ -115,6 +115,11 @@ type Settings struct {
 	// whose record names its canonical, or CanonicalSkip, a duplicate:
 	// its canonical queued instead, and it not archived.
 	Canonical string
+	// DedupFrom are earlier crawls in the same Redis whose committed
+	// payload digests (frontier/payloads: a crawl's, once it completed)
+	// this crawl's --dedup-payloads looks up first: a payload one of them
+	// archived whole is archived as a revisit of its record.
+	DedupFrom []string
 	// NearDuplicates is what the crawl does with an HTML page whose main
 	// text is a near copy of a page of its host fetched before (package
 	// neardup): NearOff, nothing (no signature is made); NearMark, its
@@ -234,6 +239,9 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("%w: near duplicates %q: want %s, %s or %s", ErrSettings, s.NearDuplicates, NearOff, NearMark, NearSkip)
 	case s.Render != RenderNever && s.Render != RenderAlways && s.Render != RenderAuto:
 		return fmt.Errorf("%w: render %q: want %s, %s or %s", ErrSettings, s.Render, RenderNever, RenderAlways, RenderAuto)
+	}
+	if err := s.checkDedupFrom(); err != nil {
+		return fmt.Errorf("%w: %v", ErrSettings, err)
 	}
 	if _, err := CompilePatterns(s.RenderMatch, "--render-match"); err != nil {
 		return fmt.Errorf("%w: %v", ErrSettings, err)

@@ -133,6 +133,10 @@ var Table = []Setting{
 		Usage: "with --warc-dir: archive a payload another URL's response archived already as a revisit record of it, by a crawl-wide " +
 			"digest index in Redis (at most a million digests, ~180 bytes each; about one Redis call a page archived). " +
 			"A page's refetch with its own last payload is a revisit without it"},
+	{Field: "dedup_from", Flag: "dedup-from", Kind: KindList, Before: "", ptr: func(s *Settings) any { return &s.DedupFrom },
+		Usage: "CRAWL (repeatable; with --dedup-payloads): a payload an earlier, completed crawl in this Redis archived whole " +
+			"(it ran with --warc-dir and --dedup-payloads) is archived as a revisit record referring to that crawl's record; " +
+			"package both crawls' WARC folders together (crawler wacz) to replay this one. A crawl's payloads join when it completes"},
 	{Field: "revisit", Flag: "revisit", Kind: KindDuration, Before: "0s", JSON: "revisit_seconds",
 		ptr: func(s *Settings) any { return &s.Revisit },
 		Usage: "make the crawl continuous: each fetched page is fetched again when due, first after this long, then as often as it " +

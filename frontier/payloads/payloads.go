@@ -36,7 +36,7 @@ type Index struct{ keyspace.Set }
 const IndexCap = 1_000_000
 
 var (
-	//go:embed digest.lua
+	//go:embed digest.lua commit.lua
 	luaFiles     embed.FS
 	lua          = script.NewLib("frontier/payloads", luaFiles, queue.Lua)
 	digestScript = lua.Script("digest")
@@ -56,6 +56,9 @@ type Claim struct {
 	Digest string
 	URI    string
 	Date   time.Time // the response's WARC-Date
+	// earlier is the entry an earlier crawl's committed index holds for
+	// the digest ("": none; ClaimAllFrom looks it up).
+	earlier string
 }
 
 func (c Claim) entry() string { return c.URI + "\t" + strconv.FormatInt(c.Date.UnixNano(), 10) }
@@ -66,10 +69,10 @@ func (c Claim) entry() string { return c.URI + "\t" + strconv.FormatInt(c.Date.U
 // archives it, if the index has room. A claim whose archive then fails is
 // taken back with Unclaim.
 func (f Index) ClaimAll(ctx context.Context, claims []Claim) ([]Archived, []bool, error) {
-	args := make([]any, 0, 2+2*len(claims))
+	args := make([]any, 0, 2+3*len(claims))
 	args = append(args, "claim", IndexCap)
 	for _, c := range claims {
-		args = append(args, c.Digest, c.entry())
+		args = append(args, c.Digest, c.entry(), c.earlier)
 	}
 	res, err := digestScript.Run(ctx, f.C, []string{f.key(), f.Keys[0].Config}, args...).Slice()
 	switch {
@@ -86,19 +89,28 @@ func (f Index) ClaimAll(ctx context.Context, claims []Claim) ([]Archived, []bool
 		if !ok {
 			continue // nil: not found, claimed
 		}
-		u, ns, ok := strings.Cut(v, "\t")
-		n, perr := strconv.ParseInt(ns, 10, 64)
-		if !ok || perr != nil {
-			return nil, nil, fmt.Errorf("frontier: payload digests: unreadable entry %q", v)
+		a, err := parseEntry(v)
+		if err != nil {
+			return nil, nil, err
 		}
-		got[i], found[i] = Archived{URI: u, Date: time.Unix(0, n)}, true
+		got[i], found[i] = a, true
 	}
 	return got, found, nil
 }
 
+// parseEntry reads an index's entry, "uri\tdate-ns".
+func parseEntry(v string) (Archived, error) {
+	u, ns, ok := strings.Cut(v, "\t")
+	n, err := strconv.ParseInt(ns, 10, 64)
+	if !ok || err != nil {
+		return Archived{}, fmt.Errorf("frontier: payload digests: unreadable entry %q", v)
+	}
+	return Archived{URI: u, Date: time.Unix(0, n)}, nil
+}
+
 // Claim is ClaimAll of one claim.
 func (f Index) Claim(ctx context.Context, digest, uri string, date time.Time) (Archived, bool, error) {
-	got, found, err := f.ClaimAll(ctx, []Claim{{digest, uri, date}})
+	got, found, err := f.ClaimAll(ctx, []Claim{{Digest: digest, URI: uri, Date: date}})
 	if err != nil {
 		return Archived{}, false, err
 	}
@@ -108,7 +120,7 @@ func (f Index) Claim(ctx context.Context, digest, uri string, date time.Time) (A
 // Unclaim takes back a claim of ClaimAll if it is still that
 // response's: it was not archived after all.
 func (f Index) Unclaim(ctx context.Context, digest, uri string, date time.Time) error {
-	err := digestScript.Run(ctx, f.C, []string{f.key(), f.Keys[0].Config}, "unclaim", 0, digest, Claim{digest, uri, date}.entry()).Err()
+	err := digestScript.Run(ctx, f.C, []string{f.key(), f.Keys[0].Config}, "unclaim", 0, digest, Claim{Digest: digest, URI: uri, Date: date}.entry(), "").Err()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("frontier: payload digests: %w", err)
 	}
