@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/redcrawl/crawler/crawl"
+	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
 	"github.com/redcrawl/crawler/internal/dupset"
@@ -28,7 +29,8 @@ import (
 // later), and no page is marked a near duplicate of any page but its
 // pair's; with skip, the same, and a marked page is not in the WARC files
 // while every other page is; in both, every page's own link is followed,
-// and status counts the marked pages.
+// and status counts the marked pages. Skip is set live (crawler set) on
+// a crawl seeded without it.
 func TestNearCopiesAreMarkedOrSkipped(t *testing.T) {
 	wholeCrawl(t)
 	pages := dupset.Triples(56, 20)
@@ -60,7 +62,16 @@ func TestNearCopiesAreMarkedOrSkipped(t *testing.T) {
 			mu.Unlock()
 			name := "near-" + mode
 			set := settings.Default()
-			set.Rate, set.AllowPrivate, set.NearDuplicates, set.MaxDepth = math.Inf(1), true, mode, 1
+			set.Rate, set.AllowPrivate, set.MaxDepth = math.Inf(1), true, 1
+			if mode == settings.NearSkip { // seeded off, and set live (crawler set) before its workers start
+				if _, err := admin.Seed(context.Background(), s.Client, name, set, seeds[:1]); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := admin.SetSettings(context.Background(), s.Client, name, map[string]string{"near-duplicates": mode}, "test"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			set.NearDuplicates = mode
 			archived, recs := archivedCrawl(t, s, name, set, seeds)
 			pairOf := func(p string) string { // the page's pair, "" for an other
 				kind, i, _ := strings.Cut(strings.TrimPrefix(p, "/"), "/")

@@ -52,6 +52,8 @@
 //	slowed     hash: the hosts whose rate:<host> holds any of those, the only
 //	           ones whose hash a pop reads
 //	robots:<scheme>://<host>  the origin's robots.txt cache (politeness.Robots, RobotsKey)
+//	near:<host>:bands, :pages, :order  with --near-duplicates, the host's
+//	           near-duplicate index (frontier/nearpages, neardup/index.lua)
 //	counter:<process>  string: the exchanges Redis holds of one worker
 //	           process (expires a day after its last exchange)
 //	ended:<process>  string: the lease ids the process's last exchange to
@@ -107,6 +109,8 @@
 //	events     stream: the event log, a sentence an event (package frontier/events)
 //	digests    hash payload digest -> "uri\tdate": the response archived
 //	           whole with that payload, at most payloads.IndexCap (frontier/payloads)
+//	digests:committed  the same, copied when the crawl last completed,
+//	           and '#' when: what later crawls' --dedup-from refer to
 //
 // and shard s > 0 its marker, exists (the crawl exists in that shard while
 // it does), and fence, the highest epoch of a scheduler that swept it.

@@ -10,6 +10,7 @@ import (
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/frontier/keyspace"
+	"github.com/redcrawl/crawler/frontier/payloads"
 	"github.com/redcrawl/crawler/leader"
 	"github.com/redcrawl/crawler/redisconn"
 	"github.com/redcrawl/crawler/session"
@@ -31,7 +32,7 @@ func Read(ctx context.Context, c redis.UniversalClient, name string) (*Status, e
 		return nil, err
 	}
 	for _, read := range []func(context.Context, redis.UniversalClient, *frontier.Frontier, *Status) error{
-		readQueues, readLeader, readWorkers, readControls, readLoad, readLogin,
+		readQueues, readLeader, readWorkers, readControls, readLoad, readLogin, readCommitted,
 	} {
 		if err := read(ctx, c, fr, st); err != nil {
 			return nil, err
@@ -148,5 +149,18 @@ func readLoad(ctx context.Context, _ redis.UniversalClient, fr *frontier.Frontie
 // readLogin reads the crawl's login: its URL and its session's state.
 func readLogin(ctx context.Context, c redis.UniversalClient, fr *frontier.Frontier, st *Status) (err error) {
 	st.Login, err = session.Describe(ctx, c, keyspace.LoginKey(st.Crawl), keyspace.SessionKey(st.Crawl))
+	return err
+}
+
+// readCommitted reads, of a crawl with --dedup-payloads, whether its
+// payload digests were committed for later crawls' --dedup-from.
+func readCommitted(ctx context.Context, c redis.UniversalClient, _ *frontier.Frontier, st *Status) error {
+	if !st.Settings.DedupPayloads {
+		return nil
+	}
+	at, n, ok, err := payloads.Committed(ctx, c, st.Crawl)
+	if err == nil && ok {
+		st.Committed = &Committed{At: at.UTC(), Digests: n}
+	}
 	return err
 }

@@ -69,6 +69,10 @@ type Status struct {
 	// Login is the crawl's login (seed --login-url): its URL and its
 	// session, never its form; nil without one.
 	Login *session.State `json:"login,omitempty"`
+	// Committed: with --dedup-payloads, the payload digests committed when
+	// the crawl last completed, which later crawls' --dedup-from refer
+	// to; nil while none are.
+	Committed *Committed `json:"committed,omitempty"`
 	// Hosts.Rules are the hosts with rules of their own (crawler host): a
 	// rate, or a block; by name.
 	HostRules []perhost.Rule `json:"host_rules,omitempty"`
@@ -183,6 +187,9 @@ func (st *Status) String() string {
 	if l := st.Login; l != nil {
 		fmt.Fprintf(&b, "  login       %s\n", l.Line())
 	}
+	if cm := st.Committed; cm != nil {
+		fmt.Fprintf(&b, "  committed   %d payload digests at %s, for later crawls' --dedup-from\n", cm.Digests, cm.At.Format(time.RFC3339))
+	}
 	st.writeCounters(&b)
 	st.writeHosts(&b)
 	if st.ResultsTrimmed > 0 {
@@ -193,6 +200,12 @@ func (st *Status) String() string {
 	st.writeCoordination(&b)
 	fmt.Fprintf(&b, "  settings    %s\n", st.Settings.Summary())
 	return b.String()
+}
+
+// Committed is when a crawl's payload digests were committed, and how many.
+type Committed struct {
+	At      time.Time `json:"at"`
+	Digests int64     `json:"digests"`
 }
 
 // writeCounters writes the lines of the counters that are not always there:
