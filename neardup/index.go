@@ -49,7 +49,7 @@ func (x Index) Check(ctx context.Context, sig Signature, url string) (Match, err
 	if x.Guard != "" {
 		keys = append(keys, x.Guard)
 	}
-	v, err := indexScript.Run(ctx, x.C, keys, sig.Bytes(), url, need, max(x.Max, 1)).Slice()
+	v, err := indexScript.Run(ctx, x.C, keys, sig.Bytes(), url, need, max(x.Max, 1), Bands).Slice()
 	if err != nil {
 		return Match{}, fmt.Errorf("neardup: %w", err) // wrapped: a GONE reply is still one (redis.Error)
 	}

@@ -8,12 +8,14 @@
 -- KEYS[4] (optional) a key that must exist (a crawl's config): when it is
 --   missing, nothing is read or written, and the reply is an error GONE
 -- ARGV[1] signature   ARGV[2] URL   ARGV[3] values that must agree
--- ARGV[4] the most pages kept (the oldest goes)
+-- ARGV[4] the most pages kept (the oldest goes)   ARGV[5] bands (the
+--   signature's bytes split evenly among them: neardup.Bands)
 -- Returns {URL, values agreeing} of the nearest earlier page that shares
 -- a band and agrees on enough values, or {'', n}: indexed now.
 if KEYS[4] and redis.call('EXISTS', KEYS[4]) == 0 then return redis.error_reply('GONE the index\'s owner is gone') end
 local sig, need, most = ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[4])
-local BANDS, ROW_BYTES, SIG_BYTES = 16, 8, 128
+local BANDS, SIG_BYTES = tonumber(ARGV[5]), #sig
+local ROW_BYTES = SIG_BYTES / BANDS
 
 -- nd_fields are a signature's band fields.
 local function nd_fields(s)
