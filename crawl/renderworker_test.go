@@ -1,6 +1,7 @@
 package crawl_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
+	"github.com/redcrawl/crawler/internal/dupset"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/render"
 )
@@ -152,5 +154,60 @@ document.getElementById('app').innerHTML = '<a href="/after.html">a</a>' }</scri
 	}
 	if peak := w.BrowserPeak(); peak >= 3<<29 {
 		t.Errorf("the browser's peak %d MiB; want under 1.5 GiB", peak>>20)
+	}
+}
+
+// With --near-duplicates skip and --render always, a render worker renders
+// an article and a different article of its site, but not a near copy of
+// the first: the copy's record names its article and has no render, and
+// the copy's own link is followed all the same.
+func TestARenderWorkerDoesNotRenderANearCopy(t *testing.T) {
+	wholeCrawl(t)
+	needChromium(t)
+	s := redistest.Real(t)
+	pages := dupset.Triples(9, 1)
+	links := map[string]string{"/article/0": `<a href="/copy/0">c</a><a href="/other/0">o</a>`, "/copy/0": `<a href="/from-copy">f</a>`}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		switch page, ok := pages[r.URL.Path]; {
+		case r.URL.Path == "/":
+			fmt.Fprint(w, `<html><body><a href="/article/0">a</a></body></html>`)
+		case r.URL.Path == "/from-copy":
+			fmt.Fprint(w, `<html><body>from the copy</body></html>`)
+		case ok:
+			w.Write(bytes.Replace(page, []byte("</footer>"), []byte("</footer>"+links[r.URL.Path]), 1))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	set := settings.Default()
+	set.Rate, set.AllowPrivate, set.Render, set.NearDuplicates = 1000, true, settings.RenderAlways, settings.NearSkip
+	set.Deny = []string{"/a/", "/section/"} // the site's related links and navigation
+	seed, _ := url.Parse(srv.URL + "/")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := admin.Seed(ctx, s.Client, "near-render", set, []*url.URL{seed}); err != nil {
+		t.Fatal(err)
+	}
+	o := fastOptions("r1")
+	o.Concurrency = 1 // the article before its copy
+	o.Render = &crawl.RenderOptions{Tabs: 1, PageTimeout: 20 * time.Second}
+	w, err := crawl.NewWorker(ctx, s.Client, "near-render", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	recs := exportedByURL(t, ctx, s.Client, "near-render")
+	article, other, near := recs[srv.URL+"/article/0"], recs[srv.URL+"/other/0"], recs[srv.URL+"/copy/0"]
+	if article.Render == nil || other.Render == nil || article.NearDuplicateOf != "" || other.NearDuplicateOf != "" {
+		t.Errorf("the article and the other: rendered %v, %v, near duplicate of %q, %q; want both rendered, neither marked",
+			article.Render != nil, other.Render != nil, article.NearDuplicateOf, other.NearDuplicateOf)
+	}
+	if near.Render != nil || near.NearDuplicateOf != srv.URL+"/article/0" || recs[srv.URL+"/from-copy"].Status != http.StatusOK {
+		t.Errorf("the copy: rendered %v, near duplicate of %q, its link's status %d; want not rendered, of the article, 200",
+			near.Render != nil, near.NearDuplicateOf, recs[srv.URL+"/from-copy"].Status)
 	}
 }
