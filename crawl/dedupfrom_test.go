@@ -131,6 +131,9 @@ func TestASecondCrawlArchivesTheFirstsPayloadsAsRevisits(t *testing.T) {
 	}
 
 	crawlTo("week2", []string{"week1"}, dir2, fastOptions("w2"))
+	if st, err := status.Read(ctx, s.Client, "week2"); err != nil || !strings.Contains(st.String(), "payloads archived once (and by week1)") {
+		t.Errorf("the second crawl's status: %v; want its settings to say it refers to week1:\n%v", err, st)
+	}
 	revisits, responses := map[string]string{}, map[string]bool{}
 	eachWARCRecord(t, dir2, func(r gowarc.Record) {
 		h := r.WarcRecord.WarcHeader()

@@ -113,7 +113,8 @@ func TestNearCopiesAreMarkedOrSkipped(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n := st.Counters[crawl.CounterNearDuplicates]; n != int64(marked) || !strings.Contains(st.String(), fmt.Sprintf("near copies %d pages", marked)) {
+			if n := st.Counters[crawl.CounterNearDuplicates]; n != int64(marked) || !strings.Contains(st.String(), fmt.Sprintf("near copies %d pages", marked)) ||
+				!strings.Contains(st.String(), "near copies: "+mode) {
 				t.Errorf("%s: status counts %d near duplicates; want %d, said:\n%s", mode, n, marked, st)
 			}
 		}

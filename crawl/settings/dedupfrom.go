@@ -3,6 +3,7 @@ package settings
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/redcrawl/crawler/frontier/keyspace"
 )
@@ -32,4 +33,21 @@ func (s Settings) checkDedupFrom() error {
 		}
 	}
 	return nil
+}
+
+// duplicates is what Summary says of the duplicates a crawl looks for
+// beyond one URL: payloads archived before (and by which earlier crawls),
+// near copies.
+func (s Settings) duplicates() string {
+	var b strings.Builder
+	if s.DedupPayloads {
+		b.WriteString(", payloads archived once")
+		if len(s.DedupFrom) > 0 {
+			b.WriteString(" (and by " + strings.Join(s.DedupFrom, ", ") + ")")
+		}
+	}
+	if s.NearDuplicates != NearOff {
+		b.WriteString(", near copies: " + s.NearDuplicates)
+	}
+	return b.String()
 }

@@ -295,8 +295,8 @@ func (s Settings) Summary() string {
 	if s.Politeness == PolitenessIP {
 		per = "host and per server address"
 	}
-	return fmt.Sprintf("scope %s, depth %s, max pages %s, %s req/s per %s (burst %d), private addresses %v, robots.txt give-up %v, keep %s, %d shard(s)%s",
-		s.Scope, depth, pages, FormatRate(s.Rate), per, s.Burst, s.AllowPrivate, s.RobotsGiveUp, strings.Join(s.KeepTypes, ","), s.Shards, changed)
+	return fmt.Sprintf("scope %s, depth %s, max pages %s, %s req/s per %s (burst %d), private addresses %v, robots.txt give-up %v, keep %s%s, %d shard(s)%s",
+		s.Scope, depth, pages, FormatRate(s.Rate), per, s.Burst, s.AllowPrivate, s.RobotsGiveUp, strings.Join(s.KeepTypes, ","), s.duplicates(), s.Shards, changed)
 }
 
 // AgentToken is the product token matched against robots.txt User-agent lines.
