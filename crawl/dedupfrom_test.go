@@ -25,6 +25,7 @@ import (
 	"github.com/redcrawl/crawler/frontier/payloads"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/wacz"
+	"github.com/redis/go-redis/v9"
 )
 
 // Two crawls of one 400-page site, the second with --dedup-from the
@@ -34,11 +35,16 @@ import (
 // changed one; the WACZ of both crawls' folders verifies, each revisit
 // resolved to a response it packs. A third crawl, stopped half-way and
 // reset, leaves the first's committed index as it was and commits nothing
-// of its own. On redis-server (the scripts' semantics on both servers:
-// frontier/payloads).
+// of its own. On redis-server, and over 3 shards on a Redis Cluster of 3
+// masters, where each crawl's committed index is in a slot of its own
+// (the scripts' semantics on both servers: frontier/payloads).
 func TestASecondCrawlArchivesTheFirstsPayloadsAsRevisits(t *testing.T) {
 	wholeCrawl(t)
-	s := redistest.Real(t)
+	t.Run("redis-server", func(t *testing.T) { crossCrawls(t, redistest.Real(t).Client, 1) })
+	t.Run("cluster", func(t *testing.T) { crossCrawls(t, redistest.RealCluster(t, 3).Client, 3) })
+}
+
+func crossCrawls(t *testing.T, c redis.UniversalClient, shards int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const pages = 400
@@ -71,22 +77,28 @@ func TestASecondCrawlArchivesTheFirstsPayloadsAsRevisits(t *testing.T) {
 	crawlTo := func(name string, from []string, dir string, o crawl.Options) {
 		t.Helper()
 		set := settings.Default()
-		set.Rate, set.AllowPrivate, set.MaxDepth, set.DedupPayloads, set.DedupFrom = math.Inf(1), true, 0, true, from
-		if _, err := admin.Seed(ctx, s.Client, name, set, seeds); err != nil {
+		set.Rate, set.AllowPrivate, set.MaxDepth, set.DedupPayloads, set.DedupFrom, set.Shards = math.Inf(1), true, 0, true, from, shards
+		if _, err := admin.Seed(ctx, c, name, set, seeds); err != nil {
 			t.Fatal(err)
 		}
 		o.WARC = &archive.Config{Dir: dir}
-		runWorkers(t, ctx, s, name, o)
+		w, err := crawl.NewWorker(ctx, c, name, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Run(ctx); err != nil || ctx.Err() != nil {
+			t.Fatalf("crawl %s: %v (%v)", name, err, ctx.Err())
+		}
 	}
 	dir1, dir2 := t.TempDir(), t.TempDir()
 	crawlTo("week1", nil, dir1, fastOptions("w1"))
-	if _, n, ok, err := payloads.Committed(ctx, s.Client, "week1"); err != nil || !ok || n != pages {
+	if _, n, ok, err := payloads.Committed(ctx, c, "week1"); err != nil || !ok || n != pages {
 		t.Fatalf("the first crawl's committed digests: %d, %v, %v; want %d", n, ok, err, pages)
 	}
-	if st, err := status.Read(ctx, s.Client, "week1"); err != nil || st.Committed == nil || !strings.Contains(st.String(), "committed   400 payload digests") {
+	if st, err := status.Read(ctx, c, "week1"); err != nil || st.Committed == nil || !strings.Contains(st.String(), "committed   400 payload digests") {
 		t.Errorf("the first crawl's status: %v; want its 400 digests said committed:\n%v", err, st)
 	}
-	before := s.Client.HGetAll(ctx, "crawl:{week1}:digests:committed").Val()
+	before := c.HGetAll(ctx, "crawl:{week1}:digests:committed").Val()
 	version.Store(2)
 
 	// The third crawl: stopped at its 100th request, unfinished, and reset.
@@ -100,12 +112,12 @@ func TestASecondCrawlArchivesTheFirstsPayloadsAsRevisits(t *testing.T) {
 	o3 := fastOptions("w3")
 	o3.ExitWhenDone = false
 	set := settings.Default()
-	set.Rate, set.AllowPrivate, set.MaxDepth, set.DedupPayloads, set.DedupFrom = math.Inf(1), true, 0, true, []string{"week1"}
-	if _, err := admin.Seed(ctx, s.Client, "unfinished", set, seeds); err != nil {
+	set.Rate, set.AllowPrivate, set.MaxDepth, set.DedupPayloads, set.DedupFrom, set.Shards = math.Inf(1), true, 0, true, []string{"week1"}, shards
+	if _, err := admin.Seed(ctx, c, "unfinished", set, seeds); err != nil {
 		t.Fatal(err)
 	}
 	o3.WARC = &archive.Config{Dir: t.TempDir()}
-	w3, err := crawl.NewWorker(ctx, s.Client, "unfinished", o3)
+	w3, err := crawl.NewWorker(ctx, c, "unfinished", o3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,25 +125,25 @@ func TestASecondCrawlArchivesTheFirstsPayloadsAsRevisits(t *testing.T) {
 		t.Fatal(err)
 	}
 	onRequest.Store(nil)
-	if n := s.Client.HLen(ctx, "crawl:{unfinished}:digests").Val(); n == 0 {
+	if n := c.HLen(ctx, "crawl:{unfinished}:digests").Val(); n == 0 {
 		t.Fatal("the unfinished crawl claimed no payload: the reset below would test nothing")
 	}
-	if _, _, ok, _ := payloads.Committed(ctx, s.Client, "unfinished"); ok {
+	if _, _, ok, _ := payloads.Committed(ctx, c, "unfinished"); ok {
 		t.Error("the unfinished crawl's digests were committed")
 	}
-	if _, err := admin.Reset(ctx, s.Client, "unfinished", false); err != nil {
+	if _, err := admin.Reset(ctx, c, "unfinished", false); err != nil {
 		t.Fatal(err)
 	}
-	after := s.Client.HGetAll(ctx, "crawl:{week1}:digests:committed").Val()
+	after := c.HGetAll(ctx, "crawl:{week1}:digests:committed").Val()
 	if len(after) != len(before) || fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("the first crawl's committed index changed: %d entries, then %d", len(before), len(after))
 	}
-	if keys := s.Client.Keys(ctx, "crawl:{unfinished}*").Val(); len(keys) > 0 {
-		t.Errorf("the reset crawl left %v", keys)
+	if n := c.Exists(ctx, "crawl:{unfinished}:digests", "crawl:{unfinished}:config").Val(); n > 0 {
+		t.Errorf("the reset crawl left %d of its index and config", n)
 	}
 
 	crawlTo("week2", []string{"week1"}, dir2, fastOptions("w2"))
-	if st, err := status.Read(ctx, s.Client, "week2"); err != nil || !strings.Contains(st.String(), "payloads archived once (and by week1)") {
+	if st, err := status.Read(ctx, c, "week2"); err != nil || !strings.Contains(st.String(), "payloads archived once (and by week1)") {
 		t.Errorf("the second crawl's status: %v; want its settings to say it refers to week1:\n%v", err, st)
 	}
 	revisits, responses := map[string]string{}, map[string]bool{}
