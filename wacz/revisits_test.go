@@ -48,7 +48,7 @@ func TestARevisitResolvesToAResponseInThePackage(t *testing.T) {
 		t.Errorf("both crawls: %+v, %v; want one revisit resolved", ck, err)
 	}
 	for name, files := range map[string][]string{"alone": second, "another second": append(earlier(at.Add(time.Second)), second...)} {
-		if _, err := pack(files); err == nil || !strings.Contains(err.Error(), "revisit record of http://b.test/ refers to") {
+		if _, err := pack(files); err == nil || !strings.Contains(err.Error(), "revisit record of http://b.test/ refers to the response of http://a.test/") {
 			t.Errorf("%s: %v; want the unresolved revisit named", name, err)
 		}
 	}

@@ -174,7 +174,8 @@ func indexLines(files map[string]*zip.File, r io.ReaderAt, keys map[string]bool,
 		keys[key] = true
 		switch {
 		case c.Mime == "warc/revisit":
-			rv.targets = append(rv.targets, revisitTarget{of: c.URL, to: target, at: ts})
+			target.of = c.URL
+			rv.targets = append(rv.targets, *target)
 		case c.Status != "":
 			rv.responses[key+" "+ts] = true
 		}
@@ -251,62 +252,62 @@ func eachLine(r io.Reader, fn func(string) error) error {
 // verifyCapture checks that c's offset and length in its WARC file hold
 // one whole gzip member, a record of c's URL dated ts, read where replay
 // reads it: at the stored file's data in the package r. A revisit
-// record's target is returned as an index line's key and timestamp.
-func verifyCapture(files map[string]*zip.File, r io.ReaderAt, c capture, ts string) (string, error) {
+// record's reference is returned (nil for any other record).
+func verifyCapture(files map[string]*zip.File, r io.ReaderAt, c capture, ts string) (*revisitTarget, error) {
 	f := files["archive/"+c.Filename]
 	if f == nil {
-		return "", fmt.Errorf("its file %s is not in archive/", c.Filename)
+		return nil, fmt.Errorf("its file %s is not in archive/", c.Filename)
 	}
 	if f.Method != zip.Store {
-		return "", fmt.Errorf("its file %s is compressed in the ZIP; a WARC file must be stored", c.Filename)
+		return nil, fmt.Errorf("its file %s is compressed in the ZIP; a WARC file must be stored", c.Filename)
 	}
 	off, err1 := strconv.ParseInt(c.Offset, 10, 64)
 	length, err2 := strconv.ParseInt(c.Length, 10, 64)
 	if err1 != nil || err2 != nil || !inside(off, length, int64(f.CompressedSize64)) {
-		return "", fmt.Errorf("offset %s and length %s outside its file's %d bytes", clip(c.Offset), clip(c.Length), f.CompressedSize64)
+		return nil, fmt.Errorf("offset %s and length %s outside its file's %d bytes", clip(c.Offset), clip(c.Length), f.CompressedSize64)
 	}
 	dataAt, err := f.DataOffset()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	// Read where it is, never copied whole: a line's length is the
 	// package's word, bounded only by the file (within the package).
 	member := io.NewSectionReader(r, dataAt+off, length)
 	zr, err := gzip.NewReader(member)
 	if err != nil {
-		return "", fmt.Errorf("no gzip member at offset %d: %w", off, err)
+		return nil, fmt.Errorf("no gzip member at offset %d: %w", off, err)
 	}
 	zr.Multistream(false)
 	if _, err := io.Copy(io.Discard, zr); err != nil {
-		return "", fmt.Errorf("the gzip member at offset %d is not whole: %w", off, err)
+		return nil, fmt.Errorf("the gzip member at offset %d is not whole: %w", off, err)
 	}
 	wr, err := gowarc.NewWarcFileReaderFromStream(io.NewSectionReader(r, dataAt+off, length), 0, gowarc.WithNoValidation())
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	defer wr.Close()
 	rec, err := wr.Next()
 	if err != nil {
-		return "", fmt.Errorf("no WARC record at offset %d: %w", off, err)
+		return nil, fmt.Errorf("no WARC record at offset %d: %w", off, err)
 	}
 	defer rec.Close()
 	date, err := rec.WarcRecord.Date()
 	if err != nil || rec.WarcRecord.WarcHeader().Get(gowarc.WarcTargetURI) != c.URL || date.UTC().Format("20060102150405") != ts {
-		return "", fmt.Errorf("the record at offset %d is of %s at %v, not of the line's URL at %s", off, rec.WarcRecord.WarcHeader().Get(gowarc.WarcTargetURI), date, ts)
+		return nil, fmt.Errorf("the record at offset %d is of %s at %v, not of the line's URL at %s", off, rec.WarcRecord.WarcHeader().Get(gowarc.WarcTargetURI), date, ts)
 	}
 	if rec.Size != length {
-		return "", fmt.Errorf("the record at offset %d takes %d bytes, the line says %d", off, rec.Size, length)
+		return nil, fmt.Errorf("the record at offset %d takes %d bytes, the line says %d", off, rec.Size, length)
 	}
 	if rec.WarcRecord.Type() != gowarc.Revisit {
-		return "", nil
+		return nil, nil
 	}
 	h := rec.WarcRecord.WarcHeader()
 	to, err := time.Parse(time.RFC3339Nano, h.Get(gowarc.WarcRefersToDate))
 	if err != nil || h.Get(gowarc.WarcRefersToTargetURI) == "" {
-		return "", fmt.Errorf("the revisit record at offset %d names no target URI and date (WARC-Refers-To-Target-URI %q, -Date %q)",
+		return nil, fmt.Errorf("the revisit record at offset %d names no target URI and date (WARC-Refers-To-Target-URI %q, -Date %q)",
 			off, clip(h.Get(gowarc.WarcRefersToTargetURI)), clip(h.Get(gowarc.WarcRefersToDate)))
 	}
-	return strings.ReplaceAll(SURT(h.Get(gowarc.WarcRefersToTargetURI)), " ", "%20") + " " + to.UTC().Format("20060102150405"), nil
+	return &revisitTarget{uri: h.Get(gowarc.WarcRefersToTargetURI), date: to}, nil
 }
 
 // readAll reads one file of the package whole (a manifest).
