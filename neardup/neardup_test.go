@@ -110,3 +110,14 @@ func jaccard(a, b []string, n int) float64 {
 	}
 	return float64(inter) / float64(len(sa)+len(sb)-inter)
 }
+
+// BenchmarkSignAPage is what a page costs its worker: the main text of a
+// page of 1,000 words read (Words) and its MinHash signature made (Sign).
+func BenchmarkSignAPage(b *testing.B) {
+	s := dupset.NewSite(2)
+	page := s.Page(s.NewArticle(1000))
+	b.SetBytes(int64(len(page)))
+	for b.Loop() {
+		neardup.Sign(neardup.Words(page))
+	}
+}
