@@ -95,8 +95,9 @@ func crossCrawls(t *testing.T, c redis.UniversalClient, shards int) {
 	if _, n, ok, err := payloads.Committed(ctx, c, "week1"); err != nil || !ok || n != pages {
 		t.Fatalf("the first crawl's committed digests: %d, %v, %v; want %d", n, ok, err, pages)
 	}
-	if st, err := status.Read(ctx, c, "week1"); err != nil || st.Committed == nil || !strings.Contains(st.String(), "committed   400 payload digests") {
-		t.Errorf("the first crawl's status: %v; want its 400 digests said committed:\n%v", err, st)
+	if st, err := status.Read(ctx, c, "week1"); err != nil || st.Committed == nil || !strings.Contains(st.String(), "committed   400 payload digests") ||
+		!strings.Contains(st.String(), "committed its 400 payload digests") {
+		t.Errorf("the first crawl's status: %v; want its 400 digests said committed, and the commit in its events:\n%v", err, st)
 	}
 	before := c.HGetAll(ctx, "crawl:{week1}:digests:committed").Val()
 	version.Store(2)

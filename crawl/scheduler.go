@@ -233,5 +233,7 @@ func (sc *scheduler) commitDigests(stop context.Context) {
 		sc.log.Warn("committing the crawl's payload digests failed: later crawls' --dedup-from will not find them until it completes again", "err", err)
 	default:
 		sc.log.Info("the crawl's payload digests committed, for later crawls' --dedup-from", "digests", n)
+		LogEvent(ctx, eventsOf(sc.fr), sc.log, events.Event{Kind: events.Commit, Worker: sc.id,
+			Text: fmt.Sprintf("the crawl is complete: %s committed its %d payload digests, which later crawls' --dedup-from refer to", sc.id, n)})
 	}
 }

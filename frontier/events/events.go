@@ -41,6 +41,7 @@ const (
 	Settings = "settings" // the crawl's settings were changed (crawler set)
 	Login    = "login"    // a worker logged in to the crawl's site, or its login failed (seed --login-url)
 	Lagging  = "lagging"  // an export group is near the results streams' cap
+	Commit   = "commit"   // a complete crawl's payload digests were committed (seed --dedup-from)
 )
 
 // Event is one entry of the log.
