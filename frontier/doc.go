@@ -54,6 +54,8 @@
 //	robots:<scheme>://<host>  the origin's robots.txt cache (politeness.Robots, RobotsKey)
 //	near:<host>:bands, :pages, :order  with --near-duplicates, the host's
 //	           near-duplicate index (frontier/nearpages, neardup/index.lua)
+//	near pages the pages the shard's hosts' near-duplicate indexes hold
+//	           (at most its share of nearpages.CrawlCap)
 //	counter:<process>  string: the exchanges Redis holds of one worker
 //	           process (expires a day after its last exchange)
 //	ended:<process>  string: the lease ids the process's last exchange to

@@ -30,6 +30,11 @@ type Index struct {
 	// config, in the same slot): when it does not, Check writes nothing
 	// and fails with a Redis error that begins "GONE".
 	Guard string
+	// Shared, when set, is a counter in the same slot that indexes of
+	// several hosts share (a crawl's shard): the pages they hold in all.
+	// At SharedCap a page is still looked up, but not indexed.
+	Shared    string
+	SharedCap int
 }
 
 // A Match is the earlier page a page is a near duplicate of (URL "":
@@ -49,7 +54,11 @@ func (x Index) Check(ctx context.Context, sig Signature, url string) (Match, err
 	if x.Guard != "" {
 		keys = append(keys, x.Guard)
 	}
-	v, err := indexScript.Run(ctx, x.C, keys, sig.Bytes(), url, need, max(x.Max, 1), Bands).Slice()
+	shared := 0
+	if x.Shared != "" {
+		keys, shared = append(keys, x.Shared), max(x.SharedCap, 1)
+	}
+	v, err := indexScript.Run(ctx, x.C, keys, sig.Bytes(), url, need, max(x.Max, 1), Bands, flag(x.Guard != ""), shared).Slice()
 	if err != nil {
 		return Match{}, fmt.Errorf("neardup: %w", err) // wrapped: a GONE reply is still one (redis.Error)
 	}
@@ -59,4 +68,12 @@ func (x Index) Check(ctx context.Context, sig Signature, url string) (Match, err
 	u, _ := v[0].(string)
 	n, _ := v[1].(int64)
 	return Match{URL: u, Similarity: float64(n) / Hashes}, nil
+}
+
+// flag is a boolean as the script's argument.
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }

@@ -5,14 +5,22 @@
 --   its Rows values' 8 bytes) -> the id of the newest page with it
 -- KEYS[2] pages: hash, id -> the page's signature and URL; '#' the last id
 -- KEYS[3] order: list of ids, oldest first
--- KEYS[4] (optional) a key that must exist (a crawl's config): when it is
---   missing, nothing is read or written, and the reply is an error GONE
+-- KEYS[4] (with ARGV[6] '1') a key that must exist (a crawl's config):
+--   when it is missing, nothing is read or written, and the reply is an
+--   error GONE
+-- KEYS[4] or KEYS[5] after it (with ARGV[7] > 0) the pages indexed by
+--   every index that shares it (a crawl's shard's hosts): at ARGV[7] a
+--   page is looked up but not indexed; an evicted page counts off
 -- ARGV[1] signature   ARGV[2] URL   ARGV[3] values that must agree
 -- ARGV[4] the most pages kept (the oldest goes)   ARGV[5] bands (the
 --   signature's bytes split evenly among them: neardup.Bands)
+-- ARGV[6] '1': KEYS[4] is the guard   ARGV[7] the shared cap (0: none)
 -- Returns {URL, values agreeing} of the nearest earlier page that shares
--- a band and agrees on enough values, or {'', n}: indexed now.
-if KEYS[4] and redis.call('EXISTS', KEYS[4]) == 0 then return redis.error_reply('GONE the index\'s owner is gone') end
+-- a band and agrees on enough values, or {'', n}: indexed now (unless
+-- the shared cap is reached).
+if ARGV[6] == '1' and redis.call('EXISTS', KEYS[4]) == 0 then return redis.error_reply('GONE the index\'s owner is gone') end
+local sharedCap, shared = tonumber(ARGV[7]), nil
+if sharedCap > 0 then shared = KEYS[ARGV[6] == '1' and 5 or 4] end
 local sig, need, most = ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[4])
 local BANDS, SIG_BYTES = tonumber(ARGV[5]), #sig
 local ROW_BYTES = SIG_BYTES / BANDS
@@ -51,6 +59,10 @@ if #cand > 0 then
   end
   if best >= need then return {bestURL, best} end
 end
+if shared then
+  if tonumber(redis.call('GET', shared) or '0') >= sharedCap then return {'', best} end
+  redis.call('INCR', shared)
+end
 local id = tostring(redis.call('HINCRBY', KEYS[2], '#', 1))
 redis.call('HSET', KEYS[2], id, sig .. ARGV[2])
 local args = {}
@@ -67,6 +79,7 @@ if redis.call('RPUSH', KEYS[3], id) > most then
       if redis.call('HGET', KEYS[1], f) == old then redis.call('HDEL', KEYS[1], f) end
     end
     redis.call('HDEL', KEYS[2], old)
+    if shared then redis.call('DECR', shared) end
   end
 end
 return {'', best}

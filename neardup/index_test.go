@@ -114,3 +114,48 @@ func TestTheIndexsBytesAPage(t *testing.T) {
 		t.Errorf("%d bytes a page; want at most 1,500", total/pages)
 	}
 }
+
+// Indexes that share a counter (a crawl's shard's hosts) index no page
+// past its cap, yet still find what they hold; a page evicted from one
+// counts off, so the counter is always the pages they hold in all.
+func TestIndexesSharingACapIndexNoPagePastIt(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		site := dupset.NewSite(13)
+		index := func(host string) neardup.Index {
+			return neardup.Index{C: s.Client, Prefix: "nd{cap}:" + host + ":", Max: 3, Threshold: 0.5, Shared: "nd{cap}:count", SharedCap: 5}
+		}
+		a, b := index("a"), index("b")
+		sign := func(x dupset.Article) neardup.Signature { return neardup.Sign(neardup.Words(site.Page(x))) }
+		var arts []dupset.Article
+		for i := range 6 { // four in a (its oldest evicted: it keeps 3), two in b
+			x, ix := site.NewArticle(200), a
+			if i >= 4 {
+				ix = b
+			}
+			arts = append(arts, x)
+			if m, err := ix.Check(ctx, sign(x), fmt.Sprint(i)); err != nil || m.URL != "" {
+				t.Fatalf("article %d: %+v, %v", i, m, err)
+			}
+		}
+		held := func() int64 {
+			return s.Client.HLen(ctx, "nd{cap}:a:pages").Val() - 1 + s.Client.HLen(ctx, "nd{cap}:b:pages").Val() - 1
+		}
+		if n, _ := s.Client.Get(ctx, "nd{cap}:count").Int64(); n != 5 || held() != 5 {
+			t.Fatalf("the counter says %d, the indexes hold %d; want 5 and 5", n, held())
+		}
+		over := site.NewArticle(200)
+		if m, err := b.Check(ctx, sign(over), "over"); err != nil || m.URL != "" {
+			t.Fatalf("a page past the cap: %+v, %v", m, err)
+		}
+		if m, _ := b.Check(ctx, sign(site.NearCopy(over, 2)), "copy"); m.URL != "" {
+			t.Errorf("a copy of a page past the cap found %q; it was not indexed", m.URL)
+		}
+		if m, _ := b.Check(ctx, sign(site.NearCopy(arts[5], 2)), "copy5"); m.URL != "5" {
+			t.Errorf("a copy of a page held found %q; want 5", m.URL)
+		}
+		if n, _ := s.Client.Get(ctx, "nd{cap}:count").Int64(); n != 5 || held() != 5 {
+			t.Errorf("after the cap: the counter says %d, the indexes hold %d; want 5 and 5", n, held())
+		}
+	})
+}

@@ -172,7 +172,7 @@ var Table = []Setting{
 		ptr: func(s *Settings) any { return &s.NearDuplicates },
 		Usage: "an HTML page whose main text is a near copy of a page of its host fetched before (another date line, a few words, " +
 			"a banner: MinHash of its words outside nav, header, footer, forms and links, about 1.1 KB a page in Redis, the latest " +
-			"10000 of a host): off; mark (its record says near_duplicate_of and the similarity); or skip (that, and it is neither " +
+			"10000 of a host and a million in all): off; mark (its record says near_duplicate_of and the similarity); or skip (that, and it is neither " +
 			"archived nor rendered; its links are still followed)"},
 	{Field: "render", Flag: "render", Kind: KindString, Before: RenderNever, ptr: func(s *Settings) any { return &s.Render },
 		Usage: "which pages a browser renders (workers started with --render): never; always (every HTML page); or auto: the crawl " +

@@ -16,8 +16,13 @@ import (
 // says what each holds): about 1,130 bytes a page (neardup
 // TestTheIndexsBytesAPage) for at most PerHost pages, the oldest leaving
 // first; a host of more pages keeps its latest PerHost, 11 MB at most.
+// The crawl's indexes hold at most CrawlCap pages in all, each shard a
+// share of it counted in its "near pages" (a host name has no space):
+// past it a page is still looked up, but no new page is indexed (1.1 GB
+// at most; a host's eviction makes room again).
 const (
-	PerHost = 10_000
+	PerHost  = 10_000
+	CrawlCap = 1_000_000
 	// Threshold: pages whose signatures agree on half their values or
 	// more are near duplicates (docs/design.md says how it was chosen).
 	Threshold = 0.5
@@ -29,7 +34,9 @@ type Index struct{ keyspace.Set }
 // of is host's index.
 func (x Index) of(host string) neardup.Index {
 	i, k := x.For(host)
-	return neardup.Index{C: x.C, Prefix: keyspace.Tag(x.Name, i) + "near:" + host + ":", Max: PerHost, Threshold: Threshold, Guard: k.Config}
+	tag := keyspace.Tag(x.Name, i)
+	return neardup.Index{C: x.C, Prefix: tag + "near:" + host + ":", Max: PerHost, Threshold: Threshold, Guard: k.Config,
+		Shared: tag + "near pages", SharedCap: (CrawlCap + len(x.Keys) - 1) / len(x.Keys)}
 }
 
 // Check is the earlier page of host that the page at url (of words'
