@@ -3,6 +3,7 @@ package crawl_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -22,6 +23,7 @@ import (
 	"github.com/redcrawl/crawler/crawl/admin"
 	"github.com/redcrawl/crawler/crawl/settings"
 	"github.com/redcrawl/crawler/crawl/status"
+	"github.com/redcrawl/crawler/frontier/keyspace"
 	"github.com/redcrawl/crawler/frontier/payloads"
 	"github.com/redcrawl/crawler/internal/redistest"
 	"github.com/redcrawl/crawler/wacz"
@@ -192,4 +194,42 @@ func crossCrawls(t *testing.T, c redis.UniversalClient, shards int) {
 		t.Errorf("the WACZ of both crawls: %+v, %v; want it verified with its %d revisits resolved", ck, err, len(revisits))
 	}
 	t.Logf("the WACZ of both crawls: %+v", ck)
+}
+
+// seed --dedup-from refuses what it cannot refer to, saying which crawl
+// and why (no such crawl, one without --dedup-payloads, one not
+// complete), and commits a complete crawl's digests that no scheduler was
+// left to commit, so that the new crawl refers to them.
+func TestSeedDedupFromChecksTheEarlierCrawl(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		seed, _ := url.Parse("http://a.test/")
+		set := settings.Default()
+		plain, withDigests := set, set
+		withDigests.DedupPayloads = true
+		for name, st := range map[string]settings.Settings{"plain": plain, "earlier": withDigests} {
+			if _, err := admin.Seed(ctx, s.Client, name, st, []*url.URL{seed}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		later := withDigests
+		for from, says := range map[string]string{"nonesuch": "no such crawl", "plain": "without --dedup-payloads", "earlier": "has not completed"} {
+			later.DedupFrom = []string{from}
+			if _, err := admin.Seed(ctx, s.Client, "later", later, []*url.URL{seed}); !errors.Is(err, admin.ErrDedupFrom) || !strings.Contains(err.Error(), says) {
+				t.Errorf("--dedup-from %s: %v; want %v saying %q", from, err, admin.ErrDedupFrom, says)
+			}
+		}
+		fr := frontierOf(t, s.Client, "earlier", 1)
+		if _, _, err := fr.Digests.Claim(ctx, "sha1:X", "http://a.test/", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		s.Client.Set(ctx, keyspace.KeysFor("earlier").DoneFlag, "1", 0) // over, its scheduler gone before it committed
+		later.DedupFrom = []string{"earlier"}
+		if _, err := admin.Seed(ctx, s.Client, "later", later, []*url.URL{seed}); err != nil {
+			t.Fatal(err)
+		}
+		if _, n, ok, err := payloads.Committed(ctx, s.Client, "earlier"); err != nil || !ok || n != 1 {
+			t.Errorf("the earlier crawl's digests after the seed: %d, committed %v, %v; want 1, committed", n, ok, err)
+		}
+	})
 }

@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/redcrawl/crawler/crawl"
 	"github.com/redcrawl/crawler/crawl/settings"
-	"github.com/redcrawl/crawler/frontier/keyspace"
+	"github.com/redcrawl/crawler/frontier"
 	"github.com/redcrawl/crawler/frontier/payloads"
 	"github.com/redis/go-redis/v9"
 )
@@ -39,9 +38,11 @@ func checkDedupFrom(ctx context.Context, c redis.UniversalClient, name string, f
 		case !s.DedupPayloads:
 			return fmt.Errorf("%w %s: that crawl ran without --dedup-payloads: it kept no payload digests to refer to", ErrDedupFrom, other)
 		}
-		k := keyspace.KeysFor(other)
-		ix := payloads.Index{Set: keyspace.Set{Name: other, C: c, Keys: []keyspace.Keys{k}, Now: time.Now}}
-		if _, err := ix.Commit(ctx); errors.Is(err, payloads.ErrNotComplete) {
+		fr, err := frontier.New(c, other, crawl.FrontierOptions(s))
+		if err != nil {
+			return err
+		}
+		if _, err := fr.Digests.Commit(ctx); errors.Is(err, payloads.ErrNotComplete) {
 			return fmt.Errorf("%w %s: that crawl has not completed: its payloads join what later crawls refer to when it does", ErrDedupFrom, other)
 		} else if err != nil {
 			return err
